@@ -1,0 +1,105 @@
+#ifndef LOOM_CORE_JSON_READER_H_
+#define LOOM_CORE_JSON_READER_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace loom {
+
+// Reads and parses |path|. Errors name the file: a missing file is NotFound, a file that is
+// not JSON reports the parser's byte position, a top level that is not an object is rejected.
+Result<nlohmann::json> ReadJsonObjectFile(const std::string& path);
+
+// What JsonReader::Finish does with keys that no getter asked for.
+enum class UnknownKeys {
+  // Every key must be known (loom's own files: hardware, scenarios).
+  kError,
+  // Foreign keys are allowed (a Hugging Face config.json carries dozens loom does not use),
+  // but a key within a small edit distance of a known key is taken for a typo and rejected,
+  // unless it is listed in |also_allowed| of Finish.
+  kRejectTypos,
+};
+
+// Inclusive bounds for an integer key. The defaults reject zero and negatives.
+struct IntRange {
+  int64_t min = 1;
+  int64_t max = INT64_MAX;
+};
+
+// Typed, validating access to one JSON object of one input file. Getters never throw: a missing,
+// mistyped or out-of-range value is recorded as an error (naming the file, the key and the fix)
+// and a placeholder is returned, so that one pass reports every problem of a file. Call Finish()
+// once at the end and use nothing read if it fails.
+class JsonReader {
+ public:
+  // |file| names the input in messages; |path| is the key path of |object| inside it ("" at top).
+  // REQUIRES: |object| outlives the reader.
+  JsonReader(const nlohmann::json& object, std::string file, std::string path = "");
+
+  bool Has(std::string_view key) const;
+
+  // Required integer within |range|.
+  int64_t Int(std::string_view key, IntRange range = {});
+  // Integer within |range| if present (JSON null counts as absent), else nullopt.
+  std::optional<int64_t> OptionalInt(std::string_view key, IntRange range = {});
+
+  // Required number > 0 (finite).
+  double PositiveNumber(std::string_view key);
+  std::optional<double> OptionalPositiveNumber(std::string_view key);
+  // Number >= 0 if present.
+  std::optional<double> OptionalNonNegativeNumber(std::string_view key);
+
+  std::string String(std::string_view key);
+  std::optional<std::string> OptionalString(std::string_view key);
+  // Required string that must be one of |allowed|; the error lists them.
+  std::string OneOf(std::string_view key, std::initializer_list<std::string_view> allowed);
+  std::optional<std::string> OptionalOneOf(std::string_view key,
+                                           std::initializer_list<std::string_view> allowed);
+
+  std::optional<bool> OptionalBool(std::string_view key);
+
+  // Required nested object, read with its own reader whose errors join this one's on Finish().
+  JsonReader& Object(std::string_view key);
+
+  // Marks |key| as known without reading it (a key loom accepts and has no use for).
+  void Allow(std::string_view key);
+
+  // Records a problem found by the caller (a rule between keys). |key| may be empty.
+  void AddError(std::string_view key, std::string_view problem);
+
+  // Checks for unknown keys under |policy| and returns every recorded error, one per line.
+  Status Finish(UnknownKeys policy, std::initializer_list<std::string_view> also_allowed = {});
+
+  const std::string& file() const { return file_; }
+  // "file: a.b" for |key| under this reader's path; used in messages.
+  std::string Where(std::string_view key) const;
+
+ private:
+  const nlohmann::json* Find(std::string_view key);
+  void CollectErrors(std::vector<std::string>* out) const;
+  std::string KnownKeyList() const;
+
+  const nlohmann::json& object_;
+  std::string file_;
+  std::string path_;
+  std::set<std::string, std::less<>> known_;
+  std::vector<std::string> errors_;
+  std::vector<std::unique_ptr<JsonReader>> children_;
+};
+
+// Levenshtein distance, for "did you mean" hints.
+int EditDistance(std::string_view a, std::string_view b);
+
+}  // namespace loom
+
+#endif  // LOOM_CORE_JSON_READER_H_

@@ -1,0 +1,80 @@
+#ifndef LOOM_CORE_STATUS_H_
+#define LOOM_CORE_STATUS_H_
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace loom {
+
+// The outcome of an operation that can fail on bad input. Library code returns a Status
+// (or a Result<T>) instead of printing or exiting; only src/cli/ turns it into a message.
+// A message names the input, the key and the fix, e.g.
+//   "models/x.json: num_attention_heads (30) is not divisible by tp (8); ..."
+class Status {
+ public:
+  enum class Code { kOk, kInvalidArgument, kNotFound, kIoError, kUnimplemented };
+
+  Status() = default;
+
+  static Status Ok() { return Status(); }
+  static Status InvalidArgument(std::string message) {
+    return Status(Code::kInvalidArgument, std::move(message));
+  }
+  static Status NotFound(std::string message) { return Status(Code::kNotFound, std::move(message)); }
+  static Status IoError(std::string message) { return Status(Code::kIoError, std::move(message)); }
+  static Status Unimplemented(std::string message) {
+    return Status(Code::kUnimplemented, std::move(message));
+  }
+
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+  // Returns "<code name>: <message>", or "OK".
+  std::string ToString() const;
+
+ private:
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+// Either a value of type T or a non-OK Status.
+template <typename T>
+class Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status) : value_(std::move(status)) {  // NOLINT: implicit by design
+    assert(!std::get<Status>(value_).ok() && "a Result holds an error Status, never OK");
+  }
+
+  bool ok() const { return std::holds_alternative<T>(value_); }
+
+  // REQUIRES: !ok().
+  const Status& status() const { return std::get<Status>(value_); }
+
+  // REQUIRES: ok().
+  const T& value() const& { return std::get<T>(value_); }
+  T& value() & { return std::get<T>(value_); }
+  T&& value() && { return std::get<T>(std::move(value_)); }
+
+  const T& operator*() const& { return value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  std::variant<T, Status> value_;
+};
+
+}  // namespace loom
+
+// Returns from the enclosing function if |expr| (a Status) is not OK.
+#define LOOM_RETURN_IF_ERROR(expr)            \
+  do {                                        \
+    ::loom::Status loom_status_ = (expr);     \
+    if (!loom_status_.ok()) return loom_status_; \
+  } while (false)
+
+#endif  // LOOM_CORE_STATUS_H_

@@ -1,0 +1,86 @@
+#ifndef LOOM_SPEC_CLUSTER_H_
+#define LOOM_SPEC_CLUSTER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/enum_names.h"
+#include "core/status.h"
+
+namespace loom {
+
+// Datasheet description of one GPU (hardware/gpus/*.json, schema "loom.gpu/1").
+struct GpuSpec {
+  std::string name;
+  std::string file;
+  int64_t sm_count = 0;
+  int64_t memory_bytes = 0;
+  double hbm_bandwidth_GBps = 0;
+  int64_t l2_cache_bytes = 0;
+  // Dense tensor-core peaks in TFLOP/s (no sparsity); nullopt where the GPU lacks the format.
+  std::optional<double> bf16_tflops, fp16_tflops, fp8_tflops, tf32_tflops, fp32_tflops;
+  // NVLink bandwidth of one GPU, one direction.
+  double nvlink_bandwidth_GBps = 0;
+
+  // The dense peak for |dtype|, or nullopt if the datasheet has none.
+  std::optional<double> PeakTflops(Dtype dtype) const;
+};
+
+enum class IntraNodeFabric { kNvSwitch, kPcie };
+inline constexpr EnumNames<IntraNodeFabric, 2> kFabricNames({{
+    {IntraNodeFabric::kNvSwitch, "nvswitch"},
+    {IntraNodeFabric::kPcie, "pcie"},
+}});
+
+enum class NetworkTopology { kFatTree, kRailOptimized };
+inline constexpr EnumNames<NetworkTopology, 2> kTopologyNames({{
+    {NetworkTopology::kFatTree, "fat-tree"},
+    {NetworkTopology::kRailOptimized, "rail-optimized"},
+}});
+
+struct IntraNode {
+  IntraNodeFabric fabric = IntraNodeFabric::kNvSwitch;
+  double bandwidth_GBps = 0;  // per GPU, one direction
+  double latency_us = 0;
+};
+
+struct InterNode {
+  int64_t nics_per_node = 0;
+  double nic_bandwidth_Gbps = 0;  // one NIC, one direction, line rate
+  double latency_us = 0;
+  NetworkTopology topology = NetworkTopology::kFatTree;
+  double oversubscription = 1.0;  // >= 1; 1 = full bisection bandwidth
+};
+
+struct Host {
+  double pcie_bandwidth_GBps = 0;  // GPU <-> host, one direction, per GPU
+  int64_t cpu_memory_bytes = 0;    // per node
+};
+
+// A cluster (hardware/clusters/*.json, schema "loom.cluster/1"): nodes of identical GPUs.
+struct ClusterSpec {
+  std::string name;
+  std::string file;
+  GpuSpec gpu;
+  int64_t gpus_per_node = 0;
+  std::optional<int64_t> nodes;  // from the file's "nodes" or the command line
+  IntraNode intra_node;
+  InterNode inter_node;
+  Host host;
+
+  // gpus_per_node * nodes, or nullopt when the node count is not known.
+  std::optional<int64_t> TotalGpus() const;
+};
+
+// Reads a GPU file.
+Result<GpuSpec> LoadGpuSpec(const std::string& path);
+
+// Reads a cluster file and the GPU file it names (a path relative to the cluster file's folder).
+// |nodes|, when given, overrides the file's "nodes".
+Result<ClusterSpec> LoadClusterSpec(const std::string& path, std::optional<int64_t> nodes = std::nullopt);
+
+}  // namespace loom
+
+#endif  // LOOM_SPEC_CLUSTER_H_

@@ -1,0 +1,106 @@
+#ifndef LOOM_SPEC_MODEL_H_
+#define LOOM_SPEC_MODEL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/enum_names.h"
+#include "core/status.h"
+
+namespace loom {
+
+// gelu-family activations use a 2-matrix MLP (up, down); silu/swiglu a 3-matrix gated MLP
+// (gate, up, down), as in Llama (Touvron et al. 2023) and Shazeer 2020 "GLU Variants".
+enum class MlpKind { kPlain, kGated };
+enum class NormKind { kLayerNorm, kRmsNorm };
+enum class PositionKind { kRotary, kLearnedAbsolute };
+
+inline constexpr EnumNames<PositionKind, 2> kPositionNames({{
+    {PositionKind::kRotary, "rope"},
+    {PositionKind::kLearnedAbsolute, "learned_absolute"},
+}});
+
+// Mixture of experts (Mixtral: num_local_experts; DeepSeek: n_routed_experts).
+struct MoeSpec {
+  int64_t num_experts = 0;              // routed experts per MoE layer
+  int64_t experts_per_token = 0;        // num_experts_per_tok (top-k)
+  int64_t expert_intermediate_size = 0; // moe_intermediate_size, else intermediate_size
+  int64_t num_shared_experts = 0;       // n_shared_experts, each of expert_intermediate_size
+  int64_t first_dense_layers = 0;       // first_k_dense_replace: leading layers with a dense MLP
+};
+
+// DeepSeek multi-head latent attention (DeepSeek-V2 paper, Section 2.1).
+struct MlaSpec {
+  int64_t q_lora_rank = 0;  // 0: queries projected directly from the hidden state
+  int64_t kv_lora_rank = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
+// A decoder-only transformer as described by a Hugging Face config.json.
+struct ModelSpec {
+  std::string name;  // file name without directory and ".json"
+  std::string file;  // the path it was read from, for messages
+
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // dense MLP width
+  int64_t num_layers = 0;         // num_hidden_layers
+  int64_t num_heads = 0;          // num_attention_heads
+  int64_t num_kv_heads = 0;       // num_key_value_heads, = num_heads when absent
+  int64_t head_dim = 0;           // head_dim, = hidden_size / num_heads when absent
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  std::string hidden_act;
+  MlpKind mlp = MlpKind::kPlain;
+  NormKind norm = NormKind::kRmsNorm;
+  PositionKind position = PositionKind::kRotary;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // biases on q, k, v and output projections
+  bool mlp_bias = false;        // biases on the MLP projections
+
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
+
+  // Layers whose MLP is a mixture of experts (0 for a dense model).
+  int64_t NumMoeLayers() const;
+};
+
+// Parameter counts, exact for the architectures loom knows (norm weights and biases included).
+struct ParameterCount {
+  int64_t total = 0;
+  // Parameters touched by one token: total minus the routed experts it is not sent to.
+  int64_t active = 0;
+  // Input embedding (and learned position) table; a gather, so it costs no FLOPs.
+  int64_t embedding = 0;
+  // Output projection to the vocabulary; 0 when tied to the input embedding.
+  int64_t output_head = 0;
+};
+
+// Model FLOPs per token of a sequence of |seq_len| tokens.
+struct FlopsPerToken {
+  double forward = 0;
+  double training = 0;  // forward + backward, no recompute
+};
+
+// Reads a Hugging Face config.json. Keys loom does not use are ignored; a key that looks like a
+// misspelling of one it uses is an error. Errors name the file, the key and the fix.
+Result<ModelSpec> LoadModelSpec(const std::string& path);
+// Same, from an already parsed object; |file| names it in messages.
+Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string& file);
+
+// Counts parameters; an error if any count overflows 64 bits.
+Result<ParameterCount> CountParameters(const ModelSpec& model);
+
+// Model FLOPs per token: 2 per multiply-add of every matmul weight a token passes through (output
+// head included, input embedding excluded) plus attention scores and values over the full
+// sequence, not halved for causal masking — the convention of Narayanan et al. 2021 (eq. 3) and
+// PaLM (Chowdhery et al. 2022, App. B), so MFU compares with published numbers. Training = 3x.
+FlopsPerToken ModelFlopsPerToken(const ModelSpec& model, int64_t seq_len);
+
+}  // namespace loom
+
+#endif  // LOOM_SPEC_MODEL_H_

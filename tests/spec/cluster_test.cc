@@ -1,0 +1,2 @@
+#include "spec/cluster.h"
+#include <gtest/gtest.h>

@@ -1,0 +1,2 @@
+#include "spec/model.h"
+#include <gtest/gtest.h>

@@ -1,0 +1,2 @@
+#include "spec/strategy.h"
+#include <gtest/gtest.h>
