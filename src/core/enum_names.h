@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace loom {
 
@@ -29,6 +30,13 @@ class EnumNames {
       if (v == value) return text;
     }
     return "?";
+  }
+
+  // Every name, in table order (for command-line choice checks).
+  std::vector<std::string> Names() const {
+    std::vector<std::string> names;
+    for (const auto& entry : entries_) names.emplace_back(entry.second);
+    return names;
   }
 
   // "a|b|c", for help texts and error messages.

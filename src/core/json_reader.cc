@@ -10,8 +10,6 @@
 namespace loom {
 namespace {
 
-std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
-
 std::string JoinQuoted(std::initializer_list<std::string_view> words) {
   std::string out;
   for (std::string_view w : words) {
@@ -43,17 +41,16 @@ Result<nlohmann::json> ReadJsonObjectFile(const std::string& path) {
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
-  nlohmann::json parsed = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
-    // Parse again with exceptions for the parser's position and reason.
-    try {
-      (void)nlohmann::json::parse(buffer.str());
-    } catch (const nlohmann::json::parse_error& e) {
-      return Status::InvalidArgument(path + ": not valid JSON: " + e.what() +
-                                     "; fix the syntax (a JSON linter such as `python3 -m json.tool` "
-                                     "shows where)");
-    }
-    return Status::InvalidArgument(path + ": not valid JSON");
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what() starts with "[json.exception.parse_error.101] "; users need only the rest.
+    std::string reason = e.what();
+    size_t bracket = reason.find("] ");
+    if (bracket != std::string::npos) reason = reason.substr(bracket + 2);
+    return Status::InvalidArgument(path + ": not valid JSON: " + reason +
+                                   "; fix the syntax (`python3 -m json.tool FILE` shows where)");
   }
   if (!parsed.is_object()) {
     return Status::InvalidArgument(path + ": the top level is a JSON " +

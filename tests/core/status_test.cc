@@ -1,0 +1,52 @@
+#include "core/status.h"
+
+#include <gtest/gtest.h>
+
+namespace loom {
+namespace {
+
+TEST(Status, DefaultIsOk) {
+  Status s;
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(s.ToString(), "OK");
+}
+
+TEST(Status, InvalidArgumentKeepsMessage) {
+  Status s = Status::InvalidArgument("x.json: tp: bad");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.message(), "x.json: tp: bad");
+  EXPECT_EQ(s.ToString(), "invalid argument: x.json: tp: bad");
+}
+
+Status FailIfNegative(int v) {
+  if (v < 0) return Status::InvalidArgument("negative");
+  return Status::Ok();
+}
+
+Status Chain(int v, bool* reached_end) {
+  LOOM_RETURN_IF_ERROR(FailIfNegative(v));
+  *reached_end = true;
+  return Status::Ok();
+}
+
+TEST(Status, ReturnIfErrorStopsAtFirstFailure) {
+  bool reached_end = false;
+  EXPECT_EQ(Chain(-1, &reached_end).message(), "negative");
+  EXPECT_FALSE(reached_end);
+  EXPECT_TRUE(Chain(1, &reached_end).ok());
+  EXPECT_TRUE(reached_end);
+}
+
+TEST(Result, HoldsValueOrError) {
+  Result<int> good = 42;
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(*good, 42);
+  Result<int> bad = Status::NotFound("missing.json: cannot open");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(bad.status().message(), "missing.json: cannot open");
+}
+
+}  // namespace
+}  // namespace loom
