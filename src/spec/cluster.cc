@@ -1,1 +1,288 @@
 #include "spec/cluster.h"
+
+#include <array>
+#include <filesystem>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "core/checked.h"
+#include "core/json_reader.h"
+
+namespace loom {
+namespace {
+
+constexpr std::string_view kGpuSchema = "loom.gpu/1";
+constexpr std::string_view kClusterSchema = "loom.cluster/1";
+
+constexpr std::array<Dtype, 5> kAllDtypes = {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32,
+                                             Dtype::kFp32};
+
+// Reads a hardware file. ReadJsonObjectFile's hint for a missing file points at models/; this one
+// points at the shipped hardware file |example| instead.
+Result<nlohmann::json> ReadHardwareFile(const std::string& path, std::string_view example) {
+  Result<nlohmann::json> json = ReadJsonObjectFile(path);
+  if (json.ok() || json.status().code() != Status::Code::kNotFound) return json;
+  std::error_code ignored;
+  bool exists = std::filesystem::exists(path, ignored);
+  return Status::NotFound(path + (exists ? ": exists but cannot be read" : ": no such file") +
+                          "; check the path, or pass a shipped file such as " + std::string(example));
+}
+
+void CheckSchema(JsonReader& reader, std::string_view expected) {
+  std::string fix = "\"schema\": \"" + std::string(expected) + "\"";
+  if (!reader.Has("schema")) {
+    reader.Allow("schema");
+    reader.AddError("schema", "is missing; add " + fix);
+    return;
+  }
+  std::optional<std::string> schema = reader.OptionalString("schema");
+  if (schema && *schema != expected) {
+    reader.AddError("schema", "is \"" + *schema + "\" but this file is read as " + fix +
+                                  "; pass a file of that kind, or convert this one to that schema");
+  }
+}
+
+std::string NonEmptyString(JsonReader& reader, std::string_view key) {
+  bool present = reader.Has(key);
+  std::string value = reader.String(key);
+  if (present && value.empty()) reader.AddError(key, "is empty; give it a value");
+  return value;
+}
+
+// A required number that may be 0 (a latency, or a GPU without NVLink).
+double NonNegativeNumber(JsonReader& reader, std::string_view key) {
+  if (!reader.Has(key)) {
+    reader.Allow(key);
+    reader.AddError(key, "is missing; add \"" + std::string(key) + "\": <number >= 0>");
+    return 0;
+  }
+  return reader.OptionalNonNegativeNumber(key).value_or(0);
+}
+
+template <typename Enum, size_t N>
+Enum ReadEnum(JsonReader& reader, std::string_view key, const EnumNames<Enum, N>& names,
+              Enum fallback) {
+  if (!reader.Has(key)) {
+    reader.Allow(key);
+    reader.AddError(key, "is missing; add \"" + std::string(key) + "\": one of " + names.Choices());
+    return fallback;
+  }
+  std::optional<std::string> text = reader.OptionalString(key);
+  if (!text) return fallback;
+  std::optional<Enum> value = names.Parse(*text);
+  if (!value) {
+    reader.AddError(key, "is \"" + *text + "\"; it must be one of " + names.Choices());
+    return fallback;
+  }
+  return *value;
+}
+
+// "sources" cites where the numbers come from; the loader checks only its shape.
+void CheckSources(JsonReader& reader, const nlohmann::json& object) {
+  reader.Allow("sources");
+  auto it = object.find("sources");
+  if (it == object.end()) return;
+  bool ok = it->is_array() || it->is_object();
+  for (const nlohmann::json& item : *it) ok = ok && item.is_string();
+  if (!ok) {
+    reader.AddError("sources",
+                    "must be an array of strings or an object of \"key\": \"citation\" strings");
+  }
+}
+
+// A number as people write it: 0.5 and 500, not std::to_string's 0.500000 and 500.000000.
+std::string Show(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// Returns both messages when both failed; a lone failure keeps its code.
+Status Join(const Status& first, const Status& second) {
+  if (first.ok()) return second;
+  if (second.ok()) return first;
+  return Status::InvalidArgument(first.message() + "\n" + second.message());
+}
+
+// The peak field of |gpu| for |dtype|; |Gpu| is GpuSpec or const GpuSpec.
+template <typename Gpu>
+auto& PeakSlot(Gpu& gpu, Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kBf16:
+      return gpu.bf16_tflops;
+    case Dtype::kFp16:
+      return gpu.fp16_tflops;
+    case Dtype::kFp8:
+      return gpu.fp8_tflops;
+    case Dtype::kTf32:
+      return gpu.tf32_tflops;
+    case Dtype::kFp32:
+      return gpu.fp32_tflops;
+  }
+  return gpu.fp32_tflops;
+}
+
+void ReadPeaks(JsonReader& peaks, bool present, GpuSpec* gpu) {
+  bool any = false;
+  for (Dtype dtype : kAllDtypes) {
+    std::string_view key = kDtypeNames.Name(dtype);
+    std::optional<double> tflops = peaks.OptionalNonNegativeNumber(key);
+    if (tflops && *tflops == 0) {
+      peaks.AddError(key, "is 0; omit the key when the GPU has no " + std::string(key) + " rate");
+      tflops.reset();
+    }
+    any = any || peaks.Has(key);
+    PeakSlot(*gpu, dtype) = tflops;
+  }
+  if (present && !any) {
+    peaks.AddError("", "names no format; add dense rates such as \"bf16\": <TFLOP/s>, one per " +
+                           kDtypeNames.Choices());
+  }
+}
+
+Status ParseGpu(const nlohmann::json& json, const std::string& path, GpuSpec* gpu) {
+  JsonReader reader(json, path);
+  CheckSchema(reader, kGpuSchema);
+  gpu->name = NonEmptyString(reader, "name");
+  gpu->file = path;
+  gpu->sm_count = reader.Int("sm_count");
+  gpu->memory_bytes = reader.Int("memory_bytes");
+  gpu->hbm_bandwidth_GBps = reader.PositiveNumber("hbm_bandwidth_GBps");
+  gpu->l2_cache_bytes = reader.Int("l2_cache_bytes");
+  bool has_peaks = reader.Has("peak_tflops");
+  ReadPeaks(reader.Object("peak_tflops"), has_peaks, gpu);
+  gpu->nvlink_bandwidth_GBps = NonNegativeNumber(reader, "nvlink_bandwidth_GBps");
+  CheckSources(reader, json);
+  return reader.Finish(UnknownKeys::kError);
+}
+
+void ReadIntraNode(JsonReader& reader, IntraNode* intra) {
+  intra->fabric = ReadEnum(reader, "fabric", kFabricNames, IntraNodeFabric::kNvSwitch);
+  intra->bandwidth_GBps = reader.PositiveNumber("bandwidth_GBps");
+  intra->latency_us = NonNegativeNumber(reader, "latency_us");
+}
+
+void ReadInterNode(JsonReader& reader, InterNode* inter) {
+  inter->nics_per_node = reader.Int("nics_per_node");
+  inter->nic_bandwidth_Gbps = reader.PositiveNumber("nic_bandwidth_Gbps");
+  inter->latency_us = NonNegativeNumber(reader, "latency_us");
+  inter->topology = ReadEnum(reader, "topology", kTopologyNames, NetworkTopology::kFatTree);
+  if (!reader.Has("oversubscription")) {
+    reader.Allow("oversubscription");
+    reader.AddError("oversubscription",
+                    "is missing; add \"oversubscription\": 1 for full bisection bandwidth "
+                    "(2 when the uplinks carry half of what the nodes can send, and so on)");
+    return;
+  }
+  std::optional<double> ratio = reader.OptionalNonNegativeNumber("oversubscription");
+  if (ratio && *ratio < 1) {
+    reader.AddError("oversubscription", "is " + Show(*ratio) +
+                                            "; it must be >= 1 (1 = full bisection bandwidth)");
+  } else if (ratio) {
+    inter->oversubscription = *ratio;
+  }
+}
+
+void ReadHost(JsonReader& reader, Host* host) {
+  host->pcie_bandwidth_GBps = reader.PositiveNumber("pcie_bandwidth_GBps");
+  host->cpu_memory_bytes = reader.Int("cpu_memory_bytes");
+}
+
+// Reads every key of a cluster file but the GPU file's contents; returns the "gpu" value.
+std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, ClusterSpec* spec) {
+  CheckSchema(reader, kClusterSchema);
+  spec->name = NonEmptyString(reader, "name");
+  std::string gpu_ref = NonEmptyString(reader, "gpu");
+  spec->gpus_per_node = reader.Int("gpus_per_node");
+  spec->nodes = reader.OptionalInt("nodes");
+  ReadIntraNode(reader.Object("intra_node"), &spec->intra_node);
+  ReadInterNode(reader.Object("inter_node"), &spec->inter_node);
+  ReadHost(reader.Object("host"), &spec->host);
+  CheckSources(reader, json);
+  return gpu_ref;
+}
+
+// Loads the GPU file that |cluster_path| names as |gpu_ref|, relative to the cluster's folder.
+Status LoadClusterGpu(const std::string& cluster_path, const std::string& gpu_ref, GpuSpec* gpu) {
+  namespace fs = std::filesystem;
+  fs::path resolved = (fs::path(cluster_path).parent_path() / gpu_ref).lexically_normal();
+  std::error_code ignored;
+  if (!fs::is_regular_file(resolved, ignored)) {
+    return Status::NotFound(cluster_path + ": gpu: \"" + gpu_ref + "\" resolves to " +
+                            resolved.string() +
+                            ", which is not a file; the path is relative to the cluster file's "
+                            "folder (shipped GPUs are hardware/gpus/*.json, e.g. "
+                            "\"../gpus/h100-sxm5-80gb.json\" from hardware/clusters/)");
+  }
+  Result<GpuSpec> loaded = LoadGpuSpec(resolved.string());
+  if (loaded.ok()) {
+    *gpu = *loaded;
+    return Status::Ok();
+  }
+  std::string message = cluster_path + ": gpu: the GPU file " + resolved.string() +
+                        " has errors:\n" + loaded.status().message();
+  if (loaded.status().code() == Status::Code::kNotFound) return Status::NotFound(message);
+  return Status::InvalidArgument(message);
+}
+
+// Rules between the cluster and its GPU.
+Status CheckClusterAgainstGpu(const ClusterSpec& spec) {
+  const IntraNode& intra = spec.intra_node;
+  if (intra.fabric != IntraNodeFabric::kNvSwitch) return Status::Ok();
+  if (intra.bandwidth_GBps <= spec.gpu.nvlink_bandwidth_GBps) return Status::Ok();
+  return Status::InvalidArgument(
+      spec.file + ": intra_node.bandwidth_GBps (" + Show(intra.bandwidth_GBps) +
+      ") exceeds the NVLink bandwidth of " + spec.gpu.file + " (" +
+      Show(spec.gpu.nvlink_bandwidth_GBps) +
+      " GB/s per direction); a GPU cannot reach the NVSwitch faster than its own links: lower "
+      "bandwidth_GBps, or use fabric \"pcie\" for a GPU without NVLink");
+}
+
+}  // namespace
+
+std::optional<double> GpuSpec::PeakTflops(Dtype dtype) const {
+  return PeakSlot(*this, dtype);
+}
+
+std::optional<int64_t> ClusterSpec::TotalGpus() const {
+  if (!nodes) return std::nullopt;
+  return (CheckedInt(gpus_per_node) * CheckedInt(*nodes)).get();
+}
+
+Result<GpuSpec> LoadGpuSpec(const std::string& path) {
+  Result<nlohmann::json> json = ReadHardwareFile(path, "hardware/gpus/h100-sxm5-80gb.json");
+  if (!json.ok()) return json.status();
+  GpuSpec gpu;
+  LOOM_RETURN_IF_ERROR(ParseGpu(*json, path, &gpu));
+  return gpu;
+}
+
+Result<ClusterSpec> LoadClusterSpec(const std::string& path, std::optional<int64_t> nodes) {
+  if (nodes && *nodes < 1) {
+    return Status::InvalidArgument(path + ": the node count given to run on is " +
+                                   std::to_string(*nodes) +
+                                   "; it must be at least 1 (or leave it out to use the file's "
+                                   "\"nodes\")");
+  }
+  Result<nlohmann::json> json = ReadHardwareFile(path, "hardware/clusters/dgx-h100.json");
+  if (!json.ok()) return json.status();
+  ClusterSpec spec;
+  spec.file = path;
+  JsonReader reader(*json, path);
+  std::string gpu_ref = ParseClusterKeys(*json, reader, &spec);
+  Status own = reader.Finish(UnknownKeys::kError);
+  Status gpu = gpu_ref.empty() ? Status::Ok() : LoadClusterGpu(path, gpu_ref, &spec.gpu);
+  LOOM_RETURN_IF_ERROR(Join(own, gpu));
+  LOOM_RETURN_IF_ERROR(CheckClusterAgainstGpu(spec));
+  if (nodes) spec.nodes = nodes;
+  if (spec.nodes && !spec.TotalGpus()) {
+    return Status::InvalidArgument(path + ": gpus_per_node * nodes does not fit in 64 bits; "
+                                   "use a realistic node count");
+  }
+  return spec;
+}
+
+}  // namespace loom

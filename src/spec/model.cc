@@ -1,1 +1,294 @@
 #include "spec/model.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/json_reader.h"
+
+namespace loom {
+namespace {
+
+constexpr std::string_view kSchema = "loom.model/1";
+
+struct Activation {
+  std::string_view name;
+  MlpKind mlp;
+};
+
+// Hugging Face ACT2FN names loom accepts. The gated kinds have a third (gate) matrix:
+// SwiGLU, Shazeer 2020 "GLU Variants Improve Transformer", as in Llama and Mixtral.
+constexpr Activation kActivations[] = {
+    {"gelu", MlpKind::kPlain}, {"gelu_new", MlpKind::kPlain}, {"gelu_pytorch_tanh", MlpKind::kPlain},
+    {"relu", MlpKind::kPlain}, {"silu", MlpKind::kGated},     {"swiglu", MlpKind::kGated},
+};
+
+std::string ActivationChoices() {
+  std::string out;
+  for (const Activation& a : kActivations) out += (out.empty() ? "\"" : ", \"") + std::string(a.name) + "\"";
+  return out;
+}
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// Keys that rules between keys depend on; nullopt where absent or invalid (already reported),
+// so that a bad value is reported once and not again by every rule that uses it.
+struct RuleInputs {
+  std::optional<int64_t> hidden;
+  std::optional<int64_t> heads;
+  std::optional<int64_t> kv_heads;
+  std::optional<int64_t> head_dim;
+  std::optional<int64_t> layers;
+};
+
+// Required integer in |range|: nullopt, with the error recorded, when missing or invalid.
+std::optional<int64_t> RequiredInt(JsonReader& r, std::string_view key, IntRange range = {}) {
+  if (!r.Has(key)) {
+    (void)r.Int(key, range);  // records "is missing; add ..."
+    return std::nullopt;
+  }
+  return r.OptionalInt(key, range);
+}
+
+void ReadHeader(JsonReader& r) {
+  std::optional<std::string> schema = r.OptionalString("schema");
+  if (schema && *schema != kSchema) {
+    r.AddError("schema", "is " + Quote(*schema) + "; this loom reads " + Quote(kSchema) +
+                             " (or a Hugging Face config.json without \"schema\")");
+  }
+  // Where a loom-authored file's numbers come from (a paper, a table); not used.
+  (void)r.OptionalString("loom_source");
+}
+
+RuleInputs ReadDimensions(JsonReader& r, ModelSpec* m) {
+  RuleInputs in;
+  in.hidden = RequiredInt(r, "hidden_size");
+  in.heads = RequiredInt(r, "num_attention_heads");
+  in.kv_heads = r.OptionalInt("num_key_value_heads");
+  in.head_dim = r.OptionalInt("head_dim");
+  in.layers = RequiredInt(r, "num_hidden_layers");
+  m->hidden_size = in.hidden.value_or(1);
+  m->num_heads = in.heads.value_or(1);
+  m->num_kv_heads = in.kv_heads.value_or(m->num_heads);
+  m->num_layers = in.layers.value_or(1);
+  m->intermediate_size = r.Int("intermediate_size");
+  m->vocab_size = r.Int("vocab_size");
+  m->max_position_embeddings = r.Int("max_position_embeddings");
+  if (in.heads && in.kv_heads && *in.heads % *in.kv_heads != 0) {
+    r.AddError("num_key_value_heads",
+               "(" + std::to_string(*in.kv_heads) + ") does not divide num_attention_heads (" +
+                   std::to_string(*in.heads) + "); each key/value head serves a whole group of query heads");
+  }
+  return in;
+}
+
+// head_dim as given, else hidden_size / num_attention_heads (Hugging Face's default).
+void ResolveHeadDim(JsonReader& r, const RuleInputs& in, ModelSpec* m) {
+  if (in.head_dim) {
+    m->head_dim = *in.head_dim;
+    return;
+  }
+  if (r.Has("head_dim") || !in.hidden || !in.heads) return;  // already reported
+  if (*in.hidden % *in.heads == 0) {
+    m->head_dim = *in.hidden / *in.heads;
+  } else if (m->mla) {
+    m->head_dim = m->mla->v_head_dim;  // MLA sizes its heads by its own keys
+  } else {
+    r.AddError("head_dim", "is missing and hidden_size (" + std::to_string(*in.hidden) +
+                               ") is not divisible by num_attention_heads (" + std::to_string(*in.heads) +
+                               "); add \"head_dim\": <width of one attention head>");
+  }
+}
+
+void ReadActivation(JsonReader& r, ModelSpec* m) {
+  r.Allow("hidden_act");
+  if (!r.Has("hidden_act")) {
+    r.AddError("hidden_act", "is missing; add \"hidden_act\" with one of " + ActivationChoices());
+    return;
+  }
+  std::optional<std::string> name = r.OptionalString("hidden_act");
+  if (!name) return;
+  for (const Activation& a : kActivations) {
+    if (a.name == *name) {
+      m->hidden_act = *name;
+      m->mlp = a.mlp;
+      return;
+    }
+  }
+  r.AddError("hidden_act", "is " + Quote(*name) + "; loom knows " + ActivationChoices() +
+                               " (gelu and relu kinds: 2-matrix MLP; silu, swiglu: gated 3-matrix MLP)");
+}
+
+// The norm's epsilon key says which norm a Hugging Face model uses; there is no safe default.
+void ReadNorm(JsonReader& r, ModelSpec* m) {
+  (void)r.OptionalPositiveNumber("rms_norm_eps");
+  (void)r.OptionalPositiveNumber("layer_norm_eps");
+  (void)r.OptionalPositiveNumber("layer_norm_epsilon");
+  bool rms = r.Has("rms_norm_eps");
+  bool layer = r.Has("layer_norm_eps") || r.Has("layer_norm_epsilon");
+  if (rms && layer) {
+    r.AddError("rms_norm_eps",
+               "and layer_norm_eps/layer_norm_epsilon are both set; keep only the one "
+               "of the model's norm (rms_norm_eps: RMSNorm, layer_norm_eps: LayerNorm)");
+  } else if (!rms && !layer) {
+    r.AddError("rms_norm_eps",
+               "is missing, and so are layer_norm_eps and layer_norm_epsilon; add "
+               "\"rms_norm_eps\": 1e-5 for RMSNorm (Llama) or \"layer_norm_eps\": 1e-5 "
+               "for LayerNorm (GPT)");
+  }
+  m->norm = layer && !rms ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+}
+
+// Megatron's position_embedding_type; without it, rope_theta implies rotary positions.
+void ReadPosition(JsonReader& r, ModelSpec* m) {
+  (void)r.OptionalPositiveNumber("rope_theta");
+  std::optional<std::string> name = r.OptionalString("position_embedding_type");
+  if (r.Has("position_embedding_type")) {
+    if (!name) return;  // wrong type, already reported
+    std::optional<PositionKind> kind = kPositionNames.Parse(*name);
+    if (kind) {
+      m->position = *kind;
+    } else {
+      r.AddError("position_embedding_type",
+                 "is " + Quote(*name) + "; it must be one of " + kPositionNames.Choices());
+    }
+  } else if (r.Has("rope_theta")) {
+    m->position = PositionKind::kRotary;
+  } else {
+    r.AddError("position_embedding_type",
+               "is missing and there is no rope_theta; add "
+               "\"position_embedding_type\": \"rope\" or \"learned_absolute\"");
+  }
+}
+
+void ReadBiases(JsonReader& r, ModelSpec* m) {
+  // Hugging Face defaults: untied embeddings (PretrainedConfig), no biases (LlamaConfig).
+  m->tie_word_embeddings = r.OptionalBool("tie_word_embeddings").value_or(false);
+  m->attention_bias = r.OptionalBool("attention_bias").value_or(false);
+  m->mlp_bias = r.OptionalBool("mlp_bias").value_or(false);
+}
+
+// Keys that only a mixture of experts has: an error without an expert count, since reading
+// such a model as dense would silently undercount it.
+constexpr std::string_view kMoeOnlyKeys[] = {"num_experts_per_tok", "moe_intermediate_size"};
+
+std::optional<int64_t> ReadExpertCount(JsonReader& r) {
+  std::optional<int64_t> local = r.OptionalInt("num_local_experts");
+  std::optional<int64_t> routed = r.OptionalInt("n_routed_experts");
+  if (r.Has("num_local_experts") && r.Has("n_routed_experts")) {
+    r.AddError("n_routed_experts",
+               "and num_local_experts are both set; keep one: num_local_experts "
+               "(Mixtral) or n_routed_experts (DeepSeek)");
+    return std::nullopt;
+  }
+  if (!r.Has("num_local_experts") && !r.Has("n_routed_experts")) {
+    for (std::string_view key : kMoeOnlyKeys) {
+      if (r.Has(key)) {
+        r.AddError(key,
+                   "is set but the expert count is not; add \"num_local_experts\" (Mixtral) or "
+                   "\"n_routed_experts\" (DeepSeek), or remove it for a dense model");
+      }
+    }
+  }
+  return local ? local : routed;
+}
+
+std::optional<MoeSpec> ReadMoe(JsonReader& r, const ModelSpec& m, std::optional<int64_t> layers) {
+  std::optional<int64_t> top_k = r.OptionalInt("num_experts_per_tok");
+  std::optional<int64_t> width = r.OptionalInt("moe_intermediate_size");
+  std::optional<int64_t> shared = r.OptionalInt("n_shared_experts", {.min = 0});
+  std::optional<int64_t> dense = r.OptionalInt("first_k_dense_replace", {.min = 0});
+  std::optional<int64_t> freq = r.OptionalInt("moe_layer_freq");
+  std::optional<int64_t> experts = ReadExpertCount(r);
+  if (!experts) return std::nullopt;
+  if (freq && *freq != 1) {
+    r.AddError("moe_layer_freq", "is " + std::to_string(*freq) +
+                                     "; loom supports only 1 (every layer "
+                                     "after first_k_dense_replace is a MoE layer); set it to 1 or remove it");
+  }
+  if (!r.Has("num_experts_per_tok")) {
+    (void)r.Int("num_experts_per_tok");  // records "is missing; add ..."
+  } else if (top_k && *top_k > *experts) {
+    r.AddError("num_experts_per_tok", "(" + std::to_string(*top_k) + ") exceeds the number of experts (" +
+                                          std::to_string(*experts) +
+                                          "); a token is sent to at most all of them");
+  }
+  if (dense && layers && *dense >= *layers) {
+    r.AddError("first_k_dense_replace", "(" + std::to_string(*dense) +
+                                            ") must be less than num_hidden_layers (" +
+                                            std::to_string(*layers) + "), or the model has no MoE layer");
+  }
+  MoeSpec spec;
+  spec.num_experts = *experts;
+  spec.experts_per_token = top_k.value_or(1);
+  spec.expert_intermediate_size = width.value_or(m.intermediate_size);
+  spec.num_shared_experts = shared.value_or(0);
+  spec.first_dense_layers = dense.value_or(0);
+  return spec;
+}
+
+constexpr std::string_view kMlaOnlyKeys[] = {"q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+                                             "v_head_dim"};
+
+// DeepSeek-V2 multi-head latent attention, signalled by kv_lora_rank.
+std::optional<MlaSpec> ReadMla(JsonReader& r) {
+  std::optional<int64_t> kv_lora = r.OptionalInt("kv_lora_rank");
+  std::optional<int64_t> q_lora = r.OptionalInt("q_lora_rank");  // null: direct q projection
+  if (!r.Has("kv_lora_rank")) {
+    for (std::string_view key : kMlaOnlyKeys) {
+      r.Allow(key);
+      if (r.Has(key)) {
+        r.AddError(key,
+                   "is a multi-head latent attention key but kv_lora_rank is missing; add "
+                   "\"kv_lora_rank\" (DeepSeek MLA) or remove it");
+      }
+    }
+    return std::nullopt;
+  }
+  MlaSpec spec;
+  spec.kv_lora_rank = kv_lora.value_or(1);
+  spec.q_lora_rank = q_lora.value_or(0);
+  spec.qk_rope_head_dim = r.Int("qk_rope_head_dim");
+  spec.qk_nope_head_dim = r.Int("qk_nope_head_dim");
+  spec.v_head_dim = r.Int("v_head_dim");
+  return spec;
+}
+
+}  // namespace
+
+Result<ModelSpec> LoadModelSpec(const std::string& path) {
+  Result<nlohmann::json> config = ReadJsonObjectFile(path);
+  if (!config.ok()) return config.status();
+  return ParseModelSpec(*config, path);
+}
+
+Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string& file) {
+  if (!config.is_object()) {
+    return Status::InvalidArgument(file + ": the top level is a JSON " + std::string(config.type_name()) +
+                                   "; it must be an object of \"key\": value pairs (a config.json)");
+  }
+  JsonReader r(config, file);
+  ModelSpec m;
+  m.file = file;
+  m.name = std::filesystem::path(file).stem().string();
+  ReadHeader(r);
+  RuleInputs in = ReadDimensions(r, &m);
+  ReadActivation(r, &m);
+  ReadNorm(r, &m);
+  ReadPosition(r, &m);
+  ReadBiases(r, &m);
+  m.moe = ReadMoe(r, m, in.layers);
+  m.mla = ReadMla(r);
+  ResolveHeadDim(r, in, &m);
+  // qk_head_dim (written by transformers' DeepseekV3Config) is two edits from v_head_dim.
+  LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kRejectTypos, {"qk_head_dim"}));
+  Result<ParameterCount> count = CountParameters(m);
+  if (!count.ok()) return count.status();
+  return m;
+}
+
+}  // namespace loom

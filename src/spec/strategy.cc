@@ -1,1 +1,376 @@
 #include "spec/strategy.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <iomanip>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/checked.h"
+
+namespace loom {
+namespace {
+
+using Messages = std::vector<std::string>;
+
+// Divisor lists in messages stop here: no parallel degree in practice exceeds it.
+constexpr int64_t kMaxListedDivisor = 128;
+
+template <typename... Args>
+std::string Cat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+// The product of |factors|, or INT64_MAX when it overflows. A saturated product exceeds every
+// dimension it is compared with, so a rule using it still fires, and nothing wraps.
+int64_t SaturatingProduct(std::initializer_list<int64_t> factors) {
+  CheckedInt product = 1;
+  for (int64_t factor : factors) product *= factor;
+  return product.get().value_or(INT64_MAX);
+}
+
+bool AllPositive(std::initializer_list<int64_t> values) {
+  return std::all_of(values.begin(), values.end(), [](int64_t v) { return v >= 1; });
+}
+
+// "1, 2, 4, 8": the divisors of |n| up to kMaxListedDivisor, then "..." if |n| has larger ones.
+std::string DivisorList(int64_t n) {
+  if (n < 1) return "none";
+  std::string out;
+  for (int64_t d = 1; d <= std::min(n, kMaxListedDivisor); ++d) {
+    if (n % d != 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(d);
+  }
+  if (n > kMaxListedDivisor) out += ", ...";
+  return out;
+}
+
+// "2048 or 2056": the positive multiples of |step| nearest to |value|, below and above.
+// REQUIRES: step >= 1.
+std::string NearestMultiples(int64_t value, int64_t step) {
+  const int64_t below = value >= step ? value - value % step : 0;
+  std::optional<int64_t> above = (CheckedInt(below) + step).get();
+  std::string out = below >= 1 ? std::to_string(below) : "";
+  if (above.has_value()) out += Cat(out.empty() ? "" : " or ", *above);
+  return out;
+}
+
+// "62.50": |numerator| / |denominator| with two decimals, for non-integer ratios.
+std::string Ratio(int64_t numerator, int64_t denominator) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2)
+      << static_cast<double>(numerator) / static_cast<double>(denominator);
+  return out.str();
+}
+
+// How messages name the inputs: the file they came from, else their name.
+std::string ModelRef(const ModelSpec& model) {
+  if (!model.file.empty()) return model.file;
+  return model.name.empty() ? std::string("the model") : model.name;
+}
+
+std::string ClusterRef(const ClusterSpec& cluster) {
+  if (!cluster.file.empty()) return cluster.file;
+  return cluster.name.empty() ? std::string("the cluster") : cluster.name;
+}
+
+std::string GpuRef(const GpuSpec& gpu) {
+  const std::string name = gpu.name.empty() ? std::string("the GPU") : gpu.name;
+  return gpu.file.empty() ? name : Cat(name, " (", gpu.file, ")");
+}
+
+void CheckRanges(const Strategy& s, Messages& out) {
+  const std::array<std::pair<std::string_view, int64_t>, 9> positive = {{
+      {"--tp", s.tp},
+      {"--pp", s.pp},
+      {"--dp", s.dp},
+      {"--cp", s.cp},
+      {"--ep", s.ep},
+      {"--vpp", s.vpp},
+      {"--micro-batch", s.micro_batch},
+      {"--global-batch", s.global_batch},
+      {"--seq", s.seq_len},
+  }};
+  for (const auto& [flag, value] : positive) {
+    if (value < 1) {
+      out.push_back(Cat(flag, " ", value, ": must be at least 1; use ", flag, " 1 or more"));
+    }
+  }
+  if (s.zero_stage < 0 || s.zero_stage > 3) {
+    out.push_back(
+        Cat("--zero ", s.zero_stage,
+            ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use --zero 0, 1, 2 or 3"));
+  }
+}
+
+// Megatron-LM splits attention heads, query groups and the MLP's column-parallel matmuls evenly
+// over the tp ranks (megatron/core/transformer/attention.py divides num_attention_heads and
+// num_query_groups by the tp size; megatron/core/tensor_parallel/layers.py ColumnParallelLinear
+// divides output_size).
+void CheckTensorSplits(const Strategy& s, const ModelSpec& model, Messages& out) {
+  if (s.tp < 1) return;
+  const auto check = [&](std::string_view key, int64_t size, std::string_view why) {
+    if (size % s.tp == 0) return;
+    out.push_back(Cat("--tp ", s.tp, ": ", key, " (", size, ") of ", ModelRef(model),
+                      " is not divisible by it", why, "; use a tp that divides ", size, " (",
+                      DivisorList(size), ")"));
+  };
+  check("num_attention_heads", model.num_heads, "");
+  check("num_key_value_heads", model.num_kv_heads,
+        " (Megatron-core divides the query groups over the tp ranks)");
+  check("intermediate_size", model.intermediate_size,
+        " (the MLP's first matmul is split column-wise over the tp ranks)");
+  if (model.moe.has_value() && model.moe->expert_intermediate_size > 0) {
+    check("the expert intermediate size", model.moe->expert_intermediate_size,
+          " (each expert's MLP is split column-wise over the tp ranks)");
+  }
+}
+
+void CheckTensorPlacement(const Strategy& s, const ClusterSpec& cluster, Messages& out) {
+  if (s.allow_cross_node_tp || cluster.gpus_per_node < 1 || s.tp <= cluster.gpus_per_node) return;
+  out.push_back(Cat("--tp ", s.tp, ": exceeds the ", cluster.gpus_per_node, " GPUs per node of ",
+                    ClusterRef(cluster),
+                    "; tensor parallelism all-reduces activations in every layer, and over the "
+                    "network that is rarely worth it; use --tp ",
+                    cluster.gpus_per_node, " or less, or pass --allow-cross-node-tp to accept it"));
+}
+
+// Megatron-LM's validate_args sets sequence_parallel = False when tp is 1 (megatron/training/
+// arguments.py); loom refuses instead, so that what is simulated is what was asked for.
+void CheckSequenceParallel(const Strategy& s, Messages& out) {
+  if (!s.sp || s.tp < 1) return;
+  if (s.tp == 1) {
+    out.push_back(
+        "--sp with --tp 1: sequence parallelism splits activations over the tp group, which has "
+        "one rank (Megatron-LM would silently turn it off; loom refuses); drop --sp or use --tp 2 "
+        "or more");
+    return;
+  }
+  if (!AllPositive({s.cp, s.seq_len})) return;
+  const int64_t split = SaturatingProduct({s.cp, s.tp});
+  if (s.seq_len % split == 0) return;
+  out.push_back(Cat("--seq ", s.seq_len, " with --sp, --tp ", s.tp, " and --cp ", s.cp,
+                    ": each tp rank holds seq / (cp * tp) tokens, and ", s.seq_len,
+                    " is not divisible by ", split, "; use --seq ",
+                    NearestMultiples(s.seq_len, split)));
+}
+
+// Megatron-LM assigns num_layers / (pp * vpp) layers to every model chunk.
+void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
+  if (!AllPositive({s.pp, s.vpp})) return;
+  const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
+  if (model.num_layers % chunks == 0) return;
+  out.push_back(Cat("--pp ", s.pp, " --vpp ", s.vpp, ": num_hidden_layers (", model.num_layers,
+                    ") of ", ModelRef(model), " is not divisible by pp * vpp (", chunks,
+                    "), so the model chunks would differ in size; use a pp * vpp that divides ",
+                    model.num_layers, " (", DivisorList(model.num_layers), ")"));
+}
+
+// Megatron-LM: megatron/core/parallel_state.py requires pp > 1 with a virtual pipeline, and
+// forward_backward_pipelining_with_interleaving (megatron/core/pipeline_parallel/schedules.py)
+// requires the number of micro-batches to be divisible by pp.
+void CheckInterleaved(const Strategy& s, Messages& out) {
+  if (s.pp == 1) {
+    out.push_back(
+        "--schedule interleaved with --pp 1: interleaving needs at least 2 pipeline stages "
+        "(Megatron-LM: \"pipeline-model-parallel size should be greater than 1 with interleaved "
+        "schedule\"); use --pp 2 or more, or --schedule 1f1b");
+  }
+  if (s.vpp == 1) {
+    out.push_back(
+        "--schedule interleaved with --vpp 1: the interleaved schedule runs at least 2 model "
+        "chunks per stage; use --vpp 2 or more, or --schedule 1f1b");
+  }
+  if (!AllPositive({s.pp, s.micro_batch, s.dp, s.global_batch})) return;
+  const int64_t per_step = SaturatingProduct({s.micro_batch, s.dp});
+  if (s.global_batch % per_step != 0) return;  // CheckBatch reports it
+  const int64_t micro_batches = s.global_batch / per_step;
+  if (micro_batches % s.pp == 0) return;
+  out.push_back(Cat("--schedule interleaved with --pp ", s.pp, ": the number of micro-batches (",
+                    micro_batches, " = --global-batch ", s.global_batch, " / (--micro-batch ",
+                    s.micro_batch, " * --dp ", s.dp,
+                    ")) is not divisible by pp, which Megatron-LM's interleaved schedule requires; "
+                    "use --global-batch ",
+                    NearestMultiples(s.global_batch, SaturatingProduct({per_step, s.pp}))));
+}
+
+// ZB-V (Qi et al. 2024, "Zero Bubble Pipeline Parallelism") and DualPipeV (DeepSeek-V3 report)
+// place two model chunks on each stage in a V: the first chunk down the stages, the second back.
+void CheckVShaped(const Strategy& s, Messages& out) {
+  const std::string_view name = kScheduleNames.Name(s.schedule);
+  if (s.pp == 1) {
+    out.push_back(Cat("--schedule ", name,
+                      " with --pp 1: a V-shaped schedule needs at least 2 "
+                      "pipeline stages; use --pp 2 or more, or --schedule 1f1b"));
+  }
+  if (s.vpp >= 1 && s.vpp != 2) {
+    out.push_back(Cat("--schedule ", name, " with --vpp ", s.vpp,
+                      ": a V-shaped schedule places exactly 2 model chunks on each stage; use "
+                      "--vpp 2"));
+  }
+}
+
+void CheckSchedule(const Strategy& s, Messages& out) {
+  switch (s.schedule) {
+    case ScheduleKind::kInterleaved:
+      CheckInterleaved(s, out);
+      return;
+    case ScheduleKind::kZbV:
+    case ScheduleKind::kDualPipeV:
+      CheckVShaped(s, out);
+      return;
+    case ScheduleKind::kGpipe:
+    case ScheduleKind::k1F1B:
+    case ScheduleKind::kZbH1:
+      if (s.vpp > 1) {
+        out.push_back(Cat("--vpp ", s.vpp, " with --schedule ", kScheduleNames.Name(s.schedule),
+                          ": only the interleaved, zb-v and dualpipev schedules run several model "
+                          "chunks per stage; use --vpp 1, or --schedule interleaved"));
+      }
+      return;
+  }
+}
+
+void CheckBatch(const Strategy& s, Messages& out) {
+  if (!AllPositive({s.micro_batch, s.dp, s.global_batch})) return;
+  const int64_t per_step = SaturatingProduct({s.micro_batch, s.dp});
+  if (s.global_batch % per_step == 0) return;
+  out.push_back(Cat("--global-batch ", s.global_batch, ": not divisible by --micro-batch ",
+                    s.micro_batch, " * --dp ", s.dp, " (", per_step, "); it would be ",
+                    s.global_batch, " / ", per_step, " = ", Ratio(s.global_batch, per_step),
+                    " micro-batches per data-parallel rank; use --global-batch ",
+                    NearestMultiples(s.global_batch, per_step)));
+}
+
+void CheckWorldSize(const Strategy& s, const ClusterSpec& cluster, Messages& out) {
+  if (!AllPositive({s.tp, s.pp, s.dp, s.cp})) return;
+  const std::optional<int64_t> total = cluster.TotalGpus();
+  if (!total.has_value()) return;
+  const int64_t world = SaturatingProduct({s.tp, s.pp, s.dp, s.cp});
+  if (world <= *total) return;
+  std::string fix = "use smaller parallel degrees";
+  if (cluster.gpus_per_node >= 1) {
+    const int64_t nodes = world / cluster.gpus_per_node + (world % cluster.gpus_per_node != 0);
+    fix = Cat("use --nodes ", nodes, " or more, or ", fix);
+  }
+  out.push_back(Cat("--tp ", s.tp, " --pp ", s.pp, " --dp ", s.dp, " --cp ", s.cp,
+                    ": tp * pp * dp * cp = ", world, " GPUs, more than the ", *total, " of ",
+                    ClusterRef(cluster), " (", cluster.nodes.value_or(0), " nodes of ",
+                    cluster.gpus_per_node, " GPUs); ", fix));
+}
+
+// Load-balanced causal context parallelism splits the sequence into 2 * cp chunks and gives rank
+// r chunks r and 2cp - 1 - r (Megatron-LM's get_batch_on_this_cp_rank, megatron/core/utils.py).
+void CheckContextParallel(const Strategy& s, Messages& out) {
+  if (s.cp < 2 || s.seq_len < 1) return;
+  const int64_t chunks = SaturatingProduct({2, s.cp});
+  if (s.seq_len % chunks == 0) return;
+  out.push_back(Cat("--seq ", s.seq_len, " with --cp ", s.cp,
+                    ": load-balanced causal context parallelism splits the sequence into 2 * cp = ",
+                    chunks, " chunks, and ", s.seq_len, " is not divisible by ", chunks,
+                    "; use --seq ", NearestMultiples(s.seq_len, chunks)));
+}
+
+// A learned absolute position table has one row per position; rotary embeddings have no limit.
+void CheckPositions(const Strategy& s, const ModelSpec& model, Messages& out) {
+  if (model.position != PositionKind::kLearnedAbsolute) return;
+  if (s.seq_len <= model.max_position_embeddings) return;
+  out.push_back(Cat("--seq ", s.seq_len, ": exceeds max_position_embeddings (",
+                    model.max_position_embeddings, ") of ", ModelRef(model),
+                    ", whose learned position table has no rows beyond it; use --seq ",
+                    model.max_position_embeddings, " or less"));
+}
+
+// Megatron-LM carves the expert-parallel groups out of the data- (and context-) parallel ranks:
+// initialize_model_parallel (megatron/core/parallel_state.py) requires them to divide evenly.
+void CheckExperts(const Strategy& s, const ModelSpec& model, Messages& out) {
+  if (s.ep < 2) return;
+  if (!model.moe.has_value() || model.moe->num_experts < 1) {
+    out.push_back(Cat("--ep ", s.ep, ": ", ModelRef(model),
+                      " is a dense model, with no experts to spread over expert-parallel ranks; "
+                      "use --ep 1"));
+    return;
+  }
+  const int64_t experts = model.moe->num_experts;
+  if (experts % s.ep != 0) {
+    out.push_back(Cat("--ep ", s.ep, ": num_experts (", experts, ") of ", ModelRef(model),
+                      " is not divisible by it; use an ep that divides ", experts, " (",
+                      DivisorList(experts), ")"));
+  }
+  if (!AllPositive({s.dp, s.cp})) return;
+  const int64_t replicas = SaturatingProduct({s.dp, s.cp});
+  if (replicas % s.ep == 0) return;
+  out.push_back(Cat("--ep ", s.ep, " with --dp ", s.dp, " --cp ", s.cp,
+                    ": expert-parallel ranks are carved from the dp * cp = ", replicas,
+                    " data- and context-parallel ranks, and ", replicas, " is not divisible by ",
+                    s.ep, "; use an ep that divides ", replicas, " (", DivisorList(replicas),
+                    "), or raise --dp"));
+}
+
+void CheckDtype(const Strategy& s, const ClusterSpec& cluster, Messages& out) {
+  if (cluster.gpu.PeakTflops(s.dtype).has_value()) return;
+  std::string available;
+  for (Dtype dtype : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
+    if (!cluster.gpu.PeakTflops(dtype).has_value()) continue;
+    available += Cat(available.empty() ? "" : ", ", kDtypeNames.Name(dtype));
+  }
+  const std::string_view name = kDtypeNames.Name(s.dtype);
+  out.push_back(Cat("--dtype ", name, ": ", GpuRef(cluster.gpu), " of ", ClusterRef(cluster),
+                    " lists no ", name, " tensor-core peak (", name,
+                    "_tflops); use a --dtype it has (",
+                    available.empty() ? std::string("none listed") : available,
+                    "), or a cluster whose GPU has ", name));
+}
+
+// ZeRO-Offload (Ren et al. 2021) keeps the ZeRO-partitioned optimizer state in CPU memory, so it
+// needs ZeRO stage 1 or higher; DeepSpeed's offload_optimizer is likewise a ZeRO option.
+void CheckOffload(const Strategy& s, Messages& out) {
+  if (s.offload != Offload::kOptimizer || s.zero_stage >= 1) return;
+  out.push_back(Cat("--offload optimizer with --zero ", s.zero_stage,
+                    ": ZeRO-Offload moves the ZeRO-partitioned optimizer state to the CPU, so it "
+                    "runs on top of ZeRO; use --zero 1 or higher, or --offload none"));
+}
+
+}  // namespace
+
+std::vector<std::string> StrategyViolations(const Strategy& strategy, const ModelSpec& model,
+                                            const ClusterSpec& cluster) {
+  Messages out;
+  CheckRanges(strategy, out);
+  CheckTensorSplits(strategy, model, out);
+  CheckTensorPlacement(strategy, cluster, out);
+  CheckSequenceParallel(strategy, out);
+  CheckLayerSplit(strategy, model, out);
+  CheckSchedule(strategy, out);
+  CheckBatch(strategy, out);
+  CheckWorldSize(strategy, cluster, out);
+  CheckContextParallel(strategy, out);
+  CheckPositions(strategy, model, out);
+  CheckExperts(strategy, model, out);
+  CheckDtype(strategy, cluster, out);
+  CheckOffload(strategy, out);
+  return out;
+}
+
+Status ValidateStrategy(const Strategy& strategy, const ModelSpec& model,
+                        const ClusterSpec& cluster) {
+  const Messages violations = StrategyViolations(strategy, model, cluster);
+  if (violations.empty()) return Status::Ok();
+  std::string message;
+  for (const std::string& violation : violations) {
+    if (!message.empty()) message += '\n';
+    message += violation;
+  }
+  return Status::InvalidArgument(std::move(message));
+}
+
+}  // namespace loom

@@ -1,0 +1,106 @@
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/app.h"
+
+namespace loom {
+namespace {
+
+struct CommandResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CommandResult Loom(std::vector<std::string> args) {
+  args.insert(args.begin(), "loom");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  int code = RunLoom(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+
+TEST(Describe, JsonHasParametersFlopsAndStates) {
+  CommandResult r = Loom({"describe", "--model", Shipped("models/llama3-70b.json"), "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "loom.describe/1");
+  EXPECT_EQ(j["parameters"]["total"], 70'553'706'496);
+  EXPECT_EQ(j["parameters"]["active"], 70'553'706'496);
+  EXPECT_EQ(j["seq_len"], 8192);
+  EXPECT_EQ(j["seq_len_from"], "max_position_embeddings");
+  EXPECT_EQ(j["model_states"][0]["dtype"], "bf16");
+  EXPECT_EQ(j["model_states"][0]["total_bytes"], int64_t{16} * 70'553'706'496);
+  EXPECT_FALSE(j.contains("cluster"));
+}
+
+TEST(Describe, ClusterAddsTheFewestGpusForModelStates) {
+  CommandResult r = Loom({"describe", "--model", Shipped("models/llama3-70b.json"), "--cluster",
+                Shipped("hardware/clusters/dgx-h100.json"), "--seq", "4096", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["seq_len"], 4096);
+  EXPECT_EQ(j["seq_len_from"], "--seq");
+  const int64_t states = int64_t{16} * 70'553'706'496;
+  const int64_t memory = j["cluster"]["gpu_memory_bytes"];
+  EXPECT_EQ(j["model_states"][0]["min_gpus_for_model_states"], (states + memory - 1) / memory);
+  EXPECT_EQ(j["cluster"]["gpus_per_node"], 8);
+}
+
+TEST(Describe, HumanTableNamesTheModelAndCounts) {
+  CommandResult r = Loom({"describe", "--model", Shipped("models/mixtral-8x7b.json")});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("mixtral-8x7b"), std::string::npos);
+  EXPECT_NE(r.out.find("8 routed (top 2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bf16"), std::string::npos);
+}
+
+TEST(Describe, MissingModelFileIsABadInputError) {
+  CommandResult r = Loom({"describe", "--model", "no/such/model.json"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("loom: error: no/such/model.json: cannot open"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(Describe, NodesWithoutClusterIsAUsageError) {
+  CommandResult r = Loom({"describe", "--model", Shipped("models/llama3-8b.json"), "--nodes", "4"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--nodes requires --cluster"), std::string::npos) << r.err;
+}
+
+TEST(Describe, UnknownOptimizerIsAUsageError) {
+  CommandResult r = Loom({"describe", "--model", Shipped("models/llama3-8b.json"), "--optimizer", "adamw"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("adamw"), std::string::npos) << r.err;
+}
+
+TEST(Describe, ZeroSeqIsAUsageError) {
+  CommandResult r = Loom({"describe", "--model", Shipped("models/llama3-8b.json"), "--seq", "0"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--seq"), std::string::npos) << r.err;
+}
+
+TEST(Loom, VersionAndHelpExitZero) {
+  CommandResult v = Loom({"--version"});
+  EXPECT_EQ(v.code, kExitOk);
+  EXPECT_NE(v.out.find("loom " LOOM_VERSION), std::string::npos) << v.out;
+  CommandResult h = Loom({"describe", "--help"});
+  EXPECT_EQ(h.code, kExitOk);
+  EXPECT_NE(h.out.find("Examples:"), std::string::npos) << h.out;
+}
+
+TEST(Loom, NoSubcommandIsAUsageError) {
+  CommandResult r = Loom({});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("subcommand"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace loom

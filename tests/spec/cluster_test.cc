@@ -1,2 +1,522 @@
 #include "spec/cluster.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace loom {
+namespace {
+
+// Passes when |text| contains |part|; on failure prints both.
+::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\n  message: " << text << "\n  lacks:   " << part;
+}
+
+std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/hardware/" + relative;
+}
+
+// A fresh folder per test, holding gpus/ and clusters/ like hardware/.
+std::filesystem::path TestDir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "loom_cluster_test" /
+                              (std::string(info->test_suite_name()) + "." + info->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "gpus");
+  std::filesystem::create_directories(dir / "clusters");
+  return dir;
+}
+
+std::string WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+nlohmann::json ValidGpu() {
+  return nlohmann::json::parse(R"({
+    "schema": "loom.gpu/1", "name": "Test GPU", "sm_count": 100, "memory_bytes": 1000,
+    "hbm_bandwidth_GBps": 2000, "l2_cache_bytes": 100,
+    "peak_tflops": {"bf16": 300, "fp32": 20}, "nvlink_bandwidth_GBps": 300,
+    "sources": ["made up for a test"]
+  })");
+}
+
+nlohmann::json ValidCluster() {
+  return nlohmann::json::parse(R"({
+    "schema": "loom.cluster/1", "name": "Test cluster", "gpu": "../gpus/gpu.json",
+    "gpus_per_node": 8,
+    "intra_node": {"fabric": "nvswitch", "bandwidth_GBps": 300, "latency_us": 1},
+    "inter_node": {"nics_per_node": 8, "nic_bandwidth_Gbps": 200, "latency_us": 3,
+                   "topology": "fat-tree", "oversubscription": 1},
+    "host": {"pcie_bandwidth_GBps": 32, "cpu_memory_bytes": 1000},
+    "sources": {"gpus_per_node": "made up for a test"}
+  })");
+}
+
+// Writes |gpu| to dir/gpus/gpu.json and returns the status of loading it.
+Status LoadGpu(const nlohmann::json& gpu, std::string* path) {
+  *path = WriteFile(TestDir() / "gpus" / "gpu.json", gpu.dump());
+  Result<GpuSpec> loaded = LoadGpuSpec(*path);
+  return loaded.ok() ? Status::Ok() : loaded.status();
+}
+
+// Writes |gpu| and |cluster| next to each other and loads the cluster.
+Result<ClusterSpec> LoadCluster(const nlohmann::json& cluster, std::string* path,
+                                const nlohmann::json& gpu = ValidGpu(),
+                                std::optional<int64_t> nodes = std::nullopt) {
+  std::filesystem::path dir = TestDir();
+  WriteFile(dir / "gpus" / "gpu.json", gpu.dump());
+  *path = WriteFile(dir / "clusters" / "cluster.json", cluster.dump());
+  return LoadClusterSpec(*path, nodes);
+}
+
+Status ClusterError(const nlohmann::json& cluster, std::string* path) {
+  Result<ClusterSpec> loaded = LoadCluster(cluster, path);
+  return loaded.ok() ? Status::Ok() : loaded.status();
+}
+
+TEST(GpuSpec, LoadsH100WithDatasheetPeaks) {
+  Result<GpuSpec> gpu = LoadGpuSpec(Shipped("gpus/h100-sxm5-80gb.json"));
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  EXPECT_EQ(gpu->sm_count, 132);
+  EXPECT_EQ(gpu->memory_bytes, 81559LL * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(gpu->hbm_bandwidth_GBps, 3350);
+  EXPECT_EQ(gpu->l2_cache_bytes, 50LL * 1024 * 1024);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kBf16), 989);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kFp16), 989);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kFp8), 1979);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kTf32), 494);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kFp32), 67);
+  EXPECT_DOUBLE_EQ(gpu->nvlink_bandwidth_GBps, 450);
+  EXPECT_EQ(gpu->file, Shipped("gpus/h100-sxm5-80gb.json"));
+}
+
+TEST(GpuSpec, A100HasNoFp8Peak) {
+  Result<GpuSpec> gpu = LoadGpuSpec(Shipped("gpus/a100-sxm4-80gb.json"));
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  EXPECT_EQ(gpu->fp8_tflops, std::nullopt);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kFp8), std::nullopt);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kBf16), 312);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kTf32), 156);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kFp32), 19.5);
+  EXPECT_EQ(gpu->sm_count, 108);
+  EXPECT_EQ(gpu->memory_bytes, 81920LL * 1024 * 1024);
+  EXPECT_EQ(gpu->l2_cache_bytes, 40LL * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(gpu->hbm_bandwidth_GBps, 2039);
+  EXPECT_DOUBLE_EQ(gpu->nvlink_bandwidth_GBps, 300);
+}
+
+TEST(GpuSpec, H200HasH100PeaksAndMoreMemory) {
+  Result<GpuSpec> gpu = LoadGpuSpec(Shipped("gpus/h200-sxm-141gb.json"));
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  EXPECT_EQ(gpu->memory_bytes, 143771LL * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(gpu->hbm_bandwidth_GBps, 4800);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kBf16), 989);
+  EXPECT_EQ(gpu->PeakTflops(Dtype::kFp8), 1979);
+  EXPECT_EQ(gpu->sm_count, 132);
+}
+
+TEST(GpuSpec, PeakTflopsReturnsTheFieldOfEachDtype) {
+  GpuSpec gpu;
+  gpu.bf16_tflops = 1;
+  gpu.fp16_tflops = 2;
+  gpu.tf32_tflops = 4;
+  gpu.fp32_tflops = 5;
+  EXPECT_EQ(gpu.PeakTflops(Dtype::kBf16), 1);
+  EXPECT_EQ(gpu.PeakTflops(Dtype::kFp16), 2);
+  EXPECT_EQ(gpu.PeakTflops(Dtype::kFp8), std::nullopt);
+  EXPECT_EQ(gpu.PeakTflops(Dtype::kTf32), 4);
+  EXPECT_EQ(gpu.PeakTflops(Dtype::kFp32), 5);
+}
+
+TEST(GpuSpec, MissingFileNamesThePathAndAShippedFile) {
+  std::string path = (TestDir() / "gpus" / "nope.json").string();
+  Result<GpuSpec> gpu = LoadGpuSpec(path);
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_EQ(gpu.status().code(), Status::Code::kNotFound);
+  EXPECT_TRUE(Contains(gpu.status().message(), path + ": no such file"));
+  EXPECT_TRUE(Contains(gpu.status().message(), "hardware/gpus/h100-sxm5-80gb.json"));
+}
+
+TEST(GpuSpec, NotJsonIsRejectedWithTheFileName) {
+  std::string path = WriteFile(TestDir() / "gpus" / "gpu.json", "{\"schema\": \"loom.gpu/1\",");
+  Result<GpuSpec> gpu = LoadGpuSpec(path);
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_TRUE(Contains(gpu.status().message(), path + ": not valid JSON"));
+  EXPECT_TRUE(Contains(gpu.status().message(), "fix the syntax"));
+}
+
+TEST(GpuSpec, WrongTypeNamesTheKeyAndTheFix) {
+  nlohmann::json json = ValidGpu();
+  json["sm_count"] = "132";
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": sm_count: must be an integer, got string"));
+  EXPECT_TRUE(Contains(status.message(), "without quotes"));
+}
+
+TEST(GpuSpec, ZeroAndNegativeSizesAreRejected) {
+  nlohmann::json json = ValidGpu();
+  json["memory_bytes"] = 0;
+  json["hbm_bandwidth_GBps"] = -1;
+  json["l2_cache_bytes"] = -5;
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": memory_bytes: is 0; it must be at least 1"));
+  EXPECT_TRUE(Contains(status.message(), path + ": hbm_bandwidth_GBps: is -1; it must be"));
+  EXPECT_TRUE(Contains(status.message(), path + ": l2_cache_bytes: is -5; it must be at least 1"));
+}
+
+TEST(GpuSpec, MissingKeySaysWhatToAdd) {
+  nlohmann::json json = ValidGpu();
+  json.erase("nvlink_bandwidth_GBps");
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": nvlink_bandwidth_GBps: is missing; add \"nvlink_bandwidth_GBps\""));
+}
+
+TEST(GpuSpec, UnknownKeySuggestsTheClosestKnownKey) {
+  nlohmann::json json = ValidGpu();
+  json.erase("sm_count");
+  json["sm_cout"] = 100;
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": sm_cout: is not a known key; did you mean \"sm_count\"?"));
+}
+
+TEST(GpuSpec, UnknownPeakFormatListsTheKnownOnes) {
+  nlohmann::json json = ValidGpu();
+  json["peak_tflops"]["int8"] = 600;
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": peak_tflops.int8: is not a known key"));
+  EXPECT_TRUE(Contains(status.message(), "bf16, fp16, fp32, fp8, tf32"));
+}
+
+TEST(GpuSpec, ZeroPeakSaysToOmitTheFormat) {
+  nlohmann::json json = ValidGpu();
+  json["peak_tflops"]["fp8"] = 0;
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": peak_tflops.fp8: is 0; omit the key"));
+}
+
+TEST(GpuSpec, EmptyPeaksAreRejected) {
+  nlohmann::json json = ValidGpu();
+  json["peak_tflops"] = nlohmann::json::object();
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": peak_tflops: names no format; add"));
+}
+
+TEST(GpuSpec, WrongSchemaNamesTheExpectedOne) {
+  nlohmann::json json = ValidGpu();
+  json["schema"] = "loom.cluster/1";
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": schema: is \"loom.cluster/1\""));
+  EXPECT_TRUE(Contains(status.message(), "\"schema\": \"loom.gpu/1\""));
+}
+
+TEST(GpuSpec, MissingSchemaSaysWhatToAdd) {
+  nlohmann::json json = ValidGpu();
+  json.erase("schema");
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": schema: is missing; add \"schema\": \"loom.gpu/1\""));
+}
+
+TEST(GpuSpec, SourcesMustBeStrings) {
+  nlohmann::json json = ValidGpu();
+  json["sources"] = {{"sm_count", 3}};
+  std::string path;
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": sources: must be an array of strings"));
+}
+
+TEST(GpuSpec, ReportsEveryProblemOfAFileAtOnce) {
+  nlohmann::json json = ValidGpu();
+  json["sm_count"] = 0;
+  json["name"] = "";
+  Status status;
+  std::string path;
+  status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": sm_count: is 0"));
+  EXPECT_TRUE(Contains(status.message(), path + ": name: is empty"));
+}
+
+TEST(ClusterSpec, LoadsDgxH100WithItsGpu) {
+  Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("clusters/dgx-h100.json"));
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->gpu.PeakTflops(Dtype::kBf16), 989);
+  EXPECT_EQ(cluster->gpu.sm_count, 132);
+  EXPECT_EQ(cluster->gpus_per_node, 8);
+  EXPECT_EQ(cluster->nodes, std::nullopt);
+  EXPECT_EQ(cluster->TotalGpus(), std::nullopt);
+  EXPECT_EQ(cluster->intra_node.fabric, IntraNodeFabric::kNvSwitch);
+  EXPECT_DOUBLE_EQ(cluster->intra_node.bandwidth_GBps, 450);
+  EXPECT_DOUBLE_EQ(cluster->intra_node.latency_us, 0.6);
+  EXPECT_EQ(cluster->inter_node.nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(cluster->inter_node.nic_bandwidth_Gbps, 400);
+  EXPECT_DOUBLE_EQ(cluster->inter_node.latency_us, 2.7);
+  EXPECT_EQ(cluster->inter_node.topology, NetworkTopology::kRailOptimized);
+  EXPECT_DOUBLE_EQ(cluster->inter_node.oversubscription, 1);
+  EXPECT_DOUBLE_EQ(cluster->host.pcie_bandwidth_GBps, 63.0);
+  EXPECT_EQ(cluster->host.cpu_memory_bytes, 2LL << 40);
+  EXPECT_EQ(cluster->file, Shipped("clusters/dgx-h100.json"));
+}
+
+TEST(ClusterSpec, LoadsDgxA100WithAnA100WithoutFp8) {
+  Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("clusters/dgx-a100.json"));
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->gpu.PeakTflops(Dtype::kFp8), std::nullopt);
+  EXPECT_EQ(cluster->gpu.PeakTflops(Dtype::kBf16), 312);
+  EXPECT_EQ(cluster->gpus_per_node, 8);
+  EXPECT_DOUBLE_EQ(cluster->intra_node.bandwidth_GBps, 300);
+  EXPECT_DOUBLE_EQ(cluster->inter_node.nic_bandwidth_Gbps, 200);
+  EXPECT_EQ(cluster->inter_node.topology, NetworkTopology::kRailOptimized);
+  EXPECT_DOUBLE_EQ(cluster->host.pcie_bandwidth_GBps, 31.5);
+}
+
+TEST(ClusterSpec, LoadsHgxH200WithAnH200) {
+  Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("clusters/hgx-h200.json"));
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->gpu.memory_bytes, 143771LL * 1024 * 1024);
+  EXPECT_EQ(cluster->gpus_per_node, 8);
+  EXPECT_DOUBLE_EQ(cluster->inter_node.nic_bandwidth_Gbps, 400);
+}
+
+TEST(ClusterSpec, NodesOverrideGivesTotalGpus) {
+  Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("clusters/dgx-h100.json"), 4);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->nodes, 4);
+  EXPECT_EQ(cluster->TotalGpus(), 32);
+}
+
+TEST(ClusterSpec, NodesOverrideReplacesTheFilesNodes) {
+  nlohmann::json json = ValidCluster();
+  json["nodes"] = 2;
+  std::string path;
+  Result<ClusterSpec> from_file = LoadCluster(json, &path);
+  ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
+  EXPECT_EQ(from_file->TotalGpus(), 16);
+  Result<ClusterSpec> overridden = LoadCluster(json, &path, ValidGpu(), 3);
+  ASSERT_TRUE(overridden.ok()) << overridden.status().ToString();
+  EXPECT_EQ(overridden->TotalGpus(), 24);
+}
+
+TEST(ClusterSpec, NodesOverrideBelowOneIsRejected) {
+  for (int64_t nodes : {0, -2}) {
+    std::string path = Shipped("clusters/dgx-h100.json");
+    Result<ClusterSpec> cluster = LoadClusterSpec(path, nodes);
+    ASSERT_FALSE(cluster.ok());
+    EXPECT_EQ(cluster.status().code(), Status::Code::kInvalidArgument);
+    EXPECT_TRUE(Contains(cluster.status().message(), path + ": the node count"));
+    EXPECT_TRUE(Contains(cluster.status().message(), "is " + std::to_string(nodes) + "; it must be at least 1"));
+  }
+}
+
+TEST(ClusterSpec, NodesInTheFileBelowOneIsRejected) {
+  nlohmann::json json = ValidCluster();
+  json["nodes"] = 0;
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": nodes: is 0; it must be at least 1"));
+}
+
+TEST(ClusterSpec, TotalGpusMultipliesNodesByGpusPerNode) {
+  ClusterSpec cluster;
+  cluster.gpus_per_node = 4;
+  EXPECT_EQ(cluster.TotalGpus(), std::nullopt);
+  cluster.nodes = 5;
+  EXPECT_EQ(cluster.TotalGpus(), 20);
+}
+
+TEST(ClusterSpec, MissingFileNamesThePathAndAShippedFile) {
+  std::string path = (TestDir() / "clusters" / "nope.json").string();
+  Result<ClusterSpec> cluster = LoadClusterSpec(path);
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_EQ(cluster.status().code(), Status::Code::kNotFound);
+  EXPECT_TRUE(Contains(cluster.status().message(), path + ": no such file"));
+  EXPECT_TRUE(Contains(cluster.status().message(), "hardware/clusters/dgx-h100.json"));
+}
+
+TEST(ClusterSpec, NotJsonIsRejectedWithTheFileName) {
+  std::string path = WriteFile(TestDir() / "clusters" / "cluster.json", "[1, 2]");
+  Result<ClusterSpec> cluster = LoadClusterSpec(path);
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_TRUE(Contains(cluster.status().message(), path + ": the top level is a JSON array"));
+}
+
+TEST(ClusterSpec, WrongTypeNamesTheKey) {
+  nlohmann::json json = ValidCluster();
+  json["gpus_per_node"] = "8";
+  json["intra_node"]["bandwidth_GBps"] = "fast";
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": gpus_per_node: must be an integer, got string"));
+  EXPECT_TRUE(Contains(status.message(), path + ": intra_node.bandwidth_GBps: must be a number, got string"));
+}
+
+TEST(ClusterSpec, ZeroAndNegativeSizesAreRejected) {
+  nlohmann::json json = ValidCluster();
+  json["inter_node"]["nics_per_node"] = 0;
+  json["inter_node"]["nic_bandwidth_Gbps"] = 0;
+  json["host"]["cpu_memory_bytes"] = -1;
+  json["intra_node"]["latency_us"] = -0.5;
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": inter_node.nics_per_node: is 0; it must be at least 1"));
+  EXPECT_TRUE(Contains(status.message(), path + ": inter_node.nic_bandwidth_Gbps: is 0; it must be greater than 0"));
+  EXPECT_TRUE(Contains(status.message(), path + ": host.cpu_memory_bytes: is -1; it must be at least 1"));
+  EXPECT_TRUE(Contains(status.message(), path + ": intra_node.latency_us: is -0.5; it must be"));
+}
+
+TEST(ClusterSpec, UnknownKeySuggestsTheClosestKnownKey) {
+  nlohmann::json json = ValidCluster();
+  json["intra_node"].erase("bandwidth_GBps");
+  json["intra_node"]["bandwith_GBps"] = 300;
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": intra_node.bandwith_GBps: is not a known key; "
+                                                 "did you mean \"bandwidth_GBps\"?"));
+}
+
+TEST(ClusterSpec, UnrelatedUnknownKeyListsTheKnownKeys) {
+  nlohmann::json json = ValidCluster();
+  json["rack_count"] = 4;
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": rack_count: is not a known key; remove it"));
+  EXPECT_TRUE(Contains(status.message(), "gpus_per_node"));
+}
+
+TEST(ClusterSpec, BadFabricListsTheChoices) {
+  nlohmann::json json = ValidCluster();
+  json["intra_node"]["fabric"] = "nvlink";
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": intra_node.fabric: is \"nvlink\"; it must be "
+                                                 "one of nvswitch|pcie"));
+}
+
+TEST(ClusterSpec, BadTopologyListsTheChoices) {
+  nlohmann::json json = ValidCluster();
+  json["inter_node"]["topology"] = "dragonfly";
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": inter_node.topology: is \"dragonfly\"; it must "
+                                                 "be one of fat-tree|rail-optimized"));
+}
+
+TEST(ClusterSpec, MissingGpuFileNamesTheClusterTheKeyAndTheResolvedPath) {
+  nlohmann::json json = ValidCluster();
+  json["gpu"] = "../gpus/b200.json";
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(json, &path);
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_EQ(cluster.status().code(), Status::Code::kNotFound);
+  std::string resolved =
+      (std::filesystem::path(path).parent_path().parent_path() / "gpus" / "b200.json").string();
+  EXPECT_TRUE(Contains(cluster.status().message(), path + ": gpu: \"../gpus/b200.json\" resolves to " + resolved));
+  EXPECT_TRUE(Contains(cluster.status().message(), "relative to the cluster file's folder"));
+}
+
+TEST(ClusterSpec, GpuFileErrorsNameTheGpuFile) {
+  nlohmann::json gpu = ValidGpu();
+  gpu["sm_count"] = -1;
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(ValidCluster(), &path, gpu);
+  ASSERT_FALSE(cluster.ok());
+  std::string gpu_path =
+      (std::filesystem::path(path).parent_path().parent_path() / "gpus" / "gpu.json").string();
+  EXPECT_TRUE(Contains(cluster.status().message(), path + ": gpu: the GPU file " + gpu_path));
+  EXPECT_TRUE(Contains(cluster.status().message(), gpu_path + ": sm_count: is -1"));
+}
+
+TEST(ClusterSpec, ReportsClusterAndGpuErrorsTogether) {
+  nlohmann::json gpu = ValidGpu();
+  gpu["sm_count"] = -1;
+  nlohmann::json cluster = ValidCluster();
+  cluster["gpus_per_node"] = 0;
+  std::string path;
+  Result<ClusterSpec> loaded = LoadCluster(cluster, &path, gpu);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_TRUE(Contains(loaded.status().message(), path + ": gpus_per_node: is 0"));
+  EXPECT_TRUE(Contains(loaded.status().message(), "gpu.json: sm_count: is -1"));
+}
+
+TEST(ClusterSpec, WrongSchemaNamesTheExpectedOne) {
+  nlohmann::json json = ValidCluster();
+  json["schema"] = "loom.gpu/1";
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": schema: is \"loom.gpu/1\""));
+  EXPECT_TRUE(Contains(status.message(), "\"schema\": \"loom.cluster/1\""));
+}
+
+TEST(ClusterSpec, OversubscriptionBelowOneIsRejected) {
+  nlohmann::json json = ValidCluster();
+  json["inter_node"]["oversubscription"] = 0.5;
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": inter_node.oversubscription: is 0.5; it must "
+                                                 "be >= 1 (1 = full bisection bandwidth)"));
+}
+
+TEST(ClusterSpec, OversubscriptionIsRequired) {
+  nlohmann::json json = ValidCluster();
+  json["inter_node"].erase("oversubscription");
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": inter_node.oversubscription: is missing; add "
+                                                 "\"oversubscription\": 1"));
+}
+
+TEST(ClusterSpec, ReadsOversubscriptionAboveOne) {
+  nlohmann::json json = ValidCluster();
+  json["inter_node"]["oversubscription"] = 2;
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(json, &path);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_DOUBLE_EQ(cluster->inter_node.oversubscription, 2);
+}
+
+TEST(ClusterSpec, IntraNodeFasterThanTheGpusNvlinkIsRejected) {
+  nlohmann::json json = ValidCluster();
+  json["intra_node"]["bandwidth_GBps"] = 500;
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": intra_node.bandwidth_GBps (500) exceeds the "
+                                                 "NVLink bandwidth of"));
+  EXPECT_TRUE(Contains(status.message(), "lower bandwidth_GBps"));
+}
+
+TEST(ClusterSpec, PcieFabricDoesNotNeedNvlink) {
+  nlohmann::json gpu = ValidGpu();
+  gpu["nvlink_bandwidth_GBps"] = 0;
+  nlohmann::json json = ValidCluster();
+  json["intra_node"]["fabric"] = "pcie";
+  json["intra_node"]["bandwidth_GBps"] = 32;
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(json, &path, gpu);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->intra_node.fabric, IntraNodeFabric::kPcie);
+  EXPECT_DOUBLE_EQ(cluster->gpu.nvlink_bandwidth_GBps, 0);
+}
+
+TEST(ClusterSpec, AcceptsAnAbsoluteGpuPath) {
+  nlohmann::json json = ValidCluster();
+  json["gpu"] = Shipped("gpus/h100-sxm5-80gb.json");
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(json, &path);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->gpu.sm_count, 132);
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,21 @@
+#ifndef LOOM_CLI_COMMAND_H_
+#define LOOM_CLI_COMMAND_H_
+
+#include <functional>
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+
+#include "core/status.h"
+
+namespace loom {
+
+// What a subcommand runs once the command line has parsed: writes its result to |out|.
+using CommandRunner = std::function<Status(std::ostream& out)>;
+
+// Registers "describe" on |app|; |runner| is set to run it when it is the chosen subcommand.
+void AddDescribeCommand(CLI::App& app, CommandRunner& runner);
+
+}  // namespace loom
+
+#endif  // LOOM_CLI_COMMAND_H_

@@ -1,0 +1,48 @@
+#include "cli/format.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace loom {
+namespace {
+
+// Scales |value| down by |base| until it is below |base| and formats it with the unit reached.
+std::string Scaled(double value, double base, const char* const* units, int unit_count, const char* sep) {
+  int unit = 0;
+  while (std::fabs(value) >= base && unit + 1 < unit_count) {
+    value /= base;
+    ++unit;
+  }
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2f%s%s", value, sep, units[unit]);
+  return buffer;
+}
+
+}  // namespace
+
+std::string HumanCount(double count) {
+  static const char* const kUnits[] = {"", "K", "M", "B", "T"};
+  return Scaled(count, 1000.0, kUnits, 5, " ");
+}
+
+std::string HumanBytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  return Scaled(bytes, 1024.0, kUnits, 6, " ");
+}
+
+std::string HumanFlops(double flops) {
+  static const char* const kUnits[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
+  return Scaled(flops, 1000.0, kUnits, 6, " ");
+}
+
+std::string GroupedDigits(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+}  // namespace loom

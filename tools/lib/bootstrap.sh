@@ -1,0 +1,66 @@
+# Shared by tools/loom and tools/test: install what is missing, configure and build when stale.
+# Everything here writes to stderr, so that stdout carries only loom's own output.
+
+LOOM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# Debian packages loom builds with (see README.md, "Dependencies").
+LOOM_PACKAGES=(
+  cmake g++ make
+  libboost-graph-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libbenchmark-dev
+)
+
+loom_log() { echo "loom-tools: $*" >&2; }
+
+# Installs the packages of LOOM_PACKAGES that dpkg does not report as installed.
+# Runs apt-get update once per call that has something to install; silent when nothing is missing.
+loom_ensure_packages() {
+  local missing=() pkg
+  for pkg in "${LOOM_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then
+      sudo="sudo"
+    else
+      loom_log "missing Debian packages: ${missing[*]}; install them as root:"
+      loom_log "  apt-get update && apt-get install -y ${missing[*]}"
+      exit 1
+    fi
+  fi
+  loom_log "installing ${missing[*]} (apt-get)"
+  $sudo apt-get update -qq >&2 || { loom_log "apt-get update failed"; exit 1; }
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
+    { loom_log "apt-get install failed for: ${missing[*]}"; exit 1; }
+}
+
+# loom_ensure_build DIR TARGET [CMAKE_ARGS...]: configures DIR once (or when its arguments change)
+# and builds TARGET with make's own staleness check. The build's output goes to DIR/build.log and
+# is shown only when something was compiled or the build failed.
+loom_ensure_build() {
+  local dir="$LOOM_ROOT/$1" target=$2
+  shift 2
+  local args="$*"
+  if [ ! -f "$dir/CMakeCache.txt" ] || [ "$(cat "$dir/.loom-configure-args" 2>/dev/null)" != "$args" ]; then
+    loom_log "configuring $dir"
+    mkdir -p "$dir"
+    if ! cmake -S "$LOOM_ROOT" -B "$dir" "$@" >"$dir/configure.log" 2>&1; then
+      cat "$dir/configure.log" >&2
+      loom_log "cmake configure failed (log: $dir/configure.log)"
+      exit 1
+    fi
+    echo "$args" >"$dir/.loom-configure-args"
+  fi
+  if ! cmake --build "$dir" --target "$target" -j2 >"$dir/build.log" 2>&1; then
+    grep -E "error|Error" -A5 "$dir/build.log" | head -60 >&2
+    loom_log "build failed (full log: $dir/build.log)"
+    exit 1
+  fi
+  if grep -qE "Building CXX|Linking CXX" "$dir/build.log"; then
+    loom_log "built $target in $dir ($(grep -c 'Building CXX' "$dir/build.log") files compiled)"
+  fi
+}
