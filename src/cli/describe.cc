@@ -69,8 +69,8 @@ Result<DescribeReport> BuildReport(const DescribeOptions& options) {
   return report;
 }
 
-nlohmann::json ModelJson(const ModelSpec& m) {
-  nlohmann::json j = {{"name", m.name},
+nlohmann::ordered_json ModelJson(const ModelSpec& m) {
+  nlohmann::ordered_json j = {{"name", m.name},
                       {"file", m.file},
                       {"hidden_size", m.hidden_size},
                       {"intermediate_size", m.intermediate_size},
@@ -92,8 +92,8 @@ nlohmann::json ModelJson(const ModelSpec& m) {
   return j;
 }
 
-nlohmann::json ReportJson(const DescribeReport& r) {
-  nlohmann::json j;
+nlohmann::ordered_json ReportJson(const DescribeReport& r) {
+  nlohmann::ordered_json j;
   j["schema"] = "loom.describe/1";
   j["model"] = ModelJson(r.model);
   j["parameters"] = {{"total", r.params.total},
@@ -104,9 +104,9 @@ nlohmann::json ReportJson(const DescribeReport& r) {
   j["seq_len_from"] = r.seq_from_model ? "max_position_embeddings" : "--seq";
   j["flops_per_token"] = {{"forward", r.flops.forward}, {"training", r.flops.training}};
   j["optimizer"] = kOptimizerNames.Name(r.optimizer);
-  nlohmann::json states = nlohmann::json::array();
+  nlohmann::ordered_json states = nlohmann::ordered_json::array();
   for (const StateRow& row : r.states) {
-    nlohmann::json entry = {{"dtype", kDtypeNames.Name(row.dtype)},
+    nlohmann::ordered_json entry = {{"dtype", kDtypeNames.Name(row.dtype)},
                             {"weight_bytes", row.bytes.weights},
                             {"gradient_bytes", row.bytes.gradients},
                             {"optimizer_bytes", row.bytes.optimizer},
@@ -124,7 +124,7 @@ nlohmann::json ReportJson(const DescribeReport& r) {
                     {"gpu", c.gpu.name},
                     {"gpu_memory_bytes", c.gpu.memory_bytes},
                     {"gpus_per_node", c.gpus_per_node},
-                    {"nodes", c.nodes ? nlohmann::json(*c.nodes) : nlohmann::json(nullptr)}};
+                    {"nodes", c.nodes ? nlohmann::ordered_json(*c.nodes) : nlohmann::ordered_json(nullptr)}};
   }
   return j;
 }
@@ -171,6 +171,8 @@ void PrintHuman(const DescribeReport& r, std::ostream& out) {
     if (r.cluster) out << std::setw(12) << MinGpusForModelStates(row.bytes, r.cluster->gpu.memory_bytes);
     out << "\n";
   }
+  out << "fp8 training keeps bf16 weights and fp32 master weights (Transformer Engine); its fp8 copies "
+         "are transient.\n";
   if (r.cluster) {
     out << "\ncluster " << r.cluster->name << ": " << r.cluster->gpus_per_node << " x " << r.cluster->gpu.name
         << " (" << HumanBytes(r.cluster->gpu.memory_bytes) << ") per node"
