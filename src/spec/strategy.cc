@@ -340,6 +340,28 @@ void CheckOffload(const Strategy& s, Messages& out) {
                     "runs on top of ZeRO; use --zero 1 or higher, or --offload none"));
 }
 
+// Megatron-LM's --recompute-num-layers (block method) counts layers of one pipeline stage.
+void CheckRecomputeLayers(const Strategy& s, const ModelSpec& model, Messages& out) {
+  if (s.recompute_layers == 0) return;
+  if (s.recompute_layers < 0) {
+    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": must be at least 0; use 0 for every layer"));
+    return;
+  }
+  if (s.recompute != Recompute::kFull) {
+    out.push_back(Cat("--recompute-layers ", s.recompute_layers, " with --recompute ", kRecomputeNames.Name(s.recompute),
+                      ": the layer count applies to full recompute only; use --recompute full, or drop "
+                      "--recompute-layers"));
+    return;
+  }
+  if (s.pp < 1 || model.num_layers % s.pp != 0) return;  // reported by the layer-split rule
+  const int64_t per_stage = model.num_layers / s.pp;
+  if (s.recompute_layers > per_stage) {
+    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": each of the ", s.pp,
+                      " pipeline stages holds ", per_stage, " layers of ", ModelRef(model),
+                      "; use --recompute-layers ", per_stage, " or less"));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> StrategyViolations(const Strategy& strategy, const ModelSpec& model,
@@ -358,6 +380,7 @@ std::vector<std::string> StrategyViolations(const Strategy& strategy, const Mode
   CheckExperts(strategy, model, out);
   CheckDtype(strategy, cluster, out);
   CheckOffload(strategy, out);
+  CheckRecomputeLayers(strategy, model, out);
   return out;
 }
 

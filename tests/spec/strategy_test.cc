@@ -439,6 +439,21 @@ TEST(Strategy, Tf32NeedsAGpuPeak) {
       MessagesContain(StrategyViolations(s, Gpt3(), cluster), {{"--dtype tf32: A100-SXM4-80GB"}}));
 }
 
+TEST(Strategy, RecomputeLayersNeedFullRecomputeAndFitAStage) {
+  Strategy s = Gpt3Baseline();  // pp 8: 12 layers per stage
+  s.recompute_layers = 4;
+  s.recompute = Recompute::kSelective;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--recompute-layers 4 with --recompute selective",
+                                                   "use --recompute full"}}));
+  s.recompute = Recompute::kFull;
+  EXPECT_EQ(Gpt3Violations(s), kNone);
+  s.recompute_layers = 13;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--recompute-layers 13", "holds 12 layers",
+                                                   "use --recompute-layers 12 or less"}}));
+  s.recompute_layers = -1;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--recompute-layers -1: must be at least 0"}}));
+}
+
 TEST(Strategy, RejectsOptimizerOffloadWithoutZero) {
   Strategy s;
   s.offload = Offload::kOptimizer;

@@ -1,0 +1,81 @@
+#include "spec/scenario.h"
+
+#include <filesystem>
+
+#include "core/json_reader.h"
+
+namespace loom {
+namespace {
+
+constexpr std::string_view kSchema = "loom.scenario/1";
+
+// An integer key kept at its default when absent.
+void ReadInt(JsonReader& r, std::string_view key, int64_t* value, IntRange range = {}) {
+  if (std::optional<int64_t> v = r.OptionalInt(key, range)) *value = *v;
+}
+
+void ReadBool(JsonReader& r, std::string_view key, bool* value) {
+  if (std::optional<bool> v = r.OptionalBool(key)) *value = *v;
+}
+
+// An enum key kept at its default when absent; the error lists |names|' choices.
+template <typename Enum, size_t N>
+void ReadEnum(JsonReader& r, std::string_view key, const EnumNames<Enum, N>& names, Enum* value) {
+  std::optional<std::string> text = r.OptionalString(key);
+  if (!text) return;
+  if (std::optional<Enum> parsed = names.Parse(*text)) {
+    *value = *parsed;
+  } else {
+    r.AddError(key, "is \"" + *text + "\"; it must be one of " + names.Choices());
+  }
+}
+
+void ReadStrategyKeys(JsonReader& r, Strategy* s) {
+  ReadInt(r, "tp", &s->tp);
+  ReadInt(r, "pp", &s->pp);
+  ReadInt(r, "dp", &s->dp);
+  ReadInt(r, "cp", &s->cp);
+  ReadInt(r, "ep", &s->ep);
+  ReadBool(r, "sp", &s->sp);
+  ReadInt(r, "vpp", &s->vpp);
+  ReadInt(r, "micro_batch", &s->micro_batch);
+  ReadInt(r, "global_batch", &s->global_batch);
+  ReadInt(r, "seq_len", &s->seq_len);
+  ReadEnum(r, "schedule", kScheduleNames, &s->schedule);
+  ReadEnum(r, "recompute", kRecomputeNames, &s->recompute);
+  ReadInt(r, "recompute_layers", &s->recompute_layers, {0, INT64_MAX});
+  ReadInt(r, "zero_stage", &s->zero_stage, {0, 3});
+  ReadEnum(r, "dtype", kDtypeNames, &s->dtype);
+  ReadEnum(r, "optimizer", kOptimizerNames, &s->optimizer);
+  ReadEnum(r, "offload", kOffloadNames, &s->offload);
+  ReadBool(r, "allow_cross_node_tp", &s->allow_cross_node_tp);
+}
+
+// |relative| resolved against the folder of |file|, unless it is absolute.
+std::string ResolveBeside(const std::string& file, const std::string& relative) {
+  std::filesystem::path path(relative);
+  if (path.is_absolute()) return relative;
+  return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
+}
+
+}  // namespace
+
+Result<Scenario> LoadScenario(const std::string& path) {
+  Result<nlohmann::json> json = ReadJsonObjectFile(path);
+  if (!json.ok()) return json.status();
+  JsonReader r(*json, path);
+  Scenario scenario;
+  scenario.file = path;
+  std::string schema = r.String("schema");
+  if (!schema.empty() && schema != kSchema) {
+    r.AddError("schema", "is \"" + schema + "\"; this loom reads \"" + std::string(kSchema) + "\"");
+  }
+  scenario.model_path = ResolveBeside(path, r.String("model"));
+  scenario.cluster_path = ResolveBeside(path, r.String("cluster"));
+  scenario.nodes = r.OptionalInt("nodes");
+  ReadStrategyKeys(r.Object("strategy"), &scenario.strategy);
+  LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
+  return scenario;
+}
+
+}  // namespace loom

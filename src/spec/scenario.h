@@ -1,0 +1,34 @@
+#ifndef LOOM_SPEC_SCENARIO_H_
+#define LOOM_SPEC_SCENARIO_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "spec/strategy.h"
+
+namespace loom {
+
+// A scenario file (schema "loom.scenario/1") names a model, a cluster and a strategy, so that one
+// simulation can be rerun and shared:
+//   {"schema": "loom.scenario/1", "model": "../models/gpt3-175b.json",
+//    "cluster": "../hardware/clusters/dgx-a100.json", "nodes": 128,
+//    "strategy": {"tp": 8, "pp": 16, "dp": 8, "micro_batch": 1, "global_batch": 1536, ...}}
+// Paths are relative to the scenario file's folder. Strategy keys are the Strategy fields, with
+// enum values spelled as on the command line ("interleaved", "selective", "bf16", ...).
+struct Scenario {
+  std::string file;
+  std::string model_path;
+  std::string cluster_path;
+  std::optional<int64_t> nodes;
+  Strategy strategy;
+};
+
+Result<Scenario> LoadScenario(const std::string& path);
+
+}  // namespace loom
+
+#endif  // LOOM_SPEC_SCENARIO_H_
