@@ -16,6 +16,9 @@ using CommandRunner = std::function<Status(std::ostream& out)>;
 // Registers "describe" on |app|; |runner| is set to run it when it is the chosen subcommand.
 void AddDescribeCommand(CLI::App& app, CommandRunner& runner);
 
+// Registers "simulate".
+void AddSimulateCommand(CLI::App& app, CommandRunner& runner);
+
 }  // namespace loom
 
 #endif  // LOOM_CLI_COMMAND_H_

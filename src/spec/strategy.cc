@@ -340,7 +340,8 @@ void CheckOffload(const Strategy& s, Messages& out) {
                     "runs on top of ZeRO; use --zero 1 or higher, or --offload none"));
 }
 
-// Megatron-LM's --recompute-num-layers (block method) counts layers of one pipeline stage.
+// Megatron-LM's --recompute-num-layers (block method) counts layers of one model chunk: each
+// chunk is a TransformerBlock that recomputes its first N layers.
 void CheckRecomputeLayers(const Strategy& s, const ModelSpec& model, Messages& out) {
   if (s.recompute_layers == 0) return;
   if (s.recompute_layers < 0) {
@@ -353,12 +354,11 @@ void CheckRecomputeLayers(const Strategy& s, const ModelSpec& model, Messages& o
                       "--recompute-layers"));
     return;
   }
-  if (s.pp < 1 || model.num_layers % s.pp != 0) return;  // reported by the layer-split rule
-  const int64_t per_stage = model.num_layers / s.pp;
-  if (s.recompute_layers > per_stage) {
-    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": each of the ", s.pp,
-                      " pipeline stages holds ", per_stage, " layers of ", ModelRef(model),
-                      "; use --recompute-layers ", per_stage, " or less"));
+  if (!AllPositive({s.pp, s.vpp}) || model.num_layers % (s.pp * s.vpp) != 0) return;  // the layer-split rule
+  const int64_t per_chunk = model.num_layers / (s.pp * s.vpp);
+  if (s.recompute_layers > per_chunk) {
+    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": each model chunk (num_hidden_layers / (pp * vpp)) of ",
+                      ModelRef(model), " holds ", per_chunk, " layers; use --recompute-layers ", per_chunk, " or less"));
   }
 }
 

@@ -57,7 +57,7 @@ struct Strategy {
   int64_t seq_len = 2048;
   ScheduleKind schedule = ScheduleKind::k1F1B;
   Recompute recompute = Recompute::kNone;
-  // With full recompute: how many layers of each pipeline stage are recomputed (Megatron-LM's
+  // With full recompute: how many layers of each model chunk are recomputed (Megatron-LM's
   // --recompute-method block --recompute-num-layers); the others keep their activations.
   // 0 recomputes every layer.
   int64_t recompute_layers = 0;

@@ -1,5 +1,7 @@
 #include "workload/model_states.h"
 
+#include <string>
+
 #include "core/checked.h"
 
 namespace loom {
@@ -41,6 +43,54 @@ Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optim
 int64_t MinGpusForModelStates(const ModelStateBytes& states, int64_t gpu_memory_bytes) {
   const int64_t total = states.Total();
   return total / gpu_memory_bytes + (total % gpu_memory_bytes != 0 ? 1 : 0);
+}
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+// Bytes of one state of |p| under ZeRO: a 1/|ranks| shard of each group when |sharded|.
+CheckedInt StateBytes(const RankParameters& p, int64_t dense_ranks, int64_t expert_ranks, bool sharded,
+                      int64_t bytes_per_param) {
+  const int64_t dense = sharded ? CeilDiv(p.dense, dense_ranks) : p.dense;
+  const int64_t expert = sharded ? CeilDiv(p.expert, expert_ranks) : p.expert;
+  return (CheckedInt(dense) + expert) * bytes_per_param;
+}
+
+}  // namespace
+
+Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strategy& strategy, int64_t stage) {
+  Result<RankParameters> params = ParametersPerRank(model, strategy, stage);
+  if (!params.ok()) return params.status();
+  if (strategy.zero_stage < 0 || strategy.zero_stage > 3) {
+    return Status::InvalidArgument("--zero " + std::to_string(strategy.zero_stage) +
+                                   ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use 0, 1, 2 or 3");
+  }
+  const int64_t dense_ranks = strategy.dp * strategy.cp;
+  if (strategy.dp < 1 || strategy.cp < 1 || dense_ranks % strategy.ep != 0) {
+    return Status::InvalidArgument("--dp " + std::to_string(strategy.dp) + " * --cp " +
+                                   std::to_string(strategy.cp) + " must be a positive multiple of --ep " +
+                                   std::to_string(strategy.ep) +
+                                   " (expert parallelism is carved out of the data-parallel ranks)");
+  }
+  const int64_t expert_ranks = dense_ranks / strategy.ep;
+  const StateBytesPerParam per = BytesPerParameter(strategy.dtype, strategy.optimizer);
+  const int64_t zero = strategy.zero_stage;
+  CheckedInt weights = StateBytes(*params, dense_ranks, expert_ranks, zero >= 3, per.weight);
+  CheckedInt gradients = StateBytes(*params, dense_ranks, expert_ranks, zero >= 2, per.gradient);
+  CheckedInt optimizer = StateBytes(*params, dense_ranks, expert_ranks, zero >= 1, per.optimizer);
+  if ((weights + gradients + optimizer).overflowed()) {
+    return Status::InvalidArgument("model-state bytes of pipeline stage " + std::to_string(stage) +
+                                   " overflow 64-bit byte counts; check the model's sizes");
+  }
+  RankModelStates states;
+  states.parameters = *params;
+  states.gpu = {weights.value(), gradients.value(), optimizer.value()};
+  if (strategy.offload == Offload::kOptimizer) {
+    states.host.optimizer = states.gpu.optimizer;
+    states.gpu.optimizer = 0;
+  }
+  return states;
 }
 
 }  // namespace loom

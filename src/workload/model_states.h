@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "spec/model.h"
 #include "spec/strategy.h"
 
 namespace loom {
@@ -47,6 +48,52 @@ Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optim
 // sharded across them (ZeRO-3, or TP x PP). A lower bound: activations, communication buffers and
 // the CUDA context need more. REQUIRES: gpu_memory_bytes > 0.
 int64_t MinGpusForModelStates(const ModelStateBytes& states, int64_t gpu_memory_bytes);
+
+// The parameters one rank holds before ZeRO sharding: those of its pipeline stage split over tp.
+struct RankParameters {
+  // Parameters sharded over the data-parallel ranks: attention, norms, dense MLPs, router,
+  // shared experts, embedding and head.
+  int64_t dense = 0;
+  // Parameters of this rank's routed experts (num_experts / ep of each MoE layer), sharded over
+  // the expert-data-parallel ranks (dp * cp / ep).
+  int64_t expert = 0;
+
+  int64_t Total() const { return dense + expert; }
+};
+
+// Parameters of a rank of pipeline stage |stage| (0-based), as Megatron-LM places them:
+// - num_layers / (pp * vpp) layers per model chunk; with vpp chunks per stage, stage p holds
+//   chunks p, p + pp, ... (Narayanan et al. 2021, Section 2.2.2).
+// - The first stage holds the input embedding, the last the final norm and output head; with tied
+//   embeddings and pp > 1 both hold a copy (Megatron keeps them equal by an all-reduce of their
+//   gradients); with pp = 1 the one table serves both.
+// - Column- and row-parallel weights and the biases of column-parallel layers are split over tp;
+//   norms, row-parallel biases, learned positions and the MoE router are replicated
+//   (Shoeybi et al. 2019, Section 3). The vocabulary is padded as PaddedVocabSize.
+// - Routed experts are split over ep, each expert's MLP over tp (Megatron's default
+//   expert-tensor-parallel size); shared experts over tp.
+// Errors: InvalidArgument for a stage outside [0, pp), layers that do not split over pp * vpp,
+// sizes that do not split over tp or experts over ep; Unimplemented for multi-head latent
+// attention.
+Result<RankParameters> ParametersPerRank(const ModelSpec& model, const Strategy& strategy, int64_t stage);
+
+// Model-state bytes of one rank, on its GPU and on its host.
+struct RankModelStates {
+  RankParameters parameters;
+  ModelStateBytes gpu;
+  ModelStateBytes host;
+};
+
+// ParametersPerRank with BytesPerParameter(strategy.dtype, strategy.optimizer), sharded by ZeRO
+// (Rajbhandari et al. 2020, Section 5): stage 1 shards the optimizer states, stage 2 also the
+// gradients, stage 3 also the weights, each over the ranks that hold the same parameters: dp * cp
+// for dense parameters (Megatron's distributed optimizer shards over data and context parallel
+// ranks), dp * cp / ep for routed experts. A shard is rounded up to whole parameters. With
+// optimizer offload the (sharded) optimizer states live on the host (ZeRO-Offload, Ren et al.
+// 2021, Section 4.1).
+// Errors: those of ParametersPerRank; InvalidArgument if dp * cp does not split over ep or a byte
+// count overflows.
+Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strategy& strategy, int64_t stage);
 
 }  // namespace loom
 

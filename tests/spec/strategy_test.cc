@@ -440,16 +440,16 @@ TEST(Strategy, Tf32NeedsAGpuPeak) {
 }
 
 TEST(Strategy, RecomputeLayersNeedFullRecomputeAndFitAStage) {
-  Strategy s = Gpt3Baseline();  // pp 8: 12 layers per stage
+  Strategy s = Gpt3Baseline();  // pp 8, vpp 2: 6 layers per model chunk
   s.recompute_layers = 4;
   s.recompute = Recompute::kSelective;
   EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--recompute-layers 4 with --recompute selective",
                                                    "use --recompute full"}}));
   s.recompute = Recompute::kFull;
   EXPECT_EQ(Gpt3Violations(s), kNone);
-  s.recompute_layers = 13;
-  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--recompute-layers 13", "holds 12 layers",
-                                                   "use --recompute-layers 12 or less"}}));
+  s.recompute_layers = 7;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--recompute-layers 7", "holds 6 layers",
+                                                   "use --recompute-layers 6 or less"}}));
   s.recompute_layers = -1;
   EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--recompute-layers -1: must be at least 0"}}));
 }

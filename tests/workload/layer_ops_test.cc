@@ -1,1 +1,407 @@
+#include "workload/layer_ops.h"
+
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "workload/ops.h"
+
+namespace loom {
+namespace {
+
+ModelSpec Shipped(const std::string& name) {
+  Result<ModelSpec> spec = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
+  EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.status().message());
+  return spec.ok() ? *spec : ModelSpec();
+}
+
+Strategy Tp(int64_t tp, bool sp, int64_t micro_batch = 1, int64_t seq = 2048) {
+  Strategy s;
+  s.tp = tp;
+  s.sp = sp;
+  s.micro_batch = micro_batch;
+  s.seq_len = seq;
+  s.dtype = Dtype::kBf16;
+  return s;
+}
+
+LayerOps Build(const ModelSpec& m, const Strategy& s, LayerOpsOptions o = {}) {
+  Result<LayerOps> ops = BuildTransformerLayerOps(m, s, o);
+  EXPECT_TRUE(ops.ok()) << (ops.ok() ? "" : ops.status().message());
+  return ops.ok() ? *ops : LayerOps();
+}
+
+const Op& Find(const std::vector<Op>& ops, OpName name) {
+  for (const Op& op : ops) {
+    if (op.name == name) return op;
+  }
+  ADD_FAILURE() << "no op " << OpNameString(name);
+  static const Op kMissing;
+  return kMissing;
+}
+
+GemmShape GemmOf(const std::vector<Op>& ops, OpName name) {
+  const Op& op = Find(ops, name);
+  EXPECT_EQ(op.kind, OpKind::kGemm);
+  const auto* shape = std::get_if<GemmShape>(&op.shape);
+  return shape ? *shape : GemmShape{};
+}
+
+void ExpectGemm(const GemmShape& g, int64_t m, int64_t n, int64_t k) {
+  EXPECT_EQ(g.m, m);
+  EXPECT_EQ(g.n, n);
+  EXPECT_EQ(g.k, k);
+}
+
+int64_t GemmFlopsOf(const std::vector<Op>& ops) {
+  int64_t total = 0;
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::kGemm) total += OpFlops(op);
+  }
+  return total;
+}
+
+// "all_reduce tp 8388608, ..." for every collective of |ops|, in order.
+std::string Collectives(const std::vector<Op>& ops) {
+  std::string out;
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::kCollective) continue;
+    const auto& c = std::get<CollectiveShape>(op.shape);
+    out += (out.empty() ? "" : ", ") + std::string(kCollectiveKindNames.Name(c.kind)) + " " +
+           std::string(kCommGroupNames.Name(c.group)) + " " + std::to_string(c.bytes);
+  }
+  return out;
+}
+
+std::vector<std::string> Names(const std::vector<Op>& ops) {
+  std::vector<std::string> names;
+  for (const Op& op : ops) names.emplace_back(OpNameString(op.name));
+  return names;
+}
+
+std::string ErrorOf(const Result<LayerOps>& ops) { return ops.ok() ? "" : ops.status().message(); }
+
+TEST(TransformerLayerOps, Gpt3GemmShapesAreExactForTheTpShard) {
+  // GPT-3 175B: h 12288, 96 heads, ffn 4h; tp 8, one sequence of 2048 tokens.
+  LayerOps ops = Build(Shipped("gpt3-175b"), Tp(8, false));
+  ExpectGemm(GemmOf(ops.forward, OpName::kQkvProj), 2048, 3 * 12288 / 8, 12288);
+  ExpectGemm(GemmOf(ops.forward, OpName::kOutProj), 2048, 12288, 12288 / 8);
+  ExpectGemm(GemmOf(ops.forward, OpName::kMlpUp), 2048, 4 * 12288 / 8, 12288);
+  ExpectGemm(GemmOf(ops.forward, OpName::kMlpDown), 2048, 12288, 4 * 12288 / 8);
+  // dX = dY W^T: [tokens, out] x [out, in]; dW = X^T dY: [in, tokens] x [tokens, out].
+  ExpectGemm(GemmOf(ops.backward_input, OpName::kQkvProjDgrad), 2048, 12288, 4608);
+  ExpectGemm(GemmOf(ops.backward_input, OpName::kOutProjDgrad), 2048, 1536, 12288);
+  ExpectGemm(GemmOf(ops.backward_input, OpName::kMlpUpDgrad), 2048, 12288, 6144);
+  ExpectGemm(GemmOf(ops.backward_input, OpName::kMlpDownDgrad), 2048, 6144, 12288);
+  ExpectGemm(GemmOf(ops.backward_weight, OpName::kQkvProjWgrad), 12288, 4608, 2048);
+  ExpectGemm(GemmOf(ops.backward_weight, OpName::kOutProjWgrad), 1536, 12288, 2048);
+  ExpectGemm(GemmOf(ops.backward_weight, OpName::kMlpUpWgrad), 12288, 6144, 2048);
+  ExpectGemm(GemmOf(ops.backward_weight, OpName::kMlpDownWgrad), 6144, 12288, 2048);
+  EXPECT_EQ(ops.backward_weight.size(), 4u);
+  const Op& attention = Find(ops.forward, OpName::kFlashAttention);
+  const auto& a = std::get<AttentionShape>(attention.shape);
+  EXPECT_EQ(a.heads, 12);
+  EXPECT_EQ(a.kv_heads, 12);
+  EXPECT_EQ(a.seq_q, 2048);
+  EXPECT_EQ(a.seq_kv, 2048);
+  EXPECT_EQ(a.head_dim_qk, 128);
+  EXPECT_TRUE(a.causal);
+  EXPECT_FALSE(a.backward);
+}
+
+TEST(TransformerLayerOps, Gpt3ForwardFlopsMatchNarayananPerTpRank) {
+  // Narayanan et al. 2021, eq. 3 per layer: 24 b s h^2 + 4 b s^2 h, split over t ranks.
+  const int64_t b = 2, s = 2048, h = 12288, t = 8;
+  const int64_t gemm = 24 * b * s * h * h / t;
+  const int64_t attention = 4 * b * s * s * h / t;
+  LayerOps fused = Build(Shipped("gpt3-175b"), Tp(t, false, b));
+  EXPECT_EQ(GemmFlopsOf(fused.forward), gemm);
+  EXPECT_EQ(TotalFlops(fused.forward), gemm + attention);
+  LayerOpsOptions unfused_options;
+  unfused_options.attention = AttentionKernel::kUnfused;
+  LayerOps unfused = Build(Shipped("gpt3-175b"), Tp(t, false, b), unfused_options);
+  // The unfused core attention is two batched GEMMs: Q K^T and P V.
+  EXPECT_EQ(GemmFlopsOf(unfused.forward), gemm + attention);
+  EXPECT_EQ(GemmOf(unfused.forward, OpName::kAttentionScores).batch, b * 96 / t);
+}
+
+TEST(TransformerLayerOps, BackwardHasTwiceTheForwardFlops) {
+  for (AttentionKernel kernel : {AttentionKernel::kFused, AttentionKernel::kUnfused}) {
+    LayerOpsOptions options;
+    options.attention = kernel;
+    options.dropout = true;
+    LayerOps ops = Build(Shipped("megatron-22b"), Tp(8, true, 4), options);
+    const int64_t forward = TotalFlops(ops.forward);
+    EXPECT_EQ(TotalFlops(ops.backward_input) + TotalFlops(ops.backward_weight), 2 * forward);
+    // W holds one GEMM per weight GEMM of the forward, with the same FLOPs.
+    EXPECT_EQ(TotalFlops(ops.backward_weight), 24LL * 4 * 2048 * 6144 * 6144 / 8);
+  }
+}
+
+TEST(TransformerLayerOps, TensorParallelAllReducesHiddenStatesWithoutSp) {
+  LayerOps ops = Build(Shipped("megatron-22b"), Tp(8, false, 4));
+  const std::string ar = "all_reduce tp " + std::to_string(4LL * 2048 * 6144 * 2);
+  EXPECT_EQ(Collectives(ops.forward), ar + ", " + ar);
+  EXPECT_EQ(Collectives(ops.backward_input), ar + ", " + ar);
+  EXPECT_EQ(Collectives(ops.backward_weight), "");
+  EXPECT_EQ(Find(ops.forward, OpName::kAttentionOutputReduce).kind, OpKind::kCollective);
+  EXPECT_EQ(Find(ops.backward_input, OpName::kAttentionInputGradReduce).kind, OpKind::kCollective);
+}
+
+TEST(TransformerLayerOps, SequenceParallelGathersAndScattersHiddenStates) {
+  LayerOps ops = Build(Shipped("megatron-22b"), Tp(8, true, 4));
+  const std::string bytes = " tp " + std::to_string(4LL * 2048 * 6144 * 2);
+  const std::string ag = "all_gather" + bytes, rs = "reduce_scatter" + bytes;
+  EXPECT_EQ(Collectives(ops.forward), ag + ", " + rs + ", " + ag + ", " + rs);
+  // Per block: gather the output gradient; around the first GEMM's dX, re-gather its saved
+  // sequence-sharded input (for W) before it and reduce-scatter dX after it.
+  EXPECT_EQ(Collectives(ops.backward_input), ag + ", " + ag + ", " + rs + ", " + ag + ", " + ag + ", " + rs);
+  // Norms work on s/t tokens.
+  const auto& norm = std::get<MemoryShape>(Find(ops.forward, OpName::kInputNorm).shape);
+  EXPECT_EQ(norm.bytes_read, 4LL * 2048 / 8 * 6144 * 2);
+}
+
+TEST(TransformerLayerOps, OneRankHasNoCollectives) {
+  LayerOps ops = Build(Shipped("llama3-8b"), Tp(1, false));
+  EXPECT_EQ(Collectives(ops.forward) + Collectives(ops.backward_input), "");
+}
+
+TEST(TransformerLayerOps, LlamaGqaSplitsQueryAndKeyValueHeadsOverTp) {
+  // Llama 3 70B: 64 query heads, 8 key/value heads of 128, SwiGLU with ffn 28672; tp 8.
+  LayerOps ops = Build(Shipped("llama3-70b"), Tp(8, true, 1, 8192));
+  ExpectGemm(GemmOf(ops.forward, OpName::kQkvProj), 8192, (64 + 2 * 8) * 128 / 8, 8192);
+  ExpectGemm(GemmOf(ops.forward, OpName::kOutProj), 8192, 8192, 64 * 128 / 8);
+  ExpectGemm(GemmOf(ops.forward, OpName::kMlpUp), 8192, 2 * 28672 / 8, 8192);
+  ExpectGemm(GemmOf(ops.forward, OpName::kMlpDown), 8192, 8192, 28672 / 8);
+  const auto& a = std::get<AttentionShape>(Find(ops.forward, OpName::kFlashAttention).shape);
+  EXPECT_EQ(a.heads, 8);
+  EXPECT_EQ(a.kv_heads, 1);
+  // SwiGLU reads gate and up, writes their product.
+  const auto& act = std::get<MemoryShape>(Find(ops.forward, OpName::kMlpActivation).shape);
+  EXPECT_EQ(act.bytes_read, 8192LL * 2 * 3584 * 2);
+  EXPECT_EQ(act.bytes_written, 8192LL * 3584 * 2);
+  EXPECT_EQ(Find(ops.forward, OpName::kRotary).kind, OpKind::kMemoryBound);
+}
+
+TEST(TransformerLayerOps, ContextParallelGathersKeysAndValues) {
+  Strategy s = Tp(8, true, 1, 8192);
+  s.cp = 2;
+  LayerOps ops = Build(Shipped("llama3-70b"), s);
+  ExpectGemm(GemmOf(ops.forward, OpName::kQkvProj), 4096, 1280, 8192);
+  const auto& a = std::get<AttentionShape>(Find(ops.forward, OpName::kFlashAttention).shape);
+  EXPECT_EQ(a.seq_q, 4096);
+  EXPECT_EQ(a.seq_kv, 8192);
+  // K and V of one kv head per tp rank over the whole sequence.
+  const auto& gather = std::get<CollectiveShape>(Find(ops.forward, OpName::kCpKvAllGather).shape);
+  EXPECT_EQ(gather.group, CommGroup::kCp);
+  EXPECT_EQ(gather.bytes, 2LL * 8192 * 128 * 2);
+  const auto& scatter =
+      std::get<CollectiveShape>(Find(ops.backward_input, OpName::kCpKvGradReduceScatter).shape);
+  EXPECT_EQ(scatter.kind, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(scatter.bytes, gather.bytes);
+}
+
+TEST(TransformerLayerOps, SelectiveRecomputeReplaysTheAttentionCore) {
+  Strategy s = Tp(8, true, 4);
+  s.recompute = Recompute::kSelective;
+  LayerOpsOptions unfused;
+  unfused.attention = AttentionKernel::kUnfused;
+  unfused.dropout = true;
+  EXPECT_EQ(Names(Build(Shipped("megatron-22b"), s, unfused).recompute),
+            (std::vector<std::string>{"attn_scores", "attn_softmax", "attn_dropout", "attn_context"}));
+  EXPECT_EQ(Names(Build(Shipped("megatron-22b"), s).recompute), std::vector<std::string>{"flash_attention"});
+  s.recompute = Recompute::kNone;
+  EXPECT_TRUE(Build(Shipped("megatron-22b"), s).recompute.empty());
+}
+
+TEST(TransformerLayerOps, FullRecomputeReplaysTheWholeForward) {
+  Strategy s = Tp(8, true, 4);
+  s.recompute = Recompute::kFull;
+  LayerOps ops = Build(Shipped("megatron-22b"), s);
+  EXPECT_EQ(Names(ops.recompute), Names(ops.forward));
+  EXPECT_EQ(Collectives(ops.recompute), Collectives(ops.forward));
+}
+
+TEST(EmbeddingOps, VocabParallelLookupIsAllReducedOrReduceScattered) {
+  const int64_t hidden_bytes = 2048LL * 8192 * 2;
+  Result<LayerOps> plain = BuildEmbeddingOps(Shipped("llama3-70b"), Tp(8, false));
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(Collectives(plain->forward), "all_reduce tp " + std::to_string(hidden_bytes));
+  EXPECT_EQ(Collectives(plain->backward_input), "");
+  EXPECT_EQ(Names(plain->backward_weight), std::vector<std::string>{"embedding.wgrad"});
+  Result<LayerOps> sp = BuildEmbeddingOps(Shipped("llama3-70b"), Tp(8, true));
+  ASSERT_TRUE(sp.ok());
+  EXPECT_EQ(Collectives(sp->forward), "reduce_scatter tp " + std::to_string(hidden_bytes));
+  EXPECT_EQ(Collectives(sp->backward_input), "all_gather tp " + std::to_string(hidden_bytes));
+  // Learned positions are added after a full all-reduce, then the sequence is split locally.
+  Result<LayerOps> gpt = BuildEmbeddingOps(Shipped("gpt3-175b"), Tp(8, true));
+  ASSERT_TRUE(gpt.ok());
+  EXPECT_EQ(Collectives(gpt->forward), "all_reduce tp " + std::to_string(2048LL * 12288 * 2));
+  EXPECT_EQ(Names(gpt->backward_weight),
+            (std::vector<std::string>{"position_embedding.wgrad", "embedding.wgrad"}));
+}
+
+TEST(OutputOps, HeadGemmCoversThePaddedVocabShard) {
+  // 128256 is padded to a multiple of 128 * 8 = 1024: 129024, 16128 per rank.
+  EXPECT_EQ(PaddedVocabSize(128256, 8), 129024);
+  EXPECT_EQ(PaddedVocabSize(51200, 8), 51200);
+  EXPECT_EQ(PaddedVocabSize(32000, 1), 32000);
+  Result<LayerOps> ops = BuildOutputOps(Shipped("llama3-70b"), Tp(8, false, 2));
+  ASSERT_TRUE(ops.ok()) << ops.status().message();
+  ExpectGemm(GemmOf(ops->forward, OpName::kOutputHead), 4096, 16128, 8192);
+  ExpectGemm(GemmOf(ops->backward_input, OpName::kOutputHeadDgrad), 4096, 8192, 16128);
+  ExpectGemm(GemmOf(ops->backward_weight, OpName::kOutputHeadWgrad), 8192, 16128, 4096);
+  // Megatron's cross entropy all-reduces the max, the predicted logit and the sum of
+  // exponentials, one fp32 per token each; the head's input gradient is all-reduced.
+  const std::string per_token = "all_reduce tp " + std::to_string(4096 * 4);
+  EXPECT_EQ(Collectives(ops->forward), per_token + ", " + per_token + ", " + per_token);
+  EXPECT_EQ(Collectives(ops->backward_input), "all_reduce tp " + std::to_string(4096LL * 8192 * 2));
+  // It keeps the fp32 softmax of the shard, the target mask and the int64 targets.
+  EXPECT_EQ(Find(ops->forward, OpName::kCrossEntropyLoss).saved_bytes, 4096LL * 16128 * 4 + 4096 * 9);
+}
+
+TEST(TransformerLayerOps, UnsupportedLayersAreErrorsThatNameTheFeature) {
+  Result<LayerOps> mla = BuildTransformerLayerOps(Shipped("deepseek-v3"), Tp(8, true));
+  ASSERT_FALSE(mla.ok());
+  EXPECT_EQ(mla.status().code(), Status::Code::kUnimplemented);
+  EXPECT_NE(ErrorOf(mla).find("multi-head latent attention"), std::string::npos) << ErrorOf(mla);
+  LayerOpsOptions unfused;
+  unfused.attention = AttentionKernel::kUnfused;
+  Result<LayerOps> gqa = BuildTransformerLayerOps(Shipped("llama3-70b"), Tp(8, false), unfused);
+  EXPECT_EQ(gqa.ok() ? Status::Code::kOk : gqa.status().code(), Status::Code::kUnimplemented);
+  // The vocabulary ends of an MoE model have no MoE parts.
+  EXPECT_TRUE(BuildEmbeddingOps(Shipped("mixtral-8x7b"), Tp(8, true)).ok());
+}
+
+Strategy Moe(int64_t tp, int64_t ep, int64_t seq) {
+  Strategy s = Tp(tp, tp > 1, 1, seq);
+  s.ep = ep;
+  return s;
+}
+
+TEST(MoeLayerOps, MixtralDispatchesTopTwoTokensOverExpertParallelRanks) {
+  // Mixtral 8x7B, tp 1, ep 8: each rank routes its 4096 tokens twice and holds one expert, which
+  // processes 4096 * 2 rows on average.
+  LayerOps ops = Build(Shipped("mixtral-8x7b"), Moe(1, 8, 4096));
+  ExpectGemm(GemmOf(ops.forward, OpName::kRouter), 4096, 8, 4096);
+  const GemmShape up = GemmOf(ops.forward, OpName::kExpertUp);
+  ExpectGemm(up, 8192, 2 * 14336, 4096);
+  EXPECT_EQ(up.batch, 1);
+  ExpectGemm(GemmOf(ops.forward, OpName::kExpertDown), 8192, 4096, 14336);
+  const std::string a2a = "all_to_all ep " + std::to_string(4096LL * 2 * 4096 * 2);
+  EXPECT_EQ(Collectives(ops.forward), a2a + ", " + a2a);
+  EXPECT_EQ(Collectives(ops.backward_input), a2a + ", " + a2a);
+  // The experts' forward FLOPs: 3 matrices of 4096 x 14336 for 8192 rows.
+  EXPECT_EQ(GemmFlopsOf(ops.forward) - OpFlops(Find(ops.forward, OpName::kRouter)),
+            2LL * 3 * 8192 * 4096 * 14336 + 2LL * 4096 * (4096 + 2 * 1024) * 4096 + 2LL * 4096 * 4096 * 4096);
+  EXPECT_EQ(TotalFlops(ops.backward_input) + TotalFlops(ops.backward_weight), 2 * TotalFlops(ops.forward));
+}
+
+TEST(MoeLayerOps, ExpertTensorParallelGathersTokensAfterTheAllToAll) {
+  // tp 2 with sp, ep 4: 2048 tokens per rank, 4096 routed rows, 8192 rows gathered over tp for
+  // the 2 local experts, 4096 each, with 14336 / 2 columns per tp rank.
+  LayerOps ops = Build(Shipped("mixtral-8x7b"), Moe(2, 4, 4096));
+  const GemmShape up = GemmOf(ops.forward, OpName::kExpertUp);
+  ExpectGemm(up, 4096, 14336, 4096);
+  EXPECT_EQ(up.batch, 2);
+  ExpectGemm(GemmOf(ops.forward, OpName::kRouter), 2048, 8, 4096);
+  const std::string h = " tp " + std::to_string(4096LL * 4096 * 2);
+  const std::string a2a = "all_to_all ep " + std::to_string(4096LL * 4096 * 2);
+  const std::string gathered = std::to_string(8192LL * 4096 * 2);
+  EXPECT_EQ(Collectives(ops.forward), "all_gather" + h + ", reduce_scatter" + h + ", " + a2a +
+                                          ", all_gather tp " + gathered + ", reduce_scatter tp " + gathered +
+                                          ", " + a2a);
+  EXPECT_EQ(Find(ops.forward, OpName::kMoeSortChunks).kind, OpKind::kMemoryBound);
+}
+
+TEST(MoeLayerOps, UnevenRowsGiveSomeExpertsOneRowMore) {
+  // 4097 tokens * top-2 = 8194 rows over 8 local experts: 2 experts of 1025 rows, 6 of 1024.
+  LayerOps ops = Build(Shipped("mixtral-8x7b"), Moe(1, 1, 4097));
+  std::vector<GemmShape> ups;
+  for (const Op& op : ops.forward) {
+    if (op.name == OpName::kExpertUp) ups.push_back(std::get<GemmShape>(op.shape));
+  }
+  ASSERT_EQ(ups.size(), 2u);
+  EXPECT_EQ(ups[0].batch, 2);
+  EXPECT_EQ(ups[0].m, 1025);
+  EXPECT_EQ(ups[1].batch, 6);
+  EXPECT_EQ(ups[1].m, 1024);
+  EXPECT_EQ(Collectives(ops.forward), "");
+}
+
+TEST(MoeLayerOps, SharedExpertsRunAsADenseTensorParallelMlp) {
+  ModelSpec m = Shipped("mixtral-8x7b");
+  m.moe->num_shared_experts = 2;
+  LayerOps ops = Build(m, Moe(2, 4, 4096));
+  // Two shared experts of 14336, gated, split over tp 2: gate + up of 2 * 14336 columns.
+  ExpectGemm(GemmOf(ops.forward, OpName::kMlpUp), 4096, 2 * 2 * 14336 / 2, 4096);
+  EXPECT_EQ(Find(ops.forward, OpName::kMlpUp).saved_bytes, 0);  // the router keeps that input
+  ExpectGemm(GemmOf(ops.backward_weight, OpName::kMlpDownWgrad), 14336, 4096, 4096);
+}
+
+TEST(MoeLayerOps, DenseLeadingLayersOfAnMoeModelHaveADenseMlp) {
+  ModelSpec m = Shipped("mixtral-8x7b");
+  m.moe->first_dense_layers = 1;
+  LayerOps dense = Build(m, Moe(2, 4, 4096));
+  ExpectGemm(GemmOf(dense.forward, OpName::kMlpUp), 4096, 14336, 4096);
+  LayerOpsOptions second;
+  second.layer = 1;
+  LayerOps moe = Build(m, Moe(2, 4, 4096), second);
+  EXPECT_EQ(Find(moe.forward, OpName::kRouter).kind, OpKind::kGemm);
+}
+
+TEST(MoeLayerOps, SettingsMegatronRefusesAreErrors) {
+  Strategy no_sp = Moe(2, 4, 4096);
+  no_sp.sp = false;
+  EXPECT_NE(ErrorOf(BuildTransformerLayerOps(Shipped("mixtral-8x7b"), no_sp)).find("add --sp"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(BuildTransformerLayerOps(Shipped("mixtral-8x7b"), Moe(1, 3, 4096)))
+                .find("--ep 3: the 8 experts of"),
+            std::string::npos);
+}
+
+TEST(TransformerLayerOps, SizesThatDoNotSplitAreErrorsWithTheFix) {
+  EXPECT_EQ(
+      ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), Tp(7, false))),
+      std::string(LOOM_SOURCE_DIR) +
+          "/models/gpt3-175b.json: num_attention_heads (96) is not divisible by --tp 7; use a --tp that "
+          "divides 96");
+  Strategy s = Tp(8, true, 1, 2052);
+  EXPECT_NE(
+      ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), s)).find("use a --seq divisible by cp * tp = 8"),
+      std::string::npos);
+  s = Tp(8, false, 1, 2050);
+  s.cp = 2;
+  EXPECT_NE(ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), s)).find("2 * cp = 4 chunks"),
+            std::string::npos);
+  LayerOpsOptions past_the_end;
+  past_the_end.layer = 96;
+  EXPECT_NE(ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), Tp(8, false), past_the_end))
+                .find("layer 96 does not exist"),
+            std::string::npos);
+}
+
+TEST(TransformerLayerOps, AbsurdSizesOverflowIntoAnError) {
+  ModelSpec m = Shipped("gpt3-175b");
+  m.hidden_size = int64_t{1} << 40;
+  EXPECT_NE(ErrorOf(BuildTransformerLayerOps(m, Tp(8, false))).find("overflow 64 bits"), std::string::npos);
+}
+
+TEST(AttentionFlops, ModelFlopsIgnoreTheMaskKernelFlopsDoNot) {
+  AttentionShape a{1, 8, 8, 1024, 1024, 128, 128, true, false, Dtype::kBf16};
+  EXPECT_EQ(AttentionModelFlops(a), 4LL * 8 * 1024 * 1024 * 128);
+  EXPECT_DOUBLE_EQ(AttentionKernelFlops(a), 4.0 * 8 * 1024 * 1024 * 128 * 1025 / 2048);
+  a.backward = true;
+  EXPECT_EQ(AttentionModelFlops(a), 8LL * 8 * 1024 * 1024 * 128);
+  EXPECT_DOUBLE_EQ(AttentionKernelFlops(a), 2.5 * 4.0 * 8 * 1024 * 1024 * 128 * 1025 / 2048);
+}
+
+TEST(OpNames, EveryNameIsItsTraceString) {
+  EXPECT_EQ(OpNameString(OpName::kEmbedding), "embedding");
+  EXPECT_EQ(OpNameString(OpName::kQkvProjDgrad), "qkv_proj.dgrad");
+  EXPECT_EQ(OpNameString(OpName::kOutputHeadWgrad), "output_head.wgrad");
+}
+
+}  // namespace
+}  // namespace loom

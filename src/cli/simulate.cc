@@ -1,0 +1,181 @@
+// `loom simulate`: one training step of one strategy, as a discrete-event simulation.
+
+#include <fstream>
+#include <iomanip>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/format.h"
+#include "sim/simulator.h"
+#include "sim/trace.h"
+#include "spec/cluster.h"
+#include "spec/model.h"
+#include "spec/scenario.h"
+
+namespace loom {
+namespace {
+
+struct SimulateOptions {
+  std::string scenario_path;
+  std::string model_path;
+  std::string cluster_path;
+  std::optional<int64_t> nodes;
+  Strategy strategy;
+  std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam", offload = "none";
+  std::string trace_path;
+  bool full = false;
+  bool json = false;
+};
+
+nlohmann::ordered_json ResultJson(const SimulationResult& r) {
+  nlohmann::ordered_json j;
+  j["schema"] = "loom.simulate/1";
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["bubble_fraction"] = r.bubble_fraction;
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["fits_in_memory"] = r.fits_in_memory;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const StageResult& s : r.stages) {
+    stages.push_back({{"stage", s.stage}, {"peak_memory_bytes", s.peak_memory_bytes}, {"compute_s", s.compute_s},
+                      {"bubble_s", s.bubble_s}});
+  }
+  j["stages"] = stages;
+  j["breakdown"] = {{"compute_s", r.breakdown.compute_s},
+                    {"exposed_comm_s", r.breakdown.exposed_comm_s},
+                    {"bubble_s", r.breakdown.bubble_s},
+                    {"optimizer_s", r.breakdown.optimizer_s}};
+  j["memory_limit_bytes"] = r.memory_limit_bytes;
+  return j;
+}
+
+void PrintHuman(const SimulationResult& r, std::ostream& out) {
+  const auto row = [&out](const char* name) -> std::ostream& { return out << std::left << std::setw(22) << name; };
+  out << std::fixed << std::setprecision(3);
+  row("step time") << r.step_time_s << " s\n";
+  row("throughput") << std::setprecision(0) << r.tokens_per_s << " tokens/s, " << std::setprecision(1)
+                    << r.model_tflops_per_gpu << " model TFLOP/s per GPU\n";
+  row("MFU / HFU") << r.mfu * 100 << "% / " << r.hfu * 100 << "%\n";
+  row("pipeline bubble") << r.bubble_fraction * 100 << "%\n";
+  row("peak memory") << HumanBytes(static_cast<double>(r.peak_memory_bytes)) << " of "
+                     << HumanBytes(static_cast<double>(r.memory_limit_bytes)) << " usable: "
+                     << (r.fits_in_memory ? "fits" : "DOES NOT FIT") << "\n";
+  out << std::setprecision(3);
+  row("breakdown") << "compute " << r.breakdown.compute_s << " s, exposed comm " << r.breakdown.exposed_comm_s
+                   << " s, bubble " << r.breakdown.bubble_s << " s, optimizer " << r.breakdown.optimizer_s << " s\n\n";
+  out << std::right << std::setw(6) << "stage" << std::setw(14) << "peak memory" << std::setw(12) << "compute s"
+      << std::setw(12) << "bubble s" << "\n";
+  for (const StageResult& s : r.stages) {
+    out << std::setw(6) << s.stage << std::setw(14) << HumanBytes(static_cast<double>(s.peak_memory_bytes))
+        << std::setw(12) << s.compute_s << std::setw(12) << s.bubble_s << "\n";
+  }
+}
+
+// The strategy from the command line; enum flags were checked by CLI11 against the same names.
+Strategy CommandLineStrategy(const SimulateOptions& o) {
+  Strategy s = o.strategy;
+  s.schedule = *kScheduleNames.Parse(o.schedule);
+  s.recompute = *kRecomputeNames.Parse(o.recompute);
+  s.dtype = *kDtypeNames.Parse(o.dtype);
+  s.optimizer = *kOptimizerNames.Parse(o.optimizer);
+  s.offload = *kOffloadNames.Parse(o.offload);
+  return s;
+}
+
+Status Run(const SimulateOptions& options, std::ostream& out) {
+  std::string model_path = options.model_path, cluster_path = options.cluster_path;
+  std::optional<int64_t> nodes = options.nodes;
+  Strategy strategy = CommandLineStrategy(options);
+  if (!options.scenario_path.empty()) {
+    Result<Scenario> scenario = LoadScenario(options.scenario_path);
+    if (!scenario.ok()) return scenario.status();
+    model_path = scenario->model_path;
+    cluster_path = scenario->cluster_path;
+    if (!nodes) nodes = scenario->nodes;
+    strategy = scenario->strategy;
+  } else if (model_path.empty() || cluster_path.empty()) {
+    return Status::InvalidArgument("simulate needs --model and --cluster, or a scenario file; see loom simulate --help");
+  }
+  Result<ModelSpec> model = LoadModelSpec(model_path);
+  if (!model.ok()) return model.status();
+  Result<ClusterSpec> cluster = LoadClusterSpec(cluster_path, nodes);
+  if (!cluster.ok()) return cluster.status();
+  SimulationOptions sim_options;
+  sim_options.full = options.full;
+  Result<SimulationResult> result = SimulateTrainingStep(*model, *cluster, strategy, sim_options);
+  if (!result.ok()) return result.status();
+  if (!options.trace_path.empty()) {
+    std::ofstream trace(options.trace_path, std::ios::binary);
+    trace << ChromeTraceJson(result->step.graph, result->timeline, &result->memory);
+    if (!trace) return Status::IoError(options.trace_path + ": cannot write the trace; check the folder exists");
+  }
+  if (options.json) {
+    out << ResultJson(*result).dump(2) << "\n";
+  } else {
+    PrintHuman(*result, out);
+  }
+  return Status::Ok();
+}
+
+void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
+  cmd->add_option("--tp", o.strategy.tp, "Tensor-parallel size")->capture_default_str();
+  cmd->add_option("--pp", o.strategy.pp, "Pipeline-parallel size (stages)")->capture_default_str();
+  cmd->add_option("--dp", o.strategy.dp, "Data-parallel size")->capture_default_str();
+  cmd->add_option("--cp", o.strategy.cp, "Context-parallel size")->capture_default_str();
+  cmd->add_option("--ep", o.strategy.ep, "Expert-parallel size")->capture_default_str();
+  cmd->add_option("--vpp", o.strategy.vpp, "Model chunks per stage (interleaved: 2+, zb-v/dualpipev: 2)")
+      ->capture_default_str();
+  cmd->add_flag("--sp", o.strategy.sp, "Sequence parallelism over the tp group");
+  cmd->add_option("--micro-batch", o.strategy.micro_batch, "Sequences per micro-batch")->capture_default_str();
+  cmd->add_option("--global-batch", o.strategy.global_batch, "Sequences per step")->capture_default_str();
+  cmd->add_option("--seq", o.strategy.seq_len, "Sequence length")->capture_default_str();
+  cmd->add_option("--schedule", o.schedule, "Pipeline schedule")
+      ->check(CLI::IsMember(kScheduleNames.Names()))
+      ->capture_default_str();
+  cmd->add_option("--recompute", o.recompute, "Activation recomputation")
+      ->check(CLI::IsMember(kRecomputeNames.Names()))
+      ->capture_default_str();
+  cmd->add_option("--recompute-layers", o.strategy.recompute_layers,
+                  "With --recompute full: layers per model chunk recomputed (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--zero", o.strategy.zero_stage, "ZeRO stage 0-3")->capture_default_str();
+  cmd->add_option("--dtype", o.dtype, "Training dtype")->check(CLI::IsMember(kDtypeNames.Names()))->capture_default_str();
+  cmd->add_option("--optimizer", o.optimizer, "Optimizer")
+      ->check(CLI::IsMember(kOptimizerNames.Names()))
+      ->capture_default_str();
+  cmd->add_option("--offload", o.offload, "Offload")->check(CLI::IsMember(kOffloadNames.Names()))->capture_default_str();
+  cmd->add_flag("--allow-cross-node-tp", o.strategy.allow_cross_node_tp, "Accept tp larger than a node");
+}
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
+  auto options = std::make_shared<SimulateOptions>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of one parallelisation strategy");
+  cmd->add_option("scenario", options->scenario_path,
+                  "Scenario file (schema loom.scenario/1) naming model, cluster and strategy");
+  cmd->add_option("--model", options->model_path, "Model file: a Hugging Face config.json (see models/)");
+  cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)");
+  cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
+      ->check(CLI::PositiveNumber);
+  AddStrategyOptions(cmd, *options);
+  cmd->add_option("--trace", options->trace_path, "Write a Chrome trace (open it in Perfetto) to this file");
+  cmd->add_flag("--full", options->full, "Simulate every data-parallel replica, not one");
+  cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");
+  cmd->footer(
+      "Examples:\n"
+      "  loom simulate --model models/gpt3-175b.json --cluster hardware/clusters/dgx-a100.json \\\n"
+      "      --tp 8 --pp 16 --dp 8 --vpp 2 --schedule interleaved --sp --micro-batch 1 --global-batch 1536\n"
+      "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json");
+  cmd->callback([options, &runner] {
+    runner = [options](std::ostream& out) { return Run(*options, out); };
+  });
+}
+
+}  // namespace loom

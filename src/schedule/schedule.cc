@@ -1,0 +1,156 @@
+#include "schedule/schedule.h"
+
+#include <cassert>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "schedule/builders.h"
+
+namespace loom {
+namespace {
+
+// The most passes one schedule may list: far above any real step (pp 128 with 8 chunks and 4096
+// micro-batches is 12.6M), and it keeps the lists in memory and every index inside int32_t.
+constexpr int64_t kMaxPasses = int64_t{1} << 26;
+
+template <typename... Args>
+std::string Cat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
+
+bool IsVShaped(PipelineKind kind) {
+  return kind == PipelineKind::kZbV || kind == PipelineKind::kDualPipeV;
+}
+
+// How the number of micro-batches is set on the command line, for the fixes in messages.
+constexpr const char* kMicroBatchSource = "--global-batch / (--micro-batch * --dp)";
+
+Status CheckChunks(PipelineKind kind, int32_t chunks) {
+  const std::string_view name = kPipelineKindNames.Name(kind);
+  if (kind == PipelineKind::kInterleaved) {
+    if (chunks >= 2) return Status::Ok();
+    return Status::InvalidArgument(
+        Cat("--vpp ", chunks, " with --schedule interleaved: the interleaved schedule runs at "
+            "least 2 model chunks per stage; use --vpp 2 or more, or --schedule 1f1b"));
+  }
+  if (IsVShaped(kind)) {
+    if (chunks == 2) return Status::Ok();
+    return Status::InvalidArgument(
+        Cat("--vpp ", chunks, " with --schedule ", name,
+            ": a V-shaped schedule places exactly 2 model chunks on each stage; use --vpp 2"));
+  }
+  if (chunks == 1) return Status::Ok();
+  return Status::InvalidArgument(
+      Cat("--vpp ", chunks, " with --schedule ", name,
+          ": this schedule runs exactly 1 model chunk per stage; use --vpp 1, or --schedule "
+          "interleaved, zb-v or dualpipev for several chunks"));
+}
+
+// Megatron-LM's interleaved schedule walks the micro-batches in groups of pp
+// (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving).
+Status CheckInterleavedMicroBatches(int32_t stages, int32_t micro_batches) {
+  if (micro_batches % stages == 0) return Status::Ok();
+  const int32_t below = micro_batches - micro_batches % stages;
+  const std::string choices = below >= 1 ? Cat(below, " or ", below + stages)
+                                         : Cat(below + stages);
+  return Status::InvalidArgument(
+      Cat("--schedule interleaved with --pp ", stages, ": the number of micro-batches (",
+          micro_batches, ") is not divisible by pp, which Megatron-LM's interleaved schedule "
+          "requires; use ", choices, " micro-batches (", kMicroBatchSource, ")"));
+}
+
+// DualPipeV's reference implementation (deepseek-ai/DualPipe, dualpipev.py) accepts only
+// micro_batches >= 2 * pp: each arm of the V must be full before the steady state starts.
+Status CheckDualPipeVMicroBatches(int32_t stages, int32_t micro_batches) {
+  if (micro_batches >= 2 * int64_t{stages}) return Status::Ok();
+  std::string fix = Cat("use at least ", 2 * int64_t{stages}, " micro-batches (",
+                        kMicroBatchSource, ")");
+  if (micro_batches >= 2) fix += Cat(", or --pp ", micro_batches / 2, " or less");
+  return Status::InvalidArgument(
+      Cat("--schedule dualpipev with --pp ", stages, ": ", micro_batches,
+          " micro-batches, fewer than the 2 * pp = ", 2 * int64_t{stages},
+          " that DualPipeV needs to fill both arms of its V; ", fix));
+}
+
+Status CheckArguments(PipelineKind kind, int32_t stages, int32_t micro_batches,
+                      int32_t chunks) {
+  const std::string_view name = kPipelineKindNames.Name(kind);
+  if (stages < 1) {
+    return Status::InvalidArgument(
+        Cat("--pp ", stages, " with --schedule ", name,
+            ": a pipeline has at least 1 stage; use --pp 1 or more"));
+  }
+  if (micro_batches < 1) {
+    return Status::InvalidArgument(
+        Cat("--schedule ", name, ": the number of micro-batches (", micro_batches,
+            ") is less than 1; use 1 or more micro-batches (", kMicroBatchSource, ")"));
+  }
+  LOOM_RETURN_IF_ERROR(CheckChunks(kind, chunks));
+  const int64_t passes = int64_t{3} * stages * chunks * micro_batches;
+  if (passes > kMaxPasses) {
+    return Status::InvalidArgument(
+        Cat("--schedule ", name, " with --pp ", stages, " --vpp ", chunks, " and ",
+            micro_batches, " micro-batches: the step has up to ", passes,
+            " passes, more than loom schedules (", kMaxPasses,
+            "); use fewer micro-batches or a smaller --pp"));
+  }
+  if (kind == PipelineKind::kInterleaved) {
+    return CheckInterleavedMicroBatches(stages, micro_batches);
+  }
+  if (kind == PipelineKind::kDualPipeV) return CheckDualPipeVMicroBatches(stages, micro_batches);
+  return Status::Ok();
+}
+
+schedule_internal::StageOrders Orders(PipelineKind kind, int32_t stages, int32_t micro_batches,
+                                      int32_t chunks) {
+  using namespace schedule_internal;
+  switch (kind) {
+    case PipelineKind::kGpipe:
+      return GpipeOrder(stages, micro_batches);
+    case PipelineKind::k1F1B:
+      return OneFOneBOrder(stages, micro_batches);
+    case PipelineKind::kInterleaved:
+      return InterleavedOrder(stages, micro_batches, chunks);
+    case PipelineKind::kZbH1:
+      return ZbH1Order(stages, micro_batches);
+    case PipelineKind::kZbV:
+      return ZbVOrder(stages, micro_batches);
+    case PipelineKind::kDualPipeV:
+      return DualPipeVOrder(stages, micro_batches);
+  }
+  return {};
+}
+
+}  // namespace
+
+int32_t PipelineSchedule::VirtualStage(int32_t stage, int32_t chunk) const {
+  assert(stage >= 0 && stage < stages && chunk >= 0 && chunk < chunks);
+  if (IsVShaped(kind)) return chunk == 0 ? stage : 2 * stages - 1 - stage;
+  return chunk * stages + stage;
+}
+
+StageChunk PipelineSchedule::Place(int32_t virtual_stage) const {
+  assert(virtual_stage >= 0 && virtual_stage < VirtualStages());
+  if (IsVShaped(kind) && virtual_stage >= stages) {
+    return {2 * stages - 1 - virtual_stage, 1};
+  }
+  return {virtual_stage % stages, virtual_stage / stages};
+}
+
+Result<PipelineSchedule> BuildSchedule(PipelineKind kind, int32_t stages, int32_t micro_batches,
+                                       int32_t chunks) {
+  LOOM_RETURN_IF_ERROR(CheckArguments(kind, stages, micro_batches, chunks));
+  PipelineSchedule schedule;
+  schedule.kind = kind;
+  schedule.stages = stages;
+  schedule.chunks = chunks;
+  schedule.micro_batches = micro_batches;
+  schedule.order = Orders(kind, stages, micro_batches, chunks);
+  return schedule;
+}
+
+}  // namespace loom

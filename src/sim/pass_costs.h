@@ -1,0 +1,59 @@
+#ifndef LOOM_SIM_PASS_COSTS_H_
+#define LOOM_SIM_PASS_COSTS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/sim_time.h"
+#include "core/status.h"
+#include "cost/comm_model.h"
+#include "cost/compute_model.h"
+#include "spec/cluster.h"
+#include "spec/model.h"
+#include "spec/strategy.h"
+#include "workload/ops.h"
+
+namespace loom {
+
+// One pass (F, B or W) of one model chunk for one micro-batch on one rank: the sum of its ops.
+struct PassCost {
+  SimTime time;     // every op in order, tensor-parallel collectives included (they block the
+                    // next op in Megatron-LM, so they are on the critical path of the pass)
+  SimTime tp_comm;  // the part of |time| spent in tp/cp/ep collectives
+  double flops = 0;  // model FLOPs of its GEMMs and attention (OpFlops), recompute included
+};
+
+// What one virtual stage (model chunk) costs per micro-batch.
+struct ChunkCost {
+  PassCost forward;
+  PassCost backward_input;   // B, recompute replay included
+  PassCost backward_weight;  // W
+  int64_t kept_activation_bytes = 0;       // from F until its W (or BW) ends
+  int64_t recompute_activation_bytes = 0;  // largest transient buffer of one layer's replay
+  int64_t layers = 0;
+};
+
+// Group placements of a strategy's communicators on a cluster (Megatron-LM rank order: tp
+// fastest, then cp, dp, pp).
+struct Placements {
+  GroupPlacement tp, cp, ep, dp;
+  bool pp_across_nodes = false;  // whether neighbouring pipeline stages sit on different nodes
+};
+
+Placements PlaceStrategy(const Strategy& strategy, const ClusterSpec& cluster);
+
+// Time of one op under |compute| and |comm|.
+SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm, const Placements& placements);
+
+// Costs of every virtual stage (pp * chunks of them, in model order) of |strategy|: each chunk
+// holds num_layers / (pp * chunks) layers; the first adds the embedding, the last the output head
+// and loss. With recompute_layers N, the first N layers of each chunk are fully recomputed and
+// the rest keep their activations (Megatron-LM's block method). Layers of equal kind are costed
+// once. Errors: those of the workload builders.
+Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy, int64_t chunks,
+                                          const ComputeModel& compute, const CommModel& comm,
+                                          const Placements& placements);
+
+}  // namespace loom
+
+#endif  // LOOM_SIM_PASS_COSTS_H_

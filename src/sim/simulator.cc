@@ -1,0 +1,165 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+
+#include "cost/comm_model.h"
+#include "cost/compute_model.h"
+#include "schedule/schedule.h"
+#include "sim/pass_costs.h"
+#include "workload/model_states.h"
+
+namespace loom {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Megatron-core's default gradient bucket: max(40M, 1M * dp) parameters
+// (megatron/core/distributed/distributed_data_parallel.py, bucket_size).
+int64_t BucketParams(int64_t dp_ranks) { return std::max<int64_t>(40'000'000, 1'000'000 * dp_ranks); }
+
+struct StageStates {
+  std::vector<RankModelStates> per_stage;
+};
+
+Result<StageStates> StatesPerStage(const ModelSpec& model, const Strategy& strategy) {
+  StageStates states;
+  for (int64_t stage = 0; stage < strategy.pp; ++stage) {
+    Result<RankModelStates> s = ModelStatesPerRank(model, strategy, stage);
+    if (!s.ok()) return s.status();
+    states.per_stage.push_back(*s);
+  }
+  return states;
+}
+
+// Gradient reduction, optimizer and weight all-gather of every stage.
+StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& states, int32_t chunks,
+                                   const PipelineSchedule& schedule, const ComputeModel& compute,
+                                   const CommModel& comm, const Placements& placements) {
+  StepGraphConfig config;
+  const int64_t dp_ranks = strategy.dp * strategy.cp;
+  const StateBytesPerParam bytes = BytesPerParameter(strategy.dtype, strategy.optimizer);
+  const int32_t v_count = schedule.VirtualStages();
+  config.buckets.assign(static_cast<size_t>(v_count), 1);
+  config.bucket_time.assign(static_cast<size_t>(v_count), SimTime());
+  // Megatron's distributed optimizer (ZeRO >= 1) reduce-scatters gradients and all-gathers the
+  // updated weights; plain data parallelism all-reduces gradients.
+  const CollectiveKind reduce = strategy.zero_stage >= 1 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  for (int32_t stage = 0; stage < schedule.stages; ++stage) {
+    const int64_t params = states.per_stage[stage].parameters.Total();
+    for (int32_t chunk = 0; chunk < chunks; ++chunk) {
+      const int32_t v = schedule.VirtualStage(stage, chunk);
+      const int64_t chunk_params = CeilDiv(params, chunks);
+      const int64_t buckets = CeilDiv(chunk_params, BucketParams(dp_ranks));
+      config.buckets[v] = static_cast<int32_t>(buckets);
+      config.bucket_time[v] = comm.Collective(reduce, CeilDiv(chunk_params, buckets) * bytes.gradient, placements.dp);
+    }
+    // Adam-style update: read optimizer states and gradient, write states and weight, over the
+    // parameters this rank updates (its ZeRO shard).
+    const int64_t updated = strategy.zero_stage >= 1 ? CeilDiv(params, dp_ranks) : params;
+    MemoryShape update{updated * (bytes.optimizer + bytes.gradient), updated * (bytes.optimizer + bytes.weight)};
+    config.optimizer_time.push_back(compute.MemoryBound(update));
+    config.param_gather_time.push_back(strategy.zero_stage >= 1
+                                           ? comm.Collective(CollectiveKind::kAllGather, params * bytes.weight,
+                                                             placements.dp)
+                                           : SimTime());
+  }
+  return config;
+}
+
+// Activation (or gradient) bytes sent between neighbouring stages per micro-batch: b x s/cp x h,
+// sharded over tp with sequence parallelism (Megatron-LM sends the scattered tensor).
+int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
+  int64_t tokens = s.micro_batch * s.seq_len / s.cp;
+  if (s.sp) tokens /= s.tp;
+  return tokens * model.hidden_size * 2;
+}
+
+void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
+               const std::vector<ChunkCost>& costs, SimulationResult& r) {
+  const StepGraph& step = r.step;
+  const TaskGraph& g = step.graph;
+  r.step_time_s = r.timeline.makespan.ToSeconds();
+  // Per stage (replica 0): busy compute, tp share, optimizer, and the end of the pipeline.
+  std::vector<double> busy(step.stages, 0), tp(step.stages, 0), optimizer(step.stages, 0);
+  SimTime pipeline_end;
+  for (TaskId id = 0; id < g.num_tasks(); ++id) {
+    const Task& t = g.task(id);
+    const int32_t rank = g.rank_of(id);
+    if (rank >= step.stages) continue;
+    if (t.category == step.compute_category) {
+      busy[rank] += t.duration.ToSeconds();
+      tp[rank] += step.tp_comm[id].ToSeconds();
+      pipeline_end = Max(pipeline_end, r.timeline.end[id]);
+    } else if (t.category == step.optimizer_category) {
+      optimizer[rank] += t.duration.ToSeconds();
+    }
+  }
+  const double span = pipeline_end.ToSeconds();
+  double busy_sum = 0;
+  for (int32_t s = 0; s < step.stages; ++s) {
+    StageResult stage{s, r.memory.ranks[s].peak_bytes, busy[s], span - busy[s]};
+    r.stages.push_back(stage);
+    busy_sum += busy[s];
+    r.breakdown.compute_s += (busy[s] - tp[s]) / step.stages;
+    r.breakdown.bubble_s += (span - busy[s]) / step.stages;
+    r.breakdown.optimizer_s += optimizer[s] / step.stages;
+    r.breakdown.exposed_comm_s += (tp[s] + r.step_time_s - span - optimizer[s]) / step.stages;
+    r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.memory.ranks[s].peak_bytes);
+  }
+  r.bubble_fraction = span > 0 ? 1.0 - busy_sum / (span * step.stages) : 0;
+  const double world = static_cast<double>(strategy.WorldSize());
+  const double tokens = static_cast<double>(strategy.global_batch * strategy.seq_len);
+  const double peak = cluster.gpu.PeakTflops(strategy.dtype).value_or(0) * 1e12;
+  const double model_flops = ModelFlopsPerToken(model, strategy.seq_len).training * tokens;
+  // Hardware FLOPs: every pass's ops on every tp and cp rank of every replica, recompute included.
+  double pass_flops = 0;
+  for (const ChunkCost& c : costs) {
+    pass_flops += c.forward.flops + c.backward_input.flops + c.backward_weight.flops;
+  }
+  const double hardware_flops = pass_flops * static_cast<double>(strategy.NumMicroBatches()) *
+                                static_cast<double>(strategy.tp * strategy.cp * strategy.dp);
+  r.tokens_per_s = tokens / r.step_time_s;
+  r.model_tflops_per_gpu = model_flops / r.step_time_s / world / 1e12;
+  r.mfu = model_flops / (r.step_time_s * world * peak);
+  r.hfu = hardware_flops / (r.step_time_s * world * peak);
+  r.memory_limit_bytes = cluster.gpu.memory_bytes - kReservedBytesPerGpu;
+  r.fits_in_memory = r.peak_memory_bytes <= r.memory_limit_bytes;
+}
+
+}  // namespace
+
+Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
+                                              const Strategy& strategy, const SimulationOptions& options) {
+  LOOM_RETURN_IF_ERROR(ValidateStrategy(strategy, model, cluster));
+  const PipelineKind kind = *kPipelineKindNames.Parse(kScheduleNames.Name(strategy.schedule));
+  const int32_t chunks = static_cast<int32_t>(strategy.vpp);
+  Result<PipelineSchedule> schedule = BuildSchedule(kind, static_cast<int32_t>(strategy.pp),
+                                                    static_cast<int32_t>(strategy.NumMicroBatches()), chunks);
+  if (!schedule.ok()) return schedule.status();
+  RooflineComputeModel compute(cluster.gpu);
+  RingCommModel comm(cluster);
+  const Placements placements = PlaceStrategy(strategy, cluster);
+  Result<std::vector<ChunkCost>> costs = CostChunks(model, strategy, chunks, compute, comm, placements);
+  if (!costs.ok()) return costs.status();
+  Result<StageStates> states = StatesPerStage(model, strategy);
+  if (!states.ok()) return states.status();
+  StepGraphConfig config = DataParallelConfig(strategy, *states, chunks, *schedule, compute, comm, placements);
+  config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
+  config.p2p_time = comm.PointToPoint(P2pBytes(model, strategy), placements.pp_across_nodes);
+  SimulationResult result;
+  result.step = BuildStepGraph(*schedule, *costs, config);
+  Result<StepTimeline> timeline = Simulate(result.step.graph);
+  if (!timeline.ok()) return timeline.status();
+  result.timeline = std::move(timeline).value();
+  std::vector<MemoryBaseline> baselines;
+  for (int32_t rank = 0; rank < result.step.graph.num_ranks(); ++rank) {
+    baselines.push_back({rank, result.step.model_states, states->per_stage[rank % result.step.stages].gpu.Total()});
+  }
+  Result<MemoryReport> memory = TrackMemory(result.step.graph, result.timeline, baselines);
+  if (!memory.ok()) return memory.status();
+  result.memory = std::move(memory).value();
+  Summarize(model, cluster, strategy, *costs, result);
+  return result;
+}
+
+}  // namespace loom

@@ -1,0 +1,67 @@
+#ifndef LOOM_SIM_SIMULATOR_H_
+#define LOOM_SIM_SIMULATOR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "sim/engine.h"
+#include "sim/memory_tracker.h"
+#include "sim/step_graph.h"
+#include "spec/cluster.h"
+#include "spec/model.h"
+#include "spec/strategy.h"
+
+namespace loom {
+
+// Memory a rank cannot give to the model: the CUDA context, cuBLAS workspaces, NCCL buffers and
+// allocator fragmentation. An estimate (the CUDA context alone takes about 0.5 GiB on Hopper)
+// until `loom probe` measures the free memory after initialisation on the target GPU.
+inline constexpr int64_t kReservedBytesPerGpu = int64_t{2} << 30;
+
+struct SimulationOptions {
+  // Simulate every data-parallel replica instead of one (see StepGraphConfig::replicas).
+  bool full = false;
+};
+
+struct StageResult {
+  int32_t stage = 0;
+  int64_t peak_memory_bytes = 0;
+  double compute_s = 0;  // busy on the compute stream, tensor-parallel collectives included
+  double bubble_s = 0;   // idle on the compute stream while the pipeline runs
+};
+
+struct StepBreakdown {
+  double compute_s = 0;       // kernels, averaged over stages
+  double exposed_comm_s = 0;  // tp collectives plus data-parallel time not hidden by compute
+  double bubble_s = 0;
+  double optimizer_s = 0;
+};
+
+struct SimulationResult {
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double model_tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double bubble_fraction = 0;
+  int64_t peak_memory_bytes = 0;
+  int64_t memory_limit_bytes = 0;  // GPU memory minus kReservedBytesPerGpu
+  bool fits_in_memory = false;
+  std::vector<StageResult> stages;
+  StepBreakdown breakdown;
+
+  // The simulated step, for traces.
+  StepGraph step;
+  StepTimeline timeline;
+  MemoryReport memory;
+};
+
+// Simulates one training step of |model| on |cluster| under |strategy|, with the datasheet cost
+// models. Errors: every violated strategy rule (ValidateStrategy), and those of the workload.
+Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
+                                              const Strategy& strategy, const SimulationOptions& options = {});
+
+}  // namespace loom
+
+#endif  // LOOM_SIM_SIMULATOR_H_

@@ -1,0 +1,283 @@
+#include "sim/step_graph.h"
+
+#include <algorithm>
+#include <string>
+
+namespace loom {
+namespace {
+
+constexpr TaskId kNone = -1;
+
+// Task ids of one replica's passes, by (virtual stage, micro-batch).
+struct PassIds {
+  explicit PassIds(int32_t virtual_stages, int32_t micro_batches)
+      : micro_batches_(micro_batches),
+        f_(Size(virtual_stages, micro_batches), kNone),
+        b_first_(Size(virtual_stages, micro_batches), kNone),
+        b_last_(Size(virtual_stages, micro_batches), kNone),
+        w_last_(Size(virtual_stages, micro_batches), kNone) {}
+
+  static size_t Size(int32_t v, int32_t m) { return static_cast<size_t>(v) * static_cast<size_t>(m); }
+  size_t At(int32_t v, int32_t mb) const { return static_cast<size_t>(v) * micro_batches_ + mb; }
+
+  TaskId& f(int32_t v, int32_t mb) { return f_[At(v, mb)]; }
+  TaskId& b_first(int32_t v, int32_t mb) { return b_first_[At(v, mb)]; }
+  TaskId& b_last(int32_t v, int32_t mb) { return b_last_[At(v, mb)]; }
+  // The task that ends the micro-batch's backward of the chunk: W if split, else BW.
+  TaskId& w_last(int32_t v, int32_t mb) { return w_last_[At(v, mb)]; }
+
+ private:
+  size_t micro_batches_;
+  std::vector<TaskId> f_, b_first_, b_last_, w_last_;
+};
+
+class Builder {
+ public:
+  Builder(const PipelineSchedule& schedule, const std::vector<ChunkCost>& costs, const StepGraphConfig& config)
+      : schedule_(schedule), costs_(costs), config_(config) {}
+
+  StepGraph Build();
+
+ private:
+  void AddRank(int32_t rank);
+  void AddPasses(int32_t replica, int32_t stage, PassIds& ids);
+  TaskId AddCompute(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free);
+  void AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk, PassIds& ids);
+  void Connect(int32_t replica, PassIds& ids);
+  TaskId Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, TaskId before, TaskId after);
+  void AddGradientReduction();
+  int32_t Rank(int32_t replica, int32_t stage) const { return replica * schedule_.stages + stage; }
+
+  const PipelineSchedule& schedule_;
+  const std::vector<ChunkCost>& costs_;
+  const StepGraphConfig& config_;
+  StepGraph step_;
+  std::vector<StreamId> pp_stream_, dp_stream_;
+  std::vector<LinkId> links_;  // per replica, stage boundary and direction
+  std::vector<NameId> pass_names_;  // per (pass kind, virtual stage)
+  // Per replica and virtual stage: the bucket segments of the chunk's last backward.
+  std::vector<std::vector<TaskId>> bucket_segments_;
+};
+
+StepGraph Builder::Build() {
+  TaskGraph& g = step_.graph;
+  step_.stages = schedule_.stages;
+  step_.replicas = config_.replicas;
+  step_.model_states = g.AddPool("model states");
+  step_.activations = g.AddPool("activations");
+  step_.recompute = g.AddPool("recompute");
+  step_.compute_category = g.Intern("compute");
+  step_.pp_category = g.Intern("pp");
+  step_.dp_category = g.Intern("dp");
+  step_.optimizer_category = g.Intern("optimizer");
+  const int32_t v_count = schedule_.VirtualStages();
+  for (Pass pass : {Pass::kF, Pass::kB, Pass::kW, Pass::kBW}) {
+    for (int32_t v = 0; v < v_count; ++v) {
+      pass_names_.push_back(g.Intern(std::string(kPassNames.Name(pass)) + " v" + std::to_string(v)));
+    }
+  }
+  for (int32_t r = 0; r < config_.replicas * schedule_.stages; ++r) AddRank(r);
+  for (int32_t replica = 0; replica < config_.replicas; ++replica) {
+    for (int32_t s = 0; s + 1 < schedule_.stages; ++s) {
+      const std::string prefix = "replica " + std::to_string(replica) + " ";
+      links_.push_back(g.AddLink(prefix + std::to_string(s) + "->" + std::to_string(s + 1)));
+      links_.push_back(g.AddLink(prefix + std::to_string(s + 1) + "->" + std::to_string(s)));
+    }
+  }
+  bucket_segments_.assign(static_cast<size_t>(config_.replicas) * v_count, {});
+  std::vector<PassIds> ids;
+  for (int32_t replica = 0; replica < config_.replicas; ++replica) {
+    ids.emplace_back(v_count, schedule_.micro_batches);
+    for (int32_t s = 0; s < schedule_.stages; ++s) AddPasses(replica, s, ids.back());
+  }
+  for (int32_t replica = 0; replica < config_.replicas; ++replica) Connect(replica, ids[replica]);
+  AddGradientReduction();
+  return std::move(step_);
+}
+
+void Builder::AddRank(int32_t rank) {
+  TaskGraph& g = step_.graph;
+  step_.compute_stream.push_back(g.AddStream(rank, "compute"));
+  pp_stream_.push_back(g.AddStream(rank, "pp"));
+  dp_stream_.push_back(g.AddStream(rank, "dp"));
+}
+
+TaskId Builder::AddCompute(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free) {
+  Task task;
+  task.stream = step_.compute_stream[rank];
+  task.duration = cost.time;
+  task.name = name;
+  task.category = step_.compute_category;
+  task.alloc_at_start_bytes = alloc;
+  task.free_at_end_bytes = free;
+  task.pool = step_.activations;
+  TaskId id = step_.graph.AddTask(task);
+  step_.tp_comm.push_back(cost.tp_comm);
+  return id;
+}
+
+void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
+  const int32_t rank = Rank(replica, stage);
+  // The last backward item of each chunk on this stage carries the gradient buckets.
+  std::vector<size_t> last_backward(static_cast<size_t>(schedule_.chunks), 0);
+  const std::vector<PipelineItem>& order = schedule_.order[stage];
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i].pass == Pass::kW || order[i].pass == Pass::kBW) last_backward[order[i].chunk] = i;
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    const PipelineItem& item = order[i];
+    const int32_t v = schedule_.VirtualStage(stage, item.chunk);
+    const ChunkCost& cost = costs_[v];
+    if (item.pass == Pass::kF) {
+      ids.f(v, item.micro_batch) = AddCompute(rank, pass_names_[v], cost.forward, cost.kept_activation_bytes, 0);
+      continue;
+    }
+    AddBackward(replica, stage, item, last_backward[item.chunk] == i, ids);
+  }
+}
+
+// B, W or BW of one micro-batch. The chunk's final W or BW is cut into one segment per gradient
+// bucket, each a slice of the pass's time.
+void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk,
+                          PassIds& ids) {
+  const int32_t rank = Rank(replica, stage);
+  const int32_t v = schedule_.VirtualStage(stage, item.chunk);
+  const int32_t v_count = schedule_.VirtualStages();
+  const ChunkCost& cost = costs_[v];
+  const int32_t mb = item.micro_batch;
+  if (item.pass == Pass::kB) {
+    TaskId b = AddCompute(rank, pass_names_[v_count + v], cost.backward_input, cost.recompute_activation_bytes,
+                          cost.recompute_activation_bytes);
+    ids.b_first(v, mb) = ids.b_last(v, mb) = b;
+    return;
+  }
+  PassCost pass = cost.backward_weight;
+  if (item.pass == Pass::kBW) {
+    pass.time += cost.backward_input.time;
+    pass.tp_comm += cost.backward_input.tp_comm;
+    pass.flops += cost.backward_input.flops;
+  }
+  const NameId name = pass_names_[(item.pass == Pass::kW ? 2 : 3) * v_count + v];
+  const int64_t recompute = item.pass == Pass::kBW ? cost.recompute_activation_bytes : 0;
+  const int32_t segments = last_of_chunk && !config_.buckets.empty() ? std::max(1, config_.buckets[v]) : 1;
+  std::vector<TaskId>& bucket_tasks = bucket_segments_[static_cast<size_t>(replica) * v_count + v];
+  TaskId first = kNone, last = kNone;
+  for (int32_t seg = 0; seg < segments; ++seg) {
+    PassCost slice = pass;
+    slice.time = SimTime::FromNanos(pass.time.nanos() / segments + (seg == 0 ? pass.time.nanos() % segments : 0));
+    slice.tp_comm = SimTime::FromNanos(pass.tp_comm.nanos() / segments);
+    const bool is_last = seg + 1 == segments;
+    TaskId id = AddCompute(rank, name, slice, seg == 0 ? recompute : 0,
+                           is_last ? cost.kept_activation_bytes + recompute : 0);
+    if (first == kNone) first = id;
+    last = id;
+    if (last_of_chunk && !config_.buckets.empty()) bucket_tasks.push_back(id);
+  }
+  if (item.pass == Pass::kBW) {
+    ids.b_first(v, mb) = first;
+    ids.b_last(v, mb) = last;
+  }
+  ids.w_last(v, mb) = last;
+  if (item.pass == Pass::kW) step_.graph.AddDependency(ids.b_last(v, mb), first);
+}
+
+TaskId Builder::Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, TaskId before, TaskId after) {
+  Task task;
+  task.stream = pp_stream_[Rank(replica, from_stage)];
+  const int32_t boundary = std::min(from_stage, to_stage);
+  const int32_t direction = to_stage > from_stage ? 0 : 1;
+  task.link = links_[(static_cast<size_t>(replica) * (schedule_.stages - 1) + boundary) * 2 + direction];
+  task.duration = config_.p2p_time;
+  task.name = step_.pp_category;
+  task.category = step_.pp_category;
+  TaskId id = step_.graph.AddTask(task);
+  step_.tp_comm.push_back(SimTime());
+  step_.graph.AddDependency(before, id);
+  step_.graph.AddDependency(id, after);
+  return id;
+}
+
+// The true dependencies of schedule.h, through a transfer where two virtual stages sit on
+// different stages. Transfers are issued on the sender's pp stream in the order its compute stream
+// produces them (compute task ids grow with a stage's order), as a real sender would.
+void Builder::Connect(int32_t replica, PassIds& ids) {
+  struct PendingTransfer {
+    TaskId before, after;
+    int32_t from, to;
+  };
+  std::vector<PendingTransfer> transfers;
+  const auto link = [&](TaskId before, TaskId after, int32_t from, int32_t to) {
+    if (from == to) {
+      step_.graph.AddDependency(before, after);
+    } else {
+      transfers.push_back({before, after, from, to});
+    }
+  };
+  const int32_t v_count = schedule_.VirtualStages();
+  for (int32_t v = 0; v < v_count; ++v) {
+    const int32_t stage = schedule_.Place(v).stage;
+    for (int32_t mb = 0; mb < schedule_.micro_batches; ++mb) {
+      if (v > 0) link(ids.f(v - 1, mb), ids.f(v, mb), schedule_.Place(v - 1).stage, stage);
+      step_.graph.AddDependency(ids.f(v, mb), ids.b_first(v, mb));
+      if (v + 1 < v_count) link(ids.b_last(v + 1, mb), ids.b_first(v, mb), schedule_.Place(v + 1).stage, stage);
+    }
+  }
+  std::sort(transfers.begin(), transfers.end(),
+            [](const PendingTransfer& a, const PendingTransfer& b) { return a.before < b.before; });
+  for (const PendingTransfer& t : transfers) Transfer(replica, t.from, t.to, t.before, t.after);
+}
+
+void Builder::AddGradientReduction() {
+  TaskGraph& g = step_.graph;
+  const int32_t v_count = schedule_.VirtualStages();
+  const NameId reduce = g.Intern("grad reduce"), optimizer = g.Intern("optimizer"),
+               gather = g.Intern("param all-gather");
+  const bool reduce_grads = !config_.buckets.empty();
+  for (int32_t stage = 0; stage < schedule_.stages; ++stage) {
+    std::vector<std::vector<TaskId>> per_replica(static_cast<size_t>(config_.replicas));
+    for (int32_t chunk = 0; chunk < schedule_.chunks && reduce_grads; ++chunk) {
+      const int32_t v = schedule_.VirtualStage(stage, chunk);
+      for (int32_t bucket = 0; bucket < std::max(1, config_.buckets[v]); ++bucket) {
+        std::vector<TaskId> members;
+        for (int32_t replica = 0; replica < config_.replicas; ++replica) {
+          const std::vector<TaskId>& segs = bucket_segments_[static_cast<size_t>(replica) * v_count + v];
+          Task task{.stream = dp_stream_[Rank(replica, stage)], .duration = config_.bucket_time[v], .name = reduce,
+                    .category = step_.dp_category};
+          TaskId id = g.AddTask(task);
+          step_.tp_comm.push_back(SimTime());
+          g.AddDependency(segs[std::min<size_t>(bucket, segs.size() - 1)], id);
+          members.push_back(id);
+          per_replica[replica].push_back(id);
+        }
+        if (config_.replicas > 1) g.AddCollective(members);
+      }
+    }
+    std::vector<TaskId> gathers;
+    for (int32_t replica = 0; replica < config_.replicas; ++replica) {
+      const int32_t rank = Rank(replica, stage);
+      Task opt{.stream = step_.compute_stream[rank], .duration = config_.optimizer_time[stage], .name = optimizer,
+               .category = step_.optimizer_category};
+      TaskId opt_id = g.AddTask(opt);
+      step_.tp_comm.push_back(SimTime());
+      for (TaskId t : per_replica[replica]) g.AddDependency(t, opt_id);
+      if (config_.param_gather_time[stage] > SimTime()) {
+        Task all_gather{.stream = dp_stream_[rank], .duration = config_.param_gather_time[stage], .name = gather,
+                        .category = step_.dp_category};
+        TaskId ag = g.AddTask(all_gather);
+        step_.tp_comm.push_back(SimTime());
+        g.AddDependency(opt_id, ag);
+        gathers.push_back(ag);
+      }
+    }
+    if (config_.replicas > 1 && gathers.size() > 1) g.AddCollective(gathers);
+  }
+}
+
+}  // namespace
+
+StepGraph BuildStepGraph(const PipelineSchedule& schedule, const std::vector<ChunkCost>& chunk_costs,
+                         const StepGraphConfig& config) {
+  return Builder(schedule, chunk_costs, config).Build();
+}
+
+}  // namespace loom

@@ -1,0 +1,141 @@
+// The attention block of a transformer layer: norm, QKV projection, the attention core, output
+// projection, residual; Megatron-LM's layout (megatron/core/transformer/attention.py).
+
+#include <vector>
+
+#include "workload/blocks.h"
+
+namespace loom {
+namespace {
+
+// What the core's forward ops keep for backward.
+enum class CoreSaves {
+  kAll,               // no recompute: everything its backward reads
+  kCheckpointInputs,  // selective recompute: only Q, K and V, the checkpoint's inputs
+  kReplay,            // the recompute replay: what it allocates beyond the kept Q, K and V
+};
+
+int64_t QkvBytes(const LayerDims& d) { return d.Bytes(d.tokens, d.q_width + 2 * d.kv_width); }
+
+// FlashAttention-2 keeps one fp32 log-sum-exp per query row and head (Dao 2023, Algorithm 1;
+// FlashAttention-1 kept two, the row max and sum).
+int64_t LogSumExpBytes(const LayerDims& d) { return d.batch * d.heads * d.seq * 4; }
+
+// K and V of the whole sequence, the all-gather output of context parallelism.
+CollectiveShape CpKvGather(const LayerDims& d, CollectiveKind kind) {
+  return {kind, CommGroup::kCp, 2 * d.Bytes(d.batch * d.seq_kv, d.kv_width)};
+}
+
+AttentionShape FlashShape(const LayerDims& d, bool backward) {
+  return {d.batch, d.heads, d.kv_heads, d.seq, d.seq_kv, d.head_dim, d.head_dim, true, backward, d.act_dtype};
+}
+
+std::vector<Op> FusedCoreForward(const LayerDims& d, CoreSaves saves) {
+  std::vector<Op> ops;
+  if (d.cp > 1)
+    ops.push_back(MakeCollective(OpName::kCpKvAllGather, CpKvGather(d, CollectiveKind::kAllGather)));
+  // It also reads its output O in backward; O is the output projection's saved input, and in a
+  // replay a new O that the replayed kernel keeps.
+  const int64_t saved = saves == CoreSaves::kReplay ? d.Bytes(d.tokens, d.q_width) + LogSumExpBytes(d)
+                                                    : QkvBytes(d) + LogSumExpBytes(d);
+  ops.push_back(MakeAttention(OpName::kFlashAttention, FlashShape(d, false), saved));
+  return ops;
+}
+
+// Korthikanti et al. 2022, Section 4.1: Q K^T keeps Q and K (4sbh), softmax its output (2as^2b),
+// dropout its mask (as^2b), the product with V keeps the dropped probabilities (2as^2b) and V.
+std::vector<Op> UnfusedCoreForward(const LayerDims& d, CoreSaves saves) {
+  const bool replay = saves == CoreSaves::kReplay;
+  const int64_t scores = d.batch * d.heads * d.seq * d.seq_kv;
+  const int64_t probs = scores * d.act_bytes;
+  const int64_t mask = d.dropout ? scores : 0;
+  const int64_t dropped = d.dropout ? probs : 0;  // without dropout the softmax output is reused
+  const int64_t batch = d.batch * d.heads;
+  std::vector<Op> ops;
+  ops.push_back(MakeGemm(OpName::kAttentionScores, {d.seq, d.seq_kv, d.head_dim, batch, d.gemm_dtype},
+                         replay ? 0 : d.Bytes(d.tokens, d.q_width + d.kv_width)));
+  ops.push_back(MakeMemory(OpName::kAttentionSoftmax, {probs, probs}, probs));
+  if (d.dropout) ops.push_back(MakeMemory(OpName::kAttentionDropout, {probs, probs + mask}, mask));
+  ops.push_back(MakeGemm(OpName::kAttentionContext, {d.seq, d.head_dim, d.seq_kv, batch, d.gemm_dtype},
+                         dropped + (replay ? 0 : d.Bytes(d.tokens, d.kv_width))));
+  return ops;
+}
+
+std::vector<Op> CoreForward(const LayerDims& d, CoreSaves saves) {
+  std::vector<Op> ops = d.unfused ? UnfusedCoreForward(d, saves) : FusedCoreForward(d, saves);
+  if (saves == CoreSaves::kCheckpointInputs) {
+    for (Op& op : ops) op.saved_bytes = 0;
+    // The first kernel of the core (not the K/V all-gather) holds the checkpoint's inputs.
+    Op& first = ops.front().kind == OpKind::kCollective ? ops[1] : ops.front();
+    first.saved_bytes = QkvBytes(d);
+  }
+  return ops;
+}
+
+void AppendCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
+  if (!d.unfused) {
+    if (d.cp > 1)
+      ops->push_back(MakeCollective(OpName::kCpKvRegather, CpKvGather(d, CollectiveKind::kAllGather)));
+    ops->push_back(MakeAttention(OpName::kFlashAttentionGrad, FlashShape(d, true)));
+    if (d.cp > 1) {
+      ops->push_back(
+          MakeCollective(OpName::kCpKvGradReduceScatter, CpKvGather(d, CollectiveKind::kReduceScatter)));
+    }
+    return;
+  }
+  const int64_t probs = d.batch * d.heads * d.seq * d.seq_kv * d.act_bytes;
+  const int64_t batch = d.batch * d.heads;
+  const Dtype t = d.gemm_dtype;
+  // dP = dO V^T and dV = P^T dO; dS = softmax'(dP); dQ = dS K and dK = dS^T Q.
+  ops->push_back(MakeGemm(OpName::kAttentionContextDgradProbs, {d.seq, d.seq_kv, d.head_dim, batch, t}));
+  ops->push_back(MakeGemm(OpName::kAttentionContextDgradValues, {d.seq_kv, d.head_dim, d.seq, batch, t}));
+  if (d.dropout) {
+    const int64_t mask = probs / d.act_bytes;
+    ops->push_back(MakeMemory(OpName::kAttentionDropoutGrad, {probs + mask, probs}));
+  }
+  ops->push_back(MakeMemory(OpName::kAttentionSoftmaxGrad, {2 * probs, probs}));
+  ops->push_back(MakeGemm(OpName::kAttentionScoresDgradQuery, {d.seq, d.head_dim, d.seq_kv, batch, t}));
+  ops->push_back(MakeGemm(OpName::kAttentionScoresDgradKey, {d.seq_kv, d.head_dim, d.seq, batch, t}));
+}
+
+// Rotary embedding of q and k in place (Su et al. 2021); its backward rotates the gradients back.
+Op RotaryOp(const LayerDims& d, OpName name) {
+  const int64_t bytes = d.Bytes(d.tokens, d.q_width + d.kv_width);
+  return MakeMemory(name, {bytes, bytes});
+}
+
+}  // namespace
+
+LayerOps AttentionBlockOps(const LayerDims& d) {
+  const int64_t qkv_width = d.q_width + 2 * d.kv_width;
+  LayerOps ops;
+  std::vector<Op>& f = ops.forward;
+  f.push_back(NormOp(d, OpName::kInputNorm));
+  AppendColumnInputForward(d, OpName::kAttentionInputAllGather, &f);
+  f.push_back(MakeGemm(OpName::kQkvProj, d.Gemm(d.tokens, qkv_width, d.hidden), ColumnInputSavedBytes(d)));
+  if (d.rope) f.push_back(RotaryOp(d, OpName::kRotary));
+  const bool selective = d.recompute == Recompute::kSelective;
+  Append(CoreForward(d, selective ? CoreSaves::kCheckpointInputs : CoreSaves::kAll), &f);
+  if (selective) ops.recompute = CoreForward(d, CoreSaves::kReplay);
+  f.push_back(
+      MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, d.q_width), d.Bytes(d.tokens, d.q_width)));
+  AppendRowOutputForward(d, OpName::kAttentionOutputReduce, &f);
+  f.push_back(ResidualOp(d, OpName::kAttentionResidual));
+
+  std::vector<Op>& b = ops.backward_input;
+  if (d.dropout) b.push_back(ResidualGradOp(d, OpName::kAttentionResidualGrad));
+  AppendRowOutputBackward(d, OpName::kAttentionOutputGradAllGather, &b);
+  b.push_back(MakeGemm(OpName::kOutProjDgrad, d.Gemm(d.tokens, d.q_width, d.hidden)));
+  AppendCoreBackward(d, &b);
+  if (d.rope) b.push_back(RotaryOp(d, OpName::kRotaryGrad));
+  AppendColumnInputRegather(d, OpName::kAttentionInputRegather, &b);
+  b.push_back(MakeGemm(OpName::kQkvProjDgrad, d.Gemm(d.tokens, d.hidden, qkv_width)));
+  AppendColumnInputGradReduce(d, OpName::kAttentionInputGradReduce, &b);
+  b.push_back(NormGradOp(d, OpName::kInputNormGrad));
+
+  ops.backward_weight.push_back(MakeGemm(OpName::kOutProjWgrad, d.Gemm(d.q_width, d.hidden, d.tokens)));
+  ops.backward_weight.push_back(MakeGemm(OpName::kQkvProjWgrad, d.Gemm(d.hidden, qkv_width, d.tokens)));
+  return ops;
+}
+
+}  // namespace loom

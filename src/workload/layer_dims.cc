@@ -1,0 +1,250 @@
+#include "workload/layer_dims.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "core/checked.h"
+
+namespace loom {
+namespace {
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+bool IsMoeLayer(const ModelSpec& m, int64_t layer) {
+  return m.moe.has_value() && layer >= m.moe->first_dense_layers;
+}
+
+// Activations stay bf16 when the GEMMs run in fp8 (Transformer Engine casts per GEMM;
+// Micikevicius et al. 2022, Section 4); tf32 is a compute mode over fp32 storage.
+Dtype ActivationDtype(Dtype dtype) { return dtype == Dtype::kFp8 ? Dtype::kBf16 : dtype; }
+
+Status CheckMoe(const ModelSpec& m, const Strategy& s) {
+  const MoeSpec& e = *m.moe;
+  if (e.num_experts < 1 || e.experts_per_token < 1 || e.experts_per_token > e.num_experts ||
+      e.expert_intermediate_size < 1) {
+    return Status::InvalidArgument(ModelRef(m) + ": the MoE needs at least one expert, 1 to " +
+                                   Str(e.num_experts) +
+                                   " experts per token and a positive expert intermediate size (experts " +
+                                   Str(e.num_experts) + ", num_experts_per_tok " + Str(e.experts_per_token) +
+                                   ", moe_intermediate_size " + Str(e.expert_intermediate_size) + ")");
+  }
+  if (s.ep < 1 || e.num_experts % s.ep != 0) {
+    return Status::InvalidArgument("--ep " + Str(s.ep) + ": the " + Str(e.num_experts) + " experts of " +
+                                   ModelRef(m) + " do not split over it; use an ep that divides " +
+                                   Str(e.num_experts));
+  }
+  if (e.expert_intermediate_size % s.tp != 0) {
+    return Status::InvalidArgument(ModelRef(m) + ": the expert intermediate size (" +
+                                   Str(e.expert_intermediate_size) + ") is not divisible by --tp " +
+                                   Str(s.tp) + "; use a tp that divides it");
+  }
+  // megatron/core/transformer/transformer_config.py refuses expert and tensor parallelism without
+  // sequence parallelism; the token dispatcher expects each tp rank to route its own s/tp tokens.
+  if (s.tp > 1 && !s.sp) {
+    return Status::InvalidArgument("--tp " + Str(s.tp) + " without --sp: the MoE layers of " + ModelRef(m) +
+                                   " route sequence-parallel tokens (Megatron-LM requires sequence "
+                                   "parallelism with MoE and tensor parallelism); add --sp");
+  }
+  return Status::Ok();
+}
+
+Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
+  if (o.attention != AttentionKernel::kUnfused) return Status::Ok();
+  if (m.num_kv_heads != m.num_heads || s.cp > 1) {
+    return Status::Unimplemented(ModelRef(m) +
+                                 ": the unfused attention kernel is modelled for multi-head attention "
+                                 "without context parallelism only (num_key_value_heads " +
+                                 Str(m.num_kv_heads) + ", --cp " + Str(s.cp) + "); use the fused kernel");
+  }
+  return Status::Ok();
+}
+
+// "key (value) of model is not divisible by --flag n; fix".
+Status CheckDivides(const ModelSpec& m, const char* key, int64_t size, const char* flag, int64_t parts,
+                    const char* why) {
+  if (size % parts == 0) return Status::Ok();
+  return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(size) + ") is not divisible by " +
+                                 flag + " " + Str(parts) + why + "; use a " + flag + " that divides " +
+                                 Str(size));
+}
+
+Status CheckSplits(const ModelSpec& m, const Strategy& s) {
+  for (auto [name, v] :
+       {std::pair{"--tp", s.tp}, {"--cp", s.cp}, {"--micro-batch", s.micro_batch}, {"--seq", s.seq_len}}) {
+    if (v < 1) return Status::InvalidArgument(std::string(name) + " " + Str(v) + ": must be at least 1");
+  }
+  for (auto [key, v] : {std::pair{"hidden_size", m.hidden_size},
+                        {"num_attention_heads", m.num_heads},
+                        {"num_key_value_heads", m.num_kv_heads},
+                        {"head_dim", m.head_dim},
+                        {"intermediate_size", m.intermediate_size},
+                        {"vocab_size", m.vocab_size}}) {
+    if (v < 1)
+      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) + ") must be at least 1");
+  }
+  LOOM_RETURN_IF_ERROR(CheckDivides(m, "num_attention_heads", m.num_heads, "--tp", s.tp, ""));
+  LOOM_RETURN_IF_ERROR(CheckDivides(m, "num_key_value_heads", m.num_kv_heads, "--tp", s.tp,
+                                    " (Megatron-core splits the query groups over tp)"));
+  LOOM_RETURN_IF_ERROR(CheckDivides(m, "intermediate_size", m.intermediate_size, "--tp", s.tp, ""));
+  if (m.num_heads % m.num_kv_heads != 0) {
+    return Status::InvalidArgument(ModelRef(m) + ": num_attention_heads (" + Str(m.num_heads) +
+                                   ") is not a multiple of num_key_value_heads (" + Str(m.num_kv_heads) +
+                                   "); every key/value head must serve the same number of query heads");
+  }
+  // Megatron splits each sequence into 2 * cp chunks and gives rank r chunks r and 2cp-1-r, which
+  // balances causal attention (megatron/core/utils.py, get_batch_on_this_cp_rank).
+  const int64_t cp_chunks = s.cp > 1 ? 2 * s.cp : 1;
+  if (s.seq_len % cp_chunks != 0) {
+    return Status::InvalidArgument("--seq " + Str(s.seq_len) + " with --cp " + Str(s.cp) +
+                                   ": the sequence is split into 2 * cp = " + Str(cp_chunks) +
+                                   " chunks; use a --seq divisible by " + Str(cp_chunks));
+  }
+  if (s.sp && (s.seq_len / s.cp) % s.tp != 0) {
+    return Status::InvalidArgument("--seq " + Str(s.seq_len) + " with --sp: the " + Str(s.seq_len / s.cp) +
+                                   " tokens per cp rank do not split over --tp " + Str(s.tp) +
+                                   "; use a --seq divisible by cp * tp = " + Str(s.cp * s.tp));
+  }
+  return Status::Ok();
+}
+
+// The largest products the builders form, so that no op size or FLOP count can wrap.
+Status CheckOverflow(const ModelSpec& m, const LayerDims& d) {
+  const int64_t width = std::max({d.hidden, d.q_width + 2 * d.kv_width, 2 * d.ffn, d.vocab});
+  CheckedInt gemm_flops = CheckedInt(2) * d.tokens * width * std::max(d.hidden, 2 * d.ffn) * 4;
+  CheckedInt attention_flops = CheckedInt(8) * d.batch * d.heads * d.seq * d.seq_kv * d.head_dim * 4;
+  CheckedInt saved = CheckedInt(d.tokens) * width * 4 * 32;
+  const int64_t expert_width = std::max(d.expert_ffn, d.shared_ffn);
+  CheckedInt moe = CheckedInt(2) * d.tokens * std::max<int64_t>(d.top_k, 1) * d.hidden * expert_width * 8 +
+                   CheckedInt(d.tokens) * d.experts * d.hidden * 8;
+  if (!gemm_flops.overflowed() && !attention_flops.overflowed() && !saved.overflowed() && !moe.overflowed()) {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      ModelRef(m) + ": the layer's FLOP or byte counts overflow 64 bits (hidden_size " + Str(d.hidden) +
+      ", intermediate_size " + Str(m.intermediate_size) + ", tokens per micro-batch " + Str(d.tokens) +
+      "); check the model's sizes and --micro-batch/--seq");
+}
+
+}  // namespace
+
+Status CheckLayerSupported(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
+  if (o.layer < 0 || o.layer >= m.num_layers) {
+    return Status::InvalidArgument(ModelRef(m) + ": layer " + Str(o.layer) +
+                                   " does not exist; num_hidden_layers is " + Str(m.num_layers) +
+                                   ", so use a layer from 0 to " + Str(m.num_layers - 1));
+  }
+  if (m.mla) {
+    return Status::Unimplemented(
+        ModelRef(m) + ": multi-head latent attention (kv_lora_rank " + Str(m.mla->kv_lora_rank) +
+        ", DeepSeek-V2 Section 2.1) is not supported yet by the layer op builder; its low-rank q/kv "
+        "projections have no op list, so loom cannot simulate this model's attention");
+  }
+  if (IsMoeLayer(m, o.layer)) LOOM_RETURN_IF_ERROR(CheckMoe(m, s));
+  return CheckKernel(m, s, o);
+}
+
+std::string ModelRef(const ModelSpec& model) {
+  if (!model.file.empty()) return model.file;
+  return model.name.empty() ? std::string("the model") : model.name;
+}
+
+Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
+  LOOM_RETURN_IF_ERROR(CheckSplits(m, s));
+  LayerDims d;
+  d.batch = s.micro_batch;
+  d.seq = s.seq_len / s.cp;
+  d.seq_kv = s.seq_len;
+  d.tokens = d.batch * d.seq;
+  d.tokens_sp = s.sp ? d.tokens / s.tp : d.tokens;
+  d.hidden = m.hidden_size;
+  d.heads = m.num_heads / s.tp;
+  d.kv_heads = m.num_kv_heads / s.tp;
+  d.head_dim = m.head_dim;
+  d.q_width = d.heads * d.head_dim;
+  d.kv_width = d.kv_heads * d.head_dim;
+  d.ffn = m.intermediate_size / s.tp;
+  d.vocab = PaddedVocabSize(m.vocab_size, s.tp) / s.tp;
+  d.tp = s.tp;
+  d.cp = s.cp;
+  d.gemm_dtype = s.dtype;
+  d.act_dtype = ActivationDtype(s.dtype);
+  d.act_bytes = BytesPerElement(d.act_dtype);
+  d.sp = s.sp;
+  d.gated = m.mlp == MlpKind::kGated;
+  d.rope = m.position == PositionKind::kRotary;
+  d.learned_positions = m.position == PositionKind::kLearnedAbsolute;
+  d.dropout = o.dropout;
+  d.unfused = o.attention == AttentionKernel::kUnfused;
+  d.recompute = s.recompute;
+  if (IsMoeLayer(m, o.layer) && s.ep >= 1) {
+    const MoeSpec& e = *m.moe;
+    d.moe = true;
+    d.experts = e.num_experts;
+    d.top_k = e.experts_per_token;
+    d.ep = s.ep;
+    d.local_experts = e.num_experts / s.ep;
+    d.expert_ffn = e.expert_intermediate_size / s.tp;
+    d.shared_ffn = e.num_shared_experts * e.expert_intermediate_size / s.tp;
+  }
+  LOOM_RETURN_IF_ERROR(CheckOverflow(m, d));
+  return d;
+}
+
+Op NormOp(const LayerDims& d, OpName name) {
+  const int64_t bytes = d.Hidden(d.tokens_sp);
+  return MakeMemory(name, {bytes, bytes}, bytes);
+}
+
+Op NormGradOp(const LayerDims& d, OpName name) {
+  const int64_t bytes = d.Hidden(d.tokens_sp);
+  return MakeMemory(name, {3 * bytes, bytes});
+}
+
+Op ResidualOp(const LayerDims& d, OpName name) {
+  const int64_t bytes = d.Hidden(d.tokens_sp);
+  // Megatron's fused bias-dropout-add: reads the block output and the residual, writes the sum.
+  const int64_t mask = d.dropout ? d.tokens_sp * d.hidden : 0;  // torch keeps 1-byte bool masks
+  return MakeMemory(name, {2 * bytes, bytes + mask}, mask);
+}
+
+Op ResidualGradOp(const LayerDims& d, OpName name) {
+  const int64_t bytes = d.Hidden(d.tokens_sp);
+  return MakeMemory(name, {bytes + d.tokens_sp * d.hidden, bytes});
+}
+
+void AppendColumnInputForward(const LayerDims& d, OpName gather, std::vector<Op>* ops) {
+  if (d.tp == 1 || !d.sp) return;
+  ops->push_back(MakeCollective(gather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
+}
+
+void AppendColumnInputRegather(const LayerDims& d, OpName regather, std::vector<Op>* ops) {
+  if (d.tp == 1 || !d.sp) return;
+  ops->push_back(MakeCollective(regather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
+}
+
+void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, std::vector<Op>* ops) {
+  if (d.tp == 1) return;
+  const CollectiveKind kind = d.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  ops->push_back(MakeCollective(reduce, {kind, CommGroup::kTp, d.Hidden(d.tokens)}));
+}
+
+void AppendRowOutputForward(const LayerDims& d, OpName reduce, std::vector<Op>* ops) {
+  if (d.tp == 1) return;
+  const CollectiveKind kind = d.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  ops->push_back(MakeCollective(reduce, {kind, CommGroup::kTp, d.Hidden(d.tokens)}));
+}
+
+void AppendRowOutputBackward(const LayerDims& d, OpName gather, std::vector<Op>* ops) {
+  if (d.tp == 1 || !d.sp) return;
+  ops->push_back(MakeCollective(gather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
+}
+
+int64_t ColumnInputSavedBytes(const LayerDims& d) { return d.Hidden(d.tokens_sp); }
+
+void Append(const std::vector<Op>& from, std::vector<Op>* to) {
+  to->insert(to->end(), from.begin(), from.end());
+}
+
+}  // namespace loom

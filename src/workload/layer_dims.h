@@ -1,0 +1,108 @@
+#ifndef LOOM_WORKLOAD_LAYER_DIMS_H_
+#define LOOM_WORKLOAD_LAYER_DIMS_H_
+
+// Internal to src/workload: the sizes the op builders share, and the pieces every block uses.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "spec/model.h"
+#include "spec/strategy.h"
+#include "workload/layer_ops.h"
+#include "workload/ops.h"
+
+namespace loom {
+
+// The sizes of one layer's tensors on one tensor-parallel rank for one micro-batch.
+struct LayerDims {
+  int64_t batch = 0;      // sequences in the micro-batch
+  int64_t seq = 0;        // queries per sequence on this rank: seq_len / cp
+  int64_t seq_kv = 0;     // keys per sequence the attention reads: seq_len
+  int64_t tokens = 0;     // batch * seq: the rows of every GEMM
+  int64_t tokens_sp = 0;  // tokens / tp with sequence parallelism, else tokens: rows of norms,
+                          // dropout and residuals
+  int64_t hidden = 0;
+  int64_t heads = 0;     // query heads on this rank
+  int64_t kv_heads = 0;  // key/value heads on this rank
+  int64_t head_dim = 0;
+  int64_t q_width = 0;   // heads * head_dim
+  int64_t kv_width = 0;  // kv_heads * head_dim
+  int64_t ffn = 0;       // intermediate_size / tp
+  int64_t vocab = 0;     // padded vocabulary / tp
+  // Mixture of experts, when the layer has one.
+  bool moe = false;
+  int64_t experts = 0;  // routed experts
+  int64_t top_k = 0;    // experts per token
+  int64_t ep = 1;
+  int64_t local_experts = 0;  // experts / ep
+  int64_t expert_ffn = 0;     // expert intermediate size / tp
+  int64_t shared_ffn = 0;     // shared experts * expert intermediate size / tp
+  int64_t tp = 1;
+  int64_t cp = 1;
+  int64_t act_bytes = 2;  // bytes of one activation element
+  Dtype gemm_dtype = Dtype::kBf16;
+  Dtype act_dtype = Dtype::kBf16;
+  bool sp = false;
+  bool gated = false;
+  bool rope = false;
+  bool learned_positions = false;
+  bool dropout = false;
+  bool unfused = false;
+  Recompute recompute = Recompute::kNone;
+
+  // Bytes of |rows| x |width| activations.
+  int64_t Bytes(int64_t rows, int64_t width) const { return rows * width * act_bytes; }
+  // Bytes of the hidden state of |rows| tokens.
+  int64_t Hidden(int64_t rows) const { return Bytes(rows, hidden); }
+  GemmShape Gemm(int64_t m, int64_t n, int64_t k) const { return {m, n, k, 1, gemm_dtype}; }
+};
+
+// OK if |options.layer| exists, has standard (not latent) attention, its MoE (if any) splits over
+// |strategy|, and its attention kernel is modelled for |strategy|.
+Status CheckLayerSupported(const ModelSpec& model, const Strategy& strategy, const LayerOpsOptions& options);
+
+// Derives and checks the sizes; the layer itself is checked by CheckLayerSupported. Errors name the model,
+// the key, the setting and the fix.
+Result<LayerDims> ComputeLayerDims(const ModelSpec& model, const Strategy& strategy,
+                                   const LayerOpsOptions& options);
+
+// How messages name |model|: its file, else its name.
+std::string ModelRef(const ModelSpec& model);
+
+// A norm (LayerNorm or RMSNorm) over tokens_sp rows; it keeps its input.
+Op NormOp(const LayerDims& d, OpName name);
+// Its backward: reads dY, X and the residual branch's gradient, writes dX.
+Op NormGradOp(const LayerDims& d, OpName name);
+// Dropout and residual add over tokens_sp rows; keeps the 1-byte mask when there is dropout.
+Op ResidualOp(const LayerDims& d, OpName name);
+// Dropout backward (only with dropout: without it the gradient passes through the add).
+Op ResidualGradOp(const LayerDims& d, OpName name);
+
+// Tensor-parallel communication around Megatron's linear layers (Shoeybi et al. 2019, Section 3;
+// Korthikanti et al. 2022, Section 4.2.2, Figure 5). None when tp is 1.
+// Before a column-parallel linear, forward: with sp an all-gather of the input.
+void AppendColumnInputForward(const LayerDims& d, OpName gather, std::vector<Op>* ops);
+// Its backward B, in Megatron's issue order (megatron/core/tensor_parallel/layers.py,
+// LinearWithGradAccumulationAndAsyncCommunication.backward): with sp, before the dX GEMM, an
+// all-gather of the saved sequence-sharded input, which the W GEMM reads ...
+void AppendColumnInputRegather(const LayerDims& d, OpName regather, std::vector<Op>* ops);
+// ... and after it a reduce-scatter of dX; without sp an all-reduce of dX.
+void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, std::vector<Op>* ops);
+// After a row-parallel linear, forward: a reduce-scatter with sp, else an all-reduce.
+void AppendRowOutputForward(const LayerDims& d, OpName reduce, std::vector<Op>* ops);
+// Its backward B: with sp an all-gather of the output gradient; nothing without.
+void AppendRowOutputBackward(const LayerDims& d, OpName gather, std::vector<Op>* ops);
+
+// Bytes a column-parallel linear keeps of its input: the sequence-sharded copy with sp
+// (Korthikanti et al. 2022, Section 4.2.2), else the full one.
+int64_t ColumnInputSavedBytes(const LayerDims& d);
+
+// Appends |from| to |to|.
+void Append(const std::vector<Op>& from, std::vector<Op>* to);
+
+}  // namespace loom
+
+#endif  // LOOM_WORKLOAD_LAYER_DIMS_H_

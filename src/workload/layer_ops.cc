@@ -1,0 +1,46 @@
+#include "workload/layer_ops.h"
+
+#include <utility>
+#include <vector>
+
+#include "workload/blocks.h"
+#include "workload/layer_dims.h"
+
+namespace loom {
+namespace {
+
+// Full recompute (Chen et al. 2016; Megatron-LM's --recompute-granularity full) keeps only the
+// layer's input, the first op's (the input norm's) saved input, and replays the whole forward,
+// its collectives included, before B. The replay's first op re-reads that same kept input.
+void ApplyFullRecompute(LayerOps* ops) {
+  ops->recompute = ops->forward;
+  ops->recompute.front().saved_bytes = 0;
+  for (size_t i = 1; i < ops->forward.size(); ++i) ops->forward[i].saved_bytes = 0;
+}
+
+}  // namespace
+
+Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy& strategy,
+                                          const LayerOpsOptions& options) {
+  LOOM_RETURN_IF_ERROR(CheckLayerSupported(model, strategy, options));
+  Result<LayerDims> dims = ComputeLayerDims(model, strategy, options);
+  if (!dims.ok()) return dims.status();
+  LayerDims d = *dims;
+  const bool full = d.recompute == Recompute::kFull;
+  if (full) d.recompute = Recompute::kNone;  // build what the forward would keep, then drop it
+
+  LayerOps attention = AttentionBlockOps(d);
+  LayerOps mlp = d.moe ? MoeMlpOps(d) : DenseMlpOps(d);
+  LayerOps layer;
+  layer.forward = std::move(attention.forward);
+  Append(mlp.forward, &layer.forward);
+  layer.backward_input = std::move(mlp.backward_input);
+  Append(attention.backward_input, &layer.backward_input);
+  layer.backward_weight = std::move(mlp.backward_weight);
+  Append(attention.backward_weight, &layer.backward_weight);
+  layer.recompute = std::move(attention.recompute);
+  if (full) ApplyFullRecompute(&layer);
+  return layer;
+}
+
+}  // namespace loom

@@ -1,0 +1,87 @@
+#ifndef LOOM_WORKLOAD_LAYER_OPS_H_
+#define LOOM_WORKLOAD_LAYER_OPS_H_
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "spec/model.h"
+#include "spec/strategy.h"
+#include "workload/ops.h"
+
+namespace loom {
+
+// How the attention core (softmax(Q K^T / sqrt(d)) V) runs.
+enum class AttentionKernel {
+  // One fused FlashAttention kernel (Dao et al. 2022; Dao 2023): keeps Q, K, V and the fp32
+  // log-sum-exp per query row and head for backward, never the seq x seq probabilities;
+  // attention dropout, if any, is regenerated from the RNG state instead of stored as a mask.
+  kFused,
+  // Megatron-LM's unfused core attention, the layer of Korthikanti et al. 2022 Section 4.1: a
+  // batched GEMM Q K^T, a fused scale-mask-softmax, dropout, a batched GEMM with V; keeps the
+  // probabilities (2 bytes), the dropout mask (1 byte) and the dropped probabilities (2 bytes)
+  // per score: the 5as/h term of Table 2. MHA without context parallelism only.
+  kUnfused,
+};
+
+struct LayerOpsOptions {
+  AttentionKernel attention = AttentionKernel::kFused;
+  // Dropout after the attention and MLP blocks, after the embedding and on the attention
+  // probabilities, with 1-byte masks kept for backward (Megatron-LM's default 0.1, as for GPT-3);
+  // Llama-family training uses none.
+  bool dropout = false;
+  // 0-based index of the layer in the model (MoE models mix dense and MoE layers).
+  int64_t layer = 0;
+};
+
+// The ops of one transformer layer on one tensor-parallel rank for one micro-batch of
+// |strategy.micro_batch| sequences of |strategy.seq_len / strategy.cp| tokens each: pre-norm
+// attention (MHA or GQA, Ainslie et al. 2023) and a dense MLP (2-matrix GeLU or 3-matrix SwiGLU),
+// as Megatron-LM runs them:
+// - Column-parallel QKV and MLP-up (gate and up fused), row-parallel output projection and
+//   MLP-down (Shoeybi et al. 2019, Section 3).
+// - Without sequence parallelism: one all-reduce of b*s*h elements after each block in forward
+//   and after each block's first GEMM's input gradient in backward (the f and g operators).
+// - With sequence parallelism (Korthikanti et al. 2022, Section 4.2.2): norms, dropout and
+//   residuals work on s/tp tokens; an all-gather before QKV and MLP-up, a reduce-scatter after the
+//   output projection and MLP-down; in backward their conjugates, plus an all-gather of the saved
+//   sequence-sharded input of QKV and MLP-up, issued before their dX GEMM, which the W GEMM of the
+//   same linear reads.
+// - With context parallelism: K and V of the other cp ranks' chunks are all-gathered before the
+//   attention (Llama 3, Dubey et al. 2024, Section 3.3.2; Megatron's ring exchange moves the same
+//   bytes), their gradients reduce-scattered after it.
+// - A mixture-of-experts layer (moe, from moe.first_dense_layers on) replaces the MLP with
+//   Megatron-core's all-to-all token dispatcher: router GEMM on the s/tp tokens of the rank and
+//   top-k; permute; all-to-all over ep of tokens_sp * top_k rows; all-gather over tp; the
+//   num_experts / ep local experts as batched GEMMs of tokens * top_k / local experts rows each
+//   (a balanced router), their MLP split over tp; then the way back, and the shared experts as a
+//   dense tp MLP. Requires sp when tp > 1, as Megatron-LM does.
+// |strategy.recompute| decides the saved bytes of the forward ops and the recompute list.
+// Activations are kept in 2-byte bf16 with fp8, whose GEMMs alone are fp8 (Transformer Engine).
+// Errors: InvalidArgument for sizes that do not split over tp/cp/ep or overflow, and for MoE with
+// tp > 1 without sp; Unimplemented for multi-head latent attention and for the unfused kernel with
+// GQA or cp > 1.
+Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy& strategy,
+                                          const LayerOpsOptions& options = {});
+
+// Megatron-LM pads the vocabulary to a multiple of 128 * tp so that every rank holds an equal
+// shard (megatron/training/tokenizer: _vocab_size_with_padding, --make-vocab-size-divisible-by).
+int64_t PaddedVocabSize(int64_t vocab_size, int64_t tp);
+
+// The input stage of the first pipeline stage: Megatron's VocabParallelEmbedding (each rank looks
+// up the tokens of its vocabulary shard, zeros elsewhere) then an all-reduce over tp; with
+// sequence parallelism and no learned positions a reduce-scatter instead, with learned positions
+// an all-reduce followed by a local split (megatron/core/models/common/embeddings/
+// language_model_embedding.py). The embedding table's gradient is W.
+Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strategy,
+                                   const LayerOpsOptions& options = {});
+
+// The output stage of the last pipeline stage: final norm, the column-parallel head GEMM to
+// V/tp logits, and Megatron's vocab_parallel_cross_entropy in fp32 with its three all-reduces of
+// one fp32 per token (max, predicted logit, sum of exponentials), which keeps the fp32 softmax
+// for backward (megatron/core/tensor_parallel/cross_entropy.py).
+Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy,
+                                const LayerOpsOptions& options = {});
+
+}  // namespace loom
+
+#endif  // LOOM_WORKLOAD_LAYER_OPS_H_

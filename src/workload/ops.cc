@@ -1,0 +1,173 @@
+#include "workload/ops.h"
+
+#include <array>
+#include <utility>
+
+namespace loom {
+namespace {
+
+constexpr std::pair<OpName, std::string_view> kOpNames[] = {
+    {OpName::kEmbedding, "embedding"},
+    {OpName::kEmbeddingReduce, "embedding_reduce"},
+    {OpName::kPositionEmbedding, "position_embedding"},
+    {OpName::kEmbeddingDropout, "embedding_dropout"},
+    {OpName::kEmbeddingDropoutGrad, "embedding_dropout.grad"},
+    {OpName::kEmbeddingGradAllGather, "embedding_grad_all_gather"},
+    {OpName::kEmbeddingWgrad, "embedding.wgrad"},
+    {OpName::kPositionEmbeddingWgrad, "position_embedding.wgrad"},
+    {OpName::kInputNorm, "input_norm"},
+    {OpName::kAttentionInputAllGather, "attn_input_all_gather"},
+    {OpName::kQkvProj, "qkv_proj"},
+    {OpName::kRotary, "rotary"},
+    {OpName::kCpKvAllGather, "cp_kv_all_gather"},
+    {OpName::kFlashAttention, "flash_attention"},
+    {OpName::kAttentionScores, "attn_scores"},
+    {OpName::kAttentionSoftmax, "attn_softmax"},
+    {OpName::kAttentionDropout, "attn_dropout"},
+    {OpName::kAttentionContext, "attn_context"},
+    {OpName::kOutProj, "out_proj"},
+    {OpName::kAttentionOutputReduce, "attn_output_reduce"},
+    {OpName::kAttentionResidual, "attn_residual"},
+    {OpName::kAttentionResidualGrad, "attn_residual.grad"},
+    {OpName::kAttentionOutputGradAllGather, "attn_output_grad_all_gather"},
+    {OpName::kOutProjDgrad, "out_proj.dgrad"},
+    {OpName::kCpKvRegather, "cp_kv_regather"},
+    {OpName::kFlashAttentionGrad, "flash_attention.grad"},
+    {OpName::kCpKvGradReduceScatter, "cp_kv_grad_reduce_scatter"},
+    {OpName::kAttentionContextDgradProbs, "attn_context.dgrad_probs"},
+    {OpName::kAttentionContextDgradValues, "attn_context.dgrad_values"},
+    {OpName::kAttentionDropoutGrad, "attn_dropout.grad"},
+    {OpName::kAttentionSoftmaxGrad, "attn_softmax.grad"},
+    {OpName::kAttentionScoresDgradQuery, "attn_scores.dgrad_query"},
+    {OpName::kAttentionScoresDgradKey, "attn_scores.dgrad_key"},
+    {OpName::kRotaryGrad, "rotary.grad"},
+    {OpName::kQkvProjDgrad, "qkv_proj.dgrad"},
+    {OpName::kAttentionInputRegather, "attn_input_regather"},
+    {OpName::kAttentionInputGradReduce, "attn_input_grad_reduce"},
+    {OpName::kInputNormGrad, "input_norm.grad"},
+    {OpName::kOutProjWgrad, "out_proj.wgrad"},
+    {OpName::kQkvProjWgrad, "qkv_proj.wgrad"},
+    {OpName::kPostAttentionNorm, "post_attn_norm"},
+    {OpName::kMlpInputAllGather, "mlp_input_all_gather"},
+    {OpName::kMlpUp, "mlp_up"},
+    {OpName::kMlpActivation, "mlp_act"},
+    {OpName::kMlpDown, "mlp_down"},
+    {OpName::kMlpOutputReduce, "mlp_output_reduce"},
+    {OpName::kMlpResidual, "mlp_residual"},
+    {OpName::kMlpResidualGrad, "mlp_residual.grad"},
+    {OpName::kMlpOutputGradAllGather, "mlp_output_grad_all_gather"},
+    {OpName::kMlpDownDgrad, "mlp_down.dgrad"},
+    {OpName::kMlpActivationGrad, "mlp_act.grad"},
+    {OpName::kMlpUpDgrad, "mlp_up.dgrad"},
+    {OpName::kMlpInputRegather, "mlp_input_regather"},
+    {OpName::kMlpInputGradReduce, "mlp_input_grad_reduce"},
+    {OpName::kPostAttentionNormGrad, "post_attn_norm.grad"},
+    {OpName::kMlpDownWgrad, "mlp_down.wgrad"},
+    {OpName::kMlpUpWgrad, "mlp_up.wgrad"},
+    {OpName::kRouter, "router"},
+    {OpName::kRouterTopK, "router_topk"},
+    {OpName::kMoePermute, "moe_permute"},
+    {OpName::kMoeDispatch, "moe_dispatch"},
+    {OpName::kMoeDispatchAllGather, "moe_dispatch_all_gather"},
+    {OpName::kMoeSortChunks, "moe_sort_chunks"},
+    {OpName::kExpertUp, "expert_up"},
+    {OpName::kExpertActivation, "expert_act"},
+    {OpName::kExpertDown, "expert_down"},
+    {OpName::kMoeUnsortChunks, "moe_unsort_chunks"},
+    {OpName::kMoeCombineReduceScatter, "moe_combine_reduce_scatter"},
+    {OpName::kMoeCombine, "moe_combine"},
+    {OpName::kMoeUnpermute, "moe_unpermute"},
+    {OpName::kMoeUnpermuteGrad, "moe_unpermute.grad"},
+    {OpName::kMoeCombineGrad, "moe_combine.grad"},
+    {OpName::kMoeCombineGradAllGather, "moe_combine_grad_all_gather"},
+    {OpName::kMoeUnsortChunksGrad, "moe_unsort_chunks.grad"},
+    {OpName::kExpertDownDgrad, "expert_down.dgrad"},
+    {OpName::kExpertActivationGrad, "expert_act.grad"},
+    {OpName::kExpertUpDgrad, "expert_up.dgrad"},
+    {OpName::kMoeSortChunksGrad, "moe_sort_chunks.grad"},
+    {OpName::kMoeDispatchGradReduceScatter, "moe_dispatch_grad_reduce_scatter"},
+    {OpName::kMoeDispatchGrad, "moe_dispatch.grad"},
+    {OpName::kMoePermuteGrad, "moe_permute.grad"},
+    {OpName::kRouterTopKGrad, "router_topk.grad"},
+    {OpName::kRouterDgrad, "router.dgrad"},
+    {OpName::kExpertDownWgrad, "expert_down.wgrad"},
+    {OpName::kExpertUpWgrad, "expert_up.wgrad"},
+    {OpName::kRouterWgrad, "router.wgrad"},
+    {OpName::kFinalNorm, "final_norm"},
+    {OpName::kHeadInputAllGather, "head_input_all_gather"},
+    {OpName::kOutputHead, "output_head"},
+    {OpName::kCrossEntropyMax, "cross_entropy_max"},
+    {OpName::kCrossEntropyMaxAllReduce, "cross_entropy_max_all_reduce"},
+    {OpName::kCrossEntropyExp, "cross_entropy_exp"},
+    {OpName::kCrossEntropyPredictedAllReduce, "cross_entropy_predicted_all_reduce"},
+    {OpName::kCrossEntropySumAllReduce, "cross_entropy_sum_all_reduce"},
+    {OpName::kCrossEntropyLoss, "cross_entropy_loss"},
+    {OpName::kCrossEntropyGrad, "cross_entropy.grad"},
+    {OpName::kOutputHeadDgrad, "output_head.dgrad"},
+    {OpName::kHeadInputRegather, "head_input_regather"},
+    {OpName::kHeadInputGradReduce, "head_input_grad_reduce"},
+    {OpName::kFinalNormGrad, "final_norm.grad"},
+    {OpName::kOutputHeadWgrad, "output_head.wgrad"},
+};
+
+// The table is indexed by the enum's value; this holds it in the order of the declaration.
+constexpr bool TableFollowsEnum() {
+  for (size_t i = 0; i < std::size(kOpNames); ++i) {
+    if (static_cast<size_t>(kOpNames[i].first) != i) return false;
+  }
+  return static_cast<size_t>(OpName::kOutputHeadWgrad) + 1 == std::size(kOpNames);
+}
+static_assert(TableFollowsEnum(), "kOpNames must list every OpName in declaration order");
+
+}  // namespace
+
+std::string_view OpNameString(OpName name) { return kOpNames[static_cast<size_t>(name)].second; }
+
+Op MakeGemm(OpName name, const GemmShape& shape, int64_t saved_bytes) {
+  return Op{name, OpKind::kGemm, shape, saved_bytes};
+}
+Op MakeAttention(OpName name, const AttentionShape& shape, int64_t saved_bytes) {
+  return Op{name, OpKind::kAttention, shape, saved_bytes};
+}
+Op MakeMemory(OpName name, const MemoryShape& shape, int64_t saved_bytes) {
+  return Op{name, OpKind::kMemoryBound, shape, saved_bytes};
+}
+Op MakeCollective(OpName name, const CollectiveShape& shape) {
+  return Op{name, OpKind::kCollective, shape, 0};
+}
+
+int64_t GemmFlops(const GemmShape& s) { return 2 * s.batch * s.m * s.n * s.k; }
+
+int64_t AttentionModelFlops(const AttentionShape& s) {
+  // Q K^T: 2 * seq_q * seq_kv * head_dim_qk per head; P V: 2 * seq_q * seq_kv * head_dim_v.
+  const int64_t forward = 2 * s.batch * s.heads * s.seq_q * s.seq_kv * (s.head_dim_qk + s.head_dim_v);
+  return s.backward ? 2 * forward : forward;
+}
+
+double AttentionKernelFlops(const AttentionShape& s) {
+  AttentionShape forward_shape = s;
+  forward_shape.backward = false;
+  double flops = static_cast<double>(AttentionModelFlops(forward_shape));
+  if (s.causal) flops *= static_cast<double>(s.seq_kv + 1) / static_cast<double>(2 * s.seq_kv);
+  return s.backward ? 2.5 * flops : flops;
+}
+
+int64_t OpFlops(const Op& op) {
+  if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) return GemmFlops(*gemm);
+  if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) return AttentionModelFlops(*attention);
+  return 0;
+}
+
+int64_t TotalFlops(const std::vector<Op>& ops) {
+  int64_t total = 0;
+  for (const Op& op : ops) total += OpFlops(op);
+  return total;
+}
+
+int64_t TotalSavedBytes(const std::vector<Op>& ops) {
+  int64_t total = 0;
+  for (const Op& op : ops) total += op.saved_bytes;
+  return total;
+}
+
+}  // namespace loom

@@ -1,0 +1,131 @@
+// Parameters per rank: a pipeline stage's share of the model, split over tensor and expert
+// parallel ranks as Megatron-LM splits them.
+
+#include <string>
+
+#include "core/checked.h"
+#include "workload/layer_ops.h"
+#include "workload/model_states.h"
+
+namespace loom {
+namespace {
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+std::string ModelName(const ModelSpec& m) {
+  if (!m.file.empty()) return m.file;
+  return m.name.empty() ? std::string("the model") : m.name;
+}
+
+// One layer's parameters on one tp rank, in checked integers.
+class ShardedLayer {
+ public:
+  ShardedLayer(const ModelSpec& m, int64_t tp) : m_(m), tp_(tp) {}
+
+  // Weight split over tp; a column-parallel bias is split with it, a row-parallel one replicated.
+  CheckedInt ColumnLinear(int64_t in, int64_t out, bool bias) const {
+    return CheckedInt(in) * (out / tp_) + (bias ? out / tp_ : 0);
+  }
+  CheckedInt RowLinear(int64_t in, int64_t out, bool bias) const {
+    return CheckedInt(in / tp_) * out + (bias ? out : 0);
+  }
+  CheckedInt Norm(int64_t width) const {
+    return CheckedInt(width) * (m_.norm == NormKind::kLayerNorm ? 2 : 1);
+  }
+
+  CheckedInt Attention() const {
+    const int64_t q = m_.num_heads * m_.head_dim;
+    const int64_t qkv = q + 2 * m_.num_kv_heads * m_.head_dim;
+    return ColumnLinear(m_.hidden_size, qkv, m_.attention_bias) +
+           RowLinear(q, m_.hidden_size, m_.attention_bias);
+  }
+  CheckedInt Mlp(int64_t ffn) const {
+    const int64_t up = m_.mlp == MlpKind::kGated ? 2 * ffn : ffn;
+    return ColumnLinear(m_.hidden_size, up, m_.mlp_bias) + RowLinear(ffn, m_.hidden_size, m_.mlp_bias);
+  }
+  // Attention, the two norms and the MLP or, in an MoE layer, the router and the shared experts.
+  CheckedInt Dense(bool moe) const {
+    CheckedInt common = Attention() + Norm(m_.hidden_size) * 2;
+    if (!moe) return common + Mlp(m_.intermediate_size);
+    const MoeSpec& e = *m_.moe;
+    return common + CheckedInt(e.num_experts) * m_.hidden_size +
+           CheckedInt(e.num_shared_experts) * Mlp(e.expert_intermediate_size);
+  }
+  CheckedInt RoutedExperts(int64_t ep) const {
+    return CheckedInt(m_.moe->num_experts / ep) * Mlp(m_.moe->expert_intermediate_size);
+  }
+
+ private:
+  const ModelSpec& m_;
+  int64_t tp_;
+};
+
+Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
+  if (m.mla) {
+    return Status::Unimplemented(
+        ModelName(m) +
+        ": parameters per rank of multi-head latent attention are not supported yet "
+        "(which of its low-rank projections Megatron splits over tp is not modelled)");
+  }
+  if (s.tp < 1 || s.pp < 1 || s.vpp < 1 || s.ep < 1) {
+    return Status::InvalidArgument("--tp, --pp, --vpp and --ep must be at least 1");
+  }
+  if (stage < 0 || stage >= s.pp) {
+    return Status::InvalidArgument("pipeline stage " + Str(stage) + " does not exist with --pp " + Str(s.pp) +
+                                   "; use a stage from 0 to " + Str(s.pp - 1));
+  }
+  if (m.num_layers % (s.pp * s.vpp) != 0) {
+    return Status::InvalidArgument(ModelName(m) + ": num_hidden_layers (" + Str(m.num_layers) +
+                                   ") is not divisible by pp * vpp (" + Str(s.pp * s.vpp) +
+                                   "); use a pp * vpp that divides it");
+  }
+  const bool split = m.num_heads % s.tp == 0 && m.num_kv_heads % s.tp == 0 &&
+                     m.intermediate_size % s.tp == 0 &&
+                     (!m.moe || m.moe->expert_intermediate_size % s.tp == 0);
+  if (!split) {
+    return Status::InvalidArgument(ModelName(m) + ": num_attention_heads (" + Str(m.num_heads) +
+                                   "), num_key_value_heads (" + Str(m.num_kv_heads) +
+                                   ") and the intermediate sizes must all be divisible by --tp " + Str(s.tp));
+  }
+  if (m.moe && m.moe->num_experts % s.ep != 0) {
+    return Status::InvalidArgument(ModelName(m) + ": the " + Str(m.moe->num_experts) +
+                                   " routed experts do not split over --ep " + Str(s.ep) +
+                                   "; use an ep that divides " + Str(m.moe->num_experts));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, int64_t stage) {
+  LOOM_RETURN_IF_ERROR(CheckSplits(m, s, stage));
+  const ShardedLayer layer(m, s.tp);
+  const int64_t chunk_layers = m.num_layers / (s.pp * s.vpp);
+  CheckedInt dense = 0;
+  CheckedInt expert = 0;
+  for (int64_t chunk = 0; chunk < s.vpp; ++chunk) {
+    const int64_t first = (chunk * s.pp + stage) * chunk_layers;
+    for (int64_t i = first; i < first + chunk_layers; ++i) {
+      const bool moe = m.moe.has_value() && i >= m.moe->first_dense_layers;
+      dense += layer.Dense(moe);
+      if (moe) expert += layer.RoutedExperts(s.ep);
+    }
+  }
+  const CheckedInt vocab_shard = CheckedInt(PaddedVocabSize(m.vocab_size, s.tp) / s.tp) * m.hidden_size;
+  if (stage == 0) {
+    dense += vocab_shard;
+    if (m.position == PositionKind::kLearnedAbsolute)
+      dense += CheckedInt(m.max_position_embeddings) * m.hidden_size;
+  }
+  if (stage == s.pp - 1) {
+    dense += layer.Norm(m.hidden_size);
+    if (!m.tie_word_embeddings || s.pp > 1) dense += vocab_shard;
+  }
+  if (dense.overflowed() || expert.overflowed()) {
+    return Status::InvalidArgument(ModelName(m) + ": the parameter count of pipeline stage " + Str(stage) +
+                                   " overflows 64 bits; check the model's sizes");
+  }
+  return RankParameters{dense.value(), expert.value()};
+}
+
+}  // namespace loom

@@ -1,0 +1,172 @@
+// The step graph executed by the engine against the closed forms of pipeline parallelism, with
+// equal stage times and free communication: the bubbles must emerge from the timing.
+
+#include "sim/step_graph.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "sim/engine.h"
+#include "sim/memory_tracker.h"
+
+namespace loom {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+// Every virtual stage costs |f| forward, |b| input-backward and |w| weight-backward (ms), and
+// keeps one byte of activations per micro-batch.
+std::vector<ChunkCost> EqualCosts(int32_t virtual_stages, int64_t f, int64_t b, int64_t w) {
+  ChunkCost c;
+  c.forward.time = SimTime::FromNanos(f * kMs);
+  c.backward_input.time = SimTime::FromNanos(b * kMs);
+  c.backward_weight.time = SimTime::FromNanos(w * kMs);
+  c.kept_activation_bytes = 1;
+  return std::vector<ChunkCost>(static_cast<size_t>(virtual_stages), c);
+}
+
+StepGraphConfig FreeCommunication(int32_t stages) {
+  StepGraphConfig config;
+  config.optimizer_time.assign(static_cast<size_t>(stages), SimTime());
+  config.param_gather_time.assign(static_cast<size_t>(stages), SimTime());
+  return config;
+}
+
+struct PipelineRun {
+  StepGraph step;
+  StepTimeline timeline;
+};
+
+PipelineRun BuildAndRun(PipelineKind kind, int32_t p, int32_t m, int32_t chunks, const std::vector<ChunkCost>& costs,
+                const StepGraphConfig& config) {
+  Result<PipelineSchedule> schedule = BuildSchedule(kind, p, m, chunks);
+  EXPECT_TRUE(schedule.ok()) << schedule.status().message();
+  PipelineRun run{BuildStepGraph(*schedule, costs, config), {}};
+  Result<StepTimeline> timeline = Simulate(run.step.graph);
+  EXPECT_TRUE(timeline.ok()) << timeline.status().message();
+  run.timeline = *timeline;
+  return run;
+}
+
+// 1 - busy / (stages * makespan) over the compute streams.
+double BubbleFraction(const PipelineRun& run) {
+  double busy = 0;
+  for (int32_t s = 0; s < run.step.stages; ++s) busy += run.timeline.stream_busy[run.step.compute_stream[s]].ToSeconds();
+  return 1.0 - busy / (run.step.stages * run.timeline.makespan.ToSeconds());
+}
+
+TEST(StepGraph, GpipeAnd1F1BBubbleIsPMinusOneOverMPlusPMinusOne) {
+  for (PipelineKind kind : {PipelineKind::kGpipe, PipelineKind::k1F1B}) {
+    for (auto [p, m] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{3, 1}}) {
+      PipelineRun run = BuildAndRun(kind, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+      EXPECT_NEAR(BubbleFraction(run), double(p - 1) / (m + p - 1), 1e-9) << "p " << p << " m " << m;
+      EXPECT_EQ(run.timeline.makespan.nanos(), (m + p - 1) * 3 * kMs);
+    }
+  }
+}
+
+TEST(StepGraph, InterleavingDividesTheBubbleTimeByTheChunkCount) {
+  const int32_t p = 4, m = 8;
+  PipelineRun plain = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 4, 4, 4), FreeCommunication(p));
+  for (int32_t v : {2, 4}) {
+    // The same model in v chunks per stage: each chunk does 1/v of the work.
+    PipelineRun inter = BuildAndRun(PipelineKind::kInterleaved, p, m, v, EqualCosts(p * v, 4 / v, 4 / v, 4 / v),
+                            FreeCommunication(p));
+    const int64_t busy = int64_t{m} * 12 * kMs;
+    EXPECT_EQ(inter.timeline.makespan.nanos() - busy, (plain.timeline.makespan.nanos() - busy) / v) << "v " << v;
+  }
+}
+
+TEST(StepGraph, ZeroBubbleH1HasAThirdOf1F1BsBubble) {
+  const int32_t p = 8, m = 32;
+  PipelineRun one_f_one_b = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+  PipelineRun zb = BuildAndRun(PipelineKind::kZbH1, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+  const int64_t busy = int64_t{m} * 3 * kMs;
+  const double ratio = double(zb.timeline.makespan.nanos() - busy) / double(one_f_one_b.timeline.makespan.nanos() - busy);
+  // Qi et al. 2024: (p-1)(T_F + T_B - T_W) versus (p-1)(T_F + T_B + T_W).
+  EXPECT_NEAR(ratio, 1.0 / 3.0, 1e-9);
+}
+
+int64_t PeakActivations(const PipelineRun& run, int32_t rank) {
+  Result<MemoryReport> memory = TrackMemory(run.step.graph, run.timeline, {});
+  EXPECT_TRUE(memory.ok());
+  return memory->ranks[rank].peak_bytes_by_pool[run.step.activations];
+}
+
+TEST(StepGraph, OneFOneBStageHoldsPMinusIMicroBatchesGpipeHoldsAll) {
+  const int32_t p = 4;
+  for (int32_t m : {2, 8}) {
+    PipelineRun run = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+    PipelineRun gpipe = BuildAndRun(PipelineKind::kGpipe, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+    for (int32_t stage = 0; stage < p; ++stage) {
+      EXPECT_EQ(PeakActivations(run, stage), std::min(p - stage, m)) << "m " << m << " stage " << stage;
+      EXPECT_EQ(PeakActivations(gpipe, stage), m);
+    }
+  }
+}
+
+TEST(StepGraph, FullReplicasGiveTheSymmetricStepTime) {
+  const int32_t p = 4, m = 8;
+  StepGraphConfig config = FreeCommunication(p);
+  config.p2p_time = SimTime::FromMicros(300);
+  config.buckets.assign(p, 3);
+  config.bucket_time.assign(p, SimTime::FromMicros(700));
+  config.optimizer_time.assign(p, SimTime::FromMicros(500));
+  config.param_gather_time.assign(p, SimTime::FromMicros(200));
+  PipelineRun one = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 2, 2, 2), config);
+  config.replicas = 4;
+  PipelineRun all = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 2, 2, 2), config);
+  EXPECT_EQ(all.step.graph.num_ranks(), 16);
+  EXPECT_EQ(all.timeline.makespan, one.timeline.makespan);
+  // The gradient buckets overlap the last backward: only the last bucket, the optimizer and the
+  // weight gather come after the pipeline's last pass.
+  SimTime pipeline_end;
+  for (TaskId id = 0; id < one.step.graph.num_tasks(); ++id) {
+    if (one.step.graph.task(id).category == one.step.compute_category) pipeline_end = Max(pipeline_end, one.timeline.end[id]);
+  }
+  EXPECT_EQ((one.timeline.makespan - pipeline_end).nanos(), 700'000 + 500'000 + 200'000);
+}
+
+TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
+  struct Case {
+    PipelineKind kind;
+    int32_t chunks;
+  };
+  for (Case c : {Case{PipelineKind::kGpipe, 1}, Case{PipelineKind::k1F1B, 1}, Case{PipelineKind::kInterleaved, 2},
+                 Case{PipelineKind::kInterleaved, 4}, Case{PipelineKind::kZbH1, 1}, Case{PipelineKind::kZbV, 2},
+                 Case{PipelineKind::kDualPipeV, 2}}) {
+    for (int32_t p : {1, 2, 3, 4, 8, 16}) {
+      for (int32_t m : {1, 2, 3, 5, 8, 16, 33, 64}) {
+        Result<PipelineSchedule> schedule = BuildSchedule(c.kind, p, m, c.chunks);
+        if (!schedule.ok()) continue;  // a combination the schedule rejects, with a message
+        StepGraphConfig config = FreeCommunication(p);
+        config.p2p_time = SimTime::FromMicros(50);
+        StepGraph step = BuildStepGraph(*schedule, EqualCosts(p * c.chunks, 3, 2, 1), config);
+        ASSERT_TRUE(step.graph.Validate().ok()) << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+        Result<StepTimeline> t = Simulate(step.graph);
+        ASSERT_TRUE(t.ok()) << t.status().message();
+        for (const Dependency& d : step.graph.dependencies()) {
+          ASSERT_LE(t->end[d.before], t->start[d.after]);
+        }
+        // F of every (micro-batch, virtual stage) once, and its backward once: BW, or B then W.
+        int64_t f = 0, b = 0, w = 0, bw = 0;
+        for (const Task& task : step.graph.tasks()) {
+          if (task.category != step.compute_category) continue;
+          const std::string_view name = step.graph.Name(task.name);
+          f += name.starts_with("F ");
+          b += name.starts_with("B ");
+          w += name.starts_with("W ");
+          bw += name.starts_with("BW ");
+        }
+        const int64_t per_pass = int64_t{m} * p * c.chunks;
+        EXPECT_EQ(f, per_pass) << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+        EXPECT_EQ(b + bw, per_pass) << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+        EXPECT_EQ(w, b);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace loom
