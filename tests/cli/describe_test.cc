@@ -1,31 +1,13 @@
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/run_loom.h"
 
 namespace loom {
 namespace {
-
-struct CommandResult {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-CommandResult Loom(std::vector<std::string> args) {
-  args.insert(args.begin(), "loom");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  int code = RunLoom(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
-
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
 
 TEST(Describe, JsonHasParametersFlopsAndStates) {
   CommandResult r = Loom({"describe", "--model", Shipped("models/llama3-70b.json"), "--json"});

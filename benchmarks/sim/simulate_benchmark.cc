@@ -1,0 +1,37 @@
+// Time of one `loom simulate` of GPT-3 175B on 1024 A100s (TP8 PP16 DP8, micro-batch 1, global
+// batch 1536, interleaved schedule with 2 chunks per stage): loading excluded, everything from
+// strategy checks to the memory report included.
+
+#include <benchmark/benchmark.h>
+
+#include "sim/simulator.h"
+#include "spec/scenario.h"
+
+namespace loom {
+namespace {
+
+void BM_SimulateGpt3On1024Gpus(benchmark::State& state) {
+  const std::string root = LOOM_SOURCE_DIR;
+  Result<Scenario> scenario = LoadScenario(root + "/scenarios/gpt3-175b-1024gpu.json");
+  Result<ModelSpec> model = LoadModelSpec(scenario->model_path);
+  Result<ClusterSpec> cluster = LoadClusterSpec(scenario->cluster_path, scenario->nodes);
+  if (!scenario.ok() || !model.ok() || !cluster.ok()) {
+    state.SkipWithError("cannot load scenarios/gpt3-175b-1024gpu.json");
+    return;
+  }
+  int64_t tasks = 0;
+  for (auto _ : state) {
+    Result<SimulationResult> result = SimulateTrainingStep(*model, *cluster, scenario->strategy);
+    if (!result.ok()) {
+      state.SkipWithError(result.status().message().c_str());
+      return;
+    }
+    tasks = result->step.graph.num_tasks();
+    benchmark::DoNotOptimize(result->step_time_s);
+  }
+  state.counters["tasks"] = static_cast<double>(tasks);
+}
+BENCHMARK(BM_SimulateGpt3On1024Gpus)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace loom

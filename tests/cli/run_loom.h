@@ -1,0 +1,32 @@
+#ifndef LOOM_TESTS_CLI_RUN_LOOM_H_
+#define LOOM_TESTS_CLI_RUN_LOOM_H_
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/app.h"
+
+namespace loom {
+
+// The exit code and the output of one in-process `loom` run.
+struct CommandResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+inline CommandResult Loom(std::vector<std::string> args) {
+  args.insert(args.begin(), "loom");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  int code = RunLoom(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+inline std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+
+}  // namespace loom
+
+#endif  // LOOM_TESTS_CLI_RUN_LOOM_H_

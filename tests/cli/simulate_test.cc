@@ -1,0 +1,80 @@
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_loom.h"
+
+namespace loom {
+namespace {
+
+TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
+  CommandResult r = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(r.out);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : j.items()) keys.push_back(key);
+  const std::vector<std::string> expected = {
+      "schema", "step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu", "bubble_fraction",
+      "peak_memory_bytes", "fits_in_memory", "stages", "breakdown", "memory_limit_bytes"};
+  EXPECT_EQ(keys, expected);
+  EXPECT_EQ(j["schema"], "loom.simulate/1");
+  EXPECT_EQ(j["stages"].size(), 16u);
+  for (const char* key : {"stage", "peak_memory_bytes", "compute_s", "bubble_s"}) {
+    EXPECT_TRUE(j["stages"][0].contains(key)) << key;
+  }
+  for (const char* key : {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s"}) {
+    EXPECT_TRUE(j["breakdown"].contains(key)) << key;
+  }
+  EXPECT_GT(j["mfu"].get<double>(), 0.0);
+  EXPECT_LT(j["mfu"].get<double>(), 1.0);
+}
+
+TEST(Simulate, SameInputGivesByteIdenticalJsonAndTrace) {
+  const std::string trace_a = ::testing::TempDir() + "trace_a.json";
+  const std::string trace_b = ::testing::TempDir() + "trace_b.json";
+  CommandResult a = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json", "--trace", trace_a});
+  CommandResult b = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json", "--trace", trace_b});
+  ASSERT_EQ(a.code, kExitOk) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  std::stringstream ta, tb;
+  ta << std::ifstream(trace_a).rdbuf();
+  tb << std::ifstream(trace_b).rdbuf();
+  EXPECT_GT(ta.str().size(), 1000u);
+  EXPECT_EQ(ta.str(), tb.str());
+  EXPECT_TRUE(nlohmann::json::accept(ta.str()));
+}
+
+TEST(Simulate, FlagsGiveTheSameStepAsTheScenario) {
+  CommandResult flags = Loom({"simulate", "--model", Shipped("models/gpt3-175b.json"), "--cluster",
+                              Shipped("hardware/clusters/dgx-a100.json"), "--nodes", "128", "--tp", "8", "--pp", "16",
+                              "--dp", "8", "--vpp", "2", "--sp", "--schedule", "interleaved", "--micro-batch", "1",
+                              "--global-batch", "1536", "--recompute", "selective", "--zero", "1", "--json"});
+  CommandResult scenario = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json"});
+  ASSERT_EQ(flags.code, kExitOk) << flags.err;
+  EXPECT_EQ(flags.out, scenario.out);
+}
+
+TEST(Simulate, BrokenRulesAreBadInputNamingTheFlags) {
+  CommandResult r = Loom({"simulate", "--model", Shipped("models/gpt3-175b.json"), "--cluster",
+                          Shipped("hardware/clusters/dgx-a100.json"), "--tp", "16", "--pp", "5"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--tp 16"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--pp 5"), std::string::npos) << r.err;
+}
+
+TEST(Simulate, NeedsAModelAndAClusterOrAScenario) {
+  CommandResult r = Loom({"simulate", "--tp", "8"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("needs --model and --cluster, or a scenario file"), std::string::npos) << r.err;
+}
+
+TEST(Simulate, UnknownScheduleIsAUsageError) {
+  CommandResult r = Loom({"simulate", "--model", "m.json", "--cluster", "c.json", "--schedule", "1f1b-int"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("1f1b-int"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace loom
