@@ -86,9 +86,9 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
     const Task& t = g.task(id);
     const int32_t rank = g.rank_of(id);
     if (rank >= step.stages) continue;
-    if (t.category == step.compute_category) {
+    if (t.category == step.compute_category || t.category == step.tp_category) {
       busy[rank] += t.duration.ToSeconds();
-      tp[rank] += step.tp_comm[id].ToSeconds();
+      if (t.category == step.tp_category) tp[rank] += t.duration.ToSeconds();
       pipeline_end = Max(pipeline_end, r.timeline.end[id]);
     } else if (t.category == step.optimizer_category) {
       optimizer[rank] += t.duration.ToSeconds();

@@ -8,27 +8,30 @@ namespace {
 
 constexpr TaskId kNone = -1;
 
+// The tasks of one pass: its compute and, when it has tensor-parallel collectives, the task on the
+// tp stream that ends it. Incoming dependencies go to |first|, outgoing ones leave from |last|.
+struct PassTasks {
+  TaskId first = kNone;
+  TaskId last = kNone;
+};
+
 // Task ids of one replica's passes, by (virtual stage, micro-batch).
 struct PassIds {
   explicit PassIds(int32_t virtual_stages, int32_t micro_batches)
       : micro_batches_(micro_batches),
-        f_(Size(virtual_stages, micro_batches), kNone),
-        b_first_(Size(virtual_stages, micro_batches), kNone),
-        b_last_(Size(virtual_stages, micro_batches), kNone),
-        w_last_(Size(virtual_stages, micro_batches), kNone) {}
+        f_(Size(virtual_stages, micro_batches)),
+        b_(Size(virtual_stages, micro_batches)) {}
 
   static size_t Size(int32_t v, int32_t m) { return static_cast<size_t>(v) * static_cast<size_t>(m); }
   size_t At(int32_t v, int32_t mb) const { return static_cast<size_t>(v) * micro_batches_ + mb; }
 
-  TaskId& f(int32_t v, int32_t mb) { return f_[At(v, mb)]; }
-  TaskId& b_first(int32_t v, int32_t mb) { return b_first_[At(v, mb)]; }
-  TaskId& b_last(int32_t v, int32_t mb) { return b_last_[At(v, mb)]; }
-  // The task that ends the micro-batch's backward of the chunk: W if split, else BW.
-  TaskId& w_last(int32_t v, int32_t mb) { return w_last_[At(v, mb)]; }
+  PassTasks& f(int32_t v, int32_t mb) { return f_[At(v, mb)]; }
+  // The input-gradient pass: B, or BW when the schedule does not split W.
+  PassTasks& b(int32_t v, int32_t mb) { return b_[At(v, mb)]; }
 
  private:
   size_t micro_batches_;
-  std::vector<TaskId> f_, b_first_, b_last_, w_last_;
+  std::vector<PassTasks> f_, b_;
 };
 
 class Builder {
@@ -41,7 +44,7 @@ class Builder {
  private:
   void AddRank(int32_t rank);
   void AddPasses(int32_t replica, int32_t stage, PassIds& ids);
-  TaskId AddCompute(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free);
+  PassTasks AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free);
   void AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk, PassIds& ids);
   void Connect(int32_t replica, PassIds& ids);
   TaskId Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, TaskId before, TaskId after);
@@ -52,7 +55,9 @@ class Builder {
   const std::vector<ChunkCost>& costs_;
   const StepGraphConfig& config_;
   StepGraph step_;
-  std::vector<StreamId> pp_stream_, dp_stream_;
+  std::vector<StreamId> tp_stream_, pp_stream_, dp_stream_;
+  // Per rank: the tp task that ended the previous pass, which the next compute task waits for.
+  std::vector<TaskId> pending_tp_;
   std::vector<LinkId> links_;  // per replica, stage boundary and direction
   std::vector<NameId> pass_names_;  // per (pass kind, virtual stage)
   // Per replica and virtual stage: the bucket segments of the chunk's last backward.
@@ -67,6 +72,7 @@ StepGraph Builder::Build() {
   step_.activations = g.AddPool("activations");
   step_.recompute = g.AddPool("recompute");
   step_.compute_category = g.Intern("compute");
+  step_.tp_category = g.Intern("tp");
   step_.pp_category = g.Intern("pp");
   step_.dp_category = g.Intern("dp");
   step_.optimizer_category = g.Intern("optimizer");
@@ -98,22 +104,32 @@ StepGraph Builder::Build() {
 void Builder::AddRank(int32_t rank) {
   TaskGraph& g = step_.graph;
   step_.compute_stream.push_back(g.AddStream(rank, "compute"));
+  tp_stream_.push_back(g.AddStream(rank, "tp"));
+  pending_tp_.push_back(kNone);
   pp_stream_.push_back(g.AddStream(rank, "pp"));
   dp_stream_.push_back(g.AddStream(rank, "dp"));
 }
 
-TaskId Builder::AddCompute(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free) {
-  Task task;
-  task.stream = step_.compute_stream[rank];
-  task.duration = cost.time;
-  task.name = name;
-  task.category = step_.compute_category;
-  task.alloc_at_start_bytes = alloc;
-  task.free_at_end_bytes = free;
-  task.pool = step_.activations;
-  TaskId id = step_.graph.AddTask(task);
-  step_.tp_comm.push_back(cost.tp_comm);
-  return id;
+// Megatron-LM's tensor-parallel collectives block the next kernel, so a pass runs its kernels and
+// then its collectives (their total time; the op order inside a pass changes no end time), and the
+// next pass on the rank starts after both.
+PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free) {
+  const bool has_tp = cost.tp_comm > SimTime();
+  Task compute{.stream = step_.compute_stream[rank], .duration = cost.time - cost.tp_comm, .name = name,
+               .category = step_.compute_category, .alloc_at_start_bytes = alloc,
+               .free_at_end_bytes = has_tp ? 0 : free, .pool = step_.activations};
+  PassTasks pass;
+  pass.first = pass.last = step_.graph.AddTask(compute);
+  if (pending_tp_[rank] != kNone) step_.graph.AddDependency(pending_tp_[rank], pass.first);
+  pending_tp_[rank] = kNone;
+  if (has_tp) {
+    Task tp{.stream = tp_stream_[rank], .duration = cost.tp_comm, .name = name, .category = step_.tp_category,
+            .free_at_end_bytes = free, .pool = step_.activations};
+    pass.last = step_.graph.AddTask(tp);
+    step_.graph.AddDependency(pass.first, pass.last);
+    pending_tp_[rank] = pass.last;
+  }
+  return pass;
 }
 
 void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
@@ -129,7 +145,7 @@ void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
     const int32_t v = schedule_.VirtualStage(stage, item.chunk);
     const ChunkCost& cost = costs_[v];
     if (item.pass == Pass::kF) {
-      ids.f(v, item.micro_batch) = AddCompute(rank, pass_names_[v], cost.forward, cost.kept_activation_bytes, 0);
+      ids.f(v, item.micro_batch) = AddPass(rank, pass_names_[v], cost.forward, cost.kept_activation_bytes, 0);
       continue;
     }
     AddBackward(replica, stage, item, last_backward[item.chunk] == i, ids);
@@ -146,9 +162,8 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
   const ChunkCost& cost = costs_[v];
   const int32_t mb = item.micro_batch;
   if (item.pass == Pass::kB) {
-    TaskId b = AddCompute(rank, pass_names_[v_count + v], cost.backward_input, cost.recompute_activation_bytes,
-                          cost.recompute_activation_bytes);
-    ids.b_first(v, mb) = ids.b_last(v, mb) = b;
+    ids.b(v, mb) = AddPass(rank, pass_names_[v_count + v], cost.backward_input, cost.recompute_activation_bytes,
+                           cost.recompute_activation_bytes);
     return;
   }
   PassCost pass = cost.backward_weight;
@@ -161,24 +176,22 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
   const int64_t recompute = item.pass == Pass::kBW ? cost.recompute_activation_bytes : 0;
   const int32_t segments = last_of_chunk && !config_.buckets.empty() ? std::max(1, config_.buckets[v]) : 1;
   std::vector<TaskId>& bucket_tasks = bucket_segments_[static_cast<size_t>(replica) * v_count + v];
-  TaskId first = kNone, last = kNone;
+  PassTasks whole;
   for (int32_t seg = 0; seg < segments; ++seg) {
+    // Equal slices; the first takes the nanoseconds the division leaves over.
     PassCost slice = pass;
-    slice.time = SimTime::FromNanos(pass.time.nanos() / segments + (seg == 0 ? pass.time.nanos() % segments : 0));
     slice.tp_comm = SimTime::FromNanos(pass.tp_comm.nanos() / segments);
+    slice.time = slice.tp_comm + SimTime::FromNanos((pass.time - pass.tp_comm).nanos() / segments +
+                                                    (seg == 0 ? (pass.time - pass.tp_comm).nanos() % segments : 0));
     const bool is_last = seg + 1 == segments;
-    TaskId id = AddCompute(rank, name, slice, seg == 0 ? recompute : 0,
-                           is_last ? cost.kept_activation_bytes + recompute : 0);
-    if (first == kNone) first = id;
-    last = id;
-    if (last_of_chunk && !config_.buckets.empty()) bucket_tasks.push_back(id);
+    PassTasks part = AddPass(rank, name, slice, seg == 0 ? recompute : 0,
+                             is_last ? cost.kept_activation_bytes + recompute : 0);
+    if (whole.first == kNone) whole.first = part.first;
+    whole.last = part.last;
+    if (last_of_chunk && !config_.buckets.empty()) bucket_tasks.push_back(part.last);
   }
-  if (item.pass == Pass::kBW) {
-    ids.b_first(v, mb) = first;
-    ids.b_last(v, mb) = last;
-  }
-  ids.w_last(v, mb) = last;
-  if (item.pass == Pass::kW) step_.graph.AddDependency(ids.b_last(v, mb), first);
+  if (item.pass == Pass::kBW) ids.b(v, mb) = whole;
+  if (item.pass == Pass::kW) step_.graph.AddDependency(ids.b(v, mb).last, whole.first);
 }
 
 TaskId Builder::Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, TaskId before, TaskId after) {
@@ -191,7 +204,6 @@ TaskId Builder::Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, 
   task.name = step_.pp_category;
   task.category = step_.pp_category;
   TaskId id = step_.graph.AddTask(task);
-  step_.tp_comm.push_back(SimTime());
   step_.graph.AddDependency(before, id);
   step_.graph.AddDependency(id, after);
   return id;
@@ -217,9 +229,9 @@ void Builder::Connect(int32_t replica, PassIds& ids) {
   for (int32_t v = 0; v < v_count; ++v) {
     const int32_t stage = schedule_.Place(v).stage;
     for (int32_t mb = 0; mb < schedule_.micro_batches; ++mb) {
-      if (v > 0) link(ids.f(v - 1, mb), ids.f(v, mb), schedule_.Place(v - 1).stage, stage);
-      step_.graph.AddDependency(ids.f(v, mb), ids.b_first(v, mb));
-      if (v + 1 < v_count) link(ids.b_last(v + 1, mb), ids.b_first(v, mb), schedule_.Place(v + 1).stage, stage);
+      if (v > 0) link(ids.f(v - 1, mb).last, ids.f(v, mb).first, schedule_.Place(v - 1).stage, stage);
+      step_.graph.AddDependency(ids.f(v, mb).last, ids.b(v, mb).first);
+      if (v + 1 < v_count) link(ids.b(v + 1, mb).last, ids.b(v, mb).first, schedule_.Place(v + 1).stage, stage);
     }
   }
   std::sort(transfers.begin(), transfers.end(),
@@ -244,7 +256,6 @@ void Builder::AddGradientReduction() {
           Task task{.stream = dp_stream_[Rank(replica, stage)], .duration = config_.bucket_time[v], .name = reduce,
                     .category = step_.dp_category};
           TaskId id = g.AddTask(task);
-          step_.tp_comm.push_back(SimTime());
           g.AddDependency(segs[std::min<size_t>(bucket, segs.size() - 1)], id);
           members.push_back(id);
           per_replica[replica].push_back(id);
@@ -258,13 +269,12 @@ void Builder::AddGradientReduction() {
       Task opt{.stream = step_.compute_stream[rank], .duration = config_.optimizer_time[stage], .name = optimizer,
                .category = step_.optimizer_category};
       TaskId opt_id = g.AddTask(opt);
-      step_.tp_comm.push_back(SimTime());
+      if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], opt_id);
       for (TaskId t : per_replica[replica]) g.AddDependency(t, opt_id);
       if (config_.param_gather_time[stage] > SimTime()) {
         Task all_gather{.stream = dp_stream_[rank], .duration = config_.param_gather_time[stage], .name = gather,
                         .category = step_.dp_category};
         TaskId ag = g.AddTask(all_gather);
-        step_.tp_comm.push_back(SimTime());
         g.AddDependency(opt_id, ag);
         gathers.push_back(ag);
       }

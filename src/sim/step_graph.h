@@ -36,19 +36,20 @@ struct StepGraph {
   TaskGraph graph;
   int32_t stages = 0;
   int32_t replicas = 0;
-  // Rank r is stage r % stages of replica r / stages. Streams of rank r: compute, pp, dp.
+  // Rank r is stage r % stages of replica r / stages. Streams of rank r: compute, tp, pp, dp.
   std::vector<StreamId> compute_stream;  // indexed by rank
   PoolId model_states = kDefaultPool;  // weights, gradients, optimizer states (a baseline)
   PoolId activations = kDefaultPool;
   PoolId recompute = kDefaultPool;
-  NameId compute_category = kEmptyName, pp_category = kEmptyName, dp_category = kEmptyName,
-         optimizer_category = kEmptyName;
-  // Indexed by TaskId: the part of each compute task spent in tensor-parallel collectives.
-  std::vector<SimTime> tp_comm;
+  // Task categories: kernels of a pass, its tensor-parallel collectives, pipeline transfers,
+  // data-parallel collectives, the optimizer step.
+  NameId compute_category = kEmptyName, tp_category = kEmptyName, pp_category = kEmptyName,
+         dp_category = kEmptyName, optimizer_category = kEmptyName;
 };
 
-// Builds the step: every stage runs |schedule|'s order on its compute stream, with the true
-// dependencies of schedule.h; a transfer between stages is a task on the sender's pp stream that
+// Builds the step: every stage runs |schedule|'s order on its compute stream, each pass's
+// tensor-parallel collectives after its kernels on the tp stream, with the true dependencies of
+// schedule.h; a transfer between stages is a task on the sender's pp stream that
 // holds the link to the receiver; activations are allocated when F starts and freed when the
 // micro-batch's W (or BW) ends; a recompute buffer lives for each B. The last backward of each
 // chunk is cut into its gradient buckets, so that the reduction of a bucket overlaps the rest of
