@@ -5,6 +5,7 @@
 #include "cost/comm_model.h"
 #include "cost/compute_model.h"
 #include "schedule/schedule.h"
+#include "sim/critical_path.h"
 #include "sim/pass_costs.h"
 #include "workload/model_states.h"
 
@@ -126,6 +127,21 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
   r.fits_in_memory = r.peak_memory_bytes <= r.memory_limit_bytes;
 }
 
+CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimeline& timeline) {
+  CriticalPathSummary summary;
+  for (const CriticalStep& critical : CriticalPath(step.graph, timeline)) {
+    const Task& t = step.graph.task(critical.task);
+    const double s = (timeline.end[critical.task] - timeline.start[critical.task]).ToSeconds();
+    ++summary.tasks;
+    if (t.category == step.compute_category) summary.compute_s += s;
+    if (t.category == step.tp_category) summary.tp_comm_s += s;
+    if (t.category == step.pp_category) summary.pp_comm_s += s;
+    if (t.category == step.dp_category) summary.dp_comm_s += s;
+    if (t.category == step.optimizer_category) summary.optimizer_s += s;
+  }
+  return summary;
+}
+
 }  // namespace
 
 Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
@@ -159,6 +175,7 @@ Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const Clus
   if (!memory.ok()) return memory.status();
   result.memory = std::move(memory).value();
   Summarize(model, cluster, strategy, *costs, result);
+  result.critical_path = SummarizeCriticalPath(result.step, result.timeline);
   return result;
 }
 

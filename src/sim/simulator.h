@@ -38,6 +38,16 @@ struct StepBreakdown {
   double optimizer_s = 0;
 };
 
+// Where the chain of tasks that bounds the step spends its time (it sums to the step time).
+struct CriticalPathSummary {
+  int64_t tasks = 0;
+  double compute_s = 0;
+  double tp_comm_s = 0;
+  double pp_comm_s = 0;
+  double dp_comm_s = 0;
+  double optimizer_s = 0;
+};
+
 struct SimulationResult {
   double step_time_s = 0;
   double tokens_per_s = 0;
@@ -50,6 +60,7 @@ struct SimulationResult {
   bool fits_in_memory = false;
   std::vector<StageResult> stages;
   StepBreakdown breakdown;
+  CriticalPathSummary critical_path;
 
   // The simulated step, for traces.
   StepGraph step;

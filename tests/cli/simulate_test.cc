@@ -17,7 +17,7 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
   for (const auto& [key, value] : j.items()) keys.push_back(key);
   const std::vector<std::string> expected = {
       "schema", "step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu", "bubble_fraction",
-      "peak_memory_bytes", "fits_in_memory", "stages", "breakdown", "memory_limit_bytes"};
+      "peak_memory_bytes", "fits_in_memory", "stages", "breakdown", "memory_limit_bytes", "critical_path"};
   EXPECT_EQ(keys, expected);
   EXPECT_EQ(j["schema"], "loom.simulate/1");
   EXPECT_EQ(j["stages"].size(), 16u);

@@ -63,6 +63,11 @@ TEST(Simulator, MfuIsModelFlopsOverStepTimeGpusAndPeak) {
   EXPECT_EQ(r->stages.size(), 8u);
   const StepBreakdown& b = r->breakdown;
   EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.bubble_s + b.optimizer_s, r->step_time_s, 1e-6);
+  // The critical path has no gaps: its tasks' times add up to the step.
+  const CriticalPathSummary& c = r->critical_path;
+  EXPECT_NEAR(c.compute_s + c.tp_comm_s + c.pp_comm_s + c.dp_comm_s + c.optimizer_s, r->step_time_s, 1e-6);
+  EXPECT_GT(c.tp_comm_s, 0);
+  EXPECT_GT(c.optimizer_s, 0);
 }
 
 TEST(Simulator, FullRecomputeCostsTimeAndSavesMemory) {
