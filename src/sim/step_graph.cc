@@ -44,7 +44,8 @@ class Builder {
  private:
   void AddRank(int32_t rank);
   void AddPasses(int32_t replica, int32_t stage, PassIds& ids);
-  PassTasks AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free);
+  PassTasks AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free,
+                    int64_t recompute_bytes = 0);
   void AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk, PassIds& ids);
   void Connect(int32_t replica, PassIds& ids);
   TaskId Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, TaskId before, TaskId after);
@@ -113,7 +114,10 @@ void Builder::AddRank(int32_t rank) {
 // Megatron-LM's tensor-parallel collectives block the next kernel, so a pass runs its kernels and
 // then its collectives (their total time; the op order inside a pass changes no end time), and the
 // next pass on the rank starts after both.
-PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free) {
+// |alloc| and |free| are activation bytes kept across passes; |recompute_bytes| is a buffer that
+// lives for this pass only.
+PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free,
+                           int64_t recompute_bytes) {
   const bool has_tp = cost.tp_comm > SimTime();
   Task compute{.stream = step_.compute_stream[rank], .duration = cost.time - cost.tp_comm, .name = name,
                .category = step_.compute_category, .alloc_at_start_bytes = alloc,
@@ -128,6 +132,10 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int6
     pass.last = step_.graph.AddTask(tp);
     step_.graph.AddDependency(pass.first, pass.last);
     pending_tp_[rank] = pass.last;
+  }
+  if (recompute_bytes > 0) {
+    step_.graph.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.recompute, recompute_bytes);
+    step_.graph.AddMemoryEvent(pass.last, MemoryPhase::kAtEnd, step_.recompute, -recompute_bytes);
   }
   return pass;
 }
@@ -162,8 +170,7 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
   const ChunkCost& cost = costs_[v];
   const int32_t mb = item.micro_batch;
   if (item.pass == Pass::kB) {
-    ids.b(v, mb) = AddPass(rank, pass_names_[v_count + v], cost.backward_input, cost.recompute_activation_bytes,
-                           cost.recompute_activation_bytes);
+    ids.b(v, mb) = AddPass(rank, pass_names_[v_count + v], cost.backward_input, 0, 0, cost.recompute_activation_bytes);
     return;
   }
   PassCost pass = cost.backward_weight;
@@ -184,8 +191,9 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
     slice.time = slice.tp_comm + SimTime::FromNanos((pass.time - pass.tp_comm).nanos() / segments +
                                                     (seg == 0 ? (pass.time - pass.tp_comm).nanos() % segments : 0));
     const bool is_last = seg + 1 == segments;
-    PassTasks part = AddPass(rank, name, slice, seg == 0 ? recompute : 0,
-                             is_last ? cost.kept_activation_bytes + recompute : 0);
+    // The recompute buffer of a BW is needed by its first slice only (an approximation when the
+    // last backward is cut into gradient buckets).
+    PassTasks part = AddPass(rank, name, slice, 0, is_last ? cost.kept_activation_bytes : 0, seg == 0 ? recompute : 0);
     if (whole.first == kNone) whole.first = part.first;
     whole.last = part.last;
     if (last_of_chunk && !config_.buckets.empty()) bucket_tasks.push_back(part.last);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "sim/trace.h"
+#include "workload/activation_memory.h"
+#include "workload/layer_ops.h"
 
 namespace loom {
 namespace {
@@ -98,6 +100,35 @@ TEST(Simulator, FullModeMatchesTheSymmetricStep) {
   ASSERT_TRUE(one.ok() && all.ok());
   EXPECT_EQ(all->step.graph.num_ranks(), 4);
   EXPECT_EQ(one->timeline.makespan, all->timeline.makespan);
+}
+
+// Korthikanti et al. 2022, Section 4.2.3 (tests/reference/korthikanti2022_activation_formulas.md):
+// with 1F1B the first stage holds p micro-batches of its L/p layers, L layers' worth in all; the
+// interleaved schedule multiplies this by 1 + (p-1)/(p*v). The simulator must reach these peaks
+// from the schedule, with the per-layer bytes of the workload; the embedding's few bytes per
+// micro-batch (token ids) come on top.
+TEST(Simulator, FirstStageActivationPeakFollowsKorthikanti) {
+  Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 16);
+  Strategy s = Gpt3Interleaved();
+  s.dp = 1;
+  s.global_batch = 16;
+  Result<ActivationBytes> layer = LayerActivationBytes(in.model, s);
+  Result<LayerOps> embedding = BuildEmbeddingOps(in.model, s);
+  ASSERT_TRUE(layer.ok() && embedding.ok());
+  const int64_t embedding_kept = SumActivationBytes(*embedding).kept;
+  const int64_t p = s.pp, layers = in.model.num_layers;
+  for (int64_t v : {1, 2, 3}) {
+    s.vpp = v;
+    s.schedule = v == 1 ? ScheduleKind::k1F1B : ScheduleKind::kInterleaved;
+    Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, s);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    // 1F1B: p chunk sets of L/p layers. Interleaved: the warm-up of 2(p-1) + (v-1)p forwards plus
+    // the one in flight, of L/(pv) layers each: L (1 + (p-1)/(pv)).
+    const int64_t layer_sets = v == 1 ? layers : (v * p + p - 1) * layers / (p * v);
+    const int64_t peak = r->memory.ranks[0].peak_bytes_by_pool[r->step.activations];
+    EXPECT_GE(peak, layer_sets * layer->kept) << "vpp " << v;
+    EXPECT_LE(peak, layer_sets * layer->kept + s.global_batch * embedding_kept) << "vpp " << v;
+  }
 }
 
 TEST(Simulator, InvalidStrategyListsEveryViolation) {
