@@ -26,6 +26,8 @@ struct SimulateOptions {
   Strategy strategy;
   std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam", offload = "none";
   std::string trace_path;
+  std::string attention = "fused";
+  bool dropout = false;
   bool full = false;
   bool json = false;
 };
@@ -114,6 +116,8 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   if (!cluster.ok()) return cluster.status();
   SimulationOptions sim_options;
   sim_options.full = options.full;
+  sim_options.kernels.attention = options.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  sim_options.kernels.dropout = options.dropout;
   Result<SimulationResult> result = SimulateTrainingStep(*model, *cluster, strategy, sim_options);
   if (!result.ok()) return result.status();
   if (!options.trace_path.empty()) {
@@ -171,6 +175,12 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
       ->check(CLI::PositiveNumber);
   AddStrategyOptions(cmd, *options);
+  cmd->add_option("--attention", options->attention,
+                  "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's core attention, which keeps "
+                  "the softmax for backward)")
+      ->check(CLI::IsMember({"fused", "unfused"}))
+      ->capture_default_str();
+  cmd->add_flag("--dropout", options->dropout, "Apply dropout (Megatron-LM's GPT default) and keep its masks");
   cmd->add_option("--trace", options->trace_path, "Write a Chrome trace (open it in Perfetto) to this file");
   cmd->add_flag("--full", options->full, "Simulate every data-parallel replica, not one");
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");

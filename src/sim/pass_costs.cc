@@ -92,7 +92,7 @@ SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
 
 Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy, int64_t chunks,
                                           const ComputeModel& compute, const CommModel& comm,
-                                          const Placements& placements) {
+                                          const Placements& placements, const LayerOpsOptions& kernels) {
   const int64_t virtual_stages = strategy.pp * chunks;
   const int64_t per_chunk = model.num_layers / virtual_stages;
   // Layers [0, full_layers) of each chunk are fully recomputed; the rest follow |kept|.
@@ -114,7 +114,7 @@ Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy
       auto key = std::make_pair(moe, recomputed);
       auto it = layer_costs.find(key);
       if (it == layer_costs.end()) {
-        LayerOpsOptions options;
+        LayerOpsOptions options = kernels;
         options.layer = layer;
         Result<LayerOps> ops = BuildTransformerLayerOps(model, recomputed ? full : kept, options);
         if (!ops.ok()) return ops.status();
@@ -123,10 +123,10 @@ Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy
       AddBlock(chunk, it->second);
     }
   }
-  Result<LayerOps> embedding = BuildEmbeddingOps(model, strategy);
+  Result<LayerOps> embedding = BuildEmbeddingOps(model, strategy, kernels);
   if (!embedding.ok()) return embedding.status();
   AddBlock(costs.front(), CostBlock(*embedding, compute, comm, placements));
-  Result<LayerOps> head = BuildOutputOps(model, strategy);
+  Result<LayerOps> head = BuildOutputOps(model, strategy, kernels);
   if (!head.ok()) return head.status();
   AddBlock(costs.back(), CostBlock(*head, compute, comm, placements));
   return costs;

@@ -11,6 +11,7 @@
 #include "spec/cluster.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
+#include "workload/layer_ops.h"
 #include "workload/ops.h"
 
 namespace loom {
@@ -50,9 +51,10 @@ SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
 // and loss. With recompute_layers N, the first N layers of each chunk are fully recomputed and
 // the rest keep their activations (Megatron-LM's block method). Layers of equal kind are costed
 // once. Errors: those of the workload builders.
+// |kernels| chooses the attention kernel and dropout of every layer (its |layer| is ignored).
 Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy, int64_t chunks,
                                           const ComputeModel& compute, const CommModel& comm,
-                                          const Placements& placements);
+                                          const Placements& placements, const LayerOpsOptions& kernels = {});
 
 }  // namespace loom
 

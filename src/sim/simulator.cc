@@ -155,7 +155,8 @@ Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const Clus
   RooflineComputeModel compute(cluster.gpu);
   RingCommModel comm(cluster);
   const Placements placements = PlaceStrategy(strategy, cluster);
-  Result<std::vector<ChunkCost>> costs = CostChunks(model, strategy, chunks, compute, comm, placements);
+  Result<std::vector<ChunkCost>> costs =
+      CostChunks(model, strategy, chunks, compute, comm, placements, options.kernels);
   if (!costs.ok()) return costs.status();
   Result<StageStates> states = StatesPerStage(model, strategy);
   if (!states.ok()) return states.status();

@@ -11,6 +11,7 @@
 #include "spec/cluster.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
+#include "workload/layer_ops.h"
 
 namespace loom {
 
@@ -22,6 +23,9 @@ inline constexpr int64_t kReservedBytesPerGpu = int64_t{2} << 30;
 struct SimulationOptions {
   // Simulate every data-parallel replica instead of one (see StepGraphConfig::replicas).
   bool full = false;
+  // The attention kernel (fused FlashAttention, or Megatron-LM's unfused core attention as in
+  // Korthikanti et al. 2022) and whether the layers apply dropout.
+  LayerOpsOptions kernels;
 };
 
 struct StageResult {
