@@ -17,11 +17,16 @@ class ComputeModel {
   virtual SimTime MemoryBound(const MemoryShape& memory) const = 0;
 };
 
-// A roofline built from the GPU file alone: a kernel takes the longer of its FLOPs at a fixed
-// fraction of the datasheet peak and its bytes at the datasheet HBM bandwidth. GEMMs also pay
-// wave quantization: output tiles are spread over the SMs in waves, and a last partial wave
-// costs a full one (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication Background",
-// wave quantization). The calibrated model, fitted to measured kernels, replaces these constants.
+// A roofline of the GPU file's datasheet numbers and fitted calibration (GpuSpec::calibration):
+// - GEMM: tile quantisation (M, N rounded up to the calibrated tile) and wave quantisation (tiles
+//   run in waves over the SMs, a last partial wave costing a full one) — NVIDIA Deep Learning
+//   Performance Guide, "Matrix Multiplication Background" — at the fitted asymptotic efficiency of
+//   the dtype, with a memory-bound floor (operands and result over HBM bandwidth).
+// - Fused attention: its executed FLOPs (causal masking halves them; the backward recomputes the
+//   scores) at the fitted attention efficiency, with the same memory floor.
+// - Memory-bound kernels: bytes over the achieved fraction of HBM bandwidth.
+// Every kernel also pays the fitted per-kernel overhead. A value the calibration lacks falls back
+// to the datasheet: efficiency 1, full bandwidth, no overhead.
 class RooflineComputeModel : public ComputeModel {
  public:
   // REQUIRES: |gpu| has a peak for every dtype it will be asked to time.
@@ -31,11 +36,9 @@ class RooflineComputeModel : public ComputeModel {
   SimTime Attention(const AttentionShape& attention) const override;
   SimTime MemoryBound(const MemoryShape& memory) const override;
 
-  // Fraction of the dense peak that large cuBLASLt GEMMs reach in |dtype|.
-  static double GemmEfficiency(Dtype dtype);
-
  private:
   double PeakFlopsPerS(Dtype dtype) const;
+  double HbmBytesPerS() const;
 
   GpuSpec gpu_;
 };

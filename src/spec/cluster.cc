@@ -155,6 +155,7 @@ Status ParseGpu(const nlohmann::json& json, const std::string& path, GpuSpec* gp
   bool has_peaks = reader.Has("peak_tflops");
   ReadPeaks(reader.Object("peak_tflops"), has_peaks, gpu);
   gpu->nvlink_bandwidth_GBps = NonNegativeNumber(reader, "nvlink_bandwidth_GBps");
+  if (reader.Has("calibration")) gpu->calibration = ReadComputeCalibration(reader.Object("calibration"));
   CheckSources(reader, json);
   return reader.Finish(UnknownKeys::kError);
 }

@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/enum_names.h"
 #include "core/status.h"
+#include "spec/gpu_calibration.h"
 
 namespace loom {
 
@@ -23,6 +24,8 @@ struct GpuSpec {
   std::optional<double> bf16_tflops, fp16_tflops, fp8_tflops, tf32_tflops, fp32_tflops;
   // NVLink bandwidth of one GPU, one direction.
   double nvlink_bandwidth_GBps = 0;
+  // Fitted compute-model parameters (the file's optional "calibration" object).
+  ComputeCalibration calibration;
 
   // The dense peak for |dtype|, or nullopt if the datasheet has none.
   std::optional<double> PeakTflops(Dtype dtype) const;

@@ -13,36 +13,79 @@ GpuSpec H100() {
   gpu.bf16_tflops = 989;
   gpu.fp16_tflops = 989;
   gpu.fp8_tflops = 1979;
+  gpu.calibration.gemm_tile_m = 128;
+  gpu.calibration.gemm_tile_n = 128;
+  gpu.calibration.gemm_efficiency_bf16 = 0.8;
+  gpu.calibration.gemm_efficiency_fp8 = 0.7;
+  gpu.calibration.attention_efficiency = 0.5;
   return gpu;
 }
 
-TEST(RooflineComputeModel, FullWavesRunAtTheFixedEfficiency) {
+double Flops(const GemmShape& g) { return static_cast<double>(GemmFlops(g)); }
+
+TEST(RooflineComputeModel, FullWavesRunAtTheCalibratedEfficiency) {
   RooflineComputeModel model(H100());
   // 1056 x 2048 output = 66 x 16 tiles of 128 = 1056 tiles = 8 full waves of 132 SMs.
   GemmShape gemm{128 * 66, 128 * 16, 8192, 1, Dtype::kBf16};
-  double expected_s = static_cast<double>(GemmFlops(gemm)) / (989e12 * 0.82);
-  EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), expected_s, 1e-9);
+  EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), Flops(gemm) / (989e12 * 0.8), 1e-9);
 }
 
 TEST(RooflineComputeModel, PartialLastWaveCostsAFullWave) {
   RooflineComputeModel model(H100());
   GemmShape full{128 * 12, 128 * 11, 65536, 1, Dtype::kBf16};    // 132 tiles: one full wave
   GemmShape one_more{128 * 7, 128 * 19, 65536, 1, Dtype::kBf16};  // 133 tiles: two waves, one tile in the second
-  EXPECT_NEAR(model.Gemm(full).ToSeconds(), static_cast<double>(GemmFlops(full)) / (989e12 * 0.82), 1e-9);
-  EXPECT_NEAR(model.Gemm(one_more).ToSeconds(), static_cast<double>(GemmFlops(one_more)) / (989e12 * 0.82 * 133.0 / 264.0), 1e-9);
+  EXPECT_NEAR(model.Gemm(full).ToSeconds(), Flops(full) / (989e12 * 0.8), 1e-9);
+  EXPECT_NEAR(model.Gemm(one_more).ToSeconds(), Flops(one_more) / (989e12 * 0.8 * 133.0 / 264.0), 1e-9);
+}
+
+TEST(RooflineComputeModel, OneRowPastATileCostsAWholeTileRow) {
+  RooflineComputeModel model(H100());
+  // 8 x 8 = 64 tiles (under one wave) against 9 x 8 = 72: still one wave, same time.
+  GemmShape exact{1024, 1024, 16384, 1, Dtype::kBf16};
+  GemmShape padded{1025, 1024, 16384, 1, Dtype::kBf16};
+  EXPECT_EQ(model.Gemm(exact), model.Gemm(padded));
+  // Past a wave: 17 x 8 = 136 tiles need a second wave.
+  GemmShape two_waves{128 * 16 + 1, 1024, 16384, 1, Dtype::kBf16};
+  EXPECT_NEAR(model.Gemm(two_waves).ToSeconds() / model.Gemm(exact).ToSeconds(), 2.0, 1e-6);
 }
 
 TEST(RooflineComputeModel, Fp8UsesItsOwnPeakAndEfficiency) {
   RooflineComputeModel model(H100());
   GemmShape gemm{128 * 132, 4096, 8192, 1, Dtype::kFp8};
-  EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), static_cast<double>(GemmFlops(gemm)) / (1979e12 * 0.70), 1e-9);
+  EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), Flops(gemm) / (1979e12 * 0.70), 1e-9);
 }
 
-TEST(RooflineComputeModel, SkinnyGemmIsBoundByMemory) {
+TEST(RooflineComputeModel, UnmeasuredDtypeBorrowsTheMeasuredEfficiency) {
+  GpuSpec gpu = H100();
+  gpu.calibration.gemm_efficiency_bf16.reset();
+  RooflineComputeModel model(gpu);
+  GemmShape gemm{128 * 132, 4096, 8192, 1, Dtype::kBf16};
+  EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), Flops(gemm) / (989e12 * 0.70), 1e-9);
+}
+
+TEST(RooflineComputeModel, UncalibratedGpuRunsAtTheDatasheetPeak) {
+  GpuSpec gpu = H100();
+  gpu.calibration = ComputeCalibration();
+  RooflineComputeModel model(gpu);
+  GemmShape gemm{128 * 132, 4096, 8192, 1, Dtype::kBf16};
+  EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), Flops(gemm) / 989e12, 1e-9);
+}
+
+TEST(RooflineComputeModel, GemmWithLittleReuseIsBoundByMemory) {
   RooflineComputeModel model(H100());
-  GemmShape gemm{1, 8192, 8192, 1, Dtype::kBf16};  // a matrix-vector product
-  double bytes = (1.0 * 8192 + 8192.0 * 8192 + 8192) * 2;
+  GemmShape gemm{8192, 8192, 1, 1, Dtype::kBf16};  // an outer product: 2 FLOPs per output element
+  double bytes = (8192.0 + 8192.0 + 8192.0 * 8192) * 2;
   EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), bytes / 3350e9, 1e-9);
+}
+
+TEST(RooflineComputeModel, EveryKernelPaysTheOverhead) {
+  GpuSpec gpu = H100();
+  gpu.calibration.kernel_overhead_us = 5;
+  gpu.calibration.memory_bandwidth_fraction = 0.5;
+  RooflineComputeModel model(gpu);
+  EXPECT_EQ(model.MemoryBound({3'350'000'000, 3'350'000'000}).nanos(), 4'000'000 + 5'000);
+  GemmShape gemm{128 * 66, 128 * 16, 8192, 1, Dtype::kBf16};
+  EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), 5e-6 + Flops(gemm) / (989e12 * 0.8), 1e-9);
 }
 
 TEST(RooflineComputeModel, MemoryBoundOpsMoveTheirBytesAtHbmBandwidth) {

@@ -1,0 +1,48 @@
+#include "spec/gpu_calibration.h"
+
+#include <gtest/gtest.h>
+
+namespace loom {
+namespace {
+
+using nlohmann::json;
+
+TEST(ComputeCalibration, ReadsEveryKey) {
+  json j = {{"gemm_tile_m", 128}, {"gemm_tile_n", 256}, {"gemm_efficiency_bf16", 0.8}, {"gemm_efficiency_fp8", 0.7},
+            {"kernel_overhead_us", 4.5}, {"attention_efficiency", 0.4}, {"memory_bandwidth_fraction", 0.9},
+            {"source", "profile x"}};
+  JsonReader r(j, "gpu.json", "calibration");
+  ComputeCalibration c = ReadComputeCalibration(r);
+  ASSERT_TRUE(r.Finish(UnknownKeys::kError).ok());
+  EXPECT_EQ(c.gemm_tile_m, 128);
+  EXPECT_EQ(c.gemm_tile_n, 256);
+  EXPECT_EQ(c.GemmEfficiency(Dtype::kBf16), 0.8);
+  EXPECT_EQ(c.GemmEfficiency(Dtype::kFp8), 0.7);
+  EXPECT_EQ(c.GemmEfficiency(Dtype::kFp16), 0.8);  // borrowed from bf16
+  EXPECT_EQ(c.kernel_overhead_us, 4.5);
+  EXPECT_EQ(c.attention_efficiency, 0.4);
+  EXPECT_EQ(c.memory_bandwidth_fraction, 0.9);
+  EXPECT_EQ(c.source, "profile x");
+}
+
+TEST(ComputeCalibration, EfficiencyAboveOneAndMissingSourceAreErrors) {
+  json j = {{"gemm_efficiency_bf16", 1.3}, {"kernel_overhead_us", -1}, {"gemm_tile_m", 8}};
+  JsonReader r(j, "gpu.json", "calibration");
+  ReadComputeCalibration(r);
+  Status s = r.Finish(UnknownKeys::kError);
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.message();
+  EXPECT_NE(m.find("gpu.json: calibration.gemm_efficiency_bf16: is 1.3"), std::string::npos) << m;
+  EXPECT_NE(m.find("must be at most 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("calibration.kernel_overhead_us: is -1"), std::string::npos) << m;
+  EXPECT_NE(m.find("calibration.gemm_tile_m: is 8; it must be between 16 and 1024"), std::string::npos) << m;
+  EXPECT_NE(m.find("calibration.source: is missing"), std::string::npos) << m;
+}
+
+TEST(ComputeCalibration, NothingMeasuredMeansNoEfficiency) {
+  ComputeCalibration c;
+  EXPECT_FALSE(c.GemmEfficiency(Dtype::kBf16).has_value());
+}
+
+}  // namespace
+}  // namespace loom
