@@ -1,0 +1,157 @@
+// The fidelity report's inputs: every reference table loads with the rows its source publishes,
+// and every case becomes a strategy loom accepts (a case loom rejected would be a failed row).
+
+#include "reference/fidelity_cases.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "reference/fidelity_tables.h"
+
+namespace loom {
+namespace {
+
+const ReferencePaths& Paths() {
+  static const ReferencePaths paths = SourceTreePaths(LOOM_SOURCE_DIR);
+  return paths;
+}
+
+void ExpectValid(const StepCase& c) {
+  Status valid = ValidateStrategy(c.strategy, c.model, c.cluster);
+  EXPECT_TRUE(valid.ok()) << c.name << ": " << valid.message();
+  EXPECT_EQ(c.strategy.WorldSize(), c.cluster.TotalGpus().value_or(0)) << c.name;
+}
+
+TEST(ReferenceCsv, SkipsCommentsAndReadsHeaderAndRows) {
+  Result<CsvTable> table = ReadReferenceCsv(Paths().tables_dir + "/narayanan2021_table1.csv");
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  ASSERT_EQ(table->columns.size(), 13u);
+  EXPECT_EQ(table->columns.front(), "params_b");
+  ASSERT_EQ(table->rows.size(), 10u);
+  EXPECT_EQ(table->rows[0][10], "");  // no layers_per_virtual_stage: 1F1B
+  EXPECT_EQ(table->rows[5][10], "5");
+}
+
+TEST(ReferenceCsv, MissingFileIsNotFound) {
+  Result<CsvTable> table = ReadReferenceCsv(Paths().tables_dir + "/no_such_table.csv");
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(table.status().message().find("no_such_table.csv"), std::string::npos);
+}
+
+TEST(FidelityCases, KorthikantiTable5HasTwoValidStrategiesPerModel) {
+  Result<std::vector<StepCase>> cases = LoadKorthikantiIterationCases(Paths());
+  ASSERT_TRUE(cases.ok()) << cases.status().message();
+  ASSERT_EQ(cases->size(), 8u);
+  for (const StepCase& c : *cases) ExpectValid(c);
+  // 175B (Table 3): tp 8, pp 8, 64 GPUs, 3 virtual stages; full recompute first, then selective + sp.
+  const StepCase& full = (*cases)[2];
+  const StepCase& selective = (*cases)[3];
+  EXPECT_EQ(full.name, "175B full recompute");
+  EXPECT_EQ(full.strategy.recompute, Recompute::kFull);
+  EXPECT_FALSE(full.strategy.sp);
+  EXPECT_EQ(selective.strategy.recompute, Recompute::kSelective);
+  EXPECT_TRUE(selective.strategy.sp);
+  EXPECT_EQ(full.kernels.attention, AttentionKernel::kUnfused);  // Megatron-LM of 2022
+  EXPECT_TRUE(full.kernels.dropout);
+  EXPECT_EQ(full.strategy.schedule, ScheduleKind::kInterleaved);
+  EXPECT_EQ(full.strategy.vpp, 3);
+  EXPECT_EQ(full.strategy.dp, 1);
+  EXPECT_EQ(full.cluster.nodes, 8);
+  EXPECT_DOUBLE_EQ(full.measured, 18.13);
+  EXPECT_DOUBLE_EQ(selective.measured, 13.75);
+  EXPECT_EQ((*cases)[7].strategy.schedule, ScheduleKind::k1F1B);  // 1T: one virtual stage
+}
+
+TEST(FidelityCases, KorthikantiTable4HasFiveValidLayerSettings) {
+  Result<LayerCases> cases = LoadKorthikantiLayerCases(Paths());
+  ASSERT_TRUE(cases.ok()) << cases.status().message();
+  ASSERT_EQ(cases->settings.size(), 5u);
+  EXPECT_EQ(cases->model.hidden_size, 6144);
+  EXPECT_EQ(cases->model.num_heads, 64);
+  for (const LayerSetting& s : cases->settings) {
+    EXPECT_EQ(s.strategy.tp, 8) << s.name;
+    EXPECT_EQ(s.strategy.micro_batch, 4) << s.name;
+    Status valid = ValidateStrategy(s.strategy, cases->model, cases->cluster);
+    EXPECT_TRUE(valid.ok()) << s.name << ": " << valid.message();
+  }
+  EXPECT_TRUE(cases->settings[4].strategy.sp);
+  EXPECT_EQ(cases->settings[4].strategy.recompute, Recompute::kSelective);
+  EXPECT_DOUBLE_EQ(cases->settings[2].backward_ms, 19.5);
+}
+
+TEST(FidelityCases, NarayananTable1HasTenValidStrategies) {
+  Result<std::vector<StepCase>> cases = LoadNarayananCases(Paths());
+  ASSERT_TRUE(cases.ok()) << cases.status().message();
+  ASSERT_EQ(cases->size(), 10u);
+  for (const StepCase& c : *cases) {
+    ExpectValid(c);
+    EXPECT_EQ(c.strategy.recompute, Recompute::kFull) << c.name;
+  }
+  // 530B: 105 layers over pp 35 with one layer per virtual stage: 3 chunks per stage.
+  const StepCase& c530 = (*cases)[8];
+  EXPECT_EQ(c530.name, "529.6B (2520 GPUs)");
+  EXPECT_EQ(c530.strategy.vpp, 3);
+  EXPECT_EQ(c530.strategy.schedule, ScheduleKind::kInterleaved);
+  EXPECT_EQ((*cases)[9].strategy.schedule, ScheduleKind::k1F1B);
+}
+
+TEST(FidelityCases, AllReduceRowsFrom16MiBOnOneNode) {
+  Result<std::vector<AllReduceCase>> a100 = LoadAllReduceCases(Paths(), "dgx-a100.json", "a100_busbw_GBps");
+  Result<std::vector<AllReduceCase>> h100 = LoadAllReduceCases(Paths(), "dgx-h100.json", "h100_busbw_GBps");
+  ASSERT_TRUE(a100.ok()) << a100.status().message();
+  ASSERT_TRUE(h100.ok()) << h100.status().message();
+  ASSERT_EQ(a100->size(), 5u);
+  ASSERT_EQ(h100->size(), 5u);
+  EXPECT_EQ(a100->front().name, "16 MiB");
+  EXPECT_EQ(a100->front().bytes, int64_t{16} << 20);
+  EXPECT_EQ(a100->back().name, "8 GiB");
+  EXPECT_DOUBLE_EQ(h100->back().busbw_GBps, 478.87);
+  EXPECT_EQ(h100->back().cluster.TotalGpus(), 8);
+}
+
+TEST(FidelityCases, UnknownColumnNamesTheTableAndColumn) {
+  Result<std::vector<AllReduceCase>> cases = LoadAllReduceCases(Paths(), "dgx-a100.json", "b200_busbw_GBps");
+  ASSERT_FALSE(cases.ok());
+  EXPECT_NE(cases.status().message().find("nccl_allreduce_8gpu.csv"), std::string::npos);
+  EXPECT_NE(cases.status().message().find("b200_busbw_GBps"), std::string::npos);
+}
+
+// Narayanan et al. 2021, eq. 3, for GPT-3 175B (the 96-layer model of Brown et al. 2020) at a
+// batch of 1536: 96 * 1536 * 2048 * 96 * 12288^2 = 4.37741e18, times (1 + 2048/73728 +
+// 51200/18874368) = 1.030491, is 4.51097e18 FLOPs per iteration.
+TEST(FidelityTables, NarayananFlopsFollowEquation3) {
+  Result<ModelSpec> model = MegatronGpt(96, 12288, 96, "gpt3");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Strategy s;
+  s.global_batch = 1536;
+  const double expected = 96.0 * 1536 * 2048 * 96 * 12288.0 * 12288.0 *
+                          (1 + 2048.0 / (6 * 12288) + 51200.0 / (16.0 * 96 * 12288));
+  EXPECT_DOUBLE_EQ(NarayananIterationFlops(*model, s), expected);
+  EXPECT_NEAR(NarayananIterationFlops(*model, s) / 1e18, 4.51097, 1e-5);
+}
+
+TEST(FidelityTables, RejectedCaseIsAFailedRowWithTheMessage) {
+  Result<std::vector<StepCase>> cases = LoadKorthikantiIterationCases(Paths());
+  ASSERT_TRUE(cases.ok()) << cases.status().message();
+  StepCase c = cases->front();
+  c.strategy.tp = 3;
+  FidelityTable table = PredictIterationTimes({c});
+  ASSERT_EQ(table.rows.size(), 1u);
+  EXPECT_FALSE(table.rows[0].ok());
+  EXPECT_NE(table.rows[0].error.find("--tp 3"), std::string::npos) << table.rows[0].error;
+  EXPECT_EQ(table.Failed(), 1);
+  EXPECT_DOUBLE_EQ(table.MapePct(), 0.0);
+}
+
+TEST(FidelityTables, MapeSkipsFailedRows) {
+  FidelityTable table{"t", "t", "s", {{"a", 110, 100, ""}, {"b", 80, 100, ""}, {"c", 0, 100, "rejected"}}};
+  EXPECT_EQ(table.Failed(), 1);
+  EXPECT_DOUBLE_EQ(table.rows[1].ErrorPct(), -20.0);
+  EXPECT_DOUBLE_EQ(table.MapePct(), 15.0);
+  EXPECT_DOUBLE_EQ(table.MaxAbsErrorPct(), 20.0);
+}
+
+}  // namespace
+}  // namespace loom

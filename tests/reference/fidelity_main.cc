@@ -1,0 +1,113 @@
+// loom_fidelity: loom's predictions against the published measurements of tests/reference/
+// (issue 4, "Fidelity report"), one table per source with the signed error of every case and the
+// mean absolute percentage error. It reports; it does not judge: the exit status is 0 whenever
+// the tables were produced, whatever their errors (targets are checked elsewhere).
+//
+// Usage: loom_fidelity [--json]
+
+#include <algorithm>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reference/fidelity_tables.h"
+
+namespace loom {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: loom_fidelity [--json]\n"
+    "  Compares loom's predictions with the published measurements in tests/reference/.\n"
+    "  --json  print one JSON object (schema loom.fidelity/1) instead of tables\n";
+
+// Messages of several violations come one per line; a table row holds them on one.
+std::string OneLine(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ';');
+  return message;
+}
+
+void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
+  size_t width = 4;
+  for (const FidelityRow& r : table.rows) width = std::max(width, r.name.size());
+  width += 2;
+  out << number << ". " << table.title << "\n";
+  out << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(12) << "predicted"
+      << std::setw(12) << "measured" << std::setw(10) << "error %" << "\n";
+  out << std::fixed << std::setprecision(2);
+  for (const FidelityRow& r : table.rows) {
+    out << std::left << std::setw(static_cast<int>(width)) << r.name << std::right;
+    if (!r.ok()) {
+      out << "FAILED: " << OneLine(r.error) << "\n";
+      continue;
+    }
+    out << std::setw(12) << r.predicted << std::setw(12) << r.measured << std::setw(10) << std::showpos
+        << r.ErrorPct() << std::noshowpos << "\n";
+  }
+  const int64_t cases = static_cast<int64_t>(table.rows.size());
+  out << "MAPE " << table.MapePct() << "%, max |error| " << table.MaxAbsErrorPct() << "% over "
+      << cases - table.Failed() << " of " << cases << " cases";
+  if (table.Failed() > 0) out << " (" << table.Failed() << " FAILED)";
+  out << "\n\n";
+}
+
+nlohmann::ordered_json TableJson(const FidelityTable& table) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const FidelityRow& r : table.rows) {
+    nlohmann::ordered_json row;
+    row["case"] = r.name;
+    row["predicted"] = r.ok() ? nlohmann::ordered_json(r.predicted) : nlohmann::ordered_json();
+    row["measured"] = r.measured;
+    row["error_pct"] = r.ok() ? nlohmann::ordered_json(r.ErrorPct()) : nlohmann::ordered_json();
+    if (!r.ok()) row["error"] = r.error;
+    rows.push_back(row);
+  }
+  nlohmann::ordered_json j;
+  j["name"] = table.name;
+  j["title"] = table.title;
+  j["unit"] = table.unit;
+  j["rows"] = rows;
+  j["mape_pct"] = table.MapePct();
+  j["max_abs_error_pct"] = table.MaxAbsErrorPct();
+  j["failed"] = table.Failed();
+  return j;
+}
+
+int Run(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::cout << kUsage;
+      return 0;
+    } else {
+      std::cerr << "loom_fidelity: unknown argument " << argv[i] << "\n" << kUsage;
+      return 2;
+    }
+  }
+  Result<std::vector<FidelityTable>> tables = BuildFidelityReport(SourceTreePaths(LOOM_SOURCE_DIR));
+  if (!tables.ok()) {
+    std::cerr << "loom_fidelity: " << tables.status().message() << "\n";
+    return 1;
+  }
+  if (json) {
+    nlohmann::ordered_json report;
+    report["schema"] = "loom.fidelity/1";
+    report["tables"] = nlohmann::ordered_json::array();
+    for (const FidelityTable& t : *tables) report["tables"].push_back(TableJson(t));
+    std::cout << report.dump(2) << "\n";
+    return 0;
+  }
+  int number = 0;
+  for (const FidelityTable& t : *tables) PrintTable(t, ++number, std::cout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace loom
+
+int main(int argc, char** argv) { return loom::Run(argc, argv); }

@@ -1,0 +1,72 @@
+// loom's predictions for the published measurements of fidelity_cases.h, one table per source,
+// with the signed error of every case and the mean absolute percentage error of each table.
+
+#ifndef LOOM_TESTS_REFERENCE_FIDELITY_TABLES_H_
+#define LOOM_TESTS_REFERENCE_FIDELITY_TABLES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "reference/fidelity_cases.h"
+
+namespace loom {
+
+// One measured case and loom's prediction of it, or the error that kept loom from predicting it
+// (a strategy rule, an unsupported feature), which counts the case as failed.
+struct FidelityRow {
+  std::string name;
+  double predicted = 0;
+  double measured = 0;
+  std::string error;  // empty when predicted
+
+  bool ok() const { return error.empty(); }
+  // 100 * (predicted - measured) / measured. REQUIRES: ok() and measured != 0.
+  double ErrorPct() const { return 100.0 * (predicted - measured) / measured; }
+};
+
+struct FidelityTable {
+  std::string name;   // a stable key for tools: "korthikanti2022_table5"
+  std::string title;  // what a reader sees: source, quantity and unit
+  std::string unit;   // of predicted and measured
+  std::vector<FidelityRow> rows;
+
+  int64_t Failed() const;
+  // Mean of |ErrorPct()| over the rows that were predicted; 0 when none was.
+  double MapePct() const;
+  // Largest |ErrorPct()| over the rows that were predicted; 0 when none was.
+  double MaxAbsErrorPct() const;
+};
+
+// Korthikanti et al. 2022, Table 5: simulated step time (SimulateTrainingStep with each case's
+// kernels) against measured seconds per iteration.
+FidelityTable PredictIterationTimes(const std::vector<StepCase>& cases);
+
+// Korthikanti et al. 2022, Table 4: the forward and backward time of one layer per setting, in
+// ms, from the op-level pass costs (OpTime) of one transformer layer with the simulator's compute
+// and communication models, with |cases.kernels| (the paper timed Megatron-LM's unfused attention
+// core with dropout). Forward = its F ops; backward = recompute + B + W.
+FidelityTable PredictLayerTimes(const LayerCases& cases);
+
+// Narayanan et al. 2021, Table 1: TFLOP/s per GPU. The paper counts FLOPs with full recompute,
+// 96 B s L h^2 (1 + s/(6h) + V/(16 L h)) per iteration (its eq. 3), not loom's model FLOPs, so
+// the prediction applies that formula to the simulated step time: the same count over two times.
+FidelityTable PredictNarayananTflops(const std::vector<StepCase>& cases);
+
+// Narayanan et al. 2021, eq. 3: FLOPs of one iteration with full recompute.
+double NarayananIterationFlops(const ModelSpec& model, const Strategy& strategy);
+
+// nccl-tests all-reduce bus bandwidth in GB/s: bytes * 2(n-1)/n / (the simulator's communication
+// model's time of one all-reduce over the GPUs of one node).
+FidelityTable PredictAllReduceBusBandwidth(const std::string& name, const std::string& title,
+                                           const std::vector<AllReduceCase>& cases);
+
+// Every table of the fidelity report, in the order of issue 4. Errors: those of loading the
+// cases (a missing or malformed reference table or cluster file); a case loom cannot predict is
+// a failed row instead.
+Result<std::vector<FidelityTable>> BuildFidelityReport(const ReferencePaths& paths);
+
+}  // namespace loom
+
+#endif  // LOOM_TESTS_REFERENCE_FIDELITY_TABLES_H_
