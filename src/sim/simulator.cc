@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cost/comm_model.h"
+#include "cost/nccl_model.h"
 #include "cost/compute_model.h"
 #include "schedule/schedule.h"
 #include "sim/critical_path.h"
@@ -153,7 +154,7 @@ Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const Clus
                                                     static_cast<int32_t>(strategy.NumMicroBatches()), chunks);
   if (!schedule.ok()) return schedule.status();
   RooflineComputeModel compute(cluster.gpu);
-  RingCommModel comm(cluster);
+  NcclCommModel comm(cluster);
   const Placements placements = PlaceStrategy(strategy, cluster);
   Result<std::vector<ChunkCost>> costs =
       CostChunks(model, strategy, chunks, compute, comm, placements, options.kernels);

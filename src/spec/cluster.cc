@@ -164,6 +164,41 @@ void ReadIntraNode(JsonReader& reader, IntraNode* intra) {
   intra->fabric = ReadEnum(reader, "fabric", kFabricNames, IntraNodeFabric::kNvSwitch);
   intra->bandwidth_GBps = reader.PositiveNumber("bandwidth_GBps");
   intra->latency_us = NonNegativeNumber(reader, "latency_us");
+  intra->nvlink_sharp = reader.OptionalBool("nvlink_sharp").value_or(false);
+  if (intra->nvlink_sharp && intra->fabric != IntraNodeFabric::kNvSwitch) {
+    reader.AddError("nvlink_sharp", "is true but the fabric is not \"nvswitch\"; NVLink SHARP "
+                                    "reductions happen in NVSwitches: remove the key or set it false");
+  }
+}
+
+// A fraction in (0, 1] if present; a measured bandwidth above the nominal one means the nominal
+// one in this file is wrong, which the fix must address rather than the fraction.
+std::optional<double> CalibrationFraction(JsonReader& reader, std::string_view key) {
+  std::optional<double> value = reader.OptionalPositiveNumber(key);
+  if (value && *value > 1) {
+    reader.AddError(key, "is " + Show(*value) + "; a fraction of the nominal bandwidth must be at "
+                         "most 1 (if measurements exceed the nominal bandwidth, correct the "
+                         "bandwidth keys of this file)");
+    return std::nullopt;
+  }
+  return value;
+}
+
+void ReadCommCalibration(JsonReader& reader, CommCalibration* c) {
+  c->intra_node_busbw_fraction = CalibrationFraction(reader, "intra_node_busbw_fraction");
+  c->inter_node_busbw_fraction = CalibrationFraction(reader, "inter_node_busbw_fraction");
+  c->nvls_busbw_fraction = CalibrationFraction(reader, "nvls_busbw_fraction");
+  c->intra_node_extra_latency_us = reader.OptionalNonNegativeNumber("intra_node_extra_latency_us");
+  c->inter_node_extra_latency_us = reader.OptionalNonNegativeNumber("inter_node_extra_latency_us");
+  c->source = NonEmptyString(reader, "source");
+  bool any = reader.Has("intra_node_busbw_fraction") || reader.Has("inter_node_busbw_fraction") ||
+             reader.Has("nvls_busbw_fraction") || reader.Has("intra_node_extra_latency_us") ||
+             reader.Has("inter_node_extra_latency_us");
+  if (!any) {
+    reader.AddError("", "has no value; give at least one of intra_node_busbw_fraction, "
+                        "inter_node_busbw_fraction, nvls_busbw_fraction, "
+                        "intra_node_extra_latency_us, inter_node_extra_latency_us, or remove it");
+  }
 }
 
 void ReadInterNode(JsonReader& reader, InterNode* inter) {
@@ -202,6 +237,7 @@ std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, Clu
   ReadIntraNode(reader.Object("intra_node"), &spec->intra_node);
   ReadInterNode(reader.Object("inter_node"), &spec->inter_node);
   ReadHost(reader.Object("host"), &spec->host);
+  if (reader.Has("calibration")) ReadCommCalibration(reader.Object("calibration"), &spec->calibration);
   CheckSources(reader, json);
   return gpu_ref;
 }

@@ -47,6 +47,9 @@ struct IntraNode {
   IntraNodeFabric fabric = IntraNodeFabric::kNvSwitch;
   double bandwidth_GBps = 0;  // per GPU, one direction
   double latency_us = 0;
+  // The NVSwitches reduce and multicast in the switch (NVLink SHARP, third-generation NVSwitch:
+  // H100/H200 HGX boards, not A100), which lets NCCL run its NVLS algorithm. Optional, false.
+  bool nvlink_sharp = false;
 };
 
 struct InterNode {
@@ -55,6 +58,25 @@ struct InterNode {
   double latency_us = 0;
   NetworkTopology topology = NetworkTopology::kFatTree;
   double oversubscription = 1.0;  // >= 1; 1 = full bisection bandwidth
+};
+
+// Fitted parameters of the communication model (NcclCommModel): the cluster file's optional
+// "calibration" object, every value from a public table or a profile named in |source|. A value
+// left out takes its nominal default: the full link bandwidth (fraction 1) and NCCL's own
+// latencies (no extra latency).
+struct CommCalibration {
+  // Fraction of the nominal bus bandwidth that Ring, Tree, all-to-all and send/recv reach inside
+  // a node (of intra_node.bandwidth_GBps) and across nodes (of the GPU's share of its node's NICs).
+  std::optional<double> intra_node_busbw_fraction;
+  std::optional<double> inter_node_busbw_fraction;
+  // Fraction of NCCL's nominal NVLS bandwidth (intra_node.bandwidth_GBps) that NVLS reaches.
+  std::optional<double> nvls_busbw_fraction;
+  // Time per collective beyond NCCL's latency model (pipeline fill, channel ramp-up), added to the
+  // LL128 and Simple protocols of collectives within a node (NVLS included) or spanning nodes.
+  std::optional<double> intra_node_extra_latency_us;
+  std::optional<double> inter_node_extra_latency_us;
+  // Where the numbers come from.
+  std::string source;
 };
 
 struct Host {
@@ -72,6 +94,7 @@ struct ClusterSpec {
   IntraNode intra_node;
   InterNode inter_node;
   Host host;
+  CommCalibration calibration;
 
   // gpus_per_node * nodes, or nullopt when the node count is not known.
   std::optional<int64_t> TotalGpus() const;

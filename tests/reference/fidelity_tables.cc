@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cost/comm_model.h"
+#include "cost/nccl_model.h"
 #include "cost/compute_model.h"
 #include "sim/pass_costs.h"
 #include "sim/simulator.h"
@@ -16,7 +17,7 @@ namespace {
 // The cost models SimulateTrainingStep builds (src/sim/simulator.cc), so that the op-level and
 // collective tables test what the step tables use.
 RooflineComputeModel SimulatorComputeModel(const ClusterSpec& cluster) { return RooflineComputeModel(cluster.gpu); }
-RingCommModel SimulatorCommModel(const ClusterSpec& cluster) { return RingCommModel(cluster); }
+NcclCommModel SimulatorCommModel(const ClusterSpec& cluster) { return NcclCommModel(cluster); }
 
 FidelityRow Failed(const std::string& name, double measured, const Status& status) {
   return {name, 0, measured, status.message().empty() ? status.ToString() : status.message()};
@@ -47,7 +48,7 @@ void AddLayerSetting(const LayerCases& cases, const LayerSetting& setting, Fidel
     return;
   }
   const RooflineComputeModel compute = SimulatorComputeModel(cases.cluster);
-  const RingCommModel comm = SimulatorCommModel(cases.cluster);
+  const NcclCommModel comm = SimulatorCommModel(cases.cluster);
   const Placements placements = PlaceStrategy(setting.strategy, cases.cluster);
   const double forward_ms = SumMs(ops->forward, compute, comm, placements);
   const double backward_ms = SumMs(ops->recompute, compute, comm, placements) +
@@ -135,7 +136,7 @@ FidelityTable PredictAllReduceBusBandwidth(const std::string& name, const std::s
                                            const std::vector<AllReduceCase>& cases) {
   FidelityTable table{name, title, "GB/s", {}};
   for (const AllReduceCase& c : cases) {
-    const RingCommModel comm = SimulatorCommModel(c.cluster);
+    const NcclCommModel comm = SimulatorCommModel(c.cluster);
     const GroupPlacement node = PlaceGroup(c.cluster.gpus_per_node, 1, c.cluster.gpus_per_node);
     const double seconds = comm.Collective(CollectiveKind::kAllReduce, c.bytes, node).ToSeconds();
     const double factor = BusBandwidthFactor(CollectiveKind::kAllReduce, node.ranks);

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -516,6 +517,89 @@ TEST(ClusterSpec, AcceptsAnAbsoluteGpuPath) {
   Result<ClusterSpec> cluster = LoadCluster(json, &path);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   EXPECT_EQ(cluster->gpu.sm_count, 132);
+}
+
+TEST(ClusterSpec, NvlinkSharpDefaultsToFalse) {
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(ValidCluster(), &path);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_FALSE(cluster->intra_node.nvlink_sharp);
+}
+
+TEST(ClusterSpec, ShippedH100AndH200HaveNvlinkSharpAndA100DoesNot) {
+  for (const auto& [file, sharp] : {std::pair<std::string, bool>{"clusters/dgx-a100.json", false},
+                                    {"clusters/dgx-h100.json", true},
+                                    {"clusters/hgx-h200.json", true}}) {
+    Result<ClusterSpec> cluster = LoadClusterSpec(Shipped(file));
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    EXPECT_EQ(cluster->intra_node.nvlink_sharp, sharp) << file;
+  }
+}
+
+TEST(ClusterSpec, NvlinkSharpOnPcieIsRejected) {
+  nlohmann::json gpu = ValidGpu();
+  nlohmann::json json = ValidCluster();
+  json["intra_node"]["fabric"] = "pcie";
+  json["intra_node"]["nvlink_sharp"] = true;
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(json, &path, gpu);
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_TRUE(Contains(cluster.status().message(),
+                       path + ": intra_node.nvlink_sharp: is true but the fabric is not \"nvswitch\""));
+}
+
+TEST(ClusterSpec, CalibrationIsReadAndAbsentValuesStayUnset) {
+  nlohmann::json json = ValidCluster();
+  json["calibration"] = {{"intra_node_busbw_fraction", 0.75},
+                         {"intra_node_extra_latency_us", 90.5},
+                         {"source", "a test table"}};
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(json, &path);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->calibration.intra_node_busbw_fraction, 0.75);
+  EXPECT_EQ(cluster->calibration.intra_node_extra_latency_us, 90.5);
+  EXPECT_EQ(cluster->calibration.inter_node_busbw_fraction, std::nullopt);
+  EXPECT_EQ(cluster->calibration.nvls_busbw_fraction, std::nullopt);
+  EXPECT_EQ(cluster->calibration.inter_node_extra_latency_us, std::nullopt);
+  EXPECT_EQ(cluster->calibration.source, "a test table");
+}
+
+TEST(ClusterSpec, ClusterWithoutCalibrationHasNoCalibratedValue) {
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(ValidCluster(), &path);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->calibration.intra_node_busbw_fraction, std::nullopt);
+  EXPECT_EQ(cluster->calibration.source, "");
+}
+
+TEST(ClusterSpec, CalibrationFractionAboveOneSaysToFixTheBandwidth) {
+  nlohmann::json json = ValidCluster();
+  json["calibration"] = {{"nvls_busbw_fraction", 1.2}, {"source", "x"}};
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": calibration.nvls_busbw_fraction: is 1.2; a fraction of "
+                                                 "the nominal bandwidth must be at most 1"));
+}
+
+TEST(ClusterSpec, CalibrationNeedsASourceAndAValue) {
+  nlohmann::json json = ValidCluster();
+  json["calibration"] = nlohmann::json::object();
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": calibration.source: is missing"));
+  EXPECT_TRUE(Contains(status.message(), path + ": calibration: has no value"));
+}
+
+TEST(ClusterSpec, CalibrationRejectsNegativeLatencyAndMisspelledKeys) {
+  nlohmann::json json = ValidCluster();
+  json["calibration"] = {{"inter_node_extra_latency_us", -1},
+                         {"intra_node_busbw_fractoin", 0.5},
+                         {"source", "x"}};
+  std::string path;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": calibration.inter_node_extra_latency_us: is -1"));
+  EXPECT_TRUE(Contains(status.message(), "calibration.intra_node_busbw_fractoin: is not a known key; did you "
+                                         "mean \"intra_node_busbw_fraction\"?"));
 }
 
 }  // namespace

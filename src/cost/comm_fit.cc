@@ -1,0 +1,376 @@
+#include "cost/comm_fit.h"
+
+#include <array>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <utility>
+
+#include "cost/nccl_model.h"
+
+namespace loom {
+namespace {
+
+// The unknowns of the linear fit: per path an extra latency and an inverse fraction.
+enum Unknown { kExtraIntra = 0, kExtraInter, kInverseIntra, kInverseInter, kInverseNvls, kUnknowns };
+
+// Calibration keys of the unknowns, and the order fitted keys are listed and written in.
+constexpr std::array<std::pair<Unknown, std::string_view>, kUnknowns> kKeyOrder = {{
+    {kInverseIntra, "intra_node_busbw_fraction"},
+    {kInverseInter, "inter_node_busbw_fraction"},
+    {kInverseNvls, "nvls_busbw_fraction"},
+    {kExtraIntra, "intra_node_extra_latency_us"},
+    {kExtraInter, "inter_node_extra_latency_us"},
+}};
+
+// A fitted fraction may exceed 1 by rounding only.
+constexpr double kFractionTolerance = 1e-9;
+constexpr size_t kMinSizes = 3;  // a latency and a bandwidth, and one size to check them
+
+int ExtraOf(CommPath path) { return path == CommPath::kInterNode ? kExtraInter : kExtraIntra; }
+
+int InverseOf(CommPath path) {
+  switch (path) {
+    case CommPath::kIntraNode:
+      return kInverseIntra;
+    case CommPath::kInterNode:
+      return kInverseInter;
+    case CommPath::kNvls:
+      return kInverseNvls;
+  }
+  return kInverseIntra;
+}
+
+std::string_view PathName(int inverse) {
+  return inverse == kInverseNvls ? "NVLS" : inverse == kInverseInter ? "across nodes" : "within a node";
+}
+
+std::string Show(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// One measured row and its bulk-transfer terms.
+struct Sample {
+  size_t run = 0;
+  size_t row = 0;
+  GroupPlacement group;
+  double time_us = 0;
+  double busbw_GBps = 0;
+  LinearTimeTerms terms;
+  bool fitted = false;
+};
+
+Result<GroupPlacement> PlaceRun(const NcclTestsRun& run, const ClusterSpec& cluster) {
+  if (!run.ranks) {
+    return Status::InvalidArgument(run.file +
+                                   ": states no rank count (no \"#  Rank\" lines, no \"nThread\"/"
+                                   "\"nGpus\" header); keep nccl-tests' header in the file");
+  }
+  const int64_t n = *run.ranks;
+  const int64_t per_node = cluster.gpus_per_node;
+  if (n < 2) {
+    return Status::InvalidArgument(run.file + ": ran on " + std::to_string(n) +
+                                   " rank(s); a collective needs at least 2 to measure communication");
+  }
+  if (!run.nodes && n > per_node && n % per_node != 0) {
+    return Status::InvalidArgument(run.file + ": " + std::to_string(n) +
+                                   " ranks do not fill whole nodes of " + std::to_string(per_node) +
+                                   " GPUs (gpus_per_node of " + cluster.file +
+                                   "); fit with runs on one node or on whole nodes");
+  }
+  const int64_t nodes = run.nodes.value_or(n <= per_node ? 1 : n / per_node);
+  if (n % nodes != 0 || n / nodes > per_node) {
+    return Status::InvalidArgument(run.file + ": " + std::to_string(n) + " ranks on " +
+                                   std::to_string(nodes) + " node(s) do not match " + cluster.file +
+                                   ", which has " + std::to_string(per_node) +
+                                   " GPUs per node; fit with the cluster file of the "
+                                   "machine that ran it");
+  }
+  if (cluster.nodes && nodes > *cluster.nodes) {
+    return Status::InvalidArgument(run.file + ": ran on " + std::to_string(nodes) + " nodes but " +
+                                   cluster.file + " has " + std::to_string(*cluster.nodes) +
+                                   "; fit with the right cluster file");
+  }
+  return GroupPlacement{n, n / nodes};
+}
+
+Result<Sample> MakeSample(const NcclTestsRun& run, const NcclTestsRow& row, GroupPlacement group,
+                          const NcclCommModel& model, const CommFitOptions& options) {
+  const std::optional<NcclTestsTiming>& timing = options.in_place ? row.in_place : row.out_of_place;
+  if (!timing) {
+    return Status::InvalidArgument(row.where + ": no " + (options.in_place ? "in-place" : "out-of-place") +
+                                   " timing; fit the other one or re-run nccl-tests with both");
+  }
+  if (row.size_bytes <= 0 || timing->time_us <= 0 || timing->busbw_GBps <= 0) {
+    return Status::InvalidArgument(row.where + ": size " + std::to_string(row.size_bytes) + " B, time " +
+                                   Show(timing->time_us) + " us, busbw " + Show(timing->busbw_GBps) +
+                                   " GB/s; the fit needs all three > 0: remove the row or re-run");
+  }
+  Sample sample;
+  sample.group = group;
+  sample.time_us = timing->time_us;
+  sample.busbw_GBps = timing->busbw_GBps;
+  sample.fitted = row.size_bytes >= options.min_fit_bytes;
+  std::optional<CollectiveKind> kind = CollectiveOf(run.test);
+  sample.terms = kind ? model.BulkTerms(*kind, row.size_bytes, group)
+                      : model.PointToPointTerms(row.size_bytes, group.Nodes() > 1);
+  return sample;
+}
+
+Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs, const ClusterSpec& cluster,
+                                           const CommFitOptions& options) {
+  const NcclCommModel model(cluster);
+  std::vector<Sample> samples;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    Result<GroupPlacement> group = PlaceRun(runs[r], cluster);
+    if (!group.ok()) return group.status();
+    for (size_t i = 0; i < runs[r].rows.size(); ++i) {
+      Result<Sample> sample = MakeSample(runs[r], runs[r].rows[i], *group, model, options);
+      if (!sample.ok()) return sample.status();
+      samples.push_back(*sample);
+      samples.back().run = r;
+      samples.back().row = i;
+    }
+  }
+  return samples;
+}
+
+Status CheckSizes(const std::vector<Sample>& samples, const std::vector<NcclTestsRun>& runs,
+                  const CommFitOptions& options) {
+  std::map<int, std::set<int64_t>> sizes;
+  std::map<int, std::set<std::string>> files;
+  for (const Sample& s : samples) {
+    const int inverse = InverseOf(s.terms.path);
+    files[inverse].insert(runs[s.run].file);
+    if (s.fitted) sizes[inverse].insert(runs[s.run].rows[s.row].size_bytes);
+  }
+  for (const auto& [inverse, names] : files) {
+    if (sizes[inverse].size() >= kMinSizes) continue;
+    std::string list;
+    for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+    return Status::InvalidArgument(
+        list + ": " + std::to_string(sizes[inverse].size()) + " distinct size(s) of at least " +
+        std::to_string(options.min_fit_bytes) + " bytes " + std::string(PathName(inverse)) +
+        "; the fit needs at least " + std::to_string(kMinSizes) +
+        " to separate latency from bandwidth: run nccl-tests up to larger sizes (-e 8G)");
+  }
+  return Status::Ok();
+}
+
+// Solves |a| x = |b| by Gaussian elimination with partial pivoting; false when singular.
+bool SolveLinear(std::vector<std::vector<double>> a, std::vector<double> b, std::vector<double>* x) {
+  const size_t n = b.size();
+  for (size_t col = 0; col < n; ++col) {
+    size_t pivot = col;
+    for (size_t r = col + 1; r < n; ++r) {
+      if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
+    }
+    if (std::abs(a[pivot][col]) < 1e-300) return false;
+    std::swap(a[col], a[pivot]);
+    std::swap(b[col], b[pivot]);
+    for (size_t r = col + 1; r < n; ++r) {
+      const double f = a[r][col] / a[col][col];
+      for (size_t c = col; c < n; ++c) a[r][c] -= f * a[col][c];
+      b[r] -= f * b[col];
+    }
+  }
+  x->assign(n, 0.0);
+  for (size_t i = n; i-- > 0;) {
+    double sum = b[i];
+    for (size_t c = i + 1; c < n; ++c) sum -= a[i][c] * (*x)[c];
+    (*x)[i] = sum / a[i][i];
+  }
+  return true;
+}
+
+// Weighted least squares over the active unknowns; inactive ones stay 0.
+bool SolveActive(const std::vector<Sample>& samples, const std::array<bool, kUnknowns>& active,
+                 std::array<double, kUnknowns>* x) {
+  std::vector<int> index;
+  for (int u = 0; u < kUnknowns; ++u) {
+    if (active[u]) index.push_back(u);
+  }
+  const size_t k = index.size();
+  std::vector<std::vector<double>> normal(k, std::vector<double>(k, 0.0));
+  std::vector<double> rhs(k, 0.0);
+  for (const Sample& s : samples) {
+    if (!s.fitted) continue;
+    std::array<double, kUnknowns> row{};
+    row[ExtraOf(s.terms.path)] = 1.0;
+    row[InverseOf(s.terms.path)] = s.terms.nominal_transfer_us;
+    const double y = s.time_us - s.terms.nccl_latency_us;
+    const double w = 1.0 / (s.time_us * s.time_us);
+    for (size_t i = 0; i < k; ++i) {
+      rhs[i] += w * row[index[i]] * y;
+      for (size_t j = 0; j < k; ++j) normal[i][j] += w * row[index[i]] * row[index[j]];
+    }
+  }
+  std::vector<double> solution;
+  if (!SolveLinear(normal, rhs, &solution)) return false;
+  x->fill(0.0);
+  for (size_t i = 0; i < k; ++i) (*x)[index[i]] = solution[i];
+  return true;
+}
+
+// Fits the unknowns the samples touch; a negative extra latency is fixed at 0 and the rest refitted.
+Status Solve(const std::vector<Sample>& samples, std::array<bool, kUnknowns>* fitted,
+             std::array<double, kUnknowns>* x) {
+  fitted->fill(false);
+  for (const Sample& s : samples) {
+    if (!s.fitted) continue;
+    (*fitted)[ExtraOf(s.terms.path)] = true;
+    (*fitted)[InverseOf(s.terms.path)] = true;
+  }
+  std::array<bool, kUnknowns> active = *fitted;
+  for (int pass = 0; pass <= kUnknowns; ++pass) {
+    if (!SolveActive(samples, active, x)) {
+      return Status::InvalidArgument(
+          "the runs cannot separate latency from bandwidth (singular fit); add sizes");
+    }
+    bool clamped = false;
+    for (int e : {kExtraIntra, kExtraInter}) {
+      if (active[e] && (*x)[e] < 0) active[e] = false, clamped = true;
+    }
+    if (!clamped) return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+Status CheckFractions(const std::array<bool, kUnknowns>& fitted, const std::array<double, kUnknowns>& x,
+                      const ClusterSpec& cluster) {
+  for (int u : {kInverseIntra, kInverseInter, kInverseNvls}) {
+    if (!fitted[u]) continue;
+    if (x[u] <= 0) {
+      return Status::InvalidArgument("the measured times " + std::string(PathName(u)) +
+                                     " do not grow with size, so no bandwidth fits them; check the runs");
+    }
+    if (1.0 / x[u] > 1.0 + kFractionTolerance) {
+      return Status::InvalidArgument("the bandwidth measured " + std::string(PathName(u)) + " is " +
+                                     Show(1.0 / x[u]) + " times the nominal bandwidth of " + cluster.file +
+                                     "; a measurement cannot beat the hardware: correct the bandwidth keys "
+                                     "of the cluster file (intra_node.bandwidth_GBps or inter_node)");
+    }
+  }
+  return Status::Ok();
+}
+
+std::optional<double>* Slot(CommCalibration& c, int unknown) {
+  switch (unknown) {
+    case kExtraIntra:
+      return &c.intra_node_extra_latency_us;
+    case kExtraInter:
+      return &c.inter_node_extra_latency_us;
+    case kInverseIntra:
+      return &c.intra_node_busbw_fraction;
+    case kInverseInter:
+      return &c.inter_node_busbw_fraction;
+    default:
+      return &c.nvls_busbw_fraction;
+  }
+}
+
+CommFitRow Predict(const Sample& s, const std::vector<NcclTestsRun>& runs, const NcclCommModel& model) {
+  const NcclTestsRun& run = runs[s.run];
+  const NcclTestsRow& row = run.rows[s.row];
+  CommFitRow out;
+  out.where = row.where;
+  out.test = run.test;
+  out.ranks = s.group.ranks;
+  out.size_bytes = row.size_bytes;
+  out.fitted = s.fitted;
+  out.measured_time_us = s.time_us;
+  out.measured_busbw_GBps = s.busbw_GBps;
+  std::optional<CollectiveKind> kind = CollectiveOf(run.test);
+  out.predicted_choice = "p2p";
+  if (kind && *kind != CollectiveKind::kAllToAll) {
+    NcclChoice choice = model.Choose(*kind, row.size_bytes, s.group);
+    out.predicted_choice = std::string(kNcclAlgorithmNames.Name(choice.algorithm)) + "/" +
+                           std::string(kNcclProtocolNames.Name(choice.protocol));
+  }
+  out.predicted_time_us = kind ? model.CollectiveUs(*kind, row.size_bytes, s.group)
+                               : model.PointToPointUs(row.size_bytes, s.group.Nodes() > 1);
+  const double factor = kind ? BusBandwidthFactor(*kind, s.group.ranks) : 1.0;
+  out.predicted_busbw_GBps = static_cast<double>(row.size_bytes) * factor / (out.predicted_time_us * 1e3);
+  out.time_residual = (out.predicted_time_us - out.measured_time_us) / out.measured_time_us;
+  out.busbw_error = (out.predicted_busbw_GBps - out.measured_busbw_GBps) / out.measured_busbw_GBps;
+  return out;
+}
+
+std::string DefaultSource(const std::vector<NcclTestsRun>& runs) {
+  std::string files;
+  for (const NcclTestsRun& run : runs) files += (files.empty() ? "" : ", ") + run.file;
+  return "FitCommCalibration (src/cost/comm_fit.h) on " + files;
+}
+
+}  // namespace
+
+Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const ClusterSpec& cluster,
+                                   const CommFitOptions& options) {
+  if (runs.empty())
+    return Status::InvalidArgument("no nccl-tests runs to fit; pass at least one result file");
+  Result<std::vector<Sample>> samples = CollectSamples(runs, cluster, options);
+  if (!samples.ok()) return samples.status();
+  LOOM_RETURN_IF_ERROR(CheckSizes(*samples, runs, options));
+  std::array<bool, kUnknowns> fitted{};
+  std::array<double, kUnknowns> x{};
+  LOOM_RETURN_IF_ERROR(Solve(*samples, &fitted, &x));
+  LOOM_RETURN_IF_ERROR(CheckFractions(fitted, x, cluster));
+  CommFit fit;
+  fit.calibration = cluster.calibration;
+  for (const auto& [unknown, key] : kKeyOrder) {
+    if (!fitted[unknown]) continue;
+    const bool inverse = unknown >= kInverseIntra;
+    *Slot(fit.calibration, unknown) = inverse ? 1.0 / x[unknown] : x[unknown];
+    fit.fitted_keys.emplace_back(key);
+  }
+  fit.calibration.source = options.source.empty() ? DefaultSource(runs) : options.source;
+  ClusterSpec calibrated = cluster;
+  calibrated.calibration = fit.calibration;
+  const NcclCommModel model(calibrated);
+  double error_sum = 0;
+  int fitted_rows = 0;
+  for (const Sample& s : *samples) {
+    fit.rows.push_back(Predict(s, runs, model));
+    if (s.fitted) error_sum += std::abs(fit.rows.back().busbw_error), ++fitted_rows;
+  }
+  fit.busbw_mape = fitted_rows > 0 ? error_sum / fitted_rows : 0.0;
+  return fit;
+}
+
+namespace {
+
+double RoundSignificant(double value, int digits) {
+  if (value == 0 || !std::isfinite(value)) return value;
+  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(value)))));
+  return std::round(value * scale) / scale;
+}
+
+}  // namespace
+
+nlohmann::ordered_json WithCommCalibration(const nlohmann::ordered_json& cluster_file, const CommFit& fit) {
+  nlohmann::ordered_json calibration = nlohmann::ordered_json::object();
+  auto existing = cluster_file.find("calibration");
+  if (existing != cluster_file.end() && existing->is_object()) calibration = *existing;
+  CommCalibration values = fit.calibration;
+  for (const std::string& key : fit.fitted_keys) {
+    for (const auto& [unknown, name] : kKeyOrder) {
+      if (name == key) calibration[key] = RoundSignificant(Slot(values, unknown)->value_or(0.0), 4);
+    }
+  }
+  calibration.erase("source");
+  calibration["source"] = fit.calibration.source;
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  const bool had = existing != cluster_file.end();
+  for (const auto& [key, value] : cluster_file.items()) {
+    if (key == "sources" && !had) out["calibration"] = calibration;
+    out[key] = key == "calibration" ? calibration : value;
+  }
+  if (!out.contains("calibration")) out["calibration"] = calibration;
+  return out;
+}
+
+}  // namespace loom

@@ -1,0 +1,122 @@
+#ifndef LOOM_COST_NCCL_MODEL_H_
+#define LOOM_COST_NCCL_MODEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/enum_names.h"
+#include "core/sim_time.h"
+#include "cost/comm_model.h"
+#include "spec/cluster.h"
+#include "workload/ops.h"
+
+namespace loom {
+
+// The algorithms of NCCL's tuner that loom models, in NCCL's order (ties go to the first).
+enum class NcclAlgorithm { kTree, kRing, kNvls, kPat };
+inline constexpr EnumNames<NcclAlgorithm, 4> kNcclAlgorithmNames({{
+    {NcclAlgorithm::kTree, "Tree"},
+    {NcclAlgorithm::kRing, "Ring"},
+    {NcclAlgorithm::kNvls, "NVLS"},
+    {NcclAlgorithm::kPat, "PAT"},
+}});
+
+enum class NcclProtocol { kLl, kLl128, kSimple };
+inline constexpr EnumNames<NcclProtocol, 3> kNcclProtocolNames({{
+    {NcclProtocol::kLl, "LL"},
+    {NcclProtocol::kLl128, "LL128"},
+    {NcclProtocol::kSimple, "Simple"},
+}});
+
+// The link whose bandwidth limits a transfer, and so the calibration values that apply to it:
+// intra_node_* / inter_node_* / nvls_busbw_fraction (NVLS shares intra_node_extra_latency_us).
+enum class CommPath { kIntraNode, kInterNode, kNvls };
+
+// One way NCCL can run a collective, with its cost under the model.
+struct NcclChoice {
+  NcclAlgorithm algorithm = NcclAlgorithm::kRing;
+  NcclProtocol protocol = NcclProtocol::kSimple;
+  double latency_us = 0;  // NCCL's latency, plus the calibrated extra latency
+  double algbw_GBps = 0;  // the transfer takes bytes / algbw
+  double time_us = 0;
+};
+
+// The time of a bulk transfer split into what a fit solves for:
+//   time_us = nccl_latency_us + extra latency of |path| + nominal_transfer_us / fraction of |path|.
+struct LinearTimeTerms {
+  CommPath path = CommPath::kIntraNode;
+  double nccl_latency_us = 0;      // NCCL's latency model alone, no calibration
+  double nominal_transfer_us = 0;  // bytes over the nominal (uncalibrated) bandwidth
+};
+
+// NCCL's own cost model (the tuner of src/graph/tuning.cc, NCCL 2.20.3; PAT, added in 2.23, from a
+// later 2.2x release), per collective: for every (algorithm, protocol) pair NCCL could use, a base
+// latency plus per-step
+// hardware latencies (intra-node steps over NVLink or PCI, inter-node steps over the network) plus
+// bytes over the algorithm bandwidth (bus bandwidth times NCCL's ratio); NCCL's tuner runs the
+// fastest, and so does this model.
+//   Ring: all-reduce, all-gather, reduce-scatter; LL, LL128 (NVLink only), Simple.
+//   Tree: all-reduce; LL, LL128, Simple.
+//   NVLS: all-reduce, all-gather, reduce-scatter within one node whose NVSwitches have NVLink
+//         SHARP (intra_node.nvlink_sharp); Simple.
+//   PAT:  all-gather, reduce-scatter across nodes with one GPU per node; Simple.
+// All-to-all runs as NCCL runs it, point-to-point sends to every peer: n-1 steps of send latency
+// and (n-1)/n of the bytes, the remote share over the NIC and the local share over NVLink.
+// The bus bandwidth is the nominal bandwidth of the cluster file (intra_node.bandwidth_GBps in a
+// node; across nodes the GPU's share of its node's NICs over the oversubscription) times the
+// calibrated fraction, 1 where the file has no "calibration". Not modelled: NCCL's channel count
+// and its per-channel caps, the CPU vendor (NCCL's network overhead is taken as Intel's),
+// CollNet, NVLS across nodes, and the cluster's latency_us keys (the latencies are NCCL's tables).
+class NcclCommModel : public CommModel {
+ public:
+  explicit NcclCommModel(const ClusterSpec& cluster);
+
+  SimTime Collective(CollectiveKind kind, int64_t bytes, GroupPlacement group) const override;
+  SimTime PointToPoint(int64_t bytes, bool across_nodes) const override;
+
+  // Collective() and PointToPoint() in microseconds, before rounding to nanoseconds.
+  double CollectiveUs(CollectiveKind kind, int64_t bytes, GroupPlacement group) const;
+  double PointToPointUs(int64_t bytes, bool across_nodes) const;
+
+  // Every (algorithm, protocol) pair NCCL considers for |kind| over |group|, costed for |bytes|
+  // (nccl-tests' size convention), in NCCL's order. Empty for all-to-all (not a tuned
+  // collective) and for a group of one rank.
+  std::vector<NcclChoice> Choices(CollectiveKind kind, int64_t bytes, GroupPlacement group) const;
+
+  // The fastest of Choices(), the first of equals, as NCCL's tuner picks.
+  // REQUIRES: kind != kAllToAll, group.ranks >= 2.
+  NcclChoice Choose(CollectiveKind kind, int64_t bytes, GroupPlacement group) const;
+
+  // The cost of |kind| with the algorithm NCCL uses for large messages (NVLS where available,
+  // else Ring; point-to-point for all-to-all) and the Simple protocol, split for fitting.
+  // CollectiveUs() equals it wherever that choice is the fastest. REQUIRES: group.ranks >= 2.
+  LinearTimeTerms BulkTerms(CollectiveKind kind, int64_t bytes, GroupPlacement group) const;
+  // PointToPointUs() split the same way.
+  LinearTimeTerms PointToPointTerms(int64_t bytes, bool across_nodes) const;
+
+  // Whether NCCL can run |kind| over |group| with NVLS on this cluster.
+  bool NvlsAvailable(CollectiveKind kind, GroupPlacement group) const;
+
+ private:
+  double NominalGBps(CommPath path) const;
+  double BandwidthGBps(CommPath path) const;
+  double ExtraLatencyUs(CommPath path) const;
+  CommPath NetworkPath(GroupPlacement group) const;
+  NcclChoice Costed(NcclAlgorithm algorithm, NcclProtocol protocol, double nccl_latency_us, double algbw_GBps,
+                    CommPath path, int64_t bytes) const;
+  void AddRing(CollectiveKind kind, int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const;
+  void AddTree(int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const;
+  double RingLatencyUs(CollectiveKind kind, GroupPlacement group, NcclProtocol protocol) const;
+  double AllToAllLatencyUs(GroupPlacement group) const;
+  LinearTimeTerms AllToAllTerms(int64_t bytes, GroupPlacement group) const;
+
+  int intra_link_;  // row of NCCL's hardware latency table: NVLink or PCI
+  bool nvlink_sharp_;
+  double nominal_intra_GBps_;
+  double nominal_nic_GBps_;
+  CommCalibration calibration_;
+};
+
+}  // namespace loom
+
+#endif  // LOOM_COST_NCCL_MODEL_H_

@@ -1,0 +1,257 @@
+#include "cost/nccl_model.h"
+
+#include <gtest/gtest.h>
+
+namespace loom {
+namespace {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kGiB = kKiB * kKiB * kKiB;
+
+// DGX A100 as the shipped file has it, without calibration: NVLink 300 GB/s, 8 x 200 Gb/s NICs.
+ClusterSpec DgxA100() {
+  ClusterSpec c;
+  c.gpus_per_node = 8;
+  c.intra_node = {IntraNodeFabric::kNvSwitch, 300, 0.6, false};
+  c.inter_node.nics_per_node = 8;
+  c.inter_node.nic_bandwidth_Gbps = 200;
+  c.inter_node.oversubscription = 1;
+  return c;
+}
+
+// DGX H100: NVLink 450 GB/s with NVLink SHARP, 8 x 400 Gb/s NICs.
+ClusterSpec DgxH100() {
+  ClusterSpec c = DgxA100();
+  c.intra_node = {IntraNodeFabric::kNvSwitch, 450, 0.6, true};
+  c.inter_node.nic_bandwidth_Gbps = 400;
+  return c;
+}
+
+const NcclChoice* Find(const std::vector<NcclChoice>& choices, NcclAlgorithm a, NcclProtocol p) {
+  for (const NcclChoice& c : choices) {
+    if (c.algorithm == a && c.protocol == p) return &c;
+  }
+  return nullptr;
+}
+
+const GroupPlacement kOneNode = PlaceGroup(8, 1, 8);
+
+TEST(NcclCommModel, A100AllReduceFlipsFromRingLlToRingSimpleAsSizeGrows) {
+  NcclCommModel model(DgxA100());
+  NcclChoice small = model.Choose(CollectiveKind::kAllReduce, 4 * kKiB, kOneNode);
+  NcclChoice large = model.Choose(CollectiveKind::kAllReduce, kGiB, kOneNode);
+  EXPECT_EQ(small.algorithm, NcclAlgorithm::kRing);
+  EXPECT_EQ(small.protocol, NcclProtocol::kLl);
+  EXPECT_EQ(large.algorithm, NcclAlgorithm::kRing);
+  EXPECT_EQ(large.protocol, NcclProtocol::kSimple);
+}
+
+TEST(NcclCommModel, H100AllReduceFlipsFromRingLlToNvls) {
+  NcclCommModel model(DgxH100());
+  EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, 4 * kKiB, kOneNode).protocol, NcclProtocol::kLl);
+  NcclChoice large = model.Choose(CollectiveKind::kAllReduce, kGiB, kOneNode);
+  EXPECT_EQ(large.algorithm, NcclAlgorithm::kNvls);
+  EXPECT_EQ(large.protocol, NcclProtocol::kSimple);
+}
+
+TEST(NcclCommModel, MultiNodeAllReduceFlipsFromTreeToRingSimple) {
+  NcclCommModel model(DgxA100());
+  const GroupPlacement sixteen_nodes = PlaceGroup(128, 1, 8);
+  EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, 64 * kKiB, sixteen_nodes).algorithm,
+            NcclAlgorithm::kTree);
+  NcclChoice large = model.Choose(CollectiveKind::kAllReduce, 4 * kGiB, sixteen_nodes);
+  EXPECT_EQ(large.algorithm, NcclAlgorithm::kRing);
+  EXPECT_EQ(large.protocol, NcclProtocol::kSimple);
+}
+
+TEST(NcclCommModel, RingLatencyCountsNvlinkStepsInANode) {
+  NcclCommModel model(DgxA100());
+  std::vector<NcclChoice> choices = model.Choices(CollectiveKind::kAllReduce, 0, kOneNode);
+  // baseLat 8.4 + 2(n-1) = 14 NVLink steps of 3.4 us (NCCL 2.20.3, Ring/Simple).
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->latency_us, 8.4 + 14 * 3.4);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->latency_us, 6.6 + 14 * 0.6);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128)->latency_us, 14.0 + 14 * 1.9);
+}
+
+TEST(NcclCommModel, RingLatencyCountsInterNodeStepsOverTheNetwork) {
+  NcclCommModel model(DgxA100());
+  const GroupPlacement two_nodes = PlaceGroup(16, 1, 8);
+  // All-gather: n-1 = 15 steps, nodes-1 = 1 over the network (2.7 us); the 14 others over NVLink,
+  // raised to NCCL's 1 us network overhead.
+  std::vector<NcclChoice> gather = model.Choices(CollectiveKind::kAllGather, 0, two_nodes);
+  EXPECT_DOUBLE_EQ(Find(gather, NcclAlgorithm::kRing, NcclProtocol::kLl)->latency_us,
+                   6.6 + 14 * 1.0 + 1 * 2.7);
+  // All-reduce Simple: 30 steps, 2 across; x1.4 ring plateau across nodes.
+  std::vector<NcclChoice> reduce = model.Choices(CollectiveKind::kAllReduce, 0, two_nodes);
+  EXPECT_DOUBLE_EQ(Find(reduce, NcclAlgorithm::kRing, NcclProtocol::kSimple)->latency_us,
+                   (8.4 + 28 * 3.4 + 2 * 14.0) * 1.4);
+}
+
+TEST(NcclCommModel, TreeLatencyIsTwiceTheChainInANodePlusLogNodesNetworkHops) {
+  NcclCommModel model(DgxA100());
+  std::vector<NcclChoice> choices = model.Choices(CollectiveKind::kAllReduce, 0, PlaceGroup(32, 1, 8));
+  // 4 nodes: 2 * (7 NVLink hops of 0.6 + log2(4) = 2 network hops of 5.0) + baseLat 6.8.
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kTree, NcclProtocol::kLl)->latency_us,
+                   6.8 + 2 * (7 * 0.6 + 2 * 5.0));
+}
+
+TEST(NcclCommModel, RingSimpleMovesBusBytesAtTheLinkBandwidth) {
+  NcclCommModel model(DgxA100());
+  NcclChoice ring = *Find(model.Choices(CollectiveKind::kAllReduce, kGiB, kOneNode), NcclAlgorithm::kRing,
+                          NcclProtocol::kSimple);
+  EXPECT_DOUBLE_EQ(ring.algbw_GBps, 300.0 * 8 / 14);
+  EXPECT_NEAR(ring.time_us, 56.0 + static_cast<double>(kGiB) * 14 / 8 / 300e3, 1e-6);
+}
+
+TEST(NcclCommModel, ProtocolsScaleTheRingBandwidthLikeNccl) {
+  NcclCommModel model(DgxA100());
+  std::vector<NcclChoice> choices = model.Choices(CollectiveKind::kAllGather, kGiB, kOneNode);
+  const double ratio = 8.0 / 7.0;  // n / (n-1)
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->algbw_GBps, 300.0 / 3 * ratio);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128)->algbw_GBps,
+                   300.0 * 0.92 * ratio);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->algbw_GBps, 300.0 * ratio);
+}
+
+TEST(NcclCommModel, TreeIsOnlyConsideredForAllReduce) {
+  NcclCommModel model(DgxA100());
+  EXPECT_NE(Find(model.Choices(CollectiveKind::kAllReduce, kGiB, kOneNode), NcclAlgorithm::kTree,
+                 NcclProtocol::kSimple),
+            nullptr);
+  EXPECT_EQ(Find(model.Choices(CollectiveKind::kReduceScatter, kGiB, kOneNode), NcclAlgorithm::kTree,
+                 NcclProtocol::kSimple),
+            nullptr);
+}
+
+TEST(NcclCommModel, NvlsNeedsNvlinkSharpAndOneNode) {
+  NcclCommModel a100(DgxA100());
+  NcclCommModel h100(DgxH100());
+  EXPECT_FALSE(a100.NvlsAvailable(CollectiveKind::kAllReduce, kOneNode));
+  EXPECT_TRUE(h100.NvlsAvailable(CollectiveKind::kAllReduce, kOneNode));
+  EXPECT_TRUE(h100.NvlsAvailable(CollectiveKind::kAllGather, kOneNode));
+  EXPECT_TRUE(h100.NvlsAvailable(CollectiveKind::kReduceScatter, kOneNode));
+  EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllToAll, kOneNode));
+  EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(16, 1, 8)));
+}
+
+TEST(NcclCommModel, NvlsLatencyAndBandwidthAreNcclsAndTheCalibration) {
+  ClusterSpec cluster = DgxH100();
+  cluster.calibration.nvls_busbw_fraction = 0.5;
+  cluster.calibration.intra_node_extra_latency_us = 10;
+  NcclChoice nvls = *Find(NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, kGiB, kOneNode),
+                          NcclAlgorithm::kNvls, NcclProtocol::kSimple);
+  EXPECT_DOUBLE_EQ(nvls.latency_us, 23.0 + 10.0);
+  EXPECT_DOUBLE_EQ(nvls.algbw_GBps, 450.0 * 0.5 * 5 / 6);
+}
+
+TEST(NcclCommModel, PatServesAllGatherAcrossSingleGpuNodesAtMidSizes) {
+  NcclCommModel model(DgxH100());
+  const GroupPlacement one_per_node = PlaceGroup(64, 8, 8);
+  ASSERT_EQ(one_per_node.ranks_per_node, 1);
+  const NcclChoice* pat = Find(model.Choices(CollectiveKind::kAllGather, 0, one_per_node),
+                               NcclAlgorithm::kPat, NcclProtocol::kSimple);
+  ASSERT_NE(pat, nullptr);
+  // NCCL 2.23: 8 + log2(64) * 14 / 3.5 + 64 * 2.8 us.
+  EXPECT_DOUBLE_EQ(pat->latency_us, 8 + 6 * 14.0 / 3.5 + 64 * 2.8);
+  EXPECT_EQ(model.Choose(CollectiveKind::kAllGather, kKiB * kKiB, one_per_node).algorithm,
+            NcclAlgorithm::kPat);
+  EXPECT_EQ(Find(model.Choices(CollectiveKind::kAllGather, 0, PlaceGroup(64, 1, 8)), NcclAlgorithm::kPat,
+                 NcclProtocol::kSimple),
+            nullptr);
+  EXPECT_EQ(Find(model.Choices(CollectiveKind::kAllReduce, 0, one_per_node), NcclAlgorithm::kPat,
+                 NcclProtocol::kSimple),
+            nullptr);
+}
+
+TEST(NcclCommModel, PcieNodesHaveNoLl128AndUsePciLatencies) {
+  ClusterSpec cluster = DgxA100();
+  cluster.intra_node = {IntraNodeFabric::kPcie, 32, 1.0, false};
+  std::vector<NcclChoice> choices = NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, 0, kOneNode);
+  EXPECT_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128), nullptr);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->latency_us, 8.4 + 14 * 5.7);
+}
+
+TEST(NcclCommModel, CalibrationScalesBandwidthAndAddsLatencyToLl128AndSimpleOnly) {
+  ClusterSpec cluster = DgxA100();
+  cluster.calibration.intra_node_busbw_fraction = 0.5;
+  cluster.calibration.intra_node_extra_latency_us = 100;
+  std::vector<NcclChoice> choices = NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, 0, kOneNode);
+  const NcclChoice* simple = Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple);
+  EXPECT_DOUBLE_EQ(simple->algbw_GBps, 150.0 * 8 / 14);
+  EXPECT_DOUBLE_EQ(simple->latency_us, 56.0 + 100);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128)->latency_us, 40.6 + 100);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->latency_us, 15.0);
+}
+
+TEST(NcclCommModel, InterNodeBandwidthIsTheGpusNicShare) {
+  ClusterSpec cluster = DgxA100();
+  cluster.calibration.inter_node_busbw_fraction = 0.8;
+  NcclCommModel model(cluster);
+  // 8 NICs x 200 Gb/s over 8 GPUs = 25 GB/s each, x0.8.
+  EXPECT_DOUBLE_EQ(Find(model.Choices(CollectiveKind::kAllGather, 0, PlaceGroup(16, 1, 8)),
+                        NcclAlgorithm::kRing, NcclProtocol::kSimple)
+                       ->algbw_GBps,
+                   25.0 * 0.8 * 16 / 15);
+}
+
+TEST(NcclCommModel, AllToAllInOneNodeSendsToEachPeerOverNvlink) {
+  NcclCommModel model(DgxA100());
+  const int64_t bytes = kGiB;
+  // 8.4 + 7 sends of 3.4 us; 7/8 of the bytes leave the GPU at 300 GB/s.
+  EXPECT_NEAR(model.CollectiveUs(CollectiveKind::kAllToAll, bytes, kOneNode),
+              8.4 + 7 * 3.4 + static_cast<double>(bytes) * 7 / 8 / 300e3, 1e-6);
+}
+
+TEST(NcclCommModel, AllToAllAcrossNodesIsLimitedByTheRemoteShareOverTheNic) {
+  NcclCommModel model(DgxA100());
+  const int64_t bytes = kGiB;
+  // 2 nodes: 7 local peers (3.4 us), 8 remote (14 us); 8/16 of the bytes cross the 25 GB/s NIC.
+  EXPECT_NEAR(model.CollectiveUs(CollectiveKind::kAllToAll, bytes, PlaceGroup(16, 1, 8)),
+              8.4 + 7 * 3.4 + 8 * 14.0 + static_cast<double>(bytes) * 8 / 16 / 25e3, 1e-6);
+}
+
+TEST(NcclCommModel, PointToPointPaysOneSimpleStepOfItsLink) {
+  NcclCommModel model(DgxA100());
+  EXPECT_NEAR(model.PointToPointUs(kGiB, false), 8.4 + 3.4 + static_cast<double>(kGiB) / 300e3, 1e-6);
+  EXPECT_NEAR(model.PointToPointUs(kGiB, true), 8.4 + 14.0 + static_cast<double>(kGiB) / 25e3, 1e-6);
+  EXPECT_EQ(model.PointToPoint(kGiB, true), SimTime::FromMicros(model.PointToPointUs(kGiB, true)));
+}
+
+TEST(NcclCommModel, AGroupOfOneRankCostsNothing) {
+  NcclCommModel model(DgxH100());
+  EXPECT_EQ(model.Collective(CollectiveKind::kAllReduce, kGiB, PlaceGroup(1, 1, 8)), SimTime::Zero());
+  EXPECT_TRUE(model.Choices(CollectiveKind::kAllReduce, kGiB, PlaceGroup(1, 1, 8)).empty());
+}
+
+TEST(NcclCommModel, CollectiveIsTheFastestChoice) {
+  NcclCommModel model(DgxH100());
+  for (int64_t bytes : {int64_t{1024}, 64 * kKiB, kGiB}) {
+    const double time_us = model.CollectiveUs(CollectiveKind::kAllReduce, bytes, kOneNode);
+    for (const NcclChoice& c : model.Choices(CollectiveKind::kAllReduce, bytes, kOneNode)) {
+      EXPECT_LE(time_us, c.time_us) << bytes;
+    }
+    EXPECT_EQ(model.Collective(CollectiveKind::kAllReduce, bytes, kOneNode), SimTime::FromMicros(time_us));
+  }
+}
+
+TEST(NcclCommModel, BulkTermsAddUpToTheLargeMessageTime) {
+  ClusterSpec cluster = DgxH100();
+  cluster.calibration.nvls_busbw_fraction = 0.7;
+  cluster.calibration.intra_node_extra_latency_us = 40;
+  NcclCommModel model(cluster);
+  LinearTimeTerms terms = model.BulkTerms(CollectiveKind::kAllReduce, 8 * kGiB, kOneNode);
+  EXPECT_EQ(terms.path, CommPath::kNvls);
+  EXPECT_DOUBLE_EQ(terms.nccl_latency_us, 23.0);
+  EXPECT_NEAR(terms.nccl_latency_us + 40 + terms.nominal_transfer_us / 0.7,
+              model.CollectiveUs(CollectiveKind::kAllReduce, 8 * kGiB, kOneNode), 1e-6);
+}
+
+TEST(NcclCommModel, BulkTermsOfAMultiNodeRingUseTheNetworkPath) {
+  NcclCommModel model(DgxA100());
+  LinearTimeTerms terms = model.BulkTerms(CollectiveKind::kAllGather, kGiB, PlaceGroup(16, 1, 8));
+  EXPECT_EQ(terms.path, CommPath::kInterNode);
+  EXPECT_DOUBLE_EQ(terms.nominal_transfer_us, static_cast<double>(kGiB) / (25e3 * 16 / 15));
+}
+
+}  // namespace
+}  // namespace loom
