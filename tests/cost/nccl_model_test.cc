@@ -148,8 +148,8 @@ TEST(NcclCommModel, PatServesAllGatherAcrossSingleGpuNodesAtMidSizes) {
   NcclCommModel model(DgxH100());
   const GroupPlacement one_per_node = PlaceGroup(64, 8, 8);
   ASSERT_EQ(one_per_node.ranks_per_node, 1);
-  const NcclChoice* pat = Find(model.Choices(CollectiveKind::kAllGather, 0, one_per_node),
-                               NcclAlgorithm::kPat, NcclProtocol::kSimple);
+  const std::vector<NcclChoice> choices = model.Choices(CollectiveKind::kAllGather, 0, one_per_node);
+  const NcclChoice* pat = Find(choices, NcclAlgorithm::kPat, NcclProtocol::kSimple);
   ASSERT_NE(pat, nullptr);
   // NCCL 2.23: 8 + log2(64) * 14 / 3.5 + 64 * 2.8 us.
   EXPECT_DOUBLE_EQ(pat->latency_us, 8 + 6 * 14.0 / 3.5 + 64 * 2.8);
