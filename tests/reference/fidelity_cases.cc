@@ -1,10 +1,6 @@
 #include "reference/fidelity_cases.h"
 
-#include <charconv>
-#include <fstream>
 #include <optional>
-#include <sstream>
-#include <system_error>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -19,69 +15,6 @@ constexpr int64_t kVocab = 51200;
 // nccl-tests rows below this size are latency-bound; the report starts here (issue 4).
 constexpr int64_t kMinAllReduceBytes = int64_t{16} << 20;
 constexpr std::string_view kSelene = "dgx-a100.json";
-
-std::vector<std::string> SplitCells(const std::string& line) {
-  std::vector<std::string> cells;
-  std::stringstream in(line);
-  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
-
-// Typed access to one row of a CsvTable. Like JsonReader, a bad cell is recorded (naming the
-// file, the row and the column) and a placeholder returned; Finish() reports the first problem.
-class RowReader {
- public:
-  RowReader(const CsvTable& table, size_t row) : table_(table), row_(row) {}
-
-  std::string Text(std::string_view column) {
-    const std::string* cell = Cell(column);
-    return cell == nullptr ? std::string() : *cell;
-  }
-  bool IsEmpty(std::string_view column) {
-    const std::string* cell = Cell(column);
-    return cell != nullptr && cell->empty();
-  }
-  int64_t Int(std::string_view column) {
-    int64_t value = 0;
-    Parse(column, value, "a positive integer");
-    if (error_.empty() && value < 1) Fail(column, "is " + std::to_string(value) + "; expected a positive integer");
-    return value;
-  }
-  double Number(std::string_view column) {
-    double value = 0;
-    Parse(column, value, "a number");
-    return value;
-  }
-  Status Finish() const { return error_.empty() ? Status::Ok() : Status::InvalidArgument(error_); }
-
- private:
-  const std::string* Cell(std::string_view column) {
-    for (size_t i = 0; i < table_.columns.size(); ++i) {
-      if (table_.columns[i] == column) return &table_.rows[row_][i];
-    }
-    Fail(column, "is not a column of the table; restore its header line");
-    return nullptr;
-  }
-  template <typename T>
-  void Parse(std::string_view column, T& value, const char* what) {
-    const std::string* cell = Cell(column);
-    if (cell == nullptr) return;
-    const char* end = cell->data() + cell->size();
-    auto [ptr, ec] = std::from_chars(cell->data(), end, value);
-    if (ec != std::errc() || ptr != end) Fail(column, "is \"" + *cell + "\"; expected " + what);
-  }
-  void Fail(std::string_view column, const std::string& problem) {
-    if (!error_.empty()) return;
-    const std::string& first = table_.rows[row_].front();
-    error_ = table_.file + ": row " + std::to_string(row_ + 1) + " (" + first + "), column " +
-             std::string(column) + " " + problem;
-  }
-
-  const CsvTable& table_;
-  size_t row_;
-  std::string error_;
-};
 
 // One row of Korthikanti et al. 2022, Table 3.
 struct Table3Config {
@@ -223,31 +156,6 @@ Result<StepCase> NarayananCase(const ReferencePaths& paths, const CsvTable& tabl
 }
 
 }  // namespace
-
-Result<CsvTable> ReadReferenceCsv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open the reference table");
-  CsvTable table;
-  table.file = path;
-  std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line.front() == '#') continue;
-    std::vector<std::string> cells = SplitCells(line);
-    if (table.columns.empty()) {
-      table.columns = std::move(cells);
-      continue;
-    }
-    if (cells.size() != table.columns.size()) {
-      return Status::InvalidArgument(path + ":" + std::to_string(number) + ": " + std::to_string(cells.size()) +
-                                     " cells, but the header has " + std::to_string(table.columns.size()) +
-                                     " columns");
-    }
-    table.rows.push_back(std::move(cells));
-  }
-  if (table.columns.empty()) return Status::InvalidArgument(path + ": no header line");
-  return table;
-}
 
 LayerOpsOptions MegatronLayerKernels() {
   LayerOpsOptions options;

@@ -12,23 +12,12 @@
 
 #include "core/status.h"
 #include "spec/cluster.h"
+#include "reference/reference_csv.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 #include "workload/layer_ops.h"
 
 namespace loom {
-
-// A reference table: '#' comment lines (its provenance), one header line of column names, then
-// comma-separated rows; blank lines are skipped. Cells are kept as text ("" for an empty cell).
-struct CsvTable {
-  std::string file;
-  std::vector<std::string> columns;
-  std::vector<std::vector<std::string>> rows;
-};
-
-// Reads |path|. Errors: NotFound for a missing file; InvalidArgument naming the file and line
-// for a table without a header or a row whose cell count differs from the header's.
-Result<CsvTable> ReadReferenceCsv(const std::string& path);
 
 // Where the reference tables and cluster files are.
 struct ReferencePaths {

@@ -2,14 +2,14 @@
 // cuBLASLt measurements (tests/reference/gemm_cublaslt.csv), so that no number in a GPU file is
 // typed in by hand.
 
-#include <fstream>
-#include <sstream>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "cost/compute_fit.h"
+#include "reference/reference_csv.h"
 #include "spec/cluster.h"
 
 namespace loom {
@@ -21,21 +21,13 @@ struct Row {
 };
 
 std::vector<Row> ReadGemmTable() {
-  std::ifstream in(std::string(LOOM_SOURCE_DIR) + "/tests/reference/gemm_cublaslt.csv");
+  Result<CsvTable> table = ReadReferenceCsv(std::string(LOOM_SOURCE_DIR) + "/tests/reference/gemm_cublaslt.csv");
+  EXPECT_TRUE(table.ok()) << table.status().message();
   std::vector<Row> rows;
-  std::string line;
-  bool header = true;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (header) {
-      header = false;
-      continue;
-    }
-    Row r;
-    char comma;
-    std::stringstream(line) >> r.m >> comma >> r.n >> comma >> r.k >> comma >> r.a100_fp16_tflops >> comma >>
-        r.h100_fp8_tflops;
-    rows.push_back(r);
+  for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    rows.push_back({r.Int("m"), r.Int("n"), r.Int("k"), r.Number("a100_fp16_tflops"), r.Number("h100_fp8_tflops")});
+    EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
 }

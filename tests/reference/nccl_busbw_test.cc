@@ -15,6 +15,7 @@
 
 #include "cost/comm_fit.h"
 #include "cost/nccl_model.h"
+#include "reference/reference_csv.h"
 #include "spec/cluster.h"
 
 namespace loom {
@@ -31,19 +32,14 @@ struct TableRow {
 };
 
 std::vector<TableRow> ReadTable() {
-  std::ifstream in(std::string(LOOM_SOURCE_DIR) + "/tests/reference/nccl_allreduce_8gpu.csv");
+  Result<CsvTable> table =
+      ReadReferenceCsv(std::string(LOOM_SOURCE_DIR) + "/tests/reference/nccl_allreduce_8gpu.csv");
+  EXPECT_TRUE(table.ok()) << table.status().message();
   std::vector<TableRow> rows;
-  bool header = true;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    if (header) {
-      header = false;
-      continue;
-    }
-    TableRow r;
-    char comma = 0;
-    std::stringstream(line) >> r.size_bytes >> comma >> r.a100_busbw_GBps >> comma >> r.h100_busbw_GBps;
-    rows.push_back(r);
+  for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    rows.push_back({r.Int("size_bytes"), r.Number("a100_busbw_GBps"), r.Number("h100_busbw_GBps")});
+    EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
 }

@@ -3,14 +3,13 @@
 // prints sizes to one decimal in billions, so a count agrees when it rounds to the printed value.
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "reference/reference_csv.h"
 #include "spec/model.h"
 
 namespace loom {
@@ -22,23 +21,13 @@ struct Row {
 };
 
 std::vector<Row> ReadTable1() {
-  std::ifstream in(std::string(LOOM_SOURCE_DIR) + "/tests/reference/narayanan2021_table1.csv");
+  Result<CsvTable> table = ReadReferenceCsv(std::string(LOOM_SOURCE_DIR) + "/tests/reference/narayanan2021_table1.csv");
+  EXPECT_TRUE(table.ok()) << table.status().message();
   std::vector<Row> rows;
-  std::string line;
-  bool header_seen = false;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (!header_seen) {
-      header_seen = true;
-      continue;
-    }
-    std::stringstream fields(line);
-    std::string params, heads, hidden, layers;
-    std::getline(fields, params, ',');
-    std::getline(fields, heads, ',');
-    std::getline(fields, hidden, ',');
-    std::getline(fields, layers, ',');
-    rows.push_back({std::stod(params), std::stoll(heads), std::stoll(hidden), std::stoll(layers)});
+  for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    rows.push_back({r.Number("params_b"), r.Int("heads"), r.Int("hidden"), r.Int("layers")});
+    EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
 }

@@ -6,12 +6,12 @@
 
 #include "workload/activation_memory.h"
 
-#include <gtest/gtest.h>
-
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
+
+#include "reference/reference_csv.h"
 
 namespace loom {
 namespace {
@@ -24,22 +24,15 @@ struct Config {
 constexpr int64_t kSeq = 2048;  // the paper's sequence length for every model
 
 std::vector<Config> ReadTable3() {
-  std::ifstream in(std::string(LOOM_SOURCE_DIR) + "/tests/reference/korthikanti2022_configs.csv");
+  Result<CsvTable> table =
+      ReadReferenceCsv(std::string(LOOM_SOURCE_DIR) + "/tests/reference/korthikanti2022_configs.csv");
+  EXPECT_TRUE(table.ok()) << table.status().message();
   std::vector<Config> rows;
-  std::string line;
-  bool header_seen = false;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (!header_seen) {
-      header_seen = true;
-      continue;
-    }
-    // model,heads,hidden,layers,tp,pp,gpus,global_batch,micro_batch,virtual_stages
-    std::vector<std::string> f;
-    std::stringstream fields(line);
-    for (std::string field; std::getline(fields, field, ',');) f.push_back(field);
-    rows.push_back(
-        {f[0], std::stoll(f[1]), std::stoll(f[2]), std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[8])});
+  for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    rows.push_back({r.Text("model"), r.Int("heads"), r.Int("hidden"), r.Int("layers"), r.Int("tp"),
+                    r.Int("micro_batch")});
+    EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
 }
