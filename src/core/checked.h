@@ -37,6 +37,9 @@ class CheckedInt {
   bool overflowed_ = false;
 };
 
+// ceil(a / b) without the overflow of (a + b - 1) / b. REQUIRES: a >= 0, b > 0.
+constexpr int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
 }  // namespace loom
 
 #endif  // LOOM_CORE_CHECKED_H_

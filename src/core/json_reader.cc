@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -260,6 +261,11 @@ Status JsonReader::Finish(UnknownKeys policy, std::initializer_list<std::string_
   std::string message;
   for (const std::string& line : all) message += (message.empty() ? "" : "\n") + line;
   return Status::InvalidArgument(message);
+}
+
+std::string PathBeside(const std::string& file, const std::string& path) {
+  // operator/ keeps |path| as it is when it is absolute.
+  return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
 }
 
 int EditDistance(std::string_view a, std::string_view b) {

@@ -97,6 +97,10 @@ class JsonReader {
   std::vector<std::unique_ptr<JsonReader>> children_;
 };
 
+// A path written inside |file| (a cluster naming its GPU file, a scenario naming its model),
+// resolved against |file|'s folder unless it is absolute, and normalised.
+std::string PathBeside(const std::string& file, const std::string& path);
+
 // Levenshtein distance, for "did you mean" hints.
 int EditDistance(std::string_view a, std::string_view b);
 

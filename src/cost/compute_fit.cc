@@ -4,10 +4,10 @@
 #include <limits>
 #include <string>
 
+#include "core/checked.h"
+
 namespace loom {
 namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Seconds the GEMM's waves take at the full dense peak (efficiency 1, no overhead).
 double WaveSeconds(const GemmShape& g, int64_t tile_m, int64_t tile_n, const GpuSpec& gpu, double peak_flops) {

@@ -2,12 +2,9 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
+
 namespace loom {
-namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
 
 RooflineComputeModel::RooflineComputeModel(const GpuSpec& gpu) : gpu_(gpu) {}
 

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
+#include "core/checked.h"
 #include "cost/comm_model.h"
-#include "cost/nccl_model.h"
 #include "cost/compute_model.h"
+#include "cost/nccl_model.h"
 #include "schedule/schedule.h"
 #include "sim/critical_path.h"
 #include "sim/pass_costs.h"
@@ -12,8 +13,6 @@
 
 namespace loom {
 namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Megatron-core's default gradient bucket: max(40M, 1M * dp) parameters
 // (megatron/core/distributed/distributed_data_parallel.py, bucket_size).

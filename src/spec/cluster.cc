@@ -245,7 +245,7 @@ std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, Clu
 // Loads the GPU file that |cluster_path| names as |gpu_ref|, relative to the cluster's folder.
 Status LoadClusterGpu(const std::string& cluster_path, const std::string& gpu_ref, GpuSpec* gpu) {
   namespace fs = std::filesystem;
-  fs::path resolved = (fs::path(cluster_path).parent_path() / gpu_ref).lexically_normal();
+  fs::path resolved = PathBeside(cluster_path, gpu_ref);
   std::error_code ignored;
   if (!fs::is_regular_file(resolved, ignored)) {
     return Status::NotFound(cluster_path + ": gpu: \"" + gpu_ref + "\" resolves to " +

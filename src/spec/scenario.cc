@@ -1,7 +1,5 @@
 #include "spec/scenario.h"
 
-#include <filesystem>
-
 #include "core/json_reader.h"
 
 namespace loom {
@@ -51,13 +49,6 @@ void ReadStrategyKeys(JsonReader& r, Strategy* s) {
   ReadBool(r, "allow_cross_node_tp", &s->allow_cross_node_tp);
 }
 
-// |relative| resolved against the folder of |file|, unless it is absolute.
-std::string ResolveBeside(const std::string& file, const std::string& relative) {
-  std::filesystem::path path(relative);
-  if (path.is_absolute()) return relative;
-  return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
-}
-
 }  // namespace
 
 Result<Scenario> LoadScenario(const std::string& path) {
@@ -70,8 +61,8 @@ Result<Scenario> LoadScenario(const std::string& path) {
   if (!schema.empty() && schema != kSchema) {
     r.AddError("schema", "is \"" + schema + "\"; this loom reads \"" + std::string(kSchema) + "\"");
   }
-  scenario.model_path = ResolveBeside(path, r.String("model"));
-  scenario.cluster_path = ResolveBeside(path, r.String("cluster"));
+  scenario.model_path = PathBeside(path, r.String("model"));
+  scenario.cluster_path = PathBeside(path, r.String("cluster"));
   scenario.nodes = r.OptionalInt("nodes");
   ReadStrategyKeys(r.Object("strategy"), &scenario.strategy);
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));

@@ -41,13 +41,10 @@ Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optim
 }
 
 int64_t MinGpusForModelStates(const ModelStateBytes& states, int64_t gpu_memory_bytes) {
-  const int64_t total = states.Total();
-  return total / gpu_memory_bytes + (total % gpu_memory_bytes != 0 ? 1 : 0);
+  return CeilDiv(states.Total(), gpu_memory_bytes);
 }
 
 namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 // Bytes of one state of |p| under ZeRO: a 1/|ranks| shard of each group when |sharded|.
 CheckedInt StateBytes(const RankParameters& p, int64_t dense_ranks, int64_t expert_ranks, bool sharded,

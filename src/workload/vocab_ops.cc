@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/checked.h"
 #include "workload/layer_dims.h"
 #include "workload/layer_ops.h"
 
@@ -36,7 +37,7 @@ void AppendEmbeddingForward(const LayerDims& d, std::vector<Op>* f) {
 
 int64_t PaddedVocabSize(int64_t vocab_size, int64_t tp) {
   const int64_t multiple = 128 * tp;
-  return (vocab_size + multiple - 1) / multiple * multiple;
+  return CeilDiv(vocab_size, multiple) * multiple;
 }
 
 Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strategy,
