@@ -54,11 +54,10 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
       config.buckets[v] = static_cast<int32_t>(buckets);
       config.bucket_time[v] = comm.Collective(reduce, CeilDiv(chunk_params, buckets) * bytes.gradient, placements.dp);
     }
-    // Adam-style update: read optimizer states and gradient, write states and weight, over the
-    // parameters this rank updates (its ZeRO shard).
+    // Megatron's optimizer passes over the parameters this rank updates (its ZeRO shard).
     const int64_t updated = strategy.zero_stage >= 1 ? CeilDiv(params, dp_ranks) : params;
-    MemoryShape update{updated * (bytes.optimizer + bytes.gradient), updated * (bytes.optimizer + bytes.weight)};
-    config.optimizer_time.push_back(compute.MemoryBound(update));
+    config.optimizer_time.push_back(
+        compute.MemoryBound(OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer)));
     config.param_gather_time.push_back(strategy.zero_stage >= 1
                                            ? comm.Collective(CollectiveKind::kAllGather, params * bytes.weight,
                                                              placements.dp)
@@ -67,12 +66,15 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
   return config;
 }
 
-// Activation (or gradient) bytes sent between neighbouring stages per micro-batch: b x s/cp x h,
-// sharded over tp with sequence parallelism (Megatron-LM sends the scattered tensor).
+// Activation (or gradient) bytes each rank sends to its neighbouring stage per micro-batch:
+// b x s/cp x h split over tp. With sequence parallelism the tensor is already scattered; without
+// it Megatron-LM's scatter/gather optimisation sends each tp rank's 1/tp slice over its own link
+// and all-gathers it over NVLink at the receiver (Narayanan et al. 2021, Section 4.1; on unless
+// --no-scatter-gather-tensors-in-pipeline). That all-gather is not timed: 1/tp of the transfer
+// over a link many times faster.
 int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
-  int64_t tokens = s.micro_batch * s.seq_len / s.cp;
-  if (s.sp) tokens /= s.tp;
-  return tokens * model.hidden_size * 2;
+  const int64_t tokens = s.micro_batch * s.seq_len / s.cp;
+  return CeilDiv(tokens * model.hidden_size * 2, s.tp);
 }
 
 void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,

@@ -1,5 +1,6 @@
 #include "workload/model_states.h"
 
+#include <limits>
 #include <string>
 
 #include "core/checked.h"
@@ -25,6 +26,38 @@ StateBytesPerParam BytesPerParameter(Dtype dtype, Optimizer optimizer) {
       break;
   }
   return bytes;
+}
+
+MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimizer) {
+  const bool full_precision = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;
+  const bool fp16 = dtype == Dtype::kFp16;
+  int64_t read = 4, written = 0;  // the gradient norm
+  if (fp16) {
+    read += 2 + 4;
+    written += 4 + 4;
+  }
+  switch (optimizer) {
+    case Optimizer::kAdam:
+      read += 16;
+      written += 12;
+      break;
+    case Optimizer::kSgd:
+      read += 12;
+      written += 8;
+      break;
+    case Optimizer::kAdafactor:
+      read += 12;
+      written += 4;
+      break;
+  }
+  if (!full_precision) {
+    read += 4;
+    written += 2;
+  }
+  written += fp16 ? 2 : 4;
+  const CheckedInt r = CheckedInt(params) * read, w = CheckedInt(params) * written;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return MemoryShape{r.overflowed() ? kMax : r.value(), w.overflowed() ? kMax : w.value()};
 }
 
 Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optimizer) {

@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
+#include "workload/ops.h"
 
 namespace loom {
 
@@ -31,6 +32,23 @@ struct StateBytesPerParam {
 //   parameter for matrices wider than 1024, so it is not counted.
 // - SGD with momentum: master weights and one momentum buffer.
 StateBytesPerParam BytesPerParameter(Dtype dtype, Optimizer optimizer);
+
+// HBM traffic of one optimizer step over |params| parameters, pass by pass as Megatron-LM's
+// mixed-precision optimizer runs it (megatron/core/optimizer/optimizer.py,
+// Float16OptimizerWithFloat16Params.step; FP32Optimizer for fp32), per parameter:
+// - fp16 only: copy the 2-byte model gradient to the fp32 main gradient (r2 w4), then unscale it
+//   and check it for inf/NaN in place (r4 w4; the dynamic loss scaler). bf16 accumulates its
+//   gradients in fp32 from the start (Megatron forces accumulate_allreduce_grads_in_fp32 for
+//   bf16), so the main gradient is that buffer and neither pass runs.
+// - the gradient norm for clipping (--clip-grad 1.0 by default): r4.
+// - the update (apex/Transformer Engine FusedAdam): reads weight, gradient and both moments
+//   (r16), writes weight and moments (w12); SGD with momentum r12 w8; Adafactor r12 w4 (weight
+//   and gradient, the gradient again for its row and column sums; factored moments negligible).
+// - mixed precision: copy the fp32 master weight to the 2-byte model weight (r4 w2).
+// - zeroing the gradient buffer for the next step: w2 (fp16) or w4 (fp32 buffer).
+// fp8 keeps bf16 weights and fp32 gradient accumulation, so it costs what bf16 costs. The
+// result saturates at INT64_MAX bytes rather than overflow.
+MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimizer);
 
 // Model-state bytes of |params| parameters, unsharded.
 struct ModelStateBytes {

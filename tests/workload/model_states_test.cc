@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 namespace loom {
@@ -23,6 +24,38 @@ TEST(BytesPerParameter, SmallerOptimizersHoldLess) {
   EXPECT_EQ(BytesPerParameter(Dtype::kBf16, Optimizer::kAdafactor).Total(), 8);
   EXPECT_EQ(BytesPerParameter(Dtype::kFp32, Optimizer::kAdam).Total(), 16);
   EXPECT_EQ(BytesPerParameter(Dtype::kFp32, Optimizer::kSgd).Total(), 12);
+}
+
+TEST(OptimizerStepTraffic, Bf16AdamIsFortyTwoBytesPerParameter) {
+  // Norm r4; FusedAdam r16 w12; master to model copy r4 w2; zeroing the fp32 gradients w4.
+  MemoryShape t = OptimizerStepTraffic(1000, Dtype::kBf16, Optimizer::kAdam);
+  EXPECT_EQ(t.bytes_read, 24'000);
+  EXPECT_EQ(t.bytes_written, 18'000);
+  EXPECT_EQ(OptimizerStepTraffic(1000, Dtype::kFp8, Optimizer::kAdam).bytes_read, 24'000);
+}
+
+TEST(OptimizerStepTraffic, Fp16AddsTheGradientCopyAndTheLossScaleCheck) {
+  // bf16 + copy to fp32 (r2 w4) + unscale in place (r4 w4), and a 2-byte gradient buffer to zero.
+  MemoryShape t = OptimizerStepTraffic(1000, Dtype::kFp16, Optimizer::kAdam);
+  EXPECT_EQ(t.bytes_read, 30'000);
+  EXPECT_EQ(t.bytes_written, 24'000);
+}
+
+TEST(OptimizerStepTraffic, Fp32HasNoMasterCopyAndLighterOptimizersMoveLess) {
+  MemoryShape fp32 = OptimizerStepTraffic(1000, Dtype::kFp32, Optimizer::kAdam);
+  EXPECT_EQ(fp32.bytes_read, 20'000);
+  EXPECT_EQ(fp32.bytes_written, 16'000);
+  const MemoryShape adam = OptimizerStepTraffic(1000, Dtype::kBf16, Optimizer::kAdam);
+  const MemoryShape sgd = OptimizerStepTraffic(1000, Dtype::kBf16, Optimizer::kSgd);
+  const MemoryShape adafactor = OptimizerStepTraffic(1000, Dtype::kBf16, Optimizer::kAdafactor);
+  EXPECT_LT(sgd.bytes_read + sgd.bytes_written, adam.bytes_read + adam.bytes_written);
+  EXPECT_LT(adafactor.bytes_read + adafactor.bytes_written, sgd.bytes_read + sgd.bytes_written);
+}
+
+TEST(OptimizerStepTraffic, HugeCountsSaturateInsteadOfOverflowing) {
+  MemoryShape t = OptimizerStepTraffic(int64_t{1} << 61, Dtype::kBf16, Optimizer::kAdam);
+  EXPECT_EQ(t.bytes_read, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(t.bytes_written, std::numeric_limits<int64_t>::max());
 }
 
 TEST(ModelStates, ScalesWithParameters) {
