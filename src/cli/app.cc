@@ -19,6 +19,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   CommandRunner runner;
   AddDescribeCommand(app, runner);
   AddSimulateCommand(app, runner);
+  AddFitCommand(app, runner);
 
   try {
     app.parse(argc, argv);

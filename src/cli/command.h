@@ -19,6 +19,9 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner);
 // Registers "simulate".
 void AddSimulateCommand(CLI::App& app, CommandRunner& runner);
 
+// Registers "fit".
+void AddFitCommand(CLI::App& app, CommandRunner& runner);
+
 }  // namespace loom
 
 #endif  // LOOM_CLI_COMMAND_H_

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "cost/calibration_file.h"
 #include "cost/nccl_model.h"
 
 namespace loom {
@@ -341,36 +342,15 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
   return fit;
 }
 
-namespace {
-
-double RoundSignificant(double value, int digits) {
-  if (value == 0 || !std::isfinite(value)) return value;
-  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(value)))));
-  return std::round(value * scale) / scale;
-}
-
-}  // namespace
-
 nlohmann::ordered_json WithCommCalibration(const nlohmann::ordered_json& cluster_file, const CommFit& fit) {
-  nlohmann::ordered_json calibration = nlohmann::ordered_json::object();
-  auto existing = cluster_file.find("calibration");
-  if (existing != cluster_file.end() && existing->is_object()) calibration = *existing;
-  CommCalibration values = fit.calibration;
+  nlohmann::ordered_json values = nlohmann::ordered_json::object();
+  CommCalibration calibration = fit.calibration;
   for (const std::string& key : fit.fitted_keys) {
     for (const auto& [unknown, name] : kKeyOrder) {
-      if (name == key) calibration[key] = RoundSignificant(Slot(values, unknown)->value_or(0.0), 4);
+      if (name == key) values[key] = RoundSignificant(Slot(calibration, unknown)->value_or(0.0), 4);
     }
   }
-  calibration.erase("source");
-  calibration["source"] = fit.calibration.source;
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  const bool had = existing != cluster_file.end();
-  for (const auto& [key, value] : cluster_file.items()) {
-    if (key == "sources" && !had) out["calibration"] = calibration;
-    out[key] = key == "calibration" ? calibration : value;
-  }
-  if (!out.contains("calibration")) out["calibration"] = calibration;
-  return out;
+  return WithCalibration(cluster_file, values, fit.calibration.source);
 }
 
 }  // namespace loom

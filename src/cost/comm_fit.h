@@ -71,7 +71,7 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
 
 // |cluster_file| (a cluster file's JSON) with its "calibration" object holding |fit|'s values: the
 // fitted keys replaced or added (rounded to 4 significant digits), the other keys kept, "source"
-// set and last. A new "calibration" goes before "sources", or last.
+// set and last, naming the earlier source of the kept keys (WithCalibration, cost/calibration_file.h).
 nlohmann::ordered_json WithCommCalibration(const nlohmann::ordered_json& cluster_file, const CommFit& fit);
 
 }  // namespace loom

@@ -1,22 +1,14 @@
 #include "cost/compute_fit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
-#include "core/checked.h"
+#include "cost/roofline_fit.h"
 
 namespace loom {
 namespace {
-
-// Seconds the GEMM's waves take at the full dense peak (efficiency 1, no overhead).
-double WaveSeconds(const GemmShape& g, int64_t tile_m, int64_t tile_n, const GpuSpec& gpu, double peak_flops) {
-  const int64_t tiles = g.batch * CeilDiv(g.m, tile_m) * CeilDiv(g.n, tile_n);
-  const int64_t waves = CeilDiv(tiles, gpu.sm_count);
-  const double per_sm_flops = peak_flops / static_cast<double>(gpu.sm_count);
-  return static_cast<double>(waves) * 2.0 * static_cast<double>(tile_m * tile_n) * static_cast<double>(g.k) /
-         per_sm_flops;
-}
 
 struct LineFit {
   double overhead_s = 0;
@@ -83,7 +75,6 @@ Status CheckSamples(const std::vector<GemmSample>& samples, const GpuSpec& gpu) 
 
 Result<GemmFit> FitGemm(const std::vector<GemmSample>& samples, const GpuSpec& gpu) {
   LOOM_RETURN_IF_ERROR(CheckSamples(samples, gpu));
-  const double peak = *gpu.PeakTflops(samples.front().shape.dtype) * 1e12;
   std::vector<double> t;
   for (const GemmSample& s : samples) t.push_back(s.time_s);
   GemmFit best;
@@ -91,7 +82,7 @@ Result<GemmFit> FitGemm(const std::vector<GemmSample>& samples, const GpuSpec& g
   for (int64_t tile_m : {64, 128, 256}) {
     for (int64_t tile_n : {64, 128, 256}) {
       std::vector<double> w;
-      for (const GemmSample& s : samples) w.push_back(WaveSeconds(s.shape, tile_m, tile_n, gpu, peak));
+      for (const GemmSample& s : samples) w.push_back(GemmWorkSeconds(s.shape, tile_m, tile_n, gpu));
       LineFit line = FitLine(w, t);
       if (line.weighted_sse >= best_sse) continue;
       best_sse = line.weighted_sse;
@@ -109,6 +100,66 @@ Result<GemmFit> FitGemm(const std::vector<GemmSample>& samples, const GpuSpec& g
     }
   }
   return best;
+}
+
+namespace {
+
+Result<EfficiencyFit> FitOneClass(const WorkGroup& group, const std::string& what, OpKind kind,
+                                  std::optional<Dtype> dtype, const GpuSpec& gpu) {
+  const SharedOverheadFit shared = FitSharedOverhead({group});
+  if (!shared.determined) {
+    return Status::InvalidArgument(what + " all have the same work; vary the sizes to tell the overhead from the "
+                                   "efficiency");
+  }
+  LOOM_RETURN_IF_ERROR(CheckInverseEfficiency(shared.inverse_efficiency[0], what, kind, dtype, gpu));
+  EfficiencyFit fit;
+  fit.efficiency = std::min(1.0, 1.0 / shared.inverse_efficiency[0]);
+  fit.overhead_us = shared.overhead_s * 1e6;
+  for (size_t i = 0; i < group.work_s.size(); ++i) {
+    const double r = (shared.overhead_s + group.work_s[i] / fit.efficiency - group.time_s[i]) / group.time_s[i];
+    fit.relative_errors.push_back(r);
+    fit.mean_abs_relative_error += std::fabs(r) / static_cast<double>(group.work_s.size());
+  }
+  return fit;
+}
+
+}  // namespace
+
+Result<EfficiencyFit> FitAttention(const std::vector<AttentionSample>& samples, const GpuSpec& gpu) {
+  const std::string what = "attention fit for " + gpu.name;
+  std::vector<KernelShape> shapes;
+  WorkGroup group;
+  for (const AttentionSample& s : samples) {
+    shapes.emplace_back(s.shape);
+    group.time_s.push_back(s.time_s);
+  }
+  LOOM_RETURN_IF_ERROR(CheckClassSamples(what, shapes, group.time_s));
+  const Dtype dtype = samples.front().shape.dtype;
+  for (const AttentionSample& s : samples) {
+    if (s.shape.dtype != dtype) {
+      return Status::InvalidArgument(what + ": samples mix dtypes; the calibration has one attention_efficiency, "
+                                     "so fit one dtype");
+    }
+  }
+  if (!gpu.PeakTflops(dtype)) {
+    return Status::InvalidArgument(what + ": " + gpu.file + " has no peak_tflops." +
+                                   std::string(kDtypeNames.Name(dtype)));
+  }
+  for (const AttentionSample& s : samples) group.work_s.push_back(AttentionWorkSeconds(s.shape, gpu));
+  return FitOneClass(group, what + ": the samples", OpKind::kAttention, dtype, gpu);
+}
+
+Result<EfficiencyFit> FitMemoryBandwidth(const std::vector<MemorySample>& samples, const GpuSpec& gpu) {
+  const std::string what = "memory-bound fit for " + gpu.name;
+  std::vector<KernelShape> shapes;
+  WorkGroup group;
+  for (const MemorySample& s : samples) {
+    shapes.emplace_back(s.shape);
+    group.time_s.push_back(s.time_s);
+    group.work_s.push_back(MemoryWorkSeconds(s.shape, gpu));
+  }
+  LOOM_RETURN_IF_ERROR(CheckClassSamples(what, shapes, group.time_s));
+  return FitOneClass(group, what + ": the samples", OpKind::kMemoryBound, std::nullopt, gpu);
 }
 
 }  // namespace loom

@@ -37,6 +37,42 @@ struct GemmFit {
 // peak for the dtype.
 Result<GemmFit> FitGemm(const std::vector<GemmSample>& samples, const GpuSpec& gpu);
 
+struct AttentionSample {
+  AttentionShape shape;
+  double time_s = 0;
+};
+
+struct MemorySample {
+  MemoryShape shape;
+  double time_s = 0;
+};
+
+// One kernel class fitted on its own: an efficiency and its own per-kernel overhead. On their own
+// the samples say nothing about other kernels' overhead, so none is borrowed from a GEMM fit;
+// FitComputeCalibration (profile_fit.h) fits one overhead shared by every class, as the model
+// charges it.
+struct EfficiencyFit {
+  double efficiency = 0;   // of the dense peak (attention) or of the HBM bandwidth (memory-bound)
+  double overhead_us = 0;  // fixed time per kernel
+  // Per sample, (predicted - measured) / measured, in the order given.
+  std::vector<double> relative_errors;
+  double mean_abs_relative_error = 0;
+};
+
+// Fits RooflineComputeModel's fused attention, time = overhead + AttentionKernelFlops / (peak *
+// efficiency), to |samples| of one dtype (forward and backward, causal or not, may mix: the
+// kernel FLOPs already count masking and the backward's recomputation). Weighted least squares on
+// relative residuals, as FitGemm. Errors: fewer than 3 distinct shapes, a non-positive time or
+// size, mixed dtypes, no peak for the dtype, times that do not grow with the FLOPs, or an
+// efficiency above 1 (the samples beat the datasheet peak).
+Result<EfficiencyFit> FitAttention(const std::vector<AttentionSample>& samples, const GpuSpec& gpu);
+
+// Fits the memory-bound model, time = overhead + bytes / (hbm_bandwidth * fraction), likewise.
+// Errors: fewer than 3 distinct sizes, no bytes or a non-positive time, times that do not grow
+// with the bytes, or a fraction above 1 (faster than the datasheet HBM bandwidth: the buffers fit
+// in L2).
+Result<EfficiencyFit> FitMemoryBandwidth(const std::vector<MemorySample>& samples, const GpuSpec& gpu);
+
 }  // namespace loom
 
 #endif  // LOOM_COST_COMPUTE_FIT_H_

@@ -221,14 +221,15 @@ TEST(WithCommCalibration, AddsARoundedCalibrationBeforeSources) {
             R"({"intra_node_busbw_fraction":0.7616,"intra_node_extra_latency_us":90.5,"source":"a test"})");
 }
 
-TEST(WithCommCalibration, KeepsKeysItDidNotFitAndPutsSourceLast) {
+TEST(WithCommCalibration, KeepsKeysItDidNotFitWithTheirSourceAndPutsSourceLast) {
   nlohmann::ordered_json file = nlohmann::ordered_json::parse(
       R"({"calibration": {"source": "old", "inter_node_busbw_fraction": 0.9,)"
       R"( "intra_node_busbw_fraction": 0.5}})");
   nlohmann::ordered_json out = WithCommCalibration(file, FittedIntraNode());
   EXPECT_EQ(out["calibration"].dump(),
             R"({"inter_node_busbw_fraction":0.9,"intra_node_busbw_fraction":0.7616,)"
-            R"("intra_node_extra_latency_us":90.5,"source":"a test"})");
+            R"("intra_node_extra_latency_us":90.5,)"
+            R"("source":"a test Kept from the earlier calibration (inter_node_busbw_fraction): old"})");
 }
 
 TEST(WithCommCalibration, WrittenFileLoadsWithTheFittedValues) {

@@ -1,0 +1,416 @@
+// `loom fit`: calibrates the cost models from measurements and writes the fitted values into the
+// "calibration" object of the GPU or cluster file.
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/format.h"
+#include "cost/comm_fit.h"
+#include "cost/nccl_tests_parser.h"
+#include "cost/profile.h"
+#include "cost/profile_fit.h"
+#include "spec/cluster.h"
+
+namespace loom {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct FitOptions {
+  std::vector<std::string> inputs;
+  std::string gpu_path;
+  std::string cluster_path;
+  std::string output_path;
+  bool dry_run = false;
+  bool force = false;
+  bool json = false;
+};
+
+std::string Percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
+  return text;
+}
+
+std::string Number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
+std::string JoinedList(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+// The file as ordered JSON, so that a rewrite keeps its key order.
+Result<Json> ReadOrderedJson(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return Status::IoError(path + ": cannot read; check the path and its permissions");
+  try {
+    return Json::parse(text.str());
+  } catch (const Json::parse_error& e) {
+    return Status::InvalidArgument(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// Writes |text| to a temporary file beside |path|, checks it with |load| and renames it over
+// |path|, so that a reader never sees half a file and a file loom cannot load is never left.
+Status WriteAtomically(const std::string& path, const std::string& text,
+                       const std::function<Status(const std::string&)>& load) {
+  const std::string temporary = path + ".loom-fit.tmp";
+  std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  std::error_code ignored;
+  if (!file) {
+    std::filesystem::remove(temporary, ignored);
+    return Status::IoError(path + ": cannot write " + temporary + " beside it; check that the folder exists and "
+                           "is writable");
+  }
+  if (Status loaded = load(temporary); !loaded.ok()) {
+    std::filesystem::remove(temporary, ignored);
+    return Status::InvalidArgument("the fitted file would not load, so " + path + " was left as it was: " +
+                                   loaded.message());
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    std::filesystem::remove(temporary, ignored);
+    return Status::IoError(path + ": cannot replace it (" + error.message() + ")");
+  }
+  return Status::Ok();
+}
+
+// Where the result goes: --output, else the hardware file itself; "" with --dry-run.
+std::string Destination(const FitOptions& o, const std::string& hardware_file) {
+  if (o.dry_run) return "";
+  return o.output_path.empty() ? hardware_file : o.output_path;
+}
+
+Json WrittenJson(const std::string& destination) {
+  return destination.empty() ? Json(nullptr) : Json(destination);
+}
+
+// The calibration's keys that the fit left as they were.
+std::vector<std::string> KeptKeys(const Json& calibration, const std::vector<std::string>& fitted) {
+  std::vector<std::string> kept;
+  for (const auto& [key, value] : calibration.items()) {
+    if (key != "source" && std::find(fitted.begin(), fitted.end(), key) == fitted.end()) kept.push_back(key);
+  }
+  return kept;
+}
+
+void PrintCalibration(const Json& calibration, const std::vector<std::string>& fitted, const std::string& destination,
+                      std::ostream& out) {
+  if (std::vector<std::string> kept = KeptKeys(calibration, fitted); !kept.empty()) {
+    out << "kept as they were (nothing measured for them): " << JoinedList(kept) << "\n";
+  }
+  out << "\ncalibration" << (destination.empty() ? " (--dry-run: not written)" : " written to " + destination)
+      << ":\n";
+  std::istringstream lines(calibration.dump(2));
+  for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+}
+
+// --gpu: compute-model calibration from profiles.
+
+// True when |path| exists and its first non-blank character does not open a JSON object.
+bool LooksLikeText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char first = 0;
+  in >> first;  // skips whitespace
+  return in && first != '{';
+}
+
+std::string ProfileSource(const std::vector<Profile>& profiles, const ComputeFit& fit, size_t samples) {
+  std::vector<std::string> described;
+  for (const Profile& p : profiles) {
+    std::string d = p.file + " (" + p.device.name + ", " + p.date + ", driver " + p.driver_version + ", CUDA " +
+                    p.cuda_version;
+    for (const auto& [name, version] : p.library_versions) d += ", " + name + " " + version;
+    described.push_back(d + ")");
+  }
+  return "loom fit (FitComputeCalibration, src/cost/profile_fit.h) on " + JoinedList(described) + ": " +
+         std::to_string(samples) + " samples, mean |error| " + Percent(fit.mean_abs_relative_error) + ".";
+}
+
+Json ComputeJson(const FitOptions& o, const std::vector<ProfileSample>& samples, const ComputeFit& fit,
+                 const Json& calibration, const std::string& destination) {
+  Json j;
+  j["schema"] = "loom.fit/1";
+  j["model"] = "compute";
+  j["inputs"] = o.inputs;
+  j["target"] = o.gpu_path;
+  j["written"] = WrittenJson(destination);
+  j["fitted_keys"] = fit.fitted_keys;
+  j["kept_keys"] = KeptKeys(calibration, fit.fitted_keys);
+  j["calibration"] = calibration;
+  j["classes"] = Json::array();
+  for (const KernelClassFit& c : fit.classes) {
+    Json residuals = Json::array();
+    for (const SampleResidual& r : c.residuals) {
+      residuals.push_back({{"where", samples[r.sample].where},
+                           {"shape", DescribeShape(samples[r.sample].shape)},
+                           {"measured_us", r.measured_us},
+                           {"predicted_us", r.predicted_us},
+                           {"error", r.relative_error}});
+    }
+    j["classes"].push_back({{"class", c.Name()},
+                            {"key", c.key},
+                            {"value", c.value},
+                            {"samples", c.residuals.size()},
+                            {"mean_abs_error", c.mean_abs_relative_error},
+                            {"max_abs_error", c.max_abs_relative_error},
+                            {"spread", c.spread ? Json(*c.spread) : Json(nullptr)},
+                            {"residuals", residuals}});
+  }
+  j["kernel_overhead_us"] = fit.calibration.kernel_overhead_us;
+  j["mean_abs_error"] = fit.mean_abs_relative_error;
+  return j;
+}
+
+void PrintCompute(const std::vector<Profile>& profiles, const std::vector<ProfileSample>& samples,
+                  const ComputeFit& fit, const Json& calibration, const std::string& destination,
+                  std::ostream& out) {
+  for (const Profile& p : profiles) {
+    out << "profile  " << p.file << ": " << p.device.name << ", " << p.date << ", driver " << p.driver_version
+        << ", CUDA " << p.cuda_version << ", " << p.samples.size() << " samples\n";
+  }
+  out << "\n" << std::left << std::setw(16) << "class" << std::right << std::setw(8) << "samples" << "  "
+      << std::left << std::setw(27) << "fitted key" << std::right << std::setw(8) << "value" << std::setw(12)
+      << "mean |err|" << std::setw(11) << "max |err|" << std::setw(9) << "spread" << "  worst sample\n";
+  for (const KernelClassFit& c : fit.classes) {
+    const SampleResidual* worst = &c.residuals.front();
+    for (const SampleResidual& r : c.residuals) {
+      if (std::abs(r.relative_error) > std::abs(worst->relative_error)) worst = &r;
+    }
+    out << std::left << std::setw(16) << c.Name() << std::right << std::setw(8) << c.residuals.size() << "  "
+        << std::left << std::setw(27) << c.key << std::right << std::setw(8) << Number(c.value) << std::setw(12)
+        << Percent(c.mean_abs_relative_error) << std::setw(11) << Percent(c.max_abs_relative_error) << std::setw(9)
+        << (c.spread ? Percent(*c.spread) : "-") << "  " << DescribeShape(samples[worst->sample].shape) << "\n";
+  }
+  out << std::left << std::setw(16) << "all" << std::right << std::setw(8) << samples.size() << "  " << std::left
+      << std::setw(27) << "kernel_overhead_us" << std::right << std::setw(8)
+      << Number(fit.calibration.kernel_overhead_us) << std::setw(12) << Percent(fit.mean_abs_relative_error) << "\n";
+  if (fit.fitted_keys.front() == "gemm_tile_m") {
+    out << "GEMM tile " << fit.calibration.gemm_tile_m << " x " << fit.calibration.gemm_tile_n
+        << " (shared by the GEMM dtypes)\n";
+  }
+  out << "errors are (predicted - measured) / measured of RooflineComputeModel with the fitted values; spread is "
+         "(p90 - p10) / median of the samples\n";
+  PrintCalibration(calibration, fit.fitted_keys, destination, out);
+}
+
+Status RunGpuFit(const FitOptions& o, std::ostream& out) {
+  Result<GpuSpec> gpu = LoadGpuSpec(o.gpu_path);
+  if (!gpu.ok()) return gpu.status();
+  std::vector<Profile> profiles;
+  std::vector<ProfileSample> samples;
+  for (const std::string& input : o.inputs) {
+    Result<Profile> profile = ReadProfile(input);
+    if (!profile.ok() && LooksLikeText(input)) {
+      return Status::InvalidArgument(input + ": is not a profile (JSON, schema loom.profile/1); to fit nccl-tests "
+                                     "output, pass the cluster file with --cluster instead of --gpu");
+    }
+    if (!profile.ok()) return profile.status();
+    if (Status same = CheckProfiledGpu(*profile, *gpu); !same.ok() && !o.force) {
+      return Status::InvalidArgument(same.message() + ", or pass --force to fit anyway");
+    }
+    samples.insert(samples.end(), profile->samples.begin(), profile->samples.end());
+    profiles.push_back(*profile);
+  }
+  Result<ComputeFit> fitted = FitComputeCalibration(samples, *gpu);
+  if (!fitted.ok()) return fitted.status();
+  ComputeFit fit = fitted.value();
+  fit.calibration.source = ProfileSource(profiles, fit, samples.size());
+  Result<Json> file = ReadOrderedJson(o.gpu_path);
+  if (!file.ok()) return file.status();
+  const Json updated = WithComputeCalibration(*file, fit);
+  const std::string destination = Destination(o, o.gpu_path);
+  if (!destination.empty()) {
+    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, updated.dump(2) + "\n", [](const std::string& path) {
+      Result<GpuSpec> loaded = LoadGpuSpec(path);
+      return loaded.ok() ? Status::Ok() : loaded.status();
+    }));
+  }
+  if (o.json) {
+    out << ComputeJson(o, samples, fit, updated["calibration"], destination).dump(2) << "\n";
+  } else {
+    PrintCompute(profiles, samples, fit, updated["calibration"], destination, out);
+  }
+  return Status::Ok();
+}
+
+// --cluster: communication-model calibration from nccl-tests output.
+
+std::string RunText(const NcclTestsRun& run) {
+  std::string text = run.file + " (" + std::string(kNcclTestNames.Name(run.test));
+  if (run.ranks) text += ", " + std::to_string(*run.ranks) + " ranks";
+  if (run.nodes) text += " on " + std::to_string(*run.nodes) + " node(s)";
+  if (!run.gpu_name.empty()) text += ", " + run.gpu_name;
+  return text + ")";
+}
+
+std::string CommSource(const std::vector<NcclTestsRun>& runs, const CommFit& fit) {
+  std::vector<std::string> described;
+  for (const NcclTestsRun& run : runs) described.push_back(RunText(run));
+  return "loom fit (FitCommCalibration, src/cost/comm_fit.h) on the in-place times of nccl-tests " +
+         JoinedList(described) + " from " + HumanBytes(CommFitOptions{}.min_fit_bytes) + ": mean |busbw error| " +
+         Percent(fit.busbw_mape) + ".";
+}
+
+Json CommJson(const FitOptions& o, const CommFit& fit, const Json& calibration, const std::string& destination) {
+  Json j;
+  j["schema"] = "loom.fit/1";
+  j["model"] = "communication";
+  j["inputs"] = o.inputs;
+  j["target"] = o.cluster_path;
+  j["written"] = WrittenJson(destination);
+  j["fitted_keys"] = fit.fitted_keys;
+  j["kept_keys"] = KeptKeys(calibration, fit.fitted_keys);
+  j["calibration"] = calibration;
+  j["rows"] = Json::array();
+  for (const CommFitRow& r : fit.rows) {
+    j["rows"].push_back({{"where", r.where},
+                         {"test", kNcclTestNames.Name(r.test)},
+                         {"ranks", r.ranks},
+                         {"size_bytes", r.size_bytes},
+                         {"fitted", r.fitted},
+                         {"measured_time_us", r.measured_time_us},
+                         {"predicted_time_us", r.predicted_time_us},
+                         {"measured_busbw_GBps", r.measured_busbw_GBps},
+                         {"predicted_busbw_GBps", r.predicted_busbw_GBps},
+                         {"busbw_error", r.busbw_error},
+                         {"nccl_choice", r.predicted_choice}});
+  }
+  j["busbw_mape"] = fit.busbw_mape;
+  return j;
+}
+
+void PrintComm(const std::vector<NcclTestsRun>& runs, const CommFit& fit, const Json& calibration,
+               const std::string& destination, std::ostream& out) {
+  for (const NcclTestsRun& run : runs) out << "run  " << RunText(run) << ", " << run.rows.size() << " rows\n";
+  out << "\n" << std::left << std::setw(20) << "test" << std::right << std::setw(6) << "ranks" << std::setw(12)
+      << "size" << std::setw(11) << "busbw" << std::setw(11) << "predicted" << std::setw(9) << "error" << "  "
+      << std::left << std::setw(13) << "NCCL choice" << std::setw(8) << "fitted" << "row\n";
+  for (const CommFitRow& r : fit.rows) {
+    char error[16];
+    std::snprintf(error, sizeof error, "%+.1f%%", 100 * r.busbw_error);
+    out << std::left << std::setw(20) << kNcclTestNames.Name(r.test) << std::right << std::setw(6) << r.ranks
+        << std::setw(12) << HumanBytes(static_cast<double>(r.size_bytes)) << std::setw(11)
+        << Number(r.measured_busbw_GBps) << std::setw(11) << Number(r.predicted_busbw_GBps) << std::setw(9) << error
+        << "  " << std::left << std::setw(13) << r.predicted_choice << std::setw(8) << (r.fitted ? "yes" : "no")
+        << r.where << "\n";
+  }
+  std::vector<std::string> values;
+  for (const std::string& key : fit.fitted_keys) values.push_back(key + " " + Number(calibration.value(key, 0.0)));
+  out << "busbw in GB/s (nccl-tests' convention); rows from " << HumanBytes(CommFitOptions{}.min_fit_bytes)
+      << " are fitted, smaller ones run NCCL's low-latency protocols\n"
+      << "fitted  " << JoinedList(values) << "\nmean |busbw error| over the fitted rows: " << Percent(fit.busbw_mape)
+      << "\n";
+  PrintCalibration(calibration, fit.fitted_keys, destination, out);
+}
+
+// |cluster|'s JSON as written to |destination|: its "gpu" path, relative to the cluster file's
+// folder, rewritten relative to the destination's folder when that differs.
+Json Relocated(Json cluster, const std::string& cluster_path, const std::string& destination) {
+  namespace fs = std::filesystem;
+  const fs::path from = fs::absolute(cluster_path).parent_path(), to = fs::absolute(destination).parent_path();
+  auto gpu = cluster.find("gpu");
+  if (destination.empty() || from == to || gpu == cluster.end() || !gpu->is_string()) return cluster;
+  const fs::path target = fs::path(gpu->get<std::string>());
+  if (target.is_absolute()) return cluster;
+  *gpu = fs::relative((from / target).lexically_normal(), to).generic_string();
+  return cluster;
+}
+
+Status RunClusterFit(const FitOptions& o, std::ostream& out) {
+  Result<ClusterSpec> cluster = LoadClusterSpec(o.cluster_path);
+  if (!cluster.ok()) return cluster.status();
+  std::vector<NcclTestsRun> runs;
+  for (const std::string& input : o.inputs) {
+    Result<NcclTestsRun> run = ReadNcclTestsFile(input);
+    if (!run.ok()) return run.status();
+    if (!run->gpu_name.empty() && !DeviceMatchesGpu(run->gpu_name, cluster->gpu.name) && !o.force) {
+      return Status::InvalidArgument(input + ": ran on \"" + run->gpu_name + "\" but the GPU of " + o.cluster_path +
+                                     " is \"" + cluster->gpu.name + "\" (" + cluster->gpu.file +
+                                     "); fit with the cluster file of the machine that ran it, or pass --force");
+    }
+    runs.push_back(*run);
+  }
+  Result<CommFit> fitted = FitCommCalibration(runs, *cluster);
+  if (!fitted.ok()) return fitted.status();
+  CommFit fit = fitted.value();
+  fit.calibration.source = CommSource(runs, fit);
+  Result<Json> file = ReadOrderedJson(o.cluster_path);
+  if (!file.ok()) return file.status();
+  const std::string destination = Destination(o, o.cluster_path);
+  const Json updated = Relocated(WithCommCalibration(*file, fit), o.cluster_path, destination);
+  if (!destination.empty()) {
+    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, updated.dump(2) + "\n", [](const std::string& path) {
+      Result<ClusterSpec> loaded = LoadClusterSpec(path);
+      return loaded.ok() ? Status::Ok() : loaded.status();
+    }));
+  }
+  if (o.json) {
+    out << CommJson(o, fit, updated["calibration"], destination).dump(2) << "\n";
+  } else {
+    PrintComm(runs, fit, updated["calibration"], destination, out);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddFitCommand(CLI::App& app, CommandRunner& runner) {
+  auto options = std::make_shared<FitOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "fit", "Fit the cost models to measurements and write the calibration into the GPU or cluster file");
+  cmd->add_option("inputs", options->inputs,
+                  "With --gpu: profiles (schema loom.profile/1, written by loom probe). With --cluster: output of "
+                  "nccl-tests (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf), "
+                  "as printed or as its -J JSON")
+      ->required();
+  CLI::Option_group* target = cmd->add_option_group("target", "What to calibrate (exactly one)");
+  target->add_option("--gpu", options->gpu_path,
+                     "GPU file (hardware/gpus/) whose compute calibration is fitted: GEMM tile and efficiency per "
+                     "dtype, kernel overhead, attention efficiency, HBM bandwidth fraction");
+  target->add_option("--cluster", options->cluster_path,
+                     "Cluster file (hardware/clusters/) whose communication calibration is fitted: bus-bandwidth "
+                     "fractions and extra latencies within and across nodes");
+  target->require_option(1);
+  CLI::Option* dry_run = cmd->add_flag("--dry-run", options->dry_run, "Print the fit; write nothing");
+  cmd->add_option("--output", options->output_path,
+                  "Write the calibrated file here instead of replacing the GPU or cluster file")
+      ->excludes(dry_run);
+  cmd->add_flag("--force", options->force, "Fit even when the measurements name another GPU than the file");
+  cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.fit/1) instead of tables");
+  cmd->footer(
+      "The file is replaced atomically, and only when the result loads; the keys not fitted are kept.\n\n"
+      "Examples:\n"
+      "  loom fit hardware/profiles/h100-2025-03-01.json --gpu hardware/gpus/h100-sxm5-80gb.json\n"
+      "  loom fit all_reduce_perf.log all_gather_perf.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
+      "  loom fit profile.json --gpu hardware/gpus/a100-sxm4-80gb.json --output a100-calibrated.json --json");
+  cmd->callback([options, &runner] {
+    runner = [options](std::ostream& out) -> Status {
+      return options->gpu_path.empty() ? RunClusterFit(*options, out) : RunGpuFit(*options, out);
+    };
+  });
+}
+
+}  // namespace loom

@@ -1,0 +1,41 @@
+#include "cost/calibration_file.h"
+
+#include <cmath>
+
+namespace loom {
+
+double RoundSignificant(double value, int digits) {
+  if (value == 0 || !std::isfinite(value)) return value;
+  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(value)))));
+  return std::round(value * scale) / scale;
+}
+
+nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const nlohmann::ordered_json& values,
+                                       const std::string& source) {
+  nlohmann::ordered_json calibration = nlohmann::ordered_json::object();
+  auto existing = file.find("calibration");
+  const bool had = existing != file.end();
+  if (had && existing->is_object()) calibration = *existing;
+  std::string kept;
+  for (const auto& [key, value] : calibration.items()) {
+    if (key != "source" && !values.contains(key)) kept += (kept.empty() ? "" : ", ") + key;
+  }
+  std::string new_source = source;
+  auto old_source = calibration.find("source");
+  if (!kept.empty() && old_source != calibration.end() && old_source->is_string() &&
+      !old_source->get<std::string>().empty()) {
+    new_source += " Kept from the earlier calibration (" + kept + "): " + old_source->get<std::string>();
+  }
+  for (const auto& [key, value] : values.items()) calibration[key] = value;
+  calibration.erase("source");
+  calibration["source"] = new_source;
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : file.items()) {
+    if (key == "sources" && !had) out["calibration"] = calibration;
+    out[key] = key == "calibration" ? calibration : value;
+  }
+  if (!out.contains("calibration")) out["calibration"] = calibration;
+  return out;
+}
+
+}  // namespace loom

@@ -1,0 +1,26 @@
+#ifndef LOOM_COST_CALIBRATION_FILE_H_
+#define LOOM_COST_CALIBRATION_FILE_H_
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace loom {
+
+// |value| rounded to |digits| significant digits. Fitted values are written with 4: a measurement
+// repeated on another day moves them in the third digit, so more digits would claim a precision
+// they do not have.
+double RoundSignificant(double value, int digits);
+
+// |file| (a GPU or cluster file's JSON) with its "calibration" object updated: each key of
+// |values| (an object) replaced where it stands or added after the existing keys, the other keys
+// kept, and "source" set to |source| and moved last. When keys are kept and the old calibration
+// had a source, the new one ends with "Kept from the earlier calibration (KEYS): OLD SOURCE", so
+// every value in the file still says where it comes from. A new "calibration" goes before
+// "sources", or last; every other key of |file| keeps its place.
+nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const nlohmann::ordered_json& values,
+                                       const std::string& source);
+
+}  // namespace loom
+
+#endif  // LOOM_COST_CALIBRATION_FILE_H_

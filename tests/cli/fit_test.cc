@@ -1,0 +1,273 @@
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_loom.h"
+#include "cost/calibration_file.h"
+#include "cost/comm_fit.h"
+#include "spec/cluster.h"
+
+namespace loom {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The values tests/cli/data/profile_a100_synthetic.json was generated with: RooflineComputeModel on
+// hardware/gpus/a100-sxm4-80gb.json with this calibration, times rounded to the nanosecond.
+constexpr int64_t kTileM = 128, kTileN = 256;
+constexpr double kGemmBf16 = 0.78, kOverheadUs = 5.5, kAttention = 0.55, kMemory = 0.88;
+
+const std::string kProfile = Shipped("tests/cli/data/profile_a100_synthetic.json");
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A fresh folder for one test.
+fs::path TestDir() {
+  const fs::path dir = fs::path(::testing::TempDir()) / "loom_fit_test" /
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A copy of a shipped GPU file in |dir| with a known calibration, so that the tests do not depend
+// on the calibration shipped today.
+std::string GpuCopy(const fs::path& dir, const std::string& shipped = "hardware/gpus/a100-sxm4-80gb.json") {
+  nlohmann::ordered_json gpu = nlohmann::ordered_json::parse(ReadText(Shipped(shipped)));
+  gpu["calibration"] = {{"gemm_efficiency_fp16", 0.8}, {"kernel_overhead_us", 7}, {"source", "an older fit"}};
+  const std::string path = (dir / "gpu.json").string();
+  std::ofstream(path) << gpu.dump(2) << "\n";
+  return path;
+}
+
+// The shipped DGX A100 cluster file and its GPU file, copied into |dir|/hw/ as they lie in hardware/.
+std::string ClusterCopy(const fs::path& dir) {
+  fs::create_directories(dir / "hw" / "clusters");
+  fs::create_directories(dir / "hw" / "gpus");
+  fs::copy_file(Shipped("hardware/gpus/a100-sxm4-80gb.json"), dir / "hw" / "gpus" / "a100-sxm4-80gb.json");
+  fs::copy_file(Shipped("hardware/clusters/dgx-a100.json"), dir / "hw" / "clusters" / "dgx-a100.json");
+  return (dir / "hw" / "clusters" / "dgx-a100.json").string();
+}
+
+std::vector<std::string> Keys(const nlohmann::ordered_json& j) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : j.items()) keys.push_back(key);
+  return keys;
+}
+
+TEST(Fit, ProfileCalibratesACopyOfTheGpuFile) {
+  const fs::path dir = TestDir();
+  const std::string gpu = GpuCopy(dir);
+  const std::vector<std::string> keys_before = Keys(nlohmann::ordered_json::parse(ReadText(gpu)));
+  CommandResult r = Loom({"fit", kProfile, "--gpu", gpu});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Result<GpuSpec> fitted = LoadGpuSpec(gpu);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+  const ComputeCalibration& c = fitted->calibration;
+  EXPECT_EQ(c.gemm_tile_m, kTileM);
+  EXPECT_EQ(c.gemm_tile_n, kTileN);
+  EXPECT_EQ(c.gemm_efficiency_bf16, kGemmBf16);
+  EXPECT_EQ(c.kernel_overhead_us, kOverheadUs);
+  EXPECT_EQ(c.attention_efficiency, kAttention);
+  EXPECT_EQ(c.memory_bandwidth_fraction, kMemory);
+  EXPECT_EQ(c.gemm_efficiency_fp16, 0.8);  // not in the profile: kept
+  EXPECT_NE(c.source.find("profile_a100_synthetic.json (NVIDIA A100-SXM4-80GB, 2025-03-01T10:00:00Z, driver "
+                          "550.54.15, CUDA 12.4, cublaslt 12.4.5.8, nccl 2.21.5): 28 samples"),
+            std::string::npos)
+      << c.source;
+  EXPECT_NE(c.source.find("Kept from the earlier calibration (gemm_efficiency_fp16): an older fit"), std::string::npos);
+  EXPECT_EQ(Keys(nlohmann::ordered_json::parse(ReadText(gpu))), keys_before);
+  EXPECT_FALSE(fs::exists(gpu + ".loom-fit.tmp"));
+  EXPECT_NE(r.out.find("gemm bf16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory_bandwidth_fraction"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept as they were (nothing measured for them): gemm_efficiency_fp16"), std::string::npos);
+  EXPECT_NE(r.out.find("calibration written to " + gpu), std::string::npos) << r.out;
+}
+
+TEST(Fit, DryRunWritesNothingAndJsonHasResidualsPerSample) {
+  const fs::path dir = TestDir();
+  const std::string gpu = GpuCopy(dir);
+  const std::string before = ReadText(gpu);
+  CommandResult r = Loom({"fit", kProfile, "--gpu", gpu, "--dry-run", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(ReadText(gpu), before);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "loom.fit/1");
+  EXPECT_EQ(j["model"], "compute");
+  EXPECT_TRUE(j["written"].is_null());
+  EXPECT_EQ(j["calibration"]["gemm_tile_n"], kTileN);
+  EXPECT_EQ(j["kept_keys"], nlohmann::json::array({"gemm_efficiency_fp16"}));
+  ASSERT_EQ(j["classes"].size(), 3u);
+  EXPECT_EQ(j["classes"][0]["class"], "gemm bf16");
+  EXPECT_EQ(j["classes"][0]["residuals"].size(), 18u);
+  EXPECT_EQ(j["classes"][2]["residuals"][0]["where"], kProfile + ": samples[24]");
+  EXPECT_LT(j["mean_abs_error"].get<double>(), 1e-4);
+}
+
+TEST(Fit, OutputWritesElsewhereAndLeavesTheGpuFile) {
+  const fs::path dir = TestDir();
+  const std::string gpu = GpuCopy(dir);
+  const std::string before = ReadText(gpu);
+  const std::string output = (dir / "calibrated.json").string();
+  CommandResult r = Loom({"fit", kProfile, "--gpu", gpu, "--output", output});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(ReadText(gpu), before);
+  Result<GpuSpec> fitted = LoadGpuSpec(output);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+  EXPECT_EQ(fitted->calibration.attention_efficiency, kAttention);
+}
+
+TEST(Fit, UnwritableOutputIsABadInputError) {
+  const fs::path dir = TestDir();
+  const std::string output = (dir / "no" / "such" / "folder.json").string();
+  CommandResult r = Loom({"fit", kProfile, "--gpu", GpuCopy(dir), "--output", output});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find(output + ": cannot write " + output + ".loom-fit.tmp beside it"), std::string::npos) << r.err;
+}
+
+TEST(Fit, ProfileOfAnotherGpuIsRefusedUnlessForced) {
+  const fs::path dir = TestDir();
+  const std::string gpu = GpuCopy(dir, "hardware/gpus/h100-sxm5-80gb.json");
+  const std::string before = ReadText(gpu);
+  CommandResult r = Loom({"fit", kProfile, "--gpu", gpu});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("loom: error: " + kProfile + ": device.name \"NVIDIA A100-SXM4-80GB\" is not the GPU of " + gpu),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("or pass --force"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadText(gpu), before);
+  r = Loom({"fit", kProfile, "--gpu", gpu, "--force"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+}
+
+TEST(Fit, MalformedProfileNamesTheFileTheSampleAndTheKey) {
+  const fs::path dir = TestDir();
+  const std::string gpu = GpuCopy(dir);
+  const std::string malformed = Shipped("tests/cli/data/malformed_profile.json");
+  CommandResult r = Loom({"fit", malformed, "--gpu", gpu});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find(malformed + ": samples[1].kernel: is \"atention\"; did you mean \"attention\"?"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(malformed + ": samples[2].bytes_writen: is not a known key; did you mean \"bytes_written\"?"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(Fit, NcclTestsOutputGivenWithGpuPointsAtCluster) {
+  const fs::path dir = TestDir();
+  const std::string log = Shipped("tests/cost/data/all_reduce_perf_h100.txt");
+  CommandResult r = Loom({"fit", log, "--gpu", GpuCopy(dir)});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find(log + ": is not a profile (JSON, schema loom.profile/1); to fit nccl-tests output, pass the "
+                             "cluster file with --cluster"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Fit, ProfileWithTooFewShapesIsRefused) {
+  const fs::path dir = TestDir();
+  nlohmann::json profile = nlohmann::json::parse(ReadText(kProfile));
+  profile["samples"].erase(profile["samples"].begin() + 24, profile["samples"].begin() + 26);  // 4 attention left
+  profile["samples"].erase(profile["samples"].begin() + 2, profile["samples"].begin() + 24);   // 2 GEMMs left
+  const std::string path = (dir / "few.json").string();
+  std::ofstream(path) << profile.dump();
+  CommandResult r = Loom({"fit", path, "--gpu", GpuCopy(dir)});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find(path + ": the gemm bf16 samples: 2 distinct shape(s); at least 3 are needed"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(Fit, NcclTestsOutputCalibratesACopyOfTheClusterFile) {
+  const fs::path dir = TestDir();
+  const std::string cluster = ClusterCopy(dir);
+  const std::string log = Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt");
+  CommandResult r = Loom({"fit", log, "--cluster", cluster});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  // What the library fits from the same run, rounded as files hold it.
+  Result<ClusterSpec> before = LoadClusterSpec(Shipped("hardware/clusters/dgx-a100.json"));
+  Result<NcclTestsRun> run = ReadNcclTestsFile(log);
+  ASSERT_TRUE(before.ok() && run.ok());
+  Result<CommFit> want = FitCommCalibration({*run}, *before);
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  Result<ClusterSpec> fitted = LoadClusterSpec(cluster);
+  ASSERT_TRUE(fitted.ok()) << fitted.status().message();
+  EXPECT_EQ(fitted->calibration.inter_node_busbw_fraction,
+            RoundSignificant(*want->calibration.inter_node_busbw_fraction, 4));
+  EXPECT_GT(*fitted->calibration.inter_node_busbw_fraction, 0.8);  // 21.8 of 25 GB/s per GPU
+  EXPECT_LT(*fitted->calibration.inter_node_busbw_fraction, 0.95);
+  EXPECT_EQ(fitted->calibration.intra_node_busbw_fraction, before->calibration.intra_node_busbw_fraction);
+  EXPECT_NE(fitted->calibration.source.find("all_gather_perf_2nodes_v2.6.txt (all_gather_perf, 16 ranks on 2 node(s)"),
+            std::string::npos)
+      << fitted->calibration.source;
+  EXPECT_NE(r.out.find("Ring/Simple"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all_gather_perf_2nodes_v2.6.txt:24"), std::string::npos) << r.out;
+}
+
+TEST(Fit, ClusterWrittenElsewhereStillFindsItsGpuFile) {
+  const fs::path dir = TestDir();
+  const std::string cluster = ClusterCopy(dir);
+  fs::create_directories(dir / "out");
+  const std::string output = (dir / "out" / "cluster.json").string();
+  CommandResult r = Loom({"fit", Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt"), "--cluster", cluster,
+                          "--output", output, "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(ReadText(output))["gpu"], "../hw/gpus/a100-sxm4-80gb.json");
+  EXPECT_TRUE(LoadClusterSpec(output).ok());
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "loom.fit/1");
+  EXPECT_EQ(j["model"], "communication");
+  EXPECT_EQ(j["written"], output);
+  EXPECT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["rows"][0]["nccl_choice"], "Ring/Simple");
+}
+
+TEST(Fit, NcclTestsRunWithTooFewSizesIsRefusedNamingTheFile) {
+  const std::string log = Shipped("tests/cost/data/all_reduce_perf_h100.txt");
+  CommandResult r = Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find(log + ": 2 distinct size(s) of at least 16777216 bytes NVLS"), std::string::npos) << r.err;
+}
+
+TEST(Fit, MalformedNcclTestsOutputNamesTheFile) {
+  const std::string log = Shipped("tests/cost/data/malformed_all_reduce_perf_short_row.txt");
+  CommandResult r = Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-a100.json"), "--dry-run"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("loom: error: " + log + ":"), std::string::npos) << r.err;
+}
+
+TEST(Fit, NcclTestsOfAnotherGpuIsRefused) {
+  const std::string log = Shipped("tests/cost/data/all_reduce_perf_h100.txt");
+  CommandResult r = Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-a100.json"), "--dry-run"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find(log + ": ran on \"NVIDIA H100 80GB HBM3\" but the GPU of"), std::string::npos) << r.err;
+}
+
+TEST(Fit, NeedsExactlyOneOfGpuAndCluster) {
+  EXPECT_EQ(Loom({"fit", kProfile}).code, kExitUsage);
+  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", "a.json", "--cluster", "b.json"}).code, kExitUsage);
+  EXPECT_EQ(Loom({"fit", "--gpu", "a.json"}).code, kExitUsage);
+  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", "a.json", "--dry-run", "--output", "b.json"}).code, kExitUsage);
+}
+
+TEST(Fit, HelpHasExamples) {
+  CommandResult r = Loom({"fit", "--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_NE(r.out.find("loom fit all_reduce_perf.log"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--cluster"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loom

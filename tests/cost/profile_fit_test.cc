@@ -1,0 +1,220 @@
+#include "cost/profile_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cost/compute_model.h"
+
+namespace loom {
+namespace {
+
+::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\n  message: " << text << "\n  lacks:   " << part;
+}
+
+GpuSpec H100Like() {
+  GpuSpec gpu;
+  gpu.name = "h100";
+  gpu.file = "h100.json";
+  gpu.sm_count = 132;
+  gpu.hbm_bandwidth_GBps = 3350;
+  gpu.bf16_tflops = 989;
+  gpu.fp8_tflops = 1979;
+  return gpu;
+}
+
+GpuSpec Truth() {
+  GpuSpec gpu = H100Like();
+  ComputeCalibration& c = gpu.calibration;
+  c.gemm_tile_m = 256;
+  c.gemm_tile_n = 128;
+  c.gemm_efficiency_bf16 = 0.71;
+  c.gemm_efficiency_fp8 = 0.58;
+  c.kernel_overhead_us = 4.5;
+  c.attention_efficiency = 0.47;
+  c.memory_bandwidth_fraction = 0.91;
+  return gpu;
+}
+
+// A profile of GEMMs in bf16 and fp8, attention and memory-bound kernels, timed by |truth|.
+std::vector<ProfileSample> SyntheticProfile(const GpuSpec& truth) {
+  const RooflineComputeModel model(truth);
+  std::vector<KernelShape> shapes;
+  for (Dtype dtype : {Dtype::kBf16, Dtype::kFp8}) {
+    for (int64_t m : {1000, 1408, 2048, 4864}) {  // 1408 and 4864 tell 256x128 from 128x256
+      for (int64_t n : {1536, 3000, 7000}) shapes.push_back(GemmShape{m, n, 8192, 1, dtype});
+    }
+  }
+  for (int64_t seq : {1024, 2048, 4096, 8192}) {
+    shapes.push_back(AttentionShape{1, 64, 8, seq, seq, 128, 128, true, seq > 2048, Dtype::kBf16});
+  }
+  for (int64_t mib : {64, 256, 1024}) shapes.push_back(MemoryShape{mib << 20, mib << 20});
+  std::vector<ProfileSample> samples;
+  for (const KernelShape& shape : shapes) {
+    ProfileSample s;
+    s.shape = shape;
+    if (const GemmShape* g = std::get_if<GemmShape>(&shape)) s.median_us = model.Gemm(*g).ToMicros();
+    if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) s.median_us = model.Attention(*a).ToMicros();
+    if (const MemoryShape* m = std::get_if<MemoryShape>(&shape)) s.median_us = model.MemoryBound(*m).ToMicros();
+    s.where = "p.json: samples[" + std::to_string(samples.size()) + "]";
+    samples.push_back(s);
+  }
+  return samples;
+}
+
+TEST(FitComputeCalibration, RecoversEveryParameterOfTheModelsOwnTimes) {
+  Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), H100Like());
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  const ComputeCalibration& c = fit->calibration;
+  EXPECT_EQ(c.gemm_tile_m, 256);
+  EXPECT_EQ(c.gemm_tile_n, 128);
+  EXPECT_NEAR(*c.gemm_efficiency_bf16, 0.71, 1e-5);
+  EXPECT_NEAR(*c.gemm_efficiency_fp8, 0.58, 1e-5);
+  EXPECT_NEAR(c.kernel_overhead_us, 4.5, 0.01);
+  EXPECT_NEAR(*c.attention_efficiency, 0.47, 1e-5);
+  EXPECT_NEAR(*c.memory_bandwidth_fraction, 0.91, 1e-5);
+  EXPECT_EQ(fit->fitted_keys,
+            (std::vector<std::string>{"gemm_tile_m", "gemm_tile_n", "gemm_efficiency_bf16", "gemm_efficiency_fp8",
+                                      "kernel_overhead_us", "attention_efficiency", "memory_bandwidth_fraction"}));
+  ASSERT_EQ(fit->classes.size(), 4u);
+  EXPECT_EQ(fit->classes[0].Name(), "gemm bf16");
+  EXPECT_EQ(fit->classes[1].Name(), "gemm fp8");
+  EXPECT_EQ(fit->classes[2].Name(), "attention bf16");
+  EXPECT_EQ(fit->classes[3].Name(), "memory");
+  EXPECT_EQ(fit->classes[3].residuals.size(), 3u);
+  EXPECT_EQ(fit->classes[3].residuals[0].sample, 28u);
+  EXPECT_LT(fit->mean_abs_relative_error, 1e-4);
+  for (const KernelClassFit& k : fit->classes) EXPECT_LT(k.max_abs_relative_error, 1e-4) << k.Name();
+}
+
+TEST(FitComputeCalibration, ReportsSpreadAndResidualsOfTheCalibrationItFitted) {
+  std::vector<ProfileSample> samples = SyntheticProfile(Truth());
+  samples[30].median_us *= 1.1;  // one memory sample 10% slower than the model
+  samples[30].p10_us = samples[30].median_us * 0.98;
+  samples[30].p90_us = samples[30].median_us * 1.02;
+  Result<ComputeFit> fit = FitComputeCalibration(samples, H100Like());
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  const KernelClassFit& memory = fit->classes[3];
+  ASSERT_TRUE(memory.spread.has_value());
+  EXPECT_NEAR(*memory.spread, 0.04, 1e-12);
+  EXPECT_FALSE(fit->classes[0].spread.has_value());
+  // The residual is RooflineComputeModel's with the fitted values, whatever they became.
+  GpuSpec fitted = H100Like();
+  fitted.calibration = fit->calibration;
+  const MemoryShape& shape = std::get<MemoryShape>(samples[30].shape);
+  const double predicted = RooflineComputeModel(fitted).MemoryBound(shape).ToMicros();
+  EXPECT_DOUBLE_EQ(memory.residuals[2].relative_error, (predicted - samples[30].median_us) / samples[30].median_us);
+  EXPECT_GT(memory.max_abs_relative_error, 0.01);
+}
+
+TEST(FitComputeCalibration, WithoutGemmsKeepsTheTileAndFitsTheRest) {
+  std::vector<ProfileSample> samples = SyntheticProfile(Truth());
+  samples.erase(samples.begin(), samples.begin() + 24);
+  GpuSpec gpu = H100Like();
+  gpu.calibration.gemm_tile_m = 64;
+  Result<ComputeFit> fit = FitComputeCalibration(samples, gpu);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_EQ(fit->calibration.gemm_tile_m, 64);
+  EXPECT_NEAR(fit->calibration.kernel_overhead_us, 4.5, 0.01);
+  EXPECT_EQ(fit->fitted_keys,
+            (std::vector<std::string>{"kernel_overhead_us", "attention_efficiency", "memory_bandwidth_fraction"}));
+}
+
+TEST(FitComputeCalibration, RefusesAttentionInTwoDtypes) {
+  std::vector<ProfileSample> samples = SyntheticProfile(Truth());
+  std::get<AttentionShape>(samples[26].shape).dtype = Dtype::kFp8;
+  Result<ComputeFit> fit = FitComputeCalibration(samples, H100Like());
+  ASSERT_FALSE(fit.ok());
+  EXPECT_TRUE(Contains(fit.status().message(), "p.json: samples[26]: attention in fp8 after attention in bf16; the "
+                                               "calibration has one attention_efficiency"));
+}
+
+TEST(FitComputeCalibration, RefusesAClassWithFewerThanThreeShapes) {
+  std::vector<ProfileSample> samples = SyntheticProfile(Truth());
+  samples.pop_back();
+  Result<ComputeFit> fit = FitComputeCalibration(samples, H100Like());
+  ASSERT_FALSE(fit.ok());
+  EXPECT_TRUE(Contains(fit.status().message(), "p.json: the memory samples: 2 distinct shape(s); at least 3"));
+}
+
+TEST(FitComputeCalibration, RefusesADtypeTheGpuHasNoPeakFor) {
+  GpuSpec gpu = H100Like();
+  gpu.fp8_tflops.reset();
+  Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), gpu);
+  ASSERT_FALSE(fit.ok());
+  EXPECT_TRUE(Contains(fit.status().message(), "p.json: the gemm fp8 samples are fp8 but h100.json has no "
+                                               "peak_tflops.fp8"));
+}
+
+TEST(FitComputeCalibration, RefusesMeasurementsThatBeatTheDatasheet) {
+  GpuSpec gpu = H100Like();
+  gpu.hbm_bandwidth_GBps = 2000;  // the samples moved 0.91 * 3350 GB/s
+  Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), gpu);
+  ASSERT_FALSE(fit.ok());
+  EXPECT_TRUE(Contains(fit.status().message(), "p.json: the memory samples move bytes at 1.524x hbm_bandwidth_GBps "
+                                               "of h100.json (2000)"));
+  gpu = H100Like();
+  gpu.bf16_tflops = 500;
+  fit = FitComputeCalibration(SyntheticProfile(Truth()), gpu);
+  ASSERT_FALSE(fit.ok());
+  EXPECT_TRUE(Contains(fit.status().message(), "p.json: the gemm bf16 samples run at"));
+  EXPECT_TRUE(Contains(fit.status().message(), "peak_tflops.bf16 of h100.json (500) at every tile size"));
+}
+
+TEST(FitComputeCalibration, RefusesAnEmptyProfile) {
+  Result<ComputeFit> fit = FitComputeCalibration({}, H100Like());
+  ASSERT_FALSE(fit.ok());
+  EXPECT_TRUE(Contains(fit.status().message(), "the profile has no samples"));
+}
+
+ComputeFit Fitted() {
+  Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), H100Like());
+  EXPECT_TRUE(fit.ok());
+  ComputeFit out = fit.value();
+  out.calibration.kernel_overhead_us = 4.500123;
+  out.calibration.source = "a test";
+  return out;
+}
+
+TEST(WithComputeCalibration, ReplacesKeysInPlaceAppendsNewOnesRoundedAndPutsSourceLast) {
+  nlohmann::ordered_json file = nlohmann::ordered_json::parse(
+      R"({"schema": "loom.gpu/1", "calibration": {"kernel_overhead_us": 7, "gemm_efficiency_fp16": 0.8,)"
+      R"( "source": "old", "gemm_tile_m": 64}, "sources": {}})");
+  nlohmann::ordered_json out = WithComputeCalibration(file, Fitted());
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : out["calibration"].items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"kernel_overhead_us", "gemm_efficiency_fp16", "gemm_tile_m", "gemm_tile_n",
+                                            "gemm_efficiency_bf16", "gemm_efficiency_fp8", "attention_efficiency",
+                                            "memory_bandwidth_fraction", "source"}));
+  EXPECT_EQ(out["calibration"]["kernel_overhead_us"], 4.5);
+  EXPECT_EQ(out["calibration"]["gemm_tile_m"], 256);
+  EXPECT_TRUE(out["calibration"]["gemm_tile_m"].is_number_integer());
+  EXPECT_EQ(out["calibration"]["gemm_efficiency_fp16"], 0.8);
+  EXPECT_EQ(out["calibration"]["gemm_efficiency_bf16"], 0.71);
+  EXPECT_EQ(out["calibration"]["source"], "a test Kept from the earlier calibration (gemm_efficiency_fp16): old");
+  std::vector<std::string> top;
+  for (const auto& [key, value] : out.items()) top.push_back(key);
+  EXPECT_EQ(top, (std::vector<std::string>{"schema", "calibration", "sources"}));
+}
+
+TEST(WithComputeCalibration, WrittenFileLoadsWithTheFittedValues) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "loom_profile_fit_test";
+  std::filesystem::create_directories(dir);
+  std::ifstream shipped(std::string(LOOM_SOURCE_DIR) + "/hardware/gpus/h100-sxm5-80gb.json");
+  nlohmann::ordered_json file = nlohmann::ordered_json::parse(shipped);
+  std::ofstream(dir / "gpu.json") << WithComputeCalibration(file, Fitted()).dump(2);
+  Result<GpuSpec> gpu = LoadGpuSpec((dir / "gpu.json").string());
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  EXPECT_EQ(gpu->calibration.gemm_tile_m, 256);
+  EXPECT_EQ(gpu->calibration.gemm_efficiency_fp8, 0.58);
+  EXPECT_EQ(gpu->calibration.memory_bandwidth_fraction, 0.91);
+  EXPECT_EQ(gpu->calibration.kernel_overhead_us, 4.5);
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,213 @@
+#include "cost/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace loom {
+namespace {
+
+::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\n  message: " << text << "\n  lacks:   " << part;
+}
+
+// A valid profile with one sample of each kernel class; tests break one thing at a time.
+nlohmann::json ValidProfile() {
+  return nlohmann::json::parse(R"({
+    "schema": "loom.profile/1",
+    "device": {"name": "NVIDIA H100 80GB HBM3", "sm_count": 132},
+    "driver_version": "550.54.15",
+    "cuda_version": "12.4",
+    "library_versions": {"cublaslt": "12.4.5", "nccl": "2.21.5"},
+    "date": "2025-03-01",
+    "samples": [
+      {"kernel": "gemm", "m": 4096, "n": 4096, "k": 8192, "batch": 1, "dtype": "bf16",
+       "median_us": 410.5, "p10_us": 408.0, "p90_us": 415.25, "repeats": 50, "label": "cublasLt"},
+      {"kernel": "attention", "batch": 2, "heads": 32, "kv_heads": 8, "seq_q": 4096, "seq_kv": 4096,
+       "head_dim_qk": 128, "head_dim_v": 128, "causal": true, "backward": false, "dtype": "bf16",
+       "median_us": 900, "repeats": 20},
+      {"kernel": "memory", "bytes_read": 268435456, "bytes_written": 0, "median_us": 120.5, "repeats": 100}
+    ]
+  })");
+}
+
+std::string ErrorOf(const nlohmann::json& j) {
+  Result<Profile> p = ParseProfile(j, "p.json");
+  return p.ok() ? "(parsed)" : p.status().message();
+}
+
+TEST(ParseProfile, ReadsHeaderAndEveryKernelClass) {
+  Result<Profile> p = ParseProfile(ValidProfile(), "p.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->device.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(p->device.sm_count, 132);
+  EXPECT_EQ(p->library_versions.size(), 2u);
+  EXPECT_EQ(p->library_versions[0].first, "cublaslt");
+  ASSERT_EQ(p->samples.size(), 3u);
+  const GemmShape& g = std::get<GemmShape>(p->samples[0].shape);
+  EXPECT_EQ(g.k, 8192);
+  EXPECT_EQ(p->samples[0].p90_us, 415.25);
+  EXPECT_EQ(p->samples[0].label, "cublasLt");
+  EXPECT_EQ(p->samples[0].where, "p.json: samples[0]");
+  const AttentionShape& a = std::get<AttentionShape>(p->samples[1].shape);
+  EXPECT_EQ(a.kv_heads, 8);
+  EXPECT_TRUE(a.causal);
+  EXPECT_FALSE(p->samples[1].p10_us.has_value());
+  EXPECT_EQ(p->samples[2].Kind(), OpKind::kMemoryBound);
+  EXPECT_EQ(std::get<MemoryShape>(p->samples[2].shape).bytes_read, 268435456);
+}
+
+TEST(ParseProfile, MissingKeyNamesTheSampleAndTheFix) {
+  nlohmann::json j = ValidProfile();
+  j["samples"][1].erase("seq_kv");
+  EXPECT_TRUE(Contains(ErrorOf(j), "p.json: samples[1].seq_kv: is missing; add \"seq_kv\": <integer>"));
+}
+
+TEST(ParseProfile, WrongTypeNamesTheKey) {
+  nlohmann::json j = ValidProfile();
+  j["samples"][0]["m"] = "4096";
+  j["samples"][2]["median_us"] = -3;
+  const std::string m = ErrorOf(j);
+  EXPECT_TRUE(Contains(m, "p.json: samples[0].m: must be an integer, got string \"4096\""));
+  EXPECT_TRUE(Contains(m, "p.json: samples[2].median_us: is -3; it must be a finite number >= 0"));
+}
+
+TEST(ParseProfile, UnknownKernelClassSuggestsTheClosest) {
+  nlohmann::json j = ValidProfile();
+  j["samples"][1]["kernel"] = "atention";
+  EXPECT_TRUE(Contains(ErrorOf(j), "p.json: samples[1].kernel: is \"atention\"; did you mean \"attention\"? it must "
+                                   "be one of \"gemm\", \"attention\", \"memory\""));
+  j["samples"][1]["kernel"] = "collective";
+  EXPECT_TRUE(Contains(ErrorOf(j), "samples[1].kernel: is \"collective\"; it must be one of"));
+}
+
+TEST(ParseProfile, MisspelledKeyGetsADidYouMean) {
+  nlohmann::json j = ValidProfile();
+  j["samples"][0].erase("repeats");
+  j["samples"][0]["repeat"] = 50;
+  j["drivr_version"] = "1";
+  const std::string m = ErrorOf(j);
+  EXPECT_TRUE(Contains(m, "p.json: samples[0].repeat: is not a known key; did you mean \"repeats\"?"));
+  EXPECT_TRUE(Contains(m, "p.json: drivr_version: is not a known key; did you mean \"driver_version\"?"));
+}
+
+TEST(ParseProfile, AKeyOfAnotherKernelClassIsUnknown) {
+  nlohmann::json j = ValidProfile();
+  j["samples"][2]["dtype"] = "bf16";
+  EXPECT_TRUE(Contains(ErrorOf(j), "p.json: samples[2].dtype: is not a known key; remove it"));
+}
+
+TEST(ParseProfile, ReportsEveryBrokenSampleAtOnce) {
+  nlohmann::json j = ValidProfile();
+  j["samples"][0]["dtype"] = "bf61";
+  j["samples"][1]["heads"] = 30;
+  const std::string m = ErrorOf(j);
+  EXPECT_TRUE(Contains(m, "samples[0].dtype: is \"bf61\"; did you mean \"bf16\"?"));
+  EXPECT_TRUE(Contains(m, "samples[1].heads: (30) is not a multiple of kv_heads (8)"));
+}
+
+TEST(ParseProfile, PercentilesComeInPairsAroundTheMedian) {
+  nlohmann::json j = ValidProfile();
+  j["samples"][0].erase("p90_us");
+  EXPECT_TRUE(Contains(ErrorOf(j), "samples[0].p90_us: is missing; give p10_us and p90_us together"));
+  j = ValidProfile();
+  j["samples"][0]["p10_us"] = 411;
+  EXPECT_TRUE(Contains(ErrorOf(j), "samples[0].median_us: is not between p10_us and p90_us"));
+}
+
+TEST(ParseProfile, HeaderErrors) {
+  nlohmann::json j = ValidProfile();
+  j["schema"] = "loom.gpu/1";
+  j["date"] = "March 2025";
+  j["library_versions"]["nccl"] = 22105;
+  j["samples"] = nlohmann::json::object();
+  j["device"].erase("name");
+  const std::string m = ErrorOf(j);
+  EXPECT_TRUE(Contains(m, "p.json: schema: is \"loom.gpu/1\" but this file is read as a profile"));
+  EXPECT_TRUE(Contains(m, "p.json: date: is \"March 2025\"; write an ISO 8601 date"));
+  EXPECT_TRUE(Contains(m, "p.json: library_versions.nccl: must be a version string, got number"));
+  EXPECT_TRUE(Contains(m, "p.json: samples: must be an array of sample objects, got object"));
+  EXPECT_TRUE(Contains(m, "p.json: device.name: is missing"));
+}
+
+TEST(ParseProfile, DateMayCarryATime) {
+  nlohmann::json j = ValidProfile();
+  j["date"] = "2025-03-01T10:00:00Z";
+  EXPECT_EQ(ErrorOf(j), "(parsed)");
+  j["date"] = "2025-13-01";
+  EXPECT_TRUE(Contains(ErrorOf(j), "date: is \"2025-13-01\""));
+}
+
+TEST(ReadProfile, MissingFileNamesIt) {
+  Result<Profile> p = ReadProfile("no/such/profile.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_TRUE(Contains(p.status().message(), "no/such/profile.json: cannot open"));
+}
+
+TEST(ProfileWriter, FileIsAValidProfileAfterEveryAppend) {
+  const std::string path = ::testing::TempDir() + "profile_writer_test.json";
+  Result<Profile> original = ParseProfile(ValidProfile(), path);
+  ASSERT_TRUE(original.ok());
+  Profile header = *original;
+  header.samples.clear();
+  ProfileWriter writer;
+  ASSERT_TRUE(writer.Open(path, header).ok());
+  for (size_t n = 0; n <= original->samples.size(); ++n) {
+    Result<Profile> read = ReadProfile(path);
+    ASSERT_TRUE(read.ok()) << "after " << n << " samples: " << read.status().message();
+    ASSERT_EQ(read->samples.size(), n);
+    if (n < original->samples.size()) {
+      ASSERT_TRUE(writer.Append(original->samples[n]).ok());
+    }
+  }
+  Result<Profile> back = ReadProfile(path);
+  ASSERT_TRUE(back.ok());
+  for (size_t i = 0; i < back->samples.size(); ++i) {
+    EXPECT_EQ(ProfileSampleJson(back->samples[i]), ProfileSampleJson(original->samples[i])) << i;
+  }
+  EXPECT_EQ(ProfileJson(*back), ProfileJson(*original));
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(Contains(text.str(), "  \"samples\": [\n    {\"kernel\":\"gemm\",\"m\":4096,"));
+  EXPECT_TRUE(Contains(text.str(), "\"repeats\":100}\n  ]\n}\n"));
+}
+
+TEST(ProfileWriter, UnwritableFolderIsAnError) {
+  ProfileWriter writer;
+  Status s = writer.Open("/no/such/folder/p.json", Profile{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Contains(s.message(), "/no/such/folder/p.json: cannot write the profile"));
+}
+
+TEST(DeviceMatchesGpu, IgnoresVendorPrefixFileNoteAndCase) {
+  EXPECT_TRUE(DeviceMatchesGpu("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3 (SXM5)"));
+  EXPECT_TRUE(DeviceMatchesGpu("A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"));
+  EXPECT_TRUE(DeviceMatchesGpu("NVIDIA H200", "NVIDIA H200 (SXM, 141GB HBM3e)"));
+  EXPECT_FALSE(DeviceMatchesGpu("NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB"));
+  EXPECT_FALSE(DeviceMatchesGpu("NVIDIA H100 80GB HBM3 (SXM5)", "NVIDIA H100 80GB HBM3"));
+}
+
+TEST(CheckProfiledGpu, NamesBothFilesOnAMismatch) {
+  Result<Profile> p = ParseProfile(ValidProfile(), "p.json");
+  ASSERT_TRUE(p.ok());
+  GpuSpec gpu;
+  gpu.name = "NVIDIA H100 80GB HBM3 (SXM5)";
+  gpu.file = "h100.json";
+  gpu.sm_count = 132;
+  EXPECT_TRUE(CheckProfiledGpu(*p, gpu).ok());
+  gpu.sm_count = 114;
+  EXPECT_TRUE(Contains(CheckProfiledGpu(*p, gpu).message(), "p.json: device.sm_count is 132 but h100.json has "
+                                                            "sm_count 114"));
+  gpu.name = "NVIDIA A100-SXM4-80GB";
+  EXPECT_TRUE(Contains(CheckProfiledGpu(*p, gpu).message(),
+                       "p.json: device.name \"NVIDIA H100 80GB HBM3\" is not the GPU of h100.json "
+                       "(\"NVIDIA A100-SXM4-80GB\")"));
+}
+
+}  // namespace
+}  // namespace loom
