@@ -27,10 +27,12 @@ constexpr int32_t kLayersPerStage = 4;
 // activations to the next stage and of their gradient to the previous one (over the link shared
 // by the two stages, in both directions), plus the tied-embedding all-reduce between the first
 // and last stage (a 2-member collective) and one data-parallel gradient all-reduce per stage.
-// Forwards keep their activations until the matching backward frees them.
+// Forwards keep their activations until the matching backward frees them. |shared_nics| puts
+// every transfer on the NIC channels of its ranks (engine.h), so that the data-parallel
+// all-reduces share them with the last backward sends.
 class PipelineStepBuilder {
  public:
-  PipelineStepBuilder() {
+  explicit PipelineStepBuilder(bool shared_nics) {
     graph_.Reserve(kStages * kMicroBatches * (2 * kLayersPerStage + 2) + 3 * kStages,
                    kStages * kMicroBatches * 14);
     compute_ = graph_.Intern("compute");
@@ -43,6 +45,10 @@ class PipelineStepBuilder {
         link_.push_back(
             graph_.AddLink("stage" + std::to_string(s) + "<->" + std::to_string(s + 1)));
       }
+      if (shared_nics) {
+        nic_tx_.push_back(graph_.AddChannel("stage" + std::to_string(s) + " nic tx"));
+        nic_rx_.push_back(graph_.AddChannel("stage" + std::to_string(s) + " nic rx"));
+      }
     }
     for (int32_t i = 0; i < kMicroBatches; ++i) {
       f_name_.push_back(graph_.Intern("F mb" + std::to_string(i)));
@@ -51,6 +57,11 @@ class PipelineStepBuilder {
   }
 
   TaskGraph Build() && {
+    for (int32_t s = 0; s < kStages; ++s) {
+      forward_route_.push_back(s + 1 < kStages ? SendRoute(s, s + 1) : kNoRoute);
+      backward_route_.push_back(s > 0 ? SendRoute(s, s - 1) : kNoRoute);
+      duplex_route_.push_back(nic_tx_.empty() ? kNoRoute : Route({nic_tx_[s], nic_rx_[s]}));
+    }
     for (int32_t s = 0; s < kStages; ++s) AddStageIn1F1BOrder(s);
     AddCrossStageDependencies();
     AddGradientReductions();
@@ -59,6 +70,13 @@ class PipelineStepBuilder {
 
  private:
   static int32_t At(int32_t s, int32_t i) { return s * kMicroBatches + i; }
+
+  RouteId Route(std::vector<ChannelId> channels) {
+    return nic_tx_.empty() ? kNoRoute : graph_.AddRoute(channels);
+  }
+  RouteId SendRoute(int32_t from, int32_t to) {
+    return nic_tx_.empty() ? kNoRoute : Route({nic_tx_[from], nic_rx_[to]});
+  }
 
   // Warm-up forwards, then one forward and one backward in turn, then the remaining backwards.
   void AddStageIn1F1BOrder(int32_t s) {
@@ -90,7 +108,8 @@ class PipelineStepBuilder {
                                           .link = link_[s],
                                           .duration = SimTime::FromMicros(50),
                                           .name = p2p_,
-                                          .category = p2p_});
+                                          .category = p2p_,
+                                          .route = forward_route_[s]});
       graph_.AddDependency(activations_of_[kLayersPerStage - 1], f_send_[At(s, i)]);
     }
   }
@@ -115,7 +134,8 @@ class PipelineStepBuilder {
                                           .link = link_[s - 1],
                                           .duration = SimTime::FromMicros(50),
                                           .name = p2p_,
-                                          .category = p2p_});
+                                          .category = p2p_,
+                                          .route = backward_route_[s]});
       graph_.AddDependency(previous, b_send_[At(s, i)]);
     }
   }
@@ -136,14 +156,16 @@ class PipelineStepBuilder {
       const TaskId dp = graph_.AddTask({.stream = comm_stream_[s],
                                         .duration = SimTime::FromMicros(900),
                                         .name = graph_.Intern("DP all-reduce"),
-                                        .category = p2p_});
+                                        .category = p2p_,
+                                        .route = duplex_route_[s]});
       graph_.AddDependency(b_last_[At(s, kMicroBatches - 1)], dp);
       if (s == 0 || s == kStages - 1) {
         embedding_all_reduce.push_back(
             graph_.AddTask({.stream = comm_stream_[s],
                             .duration = SimTime::FromMicros(300),
                             .name = graph_.Intern("embedding all-reduce"),
-                            .category = p2p_}));
+                            .category = p2p_,
+                            .route = duplex_route_[s]}));
       }
     }
     graph_.AddCollective(embedding_all_reduce);
@@ -154,6 +176,8 @@ class PipelineStepBuilder {
   PoolId activations_;
   std::vector<StreamId> compute_stream_, comm_stream_;
   std::vector<LinkId> link_;
+  std::vector<ChannelId> nic_tx_, nic_rx_;  // per stage; empty without shared NICs
+  std::vector<RouteId> forward_route_, backward_route_, duplex_route_;
   std::vector<NameId> f_name_, b_name_;
   std::array<TaskId, kLayersPerStage> activations_of_{};
   // Indexed by At(stage, micro-batch).
@@ -165,7 +189,7 @@ class PipelineStepBuilder {
   std::vector<TaskId> b_send_ = std::vector<TaskId>(kStages * kMicroBatches, -1);
 };
 
-TaskGraph BuildPipelineStep() { return PipelineStepBuilder().Build(); }
+TaskGraph BuildPipelineStep(bool shared_nics = false) { return PipelineStepBuilder(shared_nics).Build(); }
 
 void SetGraphCounters(benchmark::State& state, const TaskGraph& graph) {
   state.counters["tasks"] = graph.num_tasks();
@@ -196,6 +220,22 @@ void BM_Simulate(benchmark::State& state) {
   state.counters["makespan_ms"] = Simulate(graph)->makespan.ToSeconds() * 1e3;
 }
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond);
+
+// The same step with every transfer sharing its ranks' NICs: the cost of the fluid bookkeeping.
+void BM_SimulateSharedNics(benchmark::State& state) {
+  const TaskGraph graph = BuildPipelineStep(/*shared_nics=*/true);
+  for (auto _ : state) {
+    Result<StepTimeline> timeline = Simulate(graph);
+    if (!timeline.ok()) {
+      state.SkipWithError(timeline.status().message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(timeline);
+  }
+  SetGraphCounters(state, graph);
+  state.counters["makespan_ms"] = Simulate(graph)->makespan.ToSeconds() * 1e3;
+}
+BENCHMARK(BM_SimulateSharedNics)->Unit(benchmark::kMillisecond);
 
 void BM_Validate(benchmark::State& state) {
   const TaskGraph graph = BuildPipelineStep();

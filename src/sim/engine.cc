@@ -1,11 +1,13 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/channel_sharing.h"
 #include "sim/event_queue.h"
 #include "sim/graph_index.h"
 
@@ -29,7 +31,13 @@ Status DeadlockError(const TaskGraph& graph, const StepTimeline& timeline,
                      const std::vector<int32_t>& waiting_on);
 
 // One simulation: all state in flat arrays sized once up front (link queues and the event heap
-// to their largest possible size), so that the event loop itself allocates nothing.
+// to their largest possible size), so that the event loop itself allocates nothing - except the
+// heap of flow ends in a graph with routes, where every change of a share can move an end.
+//
+// Tasks on routes end through a second heap, |flow_ends_|, of possible ends of ChannelSharing's
+// flows: an end is current only if no later change of the flow's share moved it. A current one
+// becomes task ends in |events_| at the same time, so that the loop over |events_| stays the one
+// of a graph without routes.
 class EngineRun {
  public:
   explicit EngineRun(const TaskGraph& graph) : graph_(graph), tasks_(graph.tasks()) {}
@@ -41,12 +49,18 @@ class EngineRun {
   void BuildCollectives();
   void BuildLinkQueues();
 
+  template <bool kSharing>
+  void RunEvents();
+  SimTime NextEventTime() const;
   void OnReady(TaskId id, SimTime now);
   void Enqueue(LinkId link, const LinkRequest& request);
   void MarkDirty(LinkId link);
+  void MarkStarted(TaskId id, SimTime now);
   void Start(TaskId id, SimTime now, SimTime duration);
   void StartCollective(GroupId group, SimTime now);
+  void EndFlowsAt(SimTime now);
   void Complete(TaskId id);
+  void Reshare(SimTime now);
   void DispatchLinks(SimTime now);
   void TryDispatch(LinkId link, SimTime now);
   StepTimeline TakeTimeline();
@@ -61,13 +75,17 @@ class EngineRun {
   std::vector<SimTime> collective_duration_;
   std::vector<TaskId> collective_order_;  // lowest member id
   FlatRows collective_links_;             // the distinct links of each group's members
+  FlatRows collective_channels_;          // the channels of each group's members' routes
+
+  std::unique_ptr<ChannelSharing> sharing_;  // only for a graph with routes
 
   std::vector<uint8_t> link_busy_;
   std::vector<std::vector<LinkRequest>> link_queue_;  // one heap per link
   std::vector<uint8_t> link_dirty_;                   // touched since the last dispatch
   std::vector<LinkId> dirty_links_;
 
-  EventQueue events_;  // payload: the task that ends
+  EventQueue events_;      // payload: the task that ends
+  EventQueue flow_ends_;  // payload: the flow that may end
   StepTimeline timeline_;
   int32_t started_ = 0;
   int32_t completed_ = 0;
@@ -79,6 +97,7 @@ Result<StepTimeline> EngineRun::Run() {
   BuildSuccessors();
   BuildCollectives();
   BuildLinkQueues();
+  if (graph_.num_routes() > 0) sharing_ = std::make_unique<ChannelSharing>(graph_, collective_channels_);
   timeline_.start.assign(n, SimTime::Zero());
   timeline_.end.assign(n, SimTime::Zero());
   timeline_.start_sequence.assign(n, -1);
@@ -88,17 +107,36 @@ Result<StepTimeline> EngineRun::Run() {
     if (waiting_on_[t] == 0) OnReady(t, SimTime::Zero());
   }
   DispatchLinks(SimTime::Zero());
-  while (!events_.empty()) {
-    // Finish everything that ends at |now| before handing out links, so that link order depends
-    // on (ready time, task id) only, not on the order of events at equal times.
-    const SimTime now = events_.top().time;
-    do {
-      Complete(events_.Pop().payload);
-    } while (!events_.empty() && events_.top().time == now);
-    DispatchLinks(now);
+  if (sharing_) {
+    Reshare(SimTime::Zero());
+    RunEvents<true>();
+  } else {
+    RunEvents<false>();
   }
   if (completed_ < n) return DeadlockError(graph_, timeline_, waiting_on_);
   return TakeTimeline();
+}
+
+// Two instances, so that a graph without routes runs the loop it ran before routes existed:
+// a test per event in it cost 10% of the engine's time.
+template <bool kSharing>
+void EngineRun::RunEvents() {
+  while (!events_.empty() || (kSharing && !flow_ends_.empty())) {
+    // Finish everything that ends at |now| before handing out links, so that link order depends
+    // on (ready time, task id) only, not on the order of events at equal times; then share the
+    // channels among the transfers running from |now| on.
+    const SimTime now = kSharing ? NextEventTime() : events_.top().time;
+    if constexpr (kSharing) EndFlowsAt(now);
+    while (!events_.empty() && events_.top().time == now) Complete(events_.Pop().payload);
+    DispatchLinks(now);
+    if constexpr (kSharing) Reshare(now);
+  }
+}
+
+SimTime EngineRun::NextEventTime() const {
+  if (events_.empty()) return flow_ends_.top().time;
+  if (flow_ends_.empty()) return events_.top().time;
+  return Min(events_.top().time, flow_ends_.top().time);
 }
 
 void EngineRun::BuildSuccessors() {
@@ -132,6 +170,8 @@ void EngineRun::BuildCollectives() {
   collective_order_.assign(groups, 0);
   collective_links_.offsets.assign(groups + 1, 0);
   collective_links_.items.clear();
+  collective_channels_.offsets.assign(groups + 1, 0);
+  collective_channels_.items.clear();
   std::vector<GroupId> last_group_on_link(graph_.num_links(), kNoGroup);
   for (GroupId g = 0; g < groups; ++g) {
     const std::span<const TaskId> members = graph_.group_members(g);
@@ -143,8 +183,14 @@ void EngineRun::BuildCollectives() {
         last_group_on_link[link] = g;
         collective_links_.items.push_back(link);
       }
+      if (const RouteId route = tasks_[m].route; route != kNoRoute) {
+        const std::span<const ChannelId> channels = graph_.route_channels(route);
+        collective_channels_.items.insert(collective_channels_.items.end(), channels.begin(),
+                                          channels.end());
+      }
     }
     collective_links_.offsets[g + 1] = static_cast<int32_t>(collective_links_.items.size());
+    collective_channels_.offsets[g + 1] = static_cast<int32_t>(collective_channels_.items.size());
   }
 }
 
@@ -198,18 +244,58 @@ void EngineRun::MarkDirty(LinkId link) {
   }
 }
 
-void EngineRun::Start(TaskId id, SimTime now, SimTime duration) {
+void EngineRun::MarkStarted(TaskId id, SimTime now) {
   timeline_.start[id] = now;
-  timeline_.end[id] = now + duration;
   timeline_.start_sequence[id] = started_++;
   if (tasks_[id].link != kNoLink) link_busy_[tasks_[id].link] = 1;
+}
+
+// A task of zero duration ends where it starts whatever its share, so it stays off its channels.
+void EngineRun::Start(TaskId id, SimTime now, SimTime duration) {
+  MarkStarted(id, now);
+  if (tasks_[id].route != kNoRoute && duration > SimTime::Zero() && graph_.group_of(id) == kNoGroup) {
+    sharing_->Begin(id, now, duration);
+    return;
+  }
+  timeline_.end[id] = now + duration;
   events_.Push(now + duration, id);
 }
 
 void EngineRun::StartCollective(GroupId group, SimTime now) {
-  for (TaskId member : graph_.group_members(group)) {
-    Start(member, now, collective_duration_[group]);
+  const SimTime duration = collective_duration_[group];
+  if (collective_channels_.Row(group).empty() || duration == SimTime::Zero()) {
+    for (TaskId member : graph_.group_members(group)) Start(member, now, duration);
+    return;
   }
+  for (TaskId member : graph_.group_members(group)) MarkStarted(member, now);
+  sharing_->Begin(sharing_->CollectiveFlow(group), now, duration);
+}
+
+void EngineRun::EndFlowsAt(SimTime now) {
+  while (!flow_ends_.empty() && flow_ends_.top().time == now) {
+    const int32_t flow = flow_ends_.Pop().payload;
+    if (!sharing_->IsCurrentEnd(flow, now)) continue;  // a later share moved this end
+    sharing_->Finish(flow);
+    if (!sharing_->IsCollective(flow)) {
+      events_.Push(now, flow);
+      continue;
+    }
+    for (TaskId member : graph_.group_members(sharing_->GroupOf(flow))) events_.Push(now, member);
+  }
+}
+
+// Pushes the moved ends and leaves the superseded ones in the heap: finding them would cost more
+// than popping them, and EndFlowsAt() skips them.
+void EngineRun::Reshare(SimTime now) {
+  if (!sharing_->changed()) return;
+  sharing_->Reshare(now, [&](int32_t flow, SimTime end) {
+    if (sharing_->IsCollective(flow)) {
+      for (TaskId member : graph_.group_members(sharing_->GroupOf(flow))) timeline_.end[member] = end;
+    } else {
+      timeline_.end[flow] = end;
+    }
+    flow_ends_.Push(end, flow);
+  });
 }
 
 void EngineRun::Complete(TaskId id) {
@@ -259,6 +345,13 @@ void EngineRun::TryDispatch(LinkId link, SimTime now) {
 }
 
 StepTimeline EngineRun::TakeTimeline() {
+  if (sharing_) {
+    timeline_.channel_busy = sharing_->TakeBusy();
+    timeline_.channel_shared = sharing_->TakeShared();
+  } else {
+    timeline_.channel_busy.assign(graph_.num_channels(), SimTime::Zero());
+    timeline_.channel_shared.assign(graph_.num_channels(), SimTime::Zero());
+  }
   timeline_.stream_busy.assign(graph_.num_streams(), SimTime::Zero());
   for (TaskId t = 0; t < graph_.num_tasks(); ++t) {
     timeline_.stream_busy[tasks_[t].stream] += timeline_.end[t] - timeline_.start[t];

@@ -20,6 +20,11 @@ struct StepTimeline {
   std::vector<int32_t> start_sequence;
   // Indexed by StreamId: total time the stream ran a task (time spent waiting is not busy).
   std::vector<SimTime> stream_busy;
+  // Indexed by ChannelId: time with at least one task on the channel, and time with two or more
+  // (each at half its bandwidth or less). A task on a route took end - start instead of its
+  // duration when it shared a channel.
+  std::vector<SimTime> channel_busy;
+  std::vector<SimTime> channel_shared;
   // End of the last task; zero for an empty graph.
   SimTime makespan;
 };
@@ -34,6 +39,21 @@ struct StepTimeline {
 //    the links of all its members and starts when it heads all those queues and they are all
 //    free (a link waits, idle, for a collective at its head). All members start together and end
 //    together, after the longest member's duration.
+//  - A task with a route never waits for its channels; it shares their bandwidth. Its duration is
+//    its time alone. While k tasks are on a channel, each gets 1/k of the channel (processor
+//    sharing), and a task progresses at the smallest share among its channels. A collective is on
+//    every channel of its members' routes, once per member, and progresses at its slowest
+//    member's share, so its members still start and end together. Shares change only when a
+//    task on the channel starts or ends; the engine then charges each affected task the work it
+//    did at its old share and moves its end, rounded to the nanosecond. A task of zero duration
+//    takes no share.
+//    Why: among flows limited by one link and nothing else, the max-min fair allocation is the
+//    equal split (Bertsekas and Gallager, Data Networks, 2nd ed., 1992, section 6.5.2), the usual
+//    assumption of flow-level network simulators, and roughly what NCCL's concurrent transfers
+//    over one InfiniBand port or NVLink get from the hardware's round-robin arbitration. It is an
+//    approximation: it ignores congestion control and protocol effects, and a share that a task
+//    cannot use (another of its channels is more crowded) is not handed to the channel's other
+//    tasks as true max-min fairness would, so where routes cross, transfers err on the slow side.
 // Events are ordered by (time, sequence number), so equal times are handled FIFO and the result is
 // identical on every run. Ties never change times; they only fix start_sequence.
 //
@@ -43,7 +63,8 @@ struct StepTimeline {
 // cycles before simulating.
 //
 // Cost: O((tasks + edges) log tasks) time and O(tasks + edges) memory, allocated once; about
-// 1-2 ms for 50k tasks and 100k edges on one core.
+// 1-2 ms for 50k tasks and 100k edges on one core. A task on a route adds, at its start and end,
+// work for each task on its channels whose share changes.
 Result<StepTimeline> Simulate(const TaskGraph& graph);
 
 }  // namespace loom

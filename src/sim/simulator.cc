@@ -66,6 +66,19 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
   return config;
 }
 
+// The ports each kind of transfer crosses, placed as the communication model times them: a group
+// that spans nodes is limited by the NICs (its intra-node hops are many times faster), and a
+// group inside a node uses the node's NVLink (or PCIe).
+void SetFabrics(const Strategy& strategy, const Placements& placements, StepGraphConfig& config) {
+  const auto fabric = [](bool across_nodes) { return across_nodes ? Fabric::kInterNode : Fabric::kIntraNode; };
+  config.pp_fabric = strategy.pp > 1 ? fabric(placements.pp_across_nodes) : Fabric::kNone;
+  config.dp_fabric = fabric(placements.dp.Nodes() > 1);
+  // The tp task of a pass holds its tp, cp and ep collectives together: one that crosses nodes
+  // dominates its time.
+  config.tp_fabric =
+      fabric(placements.tp.Nodes() > 1 || placements.cp.Nodes() > 1 || placements.ep.Nodes() > 1);
+}
+
 // Activation (or gradient) bytes each rank sends to its neighbouring stage per micro-batch:
 // b x s/cp x h split over tp. With sequence parallelism the tensor is already scattered; without
 // it Megatron-LM's scatter/gather optimisation sends each tp rank's 1/tp slice over its own link
@@ -90,8 +103,10 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
     const int32_t rank = g.rank_of(id);
     if (rank >= step.stages) continue;
     if (t.category == step.compute_category || t.category == step.tp_category) {
-      busy[rank] += t.duration.ToSeconds();
-      if (t.category == step.tp_category) tp[rank] += t.duration.ToSeconds();
+      // The time it ran, not its duration: a tp task that shared its port ran longer.
+      const double ran_s = (r.timeline.end[id] - r.timeline.start[id]).ToSeconds();
+      busy[rank] += ran_s;
+      if (t.category == step.tp_category) tp[rank] += ran_s;
       pipeline_end = Max(pipeline_end, r.timeline.end[id]);
     } else if (t.category == step.optimizer_category) {
       optimizer[rank] += t.duration.ToSeconds();
@@ -165,6 +180,7 @@ Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const Clus
   StepGraphConfig config = DataParallelConfig(strategy, *states, chunks, *schedule, compute, comm, placements);
   config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
   config.p2p_time = comm.PointToPoint(P2pBytes(model, strategy), placements.pp_across_nodes);
+  if (options.share_bandwidth) SetFabrics(strategy, placements, config);
   SimulationResult result;
   result.step = BuildStepGraph(*schedule, *costs, config);
   Result<StepTimeline> timeline = Simulate(result.step.graph);

@@ -26,6 +26,10 @@ struct SimulationOptions {
   // The attention kernel (fused FlashAttention, or Megatron-LM's unfused core attention as in
   // Korthikanti et al. 2022) and whether the layers apply dropout.
   LayerOpsOptions kernels;
+  // Whether concurrent transfers on one rank's NIC or NVLink port share its bandwidth (engine.h):
+  // a gradient bucket reduced while the pipeline sends, or while a pass runs its tp collectives,
+  // slows both. Off: every transfer takes its time alone.
+  bool share_bandwidth = true;
 };
 
 struct StageResult {

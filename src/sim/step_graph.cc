@@ -1,7 +1,10 @@
 #include "sim/step_graph.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <string>
+#include <utility>
 
 namespace loom {
 namespace {
@@ -43,6 +46,9 @@ class Builder {
 
  private:
   void AddRank(int32_t rank);
+  void AddPorts(int32_t rank);
+  RouteId SendRoute(int32_t from_rank, int32_t to_rank);
+  RouteId DuplexRoute(int32_t rank, Fabric fabric) const { return duplex_routes_[rank][static_cast<size_t>(fabric)]; }
   void AddPasses(int32_t replica, int32_t stage, PassIds& ids);
   PassTasks AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free,
                     int64_t recompute_bytes = 0);
@@ -59,7 +65,10 @@ class Builder {
   std::vector<StreamId> tp_stream_, pp_stream_, dp_stream_;
   // Per rank: the tp task that ended the previous pass, which the next compute task waits for.
   std::vector<TaskId> pending_tp_;
-  std::vector<LinkId> links_;  // per replica, stage boundary and direction
+  // Per (sender, receiver) rank: the channels of a send, made on first use.
+  std::map<std::pair<int32_t, int32_t>, RouteId> send_routes_;
+  // Per rank and Fabric: both channels of the rank's port, for a collective (kNoRoute: kNone).
+  std::vector<std::array<RouteId, 3>> duplex_routes_;
   std::vector<NameId> pass_names_;  // per (pass kind, virtual stage)
   // Per replica and virtual stage: the bucket segments of the chunk's last backward.
   std::vector<std::vector<TaskId>> bucket_segments_;
@@ -84,13 +93,7 @@ StepGraph Builder::Build() {
     }
   }
   for (int32_t r = 0; r < config_.replicas * schedule_.stages; ++r) AddRank(r);
-  for (int32_t replica = 0; replica < config_.replicas; ++replica) {
-    for (int32_t s = 0; s + 1 < schedule_.stages; ++s) {
-      const std::string prefix = "replica " + std::to_string(replica) + " ";
-      links_.push_back(g.AddLink(prefix + std::to_string(s) + "->" + std::to_string(s + 1)));
-      links_.push_back(g.AddLink(prefix + std::to_string(s + 1) + "->" + std::to_string(s)));
-    }
-  }
+  for (int32_t r = 0; r < config_.replicas * schedule_.stages; ++r) AddPorts(r);
   bucket_segments_.assign(static_cast<size_t>(config_.replicas) * v_count, {});
   std::vector<PassIds> ids;
   for (int32_t replica = 0; replica < config_.replicas; ++replica) {
@@ -111,6 +114,36 @@ void Builder::AddRank(int32_t rank) {
   dp_stream_.push_back(g.AddStream(rank, "dp"));
 }
 
+// Adds the channels of the rank's ports on the fabrics the config uses, and the routes of its
+// collectives.
+void Builder::AddPorts(int32_t rank) {
+  TaskGraph& g = step_.graph;
+  const std::string prefix = "rank " + std::to_string(rank) + " ";
+  const auto add_port = [&](Fabric fabric, const char* name, std::vector<Port>& ports) {
+    const std::array<Fabric, 3> used = {config_.pp_fabric, config_.dp_fabric, config_.tp_fabric};
+    if (std::find(used.begin(), used.end(), fabric) == used.end()) return;
+    Port port{g.AddChannel(prefix + name + " tx"), g.AddChannel(prefix + name + " rx")};
+    ports.push_back(port);
+    const std::array<ChannelId, 2> both = {port.tx, port.rx};
+    duplex_routes_[rank][static_cast<size_t>(fabric)] = g.AddRoute(both);
+  };
+  duplex_routes_.push_back({kNoRoute, kNoRoute, kNoRoute});
+  add_port(Fabric::kIntraNode, "intra-node", step_.intra_node_port);
+  add_port(Fabric::kInterNode, "nic", step_.inter_node_port);
+}
+
+RouteId Builder::SendRoute(int32_t from_rank, int32_t to_rank) {
+  if (config_.pp_fabric == Fabric::kNone) return kNoRoute;
+  const auto [it, added] = send_routes_.try_emplace({from_rank, to_rank}, kNoRoute);
+  if (added) {
+    const std::vector<Port>& ports =
+        config_.pp_fabric == Fabric::kIntraNode ? step_.intra_node_port : step_.inter_node_port;
+    const std::array<ChannelId, 2> channels = {ports[from_rank].tx, ports[to_rank].rx};
+    it->second = step_.graph.AddRoute(channels);
+  }
+  return it->second;
+}
+
 // Megatron-LM's tensor-parallel collectives block the next kernel, so a pass runs its kernels and
 // then its collectives (their total time; the op order inside a pass changes no end time), and the
 // next pass on the rank starts after both.
@@ -128,7 +161,8 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int6
   pending_tp_[rank] = kNone;
   if (has_tp) {
     Task tp{.stream = tp_stream_[rank], .duration = cost.tp_comm, .name = name, .category = step_.tp_category,
-            .free_at_end_bytes = free, .pool = step_.activations};
+            .free_at_end_bytes = free, .pool = step_.activations,
+            .route = DuplexRoute(rank, config_.tp_fabric)};
     pass.last = step_.graph.AddTask(tp);
     step_.graph.AddDependency(pass.first, pass.last);
     pending_tp_[rank] = pass.last;
@@ -205,9 +239,8 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
 TaskId Builder::Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, TaskId before, TaskId after) {
   Task task;
   task.stream = pp_stream_[Rank(replica, from_stage)];
-  const int32_t boundary = std::min(from_stage, to_stage);
-  const int32_t direction = to_stage > from_stage ? 0 : 1;
-  task.link = links_[(static_cast<size_t>(replica) * (schedule_.stages - 1) + boundary) * 2 + direction];
+  // No link orders the sends: the sender's pp stream sends one at a time already.
+  task.route = SendRoute(Rank(replica, from_stage), Rank(replica, to_stage));
   task.duration = config_.p2p_time;
   task.name = step_.pp_category;
   task.category = step_.pp_category;
@@ -261,8 +294,10 @@ void Builder::AddGradientReduction() {
         std::vector<TaskId> members;
         for (int32_t replica = 0; replica < config_.replicas; ++replica) {
           const std::vector<TaskId>& segs = bucket_segments_[static_cast<size_t>(replica) * v_count + v];
-          Task task{.stream = dp_stream_[Rank(replica, stage)], .duration = config_.bucket_time[v], .name = reduce,
-                    .category = step_.dp_category};
+          const int32_t rank = Rank(replica, stage);
+          Task task{.stream = dp_stream_[rank], .duration = config_.bucket_time[v], .name = reduce,
+                    .category = step_.dp_category,
+                    .route = DuplexRoute(rank, config_.dp_fabric)};
           TaskId id = g.AddTask(task);
           g.AddDependency(segs[std::min<size_t>(bucket, segs.size() - 1)], id);
           members.push_back(id);
@@ -281,7 +316,8 @@ void Builder::AddGradientReduction() {
       for (TaskId t : per_replica[replica]) g.AddDependency(t, opt_id);
       if (config_.param_gather_time[stage] > SimTime()) {
         Task all_gather{.stream = dp_stream_[rank], .duration = config_.param_gather_time[stage], .name = gather,
-                        .category = step_.dp_category};
+                        .category = step_.dp_category,
+                        .route = DuplexRoute(rank, config_.dp_fabric)};
         TaskId ag = g.AddTask(all_gather);
         g.AddDependency(opt_id, ag);
         gathers.push_back(ag);

@@ -11,6 +11,12 @@
 
 namespace loom {
 
+// A network a transfer crosses. Every rank has a port on each: inside the node its NVLink (or
+// PCIe) port, across nodes its NIC - one per GPU on rail-optimised clusters, or the GPU's share of
+// its node's NICs, which the communication model already times it at. kNone: the transfer shares
+// no bandwidth and takes its time whatever else runs.
+enum class Fabric : uint8_t { kNone, kIntraNode, kInterNode };
+
 // What the step graph needs beyond the schedule and the per-chunk pass costs.
 struct StepGraphConfig {
   // Data-parallel replicas simulated, each a full pipeline. 1 is the symmetric default: one
@@ -29,6 +35,20 @@ struct StepGraphConfig {
   // the all-gather of the updated weights.
   std::vector<SimTime> optimizer_time;
   std::vector<SimTime> param_gather_time;
+  // The fabric of each kind of transfer: sends between neighbouring stages, data-parallel
+  // collectives (gradient buckets, weight all-gathers), and the tensor-parallel task of each pass
+  // (its tp, cp and ep collectives). Transfers on one port share its bandwidth (engine.h). A
+  // port has a send (tx) and a receive (rx) channel, each direction of a full-duplex link: a
+  // send uses the sender's tx and the receiver's rx, a collective both channels of its rank.
+  Fabric pp_fabric = Fabric::kNone;
+  Fabric dp_fabric = Fabric::kNone;
+  Fabric tp_fabric = Fabric::kNone;
+};
+
+// The send and receive channels of one rank's port on one fabric.
+struct Port {
+  ChannelId tx = kNoChannel;
+  ChannelId rx = kNoChannel;
 };
 
 // The task graph of one step and how to read it.
@@ -38,6 +58,8 @@ struct StepGraph {
   int32_t replicas = 0;
   // Rank r is stage r % stages of replica r / stages. Streams of rank r: compute, tp, pp, dp.
   std::vector<StreamId> compute_stream;  // indexed by rank
+  // Indexed by rank; empty when no transfer crosses the fabric.
+  std::vector<Port> intra_node_port, inter_node_port;
   PoolId model_states = kDefaultPool;  // weights, gradients, optimizer states (a baseline)
   PoolId activations = kDefaultPool;
   PoolId recompute = kDefaultPool;
@@ -49,11 +71,11 @@ struct StepGraph {
 
 // Builds the step: every stage runs |schedule|'s order on its compute stream, each pass's
 // tensor-parallel collectives after its kernels on the tp stream, with the true dependencies of
-// schedule.h; a transfer between stages is a task on the sender's pp stream that
-// holds the link to the receiver; activations are allocated when F starts and freed when the
-// micro-batch's W (or BW) ends; a recompute buffer lives for each B. The last backward of each
-// chunk is cut into its gradient buckets, so that the reduction of a bucket overlaps the rest of
-// the backward.
+// schedule.h; a transfer between stages is a task on the sender's pp stream (one transfer at a
+// time per sender); transfers, data-parallel collectives and tp tasks share the ports of their
+// config fabric; activations are allocated when F starts and freed when the micro-batch's W (or
+// BW) ends; a recompute buffer lives for each B. The last backward of each chunk is cut into its
+// gradient buckets, so that the reduction of a bucket overlaps the rest of the backward.
 // REQUIRES: chunk_costs.size() == schedule.VirtualStages(); config vectors sized as documented.
 StepGraph BuildStepGraph(const PipelineSchedule& schedule, const std::vector<ChunkCost>& chunk_costs,
                          const StepGraphConfig& config);

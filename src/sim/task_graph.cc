@@ -36,12 +36,59 @@ LinkId TaskGraph::AddLink(std::string_view name) {
   return num_links() - 1;
 }
 
+ChannelId TaskGraph::AddChannel(std::string_view name) {
+  channel_name_.push_back(Intern(name));
+  return num_channels() - 1;
+}
+
+RouteId TaskGraph::AddRoute(std::span<const ChannelId> channels) {
+  const std::string what = "route " + std::to_string(num_routes());
+  if (channels.empty()) {
+    RecordError(what + " has no channels");
+    return kNoRoute;
+  }
+  for (size_t i = 0; i < channels.size(); ++i) {
+    if (channels[i] < 0 || channels[i] >= num_channels()) {
+      RecordError(what + ": unknown channel " + std::to_string(channels[i]) +
+                  "; add it with AddChannel() first");
+      return kNoRoute;
+    }
+    // A transfer crosses a channel once; twice would halve its own bandwidth.
+    if (std::find(channels.begin(), channels.begin() + i, channels[i]) != channels.begin() + i) {
+      RecordError(what + ": channel '" + std::string(Name(channel_name_[channels[i]])) +
+                  "' is listed twice");
+      return kNoRoute;
+    }
+  }
+  route_channels_.insert(route_channels_.end(), channels.begin(), channels.end());
+  route_offsets_.push_back(static_cast<int32_t>(route_channels_.size()));
+  return num_routes() - 1;
+}
+
 PoolId TaskGraph::AddPool(std::string_view name) {
   pool_name_.push_back(Intern(name));
   return num_pools() - 1;
 }
 
 TaskId TaskGraph::AddTask(const Task& task) {
+  // One test for the common, valid task; the messages only for a bad one. Building a step of 50k
+  // tasks is on the planner's path.
+  if (!IsWellFormed(task)) return AddMalformedTask(task);
+  tasks_.push_back(task);
+  group_of_.push_back(kNoGroup);
+  return num_tasks() - 1;
+}
+
+bool TaskGraph::IsWellFormed(const Task& task) const {
+  return task.stream >= 0 && task.stream < num_streams() &&
+         (task.link == kNoLink || (task.link >= 0 && task.link < num_links())) &&
+         (task.route == kNoRoute || (task.route >= 0 && task.route < num_routes())) &&
+         task.pool >= 0 && task.pool < num_pools() && task.name < names_.size() &&
+         task.category < names_.size() && task.duration >= SimTime::Zero() &&
+         task.alloc_at_start_bytes >= 0 && task.free_at_end_bytes >= 0;
+}
+
+TaskId TaskGraph::AddMalformedTask(const Task& task) {
   const TaskId id = num_tasks();
   auto check = [&](bool ok, const char* problem) {
     if (!ok) RecordError("task " + std::to_string(id) + ": " + problem);
@@ -58,6 +105,10 @@ TaskId TaskGraph::AddTask(const Task& task) {
   if (!check(task.link == kNoLink || (task.link >= 0 && task.link < num_links()),
              "unknown link; add it with AddLink() first")) {
     stored.link = kNoLink;
+  }
+  if (!check(task.route == kNoRoute || (task.route >= 0 && task.route < num_routes()),
+             "unknown route; add it with AddRoute() first")) {
+    stored.route = kNoRoute;
   }
   if (!check(task.pool >= 0 && task.pool < num_pools(), "unknown memory pool")) {
     stored.pool = kDefaultPool;

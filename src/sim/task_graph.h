@@ -20,22 +20,29 @@ using StreamId = int32_t;
 using LinkId = int32_t;
 using GroupId = int32_t;
 using PoolId = int32_t;
+using ChannelId = int32_t;
+using RouteId = int32_t;
 using NameId = uint32_t;  // index into the graph's string table
 
 inline constexpr LinkId kNoLink = -1;
+inline constexpr ChannelId kNoChannel = -1;
+inline constexpr RouteId kNoRoute = -1;
 inline constexpr GroupId kNoGroup = -1;
 inline constexpr PoolId kDefaultPool = 0;  // always present, named "default"
 inline constexpr NameId kEmptyName = 0;    // always present, the empty string
 
 // One unit of work on one stream: a kernel, a collective's share on one rank, a p2p transfer.
 // Plain data, 48 bytes: a step has tens of thousands of these, so names are ids into the
-// graph's string table rather than strings.
+// graph's string table rather than strings, and the channels a transfer crosses are one id of a
+// route the graph stores once.
 struct Task {
   // The in-order queue that runs the task; the stream's rank is the task's rank.
   StreamId stream = -1;
-  // An exclusive shared resource (a NIC, an inter-stage link) held for the whole duration;
-  // tasks waiting for it are served first come, first served (see engine.h).
+  // An exclusive shared resource held for the whole duration; tasks waiting for it are served
+  // first come, first served (see engine.h).
   LinkId link = kNoLink;
+  // Without a route, the time the task takes. With one, its time alone on the route's channels:
+  // concurrent tasks on a channel share its bandwidth and take longer (see engine.h).
   SimTime duration = SimTime::Zero();
   NameId name = kEmptyName;      // shown as the slice name in traces
   NameId category = kEmptyName;  // e.g. "compute", "comm"; the trace's "cat"
@@ -44,6 +51,9 @@ struct Task {
   int64_t alloc_at_start_bytes = 0;
   int64_t free_at_end_bytes = 0;
   PoolId pool = kDefaultPool;
+  // The shared-bandwidth channels the task transfers over (TaskGraph::AddRoute), e.g. the
+  // sender's NIC send side and the receiver's NIC receive side.
+  RouteId route = kNoRoute;
 };
 
 // "|before| must end before |after| may start".
@@ -69,6 +79,7 @@ struct MemoryEvent {
 //    (like kernels on a CUDA stream) - an implicit edge from each task to the next on its stream.
 //  - Rendezvous: the members of a collective group (one task per participating rank) all start
 //    at the same time, once every member could start, and all end together.
+// Channels never delay a start; they only stretch the time of the tasks that share them.
 //
 // Building is cheap and never fails loudly: a call with an invalid argument records the first
 // such error in build_status(), which Validate() and Simulate() return.
@@ -84,13 +95,20 @@ class TaskGraph {
 
   // Adds an in-order queue on |rank| (>= 0), e.g. "compute" or "comm".
   StreamId AddStream(int32_t rank, std::string_view name);
-  // Adds an exclusive shared resource, e.g. "nic rank0" or "stage0->stage1".
+  // Adds an exclusive shared resource, e.g. "stage0->stage1": one task (or collective) at a time.
   LinkId AddLink(std::string_view name);
+  // Adds a shared-bandwidth resource, e.g. "rank 3 nic tx" (one direction of one NIC): any number
+  // of tasks use it at once, each at an equal share of its bandwidth (see engine.h).
+  ChannelId AddChannel(std::string_view name);
+  // Adds the set of channels one transfer crosses, e.g. {sender's nic tx, receiver's nic rx}, for
+  // Task::route. Records an error (and returns kNoRoute) if |channels| is empty, names an unknown
+  // channel or one channel twice.
+  RouteId AddRoute(std::span<const ChannelId> channels);
   // Adds a memory pool, e.g. "activations"; shown in the memory report's breakdown.
   PoolId AddPool(std::string_view name);
 
-  // Appends |task| to the end of its stream. Records an error if the stream, link, pool or a name
-  // id is unknown, or the duration or a byte count is negative.
+  // Appends |task| to the end of its stream. Records an error if the stream, link, route, pool or
+  // a name id is unknown, or the duration or a byte count is negative.
   TaskId AddTask(const Task& task);
   // Records an error if either id is unknown or |before| == |after|.
   void AddDependency(TaskId before, TaskId after);
@@ -129,6 +147,13 @@ class TaskGraph {
 
   int32_t num_links() const { return static_cast<int32_t>(link_name_.size()); }
   NameId link_name(LinkId link) const { return link_name_[link]; }
+  int32_t num_channels() const { return static_cast<int32_t>(channel_name_.size()); }
+  NameId channel_name(ChannelId channel) const { return channel_name_[channel]; }
+  int32_t num_routes() const { return static_cast<int32_t>(route_offsets_.size()) - 1; }
+  std::span<const ChannelId> route_channels(RouteId route) const {
+    return std::span<const ChannelId>(route_channels_)
+        .subspan(route_offsets_[route], route_offsets_[route + 1] - route_offsets_[route]);
+  }
   int32_t num_pools() const { return static_cast<int32_t>(pool_name_.size()); }
   NameId pool_name(PoolId pool) const { return pool_name_[pool]; }
 
@@ -149,6 +174,10 @@ class TaskGraph {
   };
 
   bool IsTask(TaskId id) const { return id >= 0 && id < num_tasks(); }
+  // Whether |task| names only known ids and has no negative duration or byte count.
+  bool IsWellFormed(const Task& task) const;
+  // Adds |task| with its bad fields replaced by defaults, recording the first problem.
+  TaskId AddMalformedTask(const Task& task);
   void RecordError(std::string message);
 
   std::vector<std::string> names_;
@@ -163,7 +192,11 @@ class TaskGraph {
   std::vector<int32_t> stream_rank_;
   std::vector<NameId> stream_name_;
   std::vector<NameId> link_name_;
+  std::vector<NameId> channel_name_;
   std::vector<NameId> pool_name_;
+
+  std::vector<int32_t> route_offsets_{0};  // channels of route r: [offsets[r], offsets[r + 1])
+  std::vector<ChannelId> route_channels_;
 
   std::vector<int32_t> group_offsets_{0};  // members of group g: [offsets[g], offsets[g + 1])
   std::vector<TaskId> group_members_;

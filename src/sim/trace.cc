@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 namespace loom {
@@ -70,6 +71,22 @@ void WriteMetadata(const TaskGraph& graph, JsonWriter& json) {
   }
 }
 
+// The channels of a transfer and its time alone on them, which "dur" exceeds when it shared
+// them (engine.h); a collective's time alone is its longest member's.
+void WriteRoute(const TaskGraph& graph, TaskId t, JsonWriter& json) {
+  json.Raw(",\"channels\":[");
+  const std::span<const ChannelId> channels = graph.route_channels(graph.task(t).route);
+  for (size_t i = 0; i < channels.size(); ++i) {
+    if (i > 0) json.Raw(",");
+    json.String(graph.Name(graph.channel_name(channels[i])));
+  }
+  SimTime alone = graph.task(t).duration;
+  if (const GroupId g = graph.group_of(t); g != kNoGroup) {
+    for (TaskId m : graph.group_members(g)) alone = Max(alone, graph.task(m).duration);
+  }
+  json.Raw("],\"alone_us\":").Micros(alone);
+}
+
 void WriteTasks(const TaskGraph& graph, const StepTimeline& timeline, JsonWriter& json) {
   for (TaskId t = 0; t < graph.num_tasks(); ++t) {
     const Task& task = graph.task(t);
@@ -81,6 +98,7 @@ void WriteTasks(const TaskGraph& graph, const StepTimeline& timeline, JsonWriter
     json.Raw(",\"dur\":").Micros(timeline.end[t] - timeline.start[t]);
     json.Raw(",\"args\":{\"task\":").Int(t);
     if (task.link != kNoLink) json.Raw(",\"link\":").String(graph.Name(graph.link_name(task.link)));
+    if (task.route != kNoRoute) WriteRoute(graph, t, json);
     json.Raw("}},\n");
   }
 }

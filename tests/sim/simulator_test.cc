@@ -72,6 +72,90 @@ TEST(Simulator, MfuIsModelFlopsOverStepTimeGpusAndPeak) {
   EXPECT_GT(c.optimizer_s, 0);
 }
 
+// GPT-3 on TP8 PP8 DP2: every stage boundary and every data-parallel group crosses nodes. With two
+// chunks per stage, the gradient buckets of the later chunk are reduced while the earlier chunk's
+// backward passes still send gradients through the same NICs.
+TEST(Simulator, GradientBucketsAndPipelineSendsShareTheNics) {
+  Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 16);
+  SimulationOptions alone;
+  alone.share_bandwidth = false;
+  Result<SimulationResult> shared = SimulateTrainingStep(in.model, in.cluster, Gpt3Interleaved());
+  Result<SimulationResult> apart = SimulateTrainingStep(in.model, in.cluster, Gpt3Interleaved(), alone);
+  ASSERT_TRUE(shared.ok() && apart.ok());
+  EXPECT_GT(shared->step_time_s, apart->step_time_s);
+
+  const StepGraph& step = shared->step;
+  const StepTimeline& t = shared->timeline;
+  int32_t slowed_sends = 0;
+  for (TaskId send = 0; send < step.graph.num_tasks(); ++send) {
+    const Task& task = step.graph.task(send);
+    if (task.category != step.pp_category) continue;
+    EXPECT_EQ(apart->timeline.end[send] - apart->timeline.start[send], task.duration);
+    if (t.end[send] - t.start[send] == task.duration) continue;
+    ++slowed_sends;
+    // A send leaves through the sender's NIC and arrives through the receiver's; it is slowed
+    // only while a gradient bucket of one of the two ranks is in flight.
+    const std::span<const ChannelId> route = step.graph.route_channels(task.route);
+    const int32_t sender = step.graph.rank_of(send);
+    ASSERT_EQ(route[0], step.inter_node_port[sender].tx);
+    bool overlaps_bucket = false;
+    for (TaskId other = 0; other < step.graph.num_tasks(); ++other) {
+      if (step.graph.task(other).category != step.dp_category) continue;
+      const int32_t rank = step.graph.rank_of(other);
+      overlaps_bucket |= (rank == sender || step.inter_node_port[rank].rx == route[1]) &&
+                         t.start[other] < t.end[send] && t.start[send] < t.end[other];
+    }
+    EXPECT_TRUE(overlaps_bucket) << step.graph.DescribeTask(send);
+  }
+  EXPECT_GT(slowed_sends, 0);
+  ASSERT_EQ(step.inter_node_port.size(), 8u);
+  SimTime nic_shared;
+  for (const Port& port : step.inter_node_port) {
+    nic_shared += t.channel_shared[port.tx] + t.channel_shared[port.rx];
+  }
+  EXPECT_GT(nic_shared, SimTime::Zero());
+  // The tensor-parallel collectives stay inside the node, on NVLink, away from that traffic.
+  ASSERT_EQ(step.intra_node_port.size(), 8u);
+  for (const Port& port : step.intra_node_port) EXPECT_EQ(t.channel_shared[port.tx], SimTime::Zero());
+}
+
+// Llama 3 8B on one DGX H100 with TP4 DP2: both groups inside the node. The gradient buckets of
+// the last backward are reduced over NVLink while the rest of that backward runs its tp
+// collectives over the same ports.
+TEST(Simulator, GradientBucketsAndTensorParallelCollectivesShareNvlink) {
+  Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
+  Strategy s;
+  s.tp = 4;
+  s.pp = 1;
+  s.dp = 2;
+  s.sp = true;
+  s.micro_batch = 1;
+  s.global_batch = 8;
+  s.seq_len = 512;
+  SimulationOptions alone;
+  alone.share_bandwidth = false;
+  Result<SimulationResult> shared = SimulateTrainingStep(in.model, in.cluster, s);
+  Result<SimulationResult> apart = SimulateTrainingStep(in.model, in.cluster, s, alone);
+  ASSERT_TRUE(shared.ok()) << shared.status().message();
+  ASSERT_TRUE(apart.ok());
+  EXPECT_GT(shared->step_time_s, apart->step_time_s);
+  const StepGraph& step = shared->step;
+  int32_t slowed_tp = 0;
+  for (TaskId id = 0; id < step.graph.num_tasks(); ++id) {
+    if (step.graph.task(id).category != step.tp_category) continue;
+    slowed_tp += shared->timeline.end[id] - shared->timeline.start[id] > step.graph.task(id).duration;
+  }
+  EXPECT_GT(slowed_tp, 0);
+  EXPECT_TRUE(step.inter_node_port.empty());
+  ASSERT_EQ(step.intra_node_port.size(), 1u);
+  EXPECT_GT(shared->timeline.channel_shared[step.intra_node_port[0].tx], SimTime::Zero());
+  // The slowed collectives count as exposed communication, so the breakdown still adds up.
+  const StepBreakdown& b = shared->breakdown;
+  EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.bubble_s + b.optimizer_s, shared->step_time_s, 1e-9);
+  EXPECT_GT(b.exposed_comm_s, apart->breakdown.exposed_comm_s);
+  EXPECT_NEAR(b.compute_s, apart->breakdown.compute_s, 1e-12);
+}
+
 TEST(Simulator, FullRecomputeCostsTimeAndSavesMemory) {
   Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 16);
   Strategy selective = Gpt3Interleaved();

@@ -128,6 +128,126 @@ TEST(StepGraph, FullReplicasGiveTheSymmetricStepTime) {
   EXPECT_EQ((one.timeline.makespan - pipeline_end).nanos(), 700'000 + 500'000 + 200'000);
 }
 
+// The tasks of |category| in the order they were added.
+std::vector<TaskId> TasksOf(const StepGraph& step, NameId category) {
+  std::vector<TaskId> ids;
+  for (TaskId id = 0; id < step.graph.num_tasks(); ++id) {
+    if (step.graph.task(id).category == category) ids.push_back(id);
+  }
+  return ids;
+}
+
+// Two stages, one micro-batch, 1F1B: stage 1's BW ends at 4.3 ms, and both the gradient it sends
+// back to stage 0 (300 us alone) and its gradient bucket (700 us alone) leave through its NIC.
+TEST(StepGraph, SendAndGradientBucketOnOneNicShareItsBandwidth) {
+  StepGraphConfig config = FreeCommunication(2);
+  config.p2p_time = SimTime::FromMicros(300);
+  config.buckets.assign(2, 1);
+  config.bucket_time.assign(2, SimTime::FromMicros(700));
+  const std::vector<ChunkCost> costs = EqualCosts(2, 1, 1, 1);
+  PipelineRun alone = BuildAndRun(PipelineKind::k1F1B, 2, 1, 1, costs, config);
+  config.pp_fabric = Fabric::kInterNode;
+  config.dp_fabric = Fabric::kInterNode;
+  PipelineRun shared = BuildAndRun(PipelineKind::k1F1B, 2, 1, 1, costs, config);
+
+  const std::vector<TaskId> sends = TasksOf(shared.step, shared.step.pp_category);
+  const std::vector<TaskId> buckets = TasksOf(shared.step, shared.step.dp_category);
+  ASSERT_EQ(sends.size(), 2u);
+  ASSERT_EQ(buckets.size(), 2u);
+  const StepTimeline& t = shared.timeline;
+  // The forward send has the NICs to itself.
+  EXPECT_EQ(t.end[sends[0]] - t.start[sends[0]], SimTime::FromMicros(300));
+  // Half of rank 1's NIC each until the send's 300 us are done; then the bucket's last 400 alone.
+  const TaskId back = sends[1];
+  const TaskId bucket0 = buckets[0], bucket1 = buckets[1];  // added stage by stage
+  ASSERT_EQ(shared.step.graph.rank_of(bucket1), 1);
+  EXPECT_EQ(t.start[back].nanos(), 4'300'000);
+  EXPECT_EQ(t.end[back].nanos(), 4'900'000);
+  EXPECT_EQ(t.start[bucket1].nanos(), 4'300'000);
+  EXPECT_EQ(t.end[bucket1].nanos(), 5'300'000);
+  // Stage 0's backward waits for the slowed send; its own bucket runs alone.
+  EXPECT_EQ(t.end[bucket0] - t.start[bucket0], SimTime::FromMicros(700));
+  EXPECT_EQ(t.makespan.nanos(), 7'600'000);
+  EXPECT_EQ(alone.timeline.makespan.nanos(), 7'300'000);
+  EXPECT_EQ(t.channel_shared[shared.step.inter_node_port[1].tx].nanos(), 600'000);
+  EXPECT_EQ(t.channel_shared[shared.step.inter_node_port[1].rx].nanos(), 0);
+
+  // Every replica simulated: each bucket is a collective over the replicas' NICs, sharing as the
+  // one symmetric replica did.
+  config.replicas = 3;
+  PipelineRun all = BuildAndRun(PipelineKind::k1F1B, 2, 1, 1, costs, config);
+  EXPECT_EQ(all.timeline.makespan, t.makespan);
+}
+
+// One stage: the last BW is cut into two gradient buckets, each slice 800 us of kernels then
+// 200 us of tp collectives. Bucket 0 (1 ms alone, inside the node) starts at 2.0 ms and still has
+// 200 us left when slice 1's tp collectives start at 2.8 ms on the same NVLink port.
+TEST(StepGraph, TensorParallelCollectivesShareNvlinkWithAnIntraNodeBucket) {
+  std::vector<ChunkCost> costs = EqualCosts(1, 1, 2, 0);
+  costs[0].backward_input.tp_comm = SimTime::FromMicros(400);
+  StepGraphConfig config = FreeCommunication(1);
+  config.buckets.assign(1, 2);
+  config.bucket_time.assign(1, SimTime::FromMicros(1000));
+  PipelineRun alone = BuildAndRun(PipelineKind::k1F1B, 1, 1, 1, costs, config);
+  config.tp_fabric = Fabric::kIntraNode;
+  config.dp_fabric = Fabric::kIntraNode;
+  PipelineRun shared = BuildAndRun(PipelineKind::k1F1B, 1, 1, 1, costs, config);
+
+  const std::vector<TaskId> tp = TasksOf(shared.step, shared.step.tp_category);
+  const std::vector<TaskId> buckets = TasksOf(shared.step, shared.step.dp_category);
+  ASSERT_EQ(tp.size(), 2u);
+  ASSERT_EQ(buckets.size(), 2u);
+  const StepTimeline& t = shared.timeline;
+  EXPECT_EQ(t.start[tp[1]].nanos(), 2'800'000);
+  EXPECT_EQ(t.end[tp[1]].nanos(), 3'200'000);  // 200 us of work at half speed
+  EXPECT_EQ(t.end[buckets[0]].nanos(), 3'200'000);
+  EXPECT_EQ(t.start[buckets[1]].nanos(), 3'200'000);
+  EXPECT_EQ(t.makespan.nanos(), 4'200'000);
+  EXPECT_EQ(alone.timeline.makespan.nanos(), 4'000'000);
+  EXPECT_TRUE(shared.step.inter_node_port.empty());
+}
+
+// Shared ports only stretch transfers, and a step without links is monotone in its task times
+// (every start is a max of ends), so no task may end earlier than with every transfer alone.
+TEST(StepGraph, SharedPortsNeverMakeAnyScheduleFaster) {
+  struct Case {
+    PipelineKind kind;
+    int32_t chunks;
+  };
+  int32_t slower = 0;
+  for (Case c : {Case{PipelineKind::k1F1B, 1}, Case{PipelineKind::kInterleaved, 2}, Case{PipelineKind::kZbH1, 1},
+                 Case{PipelineKind::kZbV, 2}, Case{PipelineKind::kDualPipeV, 2}}) {
+    for (int32_t p : {2, 4}) {
+      for (int32_t m : {4, 8}) {
+        Result<PipelineSchedule> schedule = BuildSchedule(c.kind, p, m, c.chunks);
+        if (!schedule.ok()) continue;
+        std::vector<ChunkCost> costs = EqualCosts(p * c.chunks, 3, 2, 1);
+        for (ChunkCost& cost : costs) cost.backward_input.tp_comm = SimTime::FromMicros(500);
+        StepGraphConfig config = FreeCommunication(p);
+        config.p2p_time = SimTime::FromMicros(400);
+        config.buckets.assign(static_cast<size_t>(p * c.chunks), 3);
+        config.bucket_time.assign(static_cast<size_t>(p * c.chunks), SimTime::FromMicros(900));
+        config.param_gather_time.assign(static_cast<size_t>(p), SimTime::FromMicros(300));
+        const StepGraph alone = BuildStepGraph(*schedule, costs, config);
+        config.pp_fabric = Fabric::kInterNode;
+        config.dp_fabric = Fabric::kInterNode;
+        config.tp_fabric = Fabric::kIntraNode;
+        const StepGraph shared = BuildStepGraph(*schedule, costs, config);
+        ASSERT_EQ(shared.graph.num_tasks(), alone.graph.num_tasks());
+        ASSERT_TRUE(shared.graph.Validate().ok());
+        Result<StepTimeline> a = Simulate(alone.graph);
+        Result<StepTimeline> b = Simulate(shared.graph);
+        ASSERT_TRUE(a.ok() && b.ok()) << b.status().message();
+        for (TaskId id = 0; id < shared.graph.num_tasks(); ++id) {
+          ASSERT_GE(b->end[id], a->end[id]) << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+        }
+        slower += b->makespan > a->makespan;
+      }
+    }
+  }
+  EXPECT_GT(slower, 0);
+}
+
 TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
   struct Case {
     PipelineKind kind;

@@ -55,6 +55,36 @@ TEST(TaskGraph, FirstInvalidCallIsRecorded) {
   EXPECT_EQ(graph.Validate().message(), graph.build_status().message());
 }
 
+TEST(TaskGraph, RouteNamesDistinctKnownChannels) {
+  TaskGraph graph;
+  const ChannelId tx = graph.AddChannel("rank 0 nic tx");
+  const ChannelId rx = graph.AddChannel("rank 1 nic rx");
+  const RouteId route = graph.AddRoute(std::vector<ChannelId>{tx, rx});
+  EXPECT_EQ(route, 0);
+  EXPECT_EQ(graph.num_channels(), 2);
+  EXPECT_EQ(graph.Name(graph.channel_name(rx)), "rank 1 nic rx");
+  EXPECT_EQ(std::vector<ChannelId>(graph.route_channels(route).begin(), graph.route_channels(route).end()),
+            (std::vector<ChannelId>{tx, rx}));
+  EXPECT_TRUE(graph.build_status().ok());
+
+  const auto error_of = [](std::vector<ChannelId> channels) {
+    TaskGraph g;
+    g.AddChannel("nic tx");
+    EXPECT_EQ(g.AddRoute(channels), kNoRoute);
+    return g.build_status().message();
+  };
+  EXPECT_EQ(error_of({}), "task graph: route 0 has no channels");
+  EXPECT_EQ(error_of({0, 1}), "task graph: route 0: unknown channel 1; add it with AddChannel() first");
+  EXPECT_EQ(error_of({0, 0}), "task graph: route 0: channel 'nic tx' is listed twice");
+}
+
+TEST(TaskGraph, TaskOnAnUnknownRouteIsAnError) {
+  TaskGraph graph;
+  graph.AddTask({.stream = graph.AddStream(0, "pp"), .route = 0});
+  EXPECT_EQ(graph.build_status().message(), "task graph: task 0: unknown route; add it with AddRoute() first");
+  EXPECT_EQ(graph.task(0).route, kNoRoute);
+}
+
 TEST(TaskGraph, SelfDependencyIsAnError) {
   TaskGraph graph;
   const TaskId a = AddNamed(graph, graph.AddStream(0, "s"), "a");

@@ -121,6 +121,27 @@ TEST(ChromeTrace, SameInputGivesIdenticalBytes) {
   EXPECT_GT(first.size(), 500u);
 }
 
+TEST(ChromeTrace, TransferOnSharedChannelsShowsThemAndItsTimeAlone) {
+  TaskGraph graph;
+  const ChannelId tx = graph.AddChannel("rank 0 nic tx");
+  const ChannelId rx = graph.AddChannel("rank 1 nic rx");
+  const RouteId send = graph.AddRoute(std::vector<ChannelId>{tx, rx});
+  const RouteId reduce = graph.AddRoute(std::vector<ChannelId>{tx});
+  graph.AddTask({.stream = graph.AddStream(0, "pp"), .duration = Us(2), .route = send});
+  graph.AddTask({.stream = graph.AddStream(0, "dp"), .duration = Us(6), .route = reduce});
+  const Result<StepTimeline> timeline = Simulate(graph);
+  ASSERT_TRUE(timeline.ok());
+  const std::vector<nlohmann::json> slices =
+      EventsWithPhase(nlohmann::json::parse(ChromeTraceJson(graph, *timeline)), "X");
+  ASSERT_EQ(slices.size(), 2u);
+  // Both share the tx channel: the send takes 4 us instead of 2.
+  EXPECT_EQ(slices[0].at("dur"), 4.0);
+  EXPECT_EQ(slices[0].at("args").dump(),
+            R"({"alone_us":2.0,"channels":["rank 0 nic tx","rank 1 nic rx"],"task":0})");
+  EXPECT_EQ(slices[1].at("dur"), 8.0);
+  EXPECT_EQ(slices[1].at("args").at("alone_us"), 6.0);
+}
+
 TEST(ChromeTrace, WithoutMemoryHasNoCounters) {
   const TaskGraph graph = TwoRankGraph();
   const Result<StepTimeline> timeline = Simulate(graph);
