@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace loom {
@@ -65,6 +66,10 @@ class Builder {
   std::vector<StreamId> tp_stream_, pp_stream_, dp_stream_;
   // Per rank: the tp task that ended the previous pass, which the next compute task waits for.
   std::vector<TaskId> pending_tp_;
+  // Per rank: the last task of its latest pass; and per pass's last task, the first task of the
+  // pass after it on the same rank (what a blocking send holds back).
+  std::vector<TaskId> latest_pass_;
+  std::unordered_map<TaskId, TaskId> next_pass_;
   // Per (sender, receiver) rank: the channels of a send, made on first use.
   std::map<std::pair<int32_t, int32_t>, RouteId> send_routes_;
   // Per rank and Fabric: both channels of the rank's port, for a collective (kNoRoute: kNone).
@@ -110,6 +115,7 @@ void Builder::AddRank(int32_t rank) {
   step_.compute_stream.push_back(g.AddStream(rank, "compute"));
   tp_stream_.push_back(g.AddStream(rank, "tp"));
   pending_tp_.push_back(kNone);
+  latest_pass_.push_back(kNone);
   pp_stream_.push_back(g.AddStream(rank, "pp"));
   dp_stream_.push_back(g.AddStream(rank, "dp"));
 }
@@ -171,6 +177,8 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int6
     step_.graph.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.recompute, recompute_bytes);
     step_.graph.AddMemoryEvent(pass.last, MemoryPhase::kAtEnd, step_.recompute, -recompute_bytes);
   }
+  if (latest_pass_[rank] != kNone) next_pass_[latest_pass_[rank]] = pass.first;
+  latest_pass_[rank] = pass.last;
   return pass;
 }
 
@@ -247,6 +255,11 @@ TaskId Builder::Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, 
   TaskId id = step_.graph.AddTask(task);
   step_.graph.AddDependency(before, id);
   step_.graph.AddDependency(id, after);
+  // The send only waits for |before|, never for the receiver, so holding back the sender's next
+  // pass adds no wait cycle.
+  if (auto next = next_pass_.find(before); config_.blocking_sends && next != next_pass_.end()) {
+    step_.graph.AddDependency(id, next->second);
+  }
   return id;
 }
 

@@ -25,6 +25,12 @@ struct StepGraphConfig {
   int32_t replicas = 1;
   // One activation (forward) or gradient (backward) transfer between neighbouring stages.
   SimTime p2p_time;
+  // Whether the sender's next pass waits for its send to finish. Megatron-LM's pipeline schedules
+  // wait on their send and receive requests before the next forward or backward (megatron/core/
+  // pipeline_parallel/p2p_communication.py, _communicate: req.wait() unless the interleaved
+  // schedule overlaps p2p, --overlap-p2p-communication, off by default), so a send costs its
+  // sender compute time, not only its receiver.
+  bool blocking_sends = true;
   // Gradient reduction per virtual stage (indexed like the chunk costs): the chunk's gradients go
   // in |buckets| equal buckets, each reduced in |bucket_time| on the data-parallel stream as soon
   // as the last backward of the chunk has produced it (Megatron-LM's overlapped, bucketed

@@ -248,6 +248,29 @@ TEST(StepGraph, SharedPortsNeverMakeAnyScheduleFaster) {
   EXPECT_GT(slower, 0);
 }
 
+// Start times of the compute tasks of |rank|, in stream order.
+std::vector<int64_t> ComputeStarts(const PipelineRun& run, int32_t rank) {
+  std::vector<int64_t> starts;
+  for (TaskId id = 0; id < run.step.graph.num_tasks(); ++id) {
+    if (run.step.graph.task(id).stream == run.step.compute_stream[rank]) starts.push_back(run.timeline.start[id].nanos());
+  }
+  return starts;
+}
+
+TEST(StepGraph, BlockingSendHoldsBackTheSendersNextPass) {
+  // GPipe, 2 stages, 2 micro-batches, 1 ms per pass and per send: stage 0 runs F0, sends it
+  // (1-2 ms) and only then F1, as Megatron-LM waits on its send requests.
+  StepGraphConfig config = FreeCommunication(2);
+  config.p2p_time = SimTime::FromNanos(kMs);
+  PipelineRun blocking = BuildAndRun(PipelineKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
+  ASSERT_GE(ComputeStarts(blocking, 0).size(), 2u);
+  EXPECT_EQ(ComputeStarts(blocking, 0)[1], 2 * kMs);
+  config.blocking_sends = false;
+  PipelineRun overlapped = BuildAndRun(PipelineKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
+  EXPECT_EQ(ComputeStarts(overlapped, 0)[1], 1 * kMs);
+  EXPECT_GT(blocking.timeline.makespan, overlapped.timeline.makespan);
+}
+
 TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
   struct Case {
     PipelineKind kind;
