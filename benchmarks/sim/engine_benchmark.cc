@@ -206,8 +206,8 @@ void BM_BuildGraph(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildGraph)->Unit(benchmark::kMillisecond);
 
-void BM_Simulate(benchmark::State& state) {
-  const TaskGraph graph = BuildPipelineStep();
+void SimulateStep(benchmark::State& state, bool shared_nics) {
+  const TaskGraph graph = BuildPipelineStep(shared_nics);
   for (auto _ : state) {
     Result<StepTimeline> timeline = Simulate(graph);
     if (!timeline.ok()) {
@@ -219,22 +219,12 @@ void BM_Simulate(benchmark::State& state) {
   SetGraphCounters(state, graph);
   state.counters["makespan_ms"] = Simulate(graph)->makespan.ToSeconds() * 1e3;
 }
+
+void BM_Simulate(benchmark::State& state) { SimulateStep(state, false); }
 BENCHMARK(BM_Simulate)->Unit(benchmark::kMillisecond);
 
 // The same step with every transfer sharing its ranks' NICs: the cost of the fluid bookkeeping.
-void BM_SimulateSharedNics(benchmark::State& state) {
-  const TaskGraph graph = BuildPipelineStep(/*shared_nics=*/true);
-  for (auto _ : state) {
-    Result<StepTimeline> timeline = Simulate(graph);
-    if (!timeline.ok()) {
-      state.SkipWithError(timeline.status().message().c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(timeline);
-  }
-  SetGraphCounters(state, graph);
-  state.counters["makespan_ms"] = Simulate(graph)->makespan.ToSeconds() * 1e3;
-}
+void BM_SimulateSharedNics(benchmark::State& state) { SimulateStep(state, true); }
 BENCHMARK(BM_SimulateSharedNics)->Unit(benchmark::kMillisecond);
 
 void BM_Validate(benchmark::State& state) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -127,6 +128,22 @@ void PrintCalibration(const Json& calibration, const std::vector<std::string>& f
   for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
 }
 
+// The keys of loom.fit/1 that both models share.
+Json FitJsonHeader(const FitOptions& o, std::string_view model, const std::string& target,
+                   const std::vector<std::string>& fitted_keys, const Json& calibration,
+                   const std::string& destination) {
+  Json j;
+  j["schema"] = "loom.fit/1";
+  j["model"] = model;
+  j["inputs"] = o.inputs;
+  j["target"] = target;
+  j["written"] = WrittenJson(destination);
+  j["fitted_keys"] = fitted_keys;
+  j["kept_keys"] = KeptKeys(calibration, fitted_keys);
+  j["calibration"] = calibration;
+  return j;
+}
+
 // --gpu: compute-model calibration from profiles.
 
 // True when |path| exists and its first non-blank character does not open a JSON object.
@@ -151,15 +168,7 @@ std::string ProfileSource(const std::vector<Profile>& profiles, const ComputeFit
 
 Json ComputeJson(const FitOptions& o, const std::vector<ProfileSample>& samples, const ComputeFit& fit,
                  const Json& calibration, const std::string& destination) {
-  Json j;
-  j["schema"] = "loom.fit/1";
-  j["model"] = "compute";
-  j["inputs"] = o.inputs;
-  j["target"] = o.gpu_path;
-  j["written"] = WrittenJson(destination);
-  j["fitted_keys"] = fit.fitted_keys;
-  j["kept_keys"] = KeptKeys(calibration, fit.fitted_keys);
-  j["calibration"] = calibration;
+  Json j = FitJsonHeader(o, "compute", o.gpu_path, fit.fitted_keys, calibration, destination);
   j["classes"] = Json::array();
   for (const KernelClassFit& c : fit.classes) {
     Json residuals = Json::array();
@@ -275,15 +284,7 @@ std::string CommSource(const std::vector<NcclTestsRun>& runs, const CommFit& fit
 }
 
 Json CommJson(const FitOptions& o, const CommFit& fit, const Json& calibration, const std::string& destination) {
-  Json j;
-  j["schema"] = "loom.fit/1";
-  j["model"] = "communication";
-  j["inputs"] = o.inputs;
-  j["target"] = o.cluster_path;
-  j["written"] = WrittenJson(destination);
-  j["fitted_keys"] = fit.fitted_keys;
-  j["kept_keys"] = KeptKeys(calibration, fit.fitted_keys);
-  j["calibration"] = calibration;
+  Json j = FitJsonHeader(o, "communication", o.cluster_path, fit.fitted_keys, calibration, destination);
   j["rows"] = Json::array();
   for (const CommFitRow& r : fit.rows) {
     j["rows"].push_back({{"where", r.where},
