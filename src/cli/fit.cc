@@ -404,7 +404,7 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
   cmd->footer(
       "The file is replaced atomically, and only when the result loads; the keys not fitted are kept.\n\n"
       "Examples:\n"
-      "  loom fit hardware/profiles/h100-2025-03-01.json --gpu hardware/gpus/h100-sxm5-80gb.json\n"
+      "  loom fit tests/cli/data/profile_a100_synthetic.json --gpu hardware/gpus/a100-sxm4-80gb.json --dry-run\n"
       "  loom fit all_reduce_perf.log all_gather_perf.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
       "  loom fit profile.json --gpu hardware/gpus/a100-sxm4-80gb.json --output a100-calibrated.json --json");
   cmd->callback([options, &runner] {

@@ -138,24 +138,8 @@ Result<TiledFit> ChooseTile(const std::vector<ProfileSample>& samples, const std
                                  "overhead from the efficiencies; profile sizes whose times differ several-fold");
 }
 
-std::optional<double>& GemmEfficiencySlot(ComputeCalibration& c, Dtype dtype) {
-  switch (dtype) {
-    case Dtype::kBf16:
-      return c.gemm_efficiency_bf16;
-    case Dtype::kFp16:
-      return c.gemm_efficiency_fp16;
-    case Dtype::kFp8:
-      return c.gemm_efficiency_fp8;
-    case Dtype::kTf32:
-      return c.gemm_efficiency_tf32;
-    case Dtype::kFp32:
-      break;
-  }
-  return c.gemm_efficiency_fp32;
-}
-
 std::string KeyOf(OpKind kind, std::optional<Dtype> dtype) {
-  if (kind == OpKind::kGemm) return "gemm_efficiency_" + std::string(kDtypeNames.Name(*dtype));
+  if (kind == OpKind::kGemm) return GemmEfficiencyKey(*dtype);
   return kind == OpKind::kAttention ? "attention_efficiency" : "memory_bandwidth_fraction";
 }
 
@@ -218,7 +202,7 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
     LOOM_RETURN_IF_ERROR(
         CheckInverseEfficiency(shared.inverse_efficiency[c], ClassWhat(samples, k), k.kind, k.dtype, gpu));
     const double value = std::min(1.0, 1.0 / shared.inverse_efficiency[c]);
-    if (k.kind == OpKind::kGemm) GemmEfficiencySlot(cal, *k.dtype) = value;
+    if (k.kind == OpKind::kGemm) cal.GemmEfficiencySlot(*k.dtype) = value;
     if (k.kind == OpKind::kAttention) cal.attention_efficiency = value;
     if (k.kind == OpKind::kMemoryBound) cal.memory_bandwidth_fraction = value;
     KernelClassFit& out = fit.classes.emplace_back();
@@ -247,7 +231,7 @@ nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_
     if (key == "attention_efficiency") values[key] = RoundSignificant(c.attention_efficiency.value_or(1), 4);
     if (key == "memory_bandwidth_fraction") values[key] = RoundSignificant(c.memory_bandwidth_fraction.value_or(1), 4);
     for (Dtype dtype : kAllDtypes) {
-      if (key == KeyOf(OpKind::kGemm, dtype)) values[key] = RoundSignificant(GemmEfficiencySlot(c, dtype).value_or(1), 4);
+      if (key == KeyOf(OpKind::kGemm, dtype)) values[key] = RoundSignificant(c.GemmEfficiencySlot(dtype).value_or(1), 4);
     }
   }
   return WithCalibration(gpu_file, values, fit.calibration.source);

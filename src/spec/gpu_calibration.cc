@@ -1,27 +1,31 @@
 #include "spec/gpu_calibration.h"
 
+#include <utility>
+
 namespace loom {
 
-std::optional<double> ComputeCalibration::GemmEfficiency(Dtype dtype) const {
-  std::optional<double> own;
+const std::optional<double>& ComputeCalibration::GemmEfficiencySlot(Dtype dtype) const {
   switch (dtype) {
     case Dtype::kBf16:
-      own = gemm_efficiency_bf16;
-      break;
+      return gemm_efficiency_bf16;
     case Dtype::kFp16:
-      own = gemm_efficiency_fp16;
-      break;
+      return gemm_efficiency_fp16;
     case Dtype::kFp8:
-      own = gemm_efficiency_fp8;
-      break;
+      return gemm_efficiency_fp8;
     case Dtype::kTf32:
-      own = gemm_efficiency_tf32;
-      break;
+      return gemm_efficiency_tf32;
     case Dtype::kFp32:
-      own = gemm_efficiency_fp32;
       break;
   }
-  if (own) return own;
+  return gemm_efficiency_fp32;
+}
+
+std::optional<double>& ComputeCalibration::GemmEfficiencySlot(Dtype dtype) {
+  return const_cast<std::optional<double>&>(std::as_const(*this).GemmEfficiencySlot(dtype));
+}
+
+std::optional<double> ComputeCalibration::GemmEfficiency(Dtype dtype) const {
+  if (const std::optional<double>& own = GemmEfficiencySlot(dtype)) return own;
   for (const std::optional<double>& other : {gemm_efficiency_bf16, gemm_efficiency_fp16, gemm_efficiency_fp8}) {
     if (other) return other;
   }
@@ -42,15 +46,16 @@ std::optional<double> Fraction(JsonReader& r, std::string_view key) {
 
 }  // namespace
 
+std::string GemmEfficiencyKey(Dtype dtype) { return "gemm_efficiency_" + std::string(kDtypeNames.Name(dtype)); }
+
 ComputeCalibration ReadComputeCalibration(JsonReader& r) {
   ComputeCalibration c;
   c.gemm_tile_m = r.OptionalInt("gemm_tile_m", {16, 1024}).value_or(c.gemm_tile_m);
   c.gemm_tile_n = r.OptionalInt("gemm_tile_n", {16, 1024}).value_or(c.gemm_tile_n);
-  c.gemm_efficiency_bf16 = Fraction(r, "gemm_efficiency_bf16");
-  c.gemm_efficiency_fp16 = Fraction(r, "gemm_efficiency_fp16");
-  c.gemm_efficiency_fp8 = Fraction(r, "gemm_efficiency_fp8");
-  c.gemm_efficiency_tf32 = Fraction(r, "gemm_efficiency_tf32");
-  c.gemm_efficiency_fp32 = Fraction(r, "gemm_efficiency_fp32");
+  for (const std::string& dtype : kDtypeNames.Names()) {
+    const Dtype d = *kDtypeNames.Parse(dtype);
+    c.GemmEfficiencySlot(d) = Fraction(r, GemmEfficiencyKey(d));
+  }
   c.kernel_overhead_us = r.OptionalNonNegativeNumber("kernel_overhead_us").value_or(0.0);
   c.attention_efficiency = Fraction(r, "attention_efficiency");
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");

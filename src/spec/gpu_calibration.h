@@ -33,7 +33,13 @@ struct ComputeCalibration {
   // The GEMM efficiency for |dtype|: its own if measured, else the first measured of bf16, fp16
   // and fp8 (the same tensor cores; an estimate until that dtype is profiled), else nullopt.
   std::optional<double> GemmEfficiency(Dtype dtype) const;
+  // The field that holds |dtype|'s own GEMM efficiency, to read or set (no borrowing).
+  std::optional<double>& GemmEfficiencySlot(Dtype dtype);
+  const std::optional<double>& GemmEfficiencySlot(Dtype dtype) const;
 };
+
+// The calibration key of |dtype|'s GEMM efficiency: "gemm_efficiency_bf16", ...
+std::string GemmEfficiencyKey(Dtype dtype);
 
 // Reads the "calibration" object through |reader| (the GPU file's reader positioned on it).
 ComputeCalibration ReadComputeCalibration(JsonReader& reader);
