@@ -24,7 +24,8 @@ struct SimulateOptions {
   std::string cluster_path;
   std::optional<int64_t> nodes;
   Strategy strategy;
-  std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam", offload = "none";
+  std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam", offload = "none",
+              cp_comm = "p2p";
   std::string trace_path;
   std::string attention = "fused";
   bool dropout = false;
@@ -93,6 +94,7 @@ Strategy CommandLineStrategy(const SimulateOptions& o) {
   s.dtype = *kDtypeNames.Parse(o.dtype);
   s.optimizer = *kOptimizerNames.Parse(o.optimizer);
   s.offload = *kOffloadNames.Parse(o.offload);
+  s.cp_comm = *kCpCommNames.Parse(o.cp_comm);
   return s;
 }
 
@@ -161,6 +163,33 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
       ->capture_default_str();
   cmd->add_option("--offload", o.offload, "Offload")->check(CLI::IsMember(kOffloadNames.Names()))->capture_default_str();
   cmd->add_flag("--allow-cross-node-tp", o.strategy.allow_cross_node_tp, "Accept tp larger than a node");
+  cmd->add_option("--etp", o.strategy.etp,
+                  "Expert tensor-parallel size: ranks each expert's MLP is split over (0: the tp size)")
+      ->capture_default_str();
+  cmd->add_option("--cp-comm", o.cp_comm,
+                  "Context-parallel K/V exchange: p2p (ring attention, overlapped) or all_gather")
+      ->check(CLI::IsMember(kCpCommNames.Names()))
+      ->capture_default_str();
+  cmd->add_option("--first-stage-layers", o.strategy.first_stage_layers,
+                  "Transformer layers on the first pipeline stage (0: even split)")
+      ->capture_default_str();
+  cmd->add_option("--last-stage-layers", o.strategy.last_stage_layers,
+                  "Transformer layers on the last pipeline stage (0: even split)")
+      ->capture_default_str();
+  cmd->add_option("--moe-capacity-factor", o.strategy.moe_capacity_factor,
+                  "Expert capacity over the mean load; tokens beyond it are dropped (0: dropless)")
+      ->capture_default_str();
+  cmd->add_option("--moe-imbalance", o.strategy.moe_imbalance,
+                  "Tokens of the busiest expert over the mean (1: a balanced router)")
+      ->capture_default_str();
+  cmd->add_flag("--overlap-grad-reduce", o.strategy.overlap_grad_reduce,
+                "Reduce gradient buckets during the backward pass, not after it");
+  cmd->add_flag("--overlap-param-gather", o.strategy.overlap_param_gather,
+                "All-gather updated weights under the next step's forward (needs --zero 1+)");
+  cmd->add_flag("--tp-comm-overlap", o.strategy.tp_comm_overlap,
+                "Pipeline tensor-parallel all-gathers and reduce-scatters with their GEMMs (needs --sp)");
+  cmd->add_flag("--grad-reduce-in-bf16", o.strategy.grad_reduce_in_bf16,
+                "Reduce bf16 gradients in bf16 (default: fp32, as Megatron-LM)");
 }
 
 }  // namespace

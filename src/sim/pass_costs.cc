@@ -90,25 +90,24 @@ SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
   return SimTime();
 }
 
-Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy, int64_t chunks,
+Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
                                           const ComputeModel& compute, const CommModel& comm,
                                           const Placements& placements, const LayerOpsOptions& kernels) {
-  const int64_t virtual_stages = strategy.pp * chunks;
-  const int64_t per_chunk = model.num_layers / virtual_stages;
-  // Layers [0, full_layers) of each chunk are fully recomputed; the rest follow |kept|.
-  const int64_t full_layers = strategy.recompute_layers > 0 ? std::min(strategy.recompute_layers, per_chunk) : 0;
+  const std::vector<int64_t> layers = LayersPerVirtualStage(strategy, model.num_layers);
   Strategy full = strategy;
   full.recompute = Recompute::kFull;
   Strategy kept = strategy;
   if (strategy.recompute_layers > 0) kept.recompute = Recompute::kNone;
   // Layers differ only by dense/MoE and by recompute setting: cost each kind once.
   std::map<std::pair<bool, bool>, BlockCost> layer_costs;
-  std::vector<ChunkCost> costs(static_cast<size_t>(virtual_stages));
-  for (int64_t v = 0; v < virtual_stages; ++v) {
-    ChunkCost& chunk = costs[static_cast<size_t>(v)];
-    chunk.layers = per_chunk;
-    for (int64_t i = 0; i < per_chunk; ++i) {
-      const int64_t layer = v * per_chunk + i;
+  std::vector<ChunkCost> costs(layers.size());
+  int64_t layer = 0;  // model index of the chunk's first layer
+  for (size_t v = 0; v < layers.size(); ++v) {
+    ChunkCost& chunk = costs[v];
+    chunk.layers = layers[v];
+    // Layers [0, full_layers) of each chunk are fully recomputed; the rest follow |kept|.
+    const int64_t full_layers = strategy.recompute_layers > 0 ? std::min(strategy.recompute_layers, layers[v]) : 0;
+    for (int64_t i = 0; i < layers[v]; ++i, ++layer) {
       const bool moe = model.moe && layer >= model.moe->first_dense_layers;
       const bool recomputed = i < full_layers;
       auto key = std::make_pair(moe, recomputed);

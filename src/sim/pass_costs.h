@@ -46,13 +46,13 @@ Placements PlaceStrategy(const Strategy& strategy, const ClusterSpec& cluster);
 // Time of one op under |compute| and |comm|.
 SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm, const Placements& placements);
 
-// Costs of every virtual stage (pp * chunks of them, in model order) of |strategy|: each chunk
-// holds num_layers / (pp * chunks) layers; the first adds the embedding, the last the output head
+// Costs of every virtual stage (pp * vpp of them, in model order) of |strategy|: each holds the
+// layers LayersPerVirtualStage gives it; the first adds the embedding, the last the output head
 // and loss. With recompute_layers N, the first N layers of each chunk are fully recomputed and
 // the rest keep their activations (Megatron-LM's block method). Layers of equal kind are costed
 // once. Errors: those of the workload builders.
 // |kernels| chooses the attention kernel and dropout of every layer (its |layer| is ignored).
-Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy, int64_t chunks,
+Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
                                           const ComputeModel& compute, const CommModel& comm,
                                           const Placements& placements, const LayerOpsOptions& kernels = {});
 

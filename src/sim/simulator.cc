@@ -173,7 +173,7 @@ Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const Clus
   NcclCommModel comm(cluster);
   const Placements placements = PlaceStrategy(strategy, cluster);
   Result<std::vector<ChunkCost>> costs =
-      CostChunks(model, strategy, chunks, compute, comm, placements, options.kernels);
+      CostChunks(model, strategy, compute, comm, placements, options.kernels);
   if (!costs.ok()) return costs.status();
   Result<StageStates> states = StatesPerStage(model, strategy);
   if (!states.ok()) return states.status();

@@ -47,6 +47,16 @@ void ReadStrategyKeys(JsonReader& r, Strategy* s) {
   ReadEnum(r, "optimizer", kOptimizerNames, &s->optimizer);
   ReadEnum(r, "offload", kOffloadNames, &s->offload);
   ReadBool(r, "allow_cross_node_tp", &s->allow_cross_node_tp);
+  ReadInt(r, "etp", &s->etp, {0, INT64_MAX});
+  ReadEnum(r, "cp_comm", kCpCommNames, &s->cp_comm);
+  ReadInt(r, "first_stage_layers", &s->first_stage_layers, {0, INT64_MAX});
+  ReadInt(r, "last_stage_layers", &s->last_stage_layers, {0, INT64_MAX});
+  if (std::optional<double> v = r.OptionalNonNegativeNumber("moe_capacity_factor")) s->moe_capacity_factor = *v;
+  if (std::optional<double> v = r.OptionalPositiveNumber("moe_imbalance")) s->moe_imbalance = *v;
+  ReadBool(r, "overlap_grad_reduce", &s->overlap_grad_reduce);
+  ReadBool(r, "overlap_param_gather", &s->overlap_param_gather);
+  ReadBool(r, "tp_comm_overlap", &s->tp_comm_overlap);
+  ReadBool(r, "grad_reduce_in_bf16", &s->grad_reduce_in_bf16);
 }
 
 }  // namespace

@@ -164,15 +164,54 @@ void CheckSequenceParallel(const Strategy& s, Messages& out) {
                     NearestMultiples(s.seq_len, split)));
 }
 
-// Megatron-LM assigns num_layers / (pp * vpp) layers to every model chunk.
+// Megatron-LM assigns num_layers / (pp * vpp) layers to every model chunk, or with
+// --decoder-first/last-pipeline-num-layers the given layers to the first and last stage and the
+// rest evenly to the others, each stage's split evenly over its chunks (megatron/core/transformer/
+// transformer_block.py, get_num_layers_to_build).
 void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
   if (!AllPositive({s.pp, s.vpp})) return;
-  const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
-  if (model.num_layers % chunks == 0) return;
-  out.push_back(Cat("--pp ", s.pp, " --vpp ", s.vpp, ": num_hidden_layers (", model.num_layers,
-                    ") of ", ModelRef(model), " is not divisible by pp * vpp (", chunks,
-                    "), so the model chunks would differ in size; use a pp * vpp that divides ",
-                    model.num_layers, " (", DivisorList(model.num_layers), ")"));
+  const int64_t first = s.first_stage_layers, last = s.last_stage_layers;
+  if (first < 0 || last < 0) {
+    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last,
+                      ": layer counts cannot be negative; use 0 for an even split"));
+    return;
+  }
+  if (first == 0 && last == 0) {
+    const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
+    if (model.num_layers % chunks == 0) return;
+    out.push_back(Cat("--pp ", s.pp, " --vpp ", s.vpp, ": num_hidden_layers (", model.num_layers, ") of ",
+                      ModelRef(model), " is not divisible by pp * vpp (", chunks,
+                      "), so the model chunks would differ in size; use a pp * vpp that divides ",
+                      model.num_layers, " (", DivisorList(model.num_layers),
+                      "), or give the first and last stage their own layer counts with "
+                      "--first-stage-layers and --last-stage-layers"));
+    return;
+  }
+  const int64_t fixed_stages = (first > 0) + (last > 0);
+  if (s.pp < fixed_stages + (fixed_stages == 2 ? 0 : 1)) {
+    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last, " with --pp ", s.pp,
+                      ": uneven stages need a stage for each given count and one more for the rest; "
+                      "use --pp ", fixed_stages + 1, " or more"));
+    return;
+  }
+  const int64_t middle_stages = s.pp - fixed_stages;
+  const int64_t rest = model.num_layers - first - last;
+  const bool splits = middle_stages == 0 ? rest == 0 : rest >= middle_stages && rest % middle_stages == 0;
+  if (!splits) {
+    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last, ": the other ", rest,
+                      " of the ", model.num_layers, " layers of ", ModelRef(model), " do not split evenly over the ",
+                      middle_stages, " other stages of --pp ", s.pp,
+                      "; choose counts that leave a multiple of ", std::max<int64_t>(middle_stages, 1),
+                      " layers (at least one per stage)"));
+    return;
+  }
+  for (int64_t stage_layers : {first, last, middle_stages > 0 ? rest / middle_stages : 0}) {
+    if (stage_layers == 0 || stage_layers % s.vpp == 0) continue;
+    out.push_back(Cat("--vpp ", s.vpp, ": a stage of ", stage_layers,
+                      " layers does not split evenly over its model chunks; use layer counts divisible by ",
+                      s.vpp));
+    return;
+  }
 }
 
 // Megatron-LM: megatron/core/parallel_state.py requires pp > 1 with a virtual pipeline, and
@@ -301,6 +340,7 @@ void CheckExperts(const Strategy& s, const ModelSpec& model, Messages& out) {
     return;
   }
   const int64_t experts = model.moe->num_experts;
+  if (s.etp != 0) return;  // CheckExpertTensorParallel places the expert groups
   if (experts % s.ep != 0) {
     out.push_back(Cat("--ep ", s.ep, ": num_experts (", experts, ") of ", ModelRef(model),
                       " is not divisible by it; use an ep that divides ", experts, " (",
@@ -333,11 +373,19 @@ void CheckDtype(const Strategy& s, const ClusterSpec& cluster, Messages& out) {
 
 // ZeRO-Offload (Ren et al. 2021) keeps the ZeRO-partitioned optimizer state in CPU memory, so it
 // needs ZeRO stage 1 or higher; DeepSpeed's offload_optimizer is likewise a ZeRO option.
+// Parameter offload (ZeRO-Infinity, Rajbhandari et al. 2021) fetches each layer's weights when
+// ZeRO-3 gathers them; DeepSpeed accepts offload_param with stage 3 only.
 void CheckOffload(const Strategy& s, Messages& out) {
-  if (s.offload != Offload::kOptimizer || s.zero_stage >= 1) return;
-  out.push_back(Cat("--offload optimizer with --zero ", s.zero_stage,
-                    ": ZeRO-Offload moves the ZeRO-partitioned optimizer state to the CPU, so it "
-                    "runs on top of ZeRO; use --zero 1 or higher, or --offload none"));
+  if (s.offload == Offload::kOptimizer && s.zero_stage < 1) {
+    out.push_back(Cat("--offload optimizer with --zero ", s.zero_stage,
+                      ": ZeRO-Offload moves the ZeRO-partitioned optimizer state to the CPU, so it "
+                      "runs on top of ZeRO; use --zero 1 or higher, or --offload none"));
+  }
+  if (s.offload == Offload::kOptimizerAndParams && s.zero_stage < 3) {
+    out.push_back(Cat("--offload optimizer+params with --zero ", s.zero_stage,
+                      ": parameters live on the CPU only between ZeRO-3's per-layer gathers; use --zero 3, "
+                      "or --offload optimizer"));
+  }
 }
 
 // Megatron-LM's --recompute-num-layers (block method) counts layers of one model chunk: each
@@ -362,6 +410,99 @@ void CheckRecomputeLayers(const Strategy& s, const ModelSpec& model, Messages& o
   }
 }
 
+
+// The expert rank grid of Megatron-core (megatron/core/parallel_state.py, the expert
+// RankGenerator): etp fastest, then ep, then expert data parallel, over the same tp * cp * dp
+// ranks as the attention layers.
+void CheckExpertTensorParallel(const Strategy& s, const ModelSpec& model, const ClusterSpec& cluster,
+                               Messages& out) {
+  if (s.etp == 0) return;
+  if (s.etp < 0) {
+    out.push_back(Cat("--etp ", s.etp, ": must be at least 1, or 0 for the tp size (Megatron-LM's default)"));
+    return;
+  }
+  if (!model.moe.has_value() || model.moe->num_experts < 1) {
+    if (s.etp != 1 && s.etp != s.tp) {
+      out.push_back(Cat("--etp ", s.etp, ": ", ModelRef(model), " is a dense model with no experts to split; drop --etp"));
+    }
+    return;
+  }
+  const int64_t experts = model.moe->num_experts;
+  if (s.ep >= 1 && experts % s.ep != 0) {
+    out.push_back(Cat("--ep ", s.ep, ": num_experts (", experts, ") of ", ModelRef(model),
+                      " is not divisible by it; use an ep that divides ", experts, " (", DivisorList(experts), ")"));
+  }
+  const int64_t ffn = model.moe->expert_intermediate_size;
+  if (ffn > 0 && ffn % s.etp != 0) {
+    out.push_back(Cat("--etp ", s.etp, ": the expert intermediate size (", ffn, ") of ", ModelRef(model),
+                      " is not divisible by it; use an etp that divides ", ffn, " (", DivisorList(ffn), ")"));
+  }
+  if (!AllPositive({s.tp, s.dp, s.cp, s.ep})) return;
+  const int64_t ranks = SaturatingProduct({s.tp, s.dp, s.cp});
+  const int64_t group = SaturatingProduct({s.ep, s.etp});
+  if (ranks % group != 0) {
+    out.push_back(Cat("--ep ", s.ep, " --etp ", s.etp, ": the expert grid (ep * etp = ", group,
+                      ") is carved from the tp * dp * cp = ", ranks, " ranks of a stage, and ", ranks,
+                      " is not divisible by ", group, "; use an ep * etp that divides ", ranks));
+  }
+  if (!s.allow_cross_node_tp && cluster.gpus_per_node >= 1 && s.etp > cluster.gpus_per_node) {
+    out.push_back(Cat("--etp ", s.etp, ": exceeds the ", cluster.gpus_per_node, " GPUs per node of ",
+                      ClusterRef(cluster), "; use --etp ", cluster.gpus_per_node,
+                      " or less, or pass --allow-cross-node-tp"));
+  }
+}
+
+void CheckMoeRouting(const Strategy& s, const ModelSpec& model, Messages& out) {
+  const bool moe = model.moe.has_value() && model.moe->num_experts >= 1;
+  if (s.moe_capacity_factor < 0) {
+    out.push_back(Cat("--moe-capacity-factor ", s.moe_capacity_factor,
+                      ": must be positive, or 0 for dropless routing (Megatron-LM's default)"));
+  }
+  if (s.moe_imbalance < 1) {
+    out.push_back(Cat("--moe-imbalance ", s.moe_imbalance,
+                      ": the busiest expert's tokens over the mean cannot be below 1; use 1 for a balanced "
+                      "router, more for a skewed one"));
+  }
+  if (!moe && (s.moe_capacity_factor != 0 || s.moe_imbalance != 1.0)) {
+    out.push_back(Cat("--moe-capacity-factor / --moe-imbalance: ", ModelRef(model),
+                      " is a dense model with no router; drop them"));
+  }
+}
+
+// DeepSpeed's pipeline engine refuses ZeRO stages 2 and 3 (deepspeed/runtime/pipe/engine.py:
+// "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"): gradient accumulation over
+// micro-batches would reduce-scatter, and with stage 3 all-gather, every layer per micro-batch.
+void CheckZeroWithPipeline(const Strategy& s, Messages& out) {
+  if (s.zero_stage < 2 || s.zero_stage > 3 || s.pp <= 1) return;
+  out.push_back(Cat("--zero ", s.zero_stage, " with --pp ", s.pp,
+                    ": ZeRO stages 2 and 3 shard gradients across micro-batches, which pipeline "
+                    "parallelism accumulates (DeepSpeed refuses the pair); use --zero 1 (Megatron-LM's "
+                    "distributed optimizer) or --pp 1"));
+}
+
+// Megatron-LM's validate_args: --overlap-param-gather needs the distributed optimizer and
+// --overlap-grad-reduce; --tp-comm-overlap needs sequence parallelism; --grad-reduce-in-bf16
+// applies to bf16 training.
+void CheckOverlap(const Strategy& s, Messages& out) {
+  if (s.overlap_param_gather && s.zero_stage < 1) {
+    out.push_back("--overlap-param-gather with --zero 0: there is no parameter all-gather without the "
+                  "distributed optimizer; use --zero 1 or more, or drop --overlap-param-gather");
+  }
+  if (s.overlap_param_gather && !s.overlap_grad_reduce) {
+    out.push_back("--overlap-param-gather without --overlap-grad-reduce: Megatron-LM requires both; add "
+                  "--overlap-grad-reduce");
+  }
+  if (s.tp_comm_overlap && (s.tp < 2 || !s.sp)) {
+    out.push_back(Cat("--tp-comm-overlap with --tp ", s.tp, s.sp ? "" : " and no --sp",
+                      ": it overlaps the sequence-parallel all-gathers and reduce-scatters with GEMMs; "
+                      "use --tp 2 or more with --sp, or drop --tp-comm-overlap"));
+  }
+  if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16) {
+    out.push_back(Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
+                      ": it applies to bf16 training; drop it or use --dtype bf16"));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> StrategyViolations(const Strategy& strategy, const ModelSpec& model,
@@ -381,7 +522,26 @@ std::vector<std::string> StrategyViolations(const Strategy& strategy, const Mode
   CheckDtype(strategy, cluster, out);
   CheckOffload(strategy, out);
   CheckRecomputeLayers(strategy, model, out);
+  CheckExpertTensorParallel(strategy, model, cluster, out);
+  CheckMoeRouting(strategy, model, out);
+  CheckZeroWithPipeline(strategy, out);
+  CheckOverlap(strategy, out);
   return out;
+}
+
+std::vector<int64_t> LayersPerVirtualStage(const Strategy& s, int64_t num_layers) {
+  const int64_t fixed_stages = (s.first_stage_layers > 0) + (s.last_stage_layers > 0);
+  const int64_t middle_stages = s.pp - fixed_stages;
+  const int64_t rest = num_layers - s.first_stage_layers - s.last_stage_layers;
+  const int64_t middle = middle_stages > 0 ? rest / middle_stages : 0;
+  std::vector<int64_t> per_stage(static_cast<size_t>(s.pp), middle);
+  if (s.first_stage_layers > 0) per_stage.front() = s.first_stage_layers;
+  if (s.last_stage_layers > 0) per_stage.back() = s.last_stage_layers;
+  std::vector<int64_t> layers;
+  for (int64_t chunk = 0; chunk < s.vpp; ++chunk) {
+    for (int64_t stage = 0; stage < s.pp; ++stage) layers.push_back(per_stage[stage] / s.vpp);
+  }
+  return layers;
 }
 
 Status ValidateStrategy(const Strategy& strategy, const ModelSpec& model,

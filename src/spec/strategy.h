@@ -37,10 +37,24 @@ inline constexpr EnumNames<Optimizer, 3> kOptimizerNames({{
     {Optimizer::kSgd, "sgd"},
 }});
 
-enum class Offload { kNone, kOptimizer };
-inline constexpr EnumNames<Offload, 2> kOffloadNames({{
+// What ZeRO-Offload (Ren et al. 2021) moves to CPU memory: the optimizer states and their step
+// (DeepSpeed's offload_optimizer), or also the parameters between uses (ZeRO-Infinity's
+// offload_param, Rajbhandari et al. 2021, which needs ZeRO stage 3).
+enum class Offload { kNone, kOptimizer, kOptimizerAndParams };
+inline constexpr EnumNames<Offload, 3> kOffloadNames({{
     {Offload::kNone, "none"},
     {Offload::kOptimizer, "optimizer"},
+    {Offload::kOptimizerAndParams, "optimizer+params"},
+}});
+
+// How context parallelism exchanges keys and values (Megatron-LM's --cp-comm-type): p2p passes
+// K/V blocks around the cp ring, each send overlapped with the attention of the block before
+// (ring attention, Liu et al. 2023); all_gather gathers the whole sequence's K/V first (Llama 3,
+// Dubey et al. 2024, Section 3.3.2).
+enum class CpComm { kP2p, kAllGather };
+inline constexpr EnumNames<CpComm, 2> kCpCommNames({{
+    {CpComm::kP2p, "p2p"},
+    {CpComm::kAllGather, "all_gather"},
 }});
 
 // How one training step is spread over GPUs. Field names follow Megatron-LM's arguments.
@@ -50,6 +64,9 @@ struct Strategy {
   int64_t dp = 1;   // data parallel
   int64_t cp = 1;   // context parallel
   int64_t ep = 1;   // expert parallel
+  // Expert tensor parallel: the ranks each expert's MLP is split over (Megatron-LM's
+  // --expert-tensor-parallel-size). 0 means tp, Megatron-LM's default.
+  int64_t etp = 0;
   bool sp = false;  // sequence parallel (over the tp group)
   int64_t vpp = 1;  // model chunks per pipeline stage (virtual stages)
   int64_t micro_batch = 1;
@@ -66,12 +83,49 @@ struct Strategy {
   Optimizer optimizer = Optimizer::kAdam;
   Offload offload = Offload::kNone;
   bool allow_cross_node_tp = false;  // accept tp > GPUs per node
+  CpComm cp_comm = CpComm::kP2p;       // Megatron-LM's default
+  // Uneven pipeline stages (Megatron-LM's --decoder-first-pipeline-num-layers and
+  // --decoder-last-pipeline-num-layers): transformer layers on the first and last stage, the rest
+  // split evenly over the stages between. 0: an even split.
+  int64_t first_stage_layers = 0;
+  int64_t last_stage_layers = 0;
+  // Mixture of experts. Capacity factor (Megatron-LM's --moe-expert-capacity-factor; Fedus et
+  // al. 2022, Section 2.2): each expert takes at most capacity * tokens * top_k / experts tokens,
+  // and drops the rest. 0: dropless (Megatron-LM's default).
+  double moe_capacity_factor = 0;
+  // Tokens of the busiest expert over the mean (>= 1): the busiest expert's rank sets the time of
+  // the expert GEMMs and of the all-to-all. 1: a perfectly balanced router.
+  double moe_imbalance = 1.0;
+  // Megatron-LM's communication overlap switches, off by default as there.
+  // --overlap-grad-reduce: gradient buckets are reduced while the backward runs, not after it.
+  bool overlap_grad_reduce = false;
+  // --overlap-param-gather (with the distributed optimizer, ZeRO >= 1): the all-gather of the
+  // updated weights runs under the next step's forward, not after the optimizer step.
+  bool overlap_param_gather = false;
+  // --tp-comm-overlap: tensor-parallel all-gathers and reduce-scatters split into chunks
+  // pipelined with the GEMMs that consume or produce them (Transformer Engine userbuffers).
+  bool tp_comm_overlap = false;
+  // --grad-reduce-in-bf16: reduce bf16 gradients in bf16. Off, Megatron-LM accumulates and
+  // reduces them in fp32.
+  bool grad_reduce_in_bf16 = false;
 
   // tp * pp * dp * cp: the GPUs one step occupies (ep is carved out of dp * cp).
   int64_t WorldSize() const { return tp * pp * dp * cp; }
   // global_batch / (micro_batch * dp). REQUIRES: Validate() passed.
   int64_t NumMicroBatches() const { return global_batch / (micro_batch * dp); }
+  // The expert tensor-parallel size in effect: etp, or tp when etp is 0.
+  int64_t ExpertTp() const { return etp == 0 ? tp : etp; }
+  // Expert data parallel: the ranks that hold the same experts, tp * dp * cp / (ep * etp).
+  // REQUIRES: Validate() passed.
+  int64_t ExpertDp() const { return tp * dp * cp / (ep * ExpertTp()); }
 };
+
+// Transformer layers of each virtual stage (pp * vpp of them, in model order: virtual stage v is
+// model chunk v / pp of pipeline stage v % pp), as Megatron-LM assigns them: every stage holds
+// num_layers / pp, or first_stage_layers / last_stage_layers on the first / last stage and the
+// rest evenly between; each stage's layers split evenly over its vpp chunks.
+// REQUIRES: StrategyViolations(strategy, model, ...) is empty.
+std::vector<int64_t> LayersPerVirtualStage(const Strategy& strategy, int64_t num_layers);
 
 // Every rule |strategy| breaks for |model| on |cluster|, one message each, in a fixed order.
 // Each message names the setting (as its command-line flag), the values and the fix.

@@ -80,7 +80,7 @@ struct RankParameters {
 };
 
 // Parameters of a rank of pipeline stage |stage| (0-based), as Megatron-LM places them:
-// - num_layers / (pp * vpp) layers per model chunk; with vpp chunks per stage, stage p holds
+// - The layers of LayersPerVirtualStage per model chunk; with vpp chunks per stage, stage p holds
 //   chunks p, p + pp, ... (Narayanan et al. 2021, Section 2.2.2).
 // - The first stage holds the input embedding, the last the final norm and output head; with tied
 //   embeddings and pp > 1 both hold a copy (Megatron keeps them equal by an all-reduce of their

@@ -2,6 +2,7 @@
 // parallel ranks as Megatron-LM splits them.
 
 #include <string>
+#include <vector>
 
 #include "core/checked.h"
 #include "workload/layer_ops.h"
@@ -74,7 +75,7 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
     return Status::InvalidArgument("pipeline stage " + Str(stage) + " does not exist with --pp " + Str(s.pp) +
                                    "; use a stage from 0 to " + Str(s.pp - 1));
   }
-  if (m.num_layers % (s.pp * s.vpp) != 0) {
+  if (s.first_stage_layers == 0 && s.last_stage_layers == 0 && m.num_layers % (s.pp * s.vpp) != 0) {
     return Status::InvalidArgument(ModelName(m) + ": num_hidden_layers (" + Str(m.num_layers) +
                                    ") is not divisible by pp * vpp (" + Str(s.pp * s.vpp) +
                                    "); use a pp * vpp that divides it");
@@ -100,12 +101,14 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
 Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, int64_t stage) {
   LOOM_RETURN_IF_ERROR(CheckSplits(m, s, stage));
   const ShardedLayer layer(m, s.tp);
-  const int64_t chunk_layers = m.num_layers / (s.pp * s.vpp);
+  const std::vector<int64_t> layers = LayersPerVirtualStage(s, m.num_layers);
   CheckedInt dense = 0;
   CheckedInt expert = 0;
   for (int64_t chunk = 0; chunk < s.vpp; ++chunk) {
-    const int64_t first = (chunk * s.pp + stage) * chunk_layers;
-    for (int64_t i = first; i < first + chunk_layers; ++i) {
+    const size_t v = static_cast<size_t>(chunk * s.pp + stage);
+    int64_t first = 0;
+    for (size_t before = 0; before < v; ++before) first += layers[before];
+    for (int64_t i = first; i < first + layers[v]; ++i) {
       const bool moe = m.moe.has_value() && i >= m.moe->first_dense_layers;
       dense += layer.Dense(moe);
       if (moe) expert += layer.RoutedExperts(s.ep);

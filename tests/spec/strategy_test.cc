@@ -269,7 +269,8 @@ TEST(Strategy, RejectsLayersNotDivisibleByPpTimesVpp) {
             (std::vector<std::string>{
                 "--pp 8 --vpp 5: num_hidden_layers (96) of models/gpt3-175b.json is not divisible "
                 "by pp * vpp (40), so the model chunks would differ in size; use a pp * vpp that "
-                "divides 96 (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96)"}));
+                "divides 96 (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96), or give the first and last stage "
+                "their own layer counts with --first-stage-layers and --last-stage-layers"}));
 }
 
 TEST(Strategy, RejectsInterleavedWithOneStageOrOneChunk) {
