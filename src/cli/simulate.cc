@@ -56,7 +56,7 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r) {
                     {"optimizer_s", r.breakdown.optimizer_s}};
   j["memory_limit_bytes"] = r.memory_limit_bytes;
   const CriticalPathSummary& c = r.critical_path;
-  j["critical_path"] = {{"tasks", c.tasks},         {"compute_s", c.compute_s}, {"tp_comm_s", c.tp_comm_s},
+  j["critical_path"] = {{"tasks", c.tasks},         {"compute_s", c.compute_s}, {"tp_comm_s", c.tp_comm_s}, {"cp_comm_s", c.cp_comm_s},
                         {"pp_comm_s", c.pp_comm_s}, {"dp_comm_s", c.dp_comm_s}, {"optimizer_s", c.optimizer_s}};
   return j;
 }
@@ -76,7 +76,7 @@ void PrintHuman(const SimulationResult& r, std::ostream& out) {
   row("breakdown") << "compute " << r.breakdown.compute_s << " s, exposed comm " << r.breakdown.exposed_comm_s
                    << " s, bubble " << r.breakdown.bubble_s << " s, optimizer " << r.breakdown.optimizer_s << " s\n";
   const CriticalPathSummary& c = r.critical_path;
-  row("critical path") << c.tasks << " tasks: compute " << c.compute_s << " s, tp " << c.tp_comm_s << " s, pp "
+  row("critical path") << c.tasks << " tasks: compute " << c.compute_s << " s, tp " << c.tp_comm_s << " s (tp/ep collectives), cp " << c.cp_comm_s << " s, pp "
                        << c.pp_comm_s << " s, dp " << c.dp_comm_s << " s, optimizer " << c.optimizer_s << " s\n\n";
   out << std::right << std::setw(6) << "stage" << std::setw(14) << "peak memory" << std::setw(12) << "compute s"
       << std::setw(12) << "bubble s" << "\n";

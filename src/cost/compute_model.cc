@@ -16,7 +16,20 @@ double RooflineComputeModel::HbmBytesPerS() const {
   return gpu_.hbm_bandwidth_GBps * 1e9 * gpu_.calibration.memory_bandwidth_fraction.value_or(1.0);
 }
 
+double GemmCastBytes(const GemmShape& gemm) {
+  if (gemm.dtype != Dtype::kFp8) return 0;
+  constexpr double kBytesPerElement = 2.0 + 1.0;  // read bf16, write fp8
+  const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
+  return static_cast<double>(gemm.batch) * (m * k + k * n) * kBytesPerElement;
+}
+
 SimTime RooflineComputeModel::Gemm(const GemmShape& gemm) const {
+  const SimTime kernel = GemmKernel(gemm);
+  if (gemm.dtype != Dtype::kFp8 || kernel == SimTime()) return kernel;
+  return kernel + SimTime::FromSeconds(GemmCastBytes(gemm) / HbmBytesPerS());
+}
+
+SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
   if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.batch <= 0) return SimTime();
   const ComputeCalibration& c = gpu_.calibration;
   // A batched GEMM spreads the tiles of all its products over the SMs at once.

@@ -17,6 +17,16 @@ class ComputeModel {
   virtual SimTime MemoryBound(const MemoryShape& memory) const = 0;
 };
 
+// HBM bytes Transformer Engine moves to cast the operands of |gemm| to fp8 with delayed scaling:
+// per element of A (m x k) and B (k x n) of each of the batch products, read 2 bf16 bytes and write
+// 1 fp8 byte (Micikevicius et al. 2022, "FP8 Formats for Deep Learning", Section 4: per-tensor
+// scaling; TE's cast/cast-transpose kernels). The amax of each tensor is reduced inside the same
+// kernel and the scale comes from the amax history of earlier steps (delayed scaling), so the
+// tensor is read once. 0 for a GEMM not in fp8. An upper bound: TE reuses the cast of a weight
+// over a step's micro-batches and emits fp8 from its fused LayerNorm, which a GemmShape does not
+// record.
+double GemmCastBytes(const GemmShape& gemm);
+
 // A roofline of the GPU file's datasheet numbers and fitted calibration (GpuSpec::calibration):
 // - GEMM: tile quantisation (M, N rounded up to the calibrated tile) and wave quantisation (tiles
 //   run in waves over the SMs, a last partial wave costing a full one) — NVIDIA Deep Learning
@@ -24,6 +34,9 @@ class ComputeModel {
 //   the dtype, with a memory-bound floor (operands and result over HBM bandwidth).
 // - Fused attention: its executed FLOPs (causal masking halves them; the backward recomputes the
 //   scores) at the fitted attention efficiency, with the same memory floor.
+// - fp8 GEMM: the kernel above at the fp8 peak and efficiency, preceded by Transformer Engine's
+//   casts of its bf16 operands to fp8 (GemmCastBytes), memory-bound at the achieved HBM bandwidth
+//   (the casts add no per-kernel overhead of their own).
 // - Memory-bound kernels: bytes over the achieved fraction of HBM bandwidth.
 // Every kernel also pays the fitted per-kernel overhead. A value the calibration lacks falls back
 // to the datasheet: efficiency 1, full bandwidth, no overhead.
@@ -32,7 +45,12 @@ class RooflineComputeModel : public ComputeModel {
   // REQUIRES: |gpu| has a peak for every dtype it will be asked to time.
   explicit RooflineComputeModel(const GpuSpec& gpu);
 
+  // GemmKernel, plus for an fp8 GEMM the casts of its operands: GemmCastBytes over the achieved
+  // HBM bandwidth.
   SimTime Gemm(const GemmShape& gemm) const override;
+  // The tensor-core kernel alone, with operands already in |gemm.dtype|: what a GEMM benchmark
+  // (cuBLASLt, a profile's GEMM samples) times, and so what a calibration is fitted to.
+  SimTime GemmKernel(const GemmShape& gemm) const;
   SimTime Attention(const AttentionShape& attention) const override;
   SimTime MemoryBound(const MemoryShape& memory) const override;
 

@@ -143,8 +143,10 @@ std::string KeyOf(OpKind kind, std::optional<Dtype> dtype) {
   return kind == OpKind::kAttention ? "attention_efficiency" : "memory_bandwidth_fraction";
 }
 
+// A profile times GEMM kernels on operands already in their dtype, so fp8 samples are predicted
+// without Transformer Engine's casts (GemmKernel, not Gemm).
 double PredictedUs(const RooflineComputeModel& model, const KernelShape& shape) {
-  if (const GemmShape* g = std::get_if<GemmShape>(&shape)) return model.Gemm(*g).ToMicros();
+  if (const GemmShape* g = std::get_if<GemmShape>(&shape)) return model.GemmKernel(*g).ToMicros();
   if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) return model.Attention(*a).ToMicros();
   return model.MemoryBound(std::get<MemoryShape>(shape)).ToMicros();
 }

@@ -10,23 +10,65 @@
 namespace loom {
 namespace {
 
-bool IsTpComm(const Op& op) { return op.kind == OpKind::kCollective; }
+// What costing a pass needs beyond the ops.
+struct CostContext {
+  const ComputeModel& compute;
+  const CommModel& comm;
+  const Placements& placements;
+  const Strategy& strategy;
+};
 
-PassCost CostOps(const std::vector<Op>& ops, const ComputeModel& compute, const CommModel& comm,
-                 const Placements& placements) {
+bool IsRingExchange(const CollectiveShape& c, const CostContext& ctx) {
+  return c.group == CommGroup::kCp && ctx.strategy.cp > 1 && ctx.strategy.cp_comm == CpComm::kP2p;
+}
+
+// The sequence-parallel all-gathers and reduce-scatters that Transformer Engine's userbuffers
+// overlap with the GEMM beside them (Megatron-LM --tp-comm-overlap).
+bool IsOverlappableTp(const CollectiveShape& c) {
+  return c.group == CommGroup::kTp &&
+         (c.kind == CollectiveKind::kAllGather || c.kind == CollectiveKind::kReduceScatter);
+}
+
+PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx) {
   PassCost cost;
+  SimTime gemm, overlappable;
   for (const Op& op : ops) {
-    SimTime t = OpTime(op, compute, comm, placements);
-    cost.time += t;
-    if (IsTpComm(op)) cost.tp_comm += t;
     cost.flops += static_cast<double>(OpFlops(op));
+    if (op.kind == OpKind::kCollective && IsRingExchange(std::get<CollectiveShape>(op.shape), ctx)) {
+      // A ring step moves one rank's block of the gathered K/V (or of their gradients) to the
+      // next rank of the cp group: 1/cp of the collective's bytes, point to point.
+      const int64_t block = std::get<CollectiveShape>(op.shape).bytes / ctx.strategy.cp;
+      cost.ring_step += ctx.comm.PointToPoint(block, ctx.placements.cp.Nodes() > 1);
+      cost.ring_steps = static_cast<int32_t>(ctx.strategy.cp - 1);
+      continue;
+    }
+    const SimTime t = OpTime(op, ctx.compute, ctx.comm, ctx.placements);
+    cost.time += t;
+    if (op.kind == OpKind::kCollective) {
+      cost.tp_comm += t;
+      if (IsOverlappableTp(std::get<CollectiveShape>(op.shape))) overlappable += t;
+    }
+    if (op.kind == OpKind::kGemm) gemm += t;
+    if (op.kind == OpKind::kAttention) cost.attention += t;
   }
+  if (ctx.strategy.tp_comm_overlap && ctx.strategy.tp > 1) {
+    // The collective is cut into tp chunks pipelined with the GEMM's tp chunks; the first chunk's
+    // transfer has nothing to hide under, and no more than the GEMMs' time can hide (Wang et al.
+    // 2023, "Overlap Communication with Dependent Computation via Decomposition", Section 3).
+    const int64_t pipelined = overlappable.nanos() - overlappable.nanos() / ctx.strategy.tp;
+    cost.tp_hidden = SimTime::FromNanos(std::min(pipelined, gemm.nanos()));
+  }
+  if (cost.ring_steps == 0) cost.attention = SimTime();
   return cost;
 }
 
 void Add(PassCost& into, const PassCost& more) {
   into.time += more.time;
   into.tp_comm += more.tp_comm;
+  into.tp_hidden += more.tp_hidden;
+  into.attention += more.attention;
+  into.ring_step += more.ring_step;
+  into.ring_steps = std::max(into.ring_steps, more.ring_steps);
   into.flops += more.flops;
 }
 
@@ -36,13 +78,12 @@ struct BlockCost {
   ActivationBytes activations;
 };
 
-BlockCost CostBlock(const LayerOps& ops, const ComputeModel& compute, const CommModel& comm,
-                    const Placements& placements) {
+BlockCost CostBlock(const LayerOps& ops, const CostContext& ctx) {
   BlockCost cost;
-  cost.forward = CostOps(ops.forward, compute, comm, placements);
-  cost.backward_input = CostOps(ops.recompute, compute, comm, placements);
-  Add(cost.backward_input, CostOps(ops.backward_input, compute, comm, placements));
-  cost.backward_weight = CostOps(ops.backward_weight, compute, comm, placements);
+  cost.forward = CostOps(ops.forward, ctx);
+  cost.backward_input = CostOps(ops.recompute, ctx);
+  Add(cost.backward_input, CostOps(ops.backward_input, ctx));
+  cost.backward_weight = CostOps(ops.backward_weight, ctx);
   cost.activations = SumActivationBytes(ops);
   return cost;
 }
@@ -57,13 +98,35 @@ void AddBlock(ChunkCost& chunk, const BlockCost& block) {
 
 }  // namespace
 
+PassCost CombinePasses(const PassCost& first, const PassCost& second) {
+  PassCost both = first;
+  Add(both, second);
+  return both;
+}
+
+PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index) {
+  const auto slice = [&](SimTime t) {
+    return SimTime::FromNanos(t.nanos() / parts + (index == 0 ? t.nanos() % parts : 0));
+  };
+  PassCost part = pass;
+  part.tp_comm = slice(pass.tp_comm);
+  part.tp_hidden = slice(pass.tp_hidden);
+  part.attention = slice(pass.attention);
+  part.ring_step = slice(pass.ring_step);
+  part.time = part.tp_comm + slice(pass.time - pass.tp_comm);
+  part.flops = pass.flops / parts;
+  return part;
+}
+
 Placements PlaceStrategy(const Strategy& s, const ClusterSpec& cluster) {
   const int64_t g = cluster.gpus_per_node;
   Placements p;
   p.tp = PlaceGroup(s.tp, 1, g);
   p.cp = PlaceGroup(s.cp, s.tp, g);
-  // Expert-parallel ranks are carved from the data- and context-parallel ranks next to each other.
-  p.ep = PlaceGroup(s.ep, s.tp, g);
+  // Megatron-core's expert grid over the same tp * cp * dp ranks of a stage (parallel_state.py,
+  // the expert RankGenerator): etp fastest, then ep, then expert data parallel.
+  p.etp = PlaceGroup(s.ExpertTp(), 1, g);
+  p.ep = PlaceGroup(s.ep, s.ExpertTp(), g);
   // Megatron-LM reduces gradients over the data- and context-parallel ranks together.
   p.dp = PlaceGroup(s.dp * s.cp, s.tp, g);
   p.pp_across_nodes = s.tp * s.cp * s.dp >= g;
@@ -84,6 +147,7 @@ SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
       if (c.group == CommGroup::kCp) group = &placements.cp;
       if (c.group == CommGroup::kEp) group = &placements.ep;
       if (c.group == CommGroup::kDp) group = &placements.dp;
+      if (c.group == CommGroup::kEtp) group = &placements.etp;
       return comm.Collective(c.kind, c.bytes, *group);
     }
   }
@@ -93,6 +157,7 @@ SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
 Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
                                           const ComputeModel& compute, const CommModel& comm,
                                           const Placements& placements, const LayerOpsOptions& kernels) {
+  const CostContext ctx{compute, comm, placements, strategy};
   const std::vector<int64_t> layers = LayersPerVirtualStage(strategy, model.num_layers);
   Strategy full = strategy;
   full.recompute = Recompute::kFull;
@@ -117,17 +182,17 @@ Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy
         options.layer = layer;
         Result<LayerOps> ops = BuildTransformerLayerOps(model, recomputed ? full : kept, options);
         if (!ops.ok()) return ops.status();
-        it = layer_costs.emplace(key, CostBlock(*ops, compute, comm, placements)).first;
+        it = layer_costs.emplace(key, CostBlock(*ops, ctx)).first;
       }
       AddBlock(chunk, it->second);
     }
   }
   Result<LayerOps> embedding = BuildEmbeddingOps(model, strategy, kernels);
   if (!embedding.ok()) return embedding.status();
-  AddBlock(costs.front(), CostBlock(*embedding, compute, comm, placements));
+  AddBlock(costs.front(), CostBlock(*embedding, ctx));
   Result<LayerOps> head = BuildOutputOps(model, strategy, kernels);
   if (!head.ok()) return head.status();
-  AddBlock(costs.back(), CostBlock(*head, compute, comm, placements));
+  AddBlock(costs.back(), CostBlock(*head, ctx));
   return costs;
 }
 

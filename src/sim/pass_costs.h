@@ -21,8 +21,27 @@ struct PassCost {
   SimTime time;     // every op in order, tensor-parallel collectives included (they block the
                     // next op in Megatron-LM, so they are on the critical path of the pass)
   SimTime tp_comm;  // the part of |time| spent in tp/cp/ep collectives
+  // With --tp-comm-overlap, the part of |tp_comm| hidden under the pass's GEMMs: it runs beside
+  // the kernels, not after them.
+  SimTime tp_hidden;
+  // Ring attention (--cp-comm p2p with cp > 1): the pass's attention kernels (part of |time|)
+  // run in ring_steps + 1 equal blocks, and between blocks i and i + 1 each rank passes the K/V
+  // blocks of every layer of the pass to its ring neighbour (and in backward their gradients
+  // too), |ring_step| per step, overlapped with block i. The K/V collectives of the all-gather
+  // variant are then not in |time|.
+  SimTime attention;
+  SimTime ring_step;
+  int32_t ring_steps = 0;
   double flops = 0;  // model FLOPs of its GEMMs and attention (OpFlops), recompute included
 };
+
+// Part |index| of |parts| equal slices of |pass| (the first slice takes the nanoseconds a
+// division leaves over); a ring pass keeps its ring in every slice, each with 1/parts of it.
+// REQUIRES: parts >= 1, 0 <= index < parts.
+PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index);
+
+// |first| then |second| as one pass (B and W run together as BW).
+PassCost CombinePasses(const PassCost& first, const PassCost& second);
 
 // What one virtual stage (model chunk) costs per micro-batch.
 struct ChunkCost {
@@ -35,9 +54,10 @@ struct ChunkCost {
 };
 
 // Group placements of a strategy's communicators on a cluster (Megatron-LM rank order: tp
-// fastest, then cp, dp, pp).
+// fastest, then cp, dp, pp; for the expert layers etp fastest, then ep, then expert dp).
 struct Placements {
   GroupPlacement tp, cp, ep, dp;
+  GroupPlacement etp;  // expert tensor parallel: the ranks that split each routed expert
   bool pp_across_nodes = false;  // whether neighbouring pipeline stages sit on different nodes
 };
 

@@ -6,6 +6,7 @@
 #include "cost/comm_model.h"
 #include "cost/compute_model.h"
 #include "cost/nccl_model.h"
+#include "cost/offload_model.h"
 #include "schedule/schedule.h"
 #include "sim/critical_path.h"
 #include "sim/pass_costs.h"
@@ -17,6 +18,8 @@ namespace {
 // Megatron-core's default gradient bucket: max(40M, 1M * dp) parameters
 // (megatron/core/distributed/distributed_data_parallel.py, bucket_size).
 int64_t BucketParams(int64_t dp_ranks) { return std::max<int64_t>(40'000'000, 1'000'000 * dp_ranks); }
+
+using ChunkLayers = std::vector<int64_t>;
 
 struct StageStates {
   std::vector<RankModelStates> per_stage;
@@ -32,38 +35,105 @@ Result<StageStates> StatesPerStage(const ModelSpec& model, const Strategy& strat
   return states;
 }
 
-// Gradient reduction, optimizer and weight all-gather of every stage.
-StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& states, int32_t chunks,
+// The parameters of one stage (or chunk) by the group that reduces their gradients: dense ones
+// over the dp * cp ranks, routed experts over the expert-data-parallel ranks.
+struct ParamGroups {
+  int64_t dense = 0;
+  int64_t expert = 0;
+};
+
+// One data-parallel collective over both groups of |params|, |bytes| each.
+SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamGroups& params, int64_t bytes,
+                        const GroupPlacement& dp, const GroupPlacement& expert_dp) {
+  SimTime t;
+  if (params.dense > 0) t += comm.Collective(kind, params.dense * bytes, dp);
+  if (params.expert > 0) t += comm.Collective(kind, params.expert * bytes, expert_dp);
+  return t;
+}
+
+// Gradient reduction, optimizer and weight all-gather of every stage, with Megatron-LM's overlap
+// switches and ZeRO's stages (Rajbhandari et al. 2020, Section 5): stage 1 reduce-scatters the
+// gradients once per step and all-gathers the updated weights; stage 2 reduce-scatters after every
+// micro-batch, keeping only its shard; stage 3 also gathers every layer's weights before its
+// forward and backward, and reduce-scatters layer by layer.
+StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& states, const ChunkLayers& layers,
                                    const PipelineSchedule& schedule, const ComputeModel& compute,
-                                   const CommModel& comm, const Placements& placements) {
+                                   const CommModel& comm, const Placements& placements, int64_t gpus_per_node) {
   StepGraphConfig config;
   const int64_t dp_ranks = strategy.dp * strategy.cp;
-  const StateBytesPerParam bytes = BytesPerParameter(strategy.dtype, strategy.optimizer);
+  const int64_t edp_ranks = strategy.ExpertDp();
+  const GroupPlacement expert_dp = PlaceGroup(edp_ranks, strategy.ep * strategy.ExpertTp(), gpus_per_node);
+  const StateBytesPerParam bytes = BytesPerParameter(strategy);
   const int32_t v_count = schedule.VirtualStages();
+  const int32_t chunks = schedule.chunks;
+  const int64_t zero = strategy.zero_stage;
+  config.overlap_grad_reduce = strategy.overlap_grad_reduce;
+  config.overlap_param_gather = strategy.overlap_param_gather;
+  config.reduce_every_micro_batch = zero >= 2;
   config.buckets.assign(static_cast<size_t>(v_count), 1);
   config.bucket_time.assign(static_cast<size_t>(v_count), SimTime());
   // Megatron's distributed optimizer (ZeRO >= 1) reduce-scatters gradients and all-gathers the
   // updated weights; plain data parallelism all-reduces gradients.
-  const CollectiveKind reduce = strategy.zero_stage >= 1 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  const CollectiveKind reduce = zero >= 1 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
-    const int64_t params = states.per_stage[stage].parameters.Total();
+    const RankParameters& p = states.per_stage[stage].parameters;
+    const ParamGroups chunk_params{CeilDiv(p.dense, chunks), CeilDiv(p.expert, chunks)};
     for (int32_t chunk = 0; chunk < chunks; ++chunk) {
       const int32_t v = schedule.VirtualStage(stage, chunk);
-      const int64_t chunk_params = CeilDiv(params, chunks);
-      const int64_t buckets = CeilDiv(chunk_params, BucketParams(dp_ranks));
+      const int64_t buckets = zero == 3 ? std::max<int64_t>(1, layers[v])
+                                        : CeilDiv(chunk_params.dense + chunk_params.expert, BucketParams(dp_ranks));
+      const ParamGroups bucket{CeilDiv(chunk_params.dense, buckets), CeilDiv(chunk_params.expert, buckets)};
       config.buckets[v] = static_cast<int32_t>(buckets);
-      config.bucket_time[v] = comm.Collective(reduce, CeilDiv(chunk_params, buckets) * bytes.gradient, placements.dp);
+      config.bucket_time[v] = GroupCollective(comm, reduce, bucket, bytes.gradient, placements.dp, expert_dp);
     }
     // Megatron's optimizer passes over the parameters this rank updates (its ZeRO shard).
-    const int64_t updated = strategy.zero_stage >= 1 ? CeilDiv(params, dp_ranks) : params;
+    const int64_t updated = zero >= 1 ? CeilDiv(p.dense, dp_ranks) + CeilDiv(p.expert, edp_ranks) : p.Total();
     config.optimizer_time.push_back(
-        compute.MemoryBound(OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer)));
-    config.param_gather_time.push_back(strategy.zero_stage >= 1
-                                           ? comm.Collective(CollectiveKind::kAllGather, params * bytes.weight,
-                                                             placements.dp)
-                                           : SimTime());
+        compute.MemoryBound(OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer, strategy.grad_reduce_in_bf16)));
+    const ParamGroups stage_params{p.dense, p.expert};
+    config.param_gather_time.push_back(
+        zero == 1 || zero == 2
+            ? GroupCollective(comm, CollectiveKind::kAllGather, stage_params, bytes.weight, placements.dp, expert_dp)
+            : SimTime());
+  }
+  if (zero == 3) {
+    // ZeRO-3 is refused with pp > 1, so the one stage's one chunk holds every layer.
+    const RankParameters& p = states.per_stage[0].parameters;
+    const int64_t layer_count = std::max<int64_t>(1, layers[0]);
+    const ParamGroups layer{CeilDiv(p.dense, layer_count), CeilDiv(p.expert, layer_count)};
+    config.layer_gathers = static_cast<int32_t>(layer_count);
+    config.layer_gather_time =
+        GroupCollective(comm, CollectiveKind::kAllGather, layer, bytes.weight, placements.dp, expert_dp);
+    config.layer_gather_bytes = (layer.dense + layer.expert) * bytes.weight;
   }
   return config;
+}
+
+// ZeRO-Offload's copies and CPU step per stage, and with parameter offload each layer's fetch.
+// The GPU runs no optimizer step of its own then.
+Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy, const StageStates& states,
+                  StepGraphConfig& config) {
+  if (strategy.offload == Offload::kNone) return Status::Ok();
+  const int64_t dp_ranks = strategy.dp * strategy.cp;
+  for (size_t stage = 0; stage < states.per_stage.size(); ++stage) {
+    const RankParameters& p = states.per_stage[stage].parameters;
+    const int64_t shard = CeilDiv(p.dense, dp_ranks) + CeilDiv(p.expert, strategy.ExpertDp());
+    Result<OffloadCost> cost = CostOptimizerOffload(cluster, strategy, shard);
+    if (!cost.ok()) return cost.status();
+    config.grad_to_host.push_back(cost->grad_to_host);
+    config.cpu_step.push_back(cost->cpu_step);
+    config.params_to_gpu.push_back(cost->params_to_gpu);
+    config.optimizer_time[stage] = SimTime();
+  }
+  if (strategy.offload == Offload::kOptimizerAndParams && config.layer_gathers > 0) {
+    const RankParameters& p = states.per_stage[0].parameters;
+    const int64_t layer_shard = CeilDiv(CeilDiv(p.dense, dp_ranks) + CeilDiv(p.expert, strategy.ExpertDp()),
+                                        int64_t{config.layer_gathers});
+    Result<SimTime> fetch = CostParameterFetch(cluster, strategy, layer_shard);
+    if (!fetch.ok()) return fetch.status();
+    config.layer_fetch_time = *fetch;
+  }
+  return Status::Ok();
 }
 
 // The ports each kind of transfer crosses, placed as the communication model times them: a group
@@ -77,6 +147,7 @@ void SetFabrics(const Strategy& strategy, const Placements& placements, StepGrap
   // dominates its time.
   config.tp_fabric =
       fabric(placements.tp.Nodes() > 1 || placements.cp.Nodes() > 1 || placements.ep.Nodes() > 1);
+  if (config.cp_ring) config.cp_fabric = fabric(placements.cp.Nodes() > 1);
 }
 
 // Activation (or gradient) bytes each rank sends to its neighbouring stage per micro-batch:
@@ -112,19 +183,32 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
       optimizer[rank] += t.duration.ToSeconds();
     }
   }
+  // The compute stream's waits for communication (ring transfers), counted as exposed
+  // communication, not bubble.
+  std::vector<double> comm_wait(step.stages, 0);
+  for (const StepGraph::RingTransfer& ring : step.ring_transfers) {
+    const int32_t rank = g.rank_of(ring.transfer);
+    if (rank >= step.stages) continue;
+    comm_wait[rank] += std::max(0.0, (r.timeline.end[ring.transfer] - r.timeline.end[ring.beside]).ToSeconds());
+  }
   const double span = pipeline_end.ToSeconds();
+  // With one stage nothing waits on the pipeline: an idle compute stream waits for communication
+  // (ZeRO-3's layer gathers, the weights' all-gather at the start).
+  const bool pipelined = step.stages > 1;
   double busy_sum = 0;
   for (int32_t s = 0; s < step.stages; ++s) {
-    StageResult stage{s, r.memory.ranks[s].peak_bytes, busy[s], span - busy[s]};
+    const double idle = std::max(0.0, span - busy[s] - comm_wait[s]);
+    if (!pipelined) comm_wait[s] += idle;
+    StageResult stage{s, r.memory.ranks[s].peak_bytes, busy[s], pipelined ? idle : 0.0};
     r.stages.push_back(stage);
-    busy_sum += busy[s];
+    busy_sum += busy[s] + comm_wait[s];
     r.breakdown.compute_s += (busy[s] - tp[s]) / step.stages;
-    r.breakdown.bubble_s += (span - busy[s]) / step.stages;
+    r.breakdown.bubble_s += stage.bubble_s / step.stages;
     r.breakdown.optimizer_s += optimizer[s] / step.stages;
-    r.breakdown.exposed_comm_s += (tp[s] + r.step_time_s - span - optimizer[s]) / step.stages;
+    r.breakdown.exposed_comm_s += (tp[s] + comm_wait[s] + r.step_time_s - span - optimizer[s]) / step.stages;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.memory.ranks[s].peak_bytes);
   }
-  r.bubble_fraction = span > 0 ? 1.0 - busy_sum / (span * step.stages) : 0;
+  r.bubble_fraction = span > 0 ? std::max(0.0, 1.0 - busy_sum / (span * step.stages)) : 0;
   const double world = static_cast<double>(strategy.WorldSize());
   const double tokens = static_cast<double>(strategy.global_batch * strategy.seq_len);
   const double peak = cluster.gpu.PeakTflops(strategy.dtype).value_or(0) * 1e12;
@@ -152,6 +236,7 @@ CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimel
     ++summary.tasks;
     if (t.category == step.compute_category) summary.compute_s += s;
     if (t.category == step.tp_category) summary.tp_comm_s += s;
+    if (t.category == step.cp_category) summary.cp_comm_s += s;
     if (t.category == step.pp_category) summary.pp_comm_s += s;
     if (t.category == step.dp_category) summary.dp_comm_s += s;
     if (t.category == step.optimizer_category) summary.optimizer_s += s;
@@ -177,9 +262,13 @@ Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const Clus
   if (!costs.ok()) return costs.status();
   Result<StageStates> states = StatesPerStage(model, strategy);
   if (!states.ok()) return states.status();
-  StepGraphConfig config = DataParallelConfig(strategy, *states, chunks, *schedule, compute, comm, placements);
+  const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
+  StepGraphConfig config =
+      DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements, cluster.gpus_per_node);
   config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
   config.p2p_time = comm.PointToPoint(P2pBytes(model, strategy), placements.pp_across_nodes);
+  config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
+  LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, *states, config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, config);
   SimulationResult result;
   result.step = BuildStepGraph(*schedule, *costs, config);

@@ -51,6 +51,7 @@ struct CriticalPathSummary {
   int64_t tasks = 0;
   double compute_s = 0;
   double tp_comm_s = 0;
+  double cp_comm_s = 0;  // ring-attention transfers
   double pp_comm_s = 0;
   double dp_comm_s = 0;
   double optimizer_s = 0;

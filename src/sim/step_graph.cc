@@ -53,17 +53,31 @@ class Builder {
   void AddPasses(int32_t replica, int32_t stage, PassIds& ids);
   PassTasks AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free,
                     int64_t recompute_bytes = 0);
+  PassTasks AddKernels(int32_t rank, NameId name, const PassCost& cost, int64_t free);
   void AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk, PassIds& ids);
+  PassTasks AddSegmentedPass(int32_t rank, NameId name, const PassCost& cost, int32_t segments, bool reads_weights,
+                             int64_t alloc, int64_t free, int64_t recompute_bytes, std::vector<TaskId>* segment_ends,
+                             const std::vector<TaskId>* waits = nullptr);
+  TaskId AddLayerGather(int32_t rank);
+  void AddParamGathersAtStart(int32_t rank, int32_t stage);
   void Connect(int32_t replica, PassIds& ids);
   TaskId Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, TaskId before, TaskId after);
   void AddGradientReduction();
+  void AddOptimizer(int32_t stage, NameId name, const std::vector<std::vector<TaskId>>& reductions);
+  TaskId OffloadBucket(int32_t stage, int32_t rank, TaskId reduction);
+  TaskId AddCpuStep(int32_t stage, int32_t rank, TaskId after);
   int32_t Rank(int32_t replica, int32_t stage) const { return replica * schedule_.stages + stage; }
 
   const PipelineSchedule& schedule_;
   const std::vector<ChunkCost>& costs_;
   const StepGraphConfig& config_;
   StepGraph step_;
-  std::vector<StreamId> tp_stream_, pp_stream_, dp_stream_;
+  std::vector<StreamId> tp_stream_, pp_stream_, dp_stream_, cp_stream_, gather_stream_, pcie_stream_, cpu_stream_;
+  // Per rank: the segments that used each gathered layer so far (ZeRO-3), and the all-gather of
+  // each chunk's weights at the start of the step (--overlap-param-gather).
+  std::vector<std::vector<TaskId>> gather_users_;
+  std::vector<std::vector<std::vector<TaskId>>> start_gathers_;  // per rank, chunk, bucket
+  NameId ring_name_ = kEmptyName, param_gather_name_ = kEmptyName, fetch_name_ = kEmptyName;
   // Per rank: the tp task that ended the previous pass, which the next compute task waits for.
   std::vector<TaskId> pending_tp_;
   // Per rank: the last task of its latest pass; and per pass's last task, the first task of the
@@ -77,6 +91,8 @@ class Builder {
   std::vector<NameId> pass_names_;  // per (pass kind, virtual stage)
   // Per replica and virtual stage: the bucket segments of the chunk's last backward.
   std::vector<std::vector<TaskId>> bucket_segments_;
+  // Parallel to |bucket_segments_|: the end of the pass each segment belongs to.
+  std::vector<std::vector<TaskId>> bucket_pass_end_;
 };
 
 StepGraph Builder::Build() {
@@ -86,11 +102,17 @@ StepGraph Builder::Build() {
   step_.model_states = g.AddPool("model states");
   step_.activations = g.AddPool("activations");
   step_.recompute = g.AddPool("recompute");
+  if (config_.layer_gathers > 0) step_.gathered_weights = g.AddPool("gathered weights");
   step_.compute_category = g.Intern("compute");
   step_.tp_category = g.Intern("tp");
   step_.pp_category = g.Intern("pp");
   step_.dp_category = g.Intern("dp");
   step_.optimizer_category = g.Intern("optimizer");
+  step_.cp_category = g.Intern("cp");
+  ring_name_ = g.Intern("kv ring send");
+  param_gather_name_ = g.Intern("param all-gather");
+  step_.offload_category = g.Intern("offload");
+  fetch_name_ = g.Intern("weights to gpu");
   const int32_t v_count = schedule_.VirtualStages();
   for (Pass pass : {Pass::kF, Pass::kB, Pass::kW, Pass::kBW}) {
     for (int32_t v = 0; v < v_count; ++v) {
@@ -100,6 +122,7 @@ StepGraph Builder::Build() {
   for (int32_t r = 0; r < config_.replicas * schedule_.stages; ++r) AddRank(r);
   for (int32_t r = 0; r < config_.replicas * schedule_.stages; ++r) AddPorts(r);
   bucket_segments_.assign(static_cast<size_t>(config_.replicas) * v_count, {});
+  bucket_pass_end_.assign(static_cast<size_t>(config_.replicas) * v_count, {});
   std::vector<PassIds> ids;
   for (int32_t replica = 0; replica < config_.replicas; ++replica) {
     ids.emplace_back(v_count, schedule_.micro_batches);
@@ -118,6 +141,12 @@ void Builder::AddRank(int32_t rank) {
   latest_pass_.push_back(kNone);
   pp_stream_.push_back(g.AddStream(rank, "pp"));
   dp_stream_.push_back(g.AddStream(rank, "dp"));
+  cp_stream_.push_back(config_.cp_ring ? g.AddStream(rank, "cp") : StreamId{-1});
+  gather_stream_.push_back(config_.layer_gathers > 0 ? g.AddStream(rank, "param gather") : StreamId{-1});
+  const bool offload = !config_.grad_to_host.empty() || config_.layer_fetch_time > SimTime();
+  pcie_stream_.push_back(offload ? g.AddStream(rank, "pcie") : StreamId{-1});
+  cpu_stream_.push_back(offload ? g.AddStream(rank, "cpu") : StreamId{-1});
+  gather_users_.emplace_back();
 }
 
 // Adds the channels of the rank's ports on the fabrics the config uses, and the routes of its
@@ -126,7 +155,7 @@ void Builder::AddPorts(int32_t rank) {
   TaskGraph& g = step_.graph;
   const std::string prefix = "rank " + std::to_string(rank) + " ";
   const auto add_port = [&](Fabric fabric, const char* name, std::vector<Port>& ports) {
-    const std::array<Fabric, 3> used = {config_.pp_fabric, config_.dp_fabric, config_.tp_fabric};
+    const std::array<Fabric, 4> used = {config_.pp_fabric, config_.dp_fabric, config_.tp_fabric, config_.cp_fabric};
     if (std::find(used.begin(), used.end(), fabric) == used.end()) return;
     Port port{g.AddChannel(prefix + name + " tx"), g.AddChannel(prefix + name + " rx")};
     ports.push_back(port);
@@ -152,40 +181,116 @@ RouteId Builder::SendRoute(int32_t from_rank, int32_t to_rank) {
 
 // Megatron-LM's tensor-parallel collectives block the next kernel, so a pass runs its kernels and
 // then its collectives (their total time; the op order inside a pass changes no end time), and the
-// next pass on the rank starts after both.
+// next pass on the rank starts after both. The part hidden by --tp-comm-overlap runs on the tp
+// stream beside the kernels instead, from a zero-length marker that starts the pass.
 // |alloc| and |free| are activation bytes kept across passes; |recompute_bytes| is a buffer that
 // lives for this pass only.
 PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free,
                            int64_t recompute_bytes) {
-  const bool has_tp = cost.tp_comm > SimTime();
-  Task compute{.stream = step_.compute_stream[rank], .duration = cost.time - cost.tp_comm, .name = name,
-               .category = step_.compute_category, .alloc_at_start_bytes = alloc,
-               .free_at_end_bytes = has_tp ? 0 : free, .pool = step_.activations};
+  const SimTime exposed_tp = cost.tp_comm - cost.tp_hidden;
+  const bool has_tp = exposed_tp > SimTime();
+  TaskGraph& g = step_.graph;
   PassTasks pass;
-  pass.first = pass.last = step_.graph.AddTask(compute);
-  if (pending_tp_[rank] != kNone) step_.graph.AddDependency(pending_tp_[rank], pass.first);
-  pending_tp_[rank] = kNone;
+  if (cost.tp_hidden > SimTime()) {
+    pass.first = g.AddTask({.stream = step_.compute_stream[rank], .name = name, .category = step_.compute_category});
+    if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], pass.first);
+    pending_tp_[rank] = kNone;
+    Task hidden{.stream = tp_stream_[rank], .duration = cost.tp_hidden, .name = name, .category = step_.tp_category,
+                .route = DuplexRoute(rank, config_.tp_fabric)};
+    g.AddDependency(pass.first, g.AddTask(hidden));
+  }
+  const PassTasks kernels = AddKernels(rank, name, cost, has_tp ? 0 : free);
+  if (pass.first == kNone) {
+    pass.first = kernels.first;
+    if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], pass.first);
+    pending_tp_[rank] = kNone;
+  } else {
+    g.AddDependency(pass.first, kernels.first);
+  }
+  pass.last = kernels.last;
   if (has_tp) {
-    Task tp{.stream = tp_stream_[rank], .duration = cost.tp_comm, .name = name, .category = step_.tp_category,
-            .free_at_end_bytes = free, .pool = step_.activations,
-            .route = DuplexRoute(rank, config_.tp_fabric)};
-    pass.last = step_.graph.AddTask(tp);
-    step_.graph.AddDependency(pass.first, pass.last);
+    Task tp{.stream = tp_stream_[rank], .duration = exposed_tp, .name = name, .category = step_.tp_category,
+            .free_at_end_bytes = free, .pool = step_.activations, .route = DuplexRoute(rank, config_.tp_fabric)};
+    pass.last = g.AddTask(tp);
+    g.AddDependency(kernels.last, pass.last);
     pending_tp_[rank] = pass.last;
   }
+  if (alloc > 0) g.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.activations, alloc);
   if (recompute_bytes > 0) {
-    step_.graph.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.recompute, recompute_bytes);
-    step_.graph.AddMemoryEvent(pass.last, MemoryPhase::kAtEnd, step_.recompute, -recompute_bytes);
+    g.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.recompute, recompute_bytes);
+    g.AddMemoryEvent(pass.last, MemoryPhase::kAtEnd, step_.recompute, -recompute_bytes);
   }
   if (latest_pass_[rank] != kNone) next_pass_[latest_pass_[rank]] = pass.first;
   latest_pass_[rank] = pass.last;
   return pass;
 }
 
+// The kernels of a pass on the compute stream: one task, or with ring attention the kernels
+// before the attention and then its blocks, each ring transfer on the cp stream beside the block
+// before it (Liu et al. 2023, "Ring Attention", Section 3: the send of the next K/V block
+// overlaps the attention of the current one; Megatron-core's AttnFuncWithCPAndKVP2P). A block
+// starts once its K/V have arrived.
+PassTasks Builder::AddKernels(int32_t rank, NameId name, const PassCost& cost, int64_t free) {
+  TaskGraph& g = step_.graph;
+  const auto compute = [&](SimTime duration) {
+    return g.AddTask({.stream = step_.compute_stream[rank], .duration = duration, .name = name,
+                      .category = step_.compute_category});
+  };
+  const SimTime kernels = cost.time - cost.tp_comm;
+  PassTasks out;
+  if (cost.ring_steps == 0) {
+    out.first = out.last = compute(kernels);
+  } else {
+    const int32_t blocks = cost.ring_steps + 1;
+    const SimTime block = SimTime::FromNanos(cost.attention.nanos() / blocks);
+    out.first = out.last = compute(kernels - SimTime::FromNanos(block.nanos() * blocks));
+    TaskId arrived = kNone;  // the transfer the next block waits for
+    for (int32_t i = 0; i < blocks; ++i) {
+      TaskId send = kNone;
+      if (i + 1 < blocks) {
+        Task transfer{.stream = cp_stream_[rank], .duration = cost.ring_step, .name = ring_name_,
+                      .category = step_.cp_category, .route = DuplexRoute(rank, config_.cp_fabric)};
+        send = g.AddTask(transfer);
+        g.AddDependency(out.last, send);
+      }
+      const TaskId attention = compute(block);
+      if (arrived != kNone) {
+        g.AddDependency(arrived, attention);
+        step_.ring_transfers.push_back({arrived, out.last});
+      }
+      out.last = attention;
+      arrived = send;
+    }
+  }
+  if (free > 0) g.AddMemoryEvent(out.last, MemoryPhase::kAtEnd, step_.activations, -free);
+  return out;
+}
+
+// --overlap-param-gather: the all-gathers of the stage's chunks, bucket by bucket, first on its dp
+// stream (Megatron-LM dispatches them all at once and each module's forward pre-hook waits for its
+// bucket: megatron/core/distributed/param_and_grad_buffer.py).
+void Builder::AddParamGathersAtStart(int32_t rank, int32_t stage) {
+  start_gathers_.emplace_back(static_cast<size_t>(schedule_.chunks));
+  if (!config_.overlap_param_gather || config_.param_gather_time[stage] <= SimTime()) return;
+  const int64_t per_chunk = config_.param_gather_time[stage].nanos() / schedule_.chunks;
+  for (int32_t chunk = 0; chunk < schedule_.chunks; ++chunk) {
+    const int32_t v = schedule_.VirtualStage(stage, chunk);
+    const int32_t buckets = config_.buckets.empty() ? 1 : std::max(1, config_.buckets[v]);
+    for (int32_t bucket = 0; bucket < buckets; ++bucket) {
+      Task gather{.stream = dp_stream_[rank], .duration = SimTime::FromNanos(per_chunk / buckets),
+                  .name = param_gather_name_, .category = step_.dp_category,
+                  .route = DuplexRoute(rank, config_.dp_fabric)};
+      start_gathers_.back()[chunk].push_back(step_.graph.AddTask(gather));
+    }
+  }
+}
+
 void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
   const int32_t rank = Rank(replica, stage);
+  AddParamGathersAtStart(rank, stage);
   // The last backward item of each chunk on this stage carries the gradient buckets.
   std::vector<size_t> last_backward(static_cast<size_t>(schedule_.chunks), 0);
+  std::vector<bool> forwarded(static_cast<size_t>(schedule_.chunks), false);
   const std::vector<PipelineItem>& order = schedule_.order[stage];
   for (size_t i = 0; i < order.size(); ++i) {
     if (order[i].pass == Pass::kW || order[i].pass == Pass::kBW) last_backward[order[i].chunk] = i;
@@ -195,15 +300,68 @@ void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
     const int32_t v = schedule_.VirtualStage(stage, item.chunk);
     const ChunkCost& cost = costs_[v];
     if (item.pass == Pass::kF) {
-      ids.f(v, item.micro_batch) = AddPass(rank, pass_names_[v], cost.forward, cost.kept_activation_bytes, 0);
+      // The chunk's first forward runs bucket by bucket behind its weights' all-gathers.
+      const std::vector<TaskId>* waits = forwarded[item.chunk] ? nullptr : &start_gathers_[rank][item.chunk];
+      const int32_t segments = std::max({1, config_.layer_gathers, waits ? static_cast<int32_t>(waits->size()) : 1});
+      ids.f(v, item.micro_batch) = AddSegmentedPass(rank, pass_names_[v], cost.forward, segments, true,
+                                                    cost.kept_activation_bytes, 0, 0, nullptr, waits);
+      forwarded[item.chunk] = true;
       continue;
     }
     AddBackward(replica, stage, item, last_backward[item.chunk] == i, ids);
   }
 }
 
-// B, W or BW of one micro-batch. The chunk's final W or BW is cut into one segment per gradient
-// bucket, each a slice of the pass's time.
+// A ZeRO-3 layer gather on the rank's gather stream; it holds the layer's weights from its start
+// until the segment that uses it ends.
+TaskId Builder::AddLayerGather(int32_t rank) {
+  Task gather{.stream = gather_stream_[rank], .duration = config_.layer_gather_time, .name = param_gather_name_,
+              .category = step_.dp_category, .alloc_at_start_bytes = config_.layer_gather_bytes,
+              .pool = step_.gathered_weights, .route = DuplexRoute(rank, config_.dp_fabric)};
+  const TaskId id = step_.graph.AddTask(gather);
+  const std::vector<TaskId>& users = gather_users_[rank];
+  if (users.size() >= 2) step_.graph.AddDependency(users[users.size() - 2], id);
+  if (config_.layer_fetch_time > SimTime()) {
+    Task fetch{.stream = pcie_stream_[rank], .duration = config_.layer_fetch_time, .name = fetch_name_,
+               .category = step_.offload_category};
+    const TaskId fetched = step_.graph.AddTask(fetch);
+    if (users.size() >= 2) step_.graph.AddDependency(users[users.size() - 2], fetched);
+    step_.graph.AddDependency(fetched, id);
+  }
+  return id;
+}
+
+// |cost| as |segments| equal passes in a row (one when 1); with ZeRO-3 layer gathers and
+// |reads_weights|, each waits for its layer's gather, and segment i for (*waits)[i] if given. |alloc| is taken at the first segment's start, |free| and the recompute
+// buffer at the last one's end (an approximation: the buffer is per layer). Appends the last
+// task of each segment to |segment_ends| when given.
+PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, const PassCost& cost, int32_t segments,
+                                    bool reads_weights, int64_t alloc, int64_t free, int64_t recompute_bytes,
+                                    std::vector<TaskId>* segment_ends, const std::vector<TaskId>* waits) {
+  PassTasks whole;
+  for (int32_t seg = 0; seg < segments; ++seg) {
+    const bool is_last = seg + 1 == segments;
+    const TaskId gather = config_.layer_gathers > 0 && reads_weights ? AddLayerGather(rank) : kNone;
+    const PassTasks part = AddPass(rank, name, segments == 1 ? cost : SlicePass(cost, segments, seg),
+                                   seg == 0 ? alloc : 0, is_last ? free : 0, seg == 0 ? recompute_bytes : 0);
+    if (waits != nullptr && static_cast<size_t>(seg) < waits->size()) {
+      step_.graph.AddDependency((*waits)[seg], part.first);
+    }
+    if (gather != kNone) {
+      step_.graph.AddDependency(gather, part.first);
+      step_.graph.AddMemoryEvent(part.last, MemoryPhase::kAtEnd, step_.gathered_weights, -config_.layer_gather_bytes);
+      gather_users_[rank].push_back(part.last);
+    }
+    if (whole.first == kNone) whole.first = part.first;
+    whole.last = part.last;
+    if (segment_ends != nullptr) segment_ends->push_back(part.last);
+  }
+  return whole;
+}
+
+// B, W or BW of one micro-batch. The chunk's final W or BW (with reduce_every_micro_batch, every
+// one) is cut into one segment per gradient bucket, each a slice of the pass's time; with ZeRO-3
+// the B and BW passes are cut into layers, each waiting for its gather.
 void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk,
                           PassIds& ids) {
   const int32_t rank = Rank(replica, stage);
@@ -211,34 +369,26 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
   const int32_t v_count = schedule_.VirtualStages();
   const ChunkCost& cost = costs_[v];
   const int32_t mb = item.micro_batch;
+  const int32_t layer_segments = std::max(1, config_.layer_gathers);
   if (item.pass == Pass::kB) {
-    ids.b(v, mb) = AddPass(rank, pass_names_[v_count + v], cost.backward_input, 0, 0, cost.recompute_activation_bytes);
+    ids.b(v, mb) = AddSegmentedPass(rank, pass_names_[v_count + v], cost.backward_input, layer_segments, true, 0,
+                                    0, cost.recompute_activation_bytes, nullptr);
     return;
   }
   PassCost pass = cost.backward_weight;
-  if (item.pass == Pass::kBW) {
-    pass.time += cost.backward_input.time;
-    pass.tp_comm += cost.backward_input.tp_comm;
-    pass.flops += cost.backward_input.flops;
-  }
+  if (item.pass == Pass::kBW) pass = CombinePasses(cost.backward_input, cost.backward_weight);
   const NameId name = pass_names_[(item.pass == Pass::kW ? 2 : 3) * v_count + v];
   const int64_t recompute = item.pass == Pass::kBW ? cost.recompute_activation_bytes : 0;
-  const int32_t segments = last_of_chunk && !config_.buckets.empty() ? std::max(1, config_.buckets[v]) : 1;
-  std::vector<TaskId>& bucket_tasks = bucket_segments_[static_cast<size_t>(replica) * v_count + v];
-  PassTasks whole;
-  for (int32_t seg = 0; seg < segments; ++seg) {
-    // Equal slices; the first takes the nanoseconds the division leaves over.
-    PassCost slice = pass;
-    slice.tp_comm = SimTime::FromNanos(pass.tp_comm.nanos() / segments);
-    slice.time = slice.tp_comm + SimTime::FromNanos((pass.time - pass.tp_comm).nanos() / segments +
-                                                    (seg == 0 ? (pass.time - pass.tp_comm).nanos() % segments : 0));
-    const bool is_last = seg + 1 == segments;
-    // The recompute buffer of a BW is needed by its first slice only (an approximation when the
-    // last backward is cut into gradient buckets).
-    PassTasks part = AddPass(rank, name, slice, 0, is_last ? cost.kept_activation_bytes : 0, seg == 0 ? recompute : 0);
-    if (whole.first == kNone) whole.first = part.first;
-    whole.last = part.last;
-    if (last_of_chunk && !config_.buckets.empty()) bucket_tasks.push_back(part.last);
+  const bool reduces = !config_.buckets.empty() && (last_of_chunk || config_.reduce_every_micro_batch);
+  int32_t segments = reduces ? std::max(1, config_.buckets[v]) : 1;
+  if (item.pass == Pass::kBW) segments = std::max(segments, layer_segments);
+  std::vector<TaskId>* bucket_tasks = reduces ? &bucket_segments_[static_cast<size_t>(replica) * v_count + v] : nullptr;
+  // A W pass reads no weights, so it gathers none.
+  const PassTasks whole = AddSegmentedPass(rank, name, pass, segments, item.pass == Pass::kBW, 0,
+                                           cost.kept_activation_bytes, recompute, bucket_tasks);
+  if (reduces) {
+    std::vector<TaskId>& ends = bucket_pass_end_[static_cast<size_t>(replica) * v_count + v];
+    ends.resize(bucket_tasks->size(), whole.last);
   }
   if (item.pass == Pass::kBW) ids.b(v, mb) = whole;
   if (item.pass == Pass::kW) step_.graph.AddDependency(ids.b(v, mb).last, whole.first);
@@ -296,48 +446,91 @@ void Builder::Connect(int32_t replica, PassIds& ids) {
 void Builder::AddGradientReduction() {
   TaskGraph& g = step_.graph;
   const int32_t v_count = schedule_.VirtualStages();
-  const NameId reduce = g.Intern("grad reduce"), optimizer = g.Intern("optimizer"),
-               gather = g.Intern("param all-gather");
-  const bool reduce_grads = !config_.buckets.empty();
+  const NameId reduce = g.Intern("grad reduce"), optimizer = g.Intern("optimizer");
   for (int32_t stage = 0; stage < schedule_.stages; ++stage) {
     std::vector<std::vector<TaskId>> per_replica(static_cast<size_t>(config_.replicas));
-    for (int32_t chunk = 0; chunk < schedule_.chunks && reduce_grads; ++chunk) {
+    for (int32_t chunk = 0; chunk < schedule_.chunks && !config_.buckets.empty(); ++chunk) {
       const int32_t v = schedule_.VirtualStage(stage, chunk);
-      for (int32_t bucket = 0; bucket < std::max(1, config_.buckets[v]); ++bucket) {
+      // Every replica cut the same passes into the same segments: segment i of each is one bucket.
+      const size_t buckets = bucket_segments_[v].size();
+      for (size_t bucket = 0; bucket < buckets; ++bucket) {
         std::vector<TaskId> members;
         for (int32_t replica = 0; replica < config_.replicas; ++replica) {
-          const std::vector<TaskId>& segs = bucket_segments_[static_cast<size_t>(replica) * v_count + v];
           const int32_t rank = Rank(replica, stage);
           Task task{.stream = dp_stream_[rank], .duration = config_.bucket_time[v], .name = reduce,
-                    .category = step_.dp_category,
-                    .route = DuplexRoute(rank, config_.dp_fabric)};
+                    .category = step_.dp_category, .route = DuplexRoute(rank, config_.dp_fabric)};
           TaskId id = g.AddTask(task);
-          g.AddDependency(segs[std::min<size_t>(bucket, segs.size() - 1)], id);
+          const size_t at = static_cast<size_t>(replica) * v_count + v;
+          g.AddDependency(bucket_segments_[at][bucket], id);
+          // Without overlap, a step's one reduction waits for the stage's last backward
+          // (finalize_model_grads); a per-micro-batch one for the end of its own pass.
+          if (!config_.overlap_grad_reduce) {
+            g.AddDependency(config_.reduce_every_micro_batch ? bucket_pass_end_[at][bucket] : latest_pass_[rank], id);
+          }
           members.push_back(id);
-          per_replica[replica].push_back(id);
+          per_replica[replica].push_back(OffloadBucket(stage, rank, id));
         }
         if (config_.replicas > 1) g.AddCollective(members);
       }
     }
-    std::vector<TaskId> gathers;
-    for (int32_t replica = 0; replica < config_.replicas; ++replica) {
-      const int32_t rank = Rank(replica, stage);
-      Task opt{.stream = step_.compute_stream[rank], .duration = config_.optimizer_time[stage], .name = optimizer,
-               .category = step_.optimizer_category};
-      TaskId opt_id = g.AddTask(opt);
-      if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], opt_id);
-      for (TaskId t : per_replica[replica]) g.AddDependency(t, opt_id);
-      if (config_.param_gather_time[stage] > SimTime()) {
-        Task all_gather{.stream = dp_stream_[rank], .duration = config_.param_gather_time[stage], .name = gather,
-                        .category = step_.dp_category,
-                        .route = DuplexRoute(rank, config_.dp_fabric)};
-        TaskId ag = g.AddTask(all_gather);
-        g.AddDependency(opt_id, ag);
-        gathers.push_back(ag);
-      }
-    }
-    if (config_.replicas > 1 && gathers.size() > 1) g.AddCollective(gathers);
+    AddOptimizer(stage, optimizer, per_replica);
   }
+}
+
+// With optimizer offload, the copy of |reduction|'s gradient slice to the host, on the rank's
+// PCIe stream (what the optimizer then waits for); otherwise |reduction| itself.
+TaskId Builder::OffloadBucket(int32_t stage, int32_t rank, TaskId reduction) {
+  if (config_.grad_to_host.empty()) return reduction;
+  int64_t buckets = 0;
+  for (int32_t chunk = 0; chunk < schedule_.chunks; ++chunk) {
+    buckets += static_cast<int64_t>(bucket_segments_[schedule_.VirtualStage(stage, chunk)].size());
+  }
+  Task copy{.stream = pcie_stream_[rank],
+            .duration = SimTime::FromNanos(config_.grad_to_host[stage].nanos() / std::max<int64_t>(1, buckets)),
+            .name = step_.graph.Intern("grads to host"), .category = step_.offload_category};
+  const TaskId id = step_.graph.AddTask(copy);
+  step_.graph.AddDependency(reduction, id);
+  return id;
+}
+
+// ZeRO-Offload's step after |after|: the CPU optimizer, then the updated weights to the GPU.
+// Returns the copy, which the all-gather of the weights waits for.
+TaskId Builder::AddCpuStep(int32_t stage, int32_t rank, TaskId after) {
+  TaskGraph& g = step_.graph;
+  Task cpu{.stream = cpu_stream_[rank], .duration = config_.cpu_step[stage], .name = g.Intern("cpu optimizer"),
+           .category = step_.optimizer_category};
+  const TaskId step = g.AddTask(cpu);
+  g.AddDependency(after, step);
+  Task copy{.stream = pcie_stream_[rank], .duration = config_.params_to_gpu[stage], .name = fetch_name_,
+            .category = step_.offload_category};
+  const TaskId back = g.AddTask(copy);
+  g.AddDependency(step, back);
+  return back;
+}
+
+// The optimizer step of |stage| after its gradient reductions, then, unless they run at the
+// start of the step, the all-gathers of the updated weights.
+void Builder::AddOptimizer(int32_t stage, NameId name, const std::vector<std::vector<TaskId>>& reductions) {
+  TaskGraph& g = step_.graph;
+  std::vector<TaskId> gathers;
+  for (int32_t replica = 0; replica < config_.replicas; ++replica) {
+    const int32_t rank = Rank(replica, stage);
+    Task opt{.stream = step_.compute_stream[rank], .duration = config_.optimizer_time[stage], .name = name,
+             .category = step_.optimizer_category};
+    TaskId opt_id = g.AddTask(opt);  // reassigned below to what the weights' all-gather waits for
+    if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], opt_id);
+    for (TaskId t : reductions[replica]) g.AddDependency(t, opt_id);
+    if (!config_.grad_to_host.empty()) opt_id = AddCpuStep(stage, rank, opt_id);
+    if (config_.param_gather_time[stage] > SimTime() && !config_.overlap_param_gather) {
+      Task all_gather{.stream = dp_stream_[rank], .duration = config_.param_gather_time[stage],
+                      .name = param_gather_name_, .category = step_.dp_category,
+                      .route = DuplexRoute(rank, config_.dp_fabric)};
+      TaskId ag = g.AddTask(all_gather);
+      g.AddDependency(opt_id, ag);
+      gathers.push_back(ag);
+    }
+  }
+  if (config_.replicas > 1 && gathers.size() > 1) g.AddCollective(gathers);
 }
 
 }  // namespace

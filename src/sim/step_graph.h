@@ -37,10 +37,39 @@ struct StepGraphConfig {
   // gradient reduction). Empty: no gradient reduction.
   std::vector<int32_t> buckets;
   std::vector<SimTime> bucket_time;
+  // Whether the buckets are reduced as the backward produces them (Megatron-LM's
+  // --overlap-grad-reduce) or, off, all after the stage's last backward pass (its
+  // finalize_model_grads).
+  bool overlap_grad_reduce = true;
+  // Whether every micro-batch's backward reduces its buckets (ZeRO-2 and -3 keep only their
+  // shard of the gradients, so they reduce-scatter after each micro-batch), not only the chunk's
+  // last one.
+  bool reduce_every_micro_batch = false;
   // Per stage: the optimizer step after every gradient of the stage is reduced, then (ZeRO >= 1)
   // the all-gather of the updated weights.
   std::vector<SimTime> optimizer_time;
   std::vector<SimTime> param_gather_time;
+  // --overlap-param-gather: the all-gather of each chunk's weights runs at the start of the
+  // step, one per gradient bucket, and the chunk's first forward runs as that many segments, each
+  // waiting for its bucket (in a run of steps: under the forward of the next step), instead of
+  // after the optimizer.
+  bool overlap_param_gather = false;
+  // ZeRO-3: each forward and each backward pass runs as |layer_gathers| equal layer segments, and
+  // each segment waits for the all-gather of its layer's weights (|layer_gather_time|, on a
+  // gather stream, |layer_gather_bytes| held from its start to the end of the segment). A gather
+  // starts once the segment two before it has freed its weights: one layer prefetched ahead
+  // (Rajbhandari et al. 2020, Section 5.3; PyTorch FSDP's backward prefetch). The buckets are
+  // then the layers: set buckets to layer_gathers. 0: no per-layer gathers.
+  int32_t layer_gathers = 0;
+  SimTime layer_gather_time;
+  int64_t layer_gather_bytes = 0;
+  // ZeRO-Offload (Ren et al. 2021): per stage, the copy of the gradient shard to the host over
+  // PCIe (one slice after each bucket's reduction), the optimizer step on the CPU after the last
+  // one, and the copy of the updated weights back, before their all-gather. Empty: no offload.
+  std::vector<SimTime> grad_to_host, cpu_step, params_to_gpu;
+  // Parameter offload (ZeRO-Infinity): each layer's weight shard comes from the host over PCIe
+  // before its gather. Zero: the weights stay on the GPU.
+  SimTime layer_fetch_time;
   // The fabric of each kind of transfer: sends between neighbouring stages, data-parallel
   // collectives (gradient buckets, weight all-gathers), and the tensor-parallel task of each pass
   // (its tp, cp and ep collectives). Transfers on one port share its bandwidth (engine.h). A
@@ -49,6 +78,10 @@ struct StepGraphConfig {
   Fabric pp_fabric = Fabric::kNone;
   Fabric dp_fabric = Fabric::kNone;
   Fabric tp_fabric = Fabric::kNone;
+  // Ring attention: whether passes may carry ring transfers (PassCost::ring_steps), which run on
+  // a cp stream per rank over |cp_fabric|.
+  bool cp_ring = false;
+  Fabric cp_fabric = Fabric::kNone;
 };
 
 // The send and receive channels of one rank's port on one fabric.
@@ -69,10 +102,19 @@ struct StepGraph {
   PoolId model_states = kDefaultPool;  // weights, gradients, optimizer states (a baseline)
   PoolId activations = kDefaultPool;
   PoolId recompute = kDefaultPool;
+  PoolId gathered_weights = kDefaultPool;  // ZeRO-3's per-layer gathered weights
   // Task categories: kernels of a pass, its tensor-parallel collectives, pipeline transfers,
   // data-parallel collectives, the optimizer step.
   NameId compute_category = kEmptyName, tp_category = kEmptyName, pp_category = kEmptyName,
-         dp_category = kEmptyName, optimizer_category = kEmptyName;
+         dp_category = kEmptyName, optimizer_category = kEmptyName, cp_category = kEmptyName,
+         offload_category = kEmptyName;
+  // Every ring transfer and the attention block it runs beside: the time the transfer ends after
+  // the block is ring communication the compute stream waits for.
+  struct RingTransfer {
+    TaskId transfer;
+    TaskId beside;
+  };
+  std::vector<RingTransfer> ring_transfers;
 };
 
 // Builds the step: every stage runs |schedule|'s order on its compute stream, each pass's

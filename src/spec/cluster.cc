@@ -225,6 +225,7 @@ void ReadInterNode(JsonReader& reader, InterNode* inter) {
 void ReadHost(JsonReader& reader, Host* host) {
   host->pcie_bandwidth_GBps = reader.PositiveNumber("pcie_bandwidth_GBps");
   host->cpu_memory_bytes = reader.Int("cpu_memory_bytes");
+  host->memory_bandwidth_GBps = reader.OptionalPositiveNumber("memory_bandwidth_GBps");
 }
 
 // Reads every key of a cluster file but the GPU file's contents; returns the "gpu" value.

@@ -82,6 +82,9 @@ struct CommCalibration {
 struct Host {
   double pcie_bandwidth_GBps = 0;  // GPU <-> host, one direction, per GPU
   int64_t cpu_memory_bytes = 0;    // per node
+  // CPU DRAM bandwidth of the node, all sockets, reads and writes together: what a CPU optimizer
+  // step (ZeRO-Offload) is bound by. Optional; only offload needs it.
+  std::optional<double> memory_bandwidth_GBps;
 };
 
 // A cluster (hardware/clusters/*.json, schema "loom.cluster/1"): nodes of identical GPUs.

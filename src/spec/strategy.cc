@@ -473,7 +473,13 @@ void CheckMoeRouting(const Strategy& s, const ModelSpec& model, Messages& out) {
 // "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"): gradient accumulation over
 // micro-batches would reduce-scatter, and with stage 3 all-gather, every layer per micro-batch.
 void CheckZeroWithPipeline(const Strategy& s, Messages& out) {
-  if (s.zero_stage < 2 || s.zero_stage > 3 || s.pp <= 1) return;
+  if (s.zero_stage < 2 || s.zero_stage > 3) return;
+  if (s.schedule == ScheduleKind::kZbH1) {
+    out.push_back(Cat("--zero ", s.zero_stage, " with --schedule zb-h1: ZeRO-2 and -3 reduce-scatter each "
+                      "micro-batch's gradients as its backward produces them, which a deferred weight-gradient "
+                      "pass would hold back; use --schedule 1f1b"));
+  }
+  if (s.pp <= 1) return;
   out.push_back(Cat("--zero ", s.zero_stage, " with --pp ", s.pp,
                     ": ZeRO stages 2 and 3 shard gradients across micro-batches, which pipeline "
                     "parallelism accumulates (DeepSpeed refuses the pair); use --zero 1 (Megatron-LM's "

@@ -35,10 +35,12 @@ Status CheckMoe(const ModelSpec& m, const Strategy& s) {
                                    ModelRef(m) + " do not split over it; use an ep that divides " +
                                    Str(e.num_experts));
   }
-  if (e.expert_intermediate_size % s.tp != 0) {
+  // Shared experts split over tp, routed experts over etp.
+  for (auto [flag, parts] : {std::pair{"--tp", s.tp}, {"--etp", s.ExpertTp()}}) {
+    if (parts >= 1 && e.expert_intermediate_size % parts == 0) continue;
     return Status::InvalidArgument(ModelRef(m) + ": the expert intermediate size (" +
-                                   Str(e.expert_intermediate_size) + ") is not divisible by --tp " +
-                                   Str(s.tp) + "; use a tp that divides it");
+                                   Str(e.expert_intermediate_size) + ") is not divisible by " + flag + " " +
+                                   Str(parts) + "; use a " + flag + " that divides it");
   }
   // megatron/core/transformer/transformer_config.py refuses expert and tensor parallelism without
   // sequence parallelism; the token dispatcher expects each tp rank to route its own s/tp tokens.
@@ -52,6 +54,12 @@ Status CheckMoe(const ModelSpec& m, const Strategy& s) {
 
 Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
   if (o.attention != AttentionKernel::kUnfused) return Status::Ok();
+  if (m.mla) {
+    return Status::Unimplemented(ModelRef(m) +
+                                 ": the unfused attention kernel is not modelled for multi-head latent "
+                                 "attention (kv_lora_rank " +
+                                 Str(m.mla->kv_lora_rank) + "); use the fused kernel");
+  }
   if (m.num_kv_heads != m.num_heads || s.cp > 1) {
     return Status::Unimplemented(ModelRef(m) +
                                  ": the unfused attention kernel is modelled for multi-head attention "
@@ -116,7 +124,9 @@ Status CheckOverflow(const ModelSpec& m, const LayerDims& d) {
   CheckedInt attention_flops = CheckedInt(8) * d.batch * d.heads * d.seq * d.seq_kv * d.head_dim * 4;
   CheckedInt saved = CheckedInt(d.tokens) * width * 4 * 32;
   const int64_t expert_width = std::max(d.expert_ffn, d.shared_ffn);
-  CheckedInt moe = CheckedInt(2) * d.tokens * std::max<int64_t>(d.top_k, 1) * d.hidden * expert_width * 8 +
+  // The busiest rank's expert rows are at most every routing rank's: tokens_sp * top_k * ep * etp.
+  const int64_t expert_rows = std::max(d.tokens, d.tokens_sp * d.etp * d.ep);
+  CheckedInt moe = CheckedInt(2) * expert_rows * std::max<int64_t>(d.top_k, 1) * d.hidden * expert_width * 8 +
                    CheckedInt(d.tokens) * d.experts * d.hidden * 8;
   if (!gemm_flops.overflowed() && !attention_flops.overflowed() && !saved.overflowed() && !moe.overflowed()) {
     return Status::Ok();
@@ -127,6 +137,49 @@ Status CheckOverflow(const ModelSpec& m, const LayerDims& d) {
       "); check the model's sizes and --micro-batch/--seq");
 }
 
+// The latent sizes are widths of GEMMs and heads: at least 1, but q_lora_rank, which is 0 when
+// queries are projected directly (DeepSeek-V2-Lite).
+Status CheckLatentAttention(const ModelSpec& m) {
+  const MlaSpec& a = *m.mla;
+  for (auto [key, v] : {std::pair{"kv_lora_rank", a.kv_lora_rank},
+                        {"qk_rope_head_dim", a.qk_rope_head_dim},
+                        {"qk_nope_head_dim", a.qk_nope_head_dim},
+                        {"v_head_dim", a.v_head_dim}}) {
+    if (v < 1)
+      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) + ") must be at least 1");
+  }
+  if (a.q_lora_rank < 0) {
+    return Status::InvalidArgument(ModelRef(m) + ": q_lora_rank (" + Str(a.q_lora_rank) +
+                                   ") must be 0 (no query compression) or more");
+  }
+  return Status::Ok();
+}
+
+// Checks the latent attention sizes, sets them in |d| and checks that the largest products the
+// MLA builder forms (mla_ops.cc) fit 64 bits.
+Status SetLatentAttentionDims(const ModelSpec& m, LayerDims* d) {
+  LOOM_RETURN_IF_ERROR(CheckLatentAttention(m));
+  const MlaSpec& a = *m.mla;
+  d->mla = true;
+  d->q_lora_rank = a.q_lora_rank;
+  d->kv_lora_rank = a.kv_lora_rank;
+  d->qk_nope_dim = a.qk_nope_head_dim;
+  d->qk_rope_dim = a.qk_rope_head_dim;
+  d->v_head_dim = a.v_head_dim;
+  const CheckedInt qk = CheckedInt(a.qk_nope_head_dim) + a.qk_rope_head_dim;
+  const CheckedInt head = qk * 2 + a.v_head_dim;  // Q, K and V of one head
+  const CheckedInt width = head * d->heads + a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim;
+  const int64_t k = std::max({d->hidden, a.q_lora_rank, a.kv_lora_rank});
+  const CheckedInt gemm_flops = CheckedInt(2) * d->tokens * width * k * 4;
+  const CheckedInt attention_flops = CheckedInt(8) * d->batch * d->heads * d->seq * d->seq_kv * head;
+  const CheckedInt saved = CheckedInt(d->tokens) * width * 4 * 32;
+  if (!gemm_flops.overflowed() && !attention_flops.overflowed() && !saved.overflowed()) return Status::Ok();
+  return Status::InvalidArgument(
+      ModelRef(m) + ": the latent attention's FLOP or byte counts overflow 64 bits (q_lora_rank " +
+      Str(a.q_lora_rank) + ", kv_lora_rank " + Str(a.kv_lora_rank) + ", tokens per micro-batch " +
+      Str(d->tokens) + "); check the model's sizes and --micro-batch/--seq");
+}
+
 }  // namespace
 
 Status CheckLayerSupported(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
@@ -134,12 +187,6 @@ Status CheckLayerSupported(const ModelSpec& m, const Strategy& s, const LayerOps
     return Status::InvalidArgument(ModelRef(m) + ": layer " + Str(o.layer) +
                                    " does not exist; num_hidden_layers is " + Str(m.num_layers) +
                                    ", so use a layer from 0 to " + Str(m.num_layers - 1));
-  }
-  if (m.mla) {
-    return Status::Unimplemented(
-        ModelRef(m) + ": multi-head latent attention (kv_lora_rank " + Str(m.mla->kv_lora_rank) +
-        ", DeepSeek-V2 Section 2.1) is not supported yet by the layer op builder; its low-rank q/kv "
-        "projections have no op list, so loom cannot simulate this model's attention");
   }
   if (IsMoeLayer(m, o.layer)) LOOM_RETURN_IF_ERROR(CheckMoe(m, s));
   return CheckKernel(m, s, o);
@@ -178,6 +225,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s, const 
   d.dropout = o.dropout;
   d.unfused = o.attention == AttentionKernel::kUnfused;
   d.recompute = s.recompute;
+  if (m.mla) LOOM_RETURN_IF_ERROR(SetLatentAttentionDims(m, &d));
   if (IsMoeLayer(m, o.layer) && s.ep >= 1) {
     const MoeSpec& e = *m.moe;
     d.moe = true;
@@ -185,8 +233,11 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s, const 
     d.top_k = e.experts_per_token;
     d.ep = s.ep;
     d.local_experts = e.num_experts / s.ep;
-    d.expert_ffn = e.expert_intermediate_size / s.tp;
     d.shared_ffn = e.num_shared_experts * e.expert_intermediate_size / s.tp;
+    d.etp = s.ExpertTp();
+    d.expert_ffn = e.expert_intermediate_size / d.etp;
+    d.capacity_factor = s.moe_capacity_factor;
+    d.imbalance = s.moe_imbalance;
   }
   LOOM_RETURN_IF_ERROR(CheckOverflow(m, d));
   return d;

@@ -32,14 +32,28 @@ struct LayerDims {
   int64_t kv_width = 0;  // kv_heads * head_dim
   int64_t ffn = 0;       // intermediate_size / tp
   int64_t vocab = 0;     // padded vocabulary / tp
+  // Multi-head latent attention (DeepSeek-V2 Section 2.1), when the model has it. Each of the
+  // |heads| query heads of the rank has keys and values of its own; head_dim, q_width and kv_width
+  // are not used by it.
+  bool mla = false;
+  int64_t q_lora_rank = 0;  // 0: queries projected from the hidden state directly
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_dim = 0;  // per-head query and key width without rotary embedding
+  int64_t qk_rope_dim = 0;  // per-head width with it; the key part is one, shared by all heads
+  int64_t v_head_dim = 0;
   // Mixture of experts, when the layer has one.
   bool moe = false;
   int64_t experts = 0;  // routed experts
   int64_t top_k = 0;    // experts per token
   int64_t ep = 1;
   int64_t local_experts = 0;  // experts / ep
-  int64_t expert_ffn = 0;     // expert intermediate size / tp
   int64_t shared_ffn = 0;     // shared experts * expert intermediate size / tp
+  // Expert parallelism of the routed experts (Megatron-core's expert grid: etp fastest, then ep,
+  // then expert data parallel), and the router's load model (see MoeRouting).
+  int64_t etp = 1;                // ranks each routed expert's MLP is split over (Strategy::ExpertTp)
+  int64_t expert_ffn = 0;         // expert intermediate size / etp
+  double capacity_factor = 0;     // 0: dropless
+  double imbalance = 1.0;         // busiest expert's rows over the mean
   int64_t tp = 1;
   int64_t cp = 1;
   int64_t act_bytes = 2;  // bytes of one activation element
@@ -60,8 +74,8 @@ struct LayerDims {
   GemmShape Gemm(int64_t m, int64_t n, int64_t k) const { return {m, n, k, 1, gemm_dtype}; }
 };
 
-// OK if |options.layer| exists, has standard (not latent) attention, its MoE (if any) splits over
-// |strategy|, and its attention kernel is modelled for |strategy|.
+// OK if |options.layer| exists, its MoE (if any) splits over |strategy|, and its attention kernel
+// is modelled for |strategy| and its attention (the fused kernel only for latent attention).
 Status CheckLayerSupported(const ModelSpec& model, const Strategy& strategy, const LayerOpsOptions& options);
 
 // Derives and checks the sizes; the layer itself is checked by CheckLayerSupported. Errors name the model,

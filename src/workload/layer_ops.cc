@@ -29,7 +29,7 @@ Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy
   const bool full = d.recompute == Recompute::kFull;
   if (full) d.recompute = Recompute::kNone;  // build what the forward would keep, then drop it
 
-  LayerOps attention = AttentionBlockOps(d);
+  LayerOps attention = d.mla ? LatentAttentionBlockOps(d) : AttentionBlockOps(d);
   LayerOps mlp = d.moe ? MoeMlpOps(d) : DenseMlpOps(d);
   LayerOps layer;
   layer.forward = std::move(attention.forward);

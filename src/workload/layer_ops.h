@@ -51,15 +51,23 @@ struct LayerOpsOptions {
 //   bytes), their gradients reduce-scattered after it.
 // - A mixture-of-experts layer (moe, from moe.first_dense_layers on) replaces the MLP with
 //   Megatron-core's all-to-all token dispatcher: router GEMM on the s/tp tokens of the rank and
-//   top-k; permute; all-to-all over ep of tokens_sp * top_k rows; all-gather over tp; the
-//   num_experts / ep local experts as batched GEMMs of tokens * top_k / local experts rows each
-//   (a balanced router), their MLP split over tp; then the way back, and the shared experts as a
-//   dense tp MLP. Requires sp when tp > 1, as Megatron-LM does.
+//   top-k; permute; all-to-all over ep of tokens_sp * top_k rows; all-gather over the expert
+//   tensor-parallel group (etp, tp by default); the num_experts / ep local experts as batched
+//   GEMMs, their MLP split over etp; then the way back, and the shared experts as a dense tp MLP.
+//   The ops are those of the rank holding the busiest expert, whose rows follow BusiestRankLoad
+//   (workload/moe_routing.h) for the strategy's moe_imbalance and moe_capacity_factor: tokens *
+//   top_k / local experts rows each for a balanced, dropless router. Requires sp when tp > 1, as
+//   Megatron-LM does.
+// - Multi-head latent attention (DeepSeek-V2 Section 2.1; models with kv_lora_rank) replaces the
+//   QKV projection with Megatron-core's MLASelfAttention: replicated q and kv down projections on
+//   the rank's s/tp tokens, their RMSNorms, column-parallel up projections whose latent inputs are
+//   all-gathered with sp, rotary on the shared rope part, the fused core with head dims
+//   qk_nope + qk_rope and v_head_dim (workload/mla_ops.cc).
 // |strategy.recompute| decides the saved bytes of the forward ops and the recompute list.
 // Activations are kept in 2-byte bf16 with fp8, whose GEMMs alone are fp8 (Transformer Engine).
 // Errors: InvalidArgument for sizes that do not split over tp/cp/ep or overflow, and for MoE with
-// tp > 1 without sp; Unimplemented for multi-head latent attention and for the unfused kernel with
-// GQA or cp > 1.
+// tp > 1 without sp, and for latent attention sizes below 1; Unimplemented for the unfused kernel
+// with GQA, cp > 1 or multi-head latent attention.
 Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy& strategy,
                                           const LayerOpsOptions& options = {});
 

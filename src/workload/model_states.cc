@@ -7,11 +7,25 @@
 
 namespace loom {
 
-StateBytesPerParam BytesPerParameter(Dtype dtype, Optimizer optimizer) {
-  const bool full_precision = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;
+namespace {
+
+bool FullPrecision(Dtype dtype) { return dtype == Dtype::kFp32 || dtype == Dtype::kTf32; }
+
+// Bytes of one gradient in the buffer that backward accumulates into and the data-parallel
+// reduction sends: fp32 for bf16 and fp8 unless |grad_reduce_in_bf16|, 2 bytes for fp16.
+int64_t GradientBytes(Dtype dtype, bool grad_reduce_in_bf16) {
+  if (FullPrecision(dtype)) return 4;
+  if (dtype == Dtype::kFp16) return 2;
+  return grad_reduce_in_bf16 ? 2 : 4;
+}
+
+}  // namespace
+
+StateBytesPerParam BytesPerParameter(Dtype dtype, Optimizer optimizer, bool grad_reduce_in_bf16) {
+  const bool full_precision = FullPrecision(dtype);
   StateBytesPerParam bytes;
   bytes.weight = full_precision ? 4 : 2;
-  bytes.gradient = full_precision ? 4 : 2;
+  bytes.gradient = GradientBytes(dtype, grad_reduce_in_bf16);
   // fp32 training updates the weights in place; mixed precision keeps a 4-byte master copy.
   const int64_t master = full_precision ? 0 : 4;
   switch (optimizer) {
@@ -28,13 +42,22 @@ StateBytesPerParam BytesPerParameter(Dtype dtype, Optimizer optimizer) {
   return bytes;
 }
 
-MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimizer) {
-  const bool full_precision = dtype == Dtype::kFp32 || dtype == Dtype::kTf32;
+StateBytesPerParam BytesPerParameter(const Strategy& strategy) {
+  return BytesPerParameter(strategy.dtype, strategy.optimizer, strategy.grad_reduce_in_bf16);
+}
+
+MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimizer, bool grad_reduce_in_bf16) {
+  const bool full_precision = FullPrecision(dtype);
   const bool fp16 = dtype == Dtype::kFp16;
+  const int64_t gradient = GradientBytes(dtype, grad_reduce_in_bf16);
   int64_t read = 4, written = 0;  // the gradient norm
+  if (!full_precision && gradient == 2) {
+    read += 2;  // the 2-byte model gradient copied to the fp32 main gradient
+    written += 4;
+  }
   if (fp16) {
-    read += 2 + 4;
-    written += 4 + 4;
+    read += 4;  // unscale and check for inf/NaN
+    written += 4;
   }
   switch (optimizer) {
     case Optimizer::kAdam:
@@ -54,14 +77,14 @@ MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimize
     read += 4;
     written += 2;
   }
-  written += fp16 ? 2 : 4;
+  written += gradient;  // zeroing the gradient buffer
   const CheckedInt r = CheckedInt(params) * read, w = CheckedInt(params) * written;
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   return MemoryShape{r.overflowed() ? kMax : r.value(), w.overflowed() ? kMax : w.value()};
 }
 
-Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optimizer) {
-  StateBytesPerParam per_param = BytesPerParameter(dtype, optimizer);
+Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optimizer, bool grad_reduce_in_bf16) {
+  StateBytesPerParam per_param = BytesPerParameter(dtype, optimizer, grad_reduce_in_bf16);
   CheckedInt weights = CheckedInt(params) * per_param.weight;
   CheckedInt gradients = CheckedInt(params) * per_param.gradient;
   CheckedInt optimizer_bytes = CheckedInt(params) * per_param.optimizer;
@@ -97,14 +120,15 @@ Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strateg
                                    ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use 0, 1, 2 or 3");
   }
   const int64_t dense_ranks = strategy.dp * strategy.cp;
-  if (strategy.dp < 1 || strategy.cp < 1 || dense_ranks % strategy.ep != 0) {
-    return Status::InvalidArgument("--dp " + std::to_string(strategy.dp) + " * --cp " +
-                                   std::to_string(strategy.cp) + " must be a positive multiple of --ep " +
-                                   std::to_string(strategy.ep) +
-                                   " (expert parallelism is carved out of the data-parallel ranks)");
+  const int64_t expert_grid = strategy.ep * strategy.ExpertTp();
+  if (strategy.dp < 1 || strategy.cp < 1 || expert_grid < 1 || (strategy.tp * dense_ranks) % expert_grid != 0) {
+    return Status::InvalidArgument("--tp " + std::to_string(strategy.tp) + " * --dp " + std::to_string(strategy.dp) +
+                                   " * --cp " + std::to_string(strategy.cp) + " must be a positive multiple of --ep " +
+                                   std::to_string(strategy.ep) + " * --etp " + std::to_string(strategy.ExpertTp()) +
+                                   " (the expert grid is carved out of those ranks); change --ep or --etp");
   }
-  const int64_t expert_ranks = dense_ranks / strategy.ep;
-  const StateBytesPerParam per = BytesPerParameter(strategy.dtype, strategy.optimizer);
+  const int64_t expert_ranks = strategy.ExpertDp();
+  const StateBytesPerParam per = BytesPerParameter(strategy);
   const int64_t zero = strategy.zero_stage;
   CheckedInt weights = StateBytes(*params, dense_ranks, expert_ranks, zero >= 3, per.weight);
   CheckedInt gradients = StateBytes(*params, dense_ranks, expert_ranks, zero >= 2, per.gradient);
@@ -116,9 +140,13 @@ Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strateg
   RankModelStates states;
   states.parameters = *params;
   states.gpu = {weights.value(), gradients.value(), optimizer.value()};
-  if (strategy.offload == Offload::kOptimizer) {
+  if (strategy.offload != Offload::kNone) {
     states.host.optimizer = states.gpu.optimizer;
     states.gpu.optimizer = 0;
+  }
+  if (strategy.offload == Offload::kOptimizerAndParams) {
+    states.host.weights = states.gpu.weights;
+    states.gpu.weights = 0;
   }
   return states;
 }

@@ -21,34 +21,52 @@ struct StateBytesPerParam {
   int64_t Total() const { return weight + gradient + optimizer; }
 };
 
-// Per-parameter bytes for training in |dtype| with |optimizer|:
-// - bf16/fp16 + Adam: 2 + 2 + 12 (fp32 master, momentum, variance) — Rajbhandari et al. 2020,
-//   "ZeRO", Section 3.1 (K = 12).
-// - fp8: Transformer Engine keeps bf16 weights and casts to fp8 per GEMM, so the states are those
-//   of bf16 (Micikevicius et al. 2022, "FP8 Formats for Deep Learning", Section 4).
-// - fp32/tf32: 4-byte weights and gradients, no separate master copy.
-// - Adafactor: master weights only; its factored second moment keeps rows + columns per matrix
-//   and no first moment with beta1 = 0 (Shazeer & Stern 2018, Section 3), under 0.1% of a
-//   parameter for matrices wider than 1024, so it is not counted.
-// - SGD with momentum: master weights and one momentum buffer.
-StateBytesPerParam BytesPerParameter(Dtype dtype, Optimizer optimizer);
+// Per-parameter bytes of training in |dtype| with |optimizer|, as Megatron-LM keeps them:
+// - bf16 + Adam: 2-byte weights, 4-byte gradients, 12 bytes of fp32 master weight, momentum and
+//   variance: 18 bytes. Megatron-LM accumulates and reduces bf16 gradients in an fp32 buffer (it
+//   forces accumulate_allreduce_grads_in_fp32 for --bf16); docs/source/api-guide/dist_optimizer.md
+//   tabulates "bf16 param, fp32 grads" as 18 bytes, 6 + 12/d with the distributed optimizer.
+//   |grad_reduce_in_bf16| (--grad-reduce-in-bf16) keeps 2-byte gradients instead: 16 bytes.
+// - fp16 + Adam: 2 + 2 + K with K = 12 (Rajbhandari et al. 2020, "ZeRO", Section 3.1): fp16
+//   gradients are accumulated and reduced in fp16. (Megatron-LM's table counts 20 for fp16: its
+//   fp16 optimizer also holds an fp32 copy of the gradients while it steps, a transient buffer that
+//   ZeRO's accounting and this one leave out.)
+// - fp8: Transformer Engine keeps bf16 weights and casts them to fp8 per GEMM (Micikevicius et al.
+//   2022, "FP8 Formats for Deep Learning", Section 4), and Megatron-LM runs fp8 on top of --bf16,
+//   so the states, gradients included, are those of bf16.
+// - fp32/tf32: 4-byte weights and gradients, no separate master copy: 16 bytes with Adam, as
+//   Megatron-LM's table has it.
+// - SGD with momentum: master weights and one momentum buffer (K = 8).
+// - Adafactor with beta1 = 0 (no first moment): master weights only (K = 4). Its factored second
+//   moment keeps r + c fp32 values for an r x c matrix (Shazeer & Stern 2018, Section 3), which is
+//   1/r + 1/c of a value per parameter: 0.04% of the parameters of Llama 3 8B
+//   (model_states_test.cc proves it under 0.1% for the shipped models it names), so it is not
+//   counted.
+// |grad_reduce_in_bf16| matters only to bf16 and fp8.
+StateBytesPerParam BytesPerParameter(Dtype dtype, Optimizer optimizer, bool grad_reduce_in_bf16);
+
+// BytesPerParameter of |strategy|'s dtype, optimizer and grad_reduce_in_bf16.
+StateBytesPerParam BytesPerParameter(const Strategy& strategy);
 
 // HBM traffic of one optimizer step over |params| parameters, pass by pass as Megatron-LM's
 // mixed-precision optimizer runs it (megatron/core/optimizer/optimizer.py,
 // Float16OptimizerWithFloat16Params.step; FP32Optimizer for fp32), per parameter:
-// - fp16 only: copy the 2-byte model gradient to the fp32 main gradient (r2 w4), then unscale it
-//   and check it for inf/NaN in place (r4 w4; the dynamic loss scaler). bf16 accumulates its
-//   gradients in fp32 from the start (Megatron forces accumulate_allreduce_grads_in_fp32 for
-//   bf16), so the main gradient is that buffer and neither pass runs.
+// - 2-byte gradient buffers (fp16, or bf16 with |grad_reduce_in_bf16|): copy the model gradient
+//   to the fp32 main gradient (r2 w4; main_grad.float()). fp16 then unscales it and checks it for
+//   inf/NaN in place (r4 w4; the dynamic loss scaler, which bf16 does not use). bf16 by default
+//   accumulates its gradients in fp32 from the start, so the main gradient is that buffer and
+//   neither pass runs.
 // - the gradient norm for clipping (--clip-grad 1.0 by default): r4.
 // - the update (apex/Transformer Engine FusedAdam): reads weight, gradient and both moments
 //   (r16), writes weight and moments (w12); SGD with momentum r12 w8; Adafactor r12 w4 (weight
 //   and gradient, the gradient again for its row and column sums; factored moments negligible).
 // - mixed precision: copy the fp32 master weight to the 2-byte model weight (r4 w2).
-// - zeroing the gradient buffer for the next step: w2 (fp16) or w4 (fp32 buffer).
-// fp8 keeps bf16 weights and fp32 gradient accumulation, so it costs what bf16 costs. The
-// result saturates at INT64_MAX bytes rather than overflow.
-MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimizer);
+// - zeroing the gradient buffer for the next step: w2 (2-byte buffer) or w4 (fp32 buffer).
+// fp8 keeps bf16 weights and bf16's gradient buffer, so it costs what bf16 costs. The result
+// saturates at INT64_MAX bytes rather than overflow. |grad_reduce_in_bf16| false is
+// Megatron-LM's default.
+MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimizer,
+                                 bool grad_reduce_in_bf16 = false);
 
 // Model-state bytes of |params| parameters, unsharded.
 struct ModelStateBytes {
@@ -59,8 +77,10 @@ struct ModelStateBytes {
   int64_t Total() const { return weights + gradients + optimizer; }
 };
 
-// An error if a byte count overflows 64 bits.
-Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optimizer);
+// BytesPerParameter(dtype, optimizer, grad_reduce_in_bf16) times |params|; false is Megatron-LM's
+// default (fp32 gradient buffers for bf16). An error if a byte count overflows 64 bits.
+Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optimizer,
+                                    bool grad_reduce_in_bf16 = false);
 
 // The fewest GPUs of |gpu_memory_bytes| whose memory can hold |states| when every state is
 // sharded across them (ZeRO-3, or TP x PP). A lower bound: activations, communication buffers and
@@ -72,8 +92,8 @@ struct RankParameters {
   // Parameters sharded over the data-parallel ranks: attention, norms, dense MLPs, router,
   // shared experts, embedding and head.
   int64_t dense = 0;
-  // Parameters of this rank's routed experts (num_experts / ep of each MoE layer), sharded over
-  // the expert-data-parallel ranks (dp * cp / ep).
+  // Parameters of this rank's routed experts (num_experts / ep of each MoE layer, each split over
+  // etp), sharded over the expert-data-parallel ranks (Strategy::ExpertDp).
   int64_t expert = 0;
 
   int64_t Total() const { return dense + expert; }
@@ -88,11 +108,11 @@ struct RankParameters {
 // - Column- and row-parallel weights and the biases of column-parallel layers are split over tp;
 //   norms, row-parallel biases, learned positions and the MoE router are replicated
 //   (Shoeybi et al. 2019, Section 3). The vocabulary is padded as PaddedVocabSize.
-// - Routed experts are split over ep, each expert's MLP over tp (Megatron's default
-//   expert-tensor-parallel size); shared experts over tp.
+// - Routed experts are split over ep, each expert's MLP over Strategy::ExpertTp (Megatron's
+//   --expert-tensor-parallel-size, tp by default); shared experts over tp.
 // Errors: InvalidArgument for a stage outside [0, pp), layers that do not split over pp * vpp,
-// sizes that do not split over tp or experts over ep; Unimplemented for multi-head latent
-// attention.
+// sizes that do not split over tp (or the expert size over etp) or experts over ep. Multi-head
+// latent attention keeps its down projections and their norms whole on every tp rank.
 Result<RankParameters> ParametersPerRank(const ModelSpec& model, const Strategy& strategy, int64_t stage);
 
 // Model-state bytes of one rank, on its GPU and on its host.
@@ -102,15 +122,16 @@ struct RankModelStates {
   ModelStateBytes host;
 };
 
-// ParametersPerRank with BytesPerParameter(strategy.dtype, strategy.optimizer), sharded by ZeRO
+// ParametersPerRank with BytesPerParameter(strategy), sharded by ZeRO
 // (Rajbhandari et al. 2020, Section 5): stage 1 shards the optimizer states, stage 2 also the
 // gradients, stage 3 also the weights, each over the ranks that hold the same parameters: dp * cp
 // for dense parameters (Megatron's distributed optimizer shards over data and context parallel
-// ranks), dp * cp / ep for routed experts. A shard is rounded up to whole parameters. With
-// optimizer offload the (sharded) optimizer states live on the host (ZeRO-Offload, Ren et al.
-// 2021, Section 4.1).
-// Errors: those of ParametersPerRank; InvalidArgument if dp * cp does not split over ep or a byte
-// count overflows.
+// ranks), Strategy::ExpertDp() = tp * dp * cp / (ep * etp) for routed experts. A shard is
+// rounded up to whole parameters. With optimizer offload the (sharded) optimizer states live on the host (ZeRO-Offload, Ren et al.
+// 2021, Section 4.1); with optimizer+params offload the weight shard lives there too, fetched to
+// the GPU layer by layer when ZeRO-3 gathers it (ZeRO-Infinity, Rajbhandari et al. 2021).
+// Errors: those of ParametersPerRank; InvalidArgument if tp * dp * cp does not split over
+// ep * etp or a byte count overflows.
 Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strategy& strategy, int64_t stage);
 
 }  // namespace loom

@@ -16,8 +16,9 @@ namespace loom {
 
 enum class OpKind { kGemm, kAttention, kMemoryBound, kCollective };
 enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll };
-// The process group a collective runs over: tensor, context, expert or data parallel.
-enum class CommGroup { kTp, kCp, kEp, kDp };
+// The process group a collective runs over: tensor, context, expert, data or expert tensor
+// parallel (Megatron-core's expert tensor-parallel group, which splits each routed expert).
+enum class CommGroup { kTp, kCp, kEp, kDp, kEtp };
 
 inline constexpr EnumNames<OpKind, 4> kOpKindNames({{
     {OpKind::kGemm, "gemm"},
@@ -31,11 +32,12 @@ inline constexpr EnumNames<CollectiveKind, 4> kCollectiveKindNames({{
     {CollectiveKind::kReduceScatter, "reduce_scatter"},
     {CollectiveKind::kAllToAll, "all_to_all"},
 }});
-inline constexpr EnumNames<CommGroup, 4> kCommGroupNames({{
+inline constexpr EnumNames<CommGroup, 5> kCommGroupNames({{
     {CommGroup::kTp, "tp"},
     {CommGroup::kCp, "cp"},
     {CommGroup::kEp, "ep"},
     {CommGroup::kDp, "dp"},
+    {CommGroup::kEtp, "etp"},
 }});
 
 // What an op is in the model. Backward ops have their own names: ".dgrad" computes the gradient
@@ -84,6 +86,35 @@ enum class OpName : uint8_t {
   kInputNormGrad,
   kOutProjWgrad,
   kQkvProjWgrad,
+  // Multi-head latent attention (DeepSeek-V2 Section 2.1); its input norm, rotary, core, output
+  // projection and residual use the attention names above.
+  kQProj,
+  kQDownProj,
+  kKvDownProj,
+  kQNorm,
+  kQUpInputAllGather,
+  kQUpProj,
+  kKvNorm,
+  kKRopeAllGather,
+  kKvUpInputAllGather,
+  kKvUpProj,
+  kKvUpInputRegather,
+  kKvUpProjDgrad,
+  kKvUpInputGradReduce,
+  kKRopeGradReduce,
+  kKvNormGrad,
+  kQUpInputRegather,
+  kQUpProjDgrad,
+  kQUpInputGradReduce,
+  kQNormGrad,
+  kQProjDgrad,
+  kKvDownProjDgrad,
+  kQDownProjDgrad,
+  kKvUpProjWgrad,
+  kQUpProjWgrad,
+  kQProjWgrad,
+  kKvDownProjWgrad,
+  kQDownProjWgrad,
   // Dense MLP block.
   kPostAttentionNorm,
   kMlpInputAllGather,

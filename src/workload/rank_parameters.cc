@@ -33,12 +33,33 @@ class ShardedLayer {
   CheckedInt Norm(int64_t width) const {
     return CheckedInt(width) * (m_.norm == NormKind::kLayerNorm ? 2 : 1);
   }
+  // A weight every tp rank holds whole (TELinear with parallel_mode "duplicated").
+  CheckedInt ReplicatedLinear(int64_t in, int64_t out, bool bias) const {
+    return CheckedInt(in) * out + (bias ? out : 0);
+  }
 
   CheckedInt Attention() const {
+    if (m_.mla) return LatentAttention(*m_.mla);
     const int64_t q = m_.num_heads * m_.head_dim;
     const int64_t qkv = q + 2 * m_.num_kv_heads * m_.head_dim;
     return ColumnLinear(m_.hidden_size, qkv, m_.attention_bias) +
            RowLinear(q, m_.hidden_size, m_.attention_bias);
+  }
+  // DeepSeek-V2 latent attention as Megatron-core's MLASelfAttention splits it (see mla_ops.cc):
+  // the down projections and their norms replicated, the up projections (or linear_q_proj)
+  // column parallel, linear_proj row parallel; biases where spec/model_size.cc counts them
+  // (q_a_proj, kv_a_proj_with_mqa and o_proj of Hugging Face's DeepseekV3Attention).
+  CheckedInt LatentAttention(const MlaSpec& a) const {
+    const int64_t h = m_.hidden_size;
+    const bool bias = m_.attention_bias;
+    const int64_t q_out = m_.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim);
+    const int64_t kv_out = m_.num_heads * (a.qk_nope_head_dim + a.v_head_dim);
+    const CheckedInt q = a.q_lora_rank == 0 ? ColumnLinear(h, q_out, false)
+                                            : ReplicatedLinear(h, a.q_lora_rank, bias) + Norm(a.q_lora_rank) +
+                                                  ColumnLinear(a.q_lora_rank, q_out, false);
+    const CheckedInt kv = ReplicatedLinear(h, a.kv_lora_rank + a.qk_rope_head_dim, bias) +
+                          Norm(a.kv_lora_rank) + ColumnLinear(a.kv_lora_rank, kv_out, false);
+    return q + kv + RowLinear(m_.num_heads * a.v_head_dim, h, bias);
   }
   CheckedInt Mlp(int64_t ffn) const {
     const int64_t up = m_.mlp == MlpKind::kGated ? 2 * ffn : ffn;
@@ -52,6 +73,7 @@ class ShardedLayer {
     return common + CheckedInt(e.num_experts) * m_.hidden_size +
            CheckedInt(e.num_shared_experts) * Mlp(e.expert_intermediate_size);
   }
+  // The num_experts / ep routed experts of a rank; construct with the etp size as |tp|.
   CheckedInt RoutedExperts(int64_t ep) const {
     return CheckedInt(m_.moe->num_experts / ep) * Mlp(m_.moe->expert_intermediate_size);
   }
@@ -62,12 +84,6 @@ class ShardedLayer {
 };
 
 Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
-  if (m.mla) {
-    return Status::Unimplemented(
-        ModelName(m) +
-        ": parameters per rank of multi-head latent attention are not supported yet "
-        "(which of its low-rank projections Megatron splits over tp is not modelled)");
-  }
   if (s.tp < 1 || s.pp < 1 || s.vpp < 1 || s.ep < 1) {
     return Status::InvalidArgument("--tp, --pp, --vpp and --ep must be at least 1");
   }
@@ -80,6 +96,7 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
                                    ") is not divisible by pp * vpp (" + Str(s.pp * s.vpp) +
                                    "); use a pp * vpp that divides it");
   }
+  // Latent attention splits over tp by its heads alone: its latent ranks are replicated.
   const bool split = m.num_heads % s.tp == 0 && m.num_kv_heads % s.tp == 0 &&
                      m.intermediate_size % s.tp == 0 &&
                      (!m.moe || m.moe->expert_intermediate_size % s.tp == 0);
@@ -87,6 +104,11 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
     return Status::InvalidArgument(ModelName(m) + ": num_attention_heads (" + Str(m.num_heads) +
                                    "), num_key_value_heads (" + Str(m.num_kv_heads) +
                                    ") and the intermediate sizes must all be divisible by --tp " + Str(s.tp));
+  }
+  if (m.moe && (s.ExpertTp() < 1 || m.moe->expert_intermediate_size % s.ExpertTp() != 0)) {
+    return Status::InvalidArgument(ModelName(m) + ": the expert intermediate size (" +
+                                   Str(m.moe->expert_intermediate_size) + ") is not divisible by --etp " +
+                                   Str(s.ExpertTp()) + "; use an etp that divides it");
   }
   if (m.moe && m.moe->num_experts % s.ep != 0) {
     return Status::InvalidArgument(ModelName(m) + ": the " + Str(m.moe->num_experts) +
@@ -101,6 +123,7 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
 Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, int64_t stage) {
   LOOM_RETURN_IF_ERROR(CheckSplits(m, s, stage));
   const ShardedLayer layer(m, s.tp);
+  const ShardedLayer expert_layer(m, s.ExpertTp());  // routed experts split over etp, not tp
   const std::vector<int64_t> layers = LayersPerVirtualStage(s, m.num_layers);
   CheckedInt dense = 0;
   CheckedInt expert = 0;
@@ -111,7 +134,7 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
     for (int64_t i = first; i < first + layers[v]; ++i) {
       const bool moe = m.moe.has_value() && i >= m.moe->first_dense_layers;
       dense += layer.Dense(moe);
-      if (moe) expert += layer.RoutedExperts(s.ep);
+      if (moe) expert += expert_layer.RoutedExperts(s.ep);
     }
   }
   const CheckedInt vocab_shard = CheckedInt(PaddedVocabSize(m.vocab_size, s.tp) / s.tp) * m.hidden_size;

@@ -58,7 +58,7 @@ std::vector<ProfileSample> SyntheticProfile(const GpuSpec& truth) {
   for (const KernelShape& shape : shapes) {
     ProfileSample s;
     s.shape = shape;
-    if (const GemmShape* g = std::get_if<GemmShape>(&shape)) s.median_us = model.Gemm(*g).ToMicros();
+    if (const GemmShape* g = std::get_if<GemmShape>(&shape)) s.median_us = model.GemmKernel(*g).ToMicros();
     if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) s.median_us = model.Attention(*a).ToMicros();
     if (const MemoryShape* m = std::get_if<MemoryShape>(&shape)) s.median_us = model.MemoryBound(*m).ToMicros();
     s.where = "p.json: samples[" + std::to_string(samples.size()) + "]";

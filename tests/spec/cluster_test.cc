@@ -377,6 +377,21 @@ TEST(ClusterSpec, ZeroAndNegativeSizesAreRejected) {
   EXPECT_TRUE(Contains(status.message(), path + ": intra_node.latency_us: is -0.5; it must be"));
 }
 
+TEST(ClusterSpec, HostMemoryBandwidthIsOptionalAndPositive) {
+  std::string path;
+  Result<ClusterSpec> without = LoadCluster(ValidCluster(), &path);
+  ASSERT_TRUE(without.ok()) << without.status().ToString();
+  EXPECT_EQ(without->host.memory_bandwidth_GBps, std::nullopt);
+  nlohmann::json json = ValidCluster();
+  json["host"]["memory_bandwidth_GBps"] = 409.6;
+  Result<ClusterSpec> with = LoadCluster(json, &path);
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_EQ(with->host.memory_bandwidth_GBps, 409.6);
+  json["host"]["memory_bandwidth_GBps"] = 0;
+  Status status = ClusterError(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": host.memory_bandwidth_GBps: is 0; it must be greater than 0"));
+}
+
 TEST(ClusterSpec, UnknownKeySuggestsTheClosestKnownKey) {
   nlohmann::json json = ValidCluster();
   json["intra_node"].erase("bandwidth_GBps");

@@ -499,3 +499,89 @@ TEST(Strategy, ReportsEveryViolationInOrder) {
 
 }  // namespace
 }  // namespace loom
+
+namespace loom {
+namespace {
+
+TEST(StrategyIssue5, UnevenStagesSplitTheRestEvenly) {
+  Strategy s = Gpt3Baseline();
+  s.vpp = 1;
+  s.schedule = ScheduleKind::k1F1B;
+  s.first_stage_layers = 5;
+  s.last_stage_layers = 7;  // 96 - 12 = 84 over 6 stages: 14 each
+  EXPECT_EQ(Gpt3Violations(s), kNone);
+  EXPECT_EQ(LayersPerVirtualStage(s, 96), (std::vector<int64_t>{5, 14, 14, 14, 14, 14, 14, 7}));
+  s.last_stage_layers = 8;  // 83 does not split over 6
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--first-stage-layers 5", "83", "6 other stages"}}));
+}
+
+TEST(StrategyIssue5, UnevenStagesSplitOverTheirChunks) {
+  Strategy s = Gpt3Baseline();  // pp 8, vpp 2
+  s.first_stage_layers = 6;
+  s.last_stage_layers = 6;  // 84 / 6 = 14 per middle stage, 7 per chunk
+  EXPECT_EQ(Gpt3Violations(s), kNone);
+  const std::vector<int64_t> layers = LayersPerVirtualStage(s, 96);
+  ASSERT_EQ(layers.size(), 16u);
+  EXPECT_EQ(layers[0], 3);
+  EXPECT_EQ(layers[1], 7);
+  EXPECT_EQ(layers[7], 3);
+  EXPECT_EQ(layers[8], 3);
+  s.first_stage_layers = 5;
+  s.last_stage_layers = 7;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--vpp 2", "5 layers"}}));
+}
+
+TEST(StrategyIssue5, ZeroTwoAndThreeRefusePipelines) {
+  Strategy s = Gpt3Baseline();
+  s.zero_stage = 3;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--zero 3 with --pp 8", "DeepSpeed"}}));
+  s.zero_stage = 2;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--zero 2 with --pp 8"}}));
+  s.zero_stage = 1;
+  EXPECT_EQ(Gpt3Violations(s), kNone);
+}
+
+TEST(StrategyIssue5, OffloadAndOverlapSwitchesNeedWhatMegatronNeeds) {
+  Strategy s = Gpt3Baseline();
+  s.zero_stage = 0;
+  s.offload = Offload::kOptimizerAndParams;
+  s.overlap_param_gather = true;
+  s.grad_reduce_in_bf16 = true;
+  s.dtype = Dtype::kFp16;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--offload optimizer+params with --zero 0", "--zero 3"},
+                                                  {"--overlap-param-gather with --zero 0"},
+                                                  {"--overlap-param-gather without --overlap-grad-reduce"},
+                                                  {"--grad-reduce-in-bf16 with --dtype fp16"}}));
+  s = Gpt3Baseline();
+  s.sp = false;
+  s.tp_comm_overlap = true;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--tp-comm-overlap with --tp 8 and no --sp"}}));
+}
+
+TEST(StrategyIssue5, ExpertTensorParallelMustTileTheStage) {
+  Strategy s = MixtralBaseline();  // tp 2, dp 8: 16 ranks per stage
+  s.etp = 1;
+  EXPECT_EQ(MixtralViolations(s), kNone);
+  s.ep = 8;
+  s.etp = 4;  // 32 does not divide 16
+  EXPECT_TRUE(MessagesContain(MixtralViolations(s), {{"--ep 8 --etp 4", "not divisible by 32"}}));
+  s.etp = 3;
+  EXPECT_TRUE(MessagesContain(MixtralViolations(s), {{"--etp 3", "expert intermediate size (14336)"},
+                                                     {"--ep 8 --etp 3"}}));
+  s = Gpt3Baseline();
+  s.etp = 4;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--etp 4", "dense model"}}));
+}
+
+TEST(StrategyIssue5, RoutingKnobsNeedExpertsAndSaneValues) {
+  Strategy s = MixtralBaseline();
+  s.moe_imbalance = 0.5;
+  s.moe_capacity_factor = -1;
+  EXPECT_TRUE(MessagesContain(MixtralViolations(s), {{"--moe-capacity-factor -1"}, {"--moe-imbalance 0.5"}}));
+  s = Gpt3Baseline();
+  s.moe_capacity_factor = 1.25;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"dense model with no router"}}));
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,166 @@
+// The step graph's communication overlap, ZeRO and ring-attention tasks against hand-worked
+// timelines: every number below is derived in the comment above it.
+
+#include <gtest/gtest.h>
+
+#include "schedule/schedule.h"
+#include "sim/engine.h"
+#include "sim/memory_tracker.h"
+#include "sim/step_graph.h"
+
+namespace loom {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+SimTime Ms(double ms) { return SimTime::FromNanos(static_cast<int64_t>(ms * kMs)); }
+
+// One stage, |m| micro-batches of 1F1B (F then BW): F |f| ms, B |b| ms, W |w| ms.
+ChunkCost Chunk(double f, double b, double w) {
+  ChunkCost c;
+  c.forward.time = Ms(f);
+  c.backward_input.time = Ms(b);
+  c.backward_weight.time = Ms(w);
+  c.kept_activation_bytes = 1;
+  return c;
+}
+
+StepGraphConfig OneStage() {
+  StepGraphConfig config;
+  config.optimizer_time = {SimTime()};
+  config.param_gather_time = {SimTime()};
+  return config;
+}
+
+struct StepRun {
+  StepGraph step;
+  StepTimeline timeline;
+};
+
+StepRun BuildAndRun(int32_t m, const ChunkCost& chunk, const StepGraphConfig& config) {
+  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 1, m, 1);
+  EXPECT_TRUE(schedule.ok());
+  StepRun run{BuildStepGraph(*schedule, {chunk}, config), {}};
+  Result<StepTimeline> timeline = Simulate(run.step.graph);
+  EXPECT_TRUE(timeline.ok()) << timeline.status().message();
+  run.timeline = *timeline;
+  return run;
+}
+
+// Whether a task of |category| on rank 0 runs while a compute task of rank 0 runs.
+bool RunsBesideCompute(const StepRun& run, NameId category) {
+  const TaskGraph& g = run.step.graph;
+  for (TaskId a = 0; a < g.num_tasks(); ++a) {
+    if (g.task(a).category != category || g.rank_of(a) != 0) continue;
+    for (TaskId c = 0; c < g.num_tasks(); ++c) {
+      if (g.task(c).category != run.step.compute_category || g.rank_of(c) != 0) continue;
+      if (run.timeline.start[a] < run.timeline.end[c] && run.timeline.start[c] < run.timeline.end[a]) return true;
+    }
+  }
+  return false;
+}
+
+// m = 2, F 1 ms, BW 2 ms, two buckets of 1 ms: F 0..1, BW 1..3, F 3..4, BW 4..6. Overlapped: the
+// last BW is cut in two; bucket 0 reduces 5..6 beside the second half, bucket 1 6..7: step 7 ms.
+// Not overlapped: both wait for the end of the backward at 6 ms: 6..7 and 7..8, step 8 ms.
+TEST(ParallelismGraph, GradReduceOverlapHidesAllButTheLastBucket) {
+  StepGraphConfig config = OneStage();
+  config.buckets = {2};
+  config.bucket_time = {Ms(1)};
+  config.overlap_grad_reduce = true;
+  StepRun overlapped = BuildAndRun(2, Chunk(1, 1, 1), config);
+  EXPECT_EQ(overlapped.timeline.makespan, Ms(7));
+  EXPECT_TRUE(RunsBesideCompute(overlapped, overlapped.step.dp_category));
+  config.overlap_grad_reduce = false;
+  StepRun serial = BuildAndRun(2, Chunk(1, 1, 1), config);
+  EXPECT_EQ(serial.timeline.makespan, Ms(8));
+  EXPECT_FALSE(RunsBesideCompute(serial, serial.step.dp_category));
+}
+
+// m = 1, F 3 ms, BW 2 ms, three buckets, a 3 ms weight all-gather. After the optimizer: 5 + 3 =
+// 8 ms. At the start, bucket by bucket (1 ms each): the forward's thirds run 1..2, 2..3, 3..4,
+// each behind its bucket, then BW 4..6: 6 ms.
+TEST(ParallelismGraph, ParamGatherOverlapRunsBucketsUnderTheForward) {
+  StepGraphConfig config = OneStage();
+  config.buckets = {3};
+  config.bucket_time = {SimTime()};
+  config.param_gather_time = {Ms(3)};
+  StepRun after = BuildAndRun(1, Chunk(3, 1, 1), config);
+  EXPECT_EQ(after.timeline.makespan, Ms(8));
+  config.overlap_param_gather = true;
+  StepRun overlapped = BuildAndRun(1, Chunk(3, 1, 1), config);
+  EXPECT_EQ(overlapped.timeline.makespan, Ms(6));
+  EXPECT_TRUE(RunsBesideCompute(overlapped, overlapped.step.dp_category));
+}
+
+// ZeRO-3 with two layers, m = 1: gathers of 1 ms, F 2 ms (1 per layer), BW 4 ms (2 per layer),
+// reduce-scatters of 1 ms per layer. Gathers G0 0..1, G1 1..2; F layers 1..2, 2..3; the backward's
+// G2 may start once F layer 0 freed its weights (2): 2..3; G3 once F layer 1 did (3): 3..4; BW
+// layers 3..5 and 5..7; reduce-scatters 5..6 and 7..8: step 8 ms. At most two layers' weights
+// are gathered at once.
+TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
+  StepGraphConfig config = OneStage();
+  config.buckets = {2};
+  config.bucket_time = {Ms(1)};
+  config.reduce_every_micro_batch = true;
+  config.layer_gathers = 2;
+  config.layer_gather_time = Ms(1);
+  config.layer_gather_bytes = 1000;
+  StepRun run = BuildAndRun(1, Chunk(2, 2, 2), config);
+  EXPECT_EQ(run.timeline.makespan, Ms(8));
+  Result<MemoryReport> memory = TrackMemory(run.step.graph, run.timeline, {});
+  ASSERT_TRUE(memory.ok());
+  EXPECT_EQ(memory->ranks[0].peak_bytes, 2001);  // two layers and the micro-batch's 1 byte
+  EXPECT_EQ(memory->ranks[0].peak_bytes_by_pool[run.step.gathered_weights], 2000);
+  EXPECT_TRUE(RunsBesideCompute(run, run.step.dp_category));
+}
+
+// ZeRO-2 reduce-scatters every micro-batch's gradients: m = 3 with one bucket gives 3 reductions.
+TEST(ParallelismGraph, ZeroTwoReducesEveryMicroBatch) {
+  StepGraphConfig config = OneStage();
+  config.buckets = {1};
+  config.bucket_time = {Ms(1)};
+  int reductions_once = 0, reductions_each = 0;
+  for (bool each : {false, true}) {
+    config.reduce_every_micro_batch = each;
+    StepRun run = BuildAndRun(3, Chunk(1, 1, 1), config);
+    int& count = each ? reductions_each : reductions_once;
+    for (TaskId t = 0; t < run.step.graph.num_tasks(); ++t) count += run.step.graph.task(t).category == run.step.dp_category;
+  }
+  EXPECT_EQ(reductions_once, 1);
+  EXPECT_EQ(reductions_each, 3);
+}
+
+// Ring attention in a 6 ms forward: 2 ms of other kernels, then 4 blocks of 1 ms of attention
+// with 3 ring transfers of |send| ms, each beside the block before it. Each step takes
+// max(block, send): 2 + 3 * max(1, send) + 1.
+TEST(ParallelismGraph, RingTransfersOverlapTheAttentionBlockBeforeThem) {
+  StepGraphConfig config = OneStage();
+  config.cp_ring = true;
+  for (auto [send, step_ms] : {std::pair{2.0, 9.0}, std::pair{0.5, 6.0}, std::pair{1.0, 6.0}}) {
+    ChunkCost chunk = Chunk(6, 0, 0);
+    chunk.forward.attention = Ms(4);
+    chunk.forward.ring_step = Ms(send);
+    chunk.forward.ring_steps = 3;
+    StepRun run = BuildAndRun(1, chunk, config);
+    EXPECT_EQ(run.timeline.makespan, Ms(step_ms)) << "send " << send;
+    EXPECT_EQ(run.step.ring_transfers.size(), 3u);
+    EXPECT_TRUE(RunsBesideCompute(run, run.step.cp_category));
+  }
+}
+
+// --tp-comm-overlap: of 2 ms of tp collectives, 1.5 run beside the 3 ms of kernels and 0.5
+// after them: the forward ends at 3.5 ms instead of 5.
+TEST(ParallelismGraph, HiddenTensorParallelCommRunsBesideTheKernels) {
+  ChunkCost chunk = Chunk(5, 0, 0);
+  chunk.forward.tp_comm = Ms(2);
+  StepRun plain = BuildAndRun(1, chunk, OneStage());
+  EXPECT_EQ(plain.timeline.makespan, Ms(5));
+  EXPECT_FALSE(RunsBesideCompute(plain, plain.step.tp_category));
+  chunk.forward.tp_hidden = Ms(1.5);
+  StepRun overlapped = BuildAndRun(1, chunk, OneStage());
+  EXPECT_EQ(overlapped.timeline.makespan, Ms(3.5));
+  EXPECT_TRUE(RunsBesideCompute(overlapped, overlapped.step.tp_category));
+}
+
+}  // namespace
+}  // namespace loom
