@@ -1,3 +1,5 @@
+#include <string>
+
 #include "reference/fidelity_cases.h"
 
 #include <optional>
@@ -149,6 +151,10 @@ Result<StepCase> NarayananCase(const ReferencePaths& paths, const CsvTable& tabl
   // --fp16 --loss-scale 8192 (Megatron-LM examples/sc21/CONFIG.sh, the runs' common arguments):
   // fp16 has bf16's tensor-core rate on A100 but a costlier optimizer step (OptimizerStepTraffic).
   s.dtype = Dtype::kFp16;
+  // examples/sc21/run_table_1.sh: DDP=torch up to the 18B row, whose PyTorch DDP all-reduces
+  // buckets during the backward; DDP=local from the 39B row on, Megatron's own DDP, which
+  // all-reduces after the backward.
+  s.overlap_grad_reduce = std::stod(r.Text("params_b")) < 39.0;
   Result<ModelSpec> model = MegatronGpt(heads, hidden, layers, "narayanan2021_table1.csv (" + size + ")");
   if (!model.ok()) return model.status();
   Result<ClusterSpec> cluster = LoadNodes(paths, kSelene, gpus);
