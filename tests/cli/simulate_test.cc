@@ -50,7 +50,8 @@ TEST(Simulate, FlagsGiveTheSameStepAsTheScenario) {
   CommandResult flags = Loom({"simulate", "--model", Shipped("models/gpt3-175b.json"), "--cluster",
                               Shipped("hardware/clusters/dgx-a100.json"), "--nodes", "128", "--tp", "8", "--pp", "16",
                               "--dp", "8", "--vpp", "2", "--sp", "--schedule", "interleaved", "--micro-batch", "1",
-                              "--global-batch", "1536", "--recompute", "selective", "--zero", "1", "--json"});
+                              "--global-batch", "1536", "--recompute", "selective", "--zero", "1",
+                              "--overlap-grad-reduce", "--overlap-param-gather", "--json"});
   CommandResult scenario = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json"});
   ASSERT_EQ(flags.code, kExitOk) << flags.err;
   EXPECT_EQ(flags.out, scenario.out);
