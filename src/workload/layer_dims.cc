@@ -266,19 +266,26 @@ Op ResidualGradOp(const LayerDims& d, OpName name) {
 }
 
 void AppendColumnInputForward(const LayerDims& d, OpName gather, std::vector<Op>* ops) {
+  AppendColumnInputForward(d, gather, d.hidden, ops);
+}
+
+void AppendColumnInputForward(const LayerDims& d, OpName gather, int64_t width, std::vector<Op>* ops) {
   if (d.tp == 1 || !d.sp) return;
-  ops->push_back(MakeCollective(gather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
+  ops->push_back(MakeCollective(gather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Bytes(d.tokens, width)}));
 }
 
 void AppendColumnInputRegather(const LayerDims& d, OpName regather, std::vector<Op>* ops) {
-  if (d.tp == 1 || !d.sp) return;
-  ops->push_back(MakeCollective(regather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
+  AppendColumnInputForward(d, regather, d.hidden, ops);
 }
 
 void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, std::vector<Op>* ops) {
+  AppendColumnInputGradReduce(d, reduce, d.hidden, ops);
+}
+
+void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, int64_t width, std::vector<Op>* ops) {
   if (d.tp == 1) return;
   const CollectiveKind kind = d.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-  ops->push_back(MakeCollective(reduce, {kind, CommGroup::kTp, d.Hidden(d.tokens)}));
+  ops->push_back(MakeCollective(reduce, {kind, CommGroup::kTp, d.Bytes(d.tokens, width)}));
 }
 
 void AppendRowOutputForward(const LayerDims& d, OpName reduce, std::vector<Op>* ops) {

@@ -105,6 +105,10 @@ void AppendColumnInputForward(const LayerDims& d, OpName gather, std::vector<Op>
 void AppendColumnInputRegather(const LayerDims& d, OpName regather, std::vector<Op>* ops);
 // ... and after it a reduce-scatter of dX; without sp an all-reduce of dX.
 void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, std::vector<Op>* ops);
+// The same around a column-parallel linear whose input is |width| wide per token, not hidden
+// (MLA's up projections read the q and kv latents); the regather is a second forward gather.
+void AppendColumnInputForward(const LayerDims& d, OpName gather, int64_t width, std::vector<Op>* ops);
+void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, int64_t width, std::vector<Op>* ops);
 // After a row-parallel linear, forward: a reduce-scatter with sp, else an all-reduce.
 void AppendRowOutputForward(const LayerDims& d, OpName reduce, std::vector<Op>* ops);
 // Its backward B: with sp an all-gather of the output gradient; nothing without.

@@ -99,21 +99,6 @@ Op LatentNormGradOp(const LayerDims& d, OpName name, int64_t width) {
   return MakeMemory(name, {2 * bytes, bytes});
 }
 
-// The tp collectives around a column-parallel up projection whose input is a latent of |width|
-// per token, the pattern of AppendColumnInput* with a narrower input (Korthikanti et al. 2022,
-// Section 4.2.2): forward and backward all-gathers with sp ...
-void AppendLatentGather(const LayerDims& d, OpName name, int64_t width, std::vector<Op>* ops) {
-  if (d.tp == 1 || !d.sp) return;
-  ops->push_back(
-      MakeCollective(name, {CollectiveKind::kAllGather, CommGroup::kTp, d.Bytes(d.tokens, width)}));
-}
-// ... and the reduction of the input's gradient: a reduce-scatter with sp, else an all-reduce.
-void AppendLatentGradReduce(const LayerDims& d, OpName name, int64_t width, std::vector<Op>* ops) {
-  if (d.tp == 1) return;
-  const CollectiveKind kind = d.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-  ops->push_back(MakeCollective(name, {kind, CommGroup::kTp, d.Bytes(d.tokens, width)}));
-}
-
 // Rotary embedding of the rope parts of q and of the shared k_pos_emb (Su et al. 2021), and the
 // copies into contiguous Q, K and V; its backward moves the same bytes the other way.
 Op RotaryOp(const LayerDims& d, OpName name, bool backward) {
@@ -133,7 +118,7 @@ void AppendQueryForward(const LayerDims& d, std::vector<Op>* f) {
   f->push_back(
       MakeGemm(OpName::kQDownProj, d.Gemm(d.tokens_sp, d.q_lora_rank, d.hidden), d.Hidden(d.tokens_sp)));
   f->push_back(LatentNormOp(d, OpName::kQNorm, d.q_lora_rank));
-  AppendLatentGather(d, OpName::kQUpInputAllGather, d.q_lora_rank, f);
+  AppendColumnInputForward(d, OpName::kQUpInputAllGather, d.q_lora_rank, f);
   f->push_back(MakeGemm(OpName::kQUpProj, d.Gemm(d.tokens, QUpWidth(d), d.q_lora_rank),
                         d.Bytes(d.tokens_sp, d.q_lora_rank)));
 }
@@ -141,17 +126,17 @@ void AppendQueryForward(const LayerDims& d, std::vector<Op>* f) {
 void AppendKeyValueForward(const LayerDims& d, std::vector<Op>* f) {
   f->push_back(MakeGemm(OpName::kKvDownProj, d.Gemm(d.tokens_sp, KvDownWidth(d), d.hidden)));
   f->push_back(LatentNormOp(d, OpName::kKvNorm, d.kv_lora_rank));
-  AppendLatentGather(d, OpName::kKRopeAllGather, d.qk_rope_dim, f);
-  AppendLatentGather(d, OpName::kKvUpInputAllGather, d.kv_lora_rank, f);
+  AppendColumnInputForward(d, OpName::kKRopeAllGather, d.qk_rope_dim, f);
+  AppendColumnInputForward(d, OpName::kKvUpInputAllGather, d.kv_lora_rank, f);
   f->push_back(MakeGemm(OpName::kKvUpProj, d.Gemm(d.tokens, KvUpWidth(d), d.kv_lora_rank),
                         d.Bytes(d.tokens_sp, d.kv_lora_rank)));
 }
 
 void AppendKeyValueBackward(const LayerDims& d, std::vector<Op>* b) {
-  AppendLatentGather(d, OpName::kKvUpInputRegather, d.kv_lora_rank, b);
+  AppendColumnInputForward(d, OpName::kKvUpInputRegather, d.kv_lora_rank, b);
   b->push_back(MakeGemm(OpName::kKvUpProjDgrad, d.Gemm(d.tokens, d.kv_lora_rank, KvUpWidth(d))));
-  AppendLatentGradReduce(d, OpName::kKvUpInputGradReduce, d.kv_lora_rank, b);
-  AppendLatentGradReduce(d, OpName::kKRopeGradReduce, d.qk_rope_dim, b);
+  AppendColumnInputGradReduce(d, OpName::kKvUpInputGradReduce, d.kv_lora_rank, b);
+  AppendColumnInputGradReduce(d, OpName::kKRopeGradReduce, d.qk_rope_dim, b);
   b->push_back(LatentNormGradOp(d, OpName::kKvNormGrad, d.kv_lora_rank));
 }
 
@@ -162,9 +147,9 @@ void AppendQueryBackward(const LayerDims& d, std::vector<Op>* b) {
     AppendColumnInputGradReduce(d, OpName::kAttentionInputGradReduce, b);
     return;
   }
-  AppendLatentGather(d, OpName::kQUpInputRegather, d.q_lora_rank, b);
+  AppendColumnInputForward(d, OpName::kQUpInputRegather, d.q_lora_rank, b);
   b->push_back(MakeGemm(OpName::kQUpProjDgrad, d.Gemm(d.tokens, d.q_lora_rank, QUpWidth(d))));
-  AppendLatentGradReduce(d, OpName::kQUpInputGradReduce, d.q_lora_rank, b);
+  AppendColumnInputGradReduce(d, OpName::kQUpInputGradReduce, d.q_lora_rank, b);
   b->push_back(LatentNormGradOp(d, OpName::kQNormGrad, d.q_lora_rank));
 }
 
