@@ -340,12 +340,12 @@ void CheckExperts(const Strategy& s, const ModelSpec& model, Messages& out) {
     return;
   }
   const int64_t experts = model.moe->num_experts;
-  if (s.etp != 0) return;  // CheckExpertTensorParallel places the expert groups
   if (experts % s.ep != 0) {
     out.push_back(Cat("--ep ", s.ep, ": num_experts (", experts, ") of ", ModelRef(model),
                       " is not divisible by it; use an ep that divides ", experts, " (",
                       DivisorList(experts), ")"));
   }
+  if (s.etp != 0) return;  // CheckExpertTensorParallel places the expert groups
   if (!AllPositive({s.dp, s.cp})) return;
   const int64_t replicas = SaturatingProduct({s.dp, s.cp});
   if (replicas % s.ep == 0) return;
@@ -426,11 +426,6 @@ void CheckExpertTensorParallel(const Strategy& s, const ModelSpec& model, const 
       out.push_back(Cat("--etp ", s.etp, ": ", ModelRef(model), " is a dense model with no experts to split; drop --etp"));
     }
     return;
-  }
-  const int64_t experts = model.moe->num_experts;
-  if (s.ep >= 1 && experts % s.ep != 0) {
-    out.push_back(Cat("--ep ", s.ep, ": num_experts (", experts, ") of ", ModelRef(model),
-                      " is not divisible by it; use an ep that divides ", experts, " (", DivisorList(experts), ")"));
   }
   const int64_t ffn = model.moe->expert_intermediate_size;
   if (ffn > 0 && ffn % s.etp != 0) {
