@@ -127,6 +127,7 @@ Placements PlaceStrategy(const Strategy& s, const ClusterSpec& cluster) {
   // the expert RankGenerator): etp fastest, then ep, then expert data parallel.
   p.etp = PlaceGroup(s.ExpertTp(), 1, g);
   p.ep = PlaceGroup(s.ep, s.ExpertTp(), g);
+  p.expert_dp = PlaceGroup(s.ExpertDp(), s.ep * s.ExpertTp(), g);
   // Megatron-LM reduces gradients over the data- and context-parallel ranks together.
   p.dp = PlaceGroup(s.dp * s.cp, s.tp, g);
   p.pp_across_nodes = s.tp * s.cp * s.dp >= g;

@@ -58,6 +58,7 @@ struct ChunkCost {
 struct Placements {
   GroupPlacement tp, cp, ep, dp;
   GroupPlacement etp;  // expert tensor parallel: the ranks that split each routed expert
+  GroupPlacement expert_dp;  // the ranks holding the same experts, which reduce their gradients
   bool pp_across_nodes = false;  // whether neighbouring pipeline stages sit on different nodes
 };
 

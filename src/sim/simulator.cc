@@ -42,12 +42,17 @@ struct ParamGroups {
   int64_t expert = 0;
 };
 
+// The parameters a rank updates under ZeRO >= 1: its shard of each group.
+int64_t ShardParams(const RankParameters& p, const Strategy& strategy) {
+  return CeilDiv(p.dense, strategy.dp * strategy.cp) + CeilDiv(p.expert, strategy.ExpertDp());
+}
+
 // One data-parallel collective over both groups of |params|, |bytes| each.
 SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamGroups& params, int64_t bytes,
-                        const GroupPlacement& dp, const GroupPlacement& expert_dp) {
+                        const Placements& placements) {
   SimTime t;
-  if (params.dense > 0) t += comm.Collective(kind, params.dense * bytes, dp);
-  if (params.expert > 0) t += comm.Collective(kind, params.expert * bytes, expert_dp);
+  if (params.dense > 0) t += comm.Collective(kind, params.dense * bytes, placements.dp);
+  if (params.expert > 0) t += comm.Collective(kind, params.expert * bytes, placements.expert_dp);
   return t;
 }
 
@@ -58,11 +63,9 @@ SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamG
 // forward and backward, and reduce-scatters layer by layer.
 StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& states, const ChunkLayers& layers,
                                    const PipelineSchedule& schedule, const ComputeModel& compute,
-                                   const CommModel& comm, const Placements& placements, int64_t gpus_per_node) {
+                                   const CommModel& comm, const Placements& placements) {
   StepGraphConfig config;
   const int64_t dp_ranks = strategy.dp * strategy.cp;
-  const int64_t edp_ranks = strategy.ExpertDp();
-  const GroupPlacement expert_dp = PlaceGroup(edp_ranks, strategy.ep * strategy.ExpertTp(), gpus_per_node);
   const StateBytesPerParam bytes = BytesPerParameter(strategy);
   const int32_t v_count = schedule.VirtualStages();
   const int32_t chunks = schedule.chunks;
@@ -84,16 +87,16 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
                                         : CeilDiv(chunk_params.dense + chunk_params.expert, BucketParams(dp_ranks));
       const ParamGroups bucket{CeilDiv(chunk_params.dense, buckets), CeilDiv(chunk_params.expert, buckets)};
       config.buckets[v] = static_cast<int32_t>(buckets);
-      config.bucket_time[v] = GroupCollective(comm, reduce, bucket, bytes.gradient, placements.dp, expert_dp);
+      config.bucket_time[v] = GroupCollective(comm, reduce, bucket, bytes.gradient, placements);
     }
     // Megatron's optimizer passes over the parameters this rank updates (its ZeRO shard).
-    const int64_t updated = zero >= 1 ? CeilDiv(p.dense, dp_ranks) + CeilDiv(p.expert, edp_ranks) : p.Total();
+    const int64_t updated = zero >= 1 ? ShardParams(p, strategy) : p.Total();
     config.optimizer_time.push_back(
         compute.MemoryBound(OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer, strategy.grad_reduce_in_bf16)));
     const ParamGroups stage_params{p.dense, p.expert};
     config.param_gather_time.push_back(
         zero == 1 || zero == 2
-            ? GroupCollective(comm, CollectiveKind::kAllGather, stage_params, bytes.weight, placements.dp, expert_dp)
+            ? GroupCollective(comm, CollectiveKind::kAllGather, stage_params, bytes.weight, placements)
             : SimTime());
   }
   if (zero == 3) {
@@ -103,7 +106,7 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
     const ParamGroups layer{CeilDiv(p.dense, layer_count), CeilDiv(p.expert, layer_count)};
     config.layer_gathers = static_cast<int32_t>(layer_count);
     config.layer_gather_time =
-        GroupCollective(comm, CollectiveKind::kAllGather, layer, bytes.weight, placements.dp, expert_dp);
+        GroupCollective(comm, CollectiveKind::kAllGather, layer, bytes.weight, placements);
     config.layer_gather_bytes = (layer.dense + layer.expert) * bytes.weight;
   }
   return config;
@@ -114,11 +117,9 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
 Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy, const StageStates& states,
                   StepGraphConfig& config) {
   if (strategy.offload == Offload::kNone) return Status::Ok();
-  const int64_t dp_ranks = strategy.dp * strategy.cp;
   for (size_t stage = 0; stage < states.per_stage.size(); ++stage) {
-    const RankParameters& p = states.per_stage[stage].parameters;
-    const int64_t shard = CeilDiv(p.dense, dp_ranks) + CeilDiv(p.expert, strategy.ExpertDp());
-    Result<OffloadCost> cost = CostOptimizerOffload(cluster, strategy, shard);
+    Result<OffloadCost> cost =
+        CostOptimizerOffload(cluster, strategy, ShardParams(states.per_stage[stage].parameters, strategy));
     if (!cost.ok()) return cost.status();
     config.grad_to_host.push_back(cost->grad_to_host);
     config.cpu_step.push_back(cost->cpu_step);
@@ -126,8 +127,7 @@ Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy, const St
     config.optimizer_time[stage] = SimTime();
   }
   if (strategy.offload == Offload::kOptimizerAndParams && config.layer_gathers > 0) {
-    const RankParameters& p = states.per_stage[0].parameters;
-    const int64_t layer_shard = CeilDiv(CeilDiv(p.dense, dp_ranks) + CeilDiv(p.expert, strategy.ExpertDp()),
+    const int64_t layer_shard = CeilDiv(ShardParams(states.per_stage[0].parameters, strategy),
                                         int64_t{config.layer_gathers});
     Result<SimTime> fetch = CostParameterFetch(cluster, strategy, layer_shard);
     if (!fetch.ok()) return fetch.status();
@@ -264,7 +264,7 @@ Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const Clus
   if (!states.ok()) return states.status();
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   StepGraphConfig config =
-      DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements, cluster.gpus_per_node);
+      DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements);
   config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
   config.p2p_time = comm.PointToPoint(P2pBytes(model, strategy), placements.pp_across_nodes);
   config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;

@@ -64,7 +64,7 @@ class Builder {
   TaskId Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, TaskId before, TaskId after);
   void AddGradientReduction();
   void AddOptimizer(int32_t stage, NameId name, const std::vector<std::vector<TaskId>>& reductions);
-  TaskId OffloadBucket(int32_t stage, int32_t rank, TaskId reduction);
+  TaskId OffloadBucket(int32_t rank, SimTime slice, TaskId reduction);
   TaskId AddCpuStep(int32_t stage, int32_t rank, TaskId after);
   int32_t Rank(int32_t replica, int32_t stage) const { return replica * schedule_.stages + stage; }
 
@@ -77,7 +77,8 @@ class Builder {
   // each chunk's weights at the start of the step (--overlap-param-gather).
   std::vector<std::vector<TaskId>> gather_users_;
   std::vector<std::vector<std::vector<TaskId>>> start_gathers_;  // per rank, chunk, bucket
-  NameId ring_name_ = kEmptyName, param_gather_name_ = kEmptyName, fetch_name_ = kEmptyName;
+  NameId ring_name_ = kEmptyName, param_gather_name_ = kEmptyName, fetch_name_ = kEmptyName,
+         grads_to_host_name_ = kEmptyName;
   // Per rank: the tp task that ended the previous pass, which the next compute task waits for.
   std::vector<TaskId> pending_tp_;
   // Per rank: the last task of its latest pass; and per pass's last task, the first task of the
@@ -113,6 +114,7 @@ StepGraph Builder::Build() {
   param_gather_name_ = g.Intern("param all-gather");
   step_.offload_category = g.Intern("offload");
   fetch_name_ = g.Intern("weights to gpu");
+  grads_to_host_name_ = g.Intern("grads to host");
   const int32_t v_count = schedule_.VirtualStages();
   for (Pass pass : {Pass::kF, Pass::kB, Pass::kW, Pass::kBW}) {
     for (int32_t v = 0; v < v_count; ++v) {
@@ -193,8 +195,6 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int6
   PassTasks pass;
   if (cost.tp_hidden > SimTime()) {
     pass.first = g.AddTask({.stream = step_.compute_stream[rank], .name = name, .category = step_.compute_category});
-    if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], pass.first);
-    pending_tp_[rank] = kNone;
     Task hidden{.stream = tp_stream_[rank], .duration = cost.tp_hidden, .name = name, .category = step_.tp_category,
                 .route = DuplexRoute(rank, config_.tp_fabric)};
     g.AddDependency(pass.first, g.AddTask(hidden));
@@ -202,11 +202,12 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int6
   const PassTasks kernels = AddKernels(rank, name, cost, has_tp ? 0 : free);
   if (pass.first == kNone) {
     pass.first = kernels.first;
-    if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], pass.first);
-    pending_tp_[rank] = kNone;
   } else {
     g.AddDependency(pass.first, kernels.first);
   }
+  // The previous pass's collectives end before this pass starts.
+  if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], pass.first);
+  pending_tp_[rank] = kNone;
   pass.last = kernels.last;
   if (has_tp) {
     Task tp{.stream = tp_stream_[rank], .duration = exposed_tp, .name = name, .category = step_.tp_category,
@@ -449,6 +450,13 @@ void Builder::AddGradientReduction() {
   const NameId reduce = g.Intern("grad reduce"), optimizer = g.Intern("optimizer");
   for (int32_t stage = 0; stage < schedule_.stages; ++stage) {
     std::vector<std::vector<TaskId>> per_replica(static_cast<size_t>(config_.replicas));
+    // With offload, each bucket sends its share of the stage's gradient shard to the host.
+    int64_t stage_buckets = 0;
+    for (int32_t chunk = 0; chunk < schedule_.chunks; ++chunk) {
+      stage_buckets += static_cast<int64_t>(bucket_segments_[schedule_.VirtualStage(stage, chunk)].size());
+    }
+    const SimTime to_host_slice = config_.grad_to_host.empty() ? SimTime()
+        : SimTime::FromNanos(config_.grad_to_host[stage].nanos() / std::max<int64_t>(1, stage_buckets));
     for (int32_t chunk = 0; chunk < schedule_.chunks && !config_.buckets.empty(); ++chunk) {
       const int32_t v = schedule_.VirtualStage(stage, chunk);
       // Every replica cut the same passes into the same segments: segment i of each is one bucket.
@@ -468,7 +476,7 @@ void Builder::AddGradientReduction() {
             g.AddDependency(config_.reduce_every_micro_batch ? bucket_pass_end_[at][bucket] : latest_pass_[rank], id);
           }
           members.push_back(id);
-          per_replica[replica].push_back(OffloadBucket(stage, rank, id));
+          per_replica[replica].push_back(OffloadBucket(rank, to_host_slice, id));
         }
         if (config_.replicas > 1) g.AddCollective(members);
       }
@@ -477,17 +485,12 @@ void Builder::AddGradientReduction() {
   }
 }
 
-// With optimizer offload, the copy of |reduction|'s gradient slice to the host, on the rank's
+// With optimizer offload, the copy of |reduction|'s gradient |slice| to the host, on the rank's
 // PCIe stream (what the optimizer then waits for); otherwise |reduction| itself.
-TaskId Builder::OffloadBucket(int32_t stage, int32_t rank, TaskId reduction) {
+TaskId Builder::OffloadBucket(int32_t rank, SimTime slice, TaskId reduction) {
   if (config_.grad_to_host.empty()) return reduction;
-  int64_t buckets = 0;
-  for (int32_t chunk = 0; chunk < schedule_.chunks; ++chunk) {
-    buckets += static_cast<int64_t>(bucket_segments_[schedule_.VirtualStage(stage, chunk)].size());
-  }
-  Task copy{.stream = pcie_stream_[rank],
-            .duration = SimTime::FromNanos(config_.grad_to_host[stage].nanos() / std::max<int64_t>(1, buckets)),
-            .name = step_.graph.Intern("grads to host"), .category = step_.offload_category};
+  Task copy{.stream = pcie_stream_[rank], .duration = slice, .name = grads_to_host_name_,
+            .category = step_.offload_category};
   const TaskId id = step_.graph.AddTask(copy);
   step_.graph.AddDependency(reduction, id);
   return id;
