@@ -8,12 +8,11 @@
 #include "cost/comm_model.h"
 #include "cost/compute_model.h"
 #include "sim/pass_costs.h"
+#include "sim/sim_test_support.h"
 #include "workload/layer_ops.h"
 
 namespace loom {
 namespace {
-
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
 
 ClusterSpec DgxH100(int64_t nodes) {
   Result<ClusterSpec> c = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), nodes);

@@ -6,6 +6,7 @@
 #include "schedule/schedule.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
+#include "sim/sim_test_support.h"
 #include "sim/step_graph.h"
 
 namespace loom {
@@ -46,19 +47,6 @@ StepRun BuildAndRun(int32_t m, const ChunkCost& chunk, const StepGraphConfig& co
   return run;
 }
 
-// Whether a task of |category| on rank 0 runs while a compute task of rank 0 runs.
-bool RunsBesideCompute(const StepRun& run, NameId category) {
-  const TaskGraph& g = run.step.graph;
-  for (TaskId a = 0; a < g.num_tasks(); ++a) {
-    if (g.task(a).category != category || g.rank_of(a) != 0) continue;
-    for (TaskId c = 0; c < g.num_tasks(); ++c) {
-      if (g.task(c).category != run.step.compute_category || g.rank_of(c) != 0) continue;
-      if (run.timeline.start[a] < run.timeline.end[c] && run.timeline.start[c] < run.timeline.end[a]) return true;
-    }
-  }
-  return false;
-}
-
 // m = 2, F 1 ms, BW 2 ms, two buckets of 1 ms: F 0..1, BW 1..3, F 3..4, BW 4..6. Overlapped: the
 // last BW is cut in two; bucket 0 reduces 5..6 beside the second half, bucket 1 6..7: step 7 ms.
 // Not overlapped: both wait for the end of the backward at 6 ms: 6..7 and 7..8, step 8 ms.
@@ -69,11 +57,11 @@ TEST(ParallelismGraph, GradReduceOverlapHidesAllButTheLastBucket) {
   config.overlap_grad_reduce = true;
   StepRun overlapped = BuildAndRun(2, Chunk(1, 1, 1), config);
   EXPECT_EQ(overlapped.timeline.makespan, Ms(7));
-  EXPECT_TRUE(RunsBesideCompute(overlapped, overlapped.step.dp_category));
+  EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.dp_category));
   config.overlap_grad_reduce = false;
   StepRun serial = BuildAndRun(2, Chunk(1, 1, 1), config);
   EXPECT_EQ(serial.timeline.makespan, Ms(8));
-  EXPECT_FALSE(RunsBesideCompute(serial, serial.step.dp_category));
+  EXPECT_FALSE(RunsBesideCompute(serial.step, serial.timeline, serial.step.dp_category));
 }
 
 // m = 1, F 3 ms, BW 2 ms, three buckets, a 3 ms weight all-gather. After the optimizer: 5 + 3 =
@@ -89,7 +77,7 @@ TEST(ParallelismGraph, ParamGatherOverlapRunsBucketsUnderTheForward) {
   config.overlap_param_gather = true;
   StepRun overlapped = BuildAndRun(1, Chunk(3, 1, 1), config);
   EXPECT_EQ(overlapped.timeline.makespan, Ms(6));
-  EXPECT_TRUE(RunsBesideCompute(overlapped, overlapped.step.dp_category));
+  EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.dp_category));
 }
 
 // ZeRO-3 with two layers, m = 1: gathers of 1 ms, F 2 ms (1 per layer), BW 4 ms (2 per layer),
@@ -111,7 +99,7 @@ TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
   ASSERT_TRUE(memory.ok());
   EXPECT_EQ(memory->ranks[0].peak_bytes, 2001);  // two layers and the micro-batch's 1 byte
   EXPECT_EQ(memory->ranks[0].peak_bytes_by_pool[run.step.gathered_weights], 2000);
-  EXPECT_TRUE(RunsBesideCompute(run, run.step.dp_category));
+  EXPECT_TRUE(RunsBesideCompute(run.step, run.timeline, run.step.dp_category));
 }
 
 // ZeRO-2 reduce-scatters every micro-batch's gradients: m = 3 with one bucket gives 3 reductions.
@@ -144,7 +132,7 @@ TEST(ParallelismGraph, RingTransfersOverlapTheAttentionBlockBeforeThem) {
     StepRun run = BuildAndRun(1, chunk, config);
     EXPECT_EQ(run.timeline.makespan, Ms(step_ms)) << "send " << send;
     EXPECT_EQ(run.step.ring_transfers.size(), 3u);
-    EXPECT_TRUE(RunsBesideCompute(run, run.step.cp_category));
+    EXPECT_TRUE(RunsBesideCompute(run.step, run.timeline, run.step.cp_category));
   }
 }
 
@@ -155,11 +143,11 @@ TEST(ParallelismGraph, HiddenTensorParallelCommRunsBesideTheKernels) {
   chunk.forward.tp_comm = Ms(2);
   StepRun plain = BuildAndRun(1, chunk, OneStage());
   EXPECT_EQ(plain.timeline.makespan, Ms(5));
-  EXPECT_FALSE(RunsBesideCompute(plain, plain.step.tp_category));
+  EXPECT_FALSE(RunsBesideCompute(plain.step, plain.timeline, plain.step.tp_category));
   chunk.forward.tp_hidden = Ms(1.5);
   StepRun overlapped = BuildAndRun(1, chunk, OneStage());
   EXPECT_EQ(overlapped.timeline.makespan, Ms(3.5));
-  EXPECT_TRUE(RunsBesideCompute(overlapped, overlapped.step.tp_category));
+  EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.tp_category));
 }
 
 }  // namespace

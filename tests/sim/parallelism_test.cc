@@ -6,43 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/sim_test_support.h"
 #include "sim/simulator.h"
 
 namespace loom {
 namespace {
 
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
-
-struct Inputs {
-  ModelSpec model;
-  ClusterSpec cluster;
-};
-
-Inputs Load(const std::string& model, const std::string& cluster, int64_t nodes) {
-  Result<ModelSpec> m = LoadModelSpec(Shipped(model));
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  Result<ClusterSpec> c = LoadClusterSpec(Shipped(cluster), nodes);
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  return {*m, *c};
-}
-
 SimulationResult MustSimulate(const Inputs& in, const Strategy& s) {
   Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, s);
   EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? std::move(r).value() : SimulationResult{};
-}
-
-// Whether a task of |category| on rank 0 overlaps a compute task of rank 0 in time.
-bool RunsBesideCompute(const SimulationResult& r, NameId category) {
-  const TaskGraph& g = r.step.graph;
-  for (TaskId a = 0; a < g.num_tasks(); ++a) {
-    if (g.task(a).category != category || g.rank_of(a) != 0) continue;
-    for (TaskId c = 0; c < g.num_tasks(); ++c) {
-      if (g.task(c).category != r.step.compute_category || g.rank_of(c) != 0) continue;
-      if (r.timeline.start[a] < r.timeline.end[c] && r.timeline.start[c] < r.timeline.end[a]) return true;
-    }
-  }
-  return false;
 }
 
 // Llama 3 8B on 4 DGX H100, tp 4 with sp, long sequences.
@@ -76,7 +49,7 @@ TEST(Parallelism, RingAttentionOverlapsItsTransfersAndBeatsTheAllGather) {
   SimulationResult ring = MustSimulate(in, s);
   s.cp_comm = CpComm::kAllGather;
   SimulationResult gather = MustSimulate(in, s);
-  EXPECT_TRUE(RunsBesideCompute(ring, ring.step.cp_category));
+  EXPECT_TRUE(RunsBesideCompute(ring.step, ring.timeline, ring.step.cp_category));
   EXPECT_FALSE(ring.step.ring_transfers.empty());
   EXPECT_TRUE(gather.step.ring_transfers.empty());
   EXPECT_LT(ring.step_time_s, gather.step_time_s);
@@ -95,8 +68,8 @@ TEST(Parallelism, TensorParallelOverlapHidesCollectivesUnderGemms) {
   s.tp_comm_overlap = true;
   SimulationResult overlapped = MustSimulate(in, s);
   EXPECT_LT(overlapped.step_time_s, plain.step_time_s);
-  EXPECT_TRUE(RunsBesideCompute(overlapped, overlapped.step.tp_category));
-  EXPECT_FALSE(RunsBesideCompute(plain, plain.step.tp_category));
+  EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.tp_category));
+  EXPECT_FALSE(RunsBesideCompute(plain.step, plain.timeline, plain.step.tp_category));
   // Hidden, not removed: the first of tp chunks of each collective stays exposed.
   EXPECT_GT(overlapped.critical_path.tp_comm_s, 0.0);
 }
@@ -116,8 +89,8 @@ TEST(Parallelism, GradReduceOverlapOnlyHelps) {
   SimulationResult both = MustSimulate(in, s);
   EXPECT_LT(on.step_time_s, off.step_time_s);
   EXPECT_LT(both.step_time_s, on.step_time_s);
-  EXPECT_TRUE(RunsBesideCompute(on, on.step.dp_category));
-  EXPECT_FALSE(RunsBesideCompute(off, off.step.dp_category));
+  EXPECT_TRUE(RunsBesideCompute(on.step, on.timeline, on.step.dp_category));
+  EXPECT_FALSE(RunsBesideCompute(off.step, off.timeline, off.step.dp_category));
 }
 
 // ZeRO stages trade memory for communication (Rajbhandari et al. 2020, Figure 1).

@@ -2,27 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/sim_test_support.h"
 #include "sim/trace.h"
 #include "workload/activation_memory.h"
 #include "workload/layer_ops.h"
 
 namespace loom {
 namespace {
-
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
-
-struct Inputs {
-  ModelSpec model;
-  ClusterSpec cluster;
-};
-
-Inputs Load(const std::string& model, const std::string& cluster, int64_t nodes) {
-  Result<ModelSpec> m = LoadModelSpec(Shipped(model));
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  Result<ClusterSpec> c = LoadClusterSpec(Shipped(cluster), nodes);
-  EXPECT_TRUE(c.ok()) << c.status().message();
-  return {*m, *c};
-}
 
 Strategy Gpt3Interleaved() {
   Strategy s;
