@@ -106,6 +106,7 @@ StepGraph Builder::Build() {
   if (config_.layer_gathers > 0) step_.gathered_weights = g.AddPool("gathered weights");
   step_.compute_category = g.Intern("compute");
   step_.tp_category = g.Intern("tp");
+  step_.tp_hidden_category = g.Intern("tp overlapped");
   step_.pp_category = g.Intern("pp");
   step_.dp_category = g.Intern("dp");
   step_.optimizer_category = g.Intern("optimizer");
@@ -195,7 +196,8 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int6
   PassTasks pass;
   if (cost.tp_hidden > SimTime()) {
     pass.first = g.AddTask({.stream = step_.compute_stream[rank], .name = name, .category = step_.compute_category});
-    Task hidden{.stream = tp_stream_[rank], .duration = cost.tp_hidden, .name = name, .category = step_.tp_category,
+    Task hidden{.stream = tp_stream_[rank], .duration = cost.tp_hidden, .name = name,
+                .category = step_.tp_hidden_category,
                 .route = DuplexRoute(rank, config_.tp_fabric)};
     g.AddDependency(pass.first, g.AddTask(hidden));
   }

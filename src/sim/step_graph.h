@@ -108,6 +108,9 @@ struct StepGraph {
   NameId compute_category = kEmptyName, tp_category = kEmptyName, pp_category = kEmptyName,
          dp_category = kEmptyName, optimizer_category = kEmptyName, cp_category = kEmptyName,
          offload_category = kEmptyName;
+  // The share of a pass's tp collectives that --tp-comm-overlap runs beside its kernels: not time
+  // the compute stream spends, nor communication it waits for.
+  NameId tp_hidden_category = kEmptyName;
   // Every ring transfer and the attention block it runs beside: the time the transfer ends after
   // the block is ring communication the compute stream waits for.
   struct RingTransfer {

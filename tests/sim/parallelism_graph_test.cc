@@ -147,7 +147,7 @@ TEST(ParallelismGraph, HiddenTensorParallelCommRunsBesideTheKernels) {
   chunk.forward.tp_hidden = Ms(1.5);
   StepRun overlapped = BuildAndRun(1, chunk, OneStage());
   EXPECT_EQ(overlapped.timeline.makespan, Ms(3.5));
-  EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.tp_category));
+  EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.tp_hidden_category));
 }
 
 }  // namespace
