@@ -7,9 +7,7 @@
 #include "cost/compute_model.h"
 #include "cost/nccl_model.h"
 #include "cost/offload_model.h"
-#include "schedule/schedule.h"
 #include "sim/critical_path.h"
-#include "sim/pass_costs.h"
 #include "workload/model_states.h"
 
 namespace loom {
@@ -235,7 +233,7 @@ CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimel
     const double s = (timeline.end[critical.task] - timeline.start[critical.task]).ToSeconds();
     ++summary.tasks;
     if (t.category == step.compute_category) summary.compute_s += s;
-    if (t.category == step.tp_category) summary.tp_comm_s += s;
+    if (t.category == step.tp_category || t.category == step.tp_hidden_category) summary.tp_comm_s += s;
     if (t.category == step.cp_category) summary.cp_comm_s += s;
     if (t.category == step.pp_category) summary.pp_comm_s += s;
     if (t.category == step.dp_category) summary.dp_comm_s += s;
@@ -246,8 +244,8 @@ CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimel
 
 }  // namespace
 
-Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
-                                              const Strategy& strategy, const SimulationOptions& options) {
+Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
+                                         const SimulationOptions& options) {
   LOOM_RETURN_IF_ERROR(ValidateStrategy(strategy, model, cluster));
   const PipelineKind kind = *kPipelineKindNames.Parse(kScheduleNames.Name(strategy.schedule));
   const int32_t chunks = static_cast<int32_t>(strategy.vpp);
@@ -263,28 +261,44 @@ Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const Clus
   Result<StageStates> states = StatesPerStage(model, strategy);
   if (!states.ok()) return states.status();
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
-  StepGraphConfig config =
-      DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements);
-  config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
-  config.p2p_time = comm.PointToPoint(P2pBytes(model, strategy), placements.pp_across_nodes);
-  config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
-  LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, *states, config));
-  if (options.share_bandwidth) SetFabrics(strategy, placements, config);
+  PreparedStep step;
+  step.config = DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements);
+  step.config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
+  step.config.p2p_time = comm.PointToPoint(P2pBytes(model, strategy), placements.pp_across_nodes);
+  step.config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
+  LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, *states, step.config));
+  if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);
+  for (const RankModelStates& s : states->per_stage) step.model_state_bytes.push_back(s.gpu.Total());
+  step.strategy = strategy;
+  step.schedule = std::move(schedule).value();
+  step.costs = std::move(costs).value();
+  return step;
+}
+
+Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const ClusterSpec& cluster,
+                                              const PreparedStep& step) {
   SimulationResult result;
-  result.step = BuildStepGraph(*schedule, *costs, config);
+  result.step = BuildStepGraph(step.schedule, step.costs, step.config);
   Result<StepTimeline> timeline = Simulate(result.step.graph);
   if (!timeline.ok()) return timeline.status();
   result.timeline = std::move(timeline).value();
   std::vector<MemoryBaseline> baselines;
   for (int32_t rank = 0; rank < result.step.graph.num_ranks(); ++rank) {
-    baselines.push_back({rank, result.step.model_states, states->per_stage[rank % result.step.stages].gpu.Total()});
+    baselines.push_back({rank, result.step.model_states, step.model_state_bytes[rank % result.step.stages]});
   }
   Result<MemoryReport> memory = TrackMemory(result.step.graph, result.timeline, baselines);
   if (!memory.ok()) return memory.status();
   result.memory = std::move(memory).value();
-  Summarize(model, cluster, strategy, *costs, result);
+  Summarize(model, cluster, step.strategy, step.costs, result);
   result.critical_path = SummarizeCriticalPath(result.step, result.timeline);
   return result;
+}
+
+Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
+                                              const Strategy& strategy, const SimulationOptions& options) {
+  Result<PreparedStep> step = PrepareTrainingStep(model, cluster, strategy, options);
+  if (!step.ok()) return step.status();
+  return SimulatePreparedStep(model, cluster, *step);
 }
 
 }  // namespace loom

@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "core/status.h"
+#include "schedule/schedule.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
+#include "sim/pass_costs.h"
 #include "sim/step_graph.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
@@ -77,8 +79,29 @@ struct SimulationResult {
   MemoryReport memory;
 };
 
-// Simulates one training step of |model| on |cluster| under |strategy|, with the datasheet cost
+// Everything one step's simulation is built from, computed before any event runs: the pipeline
+// order, what each model chunk costs per micro-batch, the model states each stage keeps on its
+// GPU, and the data-parallel, offload and fabric settings of the step graph. The planner bounds a
+// strategy from it (step_bounds.h) before paying for the simulation.
+struct PreparedStep {
+  Strategy strategy;
+  PipelineSchedule schedule;
+  std::vector<ChunkCost> costs;             // one per virtual stage, in model order
+  std::vector<int64_t> model_state_bytes;   // per stage: weights, gradients, optimizer on the GPU
+  StepGraphConfig config;
+};
+
+// Prepares one training step of |model| on |cluster| under |strategy|, with the datasheet cost
 // models. Errors: every violated strategy rule (ValidateStrategy), and those of the workload.
+Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
+                                         const SimulationOptions& options = {});
+
+// Runs |step| through the event engine and reads the result off its timeline.
+// REQUIRES: |step| was prepared for |model| and |cluster|.
+Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const ClusterSpec& cluster,
+                                              const PreparedStep& step);
+
+// PrepareTrainingStep, then SimulatePreparedStep.
 Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
                                               const Strategy& strategy, const SimulationOptions& options = {});
 
