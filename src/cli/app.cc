@@ -20,6 +20,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   AddDescribeCommand(app, runner);
   AddSimulateCommand(app, runner);
   AddFitCommand(app, runner);
+  AddPlanCommand(app, runner);
 
   try {
     app.parse(argc, argv);
@@ -29,7 +30,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     app.exit(e, out, err);
     return kExitUsage;
   }
-  Status status = runner(out);
+  Status status = runner(out, err);
   if (!status.ok()) {
     err << "loom: error: " << status.message() << "\n";
     return kExitBadInput;

@@ -10,8 +10,9 @@
 
 namespace loom {
 
-// What a subcommand runs once the command line has parsed: writes its result to |out|.
-using CommandRunner = std::function<Status(std::ostream& out)>;
+// What a subcommand runs once the command line has parsed: writes its result to |out| and progress
+// on long work to |err|.
+using CommandRunner = std::function<Status(std::ostream& out, std::ostream& err)>;
 
 // Registers "describe" on |app|; |runner| is set to run it when it is the chosen subcommand.
 void AddDescribeCommand(CLI::App& app, CommandRunner& runner);
@@ -21,6 +22,9 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner);
 
 // Registers "fit".
 void AddFitCommand(CLI::App& app, CommandRunner& runner);
+
+// Registers "plan".
+void AddPlanCommand(CLI::App& app, CommandRunner& runner);
 
 }  // namespace loom
 

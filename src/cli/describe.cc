@@ -209,7 +209,7 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
       "  loom describe --model models/deepseek-v3.json --cluster hardware/clusters/dgx-h100.json --seq 4096\n"
       "  loom describe --model path/to/hf/config.json --json");
   cmd->callback([options, &runner] {
-    runner = [options](std::ostream& out) -> Status {
+    runner = [options](std::ostream& out, std::ostream&) -> Status {
       Result<DescribeReport> report = BuildReport(*options);
       if (!report.ok()) return report.status();
       if (options->json) {

@@ -408,7 +408,7 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
       "  loom fit all_reduce_perf.log all_gather_perf.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
       "  loom fit profile.json --gpu hardware/gpus/a100-sxm4-80gb.json --output a100-calibrated.json --json");
   cmd->callback([options, &runner] {
-    runner = [options](std::ostream& out) -> Status {
+    runner = [options](std::ostream& out, std::ostream&) -> Status {
       return options->gpu_path.empty() ? RunClusterFit(*options, out) : RunGpuFit(*options, out);
     };
   });

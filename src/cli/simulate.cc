@@ -219,7 +219,7 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       "      --tp 8 --pp 16 --dp 8 --vpp 2 --schedule interleaved --sp --micro-batch 1 --global-batch 1536\n"
       "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json");
   cmd->callback([options, &runner] {
-    runner = [options](std::ostream& out) { return Run(*options, out); };
+    runner = [options](std::ostream& out, std::ostream&) { return Run(*options, out); };
   });
 }
 

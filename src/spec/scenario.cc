@@ -79,4 +79,35 @@ Result<Scenario> LoadScenario(const std::string& path) {
   return scenario;
 }
 
+nlohmann::ordered_json StrategyJson(const Strategy& s) {
+  return {{"tp", s.tp},
+          {"pp", s.pp},
+          {"dp", s.dp},
+          {"cp", s.cp},
+          {"ep", s.ep},
+          {"etp", s.etp},
+          {"sp", s.sp},
+          {"vpp", s.vpp},
+          {"micro_batch", s.micro_batch},
+          {"global_batch", s.global_batch},
+          {"seq_len", s.seq_len},
+          {"schedule", kScheduleNames.Name(s.schedule)},
+          {"recompute", kRecomputeNames.Name(s.recompute)},
+          {"recompute_layers", s.recompute_layers},
+          {"zero_stage", s.zero_stage},
+          {"dtype", kDtypeNames.Name(s.dtype)},
+          {"optimizer", kOptimizerNames.Name(s.optimizer)},
+          {"offload", kOffloadNames.Name(s.offload)},
+          {"allow_cross_node_tp", s.allow_cross_node_tp},
+          {"cp_comm", kCpCommNames.Name(s.cp_comm)},
+          {"first_stage_layers", s.first_stage_layers},
+          {"last_stage_layers", s.last_stage_layers},
+          {"moe_capacity_factor", s.moe_capacity_factor},
+          {"moe_imbalance", s.moe_imbalance},
+          {"overlap_grad_reduce", s.overlap_grad_reduce},
+          {"overlap_param_gather", s.overlap_param_gather},
+          {"tp_comm_overlap", s.tp_comm_overlap},
+          {"grad_reduce_in_bf16", s.grad_reduce_in_bf16}};
+}
+
 }  // namespace loom

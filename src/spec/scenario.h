@@ -29,6 +29,10 @@ struct Scenario {
 
 Result<Scenario> LoadScenario(const std::string& path);
 
+// |strategy| under the scenario file's strategy keys, every key written (LoadScenario reads it
+// back to the same strategy).
+nlohmann::ordered_json StrategyJson(const Strategy& strategy);
+
 }  // namespace loom
 
 #endif  // LOOM_SPEC_SCENARIO_H_

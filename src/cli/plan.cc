@@ -1,0 +1,239 @@
+// `loom plan`: search the strategy space, simulate the survivors, rank them and emit the winner
+// as launch arguments.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/format.h"
+#include "cli/plan_output.h"
+#include "plan/explain.h"
+#include "plan/deepspeed_config.h"
+#include "plan/megatron_args.h"
+#include "plan/planner.h"
+#include "spec/cluster.h"
+#include "spec/model.h"
+
+namespace loom {
+namespace {
+
+struct PlanCommandOptions {
+  std::string model_path, cluster_path;
+  int64_t gpus = 0, global_batch = 0, seq_len = 0;
+  std::string dtype = "bf16", optimizer = "adam", objective = "time";
+  std::vector<std::string> fix;
+  int64_t top = 10;
+  int32_t threads = 0;
+  std::string explain;
+  std::string emit;
+  int64_t pick = 1;
+  std::string attention = "fused";
+  bool dropout = false;
+  bool exhaustive = false;
+  bool json = false;
+};
+
+std::string Joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+// The cluster with enough nodes for |gpus|.
+Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus) {
+  Result<ClusterSpec> probe = LoadClusterSpec(path, std::nullopt);
+  if (!probe.ok()) return probe.status();
+  const int64_t per_node = probe->gpus_per_node;
+  if (gpus > per_node && gpus % per_node != 0) {
+    return Status::InvalidArgument("--gpus " + std::to_string(gpus) + ": not a whole number of " + path + "'s nodes (" +
+                                   std::to_string(per_node) + " GPUs each); use " +
+                                   std::to_string(gpus / per_node * per_node) + " or " +
+                                   std::to_string((gpus / per_node + 1) * per_node));
+  }
+  return LoadClusterSpec(path, std::max<int64_t>(1, gpus / per_node));
+}
+
+// Progress on stderr when it is a terminal and the search has run for over a second.
+std::function<void(const PlanProgress&)> TerminalProgress(std::ostream& err) {
+  if (&err != &std::cerr || isatty(STDERR_FILENO) == 0) return nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  return [start, &err](const PlanProgress& p) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed < 1.0 || p.total == 0) return;
+    const double rate = static_cast<double>(p.done) / elapsed;
+    const double eta = rate > 0 ? static_cast<double>(p.total - p.done) / rate : 0;
+    char line[160];
+    std::snprintf(line, sizeof line, "\r%s: %lld / %lld strategies, %.0f/s, ETA %.0f s   ", p.phase,
+                  static_cast<long long>(p.done), static_cast<long long>(p.total), rate, eta);
+    err << line << (p.done == p.total ? "\n" : "") << std::flush;
+  };
+}
+
+// What --emit can express: the strategy's launch settings, or why there are none.
+Status Expressible(const std::string& emit, const ModelSpec& model, const Strategy& s) {
+  if (emit == "megatron") {
+    Result<std::vector<std::string>> args = MegatronArguments(model, s);
+    return args.ok() ? Status::Ok() : args.status();
+  }
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, s);
+  return plan.ok() ? Status::Ok() : plan.status();
+}
+
+// The launch settings of plan |rank| (1-based).
+Result<EmitResult> Emit(const std::string& emit, const ModelSpec& model, const PlanReport& report, int64_t rank) {
+  if (rank > static_cast<int64_t>(report.ranked.size())) {
+    return Status::InvalidArgument("--pick " + std::to_string(rank) + ": only " + std::to_string(report.ranked.size()) +
+                                   " plans are ranked; raise --top");
+  }
+  const Strategy& s = report.ranked[rank - 1].strategy;
+  EmitResult emitted;
+  emitted.rank = rank;
+  if (emit == "megatron") {
+    Result<std::vector<std::string>> args = MegatronArguments(model, s);
+    if (!args.ok()) return args.status();
+    emitted.text = FormatMegatronCommand(*args);
+    emitted.json = {{"format", "megatron"}, {"rank", rank}, {"arguments", *args}};
+    return emitted;
+  }
+  Result<DeepSpeedPlan> ds = DeepSpeedConfig(model, s);
+  if (!ds.ok()) return ds.status();
+  std::string args;
+  for (const std::string& a : ds->launcher_args) args += (a.rfind("--", 0) == 0 && !args.empty() ? " \\\n    " : " ") + a;
+  emitted.text = "ds_config.json:\n" + ds->config.dump(2) + "\n\nMegatron-DeepSpeed pretrain_gpt.py arguments:\n   " +
+                 args + "\n";
+  emitted.notes = ds->notes;
+  emitted.json = {{"format", "deepspeed"}, {"rank", rank}, {"config", ds->config},
+                  {"launcher_args", ds->launcher_args}};
+  return emitted;
+}
+
+Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
+  Result<ModelSpec> model = LoadModelSpec(o.model_path);
+  if (!model.ok()) return model.status();
+  Result<ClusterSpec> cluster = ClusterFor(o.cluster_path, o.gpus);
+  if (!cluster.ok()) return cluster.status();
+  SearchRequest request;
+  request.gpus = o.gpus;
+  request.global_batch = o.global_batch;
+  request.seq_len = o.seq_len;
+  request.dtype = *kDtypeNames.Parse(o.dtype);
+  request.optimizer = *kOptimizerNames.Parse(o.optimizer);
+  Result<Constraints> fixed = ParseConstraints(Joined(o.fix), "--fix");
+  if (!fixed.ok()) return fixed.status();
+  request.fixed = *fixed;
+  PlanOptions options;
+  options.top_k = o.top;
+  options.objective = *kObjectiveNames.Parse(o.objective);
+  request.smaller_gpu_counts = options.objective == Objective::kCost;
+  options.threads = o.threads;
+  options.prune = !o.exhaustive;
+  options.simulation.kernels.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  options.simulation.kernels.dropout = o.dropout;
+  options.progress = TerminalProgress(err);
+  if (!o.emit.empty()) {
+    // Rank only what the launch settings can express, so that the winner is emitted.
+    options.admit = [emit = o.emit, &model = *model](const Strategy& s) { return Expressible(emit, model, s); };
+    options.admit_rule = "--emit " + o.emit;
+  }
+  const PlanHeader header{*model, *cluster, request, options};
+  if (!o.explain.empty()) {
+    Result<Explanation> explanation = Explain(*model, *cluster, request, options, o.explain);
+    if (!explanation.ok()) return explanation.status();
+    if (o.json) {
+      out << ExplanationJson(header, *explanation).dump(2) << "\n";
+    } else {
+      PrintExplanation(header, *explanation, out);
+    }
+    return Status::Ok();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Result<PlanReport> report = Plan(*model, *cluster, request, options);
+  if (!report.ok()) return report.status();
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::optional<EmitResult> emitted;
+  if (!o.emit.empty() && !report->ranked.empty()) {
+    Result<EmitResult> e = Emit(o.emit, *model, *report, o.pick);
+    if (!e.ok()) return e.status();
+    emitted = std::move(e).value();
+  }
+  if (o.json) {
+    out << PlanJson(header, *report, wall_s, emitted).dump(2) << "\n";
+  } else {
+    PrintPlan(header, *report, wall_s, out);
+    if (emitted) PrintEmitted(*emitted, out);
+  }
+  if (report->ranked.empty()) {
+    return Status::InvalidArgument("no strategy fits in memory; the table above says why. Try more GPUs, a smaller "
+                                   "--global-batch or --seq, or --fix recompute=full");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
+  auto o = std::make_shared<PlanCommandOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "plan",
+      "Search the parallelisation strategies of a model on a cluster, simulate them and rank them.\n"
+      "Every factorisation of --gpus into tp * cp * pp * dp (ep inside dp * cp) is tried with each micro-batch\n"
+      "size, schedule, recomputation, ZeRO stage, offload and overlap setting; strategy rules and a memory bound\n"
+      "prune them, the rest are simulated best-first until none can beat the --top-th plan.");
+  cmd->add_option("--model", o->model_path, "Model file: a Hugging Face config.json (see models/)")->required();
+  cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)")->required();
+  cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--global-batch", o->global_batch, "Sequences per step")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", o->seq_len, "Sequence length in tokens")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", o->dtype, "Training dtype")->check(CLI::IsMember(kDtypeNames.Names()))->capture_default_str();
+  cmd->add_option("--optimizer", o->optimizer, "Optimizer")
+      ->check(CLI::IsMember(kOptimizerNames.Names()))
+      ->capture_default_str();
+  cmd->add_option("--fix", o->fix,
+                  "Pin settings, key=value[,key=value] (keys: tp pp dp cp ep etp vpp micro_batch schedule recompute "
+                  "recompute_layers zero_stage sp offload cp_comm overlap_grad_reduce overlap_param_gather "
+                  "tp_comm_overlap first_stage_layers last_stage_layers)");
+  cmd->add_option("--top", o->top, "Plans to rank and show")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--objective", o->objective,
+                  "time: step time; cost: GPU-hours per token, also trying fewer GPUs; memory-headroom: the lowest "
+                  "peak memory, then time")
+      ->check(CLI::IsMember(kObjectiveNames.Names()))
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Simulation threads (0: every core)")->capture_default_str();
+  cmd->add_option("--explain", o->explain,
+                  "Show where one strategy (key=value list, as --fix; unset keys take loom simulate's defaults) "
+                  "lands among the plans and what dominates its step");
+  cmd->add_option("--emit", o->emit,
+                  "Rank only plans that Megatron-LM (megatron: pretrain_gpt.py arguments) or DeepSpeed (deepspeed: "
+                  "ds_config.json and Megatron-DeepSpeed arguments) can run, and print the launch settings of one")
+      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+  cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--attention", o->attention, "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's)")
+      ->check(CLI::IsMember({"fused", "unfused"}))
+      ->capture_default_str();
+  cmd->add_flag("--dropout", o->dropout, "Apply dropout and keep its masks");
+  cmd->add_flag("--exhaustive", o->exhaustive,
+                "Simulate every valid strategy, without the memory and time bounds (slow; for checking them)");
+  cmd->add_flag("--json", o->json, "Print one JSON object (schema loom.plan/1; loom.explain/1 with --explain)");
+  cmd->footer(
+      "Examples:\n"
+      "  loom plan --model models/llama3-70b.json --cluster hardware/clusters/dgx-h100.json \\\n"
+      "      --gpus 512 --global-batch 1024 --seq 8192\n"
+      "  loom plan ... --fix tp=8,schedule=interleaved --top 20 --emit megatron\n"
+      "  loom plan ... --explain tp=8,pp=4,dp=16,micro_batch=1,recompute=selective,sp=true");
+  cmd->callback([o, &runner] {
+    runner = [o](std::ostream& out, std::ostream& err) { return Run(*o, out, err); };
+  });
+}
+
+}  // namespace loom

@@ -1,0 +1,234 @@
+#include "cli/plan_output.h"
+
+#include <cstdio>
+#include <iomanip>
+
+#include "cli/format.h"
+#include "plan/search_space.h"
+#include "spec/scenario.h"
+
+namespace loom {
+namespace {
+
+std::string Percent(double fraction) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.1f%%", fraction * 100);
+  return text;
+}
+
+std::string Fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+std::string Gib(int64_t bytes) { return Fixed(static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), 1); }
+
+// "1.23 M": tokens per second with an SI suffix.
+std::string Rate(double per_s) { return HumanCount(per_s); }
+
+std::string OnOff(bool on) { return on ? "on" : "off"; }
+
+// "on" when every switch the strategy can use is on, "off" when none is, else which are.
+std::string Overlap(const Strategy& s) {
+  std::string out;
+  if (s.overlap_grad_reduce) out += "g";
+  if (s.overlap_param_gather) out += "p";
+  if (s.tp_comm_overlap) out += "t";
+  return out.empty() ? "off" : out;
+}
+
+std::string Recomputation(const Strategy& s) {
+  std::string name(kRecomputeNames.Name(s.recompute));
+  if (s.recompute == Recompute::kFull && s.recompute_layers > 0) name += "/" + std::to_string(s.recompute_layers);
+  return name;
+}
+
+std::string Zero(const Strategy& s) {
+  std::string out = std::to_string(s.zero_stage);
+  if (s.offload == Offload::kOptimizer) out += "+off";
+  if (s.offload == Offload::kOptimizerAndParams) out += "+offp";
+  return out;
+}
+
+std::string ContextParallel(const Strategy& s) {
+  if (s.cp == 1) return "1";
+  return std::to_string(s.cp) + (s.cp_comm == CpComm::kP2p ? "r" : "g");
+}
+
+std::string Schedule(const Strategy& s) {
+  std::string name(kScheduleNames.Name(s.schedule));
+  if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
+    name += " " + std::to_string(s.first_stage_layers) + "/" + std::to_string(s.last_stage_layers);
+  }
+  return name;
+}
+
+void PrintHeader(const PlanHeader& h, std::ostream& out) {
+  const SearchRequest& r = h.request;
+  out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << h.cluster.gpu.name << " (" << h.cluster.name
+      << "), global batch " << r.global_batch << " x " << r.seq_len << " tokens, " << kDtypeNames.Name(r.dtype)
+      << ", " << kOptimizerNames.Name(r.optimizer) << ", objective " << kObjectiveNames.Name(h.options.objective)
+      << "\n";
+}
+
+void PrintTable(const std::vector<RankedPlan>& plans, Objective objective, std::ostream& out) {
+  out << std::right << std::setw(4) << "rank" << std::setw(4) << "tp" << std::setw(4) << "pp" << std::setw(6) << "dp"
+      << std::setw(5) << "cp" << std::setw(4) << "ep" << std::setw(4) << "vpp" << std::setw(4) << "mbs" << "  "
+      << std::left << std::setw(17) << "schedule" << std::setw(13) << "recompute" << std::setw(7) << "zero"
+      << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right << std::setw(9) << "step s" << std::setw(10)
+      << "tokens/s" << std::setw(7) << "MFU" << std::setw(14) << "memory GiB" << std::setw(8) << "bubble"
+      << std::setw(8) << "exp.comm";
+  if (objective == Objective::kCost) out << std::setw(12) << "GPU-h/Mtok";
+  out << "\n";
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const RankedPlan& p = plans[i];
+    const Strategy& s = p.strategy;
+    out << std::right << std::setw(4) << i + 1 << std::setw(4) << s.tp << std::setw(4) << s.pp << std::setw(6) << s.dp
+        << std::setw(5) << ContextParallel(s) << std::setw(4) << s.ep << std::setw(4) << s.vpp << std::setw(4)
+        << s.micro_batch << "  " << std::left << std::setw(17) << Schedule(s) << std::setw(13) << Recomputation(s)
+        << std::setw(7) << Zero(s) << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right
+        << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << Rate(p.tokens_per_s) << std::setw(7)
+        << Percent(p.mfu) << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
+        << std::setw(8) << Percent(p.bubble_fraction) << std::setw(8) << Percent(p.exposed_comm_fraction);
+    if (objective == Objective::kCost) out << std::setw(12) << Fixed(p.score * 1e6 / 3600, 3);
+    out << "\n";
+  }
+}
+
+nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank) {
+  nlohmann::ordered_json j;
+  j["rank"] = rank;
+  j["fix"] = ConstraintText(p.strategy);
+  j["strategy"] = StrategyJson(p.strategy);
+  j["score"] = p.score;
+  j["step_time_s"] = p.step_time_s;
+  j["tokens_per_s"] = p.tokens_per_s;
+  j["mfu"] = p.mfu;
+  j["peak_memory_bytes"] = p.peak_memory_bytes;
+  j["memory_limit_bytes"] = p.memory_limit_bytes;
+  j["bubble_fraction"] = p.bubble_fraction;
+  j["exposed_comm_fraction"] = p.exposed_comm_fraction;
+  j["breakdown"] = {{"compute_s", p.breakdown.compute_s},
+                    {"exposed_comm_s", p.breakdown.exposed_comm_s},
+                    {"bubble_s", p.breakdown.bubble_s},
+                    {"optimizer_s", p.breakdown.optimizer_s}};
+  return j;
+}
+
+nlohmann::ordered_json RequestJson(const PlanHeader& h) {
+  const SearchRequest& r = h.request;
+  return {{"model", h.model.file},
+          {"cluster", h.cluster.file},
+          {"gpus", r.gpus},
+          {"global_batch", r.global_batch},
+          {"seq_len", r.seq_len},
+          {"dtype", kDtypeNames.Name(r.dtype)},
+          {"optimizer", kOptimizerNames.Name(r.optimizer)},
+          {"objective", kObjectiveNames.Name(h.options.objective)},
+          {"top", h.options.top_k}};
+}
+
+nlohmann::ordered_json SearchJson(const PlanReport& report) {
+  nlohmann::ordered_json rejections = nlohmann::ordered_json::array();
+  for (const Rejection& r : report.rejections) {
+    rejections.push_back({{"rule", r.rule}, {"count", r.count}, {"example", r.example}});
+  }
+  return {{"enumerated", report.enumerated},
+          {"rejected_by_rules", report.rejected_by_rules},
+          {"rejected_by_memory_bound", report.rejected_by_memory_bound},
+          {"skipped_by_bound", report.skipped_by_bound},
+          {"simulated", report.simulated},
+          {"rejected_by_simulation", report.rejected_by_simulation},
+          {"rejections", rejections}};
+}
+
+}  // namespace
+
+void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s, std::ostream& out) {
+  PrintHeader(header, out);
+  out << "searched " << GroupedDigits(report.enumerated) << " strategies in " << Fixed(wall_s, 2)
+      << " s: " << GroupedDigits(report.rejected_by_rules) << " break a rule, "
+      << GroupedDigits(report.rejected_by_memory_bound) << " cannot fit (memory bound), "
+      << GroupedDigits(report.skipped_by_bound) << " cannot beat the top " << header.options.top_k
+      << " (time bound, not simulated), " << GroupedDigits(report.simulated) << " simulated ("
+      << GroupedDigits(report.rejected_by_simulation) << " did not fit)\n\n";
+  PrintTable(report.ranked, header.options.objective, out);
+  out << "\ncolumns: cp 4r = ring attention, 4g = all-gather; zero +off = optimizer offload, +offp = also "
+         "parameters; ovl g/p/t = overlap grad reduce / param gather / tp comm; schedule a/b = layers on the first/"
+         "last stage. Paste a plan into --explain with `--json` (its \"fix\").\n";
+  if (!report.rejections.empty()) {
+    out << "\nrejected, by rule (one example each):\n";
+    for (const Rejection& r : report.rejections) {
+      out << "  " << std::left << std::setw(22) << r.rule << std::right << std::setw(10) << GroupedDigits(r.count)
+          << "  " << r.example << "\n";
+    }
+  }
+}
+
+void PrintEmitted(const EmitResult& emitted, std::ostream& out) {
+  out << "\nlaunch settings of plan " << emitted.rank << ":\n" << emitted.text;
+  for (const std::string& note : emitted.notes) out << "note: " << note << "\n";
+}
+
+void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostream& out) {
+  PrintHeader(header, out);
+  const RankedPlan& p = e.plan;
+  const StepBreakdown& b = p.breakdown;
+  out << "strategy: " << ConstraintText(p.strategy) << "\n";
+  out << "step " << Fixed(p.step_time_s, 3) << " s, " << Rate(p.tokens_per_s) << " tokens/s, MFU " << Percent(p.mfu)
+      << ", peak memory " << Gib(p.peak_memory_bytes) << " of " << Gib(p.memory_limit_bytes) << " GiB usable"
+      << (e.fits ? "" : ": DOES NOT FIT") << "\n";
+  const double step = p.step_time_s > 0 ? p.step_time_s : 1;
+  out << "the step: compute " << Fixed(b.compute_s, 3) << " s (" << Percent(b.compute_s / step) << "), bubble "
+      << Fixed(b.bubble_s, 3) << " s (" << Percent(b.bubble_s / step) << "), exposed communication "
+      << Fixed(b.exposed_comm_s, 3) << " s (" << Percent(b.exposed_comm_s / step) << "), optimizer "
+      << Fixed(b.optimizer_s, 3) << " s (" << Percent(b.optimizer_s / step) << "); dominated by " << e.dominant << "\n";
+  if (e.fits) {
+    out << "rank " << e.better_plans + 1 << ": " << e.better_plans << " plans of the search space do better";
+    if (e.better_plans == 0) out << " (it is the best plan)";
+    out << "\n";
+  }
+  if (e.best.has_value() && e.best->score < p.score) {
+    const RankedPlan& best = *e.best;
+    out << "best plan: " << ConstraintText(best.strategy) << "\n  step " << Fixed(best.step_time_s, 3) << " s ("
+        << Percent(best.step_time_s / step - 1) << "), MFU " << Percent(best.mfu) << ", peak "
+        << Gib(best.peak_memory_bytes) << " GiB; against this strategy: compute "
+        << Fixed(best.breakdown.compute_s - b.compute_s, 3) << " s, bubble "
+        << Fixed(best.breakdown.bubble_s - b.bubble_s, 3) << " s, exposed communication "
+        << Fixed(best.breakdown.exposed_comm_s - b.exposed_comm_s, 3) << " s, optimizer "
+        << Fixed(best.breakdown.optimizer_s - b.optimizer_s, 3) << " s\n";
+  }
+}
+
+nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& report, double wall_s,
+                                const std::optional<EmitResult>& emitted) {
+  nlohmann::ordered_json j;
+  j["schema"] = "loom.plan/1";
+  j["request"] = RequestJson(header);
+  j["search"] = SearchJson(report);
+  j["search"]["wall_s"] = wall_s;
+  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < report.ranked.size(); ++i) plans.push_back(PlanEntry(report.ranked[i], static_cast<int64_t>(i) + 1));
+  j["plans"] = plans;
+  if (emitted.has_value()) {
+    j["emit"] = emitted->json;
+    j["emit"]["notes"] = emitted->notes;
+  }
+  return j;
+}
+
+nlohmann::ordered_json ExplanationJson(const PlanHeader& header, const Explanation& e) {
+  nlohmann::ordered_json j;
+  j["schema"] = "loom.explain/1";
+  j["request"] = RequestJson(header);
+  j["strategy"] = PlanEntry(e.plan, e.fits ? e.better_plans + 1 : 0);
+  j["fits"] = e.fits;
+  j["dominant"] = e.dominant;
+  j["better_plans"] = e.better_plans;
+  if (e.best.has_value()) j["best"] = PlanEntry(*e.best, 1);
+  j["search"] = SearchJson(e.search);
+  return j;
+}
+
+}  // namespace loom

@@ -1,0 +1,45 @@
+#ifndef LOOM_CLI_PLAN_OUTPUT_H_
+#define LOOM_CLI_PLAN_OUTPUT_H_
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/explain.h"
+#include "plan/planner.h"
+
+namespace loom {
+
+// What a plan's output restates about the question.
+struct PlanHeader {
+  const ModelSpec& model;
+  const ClusterSpec& cluster;
+  const SearchRequest& request;
+  const PlanOptions& options;
+};
+
+// A plan turned into launch settings (--emit).
+struct EmitResult {
+  int64_t rank = 0;
+  std::string text;  // what to copy
+  nlohmann::ordered_json json;
+  std::vector<std::string> notes;  // what the settings leave out
+};
+
+// The search summary, the ranked table and the rejections by rule.
+void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s, std::ostream& out);
+void PrintEmitted(const EmitResult& emitted, std::ostream& out);
+void PrintExplanation(const PlanHeader& header, const Explanation& explanation, std::ostream& out);
+
+// Schema "loom.plan/1" (documented in README.md, "loom plan --json").
+nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& report, double wall_s,
+                                const std::optional<EmitResult>& emitted);
+// Schema "loom.explain/1".
+nlohmann::ordered_json ExplanationJson(const PlanHeader& header, const Explanation& explanation);
+
+}  // namespace loom
+
+#endif  // LOOM_CLI_PLAN_OUTPUT_H_

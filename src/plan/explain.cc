@@ -1,0 +1,70 @@
+#include "plan/explain.h"
+
+#include <utility>
+#include <vector>
+
+namespace loom {
+namespace {
+
+std::string Dominant(const StepBreakdown& b) {
+  const std::pair<const char*, double> terms[] = {{"compute", b.compute_s},
+                                                  {"pipeline bubble", b.bubble_s},
+                                                  {"exposed communication", b.exposed_comm_s},
+                                                  {"optimizer step", b.optimizer_s}};
+  const auto* top = &terms[0];
+  for (const auto& term : terms) {
+    if (term.second > top->second) top = &term;
+  }
+  return top->first;
+}
+
+}  // namespace
+
+Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
+                            const PlanOptions& options, std::string_view text) {
+  Result<Constraints> given = ParseConstraints(text, "--explain");
+  if (!given.ok()) return given.status();
+  Strategy s;
+  s.global_batch = request.global_batch;
+  s.seq_len = request.seq_len;
+  s.dtype = request.dtype;
+  s.optimizer = request.optimizer;
+  ApplyConstraints(*given, s);
+  if (!given->dp.has_value() && s.tp * s.pp * s.cp > 0) s.dp = std::max<int64_t>(1, request.gpus / (s.tp * s.pp * s.cp));
+  if (s.WorldSize() != request.gpus) {
+    return Status::InvalidArgument("--explain " + std::string(text) + ": tp * pp * dp * cp = " +
+                                   std::to_string(s.WorldSize()) + ", not --gpus " + std::to_string(request.gpus) +
+                                   "; give a dp that fills the GPUs or leave dp out");
+  }
+  s.allow_cross_node_tp = s.tp > cluster.gpus_per_node;
+  Result<SimulationResult> result = SimulateTrainingStep(model, cluster, s, options.simulation);
+  if (!result.ok()) return result.status();
+  Explanation e;
+  e.plan.index = -1;
+  e.plan.strategy = s;
+  e.plan.score = PlanScore(options.objective, s, *result);
+  e.plan.step_time_s = result->step_time_s;
+  e.plan.tokens_per_s = result->tokens_per_s;
+  e.plan.mfu = result->mfu;
+  e.plan.bubble_fraction = result->bubble_fraction;
+  e.plan.exposed_comm_fraction = result->step_time_s > 0 ? result->breakdown.exposed_comm_s / result->step_time_s : 0;
+  e.plan.peak_memory_bytes = result->peak_memory_bytes;
+  e.plan.memory_limit_bytes = result->memory_limit_bytes;
+  e.plan.breakdown = result->breakdown;
+  e.fits = result->fits_in_memory;
+  e.dominant = e.fits ? Dominant(result->breakdown) : "memory";
+  PlanOptions search = options;
+  if (e.fits) {
+    search.better_than = e.plan.score;
+  } else {
+    search.top_k = 1;
+  }
+  Result<PlanReport> report = Plan(model, cluster, request, search);
+  if (!report.ok()) return report.status();
+  e.search = std::move(report).value();
+  if (!e.search.ranked.empty()) e.best = e.search.ranked.front();
+  if (e.fits) e.better_plans = static_cast<int64_t>(e.search.ranked.size());
+  return e;
+}
+
+}  // namespace loom

@@ -1,0 +1,38 @@
+#ifndef LOOM_PLAN_EXPLAIN_H_
+#define LOOM_PLAN_EXPLAIN_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "plan/planner.h"
+
+namespace loom {
+
+// Where one strategy lands among the plans of its search space, and why.
+struct Explanation {
+  RankedPlan plan;  // its simulated numbers (index -1: it need not be in the space)
+  bool fits = false;
+  // Plans of the space that fit and score strictly better (its rank is this plus one). When it
+  // does not fit, the space's best plan is searched instead and this is 0.
+  int64_t better_plans = 0;
+  std::optional<RankedPlan> best;  // the best plan of the space, when one fits
+  // What its step spends most on: "compute", "pipeline bubble", "exposed communication",
+  // "optimizer step", or "memory" when it does not fit.
+  std::string dominant;
+  PlanReport search;  // the search that counted the better plans
+};
+
+// Simulates the strategy |text| describes (ParseConstraints' key=value list; keys it leaves out
+// take loom simulate's defaults, dp fills the GPUs of |request|, and the batch, sequence, dtype and
+// optimizer are the request's) and searches |request|'s space for the plans that beat it.
+// Errors: those of ParseConstraints and EnumerateStrategies; InvalidArgument with every rule the
+// strategy breaks.
+Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
+                            const PlanOptions& options, std::string_view text);
+
+}  // namespace loom
+
+#endif  // LOOM_PLAN_EXPLAIN_H_

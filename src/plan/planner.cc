@@ -1,0 +1,270 @@
+#include "plan/planner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "sim/step_bounds.h"
+
+namespace loom {
+namespace {
+
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+// The rule a violation message comes from: its leading flag ("--tp 3: ..." -> "--tp"), or
+// "workload" for the builders' errors.
+std::string RuleOf(const std::string& message) {
+  if (message.rfind("--", 0) != 0) return "workload";
+  return message.substr(0, message.find_first_of(" :"));
+}
+
+struct Tally {
+  int64_t count = 0;
+  int64_t first_index = std::numeric_limits<int64_t>::max();
+  std::string example;
+};
+using Tallies = std::map<std::string, Tally>;
+
+void Count(Tallies& tallies, const std::string& rule, int64_t index, const std::string& message) {
+  Tally& t = tallies[rule];
+  ++t.count;
+  if (index < t.first_index) {
+    t.first_index = index;
+    t.example = message;
+  }
+}
+
+void Merge(const Tallies& from, Tallies& into) {
+  for (const auto& [rule, t] : from) {
+    Tally& to = into[rule];
+    to.count += t.count;
+    if (t.first_index < to.first_index) {
+      to.first_index = t.first_index;
+      to.example = t.example;
+    }
+  }
+}
+
+// Runs work(thread, i) for every i in [0, n) on |threads| threads, taking indices in order, until
+// work returns false; reports progress on the calling thread meanwhile.
+void ParallelFor(int64_t n, int32_t threads, const char* phase, const PlanOptions& options,
+                 const std::function<bool(int32_t, int64_t)>& work) {
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::condition_variable finished;
+  int32_t running = threads;
+  std::vector<std::thread> pool;
+  for (int32_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const int64_t i = next.fetch_add(1);
+        if (i >= n) break;
+        if (!work(t, i)) stop.store(true);
+        done.fetch_add(1, std::memory_order_relaxed);
+      }
+      std::lock_guard<std::mutex> lock(mutex);
+      --running;
+      finished.notify_one();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!finished.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; })) {
+      if (options.progress) options.progress({phase, done.load(), n});
+    }
+  }
+  for (std::thread& t : pool) t.join();
+  if (options.progress) options.progress({phase, done.load(), n});
+}
+
+// "tp=1,pp=1,...: needs at least 912.3 GiB of 77.6 GiB usable".
+std::string MemoryMessage(const Strategy& s, const char* verb, int64_t bytes, int64_t limit) {
+  const auto gib = [](int64_t b) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(b) / static_cast<double>(int64_t{1} << 30));
+    return std::string(text);
+  };
+  return ConstraintText(s) + ": " + verb + " " + gib(bytes) + " per GPU of " + gib(limit) + " usable";
+}
+
+// A strategy that passed the rules and the memory bound.
+struct Survivor {
+  int64_t index;
+  double bound;  // the lowest score it can reach
+};
+
+bool Better(const RankedPlan& a, const RankedPlan& b) {
+  if (a.score != b.score) return a.score < b.score;
+  if (a.step_time_s != b.step_time_s) return a.step_time_s < b.step_time_s;
+  return a.index < b.index;
+}
+
+RankedPlan Rank(int64_t index, const Strategy& s, const SimulationResult& r, Objective objective) {
+  RankedPlan p;
+  p.index = index;
+  p.strategy = s;
+  p.score = PlanScore(objective, s, r);
+  p.step_time_s = r.step_time_s;
+  p.tokens_per_s = r.tokens_per_s;
+  p.mfu = r.mfu;
+  p.bubble_fraction = r.bubble_fraction;
+  p.exposed_comm_fraction = r.step_time_s > 0 ? r.breakdown.exposed_comm_s / r.step_time_s : 0;
+  p.peak_memory_bytes = r.peak_memory_bytes;
+  p.memory_limit_bytes = r.memory_limit_bytes;
+  p.breakdown = r.breakdown;
+  return p;
+}
+
+// The plans found so far, best first, and the score a strategy must not exceed to enter them.
+class Leaderboard {
+ public:
+  Leaderboard(int64_t top_k, std::optional<double> better_than) : top_k_(top_k), better_than_(better_than) {
+    threshold_.store(better_than.value_or(kNever));
+  }
+
+  // The highest bound that may still enter.
+  double Threshold() const { return threshold_.load(std::memory_order_relaxed); }
+
+  void Offer(RankedPlan plan) {
+    if (better_than_.has_value() && plan.score >= *better_than_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    plans_.insert(std::upper_bound(plans_.begin(), plans_.end(), plan, Better), std::move(plan));
+    if (better_than_.has_value()) return;
+    if (static_cast<int64_t>(plans_.size()) > top_k_) plans_.pop_back();
+    if (static_cast<int64_t>(plans_.size()) == top_k_) threshold_.store(plans_.back().score);
+  }
+
+  std::vector<RankedPlan> Take() { return std::move(plans_); }
+
+ private:
+  const int64_t top_k_;
+  const std::optional<double> better_than_;
+  std::mutex mutex_;
+  std::vector<RankedPlan> plans_;
+  std::atomic<double> threshold_;
+};
+
+}  // namespace
+
+double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result) {
+  return PlanScoreBound(objective, strategy, result.step_time_s, result.peak_memory_bytes, result.memory_limit_bytes);
+}
+
+double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s, int64_t peak_bytes,
+                      int64_t limit_bytes) {
+  switch (objective) {
+    case Objective::kTime:
+      return step_time_s;
+    case Objective::kCost:
+      return step_time_s * static_cast<double>(strategy.WorldSize()) /
+             static_cast<double>(strategy.global_batch * strategy.seq_len);
+    case Objective::kMemoryHeadroom:
+      return static_cast<double>(peak_bytes) / static_cast<double>(limit_bytes);
+  }
+  return step_time_s;
+}
+
+Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
+                        const PlanOptions& options) {
+  Result<std::vector<Strategy>> space = EnumerateStrategies(model, cluster, request);
+  if (!space.ok()) return space.status();
+  const std::vector<Strategy>& strategies = *space;
+  const int64_t n = static_cast<int64_t>(strategies.size());
+  const int32_t threads = options.threads > 0 ? options.threads
+                                              : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+  const int64_t limit = cluster.gpu.memory_bytes - kReservedBytesPerGpu;
+  PlanReport report;
+  report.enumerated = n;
+
+  // Rules and bounds, every strategy.
+  std::vector<Tallies> tallies(static_cast<size_t>(threads));
+  std::vector<double> bound(static_cast<size_t>(n), kNever);
+  std::vector<uint8_t> memory_rejected(static_cast<size_t>(n), 0);
+  ParallelFor(n, threads, "bounding", options, [&](int32_t t, int64_t i) {
+    const Strategy& s = strategies[i];
+    const std::vector<std::string> violations = StrategyViolations(s, model, cluster);
+    if (!violations.empty()) {
+      Count(tallies[t], RuleOf(violations.front()), i, violations.front());
+      return true;
+    }
+    if (options.admit) {
+      if (Status admitted = options.admit(s); !admitted.ok()) {
+        Count(tallies[t], options.admit_rule, i, admitted.message());
+        return true;
+      }
+    }
+    Result<PreparedStep> step = PrepareTrainingStep(model, cluster, s, options.simulation);
+    if (!step.ok()) {
+      Count(tallies[t], RuleOf(step.status().message()), i, step.status().message());
+      return true;
+    }
+    const StepBounds b = BoundStep(*step);
+    if (options.prune && b.peak_memory_bytes > limit) {
+      memory_rejected[i] = 1;
+      Count(tallies[t], "memory", i, MemoryMessage(s, "needs at least", b.peak_memory_bytes, limit));
+      return true;
+    }
+    bound[i] = PlanScoreBound(options.objective, s, b.step_time.ToSeconds(), b.peak_memory_bytes, limit);
+    return true;
+  });
+  Tallies all;
+  for (const Tallies& t : tallies) Merge(t, all);
+  std::vector<Survivor> survivors;
+  for (int64_t i = 0; i < n; ++i) {
+    if (bound[i] < kNever) survivors.push_back({i, bound[i]});
+  }
+  report.rejected_by_memory_bound = std::count(memory_rejected.begin(), memory_rejected.end(), 1);
+  report.rejected_by_rules = n - report.rejected_by_memory_bound - static_cast<int64_t>(survivors.size());
+
+  // Simulation, best bound first, until no bound can enter the board.
+  std::sort(survivors.begin(), survivors.end(),
+            [](const Survivor& a, const Survivor& b) { return a.bound != b.bound ? a.bound < b.bound : a.index < b.index; });
+  Leaderboard board(std::max<int64_t>(1, options.top_k), options.better_than);
+  std::vector<Tallies> sim_tallies(static_cast<size_t>(threads));
+  std::atomic<int64_t> simulated{0}, did_not_fit{0};
+  const int64_t survivor_count = static_cast<int64_t>(survivors.size());
+  ParallelFor(survivor_count, threads, "simulating", options, [&](int32_t t, int64_t k) {
+    const Survivor& c = survivors[k];
+    if (options.prune && c.bound > board.Threshold()) return false;
+    if (options.better_than.has_value() && c.bound >= *options.better_than) return false;
+    const Strategy& s = strategies[c.index];
+    Result<SimulationResult> r = SimulateTrainingStep(model, cluster, s, options.simulation);
+    simulated.fetch_add(1);
+    if (!r.ok()) {
+      Count(sim_tallies[t], RuleOf(r.status().message()), c.index, r.status().message());
+      return true;
+    }
+    if (!r->fits_in_memory) {
+      did_not_fit.fetch_add(1);
+      Count(sim_tallies[t], "memory", c.index, MemoryMessage(s, "peaks at", r->peak_memory_bytes, limit));
+      return true;
+    }
+    board.Offer(Rank(c.index, s, *r, options.objective));
+    return true;
+  });
+  for (const Tallies& t : sim_tallies) Merge(t, all);
+  report.simulated = simulated.load();
+  report.rejected_by_simulation = did_not_fit.load();
+  report.skipped_by_bound = survivor_count - report.simulated;
+  for (const auto& [rule, t] : all) report.rejections.push_back({rule, t.count, t.example});
+  std::sort(report.rejections.begin(), report.rejections.end(), [](const Rejection& a, const Rejection& b) {
+    return a.count != b.count ? a.count > b.count : a.rule < b.rule;
+  });
+  report.ranked = board.Take();
+  if (survivors.empty() && report.rejected_by_rules == n && !report.rejections.empty()) {
+    const Rejection& top = report.rejections.front();
+    return Status::InvalidArgument("no strategy of the search space is valid; the most common reason (" +
+                                   std::to_string(top.count) + " of " + std::to_string(n) + "): " + top.example);
+  }
+  return report;
+}
+
+}  // namespace loom

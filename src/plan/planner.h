@@ -1,0 +1,106 @@
+#ifndef LOOM_PLAN_PLANNER_H_
+#define LOOM_PLAN_PLANNER_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/enum_names.h"
+#include "core/status.h"
+#include "plan/search_space.h"
+#include "sim/simulator.h"
+#include "spec/cluster.h"
+#include "spec/model.h"
+
+namespace loom {
+
+// What the planner minimises.
+//   time:            the step time.
+//   cost:            GPU-seconds per token (with SearchRequest::smaller_gpu_counts, fewer GPUs
+//                    may win by wasting less of each).
+//   memory-headroom: the peak memory's share of the usable memory, then the step time.
+enum class Objective { kTime, kCost, kMemoryHeadroom };
+inline constexpr EnumNames<Objective, 3> kObjectiveNames({{
+    {Objective::kTime, "time"},
+    {Objective::kCost, "cost"},
+    {Objective::kMemoryHeadroom, "memory-headroom"},
+}});
+
+struct PlanProgress {
+  const char* phase;  // "bounding" or "simulating"
+  int64_t done = 0;
+  int64_t total = 0;
+};
+
+struct PlanOptions {
+  int64_t top_k = 10;
+  Objective objective = Objective::kTime;
+  int32_t threads = 0;  // 0: every hardware thread
+  // Off: every strategy the rules accept is simulated, and the memory is judged by the simulation
+  // alone (the exhaustive search that the pruned one must agree with).
+  bool prune = true;
+  // Rank only plans that score strictly below this (ExplainStrategy's question: how many plans
+  // beat this one). Every such plan is kept, whatever top_k says.
+  std::optional<double> better_than;
+  SimulationOptions simulation;
+  // When set, a strategy it refuses is rejected with its message under |admit_rule| (the launch
+  // settings the plan must be expressible in: `--emit megatron` admits what Megatron-LM can run).
+  std::function<Status(const Strategy&)> admit;
+  std::string admit_rule;
+  // Called on the calling thread about ten times a second while the search runs.
+  std::function<void(const PlanProgress&)> progress;
+};
+
+// One simulated plan, as the ranked table shows it.
+struct RankedPlan {
+  int64_t index = 0;  // position in EnumerateStrategies' order (ties rank by it)
+  Strategy strategy;
+  double score = 0;  // the objective's value: lower is better
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double bubble_fraction = 0;
+  double exposed_comm_fraction = 0;  // exposed communication over the step time
+  int64_t peak_memory_bytes = 0;
+  int64_t memory_limit_bytes = 0;
+  StepBreakdown breakdown;
+};
+
+// Strategies turned away, by the rule (its flag) that rejected them.
+struct Rejection {
+  std::string rule;     // "--tp", "--schedule", "memory", ...
+  int64_t count = 0;
+  std::string example;  // the message of the first strategy (in enumeration order) it rejected
+};
+
+struct PlanReport {
+  int64_t enumerated = 0;
+  int64_t rejected_by_rules = 0;       // StrategyViolations, or the workload refused them
+  int64_t rejected_by_memory_bound = 0;  // StepBounds::peak_memory_bytes over the usable memory
+  int64_t rejected_by_simulation = 0;    // simulated, and the simulated peak did not fit
+  int64_t skipped_by_bound = 0;  // their lower bound could not beat the top_k-th plan: not simulated
+  int64_t simulated = 0;
+  std::vector<Rejection> rejections;  // the rules' and memory's, most frequent first
+  std::vector<RankedPlan> ranked;     // best first, at most top_k (unless better_than)
+};
+
+// The objective's value of a simulated plan, and the lowest a plan can score given its bounds.
+double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result);
+double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s, int64_t peak_bytes,
+                      int64_t limit_bytes);
+
+// Searches the space of |request| (EnumerateStrategies): rejects what the strategy rules and the
+// memory bound reject, bounds the rest, and simulates them best bound first on |options.threads|
+// threads, skipping every strategy whose bound cannot beat the top_k-th plan found so far (sound:
+// a plan's score is never below its bound). The ranked list is the same whatever the thread count
+// and with or without pruning; the counts of simulated and skipped strategies may vary with the
+// threads' timing. Errors: those of EnumerateStrategies; InvalidArgument naming the most common
+// rule when nothing in the space is valid (the pinned settings contradict the model or cluster).
+Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
+                        const PlanOptions& options);
+
+}  // namespace loom
+
+#endif  // LOOM_PLAN_PLANNER_H_

@@ -1,0 +1,526 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/deepspeed_config.h"
+#include "plan/megatron_args.h"
+#include "spec/model.h"
+#include "spec/strategy.h"
+
+namespace loom {
+namespace {
+
+using Args = std::vector<std::string>;
+
+ModelSpec Load(const std::string& name) {
+  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  return model.ok() ? *model : ModelSpec{};
+}
+
+// The value token after |flag|, or nullopt when |flag| is absent or last.
+std::optional<std::string> ValueAfter(const Args& args, const std::string& flag) {
+  const auto it = std::find(args.begin(), args.end(), flag);
+  if (it == args.end() || it + 1 == args.end()) return std::nullopt;
+  return *(it + 1);
+}
+
+bool Has(const Args& args, const std::string& flag) {
+  return std::find(args.begin(), args.end(), flag) != args.end();
+}
+
+std::ptrdiff_t IndexOf(const Args& args, const std::string& flag) {
+  return std::find(args.begin(), args.end(), flag) - args.begin();
+}
+
+Args MegatronOk(const ModelSpec& model, const Strategy& strategy) {
+  Result<Args> args = MegatronArguments(model, strategy);
+  EXPECT_TRUE(args.ok()) << args.status().ToString();
+  return args.ok() ? *args : Args{};
+}
+
+std::string MegatronError(const ModelSpec& model, const Strategy& strategy) {
+  Result<Args> args = MegatronArguments(model, strategy);
+  EXPECT_FALSE(args.ok());
+  if (args.ok()) return "";
+  EXPECT_EQ(args.status().code(), Status::Code::kInvalidArgument);
+  return args.status().message();
+}
+
+std::string DeepSpeedError(const ModelSpec& model, const Strategy& strategy) {
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, strategy);
+  EXPECT_FALSE(plan.ok());
+  if (plan.ok()) return "";
+  EXPECT_EQ(plan.status().code(), Status::Code::kInvalidArgument);
+  return plan.status().message();
+}
+
+// GPT-3 175B as Narayanan et al. 2021 (Table 1) run it: tp 8, pp 16, interleaved, 1536 sequences.
+Strategy Gpt3Strategy() {
+  Strategy s;
+  s.tp = 8;
+  s.pp = 16;
+  s.dp = 8;
+  s.sp = true;
+  s.vpp = 2;
+  s.schedule = ScheduleKind::kInterleaved;
+  s.micro_batch = 1;
+  s.global_batch = 1536;
+  s.seq_len = 2048;
+  s.zero_stage = 1;
+  s.overlap_grad_reduce = true;
+  s.overlap_param_gather = true;
+  return s;
+}
+
+TEST(MegatronArguments, Gpt3InterleavedGivesExactFlagsInGroupOrder) {
+  const Args expected = {
+      "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "16",
+      "--num-virtual-stages-per-pipeline-rank", "2", "--sequence-parallel", "--context-parallel-size", "1",
+      "--micro-batch-size", "1", "--global-batch-size", "1536", "--seq-length", "2048",
+      "--num-layers", "96", "--hidden-size", "12288", "--ffn-hidden-size", "49152",
+      "--num-attention-heads", "96", "--kv-channels", "128", "--max-position-embeddings", "2048",
+      "--position-embedding-type", "learned_absolute", "--normalization", "LayerNorm",
+      "--bf16", "--optimizer", "adam", "--use-distributed-optimizer",
+      "--overlap-grad-reduce", "--overlap-param-gather"};
+  EXPECT_EQ(MegatronOk(Load("gpt3-175b"), Gpt3Strategy()), expected);
+}
+
+TEST(MegatronArguments, Llama3GqaGivesQueryGroupsAndLlamaArchitecture) {
+  Strategy s;
+  s.tp = 8;
+  s.dp = 4;
+  s.global_batch = 32;
+  s.seq_len = 8192;
+  const Args args = MegatronOk(Load("llama3-70b"), s);
+  EXPECT_EQ(IndexOf(args, "--group-query-attention") + 1, IndexOf(args, "--num-query-groups"));
+  EXPECT_EQ(ValueAfter(args, "--num-query-groups"), "8");
+  EXPECT_EQ(ValueAfter(args, "--kv-channels"), "128");
+  EXPECT_EQ(ValueAfter(args, "--ffn-hidden-size"), "28672");
+  EXPECT_EQ(ValueAfter(args, "--normalization"), "RMSNorm");
+  EXPECT_EQ(ValueAfter(args, "--position-embedding-type"), "rope");
+  EXPECT_TRUE(Has(args, "--swiglu"));
+  EXPECT_TRUE(Has(args, "--untie-embeddings-and-output-weights"));
+  EXPECT_TRUE(Has(args, "--disable-bias-linear"));
+  EXPECT_FALSE(Has(args, "--num-experts"));
+}
+
+TEST(MegatronArguments, GroupsComeInDocumentedOrder) {
+  Strategy s = Gpt3Strategy();
+  s.recompute = Recompute::kSelective;
+  const Args args = MegatronOk(Load("gpt3-175b"), s);
+  // The first flag of each group: parallelism, batch, model, precision, optimizer, recompute, overlap.
+  const std::vector<std::string> firsts = {"--tensor-model-parallel-size", "--micro-batch-size",
+                                           "--num-layers", "--bf16", "--optimizer", "--recompute-granularity",
+                                           "--overlap-grad-reduce"};
+  for (size_t i = 1; i < firsts.size(); ++i) {
+    EXPECT_LT(IndexOf(args, firsts[i - 1]), IndexOf(args, firsts[i])) << firsts[i - 1] << ", " << firsts[i];
+  }
+  EXPECT_LT(IndexOf(args, "--overlap-grad-reduce"), static_cast<std::ptrdiff_t>(args.size()));  // present
+}
+
+TEST(MegatronArguments, MixtralGivesExpertsTopKAndAllToAll) {
+  Strategy s;
+  s.tp = 2;
+  s.dp = 8;
+  s.ep = 8;
+  s.etp = 1;
+  s.global_batch = 64;
+  s.seq_len = 4096;
+  const Args args = MegatronOk(Load("mixtral-8x7b"), s);
+  EXPECT_EQ(ValueAfter(args, "--num-experts"), "8");
+  EXPECT_EQ(ValueAfter(args, "--moe-router-topk"), "2");
+  EXPECT_EQ(ValueAfter(args, "--moe-ffn-hidden-size"), "14336");
+  EXPECT_EQ(ValueAfter(args, "--expert-model-parallel-size"), "8");
+  EXPECT_EQ(ValueAfter(args, "--expert-tensor-parallel-size"), "1");
+  EXPECT_EQ(ValueAfter(args, "--moe-token-dispatcher-type"), "alltoall");
+  EXPECT_FALSE(Has(args, "--moe-layer-freq"));
+  EXPECT_FALSE(Has(args, "--moe-shared-expert-intermediate-size"));
+  EXPECT_FALSE(Has(args, "--moe-expert-capacity-factor"));
+}
+
+TEST(MegatronArguments, CapacityFactorNeedsTheAllToAllDispatcherEvenWithoutEp) {
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 64;
+  s.moe_capacity_factor = 1.25;
+  const Args args = MegatronOk(Load("mixtral-8x7b"), s);
+  EXPECT_EQ(ValueAfter(args, "--moe-expert-capacity-factor"), "1.25");
+  EXPECT_EQ(ValueAfter(args, "--moe-token-dispatcher-type"), "alltoall");
+  EXPECT_EQ(ValueAfter(args, "--expert-tensor-parallel-size"), "1");  // etp 0 means tp, which is 1
+}
+
+TEST(MegatronArguments, DeepSeekV3GivesMlaSharedExpertAndThreeLeadingDenseLayers) {
+  Strategy s;
+  s.tp = 2;
+  s.pp = 2;
+  s.dp = 64;
+  s.ep = 64;
+  s.etp = 1;
+  s.global_batch = 1024;
+  s.seq_len = 4096;
+  s.first_stage_layers = 31;
+  s.last_stage_layers = 30;
+  const Args args = MegatronOk(Load("deepseek-v3"), s);
+  EXPECT_TRUE(Has(args, "--multi-latent-attention"));
+  EXPECT_EQ(ValueAfter(args, "--q-lora-rank"), "1536");
+  EXPECT_EQ(ValueAfter(args, "--kv-lora-rank"), "512");
+  EXPECT_EQ(ValueAfter(args, "--qk-head-dim"), "128");
+  EXPECT_EQ(ValueAfter(args, "--qk-pos-emb-head-dim"), "64");
+  EXPECT_EQ(ValueAfter(args, "--v-head-dim"), "128");
+  EXPECT_FALSE(Has(args, "--kv-channels"));
+  EXPECT_FALSE(Has(args, "--group-query-attention"));
+  EXPECT_EQ(ValueAfter(args, "--num-experts"), "256");
+  EXPECT_EQ(ValueAfter(args, "--moe-router-topk"), "8");
+  EXPECT_EQ(ValueAfter(args, "--moe-ffn-hidden-size"), "2048");
+  EXPECT_EQ(ValueAfter(args, "--ffn-hidden-size"), "18432");
+  EXPECT_EQ(ValueAfter(args, "--moe-shared-expert-intermediate-size"), "2048");
+  EXPECT_EQ(ValueAfter(args, "--moe-layer-freq"), "([0]*3+[1]*58)");
+  EXPECT_EQ(ValueAfter(args, "--decoder-first-pipeline-num-layers"), "31");
+  EXPECT_EQ(ValueAfter(args, "--decoder-last-pipeline-num-layers"), "30");
+}
+
+TEST(MegatronArguments, UnevenInterleavedStagesUseVirtualStagesPerRank) {
+  Strategy s;
+  s.pp = 4;
+  s.vpp = 2;
+  s.schedule = ScheduleKind::kInterleaved;
+  s.dp = 2;
+  s.global_batch = 16;
+  s.first_stage_layers = 6;
+  s.last_stage_layers = 6;  // 20 layers left for the two middle stages
+  const Args args = MegatronOk(Load("llama3-8b"), s);
+  EXPECT_EQ(ValueAfter(args, "--num-virtual-stages-per-pipeline-rank"), "2");
+  EXPECT_FALSE(Has(args, "--num-layers-per-virtual-pipeline-stage"));
+  EXPECT_EQ(ValueAfter(args, "--decoder-first-pipeline-num-layers"), "6");
+}
+
+TEST(MegatronArguments, RecomputeFullIsUniformOverAllLayersOrBlockOverSome) {
+  const ModelSpec model = Load("llama3-8b");
+  Strategy s;
+  s.recompute = Recompute::kFull;
+  Args args = MegatronOk(model, s);
+  EXPECT_EQ(ValueAfter(args, "--recompute-granularity"), "full");
+  EXPECT_EQ(ValueAfter(args, "--recompute-method"), "uniform");
+  EXPECT_EQ(ValueAfter(args, "--recompute-num-layers"), "1");
+  s.recompute_layers = 5;
+  args = MegatronOk(model, s);
+  EXPECT_EQ(ValueAfter(args, "--recompute-method"), "block");
+  EXPECT_EQ(ValueAfter(args, "--recompute-num-layers"), "5");
+  s.recompute = Recompute::kSelective;
+  s.recompute_layers = 0;
+  args = MegatronOk(model, s);
+  EXPECT_EQ(ValueAfter(args, "--recompute-granularity"), "selective");
+  EXPECT_FALSE(Has(args, "--recompute-method"));
+}
+
+TEST(MegatronArguments, PrecisionContextAndRotaryBound) {
+  Strategy s;
+  s.tp = 2;
+  s.sp = true;
+  s.cp = 4;
+  s.cp_comm = CpComm::kAllGather;
+  s.seq_len = 32768;  // beyond llama3-8b's max_position_embeddings of 8192
+  s.dtype = Dtype::kFp8;
+  s.grad_reduce_in_bf16 = true;
+  s.tp_comm_overlap = true;
+  const Args args = MegatronOk(Load("llama3-8b"), s);
+  EXPECT_EQ(ValueAfter(args, "--context-parallel-size"), "4");
+  EXPECT_EQ(ValueAfter(args, "--cp-comm-type"), "allgather");
+  EXPECT_EQ(ValueAfter(args, "--max-position-embeddings"), "32768");
+  EXPECT_EQ(IndexOf(args, "--bf16") + 1, IndexOf(args, "--fp8-format"));
+  EXPECT_EQ(ValueAfter(args, "--fp8-format"), "hybrid");
+  EXPECT_TRUE(Has(args, "--grad-reduce-in-bf16"));
+  EXPECT_TRUE(Has(args, "--tp-comm-overlap"));
+}
+
+TEST(MegatronArguments, ZeroStagesMapToDistributedOptimizerAndMegatronFsdp) {
+  const ModelSpec model = Load("llama3-8b");
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 8;
+  s.zero_stage = 3;
+  Args args = MegatronOk(model, s);
+  EXPECT_TRUE(Has(args, "--use-megatron-fsdp"));
+  EXPECT_EQ(ValueAfter(args, "--data-parallel-sharding-strategy"), "optim_grads_params");
+  EXPECT_EQ(ValueAfter(args, "--ckpt-format"), "fsdp_dtensor");
+  EXPECT_TRUE(Has(args, "--no-gradient-accumulation-fusion"));
+  EXPECT_TRUE(Has(args, "--use-distributed-optimizer"));
+  s.zero_stage = 2;
+  EXPECT_EQ(ValueAfter(MegatronOk(model, s), "--data-parallel-sharding-strategy"), "optim_grads");
+  s.zero_stage = 1;
+  s.offload = Offload::kOptimizer;
+  args = MegatronOk(model, s);
+  EXPECT_FALSE(Has(args, "--use-megatron-fsdp"));
+  EXPECT_TRUE(Has(args, "--use-distributed-optimizer"));
+  EXPECT_TRUE(Has(args, "--optimizer-cpu-offload"));
+  EXPECT_EQ(ValueAfter(args, "--optimizer-offload-fraction"), "1.0");
+  EXPECT_TRUE(Has(args, "--use-precision-aware-optimizer"));
+}
+
+TEST(MegatronArguments, SchedulesOutsideMainlineAreErrorsNamingWhereTheyLive) {
+  const ModelSpec model = Load("llama3-8b");
+  Strategy s;
+  s.pp = 4;
+  s.global_batch = 8;
+  s.schedule = ScheduleKind::kGpipe;
+  std::string message = MegatronError(model, s);
+  EXPECT_NE(message.find("--schedule gpipe"), std::string::npos) << message;
+  EXPECT_NE(message.find("--schedule 1f1b"), std::string::npos) << message;
+  s.schedule = ScheduleKind::kZbH1;
+  message = MegatronError(model, s);
+  EXPECT_NE(message.find("--schedule zb-h1"), std::string::npos) << message;
+  EXPECT_NE(message.find("sail-sg/zero-bubble-pipeline-parallelism"), std::string::npos) << message;
+  EXPECT_NE(message.find("--enable-zbh1-pipeline"), std::string::npos) << message;
+  s.schedule = ScheduleKind::kZbV;
+  s.vpp = 2;
+  message = MegatronError(model, s);
+  EXPECT_NE(message.find("--schedule zb-v"), std::string::npos) << message;
+  EXPECT_NE(message.find("sail-sg/zero-bubble-pipeline-parallelism"), std::string::npos) << message;
+  s.schedule = ScheduleKind::kDualPipeV;
+  message = MegatronError(model, s);
+  EXPECT_NE(message.find("--schedule dualpipev"), std::string::npos) << message;
+  EXPECT_NE(message.find("deepseek-ai/DualPipe"), std::string::npos) << message;
+}
+
+TEST(MegatronArguments, UnsupportedSettingsAreErrorsNamingTheSetting) {
+  const ModelSpec model = Load("llama3-8b");
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 8;
+  s.zero_stage = 3;
+  s.offload = Offload::kOptimizerAndParams;
+  std::string message = MegatronError(model, s);
+  EXPECT_NE(message.find("--offload optimizer+params"), std::string::npos) << message;
+  EXPECT_NE(message.find("--emit deepspeed"), std::string::npos) << message;
+
+  s = Strategy();
+  s.optimizer = Optimizer::kAdafactor;
+  message = MegatronError(model, s);
+  EXPECT_NE(message.find("--optimizer adafactor"), std::string::npos) << message;
+
+  s = Strategy();
+  s.tp = 2;
+  s.tp_comm_overlap = true;
+  s.overlap_param_gather = true;  // and no --zero, no --overlap-grad-reduce: three problems
+  message = MegatronError(model, s);
+  EXPECT_NE(message.find("--tp-comm-overlap without --sp"), std::string::npos) << message;
+  EXPECT_NE(message.find("--overlap-param-gather with --zero 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("--overlap-param-gather without --overlap-grad-reduce"), std::string::npos)
+      << message;
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 2) << message;
+}
+
+TEST(MegatronArguments, ExpertParallelFp16IsAnError) {
+  Strategy s;
+  s.dp = 8;
+  s.ep = 8;
+  s.global_batch = 8;
+  s.dtype = Dtype::kFp16;
+  const std::string message = MegatronError(Load("mixtral-8x7b"), s);
+  EXPECT_NE(message.find("--ep 8 with --dtype fp16"), std::string::npos) << message;
+}
+
+TEST(FormatMegatronCommand, OneFlagPerLineWithQuotedPatterns) {
+  const Args args = {"--tensor-model-parallel-size", "2", "--swiglu", "--moe-layer-freq", "([0]*1+[1]*3)"};
+  const std::string expected =
+      "# Megatron-LM pretrain_gpt.py: launch tp * pp * cp * dp processes and add the data, tokenizer,\n"
+      "# learning-rate and checkpoint arguments of the run.\n"
+      "CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node=$GPUS_PER_NODE --nnodes=$NNODES "
+      "--node_rank=$NODE_RANK \\\n"
+      "    --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT \\\n"
+      "    pretrain_gpt.py \\\n"
+      "    --tensor-model-parallel-size 2 \\\n"
+      "    --swiglu \\\n"
+      "    --moe-layer-freq '([0]*1+[1]*3)'\n";
+  EXPECT_EQ(FormatMegatronCommand(args), expected);
+}
+
+TEST(FormatMegatronCommand, LeavesConnectionsAloneWithoutTpOrWithFsdp) {
+  EXPECT_EQ(FormatMegatronCommand({"--tensor-model-parallel-size", "1"}).find("CUDA_DEVICE_MAX_CONNECTIONS"),
+            std::string::npos);
+  EXPECT_EQ(FormatMegatronCommand({"--tensor-model-parallel-size", "4", "--use-megatron-fsdp"})
+                .find("CUDA_DEVICE_MAX_CONNECTIONS"),
+            std::string::npos);
+  EXPECT_NE(FormatMegatronCommand({"--context-parallel-size", "2"}).find("CUDA_DEVICE_MAX_CONNECTIONS=1"),
+            std::string::npos);
+}
+
+TEST(DeepSpeedConfig, Zero3WithOffloadGivesStage3OffloadBlocksAndTheBatchEquation) {
+  Strategy s;
+  s.dp = 64;
+  s.micro_batch = 2;
+  s.global_batch = 512;
+  s.zero_stage = 3;
+  s.offload = Offload::kOptimizerAndParams;
+  s.overlap_grad_reduce = true;
+  s.overlap_param_gather = true;
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), s);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const nlohmann::ordered_json expected = nlohmann::ordered_json::parse(R"({
+    "train_batch_size": 512,
+    "train_micro_batch_size_per_gpu": 2,
+    "gradient_accumulation_steps": 4,
+    "bf16": {"enabled": true},
+    "communication_data_type": "fp32",
+    "optimizer": {"type": "Adam"},
+    "zero_optimization": {
+      "stage": 3,
+      "overlap_comm": true,
+      "reduce_scatter": true,
+      "contiguous_gradients": true,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true},
+      "offload_param": {"device": "cpu", "pin_memory": true}
+    }
+  })");
+  EXPECT_EQ(plan->config.dump(), expected.dump());
+  const nlohmann::ordered_json& c = plan->config;
+  EXPECT_EQ(c["train_batch_size"].get<int64_t>(), c["train_micro_batch_size_per_gpu"].get<int64_t>() *
+                                                      c["gradient_accumulation_steps"].get<int64_t>() * s.dp);
+  EXPECT_TRUE(Has(plan->launcher_args, "--no-pipeline-parallel"));
+  EXPECT_EQ(ValueAfter(plan->launcher_args, "--zero-stage"), "3");
+  EXPECT_TRUE(Has(plan->launcher_args, "--cpu-optimizer"));
+  ASSERT_FALSE(plan->notes.empty());
+  EXPECT_NE(plan->notes[0].find("512 = 2 * 4 * 64"), std::string::npos) << plan->notes[0];
+}
+
+TEST(DeepSpeedConfig, TensorAndPipelineDegreesGoToMegatronDeepSpeedArguments) {
+  Strategy s;
+  s.tp = 8;
+  s.pp = 16;
+  s.dp = 8;
+  s.global_batch = 1536;
+  s.zero_stage = 1;
+  s.recompute = Recompute::kFull;
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("gpt3-175b"), s);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const Args expected = {"--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "16",
+                         "--micro-batch-size", "1", "--global-batch-size", "1536", "--seq-length", "2048",
+                         "--bf16", "--optimizer", "adam", "--zero-stage", "1",
+                         "--checkpoint-activations", "--checkpoint-num-layers", "1",
+                         "--deepspeed-activation-checkpointing", "--deepspeed", "--deepspeed_config",
+                         "ds_config.json"};
+  EXPECT_EQ(plan->launcher_args, expected);
+  EXPECT_EQ(plan->config["gradient_accumulation_steps"], 192);
+  EXPECT_EQ(plan->config["zero_optimization"]["overlap_comm"], false);
+  EXPECT_EQ(plan->config["activation_checkpointing"]["partition_activations"], false);
+  EXPECT_FALSE(plan->config["zero_optimization"].contains("contiguous_gradients"));
+}
+
+TEST(DeepSpeedConfig, ZbH1AndMixtralExpertsBecomeMegatronDeepSpeedFlags) {
+  Strategy s;
+  s.tp = 2;
+  s.pp = 4;
+  s.dp = 8;
+  s.ep = 4;
+  s.global_batch = 64;
+  s.schedule = ScheduleKind::kZbH1;
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("mixtral-8x7b"), s);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const Args& args = plan->launcher_args;
+  EXPECT_TRUE(Has(args, "--enable-zbh1-pipeline"));
+  EXPECT_EQ(ValueAfter(args, "--num-experts"), "8");
+  EXPECT_EQ(ValueAfter(args, "--moe-expert-parallel-size"), "4");
+  EXPECT_EQ(ValueAfter(args, "--topk"), "2");
+  EXPECT_EQ(ValueAfter(args, "--expert-interval"), "1");
+  EXPECT_TRUE(Has(args, "--enable-expert-tensor-parallelism"));  // etp 0 means tp
+  EXPECT_TRUE(Has(args, "--disable-moe-token-dropping"));
+}
+
+TEST(DeepSpeedConfig, SgdIsAnUntestedZeroOptimizerAndBf16ReductionIsExplicit) {
+  Strategy s;
+  s.dp = 4;
+  s.global_batch = 4;
+  s.zero_stage = 1;
+  s.optimizer = Optimizer::kSgd;
+  s.grad_reduce_in_bf16 = true;
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), s);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->config["optimizer"]["type"], "SGD");
+  EXPECT_EQ(plan->config["zero_allow_untested_optimizer"], true);
+  EXPECT_EQ(plan->config["communication_data_type"], "bf16");
+  EXPECT_EQ(ValueAfter(plan->launcher_args, "--optimizer"), "sgd");
+}
+
+TEST(DeepSpeedConfig, Zero3WithoutParamGatherOverlapTurnsPrefetchOff) {
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 8;
+  s.zero_stage = 3;
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), s);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->config["zero_optimization"]["stage3_prefetch_bucket_size"], 0);
+}
+
+TEST(DeepSpeedConfig, WhatDeepSpeedCannotExpressIsAnErrorNamingTheSettingAndFix) {
+  const ModelSpec model = Load("llama3-8b");
+  Strategy s;
+  s.cp = 2;
+  EXPECT_NE(DeepSpeedError(model, s).find("--cp 2"), std::string::npos);
+
+  s = Gpt3Strategy();  // interleaved, sp, overlap of the param gather at ZeRO-1, with pp
+  std::string message = DeepSpeedError(Load("gpt3-175b"), s);
+  EXPECT_NE(message.find("--schedule interleaved"), std::string::npos) << message;
+  EXPECT_NE(message.find("--overlap-grad-reduce with --pp 16"), std::string::npos) << message;
+  EXPECT_NE(message.find("--overlap-param-gather with --zero 1"), std::string::npos) << message;
+
+  s = Strategy();
+  s.pp = 2;
+  s.dp = 2;
+  s.global_batch = 4;
+  s.zero_stage = 2;
+  message = DeepSpeedError(model, s);
+  EXPECT_NE(message.find("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"), std::string::npos)
+      << message;
+
+  s = Strategy();
+  s.tp = 2;
+  s.sp = true;
+  s.dtype = Dtype::kFp8;
+  s.tp_comm_overlap = true;
+  s.recompute = Recompute::kSelective;
+  message = DeepSpeedError(model, s);
+  EXPECT_NE(message.find("--dtype fp8"), std::string::npos) << message;
+  EXPECT_NE(message.find("--tp-comm-overlap"), std::string::npos) << message;
+  EXPECT_NE(message.find("--recompute selective"), std::string::npos) << message;
+
+  s = Strategy();
+  s.pp = 4;
+  s.vpp = 2;
+  s.global_batch = 8;
+  s.schedule = ScheduleKind::kZbV;
+  message = DeepSpeedError(model, s);
+  EXPECT_NE(message.find("--schedule zb-v"), std::string::npos) << message;
+  EXPECT_NE(message.find("sail-sg/zero-bubble-pipeline-parallelism"), std::string::npos) << message;
+}
+
+TEST(DeepSpeedConfig, DeepSeekV3ArchitectureIsAnErrorForEachMissingFeature) {
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 8;
+  const std::string message = DeepSpeedError(Load("deepseek-v3"), s);
+  EXPECT_NE(message.find("multi-head latent attention"), std::string::npos) << message;
+  EXPECT_NE(message.find("n_shared_experts (1)"), std::string::npos) << message;
+  EXPECT_NE(message.find("first_k_dense_replace (3)"), std::string::npos) << message;
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 2) << message;
+}
+
+TEST(DeepSpeedConfig, ExpertTensorParallelMustBeOneOrTp) {
+  Strategy s;
+  s.tp = 4;
+  s.etp = 2;
+  s.dp = 4;
+  s.ep = 2;
+  s.global_batch = 4;
+  const std::string message = DeepSpeedError(Load("mixtral-8x7b"), s);
+  EXPECT_NE(message.find("--etp 2"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace loom

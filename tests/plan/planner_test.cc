@@ -1,0 +1,155 @@
+#include "plan/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/step_bounds.h"
+
+namespace loom {
+namespace {
+
+// A request for |gpus| GPUs, |batch| sequences of |seq| tokens, nothing pinned.
+SearchRequest Request(int64_t gpus, int64_t batch, int64_t seq) {
+  SearchRequest r;
+  r.gpus = gpus;
+  r.global_batch = batch;
+  r.seq_len = seq;
+  return r;
+}
+
+std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+
+struct Inputs {
+  ModelSpec model;
+  ClusterSpec cluster;
+};
+
+Inputs Load(const std::string& model, int64_t nodes) {
+  Result<ModelSpec> m = LoadModelSpec(Shipped(model));
+  Result<ClusterSpec> c = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), nodes);
+  EXPECT_TRUE(m.ok() && c.ok());
+  return {*m, *c};
+}
+
+// Llama-3-8B on two DGX H100 with a small batch: a space of a few thousand strategies, some of
+// which do not fit, that simulates in seconds.
+SearchRequest SmallRequest() {
+  SearchRequest r = Request(16, 32, 4096);
+  r.fixed = *ParseConstraints("overlap_grad_reduce=true", "--fix");
+  return r;
+}
+
+std::vector<std::string> Fixes(const PlanReport& report) {
+  std::vector<std::string> out;
+  for (const RankedPlan& p : report.ranked) out.push_back(ConstraintText(p.strategy) + " " + std::to_string(p.step_time_s));
+  return out;
+}
+
+TEST(Plan, PrunedSearchFindsTheExhaustiveTopK) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  PlanOptions pruned;
+  pruned.top_k = 8;
+  pruned.threads = 2;
+  PlanOptions exhaustive = pruned;
+  exhaustive.prune = false;
+  Result<PlanReport> a = Plan(in.model, in.cluster, SmallRequest(), pruned);
+  Result<PlanReport> b = Plan(in.model, in.cluster, SmallRequest(), exhaustive);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->ranked.size(), 8u);
+  EXPECT_EQ(Fixes(*a), Fixes(*b));
+  // The bounds did the work: the exhaustive search simulated everything the rules let through.
+  EXPECT_EQ(b->simulated, b->enumerated - b->rejected_by_rules);
+  EXPECT_LT(a->simulated * 5, b->simulated);
+  EXPECT_GT(a->rejected_by_memory_bound, 0);
+  EXPECT_EQ(a->rejected_by_memory_bound + a->rejected_by_simulation, b->rejected_by_simulation);
+}
+
+TEST(Plan, TheRankingDoesNotDependOnTheThreadCount) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  PlanOptions one;
+  one.top_k = 5;
+  one.threads = 1;
+  PlanOptions three = one;
+  three.threads = 3;
+  Result<PlanReport> a = Plan(in.model, in.cluster, SmallRequest(), one);
+  Result<PlanReport> b = Plan(in.model, in.cluster, SmallRequest(), three);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Fixes(*a), Fixes(*b));
+}
+
+// The memory bound may only reject what the simulation would reject, and the time bound may never
+// exceed the simulated step: checked strategy by strategy over a space where about half do not fit.
+TEST(Plan, BoundsNeverExceedTheSimulationOverASpace) {
+  const Inputs in = Load("models/llama3-70b.json", 2);
+  SearchRequest request = Request(16, 16, 4096);
+  request.fixed = *ParseConstraints("tp=8,micro_batch=1", "--fix");
+  Result<std::vector<Strategy>> space = EnumerateStrategies(in.model, in.cluster, request);
+  ASSERT_TRUE(space.ok());
+  const int64_t limit = in.cluster.gpu.memory_bytes - kReservedBytesPerGpu;
+  int64_t checked = 0, over_limit = 0, fitting = 0;
+  for (const Strategy& s : *space) {
+    Result<PreparedStep> step = PrepareTrainingStep(in.model, in.cluster, s);
+    if (!step.ok()) continue;
+    const StepBounds bounds = BoundStep(*step);
+    Result<SimulationResult> sim = SimulatePreparedStep(in.model, in.cluster, *step);
+    ASSERT_TRUE(sim.ok()) << sim.status().message();
+    ++checked;
+    EXPECT_LE(bounds.step_time.ToSeconds(), sim->step_time_s + 1e-9) << ConstraintText(s);
+    EXPECT_LE(bounds.peak_memory_bytes, sim->peak_memory_bytes) << ConstraintText(s);
+    if (bounds.peak_memory_bytes > limit) {
+      ++over_limit;
+      EXPECT_FALSE(sim->fits_in_memory) << ConstraintText(s);
+    }
+    fitting += sim->fits_in_memory ? 1 : 0;
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(over_limit, 10);
+  EXPECT_GT(fitting, 10);
+}
+
+TEST(Plan, BetterThanCountsThePlansAheadOfAScore) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  PlanOptions options;
+  options.top_k = 20;
+  Result<PlanReport> top = Plan(in.model, in.cluster, SmallRequest(), options);
+  ASSERT_TRUE(top.ok());
+  ASSERT_EQ(top->ranked.size(), 20u);
+  PlanOptions ahead = options;
+  ahead.better_than = top->ranked[12].score;
+  Result<PlanReport> better = Plan(in.model, in.cluster, SmallRequest(), ahead);
+  ASSERT_TRUE(better.ok());
+  int64_t strictly_better = 0;
+  for (const RankedPlan& p : top->ranked) strictly_better += p.score < top->ranked[12].score ? 1 : 0;
+  EXPECT_EQ(static_cast<int64_t>(better->ranked.size()), strictly_better);
+}
+
+TEST(Plan, CostObjectiveAlsoTriesFewerGpus) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  SearchRequest request = SmallRequest();
+  request.smaller_gpu_counts = true;
+  PlanOptions options;
+  options.objective = Objective::kCost;
+  options.top_k = 3;
+  Result<PlanReport> report = Plan(in.model, in.cluster, request, options);
+  ASSERT_TRUE(report.ok());
+  ASSERT_FALSE(report->ranked.empty());
+  const RankedPlan& best = report->ranked.front();
+  // GPU-seconds per token: the score is the step time spread over the tokens of each GPU.
+  EXPECT_NEAR(best.score, best.step_time_s * static_cast<double>(best.strategy.WorldSize()) / (32.0 * 4096), 1e-12);
+  bool smaller = false;
+  for (const RankedPlan& p : report->ranked) smaller |= p.strategy.WorldSize() < 16;
+  EXPECT_TRUE(smaller) << "8 GPUs waste less of each GPU on a 32-sequence batch than 16";
+}
+
+TEST(Plan, AContradictoryPinIsAnErrorThatNamesTheRule) {
+  const Inputs in = Load("models/llama3-70b.json", 3);
+  SearchRequest request = Request(24, 24, 4096);
+  request.fixed = *ParseConstraints("tp=3", "--fix");
+  Result<PlanReport> report = Plan(in.model, in.cluster, request, PlanOptions());
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("no strategy of the search space is valid"), std::string::npos);
+  EXPECT_NE(report.status().message().find("--tp 3: num_attention_heads (64)"), std::string::npos)
+      << report.status().message();
+}
+
+}  // namespace
+}  // namespace loom

@@ -1,0 +1,177 @@
+#include "plan/search_space.h"
+
+#include <algorithm>
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace loom {
+namespace {
+
+// A request for |gpus| GPUs, |batch| sequences of |seq| tokens, nothing pinned.
+SearchRequest Request(int64_t gpus, int64_t batch, int64_t seq) {
+  SearchRequest r;
+  r.gpus = gpus;
+  r.global_batch = batch;
+  r.seq_len = seq;
+  return r;
+}
+
+std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+
+TEST(ParseConstraints, ReadsEveryKindOfValueWithAliasesAndDashes) {
+  Result<Constraints> c = ParseConstraints("tp=8,pp=16,mbs=2,zero=1,schedule=interleaved,sp=true,cp-comm=all_gather,"
+                                           "recompute=full,recompute_layers=3,offload=optimizer,tp_comm_overlap=off",
+                                           "--fix");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->tp, 8);
+  EXPECT_EQ(c->pp, 16);
+  EXPECT_EQ(c->micro_batch, 2);
+  EXPECT_EQ(c->zero_stage, 1);
+  EXPECT_EQ(c->schedule, ScheduleKind::kInterleaved);
+  EXPECT_EQ(c->sp, true);
+  EXPECT_EQ(c->cp_comm, CpComm::kAllGather);
+  EXPECT_EQ(c->recompute, Recompute::kFull);
+  EXPECT_EQ(c->recompute_layers, 3);
+  EXPECT_EQ(c->offload, Offload::kOptimizer);
+  EXPECT_EQ(c->tp_comm_overlap, false);
+  EXPECT_FALSE(c->dp.has_value());
+}
+
+TEST(ParseConstraints, ErrorsNameThePairAndWhatIsAccepted) {
+  Result<Constraints> unknown = ParseConstraints("tp=8,tpp=2", "--fix");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("--fix tpp=2: unknown key 'tpp'; keys are tp, pp"), std::string::npos)
+      << unknown.status().message();
+  Result<Constraints> value = ParseConstraints("schedule=1f1bb", "--fix");
+  ASSERT_FALSE(value.ok());
+  EXPECT_NE(value.status().message().find("schedule must be one of gpipe|1f1b|interleaved"), std::string::npos)
+      << value.status().message();
+  Result<Constraints> number = ParseConstraints("tp=eight", "--explain");
+  ASSERT_FALSE(number.ok());
+  EXPECT_NE(number.status().message().find("--explain tp=eight: tp must be a whole number"), std::string::npos);
+  Result<Constraints> pair = ParseConstraints("tp8", "--fix");
+  ASSERT_FALSE(pair.ok());
+  EXPECT_NE(pair.status().message().find("expected key=value"), std::string::npos);
+}
+
+TEST(ConstraintText, ParsesBackToTheSameStrategy) {
+  Strategy s;
+  s.tp = 4;
+  s.pp = 8;
+  s.dp = 3;
+  s.cp = 2;
+  s.vpp = 3;
+  s.micro_batch = 2;
+  s.schedule = ScheduleKind::kInterleaved;
+  s.recompute = Recompute::kFull;
+  s.recompute_layers = 2;
+  s.zero_stage = 1;
+  s.sp = true;
+  s.cp_comm = CpComm::kAllGather;
+  s.overlap_grad_reduce = true;
+  s.first_stage_layers = 5;
+  s.last_stage_layers = 3;
+  Result<Constraints> c = ParseConstraints(ConstraintText(s), "--explain");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  Strategy back;
+  ApplyConstraints(*c, back);
+  EXPECT_EQ(ConstraintText(back), ConstraintText(s));
+}
+
+struct Space {
+  ModelSpec model;
+  ClusterSpec cluster;
+};
+
+Space Load(const std::string& model, int64_t nodes) {
+  Result<ModelSpec> m = LoadModelSpec(Shipped(model));
+  Result<ClusterSpec> c = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), nodes);
+  EXPECT_TRUE(m.ok() && c.ok());
+  return {*m, *c};
+}
+
+TEST(EnumerateStrategies, EveryLayoutFillsTheGpusAndDividesTheBatch) {
+  const Space space = Load("models/llama3-70b.json", 8);
+  SearchRequest request = Request(64, 128, 8192);
+  Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
+  ASSERT_TRUE(all.ok());
+  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> layouts;
+  for (const Strategy& s : *all) {
+    EXPECT_EQ(s.WorldSize(), 64);
+    EXPECT_EQ(s.global_batch % (s.dp * s.micro_batch), 0);
+    EXPECT_NE(s.schedule, ScheduleKind::kGpipe);
+    layouts.insert({s.tp, s.cp, s.pp, s.dp});
+  }
+  // tp 1..8 within the node, cp 1, 2, 4 (8192 tokens, at least 2048 per rank), pp dividing the
+  // rest: the layouts are the (tp, cp, pp) with tp * cp * pp | 64 and dp | 128, i.e. all of them.
+  int64_t expected = 0;
+  for (int64_t tp : {1, 2, 4, 8}) {
+    for (int64_t cp : {1, 2, 4}) {
+      for (int64_t pp = 1; pp <= 64 / (tp * cp); pp *= 2) ++expected;
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(layouts.size()), expected);
+}
+
+TEST(EnumerateStrategies, PinnedSettingsReplaceTheirLists) {
+  const Space space = Load("models/llama3-70b.json", 8);
+  SearchRequest request = Request(64, 128, 4096);
+  Result<Constraints> fixed = ParseConstraints("tp=8,pp=4,cp=1,schedule=interleaved,recompute=selective,zero=1", "--fix");
+  ASSERT_TRUE(fixed.ok());
+  request.fixed = *fixed;
+  Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
+  ASSERT_TRUE(all.ok());
+  ASSERT_FALSE(all->empty());
+  std::set<int64_t> vpps;
+  for (const Strategy& s : *all) {
+    EXPECT_EQ(s.tp, 8);
+    EXPECT_EQ(s.pp, 4);
+    EXPECT_EQ(s.dp, 2);
+    EXPECT_EQ(s.schedule, ScheduleKind::kInterleaved);
+    EXPECT_EQ(s.recompute, Recompute::kSelective);
+    EXPECT_EQ(s.zero_stage, 1);
+    vpps.insert(s.vpp);
+  }
+  // 80 layers on 4 stages: 20 per stage, split into 2, 4, 5, 10 or 20 chunks.
+  EXPECT_EQ(vpps, (std::set<int64_t>{2, 4, 5, 10, 20}));
+}
+
+TEST(EnumerateStrategies, UnevenLayersGetTheMostBalancedFirstAndLastStages) {
+  const Space space = Load("models/llama3-405b.json", 16);
+  SearchRequest request = Request(128, 64, 8192);
+  request.fixed = *ParseConstraints("tp=8,pp=16,schedule=1f1b", "--fix");
+  Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
+  ASSERT_TRUE(all.ok());
+  std::set<std::pair<int64_t, int64_t>> splits;
+  for (const Strategy& s : *all) splits.insert({s.first_stage_layers, s.last_stage_layers});
+  // 126 layers on 16 stages: 14 stages of 8 between ends of 6 + 8, 7 + 7 or 8 + 6 (Llama 3 ran 7 + 7).
+  EXPECT_EQ(splits, (std::set<std::pair<int64_t, int64_t>>{{6, 8}, {7, 7}, {8, 6}}));
+}
+
+TEST(EnumerateStrategies, MixturesOfExpertsSearchEpWithinTheDataParallelRanks) {
+  const Space space = Load("models/mixtral-8x7b.json", 2);
+  SearchRequest request = Request(16, 64, 4096);
+  request.fixed = *ParseConstraints("tp=2,pp=1,cp=1", "--fix");
+  Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
+  ASSERT_TRUE(all.ok());
+  std::set<std::pair<int64_t, int64_t>> expert_layouts;
+  for (const Strategy& s : *all) expert_layouts.insert({s.ep, s.etp});
+  // dp 8: with etp = tp (0) the experts spread over tp * dp / tp = 8 ranks, with etp 1 over 16; ep
+  // divides the 8 experts.
+  EXPECT_EQ(expert_layouts, (std::set<std::pair<int64_t, int64_t>>{
+                                {1, 0}, {2, 0}, {4, 0}, {8, 0}, {1, 1}, {2, 1}, {4, 1}, {8, 1}}));
+}
+
+TEST(EnumerateStrategies, PinnedDegreesThatDoNotDivideTheGpusAreAnError) {
+  const Space space = Load("models/llama3-70b.json", 8);
+  SearchRequest request = Request(64, 128, 4096);
+  request.fixed = *ParseConstraints("tp=3", "--fix");
+  Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
+  ASSERT_FALSE(all.ok());
+  EXPECT_NE(all.status().message().find("tp * cp * pp * dp = 3) do not divide --gpus 64"), std::string::npos)
+      << all.status().message();
+}
+
+}  // namespace
+}  // namespace loom
