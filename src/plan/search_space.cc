@@ -202,7 +202,7 @@ struct Space {
 void AddSettings(const Space& space, Strategy s) {
   const Constraints& fixed = space.request.fixed;
   const int64_t layers = space.model.num_layers;
-  for (int64_t mbs : Choices(fixed.micro_batch, {1, 2, 4, 8})) {
+  for (int64_t mbs : Choices(fixed.micro_batch, {1, 2, 4, 8, 16})) {
     if (!fixed.micro_batch.has_value() && space.request.global_batch % (mbs * s.dp) != 0) continue;
     s.micro_batch = mbs;
     for (const ScheduleChoice& schedule : ScheduleChoices(fixed, s.pp, layers)) {

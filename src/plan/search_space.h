@@ -58,8 +58,8 @@ struct SearchRequest {
 // Every strategy of the space for |request|: each factorisation of the GPU count into tp * cp *
 // pp * dp (tp within a node; cp in powers of two that leave each rank at least 2048 tokens; pp up
 // to the layer count), ep among the divisors of the expert count that fit in tp * dp * cp, etp
-// equal to tp or 1; micro-batches of 1, 2, 4 or 8 sequences; 1F1B, interleaved with every chunk
-// count that splits the stage's layers, ZB-H1, ZB-V and DualPipeV; when the layers do not split
+// equal to tp or 1; micro-batches of 1, 2, 4, 8 or 16 sequences (Narayanan et al. 2021 ran 16);
+// 1F1B, interleaved with every chunk count that splits the stage's layers, ZB-H1, ZB-V and DualPipeV; when the layers do not split
 // evenly, the most balanced first and last stage counts; no, selective, full and partial (a
 // quarter, half, three quarters of each chunk) recomputation; ZeRO 0-1 (0-3 without pipelining);
 // optimizer offload with ZeRO >= 1 and parameter offload with ZeRO-3; sequence parallelism on or
