@@ -78,7 +78,7 @@ void PrintTable(const std::vector<RankedPlan>& plans, Objective objective, std::
       << std::left << std::setw(17) << "schedule" << std::setw(13) << "recompute" << std::setw(7) << "zero"
       << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right << std::setw(9) << "step s" << std::setw(10)
       << "tokens/s" << std::setw(7) << "MFU" << std::setw(14) << "memory GiB" << std::setw(8) << "bubble"
-      << std::setw(8) << "exp.comm";
+      << std::setw(10) << "exp.comm";
   if (objective == Objective::kCost) out << std::setw(12) << "GPU-h/Mtok";
   out << "\n";
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -90,7 +90,7 @@ void PrintTable(const std::vector<RankedPlan>& plans, Objective objective, std::
         << std::setw(7) << Zero(s) << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right
         << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << Rate(p.tokens_per_s) << std::setw(7)
         << Percent(p.mfu) << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
-        << std::setw(8) << Percent(p.bubble_fraction) << std::setw(8) << Percent(p.exposed_comm_fraction);
+        << std::setw(8) << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
     if (objective == Objective::kCost) out << std::setw(12) << Fixed(p.score * 1e6 / 3600, 3);
     out << "\n";
   }
@@ -185,7 +185,11 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
       << Fixed(b.exposed_comm_s, 3) << " s (" << Percent(b.exposed_comm_s / step) << "), optimizer "
       << Fixed(b.optimizer_s, 3) << " s (" << Percent(b.optimizer_s / step) << "); dominated by " << e.dominant << "\n";
   if (e.fits) {
-    out << "rank " << e.better_plans + 1 << ": " << e.better_plans << " plans of the search space do better";
+    if (e.more_better_plans) {
+      out << "rank over " << e.better_plans << ": at least " << e.better_plans << " plans of the search space do better";
+    } else {
+      out << "rank " << e.better_plans + 1 << ": " << e.better_plans << " plans of the search space do better";
+    }
     if (e.better_plans == 0) out << " (it is the best plan)";
     out << "\n";
   }
@@ -226,6 +230,7 @@ nlohmann::ordered_json ExplanationJson(const PlanHeader& header, const Explanati
   j["fits"] = e.fits;
   j["dominant"] = e.dominant;
   j["better_plans"] = e.better_plans;
+  j["better_plans_is_lower_bound"] = e.more_better_plans;
   if (e.best.has_value()) j["best"] = PlanEntry(*e.best, 1);
   j["search"] = SearchJson(e.search);
   return j;

@@ -62,8 +62,20 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, 
   Result<PlanReport> report = Plan(model, cluster, request, search);
   if (!report.ok()) return report.status();
   e.search = std::move(report).value();
-  if (!e.search.ranked.empty()) e.best = e.search.ranked.front();
-  if (e.fits) e.better_plans = static_cast<int64_t>(e.search.ranked.size());
+  if (e.fits) {
+    e.better_plans = static_cast<int64_t>(e.search.ranked.size());
+    e.more_better_plans = e.search.saturated;
+  }
+  if (e.search.saturated) {
+    // The count stopped early, so the best plan may not be among those found: search it.
+    search.better_than.reset();
+    search.top_k = 1;
+    Result<PlanReport> best = Plan(model, cluster, request, search);
+    if (!best.ok()) return best.status();
+    if (!best->ranked.empty()) e.best = best->ranked.front();
+  } else if (!e.search.ranked.empty()) {
+    e.best = e.search.ranked.front();
+  }
   return e;
 }
 

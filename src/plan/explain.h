@@ -15,9 +15,11 @@ namespace loom {
 struct Explanation {
   RankedPlan plan;  // its simulated numbers (index -1: it need not be in the space)
   bool fits = false;
-  // Plans of the space that fit and score strictly better (its rank is this plus one). When it
-  // does not fit, the space's best plan is searched instead and this is 0.
+  // Plans of the space that fit and score strictly better (its rank is this plus one), counted up
+  // to PlanOptions::better_than_limit (then |more_better_plans| is set). When it does not fit, the
+  // space's best plan is searched instead and this is 0.
   int64_t better_plans = 0;
+  bool more_better_plans = false;
   std::optional<RankedPlan> best;  // the best plan of the space, when one fits
   // What its step spends most on: "compute", "pipeline bubble", "exposed communication",
   // "optimizer step", or "memory" when it does not fit.

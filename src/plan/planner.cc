@@ -126,7 +126,8 @@ RankedPlan Rank(int64_t index, const Strategy& s, const SimulationResult& r, Obj
 // The plans found so far, best first, and the score a strategy must not exceed to enter them.
 class Leaderboard {
  public:
-  Leaderboard(int64_t top_k, std::optional<double> better_than) : top_k_(top_k), better_than_(better_than) {
+  Leaderboard(int64_t top_k, std::optional<double> better_than, int64_t better_than_limit)
+      : top_k_(top_k), better_than_(better_than), better_than_limit_(better_than_limit) {
     threshold_.store(better_than.value_or(kNever));
   }
 
@@ -137,16 +138,33 @@ class Leaderboard {
     if (better_than_.has_value() && plan.score >= *better_than_) return;
     std::lock_guard<std::mutex> lock(mutex_);
     plans_.insert(std::upper_bound(plans_.begin(), plans_.end(), plan, Better), std::move(plan));
-    if (better_than_.has_value()) return;
+    if (better_than_.has_value()) {
+      // Enough to answer "more than N": nothing else enters.
+      if (static_cast<int64_t>(plans_.size()) >= better_than_limit_) {
+        saturated_ = true;
+        threshold_.store(-kNever);
+      }
+      return;
+    }
     if (static_cast<int64_t>(plans_.size()) > top_k_) plans_.pop_back();
     if (static_cast<int64_t>(plans_.size()) == top_k_) threshold_.store(plans_.back().score);
   }
 
-  std::vector<RankedPlan> Take() { return std::move(plans_); }
+  // The plans, best first; with better_than, at most better_than_limit of them (threads may have
+  // offered a few more before the limit stopped them).
+  std::vector<RankedPlan> Take() {
+    if (better_than_.has_value() && static_cast<int64_t>(plans_.size()) > better_than_limit_) {
+      plans_.resize(static_cast<size_t>(better_than_limit_));
+    }
+    return std::move(plans_);
+  }
+  bool saturated() const { return saturated_; }
 
  private:
   const int64_t top_k_;
   const std::optional<double> better_than_;
+  const int64_t better_than_limit_;
+  bool saturated_ = false;
   std::mutex mutex_;
   std::vector<RankedPlan> plans_;
   std::atomic<double> threshold_;
@@ -227,13 +245,13 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
   // Simulation, best bound first, until no bound can enter the board.
   std::sort(survivors.begin(), survivors.end(),
             [](const Survivor& a, const Survivor& b) { return a.bound != b.bound ? a.bound < b.bound : a.index < b.index; });
-  Leaderboard board(std::max<int64_t>(1, options.top_k), options.better_than);
+  Leaderboard board(std::max<int64_t>(1, options.top_k), options.better_than, options.better_than_limit);
   std::vector<Tallies> sim_tallies(static_cast<size_t>(threads));
   std::atomic<int64_t> simulated{0}, did_not_fit{0};
   const int64_t survivor_count = static_cast<int64_t>(survivors.size());
   ParallelFor(survivor_count, threads, "simulating", options, [&](int32_t t, int64_t k) {
     const Survivor& c = survivors[k];
-    if (options.prune && c.bound > board.Threshold()) return false;
+    if ((options.prune || options.better_than.has_value()) && c.bound > board.Threshold()) return false;
     if (options.better_than.has_value() && c.bound >= *options.better_than) return false;
     const Strategy& s = strategies[c.index];
     Result<SimulationResult> r = SimulateTrainingStep(model, cluster, s, options.simulation);
@@ -258,6 +276,7 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
   std::sort(report.rejections.begin(), report.rejections.end(), [](const Rejection& a, const Rejection& b) {
     return a.count != b.count ? a.count > b.count : a.rule < b.rule;
   });
+  report.saturated = board.saturated();
   report.ranked = board.Take();
   if (survivors.empty() && report.rejected_by_rules == n && !report.rejections.empty()) {
     const Rejection& top = report.rejections.front();

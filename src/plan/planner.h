@@ -41,9 +41,11 @@ struct PlanOptions {
   // Off: every strategy the rules accept is simulated, and the memory is judged by the simulation
   // alone (the exhaustive search that the pruned one must agree with).
   bool prune = true;
-  // Rank only plans that score strictly below this (ExplainStrategy's question: how many plans
-  // beat this one). Every such plan is kept, whatever top_k says.
+  // Rank only plans that score strictly below this (Explain's question: how many plans beat this
+  // one). Every such plan is kept, whatever top_k says, until there are |better_than_limit|: the
+  // search then stops, and PlanReport::saturated says the count is a lower bound.
   std::optional<double> better_than;
+  int64_t better_than_limit = 100;
   SimulationOptions simulation;
   // When set, a strategy it refuses is rejected with its message under |admit_rule| (the launch
   // settings the plan must be expressible in: `--emit megatron` admits what Megatron-LM can run).
@@ -84,6 +86,7 @@ struct PlanReport {
   int64_t simulated = 0;
   std::vector<Rejection> rejections;  // the rules' and memory's, most frequent first
   std::vector<RankedPlan> ranked;     // best first, at most top_k (unless better_than)
+  bool saturated = false;  // with better_than: better_than_limit plans were found and the search stopped
 };
 
 // The objective's value of a simulated plan, and the lowest a plan can score given its bounds.
