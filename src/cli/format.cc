@@ -45,4 +45,11 @@ std::string GroupedDigits(int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
+nlohmann::ordered_json BreakdownJson(const StepBreakdown& b) {
+  return {{"compute_s", b.compute_s},
+          {"exposed_comm_s", b.exposed_comm_s},
+          {"bubble_s", b.bubble_s},
+          {"optimizer_s", b.optimizer_s}};
+}
+
 }  // namespace loom

@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "sim/simulator.h"
+
 namespace loom {
 
 // "70.55 B", "12.88 B", "46.70 M": a count with an SI suffix and 4 significant digits.
@@ -17,6 +21,10 @@ std::string HumanFlops(double flops);
 
 // "70,553,706,496": digits grouped by thousands.
 std::string GroupedDigits(int64_t value);
+
+// {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s"}: where a simulated step went, as
+// `loom simulate --json` and `loom plan --json` write it.
+nlohmann::ordered_json BreakdownJson(const StepBreakdown& breakdown);
 
 }  // namespace loom
 

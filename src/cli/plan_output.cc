@@ -109,10 +109,7 @@ nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank) {
   j["memory_limit_bytes"] = p.memory_limit_bytes;
   j["bubble_fraction"] = p.bubble_fraction;
   j["exposed_comm_fraction"] = p.exposed_comm_fraction;
-  j["breakdown"] = {{"compute_s", p.breakdown.compute_s},
-                    {"exposed_comm_s", p.breakdown.exposed_comm_s},
-                    {"bubble_s", p.breakdown.bubble_s},
-                    {"optimizer_s", p.breakdown.optimizer_s}};
+  j["breakdown"] = BreakdownJson(p.breakdown);
   return j;
 }
 

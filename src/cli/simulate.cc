@@ -50,10 +50,7 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r) {
                       {"bubble_s", s.bubble_s}});
   }
   j["stages"] = stages;
-  j["breakdown"] = {{"compute_s", r.breakdown.compute_s},
-                    {"exposed_comm_s", r.breakdown.exposed_comm_s},
-                    {"bubble_s", r.breakdown.bubble_s},
-                    {"optimizer_s", r.breakdown.optimizer_s}};
+  j["breakdown"] = BreakdownJson(r.breakdown);
   j["memory_limit_bytes"] = r.memory_limit_bytes;
   const CriticalPathSummary& c = r.critical_path;
   j["critical_path"] = {{"tasks", c.tasks},         {"compute_s", c.compute_s}, {"tp_comm_s", c.tp_comm_s}, {"cp_comm_s", c.cp_comm_s},

@@ -2,33 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/plan_test_support.h"
 #include "sim/step_bounds.h"
 
 namespace loom {
 namespace {
-
-// A request for |gpus| GPUs, |batch| sequences of |seq| tokens, nothing pinned.
-SearchRequest Request(int64_t gpus, int64_t batch, int64_t seq) {
-  SearchRequest r;
-  r.gpus = gpus;
-  r.global_batch = batch;
-  r.seq_len = seq;
-  return r;
-}
-
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
-
-struct Inputs {
-  ModelSpec model;
-  ClusterSpec cluster;
-};
-
-Inputs Load(const std::string& model, int64_t nodes) {
-  Result<ModelSpec> m = LoadModelSpec(Shipped(model));
-  Result<ClusterSpec> c = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), nodes);
-  EXPECT_TRUE(m.ok() && c.ok());
-  return {*m, *c};
-}
 
 // Llama-3-8B on two DGX H100 with a small batch: a space of a few thousand strategies, some of
 // which do not fit, that simulates in seconds.

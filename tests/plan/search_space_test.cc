@@ -5,19 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/plan_test_support.h"
+
 namespace loom {
 namespace {
 
-// A request for |gpus| GPUs, |batch| sequences of |seq| tokens, nothing pinned.
-SearchRequest Request(int64_t gpus, int64_t batch, int64_t seq) {
-  SearchRequest r;
-  r.gpus = gpus;
-  r.global_batch = batch;
-  r.seq_len = seq;
-  return r;
-}
-
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
 
 TEST(ParseConstraints, ReadsEveryKindOfValueWithAliasesAndDashes) {
   Result<Constraints> c = ParseConstraints("tp=8,pp=16,mbs=2,zero=1,schedule=interleaved,sp=true,cp-comm=all_gather,"
@@ -79,20 +71,8 @@ TEST(ConstraintText, ParsesBackToTheSameStrategy) {
   EXPECT_EQ(ConstraintText(back), ConstraintText(s));
 }
 
-struct Space {
-  ModelSpec model;
-  ClusterSpec cluster;
-};
-
-Space Load(const std::string& model, int64_t nodes) {
-  Result<ModelSpec> m = LoadModelSpec(Shipped(model));
-  Result<ClusterSpec> c = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), nodes);
-  EXPECT_TRUE(m.ok() && c.ok());
-  return {*m, *c};
-}
-
 TEST(EnumerateStrategies, EveryLayoutFillsTheGpusAndDividesTheBatch) {
-  const Space space = Load("models/llama3-70b.json", 8);
+  const Inputs space = Load("models/llama3-70b.json", 8);
   SearchRequest request = Request(64, 128, 8192);
   Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
   ASSERT_TRUE(all.ok());
@@ -115,7 +95,7 @@ TEST(EnumerateStrategies, EveryLayoutFillsTheGpusAndDividesTheBatch) {
 }
 
 TEST(EnumerateStrategies, PinnedSettingsReplaceTheirLists) {
-  const Space space = Load("models/llama3-70b.json", 8);
+  const Inputs space = Load("models/llama3-70b.json", 8);
   SearchRequest request = Request(64, 128, 4096);
   Result<Constraints> fixed = ParseConstraints("tp=8,pp=4,cp=1,schedule=interleaved,recompute=selective,zero=1", "--fix");
   ASSERT_TRUE(fixed.ok());
@@ -138,7 +118,7 @@ TEST(EnumerateStrategies, PinnedSettingsReplaceTheirLists) {
 }
 
 TEST(EnumerateStrategies, UnevenLayersGetTheMostBalancedFirstAndLastStages) {
-  const Space space = Load("models/llama3-405b.json", 16);
+  const Inputs space = Load("models/llama3-405b.json", 16);
   SearchRequest request = Request(128, 64, 8192);
   request.fixed = *ParseConstraints("tp=8,pp=16,schedule=1f1b", "--fix");
   Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
@@ -150,7 +130,7 @@ TEST(EnumerateStrategies, UnevenLayersGetTheMostBalancedFirstAndLastStages) {
 }
 
 TEST(EnumerateStrategies, MixturesOfExpertsSearchEpWithinTheDataParallelRanks) {
-  const Space space = Load("models/mixtral-8x7b.json", 2);
+  const Inputs space = Load("models/mixtral-8x7b.json", 2);
   SearchRequest request = Request(16, 64, 4096);
   request.fixed = *ParseConstraints("tp=2,pp=1,cp=1", "--fix");
   Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
@@ -164,7 +144,7 @@ TEST(EnumerateStrategies, MixturesOfExpertsSearchEpWithinTheDataParallelRanks) {
 }
 
 TEST(EnumerateStrategies, PinnedDegreesThatDoNotDivideTheGpusAreAnError) {
-  const Space space = Load("models/llama3-70b.json", 8);
+  const Inputs space = Load("models/llama3-70b.json", 8);
   SearchRequest request = Request(64, 128, 4096);
   request.fixed = *ParseConstraints("tp=3", "--fix");
   Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
