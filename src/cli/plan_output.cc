@@ -79,7 +79,7 @@ void PrintTable(const std::vector<RankedPlan>& plans, Objective objective, std::
       << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right << std::setw(9) << "step s" << std::setw(10)
       << "tokens/s" << std::setw(7) << "MFU" << std::setw(14) << "memory GiB" << std::setw(8) << "bubble"
       << std::setw(10) << "exp.comm";
-  if (objective == Objective::kCost) out << std::setw(12) << "GPU-h/Mtok";
+  if (objective == Objective::kCost) out << std::setw(12) << "GPU-h/Mtok" << std::setw(7) << "GPUs";
   out << "\n";
   for (size_t i = 0; i < plans.size(); ++i) {
     const RankedPlan& p = plans[i];
@@ -91,7 +91,7 @@ void PrintTable(const std::vector<RankedPlan>& plans, Objective objective, std::
         << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << Rate(p.tokens_per_s) << std::setw(7)
         << Percent(p.mfu) << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
         << std::setw(8) << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
-    if (objective == Objective::kCost) out << std::setw(12) << Fixed(p.score * 1e6 / 3600, 3);
+    if (objective == Objective::kCost) out << std::setw(12) << Fixed(p.score * 1e6 / 3600, 3) << std::setw(7) << s.WorldSize();
     out << "\n";
   }
 }
