@@ -170,6 +170,31 @@ class Leaderboard {
   std::atomic<double> threshold_;
 };
 
+// Why a request has no strategy at all, with the nearest GPU counts (in whole nodes) that have some.
+Status EmptySpaceError(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request) {
+  const auto has_layouts = [&](int64_t gpus) {
+    SearchRequest r = request;
+    r.gpus = gpus;
+    Result<std::vector<Strategy>> space = EnumerateStrategies(model, cluster, r);
+    return space.ok() && !space->empty();
+  };
+  const int64_t step = std::max<int64_t>(1, cluster.gpus_per_node);
+  const Constraints& fixed = request.fixed;
+  const bool pinned = fixed.tp.has_value() || fixed.pp.has_value() || fixed.dp.has_value() || fixed.cp.has_value();
+  std::string nearest;
+  for (int64_t k = 1; k <= 64 && nearest.empty(); ++k) {
+    for (int64_t gpus : {request.gpus - k * step, request.gpus + k * step}) {
+      if (gpus >= 1 && has_layouts(gpus)) nearest += (nearest.empty() ? "" : " or ") + std::to_string(gpus);
+    }
+  }
+  return Status::InvalidArgument(
+      "--gpus " + std::to_string(request.gpus) + " --global-batch " + std::to_string(request.global_batch) +
+      ": no layout tp * cp * pp * dp of the GPUs (tp within a node, pp up to the " + std::to_string(model.num_layers) +
+      " layers, dp dividing the global batch" + (pinned ? ", the pinned degrees kept" : "") +
+      ") exists" + (nearest.empty() ? std::string("; change the GPU count or the global batch")
+                                    : "; use --gpus " + nearest + ", or a global batch that more data-parallel sizes divide"));
+}
+
 }  // namespace
 
 double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result) {
@@ -196,6 +221,7 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
   if (!space.ok()) return space.status();
   const std::vector<Strategy>& strategies = *space;
   const int64_t n = static_cast<int64_t>(strategies.size());
+  if (n == 0) return EmptySpaceError(model, cluster, request);
   const int32_t threads = options.threads > 0 ? options.threads
                                               : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
   const int64_t limit = cluster.gpu.memory_bytes - kReservedBytesPerGpu;

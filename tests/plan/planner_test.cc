@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/explain.h"
 #include "plan/plan_test_support.h"
 #include "sim/step_bounds.h"
 
@@ -127,6 +128,39 @@ TEST(Plan, AContradictoryPinIsAnErrorThatNamesTheRule) {
   EXPECT_NE(report.status().message().find("no strategy of the search space is valid"), std::string::npos);
   EXPECT_NE(report.status().message().find("--tp 3: num_attention_heads (64)"), std::string::npos)
       << report.status().message();
+}
+
+// 5,128 GPUs are 641 nodes, and 641 is prime: every layout puts 641 in pp (over the 105 layers)
+// or in dp (which must divide the batch of 2520), so the space is empty.
+TEST(Plan, AnEmptySpaceSaysWhyAndTheNearestGpuCountThatHasLayouts) {
+  const Inputs in = Load("models/megatron-530b.json", 641);
+  Result<PlanReport> report = Plan(in.model, in.cluster, Request(5128, 2520, 2048), PlanOptions());
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("--gpus 5128 --global-batch 2520: no layout"), std::string::npos)
+      << report.status().message();
+  EXPECT_NE(report.status().message().find("use --gpus 5120"), std::string::npos) << report.status().message();
+}
+
+// The cost objective searches half the GPUs too, so its plans explain on their own GPU count.
+TEST(Explain, UnderTheCostObjectiveAPlanOnFewerGpusExplains) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  SearchRequest request = SmallRequest();
+  request.smaller_gpu_counts = true;
+  PlanOptions options;
+  options.objective = Objective::kCost;
+  options.top_k = 1;
+  Result<PlanReport> report = Plan(in.model, in.cluster, request, options);
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->ranked.size(), 1u);
+  ASSERT_LT(report->ranked[0].strategy.WorldSize(), 16);
+  Result<Explanation> e = Explain(in.model, in.cluster, request, options, ConstraintText(report->ranked[0].strategy));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_TRUE(e->fits);
+  EXPECT_EQ(e->better_plans, 0);
+  request.smaller_gpu_counts = false;
+  Result<Explanation> refused = Explain(in.model, in.cluster, request, options, ConstraintText(report->ranked[0].strategy));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("not --gpus 16"), std::string::npos) << refused.status().message();
 }
 
 }  // namespace
