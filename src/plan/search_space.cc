@@ -214,7 +214,11 @@ void AddSettings(const Space& space, Strategy s) {
         for (const RecomputeChoice& recompute : RecomputeChoices(fixed, layers / (s.pp * s.vpp))) {
           s.recompute = recompute.kind;
           s.recompute_layers = recompute.layers;
-          const std::vector<int64_t> zeros = s.pp == 1 ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0, 1};
+          // Without data-parallel replicas ZeRO shards nothing and there is no gradient to reduce:
+          // ZeRO 1-3 and the overlap switches would repeat ZeRO 0 and "off".
+          const bool replicated = s.dp * s.cp > 1 || (space.model.moe.has_value() && s.ExpertDp() > 1);
+          std::vector<int64_t> zeros = {0};
+          if (replicated) zeros = s.pp == 1 ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0, 1};
           for (int64_t zero : Choices(fixed.zero_stage, zeros)) {
             s.zero_stage = zero;
             std::vector<Offload> offloads = {Offload::kNone};
@@ -224,7 +228,8 @@ void AddSettings(const Space& space, Strategy s) {
               s.offload = offload;
               for (bool sp : Choices(fixed.sp, s.tp > 1 ? std::vector<bool>{true, false} : std::vector<bool>{false})) {
                 s.sp = sp;
-                for (bool overlap : {false, true}) {
+                const bool can_overlap = replicated || (sp && s.tp > 1);
+                for (bool overlap : can_overlap ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
                   s.overlap_grad_reduce = fixed.overlap_grad_reduce.value_or(overlap);
                   s.overlap_param_gather = fixed.overlap_param_gather.value_or(overlap && zero >= 1);
                   s.tp_comm_overlap = fixed.tp_comm_overlap.value_or(overlap && sp && s.tp > 1);

@@ -61,9 +61,11 @@ struct SearchRequest {
 // equal to tp or 1; micro-batches of 1, 2, 4, 8 or 16 sequences (Narayanan et al. 2021 ran 16);
 // 1F1B, interleaved with every chunk count that splits the stage's layers, ZB-H1, ZB-V and DualPipeV; when the layers do not split
 // evenly, the most balanced first and last stage counts; no, selective, full and partial (a
-// quarter, half, three quarters of each chunk) recomputation; ZeRO 0-1 (0-3 without pipelining);
+// quarter, half, three quarters of each chunk) recomputation; ZeRO 0-1 (0-3 without pipelining;
+// only 0 without data-parallel replicas, where the others repeat it);
 // optimizer offload with ZeRO >= 1 and parameter offload with ZeRO-3; sequence parallelism on or
-// off with tp > 1; Megatron-LM's overlap switches all off or all on; ring or all-gather context
+// off with tp > 1; Megatron-LM's overlap switches all off or all on (off alone when they have
+// nothing to overlap); ring or all-gather context
 // parallelism. GPipe is left out unless fixed: it has 1F1B's bubble and holds every
 // micro-batch's activations (Narayanan et al. 2021, Section 2.2.1), so it never ranks above it.
 // Each pinned setting replaces its list, whatever its value; strategy rules are not applied here

@@ -1,0 +1,296 @@
+// `loom plan` run in-process: its table, its JSON, its errors and its launch settings. Every search
+// is Llama 3 8B on two DGX H100 nodes (about 45,000 strategies), most narrowed with --fix, so that
+// each test runs in well under a second in a Release build.
+
+#include <algorithm>
+#include <cstdint>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_loom.h"
+#include "plan/search_space.h"
+
+namespace loom {
+namespace {
+
+// `loom plan` of Llama 3 8B on 16 H100s, global batch 32 x 4096 tokens, then |extra|.
+CommandResult PlanSmall(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"plan",  "--model", Shipped("models/llama3-8b.json"),
+                                   "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
+                                   "--gpus", "16", "--global-batch", "32", "--seq", "4096", "--threads", "2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return Loom(args);
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The whitespace-separated fields of each row of the ranked table (the lines after its "rank"
+// header, up to the first blank line).
+std::vector<std::vector<std::string>> TableRows(const std::string& out) {
+  std::vector<std::vector<std::string>> rows;
+  bool in_table = false;
+  for (const std::string& line : Lines(out)) {
+    if (!in_table) {
+      in_table = line.rfind("rank", 0) == 0;
+      continue;
+    }
+    if (line.empty()) break;
+    std::istringstream fields(line);
+    std::vector<std::string> row;
+    for (std::string f; fields >> f;) row.push_back(f);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The ranked table's column names line.
+std::string TableHeader(const std::string& out) {
+  for (const std::string& line : Lines(out)) {
+    if (line.rfind("rank", 0) == 0) return line;
+  }
+  return "";
+}
+
+int64_t Digits(std::string grouped) {
+  grouped.erase(std::remove(grouped.begin(), grouped.end(), ','), grouped.end());
+  return std::stoll(grouped);
+}
+
+// rule -> count, from the "rejected, by rule" section.
+std::vector<std::pair<std::string, int64_t>> RejectedByRule(const std::string& out) {
+  std::vector<std::pair<std::string, int64_t>> rules;
+  bool in_section = false;
+  const std::regex row(R"(^  (\S+(?: \S+)?)\s+([0-9,]+)  )");
+  for (const std::string& line : Lines(out)) {
+    if (!in_section) {
+      in_section = line == "rejected, by rule (one example each):";
+      continue;
+    }
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) break;
+    rules.emplace_back(m[1].str(), Digits(m[2].str()));
+  }
+  return rules;
+}
+
+TEST(Plan, TableNamesTheQuestionCountsTheSearchAndRanksTopRows) {
+  CommandResult r = PlanSmall({"--top", "3"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0].rfind("loom plan: llama3-8b on 16 x ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("global batch 32 x 4096 tokens"), std::string::npos) << lines[0];
+
+  // The summary's counts add up to what was enumerated.
+  const std::regex summary(
+      R"(^searched ([0-9,]+) strategies in [0-9.]+ s: ([0-9,]+) break a rule, )"
+      R"(([0-9,]+) cannot fit \(memory bound\), ([0-9,]+) cannot beat the top 3 \(time bound, not simulated\), )"
+      R"(([0-9,]+) simulated \(([0-9,]+) did not fit\)$)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(lines[1], m, summary)) << lines[1];
+  const int64_t enumerated = Digits(m[1]), rules = Digits(m[2]), memory = Digits(m[3]), skipped = Digits(m[4]),
+                simulated = Digits(m[5]), did_not_fit = Digits(m[6]);
+  EXPECT_GT(enumerated, 10000);
+  EXPECT_EQ(rules + memory + skipped + simulated, enumerated);
+  EXPECT_GE(simulated, 3);
+
+  const std::vector<std::vector<std::string>> rows = TableRows(r.out);
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i][0], std::to_string(i + 1));
+  EXPECT_EQ(TableHeader(r.out).find("GPU-h/Mtok"), std::string::npos);
+
+  // Every strategy turned away is counted under one rule.
+  const std::vector<std::pair<std::string, int64_t>> rejected = RejectedByRule(r.out);
+  ASSERT_FALSE(rejected.empty()) << r.out;
+  int64_t total = 0;
+  for (const auto& [rule, count] : rejected) total += count;
+  EXPECT_EQ(total, rules + memory + did_not_fit);
+  ASSERT_GT(memory, 0) << r.out;
+  const auto memory_rule =
+      std::find_if(rejected.begin(), rejected.end(), [](const auto& rule) { return rule.first == "memory"; });
+  ASSERT_NE(memory_rule, rejected.end()) << r.out;
+  EXPECT_EQ(memory_rule->second, memory + did_not_fit);
+  for (size_t i = 1; i < rejected.size(); ++i) EXPECT_GE(rejected[i - 1].second, rejected[i].second);
+}
+
+TEST(Plan, JsonPlansAreSortedAndTheirFixReparses) {
+  CommandResult r = PlanSmall({"--fix", "pp=1", "--json", "--top", "5"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "loom.plan/1");
+  for (const char* key : {"request", "search", "plans"}) EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["request"]["gpus"], 16);
+  EXPECT_EQ(j["request"]["global_batch"], 32);
+  const nlohmann::json& search = j["search"];
+  EXPECT_EQ(search["rejected_by_rules"].get<int64_t>() + search["rejected_by_memory_bound"].get<int64_t>() +
+                search["skipped_by_bound"].get<int64_t>() + search["simulated"].get<int64_t>(),
+            search["enumerated"].get<int64_t>());
+  const nlohmann::json& plans = j["plans"];
+  ASSERT_EQ(plans.size(), 5u);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    EXPECT_EQ(plans[i]["rank"], i + 1);
+    EXPECT_EQ(plans[i]["strategy"]["pp"], 1);
+    if (i > 0) {
+      EXPECT_LE(plans[i - 1]["step_time_s"].get<double>(), plans[i]["step_time_s"].get<double>());
+    }
+    const std::string fix = plans[i]["fix"];
+    Result<Constraints> parsed = ParseConstraints(fix, "--fix");
+    ASSERT_TRUE(parsed.ok()) << fix << ": " << parsed.status().message();
+    EXPECT_EQ(parsed->tp, plans[i]["strategy"]["tp"].get<int64_t>());
+    EXPECT_EQ(parsed->dp, plans[i]["strategy"]["dp"].get<int64_t>());
+    EXPECT_EQ(parsed->micro_batch, plans[i]["strategy"]["micro_batch"].get<int64_t>());
+  }
+}
+
+TEST(Plan, ExplainOfTheBestPlanSaysRankOne) {
+  CommandResult plan = PlanSmall({"--fix", "pp=1", "--json", "--top", "1"});
+  ASSERT_EQ(plan.code, kExitOk) << plan.err;
+  const std::string best = nlohmann::json::parse(plan.out)["plans"][0]["fix"];
+
+  CommandResult human = PlanSmall({"--fix", "pp=1", "--explain", best});
+  ASSERT_EQ(human.code, kExitOk) << human.err;
+  EXPECT_NE(human.out.find("strategy: " + best + "\n"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("rank 1: 0 plans of the search space do better (it is the best plan)"), std::string::npos)
+      << human.out;
+  EXPECT_EQ(human.out.find("DOES NOT FIT"), std::string::npos) << human.out;
+
+  CommandResult json = PlanSmall({"--fix", "pp=1", "--explain", best, "--json"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["schema"], "loom.explain/1");
+  EXPECT_EQ(j["fits"], true);
+  EXPECT_EQ(j["better_plans"], 0);
+  EXPECT_EQ(j["strategy"]["rank"], 1);
+  EXPECT_EQ(j["strategy"]["fix"], best);
+}
+
+TEST(Plan, ExplainOfAStrategyThatDoesNotFitNamesTheBestPlan) {
+  // Llama 3 8B unsharded with Adam: 16 bytes per parameter alone is 120 GiB.
+  CommandResult r = PlanSmall({"--fix", "pp=1", "--explain", "tp=1,pp=1,micro_batch=1,recompute=none,zero_stage=0"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("GiB usable: DOES NOT FIT"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dominated by memory"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("rank 1:"), std::string::npos) << r.out;
+  const std::regex best_plan(R"(\nbest plan: tp=[0-9]+,pp=1,dp=[0-9]+,)");
+  EXPECT_TRUE(std::regex_search(r.out, best_plan)) << r.out;
+}
+
+TEST(Plan, TpThatDoesNotDivideTheHeadsIsBadInput) {
+  CommandResult r = Loom({"plan", "--model", Shipped("models/llama3-70b.json"), "--cluster",
+                          Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "24", "--global-batch", "48", "--seq",
+                          "4096", "--threads", "2", "--fix", "tp=3"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--tp 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("num_attention_heads (64)"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(Plan, UnknownFixKeyListsTheKeys) {
+  CommandResult r = PlanSmall({"--fix", "tpp=2"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("unknown key 'tpp'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("keys are tp, pp, dp, cp,"), std::string::npos) << r.err;
+}
+
+TEST(Plan, GpusThatAreNotWholeNodesSuggestTheNearestCounts) {
+  CommandResult r = Loom({"plan", "--model", Shipped("models/llama3-8b.json"), "--cluster",
+                          Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "12", "--global-batch", "32",
+                          "--seq", "4096"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--gpus 12"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("use 8 or 16"), std::string::npos) << r.err;
+}
+
+TEST(Plan, EmitMegatronPrintsTheBestPlansTpAndCountsWhatItCannotRun) {
+  // With pp = 2 the space holds ZB-H1, ZB-V and DualPipeV, which mainline Megatron-LM cannot run.
+  CommandResult r = PlanSmall({"--fix", "pp=2", "--top", "3", "--emit", "megatron"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const std::vector<std::vector<std::string>> rows = TableRows(r.out);
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  const std::string tp = rows[0][1];
+  EXPECT_NE(r.out.find("launch settings of plan 1:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--tensor-model-parallel-size " + tp + " \\\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--pipeline-model-parallel-size 2 \\\n"), std::string::npos) << r.out;
+  for (const std::vector<std::string>& row : rows) {
+    EXPECT_TRUE(row[8] == "1f1b" || row[8] == "interleaved") << row[8];
+  }
+  int64_t unexpressible = 0;
+  for (const auto& [rule, count] : RejectedByRule(r.out)) {
+    if (rule == "--emit megatron") unexpressible = count;
+  }
+  EXPECT_GT(unexpressible, 0) << r.out;
+  EXPECT_NE(r.out.find("--schedule zb-h1: mainline Megatron-LM has no zero-bubble schedule"), std::string::npos)
+      << r.out;
+}
+
+TEST(Plan, EmitDeepSpeedJsonHasTheGlobalBatch) {
+  CommandResult r = PlanSmall({"--fix", "pp=1", "--top", "2", "--emit", "deepspeed", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& emit = j["emit"];
+  EXPECT_EQ(emit["format"], "deepspeed");
+  EXPECT_EQ(emit["rank"], 1);
+  const nlohmann::json& config = emit["config"];
+  EXPECT_EQ(config["train_batch_size"], 32);
+  const nlohmann::json& best = j["plans"][0]["strategy"];
+  EXPECT_EQ(config["train_micro_batch_size_per_gpu"], best["micro_batch"]);
+  EXPECT_EQ(config["train_micro_batch_size_per_gpu"].get<int64_t>() *
+                config["gradient_accumulation_steps"].get<int64_t>() * best["dp"].get<int64_t>(),
+            32);
+  EXPECT_FALSE(emit["notes"].empty());
+}
+
+TEST(Plan, PickBeyondTopSaysToRaiseTop) {
+  CommandResult r = PlanSmall({"--fix", "pp=1", "--emit", "megatron", "--pick", "3", "--top", "2"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--pick 3: only 2 plans are ranked; raise --top"), std::string::npos) << r.err;
+}
+
+TEST(Plan, CostObjectiveShowsGpuHoursPerMillionTokens) {
+  CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--objective", "cost", "--top", "3"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("objective cost"), std::string::npos) << r.out;
+  const std::string header = TableHeader(r.out);
+  ASSERT_NE(header.find("GPU-h/Mtok"), std::string::npos) << r.out;
+  const std::vector<std::vector<std::string>> rows = TableRows(r.out);
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_LE(std::stod(rows[i - 1].back()), std::stod(rows[i].back()));
+}
+
+TEST(Plan, MemoryHeadroomRanksByAscendingPeakMemory) {
+  CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--objective", "memory-headroom", "--top", "5", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["request"]["objective"], "memory-headroom");
+  const nlohmann::json& plans = j["plans"];
+  ASSERT_EQ(plans.size(), 5u);
+  for (size_t i = 1; i < plans.size(); ++i) {
+    EXPECT_LE(plans[i - 1]["peak_memory_bytes"].get<int64_t>(), plans[i]["peak_memory_bytes"].get<int64_t>());
+  }
+  // The time objective's winner uses more memory than the headroom objective's.
+  CommandResult fastest = PlanSmall({"--fix", "pp=1,tp=2", "--top", "1", "--json"});
+  ASSERT_EQ(fastest.code, kExitOk) << fastest.err;
+  EXPECT_LT(plans[0]["peak_memory_bytes"].get<int64_t>(),
+            nlohmann::json::parse(fastest.out)["plans"][0]["peak_memory_bytes"].get<int64_t>());
+}
+
+TEST(Plan, HelpNamesTheOptionsAndAnExample) {
+  CommandResult r = Loom({"plan", "--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  for (const char* text : {"--fix", "--explain", "--emit", "--objective", "Examples:", "loom plan --model"}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text;
+  }
+}
+
+}  // namespace
+}  // namespace loom
