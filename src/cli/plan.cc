@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,16 +52,18 @@ std::string Joined(const std::vector<std::string>& parts) {
 
 // The cluster with enough nodes for |gpus|.
 Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus) {
-  Result<ClusterSpec> probe = LoadClusterSpec(path, std::nullopt);
-  if (!probe.ok()) return probe.status();
-  const int64_t per_node = probe->gpus_per_node;
+  Result<ClusterSpec> loaded = LoadClusterSpec(path, std::nullopt);
+  if (!loaded.ok()) return loaded.status();
+  ClusterSpec cluster = std::move(loaded).value();
+  const int64_t per_node = cluster.gpus_per_node;
   if (gpus > per_node && gpus % per_node != 0) {
     return Status::InvalidArgument("--gpus " + std::to_string(gpus) + ": not a whole number of " + path + "'s nodes (" +
                                    std::to_string(per_node) + " GPUs each); use " +
                                    std::to_string(gpus / per_node * per_node) + " or " +
                                    std::to_string((gpus / per_node + 1) * per_node));
   }
-  return LoadClusterSpec(path, std::max<int64_t>(1, gpus / per_node));
+  cluster.nodes = std::max<int64_t>(1, gpus / per_node);
+  return cluster;
 }
 
 // Progress on stderr when it is a terminal and the search has run for over a second.

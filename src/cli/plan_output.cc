@@ -24,12 +24,9 @@ std::string Fixed(double value, int digits) {
 
 std::string Gib(int64_t bytes) { return Fixed(static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), 1); }
 
-// "1.23 M": tokens per second with an SI suffix.
-std::string Rate(double per_s) { return HumanCount(per_s); }
-
 std::string OnOff(bool on) { return on ? "on" : "off"; }
 
-// "on" when every switch the strategy can use is on, "off" when none is, else which are.
+// The overlap switches that are on: g (grad reduce), p (param gather), t (tp comm), or "off".
 std::string Overlap(const Strategy& s) {
   std::string out;
   if (s.overlap_grad_reduce) out += "g";
@@ -88,7 +85,7 @@ void PrintTable(const std::vector<RankedPlan>& plans, Objective objective, std::
         << std::setw(5) << ContextParallel(s) << std::setw(4) << s.ep << std::setw(4) << s.vpp << std::setw(4)
         << s.micro_batch << "  " << std::left << std::setw(17) << Schedule(s) << std::setw(13) << Recomputation(s)
         << std::setw(7) << Zero(s) << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right
-        << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << Rate(p.tokens_per_s) << std::setw(7)
+        << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7)
         << Percent(p.mfu) << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
         << std::setw(8) << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
     if (objective == Objective::kCost) out << std::setw(12) << Fixed(p.score * 1e6 / 3600, 3) << std::setw(7) << s.WorldSize();
@@ -173,7 +170,7 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
   const RankedPlan& p = e.plan;
   const StepBreakdown& b = p.breakdown;
   out << "strategy: " << ConstraintText(p.strategy) << "\n";
-  out << "step " << Fixed(p.step_time_s, 3) << " s, " << Rate(p.tokens_per_s) << " tokens/s, MFU " << Percent(p.mfu)
+  out << "step " << Fixed(p.step_time_s, 3) << " s, " << HumanCount(p.tokens_per_s) << " tokens/s, MFU " << Percent(p.mfu)
       << ", peak memory " << Gib(p.peak_memory_bytes) << " of " << Gib(p.memory_limit_bytes) << " GiB usable"
       << (e.fits ? "" : ": DOES NOT FIT") << "\n";
   const double step = p.step_time_s > 0 ? p.step_time_s : 1;

@@ -47,17 +47,7 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, 
   Result<SimulationResult> result = SimulateTrainingStep(model, cluster, s, options.simulation);
   if (!result.ok()) return result.status();
   Explanation e;
-  e.plan.index = -1;
-  e.plan.strategy = s;
-  e.plan.score = PlanScore(options.objective, s, *result);
-  e.plan.step_time_s = result->step_time_s;
-  e.plan.tokens_per_s = result->tokens_per_s;
-  e.plan.mfu = result->mfu;
-  e.plan.bubble_fraction = result->bubble_fraction;
-  e.plan.exposed_comm_fraction = result->step_time_s > 0 ? result->breakdown.exposed_comm_s / result->step_time_s : 0;
-  e.plan.peak_memory_bytes = result->peak_memory_bytes;
-  e.plan.memory_limit_bytes = result->memory_limit_bytes;
-  e.plan.breakdown = result->breakdown;
+  e.plan = RankPlan(-1, s, *result, options.objective);
   e.fits = result->fits_in_memory;
   e.dominant = e.fits ? Dominant(result->breakdown) : "memory";
   PlanOptions search = options;

@@ -107,21 +107,6 @@ bool Better(const RankedPlan& a, const RankedPlan& b) {
   return a.index < b.index;
 }
 
-RankedPlan Rank(int64_t index, const Strategy& s, const SimulationResult& r, Objective objective) {
-  RankedPlan p;
-  p.index = index;
-  p.strategy = s;
-  p.score = PlanScore(objective, s, r);
-  p.step_time_s = r.step_time_s;
-  p.tokens_per_s = r.tokens_per_s;
-  p.mfu = r.mfu;
-  p.bubble_fraction = r.bubble_fraction;
-  p.exposed_comm_fraction = r.step_time_s > 0 ? r.breakdown.exposed_comm_s / r.step_time_s : 0;
-  p.peak_memory_bytes = r.peak_memory_bytes;
-  p.memory_limit_bytes = r.memory_limit_bytes;
-  p.breakdown = r.breakdown;
-  return p;
-}
 
 // The plans found so far, best first, and the score a strategy must not exceed to enter them.
 class Leaderboard {
@@ -196,6 +181,22 @@ Status EmptySpaceError(const ModelSpec& model, const ClusterSpec& cluster, const
 }
 
 }  // namespace
+
+RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r, Objective objective) {
+  RankedPlan p;
+  p.index = index;
+  p.strategy = s;
+  p.score = PlanScore(objective, s, r);
+  p.step_time_s = r.step_time_s;
+  p.tokens_per_s = r.tokens_per_s;
+  p.mfu = r.mfu;
+  p.bubble_fraction = r.bubble_fraction;
+  p.exposed_comm_fraction = r.step_time_s > 0 ? r.breakdown.exposed_comm_s / r.step_time_s : 0;
+  p.peak_memory_bytes = r.peak_memory_bytes;
+  p.memory_limit_bytes = r.memory_limit_bytes;
+  p.breakdown = r.breakdown;
+  return p;
+}
 
 double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result) {
   return PlanScoreBound(objective, strategy, result.step_time_s, result.peak_memory_bytes, result.memory_limit_bytes);
@@ -291,7 +292,7 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
       Count(sim_tallies[t], "memory", c.index, MemoryMessage(s, "peaks at", r->peak_memory_bytes, limit));
       return true;
     }
-    board.Offer(Rank(c.index, s, *r, options.objective));
+    board.Offer(RankPlan(c.index, s, *r, options.objective));
     return true;
   });
   for (const Tallies& t : sim_tallies) Merge(t, all);

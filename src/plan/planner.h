@@ -89,6 +89,9 @@ struct PlanReport {
   bool saturated = false;  // with better_than: better_than_limit plans were found and the search stopped
 };
 
+// |result| of the strategy at |index| of the space as a ranked plan under |objective|.
+RankedPlan RankPlan(int64_t index, const Strategy& strategy, const SimulationResult& result, Objective objective);
+
 // The objective's value of a simulated plan, and the lowest a plan can score given its bounds.
 double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result);
 double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s, int64_t peak_bytes,

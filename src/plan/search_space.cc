@@ -198,6 +198,44 @@ struct Space {
   std::vector<Strategy>& out;
 };
 
+// ZeRO, offload, sequence parallelism, the overlap switches and the cp exchange, for one layout,
+// micro-batch, schedule and recomputation.
+void AddShardingAndOverlap(const Space& space, Strategy s) {
+  const Constraints& fixed = space.request.fixed;
+  // Without data-parallel replicas ZeRO shards nothing and there is no gradient to reduce: ZeRO 1-3
+  // and the overlap switches would repeat ZeRO 0 and "off".
+  const bool replicated = s.dp * s.cp > 1 || (space.model.moe.has_value() && s.ExpertDp() > 1);
+  std::vector<int64_t> zeros = {0};
+  if (replicated) zeros = s.pp == 1 ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0, 1};
+  const std::vector<CpComm> rings =
+      s.cp > 1 ? std::vector<CpComm>{CpComm::kP2p, CpComm::kAllGather} : std::vector<CpComm>{CpComm::kP2p};
+  // With every switch pinned, "on" repeats "off".
+  const bool switches_pinned = fixed.overlap_grad_reduce.has_value() && fixed.overlap_param_gather.has_value() &&
+                               fixed.tp_comm_overlap.has_value();
+  for (int64_t zero : Choices(fixed.zero_stage, zeros)) {
+    s.zero_stage = zero;
+    std::vector<Offload> offloads = {Offload::kNone};
+    if (zero >= 1) offloads.push_back(Offload::kOptimizer);
+    if (zero == 3) offloads.push_back(Offload::kOptimizerAndParams);
+    for (Offload offload : Choices(fixed.offload, offloads)) {
+      s.offload = offload;
+      for (bool sp : Choices(fixed.sp, s.tp > 1 ? std::vector<bool>{true, false} : std::vector<bool>{false})) {
+        s.sp = sp;
+        const bool can_overlap = !switches_pinned && (replicated || (sp && s.tp > 1));
+        for (bool overlap : can_overlap ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+          s.overlap_grad_reduce = fixed.overlap_grad_reduce.value_or(overlap);
+          s.overlap_param_gather = fixed.overlap_param_gather.value_or(overlap && zero >= 1);
+          s.tp_comm_overlap = fixed.tp_comm_overlap.value_or(overlap && sp && s.tp > 1);
+          for (CpComm cp_comm : Choices(fixed.cp_comm, rings)) {
+            s.cp_comm = cp_comm;
+            space.out.push_back(s);
+          }
+        }
+      }
+    }
+  }
+}
+
 // The settings below the parallel degrees, for one layout.
 void AddSettings(const Space& space, Strategy s) {
   const Constraints& fixed = space.request.fixed;
@@ -214,40 +252,7 @@ void AddSettings(const Space& space, Strategy s) {
         for (const RecomputeChoice& recompute : RecomputeChoices(fixed, layers / (s.pp * s.vpp))) {
           s.recompute = recompute.kind;
           s.recompute_layers = recompute.layers;
-          // Without data-parallel replicas ZeRO shards nothing and there is no gradient to reduce:
-          // ZeRO 1-3 and the overlap switches would repeat ZeRO 0 and "off".
-          const bool replicated = s.dp * s.cp > 1 || (space.model.moe.has_value() && s.ExpertDp() > 1);
-          std::vector<int64_t> zeros = {0};
-          if (replicated) zeros = s.pp == 1 ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0, 1};
-          for (int64_t zero : Choices(fixed.zero_stage, zeros)) {
-            s.zero_stage = zero;
-            std::vector<Offload> offloads = {Offload::kNone};
-            if (zero >= 1) offloads.push_back(Offload::kOptimizer);
-            if (zero == 3) offloads.push_back(Offload::kOptimizerAndParams);
-            for (Offload offload : Choices(fixed.offload, offloads)) {
-              s.offload = offload;
-              for (bool sp : Choices(fixed.sp, s.tp > 1 ? std::vector<bool>{true, false} : std::vector<bool>{false})) {
-                s.sp = sp;
-                const bool can_overlap = replicated || (sp && s.tp > 1);
-                for (bool overlap : can_overlap ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-                  s.overlap_grad_reduce = fixed.overlap_grad_reduce.value_or(overlap);
-                  s.overlap_param_gather = fixed.overlap_param_gather.value_or(overlap && zero >= 1);
-                  s.tp_comm_overlap = fixed.tp_comm_overlap.value_or(overlap && sp && s.tp > 1);
-                  const std::vector<CpComm> rings = s.cp > 1 ? std::vector<CpComm>{CpComm::kP2p, CpComm::kAllGather}
-                                                             : std::vector<CpComm>{CpComm::kP2p};
-                  for (CpComm cp_comm : Choices(fixed.cp_comm, rings)) {
-                    s.cp_comm = cp_comm;
-                    space.out.push_back(s);
-                  }
-                  // With every switch pinned, "on" repeats "off".
-                  if (fixed.overlap_grad_reduce.has_value() && fixed.overlap_param_gather.has_value() &&
-                      fixed.tp_comm_overlap.has_value()) {
-                    break;
-                  }
-                }
-              }
-            }
-          }
+          AddShardingAndOverlap(space, s);
         }
       }
     }
