@@ -21,6 +21,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   AddSimulateCommand(app, runner);
   AddFitCommand(app, runner);
   AddPlanCommand(app, runner);
+  AddProbeCommand(app, runner);
 
   try {
     app.parse(argc, argv);
@@ -33,7 +34,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   Status status = runner(out, err);
   if (!status.ok()) {
     err << "loom: error: " << status.message() << "\n";
-    return kExitBadInput;
+    return status.code() == Status::Code::kUnavailable ? kExitNoHardware : kExitBadInput;
   }
   return kExitOk;
 }

@@ -21,6 +21,7 @@
 #include "cost/comm_fit.h"
 #include "cost/nccl_tests_parser.h"
 #include "cost/profile.h"
+#include "cost/profile_collectives.h"
 #include "cost/profile_fit.h"
 #include "spec/cluster.h"
 
@@ -233,7 +234,7 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
   for (const std::string& input : o.inputs) {
     Result<Profile> profile = ReadProfile(input);
     if (!profile.ok() && LooksLikeText(input)) {
-      return Status::InvalidArgument(input + ": is not a profile (JSON, schema loom.profile/1); to fit nccl-tests "
+      return Status::InvalidArgument(input + ": is not a profile (JSON, schema loom.profile/2); to fit nccl-tests "
                                      "output, pass the cluster file with --cluster instead of --gpu");
     }
     if (!profile.ok()) return profile.status();
@@ -331,13 +332,41 @@ void PrintComm(const std::vector<NcclTestsRun>& runs, const CommFit& fit, const 
 // folder, rewritten relative to the destination's folder when that differs.
 Json Relocated(Json cluster, const std::string& cluster_path, const std::string& destination) {
   namespace fs = std::filesystem;
+  if (destination.empty()) return cluster;  // --dry-run writes nothing
   const fs::path from = fs::absolute(cluster_path).parent_path(), to = fs::absolute(destination).parent_path();
   auto gpu = cluster.find("gpu");
-  if (destination.empty() || from == to || gpu == cluster.end() || !gpu->is_string()) return cluster;
+  if (from == to || gpu == cluster.end() || !gpu->is_string()) return cluster;
   const fs::path target = fs::path(gpu->get<std::string>());
   if (target.is_absolute()) return cluster;
   *gpu = fs::relative((from / target).lexically_normal(), to).generic_string();
   return cluster;
+}
+
+// True when |path| holds a JSON object whose "schema" is a loom profile's.
+bool IsLoomProfile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(512, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head.find("\"loom.profile/") != std::string::npos;
+}
+
+// The nccl-tests runs of |path|: the collectives of a loom probe profile, or one nccl-tests output.
+Result<std::vector<NcclTestsRun>> ReadCollectiveRuns(const std::string& path) {
+  if (IsLoomProfile(path)) {
+    Result<Profile> profile = ReadProfile(path);
+    if (!profile.ok()) return profile.status();
+    std::vector<NcclTestsRun> runs = NcclTestsRunsOf(*profile);
+    if (runs.empty()) {
+      return Status::InvalidArgument(path + ": holds no collectives loom fits (all_reduce, all_gather, reduce_scatter, "
+                                     "all_to_all, send_recv); measure them with mpirun -np N loom probe --measure "
+                                     "collectives");
+    }
+    return runs;
+  }
+  Result<NcclTestsRun> run = ReadNcclTestsFile(path);
+  if (!run.ok()) return run.status();
+  return std::vector<NcclTestsRun>{*run};
 }
 
 Status RunClusterFit(const FitOptions& o, std::ostream& out) {
@@ -345,14 +374,16 @@ Status RunClusterFit(const FitOptions& o, std::ostream& out) {
   if (!cluster.ok()) return cluster.status();
   std::vector<NcclTestsRun> runs;
   for (const std::string& input : o.inputs) {
-    Result<NcclTestsRun> run = ReadNcclTestsFile(input);
-    if (!run.ok()) return run.status();
-    if (!run->gpu_name.empty() && !DeviceMatchesGpu(run->gpu_name, cluster->gpu.name) && !o.force) {
-      return Status::InvalidArgument(input + ": ran on \"" + run->gpu_name + "\" but the GPU of " + o.cluster_path +
-                                     " is \"" + cluster->gpu.name + "\" (" + cluster->gpu.file +
-                                     "); fit with the cluster file of the machine that ran it, or pass --force");
+    Result<std::vector<NcclTestsRun>> read = ReadCollectiveRuns(input);
+    if (!read.ok()) return read.status();
+    for (const NcclTestsRun& run : *read) {
+      if (!run.gpu_name.empty() && !DeviceMatchesGpu(run.gpu_name, cluster->gpu.name) && !o.force) {
+        return Status::InvalidArgument(input + ": ran on \"" + run.gpu_name + "\" but the GPU of " + o.cluster_path +
+                                       " is \"" + cluster->gpu.name + "\" (" + cluster->gpu.file +
+                                       "); fit with the cluster file of the machine that ran it, or pass --force");
+      }
+      runs.push_back(run);
     }
-    runs.push_back(*run);
   }
   Result<CommFit> fitted = FitCommCalibration(runs, *cluster);
   if (!fitted.ok()) return fitted.status();
@@ -383,9 +414,9 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
   CLI::App* cmd = app.add_subcommand(
       "fit", "Fit the cost models to measurements and write the calibration into the GPU or cluster file");
   cmd->add_option("inputs", options->inputs,
-                  "With --gpu: profiles (schema loom.profile/1, written by loom probe). With --cluster: output of "
-                  "nccl-tests (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf), "
-                  "as printed or as its -J JSON")
+                  "With --gpu: profiles (schema loom.profile/2, written by loom probe). With --cluster: profiles "
+                  "with collectives, or output of nccl-tests (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
+                  "alltoall_perf, sendrecv_perf), as printed or as its -J JSON")
       ->required();
   CLI::Option_group* target = cmd->add_option_group("target", "What to calibrate (exactly one)");
   target->add_option("--gpu", options->gpu_path,

@@ -14,6 +14,14 @@ std::string Status::ToString() const {
       return "I/O error: " + message_;
     case Code::kUnimplemented:
       return "unimplemented: " + message_;
+    case Code::kResourceExhausted:
+      return "resource exhausted: " + message_;
+    case Code::kDeadlineExceeded:
+      return "deadline exceeded: " + message_;
+    case Code::kUnavailable:
+      return "unavailable: " + message_;
+    case Code::kInternal:
+      return "internal: " + message_;
   }
   return message_;
 }

@@ -14,7 +14,20 @@ namespace loom {
 //   "models/x.json: num_attention_heads (30) is not divisible by tp (8); ..."
 class Status {
  public:
-  enum class Code { kOk, kInvalidArgument, kNotFound, kIoError, kUnimplemented };
+  // kResourceExhausted: out of memory; kDeadlineExceeded: an operation that did not finish in time
+  // (a hung collective); kUnavailable: hardware the operation needs is not there (no GPU);
+  // kInternal: a library (CUDA, cuBLASLt, cuDNN, NCCL, MPI) reported an error.
+  enum class Code {
+    kOk,
+    kInvalidArgument,
+    kNotFound,
+    kIoError,
+    kUnimplemented,
+    kResourceExhausted,
+    kDeadlineExceeded,
+    kUnavailable,
+    kInternal,
+  };
 
   Status() = default;
 
@@ -27,6 +40,15 @@ class Status {
   static Status Unimplemented(std::string message) {
     return Status(Code::kUnimplemented, std::move(message));
   }
+
+  static Status ResourceExhausted(std::string message) {
+    return Status(Code::kResourceExhausted, std::move(message));
+  }
+  static Status DeadlineExceeded(std::string message) {
+    return Status(Code::kDeadlineExceeded, std::move(message));
+  }
+  static Status Unavailable(std::string message) { return Status(Code::kUnavailable, std::move(message)); }
+  static Status Internal(std::string message) { return Status(Code::kInternal, std::move(message)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

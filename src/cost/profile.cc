@@ -10,9 +10,9 @@
 namespace loom {
 namespace {
 
-constexpr std::string_view kProfileSchema = "loom.profile/1";
-// What follows the last sample; ProfileWriter overwrites it with each new sample.
-constexpr std::string_view kTail = "\n  ]\n}\n";
+constexpr std::string_view kProfileSchema = "loom.profile/2";
+// The first schema, without hosts, host samples, collectives and failures: read as it is.
+constexpr std::string_view kProfileSchemaV1 = "loom.profile/1";
 constexpr OpKind kSampleKinds[] = {OpKind::kGemm, OpKind::kAttention, OpKind::kMemoryBound};
 
 // "256 MiB" when whole mebibytes, else "1000 B".
@@ -104,35 +104,6 @@ MemoryShape ReadMemory(JsonReader& r) {
   return m;
 }
 
-Status ParseSample(const nlohmann::json& json, const std::string& file, size_t index, ProfileSample* sample) {
-  const std::string path = "samples[" + std::to_string(index) + "]";
-  if (!json.is_object()) {
-    return Status::InvalidArgument(file + ": " + path + ": must be an object, got " + json.type_name());
-  }
-  JsonReader r(json, file, path);
-  std::vector<std::string> kinds;
-  for (OpKind k : kSampleKinds) kinds.emplace_back(kOpKindNames.Name(k));
-  std::optional<std::string> kernel = ReadName(r, "kernel", kinds);
-  if (kernel == "gemm") sample->shape = ReadGemm(r);
-  if (kernel == "attention") sample->shape = ReadAttention(r);
-  if (kernel == "memory") sample->shape = ReadMemory(r);
-  sample->median_us = r.PositiveNumber("median_us");
-  sample->p10_us = r.OptionalPositiveNumber("p10_us");
-  sample->p90_us = r.OptionalPositiveNumber("p90_us");
-  if (r.Has("p10_us") != r.Has("p90_us")) {
-    r.AddError(r.Has("p10_us") ? "p90_us" : "p10_us", "is missing; give p10_us and p90_us together, or neither");
-  } else if (sample->p10_us && sample->p90_us &&
-             !(*sample->p10_us <= sample->median_us && sample->median_us <= *sample->p90_us)) {
-    r.AddError("median_us", "is not between p10_us and p90_us; percentiles must satisfy p10 <= median <= p90");
-  }
-  sample->repeats = r.Int("repeats");
-  sample->label = r.OptionalString("label").value_or("");
-  sample->where = file + ": " + path;
-  // Without a known kernel the shape keys cannot be checked; the kernel error says enough.
-  if (!kernel) return r.Finish(UnknownKeys::kRejectTypos);
-  return r.Finish(UnknownKeys::kError);
-}
-
 // ISO 8601: "YYYY-MM-DD", optionally followed by 'T' or ' ' and a time.
 bool IsIsoDate(const std::string& s) {
   if (s.size() < 10 || s[4] != '-' || s[7] != '-') return false;
@@ -150,19 +121,140 @@ std::string RequiredText(JsonReader& r, std::string_view key) {
   return value;
 }
 
+// The optional percentiles of a sample; both or neither, bracketing the median.
+void ReadPercentiles(JsonReader& r, double median_us, std::optional<double>* p10_us, std::optional<double>* p90_us) {
+  *p10_us = r.OptionalPositiveNumber("p10_us");
+  *p90_us = r.OptionalPositiveNumber("p90_us");
+  if (r.Has("p10_us") != r.Has("p90_us")) {
+    r.AddError(r.Has("p10_us") ? "p90_us" : "p10_us", "is missing; give p10_us and p90_us together, or neither");
+  } else if (*p10_us && *p90_us && !(**p10_us <= median_us && median_us <= **p90_us)) {
+    r.AddError("median_us", "is not between p10_us and p90_us; percentiles must satisfy p10 <= median <= p90");
+  }
+}
+
+Status ParseSample(const nlohmann::json& json, const std::string& file, size_t index, ProfileSample* sample) {
+  const std::string path = "samples[" + std::to_string(index) + "]";
+  if (!json.is_object()) {
+    return Status::InvalidArgument(file + ": " + path + ": must be an object, got " + json.type_name());
+  }
+  JsonReader r(json, file, path);
+  std::vector<std::string> kinds;
+  for (OpKind k : kSampleKinds) kinds.emplace_back(kOpKindNames.Name(k));
+  std::optional<std::string> kernel = ReadName(r, "kernel", kinds);
+  if (kernel == "gemm") sample->shape = ReadGemm(r);
+  if (kernel == "attention") sample->shape = ReadAttention(r);
+  if (kernel == "memory") sample->shape = ReadMemory(r);
+  sample->median_us = r.PositiveNumber("median_us");
+  ReadPercentiles(r, sample->median_us, &sample->p10_us, &sample->p90_us);
+  sample->repeats = r.Int("repeats");
+  sample->label = r.OptionalString("label").value_or("");
+  sample->where = file + ": " + path;
+  // Without a known kernel the shape keys cannot be checked; the kernel error says enough.
+  if (!kernel) return r.Finish(UnknownKeys::kRejectTypos);
+  return r.Finish(UnknownKeys::kError);
+}
+
+Status ParseHostSample(const nlohmann::json& json, const std::string& file, const std::string& path,
+                       HostSample* sample) {
+  JsonReader r(json, file, path);
+  std::optional<std::string> measure = ReadName(r, "measure", kHostMeasureNames.Names());
+  if (measure) sample->measure = *kHostMeasureNames.Parse(*measure);
+  sample->bytes = r.Int("bytes", {0, INT64_MAX});
+  if (measure && (sample->measure == HostMeasure::kLaunch) != (sample->bytes == 0)) {
+    r.AddError("bytes", sample->measure == HostMeasure::kLaunch ? "must be 0 for a launch (an empty kernel)"
+                                                                 : "must be >= 1 for a copy");
+  }
+  sample->median_us = r.PositiveNumber("median_us");
+  ReadPercentiles(r, sample->median_us, &sample->p10_us, &sample->p90_us);
+  sample->repeats = r.Int("repeats");
+  sample->where = file + ": " + path;
+  return r.Finish(UnknownKeys::kError);
+}
+
+CollectiveTiming ReadCollectiveTiming(JsonReader& parent, std::string_view key) {
+  JsonReader& r = parent.Object(key);
+  CollectiveTiming t;
+  t.time_us = r.PositiveNumber("time_us");
+  t.algbw_GBps = r.OptionalNonNegativeNumber("algbw_GBps").value_or(0);
+  t.busbw_GBps = r.OptionalNonNegativeNumber("busbw_GBps").value_or(0);
+  if (!r.Has("algbw_GBps")) r.AddError("algbw_GBps", "is missing; add the algorithm bandwidth size / time in GB/s");
+  if (!r.Has("busbw_GBps")) r.AddError("busbw_GBps", "is missing; add nccl-tests' bus bandwidth in GB/s");
+  return t;
+}
+
+Status ParseCollectiveSample(const nlohmann::json& json, const std::string& file, const std::string& path,
+                             CollectiveSample* sample) {
+  JsonReader r(json, file, path);
+  std::optional<std::string> collective = ReadName(r, "collective", kProfiledCollectiveNames.Names());
+  if (collective) sample->collective = *kProfiledCollectiveNames.Parse(*collective);
+  std::optional<std::string> group = ReadName(r, "group", kProbeGroupNames.Names());
+  if (group) sample->group = *kProbeGroupNames.Parse(*group);
+  sample->ranks = r.Int("ranks");
+  sample->nodes = r.Int("nodes");
+  if (sample->nodes > sample->ranks) r.AddError("nodes", "is more than ranks; every node holds at least one rank");
+  sample->size_bytes = r.Int("size_bytes");
+  sample->count = r.Int("count");
+  sample->type = RequiredText(r, "type");
+  sample->redop = RequiredText(r, "redop");
+  sample->out_of_place = ReadCollectiveTiming(r, "out_of_place");
+  sample->in_place = ReadCollectiveTiming(r, "in_place");
+  sample->repeats = r.Int("repeats");
+  sample->where = file + ": " + path;
+  return r.Finish(UnknownKeys::kError);
+}
+
+Status ParseFailure(const nlohmann::json& json, const std::string& file, const std::string& path,
+                    ProbeFailure* failure) {
+  JsonReader r(json, file, path);
+  failure->point = RequiredText(r, "point");
+  failure->error = RequiredText(r, "error");
+  return r.Finish(UnknownKeys::kError);
+}
+
+// Parses the optional array |key| of |json| with |parse|, appending to |out| and to |errors|.
+template <typename Entry, typename Parse>
+void ParseArray(const nlohmann::json& json, JsonReader& r, std::string_view key, const std::string& file,
+                Parse parse, std::vector<Entry>* out, std::vector<std::string>* errors) {
+  r.Allow(key);
+  auto array = json.find(std::string(key));
+  if (array == json.end()) return;
+  if (!array->is_array()) {
+    r.AddError(key, std::string("must be an array of objects, got ") + array->type_name());
+    return;
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const std::string path = std::string(key) + "[" + std::to_string(i) + "]";
+    if (!(*array)[i].is_object()) {
+      errors->push_back(file + ": " + path + ": must be an object, got " + (*array)[i].type_name());
+      continue;
+    }
+    Entry entry;
+    Status status = parse((*array)[i], file, path, &entry);
+    if (status.ok()) {
+      out->push_back(std::move(entry));
+    } else {
+      errors->push_back(status.message());
+    }
+  }
+}
+
 void ParseHeader(const nlohmann::json& json, JsonReader& r, Profile* p) {
   if (!r.Has("schema")) {
     r.Allow("schema");
-    r.AddError("schema", "is missing; add \"schema\": \"loom.profile/1\"");
-  } else if (std::optional<std::string> schema = r.OptionalString("schema"); schema && *schema != kProfileSchema) {
-    r.AddError("schema", "is " + Quoted(*schema) + " but this file is read as a profile (\"loom.profile/1\"); "
-                         "pass a profile written by loom probe");
+    r.AddError("schema", "is missing; add \"schema\": \"loom.profile/2\"");
+  } else if (std::optional<std::string> schema = r.OptionalString("schema");
+             schema && *schema != kProfileSchema && *schema != kProfileSchemaV1) {
+    r.AddError("schema", "is " + Quoted(*schema) + " but this file is read as a profile (\"loom.profile/2\" or "
+                         "\"loom.profile/1\"); pass a profile written by loom probe");
   }
   JsonReader& device = r.Object("device");
   p->device.name = RequiredText(device, "name");
   p->device.sm_count = device.OptionalInt("sm_count");
   p->device.memory_bytes = device.OptionalInt("memory_bytes");
+  p->device.l2_bytes = device.OptionalInt("l2_bytes");
   p->device.compute_capability = device.OptionalString("compute_capability");
+  p->device.sm_clock_mhz = device.OptionalInt("sm_clock_mhz");
+  p->device.memory_clock_mhz = device.OptionalInt("memory_clock_mhz");
   p->driver_version = RequiredText(r, "driver_version");
   p->cuda_version = RequiredText(r, "cuda_version");
   p->date = RequiredText(r, "date");
@@ -185,6 +277,16 @@ void ParseHeader(const nlohmann::json& json, JsonReader& r, Profile* p) {
       } else {
         r.AddError("library_versions." + name, std::string("must be a version string, got ") + version.type_name());
       }
+    }
+  }
+  r.Allow("hosts");
+  if (auto hosts = json.find("hosts"); hosts != json.end()) {
+    const bool strings = hosts->is_array() &&
+                         std::all_of(hosts->begin(), hosts->end(), [](const nlohmann::json& h) { return h.is_string(); });
+    if (strings) {
+      for (const nlohmann::json& h : *hosts) p->hosts.push_back(h.get<std::string>());
+    } else {
+      r.AddError("hosts", "must be an array of host names, one per rank");
     }
   }
 }
@@ -238,6 +340,9 @@ Result<Profile> ParseProfile(const nlohmann::json& json, const std::string& file
       }
     }
   }
+  ParseArray(json, r, "host_samples", file, ParseHostSample, &profile.host_samples, &errors);
+  ParseArray(json, r, "collectives", file, ParseCollectiveSample, &profile.collectives, &errors);
+  ParseArray(json, r, "failures", file, ParseFailure, &profile.failures, &errors);
   Status header = r.Finish(UnknownKeys::kError);
   if (!header.ok()) errors.insert(errors.begin(), header.message());
   if (errors.empty()) return profile;
@@ -250,7 +355,7 @@ Result<Profile> ReadProfile(const std::string& path) {
   Result<nlohmann::json> json = ReadJsonObjectFile(path);
   if (json.ok()) return ParseProfile(*json, path);
   if (json.status().code() != Status::Code::kNotFound) return json.status();
-  return Status::NotFound(path + ": cannot open; pass a profile written by loom probe (schema loom.profile/1)");
+  return Status::NotFound(path + ": cannot open; pass a profile written by loom probe (schema loom.profile/2)");
 }
 
 nlohmann::ordered_json ProfileSampleJson(const ProfileSample& s) {
@@ -288,49 +393,167 @@ nlohmann::ordered_json ProfileSampleJson(const ProfileSample& s) {
   return j;
 }
 
+nlohmann::ordered_json HostSampleJson(const HostSample& s) {
+  nlohmann::ordered_json j;
+  j["measure"] = kHostMeasureNames.Name(s.measure);
+  j["bytes"] = s.bytes;
+  j["median_us"] = s.median_us;
+  if (s.p10_us && s.p90_us) {
+    j["p10_us"] = *s.p10_us;
+    j["p90_us"] = *s.p90_us;
+  }
+  j["repeats"] = s.repeats;
+  return j;
+}
+
+nlohmann::ordered_json CollectiveSampleJson(const CollectiveSample& s) {
+  auto timing = [](const CollectiveTiming& t) {
+    return nlohmann::ordered_json{{"time_us", t.time_us}, {"algbw_GBps", t.algbw_GBps}, {"busbw_GBps", t.busbw_GBps}};
+  };
+  nlohmann::ordered_json j;
+  j["collective"] = kProfiledCollectiveNames.Name(s.collective);
+  j["group"] = kProbeGroupNames.Name(s.group);
+  j["ranks"] = s.ranks;
+  j["nodes"] = s.nodes;
+  j["size_bytes"] = s.size_bytes;
+  j["count"] = s.count;
+  j["type"] = s.type;
+  j["redop"] = s.redop;
+  j["out_of_place"] = timing(s.out_of_place);
+  j["in_place"] = timing(s.in_place);
+  j["repeats"] = s.repeats;
+  return j;
+}
+
+nlohmann::ordered_json ProbeFailureJson(const ProbeFailure& f) {
+  return nlohmann::ordered_json{{"point", f.point}, {"error", f.error}};
+}
+
 nlohmann::ordered_json ProfileJson(const Profile& p) {
   nlohmann::ordered_json j;
   j["schema"] = kProfileSchema;
   nlohmann::ordered_json device = {{"name", p.device.name}};
   if (p.device.sm_count) device["sm_count"] = *p.device.sm_count;
   if (p.device.memory_bytes) device["memory_bytes"] = *p.device.memory_bytes;
+  if (p.device.l2_bytes) device["l2_bytes"] = *p.device.l2_bytes;
   if (p.device.compute_capability) device["compute_capability"] = *p.device.compute_capability;
+  if (p.device.sm_clock_mhz) device["sm_clock_mhz"] = *p.device.sm_clock_mhz;
+  if (p.device.memory_clock_mhz) device["memory_clock_mhz"] = *p.device.memory_clock_mhz;
   j["device"] = device;
   j["driver_version"] = p.driver_version;
   j["cuda_version"] = p.cuda_version;
   j["library_versions"] = nlohmann::ordered_json::object();
   for (const auto& [name, version] : p.library_versions) j["library_versions"][name] = version;
   j["date"] = p.date;
+  if (!p.hosts.empty()) j["hosts"] = p.hosts;
   j["samples"] = nlohmann::ordered_json::array();
   for (const ProfileSample& s : p.samples) j["samples"].push_back(ProfileSampleJson(s));
+  j["host_samples"] = nlohmann::ordered_json::array();
+  for (const HostSample& s : p.host_samples) j["host_samples"].push_back(HostSampleJson(s));
+  j["collectives"] = nlohmann::ordered_json::array();
+  for (const CollectiveSample& s : p.collectives) j["collectives"].push_back(CollectiveSampleJson(s));
+  j["failures"] = nlohmann::ordered_json::array();
+  for (const ProbeFailure& f : p.failures) j["failures"].push_back(ProbeFailureJson(f));
   return j;
+}
+
+namespace {
+
+std::string Compact(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+// "  \"key\": [\n    {...},\n    {...}\n  ]": one entry per line.
+template <typename Entry, typename ToJson>
+std::string ArrayText(std::string_view key, const std::vector<Entry>& entries, ToJson to_json) {
+  std::string text = "  \"" + std::string(key) + "\": [";
+  for (size_t i = 0; i < entries.size(); ++i) text += (i == 0 ? "\n    " : ",\n    ") + Compact(to_json(entries[i]));
+  return text + (entries.empty() ? "]" : "\n  ]");
+}
+
+}  // namespace
+
+std::string ProfileText(const Profile& profile) {
+  nlohmann::ordered_json head = ProfileJson(profile);
+  for (const char* key : {"samples", "host_samples", "collectives", "failures"}) head.erase(key);
+  std::string text = head.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  text.resize(text.size() - 2);  // the closing "\n}"
+  text += ",\n" + ArrayText("samples", profile.samples, ProfileSampleJson);
+  text += ",\n" + ArrayText("host_samples", profile.host_samples, HostSampleJson);
+  text += ",\n" + ArrayText("collectives", profile.collectives, CollectiveSampleJson);
+  text += ",\n" + ArrayText("failures", profile.failures, ProbeFailureJson);
+  return text + "\n}\n";
 }
 
 Status ProfileWriter::Open(const std::string& path, const Profile& header) {
   path_ = path;
-  empty_ = true;
-  nlohmann::ordered_json head = ProfileJson(header);
-  head.erase("samples");
-  std::string text = head.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  text.resize(text.size() - 2);  // the closing "\n}"
-  text += ",\n  \"samples\": [";
-  out_.open(path, std::ios::binary | std::ios::trunc);
-  out_ << text << kTail << std::flush;
-  if (!out_) return Status::IoError(path + ": cannot write the profile; check the folder exists and is writable");
-  tail_at_ = static_cast<std::streamoff>(text.size());
-  for (const ProfileSample& s : header.samples) LOOM_RETURN_IF_ERROR(Append(s));
-  return Status::Ok();
+  profile_ = header;
+  return Write();
 }
 
 Status ProfileWriter::Append(const ProfileSample& sample) {
-  const std::string line = (empty_ ? "\n    " : ",\n    ") +
-                           ProfileSampleJson(sample).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  out_.seekp(tail_at_);
-  out_ << line << kTail << std::flush;
-  if (!out_) return Status::IoError(path_ + ": cannot append a sample (disk full?); the samples before it are kept");
-  tail_at_ += static_cast<std::streamoff>(line.size());
-  empty_ = false;
+  profile_.samples.push_back(sample);
+  return Write();
+}
+
+Status ProfileWriter::Append(const HostSample& sample) {
+  profile_.host_samples.push_back(sample);
+  return Write();
+}
+
+Status ProfileWriter::Append(const CollectiveSample& sample) {
+  profile_.collectives.push_back(sample);
+  return Write();
+}
+
+Status ProfileWriter::Append(const ProbeFailure& failure) {
+  profile_.failures.push_back(failure);
+  return Write();
+}
+
+Status ProfileWriter::Write() {
+  const std::string temporary = path_ + ".loom-probe.tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << ProfileText(profile_);
+    out.close();
+    if (!out) {
+      std::remove(temporary.c_str());
+      return Status::IoError(path_ + ": cannot write the profile (" + temporary +
+                             "); check the folder exists and is writable, and the disk is not full; "
+                             "what was measured before is kept in " + path_);
+    }
+  }
+  if (std::rename(temporary.c_str(), path_.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return Status::IoError(path_ + ": cannot replace it with " + temporary + "; check the folder's permissions");
+  }
   return Status::Ok();
+}
+
+std::string ProbePointKey(const KernelShape& shape, const std::string& label) {
+  return label.empty() ? DescribeShape(shape) : DescribeShape(shape) + " [" + label + "]";
+}
+
+std::string ProbePointKey(HostMeasure measure, int64_t bytes) {
+  const std::string name(kHostMeasureNames.Name(measure));
+  return measure == HostMeasure::kLaunch ? name : name + " " + Bytes(bytes);
+}
+
+std::string ProbePointKey(ProfiledCollective collective, ProbeGroup group, int64_t ranks, int64_t size_bytes) {
+  return std::string(kProfiledCollectiveNames.Name(collective)) + " " + std::string(kProbeGroupNames.Name(group)) +
+         " " + std::to_string(ranks) + " ranks " + Bytes(size_bytes);
+}
+
+std::vector<std::string> RecordedPointKeys(const Profile& profile) {
+  std::vector<std::string> keys;
+  for (const ProfileSample& s : profile.samples) keys.push_back(ProbePointKey(s.shape, s.label));
+  for (const HostSample& s : profile.host_samples) keys.push_back(ProbePointKey(s.measure, s.bytes));
+  for (const CollectiveSample& s : profile.collectives) {
+    keys.push_back(ProbePointKey(s.collective, s.group, s.ranks, s.size_bytes));
+  }
+  for (const ProbeFailure& f : profile.failures) keys.push_back(f.point);
+  return keys;
 }
 
 namespace {

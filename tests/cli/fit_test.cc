@@ -10,6 +10,7 @@
 #include "cli/run_loom.h"
 #include "cost/calibration_file.h"
 #include "cost/comm_fit.h"
+#include "cost/profile.h"
 #include "spec/cluster.h"
 
 namespace loom {
@@ -170,7 +171,7 @@ TEST(Fit, NcclTestsOutputGivenWithGpuPointsAtCluster) {
   const std::string log = Shipped("tests/cost/data/all_reduce_perf_h100.txt");
   CommandResult r = Loom({"fit", log, "--gpu", GpuCopy(dir)});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(log + ": is not a profile (JSON, schema loom.profile/1); to fit nccl-tests output, pass the "
+  EXPECT_NE(r.err.find(log + ": is not a profile (JSON, schema loom.profile/2); to fit nccl-tests output, pass the "
                              "cluster file with --cluster"),
             std::string::npos)
       << r.err;
@@ -214,6 +215,58 @@ TEST(Fit, NcclTestsOutputCalibratesACopyOfTheClusterFile) {
       << fitted->calibration.source;
   EXPECT_NE(r.out.find("Ring/Simple"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("all_gather_perf_2nodes_v2.6.txt:24"), std::string::npos) << r.out;
+}
+
+// A loom probe profile holding the rows of an nccl-tests run, as probe records them.
+std::string ProfileOfRun(const fs::path& dir, const NcclTestsRun& run) {
+  Profile p;
+  p.device.name = run.gpu_name;
+  p.driver_version = "535.104.05";
+  p.cuda_version = "12.2";
+  p.date = "2026-11-22";
+  for (const NcclTestsRow& row : run.rows) {
+    CollectiveSample s;
+    s.collective = ProfiledCollective::kAllGather;
+    s.group = ProbeGroup::kWorld;
+    s.ranks = *run.ranks;
+    s.nodes = *run.nodes;
+    s.size_bytes = row.size_bytes;
+    s.count = row.count;
+    s.redop = row.redop;
+    s.out_of_place = {row.out_of_place->time_us, row.out_of_place->algbw_GBps, row.out_of_place->busbw_GBps};
+    s.in_place = {row.in_place->time_us, row.in_place->algbw_GBps, row.in_place->busbw_GBps};
+    p.collectives.push_back(s);
+  }
+  const std::string path = (dir / "probe.json").string();
+  ProfileWriter writer;
+  EXPECT_TRUE(writer.Open(path, p).ok());
+  return path;
+}
+
+TEST(Fit, ProbeProfileCollectivesFitLikeTheNcclTestsOutputTheyHold) {
+  const fs::path dir = TestDir();
+  const std::string cluster = ClusterCopy(dir);
+  Result<NcclTestsRun> run = ReadNcclTestsFile(Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt"));
+  ASSERT_TRUE(run.ok());
+  const std::string profile = ProfileOfRun(dir, *run);
+  CommandResult r = Loom({"fit", profile, "--cluster", cluster, "--json", "--dry-run"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Result<ClusterSpec> before = LoadClusterSpec(Shipped("hardware/clusters/dgx-a100.json"));
+  ASSERT_TRUE(before.ok());
+  Result<CommFit> want = FitCommCalibration({*run}, *before);
+  ASSERT_TRUE(want.ok());
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["calibration"]["inter_node_busbw_fraction"],
+            RoundSignificant(*want->calibration.inter_node_busbw_fraction, 4));
+  EXPECT_EQ(j["rows"].size(), run->rows.size());
+  EXPECT_EQ(j["rows"][0]["where"], profile + ": collectives[0]");
+}
+
+TEST(Fit, ProbeProfileWithoutCollectivesIsRefusedForACluster) {
+  const fs::path dir = TestDir();
+  CommandResult r = Loom({"fit", kProfile, "--cluster", ClusterCopy(dir)});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("holds no collectives loom fits"), std::string::npos) << r.err;
 }
 
 TEST(Fit, ClusterWrittenElsewhereStillFindsItsGpuFile) {

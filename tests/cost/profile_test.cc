@@ -174,7 +174,7 @@ TEST(ProfileWriter, FileIsAValidProfileAfterEveryAppend) {
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_TRUE(Contains(text.str(), "  \"samples\": [\n    {\"kernel\":\"gemm\",\"m\":4096,"));
-  EXPECT_TRUE(Contains(text.str(), "\"repeats\":100}\n  ]\n}\n"));
+  EXPECT_TRUE(Contains(text.str(), "\"repeats\":100}\n  ],\n  \"host_samples\": [],\n"));
 }
 
 TEST(ProfileWriter, UnwritableFolderIsAnError) {
@@ -207,6 +207,96 @@ TEST(CheckProfiledGpu, NamesBothFilesOnAMismatch) {
   EXPECT_TRUE(Contains(CheckProfiledGpu(*p, gpu).message(),
                        "p.json: device.name \"NVIDIA H100 80GB HBM3\" is not the GPU of h100.json "
                        "(\"NVIDIA A100-SXM4-80GB\")"));
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+// The entries schema 2 adds: hosts, host samples, collectives and failures.
+nlohmann::json ProfileV2() {
+  nlohmann::json j = ValidProfile();
+  j["schema"] = "loom.profile/2";
+  j["device"]["l2_bytes"] = 52428800;
+  j["device"]["sm_clock_mhz"] = 1980;
+  j["hosts"] = {"n0", "n0"};
+  j["host_samples"] = nlohmann::json::parse(R"([
+    {"measure": "launch", "bytes": 0, "median_us": 2.4, "repeats": 20},
+    {"measure": "h2d", "bytes": 67108864, "median_us": 1310, "p10_us": 1300, "p90_us": 1330, "repeats": 20}])");
+  j["collectives"] = nlohmann::json::parse(R"([
+    {"collective": "all_reduce", "group": "world", "ranks": 2, "nodes": 1, "size_bytes": 1048576, "count": 262144,
+     "type": "float", "redop": "sum", "out_of_place": {"time_us": 20.5, "algbw_GBps": 51.15, "busbw_GBps": 51.15},
+     "in_place": {"time_us": 20.1, "algbw_GBps": 52.17, "busbw_GBps": 52.17}, "repeats": 20}])");
+  j["failures"] = nlohmann::json::parse(R"([{"point": "gemm 16x16x16 fp8 [cublasLt]", "error": "unimplemented: x"}])");
+  return j;
+}
+
+TEST(ParseProfile, SchemaTwoReadsHostSamplesCollectivesAndFailures) {
+  Result<Profile> p = ParseProfile(ProfileV2(), "p.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->device.l2_bytes, 52428800);
+  EXPECT_EQ(p->hosts.size(), 2u);
+  ASSERT_EQ(p->host_samples.size(), 2u);
+  EXPECT_EQ(p->host_samples[1].measure, HostMeasure::kHostToDevice);
+  EXPECT_EQ(p->host_samples[1].p90_us, 1330);
+  ASSERT_EQ(p->collectives.size(), 1u);
+  EXPECT_EQ(p->collectives[0].in_place.busbw_GBps, 52.17);
+  EXPECT_EQ(p->collectives[0].where, "p.json: collectives[0]");
+  EXPECT_EQ(p->failures[0].point, "gemm 16x16x16 fp8 [cublasLt]");
+  // Written and read back unchanged.
+  Result<Profile> back = ParseProfile(nlohmann::json::parse(ProfileText(*p)), "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ProfileJson(*back), ProfileJson(*p));
+}
+
+TEST(ParseProfile, SchemaTwoEntriesNameTheirErrors) {
+  nlohmann::json j = ProfileV2();
+  j["collectives"][0]["collective"] = "allreduce";
+  j["collectives"][0]["nodes"] = 3;
+  j["host_samples"][0]["bytes"] = 5;
+  j["collectives"][0]["in_place"].erase("busbw_GBps");
+  const std::string e = ErrorOf(j);
+  EXPECT_TRUE(Contains(e, "p.json: collectives[0].collective: is \"allreduce\"; did you mean \"all_reduce\"?"));
+  EXPECT_TRUE(Contains(e, "collectives[0].nodes: is more than ranks"));
+  EXPECT_TRUE(Contains(e, "host_samples[0].bytes: must be 0 for a launch"));
+  EXPECT_TRUE(Contains(e, "collectives[0].in_place.busbw_GBps: is missing"));
+  j = ProfileV2();
+  j["schema"] = "loom.profile/3";
+  EXPECT_TRUE(Contains(ErrorOf(j), "schema: is \"loom.profile/3\""));
+}
+
+TEST(RecordedPointKeys, NameEveryEntryAsTheProbePlansIt) {
+  Result<Profile> p = ParseProfile(ProfileV2(), "p.json");
+  ASSERT_TRUE(p.ok());
+  const std::vector<std::string> keys = RecordedPointKeys(*p);
+  ASSERT_EQ(keys.size(), 7u);
+  EXPECT_EQ(keys[0], "gemm 4096x4096x8192 bf16 [cublasLt]");
+  EXPECT_EQ(keys[2], "memory 256 MiB read, 0 B written");
+  EXPECT_EQ(keys[3], "launch");
+  EXPECT_EQ(keys[4], "h2d 64 MiB");
+  EXPECT_EQ(keys[5], "all_reduce world 2 ranks 1 MiB");
+  EXPECT_EQ(keys[6], "gemm 16x16x16 fp8 [cublasLt]");
+}
+
+TEST(ProfileWriter, AKilledWriterLeavesTheLastCompleteFile) {
+  const std::string path = ::testing::TempDir() + "profile_writer_atomic.json";
+  Result<Profile> p = ParseProfile(ProfileV2(), "p.json");
+  ASSERT_TRUE(p.ok());
+  ProfileWriter writer;
+  ASSERT_TRUE(writer.Open(path, *p).ok());
+  ASSERT_TRUE(writer.Append(ProbeFailure{"launch", "internal: x"}).ok());
+  // A stale temporary from a process killed mid-write does not disturb the next write or the file.
+  std::ofstream(path + ".loom-probe.tmp") << "{\"schema\": \"loom.pro";
+  Result<Profile> read = ReadProfile(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->failures.size(), 2u);
+  ASSERT_TRUE(writer.Append(p->collectives[0]).ok());
+  read = ReadProfile(path);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->collectives.size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(path + ".loom-probe.tmp"));
 }
 
 }  // namespace

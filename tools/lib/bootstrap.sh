@@ -8,6 +8,7 @@ LOOM_PACKAGES=(
   cmake g++ make
   libboost-graph-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin
 )
 
 loom_log() { echo "loom-tools: $*" >&2; }

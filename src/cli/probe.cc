@@ -1,0 +1,306 @@
+// `loom probe`: measures one GPU's kernels and the NCCL collectives between the ranks of an MPI
+// job, and writes them as a profile (schema loom.profile/2) for `loom fit`.
+
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/probe_output.h"
+#include "probe/groups.h"
+#include "probe/mpi_launcher.h"
+#include "probe/probe_runner.h"
+#include "probe/sweep.h"
+#include "spec/cluster.h"
+#include "spec/model.h"
+#ifdef LOOM_HAVE_CUDA
+#include "probe/cuda/cuda_kernel_bench.h"
+#include "probe/cuda/nccl_bench.h"
+#endif
+
+namespace loom {
+namespace {
+
+struct ProbeOptions {
+  std::string output;
+  bool resume = false;
+  bool retry_failed = false;
+  std::vector<std::string> measure;
+  std::vector<std::string> dtypes;
+  std::string for_model;
+  std::string cluster;
+  int64_t seq = 0;
+  std::vector<int64_t> micro_batches = {1, 2, 4};
+  std::string dtype = "bf16";
+  int64_t repeats = 20;
+  int64_t warmup = 5;
+  bool no_rotate = false;
+  std::string min_bytes = "8";
+  std::string max_bytes = "8G";
+  double timeout_s = 120;
+  bool dry_run = false;
+  bool json = false;
+};
+
+// nccl-tests' size syntax (-b 8 -e 8G): a whole number with an optional K, M or G (powers of 1024).
+Result<int64_t> ParseBytes(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string suffix = text.substr(used);
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  if (used == 0 || shift < 0 || value < 1 || value > (int64_t{1} << (62 - shift))) {
+    return Status::InvalidArgument(flag + " " + text + ": expected a size in bytes such as 8, 64K, 1M or 8G");
+  }
+  return static_cast<int64_t>(value) << shift;
+}
+
+template <typename Enum, size_t N>
+Result<std::vector<Enum>> ParseNames(const std::vector<std::string>& names, const EnumNames<Enum, N>& table,
+                                     const std::string& flag) {
+  std::vector<Enum> out;
+  for (const std::string& name : names) {
+    std::optional<Enum> value = table.Parse(name);
+    if (!value) {
+      std::string known;
+      for (const std::string& n : table.Names()) known += (known.empty() ? "" : ", ") + n;
+      return Status::InvalidArgument(flag + " " + name + ": unknown; use one or more of " + known);
+    }
+    out.push_back(*value);
+  }
+  return out;
+}
+
+// The sweep the options describe over |groups|. |model| and |cluster| hold the --for-model files.
+Result<SweepOptions> Sweep(const ProbeOptions& o, const std::vector<ProbeGroup>& groups,
+                           std::optional<ModelSpec>* model, std::optional<ClusterSpec>* cluster) {
+  SweepOptions s;
+  if (!o.measure.empty()) {
+    Result<std::vector<ProbeKind>> kinds = ParseNames(o.measure, kProbeKindNames, "--measure");
+    if (!kinds.ok()) return kinds.status();
+    s.kinds = *kinds;
+  }
+  if (!o.dtypes.empty()) {
+    Result<std::vector<Dtype>> dtypes = ParseNames(o.dtypes, kDtypeNames, "--dtypes");
+    if (!dtypes.ok()) return dtypes.status();
+    s.gemm_dtypes = *dtypes;
+  }
+  Result<int64_t> min_bytes = ParseBytes(o.min_bytes, "--min-bytes");
+  if (!min_bytes.ok()) return min_bytes.status();
+  Result<int64_t> max_bytes = ParseBytes(o.max_bytes, "--max-bytes");
+  if (!max_bytes.ok()) return max_bytes.status();
+  s.min_collective_bytes = *min_bytes;
+  s.max_collective_bytes = *max_bytes;
+  s.groups = groups;
+  if (!o.for_model.empty()) {
+    Result<ModelSpec> m = LoadModelSpec(o.for_model);
+    if (!m.ok()) return m.status();
+    *model = *m;
+    if (!o.cluster.empty()) {
+      Result<ClusterSpec> c = LoadClusterSpec(o.cluster);
+      if (!c.ok()) return c.status();
+      *cluster = *c;
+    }
+    Result<std::vector<Dtype>> dtype = ParseNames({o.dtype}, kDtypeNames, "--dtype");
+    if (!dtype.ok()) return dtype.status();
+    s.for_model = {&**model, *cluster ? &**cluster : nullptr, o.seq, o.micro_batches, dtype->front()};
+  }
+  return s;
+}
+
+Status DryRun(const ProbeOptions& o, std::ostream& out) {
+  std::optional<ModelSpec> model;
+  std::optional<ClusterSpec> cluster;
+  Result<SweepOptions> sweep = Sweep(o, {}, &model, &cluster);
+  if (!sweep.ok()) return sweep.status();
+  Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
+  if (!points.ok()) return points.status();
+  PrintSweepPlan(*points, {}, out);
+  return Status::Ok();
+}
+
+#ifdef LOOM_HAVE_CUDA
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string UtcNow() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// "NVIDIA H100 80GB HBM3" on 2026-11-22 -> "h100-80gb-hbm3-2026-11-22.json".
+std::string DefaultOutput(const std::string& device_name, const std::string& date) {
+  std::string slug;
+  for (char c : device_name.rfind("NVIDIA ", 0) == 0 ? device_name.substr(7) : device_name) {
+    const bool alnum = std::isalnum(static_cast<unsigned char>(c));
+    if (alnum) slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!alnum && !slug.empty() && slug.back() != '-') slug += '-';
+  }
+  return slug + "-" + date.substr(0, 10) + ".json";
+}
+
+BenchSettings Settings(const ProbeOptions& o) {
+  BenchSettings b;
+  b.repeats = o.repeats;
+  b.warmup = o.warmup;
+  b.rotate_inputs = !o.no_rotate;
+  return b;
+}
+
+// Progress on rank 0's stderr when it is a terminal: one line per point.
+std::function<void(const ProbeProgress&)> TerminalProgress(std::ostream& err) {
+  if (&err != &std::cerr || isatty(STDERR_FILENO) == 0) return nullptr;
+  return [&err](const ProbeProgress& p) {
+    err << "[" << p.index << "/" << p.total << "] " << p.point << ": " << (p.failed ? "failed: " : "") << p.result
+        << "\n";
+  };
+}
+
+Result<std::unique_ptr<Launcher>> MakeLauncher() {
+  if (StartedByMpiLauncher()) return MakeMpiLauncher();
+  return std::unique_ptr<Launcher>(new SingleProcessLauncher(HostName()));
+}
+
+Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
+  int devices = 0;
+  LOOM_RETURN_IF_ERROR(cuda::CountDevices(&devices));
+  Result<std::unique_ptr<Launcher>> launcher = MakeLauncher();
+  if (!launcher.ok()) return launcher.status();
+  Launcher& l = **launcher;
+  const int device = LocalIndex(l.Hosts(), l.Rank()) % devices;
+  std::unique_ptr<KernelBench> kernels;
+  DeviceFacts facts;
+  if (l.Rank() == 0) {
+    Result<std::unique_ptr<KernelBench>> made = cuda::MakeCudaKernelBench(device);
+    if (!made.ok()) return made.status();
+    kernels = std::move(made).value();
+    facts = kernels->Facts();
+  }
+  std::optional<ModelSpec> model;
+  std::optional<ClusterSpec> cluster;
+  Result<SweepOptions> sweep = Sweep(o, GroupsToMeasure(l.Hosts()), &model, &cluster);
+  if (!sweep.ok()) return sweep.status();
+  Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
+  if (!points.ok()) return points.status();
+  std::unique_ptr<CollectiveBench> collectives;
+  if (!sweep->groups.empty() && std::find(sweep->kinds.begin(), sweep->kinds.end(), ProbeKind::kCollectives) !=
+                                    sweep->kinds.end()) {
+    Result<std::unique_ptr<CollectiveBench>> made = cuda::MakeNcclCollectiveBench(l, device, sweep->groups);
+    if (!made.ok()) return made.status();
+    collectives = std::move(made).value();
+  }
+  ProbeRunOptions run;
+  run.date = UtcNow();
+  run.output_path = o.output.empty() ? DefaultOutput(facts.device.name, run.date) : o.output;
+  run.resume = o.resume;
+  run.retry_failed = o.retry_failed;
+  run.settings = Settings(o);
+  run.collective_timeout_s = o.timeout_s;
+  if (l.Rank() == 0) err << "loom probe: " << points->size() << " points; writing " << run.output_path << "\n";
+  Result<ProbeSummary> summary = RunProbe(*points, facts, l, kernels.get(), collectives.get(), run,
+                                          l.Rank() == 0 ? TerminalProgress(err) : nullptr);
+  if (!summary.ok()) return summary.status();
+  if (l.Rank() != 0) return Status::Ok();
+  if (o.json) {
+    out << ProbeReportJson(*summary, run.output_path).dump(2) << "\n";
+  } else {
+    PrintProbeReport(*summary, out);
+  }
+  if (!summary->hangs.empty()) {
+    std::string message;
+    for (const std::string& h : summary->hangs) message += (message.empty() ? "" : "\n") + h;
+    return Status::DeadlineExceeded(message + "\nthe profile keeps every point measured; rerun with --resume to "
+                                    "measure the abandoned ones");
+  }
+  return Status::Ok();
+}
+#endif
+
+void AddOptions(CLI::App* cmd, ProbeOptions& o) {
+  cmd->add_option("--output,-o", o.output,
+                  "Profile to write (default <gpu>-<date>.json here, e.g. h100-80gb-hbm3-2026-11-22.json); it is "
+                  "rewritten atomically after every point");
+  cmd->add_flag("--resume", o.resume, "Continue the profile at --output: skip the points it holds");
+  cmd->add_flag("--retry-failed", o.retry_failed, "With --resume: measure the points recorded as failed again");
+  cmd->add_option("--measure", o.measure, "What to measure: gemm, attention, memory, host, collectives (default all)")
+      ->delimiter(',');
+  cmd->add_option("--dtypes", o.dtypes, "GEMM dtypes of the generic grid (default bf16,fp16,fp8,tf32)")
+      ->delimiter(',');
+  cmd->add_option("--for-model", o.for_model,
+                  "Measure exactly the GEMM and attention shapes of this model (HF config.json) for every "
+                  "tensor-parallel degree the planner considers; needs --cluster and --seq");
+  cmd->add_option("--cluster", o.cluster, "Cluster file (hardware/clusters/) bounding the TP degrees of --for-model");
+  cmd->add_option("--seq", o.seq, "Sequence length of --for-model");
+  cmd->add_option("--micro-batches", o.micro_batches, "Micro-batch sizes of --for-model (default 1,2,4)")
+      ->delimiter(',');
+  cmd->add_option("--dtype", o.dtype, "Training dtype of --for-model (default bf16)");
+  cmd->add_option("--repeats", o.repeats, "Timed runs per point (default 20)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--warmup", o.warmup, "Untimed runs first (default 5)")->check(CLI::Range(0, 100000));
+  cmd->add_flag("--no-rotate", o.no_rotate, "Reuse one input buffer: hot-L2 numbers (not what training sees)");
+  cmd->add_option("--min-bytes,-b", o.min_bytes, "Smallest collective size, nccl-tests style (default 8)");
+  cmd->add_option("--max-bytes,-e", o.max_bytes, "Largest collective size (default 8G)");
+  cmd->add_option("--timeout-s", o.timeout_s, "A collective not done after this many seconds is aborted (default 120)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--dry-run", o.dry_run, "Print the points the sweep would measure; needs no GPU");
+  cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.probe/1) instead of tables");
+}
+
+}  // namespace
+
+void AddProbeCommand(CLI::App& app, CommandRunner& runner) {
+  auto options = std::make_shared<ProbeOptions>();
+#ifdef LOOM_HAVE_CUDA
+  CLI::App* cmd = app.add_subcommand(
+      "probe", "Measure this cluster's GPU kernels (cuBLASLt, cuDNN) and NCCL collectives into a profile for fit");
+#else
+  CLI::App* cmd = app.add_subcommand("probe", "Measure GPU kernels and NCCL collectives (not in this build: no CUDA)");
+#endif
+  AddOptions(cmd, *options);
+  cmd->footer(
+      "One rank per GPU: `mpirun -np 16 loom probe` (or srun) measures every host's GPUs and the collectives over\n"
+      "all ranks, within each host and along the rails; NCCL starts from a unique id broadcast over MPI. GEMMs,\n"
+      "attention and memory-bound kernels run on rank 0's GPU. A point that fails (out of memory, a dtype the GPU\n"
+      "lacks) is recorded with its reason; a hung collective is aborted after --timeout-s (exit status 1).\n"
+      "Exit status 3: no GPU is visible, or loom was built without CUDA.\n\n"
+      "Examples:\n"
+      "  loom probe --dry-run\n"
+      "  loom probe -o hardware/profiles/h100-sxm5-2026-11-22.json\n"
+      "  loom probe --for-model models/llama3-70b.json --cluster hardware/clusters/dgx-h100.json --seq 8192\n"
+      "  mpirun -np 16 --map-by ppr:8:node loom probe --measure collectives -b 8 -e 8G\n"
+      "  loom probe -o h100.json --resume\n"
+      "  loom fit h100.json --gpu hardware/gpus/h100-sxm5-80gb.json");
+  cmd->callback([options, &runner] {
+    runner = [options](std::ostream& out, [[maybe_unused]] std::ostream& err) -> Status {
+      if (options->dry_run) return DryRun(*options, out);
+#ifdef LOOM_HAVE_CUDA
+      return Measure(*options, out, err);
+#else
+      return Status::Unavailable(
+          "this loom was built without CUDA, so it cannot probe GPUs (--dry-run still lists the sweep). Build it "
+          "where the CUDA toolkit with cuBLAS, cuDNN and NCCL is installed (/usr/local/cuda): cmake -S . -B build "
+          "-DLOOM_WITH_CUDA=ON && cmake --build build -j2");
+#endif
+    };
+  });
+}
+
+}  // namespace loom

@@ -1,0 +1,138 @@
+#ifndef LOOM_PROBE_BENCH_H_
+#define LOOM_PROBE_BENCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/enum_names.h"
+#include "core/status.h"
+#include "cost/profile.h"
+#include "workload/ops.h"
+
+namespace loom {
+
+// The interfaces `loom probe` measures through. The GPU (KernelBench), NCCL (CollectiveBench)
+// and the process launcher (Launcher) are behind them so that the sweep, the statistics, the
+// incremental profile and the timeouts run and are tested on a CPU (tests/probe/ has fakes); the
+// CUDA implementations live in src/probe/cuda/ and are built only with CUDA.
+
+// How one point is timed.
+struct BenchSettings {
+  int64_t warmup = 5;    // untimed runs first: clocks ramp up, caches and plans are built
+  int64_t repeats = 20;  // timed runs, one time each
+  // Inputs are rotated over enough buffers that together exceed the L2 cache, so that a timed
+  // run does not read what the previous one left in L2 (an inference-style hot-cache number
+  // would be too fast for training, where each weight is read once per micro-batch).
+  bool rotate_inputs = true;
+};
+
+// The memory-bound kernels loom probe times. Each moves a tensor of |bytes| (the sample's
+// bytes_read / bytes_written follow from it: MemoryKernelTraffic).
+enum class MemoryKernel {
+  kCopy,         // cudaMemcpyAsync device to device: bytes read, bytes written
+  kRmsNorm,      // loom's own bf16 RMSNorm over rows of 8192: bytes read, bytes written
+  kSwiGlu,       // loom's own bf16 SwiGLU, silu(gate) * up: 2x bytes read, bytes written
+};
+inline constexpr EnumNames<MemoryKernel, 3> kMemoryKernelNames({{
+    {MemoryKernel::kCopy, "copy"},
+    {MemoryKernel::kRmsNorm, "rmsnorm"},
+    {MemoryKernel::kSwiGlu, "swiglu"},
+}});
+
+// The HBM traffic of |kernel| over a tensor of |bytes|.
+MemoryShape MemoryKernelTraffic(MemoryKernel kernel, int64_t bytes);
+
+// What the GPU and its software are.
+struct DeviceFacts {
+  ProfileDevice device;
+  std::string driver_version;  // the kernel module's, "580.159.04"; from cudaDriverGetVersion if unreadable
+  std::string cuda_version;    // the runtime's, "13.0"
+  std::vector<std::pair<std::string, std::string>> library_versions;  // cublaslt, cudnn, nccl
+};
+
+// One GPU. Every Time* call returns one time per timed repeat, in microseconds, of one run of the
+// kernel (not of the batch it may time together), or an error for this point only:
+// ResourceExhausted (out of memory), Unimplemented (this GPU or library cannot run the dtype or
+// shape), Internal (any other CUDA, cuBLASLt or cuDNN error, with file:line and the library's
+// message). After an error the bench is usable for the next point.
+class KernelBench {
+ public:
+  virtual ~KernelBench() = default;
+
+  virtual DeviceFacts Facts() = 0;
+  // C = A * B through cuBLASLt, random inputs; fp8 is e4m3 with per-tensor scales.
+  virtual Result<std::vector<double>> TimeGemm(const GemmShape& shape, const BenchSettings& settings) = 0;
+  // One fused attention kernel (cuDNN's scaled-dot-product attention), forward or backward as
+  // |shape|.backward says.
+  virtual Result<std::vector<double>> TimeAttention(const AttentionShape& shape, const BenchSettings& settings) = 0;
+  virtual Result<std::vector<double>> TimeMemory(MemoryKernel kernel, int64_t bytes,
+                                                 const BenchSettings& settings) = 0;
+  // kLaunch: an empty kernel (|bytes| is 0); the copies: pinned host memory of |bytes|.
+  virtual Result<std::vector<double>> TimeHost(HostMeasure measure, int64_t bytes, const BenchSettings& settings) = 0;
+};
+
+// One operation of a collective sweep.
+struct CollectivePoint {
+  ProfiledCollective collective = ProfiledCollective::kAllReduce;
+  ProbeGroup group = ProbeGroup::kWorld;
+  int64_t size_bytes = 0;  // nccl-tests' size column
+};
+
+// The times of one collective point on this rank: one per repeat, each the mean over a batch of
+// back-to-back operations (as nccl-tests times them), out of place and in place.
+struct CollectiveTimes {
+  std::vector<double> out_of_place_us;
+  std::vector<double> in_place_us;
+};
+
+// The NCCL communicators of one probe run: every group of ProbeGroup this rank belongs to.
+// Every rank calls Time with the same points in the same order.
+class CollectiveBench {
+ public:
+  virtual ~CollectiveBench() = default;
+
+  // Times |point| on this rank's communicator of |point|.group. Each operation must finish within
+  // |timeout_s|; one that does not is aborted (ncclCommAbort) and DeadlineExceeded is returned,
+  // naming the operation, size and group; that group's communicator is gone and every later call
+  // on it returns Unavailable. ResourceExhausted when the buffers do not fit.
+  virtual Result<CollectiveTimes> Time(const CollectivePoint& point, const BenchSettings& settings,
+                                       double timeout_s) = 0;
+};
+
+// The processes of one probe run (MPI ranks, or one process alone).
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+
+  virtual int Rank() const = 0;
+  virtual int Size() const = 0;
+  // The host name of every rank, in rank order (the same on every rank).
+  virtual const std::vector<std::string>& Hosts() const = 0;
+  // Copies |bytes| bytes at |data| from |root| to every rank.
+  virtual Status Broadcast(void* data, int64_t bytes, int root) = 0;
+  // The largest of every rank's |value|.
+  virtual Result<double> MaxOverRanks(double value) = 0;
+  virtual Status Barrier() = 0;
+};
+
+// A launcher of one process, for runs without MPI.
+class SingleProcessLauncher : public Launcher {
+ public:
+  explicit SingleProcessLauncher(std::string host) : hosts_{std::move(host)} {}
+  int Rank() const override { return 0; }
+  int Size() const override { return 1; }
+  const std::vector<std::string>& Hosts() const override { return hosts_; }
+  Status Broadcast(void*, int64_t, int) override { return Status::Ok(); }
+  Result<double> MaxOverRanks(double value) override { return value; }
+  Status Barrier() override { return Status::Ok(); }
+
+ private:
+  std::vector<std::string> hosts_;
+};
+
+}  // namespace loom
+
+#endif  // LOOM_PROBE_BENCH_H_

@@ -1,0 +1,74 @@
+#include "probe/cuda/event_timer.h"
+
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+
+#include "probe/cuda/cuda_check.h"
+
+namespace loom::cuda {
+namespace {
+
+struct EventDestroyer {
+  void operator()(std::remove_pointer_t<cudaEvent_t>* event) const { cudaEventDestroy(event); }
+};
+using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestroyer>;
+
+Result<Event> MakeEvent() {
+  cudaEvent_t event = nullptr;
+  LOOM_CUDA(cudaEventCreate(&event));
+  return Event(event);
+}
+
+// Enqueues the warm-up runs, then each timed run between its pair of events, all back to back:
+// the host never waits for the GPU in between, so the GPU runs the repeats without gaps.
+Status EnqueueRuns(cudaStream_t stream, const std::function<Status(int64_t)>& launch, const BenchSettings& settings,
+                   const std::vector<Event>& starts, const std::vector<Event>& stops) {
+  for (int64_t i = 0; i < settings.warmup; ++i) LOOM_RETURN_IF_ERROR(launch(i));
+  for (int64_t r = 0; r < settings.repeats; ++r) {
+    LOOM_CUDA(cudaEventRecord(starts[r].get(), stream));
+    LOOM_RETURN_IF_ERROR(launch(settings.warmup + r));
+    LOOM_CUDA(cudaEventRecord(stops[r].get(), stream));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<double>> TimeOnStream(cudaStream_t stream, const std::function<Status(int64_t)>& launch,
+                                         const BenchSettings& settings) {
+  std::vector<Event> starts, stops;
+  for (int64_t r = 0; r < settings.repeats; ++r) {
+    Result<Event> start = MakeEvent();
+    if (!start.ok()) return start.status();
+    Result<Event> stop = MakeEvent();
+    if (!stop.ok()) return stop.status();
+    starts.push_back(std::move(start).value());
+    stops.push_back(std::move(stop).value());
+  }
+  Status enqueued = EnqueueRuns(stream, launch, settings, starts, stops);
+  // Synchronise even after a failed launch: the runs already enqueued must finish before the
+  // caller frees their buffers.
+  Status synced = CheckCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize(stream)", __FILE__, __LINE__);
+  LOOM_RETURN_IF_ERROR(enqueued);
+  LOOM_RETURN_IF_ERROR(synced);
+  std::vector<double> times_us;
+  times_us.reserve(starts.size());
+  for (size_t r = 0; r < starts.size(); ++r) {
+    float ms = 0;
+    LOOM_CUDA(cudaEventElapsedTime(&ms, starts[r].get(), stops[r].get()));
+    times_us.push_back(static_cast<double>(ms) * 1000.0);
+  }
+  return times_us;
+}
+
+int64_t RotationCount(int64_t bytes_per_copy, int64_t l2_bytes, bool rotate) {
+  constexpr int64_t kMaxCopies = 64;
+  if (!rotate || bytes_per_copy <= 0) return 1;
+  // The smallest count whose copies together exceed 2 * L2: by the time a copy is used again,
+  // the runs in between have streamed more than twice the L2's capacity through it.
+  const int64_t copies = 2 * std::max<int64_t>(l2_bytes, 0) / bytes_per_copy + 1;
+  return std::clamp<int64_t>(copies, 1, kMaxCopies);
+}
+
+}  // namespace loom::cuda

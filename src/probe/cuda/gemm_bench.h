@@ -1,0 +1,73 @@
+#ifndef LOOM_PROBE_CUDA_GEMM_BENCH_H_
+#define LOOM_PROBE_CUDA_GEMM_BENCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "core/status.h"
+#include "probe/bench.h"
+#include "workload/ops.h"
+
+namespace loom::cuda {
+
+// Device memory of the current device, given back by cudaFree when it goes out of scope.
+struct CudaFreeDeleter {
+  void operator()(void* pointer) const { cudaFree(pointer); }
+};
+using DeviceBuffer = std::unique_ptr<void, CudaFreeDeleter>;
+
+// |bytes| of device memory (at least 256-byte aligned, as cudaMalloc's are); ResourceExhausted
+// when they do not fit.
+Result<DeviceBuffer> AllocateDevice(int64_t bytes);
+
+// |copies| buffers of |bytes_per_copy| each, to rotate inputs over (RotationCount), or as many as
+// fit when the device memory runs out after the first: a point is measured with fewer copies
+// rather than not at all. ResourceExhausted when not even one fits.
+Result<std::vector<DeviceBuffer>> AllocateCopies(int64_t bytes_per_copy, int64_t copies);
+
+// Times C[m, n] = A[m, k] * B[k, n] (row-major, |batch| independent products) through cuBLASLt
+// on one stream of the current device, with the algorithm cuBLASLt's heuristic ranks first.
+//
+// cuBLASLt is column-major, and a row-major matrix is the column-major view of its transpose, so
+// the bench asks cuBLASLt for C^T[n, m] = B^T[n, k] * A^T[k, m]: cuBLASLt's "A" is loom's B and its
+// "B" is loom's A, with cuBLASLt's (m, n, k) = loom's (n, m, k). The FLOPs are 2 * batch * m * n * k
+// either way (GemmFlops).
+//
+// Types: bf16 and fp16 inputs and output with fp32 accumulation; tf32 is fp32 storage with
+// CUBLAS_COMPUTE_32F_FAST_TF32; fp32 is plain CUBLAS_COMPUTE_32F; fp8 is e4m3 A and B with
+// per-tensor scales of 1.0 and a bf16 output. cuBLASLt runs fp8 only in the "TN" layout, so for
+// fp8 loom's B is stored transposed, as [n, k] (nn.Linear's weight layout: C = A * W^T).
+class GemmBench {
+ public:
+  // Creates the cuBLASLt handle and the workspace on the current device; every GEMM runs on
+  // |stream|, which must outlive the bench.
+  static Result<std::unique_ptr<GemmBench>> Create(cudaStream_t stream);
+  ~GemmBench();
+  GemmBench(const GemmBench&) = delete;
+  GemmBench& operator=(const GemmBench&) = delete;
+
+  // One time per timed repeat, in microseconds, of one (batched) GEMM of |shape|. Its buffers are
+  // allocated for this call and freed before it returns. InvalidArgument for a dimension that is
+  // not positive or does not fit in 32 bits; Unimplemented for fp8 on a GPU older than compute
+  // capability 8.9 or with a dimension that is not a multiple of 16, and when cuBLASLt has no
+  // algorithm for the shape; ResourceExhausted when A, B and C do not fit.
+  Result<std::vector<double>> Time(const GemmShape& shape, const BenchSettings& settings);
+
+ private:
+  GemmBench(cudaStream_t stream, cublasLtHandle_t handle, DeviceBuffer workspace, int compute_capability,
+            int64_t l2_bytes);
+
+  cudaStream_t stream_;
+  cublasLtHandle_t handle_;
+  DeviceBuffer workspace_;
+  int compute_capability_;  // major * 10 + minor: 90 for Hopper
+  int64_t l2_bytes_;
+};
+
+}  // namespace loom::cuda
+
+#endif  // LOOM_PROBE_CUDA_GEMM_BENCH_H_

@@ -1,0 +1,23 @@
+#ifndef LOOM_PROBE_MPI_LAUNCHER_H_
+#define LOOM_PROBE_MPI_LAUNCHER_H_
+
+#include <memory>
+
+#include "core/status.h"
+#include "probe/bench.h"
+
+namespace loom {
+
+// True when this process was started by mpirun/mpiexec or srun (Open MPI's, MPICH's or Slurm's
+// environment variables say so).
+bool StartedByMpiLauncher();
+
+// The Launcher of an MPI job: MPI_Init on construction (MPI_Init_thread is not needed: one
+// thread calls MPI), MPI_COMM_WORLD's rank and size, every rank's host name gathered, MPI_Finalize
+// on destruction. Unimplemented when loom was built without MPI (the message says how to build
+// it). Every MPI return code is checked, with file:line and MPI_Error_string.
+Result<std::unique_ptr<Launcher>> MakeMpiLauncher();
+
+}  // namespace loom
+
+#endif  // LOOM_PROBE_MPI_LAUNCHER_H_

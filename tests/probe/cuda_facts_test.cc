@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "probe/cuda/cuda_check.h"
+#include "probe/cuda/cuda_kernel_bench.h"
+#include "probe/cuda/event_timer.h"
+
+// The parts of the CUDA probe that need no GPU: the device facts' parsing and formatting, the
+// mapping of library codes to Status, and the rotation count.
+
+namespace loom::cuda {
+namespace {
+
+// /proc/driver/nvidia/version of the proprietary kernel module.
+constexpr char kProprietaryModule[] =
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.216.03  Thu Apr  3 01:14:19 UTC 2025\n"
+    "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14) \n";
+// ... and of the open kernel module.
+constexpr char kOpenModule[] =
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.195.03  Release Build  "
+    "(dvs-builder@U22-I3-H04-03-1)  Sat Sep 20 00:47:16 UTC 2025\n"
+    "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n";
+
+TEST(DriverVersionFromProc, ReadsTheProprietaryModulesVersion) {
+  EXPECT_EQ(DriverVersionFromProc(kProprietaryModule), "535.216.03");
+}
+
+TEST(DriverVersionFromProc, ReadsTheOpenModulesVersionPastItsArchitecture) {
+  EXPECT_EQ(DriverVersionFromProc(kOpenModule), "570.195.03");
+}
+
+TEST(DriverVersionFromProc, ReadsTwoPartVersions) {
+  EXPECT_EQ(DriverVersionFromProc("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.142  Release Build  "
+                                  "(dvs-builder@U22-I3-AD05-51-5)  Tue Mar  3 19:14:46 UTC 2026\n"),
+            "580.142");
+}
+
+TEST(DriverVersionFromProc, IgnoresTheCompilersVersion) {
+  EXPECT_EQ(DriverVersionFromProc("GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"), "");
+  EXPECT_EQ(DriverVersionFromProc("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64 malformed\n"
+                                  "GCC version:  gcc version 13.3.0\n"),
+            "");
+}
+
+TEST(DriverVersionFromProc, IsEmptyForAnEmptyFile) { EXPECT_EQ(DriverVersionFromProc(""), ""); }
+
+TEST(CudaVersionString, FormatsMajorAndMinor) {
+  EXPECT_EQ(CudaVersionString(13000), "13.0");
+  EXPECT_EQ(CudaVersionString(12080), "12.8");
+}
+
+TEST(CublasLtVersionString, FormatsTheHeadersVersion) {
+  EXPECT_EQ(CublasLtVersionString(130100), "13.1.0");
+  EXPECT_EQ(CublasLtVersionString(CUBLAS_VERSION), std::to_string(CUBLAS_VER_MAJOR) + "." +
+                                                       std::to_string(CUBLAS_VER_MINOR) + "." +
+                                                       std::to_string(CUBLAS_VER_PATCH));
+}
+
+TEST(RotationCount, ExceedsTwiceTheL2) {
+  constexpr int64_t kMiB = 1 << 20;
+  EXPECT_EQ(RotationCount(10 * kMiB, 50 * kMiB, true), 11);    // 110 MiB > 100 MiB
+  EXPECT_EQ(RotationCount(100 * kMiB, 50 * kMiB, true), 2);    // one copy only equals 2x L2
+  EXPECT_EQ(RotationCount(1024 * kMiB, 50 * kMiB, true), 1);
+}
+
+TEST(RotationCount, IsAtMost64AndOneWhenOff) {
+  EXPECT_EQ(RotationCount(1024, 50 << 20, true), 64);
+  EXPECT_EQ(RotationCount(1024, 50 << 20, false), 1);
+}
+
+TEST(CheckCuda, NamesTheCallTheLineAndCudasError) {
+  EXPECT_TRUE(CheckCuda(cudaSuccess, "cudaFree(p)", "a.cc", 1).ok());
+  Status status = CheckCuda(cudaErrorMemoryAllocation, "cudaMalloc(&p, n)", "gemm_bench.cc", 12);
+  EXPECT_EQ(status.code(), Status::Code::kResourceExhausted);
+  EXPECT_EQ(status.message(), "cudaMalloc(&p, n) failed at gemm_bench.cc:12: cudaErrorMemoryAllocation: " +
+                                  std::string(cudaGetErrorString(cudaErrorMemoryAllocation)));
+}
+
+TEST(CheckCuda, MapsCodesToStatus) {
+  EXPECT_EQ(CheckCuda(cudaErrorNotSupported, "f()", "a.cc", 1).code(), Status::Code::kUnimplemented);
+  EXPECT_EQ(CheckCuda(cudaErrorNoDevice, "f()", "a.cc", 1).code(), Status::Code::kUnavailable);
+  EXPECT_EQ(CheckCuda(cudaErrorInsufficientDriver, "f()", "a.cc", 1).code(), Status::Code::kUnavailable);
+  EXPECT_EQ(CheckCuda(cudaErrorIllegalAddress, "f()", "a.cc", 1).code(), Status::Code::kInternal);
+}
+
+TEST(CheckCublas, MapsCodesToStatus) {
+  EXPECT_TRUE(CheckCublas(CUBLAS_STATUS_SUCCESS, "f()", "a.cc", 1).ok());
+  EXPECT_EQ(CheckCublas(CUBLAS_STATUS_ALLOC_FAILED, "f()", "a.cc", 1).code(), Status::Code::kResourceExhausted);
+  Status unsupported = CheckCublas(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul(...)", "a.cc", 7);
+  EXPECT_EQ(unsupported.code(), Status::Code::kUnimplemented);
+  EXPECT_NE(unsupported.message().find("cublasLtMatmul(...) failed at a.cc:7: CUBLAS_STATUS_NOT_SUPPORTED"),
+            std::string::npos)
+      << unsupported.message();
+  EXPECT_EQ(CheckCublas(CUBLAS_STATUS_EXECUTION_FAILED, "f()", "a.cc", 1).code(), Status::Code::kInternal);
+}
+
+TEST(CheckCudnn, MapsEveryNotSupportedCodeToUnimplemented) {
+  EXPECT_TRUE(CheckCudnn(CUDNN_STATUS_SUCCESS, "f()", "a.cc", 1).ok());
+  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_NOT_SUPPORTED, "f()", "a.cc", 1).code(), Status::Code::kUnimplemented);
+  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_NOT_SUPPORTED_SHAPE, "f()", "a.cc", 1).code(), Status::Code::kUnimplemented);
+  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED, "f()", "a.cc", 1).code(),
+            Status::Code::kResourceExhausted);
+  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_BAD_PARAM, "f()", "a.cc", 1).code(), Status::Code::kInternal);
+}
+
+TEST(CheckNccl, NamesTheResultAndTreatsInProgressAsOk) {
+  EXPECT_TRUE(CheckNccl(ncclSuccess, "f()", "a.cc", 1).ok());
+  EXPECT_TRUE(CheckNccl(ncclInProgress, "ncclAllReduce(...)", "a.cc", 1).ok());
+  Status status = CheckNccl(ncclSystemError, "ncclCommInitRank(...)", "nccl_bench.cc", 40);
+  EXPECT_EQ(status.code(), Status::Code::kInternal);
+  EXPECT_EQ(status.message().rfind("ncclCommInitRank(...) failed at nccl_bench.cc:40: ncclSystemError: ", 0), 0u)
+      << status.message();
+}
+
+// On a machine without a GPU (where the tests usually run) the message says so plainly; with one,
+// it counts it.
+TEST(CountDevices, SaysPlainlyWhenNoGpuIsVisible) {
+  int count = -1;
+  Status status = CountDevices(&count);
+  if (status.ok()) {
+    EXPECT_GT(count, 0);
+    return;
+  }
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(status.message().rfind("no CUDA GPU is visible (cudaGetDeviceCount: ", 0), 0u) << status.message();
+  EXPECT_NE(status.message().find("); loom probe measures GPUs and must run on a machine with an NVIDIA GPU and its "
+                                  "driver"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace loom::cuda
