@@ -10,24 +10,10 @@
 
 #include "core/status.h"
 #include "probe/bench.h"
+#include "probe/cuda/device_buffer.h"
 #include "workload/ops.h"
 
 namespace loom::cuda {
-
-// Device memory of the current device, given back by cudaFree when it goes out of scope.
-struct CudaFreeDeleter {
-  void operator()(void* pointer) const { cudaFree(pointer); }
-};
-using DeviceBuffer = std::unique_ptr<void, CudaFreeDeleter>;
-
-// |bytes| of device memory (at least 256-byte aligned, as cudaMalloc's are); ResourceExhausted
-// when they do not fit.
-Result<DeviceBuffer> AllocateDevice(int64_t bytes);
-
-// |copies| buffers of |bytes_per_copy| each, to rotate inputs over (RotationCount), or as many as
-// fit when the device memory runs out after the first: a point is measured with fewer copies
-// rather than not at all. ResourceExhausted when not even one fits.
-Result<std::vector<DeviceBuffer>> AllocateCopies(int64_t bytes_per_copy, int64_t copies);
 
 // Times C[m, n] = A[m, k] * B[k, n] (row-major, |batch| independent products) through cuBLASLt
 // on one stream of the current device, with the algorithm cuBLASLt's heuristic ranks first.

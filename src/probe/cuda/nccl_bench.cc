@@ -15,6 +15,7 @@
 
 #include "core/dtype.h"
 #include "probe/cuda/cuda_check.h"
+#include "probe/cuda/device_buffer.h"
 #include "probe/cuda/device_kernels.h"
 #include "probe/deadline.h"
 #include "probe/groups.h"
@@ -165,30 +166,8 @@ NcclCall Enqueue(const Operation& op, ncclComm_t comm, cudaStream_t stream) {
   return NcclCall{ncclInvalidArgument, "Enqueue: unknown collective", __LINE__};
 }
 
-// Device memory of one point, freed when it goes out of scope (cudaFree's code is not checked
-// there: a destructor cannot return it) unless Leak() was called.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
-  }
-
-  // ResourceExhausted when the GPU has no room (CheckCuda maps cudaErrorMemoryAllocation).
-  Status Allocate(int64_t bytes) {
-    LOOM_CUDA(cudaMalloc(&data_, static_cast<size_t>(bytes)));
-    return Status::Ok();
-  }
-  float* data() const { return static_cast<float*>(data_); }
-  // Forgets the memory without freeing it: cudaFree waits for the device, which would hang behind
-  // a kernel that an abort did not stop.
-  void Leak() { data_ = nullptr; }
-
- private:
-  void* data_ = nullptr;
-};
+// A buffer of the fp32 elements nccl-tests' "float" type measures.
+float* Floats(const DeviceBuffer& buffer) { return static_cast<float*>(buffer.get()); }
 
 // The CUDA events around the timed batches of one point: batch k runs between events k and k+1.
 class EventChain {
@@ -454,8 +433,8 @@ Result<CollectiveTimes> NcclCollectiveBench::Time(const CollectivePoint& point, 
   LOOM_RETURN_IF_ERROR(Prepare(*buffers, send, recv));
   Result<CollectiveTimes> times = Measure(group, point, *buffers, send, recv, settings, timeout_s);
   if (!wedged_.empty()) {
-    send.Leak();
-    recv.Leak();
+    send.release();  // cudaFree would wait behind the kernel the abort did not stop
+    recv.release();
   }
   return times;
 }
@@ -467,11 +446,15 @@ Result<CollectiveTimes> NcclCollectiveBench::Time(const CollectivePoint& point, 
 Status NcclCollectiveBench::Prepare(const CollectiveBuffers& buffers, DeviceBuffer& send, DeviceBuffer& recv) {
   const int64_t element_bytes = BytesPerElement(Dtype::kFp32);
   const int64_t recv_count = std::max(buffers.send_count, buffers.recv_count);
-  LOOM_RETURN_IF_ERROR(send.Allocate(buffers.send_count * element_bytes));
-  LOOM_RETURN_IF_ERROR(recv.Allocate(recv_count * element_bytes));
+  Result<DeviceBuffer> send_memory = AllocateDevice(buffers.send_count * element_bytes);
+  if (!send_memory.ok()) return send_memory.status();
+  Result<DeviceBuffer> recv_memory = AllocateDevice(recv_count * element_bytes);
+  if (!recv_memory.ok()) return recv_memory.status();
+  send = std::move(send_memory).value();
+  recv = std::move(recv_memory).value();
   const uint64_t seed = 2 * static_cast<uint64_t>(launcher_.Rank());
-  LOOM_CUDA(FillRandom(send.data(), buffers.send_count, Dtype::kFp32, seed, stream_));
-  LOOM_CUDA(FillRandom(recv.data(), recv_count, Dtype::kFp32, seed + 1, stream_));
+  LOOM_CUDA(FillRandom(send.get(), buffers.send_count, Dtype::kFp32, seed, stream_));
+  LOOM_CUDA(FillRandom(recv.get(), recv_count, Dtype::kFp32, seed + 1, stream_));
   return Status::Ok();
 }
 
@@ -483,14 +466,14 @@ Result<CollectiveTimes> NcclCollectiveBench::Measure(GroupComm& group, const Col
                                                      double timeout_s) {
   const GroupMembership& m = group.membership;
   const int64_t operations_per_batch = OperationsPerBatch(point.size_bytes);
-  Operation op{point.collective, send.data(), recv.data(), buffers.count, m.key, m.ranks};
+  Operation op{point.collective, Floats(send), Floats(recv), buffers.count, m.key, m.ranks};
   CollectiveTimes times;
   Result<std::vector<double>> out =
       TimeOperation(group, op, operations_per_batch, settings, timeout_s, Describe(point, m, false));
   if (!out.ok()) return Abandon(group, out.status());
   times.out_of_place_us = std::move(out).value();
-  op.send = recv.data() + m.key * buffers.in_place_send_offset;
-  op.recv = recv.data() + m.key * buffers.in_place_recv_offset;
+  op.send = Floats(recv) + m.key * buffers.in_place_send_offset;
+  op.recv = Floats(recv) + m.key * buffers.in_place_recv_offset;
   Result<std::vector<double>> in =
       TimeOperation(group, op, operations_per_batch, settings, timeout_s, Describe(point, m, true));
   if (!in.ok()) return Abandon(group, in.status());

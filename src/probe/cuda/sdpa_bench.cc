@@ -17,43 +17,12 @@
 #include "core/dtype.h"
 #include "probe/cuda/cuda_check.h"
 #include "probe/cuda/device_kernels.h"
+#include "probe/cuda/device_buffer.h"
 #include "probe/cuda/event_timer.h"
 #include "probe/cuda/sdpa_graph.h"
 
 namespace loom::cuda {
 namespace {
-
-// cudaMalloc'd device memory, freed with the object.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(DeviceBuffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    std::swap(data_, other.data_);
-    return *this;
-  }
-  ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
-  }
-
-  // |bytes| of device memory (none when 0).
-  static Result<DeviceBuffer> Allocate(int64_t bytes) {
-    DeviceBuffer buffer;
-    if (bytes <= 0) return buffer;
-    Status allocated = CheckCuda(cudaMalloc(&buffer.data_, static_cast<size_t>(bytes)),
-                                 "cudaMalloc(&buffer.data_, bytes)", __FILE__, __LINE__);
-    if (allocated.ok()) return buffer;
-    // A failed cudaMalloc also sets CUDA's last error, which the next kernel launch's check would
-    // report as its own; the failure is already in |allocated|.
-    static_cast<void>(cudaGetLastError());
-    return allocated;
-  }
-
-  void* get() const { return data_; }
-
- private:
-  void* data_ = nullptr;
-};
 
 using Buffers = std::array<DeviceBuffer, kSdpaUidCount>;  // by uid; the tensors of the other pass stay empty
 
@@ -84,17 +53,17 @@ Result<PassMemory> AllocatePass(const PassTensors& pass, const SdpaTensorBytes& 
                                 int64_t count) {
   PassMemory memory;
   for (SdpaUid uid : pass.shared) {
-    Result<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes[uid]);
+    Result<DeviceBuffer> buffer = AllocateDevice(bytes[uid]);
     if (!buffer.ok()) return buffer.status();
     memory.shared[uid] = std::move(buffer).value();
   }
-  Result<DeviceBuffer> workspace = DeviceBuffer::Allocate(workspace_bytes);
+  Result<DeviceBuffer> workspace = AllocateDevice(workspace_bytes);
   if (!workspace.ok()) return workspace.status();
   memory.workspace = std::move(workspace).value();
   for (int64_t set = 0; set < count; ++set) {
     Buffers buffers;
     for (SdpaUid uid : pass.rotated) {
-      Result<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes[uid]);
+      Result<DeviceBuffer> buffer = AllocateDevice(bytes[uid]);
       if (!buffer.ok() && set > 0 && buffer.status().code() == Status::Code::kResourceExhausted) return memory;
       if (!buffer.ok()) return buffer.status();
       buffers[uid] = std::move(buffer).value();
