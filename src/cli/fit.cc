@@ -52,12 +52,6 @@ std::string Number(double value) {
   return text;
 }
 
-std::string JoinedList(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 // The file as ordered JSON, so that a rewrite keeps its key order.
 Result<Json> ReadOrderedJson(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

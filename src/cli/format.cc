@@ -52,4 +52,10 @@ nlohmann::ordered_json BreakdownJson(const StepBreakdown& b) {
           {"optimizer_s", b.optimizer_s}};
 }
 
+std::string JoinedList(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : std::string(separator)) + item;
+  return out;
+}
+
 }  // namespace loom

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +23,9 @@ std::string HumanFlops(double flops);
 
 // "70,553,706,496": digits grouped by thousands.
 std::string GroupedDigits(int64_t value);
+
+// |items| joined by |separator|: "a, b, c".
+std::string JoinedList(const std::vector<std::string>& items, std::string_view separator = ", ");
 
 // {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s"}: where a simulated step went, as
 // `loom simulate --json` and `loom plan --json` write it.

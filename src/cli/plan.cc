@@ -44,12 +44,6 @@ struct PlanCommandOptions {
   bool json = false;
 };
 
-std::string Joined(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : ",") + p;
-  return out;
-}
-
 // The cluster with enough nodes for |gpus|.
 Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus) {
   Result<ClusterSpec> loaded = LoadClusterSpec(path, std::nullopt);
@@ -131,7 +125,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   request.seq_len = o.seq_len;
   request.dtype = *kDtypeNames.Parse(o.dtype);
   request.optimizer = *kOptimizerNames.Parse(o.optimizer);
-  Result<Constraints> fixed = ParseConstraints(Joined(o.fix), "--fix");
+  Result<Constraints> fixed = ParseConstraints(JoinedList(o.fix, ","), "--fix");
   if (!fixed.ok()) return fixed.status();
   request.fixed = *fixed;
   PlanOptions options;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/format.h"
 #include "cli/probe_output.h"
 #include "probe/groups.h"
 #include "probe/mpi_launcher.h"
@@ -74,9 +75,8 @@ Result<std::vector<Enum>> ParseNames(const std::vector<std::string>& names, cons
   for (const std::string& name : names) {
     std::optional<Enum> value = table.Parse(name);
     if (!value) {
-      std::string known;
-      for (const std::string& n : table.Names()) known += (known.empty() ? "" : ", ") + n;
-      return Status::InvalidArgument(flag + " " + name + ": unknown; use one or more of " + known);
+      return Status::InvalidArgument(flag + " " + name + ": unknown; use one or more of " +
+                                     JoinedList(table.Names()));
     }
     out.push_back(*value);
   }

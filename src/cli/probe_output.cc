@@ -1,9 +1,9 @@
 #include "cli/probe_output.h"
 
-#include <cstdio>
 #include <map>
 #include <string>
 
+#include "core/formatted.h"
 #include "probe/nccl_table.h"
 
 namespace loom {
@@ -17,16 +17,10 @@ struct ClassBest {
   std::string point;
 };
 
-std::string Format(const char* format, auto... args) {
-  char text[200];
-  std::snprintf(text, sizeof text, format, args...);
-  return text;
-}
-
 // Class name, rate and unit of one kernel sample: higher is better, except the launch in us.
 std::string ClassOf(const ProfileSample& s, double* rate, std::string* unit) {
   if (const GemmShape* g = std::get_if<GemmShape>(&s.shape)) {
-    *rate = 2.0 * g->m * g->n * g->k * g->batch / (s.median_us * 1e-6) / 1e12;
+    *rate = static_cast<double>(GemmFlops(*g)) / (s.median_us * 1e-6) / 1e12;
     *unit = "TFLOP/s";
     return "gemm " + std::string(kDtypeNames.Name(g->dtype));
   }
@@ -74,7 +68,7 @@ void PrintSweepPlan(const std::vector<ProbePoint>& points, const std::vector<Pro
     for (const ProbePoint& p : points) {
       if (p.index() == kind) of_kind.push_back(&p);
     }
-    out << Format("%-12s %6zu points", kNames[kind], of_kind.size());
+    out << Formatted("%-12s %6zu points", kNames[kind], of_kind.size());
     if (!of_kind.empty()) {
       out << "  " << PointKey(*of_kind.front(), ranks);
       if (of_kind.size() > 1) out << "  ..  " << PointKey(*of_kind.back(), ranks);
@@ -97,9 +91,9 @@ void PrintProbeReport(const ProbeSummary& summary, std::ostream& out) {
   out << "\n\n";
   const std::map<std::string, ClassBest> classes = BestByClass(p);
   if (!classes.empty()) {
-    out << Format("%-22s %6s %12s  %s\n", "class", "points", "best", "at");
+    out << Formatted("%-22s %6s %12s  %s\n", "class", "points", "best", "at");
     for (const auto& [name, c] : classes) {
-      out << Format("%-22s %6lld %8.1f %-7s %s\n", name.c_str(), static_cast<long long>(c.measured), c.best,
+      out << Formatted("%-22s %6lld %8.1f %-7s %s\n", name.c_str(), static_cast<long long>(c.measured), c.best,
                     c.unit.c_str(), c.point.c_str());
     }
     out << "\n";

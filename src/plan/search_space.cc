@@ -285,7 +285,7 @@ void AddLayouts(const Space& space, int64_t gpus) {
   const int64_t per_node = space.cluster.gpus_per_node;
   std::vector<int64_t> cps;
   for (int64_t cp = 1; space.request.seq_len / cp >= 2048 || cp == 1; cp *= 2) cps.push_back(cp);
-  for (int64_t tp : Choices(fixed.tp, Divisors(per_node, per_node))) {
+  for (int64_t tp : Choices(fixed.tp, space.cluster.TensorParallelDegrees())) {
     for (int64_t cp : Choices(fixed.cp, cps)) {
       if (gpus % (tp * cp) != 0) continue;
       for (int64_t pp : Choices(fixed.pp, Divisors(gpus / (tp * cp), space.model.num_layers))) {

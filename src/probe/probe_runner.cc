@@ -140,7 +140,8 @@ Status MeasureKernelPoint(RunState& s, const ProbePoint& point, const std::strin
   return AppendKernelSample(s, point, *summary);
 }
 
-Result<double> MedianOrZero(const std::vector<double>& times) {
+// The median of |times|; 0 when there are none (or a broken timer), which the caller refuses.
+double MedianOrZero(const std::vector<double>& times) {
   Result<TimeSummary> t = Summarize(times);
   return t.ok() ? t->median_us : 0.0;
 }
@@ -162,9 +163,9 @@ Status MeasureCollectivePoint(RunState& s, const CollectivePoint& point, const s
     if (*worst == kHung) s.summary.hangs.push_back(error);
     return RecordFailure(s, key, error);
   }
-  Result<double> out_of_place = s.launcher->MaxOverRanks(*MedianOrZero(times->out_of_place_us));
+  Result<double> out_of_place = s.launcher->MaxOverRanks(MedianOrZero(times->out_of_place_us));
   if (!out_of_place.ok()) return out_of_place.status();
-  Result<double> in_place = s.launcher->MaxOverRanks(*MedianOrZero(times->in_place_us));
+  Result<double> in_place = s.launcher->MaxOverRanks(MedianOrZero(times->in_place_us));
   if (!in_place.ok()) return in_place.status();
   if (*out_of_place <= 0 || *in_place <= 0) return RecordFailure(s, key, "a rank returned no timed repeats");
   const GroupMembership m = MembershipOf(point.group, s.launcher->Hosts(), s.launcher->Rank());

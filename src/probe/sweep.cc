@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <set>
-#include <tuple>
 
 #include "workload/layer_ops.h"
 
@@ -16,41 +15,18 @@ bool Has(const std::vector<T>& v, T x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-auto GemmTuple(const GemmShape& g) { return std::make_tuple(g.m, g.n, g.k, g.batch, static_cast<int>(g.dtype)); }
-auto AttentionTuple(const AttentionShape& a) {
-  return std::make_tuple(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv, a.head_dim_qk, a.head_dim_v, a.causal,
-                         a.backward, static_cast<int>(a.dtype));
-}
-
-// Appends the GEMMs and attention of |ops| not seen before.
-void CollectShapes(const std::vector<Op>& ops, std::set<decltype(GemmTuple({}))>* seen_gemm,
-                   std::set<decltype(AttentionTuple({}))>* seen_attention, std::vector<ProbePoint>* gemms,
+// Appends the GEMMs and attention of |layer| whose keys are not in |seen| yet.
+void CollectShapes(const LayerOps& layer, std::set<std::string>* seen, std::vector<ProbePoint>* gemms,
                    std::vector<ProbePoint>* attention) {
-  for (const Op& op : ops) {
-    if (const GemmShape* g = std::get_if<GemmShape>(&op.shape)) {
-      if (seen_gemm->insert(GemmTuple(*g)).second) gemms->push_back(*g);
-    } else if (const AttentionShape* a = std::get_if<AttentionShape>(&op.shape)) {
-      if (seen_attention->insert(AttentionTuple(*a)).second) attention->push_back(*a);
+  for (const std::vector<Op>* ops : {&layer.forward, &layer.backward_input, &layer.backward_weight}) {
+    for (const Op& op : *ops) {
+      const bool gemm = std::holds_alternative<GemmShape>(op.shape);
+      if (!gemm && !std::holds_alternative<AttentionShape>(op.shape)) continue;
+      const ProbePoint point = gemm ? ProbePoint(std::get<GemmShape>(op.shape))
+                                    : ProbePoint(std::get<AttentionShape>(op.shape));
+      if (seen->insert(PointKey(point, nullptr)).second) (gemm ? gemms : attention)->push_back(point);
     }
   }
-}
-
-void CollectLayerOps(const LayerOps& layer, std::set<decltype(GemmTuple({}))>* seen_gemm,
-                     std::set<decltype(AttentionTuple({}))>* seen_attention, std::vector<ProbePoint>* gemms,
-                     std::vector<ProbePoint>* attention) {
-  for (const std::vector<Op>* ops : {&layer.forward, &layer.backward_input, &layer.backward_weight}) {
-    CollectShapes(*ops, seen_gemm, seen_attention, gemms, attention);
-  }
-}
-
-// The tensor-parallel degrees the planner considers: divisors of the GPUs per node
-// (plan/search_space.cc), each with sequence parallelism above 1.
-std::vector<int64_t> TensorParallelDegrees(int64_t gpus_per_node) {
-  std::vector<int64_t> out;
-  for (int64_t tp = 1; tp <= gpus_per_node; ++tp) {
-    if (gpus_per_node % tp == 0) out.push_back(tp);
-  }
-  return out;
 }
 
 Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms, std::vector<ProbePoint>* attention) {
@@ -63,10 +39,10 @@ Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms, std::ve
     return Status::InvalidArgument("--for-model " + file + " needs --seq: the sequence length sets the GEMMs' "
                                    "token dimension");
   }
-  std::set<decltype(GemmTuple({}))> seen_gemm;
-  std::set<decltype(AttentionTuple({}))> seen_attention;
+  std::set<std::string> seen;
   std::string last_error;
-  for (int64_t tp : TensorParallelDegrees(m.cluster->gpus_per_node)) {
+  // The degrees the planner searches, each with sequence parallelism above 1.
+  for (int64_t tp : m.cluster->TensorParallelDegrees()) {
     for (int64_t micro_batch : m.micro_batches) {
       Strategy s;
       s.tp = tp;
@@ -82,11 +58,11 @@ Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms, std::ve
           last_error = ops.status().message();
           continue;
         }
-        CollectLayerOps(*ops, &seen_gemm, &seen_attention, gemms, attention);
+        CollectShapes(*ops, &seen, gemms, attention);
       }
       for (auto build : {BuildEmbeddingOps, BuildOutputOps}) {
         Result<LayerOps> ops = build(*m.model, s, {});
-        if (ops.ok()) CollectLayerOps(*ops, &seen_gemm, &seen_attention, gemms, attention);
+        if (ops.ok()) CollectShapes(*ops, &seen, gemms, attention);
       }
     }
   }

@@ -44,7 +44,8 @@ using ProbePoint = std::variant<GemmShape, AttentionShape, MemoryPoint, HostPoin
 std::string SampleLabel(const ProbePoint& point);
 
 // The point's ProbePointKey (cost/profile.h); |group_ranks| gives the ranks of a collective's
-// group, which is part of its identity (a resume with another world size measures it again).
+// group, which is part of its identity (a resume with another world size measures it again). It
+// is called for collective points only, so it may be empty for the others.
 std::string PointKey(const ProbePoint& point, const std::function<int64_t(ProbeGroup)>& group_ranks);
 
 // The model whose GEMMs and attention a --for-model sweep measures.

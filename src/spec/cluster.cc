@@ -285,6 +285,14 @@ std::optional<double> GpuSpec::PeakTflops(Dtype dtype) const {
   return PeakSlot(*this, dtype);
 }
 
+std::vector<int64_t> ClusterSpec::TensorParallelDegrees() const {
+  std::vector<int64_t> degrees;
+  for (int64_t tp = 1; tp <= gpus_per_node; ++tp) {
+    if (gpus_per_node % tp == 0) degrees.push_back(tp);
+  }
+  return degrees;
+}
+
 std::optional<int64_t> ClusterSpec::TotalGpus() const {
   if (!nodes) return std::nullopt;
   return (CheckedInt(gpus_per_node) * CheckedInt(*nodes)).get();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/enum_names.h"
@@ -101,6 +102,9 @@ struct ClusterSpec {
 
   // gpus_per_node * nodes, or nullopt when the node count is not known.
   std::optional<int64_t> TotalGpus() const;
+  // The tensor-parallel degrees that split evenly within a node: the divisors of gpus_per_node,
+  // ascending. What `loom plan` searches and `loom probe --for-model` measures shapes for.
+  std::vector<int64_t> TensorParallelDegrees() const;
 };
 
 // Reads a GPU file.
