@@ -8,6 +8,7 @@
 #include "cost/nccl_model.h"
 #include "cost/offload_model.h"
 #include "sim/critical_path.h"
+#include "sim/step_utilization.h"
 #include "workload/model_states.h"
 
 namespace loom {
@@ -162,51 +163,19 @@ int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
 void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
                const std::vector<ChunkCost>& costs, SimulationResult& r) {
   const StepGraph& step = r.step;
-  const TaskGraph& g = step.graph;
   r.step_time_s = r.timeline.makespan.ToSeconds();
-  // Per stage (replica 0): busy compute, tp share, optimizer, and the end of the pipeline.
-  std::vector<double> busy(step.stages, 0), tp(step.stages, 0), optimizer(step.stages, 0);
-  SimTime pipeline_end;
-  for (TaskId id = 0; id < g.num_tasks(); ++id) {
-    const Task& t = g.task(id);
-    const int32_t rank = g.rank_of(id);
-    if (rank >= step.stages) continue;
-    if (t.category == step.compute_category || t.category == step.tp_category) {
-      // The time it ran, not its duration: a tp task that shared its port ran longer.
-      const double ran_s = (r.timeline.end[id] - r.timeline.start[id]).ToSeconds();
-      busy[rank] += ran_s;
-      if (t.category == step.tp_category) tp[rank] += ran_s;
-      pipeline_end = Max(pipeline_end, r.timeline.end[id]);
-    } else if (t.category == step.optimizer_category) {
-      optimizer[rank] += t.duration.ToSeconds();
-    }
-  }
-  // The compute stream's waits for communication (ring transfers), counted as exposed
-  // communication, not bubble.
-  std::vector<double> comm_wait(step.stages, 0);
-  for (const StepGraph::RingTransfer& ring : step.ring_transfers) {
-    const int32_t rank = g.rank_of(ring.transfer);
-    if (rank >= step.stages) continue;
-    comm_wait[rank] += std::max(0.0, (r.timeline.end[ring.transfer] - r.timeline.end[ring.beside]).ToSeconds());
-  }
-  const double span = pipeline_end.ToSeconds();
-  // With one stage nothing waits on the pipeline: an idle compute stream waits for communication
-  // (ZeRO-3's layer gathers, the weights' all-gather at the start).
-  const bool pipelined = step.stages > 1;
-  double busy_sum = 0;
+  const StepUtilization u = MeasureUtilization(step, r.timeline);
   for (int32_t s = 0; s < step.stages; ++s) {
-    const double idle = std::max(0.0, span - busy[s] - comm_wait[s]);
-    if (!pipelined) comm_wait[s] += idle;
-    StageResult stage{s, r.memory.ranks[s].peak_bytes, busy[s], pipelined ? idle : 0.0};
+    StageResult stage{s, r.memory.ranks[s].peak_bytes, u.busy_s[s], u.bubble_s[s]};
     r.stages.push_back(stage);
-    busy_sum += busy[s] + comm_wait[s];
-    r.breakdown.compute_s += (busy[s] - tp[s]) / step.stages;
+    r.breakdown.compute_s += (u.busy_s[s] - u.tp_s[s]) / step.stages;
     r.breakdown.bubble_s += stage.bubble_s / step.stages;
-    r.breakdown.optimizer_s += optimizer[s] / step.stages;
-    r.breakdown.exposed_comm_s += (tp[s] + comm_wait[s] + r.step_time_s - span - optimizer[s]) / step.stages;
+    r.breakdown.optimizer_s += u.optimizer_s[s] / step.stages;
+    r.breakdown.exposed_comm_s +=
+        (u.tp_s[s] + u.comm_wait_s[s] + r.step_time_s - u.span_s - u.optimizer_s[s]) / step.stages;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.memory.ranks[s].peak_bytes);
   }
-  r.bubble_fraction = span > 0 ? std::max(0.0, 1.0 - busy_sum / (span * step.stages)) : 0;
+  r.bubble_fraction = u.bubble_fraction;
   const double world = static_cast<double>(strategy.WorldSize());
   const double tokens = static_cast<double>(strategy.global_batch * strategy.seq_len);
   const double peak = cluster.gpu.PeakTflops(strategy.dtype).value_or(0) * 1e12;

@@ -1,0 +1,63 @@
+#include "sim/step_utilization.h"
+
+#include <algorithm>
+
+namespace loom {
+namespace {
+
+// Fills busy_s, tp_s and optimizer_s; returns the end of the last compute or tp task.
+SimTime AddTaskTimes(const StepGraph& step, const StepTimeline& timeline, StepUtilization& u) {
+  const TaskGraph& g = step.graph;
+  SimTime pipeline_end;
+  for (TaskId id = 0; id < g.num_tasks(); ++id) {
+    const Task& t = g.task(id);
+    const int32_t rank = g.rank_of(id);
+    if (rank >= step.stages) continue;
+    const double ran_s = (timeline.end[id] - timeline.start[id]).ToSeconds();
+    if (t.category == step.compute_category || t.category == step.tp_category) {
+      u.busy_s[rank] += ran_s;
+      if (t.category == step.tp_category) u.tp_s[rank] += ran_s;
+      pipeline_end = Max(pipeline_end, timeline.end[id]);
+    } else if (t.category == step.optimizer_category) {
+      u.optimizer_s[rank] += ran_s;
+    }
+  }
+  return pipeline_end;
+}
+
+}  // namespace
+
+StepUtilization MeasureUtilization(const StepGraph& step, const StepTimeline& timeline) {
+  const TaskGraph& g = step.graph;
+  StepUtilization u;
+  const size_t stages = static_cast<size_t>(std::max(step.stages, 0));
+  u.busy_s.assign(stages, 0);
+  u.tp_s.assign(stages, 0);
+  u.optimizer_s.assign(stages, 0);
+  u.comm_wait_s.assign(stages, 0);
+  u.bubble_s.assign(stages, 0);
+  u.span_s = AddTaskTimes(step, timeline, u).ToSeconds();
+  // The compute stream's waits for ring transfers count as exposed communication, not bubble.
+  for (const StepGraph::RingTransfer& ring : step.ring_transfers) {
+    const int32_t rank = g.rank_of(ring.transfer);
+    if (rank >= step.stages) continue;
+    u.comm_wait_s[rank] +=
+        std::max(0.0, (timeline.end[ring.transfer] - timeline.end[ring.beside]).ToSeconds());
+  }
+  const bool pipelined = step.stages > 1;
+  double busy_sum = 0;
+  for (int32_t s = 0; s < step.stages; ++s) {
+    const double idle = std::max(0.0, u.span_s - u.busy_s[s] - u.comm_wait_s[s]);
+    if (pipelined) {
+      u.bubble_s[s] = idle;
+    } else {
+      u.comm_wait_s[s] += idle;
+    }
+    busy_sum += u.busy_s[s] + u.comm_wait_s[s];
+  }
+  u.bubble_fraction =
+      u.span_s > 0 ? std::max(0.0, 1.0 - busy_sum / (u.span_s * step.stages)) : 0;
+  return u;
+}
+
+}  // namespace loom
