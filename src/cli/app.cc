@@ -22,6 +22,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   AddFitCommand(app, runner);
   AddPlanCommand(app, runner);
   AddProbeCommand(app, runner);
+  AddValidateCommand(app, runner);
 
   try {
     app.parse(argc, argv);

@@ -26,6 +26,9 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner);
 // Registers "plan".
 void AddPlanCommand(CLI::App& app, CommandRunner& runner);
 
+// Registers "validate".
+void AddValidateCommand(CLI::App& app, CommandRunner& runner);
+
 // Registers "probe". Without CUDA it only lists the sweep (--dry-run) and says how to build it.
 void AddProbeCommand(CLI::App& app, CommandRunner& runner);
 

@@ -18,12 +18,14 @@
 #include "cli/command.h"
 #include "cli/format.h"
 #include "cli/plan_output.h"
+#include "exec/plan_file.h"
 #include "plan/explain.h"
 #include "plan/deepspeed_config.h"
 #include "plan/megatron_args.h"
 #include "plan/planner.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
+#include "spec/scenario.h"
 
 namespace loom {
 namespace {
@@ -37,6 +39,7 @@ struct PlanCommandOptions {
   int32_t threads = 0;
   std::string explain;
   std::string emit;
+  std::string out = "plan.json";  // --emit plan's file
   int64_t pick = 1;
   std::string attention = "fused";
   bool dropout = false;
@@ -76,8 +79,10 @@ std::function<void(const PlanProgress&)> TerminalProgress(std::ostream& err) {
   };
 }
 
-// What --emit can express: the strategy's launch settings, or why there are none.
+// What --emit can express: the strategy's launch settings, or why there are none. A plan file
+// holds any strategy the simulator runs.
 Status Expressible(const std::string& emit, const ModelSpec& model, const Strategy& s) {
+  if (emit == "plan") return Status::Ok();
   if (emit == "megatron") {
     Result<std::vector<std::string>> args = MegatronArguments(model, s);
     return args.ok() ? Status::Ok() : args.status();
@@ -86,13 +91,46 @@ Status Expressible(const std::string& emit, const ModelSpec& model, const Strate
   return plan.ok() ? Status::Ok() : plan.status();
 }
 
-// The launch settings of plan |rank| (1-based).
-Result<EmitResult> Emit(const std::string& emit, const ModelSpec& model, const PlanReport& report, int64_t rank) {
+// Writes the plan file of |strategy| (plan |rank|) to --out: its rank programs as the planner
+// simulated them, every data-parallel replica included.
+Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& header, const Strategy& strategy,
+                                int64_t rank) {
+  const SimulationOptions& simulation = header.options.simulation;
+  nlohmann::ordered_json source = {
+      {"model", o.model_path},
+      {"cluster", o.cluster_path},
+      {"gpus", o.gpus},
+      {"strategy", StrategyJson(strategy)},
+      {"simulation", {{"attention", o.attention}, {"dropout", simulation.kernels.dropout}, {"full", true}}}};
+  Result<PlanFile> plan = MakePlanFile(header.model, header.cluster, strategy, simulation, std::move(source));
+  if (!plan.ok()) return plan.status();
+  LOOM_RETURN_IF_ERROR(WritePlanFile(*plan, o.out));
+  const int32_t ranks = plan->step.graph.num_ranks();
+  const int32_t tasks = plan->step.graph.num_tasks();
+  const std::string validate = "mpirun -np " + std::to_string(ranks) + " loom validate " + o.out + " --backend host";
+  EmitResult emitted;
+  emitted.rank = rank;
+  emitted.heading = "plan file of plan " + std::to_string(rank);
+  emitted.text = "wrote " + o.out + ": " + std::to_string(ranks) + " ranks (" + std::to_string(plan->step.stages) +
+                 " stages x " + std::to_string(plan->step.replicas) + " replicas), " + std::to_string(tasks) +
+                 " tasks\nrun its rank programs and compare them with the prediction:\n  " + validate + "\n";
+  emitted.json = {{"format", "plan"}, {"rank", rank}, {"plan_file", o.out}, {"ranks", ranks},
+                  {"stages", plan->step.stages}, {"replicas", plan->step.replicas}, {"tasks", tasks},
+                  {"validate", validate}};
+  return emitted;
+}
+
+// The launch settings (or the plan file) of plan |rank| (1-based).
+Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, const PlanReport& report,
+                        int64_t rank) {
   if (rank > static_cast<int64_t>(report.ranked.size())) {
     return Status::InvalidArgument("--pick " + std::to_string(rank) + ": only " + std::to_string(report.ranked.size()) +
                                    " plans are ranked; raise --top");
   }
+  const std::string& emit = o.emit;
+  const ModelSpec& model = header.model;
   const Strategy& s = report.ranked[rank - 1].strategy;
+  if (emit == "plan") return EmitPlanFile(o, header, s, rank);
   EmitResult emitted;
   emitted.rank = rank;
   if (emit == "megatron") {
@@ -159,7 +197,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::optional<EmitResult> emitted;
   if (!o.emit.empty() && !report->ranked.empty()) {
-    Result<EmitResult> e = Emit(o.emit, *model, *report, o.pick);
+    Result<EmitResult> e = Emit(o, header, *report, o.pick);
     if (!e.ok()) return e.status();
     emitted = std::move(e).value();
   }
@@ -211,10 +249,14 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "lands among the plans and what dominates its step");
   cmd->add_option("--emit", o->emit,
                   "Rank only plans that Megatron-LM (megatron: pretrain_gpt.py arguments) or DeepSpeed (deepspeed: "
-                  "ds_config.json and Megatron-DeepSpeed arguments) can run, and print the launch settings of one")
-      ->check(CLI::IsMember({"megatron", "deepspeed"}));
+                  "ds_config.json and Megatron-DeepSpeed arguments) can run, and print the launch settings of one; "
+                  "or (plan: any plan) write one's rank programs to a plan file (--out) for loom validate")
+      ->check(CLI::IsMember({"megatron", "deepspeed", "plan"}));
   cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--out", o->out,
+                  "With --emit plan: the plan file to write (schema loom.plan-file/1; other --emit values ignore it)")
+      ->capture_default_str();
   cmd->add_option("--attention", o->attention, "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's)")
       ->check(CLI::IsMember({"fused", "unfused"}))
       ->capture_default_str();
@@ -227,6 +269,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "  loom plan --model models/llama3-70b.json --cluster hardware/clusters/dgx-h100.json \\\n"
       "      --gpus 512 --global-batch 1024 --seq 8192\n"
       "  loom plan ... --fix tp=8,schedule=interleaved --top 20 --emit megatron\n"
+      "  loom plan ... --emit plan --out plan.json && mpirun -np <ranks> loom validate plan.json --backend host\n"
       "  loom plan ... --explain tp=8,pp=4,dp=16,micro_batch=1,recompute=selective,sp=true");
   cmd->callback([o, &runner] {
     runner = [o](std::ostream& out, std::ostream& err) { return Run(*o, out, err); };

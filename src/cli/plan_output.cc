@@ -161,7 +161,9 @@ void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s
 }
 
 void PrintEmitted(const EmitResult& emitted, std::ostream& out) {
-  out << "\nlaunch settings of plan " << emitted.rank << ":\n" << emitted.text;
+  const std::string heading =
+      emitted.heading.empty() ? "launch settings of plan " + std::to_string(emitted.rank) : emitted.heading;
+  out << "\n" << heading << ":\n" << emitted.text;
   for (const std::string& note : emitted.notes) out << "note: " << note << "\n";
 }
 

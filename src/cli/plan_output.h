@@ -21,10 +21,11 @@ struct PlanHeader {
   const PlanOptions& options;
 };
 
-// A plan turned into launch settings (--emit).
+// A plan turned into launch settings, or written to a plan file (--emit).
 struct EmitResult {
   int64_t rank = 0;
-  std::string text;  // what to copy
+  std::string heading;  // what |text| is; empty: "launch settings of plan <rank>"
+  std::string text;     // what to copy
   nlohmann::ordered_json json;
   std::vector<std::string> notes;  // what the settings leave out
 };

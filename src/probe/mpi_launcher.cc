@@ -9,6 +9,8 @@
 
 #if LOOM_HAVE_MPI
 #include <mpi.h>
+
+#include "probe/mpi_check.h"
 #endif
 
 namespace loom {
@@ -25,12 +27,7 @@ bool StartedByMpiLauncher() {
 }
 
 #if LOOM_HAVE_MPI
-namespace {
-
-// Host names are exchanged as fixed-size arrays, so that one MPI_Allgather moves them all.
-constexpr int kHostNameBytes = MPI_MAX_PROCESSOR_NAME;
-
-Status CheckMpi(int code, const char* call, const char* file, int line) {
+Status MpiStatus(int code, const char* call, const char* file, int line) {
   if (code == MPI_SUCCESS) return Status::Ok();
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
@@ -39,7 +36,10 @@ Status CheckMpi(int code, const char* call, const char* file, int line) {
                           std::string(text, static_cast<size_t>(length)));
 }
 
-#define LOOM_MPI(call) LOOM_RETURN_IF_ERROR(CheckMpi((call), #call, __FILE__, __LINE__))
+namespace {
+
+// Host names are exchanged as fixed-size arrays, so that one MPI_Allgather moves them all.
+constexpr int kHostNameBytes = MPI_MAX_PROCESSOR_NAME;
 
 class MpiLauncher : public Launcher {
  public:

@@ -2,9 +2,12 @@
 // is Llama 3 8B on two DGX H100 nodes (about 45,000 strategies), most narrowed with --fix, so that
 // each test runs in well under a second in a Release build.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_loom.h"
+#include "exec/plan_file.h"
 #include "plan/search_space.h"
 
 namespace loom {
@@ -309,10 +313,71 @@ TEST(Plan, MemoryHeadroomRanksByAscendingPeakMemory) {
             nlohmann::json::parse(fastest.out)["plans"][0]["peak_memory_bytes"].get<int64_t>());
 }
 
+// A path under the temporary folder for one test's plan file.
+std::string TempPlanPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("loom_plan_test_" + name + "_" + std::to_string(::getpid()) + ".json"))
+      .string();
+}
+
+TEST(Plan, EmitPlanWritesAPlanFileOfThePickedStrategyAndSaysHowToValidateIt) {
+  const std::string path = TempPlanPath("emit");
+  std::filesystem::remove(path);
+  CommandResult r = PlanSmall({"--fix", "pp=2,tp=4", "--top", "2", "--emit", "plan", "--out", path, "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& best = j["plans"][0]["strategy"];
+  const int64_t ranks = best["pp"].get<int64_t>() * best["dp"].get<int64_t>();
+  const nlohmann::json& emit = j["emit"];
+  EXPECT_EQ(emit["format"], "plan");
+  EXPECT_EQ(emit["plan_file"], path);
+  EXPECT_EQ(emit["ranks"], ranks);
+  EXPECT_EQ(emit["validate"], "mpirun -np " + std::to_string(ranks) + " loom validate " + path + " --backend host");
+  Result<PlanFile> plan = ReadPlanFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->step.graph.num_ranks(), ranks);
+  EXPECT_EQ(plan->step.stages, 2);
+  EXPECT_EQ(emit["tasks"], plan->step.graph.num_tasks());
+  EXPECT_EQ(plan->source["strategy"]["tp"], 4);
+  EXPECT_EQ(plan->source["strategy"]["dp"], best["dp"]);
+  EXPECT_EQ(plan->source["gpus"], 16);
+  EXPECT_EQ(plan->source["simulation"]["full"], true);
+  // The file predicts what the planner ranked.
+  EXPECT_NEAR(plan->prediction.step_time_s, j["plans"][0]["step_time_s"].get<double>(), 1e-9);
+}
+
+TEST(Plan, EmitPlanPrintsWhereItWroteAndTheMpirunCommand) {
+  const std::string path = TempPlanPath("text");
+  CommandResult r = PlanSmall({"--fix", "pp=4,tp=2", "--top", "1", "--emit", "plan", "--out", path});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Result<PlanFile> plan = ReadPlanFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const int32_t ranks = plan->step.graph.num_ranks();
+  EXPECT_EQ(ranks, 4 * plan->step.replicas);
+  EXPECT_NE(r.out.find("plan file of plan 1:\nwrote " + path + ": " + std::to_string(ranks) + " ranks (4 stages x " +
+                       std::to_string(plan->step.replicas) + " replicas), " +
+                       std::to_string(plan->step.graph.num_tasks()) + " tasks"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("mpirun -np " + std::to_string(ranks) + " loom validate " + path + " --backend host"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Plan, EmitPlanIntoAMissingFolderNamesThePath) {
+  CommandResult r = PlanSmall({"--fix", "pp=2,tp=8", "--top", "1", "--emit", "plan", "--out",
+                               "/nonexistent-loom-folder/plan.json"});
+  EXPECT_NE(r.code, kExitOk);
+  EXPECT_NE(r.err.find("/nonexistent-loom-folder/plan.json: cannot write"), std::string::npos) << r.err;
+}
+
 TEST(Plan, HelpNamesTheOptionsAndAnExample) {
   CommandResult r = Loom({"plan", "--help"});
   EXPECT_EQ(r.code, kExitOk);
-  for (const char* text : {"--fix", "--explain", "--emit", "--objective", "Examples:", "loom plan --model"}) {
+  for (const char* text : {"--fix", "--explain", "--emit", "--objective", "--out", "Examples:", "loom plan --model",
+                           "--emit plan --out plan.json"}) {
     EXPECT_NE(r.out.find(text), std::string::npos) << text;
   }
 }

@@ -1,0 +1,107 @@
+// `loom validate` refuses bad plans before it joins an MPI job, and prints its comparison as
+// documented. The runs themselves are checked under mpirun (tests/exec/validate_host_check.sh):
+// MPI cannot start twice in one test process.
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/validate_output.h"
+#include "exec/plan_file.h"
+#include "run_loom.h"
+#include "spec/cluster.h"
+#include "spec/model.h"
+
+namespace loom {
+namespace {
+
+// A 1F1B plan of Llama 3 8B over two pipeline stages and two replicas, as loom plan writes it.
+nlohmann::ordered_json TwoStagePlanJson() {
+  Result<ModelSpec> model = LoadModelSpec(Shipped("models/llama3-8b.json"));
+  Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"));
+  EXPECT_TRUE(model.ok() && cluster.ok());
+  Strategy s;
+  s.tp = 1;
+  s.pp = 2;
+  s.dp = 2;
+  s.micro_batch = 1;
+  s.global_batch = 8;
+  s.seq_len = 2048;
+  Result<PlanFile> plan = MakePlanFile(*model, *cluster, s, {}, {{"test", true}});
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  return PlanFileJson(*plan);
+}
+
+std::string Write(const nlohmann::ordered_json& json, const std::string& name) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << json.dump();
+  return path;
+}
+
+TEST(Validate, RefusesAPlanThatWouldDeadlockBeforeRunningAnything) {
+  nlohmann::ordered_json plan = TwoStagePlanJson();
+  // Rank 0's first task waits for the last task of rank 1, which waits for it through the pipeline.
+  auto& step = plan["step"];
+  const int64_t tasks = static_cast<int64_t>(step["tasks"].size());
+  step["dependencies"].push_back({tasks - 1, 0});
+  const std::string path = Write(plan, "loom_validate_deadlock.json");
+  const CommandResult r = Loom({"validate", path});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(path + ": the plan's rank programs would deadlock, so nothing was run"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("cycle"), std::string::npos) << r.err;
+}
+
+TEST(Validate, RefusesACollectiveOfATaskThatDoesNotExist) {
+  nlohmann::ordered_json plan = TwoStagePlanJson();
+  ASSERT_FALSE(plan["step"]["collectives"].empty());
+  plan["step"]["collectives"][0].push_back(999999);
+  const std::string path = Write(plan, "loom_validate_unknown_group.json");
+  const CommandResult r = Loom({"validate", path});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("collectives[0]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("999999"), std::string::npos) << r.err;
+}
+
+TEST(Validate, SaysTheCudaBackendIsNotThereYet) {
+  const std::string path = Write(TwoStagePlanJson(), "loom_validate_cuda.json");
+  const CommandResult r = Loom({"validate", path, "--backend", "cuda"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the cuda backend is not in this loom yet"), std::string::npos) << r.err;
+}
+
+TEST(Validate, MissingPlanFileIsNamed) {
+  const CommandResult r = Loom({"validate", "/nonexistent/plan.json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/plan.json"), std::string::npos) << r.err;
+}
+
+TEST(Validate, ReportTableShowsErrorsInPercentAndTheOrderCheck) {
+  StepComparison c;
+  c.steps = 3;
+  c.step_time_s = {0.400, 0.440, 10.0};
+  c.measured_min_step_s = 0.430;
+  c.measured_max_step_s = 0.450;
+  c.bubble_fraction = {0.10, 0.12, 20.0};
+  c.peak_memory_bytes = {static_cast<double>(int64_t{40} << 30), static_cast<double>(int64_t{38} << 30), -5.0};
+  c.classes.push_back({"compute", 64, {1.5, 1.65, 10.0}});
+  c.order.pairs_checked = 1234;
+  std::ostringstream out;
+  PrintStepComparison(c, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("step time"), std::string::npos) << text;
+  EXPECT_NE(text.find("+10.0 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("+20.0 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("-5.0 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("median of 3 steps"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute"), std::string::npos) << text;
+  EXPECT_NE(text.find("0 inversions in 1,234 pairs"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace loom
