@@ -1,0 +1,19 @@
+#ifndef LOOM_EXEC_PLAN_FILE_LAYOUT_H_
+#define LOOM_EXEC_PLAN_FILE_LAYOUT_H_
+
+// Internal to src/exec: what the plan-file writer (plan_file.cc) and reader (plan_file_reader.cc)
+// must spell the same way. The layout itself is described in plan_file.h.
+
+#include <string>
+#include <vector>
+
+namespace loom::plan_file_layout {
+
+// What each position of a task row and of a memory event row holds; the file states it too.
+inline const std::vector<std::string> kTaskFields = {"stream", "duration_ns", "name", "category", "link", "route",
+                                                     "pool", "alloc_at_start_bytes", "free_at_end_bytes"};
+inline const std::vector<std::string> kMemoryEventFields = {"task", "phase", "pool", "delta_bytes"};
+
+}  // namespace loom::plan_file_layout
+
+#endif  // LOOM_EXEC_PLAN_FILE_LAYOUT_H_
