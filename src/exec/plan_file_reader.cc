@@ -459,21 +459,7 @@ void StepReader::RestoreStepFields() {
                         "; every rank runs its passes on one; " + kRewrite);
     return;
   }
-  for (PoolId p = 0; p < g_.num_pools(); ++p) {
-    const std::string_view name = g_.Name(g_.pool_name(p));
-    if (name == "model states") step.model_states = p;
-    if (name == "activations") step.activations = p;
-    if (name == "recompute") step.recompute = p;
-    if (name == "gathered weights") step.gathered_weights = p;
-  }
-  step.compute_category = compute;
-  step.tp_category = g_.Intern("tp");
-  step.tp_hidden_category = g_.Intern("tp overlapped");
-  step.pp_category = g_.Intern("pp");
-  step.dp_category = g_.Intern("dp");
-  step.optimizer_category = g_.Intern("optimizer");
-  step.cp_category = g_.Intern("cp");
-  step.offload_category = g_.Intern("offload");
+  NameStepParts(step);
 }
 
 // A number >= 0 that must be there.

@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -11,6 +12,12 @@ namespace loom {
 namespace {
 
 constexpr TaskId kNone = -1;
+
+// The pools of a step, by name (NameStepParts finds them again in a graph read from a file).
+constexpr std::string_view kModelStatesPool = "model states";
+constexpr std::string_view kActivationsPool = "activations";
+constexpr std::string_view kRecomputePool = "recompute";
+constexpr std::string_view kGatheredWeightsPool = "gathered weights";
 
 // The tasks of one pass: its compute and, when it has tensor-parallel collectives, the task on the
 // tp stream that ends it. Incoming dependencies go to |first|, outgoing ones leave from |last|.
@@ -100,20 +107,13 @@ StepGraph Builder::Build() {
   TaskGraph& g = step_.graph;
   step_.stages = schedule_.stages;
   step_.replicas = config_.replicas;
-  step_.model_states = g.AddPool("model states");
-  step_.activations = g.AddPool("activations");
-  step_.recompute = g.AddPool("recompute");
-  if (config_.layer_gathers > 0) step_.gathered_weights = g.AddPool("gathered weights");
-  step_.compute_category = g.Intern("compute");
-  step_.tp_category = g.Intern("tp");
-  step_.tp_hidden_category = g.Intern("tp overlapped");
-  step_.pp_category = g.Intern("pp");
-  step_.dp_category = g.Intern("dp");
-  step_.optimizer_category = g.Intern("optimizer");
-  step_.cp_category = g.Intern("cp");
+  g.AddPool(kModelStatesPool);
+  g.AddPool(kActivationsPool);
+  g.AddPool(kRecomputePool);
+  if (config_.layer_gathers > 0) g.AddPool(kGatheredWeightsPool);
+  NameStepParts(step_);
   ring_name_ = g.Intern("kv ring send");
   param_gather_name_ = g.Intern("param all-gather");
-  step_.offload_category = g.Intern("offload");
   fetch_name_ = g.Intern("weights to gpu");
   grads_to_host_name_ = g.Intern("grads to host");
   const int32_t v_count = schedule_.VirtualStages();
@@ -539,6 +539,25 @@ void Builder::AddOptimizer(int32_t stage, NameId name, const std::vector<std::ve
 }
 
 }  // namespace
+
+void NameStepParts(StepGraph& step) {
+  TaskGraph& g = step.graph;
+  for (PoolId p = 0; p < g.num_pools(); ++p) {
+    const std::string_view name = g.Name(g.pool_name(p));
+    if (name == kModelStatesPool) step.model_states = p;
+    if (name == kActivationsPool) step.activations = p;
+    if (name == kRecomputePool) step.recompute = p;
+    if (name == kGatheredWeightsPool) step.gathered_weights = p;
+  }
+  step.compute_category = g.Intern("compute");
+  step.tp_category = g.Intern("tp");
+  step.tp_hidden_category = g.Intern("tp overlapped");
+  step.pp_category = g.Intern("pp");
+  step.dp_category = g.Intern("dp");
+  step.optimizer_category = g.Intern("optimizer");
+  step.cp_category = g.Intern("cp");
+  step.offload_category = g.Intern("offload");
+}
 
 StepGraph BuildStepGraph(const PipelineSchedule& schedule, const std::vector<ChunkCost>& chunk_costs,
                          const StepGraphConfig& config) {

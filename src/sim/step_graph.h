@@ -120,6 +120,11 @@ struct StepGraph {
   std::vector<RingTransfer> ring_transfers;
 };
 
+// Sets the pool ids of |step| (model_states, activations, recompute, gathered_weights) to its
+// graph's pools of the names BuildStepGraph gives them, and its category ids to the names
+// BuildStepGraph uses (interning them): for a step whose graph was read back from a file.
+void NameStepParts(StepGraph& step);
+
 // Builds the step: every stage runs |schedule|'s order on its compute stream, each pass's
 // tensor-parallel collectives after its kernels on the tp stream, with the true dependencies of
 // schedule.h; a transfer between stages is a task on the sender's pp stream (one transfer at a
