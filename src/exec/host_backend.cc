@@ -181,6 +181,45 @@ Result<std::vector<RankTimes>> GatherTimes(const RankTimes& mine, int rank, int 
   return times;
 }
 
+// Rank 0's clock minus this rank's at the same instant. Ranks on rank 0's host share its
+// CLOCK_MONOTONIC (std::chrono::steady_clock): zero. Others estimate it from the fastest of 16
+// round trips with rank 0 (Cristian's method: rank 0's reading is taken halfway through the round
+// trip), which is off by up to half that round trip: on a loaded machine, milliseconds.
+Result<double> ClockOffsetFromRankZero(Clock& clock, const Launcher& launcher) {
+  const int rank = launcher.Rank(), world = launcher.Size();
+  const std::vector<std::string>& hosts = launcher.Hosts();
+  constexpr int kRounds = 16;
+  constexpr int kTag = 9;
+  double offset = 0;
+  if (rank != 0 && hosts[rank] == hosts[0]) return offset;
+  if (rank != 0) {
+    for (int i = 0; i < kRounds; ++i) {
+      double sent = 0;
+      LOOM_MPI(MPI_Recv(&sent, 1, MPI_DOUBLE, 0, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      double now = clock.NowSeconds();
+      LOOM_MPI(MPI_Send(&now, 1, MPI_DOUBLE, 0, kTag, MPI_COMM_WORLD));
+    }
+    LOOM_MPI(MPI_Recv(&offset, 1, MPI_DOUBLE, 0, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    return offset;
+  }
+  for (int r = 1; r < world; ++r) {
+    if (hosts[r] == hosts[0]) continue;
+    double best_round_trip = 1e300, best = 0;
+    for (int i = 0; i < kRounds; ++i) {
+      double sent = clock.NowSeconds(), theirs = 0;
+      LOOM_MPI(MPI_Send(&sent, 1, MPI_DOUBLE, r, kTag, MPI_COMM_WORLD));
+      LOOM_MPI(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      const double back = clock.NowSeconds();
+      if (back - sent < best_round_trip) {
+        best_round_trip = back - sent;
+        best = (sent + back) / 2 - theirs;
+      }
+    }
+    LOOM_MPI(MPI_Send(&best, 1, MPI_DOUBLE, r, kTag, MPI_COMM_WORLD));
+  }
+  return offset;
+}
+
 // Whether every rank's step went well; a rank that failed has already said why.
 Result<bool> AllRanksOk(bool ok) {
   int mine = ok ? 1 : 0, all = 0;
@@ -198,10 +237,16 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
   TimedBackend backend(plan.graph(), transport, clock, options.speedup);
   RunOptions run;
   run.timeout = options.timeout;
+  // Every step starts at one instant on every rank, rank 0's clock reading after a barrier: a rank
+  // that leaves the barrier late shows as late, instead of shifting its times.
+  Result<double> offset_s = ClockOffsetFromRankZero(clock, launcher);
+  if (!offset_s.ok()) return offset_s.status();
   std::vector<StepTimeline> measured;
   for (int32_t step = 0; step < options.warmup_steps + options.steps; ++step) {
     LOOM_RETURN_IF_ERROR(launcher.Barrier());
-    backend.StartEpoch();
+    double epoch_s = clock.NowSeconds();
+    LOOM_RETURN_IF_ERROR(launcher.Broadcast(&epoch_s, sizeof(epoch_s), 0));
+    backend.StartEpoch(epoch_s - *offset_s);
     Result<RankTimes> times = RunRankProgram(plan, rank, backend, run);
     Status flushed = times.ok() ? transport.Flush() : Status::Ok();
     Result<bool> all_ok = AllRanksOk(times.ok() && flushed.ok());

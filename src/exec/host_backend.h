@@ -26,7 +26,8 @@ struct HostRunOptions {
 // rank's program of |plan| with TimedBackend, each dependency between ranks is an MPI message
 // from the rank that ends the task to the rank that waits for it, and each collective an
 // MPI_Iallreduce on a communicator of its members that also checks that all of them are in the
-// same collective. Every step starts after a barrier, from a fresh epoch on every rank.
+// same collective. Every step starts after a barrier, at one instant on every rank (rank 0's clock,
+// with each rank's offset from it measured once by round trips).
 //
 // Returns, on rank 0, the measured timeline of each measured step (other ranks: empty). If a rank
 // fails (its transport, or a step past |options.timeout|), every rank returns an error, the

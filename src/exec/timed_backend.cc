@@ -13,11 +13,11 @@ constexpr double kMaxNapS = 100e-6;
 
 TimedBackend::TimedBackend(const TaskGraph& graph, MessageTransport& transport, Clock& clock, double speedup)
     : graph_(graph), transport_(transport), clock_(clock), speedup_(speedup) {
-  StartEpoch();
+  StartEpoch(clock_.NowSeconds());
 }
 
-void TimedBackend::StartEpoch() {
-  epoch_s_ = clock_.NowSeconds();
+void TimedBackend::StartEpoch(double epoch_s) {
+  epoch_s_ = epoch_s;
   timers_.clear();
 }
 

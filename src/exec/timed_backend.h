@@ -46,8 +46,9 @@ class TimedBackend : public TaskBackend {
   // REQUIRES: |graph|, |transport| and |clock| outlive the backend; speedup > 0.
   TimedBackend(const TaskGraph& graph, MessageTransport& transport, Clock& clock, double speedup);
 
-  // Makes Now() zero from here on: call on every rank right after a barrier, before each step.
-  void StartEpoch();
+  // Makes Now() zero at |epoch_s| of the clock (NowSeconds()): before each step, every rank at the
+  // same instant, so that times of different ranks compare.
+  void StartEpoch(double epoch_s);
 
   Status Start(TaskId task) override;
   Status StartCollective(TaskId task, GroupId group, int32_t communicator) override;

@@ -88,7 +88,8 @@ Result<StepTimeline> LoopbackNetwork::RunStep(double speedup, SimTime timeout) {
   std::vector<std::thread> threads;
   RunOptions options;
   options.timeout = timeout;
-  for (size_t r = 0; r < ranks; ++r) backends[r]->StartEpoch();
+  const double epoch_s = clock.NowSeconds();
+  for (size_t r = 0; r < ranks; ++r) backends[r]->StartEpoch(epoch_s);
   for (size_t r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] { results[r] = RunRankProgram(plan_, static_cast<int32_t>(r), *backends[r], options); });
   }
