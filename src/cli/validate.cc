@@ -99,13 +99,13 @@ Status Run(const ValidateOptions& o, std::ostream& out) {
         "messages and collectives on CPUs)");
   }
   // Refuse a plan that would deadlock before joining an MPI job at all.
-  if (Result<ExecPlan> valid = PlanExecution(plan->step.graph, plan->step.graph.num_ranks()); !valid.ok()) {
-    return Status::InvalidArgument(o.plan_path + ": " + valid.status().message());
-  }
+  Result<ExecPlan> exec = PlanExecution(plan->step.graph, plan->step.graph.num_ranks());
+  if (!exec.ok()) return Status::InvalidArgument(o.plan_path + ": " + exec.status().message());
   Result<std::unique_ptr<Launcher>> launcher = MakeMpiLauncher();
   if (!launcher.ok()) return launcher.status();
-  Result<ExecPlan> exec = PlanExecution(plan->step.graph, (*launcher)->Size());
-  if (!exec.ok()) return Status::InvalidArgument(o.plan_path + ": " + exec.status().message());
+  if (Status world = CheckWorldSize(plan->step.graph, (*launcher)->Size()); !world.ok()) {
+    return Status::InvalidArgument(o.plan_path + ": " + world.message());
+  }
   HostRunOptions run;
   run.warmup_steps = o.warmup;
   run.steps = o.steps;

@@ -19,7 +19,9 @@ void FillCsr(int32_t tasks, std::vector<std::pair<TaskId, TaskId>>& pairs, std::
   for (const auto& [task, item] : pairs) items.push_back(item);
 }
 
-Status CheckWorld(const TaskGraph& graph, int32_t world) {
+}  // namespace
+
+Status CheckWorldSize(const TaskGraph& graph, int32_t world) {
   if (world == graph.num_ranks()) return Status::Ok();
   const std::string n = std::to_string(graph.num_ranks());
   return Status::InvalidArgument("the plan's rank programs are for " + n + " ranks, but " + std::to_string(world) +
@@ -27,15 +29,13 @@ Status CheckWorld(const TaskGraph& graph, int32_t world) {
                                  " loom validate ...");
 }
 
-}  // namespace
-
 Result<ExecPlan> PlanExecution(const TaskGraph& graph, int32_t world) {
   LOOM_RETURN_IF_ERROR(graph.build_status());
   if (Status valid = graph.Validate(); !valid.ok()) {
     return Status::InvalidArgument("the plan's rank programs would deadlock, so nothing was run: " +
                                    valid.message());
   }
-  LOOM_RETURN_IF_ERROR(CheckWorld(graph, world));
+  LOOM_RETURN_IF_ERROR(CheckWorldSize(graph, world));
   ExecPlan plan;
   plan.graph_ = &graph;
   const int32_t tasks = graph.num_tasks();

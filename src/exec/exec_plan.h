@@ -64,10 +64,14 @@ class ExecPlan {
   std::vector<int32_t> group_comm_;
 };
 
+// OK if |world| processes, one per rank, run |graph|; otherwise an error with the mpirun command
+// that launches it.
+Status CheckWorldSize(const TaskGraph& graph, int32_t world);
+
 // Checks that |graph| can run on |world| processes and plans it; refuses, before anything runs:
 //  - a graph that does not build or would deadlock (TaskGraph::Validate: a cycle of waits through
 //    dependencies, stream order and collectives), with the cycle;
-//  - a world size that is not the graph's number of ranks ("launch it with mpirun -np N");
+//  - a world size that is not the graph's number of ranks (CheckWorldSize);
 //  - a rank with no tasks; a collective with two members on one rank, or with members on streams
 //    of different names (no single communicator order could serve it).
 // The result refers to |graph|, which must outlive it.

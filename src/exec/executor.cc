@@ -134,6 +134,15 @@ Result<RankTimes> RunRankProgram(const ExecPlan& plan, int32_t rank, TaskBackend
   return run.Run(options);
 }
 
+std::vector<int32_t> StartSequence(const std::vector<SimTime>& start) {
+  std::vector<TaskId> order(start.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](TaskId a, TaskId b) { return start[a] < start[b]; });
+  std::vector<int32_t> sequence(start.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) sequence[order[i]] = static_cast<int32_t>(i);
+  return sequence;
+}
+
 StepTimeline MeasuredTimeline(const TaskGraph& graph, const std::vector<RankTimes>& times) {
   StepTimeline timeline;
   const size_t n = static_cast<size_t>(graph.num_tasks());
@@ -149,12 +158,7 @@ StepTimeline MeasuredTimeline(const TaskGraph& graph, const std::vector<RankTime
       timeline.makespan = Max(timeline.makespan, rank.end[i]);
     }
   }
-  std::vector<TaskId> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](TaskId a, TaskId b) { return timeline.start[a] < timeline.start[b]; });
-  timeline.start_sequence.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) timeline.start_sequence[order[i]] = static_cast<int32_t>(i);
+  timeline.start_sequence = StartSequence(timeline.start);
   return timeline;
 }
 

@@ -59,6 +59,10 @@ struct RankTimes {
 Result<RankTimes> RunRankProgram(const ExecPlan& plan, int32_t rank, TaskBackend& backend,
                                  const RunOptions& options = {});
 
+// The position of each task in the order tasks started (StepTimeline::start_sequence): by |start|,
+// ties to the lower task id.
+std::vector<int32_t> StartSequence(const std::vector<SimTime>& start);
+
 // The measured timeline of a step from every rank's times (the engine's StepTimeline: start and
 // end per task, the order tasks started in, busy time per stream, the makespan), in the ranks'
 // shared epoch (zero: the start of the step).

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "exec/executor.h"
 #include "sim/step_utilization.h"
 
 namespace loom {
@@ -96,13 +97,7 @@ std::vector<ClassComparison> CompareClasses(const TaskGraph& graph, const StepTi
 // has none.
 StepTimeline WithStartSequence(const StepTimeline& timeline) {
   StepTimeline out = timeline;
-  if (!out.start_sequence.empty()) return out;
-  std::vector<TaskId> order(out.start.size());
-  std::iota(order.begin(), order.end(), TaskId{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](TaskId a, TaskId b) { return out.start[a] < out.start[b]; });
-  out.start_sequence.resize(order.size());
-  for (size_t i = 0; i < order.size(); ++i) out.start_sequence[order[i]] = static_cast<int32_t>(i);
+  if (out.start_sequence.empty()) out.start_sequence = StartSequence(out.start);
   return out;
 }
 
