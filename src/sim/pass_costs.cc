@@ -155,45 +155,67 @@ SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
   return SimTime();
 }
 
-Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
-                                          const ComputeModel& compute, const CommModel& comm,
-                                          const Placements& placements, const LayerOpsOptions& kernels) {
-  const CostContext ctx{compute, comm, placements, strategy};
-  const std::vector<int64_t> layers = LayersPerVirtualStage(strategy, model.num_layers);
+Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& strategy,
+                                     const LayerOpsOptions& kernels) {
+  ChunkBlocks out;
+  out.layers = LayersPerVirtualStage(strategy, model.num_layers);
   Strategy full = strategy;
   full.recompute = Recompute::kFull;
   Strategy kept = strategy;
   if (strategy.recompute_layers > 0) kept.recompute = Recompute::kNone;
-  // Layers differ only by dense/MoE and by recompute setting: cost each kind once.
-  std::map<std::pair<bool, bool>, BlockCost> layer_costs;
-  std::vector<ChunkCost> costs(layers.size());
+  Result<LayerOps> embedding = BuildEmbeddingOps(model, strategy, kernels);
+  if (!embedding.ok()) return embedding.status();
+  out.blocks.push_back(*std::move(embedding));
+  out.chunks.resize(out.layers.size());
+  out.chunks.front().push_back({0, 1});
+  // Layers differ only by dense/MoE and by recompute setting: one block of each kind.
+  std::map<std::pair<bool, bool>, int32_t> layer_blocks;
   int64_t layer = 0;  // model index of the chunk's first layer
-  for (size_t v = 0; v < layers.size(); ++v) {
-    ChunkCost& chunk = costs[v];
-    chunk.layers = layers[v];
+  for (size_t v = 0; v < out.layers.size(); ++v) {
+    std::vector<BlockRun>& runs = out.chunks[v];
     // Layers [0, full_layers) of each chunk are fully recomputed; the rest follow |kept|.
-    const int64_t full_layers = strategy.recompute_layers > 0 ? std::min(strategy.recompute_layers, layers[v]) : 0;
-    for (int64_t i = 0; i < layers[v]; ++i, ++layer) {
+    const int64_t full_layers =
+        strategy.recompute_layers > 0 ? std::min(strategy.recompute_layers, out.layers[v]) : 0;
+    for (int64_t i = 0; i < out.layers[v]; ++i, ++layer) {
       const bool moe = model.moe && layer >= model.moe->first_dense_layers;
       const bool recomputed = i < full_layers;
-      auto key = std::make_pair(moe, recomputed);
-      auto it = layer_costs.find(key);
-      if (it == layer_costs.end()) {
+      auto [it, added] = layer_blocks.try_emplace({moe, recomputed}, static_cast<int32_t>(out.blocks.size()));
+      if (added) {
         LayerOpsOptions options = kernels;
         options.layer = layer;
         Result<LayerOps> ops = BuildTransformerLayerOps(model, recomputed ? full : kept, options);
         if (!ops.ok()) return ops.status();
-        it = layer_costs.emplace(key, CostBlock(*ops, ctx)).first;
+        out.blocks.push_back(*std::move(ops));
       }
-      AddBlock(chunk, it->second);
+      if (!runs.empty() && runs.back().block == it->second) {
+        ++runs.back().count;
+      } else {
+        runs.push_back({it->second, 1});
+      }
     }
   }
-  Result<LayerOps> embedding = BuildEmbeddingOps(model, strategy, kernels);
-  if (!embedding.ok()) return embedding.status();
-  AddBlock(costs.front(), CostBlock(*embedding, ctx));
   Result<LayerOps> head = BuildOutputOps(model, strategy, kernels);
   if (!head.ok()) return head.status();
-  AddBlock(costs.back(), CostBlock(*head, ctx));
+  out.chunks.back().push_back({static_cast<int32_t>(out.blocks.size()), 1});
+  out.blocks.push_back(*std::move(head));
+  return out;
+}
+
+Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
+                                          const ComputeModel& compute, const CommModel& comm,
+                                          const Placements& placements, const LayerOpsOptions& kernels) {
+  Result<ChunkBlocks> blocks = BuildChunkBlocks(model, strategy, kernels);
+  if (!blocks.ok()) return blocks.status();
+  const CostContext ctx{compute, comm, placements, strategy};
+  std::vector<BlockCost> block_costs;
+  for (const LayerOps& ops : blocks->blocks) block_costs.push_back(CostBlock(ops, ctx));
+  std::vector<ChunkCost> costs(blocks->chunks.size());
+  for (size_t v = 0; v < costs.size(); ++v) {
+    costs[v].layers = blocks->layers[v];
+    for (const BlockRun& run : blocks->chunks[v]) {
+      for (int64_t i = 0; i < run.count; ++i) AddBlock(costs[v], block_costs[run.block]);
+    }
+  }
   return costs;
 }
 

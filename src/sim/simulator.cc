@@ -62,7 +62,7 @@ SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamG
 // forward and backward, and reduce-scatters layer by layer.
 StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& states, const ChunkLayers& layers,
                                    const PipelineSchedule& schedule, const ComputeModel& compute,
-                                   const CommModel& comm, const Placements& placements) {
+                                   const CommModel& comm, const Placements& placements, StepPayloads& payloads) {
   StepGraphConfig config;
   const int64_t dp_ranks = strategy.dp * strategy.cp;
   const StateBytesPerParam bytes = BytesPerParameter(strategy);
@@ -77,6 +77,9 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
   // Megatron's distributed optimizer (ZeRO >= 1) reduce-scatters gradients and all-gathers the
   // updated weights; plain data parallelism all-reduces gradients.
   const CollectiveKind reduce = zero >= 1 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  payloads.grad_reduce = reduce;
+  payloads.bucket_bytes.assign(static_cast<size_t>(v_count), 0);
+  payloads.expert_bucket_bytes.assign(static_cast<size_t>(v_count), 0);
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
     const RankParameters& p = states.per_stage[stage].parameters;
     const ParamGroups chunk_params{CeilDiv(p.dense, chunks), CeilDiv(p.expert, chunks)};
@@ -87,16 +90,21 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
       const ParamGroups bucket{CeilDiv(chunk_params.dense, buckets), CeilDiv(chunk_params.expert, buckets)};
       config.buckets[v] = static_cast<int32_t>(buckets);
       config.bucket_time[v] = GroupCollective(comm, reduce, bucket, bytes.gradient, placements);
+      payloads.bucket_bytes[v] = bucket.dense * bytes.gradient;
+      payloads.expert_bucket_bytes[v] = bucket.expert * bytes.gradient;
     }
     // Megatron's optimizer passes over the parameters this rank updates (its ZeRO shard).
     const int64_t updated = zero >= 1 ? ShardParams(p, strategy) : p.Total();
-    config.optimizer_time.push_back(
-        compute.MemoryBound(OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer, strategy.grad_reduce_in_bf16)));
+    payloads.optimizer.push_back(
+        OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer, strategy.grad_reduce_in_bf16));
+    config.optimizer_time.push_back(compute.MemoryBound(payloads.optimizer.back()));
     const ParamGroups stage_params{p.dense, p.expert};
+    const bool gathers = zero == 1 || zero == 2;
     config.param_gather_time.push_back(
-        zero == 1 || zero == 2
-            ? GroupCollective(comm, CollectiveKind::kAllGather, stage_params, bytes.weight, placements)
-            : SimTime());
+        gathers ? GroupCollective(comm, CollectiveKind::kAllGather, stage_params, bytes.weight, placements)
+                : SimTime());
+    payloads.param_gather_bytes.push_back(gathers ? p.dense * bytes.weight : 0);
+    payloads.expert_param_gather_bytes.push_back(gathers ? p.expert * bytes.weight : 0);
   }
   if (zero == 3) {
     // ZeRO-3 is refused with pp > 1, so the one stage's one chunk holds every layer.
@@ -231,9 +239,10 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   if (!states.ok()) return states.status();
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   PreparedStep step;
-  step.config = DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements);
+  step.config = DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements, step.payloads);
   step.config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
-  step.config.p2p_time = comm.PointToPoint(P2pBytes(model, strategy), placements.pp_across_nodes);
+  step.payloads.p2p_bytes = P2pBytes(model, strategy);
+  step.config.p2p_time = comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
   step.config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, *states, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);

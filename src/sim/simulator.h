@@ -79,6 +79,21 @@ struct SimulationResult {
   MemoryReport memory;
 };
 
+// What the communication and optimizer tasks of a step move or touch, beside the times the step
+// graph predicts for them: what an executor of real kernels runs for them (src/exec). Collective
+// sizes follow nccl-tests' size column, as CollectiveShape::bytes does.
+struct StepPayloads {
+  int64_t p2p_bytes = 0;  // one activation (or gradient) send between neighbouring stages
+  // Gradient buckets: all-reduced, or reduce-scattered under ZeRO >= 1.
+  CollectiveKind grad_reduce = CollectiveKind::kAllReduce;
+  // Per virtual stage: one bucket's dense gradients (over the dp * cp ranks) and routed experts'
+  // gradients (over the expert-data-parallel ranks).
+  std::vector<int64_t> bucket_bytes, expert_bucket_bytes;
+  std::vector<MemoryShape> optimizer;  // per stage: the HBM traffic of the optimizer step
+  // Per stage: the all-gather of the updated weights (ZeRO 1 and 2), dense and expert.
+  std::vector<int64_t> param_gather_bytes, expert_param_gather_bytes;
+};
+
 // Everything one step's simulation is built from, computed before any event runs: the pipeline
 // order, what each model chunk costs per micro-batch, the model states each stage keeps on its
 // GPU, and the data-parallel, offload and fabric settings of the step graph. The planner bounds a
@@ -89,6 +104,7 @@ struct PreparedStep {
   std::vector<ChunkCost> costs;             // one per virtual stage, in model order
   std::vector<int64_t> model_state_bytes;   // per stage: weights, gradients, optimizer on the GPU
   StepGraphConfig config;
+  StepPayloads payloads;
 };
 
 // Prepares one training step of |model| on |cluster| under |strategy|, with the datasheet cost

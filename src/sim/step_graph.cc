@@ -58,11 +58,14 @@ class Builder {
   RouteId SendRoute(int32_t from_rank, int32_t to_rank);
   RouteId DuplexRoute(int32_t rank, Fabric fabric) const { return duplex_routes_[rank][static_cast<size_t>(fabric)]; }
   void AddPasses(int32_t replica, int32_t stage, PassIds& ids);
-  PassTasks AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free,
+  // Adds |task| and records what it runs.
+  TaskId Add(const Task& task, TaskWork work);
+  PassTasks AddPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int64_t alloc, int64_t free,
                     int64_t recompute_bytes = 0);
-  PassTasks AddKernels(int32_t rank, NameId name, const PassCost& cost, int64_t free);
+  PassTasks AddKernels(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int64_t free);
   void AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk, PassIds& ids);
-  PassTasks AddSegmentedPass(int32_t rank, NameId name, const PassCost& cost, int32_t segments, bool reads_weights,
+  PassTasks AddSegmentedPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int32_t segments,
+                             bool reads_weights,
                              int64_t alloc, int64_t free, int64_t recompute_bytes, std::vector<TaskId>* segment_ends,
                              const std::vector<TaskId>* waits = nullptr);
   TaskId AddLayerGather(int32_t rank);
@@ -188,20 +191,25 @@ RouteId Builder::SendRoute(int32_t from_rank, int32_t to_rank) {
 // stream beside the kernels instead, from a zero-length marker that starts the pass.
 // |alloc| and |free| are activation bytes kept across passes; |recompute_bytes| is a buffer that
 // lives for this pass only.
-PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int64_t alloc, int64_t free,
-                           int64_t recompute_bytes) {
+TaskId Builder::Add(const Task& task, TaskWork work) {
+  step_.work.push_back(work);
+  return step_.graph.AddTask(task);
+}
+
+PassTasks Builder::AddPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int64_t alloc,
+                           int64_t free, int64_t recompute_bytes) {
   const SimTime exposed_tp = cost.tp_comm - cost.tp_hidden;
   const bool has_tp = exposed_tp > SimTime();
   TaskGraph& g = step_.graph;
   PassTasks pass;
   if (cost.tp_hidden > SimTime()) {
-    pass.first = g.AddTask({.stream = step_.compute_stream[rank], .name = name, .category = step_.compute_category});
+    pass.first = Add({.stream = step_.compute_stream[rank], .name = name, .category = step_.compute_category}, {});
     Task hidden{.stream = tp_stream_[rank], .duration = cost.tp_hidden, .name = name,
                 .category = step_.tp_hidden_category,
                 .route = DuplexRoute(rank, config_.tp_fabric)};
-    g.AddDependency(pass.first, g.AddTask(hidden));
+    g.AddDependency(pass.first, Add(hidden, {WorkKind::kTpComm, work.pass, work.index, work.part, work.parts}));
   }
-  const PassTasks kernels = AddKernels(rank, name, cost, has_tp ? 0 : free);
+  const PassTasks kernels = AddKernels(rank, name, work, cost, has_tp ? 0 : free);
   if (pass.first == kNone) {
     pass.first = kernels.first;
   } else {
@@ -214,7 +222,7 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int6
   if (has_tp) {
     Task tp{.stream = tp_stream_[rank], .duration = exposed_tp, .name = name, .category = step_.tp_category,
             .free_at_end_bytes = free, .pool = step_.activations, .route = DuplexRoute(rank, config_.tp_fabric)};
-    pass.last = g.AddTask(tp);
+    pass.last = Add(tp, {WorkKind::kTpComm, work.pass, work.index, work.part, work.parts});
     g.AddDependency(kernels.last, pass.last);
     pending_tp_[rank] = pass.last;
   }
@@ -233,11 +241,12 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, const PassCost& cost, int6
 // before it (Liu et al. 2023, "Ring Attention", Section 3: the send of the next K/V block
 // overlaps the attention of the current one; Megatron-core's AttnFuncWithCPAndKVP2P). A block
 // starts once its K/V have arrived.
-PassTasks Builder::AddKernels(int32_t rank, NameId name, const PassCost& cost, int64_t free) {
+PassTasks Builder::AddKernels(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int64_t free) {
   TaskGraph& g = step_.graph;
   const auto compute = [&](SimTime duration) {
-    return g.AddTask({.stream = step_.compute_stream[rank], .duration = duration, .name = name,
-                      .category = step_.compute_category});
+    return Add({.stream = step_.compute_stream[rank], .duration = duration, .name = name,
+                .category = step_.compute_category},
+               work);
   };
   const SimTime kernels = cost.time - cost.tp_comm;
   PassTasks out;
@@ -253,7 +262,7 @@ PassTasks Builder::AddKernels(int32_t rank, NameId name, const PassCost& cost, i
       if (i + 1 < blocks) {
         Task transfer{.stream = cp_stream_[rank], .duration = cost.ring_step, .name = ring_name_,
                       .category = step_.cp_category, .route = DuplexRoute(rank, config_.cp_fabric)};
-        send = g.AddTask(transfer);
+        send = Add(transfer, {WorkKind::kRingSend, work.pass, work.index, work.part, work.parts});
         g.AddDependency(out.last, send);
       }
       const TaskId attention = compute(block);
@@ -276,6 +285,11 @@ void Builder::AddParamGathersAtStart(int32_t rank, int32_t stage) {
   start_gathers_.emplace_back(static_cast<size_t>(schedule_.chunks));
   if (!config_.overlap_param_gather || config_.param_gather_time[stage] <= SimTime()) return;
   const int64_t per_chunk = config_.param_gather_time[stage].nanos() / schedule_.chunks;
+  int32_t parts = 0;
+  for (int32_t chunk = 0; chunk < schedule_.chunks; ++chunk) {
+    parts += config_.buckets.empty() ? 1 : std::max(1, config_.buckets[schedule_.VirtualStage(stage, chunk)]);
+  }
+  int32_t part = 0;
   for (int32_t chunk = 0; chunk < schedule_.chunks; ++chunk) {
     const int32_t v = schedule_.VirtualStage(stage, chunk);
     const int32_t buckets = config_.buckets.empty() ? 1 : std::max(1, config_.buckets[v]);
@@ -283,7 +297,7 @@ void Builder::AddParamGathersAtStart(int32_t rank, int32_t stage) {
       Task gather{.stream = dp_stream_[rank], .duration = SimTime::FromNanos(per_chunk / buckets),
                   .name = param_gather_name_, .category = step_.dp_category,
                   .route = DuplexRoute(rank, config_.dp_fabric)};
-      start_gathers_.back()[chunk].push_back(step_.graph.AddTask(gather));
+      start_gathers_.back()[chunk].push_back(Add(gather, {WorkKind::kParamGather, Pass::kF, stage, part++, parts}));
     }
   }
 }
@@ -306,7 +320,8 @@ void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
       // The chunk's first forward runs bucket by bucket behind its weights' all-gathers.
       const std::vector<TaskId>* waits = forwarded[item.chunk] ? nullptr : &start_gathers_[rank][item.chunk];
       const int32_t segments = std::max({1, config_.layer_gathers, waits ? static_cast<int32_t>(waits->size()) : 1});
-      ids.f(v, item.micro_batch) = AddSegmentedPass(rank, pass_names_[v], cost.forward, segments, true,
+      ids.f(v, item.micro_batch) = AddSegmentedPass(rank, pass_names_[v], {WorkKind::kPass, Pass::kF, v},
+                                                    cost.forward, segments, true,
                                                     cost.kept_activation_bytes, 0, 0, nullptr, waits);
       forwarded[item.chunk] = true;
       continue;
@@ -321,13 +336,13 @@ TaskId Builder::AddLayerGather(int32_t rank) {
   Task gather{.stream = gather_stream_[rank], .duration = config_.layer_gather_time, .name = param_gather_name_,
               .category = step_.dp_category, .alloc_at_start_bytes = config_.layer_gather_bytes,
               .pool = step_.gathered_weights, .route = DuplexRoute(rank, config_.dp_fabric)};
-  const TaskId id = step_.graph.AddTask(gather);
+  const TaskId id = Add(gather, {WorkKind::kLayerGather});
   const std::vector<TaskId>& users = gather_users_[rank];
   if (users.size() >= 2) step_.graph.AddDependency(users[users.size() - 2], id);
   if (config_.layer_fetch_time > SimTime()) {
     Task fetch{.stream = pcie_stream_[rank], .duration = config_.layer_fetch_time, .name = fetch_name_,
                .category = step_.offload_category};
-    const TaskId fetched = step_.graph.AddTask(fetch);
+    const TaskId fetched = Add(fetch, {WorkKind::kOffload});
     if (users.size() >= 2) step_.graph.AddDependency(users[users.size() - 2], fetched);
     step_.graph.AddDependency(fetched, id);
   }
@@ -338,14 +353,16 @@ TaskId Builder::AddLayerGather(int32_t rank) {
 // |reads_weights|, each waits for its layer's gather, and segment i for (*waits)[i] if given. |alloc| is taken at the first segment's start, |free| and the recompute
 // buffer at the last one's end (an approximation: the buffer is per layer). Appends the last
 // task of each segment to |segment_ends| when given.
-PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, const PassCost& cost, int32_t segments,
-                                    bool reads_weights, int64_t alloc, int64_t free, int64_t recompute_bytes,
+PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost,
+                                    int32_t segments, bool reads_weights, int64_t alloc, int64_t free, int64_t recompute_bytes,
                                     std::vector<TaskId>* segment_ends, const std::vector<TaskId>* waits) {
   PassTasks whole;
   for (int32_t seg = 0; seg < segments; ++seg) {
     const bool is_last = seg + 1 == segments;
     const TaskId gather = config_.layer_gathers > 0 && reads_weights ? AddLayerGather(rank) : kNone;
-    const PassTasks part = AddPass(rank, name, segments == 1 ? cost : SlicePass(cost, segments, seg),
+    work.part = seg;
+    work.parts = segments;
+    const PassTasks part = AddPass(rank, name, work, segments == 1 ? cost : SlicePass(cost, segments, seg),
                                    seg == 0 ? alloc : 0, is_last ? free : 0, seg == 0 ? recompute_bytes : 0);
     if (waits != nullptr && static_cast<size_t>(seg) < waits->size()) {
       step_.graph.AddDependency((*waits)[seg], part.first);
@@ -374,8 +391,9 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
   const int32_t mb = item.micro_batch;
   const int32_t layer_segments = std::max(1, config_.layer_gathers);
   if (item.pass == Pass::kB) {
-    ids.b(v, mb) = AddSegmentedPass(rank, pass_names_[v_count + v], cost.backward_input, layer_segments, true, 0,
-                                    0, cost.recompute_activation_bytes, nullptr);
+    ids.b(v, mb) = AddSegmentedPass(rank, pass_names_[v_count + v], {WorkKind::kPass, Pass::kB, v},
+                                    cost.backward_input, layer_segments, true, 0, 0,
+                                    cost.recompute_activation_bytes, nullptr);
     return;
   }
   PassCost pass = cost.backward_weight;
@@ -387,7 +405,8 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
   if (item.pass == Pass::kBW) segments = std::max(segments, layer_segments);
   std::vector<TaskId>* bucket_tasks = reduces ? &bucket_segments_[static_cast<size_t>(replica) * v_count + v] : nullptr;
   // A W pass reads no weights, so it gathers none.
-  const PassTasks whole = AddSegmentedPass(rank, name, pass, segments, item.pass == Pass::kBW, 0,
+  const PassTasks whole = AddSegmentedPass(rank, name, {WorkKind::kPass, item.pass, v}, pass, segments,
+                                           item.pass == Pass::kBW, 0,
                                            cost.kept_activation_bytes, recompute, bucket_tasks);
   if (reduces) {
     std::vector<TaskId>& ends = bucket_pass_end_[static_cast<size_t>(replica) * v_count + v];
@@ -405,7 +424,9 @@ TaskId Builder::Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, 
   task.duration = config_.p2p_time;
   task.name = step_.pp_category;
   task.category = step_.pp_category;
-  TaskId id = step_.graph.AddTask(task);
+  // What is sent is what |before|'s pass produced: activations after F, input gradients after B.
+  const TaskWork sent = step_.work[before];
+  TaskId id = Add(task, {WorkKind::kTransfer, sent.pass, sent.index});
   step_.graph.AddDependency(before, id);
   step_.graph.AddDependency(id, after);
   // The send only waits for |before|, never for the receiver, so holding back the sender's next
@@ -469,7 +490,8 @@ void Builder::AddGradientReduction() {
           const int32_t rank = Rank(replica, stage);
           Task task{.stream = dp_stream_[rank], .duration = config_.bucket_time[v], .name = reduce,
                     .category = step_.dp_category, .route = DuplexRoute(rank, config_.dp_fabric)};
-          TaskId id = g.AddTask(task);
+          TaskId id = Add(task, {WorkKind::kGradReduce, Pass::kW, v, static_cast<int32_t>(bucket),
+                                 static_cast<int32_t>(buckets)});
           const size_t at = static_cast<size_t>(replica) * v_count + v;
           g.AddDependency(bucket_segments_[at][bucket], id);
           // Without overlap, a step's one reduction waits for the stage's last backward
@@ -493,7 +515,7 @@ TaskId Builder::OffloadBucket(int32_t rank, SimTime slice, TaskId reduction) {
   if (config_.grad_to_host.empty()) return reduction;
   Task copy{.stream = pcie_stream_[rank], .duration = slice, .name = grads_to_host_name_,
             .category = step_.offload_category};
-  const TaskId id = step_.graph.AddTask(copy);
+  const TaskId id = Add(copy, {WorkKind::kOffload});
   step_.graph.AddDependency(reduction, id);
   return id;
 }
@@ -504,11 +526,11 @@ TaskId Builder::AddCpuStep(int32_t stage, int32_t rank, TaskId after) {
   TaskGraph& g = step_.graph;
   Task cpu{.stream = cpu_stream_[rank], .duration = config_.cpu_step[stage], .name = g.Intern("cpu optimizer"),
            .category = step_.optimizer_category};
-  const TaskId step = g.AddTask(cpu);
+  const TaskId step = Add(cpu, {WorkKind::kOffload});
   g.AddDependency(after, step);
   Task copy{.stream = pcie_stream_[rank], .duration = config_.params_to_gpu[stage], .name = fetch_name_,
             .category = step_.offload_category};
-  const TaskId back = g.AddTask(copy);
+  const TaskId back = Add(copy, {WorkKind::kOffload});
   g.AddDependency(step, back);
   return back;
 }
@@ -522,7 +544,7 @@ void Builder::AddOptimizer(int32_t stage, NameId name, const std::vector<std::ve
     const int32_t rank = Rank(replica, stage);
     Task opt{.stream = step_.compute_stream[rank], .duration = config_.optimizer_time[stage], .name = name,
              .category = step_.optimizer_category};
-    TaskId opt_id = g.AddTask(opt);  // reassigned below to what the weights' all-gather waits for
+    TaskId opt_id = Add(opt, {WorkKind::kOptimizer, Pass::kW, stage});  // reassigned below to what the weights' all-gather waits for
     if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], opt_id);
     for (TaskId t : reductions[replica]) g.AddDependency(t, opt_id);
     if (!config_.grad_to_host.empty()) opt_id = AddCpuStep(stage, rank, opt_id);
@@ -530,7 +552,7 @@ void Builder::AddOptimizer(int32_t stage, NameId name, const std::vector<std::ve
       Task all_gather{.stream = dp_stream_[rank], .duration = config_.param_gather_time[stage],
                       .name = param_gather_name_, .category = step_.dp_category,
                       .route = DuplexRoute(rank, config_.dp_fabric)};
-      TaskId ag = g.AddTask(all_gather);
+      TaskId ag = Add(all_gather, {WorkKind::kParamGather, Pass::kF, stage});
       g.AddDependency(opt_id, ag);
       gathers.push_back(ag);
     }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/sim_time.h"
 #include "schedule/schedule.h"
 #include "sim/pass_costs.h"
@@ -84,6 +85,46 @@ struct StepGraphConfig {
   Fabric cp_fabric = Fabric::kNone;
 };
 
+// What a task runs, for an executor of real kernels (src/exec): BuildStepGraph records one per
+// task in StepGraph::work. The times of the graph are predictions; this says what they predict.
+enum class WorkKind : uint8_t {
+  kNone,         // nothing of its own: the zero-length marker that starts a pass with hidden tp
+  kPass,         // the kernels of part |part| of |parts| of |pass| of virtual stage |index|
+  kTpComm,       // that pass's tensor-, context- and expert-parallel collectives (exposed or hidden)
+  kRingSend,     // a ring-attention K/V block sent to the next cp rank during pass |index|'s |pass|
+  kTransfer,     // virtual stage |index|'s activations (|pass| F) or input gradients (B, BW) to the
+                 // neighbouring stage
+  kGradReduce,   // bucket |part| of |parts| of virtual stage |index|'s gradients
+  kParamGather,  // the all-gather of stage |index|'s updated weights (part |part| of |parts| when
+                 // it runs bucket by bucket at the start of the step)
+  kLayerGather,  // ZeRO-3's all-gather of one layer's weights
+  kOptimizer,    // stage |index|'s optimizer step on the GPU
+  kOffload,      // copies over PCIe and the CPU optimizer step of ZeRO-Offload
+};
+
+inline constexpr EnumNames<WorkKind, 10> kWorkKindNames({{
+    {WorkKind::kNone, "none"},
+    {WorkKind::kPass, "pass"},
+    {WorkKind::kTpComm, "tp_comm"},
+    {WorkKind::kRingSend, "ring_send"},
+    {WorkKind::kTransfer, "transfer"},
+    {WorkKind::kGradReduce, "grad_reduce"},
+    {WorkKind::kParamGather, "param_gather"},
+    {WorkKind::kLayerGather, "layer_gather"},
+    {WorkKind::kOptimizer, "optimizer"},
+    {WorkKind::kOffload, "offload"},
+}});
+
+struct TaskWork {
+  WorkKind kind = WorkKind::kNone;
+  Pass pass = Pass::kF;
+  int32_t index = -1;  // the virtual stage, or for kOptimizer and kParamGather the stage
+  int32_t part = 0;
+  int32_t parts = 1;
+
+  friend bool operator==(const TaskWork&, const TaskWork&) = default;
+};
+
 // The send and receive channels of one rank's port on one fabric.
 struct Port {
   ChannelId tx = kNoChannel;
@@ -118,6 +159,8 @@ struct StepGraph {
     TaskId beside;
   };
   std::vector<RingTransfer> ring_transfers;
+  // Indexed by task id: what each task runs.
+  std::vector<TaskWork> work;
 };
 
 // Sets the pool ids of |step| (model_states, activations, recompute, gathered_weights) to its

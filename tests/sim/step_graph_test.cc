@@ -4,6 +4,8 @@
 #include "sim/step_graph.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -309,6 +311,54 @@ TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
         EXPECT_EQ(w, b);
       }
     }
+  }
+}
+
+// Every task says what it runs, in the terms an executor of real kernels needs: a compute task
+// is a part of one pass of one virtual stage (its name says which), a send carries what its
+// sender's pass produced, a bucket is one of its chunk's buckets.
+TEST(StepGraph, EveryTaskSaysWhatItRuns) {
+  const int32_t p = 2, m = 4, chunks = 2;
+  StepGraphConfig config = FreeCommunication(p);
+  config.replicas = 2;
+  config.p2p_time = SimTime::FromMicros(50);
+  config.buckets.assign(p * chunks, 3);
+  config.bucket_time.assign(p * chunks, SimTime::FromMicros(70));
+  config.optimizer_time.assign(p, SimTime::FromMicros(90));
+  config.param_gather_time.assign(p, SimTime::FromMicros(20));
+  PipelineRun run = BuildAndRun(PipelineKind::kInterleaved, p, m, chunks, EqualCosts(p * chunks, 3, 2, 1), config);
+  const StepGraph& step = run.step;
+  ASSERT_EQ(step.work.size(), static_cast<size_t>(step.graph.num_tasks()));
+  std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> bucket_parts;  // (rank, v) -> parts seen
+  for (TaskId id = 0; id < step.graph.num_tasks(); ++id) {
+    const Task& task = step.graph.task(id);
+    const TaskWork& work = step.work[id];
+    const int32_t stage = step.graph.rank_of(id) % p;
+    if (task.category == step.compute_category) {
+      ASSERT_EQ(work.kind, WorkKind::kPass);
+      const std::string expected = std::string(kPassNames.Name(work.pass)) + " v" + std::to_string(work.index);
+      EXPECT_EQ(step.graph.Name(task.name), expected);
+      EXPECT_EQ(work.index % p, stage);  // interleaved: virtual stage v sits on stage v % p
+      EXPECT_LT(work.part, work.parts);
+    } else if (task.category == step.pp_category) {
+      ASSERT_EQ(work.kind, WorkKind::kTransfer);
+      EXPECT_EQ(work.index % p, stage);  // the sender's virtual stage
+    } else if (step.graph.Name(task.name) == "grad reduce") {
+      ASSERT_EQ(work.kind, WorkKind::kGradReduce);
+      EXPECT_EQ(work.parts, 3);
+      bucket_parts[{step.graph.rank_of(id), work.index}].push_back(work.part);
+    } else if (task.category == step.optimizer_category) {
+      EXPECT_EQ(work, (TaskWork{WorkKind::kOptimizer, Pass::kW, stage}));
+    } else if (step.graph.Name(task.name) == "param all-gather") {
+      EXPECT_EQ(work, (TaskWork{WorkKind::kParamGather, Pass::kF, stage}));
+    } else {
+      ADD_FAILURE() << "unexpected task " << step.graph.DescribeTask(id);
+    }
+  }
+  // Each rank reduces buckets 0, 1, 2 of each of its two chunks, in order.
+  EXPECT_EQ(bucket_parts.size(), size_t{8});  // 2 replicas x 2 stages x 2 chunks
+  for (const auto& [key, parts] : bucket_parts) {
+    EXPECT_EQ(parts, (std::vector<int32_t>{0, 1, 2})) << "rank " << key.first << " v " << key.second;
   }
 }
 
