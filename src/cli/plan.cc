@@ -255,7 +255,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", o->out,
-                  "With --emit plan: the plan file to write (schema loom.plan-file/1; other --emit values ignore it)")
+                  "With --emit plan: the plan file to write (schema loom.plan-file/2; other --emit values ignore it)")
       ->capture_default_str();
   cmd->add_option("--attention", o->attention, "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's)")
       ->check(CLI::IsMember({"fused", "unfused"}))

@@ -127,7 +127,7 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
       "prediction: step time, time per task class, pipeline bubble, peak memory, and whether every task ran "
       "in the order the simulator predicted. An MPI program: one process per rank of the plan.");
   ValidateOptions& o = *options;
-  cmd->add_option("plan", o.plan_path, "Plan file (schema loom.plan-file/1), from loom plan --emit plan --out FILE")
+  cmd->add_option("plan", o.plan_path, "Plan file (schema loom.plan-file/2), from loom plan --emit plan --out FILE")
       ->required();
   cmd->add_option("--backend", o.backend,
                   "host: MPI ranks on CPUs, each task a timed wait of its predicted duration, real MPI messages "

@@ -18,10 +18,11 @@ namespace {
 using nlohmann::ordered_json;
 using plan_file_layout::kMemoryEventFields;
 using plan_file_layout::kTaskFields;
+using plan_file_layout::kWorkFields;
 
-ordered_json TaskRow(const Task& t) {
+ordered_json TaskRow(const Task& t, int64_t work) {
   return ordered_json::array({t.stream, t.duration.nanos(), t.name, t.category, t.link, t.route, t.pool,
-                              t.alloc_at_start_bytes, t.free_at_end_bytes});
+                              t.alloc_at_start_bytes, t.free_at_end_bytes, work});
 }
 
 // The highest NameId anything of |step| refers to: the names table runs from 0 to it, so that
@@ -75,9 +76,25 @@ void AddTables(const StepGraph& step, ordered_json& j) {
 // The rank programs and what constrains them.
 void AddWork(const PlanFile& plan, ordered_json& j) {
   const TaskGraph& g = plan.step.graph;
+  // What tasks run, each distinct TaskWork once (a step repeats a few hundred of them).
+  std::vector<TaskWork> works;
+  std::vector<int64_t> work_of(static_cast<size_t>(g.num_tasks()), 0);
+  for (TaskId id = 0; id < g.num_tasks(); ++id) {
+    const TaskWork work = static_cast<size_t>(id) < plan.step.work.size() ? plan.step.work[id] : TaskWork{};
+    auto it = std::find(works.begin(), works.end(), work);
+    work_of[id] = it - works.begin();
+    if (it == works.end()) works.push_back(work);
+  }
+  j["work_fields"] = kWorkFields;
+  ordered_json work_rows = ordered_json::array();
+  for (const TaskWork& w : works) {
+    work_rows.push_back(
+        ordered_json::array({kWorkKindNames.Name(w.kind), kPassNames.Name(w.pass), w.index, w.part, w.parts}));
+  }
+  j["works"] = std::move(work_rows);
   j["task_fields"] = kTaskFields;
   ordered_json tasks = ordered_json::array();
-  for (const Task& t : g.tasks()) tasks.push_back(TaskRow(t));
+  for (TaskId id = 0; id < g.num_tasks(); ++id) tasks.push_back(TaskRow(g.task(id), work_of[id]));
   j["tasks"] = std::move(tasks);
   ordered_json dependencies = ordered_json::array();
   for (const Dependency& d : g.dependencies()) dependencies.push_back(ordered_json::array({d.before, d.after}));
@@ -149,6 +166,11 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
   plan.prediction.bubble_fraction = result.bubble_fraction;
   plan.prediction.peak_memory_bytes = result.peak_memory_bytes;
   plan.step = std::move(result.step);
+  Result<ChunkBlocks> blocks = BuildChunkBlocks(model, strategy, options.kernels);
+  if (!blocks.ok()) return blocks.status();
+  plan.workload.predicted = PredictOpTimes(cluster, strategy, *blocks);
+  plan.workload.chunks = std::move(blocks).value();
+  plan.workload.payloads = prepared->payloads;
   // As SimulatePreparedStep counts them: every replica's stage holds that stage's model states.
   for (int32_t rank = 0; rank < plan.step.graph.num_ranks(); ++rank) {
     plan.baselines.push_back(
@@ -170,6 +192,7 @@ nlohmann::ordered_json PlanFileJson(const PlanFile& plan) {
   AddTables(plan.step, step);
   AddWork(plan, step);
   j["step"] = std::move(step);
+  j["workload"] = WorkloadJson(plan.workload);
   return j;
 }
 

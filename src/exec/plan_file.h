@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "exec/plan_workload.h"
 #include "sim/memory_tracker.h"
 #include "sim/simulator.h"
 #include "sim/step_graph.h"
@@ -17,7 +18,7 @@
 
 namespace loom {
 
-// A plan file (schema "loom.plan-file/1", written by `loom plan --emit plan`, read by `loom
+// A plan file (schema "loom.plan-file/2", written by `loom plan --emit plan`, read by `loom
 // validate`) carries one strategy's training step as the simulator ran it: the rank programs
 // themselves (every task on every stream of every rank, with its predicted duration, the
 // dependencies, the collectives and the memory events), the memory each rank holds for the whole
@@ -29,22 +30,25 @@ namespace loom {
 // replicas. Tensor-, context- and expert-parallel groups stay folded into one task per pass.
 //
 // The layout, compact enough for 10^5 tasks (every id is an index into the table it names, from 0):
-//   {"schema": "loom.plan-file/1", "source": {...},
+//   {"schema": "loom.plan-file/2", "source": {...},
 //    "prediction": {"step_time_s", "bubble_fraction", "peak_memory_bytes"},
 //    "step": {"stages", "replicas",
 //      "names": [string table; tasks name theirs by index; [0] is "", [1] "default"],
 //      "streams": [{"rank", "name"}], "links": [names], "channels": [names],
 //      "routes": [[channel ids]], "pools": [names; [0] is "default"],
 //      "ports": {"intra_node": [[tx, rx] channel ids per rank], "inter_node": [...]},
+//      "work_fields": ["kind", "pass", "index", "part", "parts"],
+//      "works": [one array per distinct TaskWork: what a task runs, kind and pass by name],
 //      "task_fields": ["stream", "duration_ns", "name", "category", "link", "route", "pool",
-//                      "alloc_at_start_bytes", "free_at_end_bytes"],
-//      "tasks": [one array per task in that order; link and route -1: none],
+//                      "alloc_at_start_bytes", "free_at_end_bytes", "work"],
+//      "tasks": [one array per task in that order; link and route -1: none; work: index into works],
 //      "dependencies": [[before, after]], "collectives": [[member task ids]],
 //      "memory_event_fields": ["task", "phase", "pool", "delta_bytes"],
 //      "memory_events": [[task, "start" or "end", pool, delta_bytes]],
-//      "baselines": [{"rank", "pool", "bytes"}], "ring_transfers": [[transfer, beside]]}}
+//      "baselines": [{"rank", "pool", "bytes"}], "ring_transfers": [[transfer, beside]]},
+//    "workload": {the ops of every pass and the bytes of every transfer: plan_workload.h}}
 // Durations are whole nanoseconds (SimTime), so a round trip is exact.
-inline constexpr char kPlanFileSchema[] = "loom.plan-file/1";
+inline constexpr char kPlanFileSchema[] = "loom.plan-file/2";
 
 struct PlanPrediction {
   double step_time_s = 0;
@@ -63,6 +67,8 @@ struct PlanFile {
   StepGraph step;
   // Per rank: the model states (weights, gradients, optimizer) live for the whole step.
   std::vector<MemoryBaseline> baselines;
+  // What the tasks run (step.work says which part of it each task is).
+  PlanWorkload workload;
 };
 
 // Simulates |strategy| in full mode (every replica) and returns its plan file. |source| is stored

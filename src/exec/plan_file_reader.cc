@@ -20,6 +20,7 @@ namespace {
 
 using plan_file_layout::kMemoryEventFields;
 using plan_file_layout::kTaskFields;
+using plan_file_layout::kWorkFields;
 
 // What to do about a file whose ids do not fit together.
 constexpr char kRewrite[] = "the file was edited or truncated; write it again with `loom plan ... --emit plan`";
@@ -84,6 +85,7 @@ class StepReader {
   void ReadStreams();
   void ReadNamedTables();
   void ReadRoutes();
+  void ReadWorks();
   void ReadTasks();
   void ReadDependencies();
   void ReadCollectives();
@@ -103,6 +105,7 @@ class StepReader {
   std::vector<std::string> errors_;
   int64_t ranks_ = 0;
   int64_t names_ = 0;  // ids 0 .. names_ - 1 are valid
+  std::vector<TaskWork> works_;
 };
 
 const nlohmann::json* StepReader::Array(std::string_view key, bool optional) {
@@ -152,9 +155,9 @@ std::optional<std::string> StepReader::String(const nlohmann::json& value, const
 }
 
 void StepReader::Read() {
-  for (std::string_view key : {"names", "streams", "links", "channels", "routes", "pools", "ports", "task_fields",
-                               "tasks", "dependencies", "collectives", "memory_event_fields", "memory_events",
-                               "baselines", "ring_transfers"}) {
+  for (std::string_view key : {"names", "streams", "links", "channels", "routes", "pools", "ports", "work_fields",
+                               "works", "task_fields", "tasks", "dependencies", "collectives",
+                               "memory_event_fields", "memory_events", "baselines", "ring_transfers"}) {
     r_.Allow(key);
   }
   constexpr IntRange kStages{1, 1 << 12}, kReplicas{1, 1 << 18};
@@ -170,7 +173,8 @@ void StepReader::Read() {
   if (!valid("stages", kStages) || !valid("replicas", kReplicas)) return;
   using Section = void (StepReader::*)();
   for (Section section : {&StepReader::ReadNames, &StepReader::ReadStreams, &StepReader::ReadNamedTables,
-                          &StepReader::ReadRoutes, &StepReader::ReadTasks, &StepReader::ReadDependencies,
+                          &StepReader::ReadRoutes, &StepReader::ReadWorks, &StepReader::ReadTasks,
+                          &StepReader::ReadDependencies,
                           &StepReader::ReadCollectives, &StepReader::ReadMemoryEvents, &StepReader::ReadBaselines,
                           &StepReader::ReadPorts, &StepReader::ReadRingTransfers, &StepReader::RestoreStepFields}) {
     (this->*section)();
@@ -262,7 +266,7 @@ void StepReader::ReadRoutes() {
 }
 
 std::optional<Task> StepReader::ReadTask(const nlohmann::json& row, size_t index) {
-  const std::array<Bound, 9> bounds = {{
+  const std::array<Bound, 10> bounds = {{
       {0, g_.num_streams(), "stream"},
       {0, 0},
       {0, names_, "name"},
@@ -272,8 +276,9 @@ std::optional<Task> StepReader::ReadTask(const nlohmann::json& row, size_t index
       {0, g_.num_pools(), "pool"},
       {0, 0},
       {0, 0},
+      {0, static_cast<int64_t>(works_.size()), "works"},
   }};
-  std::array<int64_t, 9> v{};
+  std::array<int64_t, 10> v{};
   for (size_t f = 0; f < v.size(); ++f) {
     std::optional<int64_t> value = Int(row[f], {"tasks", index, kTaskFields[f]}, bounds[f]);
     if (!value) return std::nullopt;
@@ -289,6 +294,7 @@ std::optional<Task> StepReader::ReadTask(const nlohmann::json& row, size_t index
   t.pool = static_cast<PoolId>(v[6]);
   t.alloc_at_start_bytes = v[7];
   t.free_at_end_bytes = v[8];
+  plan_.step.work.push_back(works_[v[9]]);
   return t;
 }
 
@@ -300,6 +306,35 @@ bool FieldsMatch(const nlohmann::json& step, JsonReader& r, std::string_view key
   errors.push_back(r.Where(key) + " is " + (it == step.end() ? std::string("missing") : Show(*it)) +
                    "; this loom reads " + nlohmann::json(expected).dump() + "; " + kRewrite);
   return false;
+}
+
+void StepReader::ReadWorks() {
+  if (!FieldsMatch(step_, r_, "work_fields", kWorkFields, errors_)) return;
+  const nlohmann::json* works = Array("works");
+  if (works == nullptr) return;
+  for (size_t i = 0; i < works->size(); ++i) {
+    const nlohmann::json* row = Row(*works, {"works", i}, kWorkFields.size(), "work_fields");
+    if (row == nullptr) return;
+    const std::optional<WorkKind> kind =
+        (*row)[0].is_string() ? kWorkKindNames.Parse((*row)[0].get<std::string>()) : std::nullopt;
+    const std::optional<Pass> pass =
+        (*row)[1].is_string() ? kPassNames.Parse((*row)[1].get<std::string>()) : std::nullopt;
+    if (!kind || !pass) {
+      Fail(Place{"works", i}, "is " + Show(*row) + "; its kind must be one of " + kWorkKindNames.Choices() +
+                                  " and its pass one of " + kPassNames.Choices() + "; " + kRewrite);
+      return;
+    }
+    std::optional<int64_t> index = Int((*row)[2], {"works", i, "index"}, {-1, 0});
+    std::optional<int64_t> part = index ? Int((*row)[3], {"works", i, "part"}, {0, 0}) : std::nullopt;
+    std::optional<int64_t> parts = part ? Int((*row)[4], {"works", i, "parts"}, {1, 0}) : std::nullopt;
+    if (!parts) return;
+    if (*part >= *parts || *index > INT32_MAX || *parts > INT32_MAX) {
+      Fail(Place{"works", i}, "is part " + std::to_string(*part) + " of " + std::to_string(*parts) + "; " + kRewrite);
+      return;
+    }
+    works_.push_back({*kind, *pass, static_cast<int32_t>(*index), static_cast<int32_t>(*part),
+                      static_cast<int32_t>(*parts)});
+  }
 }
 
 void StepReader::ReadTasks() {
@@ -500,6 +535,15 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
   plan.prediction.step_time_s = RequiredNumber(prediction, "step_time_s");
   plan.prediction.bubble_fraction = RequiredNumber(prediction, "bubble_fraction");
   plan.prediction.peak_memory_bytes = prediction.Int("peak_memory_bytes", {0});
+  r.Allow("workload");
+  std::string workload_error;
+  if (auto workload = json.find("workload"); workload == json.end()) {
+    workload_error = file + ": workload is missing; write the plan again with `loom plan ... --emit plan`";
+  } else if (Result<PlanWorkload> parsed = ParseWorkload(*workload, file); parsed.ok()) {
+    plan.workload = std::move(parsed).value();
+  } else {
+    workload_error = parsed.status().message();
+  }
   JsonReader& step = r.Object("step");
   static const nlohmann::json kNoStep = nlohmann::json::object();
   const auto step_json = json.find("step");
@@ -508,7 +552,9 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
   const Status keys = r.Finish(UnknownKeys::kError);
   std::string message = keys.ok() ? "" : keys.message();
   for (const std::string& error : reader.errors()) message += (message.empty() ? "" : "\n") + error;
+  if (!workload_error.empty()) message += (message.empty() ? "" : "\n") + workload_error;
   if (!message.empty()) return Status::InvalidArgument(message);
+  LOOM_RETURN_IF_ERROR(CheckWorkFits(plan.step, plan.workload, file));
   return plan;
 }
 

@@ -272,6 +272,23 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   return result;
 }
 
+std::vector<BlockTimes> PredictOpTimes(const ClusterSpec& cluster, const Strategy& strategy,
+                                       const ChunkBlocks& blocks) {
+  RooflineComputeModel compute(cluster.gpu);
+  NcclCommModel comm(cluster);
+  const Placements placements = PlaceStrategy(strategy, cluster);
+  const auto times = [&](const std::vector<Op>& ops) {
+    std::vector<SimTime> out;
+    for (const Op& op : ops) out.push_back(OpTime(op, compute, comm, placements));
+    return out;
+  };
+  std::vector<BlockTimes> out;
+  for (const LayerOps& ops : blocks.blocks) {
+    out.push_back({times(ops.forward), times(ops.backward_input), times(ops.backward_weight), times(ops.recompute)});
+  }
+  return out;
+}
+
 Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
                                               const Strategy& strategy, const SimulationOptions& options) {
   Result<PreparedStep> step = PrepareTrainingStep(model, cluster, strategy, options);

@@ -117,6 +117,16 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
 Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const ClusterSpec& cluster,
                                               const PreparedStep& step);
 
+// The predicted time of each op of a block, list by list (parallel to LayerOps' lists).
+struct BlockTimes {
+  std::vector<SimTime> forward, backward_input, backward_weight, recompute;
+};
+
+// The time of every op of |blocks| (one BlockTimes per block) under the cost models and group
+// placements PrepareTrainingStep costs |strategy| with on |cluster|.
+std::vector<BlockTimes> PredictOpTimes(const ClusterSpec& cluster, const Strategy& strategy,
+                                       const ChunkBlocks& blocks);
+
 // PrepareTrainingStep, then SimulatePreparedStep.
 Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
                                               const Strategy& strategy, const SimulationOptions& options = {});

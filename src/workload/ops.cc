@@ -150,6 +150,13 @@ static_assert(TableFollowsEnum(), "kOpNames must list every OpName in declaratio
 
 std::string_view OpNameString(OpName name) { return kOpNames[static_cast<size_t>(name)].second; }
 
+std::optional<OpName> ParseOpName(std::string_view text) {
+  for (const auto& [name, spelled] : kOpNames) {
+    if (spelled == text) return name;
+  }
+  return std::nullopt;
+}
+
 Op MakeGemm(OpName name, const GemmShape& shape, int64_t saved_bytes) {
   return Op{name, OpKind::kGemm, shape, saved_bytes};
 }

@@ -2,6 +2,7 @@
 #define LOOM_WORKLOAD_OPS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -183,6 +184,8 @@ enum class OpName : uint8_t {
 
 // The op's name in traces and reports, e.g. "qkv_proj.dgrad".
 std::string_view OpNameString(OpName name);
+// The op named |text| (as OpNameString spells it), or nullopt.
+std::optional<OpName> ParseOpName(std::string_view text);
 
 // C[m, n] = A[m, k] * B[k, n], |batch| times (a batched GEMM when > 1).
 struct GemmShape {

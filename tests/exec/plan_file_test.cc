@@ -104,6 +104,7 @@ void ExpectSameStep(const StepGraph& a, const StepGraph& b) {
     for (size_t r = 0; r < p->size(); ++r) EXPECT_TRUE((*p)[r].tx == (*q)[r].tx && (*p)[r].rx == (*q)[r].rx) << r;
   }
   EXPECT_EQ(a.ring_transfers.size(), b.ring_transfers.size());
+  EXPECT_EQ(a.work, b.work);
   EXPECT_TRUE(a.model_states == b.model_states && a.activations == b.activations && a.recompute == b.recompute &&
               a.gathered_weights == b.gathered_weights);
   EXPECT_TRUE(a.compute_category == b.compute_category && a.tp_category == b.tp_category &&
@@ -135,6 +136,7 @@ void ExpectRoundTrip(ScheduleKind schedule) {
     EXPECT_EQ(back->baselines[r].pool, plan.baselines[r].pool);
     EXPECT_EQ(back->baselines[r].bytes, plan.baselines[r].bytes);
   }
+  EXPECT_EQ(WorkloadJson(back->workload), WorkloadJson(plan.workload));
   // validate can run it: one process per rank, no deadlock.
   Result<ExecPlan> exec = PlanExecution(back->step.graph, 8);
   EXPECT_TRUE(exec.ok()) << exec.status().message();
@@ -177,7 +179,7 @@ TEST(PlanFile, TextHasOneTaskPerLine) {
   const std::string text = PlanFileText(plan);
   if (const char* dump = std::getenv("LOOM_DUMP_PLAN")) std::ofstream(dump) << text;
   const nlohmann::json json = nlohmann::json::parse(text);
-  EXPECT_EQ(json["schema"], "loom.plan-file/1");
+  EXPECT_EQ(json["schema"], "loom.plan-file/2");
   EXPECT_EQ(json["step"]["task_fields"][1], "duration_ns");
   int64_t lines = 0;
   for (char c : text) lines += c == '\n';
@@ -225,7 +227,7 @@ TEST(PlanFile, WrongSchemaSaysWhichSchemaThisLoomReads) {
   json["schema"] = "loom.plan/1";
   const std::string message = ParseError(json);
   EXPECT_NE(message.find("plan.json: schema is \"loom.plan/1\""), std::string::npos) << message;
-  EXPECT_NE(message.find("this loom reads plan files of schema \"loom.plan-file/1\""), std::string::npos) << message;
+  EXPECT_NE(message.find("this loom reads plan files of schema \"loom.plan-file/2\""), std::string::npos) << message;
 }
 
 TEST(PlanFile, CollectiveNamingAMissingTaskSaysHowManyTasksThereAre) {
@@ -312,7 +314,7 @@ TEST(PlanFile, TruncatedTaskRowNamesItsFields) {
   nlohmann::json json = SmallPlanJson();
   json["step"]["tasks"][0].erase(8);
   const std::string message = ParseError(json);
-  EXPECT_NE(message.find("plan.json: step.tasks[0] must be an array of 9 values (task_fields)"), std::string::npos)
+  EXPECT_NE(message.find("plan.json: step.tasks[0] must be an array of 10 values (task_fields)"), std::string::npos)
       << message;
 }
 

@@ -23,6 +23,15 @@ cudaError_t RmsNormBf16(const void* x, const void* weight, void* y, int64_t rows
 // out = silu(gate) * up over |elements| bf16 values.
 cudaError_t SwiGluBf16(const void* gate, const void* up, void* out, int64_t elements, cudaStream_t stream);
 
+// Reads |bytes_read| bytes at |src| and writes |bytes_written| bytes at |dst|, each byte once, in
+// coalesced 16-byte accesses (the tails byte by byte): the HBM traffic of a memory-bound op of
+// loom's op stream. What it writes depends on what it read (each thread XORs its reads into its
+// writes, and into a sink when it reads more than it writes), so the compiler keeps every read.
+// Either count may be 0. cudaErrorInvalidValue for a negative count or a pointer that is not
+// 16-byte aligned (cudaMalloc's are 256-byte aligned).
+// REQUIRES: the two ranges do not overlap.
+cudaError_t StreamBytes(const void* src, int64_t bytes_read, void* dst, int64_t bytes_written, cudaStream_t stream);
+
 // A kernel of one block of one thread that does nothing: its time is the launch overhead.
 cudaError_t EmptyKernel(cudaStream_t stream);
 

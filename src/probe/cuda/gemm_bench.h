@@ -16,17 +16,9 @@
 namespace loom::cuda {
 
 // Times C[m, n] = A[m, k] * B[k, n] (row-major, |batch| independent products) through cuBLASLt
-// on one stream of the current device, with the algorithm cuBLASLt's heuristic ranks first.
-//
-// cuBLASLt is column-major, and a row-major matrix is the column-major view of its transpose, so
-// the bench asks cuBLASLt for C^T[n, m] = B^T[n, k] * A^T[k, m]: cuBLASLt's "A" is loom's B and its
-// "B" is loom's A, with cuBLASLt's (m, n, k) = loom's (n, m, k). The FLOPs are 2 * batch * m * n * k
-// either way (GemmFlops).
-//
-// Types: bf16 and fp16 inputs and output with fp32 accumulation; tf32 is fp32 storage with
-// CUBLAS_COMPUTE_32F_FAST_TF32; fp32 is plain CUBLAS_COMPUTE_32F; fp8 is e4m3 A and B with
-// per-tensor scales of 1.0 and a bf16 output. cuBLASLt runs fp8 only in the "TN" layout, so for
-// fp8 loom's B is stored transposed, as [n, k] (nn.Linear's weight layout: C = A * W^T).
+// on one stream of the current device, with the algorithm cuBLASLt's heuristic ranks first. The
+// layouts and types, and how cuBLASLt's column-major view maps to loom's row-major GEMM, are
+// gemm_plan.h's (PlanGemm, RunGemm), shared with the CUDA executor.
 class GemmBench {
  public:
   // Creates the cuBLASLt handle and the workspace on the current device; every GEMM runs on

@@ -2,13 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +17,7 @@
 #include "probe/cuda/device_buffer.h"
 #include "probe/cuda/event_timer.h"
 #include "probe/cuda/sdpa_graph.h"
+#include "probe/cuda/sdpa_run.h"
 
 namespace loom::cuda {
 namespace {
@@ -73,47 +71,20 @@ Result<PassMemory> AllocatePass(const PassTensors& pass, const SdpaTensorBytes& 
   return memory;
 }
 
-// Values the graphs take by value: cuDNN reads them from this host memory at each launch.
-struct HostScalars {
-  float scale = 1.0f;
-  float negative_infinity = -std::numeric_limits<float>::infinity();
-  float one = 1.0f;
-};
-
 // The variant pack of |plan| for rotation set |set|: the set's own copy of a rotated input, else
 // the shared tensor; the by-value scalars point at |scalars|.
 Result<BackendDescriptor> MakeVariantPack(const ExecutionPlan& plan, const PassMemory& memory, size_t set,
-                                          HostScalars& scalars) {
-  std::array<void*, kSdpaUidCount> addresses{};
+                                          SdpaScalars& scalars) {
+  SdpaAddresses addresses{};
   for (size_t uid = 0; uid < kSdpaUidCount; ++uid) {
     void* own = memory.sets[set][uid].get();
     addresses[uid] = own != nullptr ? own : memory.shared[uid].get();
   }
-  addresses[kScale] = &scalars.scale;
-  addresses[kNegativeInfinity] = &scalars.negative_infinity;
-  addresses[kOne] = &scalars.one;
-  std::vector<void*> pointers;
-  for (int64_t uid : plan.uids) {
-    if (addresses[static_cast<size_t>(uid)] == nullptr) {
-      return Status::Internal("sdpa_bench: no memory for the tensor of uid " + std::to_string(uid));
-    }
-    pointers.push_back(addresses[static_cast<size_t>(uid)]);
-  }
-  void* workspace = memory.workspace.get();
-  const int64_t count = static_cast<int64_t>(pointers.size());
-  Result<BackendDescriptor> pack = MakeDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  if (!pack.ok()) return pack.status();
-  LOOM_RETURN_IF_ERROR(
-      SetAttribute(pack->get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, plan.uids.data()));
-  LOOM_RETURN_IF_ERROR(
-      SetAttribute(pack->get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count, pointers.data()));
-  LOOM_RETURN_IF_ERROR(SetAttribute(pack->get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
-  LOOM_CUDNN(cudnnBackendFinalize(pack->get()));
-  return pack;
+  return MakeSdpaVariantPack(plan, addresses, memory.workspace.get(), scalars);
 }
 
 Result<std::vector<BackendDescriptor>> MakeVariantPacks(const ExecutionPlan& plan, const PassMemory& memory,
-                                                        HostScalars& scalars) {
+                                                        SdpaScalars& scalars) {
   std::vector<BackendDescriptor> packs;
   for (size_t set = 0; set < memory.sets.size(); ++set) {
     Result<BackendDescriptor> pack = MakeVariantPack(plan, memory, set, scalars);
@@ -122,11 +93,6 @@ Result<std::vector<BackendDescriptor>> MakeVariantPacks(const ExecutionPlan& pla
   }
   return packs;
 }
-
-struct HandleDestroyer {
-  void operator()(std::remove_pointer_t<cudnnHandle_t>* handle) const { cudnnDestroy(handle); }
-};
-using CudnnHandle = std::unique_ptr<std::remove_pointer_t<cudnnHandle_t>, HandleDestroyer>;
 
 class CudnnSdpaBench final : public SdpaBench {
  public:
@@ -146,13 +112,12 @@ class CudnnSdpaBench final : public SdpaBench {
 
   CudnnHandle handle_;
   cudaStream_t stream_;
-  HostScalars scalars_;
+  SdpaScalars scalars_;
 };
 
 Result<std::vector<double>> CudnnSdpaBench::Time(const AttentionShape& shape, const BenchSettings& settings) {
   LOOM_RETURN_IF_ERROR(CheckSdpaShape(shape));
-  // softmax(Q K^T / sqrt(d_qk)) (Vaswani et al. 2017, eq. 1).
-  scalars_.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim_qk));
+  scalars_ = SdpaScalarsOf(shape);
   return shape.backward ? TimeBackward(shape, settings) : TimeForward(shape, settings);
 }
 
@@ -181,9 +146,7 @@ Result<PassMemory> CudnnSdpaBench::Prepare(const AttentionShape& shape, const Be
 Result<std::vector<double>> CudnnSdpaBench::Run(const ExecutionPlan& plan, const std::vector<BackendDescriptor>& packs,
                                                 const BenchSettings& settings) {
   const auto launch = [&](int64_t i) -> Status {
-    const BackendDescriptor& pack = packs[static_cast<size_t>(i) % packs.size()];
-    LOOM_CUDNN(cudnnBackendExecute(handle_.get(), plan.plan.get(), pack.get()));
-    return Status::Ok();
+    return ExecuteSdpa(handle_.get(), plan, packs[static_cast<size_t>(i) % packs.size()]);
   };
   return TimeOnStream(stream_, launch, settings);
 }
@@ -211,7 +174,7 @@ Result<std::vector<double>> CudnnSdpaBench::TimeBackward(const AttentionShape& s
   Result<std::vector<BackendDescriptor>> forward_packs = MakeVariantPacks(forward.value(), memory.value(), scalars_);
   if (!forward_packs.ok()) return forward_packs.status();
   for (const BackendDescriptor& pack : forward_packs.value()) {
-    LOOM_CUDNN(cudnnBackendExecute(handle_.get(), forward->plan.get(), pack.get()));
+    LOOM_RETURN_IF_ERROR(ExecuteSdpa(handle_.get(), forward.value(), pack));
   }
   Result<std::vector<BackendDescriptor>> packs = MakeVariantPacks(backward.value(), memory.value(), scalars_);
   if (!packs.ok()) return packs.status();

@@ -1,0 +1,263 @@
+#include "exec/cuda/op_runner.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "cost/profile.h"
+#include "exec/op_operands.h"
+#include "probe/cuda/cuda_check.h"
+#include "probe/cuda/device_kernels.h"
+
+namespace loom::cuda {
+namespace {
+
+// exec/op_operands.h's AttentionTensor t is the tensor of uid t + 1 in sdpa_graph.h.
+constexpr SdpaUid UidOf(AttentionTensor tensor) { return static_cast<SdpaUid>(static_cast<int64_t>(tensor) + 1); }
+static_assert(UidOf(AttentionTensor::kQ) == kQ && UidOf(AttentionTensor::kK) == kK &&
+                  UidOf(AttentionTensor::kV) == kV && UidOf(AttentionTensor::kO) == kO &&
+                  UidOf(AttentionTensor::kStats) == kStats && UidOf(AttentionTensor::kDO) == kDO &&
+                  UidOf(AttentionTensor::kDQ) == kDQ && UidOf(AttentionTensor::kDK) == kDK &&
+                  UidOf(AttentionTensor::kDV) == kDV && UidOf(AttentionTensor::kSoftmaxSum) == kSoftmaxSum &&
+                  UidOf(AttentionTensor::kDQAccum) == kDQAccum && size_t{kDQAccum} == kAttentionTensorCount,
+              "AttentionTensor must list sdpa_graph.h's tensors in the order of their uids");
+
+// "qkv_proj (gemm 4096x4096x8192 bf16)": the op and its shape, for messages.
+std::string Describe(const Op& op) {
+  std::string shape;
+  if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) {
+    shape = DescribeShape(*gemm);
+  } else if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) {
+    shape = DescribeShape(*attention);
+  } else if (const auto* memory = std::get_if<MemoryShape>(&op.shape)) {
+    shape = DescribeShape(*memory);
+  } else {
+    const CollectiveShape& collective = std::get<CollectiveShape>(op.shape);
+    shape = std::string(kCollectiveKindNames.Name(collective.kind)) + " over " +
+            std::string(kCommGroupNames.Name(collective.group)) + ", " + std::to_string(collective.bytes) + " B";
+  }
+  return std::string(OpNameString(op.name)) + " (" + shape + ")";
+}
+
+// |status| with |context| in front of its message, keeping its code.
+Status WithContext(const Status& status, const std::string& context) {
+  std::string message = context + ": " + status.message();
+  switch (status.code()) {
+    case Status::Code::kOk:
+      return status;
+    case Status::Code::kInvalidArgument:
+      return Status::InvalidArgument(std::move(message));
+    case Status::Code::kNotFound:
+      return Status::NotFound(std::move(message));
+    case Status::Code::kIoError:
+      return Status::IoError(std::move(message));
+    case Status::Code::kUnimplemented:
+      return Status::Unimplemented(std::move(message));
+    case Status::Code::kResourceExhausted:
+      return Status::ResourceExhausted(std::move(message));
+    case Status::Code::kDeadlineExceeded:
+      return Status::DeadlineExceeded(std::move(message));
+    case Status::Code::kUnavailable:
+      return Status::Unavailable(std::move(message));
+    case Status::Code::kInternal:
+      break;
+  }
+  return Status::Internal(std::move(message));
+}
+
+Status NotPlanned() {
+  return Status::NotFound("no op of this shape was given to OpRunner::Create; pass it every op it will run");
+}
+
+}  // namespace
+
+OpRunner::GemmKey OpRunner::KeyOf(const GemmShape& s) { return {s.m, s.n, s.k, s.batch, s.dtype}; }
+
+OpRunner::AttentionKey OpRunner::KeyOf(const AttentionShape& s) {
+  return {s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv, s.head_dim_qk, s.head_dim_v, s.causal, s.backward, s.dtype};
+}
+
+OpRunner::MemoryKey OpRunner::KeyOf(const MemoryShape& s) { return {s.bytes_read, s.bytes_written}; }
+
+Result<std::unique_ptr<OpRunner>> OpRunner::Create(std::span<const Op> ops, cudaStream_t setup_stream) {
+  std::unique_ptr<OpRunner> runner(new OpRunner());
+  if (Status status = runner->Setup(ops, setup_stream); !status.ok()) {
+    // The copies and fills already enqueued finish before the runner frees their memory; the
+    // synchronization's own error, if any, says less than |status|.
+    cudaStreamSynchronize(setup_stream);
+    return status;
+  }
+  return runner;
+}
+
+Status OpRunner::Setup(std::span<const Op> ops, cudaStream_t setup_stream) {
+  Result<int> compute_capability = CurrentComputeCapability();
+  if (!compute_capability.ok()) return compute_capability.status();
+  compute_capability_ = *compute_capability;
+  for (const Op& op : ops) {
+    if (Status planned = Plan(op, setup_stream); !planned.ok()) return WithContext(planned, Describe(op));
+  }
+  LOOM_RETURN_IF_ERROR(Allocate(ops, setup_stream));
+  LOOM_RETURN_IF_ERROR(MakeAttentionPacks());
+  LOOM_CUDA(cudaStreamSynchronize(setup_stream));
+  return Status::Ok();
+}
+
+Status OpRunner::Plan(const Op& op, cudaStream_t setup_stream) {
+  if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) return PlanGemmOp(*gemm, setup_stream);
+  if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) return PlanAttentionOp(*attention);
+  if (const auto* memory = std::get_if<MemoryShape>(&op.shape)) {
+    if (memory->bytes_read < 0 || memory->bytes_written < 0) {
+      return Status::InvalidArgument("a memory-bound op cannot read or write a negative number of bytes");
+    }
+    memory_ops_.insert(KeyOf(*memory));
+  }
+  return Status::Ok();  // a collective: the executor's
+}
+
+Status OpRunner::PlanGemmOp(const GemmShape& shape, cudaStream_t setup_stream) {
+  const GemmKey key = KeyOf(shape);
+  if (gemms_.contains(key)) return Status::Ok();
+  // The arena's layout (op_operands.cc) must give each matrix the bytes cuBLASLt reads or writes.
+  const GemmTypes types = GemmTypesOf(shape.dtype);
+  if (types.input_bytes != GemmInputBytesPerElement(shape.dtype) ||
+      types.output_bytes != GemmOutputBytesPerElement(shape.dtype)) {
+    return Status::Internal("exec/op_operands.cc and probe/cuda/gemm_plan.cc disagree on the bytes per element");
+  }
+  if (cublas_ == nullptr) {
+    cublasLtHandle_t handle = nullptr;
+    LOOM_CUBLAS(cublasLtCreate(&handle));
+    cublas_.reset(handle);
+  }
+  if (shape.dtype == Dtype::kFp8 && unit_scale_ == nullptr) {
+    Result<DeviceBuffer> one = MakeUnitScale(setup_stream);
+    if (!one.ok()) return one.status();
+    unit_scale_ = std::move(one).value();
+  }
+  Result<GemmPlan> plan =
+      PlanGemm(cublas_.get(), shape, compute_capability_, static_cast<const float*>(unit_scale_.get()));
+  if (!plan.ok()) return plan.status();
+  gemms_.emplace(key, std::move(plan).value());
+  return Status::Ok();
+}
+
+Status OpRunner::PlanAttentionOp(const AttentionShape& shape) {
+  const AttentionKey key = KeyOf(shape);
+  if (attentions_.contains(key)) return Status::Ok();
+  LOOM_RETURN_IF_ERROR(CheckSdpaShape(shape));
+  if (cudnn_ == nullptr) {
+    cudnnHandle_t handle = nullptr;
+    LOOM_CUDNN(cudnnCreate(&handle));
+    cudnn_.reset(handle);
+  }
+  Result<ExecutionPlan> plan = shape.backward ? PlanSdpaBackward(cudnn_.get(), shape)
+                                              : PlanSdpaForward(cudnn_.get(), shape);
+  if (!plan.ok()) return plan.status();
+  // The arena's layout (op_operands.cc) must give each tensor of the graph the bytes cuDNN
+  // addresses (SdpaTensorBytesOf).
+  const SdpaTensorBytes graph_bytes = SdpaTensorBytesOf(shape);
+  const AttentionOperands operands = AttentionOperandsOf(shape);
+  for (int64_t uid : plan->uids) {
+    if (uid < kQ || uid > kDQAccum) continue;  // the scalars, in host memory
+    if (operands.tensor_bytes[static_cast<size_t>(uid - 1)] != graph_bytes[static_cast<size_t>(uid)]) {
+      return Status::Internal("exec/op_operands.cc and probe/cuda/sdpa_graph.cc disagree on the bytes of the "
+                              "tensor of uid " + std::to_string(uid) + ": " +
+                              std::to_string(operands.tensor_bytes[static_cast<size_t>(uid - 1)]) + " against " +
+                              std::to_string(graph_bytes[static_cast<size_t>(uid)]));
+    }
+  }
+  attentions_.emplace(key, Attention{shape, std::move(plan).value(), SdpaScalarsOf(shape), BackendDescriptor()});
+  return Status::Ok();
+}
+
+Status OpRunner::Allocate(std::span<const Op> ops, cudaStream_t setup_stream) {
+  arena_bytes_ = ArenaBytes(ops);
+  // One workspace for every kernel, as big as the largest need: GEMMs get the size they were
+  // planned for (kGemmWorkspaceBytes, as in the GEMM bench), attentions their plan's.
+  workspace_bytes_ = gemms_.empty() ? 0 : kGemmWorkspaceBytes;
+  for (const auto& [key, attention] : attentions_) {
+    workspace_bytes_ = std::max(workspace_bytes_, attention.plan.workspace_bytes);
+  }
+  Result<DeviceBuffer> arena = AllocateDevice(arena_bytes_);
+  if (!arena.ok()) {
+    return WithContext(arena.status(), "the operand arena of " + std::to_string(arena_bytes_) + " bytes");
+  }
+  arena_ = std::move(arena).value();
+  Result<DeviceBuffer> workspace = AllocateDevice(workspace_bytes_);
+  if (!workspace.ok()) {
+    return WithContext(workspace.status(), "the workspace of " + std::to_string(workspace_bytes_) + " bytes");
+  }
+  workspace_ = std::move(workspace).value();
+  // ArenaBytes is a multiple of 256, so of every element size.
+  const Dtype fill = ArenaFillDtype(ops);
+  LOOM_CUDA(FillRandom(arena_.get(), arena_bytes_ / BytesPerElement(fill), fill, /*seed=*/1, setup_stream));
+  return Status::Ok();
+}
+
+Status OpRunner::MakeAttentionPacks() {
+  char* arena = static_cast<char*>(arena_.get());
+  for (auto& [key, attention] : attentions_) {
+    const AttentionOperands operands = AttentionOperandsOf(attention.shape);
+    SdpaAddresses addresses{};
+    for (size_t i = 0; i < kAttentionTensorCount; ++i) {
+      if (operands.tensor_bytes[i] > 0) {
+        addresses[UidOf(static_cast<AttentionTensor>(i))] = arena + operands.offsets[i];
+      }
+    }
+    Result<BackendDescriptor> pack =
+        MakeSdpaVariantPack(attention.plan, addresses, workspace_.get(), attention.scalars);
+    if (!pack.ok()) return pack.status();
+    attention.pack = std::move(pack).value();
+  }
+  return Status::Ok();
+}
+
+Status OpRunner::Enqueue(const Op& op, cudaStream_t stream) {
+  Status status;
+  if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) {
+    status = EnqueueGemm(*gemm, stream);
+  } else if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) {
+    status = EnqueueAttention(*attention, stream);
+  } else if (const auto* memory = std::get_if<MemoryShape>(&op.shape)) {
+    status = EnqueueMemory(*memory, stream);
+  } else {
+    return Status::Unimplemented(Describe(op) + ": a collective runs on the executor's communicators, "
+                                 "not on the op runner");
+  }
+  return status.ok() ? status : WithContext(status, Describe(op));
+}
+
+Status OpRunner::EnqueueGemm(const GemmShape& shape, cudaStream_t stream) {
+  const auto plan = gemms_.find(KeyOf(shape));
+  if (plan == gemms_.end()) return NotPlanned();
+  const GemmOperands operands = GemmOperandsOf(shape);
+  char* arena = static_cast<char*>(arena_.get());
+  return RunGemm(plan->second, cublas_.get(), arena + operands.a_offset, arena + operands.b_offset,
+                 arena + operands.c_offset, workspace_.get(), kGemmWorkspaceBytes, stream);
+}
+
+Status OpRunner::EnqueueAttention(const AttentionShape& shape, cudaStream_t stream) {
+  const auto attention = attentions_.find(KeyOf(shape));
+  if (attention == attentions_.end()) return NotPlanned();
+  if (stream != cudnn_stream_) {
+    LOOM_CUDNN(cudnnSetStream(cudnn_.get(), stream));
+    cudnn_stream_ = stream;
+  }
+  return ExecuteSdpa(cudnn_.get(), attention->second.plan, attention->second.pack);
+}
+
+Status OpRunner::EnqueueMemory(const MemoryShape& shape, cudaStream_t stream) {
+  if (!memory_ops_.contains(KeyOf(shape))) return NotPlanned();
+  const MemoryOperands operands = MemoryOperandsOf(shape);
+  char* arena = static_cast<char*>(arena_.get());
+  LOOM_CUDA(StreamBytes(arena + operands.src_offset, shape.bytes_read, arena + operands.dst_offset,
+                        shape.bytes_written, stream));
+  return Status::Ok();
+}
+
+int64_t OpRunner::device_bytes() const {
+  return arena_bytes_ + workspace_bytes_ + (unit_scale_ != nullptr ? static_cast<int64_t>(sizeof(float)) : 0);
+}
+
+}  // namespace loom::cuda

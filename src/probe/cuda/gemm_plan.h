@@ -1,0 +1,103 @@
+#ifndef LOOM_PROBE_CUDA_GEMM_PLAN_H_
+#define LOOM_PROBE_CUDA_GEMM_PLAN_H_
+
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "probe/cuda/device_buffer.h"
+#include "workload/ops.h"
+
+namespace loom::cuda {
+
+// One GEMM of loom's op stream as cuBLASLt runs it, planned once and run on any buffers: the
+// GEMM bench times it, the CUDA executor's op runner enqueues it.
+//
+// C[m, n] = A[m, k] * B[k, n], row-major, |batch| independent products, 256-byte aligned buffers.
+// cuBLASLt is column-major, and a row-major matrix is the column-major view of its transpose, so
+// the plan asks cuBLASLt for C^T[n, m] = B^T[n, k] * A^T[k, m]: cuBLASLt's "A" is loom's B and its
+// "B" is loom's A, with cuBLASLt's (m, n, k) = loom's (n, m, k). The FLOPs are 2 * batch * m * n * k
+// either way (GemmFlops).
+//
+// Types: bf16 and fp16 inputs and output with fp32 accumulation; tf32 is fp32 storage with
+// CUBLAS_COMPUTE_32F_FAST_TF32; fp32 is plain CUBLAS_COMPUTE_32F; fp8 is e4m3 A and B with
+// per-tensor scales of 1.0 and a bf16 output. cuBLASLt runs fp8 only in the "TN" layout, so for
+// fp8 loom's B is stored transposed, as [n, k] (nn.Linear's weight layout: C = A * W^T).
+
+// The workspace cuBLAS recommends for Hopper (cuBLAS documentation, cublasSetWorkspace: 32 MiB on
+// Hopper, 4 MiB before), as Transformer Engine's get_cublas_workspace_size_bytes gives its GEMMs;
+// it is more than older GPUs need, so one size serves every GPU. Plans pick only algorithms that
+// fit in it.
+inline constexpr int64_t kGemmWorkspaceBytes = 32ll << 20;
+
+// The cuBLASLt types of a GEMM of |dtype|; the scale type (alpha, beta) is fp32 throughout.
+struct GemmTypes {
+  cudaDataType_t input;   // A and B
+  cudaDataType_t output;  // C and D
+  cublasComputeType_t compute;
+  Dtype input_dtype;      // what FillRandom writes into A and B
+  int64_t input_bytes;    // per element
+  int64_t output_bytes;
+};
+GemmTypes GemmTypesOf(Dtype dtype);
+
+// OK when cuBLASLt can run |shape| on a GPU of |compute_capability| (major * 10 + minor).
+// InvalidArgument for a dimension that is not positive or does not fit in 32 bits;
+// ResourceExhausted for a matrix of more than 2^40 elements; Unimplemented for fp8 below compute
+// capability 8.9 or with a dimension that is not a multiple of 16. Messages start with the shape.
+Status CheckGemmShape(const GemmShape& shape, int compute_capability);
+
+// The compute capability of the current device as major * 10 + minor: 90 for Hopper.
+Result<int> CurrentComputeCapability();
+
+// A device float of 1.0, the per-tensor scale of A and B of fp8 GEMMs, copied on |stream|. The
+// copy's source is static, so it outlives the asynchronous copy.
+Result<DeviceBuffer> MakeUnitScale(cudaStream_t stream);
+
+// Owners of cuBLASLt's objects, destroyed with them (the statuses of the destroy calls are not
+// checked there: a destructor cannot return them).
+struct CublasLtDeleter {
+  void operator()(std::remove_pointer_t<cublasLtHandle_t>* handle) const { cublasLtDestroy(handle); }
+  void operator()(std::remove_pointer_t<cublasLtMatmulDesc_t>* desc) const { cublasLtMatmulDescDestroy(desc); }
+  void operator()(std::remove_pointer_t<cublasLtMatrixLayout_t>* layout) const { cublasLtMatrixLayoutDestroy(layout); }
+  void operator()(std::remove_pointer_t<cublasLtMatmulPreference_t>* preference) const {
+    cublasLtMatmulPreferenceDestroy(preference);
+  }
+};
+using MatmulDesc = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, CublasLtDeleter>;
+using MatrixLayout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, CublasLtDeleter>;
+using CublasLtHandle = std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, CublasLtDeleter>;
+
+// Everything cublasLtMatmul needs of a shape besides its buffers. a, b and d are cuBLASLt's
+// matrices: a holds loom's B, b loom's A, d loom's C (see above); d also serves as C, which is not
+// read since beta is 0.
+struct GemmPlan {
+  MatmulDesc desc;
+  MatrixLayout a, b, d;
+  cublasLtMatmulAlgo_t algo;
+  int64_t workspace_bytes = 0;  // what |algo| needs, at most kGemmWorkspaceBytes
+};
+
+// Plans |shape| on |handle| with the algorithm cuBLASLt's heuristic ranks first among those that
+// fit in kGemmWorkspaceBytes. |unit_scale| is a device float of 1.0 (MakeUnitScale) that fp8 GEMMs
+// read as the scales of A and B; it is not used for other dtypes and may be null for them. Errors
+// as CheckGemmShape, and Unimplemented when the heuristic has no algorithm for the shape.
+// REQUIRES: |unit_scale| outlives the plan.
+Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int compute_capability,
+                          const float* unit_scale);
+
+// Enqueues C = A * B of |plan| on |stream|: |a| is loom's A[m, k], |b| loom's B[k, n] ([n, k] for
+// fp8), |c| loom's C[m, n], each |batch| matrices one after another, on 256-byte boundaries.
+// InvalidArgument when |workspace_bytes| is less than the plan's algorithm needs.
+// REQUIRES: |plan| was planned on |handle|.
+Status RunGemm(const GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c,
+               void* workspace, int64_t workspace_bytes, cudaStream_t stream);
+
+}  // namespace loom::cuda
+
+#endif  // LOOM_PROBE_CUDA_GEMM_PLAN_H_
