@@ -1,0 +1,103 @@
+#ifndef LOOM_EXEC_DEVICE_PROGRAM_H_
+#define LOOM_EXEC_DEVICE_PROGRAM_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "exec/exec_plan.h"
+#include "exec/plan_file.h"
+#include "exec/plan_workload.h"
+#include "workload/ops.h"
+
+namespace loom {
+
+// One rank's step as a GPU runs it (`loom validate --backend cuda`): what each task enqueues, on
+// which stream, after which events, in an order the host can enqueue the whole step ahead of the
+// GPU. It needs no GPU to build, so that tests check it on a CPU.
+//
+// Streams are the plan's streams of the rank, plus one receive stream per rank that sends to this
+// one. Dependencies between streams of the rank are CUDA events: a task's end event is recorded
+// after it, and a task that waits for it waits on that event. A dependency on another rank's task
+// is always on one of its sends (anything else is refused): the sender runs ncclSend on its
+// stream, this rank a matching ncclRecv on the receive stream of that sender, where the receives
+// from one sender are issued in the order it sends; the waiting task waits for the receive's event.
+// Every sender-receiver pair in one direction has a communicator of its own, so that each
+// communicator is used from one stream on each rank, as NCCL requires.
+
+// What one task enqueues.
+enum class DeviceWork : uint8_t {
+  kNothing,     // zero-length markers and collectives of a group of one rank (dp = 1)
+  kOps,         // the ops of a pass part (OpsOfPass)
+  kSend,        // ncclSend of |bytes| to |peer|
+  kCollective,  // |collective| of |bytes| (nccl-tests' size) on communicator |communicator|
+  kOptimizer,   // |traffic|: HBM reads and writes of the optimizer step over the model states
+};
+
+struct DeviceTask {
+  TaskId task = -1;
+  int32_t stream = 0;  // index into DeviceProgram::streams
+  DeviceWork work = DeviceWork::kNothing;
+  PassOps ops;                                               // kOps
+  int32_t peer = -1;                                         // kSend: the receiving rank
+  int32_t edge = -1;                                         // kSend: index into DeviceProgram::send_edges
+  CollectiveKind collective = CollectiveKind::kAllReduce;    // kCollective
+  int32_t communicator = -1;                                 // kCollective: ExecPlan's communicator
+  int64_t bytes = 0;                                         // kSend, kCollective
+  MemoryShape traffic;                                       // kOptimizer
+  // Tasks of this rank on other streams whose end events it waits for (their DeviceTask index).
+  std::vector<int32_t> waits;
+  // Receives (index into DeviceProgram::receives) it waits for.
+  std::vector<int32_t> receives;
+  // Bytes of each pool allocated when it starts and freed when it ends (stream-ordered, on its
+  // stream), from its Task fields and memory events; index: the plan's PoolId.
+  std::vector<std::pair<PoolId, int64_t>> alloc_at_start, free_at_end;
+};
+
+// One ncclRecv: |bytes| from |from_rank|'s send task |send_task|, on receive stream |stream|.
+struct DeviceReceive {
+  int32_t from_rank = -1;
+  TaskId send_task = -1;
+  int32_t stream = 0;
+  int32_t edge = -1;  // index into DeviceProgram::receive_edges
+  int64_t bytes = 0;
+};
+
+// A direction of point-to-point traffic: |from| sends to |to|. Every rank of the step lists every
+// edge of the step in one order (BuildDeviceProgram gives all ranks the same list), so that the
+// communicators can be split in that order on every rank.
+struct P2pEdge {
+  int32_t from = -1;
+  int32_t to = -1;
+  friend bool operator==(const P2pEdge&, const P2pEdge&) = default;
+};
+
+struct DeviceProgram {
+  int32_t rank = 0;
+  std::vector<StreamId> streams;         // the plan's streams of the rank; -1 for a receive stream
+  std::vector<DeviceTask> tasks;         // in enqueue order: each after every task it waits for,
+                                         // each stream's tasks in the plan's stream order
+  std::vector<DeviceReceive> receives;   // each receive stream's in the order its sender sends
+  std::vector<P2pEdge> edges;            // every edge of the step, the same on every rank
+  std::vector<int32_t> send_edges;       // the edges this rank sends on (index into |edges|)
+  std::vector<int32_t> receive_edges;    // the edges this rank receives on
+  // The memory that lives for the whole step on this rank (model states), and the largest
+  // buffer a send, a receive or a collective reads or writes: carved out of it, since that is
+  // where the activations, gradients and weights they move live.
+  int64_t baseline_bytes = 0;
+  int64_t largest_transfer_bytes = 0;
+  // Every distinct op the rank's passes run, for OpRunner::Create.
+  std::vector<Op> ops;
+};
+
+// Builds rank |rank|'s program. Unimplemented, naming the task and what is missing, for what the
+// cuda backend does not run: tasks of tensor-, context- or expert-parallel collectives (a plan
+// rank is one GPU only when tp = cp = ep = 1), ring attention, ZeRO-3 layer gathers, offload, a
+// pass whose ops include a collective, a dependency between ranks that does not leave a send,
+// memory events on a task off its rank's compute stream.
+// REQUIRES: |exec| was planned from |plan.step.graph|.
+Result<DeviceProgram> BuildDeviceProgram(const PlanFile& plan, const ExecPlan& exec, int32_t rank);
+
+}  // namespace loom
+
+#endif  // LOOM_EXEC_DEVICE_PROGRAM_H_
