@@ -87,6 +87,12 @@ void PrintStepComparison(const StepComparison& c, std::ostream& out) {
     PrintRow(k.name, Duration(k.seconds.predicted), Duration(k.seconds.measured), k.seconds.error_pct,
              note, out);
   }
+  for (size_t i = 0; i < c.work_classes.size(); ++i) {
+    const ClassComparison& k = c.work_classes[i];
+    const std::string note = i == 0 ? "(kernels and collectives, timed one by one in an extra step)" : "";
+    PrintRow(k.name, Duration(k.seconds.predicted), Duration(k.seconds.measured), k.seconds.error_pct,
+             note, out);
+  }
   PrintOrder(c.order, out);
   out.flags(flags);
 }

@@ -250,6 +250,38 @@ Result<DeviceProgram> ProgramBuilder::Build() {
 
 }  // namespace
 
+int32_t OpClass(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kGemm:
+      return 0;
+    case OpKind::kAttention:
+      return 1;
+    case OpKind::kMemoryBound:
+      return 2;
+    case OpKind::kCollective:
+      break;
+  }
+  return -1;
+}
+
+int32_t TaskClass(const DeviceTask& task) {
+  switch (task.work) {
+    case DeviceWork::kSend:
+      return 3;
+    case DeviceWork::kCollective:
+      return task.collective == CollectiveKind::kAllReduce       ? 4
+             : task.collective == CollectiveKind::kReduceScatter ? 5
+             : task.collective == CollectiveKind::kAllGather     ? 6
+                                                                 : -1;
+    case DeviceWork::kOptimizer:
+      return 7;
+    case DeviceWork::kNothing:
+    case DeviceWork::kOps:
+      break;
+  }
+  return -1;
+}
+
 Result<DeviceProgram> BuildDeviceProgram(const PlanFile& plan, const ExecPlan& exec, int32_t rank) {
   return ProgramBuilder(plan, exec, rank).Build();
 }

@@ -1,7 +1,9 @@
 #ifndef LOOM_EXEC_DEVICE_PROGRAM_H_
 #define LOOM_EXEC_DEVICE_PROGRAM_H_
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -89,6 +91,15 @@ struct DeviceProgram {
   // Every distinct op the rank's passes run, for OpRunner::Create.
   std::vector<Op> ops;
 };
+
+// The classes a cuda run reports its time in, beside the step's task categories: each op kind of
+// the passes, the sends between stages, each kind of data-parallel collective, the optimizer.
+inline constexpr std::array<std::string_view, 8> kDeviceClasses = {
+    "gemm", "attention", "memory", "send", "all_reduce", "reduce_scatter", "all_gather", "optimizer"};
+// The index in kDeviceClasses of |op| (a GEMM, attention or memory-bound op), or -1.
+int32_t OpClass(const Op& op);
+// The index in kDeviceClasses of a task that is not kOps, or -1 (kNothing, kOps).
+int32_t TaskClass(const DeviceTask& task);
 
 // Builds rank |rank|'s program. Unimplemented, naming the task and what is missing, for what the
 // cuda backend does not run: tasks of tensor-, context- or expert-parallel collectives (a plan

@@ -56,7 +56,8 @@ struct AttentionOperands {
 };
 AttentionOperands AttentionOperandsOf(const AttentionShape& shape);
 
-// A memory-bound op's source (bytes_read) and destination (bytes_written).
+// A memory-bound op's source (bytes_read) and destination (bytes_written), in place: both start
+// at offset 0 of its max(bytes_read, bytes_written) bytes.
 struct MemoryOperands {
   int64_t src_offset = 0;
   int64_t dst_offset = 0;

@@ -16,7 +16,9 @@ namespace {
 
 constexpr size_t kMaxExamples = 5;
 
-Comparison Compare(double predicted, double measured) {
+}  // namespace
+
+Comparison CompareValues(double predicted, double measured) {
   Comparison c;
   c.predicted = predicted;
   c.measured = measured;
@@ -27,6 +29,10 @@ Comparison Compare(double predicted, double measured) {
   }
   return c;
 }
+
+namespace {
+
+Comparison Compare(double predicted, double measured) { return CompareValues(predicted, measured); }
 
 // OK if |timeline| has one start and end per task of |graph|, start_sequence sized likewise or
 // empty, and no task ending before it starts. |what| names the timeline in the message.
@@ -339,13 +345,16 @@ nlohmann::ordered_json StepComparisonJson(const StepComparison& c) {
   nlohmann::ordered_json step_time = ComparisonJson(c.step_time_s, "_s");
   step_time["measured_min_s"] = c.measured_min_step_s;
   step_time["measured_max_s"] = c.measured_max_step_s;
-  nlohmann::ordered_json classes = nlohmann::ordered_json::array();
-  for (const ClassComparison& k : c.classes) {
-    nlohmann::ordered_json row = {{"name", k.name}, {"tasks", k.tasks}};
-    const nlohmann::ordered_json seconds = ComparisonJson(k.seconds, "_s");
-    for (const auto& [key, value] : seconds.items()) row[key] = value;
-    classes.push_back(std::move(row));
-  }
+  const auto class_rows = [](const std::vector<ClassComparison>& list) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const ClassComparison& k : list) {
+      nlohmann::ordered_json row = {{"name", k.name}, {"tasks", k.tasks}};
+      const nlohmann::ordered_json seconds = ComparisonJson(k.seconds, "_s");
+      for (const auto& [key, value] : seconds.items()) row[key] = value;
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  };
   const OrderCheck& o = c.order;
   return {{"schema", "loom.validate/1"},
           {"steps", c.steps},
@@ -353,7 +362,8 @@ nlohmann::ordered_json StepComparisonJson(const StepComparison& c) {
           {"step_time", std::move(step_time)},
           {"bubble_fraction", ComparisonJson(c.bubble_fraction, "")},
           {"peak_memory", PeakMemoryJson(c.peak_memory_bytes)},
-          {"classes", std::move(classes)},
+          {"classes", class_rows(c.classes)},
+          {"work_classes", class_rows(c.work_classes)},
           {"order",
            {{"dependency_violations", o.dependency_violations},
             {"rendezvous_violations", o.rendezvous_violations},

@@ -62,8 +62,14 @@ struct StepComparison {
   Comparison bubble_fraction;          // idle share of the compute streams while the pipeline runs
   Comparison peak_memory_bytes;        // max over ranks
   std::vector<ClassComparison> classes;  // in order of first appearance in the graph
+  // Finer classes a backend measured itself (the cuda backend: GEMMs, attention, memory-bound
+  // ops, sends, each collective kind, the optimizer), summed over ranks; empty for the host one.
+  std::vector<ClassComparison> work_classes;
   OrderCheck order;                    // of the median step
 };
+
+// 100 * (measured - predicted) / predicted, with both values (see Comparison::error_pct).
+Comparison CompareValues(double predicted, double measured);
 
 // Compares the measured steps with the prediction.
 //  - step time, classes, bubble and order are read off |measured| (the median step by makespan:
@@ -90,6 +96,7 @@ Result<StepComparison> CompareStep(const StepGraph& step, std::span<const Memory
 //    "bubble_fraction": {"predicted", "measured", "error_pct"},
 //    "peak_memory": {"predicted_bytes", "measured_bytes", "error_pct"},
 //    "classes": [{"name", "tasks", "predicted_s", "measured_s", "error_pct"}, ...],
+//    "work_classes": [the same, for StepComparison::work_classes],
 //    "order": {"dependency_violations", "rendezvous_violations", "order_inversions",
 //              "pairs_checked", "examples": [...]}}
 // An infinite error_pct is written as null.

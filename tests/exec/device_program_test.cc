@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "exec/op_operands.h"
 #include "sim/engine.h"
+#include "sim/simulator.h"
 #include "sim/sim_test_support.h"
 
 namespace loom {
@@ -220,6 +222,7 @@ TEST(DeviceProgram, MiddleStageReceivesFromBothNeighboursInTheirSendOrder) {
     for (const auto& [pool, bytes] : d.free_at_end) balance[pool] -= bytes;
   }
   EXPECT_EQ(sends, 8);
+  for (const Op& op : p.ops) EXPECT_EQ(kDeviceClasses[OpClass(op)], kOpKindNames.Name(op.kind));
   EXPECT_EQ(optimizer, 1);
   EXPECT_EQ(collectives, 0);
   EXPECT_GE(ops, 8);
@@ -241,11 +244,39 @@ TEST(DeviceProgram, ReplicasReduceBucketsAndGatherWeightsAsCollectives) {
   for (const DeviceTask& d : p->tasks) {
     if (d.work != DeviceWork::kCollective) continue;
     EXPECT_EQ(exec->communicators()[d.communicator].ranks, (std::vector<int32_t>{1, 5}));
+    EXPECT_EQ(kDeviceClasses[TaskClass(d)], kCollectiveKindNames.Name(d.collective));
     if (d.collective == CollectiveKind::kReduceScatter) reduced += d.bytes;
     if (d.collective == CollectiveKind::kAllGather) gathered += d.bytes;
   }
   EXPECT_GT(reduced, 0);
   EXPECT_EQ(gathered, plan.workload.payloads.param_gather_bytes[1]);
+}
+
+// A single-GPU plan (what the GPU validation runs): every pass is ops, nothing crosses ranks, and
+// the operand arena the op runner allocates beside the plan's memory (the largest op's operands:
+// the output head's GEMMs and the cross entropy over the logits) fits on the GPU with it.
+TEST(DeviceProgram, SingleGpuPlanRunsOpsOnlyAndItsArenaFitsTheReserve) {
+  for (const char* model : {"models/gpt3-125m.json", "models/llama3.2-1b.json"}) {
+    Inputs in = Load(model, "hardware/clusters/dgx-h100.json", 1);
+    Strategy s;
+    s.micro_batch = 4;
+    s.global_batch = 16;
+    s.seq_len = 2048;
+    s.recompute = Recompute::kFull;
+    Result<PlanFile> plan = MakePlanFile(in.model, in.cluster, s, {}, {});
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    Result<ExecPlan> exec = PlanExecution(plan->step.graph, 1);
+    ASSERT_TRUE(exec.ok());
+    Result<DeviceProgram> p = BuildDeviceProgram(*plan, *exec, 0);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_TRUE(p->receives.empty() && p->edges.empty());
+    std::map<int32_t, int64_t> classes;
+    for (const Op& op : p->ops) ++classes[OpClass(op)];
+    EXPECT_GT(classes[0], 0) << model;  // GEMMs
+    EXPECT_GT(classes[1], 0) << model;  // attention, forward and backward
+    EXPECT_GT(classes[2], 0) << model;  // memory-bound
+    EXPECT_LT(plan->prediction.peak_memory_bytes + ArenaBytes(p->ops), in.cluster.gpu.memory_bytes) << model;
+  }
 }
 
 TEST(DeviceProgram, TensorParallelPlansAreRefusedNamingWhatIsMissing) {

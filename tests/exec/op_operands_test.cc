@@ -83,12 +83,14 @@ TEST(OperandBytes, SumsALlamaSizedGqaForwardWithoutRounding) {
   EXPECT_EQ(OperandBytes(MakeAttention(OpName::kFlashAttention, llama)), 84'410'368);
 }
 
-TEST(OperandBytes, RoundsAMemoryOpsSourceAndDestination) {
-  // 1 MiB read, 1000 bytes written -> 1024.
+TEST(OperandBytes, AMemoryOpRunsInPlaceOverTheLargerOfItsReadAndWrite) {
+  // 1 MiB read, 1000 bytes written over the same bytes.
   const MemoryShape shape = {.bytes_read = 1 << 20, .bytes_written = 1000};
-  EXPECT_EQ(OperandBytes(MakeMemory(OpName::kInputNorm, shape)), 1'049'600);
-  EXPECT_EQ(MemoryOperandsOf(shape).dst_offset, 1 << 20);
-  EXPECT_EQ(OperandBytes(MakeMemory(OpName::kAttentionDropout, {.bytes_read = 1000, .bytes_written = 0})), 1024);
+  EXPECT_EQ(OperandBytes(MakeMemory(OpName::kInputNorm, shape)), 1 << 20);
+  EXPECT_EQ(MemoryOperandsOf(shape).src_offset, 0);
+  EXPECT_EQ(MemoryOperandsOf(shape).dst_offset, 0);
+  // 1000 bytes read, 3000 written: 3000 rounded up to 256.
+  EXPECT_EQ(OperandBytes(MakeMemory(OpName::kAttentionDropout, {.bytes_read = 1000, .bytes_written = 3000})), 3072);
 }
 
 TEST(OperandBytes, IsZeroForACollective) {
@@ -104,7 +106,8 @@ TEST(OperandArena, IsTheLargestOperandBytesOfTheOps) {
       MakeCollective(OpName::kAttentionOutputReduce, {.bytes = int64_t{1} << 40}),
   };
   EXPECT_EQ(ArenaBytes(ops), kBf16GemmBytes);
-  EXPECT_EQ(ArenaBytes(std::span<const Op>(ops).first(2)), 1'049'600);
+  EXPECT_EQ(ArenaBytes(std::span<const Op>(ops).first(2)),
+            std::max<int64_t>(1 << 20, AttentionOperandsOf(Backward(kGqaForward)).bytes));
   EXPECT_EQ(ArenaBytes({}), 0);
 }
 

@@ -145,8 +145,9 @@ __device__ uint4 Xor(uint4 a, uint4 b) { return make_uint4(a.x ^ b.x, a.y ^ b.y,
 // written being the XOR of everything the thread has read so far and of i. Consecutive threads
 // touch consecutive vectors, so every warp access is coalesced. Thread 0 then reads and writes
 // the tails (fewer than 16 bytes each), byte by byte.
-__global__ void StreamKernel(const uint4* __restrict__ src, int64_t bytes_read, uint4* __restrict__ dst,
-                             int64_t bytes_written) {
+// |src| and |dst| may be the same range (an op in place): vector i is read and then written by one
+// thread, so the traffic is the same either way.
+__global__ void StreamKernel(const uint4* src, int64_t bytes_read, uint4* dst, int64_t bytes_written) {
   const int64_t read_vectors = bytes_read / kVectorBytes;
   const int64_t write_vectors = bytes_written / kVectorBytes;
   const int64_t vectors = read_vectors > write_vectors ? read_vectors : write_vectors;

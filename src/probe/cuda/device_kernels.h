@@ -29,7 +29,8 @@ cudaError_t SwiGluBf16(const void* gate, const void* up, void* out, int64_t elem
 // writes, and into a sink when it reads more than it writes), so the compiler keeps every read.
 // Either count may be 0. cudaErrorInvalidValue for a negative count or a pointer that is not
 // 16-byte aligned (cudaMalloc's are 256-byte aligned).
-// REQUIRES: the two ranges do not overlap.
+// The two ranges may start at one address (an op in place, as the op runner runs them); they must
+// not overlap otherwise.
 cudaError_t StreamBytes(const void* src, int64_t bytes_read, void* dst, int64_t bytes_written, cudaStream_t stream);
 
 // A kernel of one block of one thread that does nothing: its time is the launch overhead.
