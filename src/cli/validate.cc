@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/validate_output.h"
+#include "exec/device_program.h"
 #include "exec/exec_plan.h"
 #include "exec/host_backend.h"
 #include "exec/plan_file.h"
@@ -17,6 +18,10 @@
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
 #include "sim/trace.h"
+
+#ifdef LOOM_HAVE_CUDA
+#include "exec/cuda/cuda_backend.h"
+#endif
 
 namespace loom {
 namespace {
@@ -55,21 +60,31 @@ Status WriteTrace(const std::string& path, const PlanFile& plan, const StepTimel
   return Status::Ok();
 }
 
+// What a backend measured, on rank 0.
+struct Measured {
+  std::vector<StepTimeline> steps;
+  // Per rank, the device's peak (cuda backend); none: the memory events replayed at the measured
+  // times (host backend).
+  std::optional<std::vector<int64_t>> peak_bytes;
+  std::string device;  // the GPU and its libraries (cuda backend)
+};
+
 // Rank 0's part: the comparison, the report and the trace.
-Status Report(const ValidateOptions& o, const PlanFile& plan, const std::vector<StepTimeline>& measured,
-              int32_t world, std::ostream& out) {
+Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& measured, int32_t world,
+              std::ostream& out) {
   Result<StepTimeline> predicted = Simulate(plan.step.graph);
   if (!predicted.ok()) return predicted.status();
   Result<StepComparison> comparison =
-      CompareStep(plan.step, plan.baselines, *predicted, measured, std::nullopt, OrderMargin(o));
+      CompareStep(plan.step, plan.baselines, *predicted, measured.steps, measured.peak_bytes, OrderMargin(o));
   if (!comparison.ok()) return comparison.status();
-  if (!o.trace_path.empty()) LOOM_RETURN_IF_ERROR(WriteTrace(o.trace_path, plan, measured[comparison->median_step]));
+  if (!o.trace_path.empty()) LOOM_RETURN_IF_ERROR(WriteTrace(o.trace_path, plan, measured.steps[comparison->median_step]));
   if (o.json) {
     nlohmann::ordered_json j = StepComparisonJson(*comparison);
     j["plan_file"] = o.plan_path;
     j["backend"] = o.backend;
     j["ranks"] = world;
-    j["speedup"] = o.speedup;
+    if (o.backend == "host") j["speedup"] = o.speedup;
+    if (!measured.device.empty()) j["device"] = measured.device;
     j["order_margin_s"] = OrderMargin(o).ToSeconds();
     j["source"] = plan.source;
     out << j.dump(2) << "\n";
@@ -77,6 +92,7 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const std::vector<
     out << "plan " << o.plan_path << ": " << world << " ranks, " << plan.step.graph.num_tasks() << " tasks, backend "
         << o.backend;
     if (o.backend == "host") out << " (timed waits at " << o.speedup << "x, real MPI messages and collectives)";
+    if (!measured.device.empty()) out << " on " << measured.device;
     out << "\n\n";
     PrintStepComparison(*comparison, out);
   }
@@ -90,31 +106,69 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const std::vector<
   return Status::Ok();
 }
 
+// The cuda backend on this process's rank: real kernels, NCCL, device memory.
+Result<Measured> RunCuda(const ValidateOptions& o, const PlanFile& plan, const ExecPlan& exec, Launcher& launcher) {
+#ifdef LOOM_HAVE_CUDA
+  Result<DeviceProgram> program = BuildDeviceProgram(plan, exec, launcher.Rank());
+  if (!program.ok()) return program.status();
+  CudaRunOptions run;
+  run.warmup_steps = o.warmup;
+  run.steps = o.steps;
+  run.timeout = StepTimeout(o, plan);
+  Result<CudaRunResult> result = RunOnCuda(exec, *program, launcher, run);
+  if (!result.ok()) return result.status();
+  return Measured{std::move(result->steps), std::move(result->peak_bytes_per_rank), result->device};
+#else
+  (void)o, (void)plan, (void)exec, (void)launcher;
+  return Status::Internal("RunCuda called in a loom built without CUDA");
+#endif
+}
+
+// Refuses what the cuda backend cannot run before MPI starts or a GPU is touched.
+Status CheckCudaBackend(const ValidateOptions& o, const PlanFile& plan, const ExecPlan& exec) {
+#ifndef LOOM_HAVE_CUDA
+  (void)o, (void)plan, (void)exec;
+  return Status::Unimplemented(
+      "this loom was built without CUDA (configuring found no nvcc, cuBLASLt, cuDNN or NCCL), so it has no cuda "
+      "backend; build it where the CUDA toolkit is installed, or use --backend host");
+#else
+  Result<DeviceProgram> first = BuildDeviceProgram(plan, exec, 0);
+  if (first.ok()) return Status::Ok();
+  const std::string message = o.plan_path + ": " + first.status().message();
+  return first.status().code() == Status::Code::kUnimplemented ? Status::Unimplemented(message)
+                                                                 : Status::InvalidArgument(message);
+#endif
+}
+
 Status Run(const ValidateOptions& o, std::ostream& out) {
   Result<PlanFile> plan = ReadPlanFile(o.plan_path);
   if (!plan.ok()) return plan.status();
-  if (o.backend == "cuda") {
-    return Status::Unimplemented(
-        "the cuda backend is not in this loom yet: it runs only --backend host (the rank programs' order, "
-        "messages and collectives on CPUs)");
-  }
   // Refuse a plan that would deadlock before joining an MPI job at all.
   Result<ExecPlan> exec = PlanExecution(plan->step.graph, plan->step.graph.num_ranks());
   if (!exec.ok()) return Status::InvalidArgument(o.plan_path + ": " + exec.status().message());
+  if (o.backend == "cuda") LOOM_RETURN_IF_ERROR(CheckCudaBackend(o, *plan, *exec));
   Result<std::unique_ptr<Launcher>> launcher = MakeMpiLauncher();
   if (!launcher.ok()) return launcher.status();
   if (Status world = CheckWorldSize(plan->step.graph, (*launcher)->Size()); !world.ok()) {
     return Status::InvalidArgument(o.plan_path + ": " + world.message());
   }
-  HostRunOptions run;
-  run.warmup_steps = o.warmup;
-  run.steps = o.steps;
-  run.speedup = o.speedup;
-  run.timeout = StepTimeout(o, *plan);
-  Result<std::vector<StepTimeline>> measured = RunOnHost(*exec, **launcher, run);
-  if (!measured.ok()) return measured.status();
+  Measured measured;
+  if (o.backend == "cuda") {
+    Result<Measured> cuda = RunCuda(o, *plan, *exec, **launcher);
+    if (!cuda.ok()) return cuda.status();
+    measured = std::move(cuda).value();
+  } else {
+    HostRunOptions run;
+    run.warmup_steps = o.warmup;
+    run.steps = o.steps;
+    run.speedup = o.speedup;
+    run.timeout = StepTimeout(o, *plan);
+    Result<std::vector<StepTimeline>> host = RunOnHost(*exec, **launcher, run);
+    if (!host.ok()) return host.status();
+    measured.steps = std::move(host).value();
+  }
   if ((*launcher)->Rank() != 0) return Status::Ok();
-  return Report(o, *plan, *measured, (*launcher)->Size(), out);
+  return Report(o, *plan, measured, (*launcher)->Size(), out);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ struct DeviceTask {
   DeviceWork work = DeviceWork::kNothing;
   PassOps ops;                                               // kOps
   int32_t peer = -1;                                         // kSend: the receiving rank
-  int32_t edge = -1;                                         // kSend: index into DeviceProgram::send_edges
+  int32_t edge = -1;                                         // kSend: index into DeviceProgram::edges
   CollectiveKind collective = CollectiveKind::kAllReduce;    // kCollective
   int32_t communicator = -1;                                 // kCollective: ExecPlan's communicator
   int64_t bytes = 0;                                         // kSend, kCollective
@@ -61,7 +61,7 @@ struct DeviceReceive {
   int32_t from_rank = -1;
   TaskId send_task = -1;
   int32_t stream = 0;
-  int32_t edge = -1;  // index into DeviceProgram::receive_edges
+  int32_t edge = -1;  // index into DeviceProgram::edges
   int64_t bytes = 0;
 };
 

@@ -150,36 +150,6 @@ class MpiTransport : public MessageTransport {
   std::vector<std::unique_ptr<PendingSend>> sends_;
 };
 
-// Gathers every rank's times on rank 0 as (task, start ns, end ns) triples.
-Result<std::vector<RankTimes>> GatherTimes(const RankTimes& mine, int rank, int world) {
-  std::vector<int64_t> flat;
-  for (size_t i = 0; i < mine.tasks.size(); ++i) {
-    flat.insert(flat.end(), {mine.tasks[i], mine.start[i].nanos(), mine.end[i].nanos()});
-  }
-  const int count = static_cast<int>(flat.size());
-  std::vector<int> counts(static_cast<size_t>(world)), offsets(static_cast<size_t>(world));
-  LOOM_MPI(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  int total = 0;
-  for (int r = 0; r < world; ++r) {
-    offsets[r] = total;
-    total += counts[r];
-  }
-  std::vector<int64_t> all(rank == 0 ? static_cast<size_t>(total) : 0);
-  LOOM_MPI(MPI_Gatherv(flat.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0,
-                       MPI_COMM_WORLD));
-  std::vector<RankTimes> times;
-  if (rank != 0) return times;
-  for (int r = 0; r < world; ++r) {
-    RankTimes t;
-    for (int i = offsets[r]; i < offsets[r] + counts[r]; i += 3) {
-      t.tasks.push_back(static_cast<TaskId>(all[i]));
-      t.start.push_back(SimTime::FromNanos(all[i + 1]));
-      t.end.push_back(SimTime::FromNanos(all[i + 2]));
-    }
-    times.push_back(std::move(t));
-  }
-  return times;
-}
 
 // Rank 0's clock minus this rank's at the same instant. Ranks on rank 0's host share its
 // CLOCK_MONOTONIC (std::chrono::steady_clock): zero. Others estimate it from the fastest of 16
@@ -229,6 +199,37 @@ Result<bool> AllRanksOk(bool ok) {
 
 }  // namespace
 
+// Every rank's times travel as (task, start ns, end ns) triples.
+Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world) {
+  std::vector<int64_t> flat;
+  for (size_t i = 0; i < mine.tasks.size(); ++i) {
+    flat.insert(flat.end(), {mine.tasks[i], mine.start[i].nanos(), mine.end[i].nanos()});
+  }
+  const int count = static_cast<int>(flat.size());
+  std::vector<int> counts(static_cast<size_t>(world)), offsets(static_cast<size_t>(world));
+  LOOM_MPI(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  int total = 0;
+  for (int r = 0; r < world; ++r) {
+    offsets[r] = total;
+    total += counts[r];
+  }
+  std::vector<int64_t> all(rank == 0 ? static_cast<size_t>(total) : 0);
+  LOOM_MPI(MPI_Gatherv(flat.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0,
+                       MPI_COMM_WORLD));
+  std::vector<RankTimes> times;
+  if (rank != 0) return times;
+  for (int r = 0; r < world; ++r) {
+    RankTimes t;
+    for (int i = offsets[r]; i < offsets[r] + counts[r]; i += 3) {
+      t.tasks.push_back(static_cast<TaskId>(all[i]));
+      t.start.push_back(SimTime::FromNanos(all[i + 1]));
+      t.end.push_back(SimTime::FromNanos(all[i + 2]));
+    }
+    times.push_back(std::move(t));
+  }
+  return times;
+}
+
 Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& launcher, const HostRunOptions& options) {
   const int rank = launcher.Rank(), world = launcher.Size();
   MpiTransport transport(plan);
@@ -257,7 +258,7 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
       return Status::Internal("rank " + std::to_string(rank) + " stopped: another rank failed in step " +
                               std::to_string(step) + " (its error says why)");
     }
-    Result<std::vector<RankTimes>> all = GatherTimes(*times, rank, world);
+    Result<std::vector<RankTimes>> all = GatherRankTimes(*times, rank, world);
     if (!all.ok()) return all.status();
     if (rank == 0 && step >= options.warmup_steps) measured.push_back(MeasuredTimeline(plan.graph(), *all));
   }
@@ -265,6 +266,12 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
 }
 
 #else
+
+Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world) {
+  if (world == 1 && rank == 0) return std::vector<RankTimes>{mine};
+  return Status::Unimplemented("loom was built without MPI: gathering the times of " + std::to_string(world) +
+                               " ranks needs it; install Debian's libopenmpi-dev (tools/loom does) and rebuild");
+}
 
 Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan&, Launcher&, const HostRunOptions&) {
   return Status::Unimplemented(

@@ -7,6 +7,7 @@
 #include "core/sim_time.h"
 #include "core/status.h"
 #include "exec/exec_plan.h"
+#include "exec/executor.h"
 #include "probe/bench.h"
 #include "sim/engine.h"
 
@@ -33,6 +34,11 @@ struct HostRunOptions {
 // fails (its transport, or a step past |options.timeout|), every rank returns an error, the
 // failing one with its reason. Unimplemented when loom was built without MPI.
 Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& launcher, const HostRunOptions& options);
+
+// Gathers every rank's times on rank 0 over MPI (every rank calls it): on rank 0 the times of each
+// rank, in rank order; on the others an empty vector. Without MPI only a world of one rank works
+// (its own times); larger worlds are Unimplemented.
+Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world);
 
 }  // namespace loom
 

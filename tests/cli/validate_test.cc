@@ -68,11 +68,31 @@ TEST(Validate, RefusesACollectiveOfATaskThatDoesNotExist) {
   EXPECT_NE(r.err.find("999999"), std::string::npos) << r.err;
 }
 
-TEST(Validate, SaysTheCudaBackendIsNotThereYet) {
-  const std::string path = Write(TwoStagePlanJson(), "loom_validate_cuda.json");
+// A plan rank is one GPU only without tensor parallelism; the cuda backend says so before it
+// starts MPI or touches a GPU (without CUDA, that it was not built).
+TEST(Validate, CudaBackendRefusesATensorParallelPlanBeforeRunning) {
+  Result<ModelSpec> model = LoadModelSpec(Shipped("models/llama3-8b.json"));
+  Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"));
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  Strategy s;
+  s.tp = 2;
+  s.sp = true;
+  s.pp = 2;
+  s.micro_batch = 1;
+  s.global_batch = 4;
+  s.seq_len = 2048;
+  Result<PlanFile> plan = MakePlanFile(*model, *cluster, s, {}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const std::string path = Write(PlanFileJson(*plan), "loom_validate_cuda_tp.json");
   const CommandResult r = Loom({"validate", path, "--backend", "cuda"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("the cuda backend is not in this loom yet"), std::string::npos) << r.err;
+#ifdef LOOM_HAVE_CUDA
+  EXPECT_NE(r.err.find(path + ": task "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tp = cp = ep = 1"), std::string::npos) << r.err;
+#else
+  EXPECT_NE(r.err.find("built without CUDA"), std::string::npos) << r.err;
+#endif
+  EXPECT_NE(r.err.find("--backend host"), std::string::npos) << r.err;
 }
 
 TEST(Validate, MissingPlanFileIsNamed) {
