@@ -67,6 +67,7 @@ struct Measured {
   // times (host backend).
   std::optional<std::vector<int64_t>> peak_bytes;
   std::string device;  // the GPU and its libraries (cuda backend)
+  std::vector<ClassComparison> work_classes;  // (cuda backend)
 };
 
 // Rank 0's part: the comparison, the report and the trace.
@@ -77,9 +78,11 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
   Result<StepComparison> comparison =
       CompareStep(plan.step, plan.baselines, *predicted, measured.steps, measured.peak_bytes, OrderMargin(o));
   if (!comparison.ok()) return comparison.status();
-  if (!o.trace_path.empty()) LOOM_RETURN_IF_ERROR(WriteTrace(o.trace_path, plan, measured.steps[comparison->median_step]));
+  StepComparison compared = std::move(comparison).value();
+  compared.work_classes = measured.work_classes;
+  if (!o.trace_path.empty()) LOOM_RETURN_IF_ERROR(WriteTrace(o.trace_path, plan, measured.steps[compared.median_step]));
   if (o.json) {
-    nlohmann::ordered_json j = StepComparisonJson(*comparison);
+    nlohmann::ordered_json j = StepComparisonJson(compared);
     j["plan_file"] = o.plan_path;
     j["backend"] = o.backend;
     j["ranks"] = world;
@@ -94,9 +97,9 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
     if (o.backend == "host") out << " (timed waits at " << o.speedup << "x, real MPI messages and collectives)";
     if (!measured.device.empty()) out << " on " << measured.device;
     out << "\n\n";
-    PrintStepComparison(*comparison, out);
+    PrintStepComparison(compared, out);
   }
-  const OrderCheck& order = comparison->order;
+  const OrderCheck& order = compared.order;
   if (order.dependency_violations + order.rendezvous_violations > 0) {
     return Status::Internal("the run broke the plan's order (" + std::to_string(order.dependency_violations) +
                             " dependencies, " + std::to_string(order.rendezvous_violations) +
@@ -117,7 +120,8 @@ Result<Measured> RunCuda(const ValidateOptions& o, const PlanFile& plan, const E
   run.timeout = StepTimeout(o, plan);
   Result<CudaRunResult> result = RunOnCuda(exec, *program, launcher, run);
   if (!result.ok()) return result.status();
-  return Measured{std::move(result->steps), std::move(result->peak_bytes_per_rank), result->device};
+  return Measured{std::move(result->steps), std::move(result->peak_bytes_per_rank), result->device,
+                  std::move(result->work_classes)};
 #else
   (void)o, (void)plan, (void)exec, (void)launcher;
   return Status::Internal("RunCuda called in a loom built without CUDA");

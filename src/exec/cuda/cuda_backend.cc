@@ -94,6 +94,29 @@ Status GatherPeaks(Launcher& launcher, int64_t pool_peak, int64_t baseline_bytes
   return Status::Ok();
 }
 
+// Rank 0 learns the sums of every rank's class times: each rank in turn broadcasts its own.
+Status GatherClasses(Launcher& launcher, const cuda::DeviceStep::ClassTimes& mine, CudaRunResult* result) {
+  constexpr size_t kClasses = kDeviceClasses.size();
+  std::array<double, 3 * kClasses> sum{};
+  for (int r = 0; r < launcher.Size(); ++r) {
+    std::array<double, 3 * kClasses> theirs{};
+    for (size_t c = 0; c < kClasses; ++c) {
+      theirs[c] = mine.count[c];
+      theirs[kClasses + c] = mine.predicted_s[c];
+      theirs[2 * kClasses + c] = mine.measured_s[c];
+    }
+    LOOM_RETURN_IF_ERROR(launcher.Broadcast(theirs.data(), static_cast<int64_t>(sizeof theirs), r));
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += theirs[i];
+  }
+  if (launcher.Rank() != 0) return Status::Ok();
+  for (size_t c = 0; c < kClasses; ++c) {
+    if (sum[c] == 0) continue;
+    result->work_classes.push_back({std::string(kDeviceClasses[c]), static_cast<int64_t>(sum[c]),
+                                    CompareValues(sum[kClasses + c], sum[2 * kClasses + c])});
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& program, Launcher& launcher,
@@ -131,7 +154,13 @@ Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& progr
     if (!all.ok()) return all.status();
     if (rank == 0 && s >= options.warmup_steps) result.steps.push_back(MeasuredTimeline(plan.graph(), *all));
   }
+  // The peak is read before the profiled step, whose memory is the same but not measured.
   Result<int64_t> peak = step.pool().Peak();
+  LOOM_RETURN_IF_ERROR(launcher.Barrier());
+  Result<cuda::DeviceStep::ClassTimes> classes = step.Profile(*comms, timeout_s);
+  if (!classes.ok()) comms->Abort();
+  LOOM_RETURN_IF_ERROR(Agree(launcher, classes.ok() ? Status::Ok() : classes.status(), "in the profiled step"));
+  LOOM_RETURN_IF_ERROR(GatherClasses(launcher, *classes, &result));
   LOOM_RETURN_IF_ERROR(Agree(launcher, peak.ok() ? Status::Ok() : peak.status(), "to read its memory pool's peak"));
   LOOM_RETURN_IF_ERROR(GatherPeaks(launcher, *peak, program.baseline_bytes, &result));
   LOOM_RETURN_IF_ERROR(comms->Close());

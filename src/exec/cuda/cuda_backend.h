@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
+#include "exec/step_comparison.h"
 #include "probe/bench.h"
 #include "sim/engine.h"
 
@@ -34,6 +35,10 @@ struct CudaRunResult {
   // This rank's OpRunner::device_bytes() (operand arena and workspace): reported, not part of the
   // peak, since the plan counts activations through the pool instead.
   int64_t runner_bytes = 0;
+  // On rank 0: time by class of kDeviceClasses (GEMM, attention, memory-bound ops, sends, each
+  // collective kind, the optimizer) summed over ranks, from one more step that times every op
+  // (DeviceStep::Profile); classes with nothing in them are left out.
+  std::vector<ClassComparison> work_classes;
   // "NVIDIA H100 80GB HBM3 (cc 9.0), driver 580.95.05, CUDA 13.0, NCCL 2.28.9".
   std::string device;
 };

@@ -329,7 +329,10 @@ Status DeviceStep::EnqueueWork(size_t index, const NcclComms& comms, cudaStream_
     case DeviceWork::kNothing:
       return Status::Ok();
     case DeviceWork::kOps:
-      for (const Op* op : task.ops.ops) LOOM_RETURN_IF_ERROR(runner_->Enqueue(*op, stream));
+      for (size_t o = 0; o < task.ops.ops.size(); ++o) {
+        LOOM_RETURN_IF_ERROR(runner_->Enqueue(*task.ops.ops[o], stream));
+        if (profiling_) LOOM_CUDA(cudaEventRecord(op_ends_[index][o].get(), stream));
+      }
       return Status::Ok();
     case DeviceWork::kSend:
       if (task.bytes <= 0) return Status::Ok();  // its receive, of 0 bytes too, posts nothing either
@@ -417,6 +420,44 @@ Status DeviceStep::NotFinished(const Status& deadline) const {
   cudaGetLastError();
   return Status::DeadlineExceeded(deadline.message() + "; " + std::to_string(late) +
                                   " of its tasks had not finished, the first: " + names);
+}
+
+Result<DeviceStep::ClassTimes> DeviceStep::Profile(const NcclComms& comms, double timeout_s) {
+  op_ends_.resize(program_.tasks.size());
+  for (size_t i = 0; i < program_.tasks.size(); ++i) {
+    while (op_ends_[i].size() < program_.tasks[i].ops.ops.size()) {
+      cudaEvent_t event = nullptr;
+      LOOM_CUDA(cudaEventCreateWithFlags(&event, cudaEventDefault));
+      op_ends_[i].emplace_back(event);
+    }
+  }
+  profiling_ = true;
+  Result<RankTimes> times = Run(comms, timeout_s);
+  profiling_ = false;
+  if (!times.ok()) return times.status();
+  ClassTimes out;
+  const auto add = [&out](int32_t c, double predicted_s, double measured_s) {
+    if (c < 0) return;
+    out.count[static_cast<size_t>(c)] += 1;
+    out.predicted_s[static_cast<size_t>(c)] += predicted_s;
+    out.measured_s[static_cast<size_t>(c)] += measured_s;
+  };
+  for (size_t i = 0; i < program_.tasks.size(); ++i) {
+    const DeviceTask& task = program_.tasks[i];
+    if (task.work != DeviceWork::kOps) {
+      add(TaskClass(task), plan_.graph().task(task.task).duration.ToSeconds(),
+          (times->end[i] - times->start[i]).ToSeconds());
+      continue;
+    }
+    cudaEvent_t before = starts_[i].get();
+    for (size_t o = 0; o < task.ops.ops.size(); ++o) {
+      float ms = 0;
+      LOOM_CUDA(cudaEventElapsedTime(&ms, before, op_ends_[i][o].get()));
+      before = op_ends_[i][o].get();
+      add(OpClass(*task.ops.ops[o]), task.ops.predicted[o].ToSeconds(), static_cast<double>(ms) * 1e-3);
+    }
+  }
+  return out;
 }
 
 Result<RankTimes> DeviceStep::Times() const {

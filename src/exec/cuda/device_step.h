@@ -55,6 +55,16 @@ class DeviceStep {
   // when the step's allocations and frees do not balance (after it ran) or NCCL reports an error.
   Result<RankTimes> Run(const NcclComms& comms, double timeout_s);
 
+  // Per class of kDeviceClasses, summed over this rank: how many ops or tasks, their predicted
+  // and their measured seconds.
+  struct ClassTimes {
+    std::array<double, kDeviceClasses.size()> count{}, predicted_s{}, measured_s{};
+  };
+  // Runs one more step, as Run, with an event recorded after every op of every pass, and sums the
+  // time of each op (from the event before it) by its class (OpClass), and of each send,
+  // collective and optimizer task by its (TaskClass). A step of its own, so that the events
+  // between ops do not touch the measured steps.
+  Result<ClassTimes> Profile(const NcclComms& comms, double timeout_s);
   StepPool& pool() { return pool_; }
   // OpRunner::device_bytes().
   int64_t runner_bytes() const { return runner_->device_bytes(); }
@@ -113,6 +123,9 @@ class DeviceStep {
   int32_t compute_ = 0;  // the stream of the plan's "compute" stream; the first if there is none
   Event epoch_;
   std::vector<Event> starts_, ends_, received_;
+  // Profile's: an event after each op of each task, and whether the step records them.
+  std::vector<std::vector<Event>> op_ends_;
+  bool profiling_ = false;
 };
 
 }  // namespace loom::cuda
