@@ -64,45 +64,6 @@ bool ReadBool(JsonReader& r, std::string_view key) {
   return r.OptionalBool(key).value_or(false);
 }
 
-GemmShape ReadGemm(JsonReader& r) {
-  GemmShape g;
-  g.m = r.Int("m");
-  g.n = r.Int("n");
-  g.k = r.Int("k");
-  g.batch = r.Int("batch");
-  g.dtype = ReadDtype(r);
-  return g;
-}
-
-AttentionShape ReadAttention(JsonReader& r) {
-  AttentionShape a;
-  a.batch = r.Int("batch");
-  a.heads = r.Int("heads");
-  a.kv_heads = r.Int("kv_heads");
-  a.seq_q = r.Int("seq_q");
-  a.seq_kv = r.Int("seq_kv");
-  a.head_dim_qk = r.Int("head_dim_qk");
-  a.head_dim_v = r.Int("head_dim_v");
-  a.causal = ReadBool(r, "causal");
-  a.backward = ReadBool(r, "backward");
-  a.dtype = ReadDtype(r);
-  if (a.heads % a.kv_heads != 0) {
-    r.AddError("heads", "(" + std::to_string(a.heads) + ") is not a multiple of kv_heads (" +
-                            std::to_string(a.kv_heads) + "); grouped-query attention shares each KV head among "
-                            "a whole number of query heads");
-  }
-  return a;
-}
-
-MemoryShape ReadMemory(JsonReader& r) {
-  MemoryShape m;
-  m.bytes_read = r.Int("bytes_read", {0, INT64_MAX});
-  m.bytes_written = r.Int("bytes_written", {0, INT64_MAX});
-  if (m.bytes_read == 0 && m.bytes_written == 0 && r.Has("bytes_read") && r.Has("bytes_written")) {
-    r.AddError("bytes_read", "and bytes_written are both 0; a memory-bound sample must move bytes");
-  }
-  return m;
-}
 
 // ISO 8601: "YYYY-MM-DD", optionally followed by 'T' or ' ' and a time.
 bool IsIsoDate(const std::string& s) {
@@ -141,9 +102,12 @@ Status ParseSample(const nlohmann::json& json, const std::string& file, size_t i
   std::vector<std::string> kinds;
   for (OpKind k : kSampleKinds) kinds.emplace_back(kOpKindNames.Name(k));
   std::optional<std::string> kernel = ReadName(r, "kernel", kinds);
-  if (kernel == "gemm") sample->shape = ReadGemm(r);
-  if (kernel == "attention") sample->shape = ReadAttention(r);
-  if (kernel == "memory") sample->shape = ReadMemory(r);
+  if (kernel) sample->shape = ReadKernelShape(*kOpKindNames.Parse(*kernel), r);
+  const MemoryShape* memory = std::get_if<MemoryShape>(&sample->shape);
+  if (kernel == "memory" && memory->bytes_read == 0 && memory->bytes_written == 0 && r.Has("bytes_read") &&
+      r.Has("bytes_written")) {
+    r.AddError("bytes_read", "and bytes_written are both 0; a memory-bound sample must move bytes");
+  }
   sample->median_us = r.PositiveNumber("median_us");
   ReadPercentiles(r, sample->median_us, &sample->p10_us, &sample->p90_us);
   sample->repeats = r.Int("repeats");
@@ -358,16 +322,54 @@ Result<Profile> ReadProfile(const std::string& path) {
   return Status::NotFound(path + ": cannot open; pass a profile written by loom probe (schema loom.profile/2)");
 }
 
-nlohmann::ordered_json ProfileSampleJson(const ProfileSample& s) {
-  nlohmann::ordered_json j;
-  j["kernel"] = kOpKindNames.Name(s.Kind());
-  if (const GemmShape* g = std::get_if<GemmShape>(&s.shape)) {
+namespace {
+
+GemmShape ReadGemm(JsonReader& r) {
+  GemmShape g;
+  g.m = r.Int("m");
+  g.n = r.Int("n");
+  g.k = r.Int("k");
+  g.batch = r.Int("batch");
+  g.dtype = ReadDtype(r);
+  return g;
+}
+
+AttentionShape ReadAttention(JsonReader& r) {
+  AttentionShape a;
+  a.batch = r.Int("batch");
+  a.heads = r.Int("heads");
+  a.kv_heads = r.Int("kv_heads");
+  a.seq_q = r.Int("seq_q");
+  a.seq_kv = r.Int("seq_kv");
+  a.head_dim_qk = r.Int("head_dim_qk");
+  a.head_dim_v = r.Int("head_dim_v");
+  a.causal = ReadBool(r, "causal");
+  a.backward = ReadBool(r, "backward");
+  a.dtype = ReadDtype(r);
+  if (a.heads % a.kv_heads != 0) {
+    r.AddError("heads", "(" + std::to_string(a.heads) + ") is not a multiple of kv_heads (" +
+                            std::to_string(a.kv_heads) + "); grouped-query attention shares each KV head among "
+                            "a whole number of query heads");
+  }
+  return a;
+}
+
+MemoryShape ReadMemory(JsonReader& r) {
+  MemoryShape m;
+  m.bytes_read = r.Int("bytes_read", {0, INT64_MAX});
+  m.bytes_written = r.Int("bytes_written", {0, INT64_MAX});
+  return m;
+}
+}  // namespace
+
+void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j) {
+  if (const GemmShape* g = std::get_if<GemmShape>(&shape)) {
     j["m"] = g->m;
     j["n"] = g->n;
     j["k"] = g->k;
     j["batch"] = g->batch;
     j["dtype"] = kDtypeNames.Name(g->dtype);
-  } else if (const AttentionShape* a = std::get_if<AttentionShape>(&s.shape)) {
+  } else if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) {
     j["batch"] = a->batch;
     j["heads"] = a->heads;
     j["kv_heads"] = a->kv_heads;
@@ -379,10 +381,22 @@ nlohmann::ordered_json ProfileSampleJson(const ProfileSample& s) {
     j["backward"] = a->backward;
     j["dtype"] = kDtypeNames.Name(a->dtype);
   } else {
-    const MemoryShape& m = std::get<MemoryShape>(s.shape);
+    const MemoryShape& m = std::get<MemoryShape>(shape);
     j["bytes_read"] = m.bytes_read;
     j["bytes_written"] = m.bytes_written;
   }
+}
+
+KernelShape ReadKernelShape(OpKind kind, JsonReader& r) {
+  if (kind == OpKind::kGemm) return ReadGemm(r);
+  if (kind == OpKind::kAttention) return ReadAttention(r);
+  return ReadMemory(r);
+}
+
+nlohmann::ordered_json ProfileSampleJson(const ProfileSample& s) {
+  nlohmann::ordered_json j;
+  j["kernel"] = kOpKindNames.Name(s.Kind());
+  AddKernelShapeFields(s.shape, j);
   j["median_us"] = s.median_us;
   if (s.p10_us && s.p90_us) {
     j["p10_us"] = *s.p10_us;

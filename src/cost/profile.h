@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/enum_names.h"
+#include "core/json_reader.h"
 #include "core/status.h"
 #include "spec/cluster.h"
 #include "workload/ops.h"
@@ -199,6 +200,16 @@ nlohmann::ordered_json ProfileJson(const Profile& profile);
 
 // One entry's JSON object, keys in the order above. ParseProfile reads it back unchanged.
 nlohmann::ordered_json ProfileSampleJson(const ProfileSample& sample);
+
+// A kernel's shape as loom's files spell it (profiles' samples, plan files' ops): GEMM "m", "n",
+// "k", "batch", "dtype"; attention "batch", "heads", "kv_heads", "seq_q", "seq_kv",
+// "head_dim_qk", "head_dim_v", "causal", "backward", "dtype"; memory-bound "bytes_read",
+// "bytes_written". Added to |j| in that order.
+void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j);
+// Reads those fields of a kernel of |kind| from |r|'s object. Problems are recorded in |r|: a
+// missing or out-of-range field, a dtype that is not one (with a "did you mean"), heads that are
+// not a multiple of kv_heads. REQUIRES: kind is not OpKind::kCollective.
+KernelShape ReadKernelShape(OpKind kind, JsonReader& r);
 nlohmann::ordered_json HostSampleJson(const HostSample& sample);
 nlohmann::ordered_json CollectiveSampleJson(const CollectiveSample& sample);
 nlohmann::ordered_json ProbeFailureJson(const ProbeFailure& failure);

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "core/json_reader.h"
+#include "cost/profile.h"
 
 namespace loom {
 namespace {
@@ -32,21 +34,18 @@ std::vector<SimTime>& List(BlockTimes& t, size_t i) {
 }
 const std::vector<SimTime>& List(const BlockTimes& t, size_t i) { return List(const_cast<BlockTimes&>(t), i); }
 
+// A kernel's shape as profiles spell it (cost/profile.h); a collective's kind, group and bytes.
 ordered_json ShapeJson(const OpShape& shape) {
-  if (const auto* g = std::get_if<GemmShape>(&shape)) {
-    return {{"m", g->m}, {"n", g->n}, {"k", g->k}, {"batch", g->batch}, {"dtype", kDtypeNames.Name(g->dtype)}};
+  if (const auto* c = std::get_if<CollectiveShape>(&shape)) {
+    return {{"kind", kCollectiveKindNames.Name(c->kind)},
+            {"group", kCommGroupNames.Name(c->group)},
+            {"bytes", c->bytes}};
   }
-  if (const auto* a = std::get_if<AttentionShape>(&shape)) {
-    return {{"batch", a->batch},     {"heads", a->heads},           {"kv_heads", a->kv_heads},
-            {"seq_q", a->seq_q},     {"seq_kv", a->seq_kv},         {"head_dim_qk", a->head_dim_qk},
-            {"head_dim_v", a->head_dim_v}, {"causal", a->causal}, {"backward", a->backward},
-            {"dtype", kDtypeNames.Name(a->dtype)}};
-  }
-  if (const auto* m = std::get_if<MemoryShape>(&shape)) {
-    return {{"bytes_read", m->bytes_read}, {"bytes_written", m->bytes_written}};
-  }
-  const auto& c = std::get<CollectiveShape>(shape);
-  return {{"kind", kCollectiveKindNames.Name(c.kind)}, {"group", kCommGroupNames.Name(c.group)}, {"bytes", c.bytes}};
+  ordered_json j = ordered_json::object();
+  std::visit([&j](const auto& kernel) {
+    if constexpr (!std::is_same_v<std::decay_t<decltype(kernel)>, CollectiveShape>) AddKernelShapeFields(kernel, j);
+  }, shape);
+  return j;
 }
 
 ordered_json OpJson(const Op& op, SimTime predicted) {
@@ -59,13 +58,6 @@ ordered_json OpJson(const Op& op, SimTime predicted) {
 
 ordered_json Int64s(const std::vector<int64_t>& values) { return ordered_json(values); }
 
-// A required boolean key of |r|'s object.
-bool Bool(JsonReader& r, std::string_view key) {
-  const std::optional<bool> value = r.OptionalBool(key);
-  if (!value && !r.Has(key)) r.AddError(key, "is missing; it must be true or false");
-  return value.value_or(false);
-}
-
 template <typename Enum, size_t N>
 Enum Parsed(JsonReader& r, std::string_view key, const EnumNames<Enum, N>& names) {
   const std::string text = r.String(key);
@@ -75,30 +67,11 @@ Enum Parsed(JsonReader& r, std::string_view key, const EnumNames<Enum, N>& names
 }
 
 OpShape ReadShape(OpKind kind, JsonReader& s) {
-  switch (kind) {
-    case OpKind::kGemm:
-      return GemmShape{s.Int("m"), s.Int("n"), s.Int("k"), s.Int("batch"), Parsed(s, "dtype", kDtypeNames)};
-    case OpKind::kAttention: {
-      AttentionShape a;
-      a.batch = s.Int("batch");
-      a.heads = s.Int("heads");
-      a.kv_heads = s.Int("kv_heads");
-      a.seq_q = s.Int("seq_q");
-      a.seq_kv = s.Int("seq_kv");
-      a.head_dim_qk = s.Int("head_dim_qk");
-      a.head_dim_v = s.Int("head_dim_v");
-      a.causal = Bool(s, "causal");
-      a.backward = Bool(s, "backward");
-      a.dtype = Parsed(s, "dtype", kDtypeNames);
-      return a;
-    }
-    case OpKind::kMemoryBound:
-      return MemoryShape{s.Int("bytes_read", kBytes), s.Int("bytes_written", kBytes)};
-    case OpKind::kCollective:
-      return CollectiveShape{Parsed(s, "kind", kCollectiveKindNames), Parsed(s, "group", kCommGroupNames),
-                             s.Int("bytes", kBytes)};
+  if (kind == OpKind::kCollective) {
+    return CollectiveShape{Parsed(s, "kind", kCollectiveKindNames), Parsed(s, "group", kCommGroupNames),
+                           s.Int("bytes", kBytes)};
   }
-  return MemoryShape{};
+  return std::visit([](const auto& kernel) -> OpShape { return kernel; }, ReadKernelShape(kind, s));
 }
 
 // Reads the op at |path| of |file|; its errors go to |errors|.
