@@ -137,10 +137,7 @@ Status CheckCudaBackend(const ValidateOptions& o, const PlanFile& plan, const Ex
       "backend; build it where the CUDA toolkit is installed, or use --backend host");
 #else
   Result<DeviceProgram> first = BuildDeviceProgram(plan, exec, 0);
-  if (first.ok()) return Status::Ok();
-  const std::string message = o.plan_path + ": " + first.status().message();
-  return first.status().code() == Status::Code::kUnimplemented ? Status::Unimplemented(message)
-                                                                 : Status::InvalidArgument(message);
+  return first.ok() ? Status::Ok() : first.status().WithContext(o.plan_path);
 #endif
 }
 

@@ -26,4 +26,9 @@ std::string Status::ToString() const {
   return message_;
 }
 
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  return Status(code_, std::string(context) + ": " + message_);
+}
+
 }  // namespace loom

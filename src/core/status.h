@@ -3,6 +3,7 @@
 
 #include <cassert>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -56,6 +57,10 @@ class Status {
 
   // Returns "<code name>: <message>", or "OK".
   std::string ToString() const;
+
+  // The same error with "<context>: " in front of its message, e.g. the op or task it happened in;
+  // the code is kept, so callers still tell out-of-memory from unsupported. OK stays OK.
+  Status WithContext(std::string_view context) const;
 
  private:
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}

@@ -19,6 +19,15 @@ TEST(Status, InvalidArgumentKeepsMessage) {
   EXPECT_EQ(s.ToString(), "invalid argument: x.json: tp: bad");
 }
 
+TEST(Status, WithContextPrefixesTheMessageAndKeepsTheCode) {
+  const Status s = Status::ResourceExhausted("cudaMalloc: out of memory").WithContext("the operand arena of 4096 bytes");
+  EXPECT_EQ(s.code(), Status::Code::kResourceExhausted);
+  EXPECT_EQ(s.message(), "the operand arena of 4096 bytes: cudaMalloc: out of memory");
+  EXPECT_EQ(Status::Unimplemented("no engine").WithContext("sdpa").code(), Status::Code::kUnimplemented);
+  EXPECT_TRUE(Status::Ok().WithContext("anything").ok());
+  EXPECT_EQ(Status::Ok().WithContext("anything").message(), "");
+}
+
 Status FailIfNegative(int v) {
   if (v < 0) return Status::InvalidArgument("negative");
   return Status::Ok();

@@ -20,23 +20,6 @@ constexpr int32_t kTasksNamedWhenLate = 5;
 int64_t RoundUp(int64_t bytes) { return (bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes; }
 int32_t Size(const auto& container) { return static_cast<int32_t>(container.size()); }
 
-// |status| with |context| in front of its message, keeping the codes callers tell apart.
-Status WithContext(const Status& status, const std::string& context) {
-  std::string message = context + ": " + status.message();
-  switch (status.code()) {
-    case Status::Code::kOk:
-      return status;
-    case Status::Code::kResourceExhausted:
-      return Status::ResourceExhausted(std::move(message));
-    case Status::Code::kUnimplemented:
-      return Status::Unimplemented(std::move(message));
-    case Status::Code::kNotFound:
-      return Status::NotFound(std::move(message));
-    default:
-      return Status::Internal(std::move(message));
-  }
-}
-
 // What cudaEventQuery or cudaStreamQuery answered: done, not yet, or an error of the queued work.
 Result<bool> Finished(cudaError_t query) {
   if (query == cudaErrorNotReady) {
@@ -227,7 +210,7 @@ Status DeviceStep::AllocateState() {
   const int64_t state_bytes = std::max(RoundUp(program_.baseline_bytes), 3 * region_bytes_);
   half_bytes_ = state_bytes / 2 / kAlignmentBytes * kAlignmentBytes;
   Result<DeviceBuffer> state = AllocateDevice(state_bytes + kAlignmentBytes);
-  if (!state.ok()) return WithContext(state.status(), "the state buffer of " + std::to_string(state_bytes) + " B");
+  if (!state.ok()) return state.status().WithContext("the state buffer of " + std::to_string(state_bytes) + " B");
   state_ = std::move(state).value();
   epoch_word_ = reinterpret_cast<float*>(Region(0) + state_bytes);
   // Different on every rank; no kernel or reduction runs on zeros.
@@ -305,7 +288,7 @@ Status DeviceStep::Enqueue(const NcclComms& comms) {
   }
   for (size_t i = 0; i < program_.tasks.size(); ++i) {
     const Status enqueued = EnqueueTask(i, comms);
-    if (!enqueued.ok()) return WithContext(enqueued, plan_.graph().DescribeTask(program_.tasks[i].task));
+    if (!enqueued.ok()) return enqueued.WithContext(plan_.graph().DescribeTask(program_.tasks[i].task));
   }
   return Status::Ok();
 }

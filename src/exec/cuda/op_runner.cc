@@ -40,32 +40,6 @@ std::string Describe(const Op& op) {
   return std::string(OpNameString(op.name)) + " (" + shape + ")";
 }
 
-// |status| with |context| in front of its message, keeping its code.
-Status WithContext(const Status& status, const std::string& context) {
-  std::string message = context + ": " + status.message();
-  switch (status.code()) {
-    case Status::Code::kOk:
-      return status;
-    case Status::Code::kInvalidArgument:
-      return Status::InvalidArgument(std::move(message));
-    case Status::Code::kNotFound:
-      return Status::NotFound(std::move(message));
-    case Status::Code::kIoError:
-      return Status::IoError(std::move(message));
-    case Status::Code::kUnimplemented:
-      return Status::Unimplemented(std::move(message));
-    case Status::Code::kResourceExhausted:
-      return Status::ResourceExhausted(std::move(message));
-    case Status::Code::kDeadlineExceeded:
-      return Status::DeadlineExceeded(std::move(message));
-    case Status::Code::kUnavailable:
-      return Status::Unavailable(std::move(message));
-    case Status::Code::kInternal:
-      break;
-  }
-  return Status::Internal(std::move(message));
-}
-
 Status NotPlanned() {
   return Status::NotFound("no op of this shape was given to OpRunner::Create; pass it every op it will run");
 }
@@ -96,7 +70,7 @@ Status OpRunner::Setup(std::span<const Op> ops, cudaStream_t setup_stream) {
   if (!compute_capability.ok()) return compute_capability.status();
   compute_capability_ = *compute_capability;
   for (const Op& op : ops) {
-    if (Status planned = Plan(op, setup_stream); !planned.ok()) return WithContext(planned, Describe(op));
+    if (Status planned = Plan(op, setup_stream); !planned.ok()) return planned.WithContext(Describe(op));
   }
   LOOM_RETURN_IF_ERROR(Allocate(ops, setup_stream));
   LOOM_RETURN_IF_ERROR(MakeAttentionPacks());
@@ -181,12 +155,12 @@ Status OpRunner::Allocate(std::span<const Op> ops, cudaStream_t setup_stream) {
   }
   Result<DeviceBuffer> arena = AllocateDevice(arena_bytes_);
   if (!arena.ok()) {
-    return WithContext(arena.status(), "the operand arena of " + std::to_string(arena_bytes_) + " bytes");
+    return arena.status().WithContext("the operand arena of " + std::to_string(arena_bytes_) + " bytes");
   }
   arena_ = std::move(arena).value();
   Result<DeviceBuffer> workspace = AllocateDevice(workspace_bytes_);
   if (!workspace.ok()) {
-    return WithContext(workspace.status(), "the workspace of " + std::to_string(workspace_bytes_) + " bytes");
+    return workspace.status().WithContext("the workspace of " + std::to_string(workspace_bytes_) + " bytes");
   }
   workspace_ = std::move(workspace).value();
   // ArenaBytes is a multiple of 256, so of every element size.
@@ -225,7 +199,7 @@ Status OpRunner::Enqueue(const Op& op, cudaStream_t stream) {
     return Status::Unimplemented(Describe(op) + ": a collective runs on the executor's communicators, "
                                  "not on the op runner");
   }
-  return status.ok() ? status : WithContext(status, Describe(op));
+  return status.WithContext(Describe(op));
 }
 
 Status OpRunner::EnqueueGemm(const GemmShape& shape, cudaStream_t stream) {

@@ -30,11 +30,7 @@ Status StepPool::AllocateBlock(PoolId pool, int64_t bytes, cudaStream_t stream, 
   void* data = nullptr;
   const Status made = CheckCuda(cudaMallocFromPoolAsync(&data, static_cast<size_t>(bytes), pool_.get(), stream),
                                 "cudaMallocFromPoolAsync", __FILE__, __LINE__);
-  if (!made.ok()) {
-    std::string message = "allocating " + std::to_string(bytes) + " B of pool " + Name(pool) + ": " + made.message();
-    return made.code() == Status::Code::kResourceExhausted ? Status::ResourceExhausted(std::move(message))
-                                                           : Status::Internal(std::move(message));
-  }
+  if (!made.ok()) return made.WithContext("allocating " + std::to_string(bytes) + " B of pool " + Name(pool));
   std::deque<Block>& live = live_[pool];
   if (oldest) {
     live.push_front({data, bytes, stream});

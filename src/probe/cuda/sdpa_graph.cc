@@ -74,21 +74,6 @@ std::string Describe(const AttentionShape& s) {
          std::string(kDtypeNames.Name(s.dtype));
 }
 
-// |status| with |context| in front of its message, keeping its code.
-Status Annotate(const Status& status, const std::string& context) {
-  std::string message = context + ": " + status.message();
-  switch (status.code()) {
-    case Status::Code::kUnimplemented:
-      return Status::Unimplemented(std::move(message));
-    case Status::Code::kResourceExhausted:
-      return Status::ResourceExhausted(std::move(message));
-    case Status::Code::kInvalidArgument:
-      return Status::InvalidArgument(std::move(message));
-    default:
-      return Status::Internal(std::move(message));
-  }
-}
-
 // cuDNN 9.8 made the graph's handle optional and 9.19 deprecates the attribute; cudnn-frontend still
 // sets it when it has a handle (cudnn_frontend_OperationGraph.h), as here, so that the graph is
 // planned for the handle's device.
@@ -477,7 +462,7 @@ Result<ExecutionPlan> PlanSdpa(cudnnHandle_t handle, const AttentionShape& shape
   }
   Result<ExecutionPlan> plan = std::move(graph).Finish(handle);
   if (plan.ok()) return plan;
-  return Annotate(plan.status(), std::string("cuDNN cannot plan the fused attention ") +
+  return plan.status().WithContext(std::string("cuDNN cannot plan the fused attention ") +
                                      (backward ? "backward" : "forward") + " for " + Describe(shape));
 }
 
