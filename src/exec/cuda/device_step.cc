@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "exec/op_operands.h"
 #include "probe/cuda/cuda_check.h"
 #include "probe/cuda/device_kernels.h"
 #include "probe/deadline.h"
@@ -12,12 +13,13 @@
 namespace loom::cuda {
 namespace {
 
-constexpr int64_t kAlignmentBytes = 256;  // cudaMalloc's, and more than StreamBytes' 16
+// Regions of the state buffer are aligned as operands are (cudaMalloc's 256 bytes, more than
+// StreamBytes' 16).
+constexpr int64_t kAlignmentBytes = kOperandAlignmentBytes;
 // What each edge sends in Connect, so that NCCL connects its two ranks there.
 constexpr size_t kConnectBytes = 4;
 constexpr int32_t kTasksNamedWhenLate = 5;
 
-int64_t RoundUp(int64_t bytes) { return (bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes; }
 int32_t Size(const auto& container) { return static_cast<int32_t>(container.size()); }
 
 // What cudaEventQuery or cudaStreamQuery answered: done, not yet, or an error of the queued work.
@@ -206,8 +208,8 @@ Status DeviceStep::AllocateState() {
     largest = std::max(largest, collectives_[i].buffers.bytes);
   }
   for (const DeviceReceive& receive : program_.receives) largest = std::max(largest, receive.bytes);
-  region_bytes_ = RoundUp(largest);
-  const int64_t state_bytes = std::max(RoundUp(program_.baseline_bytes), 3 * region_bytes_);
+  region_bytes_ = RoundUpToOperandAlignment(largest);
+  const int64_t state_bytes = std::max(RoundUpToOperandAlignment(program_.baseline_bytes), 3 * region_bytes_);
   half_bytes_ = state_bytes / 2 / kAlignmentBytes * kAlignmentBytes;
   Result<DeviceBuffer> state = AllocateDevice(state_bytes + kAlignmentBytes);
   if (!state.ok()) return state.status().WithContext("the state buffer of " + std::to_string(state_bytes) + " B");
