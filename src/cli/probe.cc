@@ -132,12 +132,6 @@ Status DryRun(const ProbeOptions& o, std::ostream& out) {
 }
 
 #ifdef LOOM_HAVE_CUDA
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
 std::string UtcNow() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -175,15 +169,10 @@ std::function<void(const ProbeProgress&)> TerminalProgress(std::ostream& err) {
   };
 }
 
-Result<std::unique_ptr<Launcher>> MakeLauncher() {
-  if (StartedByMpiLauncher()) return MakeMpiLauncher();
-  return std::unique_ptr<Launcher>(new SingleProcessLauncher(HostName()));
-}
-
 Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   int devices = 0;
   LOOM_RETURN_IF_ERROR(cuda::CountDevices(&devices));
-  Result<std::unique_ptr<Launcher>> launcher = MakeLauncher();
+  Result<std::unique_ptr<Launcher>> launcher = MakeProcessLauncher();
   if (!launcher.ok()) return launcher.status();
   Launcher& l = **launcher;
   const int device = LocalIndex(l.Hosts(), l.Rank()) % devices;

@@ -132,7 +132,7 @@ Result<Measured> RunCuda(const ValidateOptions& o, const PlanFile& plan, const E
 Status CheckCudaBackend(const ValidateOptions& o, const PlanFile& plan, const ExecPlan& exec) {
 #ifndef LOOM_HAVE_CUDA
   (void)o, (void)plan, (void)exec;
-  return Status::Unimplemented(
+  return Status::Unavailable(
       "this loom was built without CUDA (configuring found no nvcc, cuBLASLt, cuDNN or NCCL), so it has no cuda "
       "backend; build it where the CUDA toolkit is installed, or use --backend host");
 #else
@@ -148,7 +148,8 @@ Status Run(const ValidateOptions& o, std::ostream& out) {
   Result<ExecPlan> exec = PlanExecution(plan->step.graph, plan->step.graph.num_ranks());
   if (!exec.ok()) return Status::InvalidArgument(o.plan_path + ": " + exec.status().message());
   if (o.backend == "cuda") LOOM_RETURN_IF_ERROR(CheckCudaBackend(o, *plan, *exec));
-  Result<std::unique_ptr<Launcher>> launcher = MakeMpiLauncher();
+  // A plan of one rank runs in this process, without mpirun (and without MPI at all).
+  Result<std::unique_ptr<Launcher>> launcher = MakeProcessLauncher();
   if (!launcher.ok()) return launcher.status();
   if (Status world = CheckWorldSize(plan->step.graph, (*launcher)->Size()); !world.ok()) {
     return Status::InvalidArgument(o.plan_path + ": " + world.message());
@@ -180,14 +181,15 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
       "validate",
       "Run a plan's rank programs (from loom plan --emit plan) and compare the measured step with the "
       "prediction: step time, time per task class, pipeline bubble, peak memory, and whether every task ran "
-      "in the order the simulator predicted. An MPI program: one process per rank of the plan.");
+      "in the order the simulator predicted. An MPI program: one process per rank of the plan (mpirun -np N); a "
+      "plan of one rank runs without mpirun.");
   ValidateOptions& o = *options;
   cmd->add_option("plan", o.plan_path, "Plan file (schema loom.plan-file/2), from loom plan --emit plan --out FILE")
       ->required();
   cmd->add_option("--backend", o.backend,
                   "host: MPI ranks on CPUs, each task a timed wait of its predicted duration, real MPI messages "
-                  "between ranks and real collectives (tests the orchestration); cuda: real kernels and NCCL "
-                  "(not in this loom yet)")
+                  "between ranks and real collectives (tests the orchestration); cuda: each rank on a GPU, its ops as "
+                  "cuBLASLt, cuDNN and loom's kernels, its communication through NCCL")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--steps", o.steps, "Steps measured (the median is reported)")
@@ -215,8 +217,11 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
       "  loom plan --model models/llama3-8b.json --cluster hardware/clusters/dgx-h100.json --gpus 4 \\\n"
       "      --global-batch 16 --seq 4096 --fix pp=4,tp=1 --emit plan --out plan.json\n"
       "  mpirun -np 4 loom validate plan.json --backend host --speedup 10\n"
+      "  loom plan --model models/gpt3-125m.json --cluster hardware/clusters/dgx-h100.json --gpus 1 \\\n"
+      "      --global-batch 16 --seq 2048 --fix tp=1,pp=1,micro_batch=4 --emit plan --out one.json\n"
+      "  loom validate one.json --backend cuda        (one rank: no mpirun)\n"
       "Exit status: 0 when the run completed (whatever the errors), 1 for a bad plan or a failed run, 2 for a "
-      "bad command line.");
+      "bad command line, 3 when --backend cuda finds no GPU (or loom was built without CUDA).");
   cmd->callback([options, &runner] {
     runner = [options](std::ostream& out, std::ostream&) { return Run(*options, out); };
   });

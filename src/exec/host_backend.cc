@@ -15,6 +15,38 @@
 #endif
 
 namespace loom {
+namespace {
+
+// MessageTransport of a world of one rank, which needs no MPI: no rank to send to, and every
+// collective, of one member, complete as soon as it is posted.
+class OneRankTransport : public MessageTransport {
+ public:
+  Status PostCollective(TaskId task, GroupId, int32_t) override {
+    done_.push_back(task);
+    return Status::Ok();
+  }
+  Status Send(TaskId task, int32_t to) override {
+    return Status::Internal("task " + std::to_string(task) + " sends to rank " + std::to_string(to) +
+                            " in a world of one rank");
+  }
+  Status Poll(std::vector<TaskId>* collectives_done, std::vector<TaskId>*) override {
+    collectives_done->insert(collectives_done->end(), done_.begin(), done_.end());
+    done_.clear();
+    return Status::Ok();
+  }
+  Status Flush() override { return Status::Ok(); }
+
+ private:
+  std::vector<TaskId> done_;
+};
+
+// The MPI transport of |rank|: Unimplemented in a loom built without MPI.
+Result<std::unique_ptr<MessageTransport>> MakeMpiTransport(const ExecPlan& plan, int rank);
+
+// Rank 0's clock minus this rank's at the same instant: 0 in a world of one rank.
+Result<double> ClockOffsetFromRankZero(Clock& clock, const Launcher& launcher);
+
+}  // namespace
 
 #if LOOM_HAVE_MPI
 namespace {
@@ -161,7 +193,7 @@ Result<double> ClockOffsetFromRankZero(Clock& clock, const Launcher& launcher) {
   constexpr int kRounds = 16;
   constexpr int kTag = 9;
   double offset = 0;
-  if (rank != 0 && hosts[rank] == hosts[0]) return offset;
+  if (world == 1 || (rank != 0 && hosts[rank] == hosts[0])) return offset;
   if (rank != 0) {
     for (int i = 0; i < kRounds; ++i) {
       double sent = 0;
@@ -190,11 +222,10 @@ Result<double> ClockOffsetFromRankZero(Clock& clock, const Launcher& launcher) {
   return offset;
 }
 
-// Whether every rank's step went well; a rank that failed has already said why.
-Result<bool> AllRanksOk(bool ok) {
-  int mine = ok ? 1 : 0, all = 0;
-  LOOM_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  return all == 1;
+Result<std::unique_ptr<MessageTransport>> MakeMpiTransport(const ExecPlan& plan, int rank) {
+  auto transport = std::make_unique<MpiTransport>(plan);
+  LOOM_RETURN_IF_ERROR(transport->Init(rank));
+  return std::unique_ptr<MessageTransport>(std::move(transport));
 }
 
 }  // namespace
@@ -205,6 +236,7 @@ Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, 
   for (size_t i = 0; i < mine.tasks.size(); ++i) {
     flat.insert(flat.end(), {mine.tasks[i], mine.start[i].nanos(), mine.end[i].nanos()});
   }
+  if (world == 1) return std::vector<RankTimes>{mine};  // also where MPI was never started
   const int count = static_cast<int>(flat.size());
   std::vector<int> counts(static_cast<size_t>(world)), offsets(static_cast<size_t>(world));
   LOOM_MPI(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -230,12 +262,43 @@ Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, 
   return times;
 }
 
+#else
+
+Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world) {
+  if (world == 1 && rank == 0) return std::vector<RankTimes>{mine};
+  return Status::Unimplemented("loom was built without MPI: gathering the times of " + std::to_string(world) +
+                               " ranks needs it; install Debian's libopenmpi-dev (tools/loom does) and rebuild");
+}
+
+namespace {
+
+Result<std::unique_ptr<MessageTransport>> MakeMpiTransport(const ExecPlan&, int) {
+  return Status::Unimplemented(
+      "loom was built without MPI, which the host backend needs for more than one rank: install Debian's "
+      "libopenmpi-dev (tools/loom does) and rebuild");
+}
+
+Result<double> ClockOffsetFromRankZero(Clock&, const Launcher& launcher) {
+  if (launcher.Size() == 1) return 0.0;
+  return Status::Unimplemented("loom was built without MPI: the clocks of several ranks cannot be compared");
+}
+
+}  // namespace
+
+#endif
+
 Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& launcher, const HostRunOptions& options) {
   const int rank = launcher.Rank(), world = launcher.Size();
-  MpiTransport transport(plan);
-  LOOM_RETURN_IF_ERROR(transport.Init(rank));
+  std::unique_ptr<MessageTransport> transport;
+  if (world == 1) {
+    transport = std::make_unique<OneRankTransport>();
+  } else {
+    Result<std::unique_ptr<MessageTransport>> made = MakeMpiTransport(plan, rank);
+    if (!made.ok()) return made.status();
+    transport = std::move(made).value();
+  }
   SteadyClock clock;
-  TimedBackend backend(plan.graph(), transport, clock, options.speedup);
+  TimedBackend backend(plan.graph(), *transport, clock, options.speedup);
   RunOptions run;
   run.timeout = options.timeout;
   // Every step starts at one instant on every rank, rank 0's clock reading after a barrier: a rank
@@ -249,12 +312,13 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
     LOOM_RETURN_IF_ERROR(launcher.Broadcast(&epoch_s, sizeof(epoch_s), 0));
     backend.StartEpoch(epoch_s - *offset_s);
     Result<RankTimes> times = RunRankProgram(plan, rank, backend, run);
-    Status flushed = times.ok() ? transport.Flush() : Status::Ok();
-    Result<bool> all_ok = AllRanksOk(times.ok() && flushed.ok());
-    if (!all_ok.ok()) return all_ok.status();
+    Status flushed = times.ok() ? transport->Flush() : Status::Ok();
+    // Whether every rank's step went well; a rank that failed has already said why.
+    Result<double> failures = launcher.MaxOverRanks(times.ok() && flushed.ok() ? 0.0 : 1.0);
+    if (!failures.ok()) return failures.status();
     if (!times.ok()) return times.status();
     LOOM_RETURN_IF_ERROR(flushed);
-    if (!*all_ok) {
+    if (*failures > 0) {
       return Status::Internal("rank " + std::to_string(rank) + " stopped: another rank failed in step " +
                               std::to_string(step) + " (its error says why)");
     }
@@ -265,20 +329,5 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
   return measured;
 }
 
-#else
-
-Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world) {
-  if (world == 1 && rank == 0) return std::vector<RankTimes>{mine};
-  return Status::Unimplemented("loom was built without MPI: gathering the times of " + std::to_string(world) +
-                               " ranks needs it; install Debian's libopenmpi-dev (tools/loom does) and rebuild");
-}
-
-Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan&, Launcher&, const HostRunOptions&) {
-  return Status::Unimplemented(
-      "loom was built without MPI: install Debian's libopenmpi-dev (tools/loom does) and rebuild to run the host "
-      "backend");
-}
-
-#endif
 
 }  // namespace loom

@@ -1,5 +1,7 @@
 #include "probe/mpi_launcher.h"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -24,6 +26,13 @@ bool StartedByMpiLauncher() {
     if (std::getenv(name) != nullptr) return true;
   }
   return false;
+}
+
+Result<std::unique_ptr<Launcher>> MakeProcessLauncher() {
+  if (StartedByMpiLauncher()) return MakeMpiLauncher();
+  char name[256] = {};
+  const bool named = gethostname(name, sizeof name - 1) == 0;
+  return std::unique_ptr<Launcher>(new SingleProcessLauncher(named ? name : "localhost"));
 }
 
 #if LOOM_HAVE_MPI
@@ -123,9 +132,16 @@ Result<std::unique_ptr<Launcher>> MakeMpiLauncher() {
 #else
 
 Result<std::unique_ptr<Launcher>> MakeMpiLauncher() {
+#if LOOM_SINGLE_PROCESS_BUILD
+  return Status::Unimplemented(
+      "this is loom-single-process (the GPU bundle's loom), built without MPI: it runs one rank in one process, "
+      "started without mpirun; for several ranks use build/loom, built where MPI is installed (tools/loom installs "
+      "Open MPI), under mpirun");
+#else
   return Status::Unimplemented(
       "loom was built without MPI: install Debian's libopenmpi-dev (tools/loom does) and rebuild; without MPI "
       "loom probe measures one GPU in one process");
+#endif
 }
 
 #endif

@@ -18,6 +18,11 @@ bool StartedByMpiLauncher();
 // it). Every MPI return code is checked, with file:line and MPI_Error_string.
 Result<std::unique_ptr<Launcher>> MakeMpiLauncher();
 
+// The launcher of this process: MakeMpiLauncher's when an MPI launcher started it
+// (StartedByMpiLauncher), else a SingleProcessLauncher named by this host, which needs no MPI
+// runtime: `loom probe` and a one-rank `loom validate` run without mpirun.
+Result<std::unique_ptr<Launcher>> MakeProcessLauncher();
+
 }  // namespace loom
 
 #endif  // LOOM_PROBE_MPI_LAUNCHER_H_

@@ -1,6 +1,6 @@
-// `loom validate` refuses bad plans before it joins an MPI job, and prints its comparison as
-// documented. The runs themselves are checked under mpirun (tests/exec/validate_host_check.sh):
-// MPI cannot start twice in one test process.
+// `loom validate` refuses bad plans before it joins an MPI job, runs a plan of one rank in this
+// process, and prints its comparison as documented. Runs of several ranks are checked under mpirun
+// (tests/exec/validate_host_check.sh): MPI cannot start twice in one test process.
 
 #include <filesystem>
 #include <fstream>
@@ -85,14 +85,67 @@ TEST(Validate, CudaBackendRefusesATensorParallelPlanBeforeRunning) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   const std::string path = Write(PlanFileJson(*plan), "loom_validate_cuda_tp.json");
   const CommandResult r = Loom({"validate", path, "--backend", "cuda"});
-  EXPECT_EQ(r.code, 1);
 #ifdef LOOM_HAVE_CUDA
+  EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find(path + ": task "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("tp = cp = ep = 1"), std::string::npos) << r.err;
 #else
+  EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("built without CUDA"), std::string::npos) << r.err;
 #endif
   EXPECT_NE(r.err.find("--backend host"), std::string::npos) << r.err;
+}
+
+// A plan of one rank: GPT-3 125M on one GPU, as the GPU kit validates it.
+std::string OneRankPlan(const std::string& name) {
+  Result<ModelSpec> model = LoadModelSpec(Shipped("models/gpt3-125m.json"));
+  Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"));
+  EXPECT_TRUE(model.ok() && cluster.ok());
+  Strategy s;
+  s.tp = 1;
+  s.pp = 1;
+  s.dp = 1;
+  s.micro_batch = 4;
+  s.global_batch = 16;
+  s.seq_len = 2048;
+  Result<PlanFile> plan = MakePlanFile(*model, *cluster, s, {}, {});
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  return Write(PlanFileJson(*plan), name);
+}
+
+// Without mpirun (this test process was not started by one), a plan of one rank runs in this
+// process: no MPI is started, so it works in any build, and the next test can do it again.
+TEST(Validate, OneRankPlanRunsWithoutMpirun) {
+  const std::string path = OneRankPlan("loom_validate_one_rank.json");
+  for (int run = 0; run < 2; ++run) {
+    const CommandResult r = Loom({"validate", path, "--backend", "host", "--speedup", "1000", "--steps", "2",
+                                  "--warmup", "0", "--json"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["ranks"], 1);
+    EXPECT_EQ(j["order"]["dependency_violations"], 0) << r.out;
+  }
+}
+
+TEST(Validate, PlanOfSeveralRanksWithoutMpirunSaysHowToLaunchIt) {
+  const std::string path = Write(TwoStagePlanJson(), "loom_validate_four_ranks.json");
+  const CommandResult r = Loom({"validate", path, "--backend", "host"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mpirun -np 4"), std::string::npos) << r.err;
+}
+
+// The cuda backend on a machine without a GPU (CI): exit status 3 and a message that says so,
+// on one rank without mpirun; without CUDA, that this loom has no cuda backend.
+TEST(Validate, CudaBackendWithoutAGpuExitsThree) {
+  const std::string path = OneRankPlan("loom_validate_one_rank_cuda.json");
+  const CommandResult r = Loom({"validate", path, "--backend", "cuda"});
+  EXPECT_EQ(r.code, 3) << r.err;
+#ifdef LOOM_HAVE_CUDA
+  EXPECT_NE(r.err.find("--backend host"), std::string::npos) << r.err;
+#else
+  EXPECT_NE(r.err.find("built without CUDA"), std::string::npos) << r.err;
+#endif
 }
 
 TEST(Validate, MissingPlanFileIsNamed) {

@@ -104,6 +104,85 @@ TEST(CheckCudnn, MapsEveryNotSupportedCodeToUnimplemented) {
   EXPECT_EQ(CheckCudnn(CUDNN_STATUS_BAD_PARAM, "f()", "a.cc", 1).code(), Status::Code::kInternal);
 }
 
+// What cuDNN's status mapping tells the user to do when a library did not load.
+constexpr char kLibraryPathFix[] =
+    "run loom through the bundle's launcher, or add site-packages/nvidia/cudnn/lib and "
+    "site-packages/nvidia/cu13/lib to LD_LIBRARY_PATH";
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(CudnnStatusToStatus, MissingNvrtcIsUnavailableWithTheLibraryPath) {
+  Status status = CudnnStatusToStatus(CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING,
+                                      "cudnnBackendFinalize(execution plan) failed at sdpa_graph.cc:92: x");
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_EQ(status.message().rfind("cudnnBackendFinalize(execution plan) failed at sdpa_graph.cc:92: x; cuDNN could "
+                                   "not load NVRTC (libnvrtc.so), which its runtime-compiled engines need: ", 0),
+            0u)
+      << status.message();
+  EXPECT_TRUE(Contains(status.message(), kLibraryPathFix)) << status.message();
+  EXPECT_EQ(static_cast<int>(CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING), 3008);
+}
+
+TEST(CudnnStatusToStatus, SublibraryLoadFailureIsUnavailableWithTheLibraryPath) {
+  Status status = CudnnStatusToStatus(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED, "f() failed");
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_TRUE(Contains(status.message(), "could not load one of its sub-libraries "
+                                         "(libcudnn_engines_runtime_compiled.so.9"))
+      << status.message();
+  EXPECT_TRUE(Contains(status.message(), kLibraryPathFix)) << status.message();
+  EXPECT_EQ(static_cast<int>(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED), 1008);
+}
+
+TEST(CudnnStatusToStatus, OtherLibraryProblemsAreUnavailableWithTheLibraryPath) {
+  for (cudnnStatus_t code : {CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE,
+                             CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH, CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART}) {
+    Status status = CudnnStatusToStatus(code, "f() failed");
+    EXPECT_EQ(status.code(), Status::Code::kUnavailable) << code;
+    EXPECT_TRUE(Contains(status.message(), kLibraryPathFix)) << status.message();
+  }
+}
+
+TEST(CudnnStatusToStatus, AnOldDriverIsUnavailableWithADriverHint) {
+  Status status = CudnnStatusToStatus(CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER, "cudnnCreate(&h) failed");
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_TRUE(Contains(status.message(), "needs a newer NVIDIA driver")) << status.message();
+  EXPECT_FALSE(Contains(status.message(), "LD_LIBRARY_PATH")) << status.message();
+}
+
+TEST(CudnnStatusToStatus, AShapeWithoutAnEngineIsUnimplementedWithoutAHint) {
+  for (cudnnStatus_t code : {CUDNN_STATUS_NOT_SUPPORTED, CUDNN_STATUS_NOT_SUPPORTED_SHAPE,
+                             CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH}) {
+    Status status = CudnnStatusToStatus(code, "cudnnBackendFinalize(plan) failed: why");
+    EXPECT_EQ(status.code(), Status::Code::kUnimplemented) << code;
+    EXPECT_EQ(status.message(), "cudnnBackendFinalize(plan) failed: why");
+  }
+}
+
+TEST(CudnnStatusToStatus, AllocationFailuresAreResourceExhausted) {
+  EXPECT_EQ(CudnnStatusToStatus(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED, "m").code(),
+            Status::Code::kResourceExhausted);
+  EXPECT_EQ(CudnnStatusToStatus(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, "m").code(),
+            Status::Code::kResourceExhausted);
+}
+
+TEST(CudnnStatusToStatus, TheRestAreInternalAndSuccessIsOk) {
+  EXPECT_TRUE(CudnnStatusToStatus(CUDNN_STATUS_SUCCESS, "").ok());
+  for (cudnnStatus_t code : {CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_NOT_INITIALIZED, CUDNN_STATUS_INTERNAL_ERROR,
+                             CUDNN_STATUS_EXECUTION_FAILED, CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED}) {
+    Status status = CudnnStatusToStatus(code, "m");
+    EXPECT_EQ(status.code(), Status::Code::kInternal) << code;
+    EXPECT_EQ(status.message(), "m");
+  }
+}
+
+TEST(CheckCudnn, NamesTheCallAndTheCodeBeforeTheHint) {
+  Status status = CheckCudnn(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED, "cudnnBackendFinalize(heuristics)", "a.cc", 3);
+  EXPECT_EQ(status.code(), Status::Code::kUnavailable);
+  EXPECT_EQ(status.message().rfind("cudnnBackendFinalize(heuristics) failed at a.cc:3: ", 0), 0u) << status.message();
+  EXPECT_TRUE(Contains(status.message(), "cudnnStatus_t 1008")) << status.message();
+  EXPECT_TRUE(Contains(status.message(), kLibraryPathFix)) << status.message();
+}
+
 TEST(CheckNccl, NamesTheResultAndTreatsInProgressAsOk) {
   EXPECT_TRUE(CheckNccl(ncclSuccess, "f()", "a.cc", 1).ok());
   EXPECT_TRUE(CheckNccl(ncclInProgress, "ncclAllReduce(...)", "a.cc", 1).ok());

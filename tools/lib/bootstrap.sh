@@ -39,12 +39,11 @@ loom_ensure_packages() {
     { loom_log "apt-get install failed for: ${missing[*]}"; exit 1; }
 }
 
-# loom_ensure_build DIR TARGET [CMAKE_ARGS...]: configures DIR once (or when its arguments change)
-# and builds TARGET with make's own staleness check. The build's output goes to DIR/build.log and
-# is shown only when something was compiled or the build failed.
-loom_ensure_build() {
-  local dir="$LOOM_ROOT/$1" target=$2
-  shift 2
+# loom_ensure_configured DIR [CMAKE_ARGS...]: configures DIR once (or when its arguments change);
+# cmake's output goes to DIR/configure.log, shown when configuring fails.
+loom_ensure_configured() {
+  local dir="$LOOM_ROOT/$1"
+  shift
   local args="$*"
   if [ ! -f "$dir/CMakeCache.txt" ] || [ "$(cat "$dir/.loom-configure-args" 2>/dev/null)" != "$args" ]; then
     loom_log "configuring $dir"
@@ -56,6 +55,15 @@ loom_ensure_build() {
     fi
     echo "$args" >"$dir/.loom-configure-args"
   fi
+}
+
+# loom_ensure_build DIR TARGET [CMAKE_ARGS...]: configures DIR (loom_ensure_configured) and builds
+# TARGET with make's own staleness check. The build's output goes to DIR/build.log and is shown
+# only when something was compiled or the build failed.
+loom_ensure_build() {
+  local name=$1 dir="$LOOM_ROOT/$1" target=$2
+  shift 2
+  loom_ensure_configured "$name" "$@"
   if ! cmake --build "$dir" --target "$target" -j2 >"$dir/build.log" 2>&1; then
     grep -E "error|Error" -A5 "$dir/build.log" | head -60 >&2
     loom_log "build failed (full log: $dir/build.log)"

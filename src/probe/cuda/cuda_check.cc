@@ -1,5 +1,8 @@
 #include "probe/cuda/cuda_check.h"
 
+#include <string>
+#include <utility>
+
 namespace loom::cuda {
 namespace {
 
@@ -38,6 +41,32 @@ const char* NcclResultName(ncclResult_t code) {
 // is not sticky is therefore cleared here, once it has been turned into a Status. A sticky one
 // (cudaErrorIllegalAddress) stays: every later call fails with it.
 void ClearLastError() { cudaGetLastError(); }
+
+// What to do when cuDNN cannot load a library: loom's GPU machines have cuDNN, cuBLAS and NVRTC only
+// as Python wheels (site-packages/nvidia/{cudnn,cu13}/lib), which the dynamic loader finds only
+// when they are on its path; the bundle's launcher script puts them there.
+constexpr char kCudnnLibraryPathFix[] =
+    "run loom through the bundle's launcher, or add site-packages/nvidia/cudnn/lib and "
+    "site-packages/nvidia/cu13/lib to LD_LIBRARY_PATH";
+
+// Why cuDNN failed, when |code| says it could not load (or mixed up) a shared library it opens at
+// run time rather than at link time; null for every other code.
+const char* CudnnLibraryProblem(cudnnStatus_t code) {
+  switch (code) {
+    case CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING:
+      return "cuDNN could not load NVRTC (libnvrtc.so), which its runtime-compiled engines need";
+    case CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED:
+    case CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE:
+      return "cuDNN could not load one of its sub-libraries (libcudnn_engines_runtime_compiled.so.9, "
+             "libcudnn_engines_precompiled.so.9, libcudnn_heuristic.so.9, ...)";
+    case CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH:
+      return "cuDNN loaded sub-libraries of two different cuDNN versions (two installs on the library path)";
+    case CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART:
+      return "cuDNN found a CUDA runtime (libcudart) other than the one it was built for";
+    default:
+      return nullptr;
+  }
+}
 
 }  // namespace
 
@@ -82,7 +111,18 @@ Status CheckCudnn(cudnnStatus_t code, const char* call, const char* file, int li
   cudnnGetLastErrorString(detail, sizeof detail);
   std::string description = "cudnnStatus_t " + std::to_string(static_cast<int>(code));
   if (detail[0] != '\0') description += "; " + std::string(detail);
-  std::string message = Describe(call, file, line, cudnnGetErrorString(code), description.c_str());
+  return CudnnStatusToStatus(code, Describe(call, file, line, cudnnGetErrorString(code), description.c_str()));
+}
+
+Status CudnnStatusToStatus(cudnnStatus_t code, std::string message) {
+  if (code == CUDNN_STATUS_SUCCESS) return Status::Ok();
+  if (const char* why = CudnnLibraryProblem(code); why != nullptr) {
+    return Status::Unavailable(std::move(message) + "; " + why + ": " + kCudnnLibraryPathFix);
+  }
+  if (code == CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER) {
+    return Status::Unavailable(std::move(message) + "; this cuDNN needs a newer NVIDIA driver than the machine "
+                               "has: update the driver, or use a cuDNN built for the CUDA version nvidia-smi shows");
+  }
   // cuDNN 9 codes are a category (thousands) plus a specific error; every NOT_SUPPORTED_* code,
   // such as CUDNN_STATUS_NOT_SUPPORTED_SHAPE, is in the category of CUDNN_STATUS_NOT_SUPPORTED.
   // CUDNN_STATUS_ALLOC_FAILED is deprecated in cuDNN 9 for the two *_ALLOCATION_FAILED codes.

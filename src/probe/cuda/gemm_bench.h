@@ -16,7 +16,8 @@
 namespace loom::cuda {
 
 // Times C[m, n] = A[m, k] * B[k, n] (row-major, |batch| independent products) through cuBLASLt
-// on one stream of the current device, with the algorithm cuBLASLt's heuristic ranks first. The
+// on one stream of the current device, with the best-ranked of cuBLASLt's heuristic algorithms
+// that cuBLASLt runs for it (PlanGemm, RunGemm: the next one when it refuses an algorithm). The
 // layouts and types, and how cuBLASLt's column-major view maps to loom's row-major GEMM, are
 // gemm_plan.h's (PlanGemm, RunGemm), shared with the CUDA executor.
 class GemmBench {
@@ -32,7 +33,8 @@ class GemmBench {
   // allocated for this call and freed before it returns. InvalidArgument for a dimension that is
   // not positive or does not fit in 32 bits; Unimplemented for fp8 on a GPU older than compute
   // capability 8.9 or with a dimension that is not a multiple of 16, and when cuBLASLt has no
-  // algorithm for the shape; ResourceExhausted when A, B and C do not fit.
+  // algorithm for the shape or refuses each one its heuristic offers; ResourceExhausted when A, B
+  // and C do not fit.
   Result<std::vector<double>> Time(const GemmShape& shape, const BenchSettings& settings);
 
  private:

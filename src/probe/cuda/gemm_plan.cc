@@ -1,9 +1,13 @@
 #include "probe/cuda/gemm_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cost/profile.h"
 #include "probe/cuda/cuda_check.h"
@@ -51,7 +55,92 @@ Result<MatmulDesc> MakeDesc(const GemmTypes& types, bool fp8, const float* unit_
   return desc;
 }
 
+// Up to kGemmHeuristicAlgorithms algorithms the heuristic offers for the plan's descriptors within
+// kGemmWorkspaceBytes, best first; Unimplemented, naming |what|, when it offers none.
+Result<std::vector<GemmAlgorithm>> AskHeuristic(cublasLtHandle_t handle, const GemmPlan& plan,
+                                                const std::string& what) {
+  cublasLtMatmulPreference_t raw_preference = nullptr;
+  LOOM_CUBLAS(cublasLtMatmulPreferenceCreate(&raw_preference));
+  Preference preference(raw_preference);
+  const uint64_t workspace_bytes = kGemmWorkspaceBytes;
+  LOOM_CUBLAS(cublasLtMatmulPreferenceSetAttribute(raw_preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                   &workspace_bytes, sizeof workspace_bytes));
+  std::array<cublasLtMatmulHeuristicResult_t, kGemmHeuristicAlgorithms> results = {};
+  int returned = 0;
+  LOOM_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.a.get(), plan.b.get(), plan.d.get(),
+                                             plan.d.get(), raw_preference, kGemmHeuristicAlgorithms, results.data(),
+                                             &returned));
+  std::vector<GemmAlgorithm> usable = UsableAlgorithms(
+      std::span(results).first(static_cast<size_t>(std::clamp(returned, 0, kGemmHeuristicAlgorithms))),
+      kGemmWorkspaceBytes);
+  if (usable.empty()) return Status::Unimplemented(what + ": cuBLASLt's heuristic found no algorithm for it");
+  return usable;
+}
+
+// The algorithms of |offered| that cublasLtMatmulAlgoCheck accepts for the plan's descriptors, with
+// the workspace it says each needs; Unimplemented, naming |what| and the first refusal, when it
+// accepts none.
+Result<std::vector<GemmAlgorithm>> CheckAlgorithms(cublasLtHandle_t handle, const GemmPlan& plan,
+                                                   const std::vector<GemmAlgorithm>& offered, const std::string& what) {
+  std::vector<GemmAlgorithm> accepted;
+  Status first_refusal;
+  for (const GemmAlgorithm& algorithm : offered) {
+    cublasLtMatmulHeuristicResult_t result = {};
+    Status checked = CheckCublas(cublasLtMatmulAlgoCheck(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
+                                                         plan.d.get(), plan.d.get(), &algorithm.algo, &result),
+                                 "cublasLtMatmulAlgoCheck", __FILE__, __LINE__);
+    const int64_t needed = static_cast<int64_t>(result.workspaceSize);
+    if (checked.ok() && needed <= kGemmWorkspaceBytes) {
+      accepted.push_back({algorithm.algo, std::max(needed, algorithm.workspace_bytes)});
+    } else if (first_refusal.ok()) {
+      first_refusal = checked.ok() ? Status::Unimplemented("cublasLtMatmulAlgoCheck: the algorithm needs a "
+                                                           "workspace of " + std::to_string(needed) + " bytes")
+                                   : checked;
+    }
+  }
+  if (!accepted.empty()) return accepted;
+  return first_refusal.WithContext(what + ": cuBLASLt refused each of the " + std::to_string(offered.size()) +
+                                   " algorithms its heuristic offered; the first");
+}
+
 }  // namespace
+
+std::vector<GemmAlgorithm> UsableAlgorithms(std::span<const cublasLtMatmulHeuristicResult_t> results,
+                                            int64_t max_workspace_bytes) {
+  std::vector<GemmAlgorithm> usable;
+  for (const cublasLtMatmulHeuristicResult_t& result : results) {
+    const int64_t workspace_bytes = static_cast<int64_t>(result.workspaceSize);
+    if (result.state == CUBLAS_STATUS_SUCCESS && workspace_bytes <= max_workspace_bytes) {
+      usable.push_back({result.algo, workspace_bytes});
+    }
+  }
+  return usable;
+}
+
+Status RunFirstAccepted(std::vector<GemmAlgorithm>& algorithms, int64_t workspace_bytes,
+                        const GemmMatmulCall& matmul) {
+  std::vector<size_t> refused;
+  Status first_refusal;
+  for (size_t i = 0; i < algorithms.size(); ++i) {
+    if (algorithms[i].workspace_bytes > workspace_bytes) continue;
+    Status status = matmul(algorithms[i]);
+    if (status.code() != Status::Code::kUnimplemented) {
+      for (auto at = refused.rbegin(); at != refused.rend(); ++at) algorithms.erase(algorithms.begin() + *at);
+      return status;
+    }
+    if (first_refusal.ok()) first_refusal = status;
+    refused.push_back(i);
+  }
+  if (!refused.empty()) {
+    return first_refusal.WithContext("cuBLASLt refused each of the " + std::to_string(refused.size()) +
+                                     " algorithms of the GEMM's plan that fit in the workspace; the first");
+  }
+  int64_t least_bytes = INT64_MAX;
+  for (const GemmAlgorithm& algorithm : algorithms) least_bytes = std::min(least_bytes, algorithm.workspace_bytes);
+  return Status::InvalidArgument("RunGemm: the GEMM's algorithms need a workspace of at least " +
+                                 std::to_string(least_bytes) + " bytes; " + std::to_string(workspace_bytes) +
+                                 " were given");
+}
 
 GemmTypes GemmTypesOf(Dtype dtype) {
   switch (dtype) {
@@ -131,37 +220,29 @@ Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int c
   Result<MatrixLayout> d = MakeLayout(types.output, shape.n, shape.m, shape.n, shape.batch);  // loom's C[m, n]
   if (!d.ok()) return d.status();
 
-  cublasLtMatmulPreference_t raw_preference = nullptr;
-  LOOM_CUBLAS(cublasLtMatmulPreferenceCreate(&raw_preference));
-  Preference preference(raw_preference);
-  const uint64_t workspace_bytes = kGemmWorkspaceBytes;
-  LOOM_CUBLAS(cublasLtMatmulPreferenceSetAttribute(raw_preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                   &workspace_bytes, sizeof workspace_bytes));
-  cublasLtMatmulHeuristicResult_t heuristic = {};
-  int returned = 0;
-  LOOM_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle, desc->get(), a->get(), b->get(), d->get(), d->get(),
-                                             raw_preference, 1, &heuristic, &returned));
-  if (returned == 0) {
-    return Status::Unimplemented(DescribeShape(shape) + ": cuBLASLt's heuristic found no algorithm for it");
-  }
-  return GemmPlan{std::move(desc).value(), std::move(a).value(), std::move(b).value(), std::move(d).value(),
-                  heuristic.algo, static_cast<int64_t>(heuristic.workspaceSize)};
+  GemmPlan plan{std::move(desc).value(), std::move(a).value(), std::move(b).value(), std::move(d).value(), {}};
+  const std::string what = DescribeShape(shape);
+  Result<std::vector<GemmAlgorithm>> offered = AskHeuristic(handle, plan, what);
+  if (!offered.ok()) return offered.status();
+  Result<std::vector<GemmAlgorithm>> accepted = CheckAlgorithms(handle, plan, *offered, what);
+  if (!accepted.ok()) return accepted.status();
+  plan.algorithms = std::move(accepted).value();
+  return plan;
 }
 
-Status RunGemm(const GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c,
-               void* workspace, int64_t workspace_bytes, cudaStream_t stream) {
-  if (workspace_bytes < plan.workspace_bytes) {
-    return Status::InvalidArgument("RunGemm: the GEMM's algorithm needs a workspace of " +
-                                   std::to_string(plan.workspace_bytes) + " bytes; " +
-                                   std::to_string(workspace_bytes) + " were given");
-  }
+Status RunGemm(GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c, void* workspace,
+               int64_t workspace_bytes, cudaStream_t stream) {
   // alpha and beta are read from host memory before cublasLtMatmul returns (the default pointer
-  // mode, CUBLASLT_POINTER_MODE_HOST).
+  // mode, CUBLASLT_POINTER_MODE_HOST). A refusal (CUBLAS_STATUS_NOT_SUPPORTED) comes before any
+  // launch, so the next algorithm runs in its place.
   const float alpha = 1.0f, beta = 0.0f;
-  LOOM_CUBLAS(cublasLtMatmul(handle, plan.desc.get(), &alpha, b, plan.a.get(), a, plan.b.get(), &beta, c,
-                             plan.d.get(), c, plan.d.get(), &plan.algo, workspace,
-                             static_cast<size_t>(workspace_bytes), stream));
-  return Status::Ok();
+  const auto matmul = [&](const GemmAlgorithm& algorithm) {
+    return CheckCublas(cublasLtMatmul(handle, plan.desc.get(), &alpha, b, plan.a.get(), a, plan.b.get(), &beta, c,
+                                      plan.d.get(), c, plan.d.get(), &algorithm.algo, workspace,
+                                      static_cast<size_t>(workspace_bytes), stream),
+                       "cublasLtMatmul", __FILE__, __LINE__);
+  };
+  return RunFirstAccepted(plan.algorithms, workspace_bytes, matmul);
 }
 
 }  // namespace loom::cuda

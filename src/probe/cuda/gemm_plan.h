@@ -2,8 +2,11 @@
 #define LOOM_PROBE_CUDA_GEMM_PLAN_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <type_traits>
+#include <vector>
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -73,30 +76,63 @@ using MatmulDesc = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, 
 using MatrixLayout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, CublasLtDeleter>;
 using CublasLtHandle = std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, CublasLtDeleter>;
 
+// How many algorithms PlanGemm asks cuBLASLt's heuristic for: the one it ranks first, and the next
+// ones to fall back to when cuBLASLt refuses it. The heuristic returns them "ordered in increasing
+// estimated compute time" and each with its own state (cublasLt.h, cublasLtMatmulAlgoGetHeuristic);
+// an algorithm it offers may still fail to run ("CUBLAS_STATUS_SUCCESS doesn't fully guarantee algo
+// will run", cublasLtMatmulAlgoCheck).
+inline constexpr int kGemmHeuristicAlgorithms = 8;
+
+// One of a plan's algorithms and the workspace it needs.
+struct GemmAlgorithm {
+  cublasLtMatmulAlgo_t algo = {};
+  int64_t workspace_bytes = 0;
+};
+
+// The algorithms among the heuristic's |results| that cuBLASLt offers (state
+// CUBLAS_STATUS_SUCCESS) and that need at most |max_workspace_bytes|, in the heuristic's order,
+// best first.
+std::vector<GemmAlgorithm> UsableAlgorithms(std::span<const cublasLtMatmulHeuristicResult_t> results,
+                                            int64_t max_workspace_bytes);
+
+// Runs |matmul| with the first of |algorithms| that needs at most |workspace_bytes|. When it returns
+// Unimplemented (cuBLASLt refused the algorithm: CUBLAS_STATUS_NOT_SUPPORTED, _ARCH_MISMATCH), tries
+// the next. Once one runs, the refused ones are dropped from |algorithms|, so that later calls start
+// with the one that ran. Returns the first status that is not Unimplemented; when every algorithm was
+// refused, the first refusal with the count in front, and |algorithms| unchanged; InvalidArgument when
+// none fits in |workspace_bytes|.
+using GemmMatmulCall = std::function<Status(const GemmAlgorithm&)>;
+Status RunFirstAccepted(std::vector<GemmAlgorithm>& algorithms, int64_t workspace_bytes,
+                        const GemmMatmulCall& matmul);
+
 // Everything cublasLtMatmul needs of a shape besides its buffers. a, b and d are cuBLASLt's
 // matrices: a holds loom's B, b loom's A, d loom's C (see above); d also serves as C, which is not
 // read since beta is 0.
 struct GemmPlan {
   MatmulDesc desc;
   MatrixLayout a, b, d;
-  cublasLtMatmulAlgo_t algo;
-  int64_t workspace_bytes = 0;  // what |algo| needs, at most kGemmWorkspaceBytes
+  // The heuristic's algorithms that cuBLASLt accepts for the shape (cublasLtMatmulAlgoCheck), each
+  // within kGemmWorkspaceBytes, best first; never empty. RunGemm runs the first it can
+  // (RunFirstAccepted), and drops the ones cublasLtMatmul refuses.
+  std::vector<GemmAlgorithm> algorithms;
 };
 
-// Plans |shape| on |handle| with the algorithm cuBLASLt's heuristic ranks first among those that
-// fit in kGemmWorkspaceBytes. |unit_scale| is a device float of 1.0 (MakeUnitScale) that fp8 GEMMs
-// read as the scales of A and B; it is not used for other dtypes and may be null for them. Errors
-// as CheckGemmShape, and Unimplemented when the heuristic has no algorithm for the shape.
+// Plans |shape| on |handle| with up to kGemmHeuristicAlgorithms algorithms that cuBLASLt's heuristic
+// offers within kGemmWorkspaceBytes and that cublasLtMatmulAlgoCheck accepts. |unit_scale| is a
+// device float of 1.0 (MakeUnitScale) that fp8 GEMMs read as the scales of A and B; it is not used
+// for other dtypes and may be null for them. Errors as CheckGemmShape, and Unimplemented when the
+// heuristic has no algorithm for the shape or cuBLASLt refuses each one it has.
 // REQUIRES: |unit_scale| outlives the plan.
 Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int compute_capability,
                           const float* unit_scale);
 
 // Enqueues C = A * B of |plan| on |stream|: |a| is loom's A[m, k], |b| loom's B[k, n] ([n, k] for
-// fp8), |c| loom's C[m, n], each |batch| matrices one after another, on 256-byte boundaries.
-// InvalidArgument when |workspace_bytes| is less than the plan's algorithm needs.
-// REQUIRES: |plan| was planned on |handle|.
-Status RunGemm(const GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c,
-               void* workspace, int64_t workspace_bytes, cudaStream_t stream);
+// fp8), |c| loom's C[m, n], each |batch| matrices one after another, on 256-byte boundaries. Falls
+// back to the plan's next algorithm when cublasLtMatmul refuses one (RunFirstAccepted), which
+// changes |plan|. InvalidArgument when |workspace_bytes| is less than every algorithm needs.
+// REQUIRES: |plan| was planned on |handle|; no other thread uses |plan| during the call.
+Status RunGemm(GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c, void* workspace,
+               int64_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace loom::cuda
 

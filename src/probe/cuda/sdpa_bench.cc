@@ -18,6 +18,7 @@
 #include "probe/cuda/event_timer.h"
 #include "probe/cuda/sdpa_graph.h"
 #include "probe/cuda/sdpa_run.h"
+#include "probe/cuda/sdpa_support.h"
 
 namespace loom::cuda {
 namespace {
@@ -192,11 +193,6 @@ Result<std::unique_ptr<SdpaBench>> SdpaBench::Create(cudaStream_t stream) {
   return bench;
 }
 
-std::string CudnnVersionString() {
-  // cuDNN 9 encodes its version as major * 10000 + minor * 100 + patch (CUDNN_VERSION, cudnn_version.h).
-  const size_t version = cudnnGetVersion();
-  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
-         std::to_string(version % 100);
-}
+std::string CudnnVersionString() { return CudnnVersionName(static_cast<int64_t>(cudnnGetVersion())); }
 
 }  // namespace loom::cuda

@@ -25,8 +25,10 @@ class SdpaBench {
   virtual ~SdpaBench() = default;
 
   // Times |shape| (forward, or backward when shape.backward). Unimplemented when cuDNN has no
-  // engine for it (a dtype other than bf16/fp16, a head dim it does not support), naming why;
-  // ResourceExhausted when its tensors or workspace do not fit.
+  // engine for it (a dtype other than bf16/fp16, a head dim it does not support) or this cuDNN
+  // version has a known bug for it (CheckCudnnSdpaSupport), naming why; Unavailable when cuDNN
+  // cannot load a library it needs, naming the library path to fix; ResourceExhausted when its
+  // tensors or workspace do not fit.
   virtual Result<std::vector<double>> Time(const AttentionShape& shape, const BenchSettings& settings) = 0;
 };
 

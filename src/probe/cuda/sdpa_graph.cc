@@ -12,6 +12,7 @@
 
 #include "core/dtype.h"
 #include "probe/cuda/cuda_check.h"
+#include "probe/cuda/sdpa_support.h"
 
 // Which graph, and why. cuDNN 9.19's native SDPA operations (CUDNN_BACKEND_OPERATION_SDPA_FWD_ and
 // _BWD_DESCRIPTOR, cudnn_graph_v9.h) take Q, K, V, O, the statistics, the scale, sequence lengths,
@@ -83,8 +84,9 @@ constexpr cudnnBackendAttributeName_t kOperationGraphHandle = CUDNN_ATTR_OPERATI
 #pragma GCC diagnostic pop
 
 // The first of |configs| (in the heuristics' order) that cuDNN finalizes into an execution plan. A
-// config it cannot build is skipped, as cudnn-frontend's plan building does; when none builds, the
-// first config's failure, which names cuDNN's reason.
+// config it cannot build is skipped, as cudnn-frontend's plan building does. When none builds, the
+// first failure that says a library did not load (Unavailable: that engine might have run with
+// it), else the first config's failure; either names cuDNN's reason.
 Result<BackendDescriptor> FirstPlan(const std::vector<Desc>& configs) {
   Status first_failure = Status::Unimplemented("cuDNN's heuristics (CUDNN_HEUR_MODE_A) offered no engine config");
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -97,7 +99,9 @@ Result<BackendDescriptor> FirstPlan(const std::vector<Desc>& configs) {
                              __LINE__);
     }
     if (finalized.ok()) return plan;
-    if (i == 0) first_failure = finalized;
+    const bool first_unavailable = finalized.code() == Status::Code::kUnavailable &&
+                                   first_failure.code() != Status::Code::kUnavailable;
+    if (i == 0 || first_unavailable) first_failure = finalized;
   }
   return first_failure;
 }
@@ -453,6 +457,8 @@ void AddBackward(GraphBuilder& g, const AttentionShape& shape, cudnnDataType_t i
 }
 
 Result<ExecutionPlan> PlanSdpa(cudnnHandle_t handle, const AttentionShape& shape, bool backward) {
+  LOOM_RETURN_IF_ERROR(CheckCudnnSdpaSupport(shape, backward ? SdpaPass::kBackward : SdpaPass::kForward,
+                                             static_cast<int64_t>(cudnnGetVersion())));
   const cudnnDataType_t io = shape.dtype == Dtype::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
   GraphBuilder graph;
   if (backward) {
@@ -462,8 +468,12 @@ Result<ExecutionPlan> PlanSdpa(cudnnHandle_t handle, const AttentionShape& shape
   }
   Result<ExecutionPlan> plan = std::move(graph).Finish(handle);
   if (plan.ok()) return plan;
-  return plan.status().WithContext(std::string("cuDNN cannot plan the fused attention ") +
-                                     (backward ? "backward" : "forward") + " for " + Describe(shape));
+  const std::string pass = backward ? "backward" : "forward";
+  if (plan.status().code() == Status::Code::kUnavailable) {
+    return plan.status().WithContext("cuDNN cannot run the fused attention " + pass + " on this machine (planning " +
+                                     Describe(shape) + ")");
+  }
+  return plan.status().WithContext("cuDNN cannot plan the fused attention " + pass + " for " + Describe(shape));
 }
 
 }  // namespace

@@ -85,8 +85,11 @@ struct ExecutionPlan {
 // Plans the forward of |shape| on |handle|: O = softmax(scale * Q K^T [causal mask]) V, which also
 // writes the softmax's log-sum-exp per query row to kStats for the backward. Reads kQ, kK, kV and the
 // scalars kScale (and, when causal, kNegativeInfinity); writes kO and kStats. The plan is the first
-// engine config of cuDNN's heuristics (mode A) that cuDNN can build. A failure (Unimplemented when
-// cuDNN has no engine for the graph) keeps cuDNN's code and reason, preceded by the pass and shape.
+// engine config of cuDNN's heuristics (mode A) that cuDNN can build. Unimplemented, before any
+// graph is built, where cudnn-frontend would refuse the shape on this cuDNN version
+// (CheckCudnnSdpaSupport). A failure of cuDNN's keeps its code and reason, preceded by the pass and
+// shape: Unimplemented when cuDNN has no engine for the graph, Unavailable (with the library path
+// to fix) when cuDNN could not load a library it needs (CudnnStatusToStatus).
 // REQUIRES: CheckSdpaShape(shape).ok().
 Result<ExecutionPlan> PlanSdpaForward(cudnnHandle_t handle, const AttentionShape& shape);
 
