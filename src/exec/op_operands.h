@@ -13,8 +13,9 @@ namespace loom {
 
 // The device buffers one op's kernels read and write when the CUDA executor runs it alone, laid
 // out one after another in one operand arena: the arithmetic of exec/cuda/op_runner.h, without
-// CUDA, so that it is tested on a CPU. Offsets are from the arena's start; every operand starts on
-// a 256-byte boundary.
+// CUDA, so that it is tested on a CPU. Offsets are from where the op's operands start in the arena
+// for that run (OperandRing::Place, exec/operand_ring.h); every operand starts on a 256-byte
+// boundary.
 
 // cudaMalloc's alignment, and the alignment cuBLASLt's heuristic assumes of every matrix.
 inline constexpr int64_t kOperandAlignmentBytes = 256;
@@ -69,8 +70,9 @@ MemoryOperands MemoryOperandsOf(const MemoryShape& shape);
 // above; 0 for a collective, whose buffers belong to the executor's communicators.
 int64_t OperandBytes(const Op& op);
 
-// The arena that serves every op of |ops|: the largest OperandBytes. Ops run one at a time on the
-// compute stream, so their operands can share the same memory.
+// The largest OperandBytes of |ops|: an arena that serves every op of |ops| when all of them
+// start at its offset 0 (ops run one at a time on the compute stream, so their operands can share
+// the same memory). OperandRing adds a ring to it, so that consecutive ops read different bytes.
 int64_t ArenaBytes(std::span<const Op> ops);
 
 // The type the arena's random fill (FillRandom: uniform in [-1, 1]) is written in, chosen so that

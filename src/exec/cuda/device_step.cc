@@ -57,6 +57,23 @@ Status DeviceStep::SetUp(int device) {
   Result<std::unique_ptr<OpRunner>> runner = OpRunner::Create(program_.ops, StreamOf(compute_));
   if (!runner.ok()) return runner.status();
   runner_ = std::move(runner).value();
+  return WarmUp();
+}
+
+// Every kernel of a step but NCCL's, before Connect runs the first NCCL operation: the ops', and
+// StreamBytes for the optimizer's traffic (FillRandom has run in AllocateState and in the runner's
+// fill). A step is enqueued whole ahead of the GPU, receives first, so the first launch of a
+// kernel not yet loaded would come while NCCL kernels spin; loading a module under lazy loading
+// takes the context's lock and waits for the GPU's queue to drain (meta-pytorch/torchcomms#2334),
+// and cuBLASLt loading beside NCCL's first call has deadlocked in the driver (openxla/xla#38932).
+// Forcing eager loading (CUDA_MODULE_LOADING=EAGER) would load every kernel of cuBLASLt and cuDNN
+// at start-up instead, and must be set before CUDA initializes.
+Status DeviceStep::WarmUp() {
+  cudaStream_t compute = StreamOf(compute_);
+  LOOM_RETURN_IF_ERROR(runner_->WarmUp(compute));
+  const Status traffic = EnqueueTraffic({.bytes_read = kAlignmentBytes, .bytes_written = kAlignmentBytes}, compute);
+  if (!traffic.ok()) return traffic.WithContext("warming up the optimizer's kernel");
+  LOOM_CUDA(cudaStreamSynchronize(compute));
   return Status::Ok();
 }
 

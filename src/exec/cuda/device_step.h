@@ -40,7 +40,9 @@ class DeviceStep {
 
   // Checks the program (Internal for indices that break BuildDeviceProgram's contract,
   // Unimplemented for an all-to-all), then makes the streams, events, pool, state buffer and op
-  // runner on |device|, the current device. Involves no other rank.
+  // runner on |device|, the current device, and runs every kernel a step launches outside NCCL
+  // once, so that each is loaded before Connect's first NCCL operation (OpRunner::WarmUp says
+  // why). Involves no other rank.
   Status SetUp(int device);
   // Runs each communicator's first operations on the compute stream and waits up to |timeout_s|
   // for them: the world's all-reduce, each distinct collective (kind and size) of the plan's
@@ -94,6 +96,8 @@ class DeviceStep {
   Status MakeStreamsAndEvents();
   // Sizes each collective's buffers, the regions and the state buffer; allocates and fills it.
   Status AllocateState();
+  // Runs the op runner's warm-up and the optimizer's StreamBytes on the compute stream, and waits.
+  Status WarmUp();
   Status Enqueue(const NcclComms& comms);
   Status EnqueueTask(size_t index, const NcclComms& comms);
   Status EnqueueWork(size_t index, const NcclComms& comms, cudaStream_t stream);

@@ -70,10 +70,11 @@ Status OpRunner::Setup(std::span<const Op> ops, cudaStream_t setup_stream) {
   if (!compute_capability.ok()) return compute_capability.status();
   compute_capability_ = *compute_capability;
   for (const Op& op : ops) {
+    const size_t shapes = gemms_.size() + attentions_.size() + memory_ops_.size();
     if (Status planned = Plan(op, setup_stream); !planned.ok()) return planned.WithContext(Describe(op));
+    if (gemms_.size() + attentions_.size() + memory_ops_.size() > shapes) warm_up_ops_.push_back(op);
   }
   LOOM_RETURN_IF_ERROR(Allocate(ops, setup_stream));
-  LOOM_RETURN_IF_ERROR(MakeAttentionPacks());
   LOOM_CUDA(cudaStreamSynchronize(setup_stream));
   return Status::Ok();
 }
@@ -141,12 +142,16 @@ Status OpRunner::PlanAttentionOp(const AttentionShape& shape) {
                               std::to_string(graph_bytes[static_cast<size_t>(uid)]));
     }
   }
-  attentions_.emplace(key, Attention{shape, std::move(plan).value(), SdpaScalarsOf(shape), BackendDescriptor()});
+  attentions_.emplace(key, Attention{shape, std::move(plan).value(), SdpaScalarsOf(shape)});
   return Status::Ok();
 }
 
 Status OpRunner::Allocate(std::span<const Op> ops, cudaStream_t setup_stream) {
-  arena_bytes_ = ArenaBytes(ops);
+  int device = 0, l2_bytes = 0;
+  LOOM_CUDA(cudaGetDevice(&device));
+  LOOM_CUDA(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  ring_.emplace(ops, l2_bytes);
+  arena_bytes_ = ring_->arena_bytes();
   // One workspace for every kernel, as big as the largest need: GEMMs get the size they were
   // planned for (kGemmWorkspaceBytes, as in the GEMM bench), attentions their plan's.
   workspace_bytes_ = gemms_.empty() ? 0 : kGemmWorkspaceBytes;
@@ -163,69 +168,74 @@ Status OpRunner::Allocate(std::span<const Op> ops, cudaStream_t setup_stream) {
     return workspace.status().WithContext("the workspace of " + std::to_string(workspace_bytes_) + " bytes");
   }
   workspace_ = std::move(workspace).value();
-  // ArenaBytes is a multiple of 256, so of every element size.
+  // The arena's size is a multiple of 256 bytes, so of every element size.
   const Dtype fill = ArenaFillDtype(ops);
   LOOM_CUDA(FillRandom(arena_.get(), arena_bytes_ / BytesPerElement(fill), fill, /*seed=*/1, setup_stream));
   return Status::Ok();
 }
 
-Status OpRunner::MakeAttentionPacks() {
-  char* arena = static_cast<char*>(arena_.get());
-  for (auto& [key, attention] : attentions_) {
-    const AttentionOperands operands = AttentionOperandsOf(attention.shape);
-    SdpaAddresses addresses{};
-    for (size_t i = 0; i < kAttentionTensorCount; ++i) {
-      if (operands.tensor_bytes[i] > 0) {
-        addresses[UidOf(static_cast<AttentionTensor>(i))] = arena + operands.offsets[i];
-      }
-    }
-    Result<BackendDescriptor> pack =
-        MakeSdpaVariantPack(attention.plan, addresses, workspace_.get(), attention.scalars);
-    if (!pack.ok()) return pack.status();
-    attention.pack = std::move(pack).value();
+Status OpRunner::WarmUp(cudaStream_t stream) {
+  for (const Op& op : warm_up_ops_) {
+    if (Status ran = Enqueue(op, stream); !ran.ok()) return ran.WithContext("warming up the op runner");
   }
+  LOOM_CUDA(cudaStreamSynchronize(stream));
   return Status::Ok();
 }
 
 Status OpRunner::Enqueue(const Op& op, cudaStream_t stream) {
-  Status status;
-  if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) {
-    status = EnqueueGemm(*gemm, stream);
-  } else if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) {
-    status = EnqueueAttention(*attention, stream);
-  } else if (const auto* memory = std::get_if<MemoryShape>(&op.shape)) {
-    status = EnqueueMemory(*memory, stream);
-  } else {
+  if (std::holds_alternative<CollectiveShape>(op.shape)) {
     return Status::Unimplemented(Describe(op) + ": a collective runs on the executor's communicators, "
                                  "not on the op runner");
+  }
+  Status status;
+  if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) {
+    status = EnqueueGemm(op, *gemm, stream);
+  } else if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) {
+    status = EnqueueAttention(op, *attention, stream);
+  } else {
+    status = EnqueueMemory(op, std::get<MemoryShape>(op.shape), stream);
   }
   return status.WithContext(Describe(op));
 }
 
-Status OpRunner::EnqueueGemm(const GemmShape& shape, cudaStream_t stream) {
+char* OpRunner::Place(const Op& op) { return static_cast<char*>(arena_.get()) + ring_->Place(op); }
+
+Status OpRunner::EnqueueGemm(const Op& op, const GemmShape& shape, cudaStream_t stream) {
   const auto plan = gemms_.find(KeyOf(shape));
   if (plan == gemms_.end()) return NotPlanned();
+  char* base = Place(op);
   const GemmOperands operands = GemmOperandsOf(shape);
-  char* arena = static_cast<char*>(arena_.get());
-  return RunGemm(plan->second, cublas_.get(), arena + operands.a_offset, arena + operands.b_offset,
-                 arena + operands.c_offset, workspace_.get(), kGemmWorkspaceBytes, stream);
+  return RunGemm(plan->second, cublas_.get(), base + operands.a_offset, base + operands.b_offset,
+                 base + operands.c_offset, workspace_.get(), kGemmWorkspaceBytes, stream);
 }
 
-Status OpRunner::EnqueueAttention(const AttentionShape& shape, cudaStream_t stream) {
+// The variant pack is made for each run, since the ring moves the operands: a host descriptor of
+// three attributes, as cudnn-frontend makes one at every Graph::execute (detail::execute,
+// include/cudnn_frontend/plans.h). cuDNN reads it at cudnnBackendExecute only.
+Status OpRunner::EnqueueAttention(const Op& op, const AttentionShape& shape, cudaStream_t stream) {
   const auto attention = attentions_.find(KeyOf(shape));
   if (attention == attentions_.end()) return NotPlanned();
+  char* base = Place(op);
   if (stream != cudnn_stream_) {
     LOOM_CUDNN(cudnnSetStream(cudnn_.get(), stream));
     cudnn_stream_ = stream;
   }
-  return ExecuteSdpa(cudnn_.get(), attention->second.plan, attention->second.pack);
+  const AttentionOperands operands = AttentionOperandsOf(shape);
+  SdpaAddresses addresses{};
+  for (size_t i = 0; i < kAttentionTensorCount; ++i) {
+    if (operands.tensor_bytes[i] > 0) addresses[UidOf(static_cast<AttentionTensor>(i))] = base + operands.offsets[i];
+  }
+  Result<BackendDescriptor> pack =
+      MakeSdpaVariantPack(attention->second.plan, addresses, workspace_.get(), attention->second.scalars);
+  if (!pack.ok()) return pack.status();
+  return ExecuteSdpa(cudnn_.get(), attention->second.plan, *pack);
 }
 
-Status OpRunner::EnqueueMemory(const MemoryShape& shape, cudaStream_t stream) {
+Status OpRunner::EnqueueMemory(const Op& op, const MemoryShape& shape, cudaStream_t stream) {
   if (!memory_ops_.contains(KeyOf(shape))) return NotPlanned();
+  char* base = Place(op);
   const MemoryOperands operands = MemoryOperandsOf(shape);
-  char* arena = static_cast<char*>(arena_.get());
-  LOOM_CUDA(StreamBytes(arena + operands.src_offset, shape.bytes_read, arena + operands.dst_offset,
+  LOOM_CUDA(StreamBytes(base + operands.src_offset, shape.bytes_read, base + operands.dst_offset,
                         shape.bytes_written, stream));
   return Status::Ok();
 }
