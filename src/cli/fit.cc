@@ -36,6 +36,7 @@ struct FitOptions {
   std::string cluster_path;
   std::string output_path;
   bool dry_run = false;
+  bool check = false;
   bool force = false;
   bool json = false;
 };
@@ -220,6 +221,32 @@ void PrintCompute(const std::vector<Profile>& profiles, const std::vector<Profil
   PrintCalibration(calibration, fit.fitted_keys, destination, out);
 }
 
+// --check: the table of how the GPU file's calibration predicts the profiles, nothing fitted.
+void PrintCheck(const std::vector<Profile>& profiles, const std::vector<ProfileSample>& samples,
+                const ComputeFit& check, const std::string& gpu_path, std::ostream& out) {
+  for (const Profile& p : profiles) {
+    out << "profile  " << p.file << ": " << p.device.name << ", " << p.date << ", " << p.samples.size()
+        << " samples\n";
+  }
+  out << "\nthe calibration of " << gpu_path << " as it is (nothing fitted)\n"
+      << std::left << std::setw(16) << "class" << std::right << std::setw(8) << "samples" << "  " << std::left
+      << std::setw(27) << "key" << std::right << std::setw(8) << "value" << std::setw(14) << "median |err|"
+      << std::setw(11) << "p90 |err|" << std::setw(11) << "max |err|" << "  worst sample\n";
+  for (const KernelClassFit& c : check.classes) {
+    const SampleResidual* worst = &c.residuals.front();
+    for (const SampleResidual& r : c.residuals) {
+      if (std::abs(r.relative_error) > std::abs(worst->relative_error)) worst = &r;
+    }
+    out << std::left << std::setw(16) << c.Name() << std::right << std::setw(8) << c.residuals.size() << "  "
+        << std::left << std::setw(27) << c.key << std::right << std::setw(8) << Number(c.value) << std::setw(14)
+        << Percent(c.median_abs_relative_error) << std::setw(11) << Percent(c.p90_abs_relative_error)
+        << std::setw(11) << Percent(c.max_abs_relative_error) << "  " << DescribeShape(samples[worst->sample].shape)
+        << "\n";
+  }
+  out << "errors are (predicted - measured) / measured of RooflineComputeModel with the file's calibration; on "
+         "samples it was not fitted to, they are its held-out error\n";
+}
+
 Status RunGpuFit(const FitOptions& o, std::ostream& out) {
   Result<GpuSpec> gpu = LoadGpuSpec(o.gpu_path);
   if (!gpu.ok()) return gpu.status();
@@ -237,6 +264,22 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
     }
     samples.insert(samples.end(), profile->samples.begin(), profile->samples.end());
     profiles.push_back(*profile);
+  }
+  if (o.check) {
+    Result<ComputeFit> check = CheckComputeCalibration(samples, *gpu);
+    if (!check.ok()) return check.status();
+    if (o.json) {
+      Json j = ComputeJson(o, samples, *check, Json(nullptr), "");
+      j["check"] = true;
+      for (size_t c = 0; c < check->classes.size(); ++c) {
+        j["classes"][c]["median_abs_error"] = check->classes[c].median_abs_relative_error;
+        j["classes"][c]["p90_abs_error"] = check->classes[c].p90_abs_relative_error;
+      }
+      out << j.dump(2) << "\n";
+    } else {
+      PrintCheck(profiles, samples, *check, o.gpu_path, out);
+    }
+    return Status::Ok();
   }
   Result<ComputeFit> fitted = FitComputeCalibration(samples, *gpu);
   if (!fitted.ok()) return fitted.status();
@@ -421,9 +464,14 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
                      "fractions and extra latencies within and across nodes");
   target->require_option(1);
   CLI::Option* dry_run = cmd->add_flag("--dry-run", options->dry_run, "Print the fit; write nothing");
+  CLI::Option* check = cmd->add_flag(
+      "--check", options->check,
+      "With --gpu: fit nothing; print how the file's calibration as it is predicts the profiles (median, p90 and "
+      "max |error| per class: its held-out error on shapes it was not fitted to); write nothing");
   cmd->add_option("--output", options->output_path,
                   "Write the calibrated file here instead of replacing the GPU or cluster file")
-      ->excludes(dry_run);
+      ->excludes(dry_run)
+      ->excludes(check);
   cmd->add_flag("--force", options->force, "Fit even when the measurements name another GPU than the file");
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.fit/1) instead of tables");
   cmd->footer(
@@ -431,9 +479,13 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
       "Examples:\n"
       "  loom fit tests/cli/data/profile_a100_synthetic.json --gpu hardware/gpus/a100-sxm4-80gb.json --dry-run\n"
       "  loom fit all_reduce_perf.log all_gather_perf.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
-      "  loom fit profile.json --gpu hardware/gpus/a100-sxm4-80gb.json --output a100-calibrated.json --json");
+      "  loom fit profile.json --gpu hardware/gpus/a100-sxm4-80gb.json --output a100-calibrated.json --json\n"
+      "  loom fit grid.json --gpu a100-calibrated.json --check        (held-out error of that calibration)");
   cmd->callback([options, &runner] {
     runner = [options](std::ostream& out, std::ostream&) -> Status {
+      if (options->check && options->gpu_path.empty()) {
+        return Status::InvalidArgument("fit --check checks a GPU file's compute calibration: pass --gpu FILE");
+      }
       return options->gpu_path.empty() ? RunClusterFit(*options, out) : RunGpuFit(*options, out);
     };
   });

@@ -173,6 +173,16 @@ void Score(const std::vector<ProfileSample>& samples, const std::vector<ClassSam
       if (s.p10_us && s.p90_us) spread_sum += (*s.p90_us - *s.p10_us) / s.median_us, ++with_spread;
     }
     if (with_spread > 0) out.spread = spread_sum / with_spread;
+    std::vector<double> magnitudes;
+    for (const SampleResidual& r : out.residuals) magnitudes.push_back(std::fabs(r.relative_error));
+    std::sort(magnitudes.begin(), magnitudes.end());
+    // Nearest rank: the smallest error at least q of the samples do not exceed.
+    auto rank = [&](double q) {
+      const size_t at = static_cast<size_t>(std::ceil(q * static_cast<double>(magnitudes.size())));
+      return magnitudes[std::clamp<size_t>(at, 1, magnitudes.size()) - 1];
+    };
+    out.median_abs_relative_error = rank(0.5);
+    out.p90_abs_relative_error = rank(0.9);
   }
   fit->mean_abs_relative_error = total / static_cast<double>(samples.size());
 }
@@ -221,6 +231,30 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
   }
   Score(samples, classes, gpu, &fit);
   return fit;
+}
+
+Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu) {
+  if (samples.empty()) return Status::InvalidArgument("the profile has no samples to check the calibration against");
+  const std::vector<ClassSamples> classes = GroupByClass(samples);
+  ComputeFit check;
+  check.calibration = gpu.calibration;
+  for (const ClassSamples& k : classes) {
+    if (k.dtype && !gpu.PeakTflops(*k.dtype)) {
+      const std::string dtype(kDtypeNames.Name(*k.dtype));
+      return Status::InvalidArgument(ClassWhat(samples, k) + " are " + dtype + " but " + gpu.file +
+                                     " has no peak_tflops." + dtype + " to predict them with");
+    }
+    KernelClassFit& out = check.classes.emplace_back();
+    out.kind = k.kind;
+    out.dtype = k.dtype;
+    out.key = KeyOf(k.kind, k.dtype);
+    const ComputeCalibration& cal = gpu.calibration;
+    if (k.kind == OpKind::kGemm) out.value = cal.GemmEfficiency(*k.dtype).value_or(0);
+    if (k.kind == OpKind::kAttention) out.value = cal.attention_efficiency.value_or(0);
+    if (k.kind == OpKind::kMemoryBound) out.value = cal.memory_bandwidth_fraction.value_or(0);
+  }
+  Score(samples, classes, gpu, &check);
+  return check;
 }
 
 nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_file, const ComputeFit& fit) {

@@ -32,6 +32,8 @@ struct KernelClassFit {
   std::vector<SampleResidual> residuals;
   double mean_abs_relative_error = 0;
   double max_abs_relative_error = 0;
+  double median_abs_relative_error = 0;  // nearest rank
+  double p90_abs_relative_error = 0;     // nearest rank
   // Mean of (p90 - p10) / median over the samples that state percentiles; nullopt when none does.
   // A fit error well above it is the model's, not the measurement's.
   std::optional<double> spread;
@@ -67,6 +69,12 @@ struct ComputeFit {
 // vary enough to tell the overhead from the efficiencies; times that do not grow with the work; an
 // efficiency above 1 (measurements beat the datasheet: the message names the GPU file's key).
 Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu);
+
+// How |gpu|'s calibration, as it is, predicts |samples|: the residuals of every class as
+// FitComputeCalibration reports them, with nothing fitted (|fitted_keys| empty, each class's |value|
+// the calibration's own). Samples that were not among those fitted give the held-out error.
+// InvalidArgument, naming the samples, when there are none or a dtype has no peak in |gpu|.
+Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu);
 
 // |gpu_file| (a GPU file's JSON) with its "calibration" object holding |fit|'s values: the fitted
 // keys replaced in place or added (rounded to 4 significant digits; tiles as integers), the other

@@ -128,6 +128,34 @@ TEST(Fit, OutputWritesElsewhereAndLeavesTheGpuFile) {
   EXPECT_EQ(fitted->calibration.attention_efficiency, kAttention);
 }
 
+// --check reports the file's calibration as it is (the fitted copy on its own profile: errors near
+// the fit's own), writes nothing, and --check without --gpu or with --output is refused.
+TEST(Fit, CheckReportsTheCalibrationsErrorsAndWritesNothing) {
+  const fs::path dir = TestDir();
+  const std::string gpu = GpuCopy(dir);
+  const std::string fitted = (dir / "fitted.json").string();
+  ASSERT_EQ(Loom({"fit", kProfile, "--gpu", gpu, "--output", fitted}).code, kExitOk);
+  const std::string before = ReadText(fitted);
+  CommandResult r = Loom({"fit", kProfile, "--gpu", fitted, "--check", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(ReadText(fitted), before);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["check"], true);
+  ASSERT_FALSE(j["classes"].empty());
+  for (const auto& c : j["classes"]) {
+    EXPECT_LE(c["median_abs_error"].get<double>(), c["p90_abs_error"].get<double>()) << c["class"];
+    EXPECT_LE(c["p90_abs_error"].get<double>(), c["max_abs_error"].get<double>()) << c["class"];
+  }
+  r = Loom({"fit", kProfile, "--gpu", fitted, "--check"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("nothing fitted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("p90 |err|"), std::string::npos) << r.out;
+  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", fitted, "--check", "--output", gpu}).code, kExitUsage);
+  r = Loom({"fit", kProfile, "--cluster", ClusterCopy(dir), "--check"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--gpu"), std::string::npos) << r.err;
+}
+
 TEST(Fit, UnwritableOutputIsABadInputError) {
   const fs::path dir = TestDir();
   const std::string output = (dir / "no" / "such" / "folder.json").string();

@@ -112,6 +112,41 @@ TEST(FitComputeCalibration, ReportsSpreadAndResidualsOfTheCalibrationItFitted) {
   EXPECT_GT(memory.max_abs_relative_error, 0.01);
 }
 
+// Held-out error: the calibration as it is, on samples it was not fitted to. The true
+// calibration predicts its own times exactly; one 10% too slow (efficiency 0.9 of the truth's)
+// is off by 1/0.9 - 1 on every work-bound GEMM, and its median and p90 say so.
+TEST(CheckComputeCalibration, ReportsTheFilesOwnErrorsWithoutFittingAnything) {
+  const std::vector<ProfileSample> samples = SyntheticProfile(Truth());
+  Result<ComputeFit> exact = CheckComputeCalibration(samples, Truth());
+  ASSERT_TRUE(exact.ok()) << exact.status().message();
+  EXPECT_TRUE(exact->fitted_keys.empty());
+  ASSERT_EQ(exact->classes.size(), 4u);
+  for (const KernelClassFit& k : exact->classes) EXPECT_LT(k.max_abs_relative_error, 1e-9) << k.Name();
+  EXPECT_DOUBLE_EQ(exact->classes[0].value, 0.71);
+
+  GpuSpec slow = Truth();
+  slow.calibration.gemm_efficiency_bf16 = 0.71 * 0.9;
+  Result<ComputeFit> check = CheckComputeCalibration(samples, slow);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  const KernelClassFit& bf16 = check->classes[0];
+  EXPECT_EQ(bf16.Name(), "gemm bf16");
+  EXPECT_EQ(bf16.residuals.size(), 12u);
+  EXPECT_GT(bf16.median_abs_relative_error, 0.05);
+  EXPECT_LE(bf16.median_abs_relative_error, 1 / 0.9 - 1 + 1e-9);
+  EXPECT_LE(bf16.median_abs_relative_error, bf16.p90_abs_relative_error);
+  EXPECT_LE(bf16.p90_abs_relative_error, bf16.max_abs_relative_error);
+  EXPECT_LT(check->classes[1].max_abs_relative_error, 1e-9);  // fp8 untouched
+}
+
+TEST(CheckComputeCalibration, RefusesAnEmptyProfileAndADtypeWithoutAPeak) {
+  EXPECT_FALSE(CheckComputeCalibration({}, Truth()).ok());
+  GpuSpec no_fp8 = Truth();
+  no_fp8.fp8_tflops.reset();
+  Result<ComputeFit> check = CheckComputeCalibration(SyntheticProfile(Truth()), no_fp8);
+  ASSERT_FALSE(check.ok());
+  EXPECT_TRUE(Contains(check.status().message(), "no peak_tflops.fp8"));
+}
+
 TEST(FitComputeCalibration, WithoutGemmsKeepsTheTileAndFitsTheRest) {
   std::vector<ProfileSample> samples = SyntheticProfile(Truth());
   samples.erase(samples.begin(), samples.begin() + 24);
