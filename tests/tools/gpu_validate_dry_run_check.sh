@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# tools/gpu_validate --dry-run lists each of its three stages with its commands and a time estimate
+# under the 600 s one GPU-machine command may take, writes nothing, and refuses a missing stage.
+#   gpu_validate_dry_run_check.sh LOOM SOURCE_DIR WORK_DIR
+set -u
+loom=$1 source_dir=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+cd "$source_dir" || exit 1
+status=0
+fail() {
+  echo "FAIL: $*"
+  status=1
+}
+if ! tools/gpu_validate --dry-run --loom "$loom" --results "$work/results" all >"$work/dry_run.txt" 2>&1; then
+  fail "gpu_validate --dry-run all failed:"
+  cat "$work/dry_run.txt"
+fi
+for stage in 1 2 3; do
+  line=$(grep "^  stage $stage: estimated" "$work/dry_run.txt")
+  seconds=$(sed -n 's/.*estimated \([0-9]*\) s.*/\1/p' <<<"$line")
+  [ -n "$seconds" ] || { fail "stage $stage has no estimate: $(cat "$work/dry_run.txt")"; continue; }
+  [ "$seconds" -gt 0 ] && [ "$seconds" -lt 600 ] || fail "stage $stage: estimated $seconds s, not under 600 s"
+done
+grep -q "probe -o $work/results/profile.json" "$work/dry_run.txt" || fail "stage 1 names no probe"
+[ "$(grep -c "validate .* --backend cuda" "$work/dry_run.txt")" -eq 8 ] || fail "stage 2 does not list 8 validations"
+grep -q -- "--check" "$work/dry_run.txt" || fail "stage 3 names no held-out check"
+[ -e "$work/results" ] && fail "--dry-run wrote $work/results"
+tools/gpu_validate --dry-run --loom "$loom" >"$work/no_stage.txt" 2>&1
+[ $? -eq 2 ] || fail "gpu_validate with no stage did not exit 2"
+[ "$status" -eq 0 ] && echo "gpu_validate --dry-run: $(grep '^all stages' "$work/dry_run.txt")"
+exit "$status"
