@@ -23,6 +23,10 @@ class SteadyClock : public Clock {
   void SleepSeconds(double seconds) override;
 };
 
+// "<what> did not finish within <timeout_s> s and was aborted; ..." with the usual causes and the
+// fix: the DeadlineExceeded of an operation whose deadline passed.
+Status DeadlineMissed(const std::string& what, double timeout_s);
+
 // Calls |poll| until it returns true (done) or an error, sleeping between calls (50 us at first,
 // doubling up to 10 ms, so that a short operation is not slowed and a long one does not spin).
 // Returns poll's error, or DeadlineExceeded("<what> did not finish within <timeout_s> s ...") once

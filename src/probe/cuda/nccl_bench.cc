@@ -1,6 +1,7 @@
 #include "probe/cuda/nccl_bench.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -14,11 +15,14 @@
 #include <nccl.h>
 
 #include "core/dtype.h"
+#include "probe/collective_timing.h"
 #include "probe/cuda/cuda_check.h"
 #include "probe/cuda/device_buffer.h"
 #include "probe/cuda/device_kernels.h"
+#include "probe/cuda/nccl_queue.h"
 #include "probe/deadline.h"
 #include "probe/groups.h"
+#include "probe/watchdog.h"
 
 namespace loom::cuda {
 
@@ -38,20 +42,22 @@ constexpr double kCloseTimeoutS = 30;
 // After ncclCommAbort, NCCL's abort flag makes the aborted kernels return within moments.
 constexpr double kDrainTimeoutS = 30;
 
-// NCCL's return code of one call and the call's text and line, for messages.
-struct NcclCall {
-  ncclResult_t code = ncclSuccess;
-  const char* text = "";
-  int line = 0;
-};
-#define LOOM_NCCL_CALL(call) NcclCall{(call), #call, __LINE__}
-
-// A non-blocking communicator returns ncclInProgress from calls whose work goes on in the background.
-bool Failed(const NcclCall& call) { return call.code != ncclSuccess && call.code != ncclInProgress; }
-
-ncclConfig_t NonBlockingConfig() {
+// Communicators come in two kinds (NVIDIA/nccl dbc86fd06e8b0c4517b95d8958a09ccacf9520c9 = v2.28.9-1):
+//   - the world communicator the groups are split from is non-blocking, so that its init and
+//     every split are waited for with a deadline and aborted (docs/userguide/source/usage/
+//     communicators.rst, "Fault Tolerance"). A split runs in the background whenever the parent
+//     is non-blocking: ncclCommSplit queues its job with ncclAsyncLaunch(..., parent), which takes
+//     the group's blocking mode from the parent's config (src/group.cc, ncclAsyncLaunch);
+//   - the communicators that are timed are blocking, as nccl-tests' are (NCCL_CONFIG_INITIALIZER
+//     in src/common.cu, initComms): a non-blocking one answers ncclInProgress to every operation
+//     and needs polling between operations, which made small collectives several times too slow.
+//     A split child takes its own config when one is passed (src/init.cc, ncclCommInitChildComm:
+//     parseCommConfig(childComm, config); it inherits the parent's only when config is NULL), so a
+//     blocking child comes out of a non-blocking parent. NCCL_COMM_BLOCKING in the environment
+//     overrides both (src/init.cc, envConfigOverride); NcclQueue::Enqueue says so.
+ncclConfig_t ConfigOf(bool blocking) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = blocking ? 1 : 0;
   return config;
 }
 
@@ -69,11 +75,6 @@ Status Appended(const Status& status, const std::string& more) {
   }
 }
 
-Status AsyncError(ncclComm_t comm, ncclResult_t code, const std::string& what) {
-  return Status::Internal(what + ": NCCL reported an asynchronous error: " + ncclGetErrorString(code) + ": " +
-                          ncclGetLastError(comm));
-}
-
 // Polls |comm| until NCCL's background work on it (an init, a split, an enqueue that returned
 // ncclInProgress, a finalize) is done.
 Status WaitForComm(ncclComm_t comm, Clock& clock, double timeout_s, const std::string& what) {
@@ -81,7 +82,7 @@ Status WaitForComm(ncclComm_t comm, Clock& clock, double timeout_s, const std::s
     ncclResult_t state = ncclSuccess;
     LOOM_NCCL(ncclCommGetAsyncError(comm, &state));
     if (state == ncclInProgress) return false;
-    if (state != ncclSuccess) return AsyncError(comm, state, what);
+    if (state != ncclSuccess) return AsyncError(comm, state).WithContext(what);
     return true;
   };
   return WaitUntilDone(poll, clock, timeout_s, what);
@@ -94,7 +95,8 @@ Status AbortAfter(ncclComm_t comm, const Status& why) {
   return Appended(why, std::string("; ncclCommAbort failed too: ") + ncclGetErrorString(code));
 }
 
-// Finalizes and destroys |comm|, or aborts it when finalizing fails or does not finish.
+// Finalizes and destroys the non-blocking |comm|, or aborts it when finalizing fails or does not
+// finish.
 Status CloseComm(ncclComm_t comm, Clock& clock, const std::string& what) {
   const ncclResult_t code = ncclCommFinalize(comm);
   const Status finalized = code == ncclSuccess || code == ncclInProgress
@@ -105,105 +107,8 @@ Status CloseComm(ncclComm_t comm, Clock& clock, const std::string& what) {
   return Status::Ok();
 }
 
-// One NCCL operation of a point: its buffers as this rank passes them.
-struct Operation {
-  ProfiledCollective collective = ProfiledCollective::kAllReduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  int64_t count = 0;  // CollectiveBuffers::count
-  int key = 0;        // this rank in its group
-  int ranks = 1;
-};
-
-// all_to_all as nccl-tests runs it (src/alltoall.cu): one send and one receive of |count| elements
-// per peer, fused in a group. Once the group is open it is always closed, also after an error.
-NcclCall EnqueueAllToAll(const Operation& op, ncclComm_t comm, cudaStream_t stream) {
-  NcclCall result = LOOM_NCCL_CALL(ncclGroupStart());
-  if (Failed(result)) return result;
-  const size_t peer_bytes = static_cast<size_t>(op.count) * sizeof(float);
-  const size_t count = static_cast<size_t>(op.count);
-  const char* send = static_cast<const char*>(op.send);
-  char* recv = static_cast<char*>(op.recv);
-  for (int peer = 0; peer < op.ranks && !Failed(result); ++peer) {
-    const size_t offset = static_cast<size_t>(peer) * peer_bytes;
-    result = LOOM_NCCL_CALL(ncclSend(send + offset, count, ncclFloat32, peer, comm, stream));
-    if (!Failed(result)) result = LOOM_NCCL_CALL(ncclRecv(recv + offset, count, ncclFloat32, peer, comm, stream));
-  }
-  const NcclCall end = LOOM_NCCL_CALL(ncclGroupEnd());
-  return Failed(result) ? result : end;
-}
-
-// send_recv as nccl-tests runs it (src/sendrecv.cu): every rank sends to the next rank of its group
-// and receives from the previous one, fused in a group so that the ring does not deadlock.
-NcclCall EnqueueSendRecv(const Operation& op, ncclComm_t comm, cudaStream_t stream) {
-  NcclCall result = LOOM_NCCL_CALL(ncclGroupStart());
-  if (Failed(result)) return result;
-  const size_t count = static_cast<size_t>(op.count);
-  const int next = (op.key + 1) % op.ranks;
-  const int previous = (op.key - 1 + op.ranks) % op.ranks;
-  result = LOOM_NCCL_CALL(ncclSend(op.send, count, ncclFloat32, next, comm, stream));
-  if (!Failed(result)) result = LOOM_NCCL_CALL(ncclRecv(op.recv, count, ncclFloat32, previous, comm, stream));
-  const NcclCall end = LOOM_NCCL_CALL(ncclGroupEnd());
-  return Failed(result) ? result : end;
-}
-
-NcclCall Enqueue(const Operation& op, ncclComm_t comm, cudaStream_t stream) {
-  const size_t count = static_cast<size_t>(op.count);
-  switch (op.collective) {
-    case ProfiledCollective::kAllReduce:
-      return LOOM_NCCL_CALL(ncclAllReduce(op.send, op.recv, count, ncclFloat32, ncclSum, comm, stream));
-    case ProfiledCollective::kAllGather:
-      return LOOM_NCCL_CALL(ncclAllGather(op.send, op.recv, count, ncclFloat32, comm, stream));
-    case ProfiledCollective::kReduceScatter:
-      return LOOM_NCCL_CALL(ncclReduceScatter(op.send, op.recv, count, ncclFloat32, ncclSum, comm, stream));
-    case ProfiledCollective::kBroadcast:
-      return LOOM_NCCL_CALL(ncclBroadcast(op.send, op.recv, count, ncclFloat32, /*root=*/0, comm, stream));
-    case ProfiledCollective::kAllToAll:
-      return EnqueueAllToAll(op, comm, stream);
-    case ProfiledCollective::kSendRecv:
-      return EnqueueSendRecv(op, comm, stream);
-  }
-  return NcclCall{ncclInvalidArgument, "Enqueue: unknown collective", __LINE__};
-}
-
 // A buffer of the fp32 elements nccl-tests' "float" type measures.
 float* Floats(const DeviceBuffer& buffer) { return static_cast<float*>(buffer.get()); }
-
-// The CUDA events around the timed batches of one point: batch k runs between events k and k+1.
-class EventChain {
- public:
-  EventChain() = default;
-  EventChain(const EventChain&) = delete;
-  EventChain& operator=(const EventChain&) = delete;
-  ~EventChain() {
-    for (cudaEvent_t event : events_) cudaEventDestroy(event);
-  }
-
-  Status Create(int64_t count) {
-    for (int64_t i = 0; i < count; ++i) {
-      cudaEvent_t event = nullptr;
-      LOOM_CUDA(cudaEventCreate(&event));
-      events_.push_back(event);
-    }
-    return Status::Ok();
-  }
-  cudaEvent_t operator[](int64_t i) const { return events_[static_cast<size_t>(i)]; }
-
-  // The time of one operation in each batch of |operations_per_batch|, in microseconds.
-  // REQUIRES: every event has completed.
-  Result<std::vector<double>> MicrosecondsPerOperation(int64_t operations_per_batch) const {
-    std::vector<double> times_us;
-    for (size_t k = 0; k + 1 < events_.size(); ++k) {
-      float ms = 0;
-      LOOM_CUDA(cudaEventElapsedTime(&ms, events_[k], events_[k + 1]));
-      times_us.push_back(1000.0 * ms / static_cast<double>(operations_per_batch));
-    }
-    return times_us;
-  }
-
- private:
-  std::vector<cudaEvent_t> events_;
-};
 
 // The communicator of one group on this rank.
 struct GroupComm {
@@ -233,42 +138,25 @@ Status CheckPlace(const GroupComm& group, const std::string& what) {
                           std::to_string(group.membership.ranks));
 }
 
-// What cudaEventQuery or cudaStreamQuery answered: done, not yet, or an error of the work queued.
-Result<bool> Finished(cudaError_t query) {
-  if (query == cudaErrorNotReady) {
-    // Not an error, yet the runtime may keep it as the last error, which the next kernel launch's
-    // check would report (PyTorch's CUDAEvent::query clears it likewise).
-    cudaGetLastError();
-    return false;
-  }
-  LOOM_RETURN_IF_ERROR(CheckCuda(query, "cudaEventQuery/cudaStreamQuery of the queued work", __FILE__, __LINE__));
-  return true;
-}
-
-// Waits until |query| (cudaEventQuery or cudaStreamQuery) says the GPU is done, watching |comm| for
-// NCCL's asynchronous errors meanwhile.
-Status WaitForGpu(ncclComm_t comm, const std::function<cudaError_t()>& query, Clock& clock, double timeout_s,
-                  const std::string& what) {
-  auto poll = [&]() -> Result<bool> {
-    Result<bool> done = Finished(query());
-    if (!done.ok() || *done) return done;
-    ncclResult_t state = ncclSuccess;
-    LOOM_NCCL(ncclCommGetAsyncError(comm, &state));
-    if (state != ncclSuccess && state != ncclInProgress) return AsyncError(comm, state, what);
-    return false;
-  };
-  return WaitUntilDone(poll, clock, timeout_s, what);
-}
-
 // The CollectiveBench over NCCL: one CUDA stream carries every operation, one point at a time.
 //
-// Hangs: every wait has a deadline. A communicator whose operation misses it, or that reports an
-// asynchronous error, is aborted and stays gone for the rest of the run; its peers, whose
-// operations cannot finish without this rank, miss their deadlines too and abort theirs, so the
-// group is gone on every rank after at most one more timeout. NCCL's abort makes the aborted
-// kernels return; should they not leave the stream within kDrainTimeoutS, the GPU is wedged: every
-// later point of every group is Unavailable, the point's buffers are leaked rather than freed
-// (cudaFree would wait for the hung kernel) and only ending the process frees the GPU.
+// Hangs: every wait has a deadline. The timed communicators are blocking, so their deadlines are
+// kept by |watchdog_|, which calls ncclCommAbort from its own thread when an operation, or the
+// wait for it, runs past its deadline; NCCL's abort flag then makes the aborted kernels (and a
+// call blocked inside NCCL) return. A communicator whose operation misses its deadline, or that
+// reports an asynchronous error, is aborted and stays gone for the rest of the run; its peers,
+// whose operations cannot finish without this rank, miss their deadlines too and abort theirs, so
+// the group is gone on every rank after at most one more timeout. Should the aborted kernels not
+// leave the stream within kDrainTimeoutS, the GPU is wedged: every later point of every group is
+// Unavailable, the point's buffers are leaked rather than freed (cudaFree would wait for the hung
+// kernel) and only ending the process frees the GPU.
+//
+// NCCL documents ncclCommAbort as safe only while no other thread is inside NCCL on that
+// communicator (docs/userguide/source/usage/communicators.rst, "Fault Tolerance"). The host's
+// queries (ncclCommGetAsyncError) never overlap the abort (Watchdog::RunUnlessFired), and nothing
+// is queued once it started; only an operation that is itself stuck inside NCCL when the deadline
+// passes (a first connection to a dead peer) is aborted under it: the one case a blocking
+// communicator cannot end otherwise.
 class NcclCollectiveBench : public CollectiveBench {
  public:
   NcclCollectiveBench(Launcher& launcher, int device) : launcher_(launcher), device_(device) {}
@@ -285,35 +173,34 @@ class NcclCollectiveBench : public CollectiveBench {
  private:
   Status AgreeOnDevice();
   Status SetUpDevice();
-  Status InitWorld();
-  Status Split(ProbeGroup group);
-  Status Adopt(GroupComm group, const NcclCall& call, const std::string& what);
+  Result<ncclComm_t> InitWorld();
+  Status Split(ncclComm_t world, ProbeGroup group);
+  Status CloseBlocking(ncclComm_t comm, const std::string& what);
   Status Prepare(const CollectiveBuffers& buffers, DeviceBuffer& send, DeviceBuffer& recv);
   Result<CollectiveTimes> Measure(GroupComm& group, const CollectivePoint& point, const CollectiveBuffers& buffers,
                                   const DeviceBuffer& send, const DeviceBuffer& recv, const BenchSettings& settings,
                                   double timeout_s);
-  Result<std::vector<double>> TimeOperation(GroupComm& group, const Operation& op, int64_t operations_per_batch,
-                                            const BenchSettings& settings, double timeout_s, const std::string& what);
-  Status Launch(GroupComm& group, const Operation& op, double timeout_s, const std::string& what);
+  Result<std::vector<double>> TimeOperation(GroupComm& group, const Operation& op, const TimingPlan& timing);
   Status Abandon(GroupComm& group, const Status& why);
 
   Launcher& launcher_;
   int device_;
   cudaStream_t stream_ = nullptr;
-  std::map<ProbeGroup, GroupComm> groups_;
-  std::string wedged_;  // why the GPU can run nothing more; empty while it can
+  std::map<ProbeGroup, GroupComm> groups_;  // every one blocking
+  std::string wedged_;                      // why the GPU can run nothing more; empty while it can
   SteadyClock clock_;
+  Watchdog watchdog_{clock_};
 };
 
 NcclCollectiveBench::~NcclCollectiveBench() {
-  // Split communicators before the world they came from, in the same order on every rank, since
-  // finalizing meets the other ranks. A destructor cannot return errors; CloseComm aborts what it
-  // could not finalize, and a wedged GPU is not waited for at all.
+  // In the same order on every rank, since finalizing meets the other ranks. A destructor cannot
+  // return errors; CloseBlocking aborts what it could not finalize, and a wedged GPU is not
+  // waited for at all.
   for (ProbeGroup group : {ProbeGroup::kRails, ProbeGroup::kIntraNode, ProbeGroup::kWorld}) {
     auto it = groups_.find(group);
     if (it == groups_.end() || it->second.comm == nullptr) continue;
     if (wedged_.empty()) {
-      CloseComm(it->second.comm, clock_, "closing the " + GroupName(group) + " communicator");
+      CloseBlocking(it->second.comm, "closing the " + GroupName(group) + " communicator");
     } else {
       ncclCommAbort(it->second.comm);
     }
@@ -321,19 +208,16 @@ NcclCollectiveBench::~NcclCollectiveBench() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+// Every group, the world too when it is measured, is a blocking split of a non-blocking world
+// communicator (ConfigOf says why), which is closed once the splits are made.
 Status NcclCollectiveBench::Init(const std::vector<ProbeGroup>& groups) {
   LOOM_RETURN_IF_ERROR(AgreeOnDevice());
-  LOOM_RETURN_IF_ERROR(InitWorld());
+  Result<ncclComm_t> world = InitWorld();
+  if (!world.ok()) return world.status();
   for (ProbeGroup group : groups) {
-    if (groups_.count(group) == 0) LOOM_RETURN_IF_ERROR(Split(group));
+    if (groups_.count(group) == 0) LOOM_RETURN_IF_ERROR(Split(*world, group));
   }
-  // The world communicator is the parent of the splits; it is kept only when it is measured too.
-  if (std::find(groups.begin(), groups.end(), ProbeGroup::kWorld) == groups.end()) {
-    const ncclComm_t world = groups_.at(ProbeGroup::kWorld).comm;
-    groups_.erase(ProbeGroup::kWorld);
-    return CloseComm(world, clock_, "closing the world communicator after the splits");
-  }
-  return Status::Ok();
+  return CloseComm(*world, clock_, "closing the world communicator the groups were split from");
 }
 
 // Every rank learns whether every rank could select its GPU before any rank waits in an NCCL init
@@ -356,9 +240,9 @@ Status NcclCollectiveBench::SetUpDevice() {
   return Status::Ok();
 }
 
-Status NcclCollectiveBench::InitWorld() {
-  // Rank 0's ncclGetUniqueId outcome travels with the id, so that when it failed every rank stops
-  // instead of waiting for an init that cannot happen.
+// The non-blocking world communicator, ready. Rank 0's ncclGetUniqueId outcome travels with the
+// id, so that when it failed every rank stops instead of waiting for an init that cannot happen.
+Result<ncclComm_t> NcclCollectiveBench::InitWorld() {
   struct IdMessage {
     ncclUniqueId id;
     int32_t failed;
@@ -373,39 +257,54 @@ Status NcclCollectiveBench::InitWorld() {
   if (message.failed != 0) {
     return Status::Internal("rank 0 could not make NCCL's unique id (ncclGetUniqueId); rank 0's error says why");
   }
-  GroupComm world;
-  world.membership = MembershipOf(ProbeGroup::kWorld, launcher_.Hosts(), launcher_.Rank());
-  ncclConfig_t config = NonBlockingConfig();
-  const NcclCall call = LOOM_NCCL_CALL(
-      ncclCommInitRankConfig(&world.comm, launcher_.Size(), message.id, launcher_.Rank(), &config));
-  return Adopt(std::move(world), call,
-               "NCCL's init of the world communicator (" + std::to_string(launcher_.Size()) + " ranks)");
+  const std::string what = "NCCL's init of the world communicator (" + std::to_string(launcher_.Size()) + " ranks)";
+  ncclComm_t world = nullptr;
+  ncclConfig_t config = ConfigOf(/*blocking=*/false);
+  const NcclCall call =
+      LOOM_NCCL_CALL(ncclCommInitRankConfig(&world, launcher_.Size(), message.id, launcher_.Rank(), &config));
+  Status status = Failed(call) ? CheckNccl(call.code, call.text, __FILE__, call.line) : Status::Ok();
+  if (status.ok() && world == nullptr) status = Status::Internal(what + ": NCCL returned no communicator");
+  if (status.ok()) status = WaitForComm(world, clock_, kInitTimeoutS, what);
+  if (!status.ok()) return world == nullptr ? status : AbortAfter(world, status);
+  return world;
 }
 
-Status NcclCollectiveBench::Split(ProbeGroup group) {
+// Splits |group|'s blocking communicator from |world|, checks this rank's place in it and keeps it.
+// The split runs in the background and is waited for on |world| (communicators.rst's example of a
+// non-blocking split): NCCL writes the child's handle only once it is made, from its own thread
+// (src/init.cc, ncclCommInitRankFunc). On failure |world| is aborted, which joins that thread
+// (ncclCommAbort -> ncclCommEnsureReady -> ncclGroupJobAbort), then the child if NCCL made one.
+Status NcclCollectiveBench::Split(ncclComm_t world, ProbeGroup group) {
   GroupComm child;
   child.membership = MembershipOf(group, launcher_.Hosts(), launcher_.Rank());
-  const ncclComm_t world = groups_.at(ProbeGroup::kWorld).comm;
   const std::string what = "ncclCommSplit of the " + GroupName(group) + " communicator (" +
                            std::to_string(child.membership.ranks) + " ranks)";
-  ncclConfig_t config = NonBlockingConfig();
-  const NcclCall call = LOOM_NCCL_CALL(
-      ncclCommSplit(world, child.membership.color, child.membership.key, &child.comm, &config));
-  LOOM_RETURN_IF_ERROR(Adopt(std::move(child), call, what));
-  // A non-blocking split works on the parent too; the next split starts from a quiescent parent.
-  return WaitForComm(world, clock_, kInitTimeoutS, what + " (waiting for the world communicator)");
+  ncclComm_t made = nullptr;
+  ncclConfig_t config = ConfigOf(/*blocking=*/true);
+  const NcclCall call =
+      LOOM_NCCL_CALL(ncclCommSplit(world, child.membership.color, child.membership.key, &made, &config));
+  Status status = Failed(call) ? CheckNccl(call.code, call.text, __FILE__, call.line)
+                               : WaitForComm(world, clock_, kInitTimeoutS, what + " (waiting on the world communicator)");
+  if (status.ok()) {
+    child.comm = std::atomic_ref<ncclComm_t>(made).load(std::memory_order_acquire);
+    if (child.comm == nullptr) status = Status::Internal(what + ": NCCL returned no communicator");
+  }
+  if (status.ok()) status = CheckPlace(child, what);
+  if (status.ok()) {
+    groups_[group] = std::move(child);
+    return Status::Ok();
+  }
+  status = AbortAfter(world, status);
+  return made == nullptr ? status : AbortAfter(made, status);
 }
 
-// Waits until the communicator that |call| made for |group| is ready, checks this rank's place in
-// it and keeps it; aborts it on any failure.
-Status NcclCollectiveBench::Adopt(GroupComm group, const NcclCall& call, const std::string& what) {
-  Status status = Failed(call) ? CheckNccl(call.code, call.text, __FILE__, call.line) : Status::Ok();
-  if (status.ok() && group.comm == nullptr) status = Status::Internal(what + ": NCCL returned no communicator");
-  if (status.ok()) status = WaitForComm(group.comm, clock_, kInitTimeoutS, what);
-  if (status.ok()) status = CheckPlace(group, what);
-  if (!status.ok()) return group.comm == nullptr ? status : AbortAfter(group.comm, status);
-  const ProbeGroup key = group.membership.group;
-  groups_[key] = std::move(group);
+// Finalizes and destroys the blocking |comm|; the watchdog aborts it when finalizing does not finish
+// in time, and it is aborted when finalizing fails.
+Status NcclCollectiveBench::CloseBlocking(ncclComm_t comm, const std::string& what) {
+  auto finalize = [comm] { return CheckNccl(ncclCommFinalize(comm), "ncclCommFinalize(comm)", __FILE__, __LINE__); };
+  auto abort = [comm] { return CheckNccl(ncclCommAbort(comm), "ncclCommAbort(comm)", __FILE__, __LINE__); };
+  LOOM_RETURN_IF_ERROR(RunOrAbort(watchdog_, kCloseTimeoutS, what, finalize, abort));
+  LOOM_NCCL(ncclCommDestroy(comm));
   return Status::Ok();
 }
 
@@ -458,90 +357,60 @@ Status NcclCollectiveBench::Prepare(const CollectiveBuffers& buffers, DeviceBuff
   return Status::Ok();
 }
 
-// Out of place, then in place (nccl-tests' order). Once an operation was queued, any failure
-// leaves the communicator in an unknown state: it is aborted.
+// Out of place, then in place (nccl-tests' order).
 Result<CollectiveTimes> NcclCollectiveBench::Measure(GroupComm& group, const CollectivePoint& point,
                                                      const CollectiveBuffers& buffers, const DeviceBuffer& send,
                                                      const DeviceBuffer& recv, const BenchSettings& settings,
                                                      double timeout_s) {
   const GroupMembership& m = group.membership;
-  const int64_t operations_per_batch = OperationsPerBatch(point.size_bytes);
+  TimingPlan timing{settings.warmup, settings.repeats, OperationsPerBatch(point.size_bytes), timeout_s,
+                          Describe(point, m, false)};
   Operation op{point.collective, Floats(send), Floats(recv), buffers.count, m.key, m.ranks};
   CollectiveTimes times;
-  Result<std::vector<double>> out =
-      TimeOperation(group, op, operations_per_batch, settings, timeout_s, Describe(point, m, false));
-  if (!out.ok()) return Abandon(group, out.status());
+  Result<std::vector<double>> out = TimeOperation(group, op, timing);
+  if (!out.ok()) return out.status();
   times.out_of_place_us = std::move(out).value();
   op.send = Floats(recv) + m.key * buffers.in_place_send_offset;
   op.recv = Floats(recv) + m.key * buffers.in_place_recv_offset;
-  Result<std::vector<double>> in =
-      TimeOperation(group, op, operations_per_batch, settings, timeout_s, Describe(point, m, true));
-  if (!in.ok()) return Abandon(group, in.status());
+  timing.what = Describe(point, m, true);
+  Result<std::vector<double>> in = TimeOperation(group, op, timing);
+  if (!in.ok()) return in.status();
   times.in_place_us = std::move(in).value();
   return times;
 }
 
-// Times |op| as nccl-tests does (common.cu, BenchTime): settings.warmup untimed operations, then
-// settings.repeats batches of |operations_per_batch| back-to-back operations, each batch between
-// two CUDA events, its time divided by the operations. The first warm-up operation runs alone (it
-// sets up NCCL's connections, which can take seconds); the rest run straight before the timed
-// batches, so that every rank enters the first batch together, out of a collective. The batches
-// follow each other with no gap while the host waits on each in turn, |timeout_s| per batch.
+// Times |op| on |group|'s communicator (TimeCollective says how). Once an operation was queued,
+// any failure leaves the communicator in an unknown state: TimeCollective has aborted it, and it
+// is abandoned.
 Result<std::vector<double>> NcclCollectiveBench::TimeOperation(GroupComm& group, const Operation& op,
-                                                               int64_t operations_per_batch,
-                                                               const BenchSettings& settings, double timeout_s,
-                                                               const std::string& what) {
+                                                               const TimingPlan& timing) {
   EventChain events;
-  LOOM_RETURN_IF_ERROR(events.Create(settings.repeats + 1));
-  if (settings.warmup > 0) {
-    LOOM_RETURN_IF_ERROR(Launch(group, op, timeout_s, what));
-    LOOM_RETURN_IF_ERROR(WaitForGpu(group.comm, [this] { return cudaStreamQuery(stream_); }, clock_, timeout_s, what));
-  }
-  for (int64_t i = 1; i < settings.warmup; ++i) LOOM_RETURN_IF_ERROR(Launch(group, op, timeout_s, what));
-  LOOM_CUDA(cudaEventRecord(events[0], stream_));
-  for (int64_t k = 0; k < settings.repeats; ++k) {
-    for (int64_t i = 0; i < operations_per_batch; ++i) LOOM_RETURN_IF_ERROR(Launch(group, op, timeout_s, what));
-    LOOM_CUDA(cudaEventRecord(events[k + 1], stream_));
-    // At most two batches are queued: the GPU never waits for the host, and the host, never
-    // blocked in a full launch queue, sees a hung batch in time.
-    if (k >= 1) {
-      LOOM_RETURN_IF_ERROR(
-          WaitForGpu(group.comm, [&] { return cudaEventQuery(events[k]); }, clock_, timeout_s, what));
-    }
-  }
-  LOOM_RETURN_IF_ERROR(WaitForGpu(group.comm, [&] { return cudaEventQuery(events[settings.repeats]); }, clock_,
-                                  timeout_s, what));
-  return events.MicrosecondsPerOperation(operations_per_batch);
+  LOOM_RETURN_IF_ERROR(events.Create(timing.repeats + 1));  // nothing queued yet: the communicator is fine
+  NcclQueue queue(group.comm, stream_, op, events);
+  Result<std::vector<double>> times = TimeCollective(queue, watchdog_, timing);
+  if (!times.ok()) return Abandon(group, times.status());
+  return times;
 }
 
-// Queues one operation; a non-blocking communicator may answer ncclInProgress while it still sets
-// the operation up (connections on first use), which is waited for.
-Status NcclCollectiveBench::Launch(GroupComm& group, const Operation& op, double timeout_s, const std::string& what) {
-  const NcclCall call = Enqueue(op, group.comm, stream_);
-  if (call.code == ncclInProgress) return WaitForComm(group.comm, clock_, timeout_s, what);
-  return CheckNccl(call.code, call.text, __FILE__, call.line);
-}
-
-// Aborts |group|'s communicator after |why|, marks it gone, and checks that the aborted kernels
-// leave the stream (else the GPU is wedged); returns |why|.
+// Marks |group|'s communicator, which TimeCollective aborted after |why|, gone, and checks that
+// the aborted kernels leave the stream (else the GPU is wedged); returns |why|.
 Status NcclCollectiveBench::Abandon(GroupComm& group, const Status& why) {
   const bool hang = why.code() == Status::Code::kDeadlineExceeded;
   const std::string name = GroupName(group.membership.group);
   const std::string after = hang ? "a hang" : "an error (" + why.message() + ")";
   group.gone = "the " + name + " communicator was aborted after " + after +
                "; rerun loom probe --resume to measure its remaining points";
-  const Status aborted = AbortAfter(group.comm, why);
   group.comm = nullptr;
   auto drained = [this]() -> Result<bool> { return Finished(cudaStreamQuery(stream_)); };
   const Status drain = WaitUntilDone(drained, clock_, kDrainTimeoutS, "the aborted kernels");
-  if (drain.ok()) return aborted;
+  if (drain.ok()) return why;
   const std::string stuck = drain.code() == Status::Code::kDeadlineExceeded
                                 ? "did not leave its stream within " +
                                       std::to_string(static_cast<int>(kDrainTimeoutS)) + " s"
                                 : "left its stream in error: " + drain.message();
   wedged_ = "the GPU is wedged: the kernels of the " + name + " communicator, aborted after " + after + ", " +
             stuck + "; no more points can be measured in this process: rerun loom probe --resume";
-  return Appended(aborted, "; " + wedged_);
+  return Appended(why, "; " + wedged_);
 }
 
 }  // namespace

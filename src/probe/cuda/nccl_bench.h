@@ -15,15 +15,19 @@ namespace loom::cuda {
 // The CollectiveBench of this rank on CUDA device |device|: a world communicator bootstrapped by
 // broadcasting ncclGetUniqueId from rank 0 over |launcher| (as nccl-tests does), and one
 // communicator per group of |groups| split from it (ncclCommSplit with the colors of
-// MembershipOf). Communicators are non-blocking (ncclConfig_t::blocking = 0) so that a hung
-// operation can be waited on with a deadline and aborted. Every rank calls this collectively.
-// |launcher| must outlive the bench.
-// Time runs out of place, then in place: settings.warmup untimed operations, then settings.repeats
-// batches of OperationsPerBatch back-to-back operations; |timeout_s| applies to each batch (and to
-// the first warm-up operation alone). A point that fails on some ranks before they queue anything
-// (out of memory on one GPU only) leaves the others waiting until they miss the deadline and abort
-// the group. When the kernels of an aborted communicator do not leave the GPU, the GPU is wedged
-// and every later point, of any group, is Unavailable.
+// MembershipOf). The world communicator is non-blocking, so that its init and the splits are
+// waited for with a deadline and aborted, and is closed once the splits are made; the group
+// communicators, the world's too when it is among |groups|, are blocking, as nccl-tests' are, so
+// that operations are queued back to back with no polling between them. Every rank calls this
+// collectively. |launcher| must outlive the bench.
+// Time runs out of place, then in place, as TimeCollective (probe/collective_timing.h) says:
+// settings.warmup untimed operations, then settings.repeats batches of OperationsPerBatch
+// back-to-back operations, the host spinning on CUDA events; |timeout_s| applies to each batch
+// (and to the first warm-up operation alone) and is kept by a watchdog thread that calls
+// ncclCommAbort. A point that fails on some ranks before they queue anything (out of memory on one
+// GPU only) leaves the others waiting until they miss the deadline and abort the group. When the
+// kernels of an aborted communicator do not leave the GPU, the GPU is wedged and every later
+// point, of any group, is Unavailable.
 Result<std::unique_ptr<CollectiveBench>> MakeNcclCollectiveBench(Launcher& launcher, int device,
                                                                  const std::vector<ProbeGroup>& groups);
 
