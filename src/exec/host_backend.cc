@@ -40,11 +40,17 @@ class OneRankTransport : public MessageTransport {
   std::vector<TaskId> done_;
 };
 
-// The MPI transport of |rank|: Unimplemented in a loom built without MPI.
-Result<std::unique_ptr<MessageTransport>> MakeMpiTransport(const ExecPlan& plan, int rank);
+// How this rank reaches the others: its transport, and rank 0's clock minus its own.
+struct RankLinks {
+  std::unique_ptr<MessageTransport> transport;
+  double clock_offset_s = 0;
+};
 
-// Rank 0's clock minus this rank's at the same instant: 0 in a world of one rank.
-Result<double> ClockOffsetFromRankZero(Clock& clock, const Launcher& launcher);
+// RankLinks over MPI for a world of several ranks; Unimplemented in a loom built without MPI.
+Result<RankLinks> LinkRanksOverMpi(const ExecPlan& plan, const Launcher& launcher, Clock& clock);
+
+// Every rank's times on rank 0 over MPI (a world of several ranks); Unimplemented without MPI.
+Result<std::vector<RankTimes>> GatherRankTimesOverMpi(const RankTimes& mine, int rank, int world);
 
 }  // namespace
 
@@ -193,7 +199,7 @@ Result<double> ClockOffsetFromRankZero(Clock& clock, const Launcher& launcher) {
   constexpr int kRounds = 16;
   constexpr int kTag = 9;
   double offset = 0;
-  if (world == 1 || (rank != 0 && hosts[rank] == hosts[0])) return offset;
+  if (rank != 0 && hosts[rank] == hosts[0]) return offset;
   if (rank != 0) {
     for (int i = 0; i < kRounds; ++i) {
       double sent = 0;
@@ -222,21 +228,20 @@ Result<double> ClockOffsetFromRankZero(Clock& clock, const Launcher& launcher) {
   return offset;
 }
 
-Result<std::unique_ptr<MessageTransport>> MakeMpiTransport(const ExecPlan& plan, int rank) {
+Result<RankLinks> LinkRanksOverMpi(const ExecPlan& plan, const Launcher& launcher, Clock& clock) {
   auto transport = std::make_unique<MpiTransport>(plan);
-  LOOM_RETURN_IF_ERROR(transport->Init(rank));
-  return std::unique_ptr<MessageTransport>(std::move(transport));
+  LOOM_RETURN_IF_ERROR(transport->Init(launcher.Rank()));
+  Result<double> offset_s = ClockOffsetFromRankZero(clock, launcher);
+  if (!offset_s.ok()) return offset_s.status();
+  return RankLinks{std::move(transport), *offset_s};
 }
 
-}  // namespace
-
 // Every rank's times travel as (task, start ns, end ns) triples.
-Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world) {
+Result<std::vector<RankTimes>> GatherRankTimesOverMpi(const RankTimes& mine, int rank, int world) {
   std::vector<int64_t> flat;
   for (size_t i = 0; i < mine.tasks.size(); ++i) {
     flat.insert(flat.end(), {mine.tasks[i], mine.start[i].nanos(), mine.end[i].nanos()});
   }
-  if (world == 1) return std::vector<RankTimes>{mine};  // also where MPI was never started
   const int count = static_cast<int>(flat.size());
   std::vector<int> counts(static_cast<size_t>(world)), offsets(static_cast<size_t>(world));
   LOOM_MPI(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -262,57 +267,56 @@ Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, 
   return times;
 }
 
-#else
+}  // namespace
 
-Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world) {
-  if (world == 1 && rank == 0) return std::vector<RankTimes>{mine};
-  return Status::Unimplemented("loom was built without MPI: gathering the times of " + std::to_string(world) +
-                               " ranks needs it; install Debian's libopenmpi-dev (tools/loom does) and rebuild");
-}
+#else
 
 namespace {
 
-Result<std::unique_ptr<MessageTransport>> MakeMpiTransport(const ExecPlan&, int) {
+Result<RankLinks> LinkRanksOverMpi(const ExecPlan&, const Launcher&, Clock&) {
   return Status::Unimplemented(
       "loom was built without MPI, which the host backend needs for more than one rank: install Debian's "
       "libopenmpi-dev (tools/loom does) and rebuild");
 }
 
-Result<double> ClockOffsetFromRankZero(Clock&, const Launcher& launcher) {
-  if (launcher.Size() == 1) return 0.0;
-  return Status::Unimplemented("loom was built without MPI: the clocks of several ranks cannot be compared");
+Result<std::vector<RankTimes>> GatherRankTimesOverMpi(const RankTimes&, int, int world) {
+  return Status::Unimplemented("loom was built without MPI: gathering the times of " + std::to_string(world) +
+                               " ranks needs it; install Debian's libopenmpi-dev (tools/loom does) and rebuild");
 }
 
 }  // namespace
 
 #endif
 
+Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world) {
+  if (world == 1) return std::vector<RankTimes>{mine};  // also where MPI was never started
+  return GatherRankTimesOverMpi(mine, rank, world);
+}
+
 Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& launcher, const HostRunOptions& options) {
   const int rank = launcher.Rank(), world = launcher.Size();
-  std::unique_ptr<MessageTransport> transport;
-  if (world == 1) {
-    transport = std::make_unique<OneRankTransport>();
-  } else {
-    Result<std::unique_ptr<MessageTransport>> made = MakeMpiTransport(plan, rank);
-    if (!made.ok()) return made.status();
-    transport = std::move(made).value();
-  }
   SteadyClock clock;
-  TimedBackend backend(plan.graph(), *transport, clock, options.speedup);
+  RankLinks links;
+  if (world == 1) {
+    links.transport = std::make_unique<OneRankTransport>();
+  } else {
+    Result<RankLinks> linked = LinkRanksOverMpi(plan, launcher, clock);
+    if (!linked.ok()) return linked.status();
+    links = std::move(linked).value();
+  }
+  TimedBackend backend(plan.graph(), *links.transport, clock, options.speedup);
   RunOptions run;
   run.timeout = options.timeout;
-  // Every step starts at one instant on every rank, rank 0's clock reading after a barrier: a rank
-  // that leaves the barrier late shows as late, instead of shifting its times.
-  Result<double> offset_s = ClockOffsetFromRankZero(clock, launcher);
-  if (!offset_s.ok()) return offset_s.status();
   std::vector<StepTimeline> measured;
   for (int32_t step = 0; step < options.warmup_steps + options.steps; ++step) {
     LOOM_RETURN_IF_ERROR(launcher.Barrier());
     double epoch_s = clock.NowSeconds();
     LOOM_RETURN_IF_ERROR(launcher.Broadcast(&epoch_s, sizeof(epoch_s), 0));
-    backend.StartEpoch(epoch_s - *offset_s);
+    // Every step starts at one instant on every rank, rank 0's clock reading after a barrier: a
+    // rank that leaves the barrier late shows as late, instead of shifting its times.
+    backend.StartEpoch(epoch_s - links.clock_offset_s);
     Result<RankTimes> times = RunRankProgram(plan, rank, backend, run);
-    Status flushed = times.ok() ? transport->Flush() : Status::Ok();
+    Status flushed = times.ok() ? links.transport->Flush() : Status::Ok();
     // Whether every rank's step went well; a rank that failed has already said why.
     Result<double> failures = launcher.MaxOverRanks(times.ok() && flushed.ok() ? 0.0 : 1.0);
     if (!failures.ok()) return failures.status();
@@ -328,6 +332,5 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
   }
   return measured;
 }
-
 
 }  // namespace loom
