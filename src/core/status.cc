@@ -31,4 +31,9 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::string(context) + ": " + message_);
 }
 
+Status Status::WithSuffix(std::string_view more) const {
+  if (ok()) return *this;
+  return Status(code_, message_ + std::string(more));
+}
+
 }  // namespace loom

@@ -61,6 +61,9 @@ class Status {
   // The same error with "<context>: " in front of its message, e.g. the op or task it happened in;
   // the code is kept, so callers still tell out-of-memory from unsupported. OK stays OK.
   Status WithContext(std::string_view context) const;
+  // The same error with |more| after its message ("; aborting failed too: ..."), the code kept.
+  // OK stays OK.
+  Status WithSuffix(std::string_view more) const;
 
  private:
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}

@@ -14,35 +14,9 @@ namespace {
 // clock moved by a test is noticed.
 constexpr double kPollS = 0.01;
 
-// |status| with |more| appended to its message, its code kept.
-Status Appended(const Status& status, const std::string& more) {
-  const std::string message = status.message() + more;
-  switch (status.code()) {
-    case Status::Code::kOk:
-      return status;
-    case Status::Code::kInvalidArgument:
-      return Status::InvalidArgument(message);
-    case Status::Code::kNotFound:
-      return Status::NotFound(message);
-    case Status::Code::kIoError:
-      return Status::IoError(message);
-    case Status::Code::kUnimplemented:
-      return Status::Unimplemented(message);
-    case Status::Code::kResourceExhausted:
-      return Status::ResourceExhausted(message);
-    case Status::Code::kDeadlineExceeded:
-      return Status::DeadlineExceeded(message);
-    case Status::Code::kUnavailable:
-      return Status::Unavailable(message);
-    case Status::Code::kInternal:
-      return Status::Internal(message);
-  }
-  return Status::Internal(message);
-}
-
 Status WithAbortFailure(const Status& status, const Status& aborted) {
   if (aborted.ok()) return status;
-  return Appended(status, "; aborting failed too: " + aborted.message());
+  return status.WithSuffix("; aborting failed too: " + aborted.message());
 }
 
 }  // namespace

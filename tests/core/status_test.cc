@@ -28,6 +28,15 @@ TEST(Status, WithContextPrefixesTheMessageAndKeepsTheCode) {
   EXPECT_EQ(Status::Ok().WithContext("anything").message(), "");
 }
 
+TEST(Status, WithSuffixAppendsToTheMessageAndKeepsTheCode) {
+  const Status s = Status::Unavailable("no device").WithSuffix("; aborting failed too: gone");
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable);
+  EXPECT_EQ(s.message(), "no device; aborting failed too: gone");
+  EXPECT_EQ(Status::DeadlineExceeded("late").WithSuffix("!").code(), Status::Code::kDeadlineExceeded);
+  EXPECT_TRUE(Status::Ok().WithSuffix("; anything").ok());
+  EXPECT_EQ(Status::Ok().WithSuffix("; anything").message(), "");
+}
+
 Status FailIfNegative(int v) {
   if (v < 0) return Status::InvalidArgument("negative");
   return Status::Ok();

@@ -61,20 +61,6 @@ ncclConfig_t ConfigOf(bool blocking) {
   return config;
 }
 
-// |status| with |more| appended to its message.
-Status Appended(const Status& status, const std::string& more) {
-  switch (status.code()) {
-    case Status::Code::kDeadlineExceeded:
-      return Status::DeadlineExceeded(status.message() + more);
-    case Status::Code::kResourceExhausted:
-      return Status::ResourceExhausted(status.message() + more);
-    case Status::Code::kUnimplemented:
-      return Status::Unimplemented(status.message() + more);
-    default:
-      return Status::Internal(status.message() + more);
-  }
-}
-
 // Polls |comm| until NCCL's background work on it (an init, a split, an enqueue that returned
 // ncclInProgress, a finalize) is done.
 Status WaitForComm(ncclComm_t comm, Clock& clock, double timeout_s, const std::string& what) {
@@ -92,7 +78,7 @@ Status WaitForComm(ncclComm_t comm, Clock& clock, double timeout_s, const std::s
 Status AbortAfter(ncclComm_t comm, const Status& why) {
   const ncclResult_t code = ncclCommAbort(comm);
   if (code == ncclSuccess) return why;
-  return Appended(why, std::string("; ncclCommAbort failed too: ") + ncclGetErrorString(code));
+  return why.WithSuffix(std::string("; ncclCommAbort failed too: ") + ncclGetErrorString(code));
 }
 
 // Finalizes and destroys the non-blocking |comm|, or aborts it when finalizing fails or does not
@@ -410,7 +396,7 @@ Status NcclCollectiveBench::Abandon(GroupComm& group, const Status& why) {
                                 : "left its stream in error: " + drain.message();
   wedged_ = "the GPU is wedged: the kernels of the " + name + " communicator, aborted after " + after + ", " +
             stuck + "; no more points can be measured in this process: rerun loom probe --resume";
-  return Appended(why, "; " + wedged_);
+  return why.WithSuffix("; " + wedged_);
 }
 
 }  // namespace
