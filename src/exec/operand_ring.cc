@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/op_operands.h"
+#include "probe/bench.h"
 
 namespace loom {
 
@@ -12,7 +13,7 @@ OperandRing::OperandRing(std::span<const Op> ops, int64_t l2_bytes) {
     return;
   }
   // The margin of the probe's RotationCount: its copies together exceed twice the L2.
-  flush_bytes_ = RoundUpToOperandAlignment(2 * l2_bytes);
+  flush_bytes_ = RoundUpToOperandAlignment(kColdL2Multiple * l2_bytes);
   int64_t largest_small = 0;
   for (const Op& op : ops) {
     const int64_t bytes = OperandBytes(op);

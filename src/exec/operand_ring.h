@@ -15,9 +15,9 @@ namespace loom {
 // read about once per micro-batch. Were every op to read the same arena bytes, a model whose ops
 // fit in the L2 would run warm in `loom validate` and measure faster than its profile predicts.
 //
-// The placements are a ring: each op that is small (operands under flush_bytes(), twice the L2)
-// goes where the previous small op ended, or back to the start of the ring when it does not fit
-// before the end. Ops at least that large already stream more than twice the L2 through it
+// The placements are a ring: each op that is small (operands under flush_bytes(), kColdL2Multiple
+// = 2 times the L2, probe/bench.h) goes where the previous small op ended, or back to the start of
+// the ring when it does not fit before the end. Ops at least that large already stream more than twice the L2 through it
 // themselves, as the probe's large shapes do with a single copy (RotationCount 1); they all share
 // one region after the ring, so that a few of them (the output head over a large vocabulary) do
 // not multiply the arena.
@@ -29,8 +29,8 @@ namespace loom {
 // placements after the earlier one up to the wrap cover the ring from the earlier one's end to
 // within s of the ring's end (the op that wrapped did not fit), and those from the wrap on cover
 // it from its start to the later one's end. The earlier one starts before the later one ends and
-// is at most s long, so together they exceed the ring less 2 * s. Large placements all share their region, and the
-// later of two is at least flush_bytes() alone.
+// is at most s long, so together they exceed the ring less 2 * s. Large placements all share
+// their region, and the later of two is at least flush_bytes() alone.
 //
 // Every placement starts on a kOperandAlignmentBytes boundary and lies inside arena_bytes().
 class OperandRing {

@@ -19,6 +19,12 @@ namespace loom {
 // incremental profile and the timeouts run and are tested on a CPU (tests/probe/ has fakes); the
 // CUDA implementations live in src/probe/cuda/ and are built only with CUDA.
 
+// Kernel inputs count as cold (read from HBM, as training reads each weight and activation about
+// once per micro-batch) once this many L2 capacities of other data have gone through the cache
+// since they were last read: the probe's input rotation (RotationCount) and the CUDA executor's
+// operand ring (exec/operand_ring.h) both keep to it, so that both time the same thing.
+inline constexpr int64_t kColdL2Multiple = 2;
+
 // How one point is timed.
 struct BenchSettings {
   int64_t warmup = 5;    // untimed runs first: clocks ramp up, caches and plans are built

@@ -4,6 +4,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "probe/bench.h"
 #include "probe/cuda/cuda_check.h"
 
 namespace loom::cuda {
@@ -65,9 +66,9 @@ Result<std::vector<double>> TimeOnStream(cudaStream_t stream, const std::functio
 int64_t RotationCount(int64_t bytes_per_copy, int64_t l2_bytes, bool rotate) {
   constexpr int64_t kMaxCopies = 64;
   if (!rotate || bytes_per_copy <= 0) return 1;
-  // The smallest count whose copies together exceed 2 * L2: by the time a copy is used again,
-  // the runs in between have streamed more than twice the L2's capacity through it.
-  const int64_t copies = 2 * std::max<int64_t>(l2_bytes, 0) / bytes_per_copy + 1;
+  // The smallest count whose copies together exceed kColdL2Multiple * L2: by the time a copy is
+  // used again, the runs in between have streamed that much through the L2.
+  const int64_t copies = kColdL2Multiple * std::max<int64_t>(l2_bytes, 0) / bytes_per_copy + 1;
   return std::clamp<int64_t>(copies, 1, kMaxCopies);
 }
 
