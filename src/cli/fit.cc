@@ -181,12 +181,23 @@ Json ComputeJson(const FitOptions& o, const std::vector<ProfileSample>& samples,
                             {"samples", c.residuals.size()},
                             {"mean_abs_error", c.mean_abs_relative_error},
                             {"max_abs_error", c.max_abs_relative_error},
+                            {"median_abs_error", c.median_abs_relative_error},
+                            {"p90_abs_error", c.p90_abs_relative_error},
                             {"spread", c.spread ? Json(*c.spread) : Json(nullptr)},
                             {"residuals", residuals}});
   }
   j["kernel_overhead_us"] = fit.calibration.kernel_overhead_us;
   j["mean_abs_error"] = fit.mean_abs_relative_error;
   return j;
+}
+
+// The sample of |c| the calibration predicts worst (the first of equals).
+const SampleResidual& WorstResidual(const KernelClassFit& c) {
+  const SampleResidual* worst = &c.residuals.front();
+  for (const SampleResidual& r : c.residuals) {
+    if (std::abs(r.relative_error) > std::abs(worst->relative_error)) worst = &r;
+  }
+  return *worst;
 }
 
 void PrintCompute(const std::vector<Profile>& profiles, const std::vector<ProfileSample>& samples,
@@ -200,10 +211,7 @@ void PrintCompute(const std::vector<Profile>& profiles, const std::vector<Profil
       << std::left << std::setw(27) << "fitted key" << std::right << std::setw(8) << "value" << std::setw(12)
       << "mean |err|" << std::setw(11) << "max |err|" << std::setw(9) << "spread" << "  worst sample\n";
   for (const KernelClassFit& c : fit.classes) {
-    const SampleResidual* worst = &c.residuals.front();
-    for (const SampleResidual& r : c.residuals) {
-      if (std::abs(r.relative_error) > std::abs(worst->relative_error)) worst = &r;
-    }
+    const SampleResidual* worst = &WorstResidual(c);
     out << std::left << std::setw(16) << c.Name() << std::right << std::setw(8) << c.residuals.size() << "  "
         << std::left << std::setw(27) << c.key << std::right << std::setw(8) << Number(c.value) << std::setw(12)
         << Percent(c.mean_abs_relative_error) << std::setw(11) << Percent(c.max_abs_relative_error) << std::setw(9)
@@ -233,10 +241,7 @@ void PrintCheck(const std::vector<Profile>& profiles, const std::vector<ProfileS
       << std::setw(27) << "key" << std::right << std::setw(8) << "value" << std::setw(14) << "median |err|"
       << std::setw(11) << "p90 |err|" << std::setw(11) << "max |err|" << "  worst sample\n";
   for (const KernelClassFit& c : check.classes) {
-    const SampleResidual* worst = &c.residuals.front();
-    for (const SampleResidual& r : c.residuals) {
-      if (std::abs(r.relative_error) > std::abs(worst->relative_error)) worst = &r;
-    }
+    const SampleResidual* worst = &WorstResidual(c);
     out << std::left << std::setw(16) << c.Name() << std::right << std::setw(8) << c.residuals.size() << "  "
         << std::left << std::setw(27) << c.key << std::right << std::setw(8) << Number(c.value) << std::setw(14)
         << Percent(c.median_abs_relative_error) << std::setw(11) << Percent(c.p90_abs_relative_error)
@@ -271,10 +276,6 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
     if (o.json) {
       Json j = ComputeJson(o, samples, *check, Json(nullptr), "");
       j["check"] = true;
-      for (size_t c = 0; c < check->classes.size(); ++c) {
-        j["classes"][c]["median_abs_error"] = check->classes[c].median_abs_relative_error;
-        j["classes"][c]["p90_abs_error"] = check->classes[c].p90_abs_relative_error;
-      }
       out << j.dump(2) << "\n";
     } else {
       PrintCheck(profiles, samples, *check, o.gpu_path, out);
