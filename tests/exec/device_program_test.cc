@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/op_operands.h"
+#include "single_gpu_plan.h"
 #include "sim/engine.h"
 #include "sim/simulator.h"
 #include "sim/sim_test_support.h"
@@ -257,25 +258,17 @@ TEST(DeviceProgram, ReplicasReduceBucketsAndGatherWeightsAsCollectives) {
 // the output head's GEMMs and the cross entropy over the logits) fits on the GPU with it.
 TEST(DeviceProgram, SingleGpuPlanRunsOpsOnlyAndItsArenaFitsTheReserve) {
   for (const char* model : {"models/gpt3-125m.json", "models/llama3.2-1b.json"}) {
-    Inputs in = Load(model, "hardware/clusters/dgx-h100.json", 1);
-    Strategy s;
-    s.micro_batch = 4;
-    s.global_batch = 16;
-    s.seq_len = 2048;
-    s.recompute = Recompute::kFull;
-    Result<PlanFile> plan = MakePlanFile(in.model, in.cluster, s, {}, {});
-    ASSERT_TRUE(plan.ok()) << plan.status().message();
-    Result<ExecPlan> exec = PlanExecution(plan->step.graph, 1);
-    ASSERT_TRUE(exec.ok());
-    Result<DeviceProgram> p = BuildDeviceProgram(*plan, *exec, 0);
-    ASSERT_TRUE(p.ok()) << p.status().message();
-    EXPECT_TRUE(p->receives.empty() && p->edges.empty());
+    SingleGpuPlan single;
+    ASSERT_NO_FATAL_FAILURE(MakeSingleGpuPlan(model, &single));
+    const DeviceProgram& p = single.program;
+    EXPECT_TRUE(p.receives.empty() && p.edges.empty());
     std::map<int32_t, int64_t> classes;
-    for (const Op& op : p->ops) ++classes[OpClass(op)];
+    for (const Op& op : p.ops) ++classes[OpClass(op)];
     EXPECT_GT(classes[0], 0) << model;  // GEMMs
     EXPECT_GT(classes[1], 0) << model;  // attention, forward and backward
     EXPECT_GT(classes[2], 0) << model;  // memory-bound
-    EXPECT_LT(plan->prediction.peak_memory_bytes + ArenaBytes(p->ops), in.cluster.gpu.memory_bytes) << model;
+    EXPECT_LT(single.plan.prediction.peak_memory_bytes + ArenaBytes(p.ops), single.in.cluster.gpu.memory_bytes)
+        << model;
   }
 }
 

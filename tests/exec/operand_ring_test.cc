@@ -7,9 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/device_program.h"
 #include "exec/op_operands.h"
-#include "sim/sim_test_support.h"
+#include "single_gpu_plan.h"
 #include "workload/ops.h"
 
 // The rotation of the CUDA executor's operands through its arena. Sizes are the OperandBytes of
@@ -141,23 +140,15 @@ TEST(OperandRing, ACollectiveHasNoOperands) {
 // H200. The ring adds at most three times the flush bytes to the largest op's operands.
 TEST(OperandRing, SingleGpuPlansFitOnAnH100WithTheRing) {
   for (const char* model : {"models/gpt3-125m.json", "models/llama3.2-1b.json"}) {
-    Inputs in = Load(model, "hardware/clusters/dgx-h100.json", 1);
-    Strategy s;
-    s.micro_batch = 4;
-    s.global_batch = 16;
-    s.seq_len = 2048;
-    s.recompute = Recompute::kFull;
-    Result<PlanFile> plan = MakePlanFile(in.model, in.cluster, s, {}, {});
-    ASSERT_TRUE(plan.ok()) << plan.status().message();
-    Result<ExecPlan> exec = PlanExecution(plan->step.graph, 1);
-    ASSERT_TRUE(exec.ok());
-    Result<DeviceProgram> p = BuildDeviceProgram(*plan, *exec, 0);
-    ASSERT_TRUE(p.ok()) << p.status().message();
+    SingleGpuPlan single;
+    ASSERT_NO_FATAL_FAILURE(MakeSingleGpuPlan(model, &single));
+    const std::vector<Op>& ops = single.program.ops;
     for (int64_t l2 : {kH100L2Bytes, kH200L2Bytes}) {
-      const OperandRing ring(p->ops, l2);
+      const OperandRing ring(ops, l2);
       EXPECT_GT(ring.ring_bytes(), 0) << model;
-      EXPECT_LE(ring.arena_bytes(), ArenaBytes(p->ops) + 3 * ring.flush_bytes()) << model;
-      EXPECT_LT(plan->prediction.peak_memory_bytes + ring.arena_bytes(), in.cluster.gpu.memory_bytes) << model;
+      EXPECT_LE(ring.arena_bytes(), ArenaBytes(ops) + 3 * ring.flush_bytes()) << model;
+      EXPECT_LT(single.plan.prediction.peak_memory_bytes + ring.arena_bytes(), single.in.cluster.gpu.memory_bytes)
+          << model;
     }
   }
 }
