@@ -33,7 +33,7 @@ namespace {
 struct PlanCommandOptions {
   std::string model_path, cluster_path;
   int64_t gpus = 0, global_batch = 0, seq_len = 0;
-  std::string dtype = "bf16", optimizer = "adam", objective = "time";
+  std::string dtype = "bf16", optimizer = "adam", objective = "time", grad_accumulation = "fused";
   std::vector<std::string> fix;
   int64_t top = 10;
   int32_t threads = 0;
@@ -163,6 +163,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   request.seq_len = o.seq_len;
   request.dtype = *kDtypeNames.Parse(o.dtype);
   request.optimizer = *kOptimizerNames.Parse(o.optimizer);
+  request.grad_accumulation = *kGradAccumulationNames.Parse(o.grad_accumulation);
   Result<Constraints> fixed = ParseConstraints(JoinedList(o.fix, ","), "--fix");
   if (!fixed.ok()) return fixed.status();
   request.fixed = *fixed;
@@ -232,6 +233,11 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--dtype", o->dtype, "Training dtype")->check(CLI::IsMember(kDtypeNames.Names()))->capture_default_str();
   cmd->add_option("--optimizer", o->optimizer, "Optimizer")
       ->check(CLI::IsMember(kOptimizerNames.Names()))
+      ->capture_default_str();
+  cmd->add_option("--grad-accumulation", o->grad_accumulation,
+                  "How the training code sums micro-batches' weight gradients: fused (Megatron-LM's default), "
+                  "add (--no-gradient-accumulation-fusion) or autograd (PyTorch DDP's .grad)")
+      ->check(CLI::IsMember(kGradAccumulationNames.Names()))
       ->capture_default_str();
   cmd->add_option("--fix", o->fix,
                   "Pin settings, key=value[,key=value] (keys: tp pp dp cp ep etp vpp micro_batch schedule recompute "

@@ -25,7 +25,7 @@ struct SimulateOptions {
   std::optional<int64_t> nodes;
   Strategy strategy;
   std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam", offload = "none",
-              cp_comm = "p2p";
+              cp_comm = "p2p", grad_accumulation = "fused";
   std::string trace_path;
   std::string attention = "fused";
   bool dropout = false;
@@ -92,6 +92,7 @@ Strategy CommandLineStrategy(const SimulateOptions& o) {
   s.optimizer = *kOptimizerNames.Parse(o.optimizer);
   s.offload = *kOffloadNames.Parse(o.offload);
   s.cp_comm = *kCpCommNames.Parse(o.cp_comm);
+  s.grad_accumulation = *kGradAccumulationNames.Parse(o.grad_accumulation);
   return s;
 }
 
@@ -186,7 +187,13 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
   cmd->add_flag("--tp-comm-overlap", o.strategy.tp_comm_overlap,
                 "Pipeline tensor-parallel all-gathers and reduce-scatters with their GEMMs (needs --sp)");
   cmd->add_flag("--grad-reduce-in-bf16", o.strategy.grad_reduce_in_bf16,
-                "Reduce bf16 gradients in bf16 (default: fp32, as Megatron-LM)");
+                "Accumulate and reduce bf16 (or fp8 training's) gradients in bf16 (default: fp32, as Megatron-LM)");
+  cmd->add_option("--grad-accumulation", o.grad_accumulation,
+                  "How micro-batches' weight gradients are summed: fused (into the fp32 main_grad by the "
+                  "wgrad GEMM, Megatron-LM's default), add (--no-gradient-accumulation-fusion: a separate "
+                  "main_grad.add_) or autograd (.grad in the param dtype, PyTorch DDP)")
+      ->check(CLI::IsMember(kGradAccumulationNames.Names()))
+      ->capture_default_str();
 }
 
 }  // namespace

@@ -164,6 +164,25 @@ std::optional<std::string> JsonReader::OptionalString(std::string_view key) {
   return value->get<std::string>();
 }
 
+std::vector<std::string> JsonReader::OptionalStringList(std::string_view key) {
+  std::vector<std::string> out;
+  const nlohmann::json* value = Find(key);
+  if (value == nullptr) return out;
+  if (!value->is_array()) {
+    AddError(key, "must be an array of strings, got " + std::string(value->type_name()) + " " + Show(*value));
+    return out;
+  }
+  for (size_t i = 0; i < value->size(); ++i) {
+    const nlohmann::json& item = (*value)[i];
+    if (!item.is_string() || item.get<std::string>().empty()) {
+      AddError(key, "element " + std::to_string(i) + " must be a non-empty string, got " + Show(item));
+      continue;
+    }
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 std::string JsonReader::String(std::string_view key) {
   if (!Has(key)) {
     known_.emplace(key);

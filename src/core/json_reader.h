@@ -61,6 +61,8 @@ class JsonReader {
 
   std::string String(std::string_view key);
   std::optional<std::string> OptionalString(std::string_view key);
+  // An array of non-empty strings if present (empty when absent); an error names the bad element.
+  std::vector<std::string> OptionalStringList(std::string_view key);
   // Required string that must be one of |allowed|; the error lists them.
   std::string OneOf(std::string_view key, std::initializer_list<std::string_view> allowed);
   std::optional<std::string> OptionalOneOf(std::string_view key,

@@ -1,6 +1,8 @@
 #include "cost/comm_fit.h"
 
+#include <algorithm>
 #include <array>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <set>
@@ -201,7 +203,7 @@ bool SolveActive(const std::vector<Sample>& samples, const std::array<bool, kUnk
   for (const Sample& s : samples) {
     if (!s.fitted) continue;
     std::array<double, kUnknowns> row{};
-    row[ExtraOf(s.terms.path)] = 1.0;
+    row[ExtraOf(s.terms.latency_path)] = 1.0;
     row[InverseOf(s.terms.path)] = s.terms.nominal_transfer_us;
     const double y = s.time_us - s.terms.nccl_latency_us;
     const double w = 1.0 / (s.time_us * s.time_us);
@@ -223,7 +225,7 @@ Status Solve(const std::vector<Sample>& samples, std::array<bool, kUnknowns>* fi
   fitted->fill(false);
   for (const Sample& s : samples) {
     if (!s.fitted) continue;
-    (*fitted)[ExtraOf(s.terms.path)] = true;
+    (*fitted)[ExtraOf(s.terms.latency_path)] = true;
     (*fitted)[InverseOf(s.terms.path)] = true;
   }
   std::array<bool, kUnknowns> active = *fitted;
@@ -329,6 +331,15 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
     fit.fitted_keys.emplace_back(key);
   }
   fit.calibration.source = options.source.empty() ? DefaultSource(runs) : options.source;
+  // The runs' files by name, each once, in the order given.
+  fit.calibration.fitted_on.clear();
+  for (const NcclTestsRun& run : runs) {
+    const std::string name = std::filesystem::path(run.file).filename().string();
+    if (std::find(fit.calibration.fitted_on.begin(), fit.calibration.fitted_on.end(), name) ==
+        fit.calibration.fitted_on.end()) {
+      fit.calibration.fitted_on.push_back(name);
+    }
+  }
   ClusterSpec calibrated = cluster;
   calibrated.calibration = fit.calibration;
   const NcclCommModel model(calibrated);
@@ -350,6 +361,7 @@ nlohmann::ordered_json WithCommCalibration(const nlohmann::ordered_json& cluster
       if (name == key) values[key] = RoundSignificant(Slot(calibration, unknown)->value_or(0.0), 4);
     }
   }
+  if (!fit.calibration.fitted_on.empty()) values["fitted_on"] = fit.calibration.fitted_on;
   return WithCalibration(cluster_file, values, fit.calibration.source);
 }
 

@@ -2,6 +2,7 @@
 #define LOOM_COST_COMPUTE_FIT_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -16,25 +17,48 @@ struct GemmSample {
   double time_s = 0;
 };
 
-// The GEMM part of a GPU's compute calibration, fitted to measurements.
-struct GemmFit {
-  int64_t tile_m = 0;
-  int64_t tile_n = 0;
-  double efficiency = 0;   // asymptotic fraction of the dtype's dense peak
-  double overhead_us = 0;  // fixed time per kernel
-  // Per sample, (predicted - measured) / measured, in the order given.
-  std::vector<double> relative_errors;
-  double mean_abs_relative_error = 0;
+// The fitted efficiency of the GEMMs of some dtypes: bf16 and fp16 share one (the same tensor-core
+// instructions at the same datasheet rate: NVIDIA A100 and H100 datasheets), every other dtype has
+// its own.
+struct GemmDtypeEfficiency {
+  std::vector<Dtype> dtypes;
+  double efficiency = 0;  // of the dtype's dense peak, in the tensor-core main loop
 };
 
-// Fits the tile-and-wave GEMM model of RooflineComputeModel to |samples| of one dtype on |gpu|:
-//   time = overhead + waves * (2 * tile_m * tile_n * k) / (peak / sm_count * efficiency),
-//   waves = ceil(batch * ceil(m / tile_m) * ceil(n / tile_n) / sm_count).
-// For each candidate tile (64, 128 or 256 on each side) the overhead and 1/efficiency follow by
-// weighted linear least squares on relative error (weights 1/time^2), clamped to overhead >= 0
-// and efficiency <= 1; the tile with the smallest squared relative error wins.
-// Errors: fewer than 3 samples, a non-positive time or size, mixed dtypes, or a GPU without a
-// peak for the dtype.
+// The GEMM part of a GPU's compute calibration, fitted to measurements.
+struct GemmFit {
+  std::vector<GemmDtypeEfficiency> efficiencies;  // the classes with samples, in kDtypeNames order
+  // Bandwidth of the operand loads the main loop does not hide; nullopt when the fit needs no such
+  // term (it came out at its bound of 0 seconds per byte).
+  std::optional<double> operand_bandwidth_GBps;
+  double wave_latency_us = 0;  // per wave of tiles, independent of K
+  double overhead_us = 0;      // fixed time per kernel
+  // Per sample, (predicted - measured) / measured, in the order given, predicted by
+  // RooflineComputeModel::GemmKernel with the fitted values in |gpu|'s calibration.
+  std::vector<double> relative_errors;
+  double mean_abs_relative_error = 0;
+
+  // |calibration| with the fitted values in place: every dtype's efficiency, the operand bandwidth
+  // (removed when nullopt), the wave latency, the overhead, and no fixed tile.
+  ComputeCalibration Applied(const ComputeCalibration& calibration) const;
+};
+
+// Fits RooflineComputeModel's GEMM kernel, whose tile and split-K come from ChooseGemmTile
+// (cost/gemm_tiles.h), to |samples| on |gpu|. For fixed tile choices the time is linear in the
+// unknowns,
+//   time - split_k_bytes / hbm = overhead + waves * wave_latency + sum over dtype classes c of
+//                                (flops_per_sm * sm_count / peak) * (1 / efficiency_c)
+//                                + operand_bytes_per_sm / (operand bandwidth / sm_count),
+// solved by least squares on relative residuals (weights 1/time^2) under overhead >= 0, wave
+// latency >= 0,
+// efficiency <= 1 and operand bandwidth > 0 (bounds held by fixing a violating unknown at its bound
+// and solving again). The tile choices depend on the unknowns, so the fit alternates: choose every
+// sample's tile under the current values, solve, choose again, until the choices stop changing,
+// from a few starting points; the values whose model predictions have the least squared relative
+// error win. The memory floors are left out of the fit (the samples are taken to be compute-bound)
+// and in the reported errors. Takes the samples as given, so that a caller can leave one source's
+// rows out and refit. Errors: fewer than 3 samples, a non-positive time or size, a dtype without a
+// peak in |gpu|, or fewer samples than unknowns.
 Result<GemmFit> FitGemm(const std::vector<GemmSample>& samples, const GpuSpec& gpu);
 
 struct AttentionSample {

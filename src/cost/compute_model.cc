@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/checked.h"
+#include "cost/gemm_tiles.h"
 
 namespace loom {
 
@@ -31,18 +31,22 @@ SimTime RooflineComputeModel::Gemm(const GemmShape& gemm) const {
 
 SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
   if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.batch <= 0) return SimTime();
-  const ComputeCalibration& c = gpu_.calibration;
-  // A batched GEMM spreads the tiles of all its products over the SMs at once.
-  const int64_t tiles = gemm.batch * CeilDiv(gemm.m, c.gemm_tile_m) * CeilDiv(gemm.n, c.gemm_tile_n);
-  const int64_t waves = CeilDiv(tiles, gpu_.sm_count);
-  const double per_sm_flops =
-      PeakFlopsPerS(gemm.dtype) * c.GemmEfficiency(gemm.dtype).value_or(1.0) / static_cast<double>(gpu_.sm_count);
-  const double compute_s = static_cast<double>(waves) * 2.0 * static_cast<double>(c.gemm_tile_m * c.gemm_tile_n) *
-                           static_cast<double>(gemm.k) / per_sm_flops;
+  const GemmTileChoice tile = ChooseGemmTile(gemm, gpu_);
   const double element_bytes = static_cast<double>(BytesPerElement(gemm.dtype));
   const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
-  const double memory_s = static_cast<double>(gemm.batch) * (m * k + k * n + m * n) * element_bytes / HbmBytesPerS();
-  return SimTime::FromSeconds(c.kernel_overhead_us * 1e-6 + std::max(compute_s, memory_s));
+  const double outputs = static_cast<double>(gemm.batch) * m * n;
+  double compute_s = tile.time_s;
+  double result_bytes = outputs * element_bytes;
+  if (gemm.accumulate_fp32) {
+    constexpr double kAccumulatorBytes = 4.0 + 4.0;  // read and write one fp32 value
+    result_bytes = outputs * kAccumulatorBytes;
+    compute_s = gpu_.calibration.gemm_epilogue_overlap
+                    ? std::max(compute_s, result_bytes / HbmBytesPerS())
+                    : compute_s + outputs * (kAccumulatorBytes - element_bytes) / HbmBytesPerS();
+  }
+  const double memory_s =
+      (static_cast<double>(gemm.batch) * (m * k + k * n) * element_bytes + result_bytes) / HbmBytesPerS();
+  return SimTime::FromSeconds(gpu_.calibration.kernel_overhead_us * 1e-6 + std::max(compute_s, memory_s));
 }
 
 SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {

@@ -28,10 +28,20 @@ class ComputeModel {
 double GemmCastBytes(const GemmShape& gemm);
 
 // A roofline of the GPU file's datasheet numbers and fitted calibration (GpuSpec::calibration):
-// - GEMM: tile quantisation (M, N rounded up to the calibrated tile) and wave quantisation (tiles
-//   run in waves over the SMs, a last partial wave costing a full one) — NVIDIA Deep Learning
-//   Performance Guide, "Matrix Multiplication Background" — at the fitted asymptotic efficiency of
-//   the dtype, with a memory-bound floor (operands and result over HBM bandwidth).
+// - GEMM: the CTA tile and split-K cuBLAS would pick for the shape (ChooseGemmTile,
+//   cost/gemm_tiles.h), with its tile quantisation (M, N rounded up to the tile) and wave
+//   quantisation (tiles run in waves over the SMs, a last partial wave costing a full one) — NVIDIA
+//   Deep Learning Performance Guide, "Matrix Multiplication Background" — at the fitted efficiency
+//   of the dtype plus the operand loads the main loop does not hide, with a memory-bound floor
+//   (operands and result over HBM bandwidth).
+// - GEMM accumulating into fp32 (GemmShape::accumulate_fp32, Megatron's gradient accumulation
+//   fusion): the epilogue reads and writes m * n fp32 values (8 bytes) instead of writing m * n of
+//   the dtype. Where the GPU's kernels run the epilogue after each tile's main loop (CUTLASS 2.x
+//   multistage kernels on Ampere, media/docs/efficient_gemm.md), the extra bytes are added at the
+//   achieved HBM bandwidth; where they overlap one tile's epilogue with another's main loop
+//   (gemm_epilogue_overlap: CUTLASS 3 warp-specialised persistent ping-pong and cooperative kernels
+//   on Hopper, efficient_gemm.md "Warp Specialization"), the kernel takes the longer of its main
+//   loop and its epilogue traffic.
 // - Fused attention: its executed FLOPs (causal masking halves them; the backward recomputes the
 //   scores) at the fitted attention efficiency, with the same memory floor.
 // - fp8 GEMM: the kernel above at the fp8 peak and efficiency, preceded by Transformer Engine's
@@ -39,7 +49,7 @@ double GemmCastBytes(const GemmShape& gemm);
 //   (the casts add no per-kernel overhead of their own).
 // - Memory-bound kernels: bytes over the achieved fraction of HBM bandwidth.
 // Every kernel also pays the fitted per-kernel overhead. A value the calibration lacks falls back
-// to the datasheet: efficiency 1, full bandwidth, no overhead.
+// to the datasheet: efficiency 1, full bandwidth, no overhead, no operand term.
 class RooflineComputeModel : public ComputeModel {
  public:
   // REQUIRES: |gpu| has a peak for every dtype it will be asked to time.

@@ -38,7 +38,16 @@ constexpr double kTreeLlFactor = 1.0 / 3.8;
 constexpr double kTreeLl128FactorOneNode = 7.0 / 9.0;
 constexpr double kTreeLl128FactorNodes = 120.0 / 128.0;
 constexpr double kTreeAlgbwRatio = 0.5;  // bus to algorithm bandwidth, "ratio = .5"
-constexpr double kNvlsAlgbwRatio = 5.0 / 6.0;
+constexpr double kNvlsAlgbwRatio = 5.0 / 6.0;  // NVLS and NVLSTree
+// NVLSTree (all-reduce across nodes with NVLS inside each): baseLat 0, hwLat[NVLINK][NVLSTree]
+// [Simple] 23 us once, hwLat[NET][NVLSTree][Simple] 14 us per tree level each way (2.20.3). Its
+// bandwidth is the form of NCCL 2.30.7 (src/graph/tuning.cc at commit 5067397c): the members'
+// NICs times 2 for 2 nodes (the nodes swap their reduced data once each way) and 1 beyond (a
+// double binary tree's inner node forwards its data up and down), times nRanks / nsteps; 2.20.3
+// halved the NICs beyond 2 nodes and then took 5/6, which undercuts the ring it replaces there.
+// Within the node it runs at NVLS's bandwidth.
+constexpr double kNvlsTreeIntraLatencyUs = 23.0;
+constexpr double kNvlsTreeNetLatencyUs = 14.0;
 // treeCorrectionFactor[protocol][log2(bytes >> 6)]: powers of two from 64 B to 256 MB; 1 beyond.
 constexpr int kTreeCorrectionSizes = 23;
 constexpr double kTreeCorrection[3][kTreeCorrectionSizes] = {
@@ -116,17 +125,44 @@ double NcclCommModel::BandwidthGBps(CommPath path) const {
   return NominalGBps(path);
 }
 
+double NcclCommModel::GroupNominalGBps(CommPath path, GroupPlacement group) const {
+  if (path != CommPath::kInterNode) return NominalGBps(path);
+  return NominalGBps(path) * static_cast<double>(group.ranks_per_node);
+}
+
+double NcclCommModel::GroupBandwidthGBps(CommPath path, GroupPlacement group) const {
+  return GroupNominalGBps(path, group) * BandwidthGBps(path) / NominalGBps(path);
+}
+
 double NcclCommModel::ExtraLatencyUs(CommPath path) const {
   return path == CommPath::kInterNode ? calibration_.inter_node_extra_latency_us.value_or(0.0)
                                       : calibration_.intra_node_extra_latency_us.value_or(0.0);
 }
 
-// A group spanning nodes moves its data over the network unless the calibrated NIC share is
-// faster than the calibrated intra-node bandwidth; the slower one limits it.
+// A group spanning nodes moves its data over its members' NICs unless those are together faster
+// than the calibrated intra-node bandwidth; the slower one limits it.
 CommPath NcclCommModel::NetworkPath(GroupPlacement group) const {
   if (group.Nodes() == 1) return CommPath::kIntraNode;
-  return BandwidthGBps(CommPath::kInterNode) < BandwidthGBps(CommPath::kIntraNode) ? CommPath::kInterNode
-                                                                                   : CommPath::kIntraNode;
+  return GroupBandwidthGBps(CommPath::kInterNode, group) < BandwidthGBps(CommPath::kIntraNode)
+             ? CommPath::kInterNode
+             : CommPath::kIntraNode;
+}
+
+bool NcclCommModel::NvlsTreeAvailable(CollectiveKind kind, GroupPlacement group) const {
+  return nvlink_sharp_ && kind == CollectiveKind::kAllReduce && group.Nodes() > 1 && group.ranks_per_node >= 2;
+}
+
+std::pair<CommPath, double> NcclCommModel::NvlsTreeAlgbw(GroupPlacement group, bool nominal) const {
+  const double ranks = static_cast<double>(group.ranks);
+  const double tree_share = (group.Nodes() <= 2 ? 2.0 : 1.0) * ranks / (2.0 * (ranks - 1.0));
+  const double inter = (nominal ? GroupNominalGBps(CommPath::kInterNode, group)
+                                : GroupBandwidthGBps(CommPath::kInterNode, group)) *
+                       tree_share;
+  const double intra = nominal ? NominalGBps(CommPath::kNvls) : BandwidthGBps(CommPath::kNvls);
+  // The calibrated bandwidths decide which path bounds it, for the nominal value too.
+  const bool inter_bound =
+      GroupBandwidthGBps(CommPath::kInterNode, group) * tree_share < BandwidthGBps(CommPath::kNvls) * kNvlsAlgbwRatio;
+  return {inter_bound ? CommPath::kInterNode : CommPath::kNvls, inter_bound ? inter : intra * kNvlsAlgbwRatio};
 }
 
 bool NcclCommModel::NvlsAvailable(CollectiveKind kind, GroupPlacement group) const {
@@ -167,7 +203,7 @@ double NcclCommModel::RingLatencyUs(CollectiveKind kind, GroupPlacement group, N
 void NcclCommModel::AddRing(CollectiveKind kind, int64_t bytes, GroupPlacement group,
                             std::vector<NcclChoice>* out) const {
   const CommPath path = NetworkPath(group);
-  const double busbw = BandwidthGBps(path);
+  const double busbw = GroupBandwidthGBps(path, group);
   const bool multi_node = group.Nodes() > 1;
   const double ratio = static_cast<double>(group.ranks) / static_cast<double>(RingSteps(kind, group.ranks));
   const double ll =
@@ -183,13 +219,14 @@ void NcclCommModel::AddRing(CollectiveKind kind, int64_t bytes, GroupPlacement g
 }
 
 void NcclCommModel::AddTree(int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const {
-  const CommPath path = NetworkPath(group);
   const int64_t nodes = group.Nodes();
+  const CommPath path = NetworkPath(group);
+  const double tree_busbw = GroupBandwidthGBps(path, group);
   const int log_size = Log2Floor(bytes >> 6);
   for (NcclProtocol protocol : {NcclProtocol::kLl, NcclProtocol::kLl128, NcclProtocol::kSimple}) {
     if (protocol == NcclProtocol::kLl128 && intra_link_ != kNvlink) continue;
     const int p = static_cast<int>(protocol);
-    double busbw = BandwidthGBps(path) * kTreeFactor;
+    double busbw = tree_busbw * kTreeFactor;
     if (protocol == NcclProtocol::kLl) busbw *= kTreeLlFactor;
     if (protocol == NcclProtocol::kLl128) {
       busbw *= nodes == 1 ? kTreeLl128FactorOneNode : kTreeLl128FactorNodes;
@@ -214,6 +251,13 @@ std::vector<NcclChoice> NcclCommModel::Choices(CollectiveKind kind, int64_t byte
     out.push_back(Costed(NcclAlgorithm::kNvls, NcclProtocol::kSimple, kNvlsLatencyUs,
                          BandwidthGBps(CommPath::kNvls) * kNvlsAlgbwRatio, CommPath::kNvls, bytes));
   }
+  if (NvlsTreeAvailable(kind, group)) {
+    const double algbw = NvlsTreeAlgbw(group, false).second;
+    const double latency_us =
+        kNvlsTreeIntraLatencyUs + 2.0 * static_cast<double>(Log2Floor(group.Nodes())) * kNvlsTreeNetLatencyUs;
+    out.push_back(
+        Costed(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, latency_us, algbw, CommPath::kInterNode, bytes));
+  }
   const bool pat = (kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter) &&
                    group.ranks_per_node == 1 && group.Nodes() > 1;
   if (pat) {
@@ -222,7 +266,7 @@ std::vector<NcclChoice> NcclCommModel::Choices(CollectiveKind kind, int64_t byte
                               static_cast<double>(group.ranks) * kPatPerRankLatencyUs;
     const CommPath path = NetworkPath(group);
     out.push_back(Costed(NcclAlgorithm::kPat, NcclProtocol::kSimple, latency_us,
-                         BandwidthGBps(path) * kPatFactor, path, bytes));
+                         GroupBandwidthGBps(path, group) * kPatFactor, path, bytes));
   }
   return out;
 }
@@ -257,6 +301,7 @@ LinearTimeTerms NcclCommModel::AllToAllTerms(int64_t bytes, GroupPlacement group
       remote_bytes > 0 ? remote_bytes / (BandwidthGBps(CommPath::kInterNode) * 1e3) : 0.0;
   LinearTimeTerms terms;
   terms.path = remote_us > local_us ? CommPath::kInterNode : CommPath::kIntraNode;
+  terms.latency_path = terms.path;
   const double path_bytes = terms.path == CommPath::kInterNode ? remote_bytes : local_bytes;
   terms.nccl_latency_us = AllToAllLatencyUs(group);
   terms.nominal_transfer_us = path_bytes / (NominalGBps(terms.path) * 1e3);
@@ -268,14 +313,25 @@ LinearTimeTerms NcclCommModel::BulkTerms(CollectiveKind kind, int64_t bytes, Gro
   LinearTimeTerms terms;
   if (NvlsAvailable(kind, group)) {
     terms.path = CommPath::kNvls;
+    terms.latency_path = terms.path;
     terms.nccl_latency_us = kNvlsLatencyUs;
     terms.nominal_transfer_us = TransferUs(bytes, NominalGBps(CommPath::kNvls) * kNvlsAlgbwRatio);
     return terms;
   }
+  if (NvlsTreeAvailable(kind, group)) {
+    const auto [path, nominal_algbw] = NvlsTreeAlgbw(group, true);
+    terms.path = path;
+    terms.latency_path = CommPath::kInterNode;
+    terms.nccl_latency_us =
+        kNvlsTreeIntraLatencyUs + 2.0 * static_cast<double>(Log2Floor(group.Nodes())) * kNvlsTreeNetLatencyUs;
+    terms.nominal_transfer_us = TransferUs(bytes, nominal_algbw);
+    return terms;
+  }
   const double ratio = static_cast<double>(group.ranks) / static_cast<double>(RingSteps(kind, group.ranks));
   terms.path = NetworkPath(group);
+  terms.latency_path = terms.path;
   terms.nccl_latency_us = RingLatencyUs(kind, group, NcclProtocol::kSimple);
-  terms.nominal_transfer_us = TransferUs(bytes, NominalGBps(terms.path) * ratio);
+  terms.nominal_transfer_us = TransferUs(bytes, GroupNominalGBps(terms.path, group) * ratio);
   return terms;
 }
 
@@ -285,6 +341,7 @@ LinearTimeTerms NcclCommModel::PointToPointTerms(int64_t bytes, bool across_node
   const int simple = static_cast<int>(NcclProtocol::kSimple);
   LinearTimeTerms terms;
   terms.path = across_nodes ? CommPath::kInterNode : CommPath::kIntraNode;
+  terms.latency_path = terms.path;
   terms.nccl_latency_us =
       kBaseLatencyUs[kRingRow][simple] + kHwLatencyUs[across_nodes ? kNet : intra_link_][kRingRow][simple];
   terms.nominal_transfer_us = TransferUs(bytes, NominalGBps(terms.path));

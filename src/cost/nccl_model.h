@@ -2,6 +2,7 @@
 #define LOOM_COST_NCCL_MODEL_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/enum_names.h"
@@ -13,11 +14,12 @@
 namespace loom {
 
 // The algorithms of NCCL's tuner that loom models, in NCCL's order (ties go to the first).
-enum class NcclAlgorithm { kTree, kRing, kNvls, kPat };
-inline constexpr EnumNames<NcclAlgorithm, 4> kNcclAlgorithmNames({{
+enum class NcclAlgorithm { kTree, kRing, kNvls, kNvlsTree, kPat };
+inline constexpr EnumNames<NcclAlgorithm, 5> kNcclAlgorithmNames({{
     {NcclAlgorithm::kTree, "Tree"},
     {NcclAlgorithm::kRing, "Ring"},
     {NcclAlgorithm::kNvls, "NVLS"},
+    {NcclAlgorithm::kNvlsTree, "NVLSTree"},
     {NcclAlgorithm::kPat, "PAT"},
 }});
 
@@ -42,9 +44,12 @@ struct NcclChoice {
 };
 
 // The time of a bulk transfer split into what a fit solves for:
-//   time_us = nccl_latency_us + extra latency of |path| + nominal_transfer_us / fraction of |path|.
+//   time_us = nccl_latency_us + extra latency of |latency_path| + nominal_transfer_us / fraction of |path|.
 struct LinearTimeTerms {
   CommPath path = CommPath::kIntraNode;
+  // The path whose extra latency applies: |path|, except for NVLSTree, which crosses the network
+  // whichever link bounds its bandwidth.
+  CommPath latency_path = CommPath::kIntraNode;
   double nccl_latency_us = 0;      // NCCL's latency model alone, no calibration
   double nominal_transfer_us = 0;  // bytes over the nominal (uncalibrated) bandwidth
 };
@@ -59,14 +64,26 @@ struct LinearTimeTerms {
 //   Tree: all-reduce; LL, LL128, Simple.
 //   NVLS: all-reduce, all-gather, reduce-scatter within one node whose NVSwitches have NVLink
 //         SHARP (intra_node.nvlink_sharp); Simple.
+//   NVLSTree: all-reduce across such nodes with at least 2 ranks on each: NVLS inside the node,
+//         a tree between nodes; Simple.
 //   PAT:  all-gather, reduce-scatter across nodes with one GPU per node; Simple.
 // All-to-all runs as NCCL runs it, point-to-point sends to every peer: n-1 steps of send latency
 // and (n-1)/n of the bytes, the remote share over the NIC and the local share over NVLink.
 // The bus bandwidth is the nominal bandwidth of the cluster file (intra_node.bandwidth_GBps in a
-// node; across nodes the GPU's share of its node's NICs over the oversubscription) times the
-// calibrated fraction, 1 where the file has no "calibration". Not modelled: NCCL's channel count
-// and its per-channel caps, the CPU vendor (NCCL's network overhead is taken as Intel's),
-// CollNet, NVLS across nodes, and the cluster's latency_us keys (the latencies are NCCL's tables).
+// node; across nodes the NICs the group reaches, below) times the calibrated fraction, 1 where
+// the file has no "calibration".
+// Across nodes a group crosses the node boundary on the NICs of its own members: NCCL's graph
+// search (src/graph/search.cc) builds a ring's or tree's channels through the NIC closest to each
+// GPU, one channel per NIC pair, and its tuner (src/graph/tuning.cc) charges busBw = nChannels x
+// the per-channel bandwidth. So a group with k ranks on each node moves its inter-node traffic over
+// k GPUs' shares of the node's NICs (one rail NIC each on DGX systems): its bus bandwidth is
+// min(k x NIC share x inter-node fraction, intra-node bus bandwidth), the intra-node bandwidth
+// bounding the NVLink hops between the k members. The sibling groups of the node (the other tp
+// ranks' data-parallel groups, say) use the other NICs at the same time, which is why the share is
+// per GPU. Tree and PAT take the same bandwidth; NVLSTree doubles it for 2 nodes, as NCCL's tuner
+// does (the 2 nodes swap their reduced data once each way).
+// Not modelled: NCCL's per-channel caps, the CPU vendor (NCCL's network overhead is taken as
+// Intel's), CollNet, and the cluster's latency_us keys (the latencies are NCCL's tables).
 class NcclCommModel : public CommModel {
  public:
   explicit NcclCommModel(const ClusterSpec& cluster);
@@ -87,8 +104,9 @@ class NcclCommModel : public CommModel {
   // REQUIRES: kind != kAllToAll, group.ranks >= 2.
   NcclChoice Choose(CollectiveKind kind, int64_t bytes, GroupPlacement group) const;
 
-  // The cost of |kind| with the algorithm NCCL uses for large messages (NVLS where available,
-  // else Ring; point-to-point for all-to-all) and the Simple protocol, split for fitting.
+  // The cost of |kind| with the algorithm NCCL uses for large messages (NVLS within a node and
+  // NVLSTree across nodes where available, else Ring; point-to-point for all-to-all) and the Simple
+  // protocol, split for fitting.
   // CollectiveUs() equals it wherever that choice is the fastest. REQUIRES: group.ranks >= 2.
   LinearTimeTerms BulkTerms(CollectiveKind kind, int64_t bytes, GroupPlacement group) const;
   // PointToPointUs() split the same way.
@@ -101,7 +119,15 @@ class NcclCommModel : public CommModel {
   double NominalGBps(CommPath path) const;
   double BandwidthGBps(CommPath path) const;
   double ExtraLatencyUs(CommPath path) const;
+  // The group's bus bandwidth on |path|: across nodes its members' NIC shares (see the class
+  // comment); nominal, or times the calibrated fraction.
+  double GroupNominalGBps(CommPath path, GroupPlacement group) const;
+  double GroupBandwidthGBps(CommPath path, GroupPlacement group) const;
   CommPath NetworkPath(GroupPlacement group) const;
+  bool NvlsTreeAvailable(CollectiveKind kind, GroupPlacement group) const;
+  // NVLSTree's algorithm bandwidth and the path that bounds it; |nominal| leaves out calibration.
+  std::pair<CommPath, double> NvlsTreeAlgbw(GroupPlacement group, bool nominal) const;
+  // |path| names the extra latency that applies (LinearTimeTerms::latency_path).
   NcclChoice Costed(NcclAlgorithm algorithm, NcclProtocol protocol, double nccl_latency_us, double algbw_GBps,
                     CommPath path, int64_t bytes) const;
   void AddRing(CollectiveKind kind, int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const;

@@ -262,10 +262,10 @@ OpKind ProfileSample::Kind() const { return kSampleKinds[shape.index()]; }
 std::string DescribeShape(const KernelShape& shape) {
   char text[160];
   if (const GemmShape* g = std::get_if<GemmShape>(&shape)) {
-    std::snprintf(text, sizeof text, "gemm %lldx%lldx%lld%s %s", static_cast<long long>(g->m),
+    std::snprintf(text, sizeof text, "gemm %lldx%lldx%lld%s %s%s", static_cast<long long>(g->m),
                   static_cast<long long>(g->n), static_cast<long long>(g->k),
                   g->batch > 1 ? (" x" + std::to_string(g->batch)).c_str() : "",
-                  std::string(kDtypeNames.Name(g->dtype)).c_str());
+                  std::string(kDtypeNames.Name(g->dtype)).c_str(), g->accumulate_fp32 ? " +=fp32" : "");
   } else if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) {
     std::snprintf(text, sizeof text, "attention %s%s b%lld h%lld/%lld s%lld/%lld d%lld/%lld %s",
                   a->backward ? "bwd" : "fwd", a->causal ? " causal" : "", static_cast<long long>(a->batch),
@@ -331,6 +331,7 @@ GemmShape ReadGemm(JsonReader& r) {
   g.k = r.Int("k");
   g.batch = r.Int("batch");
   g.dtype = ReadDtype(r);
+  if (std::optional<bool> accumulate = r.OptionalBool("accumulate_fp32")) g.accumulate_fp32 = *accumulate;
   return g;
 }
 
@@ -369,6 +370,7 @@ void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j) {
     j["k"] = g->k;
     j["batch"] = g->batch;
     j["dtype"] = kDtypeNames.Name(g->dtype);
+    if (g->accumulate_fp32) j["accumulate_fp32"] = true;
   } else if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) {
     j["batch"] = a->batch;
     j["heads"] = a->heads;

@@ -37,7 +37,8 @@ namespace loom {
 //   "hosts":            optional array of strings: the host name of every rank, in rank order
 //   "samples":          array of measured kernels, each an object with
 //     "kernel":  "gemm" | "attention" | "memory"
-//     shape:     gemm:      "m", "n", "k", "batch" (integers >= 1), "dtype"
+//     shape:     gemm:      "m", "n", "k", "batch" (integers >= 1), "dtype", and
+//                           "accumulate_fp32": true for C = A * B + C into fp32 (absent: false)
 //                attention: "batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim_qk",
 //                           "head_dim_v" (integers >= 1; heads a multiple of kv_heads), "causal",
 //                           "backward" (booleans), "dtype" — the fields of AttentionShape
@@ -183,8 +184,8 @@ std::string ProbePointKey(ProfiledCollective collective, ProbeGroup group, int64
 // The keys of every sample, host sample, collective and failure of |profile|.
 std::vector<std::string> RecordedPointKeys(const Profile& profile);
 
-// "gemm 4096x4096x8192 bf16", "attention fwd causal b1 h32/8 s4096/4096 d128/128 bf16", "memory
-// 256 MiB read, 256 MiB written":
+// "gemm 4096x4096x8192 bf16" ("gemm 12288x4608x2048 bf16 +=fp32" when it accumulates into fp32),
+// "attention fwd causal b1 h32/8 s4096/4096 d128/128 bf16", "memory 256 MiB read, 256 MiB written":
 // a sample's shape for messages and reports.
 std::string DescribeShape(const KernelShape& shape);
 
@@ -202,7 +203,7 @@ nlohmann::ordered_json ProfileJson(const Profile& profile);
 nlohmann::ordered_json ProfileSampleJson(const ProfileSample& sample);
 
 // A kernel's shape as loom's files spell it (profiles' samples, plan files' ops): GEMM "m", "n",
-// "k", "batch", "dtype"; attention "batch", "heads", "kv_heads", "seq_q", "seq_kv",
+// "k", "batch", "dtype", and "accumulate_fp32": true only when set; attention "batch", "heads", "kv_heads", "seq_q", "seq_kv",
 // "head_dim_qk", "head_dim_v", "causal", "backward", "dtype"; memory-bound "bytes_read",
 // "bytes_written". Added to |j| in that order.
 void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j);

@@ -29,6 +29,7 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, 
   s.seq_len = request.seq_len;
   s.dtype = request.dtype;
   s.optimizer = request.optimizer;
+  s.grad_accumulation = request.grad_accumulation;
   ApplyConstraints(*given, s);
   if (!given->dp.has_value() && s.tp * s.pp * s.cp > 0) s.dp = std::max<int64_t>(1, request.gpus / (s.tp * s.pp * s.cp));
   // The cost objective also searches gpus / 2, gpus / 4, ...: its plans may use fewer GPUs.

@@ -111,6 +111,13 @@ void CheckSettings(const Strategy& s, Messages& out) {
                       " with --dtype fp16: Megatron-LM's validate_args rejects expert parallelism with "
                       "fp16 training; use --dtype bf16"));
   }
+  if (s.grad_accumulation == GradAccumulation::kAutograd) {
+    out.push_back(
+        "--grad-accumulation autograd: Megatron-LM accumulates gradients in its main_grad buffer, fused into "
+        "the weight-gradient GEMM (its default) or with main_grad.add_ (--no-gradient-accumulation-fusion); "
+        "plain .grad accumulation was PyTorch DDP's (--DDP-impl torch), which Megatron-LM no longer has; "
+        "use --grad-accumulation fused or add");
+  }
   if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp8) {
     out.push_back(Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
                       ": Megatron-LM applies it to bf16 training only (validate_args); use --dtype bf16 "
@@ -236,20 +243,26 @@ void AddPrecision(const Strategy& s, Args& out) {
   if (s.grad_reduce_in_bf16) Add(out, "--grad-reduce-in-bf16");
 }
 
-// _add_training_args (--optimizer, --optimizer-cpu-offload) and _add_distributed_args. ZeRO-1 is
-// the distributed optimizer; ZeRO-2 and -3 are Megatron-FSDP's optim_grads and optim_grads_params
-// sharding, with the flags its user guide requires (Megatron Core developer guide, "Megatron-FSDP
-// User Guide": --no-gradient-accumulation-fusion, --use-distributed-optimizer, --ckpt-format
-// fsdp_dtensor, which validate_args also asserts). Optimizer offload is the hybrid CPU optimizer
-// with the flags of megatron/core/optimizer/cpu_offloading/README.md.
+// _add_training_args (--optimizer, --optimizer-cpu-offload, --no-gradient-accumulation-fusion)
+// and _add_distributed_args. ZeRO-1 is the distributed optimizer; ZeRO-2 and -3 are
+// Megatron-FSDP's optim_grads and optim_grads_params sharding, with the flags its user guide
+// requires (Megatron Core developer guide, "Megatron-FSDP User Guide":
+// --no-gradient-accumulation-fusion, --use-distributed-optimizer, --ckpt-format fsdp_dtensor, which
+// validate_args also asserts). Gradient accumulation add is --no-gradient-accumulation-fusion
+// (_add_training_args, store_false into gradient_accumulation_fusion, megatron/training/
+// arguments.py at NVIDIA/Megatron-LM d98e8a64; the flag dates from 83b1e42f, February 2022).
+// Optimizer offload is the hybrid CPU optimizer with the flags of
+// megatron/core/optimizer/cpu_offloading/README.md.
 void AddOptimizer(const Strategy& s, Args& out) {
   Add(out, "--optimizer", s.optimizer == Optimizer::kSgd ? "sgd" : "adam");
   if (s.zero_stage >= 2) {
     Add(out, "--use-megatron-fsdp");
     Add(out, "--data-parallel-sharding-strategy", s.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
-    Add(out, "--no-gradient-accumulation-fusion");
-    Add(out, "--ckpt-format", "fsdp_dtensor");
   }
+  if (s.zero_stage >= 2 || s.grad_accumulation == GradAccumulation::kAdd) {
+    Add(out, "--no-gradient-accumulation-fusion");
+  }
+  if (s.zero_stage >= 2) Add(out, "--ckpt-format", "fsdp_dtensor");
   if (s.zero_stage >= 1) Add(out, "--use-distributed-optimizer");
   if (s.offload == Offload::kOptimizer) {
     Add(out, "--optimizer-cpu-offload");

@@ -28,7 +28,9 @@ namespace loom {
 // the gpipe, zb-h1, zb-v and dualpipev schedules, parameter offload, the adafactor optimizer, a
 // plain ReLU MLP, biases on attention but not on the MLP (or the reverse), and combinations its
 // validate_args rejects (--overlap-param-gather without --zero 1+ or --overlap-grad-reduce,
-// --tp-comm-overlap without --sp, --ep with fp16, --grad-reduce-in-bf16 without bf16).
+// --tp-comm-overlap without --sp, --ep with fp16, --grad-reduce-in-bf16 without bf16 or fp8), and
+// autograd gradient accumulation (PyTorch DDP's .grad sums, which Megatron-LM no longer runs).
+// Gradient accumulation add is --no-gradient-accumulation-fusion; fused is Megatron-LM's default.
 Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const Strategy& strategy);
 
 // |args| as a copy-paste shell command: a comment line, then a torchrun line (with

@@ -302,6 +302,7 @@ void AddLayouts(const Space& space, int64_t gpus) {
         s.seq_len = space.request.seq_len;
         s.dtype = space.request.dtype;
         s.optimizer = space.request.optimizer;
+        s.grad_accumulation = space.request.grad_accumulation;
         s.allow_cross_node_tp = tp > per_node;
         AddExpertLayouts(space, s);
       }

@@ -49,6 +49,9 @@ struct SearchRequest {
   int64_t seq_len = 0;
   Dtype dtype = Dtype::kBf16;
   Optimizer optimizer = Optimizer::kAdam;
+  // How the framework accumulates gradients over micro-batches: a property of the training code
+  // (Megatron-LM's default is fused), not a setting the search varies.
+  GradAccumulation grad_accumulation = GradAccumulation::kFused;
   Constraints fixed;
   // Also search every smaller GPU count gpus / 2^k down to one node (for the cost objective:
   // fewer GPUs may train each token more cheaply).

@@ -15,16 +15,28 @@ bool Has(const std::vector<T>& v, T x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// Appends the GEMMs and attention of |layer| whose keys are not in |seen| yet.
+// Appends |point| to |to| unless its key is in |seen|.
+void AddOnce(const ProbePoint& point, std::set<std::string>* seen, std::vector<ProbePoint>* to) {
+  if (seen->insert(PointKey(point, nullptr)).second) to->push_back(point);
+}
+
+// Appends the GEMMs and attention of |layer| whose keys are not in |seen| yet. A weight-gradient
+// GEMM that accumulates into fp32 (Megatron-LM's default, GradAccumulation::kFused) is measured
+// both ways, accumulating and plain, so that the pair shows what the fp32 read-modify-write of C
+// costs on the GPU: memory traffic beside the GEMM, or hidden under its main loop.
 void CollectShapes(const LayerOps& layer, std::set<std::string>* seen, std::vector<ProbePoint>* gemms,
                    std::vector<ProbePoint>* attention) {
   for (const std::vector<Op>* ops : {&layer.forward, &layer.backward_input, &layer.backward_weight}) {
     for (const Op& op : *ops) {
-      const bool gemm = std::holds_alternative<GemmShape>(op.shape);
-      if (!gemm && !std::holds_alternative<AttentionShape>(op.shape)) continue;
-      const ProbePoint point = gemm ? ProbePoint(std::get<GemmShape>(op.shape))
-                                    : ProbePoint(std::get<AttentionShape>(op.shape));
-      if (seen->insert(PointKey(point, nullptr)).second) (gemm ? gemms : attention)->push_back(point);
+      if (const GemmShape* gemm = std::get_if<GemmShape>(&op.shape)) {
+        AddOnce(*gemm, seen, gemms);
+        if (!gemm->accumulate_fp32) continue;
+        GemmShape plain = *gemm;
+        plain.accumulate_fp32 = false;
+        AddOnce(plain, seen, gemms);
+      } else if (const AttentionShape* a = std::get_if<AttentionShape>(&op.shape)) {
+        AddOnce(*a, seen, attention);
+      }
     }
   }
 }

@@ -155,7 +155,9 @@ Status ParseGpu(const nlohmann::json& json, const std::string& path, GpuSpec* gp
   bool has_peaks = reader.Has("peak_tflops");
   ReadPeaks(reader.Object("peak_tflops"), has_peaks, gpu);
   gpu->nvlink_bandwidth_GBps = NonNegativeNumber(reader, "nvlink_bandwidth_GBps");
-  if (reader.Has("calibration")) gpu->calibration = ReadComputeCalibration(reader.Object("calibration"));
+  if (reader.Has("calibration")) {
+    gpu->calibration = ReadComputeCalibration(reader.Object("calibration"), json["calibration"]);
+  }
   CheckSources(reader, json);
   return reader.Finish(UnknownKeys::kError);
 }
@@ -191,6 +193,7 @@ void ReadCommCalibration(JsonReader& reader, CommCalibration* c) {
   c->intra_node_extra_latency_us = reader.OptionalNonNegativeNumber("intra_node_extra_latency_us");
   c->inter_node_extra_latency_us = reader.OptionalNonNegativeNumber("inter_node_extra_latency_us");
   c->source = NonEmptyString(reader, "source");
+  c->fitted_on = reader.OptionalStringList("fitted_on");
   bool any = reader.Has("intra_node_busbw_fraction") || reader.Has("inter_node_busbw_fraction") ||
              reader.Has("nvls_busbw_fraction") || reader.Has("intra_node_extra_latency_us") ||
              reader.Has("inter_node_extra_latency_us");

@@ -78,6 +78,10 @@ struct CommCalibration {
   std::optional<double> inter_node_extra_latency_us;
   // Where the numbers come from.
   std::string source;
+  // The reference tables the values were fitted on, as the file names of tests/reference/
+  // ("nccl_allreduce_8gpu.csv"): what a leave-one-source-out check must refit without. Empty when
+  // the values were not fitted on a published table.
+  std::vector<std::string> fitted_on;
 };
 
 struct Host {

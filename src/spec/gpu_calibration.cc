@@ -44,14 +44,44 @@ std::optional<double> Fraction(JsonReader& r, std::string_view key) {
   return v;
 }
 
+// "fitted_on": a non-empty array of file names (no folders), each a .csv table or a .json profile.
+std::vector<std::string> FittedOn(JsonReader& r, const nlohmann::json& object) {
+  r.Allow("fitted_on");
+  auto it = object.find("fitted_on");
+  if (it == object.end() || it->is_null()) return {};
+  std::vector<std::string> names;
+  bool ok = it->is_array() && !it->empty();
+  for (const nlohmann::json& item : ok ? *it : nlohmann::json::array()) {
+    const std::string name = item.is_string() ? item.get<std::string>() : "";
+    const bool table = name.size() > 4 && (name.ends_with(".csv") || name.ends_with(".json"));
+    ok = ok && table && name.find('/') == std::string::npos;
+    names.push_back(name);
+  }
+  if (!ok) {
+    r.AddError("fitted_on", "is " + it->dump() +
+                                "; it must be a non-empty array of the file names (without folders) of the reference "
+                                "tables or profiles the calibration was fitted on, e.g. [\"gemm_cublaslt.csv\"]");
+    return {};
+  }
+  return names;
+}
+
 }  // namespace
 
 std::string GemmEfficiencyKey(Dtype dtype) { return "gemm_efficiency_" + std::string(kDtypeNames.Name(dtype)); }
 
-ComputeCalibration ReadComputeCalibration(JsonReader& r) {
+ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& object) {
   ComputeCalibration c;
   c.gemm_tile_m = r.OptionalInt("gemm_tile_m", {16, 1024}).value_or(c.gemm_tile_m);
   c.gemm_tile_n = r.OptionalInt("gemm_tile_n", {16, 1024}).value_or(c.gemm_tile_n);
+  if ((c.gemm_tile_m > 0) != (c.gemm_tile_n > 0)) {
+    r.AddError(c.gemm_tile_m > 0 ? "gemm_tile_n" : "gemm_tile_m",
+               "is missing; a fixed GEMM tile needs both gemm_tile_m and gemm_tile_n (or neither, to let the model "
+               "choose among cuBLAS's tiles)");
+  }
+  c.gemm_operand_bandwidth_GBps = r.OptionalPositiveNumber("gemm_operand_bandwidth_GBps");
+  c.gemm_wave_latency_us = r.OptionalNonNegativeNumber("gemm_wave_latency_us");
+  c.gemm_epilogue_overlap = r.OptionalBool("gemm_epilogue_overlap").value_or(false);
   for (const std::string& dtype : kDtypeNames.Names()) {
     const Dtype d = *kDtypeNames.Parse(dtype);
     c.GemmEfficiencySlot(d) = Fraction(r, GemmEfficiencyKey(d));
@@ -60,6 +90,7 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r) {
   c.attention_efficiency = Fraction(r, "attention_efficiency");
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");
   c.source = r.String("source");
+  c.fitted_on = FittedOn(r, object);
   return c;
 }
 

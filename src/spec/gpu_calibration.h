@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/json_reader.h"
@@ -14,13 +15,26 @@ namespace loom {
 // Every value has a source (a profile file or a public table). Absent values fall back to the
 // datasheet: efficiency 1, no overhead, the full HBM bandwidth.
 struct ComputeCalibration {
-  // Output tile of one thread block in large GEMMs: M and N are rounded up to it (tile
-  // quantisation) and the tiles run in waves over the SMs (wave quantisation).
-  int64_t gemm_tile_m = 128;
-  int64_t gemm_tile_n = 128;
+  // One output tile for every GEMM, as a profile's one-tile fit (`loom fit`) writes it: M and N
+  // are rounded up to it (tile quantisation) and the tiles run in waves over the SMs (wave
+  // quantisation). 0 (absent): the compute model chooses among cuBLAS's tiles per shape
+  // (cost/gemm_tiles.h).
+  int64_t gemm_tile_m = 0;
+  int64_t gemm_tile_n = 0;
   // Asymptotic fraction of the dense peak that GEMMs reach, per dtype; nullopt: not measured.
   std::optional<double> gemm_efficiency_bf16, gemm_efficiency_fp16, gemm_efficiency_fp8, gemm_efficiency_tf32,
       gemm_efficiency_fp32;
+  // Bandwidth, summed over the SMs, at which a GEMM's main loop loads its operand tiles without
+  // hiding the load under the tensor cores: what makes small tiles less efficient than large ones
+  // (cost/gemm_tiles.h). nullopt: not fitted, no such term.
+  std::optional<double> gemm_operand_bandwidth_GBps;
+  // Time of each wave of GEMM tiles that does not grow with K: pipeline prologue and epilogue
+  // (cost/gemm_tiles.h). nullopt: not fitted, none.
+  std::optional<double> gemm_wave_latency_us;
+  // Whether the GPU's GEMM kernels run one tile's epilogue while another tile's main loop runs
+  // (Hopper's warp-specialised persistent kernels), so that an epilogue's memory traffic overlaps
+  // the math instead of following it. A fact of the architecture, cited in the file's "sources".
+  bool gemm_epilogue_overlap = false;
   // Fixed time of every kernel: launch and setup.
   double kernel_overhead_us = 0;
   // Fraction of the dense peak fused attention reaches.
@@ -29,6 +43,10 @@ struct ComputeCalibration {
   std::optional<double> memory_bandwidth_fraction;
   // Where the numbers come from.
   std::string source;
+  // The reference tables (file names under tests/reference/) or profiles the fitted values were
+  // fitted on, e.g. {"gemm_cublaslt.csv", "gemm_shapes.csv"}: what a leave-one-source-out check
+  // must drop to judge the calibration on a table it did not see.
+  std::vector<std::string> fitted_on;
 
   // The GEMM efficiency for |dtype|: its own if measured, else the first measured of bf16, fp16
   // and fp8 (the same tensor cores; an estimate until that dtype is profiled), else nullopt.
@@ -41,8 +59,9 @@ struct ComputeCalibration {
 // The calibration key of |dtype|'s GEMM efficiency: "gemm_efficiency_bf16", ...
 std::string GemmEfficiencyKey(Dtype dtype);
 
-// Reads the "calibration" object through |reader| (the GPU file's reader positioned on it).
-ComputeCalibration ReadComputeCalibration(JsonReader& reader);
+// Reads the "calibration" object |object| through |reader| (the GPU file's reader positioned on
+// it; |object| is the same JSON, for the list-valued "fitted_on" the reader has no getter for).
+ComputeCalibration ReadComputeCalibration(JsonReader& reader, const nlohmann::json& object);
 
 }  // namespace loom
 

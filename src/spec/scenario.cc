@@ -57,6 +57,7 @@ void ReadStrategyKeys(JsonReader& r, Strategy* s) {
   ReadBool(r, "overlap_param_gather", &s->overlap_param_gather);
   ReadBool(r, "tp_comm_overlap", &s->tp_comm_overlap);
   ReadBool(r, "grad_reduce_in_bf16", &s->grad_reduce_in_bf16);
+  ReadEnum(r, "grad_accumulation", kGradAccumulationNames, &s->grad_accumulation);
 }
 
 }  // namespace
@@ -107,7 +108,8 @@ nlohmann::ordered_json StrategyJson(const Strategy& s) {
           {"overlap_grad_reduce", s.overlap_grad_reduce},
           {"overlap_param_gather", s.overlap_param_gather},
           {"tp_comm_overlap", s.tp_comm_overlap},
-          {"grad_reduce_in_bf16", s.grad_reduce_in_bf16}};
+          {"grad_reduce_in_bf16", s.grad_reduce_in_bf16},
+          {"grad_accumulation", kGradAccumulationNames.Name(s.grad_accumulation)}};
 }
 
 }  // namespace loom

@@ -483,7 +483,7 @@ void CheckZeroWithPipeline(const Strategy& s, Messages& out) {
 
 // Megatron-LM's validate_args: --overlap-param-gather needs the distributed optimizer and
 // --overlap-grad-reduce; --tp-comm-overlap needs sequence parallelism; --grad-reduce-in-bf16
-// applies to bf16 training.
+// applies to bf16 and fp8 training.
 void CheckOverlap(const Strategy& s, Messages& out) {
   if (s.overlap_param_gather && s.zero_stage < 1) {
     out.push_back("--overlap-param-gather with --zero 0: there is no parameter all-gather without the "
@@ -498,9 +498,23 @@ void CheckOverlap(const Strategy& s, Messages& out) {
                       ": it overlaps the sequence-parallel all-gathers and reduce-scatters with GEMMs; "
                       "use --tp 2 or more with --sp, or drop --tp-comm-overlap"));
   }
-  if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16) {
+  // fp8 runs on bf16 parameters and gradients (Megatron-LM takes --fp8-format on top of --bf16), so
+  // bf16 reduction applies to it as to bf16: megatron/training/arguments.py reads
+  // --grad-reduce-in-bf16 in its "if args.bf16" branch (NVIDIA/Megatron-LM d98e8a64).
+  if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp8) {
     out.push_back(Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
-                      ": it applies to bf16 training; drop it or use --dtype bf16"));
+                      ": it applies to bf16 and fp8 training; drop it or use --dtype bf16 or fp8"));
+  }
+}
+
+// A sharded optimizer (ZeRO >= 1: Megatron-LM's distributed optimizer, DeepSpeed's ZeRO) reduces
+// and shards a contiguous gradient buffer, the main_grad buffer that fused and add accumulate
+// into; plain .grad accumulation has none.
+void CheckGradAccumulation(const Strategy& s, Messages& out) {
+  if (s.grad_accumulation == GradAccumulation::kAutograd && s.zero_stage >= 1) {
+    out.push_back(Cat("--grad-accumulation autograd with --zero ", s.zero_stage,
+                      ": the sharded optimizer reduces a contiguous main-gradient buffer, which autograd "
+                      "accumulation has none of; use --grad-accumulation fused or add, or --zero 0"));
   }
 }
 
@@ -527,6 +541,7 @@ std::vector<std::string> StrategyViolations(const Strategy& strategy, const Mode
   CheckMoeRouting(strategy, model, out);
   CheckZeroWithPipeline(strategy, out);
   CheckOverlap(strategy, out);
+  CheckGradAccumulation(strategy, out);
   return out;
 }
 

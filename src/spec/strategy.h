@@ -57,6 +57,30 @@ inline constexpr EnumNames<CpComm, 2> kCpCommNames({{
     {CpComm::kAllGather, "all_gather"},
 }});
 
+// How each micro-batch's weight gradients are summed into the gradients the optimizer steps on.
+// - fused: Megatron-LM's --gradient-accumulation-fusion (on by default): the weight-gradient GEMM
+//   of every linear layer adds its product into the main_grad buffer (C = A^T B + C; APEX's
+//   fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32, or _fp16 for a 2-byte buffer); biases,
+//   norm weights, embeddings and the MoE router have no such GEMM, and the DDP backward hook adds
+//   their gradients with main_grad.add_(grad) (megatron/core/tensor_parallel/layers.py,
+//   LinearWithGradAccumulationAndAsyncCommunication.backward; megatron/core/distributed/
+//   distributed_data_parallel.py, _make_backward_post_hook; NVIDIA/Megatron-LM d98e8a64).
+// - add: --no-gradient-accumulation-fusion: every parameter's gradient is written in the param
+//   dtype, then main_grad.add_(grad) adds it to the buffer.
+// - autograd: no main_grad buffer: PyTorch's AccumulateGrad sums .grad in the param dtype; the
+//   first micro-batch's gradient becomes .grad without a kernel (Megatron-LM zeroes gradients with
+//   set_to_none), each later one is added (.grad += new). PyTorch DDP (Megatron's --DDP-impl torch)
+//   and Megatron's local DDP without contiguous buffers ran so, e.g. the fp16 runs of Narayanan et
+//   al. 2021 (examples/sc21 at NVIDIA/Megatron-LM 6985e589).
+// The main_grad buffer of fused and add holds BytesPerParameter(strategy).gradient bytes a
+// parameter: fp32 for bf16 and fp8 unless grad_reduce_in_bf16, 2 bytes for fp16.
+enum class GradAccumulation { kFused, kAdd, kAutograd };
+inline constexpr EnumNames<GradAccumulation, 3> kGradAccumulationNames({{
+    {GradAccumulation::kFused, "fused"},
+    {GradAccumulation::kAdd, "add"},
+    {GradAccumulation::kAutograd, "autograd"},
+}});
+
 // How one training step is spread over GPUs. Field names follow Megatron-LM's arguments.
 struct Strategy {
   int64_t tp = 1;   // tensor parallel
@@ -105,9 +129,11 @@ struct Strategy {
   // --tp-comm-overlap: tensor-parallel all-gathers and reduce-scatters split into chunks
   // pipelined with the GEMMs that consume or produce them (Transformer Engine userbuffers).
   bool tp_comm_overlap = false;
-  // --grad-reduce-in-bf16: reduce bf16 gradients in bf16. Off, Megatron-LM accumulates and
-  // reduces them in fp32.
+  // --grad-reduce-in-bf16: accumulate and reduce bf16 (and fp8 training's bf16) gradients in
+  // bf16. Off, Megatron-LM accumulates and reduces them in fp32.
   bool grad_reduce_in_bf16 = false;
+  // How micro-batches' weight gradients are accumulated (see GradAccumulation).
+  GradAccumulation grad_accumulation = GradAccumulation::kFused;
 
   // tp * pp * dp * cp: the GPUs one step occupies (ep is carved out of dp * cp).
   int64_t WorldSize() const { return tp * pp * dp * cp; }

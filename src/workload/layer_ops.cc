@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "workload/blocks.h"
+#include "workload/grad_accumulation.h"
 #include "workload/layer_dims.h"
+#include "workload/model_states.h"
 
 namespace loom {
 namespace {
@@ -40,6 +42,9 @@ Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy
   Append(attention.backward_weight, &layer.backward_weight);
   layer.recompute = std::move(attention.recompute);
   if (full) ApplyFullRecompute(&layer);
+  Result<int64_t> params = LayerParametersPerRank(model, strategy, options.layer);
+  if (!params.ok()) return params.status();
+  AppendGradAccumulation(strategy, *params, &layer);
   return layer;
 }
 

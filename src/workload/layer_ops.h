@@ -63,7 +63,9 @@ struct LayerOpsOptions {
 //   the rank's s/tp tokens, their RMSNorms, column-parallel up projections whose latent inputs are
 //   all-gathered with sp, rotary on the shared rope part, the fused core with head dims
 //   qk_nope + qk_rope and v_head_dim (workload/mla_ops.cc).
-// |strategy.recompute| decides the saved bytes of the forward ops and the recompute list.
+// |strategy.recompute| decides the saved bytes of the forward ops and the recompute list, and
+// |strategy.grad_accumulation| how the W list accumulates the layer's weight gradients
+// (AppendGradAccumulation, workload/grad_accumulation.h, over LayerParametersPerRank).
 // Activations are kept in 2-byte bf16 with fp8, whose GEMMs alone are fp8 (Transformer Engine).
 // Errors: InvalidArgument for sizes that do not split over tp/cp/ep or overflow, and for MoE with
 // tp > 1 without sp, and for latent attention sizes below 1; Unimplemented for the unfused kernel
@@ -79,14 +81,16 @@ int64_t PaddedVocabSize(int64_t vocab_size, int64_t tp);
 // up the tokens of its vocabulary shard, zeros elsewhere) then an all-reduce over tp; with
 // sequence parallelism and no learned positions a reduce-scatter instead, with learned positions
 // an all-reduce followed by a local split (megatron/core/models/common/embeddings/
-// language_model_embedding.py). The embedding table's gradient is W.
+// language_model_embedding.py). The embedding table's gradient is W, and its accumulation
+// (AppendGradAccumulation over the table's shard and the learned positions).
 Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strategy,
                                    const LayerOpsOptions& options = {});
 
 // The output stage of the last pipeline stage: final norm, the column-parallel head GEMM to
 // V/tp logits, and Megatron's vocab_parallel_cross_entropy in fp32 with its three all-reduces of
 // one fp32 per token (max, predicted logit, sum of exponentials), which keeps the fp32 softmax
-// for backward (megatron/core/tensor_parallel/cross_entropy.py).
+// for backward (megatron/core/tensor_parallel/cross_entropy.py). W ends with the accumulation of
+// the head's and the final norm's gradients (AppendGradAccumulation).
 Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy,
                                 const LayerOpsOptions& options = {});
 

@@ -135,6 +135,7 @@ constexpr std::pair<OpName, std::string_view> kOpNames[] = {
     {OpName::kHeadInputGradReduce, "head_input_grad_reduce"},
     {OpName::kFinalNormGrad, "final_norm.grad"},
     {OpName::kOutputHeadWgrad, "output_head.wgrad"},
+    {OpName::kGradAccumulate, "grad_accumulate"},
 };
 
 // The table is indexed by the enum's value; this holds it in the order of the declaration.
@@ -142,7 +143,7 @@ constexpr bool TableFollowsEnum() {
   for (size_t i = 0; i < std::size(kOpNames); ++i) {
     if (static_cast<size_t>(kOpNames[i].first) != i) return false;
   }
-  return static_cast<size_t>(OpName::kOutputHeadWgrad) + 1 == std::size(kOpNames);
+  return static_cast<size_t>(OpName::kGradAccumulate) + 1 == std::size(kOpNames);
 }
 static_assert(TableFollowsEnum(), "kOpNames must list every OpName in declaration order");
 

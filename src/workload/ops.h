@@ -180,6 +180,9 @@ enum class OpName : uint8_t {
   kHeadInputGradReduce,
   kFinalNormGrad,
   kOutputHeadWgrad,
+  // Gradient accumulation across micro-batches (workload/grad_accumulation.h): the adds of a
+  // block's weight gradients into the gradients the optimizer steps on.
+  kGradAccumulate,
 };
 
 // The op's name in traces and reports, e.g. "qkv_proj.dgrad".
@@ -194,6 +197,12 @@ struct GemmShape {
   int64_t k = 0;
   int64_t batch = 1;
   Dtype dtype = Dtype::kBf16;
+  // C = A * B + C with C (and the result) in fp32: a weight-gradient GEMM that accumulates into
+  // Megatron-LM's fp32 main_grad buffer (--gradient-accumulation-fusion, the default where
+  // APEX's fused_weight_gradient_mlp_cuda is present). The epilogue reads and writes m * n fp32
+  // values per batch product instead of writing m * n |dtype| values; the compute model decides
+  // per GPU whether that traffic adds to the kernel or hides under its main loop.
+  bool accumulate_fp32 = false;
 };
 
 // One fused FlashAttention-style kernel (Dao et al. 2022) over |heads| heads of this TP shard.

@@ -154,4 +154,22 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
   return RankParameters{dense.value(), expert.value()};
 }
 
+Result<int64_t> LayerParametersPerRank(const ModelSpec& m, const Strategy& s, int64_t layer) {
+  if (s.tp < 1 || s.ep < 1 || s.ExpertTp() < 1) {
+    return Status::InvalidArgument("--tp, --ep and --etp must be at least 1");
+  }
+  if (layer < 0 || layer >= m.num_layers) {
+    return Status::InvalidArgument(ModelName(m) + ": layer " + Str(layer) + " does not exist; the model has " +
+                                   Str(m.num_layers) + " layers");
+  }
+  const bool moe = m.moe.has_value() && layer >= m.moe->first_dense_layers;
+  CheckedInt params = ShardedLayer(m, s.tp).Dense(moe);
+  if (moe) params += ShardedLayer(m, s.ExpertTp()).RoutedExperts(s.ep);
+  if (params.overflowed()) {
+    return Status::InvalidArgument(ModelName(m) + ": the parameter count of layer " + Str(layer) +
+                                   " overflows 64 bits; check the model's sizes");
+  }
+  return params.value();
+}
+
 }  // namespace loom

@@ -2,9 +2,11 @@
 // the output head with cross entropy of the last (Shoeybi et al. 2019, Section 3: the embedding
 // and output matrices are split along the vocabulary).
 
+#include <cstdint>
 #include <vector>
 
 #include "core/checked.h"
+#include "workload/grad_accumulation.h"
 #include "workload/layer_dims.h"
 #include "workload/layer_ops.h"
 
@@ -64,6 +66,9 @@ Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strat
     ops.backward_weight.push_back(MakeMemory(OpName::kPositionEmbeddingWgrad, {rows + ids, rows}));
   }
   ops.backward_weight.push_back(MakeMemory(OpName::kEmbeddingWgrad, {rows + ids, rows}));
+  CheckedInt params = CheckedInt(d.vocab) * d.hidden;
+  if (d.learned_positions) params += CheckedInt(model.max_position_embeddings) * d.hidden;
+  AppendGradAccumulation(strategy, params.get().value_or(INT64_MAX), &ops);
   return ops;
 }
 
@@ -102,6 +107,12 @@ Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy
   AppendColumnInputGradReduce(d, OpName::kHeadInputGradReduce, &b);
   b.push_back(NormGradOp(d, OpName::kFinalNormGrad));
   ops.backward_weight.push_back(MakeGemm(OpName::kOutputHeadWgrad, d.Gemm(d.hidden, d.vocab, d.tokens)));
+  // The final norm and the head's weight shard. With tied embeddings and one pipeline stage the
+  // head's weight is the embedding table, whose two gradients per micro-batch each count here and
+  // in BuildEmbeddingOps.
+  const int64_t norm = model.norm == NormKind::kLayerNorm ? 2 * d.hidden : d.hidden;
+  const CheckedInt params = CheckedInt(d.vocab) * d.hidden + norm;
+  AppendGradAccumulation(strategy, params.get().value_or(INT64_MAX), &ops);
   return ops;
 }
 

@@ -235,8 +235,10 @@ TEST(Fit, NcclTestsOutputCalibratesACopyOfTheClusterFile) {
   ASSERT_TRUE(fitted.ok()) << fitted.status().message();
   EXPECT_EQ(fitted->calibration.inter_node_busbw_fraction,
             RoundSignificant(*want->calibration.inter_node_busbw_fraction, 4));
-  EXPECT_GT(*fitted->calibration.inter_node_busbw_fraction, 0.8);  // 21.8 of 25 GB/s per GPU
-  EXPECT_LT(*fitted->calibration.inter_node_busbw_fraction, 0.95);
+  // The fixture's 21.8 GB/s over 2 nodes x 8 ranks: a group that crosses nodes on its 8 members'
+  // NICs of 25 GB/s each (issue 18), so a fraction near 21.8 / 200.
+  EXPECT_GT(*fitted->calibration.inter_node_busbw_fraction, 0.10);
+  EXPECT_LT(*fitted->calibration.inter_node_busbw_fraction, 0.12);
   EXPECT_EQ(fitted->calibration.intra_node_busbw_fraction, before->calibration.intra_node_busbw_fraction);
   EXPECT_NE(fitted->calibration.source.find("all_gather_perf_2nodes_v2.6.txt (all_gather_perf, 16 ranks on 2 node(s)"),
             std::string::npos)

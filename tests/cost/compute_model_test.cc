@@ -136,5 +136,75 @@ TEST(RooflineComputeModel, AttentionBackwardCostsTwoAndAHalfForwards) {
   EXPECT_NEAR(model.Attention(a).ToSeconds(), AttentionKernelFlops(a) / (989e12 * 0.5), 1e-9);
 }
 
+// An A100 and an H100 as the accumulation tests see them: the fixed 128x128 tile of H100() keeps
+// the main loop simple; what differs is whether the epilogue overlaps it.
+GpuSpec A100() {
+  GpuSpec gpu = H100();
+  gpu.name = "a100";
+  gpu.sm_count = 108;
+  gpu.hbm_bandwidth_GBps = 2039;
+  gpu.bf16_tflops = 312;
+  gpu.calibration.memory_bandwidth_fraction = 0.88;
+  gpu.calibration.gemm_epilogue_overlap = false;
+  return gpu;
+}
+
+GemmShape Wgrad(int64_t m, int64_t n, int64_t k, bool accumulate) {
+  GemmShape g{m, n, k, 1, Dtype::kBf16};
+  g.accumulate_fp32 = accumulate;
+  return g;
+}
+
+TEST(RooflineComputeModel, AccumulatingIntoFp32OnAmpereAddsTheEpilogueTraffic) {
+  RooflineComputeModel model(A100());
+  // A wgrad GEMM of a 4096 x 4096 weight over 8192 tokens: compute-bound.
+  const GemmShape plain = Wgrad(4096, 4096, 8192, false), accumulating = Wgrad(4096, 4096, 8192, true);
+  const double extra_s = (model.Gemm(accumulating) - model.Gemm(plain)).ToSeconds();
+  // Read and write 4096 * 4096 fp32 instead of writing bf16: 6 more bytes per element.
+  EXPECT_NEAR(extra_s, 4096.0 * 4096 * 6 / (2039e9 * 0.88), 2e-9);
+}
+
+TEST(RooflineComputeModel, AccumulationTrafficGrowsWithTheWeightNotTheTokens) {
+  RooflineComputeModel model(A100());
+  auto extra = [&](int64_t m, int64_t n, int64_t k) {
+    return (model.Gemm(Wgrad(m, n, k, true)) - model.Gemm(Wgrad(m, n, k, false))).ToSeconds();
+  };
+  EXPECT_NEAR(extra(4096, 4096, 2048), extra(4096, 4096, 16384), 2e-9);  // independent of K (tokens)
+  EXPECT_NEAR(extra(8192, 4096, 8192), 2 * extra(4096, 4096, 8192), 2e-9);  // proportional to m * n
+}
+
+TEST(RooflineComputeModel, AccumulationHidesUnderTheMainLoopWhereEpiloguesOverlap) {
+  GpuSpec gpu = H100();
+  gpu.calibration.gemm_epilogue_overlap = true;
+  RooflineComputeModel model(gpu);
+  // Compute-bound: 4096 x 4096 x 8192 takes ~0.35 ms; its 134 MB of epilogue traffic ~0.04 ms.
+  EXPECT_EQ(model.Gemm(Wgrad(4096, 4096, 8192, true)), model.Gemm(Wgrad(4096, 4096, 8192, false)));
+  // Without the overlap the same GPU pays for the traffic.
+  gpu.calibration.gemm_epilogue_overlap = false;
+  RooflineComputeModel serial(gpu);
+  EXPECT_GT(serial.Gemm(Wgrad(4096, 4096, 8192, true)), serial.Gemm(Wgrad(4096, 4096, 8192, false)));
+}
+
+TEST(RooflineComputeModel, OverlappedEpilogueStillBoundsAShortMainLoop) {
+  GpuSpec gpu = H100();
+  gpu.calibration.gemm_epilogue_overlap = true;
+  RooflineComputeModel model(gpu);
+  // K = 64: the main loop is far shorter than reading and writing 8192 x 8192 fp32 (537 MB).
+  const SimTime t = model.Gemm(Wgrad(8192, 8192, 64, true));
+  EXPECT_GE(t.ToSeconds(), 8192.0 * 8192 * 8 / 3350e9);
+}
+
+TEST(RooflineComputeModel, ChoosesTheTilePerShapeWithoutAFixedTile) {
+  GpuSpec gpu = A100();
+  gpu.calibration.gemm_tile_m = gpu.calibration.gemm_tile_n = 0;
+  gpu.calibration.gemm_operand_bandwidth_GBps = 10000;
+  RooflineComputeModel model(gpu);
+  // N = 192: the chosen 64-wide tile wastes nothing, so the kernel beats a 128x128-tile one.
+  const GemmShape narrow{65536, 192, 4096, 1, Dtype::kBf16};
+  GpuSpec fixed = gpu;
+  fixed.calibration.gemm_tile_m = fixed.calibration.gemm_tile_n = 128;
+  EXPECT_LT(model.Gemm(narrow), RooflineComputeModel(fixed).Gemm(narrow));
+}
+
 }  // namespace
 }  // namespace loom

@@ -183,15 +183,78 @@ TEST(NcclCommModel, CalibrationScalesBandwidthAndAddsLatencyToLl128AndSimpleOnly
   EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->latency_us, 15.0);
 }
 
-TEST(NcclCommModel, InterNodeBandwidthIsTheGpusNicShare) {
+TEST(NcclCommModel, InterNodeBandwidthOfOneRankPerNodeIsTheGpusNicShare) {
   ClusterSpec cluster = DgxA100();
   cluster.calibration.inter_node_busbw_fraction = 0.8;
   NcclCommModel model(cluster);
-  // 8 NICs x 200 Gb/s over 8 GPUs = 25 GB/s each, x0.8.
-  EXPECT_DOUBLE_EQ(Find(model.Choices(CollectiveKind::kAllGather, 0, PlaceGroup(16, 1, 8)),
+  // 16 nodes, one rank each (stride 8): 8 NICs x 200 Gb/s over 8 GPUs = 25 GB/s each, x0.8.
+  EXPECT_DOUBLE_EQ(Find(model.Choices(CollectiveKind::kAllGather, 0, PlaceGroup(16, 8, 8)),
                         NcclAlgorithm::kRing, NcclProtocol::kSimple)
                        ->algbw_GBps,
                    25.0 * 0.8 * 16 / 15);
+}
+
+// nccl-tests' bus bandwidth of the collective the model picks for an 8 GiB all-reduce.
+double AllReduceBusbw(const NcclCommModel& model, GroupPlacement group) {
+  const int64_t bytes = 8 * kGiB;
+  return static_cast<double>(bytes) * BusBandwidthFactor(CollectiveKind::kAllReduce, group.ranks) /
+         (model.CollectiveUs(CollectiveKind::kAllReduce, bytes, group) * 1e3);
+}
+
+TEST(NcclCommModel, AllReduceOverSixteenSingleRankNodesReachesAboutOneNic) {
+  NcclCommModel model(DgxA100());
+  const double busbw = AllReduceBusbw(model, PlaceGroup(16, 8, 8));
+  EXPECT_GT(busbw, 0.9 * 25.0);
+  EXPECT_LE(busbw, 25.0);
+}
+
+TEST(NcclCommModel, AllReduceOverTwoNodesOfEightRanksReachesAboutEightNics) {
+  ClusterSpec cluster = DgxA100();
+  cluster.calibration.inter_node_busbw_fraction = 0.8;
+  NcclCommModel model(cluster);
+  const GroupPlacement two_nodes = PlaceGroup(16, 1, 8);
+  // A ring crosses each node boundary on all 8 members' NICs: 8 x 25 GB/s x0.8 = 160 GB/s, below
+  // NVLink's 300.
+  EXPECT_DOUBLE_EQ(Find(model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, two_nodes), NcclAlgorithm::kRing,
+                        NcclProtocol::kSimple)
+                       ->algbw_GBps,
+                   160.0 * 16 / 30);
+  // The fastest choice reaches at least those 8 NICs' bus bandwidth (a 2-node tree more).
+  EXPECT_GT(AllReduceBusbw(model, two_nodes), 0.95 * 160.0);
+  // Four ranks per node (tp 2): half of it.
+  EXPECT_DOUBLE_EQ(Find(model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(8, 2, 8)),
+                        NcclAlgorithm::kRing, NcclProtocol::kSimple)
+                       ->algbw_GBps,
+                   80.0 * 8 / 14);
+}
+
+TEST(NcclCommModel, ManyRanksPerNodeAreBoundedByNvlink) {
+  ClusterSpec cluster = DgxA100();
+  cluster.inter_node.nic_bandwidth_Gbps = 800;  // 8 x 100 GB/s of NICs, more than NVLink's 300
+  NcclCommModel model(cluster);
+  EXPECT_DOUBLE_EQ(Find(model.Choices(CollectiveKind::kAllGather, 8 * kGiB, PlaceGroup(32, 1, 8)),
+                        NcclAlgorithm::kRing, NcclProtocol::kSimple)
+                       ->algbw_GBps,
+                   300.0 * 32 / 31);
+}
+
+TEST(NcclCommModel, H100AllReduceAcrossNodesRunsNvlsTree) {
+  NcclCommModel model(DgxH100());
+  // 2 nodes swap their reduced data over all 16 NICs: more than NVLS's 450 x 5/6 within the node.
+  NcclChoice two = model.Choose(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(16, 1, 8));
+  EXPECT_EQ(two.algorithm, NcclAlgorithm::kNvlsTree);
+  EXPECT_DOUBLE_EQ(two.algbw_GBps, 450.0 * 5 / 6);
+  EXPECT_DOUBLE_EQ(two.latency_us, 23.0 + 2 * 1 * 14.0);
+  // Beyond 2 nodes the members' 8 x 50 GB/s of NICs bound it, as they bound a ring.
+  const double eight_nodes =
+      Find(model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(64, 1, 8)), NcclAlgorithm::kNvlsTree,
+           NcclProtocol::kSimple)
+          ->algbw_GBps;
+  EXPECT_DOUBLE_EQ(eight_nodes, 400.0 * 64 / 126);
+  // One rank per node has no NVLS part.
+  for (const NcclChoice& c : model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(4, 8, 8))) {
+    EXPECT_NE(c.algorithm, NcclAlgorithm::kNvlsTree);
+  }
 }
 
 TEST(NcclCommModel, AllToAllInOneNodeSendsToEachPeerOverNvlink) {
@@ -250,7 +313,20 @@ TEST(NcclCommModel, BulkTermsOfAMultiNodeRingUseTheNetworkPath) {
   NcclCommModel model(DgxA100());
   LinearTimeTerms terms = model.BulkTerms(CollectiveKind::kAllGather, kGiB, PlaceGroup(16, 1, 8));
   EXPECT_EQ(terms.path, CommPath::kInterNode);
-  EXPECT_DOUBLE_EQ(terms.nominal_transfer_us, static_cast<double>(kGiB) / (25e3 * 16 / 15));
+  // 8 ranks per node: 8 NIC shares of 25 GB/s.
+  EXPECT_DOUBLE_EQ(terms.nominal_transfer_us, static_cast<double>(kGiB) / (200e3 * 16 / 15));
+}
+
+TEST(NcclCommModel, BulkTermsOfAMultiNodeNvlsTreeAddUpToItsTime) {
+  ClusterSpec cluster = DgxH100();
+  cluster.calibration.inter_node_busbw_fraction = 0.9;
+  cluster.calibration.inter_node_extra_latency_us = 30;
+  NcclCommModel model(cluster);
+  const GroupPlacement group = PlaceGroup(64, 1, 8);
+  LinearTimeTerms terms = model.BulkTerms(CollectiveKind::kAllReduce, 8 * kGiB, group);
+  EXPECT_EQ(terms.path, CommPath::kInterNode);
+  EXPECT_NEAR(terms.nccl_latency_us + 30 + terms.nominal_transfer_us / 0.9,
+              model.CollectiveUs(CollectiveKind::kAllReduce, 8 * kGiB, group), 1e-6);
 }
 
 }  // namespace

@@ -264,6 +264,38 @@ TEST(MegatronArguments, ZeroStagesMapToDistributedOptimizerAndMegatronFsdp) {
   EXPECT_TRUE(Has(args, "--use-precision-aware-optimizer"));
 }
 
+TEST(MegatronArguments, GradientAccumulationAddTurnsFusionOffAndAutogradIsAnError) {
+  const ModelSpec model = Load("llama3-8b");
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 8;
+  EXPECT_FALSE(Has(MegatronOk(model, s), "--no-gradient-accumulation-fusion"));  // fused: the default
+  s.grad_accumulation = GradAccumulation::kAdd;
+  Args args = MegatronOk(model, s);
+  EXPECT_EQ(std::count(args.begin(), args.end(), "--no-gradient-accumulation-fusion"), 1);
+  EXPECT_LT(IndexOf(args, "--optimizer"), IndexOf(args, "--no-gradient-accumulation-fusion"));
+  s.zero_stage = 3;  // Megatron-FSDP wants the flag too: still once
+  args = MegatronOk(model, s);
+  EXPECT_EQ(std::count(args.begin(), args.end(), "--no-gradient-accumulation-fusion"), 1);
+  s.zero_stage = 0;
+  s.grad_accumulation = GradAccumulation::kAutograd;
+  const std::string error = MegatronError(model, s);
+  EXPECT_NE(error.find("--grad-accumulation autograd"), std::string::npos) << error;
+  EXPECT_NE(error.find("use --grad-accumulation fused or add"), std::string::npos) << error;
+}
+
+TEST(MegatronArguments, Fp8WithBf16ReductionGivesBothFlags) {
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 8;
+  s.dtype = Dtype::kFp8;
+  s.grad_reduce_in_bf16 = true;
+  const Args args = MegatronOk(Load("llama3-8b"), s);
+  EXPECT_EQ(ValueAfter(args, "--fp8-format"), "hybrid");
+  EXPECT_TRUE(Has(args, "--bf16"));
+  EXPECT_EQ(IndexOf(args, "--fp8-format") + 2, IndexOf(args, "--grad-reduce-in-bf16"));
+}
+
 TEST(MegatronArguments, SchedulesOutsideMainlineAreErrorsNamingWhereTheyLive) {
   const ModelSpec model = Load("llama3-8b");
   Strategy s;

@@ -128,5 +128,17 @@ TEST(RunFirstAccepted, ReturnsOtherFailuresWithoutFallingBack) {
   EXPECT_EQ(Ids(algorithms), (std::vector<uint64_t>{2, 3}));
 }
 
+TEST(GemmOutputBytes, AccumulatingIntoFp32WritesFourBytesOnlyWhenHonoured) {
+  GemmShape shape{4096, 1280, 8192, 1, Dtype::kBf16};
+  EXPECT_EQ(GemmOutputBytes(shape, Fp32Accumulation::kHonour), 2);
+  shape.accumulate_fp32 = true;
+  EXPECT_EQ(GemmOutputBytes(shape, Fp32Accumulation::kHonour), 4);
+  // The executor's operand arena sizes C by the dtype; its plans ignore the flag.
+  EXPECT_EQ(GemmOutputBytes(shape, Fp32Accumulation::kIgnore), 2);
+  shape.dtype = Dtype::kFp8;
+  EXPECT_EQ(GemmOutputBytes(shape, Fp32Accumulation::kHonour), 4);
+  EXPECT_EQ(GemmOutputBytes(shape, Fp32Accumulation::kIgnore), 2);
+}
+
 }  // namespace
 }  // namespace loom::cuda

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cost/profile.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
 
@@ -76,6 +77,55 @@ TEST(PlanSweep, ForModelMeasuresTheLayerShapesOfEveryTensorParallelDegree) {
   EXPECT_EQ(keys.size(), points->size());
   EXPECT_GT(Count(*points, 1), 0);
   EXPECT_EQ(Count(*points, 2) + Count(*points, 3) + Count(*points, 4), 0);
+}
+
+TEST(PlanSweep, ForModelMeasuresEachWgradGemmAccumulatingIntoFp32AndPlain) {
+  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-70b.json");
+  Result<ClusterSpec> cluster = LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json");
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  SweepOptions o;
+  o.kinds = {ProbeKind::kGemm};
+  o.for_model = {&*model, &*cluster, 8192, {1}, Dtype::kBf16};
+  Result<std::vector<ProbePoint>> points = PlanSweep(o);
+  ASSERT_TRUE(points.ok()) << points.status().message();
+  // The QKV weight gradient at tp 8: [8192, tokens] x [tokens, 1280], into main_grad.
+  GemmShape qkv_wgrad{8192, 10240 / 8, 8192, 1, Dtype::kBf16};
+  qkv_wgrad.accumulate_fp32 = true;
+  int64_t accumulating = 0;
+  for (const ProbePoint& p : *points) {
+    const GemmShape* g = std::get_if<GemmShape>(&p);
+    if (g == nullptr || !g->accumulate_fp32) continue;
+    ++accumulating;
+    GemmShape plain = *g;
+    plain.accumulate_fp32 = false;
+    EXPECT_TRUE(HasGemm(*points, plain)) << DescribeShape(*g);
+    if (g->m == qkv_wgrad.m && g->n == qkv_wgrad.n && g->k == qkv_wgrad.k) qkv_wgrad.batch = 0;  // found
+  }
+  EXPECT_EQ(qkv_wgrad.batch, 0) << "no accumulating QKV weight-gradient point";
+  EXPECT_GT(accumulating, 0);
+  EXPECT_EQ(PointKey(qkv_wgrad = GemmShape{8192, 1280, 8192, 1, Dtype::kBf16, true}, nullptr),
+            "gemm 8192x1280x8192 bf16 +=fp32 [cublasLt]");
+}
+
+TEST(ProfileSample, AccumulateFp32RoundTripsAndIsAbsentWhenFalse) {
+  ProfileSample sample;
+  GemmShape g{4096, 1024, 8192, 1, Dtype::kBf16};
+  sample.shape = g;
+  sample.median_us = 100;
+  sample.repeats = 10;
+  EXPECT_FALSE(ProfileSampleJson(sample).contains("accumulate_fp32"));
+  g.accumulate_fp32 = true;
+  sample.shape = g;
+  const nlohmann::ordered_json j = ProfileSampleJson(sample);
+  EXPECT_EQ(j.at("accumulate_fp32"), true);
+  nlohmann::json profile = nlohmann::json::parse(R"({
+    "schema": "loom.profile/1", "device": {"name": "NVIDIA H100 80GB HBM3", "sm_count": 132},
+    "driver_version": "550.54.15", "cuda_version": "12.4", "library_versions": {"cublaslt": "12.4.5"},
+    "date": "2026-11-25"})");
+  profile["samples"] = nlohmann::json::array({nlohmann::json::parse(j.dump())});
+  Result<Profile> parsed = ParseProfile(profile, "p.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_TRUE(std::get<GemmShape>(parsed->samples[0].shape).accumulate_fp32);
 }
 
 TEST(PlanSweep, ForModelNeedsClusterAndSequence) {

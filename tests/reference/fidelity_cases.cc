@@ -86,6 +86,12 @@ Strategy Table3Strategy(const Table3Config& c, int64_t dp, Recompute recompute, 
   s.sp = sp;
   // Selene ran fp16/bf16 mixed precision; both have the same tensor-core rate on A100.
   s.dtype = Dtype::kBf16;
+  // Megatron-LM of the paper (NVIDIA/Megatron-LM 739cb43d, May 2022, the sequence-parallel
+  // branch): --bf16 forces accumulate_allreduce_grads_in_fp32, which keeps
+  // gradient_accumulation_fusion on (its default since 83b1e42f, February 2022;
+  // megatron/arguments.py), and mpu/layers.py then accumulates every linear's weight gradient into
+  // the fp32 main_grad with fused_dense_cuda.wgrad_gemm_accum_fp32.
+  s.grad_accumulation = GradAccumulation::kFused;
   return s;
 }
 
@@ -112,15 +118,6 @@ std::optional<Table4Setting> FindSetting(std::string_view name) {
     if (s.name == name) return s;
   }
   return std::nullopt;
-}
-
-// "16 MiB", "8 GiB": nccl-tests sizes are powers of two.
-std::string SizeName(int64_t bytes) {
-  if (bytes >= (int64_t{1} << 30) && bytes % (int64_t{1} << 30) == 0) {
-    return std::to_string(bytes >> 30) + " GiB";
-  }
-  if (bytes % (int64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes) + " B";
 }
 
 // One row of Narayanan et al. 2021, Table 1, as a step to simulate.
@@ -155,6 +152,14 @@ Result<StepCase> NarayananCase(const ReferencePaths& paths, const CsvTable& tabl
   // buckets during the backward; DDP=local from the 39B row on, Megatron's own DDP, which
   // all-reduces after the backward.
   s.overlap_grad_reduce = std::stod(r.Text("params_b")) < 39.0;
+  // At the SC21 scripts' commit (NVIDIA/Megatron-LM 6985e589) gradient-accumulation fusion did not
+  // exist yet, and with --fp16 neither DDP kept a main_grad buffer: accumulate_allreduce_grads_in_fp32
+  // is forced for bf16 only and --use-contiguous-buffers-in-ddp is off by default (megatron/
+  // arguments.py), so PyTorch DDP (under no_sync, megatron/schedules.py) and the local DDP
+  // (megatron/model/distributed.py, no hooks without contiguous buffers) both leave autograd to
+  // sum each micro-batch's fp16 gradient into .grad; zero_grad(set_to_none=True) makes the first
+  // micro-batch's a copy-free assignment (megatron/optimizer/optimizer.py).
+  s.grad_accumulation = GradAccumulation::kAutograd;
   Result<ModelSpec> model = MegatronGpt(heads, hidden, layers, "narayanan2021_table1.csv (" + size + ")");
   if (!model.ok()) return model.status();
   Result<ClusterSpec> cluster = LoadNodes(paths, kSelene, gpus);
@@ -164,6 +169,14 @@ Result<StepCase> NarayananCase(const ReferencePaths& paths, const CsvTable& tabl
 }
 
 }  // namespace
+
+std::string SizeName(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 30) && bytes % (int64_t{1} << 30) == 0) {
+    return std::to_string(bytes >> 30) + " GiB";
+  }
+  if (bytes % (int64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " B";
+}
 
 LayerOpsOptions MegatronLayerKernels() {
   LayerOpsOptions options;
@@ -276,7 +289,8 @@ Result<std::vector<AllReduceCase>> LoadAllReduceCases(const ReferencePaths& path
     const int64_t bytes = r.Int("size_bytes");
     const double busbw = r.Number(column);
     LOOM_RETURN_IF_ERROR(r.Finish());
-    if (bytes >= kMinAllReduceBytes) cases.push_back({SizeName(bytes), *node, bytes, busbw});
+    const GroupPlacement group = PlaceGroup(node->gpus_per_node, 1, node->gpus_per_node);
+    if (bytes >= kMinAllReduceBytes) cases.push_back({SizeName(bytes), *node, bytes, busbw, group});
   }
   return cases;
 }

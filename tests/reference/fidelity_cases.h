@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "cost/comm_model.h"
 #include "spec/cluster.h"
 #include "reference/reference_csv.h"
 #include "spec/model.h"
@@ -58,12 +59,13 @@ struct LayerCases {
   std::vector<LayerSetting> settings;
 };
 
-// One nccl-tests all_reduce_perf row: in-place bus bandwidth of |bytes| over the GPUs of one node.
+// One nccl-tests all_reduce_perf row: in-place bus bandwidth of |bytes| over |group|.
 struct AllReduceCase {
   std::string name;
-  ClusterSpec cluster;  // one node
+  ClusterSpec cluster;
   int64_t bytes = 0;
   double busbw_GBps = 0;
+  GroupPlacement group;  // the GPUs of one node for nccl_allreduce_8gpu.csv
 };
 
 // Korthikanti et al. 2022, Table 5 (seconds per iteration) with the configurations of Table 3:
@@ -83,6 +85,9 @@ Result<LayerCases> LoadKorthikantiLayerCases(const ReferencePaths& paths);
 // layers / (pp * layers_per_virtual_stage) chunks where the row sets layers_per_virtual_stage;
 // MegatronLayerKernels().
 Result<std::vector<StepCase>> LoadNarayananCases(const ReferencePaths& paths);
+
+// "16 MiB", "8 GiB": nccl-tests sizes are powers of two; other sizes in bytes.
+std::string SizeName(int64_t bytes);
 
 // nccl-tests all-reduce bus bandwidth on one node of hardware/clusters/|cluster_file|, from the
 // table column |column|, for the sizes from 16 MiB up (smaller ones are latency-bound, which the

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "cost/comm_model.h"
 #include "cost/nccl_model.h"
 #include "cost/compute_model.h"
+#include "reference/comm_reference.h"
 #include "sim/pass_costs.h"
 #include "sim/simulator.h"
 #include "workload/layer_ops.h"
@@ -63,6 +67,31 @@ void AddLayerSetting(const LayerCases& cases, const LayerSetting& setting, Fidel
 int64_t FidelityTable::Failed() const {
   return std::count_if(rows.begin(), rows.end(), [](const FidelityRow& r) { return !r.ok(); });
 }
+
+namespace {
+
+ErrorSummary Summarize(const std::vector<FidelityRow>& rows, bool loso) {
+  ErrorSummary out;
+  int64_t n = 0;
+  for (const FidelityRow& r : rows) {
+    if (!r.ok()) continue;
+    const double e = loso ? r.LosoErrorPct() : r.ErrorPct();
+    out.mape_pct += std::abs(e);
+    out.bias_pct += e;
+    out.max_abs_pct = std::max(out.max_abs_pct, std::abs(e));
+    ++n;
+  }
+  if (n > 0) {
+    out.mape_pct /= static_cast<double>(n);
+    out.bias_pct /= static_cast<double>(n);
+  }
+  return out;
+}
+
+}  // namespace
+
+ErrorSummary FidelityTable::InSample() const { return Summarize(rows, false); }
+ErrorSummary FidelityTable::LeaveOneSourceOut() const { return Summarize(rows, true); }
 
 double FidelityTable::MapePct() const {
   double sum = 0;
@@ -137,34 +166,134 @@ FidelityTable PredictAllReduceBusBandwidth(const std::string& name, const std::s
   FidelityTable table{name, title, "GB/s", {}};
   for (const AllReduceCase& c : cases) {
     const NcclCommModel comm = SimulatorCommModel(c.cluster);
-    const GroupPlacement node = PlaceGroup(c.cluster.gpus_per_node, 1, c.cluster.gpus_per_node);
-    const double seconds = comm.Collective(CollectiveKind::kAllReduce, c.bytes, node).ToSeconds();
-    const double factor = BusBandwidthFactor(CollectiveKind::kAllReduce, node.ranks);
+    const double seconds = comm.Collective(CollectiveKind::kAllReduce, c.bytes, c.group).ToSeconds();
+    const double factor = BusBandwidthFactor(CollectiveKind::kAllReduce, c.group.ranks);
     const double busbw_GBps = static_cast<double>(c.bytes) * factor / seconds / 1e9;
     table.rows.push_back({c.name, busbw_GBps, c.busbw_GBps, ""});
   }
   return table;
 }
 
-Result<std::vector<FidelityTable>> BuildFidelityReport(const ReferencePaths& paths) {
+namespace {
+
+// The cluster files' calibrations refitted without one reference file, by cluster file.
+class Refitter {
+ public:
+  Refitter(const ReferencePaths& paths, std::string_view excluded) : paths_(paths), excluded_(excluded) {}
+
+  // Replaces |cluster|'s calibration by its refit when it was fitted on the excluded file.
+  Status Apply(ClusterSpec& cluster) {
+    const std::vector<std::string>& fitted_on = cluster.calibration.fitted_on;
+    if (excluded_.empty() || std::find(fitted_on.begin(), fitted_on.end(), excluded_) == fitted_on.end()) {
+      return Status::Ok();
+    }
+    const std::string key = std::filesystem::path(cluster.file).stem().string();
+    auto it = refits_.find(key);
+    if (it == refits_.end()) {
+      Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(paths_.tables_dir, key);
+      if (!runs.ok()) return runs.status();
+      Result<CommCalibration> fit = FitReferenceCommCalibration(*runs, cluster, excluded_);
+      if (!fit.ok()) return fit.status().WithSuffix(" (refitting " + cluster.file + " without " + excluded_ + ")");
+      it = refits_.emplace(key, *fit).first;
+    }
+    cluster.calibration = it->second;
+    return Status::Ok();
+  }
+
+ private:
+  const ReferencePaths& paths_;
+  std::string excluded_;
+  std::map<std::string, CommCalibration> refits_;
+};
+
+template <typename Case>
+Status ApplyAll(Refitter& refitter, std::vector<Case>& cases) {
+  for (Case& c : cases) LOOM_RETURN_IF_ERROR(refitter.Apply(c.cluster));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& paths, std::string_view excluded_file) {
+  Refitter refitter(paths, excluded_file);
   Result<std::vector<StepCase>> iterations = LoadKorthikantiIterationCases(paths);
   if (!iterations.ok()) return iterations.status();
+  LOOM_RETURN_IF_ERROR(ApplyAll(refitter, iterations.value()));
   Result<LayerCases> layers = LoadKorthikantiLayerCases(paths);
   if (!layers.ok()) return layers.status();
+  LOOM_RETURN_IF_ERROR(refitter.Apply(layers.value().cluster));
   Result<std::vector<StepCase>> weak_scaling = LoadNarayananCases(paths);
   if (!weak_scaling.ok()) return weak_scaling.status();
+  LOOM_RETURN_IF_ERROR(ApplyAll(refitter, weak_scaling.value()));
   Result<std::vector<AllReduceCase>> a100 = LoadAllReduceCases(paths, "dgx-a100.json", "a100_busbw_GBps");
   if (!a100.ok()) return a100.status();
+  LOOM_RETURN_IF_ERROR(ApplyAll(refitter, a100.value()));
   Result<std::vector<AllReduceCase>> h100 = LoadAllReduceCases(paths, "dgx-h100.json", "h100_busbw_GBps");
   if (!h100.ok()) return h100.status();
+  LOOM_RETURN_IF_ERROR(ApplyAll(refitter, h100.value()));
+  Result<std::vector<AllReduceCase>> a100_nodes = LoadMultiNodeAllReduceCases(paths, "dgx-a100");
+  if (!a100_nodes.ok()) return a100_nodes.status();
+  LOOM_RETURN_IF_ERROR(ApplyAll(refitter, a100_nodes.value()));
+  Result<std::vector<AllReduceCase>> h100_nodes = LoadMultiNodeAllReduceCases(paths, "dgx-h100");
+  if (!h100_nodes.ok()) return h100_nodes.status();
+  LOOM_RETURN_IF_ERROR(ApplyAll(refitter, h100_nodes.value()));
+
   std::vector<FidelityTable> tables;
   tables.push_back(PredictIterationTimes(*iterations));
+  tables.back().source_file = "korthikanti2022_iteration_time.csv";
   tables.push_back(PredictLayerTimes(*layers));
+  tables.back().source_file = "korthikanti2022_layer_time.csv";
   tables.push_back(PredictNarayananTflops(*weak_scaling));
+  tables.back().source_file = "narayanan2021_table1.csv";
   tables.push_back(PredictAllReduceBusBandwidth(
       "nccl_allreduce_dgx-a100", "nccl-tests all-reduce busbw, 8x A100-SXM4-80GB in one node (GB/s)", *a100));
+  tables.back().source_file = std::string(kSingleNodeAllReduceTable);
   tables.push_back(PredictAllReduceBusBandwidth(
       "nccl_allreduce_dgx-h100", "nccl-tests all-reduce busbw, 8x H100-SXM5-80GB in one node (GB/s)", *h100));
+  tables.back().source_file = std::string(kSingleNodeAllReduceTable);
+  tables.push_back(PredictAllReduceBusBandwidth(
+      "nccl_allreduce_multinode_dgx-a100",
+      "nccl-tests all-reduce busbw across DGX A100 nodes (8x HDR 200 Gb/s per node), nodes x ranks per node (GB/s)",
+      *a100_nodes));
+  tables.back().source_file = std::string(kMultiNodeAllReduceTable);
+  tables.push_back(PredictAllReduceBusBandwidth(
+      "nccl_allreduce_multinode_dgx-h100",
+      "nccl-tests all-reduce busbw across DGX H100 nodes (8x NDR 400 Gb/s per node), nodes x ranks per node (GB/s)",
+      *h100_nodes));
+  tables.back().source_file = std::string(kMultiNodeAllReduceTable);
+  return tables;
+}
+
+Result<std::vector<FidelityTable>> BuildFidelityReport(const ReferencePaths& paths) {
+  Result<std::vector<FidelityTable>> tables = BuildFidelityTables(paths, "");
+  if (!tables.ok()) return tables.status();
+  // The files some shipped cluster calibration was fitted on.
+  std::set<std::string> fitted;
+  for (const char* file : {"dgx-a100.json", "dgx-h100.json"}) {
+    Result<ClusterSpec> cluster = LoadClusterSpec(paths.clusters_dir + "/" + file);
+    if (!cluster.ok()) return cluster.status();
+    fitted.insert(cluster->calibration.fitted_on.begin(), cluster->calibration.fitted_on.end());
+  }
+  std::map<std::string, std::vector<FidelityTable>> without;  // by excluded file
+  for (FidelityTable& table : tables.value()) {
+    table.refitted = fitted.count(table.source_file) > 0;
+    if (!table.refitted) {
+      for (FidelityRow& r : table.rows) r.loso_predicted = r.predicted;
+      continue;
+    }
+    auto it = without.find(table.source_file);
+    if (it == without.end()) {
+      Result<std::vector<FidelityTable>> refit = BuildFidelityTables(paths, table.source_file);
+      if (!refit.ok()) return refit.status();
+      it = without.emplace(table.source_file, std::move(*refit)).first;
+    }
+    for (const FidelityTable& other : it->second) {
+      if (other.name != table.name) continue;
+      for (size_t i = 0; i < table.rows.size() && i < other.rows.size(); ++i) {
+        table.rows[i].loso_predicted = other.rows[i].predicted;
+      }
+    }
+  }
   return tables;
 }
 

@@ -20,10 +20,21 @@ struct FidelityRow {
   double predicted = 0;
   double measured = 0;
   std::string error;  // empty when predicted
+  // The prediction with every calibration fitted without this row's table (leave-one-source-out);
+  // equal to |predicted| when no calibration was fitted on the table.
+  double loso_predicted = 0;
 
   bool ok() const { return error.empty(); }
   // 100 * (predicted - measured) / measured. REQUIRES: ok() and measured != 0.
   double ErrorPct() const { return 100.0 * (predicted - measured) / measured; }
+  double LosoErrorPct() const { return 100.0 * (loso_predicted - measured) / measured; }
+};
+
+// Mean |error|, largest |error| and mean signed error (bias) of a table's predicted rows, in %.
+struct ErrorSummary {
+  double mape_pct = 0;
+  double max_abs_pct = 0;
+  double bias_pct = 0;
 };
 
 struct FidelityTable {
@@ -31,8 +42,15 @@ struct FidelityTable {
   std::string title;  // what a reader sees: source, quantity and unit
   std::string unit;   // of predicted and measured
   std::vector<FidelityRow> rows;
+  // The file of tests/reference/ the measurements come from: what the leave-one-source-out
+  // column refits without.
+  std::string source_file;
+  // Whether a shipped calibration was fitted on |source_file| (so the columns can differ).
+  bool refitted = false;
 
   int64_t Failed() const;
+  ErrorSummary InSample() const;
+  ErrorSummary LeaveOneSourceOut() const;
   // Mean of |ErrorPct()| over the rows that were predicted; 0 when none was.
   double MapePct() const;
   // Largest |ErrorPct()| over the rows that were predicted; 0 when none was.
@@ -58,14 +76,20 @@ FidelityTable PredictNarayananTflops(const std::vector<StepCase>& cases);
 double NarayananIterationFlops(const ModelSpec& model, const Strategy& strategy);
 
 // nccl-tests all-reduce bus bandwidth in GB/s: bytes * 2(n-1)/n / (the simulator's communication
-// model's time of one all-reduce over the GPUs of one node).
+// model's time of one all-reduce over the case's group).
 FidelityTable PredictAllReduceBusBandwidth(const std::string& name, const std::string& title,
                                            const std::vector<AllReduceCase>& cases);
 
-// Every table of the fidelity report, in the order of issue 4. Errors: those of loading the
-// cases (a missing or malformed reference table or cluster file); a case loom cannot predict is
-// a failed row instead.
+// Every table of the fidelity report, in the order of issues 4 and 18, with the shipped
+// calibrations (the in-sample column) and, per table, the calibrations refitted without the
+// table's source file (the leave-one-source-out column; FitReferenceCommCalibration). Errors:
+// those of loading the cases (a missing or malformed reference table or cluster file) or of a
+// refit; a case loom cannot predict is a failed row instead.
 Result<std::vector<FidelityTable>> BuildFidelityReport(const ReferencePaths& paths);
+
+// The tables with every cluster calibration fitted on |excluded_file| refitted without it (none
+// refitted when empty); loso_predicted is left 0.
+Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& paths, std::string_view excluded_file);
 
 }  // namespace loom
 

@@ -1,14 +1,19 @@
 // The GEMM calibration shipped in hardware/gpus/ must be what FitGemm derives from the public
-// cuBLASLt measurements (tests/reference/gemm_cublaslt.csv), so that no number in a GPU file is
-// typed in by hand.
+// cuBLAS(Lt) measurements (tests/reference/gemm_cublaslt.csv and gemm_shapes.csv), so that no number
+// in a GPU file is typed in by hand; and the fitted model must reproduce every table within its
+// stated error, in-sample and with the table (or the source) left out of the fit.
 
 #include <cmath>
+#include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "cost/compute_fit.h"
+#include "cost/compute_model.h"
+#include "cost/gemm_tiles.h"
 #include "reference/reference_csv.h"
 #include "spec/cluster.h"
 
@@ -16,50 +21,233 @@ namespace loom {
 namespace {
 
 struct Row {
-  int64_t m, n, k;
-  double a100_fp16_tflops, h100_fp8_tflops;
+  std::string table;   // file name
+  std::string source;  // who measured it
+  std::string gpu;     // hardware/gpus/ file name without .json
+  GemmSample sample;
 };
 
-std::vector<Row> ReadGemmTable() {
-  Result<CsvTable> table = ReadReferenceCsv(std::string(LOOM_SOURCE_DIR) + "/tests/reference/gemm_cublaslt.csv");
+std::string Dir() { return std::string(LOOM_SOURCE_DIR) + "/tests/reference/"; }
+
+GemmSample Sample(Dtype dtype, int64_t m, int64_t n, int64_t k, double tflops) {
+  GemmShape g{m, n, k, 1, dtype};
+  return {g, static_cast<double>(GemmFlops(g)) / (tflops * 1e12)};
+}
+
+// gemm_cublaslt.csv: one column per GPU and dtype (Azure AI-benchmarking-guide).
+std::vector<Row> ReadCublasLt() {
+  Result<CsvTable> table = ReadReferenceCsv(Dir() + "gemm_cublaslt.csv");
   EXPECT_TRUE(table.ok()) << table.status().message();
   std::vector<Row> rows;
   for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
     RowReader r(*table, i);
-    rows.push_back({r.Int("m"), r.Int("n"), r.Int("k"), r.Number("a100_fp16_tflops"), r.Number("h100_fp8_tflops")});
+    const int64_t m = r.Int("m"), n = r.Int("n"), k = r.Int("k");
+    rows.push_back({"gemm_cublaslt.csv", "azure", "a100-sxm4-80gb", Sample(Dtype::kFp16, m, n, k, r.Number("a100_fp16_tflops"))});
+    rows.push_back({"gemm_cublaslt.csv", "azure", "h100-sxm5-80gb", Sample(Dtype::kFp8, m, n, k, r.Number("h100_fp8_tflops"))});
     EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
 }
 
-void ExpectShippedCalibrationIsTheFit(const std::string& gpu_file, Dtype dtype, bool a100) {
-  Result<GpuSpec> gpu = LoadGpuSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/gpus/" + gpu_file);
-  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
-  std::vector<GemmSample> samples;
-  for (const Row& r : ReadGemmTable()) {
-    GemmShape g{r.m, r.n, r.k, 1, dtype};
-    const double tflops = a100 ? r.a100_fp16_tflops : r.h100_fp8_tflops;
-    samples.push_back({g, static_cast<double>(GemmFlops(g)) / (tflops * 1e12)});
+// gemm_shapes.csv: one measurement per row.
+std::vector<Row> ReadShapes() {
+  Result<CsvTable> table = ReadReferenceCsv(Dir() + "gemm_shapes.csv");
+  EXPECT_TRUE(table.ok()) << table.status().message();
+  std::vector<Row> rows;
+  for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    const std::optional<Dtype> dtype = kDtypeNames.Parse(r.Text("dtype"));
+    EXPECT_TRUE(dtype.has_value()) << "row " << i;
+    r.Text("layout");
+    rows.push_back({"gemm_shapes.csv", r.Text("source"), r.Text("gpu"),
+                    Sample(dtype.value_or(Dtype::kBf16), r.Int("m"), r.Int("n"), r.Int("k"), r.Number("tflops"))});
+    EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
-  ASSERT_EQ(samples.size(), 6u);
-  Result<GemmFit> fit = FitGemm(samples, *gpu);
+  return rows;
+}
+
+std::vector<Row> AllRows() {
+  std::vector<Row> rows = ReadCublasLt();
+  for (Row& r : ReadShapes()) rows.push_back(r);
+  return rows;
+}
+
+// The GPUs whose measurements fit a GPU file: H100 and H200 are one GH100 silicon with the same SM
+// count and tensor-core peaks (their files' sources), so each is fitted on both GPUs' rows.
+std::set<std::string> FittedGpus(const std::string& gpu) {
+  if (gpu == "a100-sxm4-80gb") return {gpu};
+  return {"h100-sxm5-80gb", "h200-sxm-141gb"};
+}
+
+GpuSpec LoadGpu(const std::string& gpu) {
+  Result<GpuSpec> spec = LoadGpuSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/gpus/" + gpu + ".json");
+  EXPECT_TRUE(spec.ok()) << spec.status().message();
+  return spec.ok() ? *spec : GpuSpec();
+}
+
+// The rows |gpu|'s file is fitted on, less those for which |left_out| is true.
+template <typename Pred>
+std::vector<Row> RowsFor(const std::vector<Row>& all, const std::string& gpu, Pred left_out) {
+  std::vector<Row> rows;
+  for (const Row& r : all) {
+    if (FittedGpus(gpu).count(r.gpu) && !left_out(r)) rows.push_back(r);
+  }
+  return rows;
+}
+
+std::vector<GemmSample> Samples(const std::vector<Row>& rows) {
+  std::vector<GemmSample> out;
+  for (const Row& r : rows) out.push_back(r.sample);
+  return out;
+}
+
+// |gpu|'s calibration fitted on |rows|; the GPU's other calibration values as shipped.
+Result<GemmFit> Fit(const std::string& gpu, const std::vector<Row>& rows) { return FitGemm(Samples(rows), LoadGpu(gpu)); }
+
+// |shipped| with |fit|'s GEMM values and no other GEMM efficiency: a dtype the fit did not see
+// borrows as the model does (ComputeCalibration::GemmEfficiency), not from the shipped fit.
+ComputeCalibration HeldOut(const ComputeCalibration& shipped, const GemmFit& fit) {
+  ComputeCalibration c = shipped;
+  for (const std::string& name : kDtypeNames.Names()) c.GemmEfficiencySlot(*kDtypeNames.Parse(name)).reset();
+  return fit.Applied(c);
+}
+
+struct TableError {
+  double mean_abs = 0, max_abs = 0, bias = 0;
+  int count = 0;
+};
+
+// Errors of |calibration|'s model on the rows of |gpu| itself that |in| selects.
+template <typename Pred>
+TableError ErrorOn(const std::vector<Row>& all, const std::string& gpu, const ComputeCalibration& calibration, Pred in) {
+  GpuSpec spec = LoadGpu(gpu);
+  spec.calibration = calibration;
+  const RooflineComputeModel model(spec);
+  TableError e;
+  for (const Row& r : all) {
+    if (r.gpu != gpu || !in(r)) continue;
+    const double error = model.GemmKernel(r.sample.shape).ToSeconds() / r.sample.time_s - 1.0;
+    e.mean_abs += std::fabs(error);
+    e.bias += error;
+    e.max_abs = std::max(e.max_abs, std::fabs(error));
+    ++e.count;
+  }
+  if (e.count > 0) e.mean_abs /= e.count, e.bias /= e.count;
+  return e;
+}
+
+void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
+  const std::vector<Row> all = AllRows();
+  const std::vector<Row> rows = RowsFor(all, gpu, [](const Row&) { return false; });
+  Result<GemmFit> fit = Fit(gpu, rows);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
-  const ComputeCalibration& c = gpu->calibration;
-  EXPECT_EQ(c.gemm_tile_m, fit->tile_m) << gpu_file;
-  EXPECT_EQ(c.gemm_tile_n, fit->tile_n) << gpu_file;
-  EXPECT_NEAR(*c.GemmEfficiency(dtype), fit->efficiency, 5e-4) << gpu_file;
-  EXPECT_NEAR(c.kernel_overhead_us, fit->overhead_us, 5e-3) << gpu_file;
-  // The fit explains the table within a few percent per row.
-  EXPECT_LT(fit->mean_abs_relative_error, 0.03) << gpu_file;
-  for (double e : fit->relative_errors) EXPECT_LT(std::abs(e), 0.08) << gpu_file;
+  const GpuSpec shipped = LoadGpu(gpu);
+  const ComputeCalibration& c = shipped.calibration;
+  std::printf("%s: overhead %.4g us, wave latency %.4g us, operand bandwidth %.4g GB/s", gpu.c_str(),
+              fit->overhead_us, fit->wave_latency_us, fit->operand_bandwidth_GBps.value_or(0));
+  for (const GemmDtypeEfficiency& e : fit->efficiencies) {
+    std::printf(", efficiency %s %.4g", std::string(kDtypeNames.Name(e.dtypes.front())).c_str(), e.efficiency);
+  }
+  std::printf(", mean |error| %.2f%%\n", 100 * fit->mean_abs_relative_error);
+  GpuSpec fitted = shipped;
+  fitted.calibration = fit->Applied(shipped.calibration);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const GemmShape& g = rows[i].sample.shape;
+    const GemmTileChoice t = ChooseGemmTile(g, fitted);
+    std::printf("  %s %s %s %lldx%lldx%lld: tile %lldx%lld split %lld waves %lld, error %+.1f%%\n",
+                rows[i].table.c_str(), rows[i].gpu.c_str(), std::string(kDtypeNames.Name(g.dtype)).c_str(),
+                static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
+                static_cast<long long>(t.tile_m), static_cast<long long>(t.tile_n), static_cast<long long>(t.split_k),
+                static_cast<long long>(t.waves), 100 * fit->relative_errors[i]);
+  }
+  EXPECT_EQ(c.gemm_tile_m, 0) << gpu << ": the model chooses the tile per shape";
+  EXPECT_EQ(c.gemm_tile_n, 0) << gpu;
+  for (const GemmDtypeEfficiency& e : fit->efficiencies) {
+    for (Dtype d : e.dtypes) {
+      ASSERT_TRUE(c.GemmEfficiencySlot(d).has_value()) << gpu << " " << kDtypeNames.Name(d);
+      EXPECT_NEAR(*c.GemmEfficiencySlot(d), e.efficiency, 5e-4 * e.efficiency) << gpu << " " << kDtypeNames.Name(d);
+    }
+  }
+  ASSERT_EQ(c.gemm_operand_bandwidth_GBps.has_value(), fit->operand_bandwidth_GBps.has_value()) << gpu;
+  if (fit->operand_bandwidth_GBps) {
+    EXPECT_NEAR(*c.gemm_operand_bandwidth_GBps, *fit->operand_bandwidth_GBps, 5e-4 * *fit->operand_bandwidth_GBps);
+  }
+  EXPECT_NEAR(c.kernel_overhead_us, fit->overhead_us, 5e-4 * fit->overhead_us + 1e-3) << gpu;
+  EXPECT_NEAR(c.gemm_wave_latency_us.value_or(0), fit->wave_latency_us, 5e-4 * fit->wave_latency_us + 1e-3) << gpu;
+  std::set<std::string> tables;
+  for (const Row& r : rows) tables.insert(r.table);
+  EXPECT_EQ(std::set<std::string>(c.fitted_on.begin(), c.fitted_on.end()), tables) << gpu << ": fitted_on";
 }
 
-TEST(GemmCalibration, A100IsTheFitOfItsFp16Measurements) {
-  ExpectShippedCalibrationIsTheFit("a100-sxm4-80gb.json", Dtype::kFp16, true);
+TEST(GemmCalibration, A100IsTheFitOfItsMeasurements) { ExpectShippedCalibrationIsTheFit("a100-sxm4-80gb"); }
+TEST(GemmCalibration, H100IsTheFitOfItsMeasurements) { ExpectShippedCalibrationIsTheFit("h100-sxm5-80gb"); }
+TEST(GemmCalibration, H200IsTheFitOfItsMeasurements) { ExpectShippedCalibrationIsTheFit("h200-sxm-141gb"); }
+
+// The stated error of each table: the shipped calibration's mean |error| on a GPU's rows of the
+// table, and the same with the table's rows left out of the fit (leave-one-table-out) and with each
+// source's rows left out (leave-one-source-out). The limits are the errors measured when the
+// calibration was fitted (issue 18), with a small margin, so that a change that makes them worse
+// fails: in-sample mean 10% and max 20% per table; left out, mean 50% (the one mamf row of a dtype
+// left out leaves that dtype to borrow another's efficiency, and the mamf rows are maxima over a
+// search; 1024x2145x1024 has an N that is not a multiple of 8).
+struct Held {
+  const char* gpu;
+  double in_sample_mean, in_sample_max, held_out_mean;
+};
+
+TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
+  const std::vector<Row> all = AllRows();
+  for (const Held& h : {Held{"a100-sxm4-80gb", 0.10, 0.20, 0.50}, Held{"h100-sxm5-80gb", 0.10, 0.20, 0.50},
+                        Held{"h200-sxm-141gb", 0.10, 0.20, 0.50}}) {
+    const std::string gpu = h.gpu;
+    const ComputeCalibration shipped = LoadGpu(gpu).calibration;
+    for (const char* table : {"gemm_cublaslt.csv", "gemm_shapes.csv"}) {
+      auto in_table = [&](const Row& r) { return r.table == table; };
+      const TableError in = ErrorOn(all, gpu, shipped, in_table);
+      if (in.count == 0) continue;
+      Result<GemmFit> held = Fit(gpu, RowsFor(all, gpu, in_table));
+      std::printf("%s %s (%d rows): in-sample mean %.1f%% max %.1f%% bias %+.1f%%", gpu.c_str(), table, in.count,
+                  100 * in.mean_abs, 100 * in.max_abs, 100 * in.bias);
+      EXPECT_LT(in.mean_abs, h.in_sample_mean) << gpu << " " << table;
+      EXPECT_LT(in.max_abs, h.in_sample_max) << gpu << " " << table;
+      if (!held.ok()) {
+        std::printf("; left out: not determined (%s)\n", held.status().message().c_str());
+        continue;
+      }
+      const TableError out = ErrorOn(all, gpu, HeldOut(shipped, *held), in_table);
+      std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs, 100 * out.max_abs,
+                  100 * out.bias);
+      EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " " << table << " left out";
+    }
+    for (const char* source : {"azure", "mamf"}) {
+      auto in_source = [&](const Row& r) { return r.source == source; };
+      const TableError in = ErrorOn(all, gpu, shipped, in_source);
+      if (in.count == 0) continue;
+      Result<GemmFit> held = Fit(gpu, RowsFor(all, gpu, in_source));
+      std::printf("%s source %s (%d rows): in-sample mean %.1f%% bias %+.1f%%", gpu.c_str(), source, in.count,
+                  100 * in.mean_abs, 100 * in.bias);
+      if (!held.ok()) {
+        std::printf("; left out: not determined\n");
+        continue;
+      }
+      const TableError out = ErrorOn(all, gpu, HeldOut(shipped, *held), in_source);
+      std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs, 100 * out.max_abs,
+                  100 * out.bias);
+      EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " source " << source << " left out";
+    }
+  }
 }
 
-TEST(GemmCalibration, H100IsTheFitOfItsFp8Measurements) {
-  ExpectShippedCalibrationIsTheFit("h100-sxm5-80gb.json", Dtype::kFp8, false);
+// The model's tile choice on the measured shapes: a large square GEMM takes a 256-wide tile, the
+// N = 192 GEMM a tile that divides 192, and the small 1024^3 GEMM a tile that fills more SMs.
+TEST(GemmCalibration, TileChoiceFollowsTheMeasuredShapes) {
+  const GpuSpec a100 = LoadGpu("a100-sxm4-80gb");
+  const GemmTileChoice big = ChooseGemmTile({8192, 8192, 8192, 1, Dtype::kFp16}, a100);
+  EXPECT_EQ(big.tile_m * big.tile_n, 256 * 128);
+  const GemmTileChoice narrow = ChooseGemmTile({802816, 192, 768, 1, Dtype::kFp16}, a100);
+  EXPECT_EQ(192 % narrow.tile_n, 0) << narrow.tile_m << "x" << narrow.tile_n;
+  const GemmTileChoice small = ChooseGemmTile({1024, 1024, 1024, 1, Dtype::kFp16}, a100);
+  EXPECT_LT(small.tile_m * small.tile_n, 256 * 128);
 }
 
 }  // namespace

@@ -111,8 +111,8 @@ std::string TestName(const testing::TestParamInfo<size_t>& info) {
   return name;
 }
 
-// What `loom plan` is asked for a published run: its model, GPU count, batch, sequence, dtype and
-// optimizer; every parallelism setting is left to the search.
+// What `loom plan` is asked for a published run: its model, GPU count, batch, sequence, dtype,
+// optimizer and gradient accumulation; every parallelism setting is left to the search.
 SearchRequest RequestFor(const Strategy& published) {
   SearchRequest request;
   request.gpus = published.WorldSize();
@@ -120,6 +120,7 @@ SearchRequest RequestFor(const Strategy& published) {
   request.seq_len = published.seq_len;
   request.dtype = published.dtype;
   request.optimizer = published.optimizer;
+  request.grad_accumulation = published.grad_accumulation;
   return request;
 }
 
@@ -138,7 +139,7 @@ PlanOptions SearchOptions(const StepCase& step) {
 bool SameStrategy(const Strategy& a, const Strategy& b) {
   return ConstraintText(a) == ConstraintText(b) && a.global_batch == b.global_batch && a.seq_len == b.seq_len &&
          a.dtype == b.dtype && a.optimizer == b.optimizer && a.allow_cross_node_tp == b.allow_cross_node_tp &&
-         a.grad_reduce_in_bf16 == b.grad_reduce_in_bf16 && a.moe_capacity_factor == b.moe_capacity_factor &&
+         a.grad_reduce_in_bf16 == b.grad_reduce_in_bf16 && a.grad_accumulation == b.grad_accumulation && a.moe_capacity_factor == b.moe_capacity_factor &&
          a.moe_imbalance == b.moe_imbalance;
 }
 

@@ -137,6 +137,35 @@ TEST(ChannelSharing, CollectiveCountsOncePerMemberOnAChannel) {
   EXPECT_EQ(t.end[m1], Us(10));
 }
 
+// Issue 18: a group with k ranks on a node is timed over k NICs (cost/nccl_model.h), and each
+// member's route holds its own GPU's NIC, so each NIC carries the group's traffic for 1/k of the
+// node's load. Two such groups on the same node's NICs (the data-parallel groups of two pipeline
+// stages placed on one node, say) share every NIC and slow each other to half speed; a third
+// transfer on one NIC slows only the groups that cross it.
+TEST(ChannelSharing, TwoGroupsOnOneNodesNicsSlowEachOther) {
+  Step step;
+  const ChannelId nic0 = step.Channel("node0 gpu0 nic");
+  const ChannelId nic1 = step.Channel("node0 gpu1 nic");
+  const ChannelId remote0 = step.Channel("node1 gpu0 nic");
+  const ChannelId remote1 = step.Channel("node1 gpu1 nic");
+  // Group A: 2 nodes x 2 ranks, 10 us alone; group B: the same NICs, 10 us alone.
+  const TaskId a0 = step.Run(10, step.Route({nic0}), 0);
+  const TaskId a1 = step.Run(10, step.Route({nic1}), 1);
+  const TaskId a2 = step.Run(10, step.Route({remote0}), 2);
+  const TaskId a3 = step.Run(10, step.Route({remote1}), 3);
+  step.graph.AddCollective(std::vector<TaskId>{a0, a1, a2, a3});
+  const TaskId b0 = step.Run(10, step.Route({nic0}), 0);
+  const TaskId b1 = step.Run(10, step.Route({nic1}), 1);
+  const TaskId b2 = step.Run(10, step.Route({remote0}), 2);
+  const TaskId b3 = step.Run(10, step.Route({remote1}), 3);
+  step.graph.AddCollective(std::vector<TaskId>{b0, b1, b2, b3});
+  const StepTimeline t = step.Simulate();
+  EXPECT_EQ(t.end[a0], Us(20));
+  EXPECT_EQ(t.end[b3], Us(20));
+  EXPECT_EQ(t.channel_shared[nic0], Us(20));
+  EXPECT_EQ(t.channel_shared[remote1], Us(20));
+}
+
 TEST(ChannelSharing, TransferAloneTakesItsDurationAndOthersAreUnaffected) {
   Step step;
   const RouteId nic = step.Route({step.Channel("nic")});

@@ -12,7 +12,7 @@ TEST(ComputeCalibration, ReadsEveryKey) {
             {"kernel_overhead_us", 4.5}, {"attention_efficiency", 0.4}, {"memory_bandwidth_fraction", 0.9},
             {"source", "profile x"}};
   JsonReader r(j, "gpu.json", "calibration");
-  ComputeCalibration c = ReadComputeCalibration(r);
+  ComputeCalibration c = ReadComputeCalibration(r, j);
   ASSERT_TRUE(r.Finish(UnknownKeys::kError).ok());
   EXPECT_EQ(c.gemm_tile_m, 128);
   EXPECT_EQ(c.gemm_tile_n, 256);
@@ -28,7 +28,7 @@ TEST(ComputeCalibration, ReadsEveryKey) {
 TEST(ComputeCalibration, EfficiencyAboveOneAndMissingSourceAreErrors) {
   json j = {{"gemm_efficiency_bf16", 1.3}, {"kernel_overhead_us", -1}, {"gemm_tile_m", 8}};
   JsonReader r(j, "gpu.json", "calibration");
-  ReadComputeCalibration(r);
+  ReadComputeCalibration(r, j);
   Status s = r.Finish(UnknownKeys::kError);
   ASSERT_FALSE(s.ok());
   const std::string& m = s.message();
@@ -37,6 +37,33 @@ TEST(ComputeCalibration, EfficiencyAboveOneAndMissingSourceAreErrors) {
   EXPECT_NE(m.find("calibration.kernel_overhead_us: is -1"), std::string::npos) << m;
   EXPECT_NE(m.find("calibration.gemm_tile_m: is 8; it must be between 16 and 1024"), std::string::npos) << m;
   EXPECT_NE(m.find("calibration.source: is missing"), std::string::npos) << m;
+}
+
+TEST(ComputeCalibration, ReadsTheGemmModelKeysAndFittedOn) {
+  json j = {{"gemm_operand_bandwidth_GBps", 9000},
+            {"gemm_epilogue_overlap", true},
+            {"fitted_on", {"gemm_cublaslt.csv", "gemm_shapes.csv"}},
+            {"source", "tables"}};
+  JsonReader r(j, "gpu.json", "calibration");
+  ComputeCalibration c = ReadComputeCalibration(r, j);
+  ASSERT_TRUE(r.Finish(UnknownKeys::kError).ok());
+  EXPECT_EQ(c.gemm_operand_bandwidth_GBps, 9000);
+  EXPECT_TRUE(c.gemm_epilogue_overlap);
+  EXPECT_EQ(c.fitted_on, (std::vector<std::string>{"gemm_cublaslt.csv", "gemm_shapes.csv"}));
+  EXPECT_EQ(c.gemm_tile_m, 0);  // absent: the model chooses the tile per shape
+}
+
+TEST(ComputeCalibration, MalformedFittedOnNamesFileAndKey) {
+  for (const json& bad : {json("gemm_shapes.csv"), json::array(), json({"tests/reference/gemm_shapes.csv"}),
+                          json({"gemm_shapes"}), json({1})}) {
+    json j = {{"fitted_on", bad}, {"source", "tables"}};
+    JsonReader r(j, "a100.json", "calibration");
+    ReadComputeCalibration(r, j);
+    Status s = r.Finish(UnknownKeys::kError);
+    ASSERT_FALSE(s.ok()) << bad.dump();
+    EXPECT_NE(s.message().find("a100.json: calibration.fitted_on: is "), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("non-empty array of the file names"), std::string::npos) << s.message();
+  }
 }
 
 TEST(ComputeCalibration, NothingMeasuredMeansNoEfficiency) {

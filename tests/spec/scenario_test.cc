@@ -36,6 +36,26 @@ TEST(Scenario, ReadsPathsBesideTheFileAndTheStrategy) {
   EXPECT_EQ(s->strategy.zero_stage, 1);
   EXPECT_EQ(s->strategy.dtype, Dtype::kFp16);
   EXPECT_EQ(s->strategy.cp, 1);  // absent keys keep the defaults
+  EXPECT_EQ(s->strategy.grad_accumulation, GradAccumulation::kFused);
+}
+
+TEST(Scenario, GradAccumulationIsReadWrittenAndCheckedByName) {
+  std::string path = WriteTemp("accumulate.json", R"({
+    "schema": "loom.scenario/1", "model": "m.json", "cluster": "c.json",
+    "strategy": {"grad_accumulation": "autograd", "dtype": "fp16"}})");
+  Result<Scenario> s = LoadScenario(path);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->strategy.grad_accumulation, GradAccumulation::kAutograd);
+  EXPECT_EQ(StrategyJson(s->strategy).at("grad_accumulation"), "autograd");
+  path = WriteTemp("accumulate-bad.json", R"({
+    "schema": "loom.scenario/1", "model": "m.json", "cluster": "c.json",
+    "strategy": {"grad_accumulation": "fp32"}})");
+  s = LoadScenario(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(path + ": strategy.grad_accumulation: is \"fp32\"; it must be one of "
+                                      "fused|add|autograd"),
+            std::string::npos)
+      << s.status().message();
 }
 
 TEST(Scenario, BadValuesNameTheFileAndTheKeyPath) {

@@ -583,5 +583,26 @@ TEST(StrategyIssue5, RoutingKnobsNeedExpertsAndSaneValues) {
   EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"dense model with no router"}}));
 }
 
+// Issue 18: production fp8 runs reduce their (bf16) gradients in bf16; autograd accumulation has
+// no contiguous gradient buffer for a sharded optimizer to reduce.
+TEST(StrategyIssue18, Fp8MayReduceInBf16AndAutogradNeedsNoZero) {
+  ClusterSpec h100 = A100Cluster();
+  h100.gpu.fp8_tflops = 1979;
+  Strategy s = Gpt3Baseline();
+  s.dtype = Dtype::kFp8;
+  s.grad_reduce_in_bf16 = true;
+  EXPECT_EQ(StrategyViolations(s, Gpt3(), h100), kNone);
+  s.dtype = Dtype::kFp32;
+  EXPECT_TRUE(MessagesContain(StrategyViolations(s, Gpt3(), h100),
+                              {{"--grad-reduce-in-bf16 with --dtype fp32", "bf16 and fp8"}}));
+  s = Gpt3Baseline();  // zero_stage 1
+  s.grad_accumulation = GradAccumulation::kAutograd;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--grad-accumulation autograd with --zero 1", "--zero 0"}}));
+  s.zero_stage = 0;
+  EXPECT_EQ(Gpt3Violations(s), kNone);
+  EXPECT_EQ(kGradAccumulationNames.Parse("add"), GradAccumulation::kAdd);
+  EXPECT_EQ(kGradAccumulationNames.Name(GradAccumulation::kFused), "fused");
+}
+
 }  // namespace
 }  // namespace loom

@@ -98,7 +98,10 @@ TEST(TransformerLayerOps, Gpt3GemmShapesAreExactForTheTpShard) {
   ExpectGemm(GemmOf(ops.backward_weight, OpName::kOutProjWgrad), 1536, 12288, 2048);
   ExpectGemm(GemmOf(ops.backward_weight, OpName::kMlpUpWgrad), 12288, 6144, 2048);
   ExpectGemm(GemmOf(ops.backward_weight, OpName::kMlpDownWgrad), 6144, 12288, 2048);
-  EXPECT_EQ(ops.backward_weight.size(), 4u);
+  // The four GEMMs, then the add of the biases' and norms' gradients into the fp32 main_grad
+  // (Megatron-LM's default fused accumulation, GradAccumulation::kFused).
+  EXPECT_EQ(ops.backward_weight.size(), 5u);
+  EXPECT_EQ(ops.backward_weight.back().name, OpName::kGradAccumulate);
   const Op& attention = Find(ops.forward, OpName::kFlashAttention);
   const auto& a = std::get<AttentionShape>(attention.shape);
   EXPECT_EQ(a.heads, 12);
@@ -229,7 +232,7 @@ TEST(EmbeddingOps, VocabParallelLookupIsAllReducedOrReduceScattered) {
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ(Collectives(plain->forward), "all_reduce tp " + std::to_string(hidden_bytes));
   EXPECT_EQ(Collectives(plain->backward_input), "");
-  EXPECT_EQ(Names(plain->backward_weight), std::vector<std::string>{"embedding.wgrad"});
+  EXPECT_EQ(Names(plain->backward_weight), (std::vector<std::string>{"embedding.wgrad", "grad_accumulate"}));
   Result<LayerOps> sp = BuildEmbeddingOps(Shipped("llama3-70b"), Tp(8, true));
   ASSERT_TRUE(sp.ok());
   EXPECT_EQ(Collectives(sp->forward), "reduce_scatter tp " + std::to_string(hidden_bytes));
@@ -239,7 +242,7 @@ TEST(EmbeddingOps, VocabParallelLookupIsAllReducedOrReduceScattered) {
   ASSERT_TRUE(gpt.ok());
   EXPECT_EQ(Collectives(gpt->forward), "all_reduce tp " + std::to_string(2048LL * 12288 * 2));
   EXPECT_EQ(Names(gpt->backward_weight),
-            (std::vector<std::string>{"position_embedding.wgrad", "embedding.wgrad"}));
+            (std::vector<std::string>{"position_embedding.wgrad", "embedding.wgrad", "grad_accumulate"}));
 }
 
 TEST(OutputOps, HeadGemmCoversThePaddedVocabShard) {

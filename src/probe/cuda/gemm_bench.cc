@@ -79,13 +79,17 @@ Result<std::vector<double>> GemmBench::Time(const GemmShape& shape, const BenchS
     if (!one.ok()) return one.status();
     unit_scale = std::move(one).value();
   }
-  Result<GemmPlan> plan =
-      PlanGemm(handle_, shape, compute_capability_, static_cast<const float*>(unit_scale.get()));
+  Result<GemmPlan> plan = PlanGemm(handle_, shape, compute_capability_, static_cast<const float*>(unit_scale.get()),
+                                   Fp32Accumulation::kHonour);
   if (!plan.ok()) return plan.status();
 
   const CopyLayout layout = CopyLayoutOf(shape, types);
-  Result<DeviceBuffer> d = AllocateDevice(shape.batch * shape.m * shape.n * types.output_bytes);
+  const int64_t output_bytes = shape.batch * shape.m * shape.n * GemmOutputBytes(shape, Fp32Accumulation::kHonour);
+  Result<DeviceBuffer> d = AllocateDevice(output_bytes);
   if (!d.ok()) return d.status();
+  // An accumulating GEMM reads C: start it at zero, so that no run reads uninitialised memory.
+  // C is one buffer for every run, as main_grad is one buffer for every micro-batch.
+  if (plan->beta != 0.0f) LOOM_CUDA(cudaMemsetAsync(d->get(), 0, static_cast<size_t>(output_bytes), stream_));
   Result<std::vector<DeviceBuffer>> copies =
       AllocateCopies(layout.bytes, RotationCount(layout.bytes, l2_bytes_, settings.rotate_inputs));
   if (!copies.ok()) return copies.status();

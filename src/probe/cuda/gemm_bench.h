@@ -19,7 +19,9 @@ namespace loom::cuda {
 // on one stream of the current device, with the best-ranked of cuBLASLt's heuristic algorithms
 // that cuBLASLt runs for it (PlanGemm, RunGemm: the next one when it refuses an algorithm). The
 // layouts and types, and how cuBLASLt's column-major view maps to loom's row-major GEMM, are
-// gemm_plan.h's (PlanGemm, RunGemm), shared with the CUDA executor.
+// gemm_plan.h's (PlanGemm, RunGemm), shared with the CUDA executor. A shape with accumulate_fp32
+// is timed as C = A * B + C into an fp32 C (Fp32Accumulation::kHonour): the weight-gradient GEMM
+// of Megatron-LM's gradient-accumulation fusion.
 class GemmBench {
  public:
   // Creates the cuBLASLt handle and the workspace on the current device; every GEMM runs on

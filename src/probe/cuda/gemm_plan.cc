@@ -103,6 +103,10 @@ Result<std::vector<GemmAlgorithm>> CheckAlgorithms(cublasLtHandle_t handle, cons
                                    " algorithms its heuristic offered; the first");
 }
 
+bool Accumulates(const GemmShape& shape, Fp32Accumulation accumulation) {
+  return shape.accumulate_fp32 && accumulation == Fp32Accumulation::kHonour;
+}
+
 }  // namespace
 
 std::vector<GemmAlgorithm> UsableAlgorithms(std::span<const cublasLtMatmulHeuristicResult_t> results,
@@ -199,8 +203,12 @@ Result<DeviceBuffer> MakeUnitScale(cudaStream_t stream) {
   return scale;
 }
 
+int64_t GemmOutputBytes(const GemmShape& shape, Fp32Accumulation accumulation) {
+  return Accumulates(shape, accumulation) ? 4 : GemmTypesOf(shape.dtype).output_bytes;
+}
+
 Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int compute_capability,
-                          const float* unit_scale) {
+                          const float* unit_scale, Fp32Accumulation accumulation) {
   LOOM_RETURN_IF_ERROR(CheckGemmShape(shape, compute_capability));
   const GemmTypes types = GemmTypesOf(shape.dtype);
   const bool fp8 = shape.dtype == Dtype::kFp8;
@@ -217,10 +225,13 @@ Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int c
   if (!a.ok()) return a.status();
   Result<MatrixLayout> b = MakeLayout(types.input, shape.k, shape.m, shape.k, shape.batch);  // loom's A[m, k]
   if (!b.ok()) return b.status();
-  Result<MatrixLayout> d = MakeLayout(types.output, shape.n, shape.m, shape.n, shape.batch);  // loom's C[m, n]
+  const bool accumulate = Accumulates(shape, accumulation);
+  const cudaDataType_t output = accumulate ? CUDA_R_32F : types.output;
+  Result<MatrixLayout> d = MakeLayout(output, shape.n, shape.m, shape.n, shape.batch);  // loom's C[m, n]
   if (!d.ok()) return d.status();
 
-  GemmPlan plan{std::move(desc).value(), std::move(a).value(), std::move(b).value(), std::move(d).value(), {}};
+  GemmPlan plan{std::move(desc).value(), std::move(a).value(), std::move(b).value(), std::move(d).value(),
+                accumulate ? 1.0f : 0.0f, {}};
   const std::string what = DescribeShape(shape);
   Result<std::vector<GemmAlgorithm>> offered = AskHeuristic(handle, plan, what);
   if (!offered.ok()) return offered.status();
@@ -235,7 +246,7 @@ Status RunGemm(GemmPlan& plan, cublasLtHandle_t handle, const void* a, const voi
   // alpha and beta are read from host memory before cublasLtMatmul returns (the default pointer
   // mode, CUBLASLT_POINTER_MODE_HOST). A refusal (CUBLAS_STATUS_NOT_SUPPORTED) comes before any
   // launch, so the next algorithm runs in its place.
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = plan.beta;
   const auto matmul = [&](const GemmAlgorithm& algorithm) {
     return CheckCublas(cublasLtMatmul(handle, plan.desc.get(), &alpha, b, plan.a.get(), a, plan.b.get(), &beta, c,
                                       plan.d.get(), c, plan.d.get(), &algorithm.algo, workspace,

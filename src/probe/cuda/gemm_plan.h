@@ -105,12 +105,24 @@ using GemmMatmulCall = std::function<Status(const GemmAlgorithm&)>;
 Status RunFirstAccepted(std::vector<GemmAlgorithm>& algorithms, int64_t workspace_bytes,
                         const GemmMatmulCall& matmul);
 
+// Whether a plan honours GemmShape::accumulate_fp32: C = A * B + C with C (and D, the same
+// buffer) in fp32 while A and B keep the shape's dtype, fp32 compute and beta = 1, as APEX's
+// fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32 runs Megatron-LM's weight-gradient GEMMs
+// into main_grad (cuBLASLt's "A/B bf16 or fp16, C/D fp32" and fp8 "C/D fp32" type combinations).
+// The probe honours it; the CUDA executor's operand arena sizes C by the dtype alone
+// (exec/op_operands.cc, GemmOperandsOf), so it plans with kIgnore until it holds fp32 outputs.
+enum class Fp32Accumulation { kIgnore, kHonour };
+
+// The bytes of one element of the C (and D) matrix |shape| is planned with under |accumulation|.
+int64_t GemmOutputBytes(const GemmShape& shape, Fp32Accumulation accumulation);
+
 // Everything cublasLtMatmul needs of a shape besides its buffers. a, b and d are cuBLASLt's
-// matrices: a holds loom's B, b loom's A, d loom's C (see above); d also serves as C, which is not
-// read since beta is 0.
+// matrices: a holds loom's B, b loom's A, d loom's C (see above); d also serves as C, which is
+// read only when the plan accumulates (beta 1), else not (beta 0).
 struct GemmPlan {
   MatmulDesc desc;
   MatrixLayout a, b, d;
+  float beta = 0.0f;
   // The heuristic's algorithms that cuBLASLt accepts for the shape (cublasLtMatmulAlgoCheck), each
   // within kGemmWorkspaceBytes, best first; never empty. RunGemm runs the first it can
   // (RunFirstAccepted), and drops the ones cublasLtMatmul refuses.
@@ -122,11 +134,12 @@ struct GemmPlan {
 // device float of 1.0 (MakeUnitScale) that fp8 GEMMs read as the scales of A and B; it is not used
 // for other dtypes and may be null for them. Errors as CheckGemmShape, and Unimplemented when the
 // heuristic has no algorithm for the shape or cuBLASLt refuses each one it has.
+// With Fp32Accumulation::kHonour and shape.accumulate_fp32, C and D are fp32 and beta is 1.
 // REQUIRES: |unit_scale| outlives the plan.
 Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int compute_capability,
-                          const float* unit_scale);
+                          const float* unit_scale, Fp32Accumulation accumulation = Fp32Accumulation::kIgnore);
 
-// Enqueues C = A * B of |plan| on |stream|: |a| is loom's A[m, k], |b| loom's B[k, n] ([n, k] for
+// Enqueues C = A * B (C = A * B + C when |plan| accumulates) of |plan| on |stream|: |a| is loom's A[m, k], |b| loom's B[k, n] ([n, k] for
 // fp8), |c| loom's C[m, n], each |batch| matrices one after another, on 256-byte boundaries. Falls
 // back to the plan's next algorithm when cublasLtMatmul refuses one (RunFirstAccepted), which
 // changes |plan|. InvalidArgument when |workspace_bytes| is less than every algorithm needs.
