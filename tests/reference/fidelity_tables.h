@@ -44,7 +44,7 @@ struct FidelityTable {
   std::vector<FidelityRow> rows;
   // The file of tests/reference/ the measurements come from: what the leave-one-source-out
   // column refits without.
-  std::string source_file;
+  std::string source_file = "";
   // Whether a shipped calibration was fitted on |source_file| (so the columns can differ).
   bool refitted = false;
 
