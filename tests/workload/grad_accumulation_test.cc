@@ -7,15 +7,10 @@
 
 #include "workload/layer_ops.h"
 #include "workload/model_states.h"
+#include "workload/shipped_model.h"
 
 namespace loom {
 namespace {
-
-ModelSpec Shipped(const std::string& name) {
-  Result<ModelSpec> spec = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
-  EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.status().message());
-  return spec.ok() ? *spec : ModelSpec();
-}
 
 Strategy Tp(int64_t tp, GradAccumulation accumulation, int64_t micro_batch = 1, int64_t seq = 2048) {
   Strategy s;

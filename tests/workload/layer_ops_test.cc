@@ -6,15 +6,10 @@
 #include <vector>
 
 #include "workload/ops.h"
+#include "workload/shipped_model.h"
 
 namespace loom {
 namespace {
-
-ModelSpec Shipped(const std::string& name) {
-  Result<ModelSpec> spec = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
-  EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.status().message());
-  return spec.ok() ? *spec : ModelSpec();
-}
 
 Strategy Tp(int64_t tp, bool sp, int64_t micro_batch = 1, int64_t seq = 2048) {
   Strategy s;

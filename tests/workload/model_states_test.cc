@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/checked.h"
+#include "workload/shipped_model.h"
 
 namespace loom {
 namespace {
@@ -159,12 +160,6 @@ TEST(MinGpusForModelStates, RoundsUp) {
   EXPECT_EQ(MinGpusForModelStates(s, 80), 1);
   EXPECT_EQ(MinGpusForModelStates(s, 79), 2);
   EXPECT_EQ(MinGpusForModelStates(s, 8), 10);
-}
-
-ModelSpec Shipped(const std::string& name) {
-  Result<ModelSpec> spec = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
-  EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.status().message());
-  return spec.ok() ? *spec : ModelSpec();
 }
 
 Strategy Parallel(int64_t tp, int64_t pp, int64_t dp, int64_t zero) {

@@ -10,6 +10,7 @@
 #include "workload/model_states.h"
 #include "workload/moe_routing.h"
 #include "workload/ops.h"
+#include "workload/shipped_model.h"
 
 namespace loom {
 namespace {
@@ -106,12 +107,6 @@ TEST(BusiestRankLoad, ExpertTensorParallelRanksGatherTheirPeersRows) {
   EXPECT_EQ(load.received_rows, 4096);
   EXPECT_EQ(load.rows, 8192);
   EXPECT_EQ(Groups(load), "2x4096");
-}
-
-ModelSpec Shipped(const std::string& name) {
-  Result<ModelSpec> spec = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
-  EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.status().message());
-  return spec.ok() ? *spec : ModelSpec();
 }
 
 Strategy Moe(int64_t tp, int64_t ep, int64_t etp, double imbalance = 1.0, double capacity_factor = 0) {
