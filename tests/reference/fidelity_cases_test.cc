@@ -4,9 +4,11 @@
 #include "reference/fidelity_cases.h"
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "reference/comm_reference.h"
 #include "reference/fidelity_tables.h"
 
 namespace loom {
@@ -151,6 +153,68 @@ TEST(FidelityTables, MapeSkipsFailedRows) {
   EXPECT_DOUBLE_EQ(table.rows[1].ErrorPct(), -20.0);
   EXPECT_DOUBLE_EQ(table.MapePct(), 15.0);
   EXPECT_DOUBLE_EQ(table.MaxAbsErrorPct(), 20.0);
+}
+
+TEST(FidelityTables, SummariesGiveMapeMaxAndBiasForBothColumns) {
+  FidelityTable table{"t", "t", "s", {{"a", 110, 100, ""}, {"b", 80, 100, ""}, {"c", 0, 100, "rejected"}}};
+  table.rows[0].loso_predicted = 130;
+  table.rows[1].loso_predicted = 100;
+  const ErrorSummary in = table.InSample();
+  EXPECT_DOUBLE_EQ(in.mape_pct, 15.0);
+  EXPECT_DOUBLE_EQ(in.max_abs_pct, 20.0);
+  EXPECT_DOUBLE_EQ(in.bias_pct, -5.0);
+  const ErrorSummary loso = table.LeaveOneSourceOut();
+  EXPECT_DOUBLE_EQ(loso.mape_pct, 15.0);
+  EXPECT_DOUBLE_EQ(loso.max_abs_pct, 30.0);
+  EXPECT_DOUBLE_EQ(loso.bias_pct, 15.0);
+}
+
+// Issue 18: the leave-one-source-out column refits exactly the calibrations fitted on the table's
+// file. No calibration is fitted on a step-time table, so its two columns agree; the nccl-tests
+// tables are the only source of their clusters' values, so without them the model falls back to
+// the nominal bandwidths, and its predictions move.
+TEST(FidelityReport, LeaveOneSourceOutRefitsOnlyWhatTheTableCalibrated) {
+  Result<std::vector<FidelityTable>> tables = BuildFidelityReport(Paths());
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  int refitted = 0;
+  for (const FidelityTable& t : *tables) {
+    EXPECT_FALSE(t.source_file.empty()) << t.name;
+    ASSERT_FALSE(t.rows.empty()) << t.name;
+    bool moved = false;
+    for (const FidelityRow& r : t.rows) {
+      ASSERT_TRUE(r.ok()) << t.name << " " << r.name << ": " << r.error;
+      moved |= r.loso_predicted != r.predicted;
+    }
+    EXPECT_EQ(moved, t.refitted) << t.name;
+    refitted += t.refitted ? 1 : 0;
+    if (t.name.rfind("korthikanti", 0) == 0 || t.name.rfind("narayanan", 0) == 0) EXPECT_FALSE(t.refitted) << t.name;
+  }
+  EXPECT_EQ(refitted, 4);  // the single-node and multi-node nccl-tests tables of A100 and H100
+}
+
+TEST(FidelityReport, WithoutTheMultiNodeTableNoInterNodeValueIsFitted) {
+  Result<ClusterSpec> cluster = LoadClusterSpec(Paths().clusters_dir + "/dgx-h100.json");
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(Paths().tables_dir, "dgx-h100");
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  Result<CommCalibration> all = FitReferenceCommCalibration(*runs, *cluster);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_TRUE(all->inter_node_busbw_fraction.has_value());
+  Result<CommCalibration> without = FitReferenceCommCalibration(*runs, *cluster, kMultiNodeAllReduceTable);
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_FALSE(without->inter_node_busbw_fraction.has_value());
+  EXPECT_FALSE(without->inter_node_extra_latency_us.has_value());
+  EXPECT_TRUE(without->nvls_busbw_fraction.has_value());
+  EXPECT_EQ(without->fitted_on, std::vector<std::string>{std::string(kSingleNodeAllReduceTable)});
+}
+
+TEST(FidelityReport, MultiNodeRowsWithTuningAreNotFitted) {
+  Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(Paths().tables_dir, "dgx-h100");
+  ASSERT_TRUE(runs.ok()) << runs.status().message();
+  for (const CommReferenceRun& r : *runs) {
+    EXPECT_EQ(r.source.find("_tuned"), std::string::npos) << r.source;
+    EXPECT_EQ(r.source.find("_ring"), std::string::npos) << r.source;
+  }
 }
 
 }  // namespace
