@@ -187,7 +187,9 @@ TEST(FidelityReport, LeaveOneSourceOutRefitsOnlyWhatTheTableCalibrated) {
     }
     EXPECT_EQ(moved, t.refitted) << t.name;
     refitted += t.refitted ? 1 : 0;
-    if (t.name.rfind("korthikanti", 0) == 0 || t.name.rfind("narayanan", 0) == 0) EXPECT_FALSE(t.refitted) << t.name;
+    if (t.name.rfind("korthikanti", 0) == 0 || t.name.rfind("narayanan", 0) == 0) {
+      EXPECT_FALSE(t.refitted) << t.name;
+    }
   }
   EXPECT_EQ(refitted, 4);  // the single-node and multi-node nccl-tests tables of A100 and H100
 }
