@@ -108,7 +108,9 @@ Json WrittenJson(const std::string& destination) {
 std::vector<std::string> KeptKeys(const Json& calibration, const std::vector<std::string>& fitted) {
   std::vector<std::string> kept;
   for (const auto& [key, value] : calibration.items()) {
-    if (key != "source" && std::find(fitted.begin(), fitted.end(), key) == fitted.end()) kept.push_back(key);
+    if (key != "source" && key != "fitted_on" && std::find(fitted.begin(), fitted.end(), key) == fitted.end()) {
+      kept.push_back(key);
+    }
   }
   return kept;
 }
@@ -187,6 +189,20 @@ Json ComputeJson(const FitOptions& o, const std::vector<ProfileSample>& samples,
                             {"residuals", residuals}});
   }
   j["kernel_overhead_us"] = fit.calibration.kernel_overhead_us;
+  const ComputeCalibration& c = fit.calibration;
+  j["gemm_wave_latency_us"] = c.gemm_wave_latency_us ? Json(*c.gemm_wave_latency_us) : Json(nullptr);
+  j["gemm_operand_bandwidth_GBps"] =
+      c.gemm_operand_bandwidth_GBps ? Json(*c.gemm_operand_bandwidth_GBps) : Json(nullptr);
+  j["gemm_tile"] = c.gemm_tile_m > 0 ? Json({c.gemm_tile_m, c.gemm_tile_n}) : Json("chosen per shape");
+  j["removed_keys"] = fit.removed_keys;
+  j["epilogue_overlap"] = nullptr;
+  if (const std::optional<EpilogueOverlapFit>& e = fit.epilogue_overlap) {
+    auto error = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+    j["epilogue_overlap"] = {{"overlap", e->overlap},
+                             {"samples", e->samples},
+                             {"serial_mean_abs_error", error(e->serial_error)},
+                             {"overlapped_mean_abs_error", error(e->overlapped_error)}};
+  }
   j["mean_abs_error"] = fit.mean_abs_relative_error;
   return j;
 }
@@ -220,9 +236,17 @@ void PrintCompute(const std::vector<Profile>& profiles, const std::vector<Profil
   out << std::left << std::setw(16) << "all" << std::right << std::setw(8) << samples.size() << "  " << std::left
       << std::setw(27) << "kernel_overhead_us" << std::right << std::setw(8)
       << Number(fit.calibration.kernel_overhead_us) << std::setw(12) << Percent(fit.mean_abs_relative_error) << "\n";
-  if (fit.fitted_keys.front() == "gemm_tile_m") {
-    out << "GEMM tile " << fit.calibration.gemm_tile_m << " x " << fit.calibration.gemm_tile_n
-        << " (shared by the GEMM dtypes)\n";
+  const ComputeCalibration& c = fit.calibration;
+  if (std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), "gemm_wave_latency_us") != fit.fitted_keys.end()) {
+    out << "GEMM tile and split-K chosen per shape (ChooseGemmTile): gemm_wave_latency_us "
+        << Number(c.gemm_wave_latency_us.value_or(0)) << ", gemm_operand_bandwidth_GBps "
+        << (c.gemm_operand_bandwidth_GBps ? Number(*c.gemm_operand_bandwidth_GBps) : "none (no operand term)") << "\n";
+  }
+  if (const std::optional<EpilogueOverlapFit>& e = fit.epilogue_overlap) {
+    auto error = [](const std::optional<double>& v) { return v ? Percent(*v) : std::string("fit failed"); };
+    out << "gemm_epilogue_overlap " << (e->overlap ? "true" : "false") << ": mean |err| over the " << e->samples
+        << " GEMMs accumulating into fp32 " << error(e->overlapped_error) << " with the epilogue overlapped, "
+        << error(e->serial_error) << " after the main loop\n";
   }
   out << "errors are (predicted - measured) / measured of RooflineComputeModel with the fitted values; spread is "
          "(p90 - p10) / median of the samples\n";
@@ -236,7 +260,12 @@ void PrintCheck(const std::vector<Profile>& profiles, const std::vector<ProfileS
     out << "profile  " << p.file << ": " << p.device.name << ", " << p.date << ", " << p.samples.size()
         << " samples\n";
   }
-  out << "\nthe calibration of " << gpu_path << " as it is (nothing fitted)\n"
+  const ComputeCalibration& c = check.calibration;
+  out << "\nthe calibration of " << gpu_path << " as it is (nothing fitted); GEMM tiles "
+      << (c.gemm_tile_m > 0 ? "fixed at " + std::to_string(c.gemm_tile_m) + " x " + std::to_string(c.gemm_tile_n) +
+                                  " (gemm_tile_m/n of an older loom fit; refit to choose them per shape)"
+                            : std::string("chosen per shape (ChooseGemmTile)"))
+      << "\n"
       << std::left << std::setw(16) << "class" << std::right << std::setw(8) << "samples" << "  " << std::left
       << std::setw(27) << "key" << std::right << std::setw(8) << "value" << std::setw(14) << "median |err|"
       << std::setw(11) << "p90 |err|" << std::setw(11) << "max |err|" << "  worst sample\n";
@@ -286,6 +315,7 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
   if (!fitted.ok()) return fitted.status();
   ComputeFit fit = fitted.value();
   fit.calibration.source = ProfileSource(profiles, fit, samples.size());
+  SetFittedOn(o.inputs, &fit);
   Result<Json> file = ReadOrderedJson(o.gpu_path);
   if (!file.ok()) return file.status();
   const Json updated = WithComputeCalibration(*file, fit);
@@ -458,8 +488,9 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
       ->required();
   CLI::Option_group* target = cmd->add_option_group("target", "What to calibrate (exactly one)");
   target->add_option("--gpu", options->gpu_path,
-                     "GPU file (hardware/gpus/) whose compute calibration is fitted: GEMM tile and efficiency per "
-                     "dtype, kernel overhead, attention efficiency, HBM bandwidth fraction");
+                     "GPU file (hardware/gpus/) whose compute calibration is fitted: GEMM efficiency per dtype, "
+                     "wave latency, operand bandwidth and epilogue overlap (tiles chosen per shape), kernel overhead, "
+                     "attention efficiency, HBM bandwidth fraction");
   target->add_option("--cluster", options->cluster_path,
                      "Cluster file (hardware/clusters/) whose communication calibration is fitted: bus-bandwidth "
                      "fractions and extra latencies within and across nodes");

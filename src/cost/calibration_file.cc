@@ -11,11 +11,12 @@ double RoundSignificant(double value, int digits) {
 }
 
 nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const nlohmann::ordered_json& values,
-                                       const std::string& source) {
+                                       const std::string& source, const std::vector<std::string>& removed) {
   nlohmann::ordered_json calibration = nlohmann::ordered_json::object();
   auto existing = file.find("calibration");
   const bool had = existing != file.end();
   if (had && existing->is_object()) calibration = *existing;
+  for (const std::string& key : removed) calibration.erase(key);
   std::string kept;
   for (const auto& [key, value] : calibration.items()) {
     if (key != "source" && !values.contains(key)) kept += (kept.empty() ? "" : ", ") + key;

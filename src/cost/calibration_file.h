@@ -2,6 +2,7 @@
 #define LOOM_COST_CALIBRATION_FILE_H_
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -13,13 +14,16 @@ namespace loom {
 double RoundSignificant(double value, int digits);
 
 // |file| (a GPU or cluster file's JSON) with its "calibration" object updated: each key of
-// |values| (an object) replaced where it stands or added after the existing keys, the other keys
+// |values| (an object) replaced where it stands or added after the existing keys, each key of
+// |removed| deleted (a key the new values make wrong, such as a fixed GEMM tile), the other keys
 // kept, and "source" set to |source| and moved last. When keys are kept and the old calibration
 // had a source, the new one ends with "Kept from the earlier calibration (KEYS): OLD SOURCE", so
-// every value in the file still says where it comes from. A new "calibration" goes before
-// "sources", or last; every other key of |file| keeps its place.
+// every value in the file still says where it comes from; removed keys are not kept, so they are
+// not named. A new "calibration" goes before "sources", or last; every other key of |file| keeps
+// its place.
+// REQUIRES: no key is in both |values| and |removed|.
 nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const nlohmann::ordered_json& values,
-                                       const std::string& source);
+                                       const std::string& source, const std::vector<std::string>& removed = {});
 
 }  // namespace loom
 

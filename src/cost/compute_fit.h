@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "cost/profile.h"
 #include "spec/cluster.h"
 #include "workload/ops.h"
 
@@ -60,6 +62,44 @@ struct GemmFit {
 // rows out and refit. Errors: fewer than 3 samples, a non-positive time or size, a dtype without a
 // peak in |gpu|, or fewer samples than unknowns.
 Result<GemmFit> FitGemm(const std::vector<GemmSample>& samples, const GpuSpec& gpu);
+
+// One measured kernel of any class: its shape and its median time.
+struct KernelSample {
+  KernelShape shape;
+  double time_s = 0;
+};
+
+// RooflineComputeModel's calibration fitted to kernels of every class together.
+struct JointComputeFit {
+  // |gpu|'s calibration with the fitted values in place (as FitComputeJointly says which).
+  ComputeCalibration calibration;
+  // The classes whose efficiency (fraction) a bound held at 1, each with the inverse efficiency
+  // the least squares wanted (< 1: the samples beat the datasheet): GEMMs by efficiency class
+  // (bf16 standing for bf16 and fp16), attention and memory-bound kernels.
+  std::vector<std::pair<Dtype, double>> gemm_wanted;
+  std::optional<double> attention_wanted;
+  std::optional<double> memory_wanted;
+};
+
+// Fits FitGemm's GEMM model and the efficiencies of attention and memory-bound kernels to
+// |samples| at once, with one per-kernel overhead for every class: RooflineComputeModel charges
+// kernel_overhead_us to every kernel, so GEMMs and the other classes are fitted with the same
+// overhead rather than each with its own (which would leave one key with several values). For
+// fixed tile choices the time of every class is linear in the unknowns (attention: overhead +
+// AttentionWorkSeconds / efficiency; memory-bound: overhead + MemoryWorkSeconds / fraction), so
+// the classes are rows of FitGemm's least squares with a column each, and FitGemm's alternation
+// over tile choices solves them together. With memory-bound samples the HBM traffic of GEMMs
+// (split-K's partial sums, an accumulating epilogue) is costed at the fitted fraction too.
+// GEMM samples with accumulate_fp32 are costed as RooflineComputeModel::GemmKernel costs them
+// under |gpu|'s gemm_epilogue_overlap (the caller fits both settings to choose one). Which keys
+// are fitted: with GEMMs, the GEMM keys of GemmFit::Applied and kernel_overhead_us; without, the
+// overhead stays |gpu|'s (the GEMM calibration was fitted with it, and GEMMs dominate a step);
+// attention_efficiency with attention samples (one dtype, the caller checks), and
+// memory_bandwidth_fraction with memory-bound ones. Memory floors are left out of the fit, as in
+// FitGemm. Efficiencies are bounded by 1; JointComputeFit says which bound held. Errors: no
+// unknowns or fewer samples than unknowns, and samples that do not determine the unknowns.
+// REQUIRES: every size and time > 0, |gpu| has a peak for every dtype sampled.
+Result<JointComputeFit> FitComputeJointly(const std::vector<KernelSample>& samples, const GpuSpec& gpu);
 
 struct AttentionSample {
   AttentionShape shape;

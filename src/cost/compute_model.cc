@@ -38,7 +38,6 @@ SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
   double compute_s = tile.time_s;
   double result_bytes = outputs * element_bytes;
   if (gemm.accumulate_fp32) {
-    constexpr double kAccumulatorBytes = 4.0 + 4.0;  // read and write one fp32 value
     result_bytes = outputs * kAccumulatorBytes;
     compute_s = gpu_.calibration.gemm_epilogue_overlap
                     ? std::max(compute_s, result_bytes / HbmBytesPerS())

@@ -27,6 +27,10 @@ class ComputeModel {
 // record.
 double GemmCastBytes(const GemmShape& gemm);
 
+// Bytes the epilogue of a GEMM with accumulate_fp32 reads and writes per output element: one fp32
+// value each way (Megatron-LM's main_grad, C = A^T B + C).
+inline constexpr double kAccumulatorBytes = 4.0 + 4.0;
+
 // A roofline of the GPU file's datasheet numbers and fitted calibration (GpuSpec::calibration):
 // - GEMM: the CTA tile and split-K cuBLAS would pick for the shape (ChooseGemmTile,
 //   cost/gemm_tiles.h), with its tile quantisation (M, N rounded up to the tile) and wave

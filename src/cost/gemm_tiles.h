@@ -46,7 +46,7 @@ struct GemmRates {
   double seconds_per_wave = 0;
   // 1 / achieved HBM bandwidth, for split-K's partial sums.
   double seconds_per_hbm_byte = 0;
-  // A calibration fitted with one tile (a profile's `loom fit`) names it; {0, 0}: choose.
+  // A calibration from before issue 18 names one tile (gemm_tile_m/n); {0, 0}: choose.
   GemmTile fixed_tile;
 };
 

@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
+#include <limits>
 #include <set>
 #include <utility>
 
 #include "cost/calibration_file.h"
 #include "cost/compute_model.h"
+#include "cost/gemm_tiles.h"
+#include "cost/compute_fit.h"
 #include "cost/roofline_fit.h"
 
 namespace loom {
@@ -87,57 +91,6 @@ Status CheckClasses(const std::vector<ProfileSample>& samples, const std::vector
   return Status::Ok();
 }
 
-double WorkSeconds(const KernelShape& shape, int64_t tile_m, int64_t tile_n, const GpuSpec& gpu) {
-  if (const GemmShape* g = std::get_if<GemmShape>(&shape)) return GemmWorkSeconds(*g, tile_m, tile_n, gpu);
-  if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) return AttentionWorkSeconds(*a, gpu);
-  return MemoryWorkSeconds(std::get<MemoryShape>(shape), gpu);
-}
-
-struct TiledFit {
-  int64_t tile_m = 0;
-  int64_t tile_n = 0;
-  SharedOverheadFit fit;
-};
-
-// The tile of smallest error among those whose GEMM efficiencies stay <= 1; when none does, the
-// one of smallest error, whose check then fails with the message that says why.
-Result<TiledFit> ChooseTile(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& classes,
-                            const GpuSpec& gpu) {
-  std::vector<std::pair<int64_t, int64_t>> tiles = {{gpu.calibration.gemm_tile_m, gpu.calibration.gemm_tile_n}};
-  if (classes.front().kind == OpKind::kGemm) {
-    tiles.clear();
-    for (int64_t m : {64, 128, 256}) {
-      for (int64_t n : {64, 128, 256}) tiles.emplace_back(m, n);
-    }
-  }
-  std::optional<TiledFit> best, best_infeasible;
-  for (const auto& [tile_m, tile_n] : tiles) {
-    std::vector<WorkGroup> groups;
-    for (const ClassSamples& c : classes) {
-      WorkGroup& g = groups.emplace_back();
-      for (size_t i : c.index) {
-        g.work_s.push_back(WorkSeconds(samples[i].shape, tile_m, tile_n, gpu));
-        g.time_s.push_back(samples[i].median_us * 1e-6);
-      }
-    }
-    TiledFit t{tile_m, tile_n, FitSharedOverhead(groups)};
-    if (!t.fit.determined) continue;
-    bool feasible = true;
-    for (size_t c = 0; c < classes.size(); ++c) {
-      if (classes[c].kind == OpKind::kGemm && t.fit.inverse_efficiency[c] < 1.0 - kEfficiencyTolerance) {
-        feasible = false;
-      }
-    }
-    std::optional<TiledFit>& slot = feasible ? best : best_infeasible;
-    if (!slot || t.fit.sse < slot->fit.sse) slot = t;
-  }
-  if (best) return *best;
-  if (best_infeasible) return *best_infeasible;
-  return Status::InvalidArgument(ClassWhat(samples, classes.front()) +
-                                 " (and every other class) have too little spread in work to tell the per-kernel "
-                                 "overhead from the efficiencies; profile sizes whose times differ several-fold");
-}
-
 std::string KeyOf(OpKind kind, std::optional<Dtype> dtype) {
   if (kind == OpKind::kGemm) return GemmEfficiencyKey(*dtype);
   return kind == OpKind::kAttention ? "attention_efficiency" : "memory_bandwidth_fraction";
@@ -187,6 +140,117 @@ void Score(const std::vector<ProfileSample>& samples, const std::vector<ClassSam
   fit->mean_abs_relative_error = total / static_cast<double>(samples.size());
 }
 
+bool Accumulates(const ProfileSample& s) {
+  const GemmShape* g = std::get_if<GemmShape>(&s.shape);
+  return g != nullptr && g->accumulate_fp32;
+}
+
+// Mean |error| of |fit| over the samples that accumulate into fp32.
+double AccumulatingError(const std::vector<ProfileSample>& samples, const ComputeFit& fit) {
+  double sum = 0;
+  size_t count = 0;
+  for (const KernelClassFit& c : fit.classes) {
+    for (const SampleResidual& r : c.residuals) {
+      if (Accumulates(samples[r.sample])) sum += std::fabs(r.relative_error), ++count;
+    }
+  }
+  return count == 0 ? 0.0 : sum / static_cast<double>(count);
+}
+
+// bf16 and fp16 GEMMs share one fitted efficiency (FitGemm), so a bound on either is the bf16 class's.
+bool SameGemmClass(Dtype a, Dtype b) {
+  auto cls = [](Dtype d) { return d == Dtype::kFp16 ? Dtype::kBf16 : d; };
+  return cls(a) == cls(b);
+}
+
+// The error of a class whose efficiency the bound held at 1 (FitComputeJointly), naming its samples.
+Status CheckBounds(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& classes,
+                   const JointComputeFit& joint, const GpuSpec& gpu) {
+  for (const ClassSamples& c : classes) {
+    std::optional<double> wanted;
+    if (c.kind == OpKind::kGemm) {
+      for (const auto& [dtype, inverse] : joint.gemm_wanted) {
+        if (SameGemmClass(dtype, *c.dtype)) wanted = inverse;
+      }
+    }
+    if (c.kind == OpKind::kAttention) wanted = joint.attention_wanted;
+    if (c.kind == OpKind::kMemoryBound) wanted = joint.memory_wanted;
+    if (wanted) LOOM_RETURN_IF_ERROR(CheckInverseEfficiency(*wanted, ClassWhat(samples, c), c.kind, c.dtype, gpu));
+  }
+  return Status::Ok();
+}
+
+// The keys FitComputeJointly fitted, in the order of ReadComputeCalibration, and those it removes.
+void SetKeys(const std::vector<ClassSamples>& classes, ComputeFit* fit) {
+  const bool gemms = classes.front().kind == OpKind::kGemm;
+  if (gemms) {
+    fit->removed_keys = {"gemm_tile_m", "gemm_tile_n"};
+    const bool operand = fit->calibration.gemm_operand_bandwidth_GBps.has_value();
+    if (operand) fit->fitted_keys.push_back("gemm_operand_bandwidth_GBps");
+    if (!operand) fit->removed_keys.push_back("gemm_operand_bandwidth_GBps");
+    fit->fitted_keys.push_back("gemm_wave_latency_us");
+    for (Dtype dtype : kAllDtypes) {
+      for (const ClassSamples& c : classes) {
+        if (c.kind == OpKind::kGemm && SameGemmClass(*c.dtype, dtype)) {
+          fit->fitted_keys.push_back(GemmEfficiencyKey(dtype));
+          break;
+        }
+      }
+    }
+    fit->fitted_keys.push_back("kernel_overhead_us");
+  }
+  for (const ClassSamples& c : classes) {
+    if (c.kind != OpKind::kGemm) fit->fitted_keys.push_back(KeyOf(c.kind, c.dtype));
+  }
+}
+
+// Whether |gpu|'s operand term is below 1e-4 of every GEMM sample's time: a least-squares fit of
+// times rounded to the nanosecond leaves such a term where the truth has none, and a file should
+// not carry a bandwidth (of petabytes per second) that changes no prediction.
+bool NegligibleOperandTerm(const std::vector<ProfileSample>& samples, const GpuSpec& gpu) {
+  if (!gpu.calibration.gemm_operand_bandwidth_GBps) return false;
+  for (const ProfileSample& s : samples) {
+    const GemmShape* g = std::get_if<GemmShape>(&s.shape);
+    if (g == nullptr) continue;
+    const GemmRates rates = GemmRatesOf(gpu, g->dtype);
+    const double operand_s = ChooseGemmTile(*g, rates).operand_bytes_per_sm * rates.seconds_per_operand_byte;
+    if (operand_s > 1e-4 * s.median_us * 1e-6) return false;
+  }
+  return true;
+}
+
+// FitComputeJointly with gemm_epilogue_overlap set to |overlap|, its bounds checked and its
+// residuals scored.
+Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& classes,
+                                  const GpuSpec& gpu, bool overlap) {
+  GpuSpec trial = gpu;
+  trial.calibration.gemm_epilogue_overlap = overlap;
+  std::vector<KernelSample> kernels;
+  for (const ProfileSample& s : samples) kernels.push_back({s.shape, s.median_us * 1e-6});
+  Result<JointComputeFit> joint = FitComputeJointly(kernels, trial);
+  if (!joint.ok()) {
+    return Status::InvalidArgument(ClassWhat(samples, classes.front()) + " (and every other class): " +
+                                   joint.status().message());
+  }
+  LOOM_RETURN_IF_ERROR(CheckBounds(samples, classes, *joint, gpu));
+  ComputeFit fit;
+  fit.calibration = joint->calibration;
+  trial.calibration = fit.calibration;
+  if (NegligibleOperandTerm(samples, trial)) fit.calibration.gemm_operand_bandwidth_GBps.reset();
+  for (const ClassSamples& k : classes) {
+    KernelClassFit& out = fit.classes.emplace_back();
+    out.kind = k.kind;
+    out.dtype = k.dtype;
+    out.key = KeyOf(k.kind, k.dtype);
+    if (k.kind == OpKind::kGemm) out.value = fit.calibration.GemmEfficiency(*k.dtype).value_or(0);
+    if (k.kind == OpKind::kAttention) out.value = fit.calibration.attention_efficiency.value_or(0);
+    if (k.kind == OpKind::kMemoryBound) out.value = fit.calibration.memory_bandwidth_fraction.value_or(0);
+  }
+  SetKeys(classes, &fit);
+  Score(samples, classes, gpu, &fit);
+  return fit;
+}
+
 }  // namespace
 
 std::string KernelClassFit::Name() const {
@@ -198,38 +262,28 @@ std::string KernelClassFit::Name() const {
 Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu) {
   const std::vector<ClassSamples> classes = GroupByClass(samples);
   LOOM_RETURN_IF_ERROR(CheckClasses(samples, classes, gpu));
-  Result<TiledFit> tiled = ChooseTile(samples, classes, gpu);
-  if (!tiled.ok()) return tiled.status();
-  const SharedOverheadFit& shared = tiled->fit;
-  ComputeFit fit;
-  ComputeCalibration& cal = fit.calibration;
-  cal = gpu.calibration;
-  if (classes.front().kind == OpKind::kGemm) {
-    cal.gemm_tile_m = tiled->tile_m;
-    cal.gemm_tile_n = tiled->tile_n;
-    fit.fitted_keys = {"gemm_tile_m", "gemm_tile_n"};
-  }
-  for (size_t c = 0; c < classes.size(); ++c) {
-    const ClassSamples& k = classes[c];
-    LOOM_RETURN_IF_ERROR(
-        CheckInverseEfficiency(shared.inverse_efficiency[c], ClassWhat(samples, k), k.kind, k.dtype, gpu));
-    const double value = std::min(1.0, 1.0 / shared.inverse_efficiency[c]);
-    if (k.kind == OpKind::kGemm) cal.GemmEfficiencySlot(*k.dtype) = value;
-    if (k.kind == OpKind::kAttention) cal.attention_efficiency = value;
-    if (k.kind == OpKind::kMemoryBound) cal.memory_bandwidth_fraction = value;
-    KernelClassFit& out = fit.classes.emplace_back();
-    out.kind = k.kind;
-    out.dtype = k.dtype;
-    out.key = KeyOf(k.kind, k.dtype);
-    out.value = value;
-    if (k.kind == OpKind::kGemm) fit.fitted_keys.push_back(out.key);
-  }
-  cal.kernel_overhead_us = shared.overhead_s * 1e6;
-  fit.fitted_keys.push_back("kernel_overhead_us");
-  for (const KernelClassFit& c : fit.classes) {
-    if (c.kind != OpKind::kGemm) fit.fitted_keys.push_back(c.key);
-  }
-  Score(samples, classes, gpu, &fit);
+  const size_t accumulating = static_cast<size_t>(std::count_if(samples.begin(), samples.end(), Accumulates));
+  if (accumulating == 0) return FitWithOverlap(samples, classes, gpu, gpu.calibration.gemm_epilogue_overlap);
+  // The model costs an accumulating epilogue per gemm_epilogue_overlap, a fact of the GPU's
+  // kernels that the probe's pairs (each weight-gradient GEMM accumulating and plain) settle: fit
+  // under each setting, keep the one that predicts the accumulating samples better (the file's on
+  // a tie).
+  std::optional<Result<ComputeFit>> serial, overlapped;
+  serial.emplace(FitWithOverlap(samples, classes, gpu, false));
+  overlapped.emplace(FitWithOverlap(samples, classes, gpu, true));
+  if (!serial->ok() && !overlapped->ok()) return gpu.calibration.gemm_epilogue_overlap ? *overlapped : *serial;
+  EpilogueOverlapFit choice;
+  choice.samples = accumulating;
+  if (serial->ok()) choice.serial_error = AccumulatingError(samples, **serial);
+  if (overlapped->ok()) choice.overlapped_error = AccumulatingError(samples, **overlapped);
+  const double serial_error = choice.serial_error.value_or(std::numeric_limits<double>::infinity());
+  const double overlapped_error = choice.overlapped_error.value_or(std::numeric_limits<double>::infinity());
+  choice.overlap = serial_error == overlapped_error ? gpu.calibration.gemm_epilogue_overlap
+                                                    : overlapped_error < serial_error;
+  ComputeFit fit = (choice.overlap ? *overlapped : *serial).value();
+  fit.epilogue_overlap = choice;
+  fit.fitted_keys.insert(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), "gemm_wave_latency_us") + 1,
+                         "gemm_epilogue_overlap");
   return fit;
 }
 
@@ -257,20 +311,38 @@ Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& sam
   return check;
 }
 
+void SetFittedOn(const std::vector<std::string>& profile_paths, ComputeFit* fit) {
+  const bool gemms = std::find(fit->fitted_keys.begin(), fit->fitted_keys.end(), "kernel_overhead_us") !=
+                     fit->fitted_keys.end();
+  std::vector<std::string> names;
+  if (!gemms) names = fit->calibration.fitted_on;
+  for (const std::string& path : profile_paths) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (name.size() > 5 && name.ends_with(".json") && std::find(names.begin(), names.end(), name) == names.end()) {
+      names.push_back(name);
+    }
+  }
+  fit->calibration.fitted_on = names;
+}
+
 nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_file, const ComputeFit& fit) {
-  ComputeCalibration c = fit.calibration;
+  const ComputeCalibration& c = fit.calibration;
   nlohmann::ordered_json values = nlohmann::ordered_json::object();
   for (const std::string& key : fit.fitted_keys) {
-    if (key == "gemm_tile_m") values[key] = c.gemm_tile_m;
-    if (key == "gemm_tile_n") values[key] = c.gemm_tile_n;
+    if (key == "gemm_operand_bandwidth_GBps") {
+      values[key] = RoundSignificant(c.gemm_operand_bandwidth_GBps.value_or(0), 4);
+    }
+    if (key == "gemm_wave_latency_us") values[key] = RoundSignificant(c.gemm_wave_latency_us.value_or(0), 4);
+    if (key == "gemm_epilogue_overlap") values[key] = c.gemm_epilogue_overlap;
     if (key == "kernel_overhead_us") values[key] = RoundSignificant(c.kernel_overhead_us, 4);
     if (key == "attention_efficiency") values[key] = RoundSignificant(c.attention_efficiency.value_or(1), 4);
     if (key == "memory_bandwidth_fraction") values[key] = RoundSignificant(c.memory_bandwidth_fraction.value_or(1), 4);
     for (Dtype dtype : kAllDtypes) {
-      if (key == KeyOf(OpKind::kGemm, dtype)) values[key] = RoundSignificant(c.GemmEfficiencySlot(dtype).value_or(1), 4);
+      if (key == GemmEfficiencyKey(dtype)) values[key] = RoundSignificant(c.GemmEfficiencySlot(dtype).value_or(1), 4);
     }
   }
-  return WithCalibration(gpu_file, values, fit.calibration.source);
+  if (!c.fitted_on.empty()) values["fitted_on"] = c.fitted_on;
+  return WithCalibration(gpu_file, values, c.source, fit.removed_keys);
 }
 
 }  // namespace loom

@@ -42,33 +42,57 @@ struct KernelClassFit {
   std::string Name() const;
 };
 
-struct ComputeFit {
-  // The GPU's calibration with the fitted values in place and the others as they were; |source|
-  // is left as it was, for the caller to set.
-  ComputeCalibration calibration;
-  // The keys fitted, in the order of ReadComputeCalibration: gemm_tile_m, gemm_tile_n (with GEMMs),
-  // gemm_efficiency_<dtype> per GEMM dtype, kernel_overhead_us, then attention_efficiency and
-  // memory_bandwidth_fraction (with such samples).
-  std::vector<std::string> fitted_keys;
-  std::vector<KernelClassFit> classes;  // GEMM dtypes in kDtypeNames order, attention, memory
-  double mean_abs_relative_error = 0;   // over every sample
+// How the fit settled gemm_epilogue_overlap from GEMM samples that accumulate into fp32.
+struct EpilogueOverlapFit {
+  bool overlap = false;  // the setting kept
+  size_t samples = 0;    // accumulating samples
+  // Mean |error| over the accumulating samples of the fit under each setting; nullopt where that
+  // fit failed (its error is then the other's reason).
+  std::optional<double> serial_error;      // gemm_epilogue_overlap false: epilogue after the main loop
+  std::optional<double> overlapped_error;  // true: epilogue under another tile's main loop
 };
 
-// Fits every compute parameter that |samples| determine on |gpu|, at once. RooflineComputeModel
-// charges one kernel_overhead_us to every kernel, so one overhead is fitted for all classes, with
-// one efficiency per class (GEMMs per dtype, attention, memory-bound): FitSharedOverhead
-// (roofline_fit.h), least squares on the relative residuals of all samples together. Fitting the
-// classes apart would give several overheads for one key, and the residuals reported would not be
-// those of the calibration written. The GEMM tile (the calibration has one pair, shared by the
-// dtypes) is the one of 64, 128 or 256 per side with the smallest total squared error among those
-// whose GEMM efficiencies stay at or below 1.
+struct ComputeFit {
+  // The GPU's calibration with the fitted values in place and the others as they were; |source|
+  // and |fitted_on| are left as they were, for the caller to set (SetFittedOn).
+  ComputeCalibration calibration;
+  // The keys fitted, in the order of ReadComputeCalibration. With GEMMs: gemm_operand_bandwidth_GBps
+  // (when the fit needs one), gemm_wave_latency_us, gemm_epilogue_overlap (with accumulating
+  // samples), gemm_efficiency_<dtype> (bf16 and fp16 together: one efficiency, as FitGemm fits
+  // them), kernel_overhead_us; then attention_efficiency and memory_bandwidth_fraction (with such
+  // samples).
+  std::vector<std::string> fitted_keys;
+  // The keys the written calibration must not hold: with GEMMs, gemm_tile_m and gemm_tile_n (a
+  // fixed tile would switch the model off the per-shape tile choice it was fitted with) and
+  // gemm_operand_bandwidth_GBps when the fit needs no operand term.
+  std::vector<std::string> removed_keys;
+  std::vector<KernelClassFit> classes;  // GEMM dtypes in kDtypeNames order, attention, memory
+  double mean_abs_relative_error = 0;   // over every sample
+  std::optional<EpilogueOverlapFit> epilogue_overlap;  // with accumulating samples
+};
+
+// Fits every compute parameter that |samples| determine on |gpu|, at once, with the model every
+// shipped GPU file uses: FitComputeJointly (compute_fit.h), FitGemm's tile-choosing GEMM model
+// (cost/gemm_tiles.h) with the efficiencies of attention and memory-bound kernels and one
+// kernel_overhead_us for every class, as RooflineComputeModel charges it. Fitting the classes apart
+// would give several overheads for one key, and the residuals reported would not be those of the
+// calibration written. Without GEMM samples the overhead is kept (the file's GEMM calibration was
+// fitted with it) and only the other classes' efficiencies are fitted. With GEMM samples that
+// accumulate into fp32 (the probe's weight-gradient pairs), the fit runs with gemm_epilogue_overlap
+// false and true and keeps the setting whose mean |error| over those samples is smaller (the file's
+// on a tie), reporting both (|epilogue_overlap|); without them the file's setting stays.
 // The residuals are RooflineComputeModel's with the fitted calibration, memory floors included:
 // what `loom simulate` will charge. Errors name the samples' files: no samples; a class with fewer
 // than 3 distinct shapes, or a non-positive size or time; attention in more than one dtype (the
-// calibration has one attention_efficiency); a dtype without a peak in |gpu|; work that does not
-// vary enough to tell the overhead from the efficiencies; times that do not grow with the work; an
-// efficiency above 1 (measurements beat the datasheet: the message names the GPU file's key).
+// calibration has one attention_efficiency); a dtype without a peak in |gpu|; samples that do not
+// determine the unknowns; times that do not grow with the work; an efficiency above 1
+// (measurements beat the datasheet: the message names the GPU file's key).
 Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu);
+
+// Sets |fit|.calibration.fitted_on to the file names (without folders) of |profile_paths| that
+// end in .json, the profiles the values were fitted on. When |fit| fitted no GEMM keys, the GEMM
+// values kept were fitted on the earlier fitted_on's tables, which are kept in front.
+void SetFittedOn(const std::vector<std::string>& profile_paths, ComputeFit* fit);
 
 // How |gpu|'s calibration, as it is, predicts |samples|: the residuals of every class as
 // FitComputeCalibration reports them, with nothing fitted (|fitted_keys| empty, each class's |value|
@@ -77,7 +101,8 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
 Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu);
 
 // |gpu_file| (a GPU file's JSON) with its "calibration" object holding |fit|'s values: the fitted
-// keys replaced in place or added (rounded to 4 significant digits; tiles as integers), the other
+// keys replaced in place or added (rounded to 4 significant digits; gemm_epilogue_overlap as a
+// boolean), |fit|.removed_keys deleted, "fitted_on" set when |fit|.calibration has one, the other
 // keys kept, "source" set to |fit|.calibration.source and last, naming the earlier source of the
 // kept keys (WithCalibration, calibration_file.h).
 nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_file, const ComputeFit& fit);

@@ -15,10 +15,10 @@ namespace loom {
 // Every value has a source (a profile file or a public table). Absent values fall back to the
 // datasheet: efficiency 1, no overhead, the full HBM bandwidth.
 struct ComputeCalibration {
-  // One output tile for every GEMM, as a profile's one-tile fit (`loom fit`) writes it: M and N
-  // are rounded up to it (tile quantisation) and the tiles run in waves over the SMs (wave
-  // quantisation). 0 (absent): the compute model chooses among cuBLAS's tiles per shape
-  // (cost/gemm_tiles.h).
+  // One output tile for every GEMM, as files from before issue 18 hold it (`loom fit` now removes
+  // it): M and N are rounded up to it (tile quantisation) and the tiles run in waves over the SMs
+  // (wave quantisation). 0 (absent): the compute model chooses among cuBLAS's tiles per shape
+  // (cost/gemm_tiles.h), as every shipped file and every fit does.
   int64_t gemm_tile_m = 0;
   int64_t gemm_tile_n = 0;
   // Asymptotic fraction of the dense peak that GEMMs reach, per dtype; nullopt: not measured.

@@ -19,9 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 
 // The values tests/cli/data/profile_a100_synthetic.json was generated with: RooflineComputeModel on
-// hardware/gpus/a100-sxm4-80gb.json with this calibration, times rounded to the nanosecond.
-constexpr int64_t kTileM = 128, kTileN = 256;
-constexpr double kGemmBf16 = 0.78, kOverheadUs = 5.5, kAttention = 0.55, kMemory = 0.88;
+// hardware/gpus/a100-sxm4-80gb.json with this calibration (tiles chosen per shape, no operand
+// term, gemm_epilogue_overlap false), times rounded to the nanosecond. Its last 6 samples are 3
+// weight-gradient pairs, each GEMM accumulating into fp32 and plain.
+constexpr double kGemmBf16 = 0.78, kWaveLatencyUs = 4.0, kOverheadUs = 5.5, kAttention = 0.55, kMemory = 0.88;
 
 const std::string kProfile = Shipped("tests/cli/data/profile_a100_synthetic.json");
 
@@ -45,7 +46,9 @@ fs::path TestDir() {
 // on the calibration shipped today.
 std::string GpuCopy(const fs::path& dir, const std::string& shipped = "hardware/gpus/a100-sxm4-80gb.json") {
   nlohmann::ordered_json gpu = nlohmann::ordered_json::parse(ReadText(Shipped(shipped)));
-  gpu["calibration"] = {{"gemm_efficiency_fp16", 0.8}, {"kernel_overhead_us", 7}, {"source", "an older fit"}};
+  gpu["calibration"] = {{"gemm_tile_m", 128},           {"gemm_tile_n", 256},       {"gemm_efficiency_fp16", 0.8},
+                        {"gemm_efficiency_tf32", 0.7},   {"gemm_epilogue_overlap", true},
+                        {"kernel_overhead_us", 7},       {"source", "an older fit"}};
   const std::string path = (dir / "gpu.json").string();
   std::ofstream(path) << gpu.dump(2) << "\n";
   return path;
@@ -75,23 +78,37 @@ TEST(Fit, ProfileCalibratesACopyOfTheGpuFile) {
   Result<GpuSpec> fitted = LoadGpuSpec(gpu);
   ASSERT_TRUE(fitted.ok()) << fitted.status().message();
   const ComputeCalibration& c = fitted->calibration;
-  EXPECT_EQ(c.gemm_tile_m, kTileM);
-  EXPECT_EQ(c.gemm_tile_n, kTileN);
+  EXPECT_EQ(c.gemm_tile_m, 0);  // the older fit's fixed tile is gone: tiles are chosen per shape
+  EXPECT_EQ(c.gemm_tile_n, 0);
   EXPECT_EQ(c.gemm_efficiency_bf16, kGemmBf16);
+  EXPECT_EQ(c.gemm_efficiency_fp16, kGemmBf16);  // the same tensor cores: one efficiency, as FitGemm fits
+  EXPECT_EQ(c.gemm_wave_latency_us, kWaveLatencyUs);
+  EXPECT_FALSE(c.gemm_operand_bandwidth_GBps.has_value());
+  EXPECT_FALSE(c.gemm_epilogue_overlap);  // the accumulating pairs say the epilogue follows the main loop
   EXPECT_EQ(c.kernel_overhead_us, kOverheadUs);
   EXPECT_EQ(c.attention_efficiency, kAttention);
   EXPECT_EQ(c.memory_bandwidth_fraction, kMemory);
-  EXPECT_EQ(c.gemm_efficiency_fp16, 0.8);  // not in the profile: kept
+  EXPECT_EQ(c.gemm_efficiency_tf32, 0.7);  // not in the profile: kept
+  EXPECT_EQ(c.fitted_on, (std::vector<std::string>{"profile_a100_synthetic.json"}));
   EXPECT_NE(c.source.find("profile_a100_synthetic.json (NVIDIA A100-SXM4-80GB, 2025-03-01T10:00:00Z, driver "
-                          "550.54.15, CUDA 12.4, cublaslt 12.4.5.8, nccl 2.21.5): 28 samples"),
+                          "550.54.15, CUDA 12.4, cublaslt 12.4.5.8, nccl 2.21.5): 34 samples"),
             std::string::npos)
       << c.source;
-  EXPECT_NE(c.source.find("Kept from the earlier calibration (gemm_efficiency_fp16): an older fit"), std::string::npos);
+  EXPECT_NE(c.source.find("Kept from the earlier calibration (gemm_efficiency_tf32): an older fit"), std::string::npos)
+      << c.source;
   EXPECT_EQ(Keys(nlohmann::ordered_json::parse(ReadText(gpu))), keys_before);
   EXPECT_FALSE(fs::exists(gpu + ".loom-fit.tmp"));
   EXPECT_NE(r.out.find("gemm bf16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("memory_bandwidth_fraction"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("kept as they were (nothing measured for them): gemm_efficiency_fp16"), std::string::npos);
+  EXPECT_NE(r.out.find("kept as they were (nothing measured for them): gemm_efficiency_tf32\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("GEMM tile and split-K chosen per shape (ChooseGemmTile): gemm_wave_latency_us 4,"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("gemm_epilogue_overlap false: mean |err| over the 3 GEMMs accumulating into fp32 "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(" after the main loop\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("calibration written to " + gpu), std::string::npos) << r.out;
 }
 
@@ -106,11 +123,27 @@ TEST(Fit, DryRunWritesNothingAndJsonHasResidualsPerSample) {
   EXPECT_EQ(j["schema"], "loom.fit/1");
   EXPECT_EQ(j["model"], "compute");
   EXPECT_TRUE(j["written"].is_null());
-  EXPECT_EQ(j["calibration"]["gemm_tile_n"], kTileN);
-  EXPECT_EQ(j["kept_keys"], nlohmann::json::array({"gemm_efficiency_fp16"}));
+  EXPECT_FALSE(j["calibration"].contains("gemm_tile_m"));
+  EXPECT_FALSE(j["calibration"].contains("gemm_tile_n"));
+  EXPECT_EQ(j["calibration"]["gemm_wave_latency_us"], kWaveLatencyUs);
+  EXPECT_EQ(j["calibration"]["gemm_epilogue_overlap"], false);
+  EXPECT_EQ(j["kept_keys"], nlohmann::json::array({"gemm_efficiency_tf32"}));
+  EXPECT_EQ(j["removed_keys"],
+            nlohmann::json::array({"gemm_tile_m", "gemm_tile_n", "gemm_operand_bandwidth_GBps"}));
+  EXPECT_EQ(j["gemm_tile"], "chosen per shape");
+  EXPECT_EQ(j["fitted_keys"], nlohmann::json::array({"gemm_wave_latency_us", "gemm_epilogue_overlap",
+                                                     "gemm_efficiency_bf16", "gemm_efficiency_fp16",
+                                                     "kernel_overhead_us", "attention_efficiency",
+                                                     "memory_bandwidth_fraction"}));
+  // Both settings' errors over the accumulating samples; the one kept fits them.
+  const nlohmann::json& overlap = j["epilogue_overlap"];
+  EXPECT_EQ(overlap["overlap"], false);
+  EXPECT_EQ(overlap["samples"], 3);
+  EXPECT_LT(overlap["serial_mean_abs_error"].get<double>(), 1e-4);
+  EXPECT_GT(overlap["overlapped_mean_abs_error"].get<double>(), 0.05);
   ASSERT_EQ(j["classes"].size(), 3u);
   EXPECT_EQ(j["classes"][0]["class"], "gemm bf16");
-  EXPECT_EQ(j["classes"][0]["residuals"].size(), 18u);
+  EXPECT_EQ(j["classes"][0]["residuals"].size(), 24u);
   EXPECT_EQ(j["classes"][2]["residuals"][0]["where"], kProfile + ": samples[24]");
   EXPECT_LT(j["mean_abs_error"].get<double>(), 1e-4);
 }
@@ -148,7 +181,7 @@ TEST(Fit, CheckReportsTheCalibrationsErrorsAndWritesNothing) {
   }
   r = Loom({"fit", kProfile, "--gpu", fitted, "--check"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_NE(r.out.find("nothing fitted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nothing fitted); GEMM tiles chosen per shape (ChooseGemmTile)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("p90 |err|"), std::string::npos) << r.out;
   EXPECT_EQ(Loom({"fit", kProfile, "--gpu", fitted, "--check", "--output", gpu}).code, kExitUsage);
   r = Loom({"fit", kProfile, "--cluster", ClusterCopy(dir), "--check"});
@@ -208,6 +241,7 @@ TEST(Fit, NcclTestsOutputGivenWithGpuPointsAtCluster) {
 TEST(Fit, ProfileWithTooFewShapesIsRefused) {
   const fs::path dir = TestDir();
   nlohmann::json profile = nlohmann::json::parse(ReadText(kProfile));
+  profile["samples"].erase(profile["samples"].end() - 6, profile["samples"].end());  // the accumulating pairs
   profile["samples"].erase(profile["samples"].begin() + 24, profile["samples"].begin() + 26);  // 4 attention left
   profile["samples"].erase(profile["samples"].begin() + 2, profile["samples"].begin() + 24);   // 2 GEMMs left
   const std::string path = (dir / "few.json").string();

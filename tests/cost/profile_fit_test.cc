@@ -28,32 +28,24 @@ GpuSpec H100Like() {
   return gpu;
 }
 
+// The model every shipped GPU file uses: tiles and split-K chosen per shape (ChooseGemmTile).
 GpuSpec Truth() {
   GpuSpec gpu = H100Like();
   ComputeCalibration& c = gpu.calibration;
-  c.gemm_tile_m = 256;
-  c.gemm_tile_n = 128;
   c.gemm_efficiency_bf16 = 0.71;
+  c.gemm_efficiency_fp16 = 0.71;  // bf16 and fp16 share one efficiency, as FitGemm fits them
   c.gemm_efficiency_fp8 = 0.58;
+  c.gemm_wave_latency_us = 3.2;
+  c.gemm_operand_bandwidth_GBps = 60000;
   c.kernel_overhead_us = 4.5;
   c.attention_efficiency = 0.47;
   c.memory_bandwidth_fraction = 0.91;
   return gpu;
 }
 
-// A profile of GEMMs in bf16 and fp8, attention and memory-bound kernels, timed by |truth|.
-std::vector<ProfileSample> SyntheticProfile(const GpuSpec& truth) {
+// Samples of |shapes| timed by |truth|, as p.json's, from samples[|first|] on.
+std::vector<ProfileSample> Timed(const GpuSpec& truth, const std::vector<KernelShape>& shapes, size_t first = 0) {
   const RooflineComputeModel model(truth);
-  std::vector<KernelShape> shapes;
-  for (Dtype dtype : {Dtype::kBf16, Dtype::kFp8}) {
-    for (int64_t m : {1000, 1408, 2048, 4864}) {  // 1408 and 4864 tell 256x128 from 128x256
-      for (int64_t n : {1536, 3000, 7000}) shapes.push_back(GemmShape{m, n, 8192, 1, dtype});
-    }
-  }
-  for (int64_t seq : {1024, 2048, 4096, 8192}) {
-    shapes.push_back(AttentionShape{1, 64, 8, seq, seq, 128, 128, true, seq > 2048, Dtype::kBf16});
-  }
-  for (int64_t mib : {64, 256, 1024}) shapes.push_back(MemoryShape{mib << 20, mib << 20});
   std::vector<ProfileSample> samples;
   for (const KernelShape& shape : shapes) {
     ProfileSample s;
@@ -61,9 +53,37 @@ std::vector<ProfileSample> SyntheticProfile(const GpuSpec& truth) {
     if (const GemmShape* g = std::get_if<GemmShape>(&shape)) s.median_us = model.GemmKernel(*g).ToMicros();
     if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) s.median_us = model.Attention(*a).ToMicros();
     if (const MemoryShape* m = std::get_if<MemoryShape>(&shape)) s.median_us = model.MemoryBound(*m).ToMicros();
-    s.where = "p.json: samples[" + std::to_string(samples.size()) + "]";
+    s.where = "p.json: samples[" + std::to_string(first + samples.size()) + "]";
     samples.push_back(s);
   }
+  return samples;
+}
+
+// A profile of GEMMs in bf16 and fp8, attention and memory-bound kernels, timed by |truth|.
+std::vector<ProfileSample> SyntheticProfile(const GpuSpec& truth) {
+  std::vector<KernelShape> shapes;
+  for (Dtype dtype : {Dtype::kBf16, Dtype::kFp8}) {
+    for (int64_t m : {1000, 1408, 2048, 4864}) {  // tile choices, split-K and waves vary
+      for (int64_t n : {1536, 3000, 7000}) shapes.push_back(GemmShape{m, n, m == 2048 ? 2048 : 8192, 1, dtype, false});
+    }
+  }
+  for (int64_t seq : {1024, 2048, 4096, 8192}) {
+    shapes.push_back(AttentionShape{1, 64, 8, seq, seq, 128, 128, true, seq > 2048, Dtype::kBf16});
+  }
+  for (int64_t mib : {64, 256, 1024}) shapes.push_back(MemoryShape{mib << 20, mib << 20});
+  return Timed(truth, shapes);
+}
+
+// SyntheticProfile with the probe's weight-gradient pairs: each GEMM accumulating into fp32 and
+// plain, compute-bound, so that the epilogue's 6 extra bytes per output are a visible share of
+// the time when it follows the main loop and nothing when it overlaps it.
+std::vector<ProfileSample> WithAccumulatingPairs(const GpuSpec& truth) {
+  std::vector<ProfileSample> samples = SyntheticProfile(truth);
+  std::vector<KernelShape> pairs;
+  for (int64_t k : {2048, 4096, 8192}) {
+    for (bool accumulate : {true, false}) pairs.push_back(GemmShape{4096, 5120, k, 1, Dtype::kBf16, accumulate});
+  }
+  for (const ProfileSample& s : Timed(truth, pairs, samples.size())) samples.push_back(s);
   return samples;
 }
 
@@ -71,16 +91,24 @@ TEST(FitComputeCalibration, RecoversEveryParameterOfTheModelsOwnTimes) {
   Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), H100Like());
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   const ComputeCalibration& c = fit->calibration;
-  EXPECT_EQ(c.gemm_tile_m, 256);
-  EXPECT_EQ(c.gemm_tile_n, 128);
+  EXPECT_EQ(c.gemm_tile_m, 0);  // chosen per shape
+  EXPECT_EQ(c.gemm_tile_n, 0);
   EXPECT_NEAR(*c.gemm_efficiency_bf16, 0.71, 1e-5);
+  EXPECT_NEAR(*c.gemm_efficiency_fp16, 0.71, 1e-5);
   EXPECT_NEAR(*c.gemm_efficiency_fp8, 0.58, 1e-5);
+  EXPECT_NEAR(*c.gemm_wave_latency_us, 3.2, 1e-3);
+  ASSERT_TRUE(c.gemm_operand_bandwidth_GBps.has_value());
+  EXPECT_NEAR(*c.gemm_operand_bandwidth_GBps, 60000, 10);
   EXPECT_NEAR(c.kernel_overhead_us, 4.5, 0.01);
   EXPECT_NEAR(*c.attention_efficiency, 0.47, 1e-5);
   EXPECT_NEAR(*c.memory_bandwidth_fraction, 0.91, 1e-5);
+  EXPECT_FALSE(c.gemm_epilogue_overlap);
+  EXPECT_FALSE(fit->epilogue_overlap.has_value());  // no accumulating samples: the file's setting
   EXPECT_EQ(fit->fitted_keys,
-            (std::vector<std::string>{"gemm_tile_m", "gemm_tile_n", "gemm_efficiency_bf16", "gemm_efficiency_fp8",
-                                      "kernel_overhead_us", "attention_efficiency", "memory_bandwidth_fraction"}));
+            (std::vector<std::string>{"gemm_operand_bandwidth_GBps", "gemm_wave_latency_us", "gemm_efficiency_bf16",
+                                      "gemm_efficiency_fp16", "gemm_efficiency_fp8", "kernel_overhead_us",
+                                      "attention_efficiency", "memory_bandwidth_fraction"}));
+  EXPECT_EQ(fit->removed_keys, (std::vector<std::string>{"gemm_tile_m", "gemm_tile_n"}));
   ASSERT_EQ(fit->classes.size(), 4u);
   EXPECT_EQ(fit->classes[0].Name(), "gemm bf16");
   EXPECT_EQ(fit->classes[1].Name(), "gemm fp8");
@@ -147,17 +175,47 @@ TEST(CheckComputeCalibration, RefusesAnEmptyProfileAndADtypeWithoutAPeak) {
   EXPECT_TRUE(Contains(check.status().message(), "no peak_tflops.fp8"));
 }
 
-TEST(FitComputeCalibration, WithoutGemmsKeepsTheTileAndFitsTheRest) {
+// The file's GEMM values were fitted with its overhead, so a profile without GEMMs keeps both and
+// fits the other classes' efficiencies with that overhead.
+TEST(FitComputeCalibration, WithoutGemmsKeepsTheGemmKeysAndTheOverheadAndFitsTheRest) {
   std::vector<ProfileSample> samples = SyntheticProfile(Truth());
   samples.erase(samples.begin(), samples.begin() + 24);
-  GpuSpec gpu = H100Like();
-  gpu.calibration.gemm_tile_m = 64;
+  GpuSpec gpu = Truth();
+  gpu.calibration.attention_efficiency.reset();
+  gpu.calibration.memory_bandwidth_fraction = 0.5;
   Result<ComputeFit> fit = FitComputeCalibration(samples, gpu);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
-  EXPECT_EQ(fit->calibration.gemm_tile_m, 64);
-  EXPECT_NEAR(fit->calibration.kernel_overhead_us, 4.5, 0.01);
-  EXPECT_EQ(fit->fitted_keys,
-            (std::vector<std::string>{"kernel_overhead_us", "attention_efficiency", "memory_bandwidth_fraction"}));
+  EXPECT_EQ(fit->calibration.kernel_overhead_us, 4.5);
+  EXPECT_EQ(fit->calibration.gemm_wave_latency_us, 3.2);
+  EXPECT_NEAR(*fit->calibration.attention_efficiency, 0.47, 1e-5);
+  EXPECT_NEAR(*fit->calibration.memory_bandwidth_fraction, 0.91, 1e-5);
+  EXPECT_EQ(fit->fitted_keys, (std::vector<std::string>{"attention_efficiency", "memory_bandwidth_fraction"}));
+  EXPECT_TRUE(fit->removed_keys.empty());
+}
+
+// Accumulating pairs generated with either setting are fitted with it: the other setting predicts
+// the accumulating samples worse, and both errors are reported.
+TEST(FitComputeCalibration, FitsTheEpilogueOverlapThatTimedTheAccumulatingSamples) {
+  for (bool overlap : {false, true}) {
+    GpuSpec truth = Truth();
+    truth.calibration.gemm_epilogue_overlap = overlap;
+    GpuSpec gpu = H100Like();
+    gpu.calibration.gemm_epilogue_overlap = !overlap;  // the file says the other
+    Result<ComputeFit> fit = FitComputeCalibration(WithAccumulatingPairs(truth), gpu);
+    ASSERT_TRUE(fit.ok()) << fit.status().message();
+    EXPECT_EQ(fit->calibration.gemm_epilogue_overlap, overlap);
+    ASSERT_TRUE(fit->epilogue_overlap.has_value());
+    const EpilogueOverlapFit& e = *fit->epilogue_overlap;
+    EXPECT_EQ(e.overlap, overlap);
+    EXPECT_EQ(e.samples, 3u);
+    ASSERT_TRUE(e.serial_error && e.overlapped_error);
+    EXPECT_LT(overlap ? *e.overlapped_error : *e.serial_error, 1e-4) << overlap;
+    EXPECT_GT(overlap ? *e.serial_error : *e.overlapped_error, 0.02) << overlap;
+    EXPECT_NEAR(*fit->calibration.gemm_efficiency_bf16, 0.71, 1e-4) << overlap;
+    EXPECT_NEAR(fit->calibration.kernel_overhead_us, 4.5, 0.01) << overlap;
+    EXPECT_LT(fit->mean_abs_relative_error, 1e-4) << overlap;
+    EXPECT_EQ(fit->fitted_keys[2], "gemm_epilogue_overlap");
+  }
 }
 
 TEST(FitComputeCalibration, RefusesAttentionInTwoDtypes) {
@@ -191,8 +249,9 @@ TEST(FitComputeCalibration, RefusesMeasurementsThatBeatTheDatasheet) {
   gpu.hbm_bandwidth_GBps = 2000;  // the samples moved 0.91 * 3350 GB/s
   Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), gpu);
   ASSERT_FALSE(fit.ok());
-  EXPECT_TRUE(Contains(fit.status().message(), "p.json: the memory samples move bytes at 1.524x hbm_bandwidth_GBps "
-                                               "of h100.json (2000)"));
+  // 0.91 * 3350 / 2000 = 1.524, less the GEMMs' split-K traffic, which the bound costs at 2000 GB/s.
+  EXPECT_TRUE(Contains(fit.status().message(), "p.json: the memory samples move bytes at 1.52"));
+  EXPECT_TRUE(Contains(fit.status().message(), "x hbm_bandwidth_GBps of h100.json (2000)"));
   gpu = H100Like();
   gpu.bf16_tflops = 500;
   fit = FitComputeCalibration(SyntheticProfile(Truth()), gpu);
@@ -213,25 +272,29 @@ ComputeFit Fitted() {
   ComputeFit out = fit.value();
   out.calibration.kernel_overhead_us = 4.500123;
   out.calibration.source = "a test";
+  SetFittedOn({"/some/folder/p.json"}, &out);
   return out;
 }
 
-TEST(WithComputeCalibration, ReplacesKeysInPlaceAppendsNewOnesRoundedAndPutsSourceLast) {
+// A fixed tile of an older fit is removed, not kept: it would switch the model off the per-shape
+// tile choice the values were fitted with.
+TEST(WithComputeCalibration, ReplacesKeysInPlaceRemovesTheTileAndPutsSourceLast) {
   nlohmann::ordered_json file = nlohmann::ordered_json::parse(
-      R"({"schema": "loom.gpu/1", "calibration": {"kernel_overhead_us": 7, "gemm_efficiency_fp16": 0.8,)"
-      R"( "source": "old", "gemm_tile_m": 64}, "sources": {}})");
+      R"({"schema": "loom.gpu/1", "calibration": {"kernel_overhead_us": 7, "gemm_efficiency_tf32": 0.8,)"
+      R"( "source": "old", "gemm_tile_m": 64, "gemm_tile_n": 128}, "sources": {}})");
   nlohmann::ordered_json out = WithComputeCalibration(file, Fitted());
   std::vector<std::string> keys;
   for (const auto& [key, value] : out["calibration"].items()) keys.push_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"kernel_overhead_us", "gemm_efficiency_fp16", "gemm_tile_m", "gemm_tile_n",
-                                            "gemm_efficiency_bf16", "gemm_efficiency_fp8", "attention_efficiency",
-                                            "memory_bandwidth_fraction", "source"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"kernel_overhead_us", "gemm_efficiency_tf32", "gemm_operand_bandwidth_GBps",
+                                            "gemm_wave_latency_us", "gemm_efficiency_bf16", "gemm_efficiency_fp16",
+                                            "gemm_efficiency_fp8", "attention_efficiency", "memory_bandwidth_fraction",
+                                            "fitted_on", "source"}));
   EXPECT_EQ(out["calibration"]["kernel_overhead_us"], 4.5);
-  EXPECT_EQ(out["calibration"]["gemm_tile_m"], 256);
-  EXPECT_TRUE(out["calibration"]["gemm_tile_m"].is_number_integer());
-  EXPECT_EQ(out["calibration"]["gemm_efficiency_fp16"], 0.8);
+  EXPECT_EQ(out["calibration"]["gemm_wave_latency_us"], 3.2);
+  EXPECT_EQ(out["calibration"]["gemm_efficiency_tf32"], 0.8);
   EXPECT_EQ(out["calibration"]["gemm_efficiency_bf16"], 0.71);
-  EXPECT_EQ(out["calibration"]["source"], "a test Kept from the earlier calibration (gemm_efficiency_fp16): old");
+  EXPECT_EQ(out["calibration"]["fitted_on"], nlohmann::ordered_json::array({"p.json"}));
+  EXPECT_EQ(out["calibration"]["source"], "a test Kept from the earlier calibration (gemm_efficiency_tf32): old");
   std::vector<std::string> top;
   for (const auto& [key, value] : out.items()) top.push_back(key);
   EXPECT_EQ(top, (std::vector<std::string>{"schema", "calibration", "sources"}));
@@ -243,12 +306,69 @@ TEST(WithComputeCalibration, WrittenFileLoadsWithTheFittedValues) {
   std::ifstream shipped(std::string(LOOM_SOURCE_DIR) + "/hardware/gpus/h100-sxm5-80gb.json");
   nlohmann::ordered_json file = nlohmann::ordered_json::parse(shipped);
   std::ofstream(dir / "gpu.json") << WithComputeCalibration(file, Fitted()).dump(2);
+  file["calibration"]["gemm_tile_m"] = 64;  // as an older loom fit wrote it
+  file["calibration"]["gemm_tile_n"] = 64;
+  const nlohmann::ordered_json written = WithComputeCalibration(file, Fitted());
+  EXPECT_FALSE(written["calibration"].contains("gemm_tile_m"));
+  EXPECT_FALSE(written["calibration"].contains("gemm_tile_n"));
+  std::ofstream(dir / "gpu.json") << written.dump(2);
   Result<GpuSpec> gpu = LoadGpuSpec((dir / "gpu.json").string());
   ASSERT_TRUE(gpu.ok()) << gpu.status().message();
-  EXPECT_EQ(gpu->calibration.gemm_tile_m, 256);
-  EXPECT_EQ(gpu->calibration.gemm_efficiency_fp8, 0.58);
-  EXPECT_EQ(gpu->calibration.memory_bandwidth_fraction, 0.91);
-  EXPECT_EQ(gpu->calibration.kernel_overhead_us, 4.5);
+  const ComputeCalibration& c = gpu->calibration;
+  EXPECT_EQ(c.gemm_tile_m, 0);
+  EXPECT_EQ(c.gemm_tile_n, 0);
+  EXPECT_EQ(c.gemm_efficiency_fp8, 0.58);
+  EXPECT_EQ(c.gemm_wave_latency_us, 3.2);
+  EXPECT_EQ(c.gemm_operand_bandwidth_GBps, 60000);
+  EXPECT_EQ(c.memory_bandwidth_fraction, 0.91);
+  EXPECT_EQ(c.kernel_overhead_us, 4.5);
+  EXPECT_EQ(c.fitted_on, (std::vector<std::string>{"p.json"}));
+  // The loaded file predicts the profile it was fitted on within the 4-digit rounding.
+  const std::vector<ProfileSample> samples = SyntheticProfile(Truth());
+  Result<ComputeFit> check = CheckComputeCalibration(samples, *gpu);
+  ASSERT_TRUE(check.ok()) << check.status().message();
+  EXPECT_LT(check->mean_abs_relative_error, 1e-3);
+}
+
+TEST(WithComputeCalibration, RemovesTheOperandBandwidthWhenTheFitNeedsNone) {
+  GpuSpec truth = Truth();
+  truth.calibration.gemm_operand_bandwidth_GBps.reset();
+  Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(truth), H100Like());
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_FALSE(fit->calibration.gemm_operand_bandwidth_GBps.has_value());
+  EXPECT_EQ(fit->removed_keys,
+            (std::vector<std::string>{"gemm_tile_m", "gemm_tile_n", "gemm_operand_bandwidth_GBps"}));
+  nlohmann::ordered_json file = nlohmann::ordered_json::parse(
+      R"({"calibration": {"gemm_operand_bandwidth_GBps": 9000, "source": "old"}})");
+  ComputeFit written = fit.value();
+  written.calibration.source = "new.";
+  const nlohmann::ordered_json out = WithComputeCalibration(file, written);
+  EXPECT_FALSE(out["calibration"].contains("gemm_operand_bandwidth_GBps"));
+  EXPECT_EQ(out["calibration"]["source"], "new.");  // nothing kept
+}
+
+TEST(WithComputeCalibration, WritesTheEpilogueOverlapItFitted) {
+  GpuSpec truth = Truth();
+  truth.calibration.gemm_epilogue_overlap = true;
+  Result<ComputeFit> fit = FitComputeCalibration(WithAccumulatingPairs(truth), H100Like());
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  const nlohmann::ordered_json file =
+      nlohmann::ordered_json::parse(R"({"calibration": {"gemm_epilogue_overlap": false}})");
+  const nlohmann::ordered_json out = WithComputeCalibration(file, *fit);
+  EXPECT_EQ(out["calibration"]["gemm_epilogue_overlap"], true);
+}
+
+TEST(SetFittedOn, NamesTheProfilesAndKeepsTheEarlierTablesOnlyWhenGemmKeysWereKept) {
+  ComputeFit with_gemms;
+  with_gemms.fitted_keys = {"gemm_wave_latency_us", "gemm_efficiency_bf16", "kernel_overhead_us"};
+  with_gemms.calibration.fitted_on = {"gemm_cublaslt.csv"};
+  SetFittedOn({"a/p1.json", "b/p2.json", "b/notes.txt"}, &with_gemms);
+  EXPECT_EQ(with_gemms.calibration.fitted_on, (std::vector<std::string>{"p1.json", "p2.json"}));
+  ComputeFit without = with_gemms;
+  without.fitted_keys = {"attention_efficiency"};
+  without.calibration.fitted_on = {"gemm_cublaslt.csv"};
+  SetFittedOn({"a/p1.json"}, &without);
+  EXPECT_EQ(without.calibration.fitted_on, (std::vector<std::string>{"gemm_cublaslt.csv", "p1.json"}));
 }
 
 }  // namespace
