@@ -43,7 +43,8 @@ Status AddSingleNode(const std::string& tables_dir, std::string_view cluster, st
   const std::string column = cluster == "dgx-a100" ? "a100_busbw_GBps" : cluster == "dgx-h100" ? "h100_busbw_GBps" : "";
   if (column.empty()) return Status::Ok();
   constexpr int64_t kRanks = 8;
-  CommReferenceRun run{std::string(kSingleNodeAllReduceTable), "azure_ai_benchmarking_guide", {}};
+  CommReferenceRun run{std::string(kSingleNodeAllReduceTable), "azure_ai_benchmarking_guide",
+                       "azure_ai_benchmarking_guide", {}};
   run.run.file = path;
   run.run.test = NcclTest::kAllReduce;
   run.run.ranks = kRanks;
@@ -75,6 +76,7 @@ Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std
     const int64_t bytes = r.Int("size_bytes");
     const double busbw = r.Number("busbw_GBps");
     const std::string settings = r.Text("settings");
+    const std::string site = r.Text("site");
     LOOM_RETURN_IF_ERROR(r.Finish());
     const std::string where = path + ":" + std::to_string(first + static_cast<int>(i));
     if (settings != "default" && settings != "tuned" && settings != "forced_ring") {
@@ -84,7 +86,7 @@ Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std
     if (row_cluster != cluster || settings != "default") continue;
     auto [it, added] = index.try_emplace(source, out->size());
     if (added) {
-      CommReferenceRun run{std::string(kMultiNodeAllReduceTable), source, {}};
+      CommReferenceRun run{std::string(kMultiNodeAllReduceTable), source, site, {}};
       run.run.file = path;
       run.run.test = NcclTest::kAllReduce;
       run.run.ranks = nodes * per_node;
@@ -92,6 +94,9 @@ Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std
       out->push_back(std::move(run));
     }
     NcclTestsRun& run = (*out)[it->second].run;
+    if ((*out)[it->second].site != site) {
+      return Status::InvalidArgument(where + ": source " + source + " changes its site; one run ran on one site");
+    }
     if (*run.ranks != nodes * per_node || *run.nodes != nodes) {
       return Status::InvalidArgument(where + ": source " + source +
                                      " changes its node or rank count; give each run its own source id");
@@ -131,17 +136,20 @@ Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePa
       if (row.size_bytes < kMinBytes) continue;
       cases.push_back({r.source + " " + std::to_string(nodes) + "x" + std::to_string(per_node) + " " +
                            SizeName(row.size_bytes),
-                       *spec, row.size_bytes, row.in_place->busbw_GBps, GroupPlacement{*r.run.ranks, per_node}});
+                       *spec, row.size_bytes, row.in_place->busbw_GBps, GroupPlacement{*r.run.ranks, per_node},
+                       r.site});
     }
   }
   return cases;
 }
 
 Result<CommCalibration> FitReferenceCommCalibration(const std::vector<CommReferenceRun>& runs,
-                                                    const ClusterSpec& cluster, std::string_view excluded_table) {
+                                                    const ClusterSpec& cluster, std::string_view excluded_table,
+                                                    std::string_view excluded_site) {
   std::vector<NcclTestsRun> kept;
   for (const CommReferenceRun& r : runs) {
-    if (r.table != excluded_table) kept.push_back(r.run);
+    const bool excluded = r.table == excluded_table && (excluded_site.empty() || r.site == excluded_site);
+    if (!excluded) kept.push_back(r.run);
   }
   if (kept.empty()) return CommCalibration{};
   ClusterSpec uncalibrated = cluster;

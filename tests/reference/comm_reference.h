@@ -24,6 +24,7 @@ inline constexpr std::string_view kMultiNodeAllReduceTable = "nccl_allreduce_mul
 struct CommReferenceRun {
   std::string table;   // its file name in tests/reference/
   std::string source;  // the source id within the table ("azure_ai_benchmarking_guide" for the 8-GPU table)
+  std::string site;    // the machines it ran on (the table's "site" column; the source for the 8-GPU table)
   NcclTestsRun run;    // file = the table's path, rows with in-place timings only
 };
 
@@ -34,15 +35,17 @@ struct CommReferenceRun {
 // table, row and column.
 Result<std::vector<CommReferenceRun>> LoadCommReferenceRuns(const std::string& tables_dir, std::string_view cluster);
 
-// FitCommCalibration on |runs| except those from |excluded_table| (none when empty), for |cluster|
-// with its calibration removed; the calibration's fitted_on lists the tables used. A calibration
-// with no value (CommCalibration{}: the nominal bandwidths) when no run remains.
+// FitCommCalibration on |runs| except those from |excluded_table| (none when empty) - only its runs
+// on |excluded_site| when that is given - for |cluster| with its calibration removed; the
+// calibration's fitted_on lists the tables used. A calibration with no value (CommCalibration{}:
+// the nominal bandwidths) when no run remains.
 Result<CommCalibration> FitReferenceCommCalibration(const std::vector<CommReferenceRun>& runs,
-                                                    const ClusterSpec& cluster, std::string_view excluded_table = "");
+                                                    const ClusterSpec& cluster, std::string_view excluded_table = "",
+                                                    std::string_view excluded_site = "");
 
 // The rows of nccl_allreduce_multinode.csv on hardware/clusters/<cluster>.json from 16 MiB, the
 // runs with default settings only, each over its nodes x ranks per node (Megatron numbering: the
-// ranks of a node are consecutive), named "<source> <nodes>x<ranks per node> <size>".
+// ranks of a node are consecutive), named "<source> <nodes>x<ranks per node> <size>", with its site.
 Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePaths& paths, std::string_view cluster);
 
 }  // namespace loom

@@ -66,6 +66,7 @@ struct AllReduceCase {
   int64_t bytes = 0;
   double busbw_GBps = 0;
   GroupPlacement group;  // the GPUs of one node for nccl_allreduce_8gpu.csv
+  std::string site = "";  // the machines it ran on, for tables that hold several (else empty)
 };
 
 // Korthikanti et al. 2022, Table 5 (seconds per iteration) with the configurations of Table 3:

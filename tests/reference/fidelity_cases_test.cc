@@ -194,6 +194,26 @@ TEST(FidelityReport, LeaveOneSourceOutRefitsOnlyWhatTheTableCalibrated) {
   EXPECT_EQ(refitted, 4);  // the single-node and multi-node nccl-tests tables of A100 and H100
 }
 
+// The multi-node tables hold runs from several sites (clusters, VM fleets); each site's rows are
+// also predicted from a fit without them, which moves every row, and the site column is filled.
+TEST(FidelityReport, MultiNodeTablesLeaveEachSiteOut) {
+  Result<std::vector<FidelityTable>> tables = BuildFidelityReport(Paths());
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  int with_sites = 0;
+  for (const FidelityTable& t : *tables) {
+    const bool multi_node = t.source_file == kMultiNodeAllReduceTable;
+    EXPECT_EQ(t.site_refitted, multi_node) << t.name;
+    if (!t.site_refitted) continue;
+    ++with_sites;
+    for (const FidelityRow& r : t.rows) {
+      EXPECT_FALSE(r.site.empty()) << t.name << " " << r.name;
+      EXPECT_GT(r.site_loso_predicted, 0) << t.name << " " << r.name;
+      EXPECT_NE(r.site_loso_predicted, r.predicted) << t.name << " " << r.name;
+    }
+  }
+  EXPECT_EQ(with_sites, 2);
+}
+
 TEST(FidelityReport, WithoutTheMultiNodeTableNoInterNodeValueIsFitted) {
   Result<ClusterSpec> cluster = LoadClusterSpec(Paths().clusters_dir + "/dgx-h100.json");
   ASSERT_TRUE(cluster.ok()) << cluster.status().message();

@@ -43,6 +43,7 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
   out << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(12) << "predicted"
       << std::setw(12) << "measured" << std::setw(10) << "error %";
   if (table.refitted) out << std::setw(12) << "LOSO pred" << std::setw(10) << "LOSO %";
+  if (table.site_refitted) out << std::setw(12) << "site LOSO %";
   out << "\n";
   out << std::fixed << std::setprecision(2);
   for (const FidelityRow& r : table.rows) {
@@ -56,6 +57,7 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
     if (table.refitted) {
       out << std::setw(12) << r.loso_predicted << std::setw(10) << std::showpos << r.LosoErrorPct() << std::noshowpos;
     }
+    if (table.site_refitted) out << std::setw(12) << std::showpos << r.SiteLosoErrorPct() << std::noshowpos;
     out << "\n";
   }
   const int64_t cases = static_cast<int64_t>(table.rows.size());
@@ -72,6 +74,12 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
   } else {
     out << "leave-one-source-out: the same; no calibration is fitted on " << table.source_file << "\n";
   }
+  if (table.site_refitted) {
+    const ErrorSummary site = table.LeaveOneSiteOut();
+    out << "leave-one-site-out within the table (each site's rows from a fit without them): MAPE " << site.mape_pct
+        << "%, max |error| " << site.max_abs_pct << "%, bias " << std::showpos << site.bias_pct << std::noshowpos
+        << "%\n";
+  }
   out << "\n";
 }
 
@@ -85,6 +93,11 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
     row["error_pct"] = r.ok() ? nlohmann::ordered_json(r.ErrorPct()) : nlohmann::ordered_json();
     row["loso_predicted"] = r.ok() ? nlohmann::ordered_json(r.loso_predicted) : nlohmann::ordered_json();
     row["loso_error_pct"] = r.ok() ? nlohmann::ordered_json(r.LosoErrorPct()) : nlohmann::ordered_json();
+    if (table.site_refitted) {
+      row["site"] = r.site;
+      row["site_loso_predicted"] = r.ok() ? nlohmann::ordered_json(r.site_loso_predicted) : nlohmann::ordered_json();
+      row["site_loso_error_pct"] = r.ok() ? nlohmann::ordered_json(r.SiteLosoErrorPct()) : nlohmann::ordered_json();
+    }
     if (!r.ok()) row["error"] = r.error;
     rows.push_back(row);
   }
@@ -103,6 +116,13 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
   j["loso_mape_pct"] = loso.mape_pct;
   j["loso_max_abs_error_pct"] = loso.max_abs_pct;
   j["loso_bias_pct"] = loso.bias_pct;
+  j["site_refitted"] = table.site_refitted;
+  if (table.site_refitted) {
+    const ErrorSummary site = table.LeaveOneSiteOut();
+    j["site_loso_mape_pct"] = site.mape_pct;
+    j["site_loso_max_abs_error_pct"] = site.max_abs_pct;
+    j["site_loso_bias_pct"] = site.bias_pct;
+  }
   j["failed"] = table.Failed();
   return j;
 }

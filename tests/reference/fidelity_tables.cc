@@ -70,12 +70,16 @@ int64_t FidelityTable::Failed() const {
 
 namespace {
 
-ErrorSummary Summarize(const std::vector<FidelityRow>& rows, bool loso) {
+enum class Column { kInSample, kLoso, kSiteLoso };
+
+ErrorSummary Summarize(const std::vector<FidelityRow>& rows, Column column) {
   ErrorSummary out;
   int64_t n = 0;
   for (const FidelityRow& r : rows) {
     if (!r.ok()) continue;
-    const double e = loso ? r.LosoErrorPct() : r.ErrorPct();
+    const double e = column == Column::kInSample ? r.ErrorPct()
+                     : column == Column::kLoso   ? r.LosoErrorPct()
+                                                 : r.SiteLosoErrorPct();
     out.mape_pct += std::abs(e);
     out.bias_pct += e;
     out.max_abs_pct = std::max(out.max_abs_pct, std::abs(e));
@@ -90,8 +94,9 @@ ErrorSummary Summarize(const std::vector<FidelityRow>& rows, bool loso) {
 
 }  // namespace
 
-ErrorSummary FidelityTable::InSample() const { return Summarize(rows, false); }
-ErrorSummary FidelityTable::LeaveOneSourceOut() const { return Summarize(rows, true); }
+ErrorSummary FidelityTable::InSample() const { return Summarize(rows, Column::kInSample); }
+ErrorSummary FidelityTable::LeaveOneSourceOut() const { return Summarize(rows, Column::kLoso); }
+ErrorSummary FidelityTable::LeaveOneSiteOut() const { return Summarize(rows, Column::kSiteLoso); }
 
 double FidelityTable::MapePct() const {
   double sum = 0;
@@ -169,7 +174,7 @@ FidelityTable PredictAllReduceBusBandwidth(const std::string& name, const std::s
     const double seconds = comm.Collective(CollectiveKind::kAllReduce, c.bytes, c.group).ToSeconds();
     const double factor = BusBandwidthFactor(CollectiveKind::kAllReduce, c.group.ranks);
     const double busbw_GBps = static_cast<double>(c.bytes) * factor / seconds / 1e9;
-    table.rows.push_back({c.name, busbw_GBps, c.busbw_GBps, ""});
+    table.rows.push_back({c.name, busbw_GBps, c.busbw_GBps, "", 0, c.site, 0});
   }
   return table;
 }
@@ -205,6 +210,34 @@ class Refitter {
   std::string excluded_;
   std::map<std::string, CommCalibration> refits_;
 };
+
+// Each site's rows of |table| (the multi-node table of |cluster|) predicted with the cluster's
+// calibration refitted without that site's rows: how well one cluster's runs predict another's.
+// Nothing when the table holds fewer than two sites.
+Status AddSiteLoso(const ReferencePaths& paths, std::string_view cluster, FidelityTable& table) {
+  Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(paths.tables_dir, cluster);
+  if (!runs.ok()) return runs.status();
+  Result<std::vector<AllReduceCase>> cases = LoadMultiNodeAllReduceCases(paths, cluster);
+  if (!cases.ok()) return cases.status();
+  std::set<std::string> sites;
+  for (const AllReduceCase& c : *cases) sites.insert(c.site);
+  if (sites.size() < 2 || cases->size() != table.rows.size()) return Status::Ok();
+  for (const std::string& site : sites) {
+    Result<CommCalibration> fit =
+        FitReferenceCommCalibration(*runs, cases->front().cluster, kMultiNodeAllReduceTable, site);
+    if (!fit.ok()) {
+      return fit.status().WithSuffix(" (refitting " + std::string(cluster) + " without site " + site + ")");
+    }
+    for (size_t i = 0; i < cases->size(); ++i) {
+      if ((*cases)[i].site != site) continue;
+      AllReduceCase c = (*cases)[i];
+      c.cluster.calibration = *fit;
+      table.rows[i].site_loso_predicted = PredictAllReduceBusBandwidth("", "", {c}).rows.front().predicted;
+    }
+  }
+  table.site_refitted = true;
+  return Status::Ok();
+}
 
 template <typename Case>
 Status ApplyAll(Refitter& refitter, std::vector<Case>& cases) {
@@ -261,6 +294,10 @@ Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& pat
       "nccl-tests all-reduce busbw across DGX H100 nodes (8x NDR 400 Gb/s per node), nodes x ranks per node (GB/s)",
       *h100_nodes));
   tables.back().source_file = std::string(kMultiNodeAllReduceTable);
+  if (excluded_file.empty()) {
+    LOOM_RETURN_IF_ERROR(AddSiteLoso(paths, "dgx-a100", tables[tables.size() - 2]));
+    LOOM_RETURN_IF_ERROR(AddSiteLoso(paths, "dgx-h100", tables.back()));
+  }
   return tables;
 }
 

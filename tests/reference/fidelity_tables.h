@@ -23,11 +23,16 @@ struct FidelityRow {
   // The prediction with every calibration fitted without this row's table (leave-one-source-out);
   // equal to |predicted| when no calibration was fitted on the table.
   double loso_predicted = 0;
+  // For tables that hold several sites (the machines a run was measured on): the site, and the
+  // prediction with the calibration refitted without that site's rows of the table.
+  std::string site = "";
+  double site_loso_predicted = 0;
 
   bool ok() const { return error.empty(); }
   // 100 * (predicted - measured) / measured. REQUIRES: ok() and measured != 0.
   double ErrorPct() const { return 100.0 * (predicted - measured) / measured; }
   double LosoErrorPct() const { return 100.0 * (loso_predicted - measured) / measured; }
+  double SiteLosoErrorPct() const { return 100.0 * (site_loso_predicted - measured) / measured; }
 };
 
 // Mean |error|, largest |error| and mean signed error (bias) of a table's predicted rows, in %.
@@ -47,10 +52,13 @@ struct FidelityTable {
   std::string source_file = "";
   // Whether a shipped calibration was fitted on |source_file| (so the columns can differ).
   bool refitted = false;
+  // Whether the rows have sites and site_loso_predicted (each site left out of the fit in turn).
+  bool site_refitted = false;
 
   int64_t Failed() const;
   ErrorSummary InSample() const;
   ErrorSummary LeaveOneSourceOut() const;
+  ErrorSummary LeaveOneSiteOut() const;
   // Mean of |ErrorPct()| over the rows that were predicted; 0 when none was.
   double MapePct() const;
   // Largest |ErrorPct()| over the rows that were predicted; 0 when none was.
