@@ -236,15 +236,8 @@ std::optional<GemmUnknowns> Solve(const GemmProblem& p, const GemmUnknowns& x) {
 double FittedTime(const KernelSample& s, const GemmUnknowns& x, const GpuSpec& trial) {
   if (const GemmShape* g = std::get_if<GemmShape>(&s.shape)) {
     const GemmRates rates = GemmRatesOf(trial, g->dtype);
-    double compute_s = ChooseGemmTile(*g, rates).time_s;
-    if (g->accumulate_fp32) {
-      const double outputs = static_cast<double>(g->batch) * static_cast<double>(g->m) * static_cast<double>(g->n);
-      compute_s = trial.calibration.gemm_epilogue_overlap
-                      ? std::max(compute_s, outputs * kAccumulatorBytes * rates.seconds_per_hbm_byte)
-                      : compute_s + outputs * (kAccumulatorBytes - static_cast<double>(BytesPerElement(g->dtype))) *
-                                        rates.seconds_per_hbm_byte;
-    }
-    return x.overhead_s + compute_s;
+    return x.overhead_s + WithAccumulatingEpilogue(*g, ChooseGemmTile(*g, rates).time_s, rates.seconds_per_hbm_byte,
+                                                   trial.calibration.gemm_epilogue_overlap);
   }
   if (const AttentionShape* a = std::get_if<AttentionShape>(&s.shape)) {
     return x.overhead_s + AttentionWorkSeconds(*a, trial) / trial.calibration.attention_efficiency.value_or(1.0);

@@ -23,6 +23,15 @@ double GemmCastBytes(const GemmShape& gemm) {
   return static_cast<double>(gemm.batch) * (m * k + k * n) * kBytesPerElement;
 }
 
+double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s, double seconds_per_hbm_byte, bool overlap) {
+  if (!gemm.accumulate_fp32) return main_loop_s;
+  const double outputs =
+      static_cast<double>(gemm.batch) * static_cast<double>(gemm.m) * static_cast<double>(gemm.n);
+  if (overlap) return std::max(main_loop_s, outputs * kAccumulatorBytes * seconds_per_hbm_byte);
+  const double element_bytes = static_cast<double>(BytesPerElement(gemm.dtype));
+  return main_loop_s + outputs * (kAccumulatorBytes - element_bytes) * seconds_per_hbm_byte;
+}
+
 SimTime RooflineComputeModel::Gemm(const GemmShape& gemm) const {
   const SimTime kernel = GemmKernel(gemm);
   if (gemm.dtype != Dtype::kFp8 || kernel == SimTime()) return kernel;
@@ -35,14 +44,9 @@ SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
   const double element_bytes = static_cast<double>(BytesPerElement(gemm.dtype));
   const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
   const double outputs = static_cast<double>(gemm.batch) * m * n;
-  double compute_s = tile.time_s;
-  double result_bytes = outputs * element_bytes;
-  if (gemm.accumulate_fp32) {
-    result_bytes = outputs * kAccumulatorBytes;
-    compute_s = gpu_.calibration.gemm_epilogue_overlap
-                    ? std::max(compute_s, result_bytes / HbmBytesPerS())
-                    : compute_s + outputs * (kAccumulatorBytes - element_bytes) / HbmBytesPerS();
-  }
+  const double compute_s =
+      WithAccumulatingEpilogue(gemm, tile.time_s, 1.0 / HbmBytesPerS(), gpu_.calibration.gemm_epilogue_overlap);
+  const double result_bytes = outputs * (gemm.accumulate_fp32 ? kAccumulatorBytes : element_bytes);
   const double memory_s =
       (static_cast<double>(gemm.batch) * (m * k + k * n) * element_bytes + result_bytes) / HbmBytesPerS();
   return SimTime::FromSeconds(gpu_.calibration.kernel_overhead_us * 1e-6 + std::max(compute_s, memory_s));

@@ -31,6 +31,13 @@ double GemmCastBytes(const GemmShape& gemm);
 // value each way (Megatron-LM's main_grad, C = A^T B + C).
 inline constexpr double kAccumulatorBytes = 4.0 + 4.0;
 
+// The time of |gemm|'s kernel body whose main loop takes |main_loop_s|: with accumulate_fp32, its
+// epilogue's fp32 traffic at |seconds_per_hbm_byte| is added (|overlap| false: the epilogue runs
+// after the main loop, CUTLASS 2.x) or hidden under the main loop up to its own time (|overlap|
+// true: warp-specialised kernels, CUTLASS 3); otherwise |main_loop_s|. What GemmKernel charges
+// and the compute fits reproduce.
+double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s, double seconds_per_hbm_byte, bool overlap);
+
 // A roofline of the GPU file's datasheet numbers and fitted calibration (GpuSpec::calibration):
 // - GEMM: the CTA tile and split-K cuBLAS would pick for the shape (ChooseGemmTile,
 //   cost/gemm_tiles.h), with its tile quantisation (M, N rounded up to the tile) and wave
