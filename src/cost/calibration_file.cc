@@ -1,6 +1,8 @@
 #include "cost/calibration_file.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 namespace loom {
 
@@ -37,6 +39,11 @@ nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const
   }
   if (!out.contains("calibration")) out["calibration"] = calibration;
   return out;
+}
+
+void AddFittedOn(const std::string& path, std::vector<std::string>* fitted_on) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  if (std::find(fitted_on->begin(), fitted_on->end(), name) == fitted_on->end()) fitted_on->push_back(name);
 }
 
 }  // namespace loom

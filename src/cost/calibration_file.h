@@ -25,6 +25,10 @@ double RoundSignificant(double value, int digits);
 nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const nlohmann::ordered_json& values,
                                        const std::string& source, const std::vector<std::string>& removed = {});
 
+// Adds the file name of |path| (its last component) to |fitted_on|, a calibration's list of the
+// files it was fitted on, unless it is there already.
+void AddFittedOn(const std::string& path, std::vector<std::string>* fitted_on);
+
 }  // namespace loom
 
 #endif  // LOOM_COST_CALIBRATION_FILE_H_

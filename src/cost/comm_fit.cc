@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <filesystem>
 #include <cmath>
 #include <map>
 #include <set>
@@ -167,7 +166,7 @@ Status CheckSizes(const std::vector<Sample>& samples, const std::vector<NcclTest
 bool SameTerms(const LinearTimeTerms& a, const LinearTimeTerms& b) {
   // Relative, as the terms come back through the calibrated fractions by floating point.
   const auto near = [](double x, double y) { return std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y)); };
-  return a.path == b.path && a.latency_path == b.latency_path && a.extra_latency == b.extra_latency &&
+  return a.path == b.path && a.LatencyPath() == b.LatencyPath() && a.extra_latency == b.extra_latency &&
          near(a.nccl_latency_us, b.nccl_latency_us) && near(a.nominal_transfer_us, b.nominal_transfer_us);
 }
 
@@ -210,7 +209,7 @@ bool SolveActive(const std::vector<Sample>& samples, const std::array<bool, kUnk
   for (const Sample& s : samples) {
     if (!s.fitted) continue;
     std::array<double, kUnknowns> row{};
-    if (s.terms.extra_latency) row[ExtraOf(s.terms.latency_path)] = 1.0;
+    if (s.terms.extra_latency) row[ExtraOf(s.terms.LatencyPath())] = 1.0;
     row[InverseOf(s.terms.path)] = s.terms.nominal_transfer_us;
     const double y = s.time_us - s.terms.nccl_latency_us;
     const double w = 1.0 / (s.time_us * s.time_us);
@@ -232,7 +231,7 @@ Status Solve(const std::vector<Sample>& samples, std::array<bool, kUnknowns>* fi
   fitted->fill(false);
   for (const Sample& s : samples) {
     if (!s.fitted) continue;
-    if (s.terms.extra_latency) (*fitted)[ExtraOf(s.terms.latency_path)] = true;
+    if (s.terms.extra_latency) (*fitted)[ExtraOf(s.terms.LatencyPath())] = true;
     (*fitted)[InverseOf(s.terms.path)] = true;
   }
   std::array<bool, kUnknowns> active = *fitted;
@@ -368,22 +367,15 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
     std::array<double, kUnknowns> rx{};
     LOOM_RETURN_IF_ERROR(Solve(samples.value(), &refitted, &rx));
     LOOM_RETURN_IF_ERROR(CheckFractions(refitted, rx, cluster));
-    for (int u = 0; u < kUnknowns; ++u) fitted[u] = fitted[u] || refitted[u];
     for (int u = 0; u < kUnknowns; ++u) {
-      if (refitted[u]) x[u] = rx[u];
+      if (refitted[u]) fitted[u] = true, x[u] = rx[u];
     }
     apply();
   }
   fit.calibration.source = options.source.empty() ? DefaultSource(runs) : options.source;
   // The runs' files by name, each once, in the order given.
   fit.calibration.fitted_on.clear();
-  for (const NcclTestsRun& run : runs) {
-    const std::string name = std::filesystem::path(run.file).filename().string();
-    if (std::find(fit.calibration.fitted_on.begin(), fit.calibration.fitted_on.end(), name) ==
-        fit.calibration.fitted_on.end()) {
-      fit.calibration.fitted_on.push_back(name);
-    }
-  }
+  for (const NcclTestsRun& run : runs) AddFittedOn(run.file, &fit.calibration.fitted_on);
   ClusterSpec calibrated = cluster;
   calibrated.calibration = fit.calibration;
   const NcclCommModel model(calibrated);

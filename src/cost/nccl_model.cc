@@ -152,6 +152,10 @@ bool NcclCommModel::NvlsTreeAvailable(CollectiveKind kind, GroupPlacement group)
   return nvlink_sharp_ && kind == CollectiveKind::kAllReduce && group.Nodes() > 1 && group.ranks_per_node >= 2;
 }
 
+double NcclCommModel::NvlsTreeLatencyUs(GroupPlacement group) {
+  return kNvlsTreeIntraLatencyUs + 2.0 * static_cast<double>(Log2Floor(group.Nodes())) * kNvlsTreeNetLatencyUs;
+}
+
 std::pair<CommPath, double> NcclCommModel::NvlsTreeAlgbw(GroupPlacement group, bool nominal) const {
   const double ranks = static_cast<double>(group.ranks);
   const double tree_share = (group.Nodes() <= 2 ? 2.0 : 1.0) * ranks / (2.0 * (ranks - 1.0));
@@ -269,10 +273,8 @@ std::vector<NcclChoice> NcclCommModel::Choices(CollectiveKind kind, int64_t byte
   }
   if (NvlsTreeAvailable(kind, group)) {
     const auto [path, algbw] = NvlsTreeAlgbw(group, false);
-    const double latency_us =
-        kNvlsTreeIntraLatencyUs + 2.0 * static_cast<double>(Log2Floor(group.Nodes())) * kNvlsTreeNetLatencyUs;
-    out.push_back(
-        Costed(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, latency_us, algbw, path, bytes, CommPath::kInterNode));
+    out.push_back(Costed(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, NvlsTreeLatencyUs(group), algbw, path,
+                         bytes, CommPath::kInterNode));
   }
   const bool pat = (kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter) &&
                    group.ranks_per_node == 1 && group.Nodes() > 1;
@@ -317,7 +319,6 @@ LinearTimeTerms NcclCommModel::AllToAllTerms(int64_t bytes, GroupPlacement group
       remote_bytes > 0 ? remote_bytes / (BandwidthGBps(CommPath::kInterNode) * 1e3) : 0.0;
   LinearTimeTerms terms;
   terms.path = remote_us > local_us ? CommPath::kInterNode : CommPath::kIntraNode;
-  terms.latency_path = terms.path;
   const double path_bytes = terms.path == CommPath::kInterNode ? remote_bytes : local_bytes;
   terms.nccl_latency_us = AllToAllLatencyUs(group);
   terms.nominal_transfer_us = path_bytes / (NominalGBps(terms.path) * 1e3);
@@ -329,8 +330,7 @@ LinearTimeTerms NcclCommModel::BulkTerms(CollectiveKind kind, int64_t bytes, Gro
   LinearTimeTerms terms;
   if (NvlsAvailable(kind, group)) {
     terms.path = CommPath::kNvls;
-    terms.latency_path = terms.path;
-    terms.nccl_latency_us = kNvlsLatencyUs;
+      terms.nccl_latency_us = kNvlsLatencyUs;
     terms.nominal_transfer_us = TransferUs(bytes, NominalGBps(CommPath::kNvls) * kNvlsAlgbwRatio);
     return terms;
   }
@@ -338,14 +338,12 @@ LinearTimeTerms NcclCommModel::BulkTerms(CollectiveKind kind, int64_t bytes, Gro
     const auto [path, nominal_algbw] = NvlsTreeAlgbw(group, true);
     terms.path = path;
     terms.latency_path = CommPath::kInterNode;
-    terms.nccl_latency_us =
-        kNvlsTreeIntraLatencyUs + 2.0 * static_cast<double>(Log2Floor(group.Nodes())) * kNvlsTreeNetLatencyUs;
+    terms.nccl_latency_us = NvlsTreeLatencyUs(group);
     terms.nominal_transfer_us = TransferUs(bytes, nominal_algbw);
     return terms;
   }
   const double ratio = static_cast<double>(group.ranks) / static_cast<double>(RingSteps(kind, group.ranks));
   terms.path = NetworkPath(group);
-  terms.latency_path = terms.path;
   terms.nccl_latency_us = RingLatencyUs(kind, group, NcclProtocol::kSimple);
   terms.nominal_transfer_us = TransferUs(bytes, GroupNominalGBps(terms.path, group) * ratio);
   return terms;
@@ -357,7 +355,6 @@ LinearTimeTerms NcclCommModel::PointToPointTerms(int64_t bytes, bool across_node
   const int simple = static_cast<int>(NcclProtocol::kSimple);
   LinearTimeTerms terms;
   terms.path = across_nodes ? CommPath::kInterNode : CommPath::kIntraNode;
-  terms.latency_path = terms.path;
   terms.nccl_latency_us =
       kBaseLatencyUs[kRingRow][simple] + kHwLatencyUs[across_nodes ? kNet : intra_link_][kRingRow][simple];
   terms.nominal_transfer_us = TransferUs(bytes, NominalGBps(terms.path));

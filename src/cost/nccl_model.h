@@ -49,16 +49,18 @@ struct NcclChoice {
 };
 
 // The time of a bulk transfer split into what a fit solves for:
-//   time_us = nccl_latency_us + extra latency of |latency_path| + nominal_transfer_us / fraction of |path|.
+//   time_us = nccl_latency_us + extra latency of LatencyPath() + nominal_transfer_us / fraction of |path|.
 struct LinearTimeTerms {
   CommPath path = CommPath::kIntraNode;
-  // The path whose extra latency applies: |path|, except for NVLSTree, which crosses the network
+  // The path whose extra latency applies when it is not |path|: NVLSTree crosses the network
   // whichever link bounds its bandwidth.
-  CommPath latency_path = CommPath::kIntraNode;
+  std::optional<CommPath> latency_path;
   // Whether the extra latency applies at all: not to the LL protocol.
   bool extra_latency = true;
   double nccl_latency_us = 0;      // NCCL's latency model alone, no calibration
   double nominal_transfer_us = 0;  // bytes over the nominal (uncalibrated) bandwidth
+
+  CommPath LatencyPath() const { return latency_path.value_or(path); }
 };
 
 // NCCL's own cost model (the tuner of src/graph/tuning.cc, NCCL 2.20.3; PAT, added in 2.23, from a
@@ -135,6 +137,8 @@ class NcclCommModel : public CommModel {
   double GroupBandwidthGBps(CommPath path, GroupPlacement group) const;
   CommPath NetworkPath(GroupPlacement group) const;
   bool NvlsTreeAvailable(CollectiveKind kind, GroupPlacement group) const;
+  // NCCL's NVLSTree latency over |group|'s nodes.
+  static double NvlsTreeLatencyUs(GroupPlacement group);
   // NVLSTree's algorithm bandwidth and the path that bounds it; |nominal| leaves out calibration.
   std::pair<CommPath, double> NvlsTreeAlgbw(GroupPlacement group, bool nominal) const;
   // |path| scales the bandwidth and |latency_path| (|path| when absent) names the extra latency.

@@ -318,9 +318,7 @@ void SetFittedOn(const std::vector<std::string>& profile_paths, ComputeFit* fit)
   if (!gemms) names = fit->calibration.fitted_on;
   for (const std::string& path : profile_paths) {
     const std::string name = std::filesystem::path(path).filename().string();
-    if (name.size() > 5 && name.ends_with(".json") && std::find(names.begin(), names.end(), name) == names.end()) {
-      names.push_back(name);
-    }
+    if (name.size() > 5 && name.ends_with(".json")) AddFittedOn(path, &names);
   }
   fit->calibration.fitted_on = names;
 }
