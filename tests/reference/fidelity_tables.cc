@@ -211,26 +211,25 @@ class Refitter {
   std::map<std::string, CommCalibration> refits_;
 };
 
-// Each site's rows of |table| (the multi-node table of |cluster|) predicted with the cluster's
-// calibration refitted without that site's rows: how well one cluster's runs predict another's.
-// Nothing when the table holds fewer than two sites.
-Status AddSiteLoso(const ReferencePaths& paths, std::string_view cluster, FidelityTable& table) {
+// Each site's rows of |table| (predicted from |cases|, the multi-node cases of |cluster|) predicted
+// again with the cluster's calibration refitted without that site's rows: how well one cluster's
+// runs predict another's. Nothing when the table holds fewer than two sites.
+Status AddSiteLoso(const ReferencePaths& paths, std::string_view cluster, const std::vector<AllReduceCase>& cases,
+                   FidelityTable& table) {
+  std::set<std::string> sites;
+  for (const AllReduceCase& c : cases) sites.insert(c.site);
+  if (sites.size() < 2) return Status::Ok();
   Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(paths.tables_dir, cluster);
   if (!runs.ok()) return runs.status();
-  Result<std::vector<AllReduceCase>> cases = LoadMultiNodeAllReduceCases(paths, cluster);
-  if (!cases.ok()) return cases.status();
-  std::set<std::string> sites;
-  for (const AllReduceCase& c : *cases) sites.insert(c.site);
-  if (sites.size() < 2 || cases->size() != table.rows.size()) return Status::Ok();
   for (const std::string& site : sites) {
     Result<CommCalibration> fit =
-        FitReferenceCommCalibration(*runs, cases->front().cluster, kMultiNodeAllReduceTable, site);
+        FitReferenceCommCalibration(*runs, cases.front().cluster, kMultiNodeAllReduceTable, site);
     if (!fit.ok()) {
       return fit.status().WithSuffix(" (refitting " + std::string(cluster) + " without site " + site + ")");
     }
-    for (size_t i = 0; i < cases->size(); ++i) {
-      if ((*cases)[i].site != site) continue;
-      AllReduceCase c = (*cases)[i];
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (cases[i].site != site) continue;
+      AllReduceCase c = cases[i];
       c.cluster.calibration = *fit;
       table.rows[i].site_loso_predicted = PredictAllReduceBusBandwidth("", "", {c}).rows.front().predicted;
     }
@@ -295,8 +294,8 @@ Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& pat
       *h100_nodes));
   tables.back().source_file = std::string(kMultiNodeAllReduceTable);
   if (excluded_file.empty()) {
-    LOOM_RETURN_IF_ERROR(AddSiteLoso(paths, "dgx-a100", tables[tables.size() - 2]));
-    LOOM_RETURN_IF_ERROR(AddSiteLoso(paths, "dgx-h100", tables.back()));
+    LOOM_RETURN_IF_ERROR(AddSiteLoso(paths, "dgx-a100", *a100_nodes, tables[tables.size() - 2]));
+    LOOM_RETURN_IF_ERROR(AddSiteLoso(paths, "dgx-h100", *h100_nodes, tables.back()));
   }
   return tables;
 }
