@@ -118,6 +118,18 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
   return Status::Ok();
 }
 
+// Layer |i|'s parameters on one rank: the dense part over |layer|'s tp and, in an MoE layer, the
+// routed experts over |expert_layer|'s etp and ep.
+struct LayerShare {
+  CheckedInt dense = 0;
+  CheckedInt expert = 0;
+};
+LayerShare LayerShareOf(const ModelSpec& m, const ShardedLayer& layer, const ShardedLayer& expert_layer, int64_t ep,
+                        int64_t i) {
+  const bool moe = m.moe.has_value() && i >= m.moe->first_dense_layers;
+  return {layer.Dense(moe), moe ? expert_layer.RoutedExperts(ep) : CheckedInt(0)};
+}
+
 }  // namespace
 
 Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, int64_t stage) {
@@ -132,9 +144,9 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
     int64_t first = 0;
     for (size_t before = 0; before < v; ++before) first += layers[before];
     for (int64_t i = first; i < first + layers[v]; ++i) {
-      const bool moe = m.moe.has_value() && i >= m.moe->first_dense_layers;
-      dense += layer.Dense(moe);
-      if (moe) expert += expert_layer.RoutedExperts(s.ep);
+      const LayerShare share = LayerShareOf(m, layer, expert_layer, s.ep, i);
+      dense += share.dense;
+      expert += share.expert;
     }
   }
   const CheckedInt vocab_shard = CheckedInt(PaddedVocabSize(m.vocab_size, s.tp) / s.tp) * m.hidden_size;
@@ -162,9 +174,8 @@ Result<int64_t> LayerParametersPerRank(const ModelSpec& m, const Strategy& s, in
     return Status::InvalidArgument(ModelName(m) + ": layer " + Str(layer) + " does not exist; the model has " +
                                    Str(m.num_layers) + " layers");
   }
-  const bool moe = m.moe.has_value() && layer >= m.moe->first_dense_layers;
-  CheckedInt params = ShardedLayer(m, s.tp).Dense(moe);
-  if (moe) params += ShardedLayer(m, s.ExpertTp()).RoutedExperts(s.ep);
+  const LayerShare share = LayerShareOf(m, ShardedLayer(m, s.tp), ShardedLayer(m, s.ExpertTp()), s.ep, layer);
+  const CheckedInt params = share.dense + share.expert;
   if (params.overflowed()) {
     return Status::InvalidArgument(ModelName(m) + ": the parameter count of layer " + Str(layer) +
                                    " overflows 64 bits; check the model's sizes");
