@@ -28,15 +28,18 @@ int64_t RoundUpToOperandAlignment(int64_t bytes) {
 
 int64_t GemmInputBytesPerElement(Dtype dtype) { return BytesPerElement(dtype); }
 
-int64_t GemmOutputBytesPerElement(Dtype dtype) {
-  // fp8 GEMMs write bf16, as Transformer Engine's fp8 GEMMs do; the other types write their own.
-  return dtype == Dtype::kFp8 ? BytesPerElement(Dtype::kBf16) : BytesPerElement(dtype);
+int64_t GemmOutputBytesPerElement(const GemmShape& shape) {
+  // A weight-gradient GEMM accumulating into main_grad reads and writes fp32 (kAccumulatorBytes is
+  // both ways); fp8 GEMMs write bf16, as Transformer Engine's fp8 GEMMs do; the other types write
+  // their own.
+  if (shape.accumulate_fp32) return 4;
+  return shape.dtype == Dtype::kFp8 ? BytesPerElement(Dtype::kBf16) : BytesPerElement(shape.dtype);
 }
 
 GemmOperands GemmOperandsOf(const GemmShape& s) {
   const int64_t in = GemmInputBytesPerElement(s.dtype);
   const std::array<int64_t, 3> sizes = {s.batch * s.m * s.k * in, s.batch * s.k * s.n * in,
-                                        s.batch * s.m * s.n * GemmOutputBytesPerElement(s.dtype)};
+                                        s.batch * s.m * s.n * GemmOutputBytesPerElement(s)};
   std::array<int64_t, 3> offsets{};
   GemmOperands operands;
   operands.bytes = Pack(sizes, &offsets);

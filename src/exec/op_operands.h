@@ -25,9 +25,10 @@ int64_t RoundUpToOperandAlignment(int64_t bytes);
 
 // Bytes per element of a GEMM's inputs A and B, and of its output C: the types of
 // probe/cuda/gemm_plan.h's GemmTypesOf (fp8 is e4m3 inputs with a bf16 output; tf32 is fp32
-// storage); keep the two consistent.
+// storage) and GemmOutputBytes under Fp32Accumulation::kHonour (a shape with accumulate_fp32
+// reads and writes an fp32 C, Megatron-LM's main_grad); keep the two consistent.
 int64_t GemmInputBytesPerElement(Dtype dtype);
-int64_t GemmOutputBytesPerElement(Dtype dtype);
+int64_t GemmOutputBytesPerElement(const GemmShape& shape);
 
 // A GEMM's A[batch, m, k], B[batch, k, n] (stored [batch, n, k] for fp8: the same bytes) and
 // C[batch, m, n], in that order.

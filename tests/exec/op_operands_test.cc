@@ -49,6 +49,18 @@ TEST(OperandBytes, CountsFp8GemmInputsAsOneByteAndItsOutputAsBf16) {
   EXPECT_EQ(operands.bytes, 512 + 768 + 1024);
 }
 
+TEST(OperandBytes, HoldsTheFp32AccumulatorOfAWeightGradientGemm) {
+  // kBf16Gemm accumulating into main_grad: C is 1000*3000*4 = 12,000,000 bytes (a multiple of 256),
+  // A and B as before; the plain GEMM's C is half that.
+  GemmShape wgrad = kBf16Gemm;
+  wgrad.accumulate_fp32 = true;
+  EXPECT_EQ(GemmOutputBytesPerElement(wgrad), 4);
+  EXPECT_EQ(GemmOutputBytesPerElement(kBf16Gemm), 2);
+  const GemmOperands operands = GemmOperandsOf(wgrad);
+  EXPECT_EQ(operands.c_offset, 4'000'256);
+  EXPECT_EQ(operands.bytes, 1'000'192 + 3'000'064 + 12'000'000);
+}
+
 TEST(OperandBytes, CountsTf32AndFp32GemmsInFourBytes) {
   // 256x256x256: three matrices of 256 KiB.
   const GemmShape tf32 = {.m = 256, .n = 256, .k = 256, .batch = 1, .dtype = Dtype::kTf32};

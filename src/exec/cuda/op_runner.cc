@@ -46,7 +46,7 @@ Status NotPlanned() {
 
 }  // namespace
 
-OpRunner::GemmKey OpRunner::KeyOf(const GemmShape& s) { return {s.m, s.n, s.k, s.batch, s.dtype}; }
+OpRunner::GemmKey OpRunner::KeyOf(const GemmShape& s) { return {s.m, s.n, s.k, s.batch, s.dtype, s.accumulate_fp32}; }
 
 OpRunner::AttentionKey OpRunner::KeyOf(const AttentionShape& s) {
   return {s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv, s.head_dim_qk, s.head_dim_v, s.causal, s.backward, s.dtype};
@@ -97,7 +97,7 @@ Status OpRunner::PlanGemmOp(const GemmShape& shape, cudaStream_t setup_stream) {
   // The arena's layout (op_operands.cc) must give each matrix the bytes cuBLASLt reads or writes.
   const GemmTypes types = GemmTypesOf(shape.dtype);
   if (types.input_bytes != GemmInputBytesPerElement(shape.dtype) ||
-      types.output_bytes != GemmOutputBytesPerElement(shape.dtype)) {
+      GemmOutputBytes(shape, Fp32Accumulation::kHonour) != GemmOutputBytesPerElement(shape)) {
     return Status::Internal("exec/op_operands.cc and probe/cuda/gemm_plan.cc disagree on the bytes per element");
   }
   if (cublas_ == nullptr) {
@@ -111,7 +111,8 @@ Status OpRunner::PlanGemmOp(const GemmShape& shape, cudaStream_t setup_stream) {
     unit_scale_ = std::move(one).value();
   }
   Result<GemmPlan> plan =
-      PlanGemm(cublas_.get(), shape, compute_capability_, static_cast<const float*>(unit_scale_.get()));
+      PlanGemm(cublas_.get(), shape, compute_capability_, static_cast<const float*>(unit_scale_.get()),
+               Fp32Accumulation::kHonour);
   if (!plan.ok()) return plan.status();
   gemms_.emplace(key, std::move(plan).value());
   return Status::Ok();

@@ -89,7 +89,7 @@ class OpRunner {
     ExecutionPlan plan;
     SdpaScalars scalars;
   };
-  using GemmKey = std::tuple<int64_t, int64_t, int64_t, int64_t, Dtype>;
+  using GemmKey = std::tuple<int64_t, int64_t, int64_t, int64_t, Dtype, bool>;  // + accumulate_fp32
   using AttentionKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, Dtype>;
   using MemoryKey = std::tuple<int64_t, int64_t>;
   static GemmKey KeyOf(const GemmShape& shape);

@@ -109,8 +109,8 @@ Status RunFirstAccepted(std::vector<GemmAlgorithm>& algorithms, int64_t workspac
 // buffer) in fp32 while A and B keep the shape's dtype, fp32 compute and beta = 1, as APEX's
 // fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32 runs Megatron-LM's weight-gradient GEMMs
 // into main_grad (cuBLASLt's "A/B bf16 or fp16, C/D fp32" and fp8 "C/D fp32" type combinations).
-// The probe honours it; the CUDA executor's operand arena sizes C by the dtype alone
-// (exec/op_operands.cc, GemmOperandsOf), so it plans with kIgnore until it holds fp32 outputs.
+// The probe and the CUDA executor honour it (the executor's operand arena holds the fp32 C:
+// exec/op_operands.cc, GemmOutputBytesPerElement).
 enum class Fp32Accumulation { kIgnore, kHonour };
 
 // The bytes of one element of the C (and D) matrix |shape| is planned with under |accumulation|.
