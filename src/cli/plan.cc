@@ -263,7 +263,8 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--out", o->out,
                   "With --emit plan: the plan file to write (schema loom.plan-file/2; other --emit values ignore it)")
       ->capture_default_str();
-  cmd->add_option("--attention", o->attention, "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's)")
+  cmd->add_option("--attention", o->attention, "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers "
+                  "without Transformer Engine)")
       ->check(CLI::IsMember({"fused", "unfused"}))
       ->capture_default_str();
   cmd->add_flag("--dropout", o->dropout, "Apply dropout and keep its masks");

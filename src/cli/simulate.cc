@@ -209,8 +209,9 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       ->check(CLI::PositiveNumber);
   AddStrategyOptions(cmd, *options);
   cmd->add_option("--attention", options->attention,
-                  "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's core attention, which keeps "
-                  "the softmax for backward)")
+                  "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers without "
+                  "Transformer Engine: its core attention, which keeps the softmax for backward, and bias adds "
+                  "and bias gradients as kernels of their own)")
       ->check(CLI::IsMember({"fused", "unfused"}))
       ->capture_default_str();
   cmd->add_flag("--dropout", options->dropout, "Apply dropout (Megatron-LM's GPT default) and keep its masks");

@@ -42,8 +42,22 @@ std::vector<Op> FusedCoreForward(const LayerDims& d, CoreSaves saves) {
   return ops;
 }
 
+// Bytes of the causal part of the scores, the (seq + 1) / 2 keys at or before each query: what
+// Megatron-LM's fused causal softmax reads. Its forward loads only those of each row and writes
+// the whole row (zeros past them); its backward loads the output gradient and the output of those
+// and writes the whole row (scaled_upper_triang_masked_softmax_warp_forward and _backward, loops
+// bounded by local_seq = row + 1: megatron/fused_kernels/scaled_upper_triang_masked_softmax.h at
+// NVIDIA/Megatron-LM 6985e589, the kernel of Narayanan et al. 2021 and of Korthikanti et al. 2022).
+int64_t CausalScoreBytes(const LayerDims& d) {
+  return d.batch * d.heads * (d.seq * (d.seq + 1) / 2) * d.act_bytes;
+}
+
 // Korthikanti et al. 2022, Section 4.1: Q K^T keeps Q and K (4sbh), softmax its output (2as^2b),
 // dropout its mask (as^2b), the product with V keeps the dropped probabilities (2as^2b) and V.
+// The product with V is [b * heads, s, head_dim]; Megatron-LM permutes it back to [s, b, heads *
+// head_dim] with a copy (context.permute(2, 0, 1, 3).contiguous(): megatron/model/transformer.py at
+// 6985e589, megatron/core/transformer/dot_product_attention.py at d98e8a64); the backward's view of
+// the gradient needs none (cuBLAS takes its strides).
 std::vector<Op> UnfusedCoreForward(const LayerDims& d, CoreSaves saves) {
   const bool replay = saves == CoreSaves::kReplay;
   const int64_t scores = d.batch * d.heads * d.seq * d.seq_kv;
@@ -54,10 +68,12 @@ std::vector<Op> UnfusedCoreForward(const LayerDims& d, CoreSaves saves) {
   std::vector<Op> ops;
   ops.push_back(MakeGemm(OpName::kAttentionScores, {d.seq, d.seq_kv, d.head_dim, batch, d.gemm_dtype},
                          replay ? 0 : d.Bytes(d.tokens, d.q_width + d.kv_width)));
-  ops.push_back(MakeMemory(OpName::kAttentionSoftmax, {probs, probs}, probs));
+  ops.push_back(MakeMemory(OpName::kAttentionSoftmax, {CausalScoreBytes(d), probs}, probs));
   if (d.dropout) ops.push_back(MakeMemory(OpName::kAttentionDropout, {probs, probs + mask}, mask));
   ops.push_back(MakeGemm(OpName::kAttentionContext, {d.seq, d.head_dim, d.seq_kv, batch, d.gemm_dtype},
                          dropped + (replay ? 0 : d.Bytes(d.tokens, d.kv_width))));
+  const int64_t context = d.Bytes(d.tokens, d.q_width);
+  ops.push_back(MakeMemory(OpName::kAttentionContextCopy, {context, context}));
   return ops;
 }
 
@@ -93,7 +109,7 @@ void AppendCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
     const int64_t mask = probs / d.act_bytes;
     ops->push_back(MakeMemory(OpName::kAttentionDropoutGrad, {probs + mask, probs}));
   }
-  ops->push_back(MakeMemory(OpName::kAttentionSoftmaxGrad, {2 * probs, probs}));
+  ops->push_back(MakeMemory(OpName::kAttentionSoftmaxGrad, {2 * CausalScoreBytes(d), probs}));
   ops->push_back(MakeGemm(OpName::kAttentionScoresDgradQuery, {d.seq, d.head_dim, d.seq_kv, batch, t}));
   ops->push_back(MakeGemm(OpName::kAttentionScoresDgradKey, {d.seq_kv, d.head_dim, d.seq, batch, t}));
 }
@@ -113,6 +129,7 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
   f.push_back(NormOp(d, OpName::kInputNorm));
   AppendColumnInputForward(d, OpName::kAttentionInputAllGather, &f);
   f.push_back(MakeGemm(OpName::kQkvProj, d.Gemm(d.tokens, qkv_width, d.hidden), ColumnInputSavedBytes(d)));
+  if (d.unfused && d.attention_bias) f.push_back(ColumnBiasOp(d, OpName::kQkvBias, qkv_width));
   if (d.rope) f.push_back(RotaryOp(d, OpName::kRotary));
   const bool selective = d.recompute == Recompute::kSelective;
   Append(CoreForward(d, selective ? CoreSaves::kCheckpointInputs : CoreSaves::kAll), &f);
@@ -135,6 +152,10 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
 
   ops.backward_weight.push_back(MakeGemm(OpName::kOutProjWgrad, d.Gemm(d.q_width, d.hidden, d.tokens)));
   ops.backward_weight.push_back(MakeGemm(OpName::kQkvProjWgrad, d.Gemm(d.hidden, qkv_width, d.tokens)));
+  if (d.unfused && d.attention_bias) {
+    ops.backward_weight.push_back(BiasGradOp(d, OpName::kOutProjBgrad, d.tokens_sp, d.hidden));
+    ops.backward_weight.push_back(BiasGradOp(d, OpName::kQkvProjBgrad, d.tokens, qkv_width));
+  }
   return ops;
 }
 

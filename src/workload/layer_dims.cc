@@ -66,6 +66,22 @@ Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions&
                                  "without context parallelism only (num_key_value_heads " +
                                  Str(m.num_kv_heads) + ", --cp " + Str(s.cp) + "); use the fused kernel");
   }
+  // Megatron-LM's causal softmax kernel (FusedScaleMaskSoftmax.is_kernel_available,
+  // megatron/core/fusions/fused_softmax.py at NVIDIA/Megatron-LM d98e8a64) takes 16-bit scores,
+  // 16 < seq <= 4096, seq a multiple of 4 and micro-batch * heads per rank a multiple of 4; other
+  // shapes fall back to PyTorch's fp32 softmax, several kernels whose traffic loom does not model.
+  const Dtype act = ActivationDtype(s.dtype);
+  const int64_t attn_batches = s.tp > 0 && m.num_heads % s.tp == 0 ? s.micro_batch * (m.num_heads / s.tp) : 0;
+  if ((act != Dtype::kBf16 && act != Dtype::kFp16) || s.seq_len <= 16 || s.seq_len > 4096 ||
+      s.seq_len % 4 != 0 || attn_batches % 4 != 0) {
+    return Status::Unimplemented(
+        ModelRef(m) + ": Megatron-LM's fused causal softmax needs bf16 or fp16 scores, 16 < --seq <= 4096 "
+        "with --seq a multiple of 4, and --micro-batch * heads per tp rank a multiple of 4 (--dtype " +
+        std::string(kDtypeNames.Name(s.dtype)) + ", --seq " + Str(s.seq_len) + ", --micro-batch " +
+        Str(s.micro_batch) + ", " + Str(m.num_heads) + " heads over --tp " + Str(s.tp) +
+        "); elsewhere it falls back to PyTorch's fp32 softmax, which loom does not model; use the fused "
+        "attention kernel or such a shape");
+  }
   return Status::Ok();
 }
 
@@ -224,6 +240,8 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s, const 
   d.learned_positions = m.position == PositionKind::kLearnedAbsolute;
   d.dropout = o.dropout;
   d.unfused = o.attention == AttentionKernel::kUnfused;
+  d.attention_bias = m.attention_bias;
+  d.mlp_bias = m.mlp_bias;
   d.recompute = s.recompute;
   if (m.mla) LOOM_RETURN_IF_ERROR(SetLatentAttentionDims(m, &d));
   if (IsMoeLayer(m, o.layer) && s.ep >= 1) {
@@ -263,6 +281,15 @@ Op ResidualOp(const LayerDims& d, OpName name) {
 Op ResidualGradOp(const LayerDims& d, OpName name) {
   const int64_t bytes = d.Hidden(d.tokens_sp);
   return MakeMemory(name, {bytes + d.tokens_sp * d.hidden, bytes});
+}
+
+Op ColumnBiasOp(const LayerDims& d, OpName name, int64_t width) {
+  const int64_t bytes = d.Bytes(d.tokens, width);
+  return MakeMemory(name, {bytes, bytes});
+}
+
+Op BiasGradOp(const LayerDims& d, OpName name, int64_t rows, int64_t width) {
+  return MakeMemory(name, {d.Bytes(rows, width), d.Bytes(1, width)});
 }
 
 void AppendColumnInputForward(const LayerDims& d, OpName gather, std::vector<Op>* ops) {

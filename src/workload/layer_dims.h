@@ -64,7 +64,11 @@ struct LayerDims {
   bool rope = false;
   bool learned_positions = false;
   bool dropout = false;
+  // Megatron-LM's own layers (AttentionKernel::kUnfused): the unfused core attention, and linear
+  // layers that add a column-parallel bias and reduce every bias gradient in kernels of their own.
   bool unfused = false;
+  bool attention_bias = false;  // the model's q, k, v and output projections have biases
+  bool mlp_bias = false;        // its MLP projections have biases
   Recompute recompute = Recompute::kNone;
 
   // Bytes of |rows| x |width| activations.
@@ -94,6 +98,19 @@ Op NormGradOp(const LayerDims& d, OpName name);
 Op ResidualOp(const LayerDims& d, OpName name);
 // Dropout backward (only with dropout: without it the gradient passes through the add).
 Op ResidualGradOp(const LayerDims& d, OpName name);
+
+// Megatron-LM's own linear layers (d.unfused) keep biases out of their GEMMs. A column-parallel
+// linear that adds its bias (the QKV projection; the others pass theirs to a fused bias-GeLU or
+// bias-dropout-add) does it in a kernel of its own after the GEMM, reading and writing the
+// tokens x |width| output (output = output + bias: LinearWithGradAccumulationAndAsyncCommunication
+// .forward, megatron/core/tensor_parallel/layers.py at NVIDIA/Megatron-LM d98e8a64; F.linear's
+// matmul then add_ for 3-D inputs at 6985e589) ...
+Op ColumnBiasOp(const LayerDims& d, OpName name, int64_t width);
+// ... and every bias gradient is a reduction of the output gradient over the |rows| tokens of the
+// bias's input (grad_output.sum(dim=0) in that backward; autograd's sum over the broadcast for the
+// fused bias-GeLU and bias-dropout-add), reading rows x |width| activations. Transformer Engine's
+// linears fold both into cuBLASLt epilogues (BIAS, BGRADB) instead.
+Op BiasGradOp(const LayerDims& d, OpName name, int64_t rows, int64_t width);
 
 // Tensor-parallel communication around Megatron's linear layers (Shoeybi et al. 2019, Section 3;
 // Korthikanti et al. 2022, Section 4.2.2, Figure 5). None when tp is 1.

@@ -16,10 +16,14 @@ enum class AttentionKernel {
   // log-sum-exp per query row and head for backward, never the seq x seq probabilities;
   // attention dropout, if any, is regenerated from the RNG state instead of stored as a mask.
   kFused,
-  // Megatron-LM's unfused core attention, the layer of Korthikanti et al. 2022 Section 4.1: a
-  // batched GEMM Q K^T, a fused scale-mask-softmax, dropout, a batched GEMM with V; keeps the
-  // probabilities (2 bytes), the dropout mask (1 byte) and the dropped probabilities (2 bytes)
-  // per score: the 5as/h term of Table 2. MHA without context parallelism only.
+  // Megatron-LM's own layers, those of Korthikanti et al. 2022 Section 4.1 and of Megatron-LM
+  // without Transformer Engine: the unfused core attention, a batched GEMM Q K^T, the fused causal
+  // scale-mask-softmax (which reads only the causal half of the scores), dropout, a batched GEMM
+  // with V and a copy back to the [s, b, h] layout; it keeps the probabilities (2 bytes), the
+  // dropout mask (1 byte) and the dropped probabilities (2 bytes) per score: the 5as/h term of
+  // Table 2. Its linear layers add the QKV bias and reduce every bias gradient in kernels of their
+  // own (ColumnBiasOp, BiasGradOp in workload/layer_dims.h). MHA without context parallelism, with
+  // the shapes the softmax kernel takes, only.
   kUnfused,
 };
 

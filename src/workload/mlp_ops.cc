@@ -51,6 +51,12 @@ LayerOps DenseMlpOps(const LayerDims& d) {
   AppendMlpBackward(d, d.ffn, &ops.backward_input);
   ops.backward_input.push_back(NormGradOp(d, OpName::kPostAttentionNormGrad));
   AppendMlpWeightGrads(d, d.ffn, &ops.backward_weight);
+  if (d.unfused && d.mlp_bias) {
+    // The up projection's bias is added in the fused bias-GeLU and the down projection's in the
+    // bias-dropout-add; autograd reduces each one's gradient over the tokens.
+    ops.backward_weight.push_back(BiasGradOp(d, OpName::kMlpDownBgrad, d.tokens_sp, d.hidden));
+    ops.backward_weight.push_back(BiasGradOp(d, OpName::kMlpUpBgrad, d.tokens, UpWidth(d, d.ffn)));
+  }
   return ops;
 }
 

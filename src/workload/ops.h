@@ -42,8 +42,8 @@ inline constexpr EnumNames<CommGroup, 5> kCommGroupNames({{
 }});
 
 // What an op is in the model. Backward ops have their own names: ".dgrad" computes the gradient
-// of an op's input (backward B), ".wgrad" that of its weight (backward W), ".grad" the backward of
-// an op without weights. Names are fixed strings, so an op carries no heap allocation.
+// of an op's input (backward B), ".wgrad" that of its weight (backward W), ".bgrad" that of its
+// bias (backward W), ".grad" the backward of an op without weights. Names are fixed strings, so an op carries no heap allocation.
 enum class OpName : uint8_t {
   // Vocabulary-parallel embedding (first pipeline stage).
   kEmbedding,
@@ -58,6 +58,7 @@ enum class OpName : uint8_t {
   kInputNorm,
   kAttentionInputAllGather,
   kQkvProj,
+  kQkvBias,
   kRotary,
   kCpKvAllGather,
   kFlashAttention,
@@ -65,6 +66,7 @@ enum class OpName : uint8_t {
   kAttentionSoftmax,
   kAttentionDropout,
   kAttentionContext,
+  kAttentionContextCopy,
   kOutProj,
   kAttentionOutputReduce,
   kAttentionResidual,
@@ -87,6 +89,8 @@ enum class OpName : uint8_t {
   kInputNormGrad,
   kOutProjWgrad,
   kQkvProjWgrad,
+  kQkvProjBgrad,
+  kOutProjBgrad,
   // Multi-head latent attention (DeepSeek-V2 Section 2.1); its input norm, rotary, core, output
   // projection and residual use the attention names above.
   kQProj,
@@ -134,6 +138,8 @@ enum class OpName : uint8_t {
   kPostAttentionNormGrad,
   kMlpDownWgrad,
   kMlpUpWgrad,
+  kMlpDownBgrad,
+  kMlpUpBgrad,
   // Mixture-of-experts block (the norm, residual and shared experts use the dense MLP names).
   kRouter,
   kRouterTopK,

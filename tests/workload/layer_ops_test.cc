@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "workload/ops.h"
@@ -207,10 +209,96 @@ TEST(TransformerLayerOps, SelectiveRecomputeReplaysTheAttentionCore) {
   unfused.attention = AttentionKernel::kUnfused;
   unfused.dropout = true;
   EXPECT_EQ(Names(Build(Shipped("megatron-22b"), s, unfused).recompute),
-            (std::vector<std::string>{"attn_scores", "attn_softmax", "attn_dropout", "attn_context"}));
+            (std::vector<std::string>{"attn_scores", "attn_softmax", "attn_dropout", "attn_context",
+                                      "attn_context_copy"}));
   EXPECT_EQ(Names(Build(Shipped("megatron-22b"), s).recompute), std::vector<std::string>{"flash_attention"});
   s.recompute = Recompute::kNone;
   EXPECT_TRUE(Build(Shipped("megatron-22b"), s).recompute.empty());
+}
+
+TEST(TransformerLayerOps, UnfusedCausalSoftmaxReadsOnlyTheKeysAtOrBeforeEachQuery) {
+  // 22B, tp 8, micro-batch 4: 4 * 64 / 8 = 32 score matrices of 2048 x 2048 in 2 bytes. The
+  // forward reads 2048 * 2049 / 2 scores of each and writes all of them; the backward reads the
+  // gradient and the output of those and writes all.
+  LayerOpsOptions unfused;
+  unfused.attention = AttentionKernel::kUnfused;
+  LayerOps ops = Build(Shipped("megatron-22b"), Tp(8, false, 4), unfused);
+  const int64_t causal = 32LL * (2048 * 2049 / 2) * 2, all = 32LL * 2048 * 2048 * 2;
+  const auto& forward = std::get<MemoryShape>(Find(ops.forward, OpName::kAttentionSoftmax).shape);
+  EXPECT_EQ(forward.bytes_read, causal);
+  EXPECT_EQ(forward.bytes_written, all);
+  EXPECT_EQ(Find(ops.forward, OpName::kAttentionSoftmax).saved_bytes, all);  // the probabilities
+  const auto& backward = std::get<MemoryShape>(Find(ops.backward_input, OpName::kAttentionSoftmaxGrad).shape);
+  EXPECT_EQ(backward.bytes_read, 2 * causal);
+  EXPECT_EQ(backward.bytes_written, all);
+  // The context goes back to [s, b, h / tp] through a copy: 4 * 2048 * 768 elements each way.
+  const auto& copy = std::get<MemoryShape>(Find(ops.forward, OpName::kAttentionContextCopy).shape);
+  EXPECT_EQ(copy.bytes_read, 4LL * 2048 * 768 * 2);
+  EXPECT_EQ(copy.bytes_written, copy.bytes_read);
+}
+
+TEST(TransformerLayerOps, MegatronOwnLinearsAddTheQkvBiasAndReduceBiasGradientsInKernelsOfTheirOwn) {
+  // 22B (biases on attention and MLP), tp 8 with sp, micro-batch 4: 8192 tokens, 1024 per rank
+  // after the sequence split; QKV 3 * 6144 / 8 = 2304 wide, MLP up 24576 / 8 = 3072.
+  LayerOpsOptions unfused;
+  unfused.attention = AttentionKernel::kUnfused;
+  LayerOps ops = Build(Shipped("megatron-22b"), Tp(8, true, 4), unfused);
+  const auto& bias = std::get<MemoryShape>(Find(ops.forward, OpName::kQkvBias).shape);
+  EXPECT_EQ(bias.bytes_read, 8192LL * 2304 * 2);
+  EXPECT_EQ(bias.bytes_written, bias.bytes_read);
+  const auto bytes_read = [&](OpName name) {
+    return std::get<MemoryShape>(Find(ops.backward_weight, name).shape).bytes_read;
+  };
+  EXPECT_EQ(bytes_read(OpName::kQkvProjBgrad), 8192LL * 2304 * 2);
+  EXPECT_EQ(bytes_read(OpName::kOutProjBgrad), 1024LL * 6144 * 2);   // added on the sequence shard
+  EXPECT_EQ(bytes_read(OpName::kMlpUpBgrad), 8192LL * 3072 * 2);
+  EXPECT_EQ(bytes_read(OpName::kMlpDownBgrad), 1024LL * 6144 * 2);
+  // The bias kernels carry no FLOPs and keep nothing.
+  EXPECT_EQ(TotalFlops(ops.backward_weight), 24LL * 4 * 2048 * 6144 * 6144 / 8);
+  EXPECT_EQ(Find(ops.forward, OpName::kQkvBias).saved_bytes, 0);
+  // Transformer Engine's fused path folds biases into GEMM epilogues; a model without biases has none.
+  const auto has = [](const LayerOps& l, std::string_view name) {
+    std::vector<std::string> all;
+    for (const std::vector<Op>* list : {&l.forward, &l.backward_input, &l.backward_weight}) {
+      for (const Op& op : *list) all.emplace_back(OpNameString(op.name));
+    }
+    return std::find(all.begin(), all.end(), name) != all.end();
+  };
+  EXPECT_TRUE(has(ops, "mlp_up.bgrad"));
+  EXPECT_FALSE(has(Build(Shipped("megatron-22b"), Tp(8, true, 4)), "qkv_bias"));
+  EXPECT_FALSE(has(Build(Shipped("megatron-22b"), Tp(8, true, 4)), "qkv_proj.bgrad"));
+  ModelSpec no_bias = Shipped("megatron-22b");
+  no_bias.attention_bias = false;
+  no_bias.mlp_bias = false;
+  const LayerOps plain = Build(no_bias, Tp(8, true, 4), unfused);
+  EXPECT_FALSE(has(plain, "qkv_bias"));
+  EXPECT_FALSE(has(plain, "out_proj.bgrad"));
+  EXPECT_FALSE(has(plain, "mlp_down.bgrad"));
+}
+
+TEST(TransformerLayerOps, ShapesTheFusedSoftmaxCannotTakeAreUnimplementedForTheUnfusedKernel) {
+  // Megatron-LM falls back to PyTorch's fp32 softmax beyond 4096 keys, for 32-bit scores, and
+  // when micro-batch * heads per rank is not a multiple of 4 (GPT-3 175B at tp 32: 3 heads per rank).
+  LayerOpsOptions unfused;
+  unfused.attention = AttentionKernel::kUnfused;
+  const auto code = [&](const ModelSpec& m, const Strategy& s) {
+    Result<LayerOps> ops = BuildTransformerLayerOps(m, s, unfused);
+    return ops.ok() ? Status::Code::kOk : ops.status().code();
+  };
+  EXPECT_EQ(code(Shipped("megatron-22b"), Tp(8, false, 1, 4096)), Status::Code::kOk);
+  Result<LayerOps> long_seq = BuildTransformerLayerOps(Shipped("megatron-22b"), Tp(8, false, 1, 8192), unfused);
+  ASSERT_FALSE(long_seq.ok());
+  EXPECT_EQ(long_seq.status().code(), Status::Code::kUnimplemented);
+  EXPECT_NE(long_seq.status().message().find("--seq 8192"), std::string::npos) << long_seq.status().message();
+  EXPECT_NE(long_seq.status().message().find("use the fused attention kernel"), std::string::npos);
+  Strategy odd = Tp(32, false, 1);
+  odd.allow_cross_node_tp = true;
+  EXPECT_EQ(code(Shipped("gpt3-175b"), odd), Status::Code::kUnimplemented);  // 1 * 96 / 32 = 3
+  odd.micro_batch = 4;
+  EXPECT_EQ(code(Shipped("gpt3-175b"), odd), Status::Code::kOk);
+  Strategy fp32 = Tp(8, false, 1);
+  fp32.dtype = Dtype::kFp32;
+  EXPECT_EQ(code(Shipped("megatron-22b"), fp32), Status::Code::kUnimplemented);
 }
 
 TEST(TransformerLayerOps, FullRecomputeReplaysTheWholeForward) {
