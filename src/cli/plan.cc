@@ -33,7 +33,7 @@ namespace {
 struct PlanCommandOptions {
   std::string model_path, cluster_path;
   int64_t gpus = 0, global_batch = 0, seq_len = 0;
-  std::string dtype = "bf16", optimizer = "adam", objective = "time", grad_accumulation = "fused";
+  std::string dtype = "bf16", optimizer = "adam", objective = "time", grad_accumulation = "auto";
   std::vector<std::string> fix;
   int64_t top = 10;
   int32_t threads = 0;
@@ -163,7 +163,10 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   request.seq_len = o.seq_len;
   request.dtype = *kDtypeNames.Parse(o.dtype);
   request.optimizer = *kOptimizerNames.Parse(o.optimizer);
-  request.grad_accumulation = *kGradAccumulationNames.Parse(o.grad_accumulation);
+  // auto: the emitted framework's own: DeepSpeed's per ZeRO stage, else Megatron-LM's fused.
+  request.deepspeed_accumulation = o.grad_accumulation == "auto" && o.emit == "deepspeed";
+  request.grad_accumulation =
+      o.grad_accumulation == "auto" ? GradAccumulation::kFused : *kGradAccumulationNames.Parse(o.grad_accumulation);
   Result<Constraints> fixed = ParseConstraints(JoinedList(o.fix, ","), "--fix");
   if (!fixed.ok()) return fixed.status();
   request.fixed = *fixed;
@@ -236,8 +239,10 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       ->capture_default_str();
   cmd->add_option("--grad-accumulation", o->grad_accumulation,
                   "How the training code sums micro-batches' weight gradients: fused (Megatron-LM's default), "
-                  "add (--no-gradient-accumulation-fusion) or autograd (PyTorch DDP's .grad)")
-      ->check(CLI::IsMember(kGradAccumulationNames.Names()))
+                  "add (--no-gradient-accumulation-fusion; DeepSpeed with ZeRO), autograd (PyTorch DDP's .grad; "
+                  "DeepSpeed without ZeRO) or auto (the --emit framework's own: DeepSpeed's for each ZeRO stage "
+                  "with --emit deepspeed, else fused)")
+      ->check(CLI::IsMember({"auto", "fused", "add", "autograd"}))
       ->capture_default_str();
   cmd->add_option("--fix", o->fix,
                   "Pin settings, key=value[,key=value] (keys: tp pp dp cp ep etp vpp micro_batch schedule recompute "

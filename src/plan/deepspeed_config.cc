@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plan/arg_list.h"
+#include "workload/model_states.h"
 
 // Config keys follow DeepSpeed's docs/_pages/config-json.md (https://www.deepspeed.ai/docs/config-json/);
 // launcher flags follow megatron/arguments.py of microsoft/Megatron-DeepSpeed, with the MoE flags of
@@ -190,10 +191,17 @@ Json BatchConfig(const Strategy& s) {
 
 // bf16/fp16 {enabled}; communication_data_type sets the dtype of the gradient reduction (fp32 is
 // Megatron-LM's default for bf16, which loom simulates unless --grad-reduce-in-bf16).
+// data_types.grad_accum_dtype is the dtype of the buffer the gradients are summed in: the main
+// gradient of BytesPerParameter (fp32 for bf16 unless --grad-reduce-in-bf16, the model dtype for
+// fp16) with ZeRO, the model dtype (.grad) without.
 void AddPrecision(const Strategy& s, Json& config) {
   if (s.dtype == Dtype::kBf16) config["bf16"] = {{"enabled", true}};
   if (s.dtype == Dtype::kFp16) config["fp16"] = {{"enabled", true}};
   if (s.dtype == Dtype::kBf16) config["communication_data_type"] = s.grad_reduce_in_bf16 ? "bf16" : "fp32";
+  const bool half_buffer = s.zero_stage >= 1 ? BytesPerParameter(s).gradient == 2
+                                             : s.dtype == Dtype::kBf16 || s.dtype == Dtype::kFp16;
+  const char* const half = s.dtype == Dtype::kFp16 ? "fp16" : "bf16";
+  config["data_types"] = {{"grad_accum_dtype", half_buffer ? half : "fp32"}};
 }
 
 // "Adam" is DeepSpeed's FusedAdam (DeepSpeedCPUAdam with offload), in AdamW mode by default
@@ -302,8 +310,24 @@ std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s) {
 
 }  // namespace
 
+GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy) {
+  return strategy.zero_stage >= 1 ? GradAccumulation::kAdd : GradAccumulation::kAutograd;
+}
+
 Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& strategy) {
   Messages problems;
+  const GradAccumulation accumulation = DeepSpeedGradAccumulation(strategy);
+  if (strategy.grad_accumulation != accumulation) {
+    problems.push_back(Cat("--grad-accumulation ", kGradAccumulationNames.Name(strategy.grad_accumulation),
+                           " with --zero ", strategy.zero_stage,
+                           ": Megatron-DeepSpeed hands every weight gradient to autograd (its fused accumulation "
+                           "is commented out) and DeepSpeed ",
+                           strategy.zero_stage >= 1 ? "adds each micro-batch's gradients into ZeRO's accumulation "
+                                                      "buffer"
+                                                    : "without ZeRO steps on .grad as autograd sums it",
+                           "; use --grad-accumulation ", kGradAccumulationNames.Name(accumulation),
+                           " (or auto, which picks it for each ZeRO stage with --emit deepspeed)"));
+  }
   CheckSchedule(strategy, problems);
   CheckParallelism(strategy, problems);
   CheckPrecisionAndOptimizer(strategy, problems);

@@ -15,7 +15,8 @@ namespace loom {
 struct DeepSpeedPlan {
   // ds_config.json (https://www.deepspeed.ai/docs/config-json/), keys in this order:
   // train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps, bf16 or fp16,
-  // communication_data_type, optimizer, zero_allow_untested_optimizer, zero_optimization,
+  // communication_data_type, data_types (grad_accum_dtype: the dtype of the main gradient the
+  // simulation accumulated into, BytesPerParameter's), optimizer, zero_allow_untested_optimizer, zero_optimization,
   // activation_checkpointing. Optimizer hyperparameters (lr, betas, ...) are left out; |notes|
   // says so.
   nlohmann::ordered_json config;
@@ -38,7 +39,8 @@ struct DeepSpeedPlan {
 // (DeepSpeedConfig in deepspeed/runtime/config.py divides by mpu.get_data_parallel_world_size()).
 // REQUIRES: |strategy| passed ValidateStrategy for |model|.
 // Errors: InvalidArgument, naming the loom setting and the fix, for what DeepSpeed and
-// Megatron-DeepSpeed cannot express: context parallelism, virtual stages and the gpipe, zb-v and
+// Megatron-DeepSpeed cannot express: a gradient accumulation other than
+// DeepSpeedGradAccumulation's, context parallelism, virtual stages and the gpipe, zb-v and
 // dualpipev schedules, uneven first/last stages, ZeRO-2/3 with pipeline parallelism, fp8,
 // --tp-comm-overlap, --overlap-param-gather below ZeRO-3, --overlap-grad-reduce with pipeline
 // parallelism, --grad-reduce-in-bf16 without bf16, selective or partial recompute, adafactor,
@@ -46,6 +48,18 @@ struct DeepSpeedPlan {
 // dp, multi-head latent attention, and mixtures of experts with shared experts, leading dense
 // layers, an expert-tensor-parallel size other than 1 or tp, or an ep that does not divide dp.
 Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& strategy);
+
+// How DeepSpeed sums the micro-batches' weight gradients of |strategy|, the only mode DeepSpeedConfig
+// accepts. Megatron-DeepSpeed returns every weight gradient to autograd (its fused accumulation into
+// main_grad is commented out: megatron/core/tensor_parallel/layers.py,
+// LinearWithGradAccumulationAndAsyncCommunication.backward, microsoft/Megatron-DeepSpeed f4157bea).
+// With ZeRO (stages 1-3) the engine's optimizer then adds each micro-batch's gradients into its
+// accumulation buffer of data_types.grad_accum_dtype (accumulated_grad.add_ in stage_1_and_2.py's
+// epilogue, grad_buffer.add_ in stage3.py; BF16_Optimizer for bf16 with fp32 accumulation at
+// stage 1; deepspeedai/DeepSpeed edaa72212): add. Without ZeRO the fp16 and bf16 optimizers step on
+// .grad as autograd summed it in the model dtype (_do_optimizer_sanity_check: grad_accum_dtype must
+// equal the model dtype): autograd.
+GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy);
 
 }  // namespace loom
 

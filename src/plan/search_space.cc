@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "plan/deepspeed_config.h"
+
 namespace loom {
 namespace {
 
@@ -214,6 +216,7 @@ void AddShardingAndOverlap(const Space& space, Strategy s) {
                                fixed.tp_comm_overlap.has_value();
   for (int64_t zero : Choices(fixed.zero_stage, zeros)) {
     s.zero_stage = zero;
+    if (space.request.deepspeed_accumulation) s.grad_accumulation = DeepSpeedGradAccumulation(s);
     std::vector<Offload> offloads = {Offload::kNone};
     if (zero >= 1) offloads.push_back(Offload::kOptimizer);
     if (zero == 3) offloads.push_back(Offload::kOptimizerAndParams);

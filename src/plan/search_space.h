@@ -50,8 +50,11 @@ struct SearchRequest {
   Dtype dtype = Dtype::kBf16;
   Optimizer optimizer = Optimizer::kAdam;
   // How the framework accumulates gradients over micro-batches: a property of the training code
-  // (Megatron-LM's default is fused), not a setting the search varies.
+  // (Megatron-LM's default is fused), not a setting the search varies ...
   GradAccumulation grad_accumulation = GradAccumulation::kFused;
+  // ... unless the code is DeepSpeed's, whose mode follows the ZeRO stage: then every strategy takes
+  // DeepSpeedGradAccumulation (plan/deepspeed_config.h) instead of |grad_accumulation|.
+  bool deepspeed_accumulation = false;
   Constraints fixed;
   // Also search every smaller GPU count gpus / 2^k down to one node (for the cost objective:
   // fewer GPUs may train each token more cheaply).

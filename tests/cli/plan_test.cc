@@ -277,6 +277,18 @@ TEST(Plan, EmitDeepSpeedJsonHasTheGlobalBatch) {
                 config["gradient_accumulation_steps"].get<int64_t>() * best["dp"].get<int64_t>(),
             32);
   EXPECT_FALSE(emit["notes"].empty());
+  // --grad-accumulation auto: every ranked plan accumulates as DeepSpeed does at its ZeRO stage.
+  for (const nlohmann::json& plan : j["plans"]) {
+    const std::string expected = plan["strategy"]["zero_stage"].get<int64_t>() >= 1 ? "add" : "autograd";
+    EXPECT_EQ(plan["strategy"]["grad_accumulation"], expected) << plan.dump();
+  }
+  EXPECT_TRUE(config.contains("data_types")) << config.dump();
+}
+
+TEST(Plan, FusedGradientAccumulationCannotBeEmittedForDeepSpeed) {
+  CommandResult r = PlanSmall({"--fix", "pp=1", "--top", "2", "--emit", "deepspeed", "--grad-accumulation", "fused"});
+  EXPECT_EQ(r.code, kExitBadInput) << r.out;
+  EXPECT_NE((r.out + r.err).find("--grad-accumulation fused with --zero"), std::string::npos) << r.out << r.err;
 }
 
 TEST(Plan, PickBeyondTopSaysToRaiseTop) {

@@ -53,6 +53,12 @@ std::string MegatronError(const ModelSpec& model, const Strategy& strategy) {
   return args.status().message();
 }
 
+// |s| with the gradient accumulation DeepSpeed runs at its ZeRO stage, the only one the emitter takes.
+Strategy AsDeepSpeed(Strategy s) {
+  s.grad_accumulation = DeepSpeedGradAccumulation(s);
+  return s;
+}
+
 std::string DeepSpeedError(const ModelSpec& model, const Strategy& strategy) {
   Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, strategy);
   EXPECT_FALSE(plan.ok());
@@ -394,6 +400,7 @@ TEST(DeepSpeedConfig, Zero3WithOffloadGivesStage3OffloadBlocksAndTheBatchEquatio
   s.offload = Offload::kOptimizerAndParams;
   s.overlap_grad_reduce = true;
   s.overlap_param_gather = true;
+  s = AsDeepSpeed(s);
   Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), s);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const nlohmann::ordered_json expected = nlohmann::ordered_json::parse(R"({
@@ -402,6 +409,7 @@ TEST(DeepSpeedConfig, Zero3WithOffloadGivesStage3OffloadBlocksAndTheBatchEquatio
     "gradient_accumulation_steps": 4,
     "bf16": {"enabled": true},
     "communication_data_type": "fp32",
+    "data_types": {"grad_accum_dtype": "fp32"},
     "optimizer": {"type": "Adam"},
     "zero_optimization": {
       "stage": 3,
@@ -431,7 +439,7 @@ TEST(DeepSpeedConfig, TensorAndPipelineDegreesGoToMegatronDeepSpeedArguments) {
   s.global_batch = 1536;
   s.zero_stage = 1;
   s.recompute = Recompute::kFull;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("gpt3-175b"), s);
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("gpt3-175b"), AsDeepSpeed(s));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Args expected = {"--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "16",
                          "--micro-batch-size", "1", "--global-batch-size", "1536", "--seq-length", "2048",
@@ -454,7 +462,7 @@ TEST(DeepSpeedConfig, ZbH1AndMixtralExpertsBecomeMegatronDeepSpeedFlags) {
   s.ep = 4;
   s.global_batch = 64;
   s.schedule = ScheduleKind::kZbH1;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("mixtral-8x7b"), s);
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("mixtral-8x7b"), AsDeepSpeed(s));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Args& args = plan->launcher_args;
   EXPECT_TRUE(Has(args, "--enable-zbh1-pipeline"));
@@ -473,7 +481,7 @@ TEST(DeepSpeedConfig, SgdIsAnUntestedZeroOptimizerAndBf16ReductionIsExplicit) {
   s.zero_stage = 1;
   s.optimizer = Optimizer::kSgd;
   s.grad_reduce_in_bf16 = true;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), s);
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), AsDeepSpeed(s));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["optimizer"]["type"], "SGD");
   EXPECT_EQ(plan->config["zero_allow_untested_optimizer"], true);
@@ -486,7 +494,7 @@ TEST(DeepSpeedConfig, Zero3WithoutParamGatherOverlapTurnsPrefetchOff) {
   s.dp = 8;
   s.global_batch = 8;
   s.zero_stage = 3;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), s);
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), AsDeepSpeed(s));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["zero_optimization"]["stage3_prefetch_bucket_size"], 0);
 }
@@ -537,11 +545,44 @@ TEST(DeepSpeedConfig, DeepSeekV3ArchitectureIsAnErrorForEachMissingFeature) {
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
-  const std::string message = DeepSpeedError(Load("deepseek-v3"), s);
+  const std::string message = DeepSpeedError(Load("deepseek-v3"), AsDeepSpeed(s));
   EXPECT_NE(message.find("multi-head latent attention"), std::string::npos) << message;
   EXPECT_NE(message.find("n_shared_experts (1)"), std::string::npos) << message;
   EXPECT_NE(message.find("first_k_dense_replace (3)"), std::string::npos) << message;
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 2) << message;
+}
+
+TEST(DeepSpeedConfig, GradientAccumulationIsDeepSpeedsForTheZeroStageWithItsBufferDtype) {
+  const ModelSpec model = Load("llama3-8b");
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 16;
+  // Without ZeRO DeepSpeed steps on .grad as autograd summed it, in the model dtype.
+  EXPECT_EQ(DeepSpeedGradAccumulation(s), GradAccumulation::kAutograd);
+  std::string message = DeepSpeedError(model, s);  // Megatron-LM's fused default
+  EXPECT_NE(message.find("--grad-accumulation fused with --zero 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("use --grad-accumulation autograd"), std::string::npos) << message;
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, AsDeepSpeed(s));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->config["data_types"]["grad_accum_dtype"], "bf16");
+  // ZeRO adds each micro-batch's gradients into its buffer: fp32 for bf16 (Megatron-LM's main_grad,
+  // what the simulation accumulated into), bf16 with --grad-reduce-in-bf16, fp16 for fp16.
+  s.zero_stage = 2;
+  EXPECT_EQ(DeepSpeedGradAccumulation(s), GradAccumulation::kAdd);
+  message = DeepSpeedError(model, s);
+  EXPECT_NE(message.find("use --grad-accumulation add"), std::string::npos) << message;
+  s = AsDeepSpeed(s);
+  const auto accum_dtype = [&](const Strategy& strategy) {
+    Result<DeepSpeedPlan> p = DeepSpeedConfig(model, strategy);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? p->config["data_types"]["grad_accum_dtype"].get<std::string>() : std::string();
+  };
+  EXPECT_EQ(accum_dtype(s), "fp32");
+  s.grad_reduce_in_bf16 = true;
+  EXPECT_EQ(accum_dtype(s), "bf16");
+  s.grad_reduce_in_bf16 = false;
+  s.dtype = Dtype::kFp16;
+  EXPECT_EQ(accum_dtype(s), "fp16");
 }
 
 TEST(DeepSpeedConfig, ExpertTensorParallelMustBeOneOrTp) {
