@@ -55,6 +55,15 @@ std::string Show(double value) {
   return out.str();
 }
 
+// The model of |cluster| as NCCL ran each run: with NVLS, and without it for the runs made with
+// NCCL_NVLS_ENABLE=0.
+struct RunModels {
+  explicit RunModels(const ClusterSpec& cluster) : nvls(cluster, true), no_nvls(cluster, false) {}
+  const NcclCommModel& For(const NcclTestsRun& run) const { return run.nvls_disabled ? no_nvls : nvls; }
+  NcclCommModel nvls;
+  NcclCommModel no_nvls;
+};
+
 // One measured row and its bulk-transfer terms.
 struct Sample {
   size_t run = 0;
@@ -125,13 +134,13 @@ Result<Sample> MakeSample(const NcclTestsRun& run, const NcclTestsRow& row, Grou
 
 Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs, const ClusterSpec& cluster,
                                            const CommFitOptions& options) {
-  const NcclCommModel model(cluster);
+  const RunModels models(cluster);
   std::vector<Sample> samples;
   for (size_t r = 0; r < runs.size(); ++r) {
     Result<GroupPlacement> group = PlaceRun(runs[r], cluster);
     if (!group.ok()) return group.status();
     for (size_t i = 0; i < runs[r].rows.size(); ++i) {
-      Result<Sample> sample = MakeSample(runs[r], runs[r].rows[i], *group, model, options);
+      Result<Sample> sample = MakeSample(runs[r], runs[r].rows[i], *group, models.For(runs[r]), options);
       if (!sample.ok()) return sample.status();
       samples.push_back(*sample);
       samples.back().run = r;
@@ -141,17 +150,33 @@ Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs
   return samples;
 }
 
+// Each path's bandwidth needs sizes enough to separate it from the path's extra latency: three,
+// unless another path that shares that latency (NVLS and Ring within a node) has three, which fix
+// the latency; then one size of its own fixes the bandwidth.
 Status CheckSizes(const std::vector<Sample>& samples, const std::vector<NcclTestsRun>& runs,
                   const CommFitOptions& options) {
   std::map<int, std::set<int64_t>> sizes;
   std::map<int, std::set<std::string>> files;
+  std::map<int, std::set<int>> latencies;  // inverse -> the extra latencies its fitted rows carry
   for (const Sample& s : samples) {
     const int inverse = InverseOf(s.terms.path);
     files[inverse].insert(runs[s.run].file);
-    if (s.fitted) sizes[inverse].insert(runs[s.run].rows[s.row].size_bytes);
+    if (!s.fitted) continue;
+    sizes[inverse].insert(runs[s.run].rows[s.row].size_bytes);
+    if (s.terms.extra_latency) latencies[inverse].insert(ExtraOf(s.terms.LatencyPath()));
   }
+  const auto latency_fixed_elsewhere = [&](int inverse) {
+    for (const auto& [other, other_sizes] : sizes) {
+      if (other == inverse || other_sizes.size() < kMinSizes) continue;
+      for (int latency : latencies[inverse]) {
+        if (latencies[other].count(latency) > 0) return true;
+      }
+    }
+    return false;
+  };
   for (const auto& [inverse, names] : files) {
     if (sizes[inverse].size() >= kMinSizes) continue;
+    if (!sizes[inverse].empty() && latency_fixed_elsewhere(inverse)) continue;
     std::string list;
     for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
     return Status::InvalidArgument(
@@ -348,11 +373,12 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
   for (int round = 0; round < kChoiceRounds; ++round) {
     ClusterSpec calibrated = cluster;
     calibrated.calibration = fit.calibration;
-    const NcclCommModel chooser(calibrated);
+    const RunModels choosers(calibrated);
     bool changed = false;
     for (Sample& sample : samples.value()) {
       const std::optional<CollectiveKind> kind = CollectiveOf(runs[sample.run].test);
       if (!sample.fitted || !kind || *kind == CollectiveKind::kAllToAll) continue;
+      const NcclCommModel& chooser = choosers.For(runs[sample.run]);
       const int64_t bytes = runs[sample.run].rows[sample.row].size_bytes;
       // ChoiceTerms takes the calibration back out: NCCL's latency and the nominal transfer.
       const LinearTimeTerms terms = chooser.ChoiceTerms(chooser.Choose(*kind, bytes, sample.group), bytes);
@@ -378,11 +404,11 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
   for (const NcclTestsRun& run : runs) AddFittedOn(run.file, &fit.calibration.fitted_on);
   ClusterSpec calibrated = cluster;
   calibrated.calibration = fit.calibration;
-  const NcclCommModel model(calibrated);
+  const RunModels models(calibrated);
   double error_sum = 0;
   int fitted_rows = 0;
   for (const Sample& s : *samples) {
-    fit.rows.push_back(Predict(s, runs, model));
+    fit.rows.push_back(Predict(s, runs, models.For(runs[s.run])));
     if (s.fitted) error_sum += std::abs(fit.rows.back().busbw_error), ++fitted_rows;
   }
   fit.busbw_mape = fitted_rows > 0 ? error_sum / fitted_rows : 0.0;

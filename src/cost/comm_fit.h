@@ -52,7 +52,8 @@ struct CommFit {
 
 // Fits NcclCommModel's calibration on |cluster| to nccl-tests |runs|. Each row of at least
 // min_fit_bytes is modelled by NcclCommModel::BulkTerms (NVLS where the cluster has it, else Ring;
-// Simple protocol; send/recv and all-to-all as point-to-point):
+// Simple protocol; send/recv and all-to-all as point-to-point; a run with nvls_disabled by the
+// model without NVLS), then refitted as the algorithm the calibrated model picks for it:
 //   measured_us = nccl_latency_us + extra_latency_us(path) + nominal_transfer_us / fraction(path),
 // linear in the unknowns (each path's extra latency and 1/fraction), solved by weighted linear
 // least squares on relative residuals (predicted - measured) / measured. Relative, because the
@@ -64,7 +65,8 @@ struct CommFit {
 // is clamped to 0 and the fractions refitted. Errors, naming the run's file (and row): no runs; a
 // run whose rank count is unknown, below 2, or not a whole number of the cluster's nodes; a row
 // without the chosen timing or with a time or busbw <= 0; fewer than 3 distinct sizes of at least
-// min_fit_bytes on a path; a fitted fraction above 1 (measurements beat the file's nominal
+// min_fit_bytes on a path, unless another path with 3 shares its extra latency (NVLS and Ring
+// within a node) and the path has one; a fitted fraction above 1 (measurements beat the file's nominal
 // bandwidth) or not above 0 (times that do not grow with size).
 Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const ClusterSpec& cluster,
                                    const CommFitOptions& options = {});

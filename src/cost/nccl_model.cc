@@ -96,9 +96,9 @@ bool ReducesOrGathers(CollectiveKind kind) {
 
 }  // namespace
 
-NcclCommModel::NcclCommModel(const ClusterSpec& cluster)
+NcclCommModel::NcclCommModel(const ClusterSpec& cluster, bool nvls_enabled)
     : intra_link_(cluster.intra_node.fabric == IntraNodeFabric::kNvSwitch ? kNvlink : kPci),
-      nvlink_sharp_(cluster.intra_node.fabric == IntraNodeFabric::kNvSwitch &&
+      nvlink_sharp_(nvls_enabled && cluster.intra_node.fabric == IntraNodeFabric::kNvSwitch &&
                     cluster.intra_node.nvlink_sharp),
       nominal_intra_GBps_(cluster.intra_node.bandwidth_GBps),
       calibration_(cluster.calibration) {
@@ -170,7 +170,7 @@ std::pair<CommPath, double> NcclCommModel::NvlsTreeAlgbw(GroupPlacement group, b
 }
 
 bool NcclCommModel::NvlsAvailable(CollectiveKind kind, GroupPlacement group) const {
-  return nvlink_sharp_ && ReducesOrGathers(kind) && group.ranks >= 2 && group.Nodes() == 1;
+  return nvlink_sharp_ && ReducesOrGathers(kind) && group.ranks > kNvlsMinRanks && group.Nodes() == 1;
 }
 
 // The measured collectives run slower than NCCL's latencies at mid sizes (pipeline fill, fewer

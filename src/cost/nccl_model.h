@@ -95,7 +95,8 @@ struct LinearTimeTerms {
 // Intel's), CollNet, and the cluster's latency_us keys (the latencies are NCCL's tables).
 class NcclCommModel : public CommModel {
  public:
-  explicit NcclCommModel(const ClusterSpec& cluster);
+  // |nvls_enabled| false is NCCL run with NCCL_NVLS_ENABLE=0: neither NVLS nor NVLSTree.
+  explicit NcclCommModel(const ClusterSpec& cluster, bool nvls_enabled = true);
 
   SimTime Collective(CollectiveKind kind, int64_t bytes, GroupPlacement group) const override;
   SimTime PointToPoint(int64_t bytes, bool across_nodes) const override;
@@ -124,8 +125,13 @@ class NcclCommModel : public CommModel {
   // model runs with another algorithm or protocol than the bulk one.
   LinearTimeTerms ChoiceTerms(const NcclChoice& choice, int64_t bytes) const;
 
-  // Whether NCCL can run |kind| over |group| with NVLS on this cluster.
+  // Whether NCCL runs |kind| over |group| with NVLS on this cluster: within one node whose
+  // NVSwitches have NVLink SHARP, over more than kNvlsMinRanks ranks. NCCL sets up the multicast
+  // group for fewer but its tuner never picks NVLS there (8x H200, NCCL 2.27.7: Ring at 4 GPUs,
+  // NVLS from 5, stas00/ml-engineering network/README.md at 744d01e1, section SHARP; NVIDIA's GB200
+  // NVL partition guide: partitions of four GPUs or fewer "will not benefit from multicast").
   bool NvlsAvailable(CollectiveKind kind, GroupPlacement group) const;
+  static constexpr int64_t kNvlsMinRanks = 4;
 
  private:
   double NominalGBps(CommPath path) const;

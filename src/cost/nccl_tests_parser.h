@@ -56,6 +56,9 @@ struct NcclTestsRun {
   std::string gpu_name;  // device name of the first rank listed, "" when none is
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw_GBps;  // "# Avg bus bandwidth"
+  // Run with NCCL_NVLS_ENABLE=0, which nccl-tests' output does not record: NCCL chose among its
+  // algorithms without NVLS and NVLSTree.
+  bool nvls_disabled = false;
 };
 
 // Parses what an nccl-tests binary prints: '#' header lines ("# nThread 1 nGpus 8 ...",

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "cost/comm_fit.h"
@@ -24,9 +25,10 @@ int FirstDataLine(const std::string& path) {
   return number + 1;
 }
 
-// An nccl-tests row of |bytes| at |busbw| over |ranks| ranks, timed in place.
-NcclTestsRow BusbwRow(int64_t bytes, double busbw_GBps, int64_t ranks, std::string where) {
-  const double factor = BusBandwidthFactor(CollectiveKind::kAllReduce, ranks);
+// An nccl-tests row of |bytes| at |busbw| of |kind| over |ranks| ranks, timed in place.
+NcclTestsRow BusbwRow(int64_t bytes, double busbw_GBps, int64_t ranks, std::string where,
+                      CollectiveKind kind = CollectiveKind::kAllReduce) {
+  const double factor = BusBandwidthFactor(kind, ranks);
   NcclTestsRow row;
   row.size_bytes = bytes;
   const double time_us = static_cast<double>(bytes) * factor / (busbw_GBps * 1e3);
@@ -35,12 +37,16 @@ NcclTestsRow BusbwRow(int64_t bytes, double busbw_GBps, int64_t ranks, std::stri
   return row;
 }
 
+// The clusters of NVLink 4 nodes, whose single-node runs calibrate each other; HGX H200 borrows the
+// DGX H100 runs beyond one node too.
+bool IsHopper(std::string_view cluster) { return cluster == "dgx-h100" || cluster == "hgx-h200"; }
+
 Status AddSingleNode(const std::string& tables_dir, std::string_view cluster, std::vector<CommReferenceRun>* out) {
   const std::string path = tables_dir + "/" + std::string(kSingleNodeAllReduceTable);
   Result<CsvTable> table = ReadReferenceCsv(path);
   if (!table.ok()) return table.status();
   // The table's columns are per GPU: a100_busbw_GBps, h100_busbw_GBps.
-  const std::string column = cluster == "dgx-a100" ? "a100_busbw_GBps" : cluster == "dgx-h100" ? "h100_busbw_GBps" : "";
+  const std::string column = cluster == "dgx-a100" ? "a100_busbw_GBps" : IsHopper(cluster) ? "h100_busbw_GBps" : "";
   if (column.empty()) return Status::Ok();
   constexpr int64_t kRanks = 8;
   CommReferenceRun run{std::string(kSingleNodeAllReduceTable), "azure_ai_benchmarking_guide",
@@ -58,6 +64,51 @@ Status AddSingleNode(const std::string& tables_dir, std::string_view cluster, st
     run.run.rows.push_back(BusbwRow(bytes, busbw, kRanks, path + ":" + std::to_string(first + static_cast<int>(i))));
   }
   out->push_back(std::move(run));
+  return Status::Ok();
+}
+
+Status AddHopperNode(const std::string& tables_dir, std::string_view cluster, std::vector<CommReferenceRun>* out) {
+  if (!IsHopper(cluster)) return Status::Ok();
+  const std::string path = tables_dir + "/" + std::string(kHopperNodeTable);
+  Result<CsvTable> table = ReadReferenceCsv(path);
+  if (!table.ok()) return table.status();
+  const int first = FirstDataLine(path);
+  std::map<std::string, size_t> index;  // "source ranks collective settings" -> position in |out|
+  for (size_t i = 0; i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    const std::string source = r.Text("source");
+    const int64_t ranks = r.Int("ranks");
+    const std::string collective = r.Text("collective");
+    const std::string settings = r.Text("settings");
+    const int64_t bytes = r.Int("size_bytes");
+    const double busbw = r.Number("busbw_GBps");
+    LOOM_RETURN_IF_ERROR(r.Finish());
+    const std::string where = path + ":" + std::to_string(first + static_cast<int>(i));
+    const std::optional<NcclTest> test = kNcclTestNames.Parse(collective + "_perf");
+    const std::optional<CollectiveKind> kind = test ? CollectiveOf(*test) : std::nullopt;
+    if (!kind || *kind == CollectiveKind::kAllToAll) {
+      return Status::InvalidArgument(where + ": collective is \"" + collective +
+                                     "\"; use all_reduce, all_gather or reduce_scatter");
+    }
+    if (settings != "default" && settings != "nvls_disabled") {
+      return Status::InvalidArgument(where + ": settings is \"" + settings + "\"; use default or nvls_disabled");
+    }
+    if (ranks < 2 || ranks > 8) {
+      return Status::InvalidArgument(where + ": ranks is " + std::to_string(ranks) + "; the table is of one 8-GPU node");
+    }
+    const std::string key = source + " " + std::to_string(ranks) + " " + collective + " " + settings;
+    auto [it, added] = index.try_emplace(key, out->size());
+    if (added) {
+      CommReferenceRun run{std::string(kHopperNodeTable), source, source, {}};
+      run.run.file = path;
+      run.run.test = *test;
+      run.run.ranks = ranks;
+      run.run.nodes = 1;
+      run.run.nvls_disabled = settings == "nvls_disabled";
+      out->push_back(std::move(run));
+    }
+    (*out)[it->second].run.rows.push_back(BusbwRow(bytes, busbw, ranks, where, *kind));
+  }
   return Status::Ok();
 }
 
@@ -83,7 +134,9 @@ Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std
       return Status::InvalidArgument(where + ": settings is \"" + settings +
                                      "\"; use default, tuned or forced_ring (the table's header says which is which)");
     }
-    if (row_cluster != cluster || settings != "default") continue;
+    // HGX H200 has no multi-node table: its runs are DGX H100's (AddHopperNode).
+    const bool same = row_cluster == cluster || (cluster == "hgx-h200" && row_cluster == "dgx-h100");
+    if (!same || settings != "default") continue;
     auto [it, added] = index.try_emplace(source, out->size());
     if (added) {
       CommReferenceRun run{std::string(kMultiNodeAllReduceTable), source, site, {}};
@@ -111,6 +164,7 @@ Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std
 Result<std::vector<CommReferenceRun>> LoadCommReferenceRuns(const std::string& tables_dir, std::string_view cluster) {
   std::vector<CommReferenceRun> runs;
   LOOM_RETURN_IF_ERROR(AddSingleNode(tables_dir, cluster, &runs));
+  LOOM_RETURN_IF_ERROR(AddHopperNode(tables_dir, cluster, &runs));
   LOOM_RETURN_IF_ERROR(AddMultiNode(tables_dir, cluster, &runs));
   return runs;
 }
@@ -138,6 +192,30 @@ Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePa
                            SizeName(row.size_bytes),
                        *spec, row.size_bytes, row.in_place->busbw_GBps, GroupPlacement{*r.run.ranks, per_node},
                        r.site});
+    }
+  }
+  return cases;
+}
+
+Result<std::vector<AllReduceCase>> LoadHopperNodeCases(const ReferencePaths& paths) {
+  Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(paths.tables_dir, "hgx-h200");
+  if (!runs.ok()) return runs.status();
+  Result<ClusterSpec> spec = LoadClusterSpec(paths.clusters_dir + "/hgx-h200.json", 1);
+  if (!spec.ok()) return spec.status();
+  std::vector<AllReduceCase> cases;
+  for (const CommReferenceRun& r : *runs) {
+    if (r.table != kHopperNodeTable) continue;
+    const CollectiveKind kind = *CollectiveOf(r.run.test);
+    std::string test(kNcclTestNames.Name(r.run.test));
+    test = test.substr(0, test.size() - std::string_view("_perf").size());
+    for (const NcclTestsRow& row : r.run.rows) {
+      AllReduceCase c{test + " " + std::to_string(*r.run.ranks) + " GPUs" + (r.run.nvls_disabled ? " NVLS off " : " ") +
+                          SizeName(row.size_bytes),
+                      *spec, row.size_bytes, row.in_place->busbw_GBps,
+                      PlaceGroup(*r.run.ranks, 1, spec->gpus_per_node), ""};
+      c.kind = kind;
+      c.nvls_disabled = r.run.nvls_disabled;
+      cases.push_back(std::move(c));
     }
   }
   return cases;

@@ -19,6 +19,7 @@ namespace loom {
 
 inline constexpr std::string_view kSingleNodeAllReduceTable = "nccl_allreduce_8gpu.csv";
 inline constexpr std::string_view kMultiNodeAllReduceTable = "nccl_allreduce_multinode.csv";
+inline constexpr std::string_view kHopperNodeTable = "nccl_hopper_1node.csv";
 
 // One published all-reduce run: one node count and rank count, every size it printed.
 struct CommReferenceRun {
@@ -28,9 +29,13 @@ struct CommReferenceRun {
   NcclTestsRun run;    // file = the table's path, rows with in-place timings only
 };
 
-// Every published all-reduce run on |cluster| ("dgx-a100" or "dgx-h100"): the cluster's column of
-// nccl_allreduce_8gpu.csv (one node of 8) and the runs of nccl_allreduce_multinode.csv whose
-// settings are "default" (NCCL chose algorithm and channels, as loom's model does). The time of a
+// Every published all-reduce run on |cluster| ("dgx-a100", "dgx-h100" or "hgx-h200"): the cluster's
+// column of nccl_allreduce_8gpu.csv (one node of 8) and the runs of nccl_allreduce_multinode.csv
+// whose settings are "default" (NCCL chose algorithm and channels, as loom's model does); for the
+// Hopper clusters also nccl_hopper_1node.csv (8x H200: all-reduce, all-gather and reduce-scatter
+// over 4-8 GPUs of one node, default or with NVLS disabled, a run per source, rank count,
+// collective and setting), whose NVLink 4 fabric H100 and H200 SXM nodes share, and for hgx-h200
+// the DGX H100 runs of the other tables (HGX H200 has no table of its own beyond that node). The time of a
 // row follows from nccl-tests' busbw convention, busbw = size / time * 2(n-1)/n. Errors name the
 // table, row and column.
 Result<std::vector<CommReferenceRun>> LoadCommReferenceRuns(const std::string& tables_dir, std::string_view cluster);
@@ -47,6 +52,11 @@ Result<CommCalibration> FitReferenceCommCalibration(const std::vector<CommRefere
 // runs with default settings only, each over its nodes x ranks per node (Megatron numbering: the
 // ranks of a node are consecutive), named "<source> <nodes>x<ranks per node> <size>", with its site.
 Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePaths& paths, std::string_view cluster);
+
+// The rows of nccl_hopper_1node.csv on hardware/clusters/hgx-h200.json (the GPUs it ran on), each
+// over its ranks of one node with its collective and NVLS setting, named "<collective> <ranks> GPUs
+// [NVLS off] <size>".
+Result<std::vector<AllReduceCase>> LoadHopperNodeCases(const ReferencePaths& paths);
 
 }  // namespace loom
 

@@ -67,6 +67,8 @@ struct AllReduceCase {
   double busbw_GBps = 0;
   GroupPlacement group;  // the GPUs of one node for nccl_allreduce_8gpu.csv
   std::string site = "";  // the machines it ran on, for tables that hold several (else empty)
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  bool nvls_disabled = false;  // run with NCCL_NVLS_ENABLE=0
 };
 
 // Korthikanti et al. 2022, Table 5 (seconds per iteration) with the configurations of Table 3:

@@ -191,7 +191,8 @@ TEST(FidelityReport, LeaveOneSourceOutRefitsOnlyWhatTheTableCalibrated) {
       EXPECT_FALSE(t.refitted) << t.name;
     }
   }
-  EXPECT_EQ(refitted, 4);  // the single-node and multi-node nccl-tests tables of A100 and H100
+  // the single-node and multi-node nccl-tests tables of A100 and H100, and the Hopper node table
+  EXPECT_EQ(refitted, 5);
 }
 
 // The multi-node tables hold runs from several sites (clusters, VM fleets); each site's rows are
@@ -227,7 +228,13 @@ TEST(FidelityReport, WithoutTheMultiNodeTableNoInterNodeValueIsFitted) {
   EXPECT_FALSE(without->inter_node_busbw_fraction.has_value());
   EXPECT_FALSE(without->inter_node_extra_latency_us.has_value());
   EXPECT_TRUE(without->nvls_busbw_fraction.has_value());
-  EXPECT_EQ(without->fitted_on, std::vector<std::string>{std::string(kSingleNodeAllReduceTable)});
+  EXPECT_EQ(without->fitted_on,
+            (std::vector<std::string>{std::string(kSingleNodeAllReduceTable), std::string(kHopperNodeTable)}));
+  // Without the Hopper node table no run times Ring within the node.
+  Result<CommCalibration> no_ring = FitReferenceCommCalibration(*runs, *cluster, kHopperNodeTable);
+  ASSERT_TRUE(no_ring.ok()) << no_ring.status().message();
+  EXPECT_FALSE(no_ring->intra_node_busbw_fraction.has_value());
+  EXPECT_TRUE(all->intra_node_busbw_fraction.has_value());
 }
 
 TEST(FidelityReport, MultiNodeRowsWithTuningAreNotFitted) {

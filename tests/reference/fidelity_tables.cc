@@ -21,7 +21,9 @@ namespace {
 // The cost models SimulateTrainingStep builds (src/sim/simulator.cc), so that the op-level and
 // collective tables test what the step tables use.
 RooflineComputeModel SimulatorComputeModel(const ClusterSpec& cluster) { return RooflineComputeModel(cluster.gpu); }
-NcclCommModel SimulatorCommModel(const ClusterSpec& cluster) { return NcclCommModel(cluster); }
+NcclCommModel SimulatorCommModel(const ClusterSpec& cluster, bool nvls_enabled = true) {
+  return NcclCommModel(cluster, nvls_enabled);
+}
 
 FidelityRow Failed(const std::string& name, double measured, const Status& status) {
   return {name, 0, measured, status.message().empty() ? status.ToString() : status.message()};
@@ -170,9 +172,9 @@ FidelityTable PredictAllReduceBusBandwidth(const std::string& name, const std::s
                                            const std::vector<AllReduceCase>& cases) {
   FidelityTable table{name, title, "GB/s", {}};
   for (const AllReduceCase& c : cases) {
-    const NcclCommModel comm = SimulatorCommModel(c.cluster);
-    const double seconds = comm.Collective(CollectiveKind::kAllReduce, c.bytes, c.group).ToSeconds();
-    const double factor = BusBandwidthFactor(CollectiveKind::kAllReduce, c.group.ranks);
+    const NcclCommModel comm = SimulatorCommModel(c.cluster, !c.nvls_disabled);
+    const double seconds = comm.Collective(c.kind, c.bytes, c.group).ToSeconds();
+    const double factor = BusBandwidthFactor(c.kind, c.group.ranks);
     const double busbw_GBps = static_cast<double>(c.bytes) * factor / seconds / 1e9;
     table.rows.push_back({c.name, busbw_GBps, c.busbw_GBps, "", 0, c.site, 0});
   }
@@ -269,6 +271,9 @@ Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& pat
   Result<std::vector<AllReduceCase>> h100_nodes = LoadMultiNodeAllReduceCases(paths, "dgx-h100");
   if (!h100_nodes.ok()) return h100_nodes.status();
   LOOM_RETURN_IF_ERROR(ApplyAll(refitter, h100_nodes.value()));
+  Result<std::vector<AllReduceCase>> hopper_node = LoadHopperNodeCases(paths);
+  if (!hopper_node.ok()) return hopper_node.status();
+  LOOM_RETURN_IF_ERROR(ApplyAll(refitter, hopper_node.value()));
 
   std::vector<FidelityTable> tables;
   tables.push_back(PredictIterationTimes(*iterations));
@@ -283,6 +288,12 @@ Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& pat
   tables.push_back(PredictAllReduceBusBandwidth(
       "nccl_allreduce_dgx-h100", "nccl-tests all-reduce busbw, 8x H100-SXM5-80GB in one node (GB/s)", *h100));
   tables.back().source_file = std::string(kSingleNodeAllReduceTable);
+  tables.push_back(PredictAllReduceBusBandwidth(
+      "nccl_hopper_1node",
+      "nccl-tests busbw on one 8x H200 node (NVLink 4, as DGX H100's): all-reduce over 4-8 GPUs with NVLS and with it "
+      "disabled (Ring), all-gather, reduce-scatter (GB/s)",
+      *hopper_node));
+  tables.back().source_file = std::string(kHopperNodeTable);
   tables.push_back(PredictAllReduceBusBandwidth(
       "nccl_allreduce_multinode_dgx-a100",
       "nccl-tests all-reduce busbw across DGX A100 nodes (8x HDR 200 Gb/s per node), nodes x ranks per node (GB/s)",
