@@ -231,7 +231,9 @@ TEST(NcclBusbwReference, HopperNodeCollectivesWithin8Percent) {
         EXPECT_EQ(choice.algorithm, NcclAlgorithm::kRing);
         EXPECT_LE(std::abs(error), 0.05);
       }
-      if (r.run.nvls_disabled) EXPECT_NE(choice.algorithm, NcclAlgorithm::kNvls);
+      if (r.run.nvls_disabled) {
+        EXPECT_NE(choice.algorithm, NcclAlgorithm::kNvls);
+      }
       sum += std::abs(error);
       ++rows;
     }
