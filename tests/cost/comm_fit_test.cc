@@ -93,6 +93,36 @@ TEST(FitCommCalibration, RecoversNvlsAndRingFractionsWithTheirSharedLatency) {
   EXPECT_EQ(fit->calibration.inter_node_busbw_fraction, std::nullopt);
 }
 
+// NCCL_NVLS_ENABLE=0 runs time Ring where NCCL would run NVLS: the fit costs them without NVLS, and
+// two large sizes of their own fix the Ring fraction once the NVLS run's sizes fix the latency the
+// two paths share.
+TEST(FitCommCalibration, RecoversTheRingFractionFromTwoSizesRunWithNvlsDisabled) {
+  ClusterSpec truth = Cluster(450, 400, true);
+  truth.calibration.nvls_busbw_fraction = 0.7;
+  truth.calibration.intra_node_busbw_fraction = 0.8;
+  truth.calibration.intra_node_extra_latency_us = 30;
+  const NcclCommModel nvls(truth), ring(truth, /*nvls_enabled=*/false);
+  NcclTestsRun disabled = SyntheticRun(ring, NcclTest::kAllReduce, 8, 8);
+  disabled.nvls_disabled = true;
+  disabled.file = "all_reduce_nvls_off.txt";
+  disabled.rows.erase(disabled.rows.begin(), disabled.rows.end() - 2);  // 2 and 8 GiB
+  Result<CommFit> fit = FitCommCalibration({SyntheticRun(nvls, NcclTest::kAllReduce, 8, 8), disabled},
+                                           Cluster(450, 400, true));
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_TRUE(RelativelyNear(fit->calibration.nvls_busbw_fraction, 0.7));
+  EXPECT_TRUE(RelativelyNear(fit->calibration.intra_node_busbw_fraction, 0.8));
+  EXPECT_TRUE(RelativelyNear(fit->calibration.intra_node_extra_latency_us, 30));
+  for (const CommFitRow& row : fit->rows) {
+    if (row.where.rfind("all_reduce_nvls_off.txt", 0) == 0) {
+      EXPECT_EQ(row.predicted_choice, "Ring/Simple");
+    }
+  }
+  // Without the NVLS run nothing fixes the latency, and two sizes cannot separate it.
+  Result<CommFit> alone = FitCommCalibration({disabled}, Cluster(450, 400, true));
+  ASSERT_FALSE(alone.ok());
+  EXPECT_TRUE(Contains(alone.status().message(), "2 distinct size(s)"));
+}
+
 TEST(FitCommCalibration, RecoversInterNodeCalibrationFromTwoNodeRuns) {
   ClusterSpec truth = Cluster(300, 200, false);
   truth.calibration.inter_node_busbw_fraction = 0.9;

@@ -134,6 +134,25 @@ TEST(NcclCommModel, NvlsNeedsNvlinkSharpAndOneNode) {
   EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(16, 1, 8)));
 }
 
+// NCCL picks NVLS over more than 4 GPUs of a node only (Ring at 4 on 8x H200, nccl_hopper_1node.csv),
+// and never with NCCL_NVLS_ENABLE=0, nor NVLSTree across nodes.
+TEST(NcclCommModel, NvlsNeedsMoreThanFourRanksAndCanBeDisabled) {
+  NcclCommModel h100(DgxH100());
+  EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(2, 1, 8)));
+  EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(4, 1, 8)));
+  EXPECT_TRUE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(5, 1, 8)));
+  EXPECT_NE(h100.Choose(CollectiveKind::kAllReduce, kGiB, PlaceGroup(4, 1, 8)).algorithm, NcclAlgorithm::kNvls);
+  NcclCommModel disabled(DgxH100(), /*nvls_enabled=*/false);
+  EXPECT_FALSE(disabled.NvlsAvailable(CollectiveKind::kAllReduce, kOneNode));
+  for (const GroupPlacement group : {kOneNode, PlaceGroup(16, 1, 8)}) {
+    for (const NcclChoice& c : disabled.Choices(CollectiveKind::kAllReduce, kGiB, group)) {
+      EXPECT_NE(c.algorithm, NcclAlgorithm::kNvls);
+      EXPECT_NE(c.algorithm, NcclAlgorithm::kNvlsTree);
+    }
+  }
+  EXPECT_EQ(disabled.BulkTerms(CollectiveKind::kAllReduce, kGiB, kOneNode).path, CommPath::kIntraNode);
+}
+
 TEST(NcclCommModel, NvlsLatencyAndBandwidthAreNcclsAndTheCalibration) {
   ClusterSpec cluster = DgxH100();
   cluster.calibration.nvls_busbw_fraction = 0.5;
