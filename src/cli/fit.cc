@@ -341,6 +341,7 @@ std::string RunText(const NcclTestsRun& run) {
   if (run.ranks) text += ", " + std::to_string(*run.ranks) + " ranks";
   if (run.nodes) text += " on " + std::to_string(*run.nodes) + " node(s)";
   if (!run.gpu_name.empty()) text += ", " + run.gpu_name;
+  if (run.nvls_disabled) text += ", NCCL_NVLS_ENABLE=0";
   return text + ")";
 }
 
@@ -484,7 +485,8 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("inputs", options->inputs,
                   "With --gpu: profiles (schema loom.profile/2, written by loom probe). With --cluster: profiles "
                   "with collectives, or output of nccl-tests (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
-                  "alltoall_perf, sendrecv_perf), as printed or as its -J JSON")
+                  "alltoall_perf, sendrecv_perf), as printed or as its -J JSON; printed output run with "
+                  "NCCL_NVLS_ENABLE=0 and NCCL_DEBUG=INFO is fitted without NVLS (NCCL's log line says so)")
       ->required();
   CLI::Option_group* target = cmd->add_option_group("target", "What to calibrate (exactly one)");
   target->add_option("--gpu", options->gpu_path,

@@ -207,6 +207,17 @@ bool IsNcclLogLine(std::string_view line) {
   return line.find("NCCL INFO") != std::string_view::npos || line.find("NCCL WARN") != std::string_view::npos;
 }
 
+// NCCL's log of NCCL_NVLS_ENABLE=0 under NCCL_DEBUG=INFO: "... NCCL INFO NCCL_NVLS_ENABLE set by
+// environment to 0." (ncclLoadParam, src/misc/param.cc, NVIDIA/nccl 5067397c).
+bool DisablesNvls(std::string_view line) {
+  constexpr std::string_view kSet = "NCCL_NVLS_ENABLE set by environment to ";
+  const size_t at = line.find(kSet);
+  if (at == std::string_view::npos) return false;
+  std::string_view value = line.substr(at + kSet.size());
+  while (!value.empty() && (value.back() == '.' || value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+  return value == "0";
+}
+
 std::optional<int64_t> RankCount(const TextHeader& header) {
   if (header.rank_lines > 0) return header.rank_lines;
   if (header.threads && header.gpus) return *header.threads * *header.gpus;
@@ -249,6 +260,7 @@ Result<NcclTestsRun> ParseNcclTestsText(std::string_view text, const std::string
       ReadHashLine(view, &header, &run.avg_busbw_GBps);
       continue;
     }
+    if (IsNcclLogLine(view) && DisablesNvls(view)) run.nvls_disabled = true;
     if (!columns || IsNcclLogLine(view)) continue;
     NcclTestsRow row;
     LOOM_RETURN_IF_ERROR(ReadDataRow(Split(view), *columns, file + ":" + std::to_string(line_number), &row));

@@ -56,8 +56,9 @@ struct NcclTestsRun {
   std::string gpu_name;  // device name of the first rank listed, "" when none is
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw_GBps;  // "# Avg bus bandwidth"
-  // Run with NCCL_NVLS_ENABLE=0, which nccl-tests' output does not record: NCCL chose among its
-  // algorithms without NVLS and NVLSTree.
+  // Run with NCCL_NVLS_ENABLE=0: NCCL chose among its algorithms without NVLS and NVLSTree. Set
+  // from NCCL's own log line ("NCCL_NVLS_ENABLE set by environment to 0.", printed with
+  // NCCL_DEBUG=INFO); nccl-tests' table does not record it.
   bool nvls_disabled = false;
 };
 
@@ -67,7 +68,8 @@ struct NcclTestsRun {
 // busbw #wrong time algbw busbw #wrong", older versions without root, "error" for "#wrong",
 // "cputime" for "time", a trailing "timestamp"), the data rows (in-place only where out-of-place
 // is blank) and "# Avg bus bandwidth". Lines before the column header that do not start with '#'
-// and NCCL's own log lines ("NCCL INFO", "NCCL WARN") are skipped.
+// and NCCL's own log lines ("NCCL INFO", "NCCL WARN") are skipped, but for the one that says NVLS
+// was disabled (NcclTestsRun::nvls_disabled).
 // The test is |test| if given, else the one the output names ("Collective test starting"), else
 // the one |file|'s name contains (all_reduce, all_gather, reduce_scatter, alltoall, sendrecv).
 // Errors name |file|, the line number and what was expected: no column header, a row with the

@@ -44,6 +44,30 @@ TEST(NcclTestsParser, ReadsAnAllReduceTextRunWithExactNumbers) {
   EXPECT_EQ(run->rows[2].where, Fixture("all_reduce_perf_h100.txt") + ":21");
 }
 
+// NCCL_DEBUG=INFO prints the NVLS setting among NCCL's log lines: a run made with
+// NCCL_NVLS_ENABLE=0 is marked, so that the fit costs it without NVLS; any other value is not.
+TEST(NcclTestsParser, NcclsLogLineOfNvlsEnableZeroMarksTheRun) {
+  const std::string table =
+      "# nThread 1 nGpus 8 minBytes 8589934592 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#\n"
+      "#                                                              out-of-place                       in-place\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+      "  8589934592    2147483648     float     sum      -1    41100  208.99  365.73      0    41090  209.05  365.84      0\n";
+  const std::string disabled = "h200-node:1234:1234 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.\n";
+  Result<NcclTestsRun> off = ParseNcclTestsText(disabled + table, "all_reduce_perf.txt");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_TRUE(off->nvls_disabled);
+  ASSERT_EQ(off->rows.size(), 1u);
+  Result<NcclTestsRun> on = ParseNcclTestsText(
+      "h200-node:1234:1234 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 1.\n" + table, "all_reduce_perf.txt");
+  ASSERT_TRUE(on.ok()) << on.status().message();
+  EXPECT_FALSE(on->nvls_disabled);
+  Result<NcclTestsRun> plain = ParseNcclTestsText(table, "all_reduce_perf.txt");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_FALSE(plain->nvls_disabled);
+}
+
 TEST(NcclTestsParser, ReadsAnOlderFormatWithoutRootAcrossTwoHosts) {
   Result<NcclTestsRun> run = ReadNcclTestsFile(Fixture("all_gather_perf_2nodes_v2.6.txt"));
   ASSERT_TRUE(run.ok()) << run.status().message();
