@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "plan/arg_list.h"
-#include "workload/model_states.h"
+#include "workload/grad_accumulation.h"
 
 // Config keys follow DeepSpeed's docs/_pages/config-json.md (https://www.deepspeed.ai/docs/config-json/);
 // launcher flags follow megatron/arguments.py of microsoft/Megatron-DeepSpeed, with the MoE flags of
@@ -191,17 +191,16 @@ Json BatchConfig(const Strategy& s) {
 
 // bf16/fp16 {enabled}; communication_data_type sets the dtype of the gradient reduction (fp32 is
 // Megatron-LM's default for bf16, which loom simulates unless --grad-reduce-in-bf16).
-// data_types.grad_accum_dtype is the dtype of the buffer the gradients are summed in: the main
-// gradient of BytesPerParameter (fp32 for bf16 unless --grad-reduce-in-bf16, the model dtype for
-// fp16) with ZeRO, the model dtype (.grad) without.
+// data_types.grad_accum_dtype is the dtype of the buffer the gradients are summed in, the one the
+// simulation accumulated into (GradAccumulatorBytes of DeepSpeedGradAccumulation's mode: the main
+// gradient, fp32 for bf16 unless --grad-reduce-in-bf16, with ZeRO; the model dtype's .grad
+// without). REQUIRES: strategy.grad_accumulation is DeepSpeedGradAccumulation(strategy).
 void AddPrecision(const Strategy& s, Json& config) {
   if (s.dtype == Dtype::kBf16) config["bf16"] = {{"enabled", true}};
   if (s.dtype == Dtype::kFp16) config["fp16"] = {{"enabled", true}};
   if (s.dtype == Dtype::kBf16) config["communication_data_type"] = s.grad_reduce_in_bf16 ? "bf16" : "fp32";
-  const bool half_buffer = s.zero_stage >= 1 ? BytesPerParameter(s).gradient == 2
-                                             : s.dtype == Dtype::kBf16 || s.dtype == Dtype::kFp16;
   const char* const half = s.dtype == Dtype::kFp16 ? "fp16" : "bf16";
-  config["data_types"] = {{"grad_accum_dtype", half_buffer ? half : "fp32"}};
+  config["data_types"] = {{"grad_accum_dtype", GradAccumulatorBytes(s) == 2 ? half : "fp32"}};
 }
 
 // "Adam" is DeepSpeed's FusedAdam (DeepSpeedCPUAdam with offload), in AdamW mode by default
