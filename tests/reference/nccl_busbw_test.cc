@@ -105,6 +105,12 @@ TEST(NcclBusbwReference, HgxH200ShipsTheDgxH100Calibration) {
   EXPECT_EQ(h200.fitted_on, h100.fitted_on);
 }
 
+// The bus bandwidth |model| predicts for |kind| of |bytes| over |group|, in nccl-tests' convention.
+double PredictedBusbw(const NcclCommModel& model, CollectiveKind kind, int64_t bytes, GroupPlacement group) {
+  return static_cast<double>(bytes) * BusBandwidthFactor(kind, group.ranks) /
+         (model.CollectiveUs(kind, bytes, group) * 1e3);
+}
+
 // Every published multi-node run of |cluster| against the shipped model; returns the mean |busbw
 // error| from 16 MiB.
 double ScoreMultiNode(const std::string& cluster_file, std::string_view cluster) {
@@ -116,9 +122,7 @@ double ScoreMultiNode(const std::string& cluster_file, std::string_view cluster)
     const GroupPlacement group{*r.run.ranks, *r.run.ranks / *r.run.nodes};
     for (const NcclTestsRow& row : r.run.rows) {
       if (row.size_bytes < kTargetFromBytes) continue;
-      const double predicted = static_cast<double>(row.size_bytes) *
-                               BusBandwidthFactor(CollectiveKind::kAllReduce, group.ranks) /
-                               (model.CollectiveUs(CollectiveKind::kAllReduce, row.size_bytes, group) * 1e3);
+      const double predicted = PredictedBusbw(model, CollectiveKind::kAllReduce, row.size_bytes, group);
       const double error = (predicted - row.in_place->busbw_GBps) / row.in_place->busbw_GBps;
       std::printf("%s %-32s %3lld x %lld %12lld B  predicted %8.2f  measured %8.2f  %+6.1f%%\n", cluster_file.c_str(),
                   r.source.c_str(), static_cast<long long>(group.Nodes()), static_cast<long long>(group.ranks_per_node),
@@ -151,9 +155,7 @@ double PrintAndScore(const std::string& cluster_file, bool a100) {
               "size_bytes", "choice", "predicted", "measured", "error");
   for (const TableRow& r : ReadTable()) {
     const double measured = a100 ? r.a100_busbw_GBps : r.h100_busbw_GBps;
-    const double time_us = model.CollectiveUs(CollectiveKind::kAllReduce, r.size_bytes, node);
-    const double predicted = static_cast<double>(r.size_bytes) *
-                             BusBandwidthFactor(CollectiveKind::kAllReduce, kRanks) / (time_us * 1e3);
+    const double predicted = PredictedBusbw(model, CollectiveKind::kAllReduce, r.size_bytes, node);
     const double error = (predicted - measured) / measured;
     const NcclChoice choice = model.Choose(CollectiveKind::kAllReduce, r.size_bytes, node);
     const std::string name = std::string(kNcclAlgorithmNames.Name(choice.algorithm)) + "/" +
@@ -217,8 +219,7 @@ TEST(NcclBusbwReference, HopperNodeCollectivesWithin8Percent) {
     ASSERT_TRUE(kind.has_value());
     const GroupPlacement group = PlaceGroup(*r.run.ranks, 1, cluster.gpus_per_node);
     for (const NcclTestsRow& row : r.run.rows) {
-      const double predicted = static_cast<double>(row.size_bytes) * BusBandwidthFactor(*kind, group.ranks) /
-                               (model.CollectiveUs(*kind, row.size_bytes, group) * 1e3);
+      const double predicted = PredictedBusbw(model, *kind, row.size_bytes, group);
       const double error = (predicted - row.in_place->busbw_GBps) / row.in_place->busbw_GBps;
       const NcclChoice choice = model.Choose(*kind, row.size_bytes, group);
       std::printf("%-16s %d ranks %-14s %12lld B  %-12s predicted %8.2f  measured %8.2f  %+6.1f%%\n",
