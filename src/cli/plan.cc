@@ -47,6 +47,12 @@ struct PlanCommandOptions {
   bool json = false;
 };
 
+// --grad-accumulation's choices: the modes, and auto (the --emit framework's own).
+std::vector<std::string> WithAuto(std::vector<std::string> modes) {
+  modes.insert(modes.begin(), "auto");
+  return modes;
+}
+
 // The cluster with enough nodes for |gpus|.
 Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus) {
   Result<ClusterSpec> loaded = LoadClusterSpec(path, std::nullopt);
@@ -242,7 +248,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "add (--no-gradient-accumulation-fusion; DeepSpeed with ZeRO), autograd (PyTorch DDP's .grad; "
                   "DeepSpeed without ZeRO) or auto (the --emit framework's own: DeepSpeed's for each ZeRO stage "
                   "with --emit deepspeed, else fused)")
-      ->check(CLI::IsMember({"auto", "fused", "add", "autograd"}))
+      ->check(CLI::IsMember(WithAuto(kGradAccumulationNames.Names())))
       ->capture_default_str();
   cmd->add_option("--fix", o->fix,
                   "Pin settings, key=value[,key=value] (keys: tp pp dp cp ep etp vpp micro_batch schedule recompute "

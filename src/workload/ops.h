@@ -43,7 +43,8 @@ inline constexpr EnumNames<CommGroup, 5> kCommGroupNames({{
 
 // What an op is in the model. Backward ops have their own names: ".dgrad" computes the gradient
 // of an op's input (backward B), ".wgrad" that of its weight (backward W), ".bgrad" that of its
-// bias (backward W), ".grad" the backward of an op without weights. Names are fixed strings, so an op carries no heap allocation.
+// bias (backward W), ".grad" the backward of an op without weights. Names are fixed strings, so
+// an op carries no heap allocation.
 enum class OpName : uint8_t {
   // Vocabulary-parallel embedding (first pipeline stage).
   kEmbedding,
