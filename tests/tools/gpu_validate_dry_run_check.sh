@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/gpu_validate --dry-run lists each of its three stages with its commands and a time estimate
-# under the 600 s one GPU-machine command may take, writes nothing, and refuses a missing stage.
+# under the 600 s one GPU-machine command may take, writes nothing, and refuses a missing stage;
+# `summary` rebuilds the committed H100 run's summary.tsv, and loom fit reads its probe.
 #   gpu_validate_dry_run_check.sh LOOM SOURCE_DIR WORK_DIR
 set -u
 loom=$1 source_dir=$2 work=$3
@@ -28,5 +29,20 @@ grep -q -- "--check" "$work/dry_run.txt" || fail "stage 3 names no held-out chec
 [ -e "$work/results" ] && fail "--dry-run wrote $work/results"
 tools/gpu_validate --dry-run --loom "$loom" >"$work/no_stage.txt" 2>&1
 [ $? -eq 2 ] || fail "gpu_validate with no stage did not exit 2"
+# `summary` rebuilds summary.tsv from a results folder: the first H100 run's, committed.
+committed=hardware/validation/2026-11-27
+tools/gpu_validate --loom "$loom" --results "$committed" summary >"$work/summary.tsv" 2>&1 ||
+  fail "gpu_validate summary failed: $(cat "$work/summary.tsv")"
+cmp -s "$work/summary.tsv" "$committed/summary.tsv" || fail "summary differs from $committed/summary.tsv"
+[ "$(grep -c -P '^(gpt3|llama)\S*\t(none|full)\t[0-9.]+\t[0-9.]+\t' "$work/summary.tsv")" -eq 8 ] ||
+  fail "summary does not give 8 measured validations: $(cat "$work/summary.tsv")"
+grep -q -P '\t(gemm|attention|memory|optimizer|communication)\t-?[0-9.]+$' "$work/summary.tsv" ||
+  fail "summary names no worst class"
+# The committed probe stays readable by loom fit, with every kernel it holds.
+"$loom" fit hardware/profiles/h100-sxm5-80gb-2026-11-27.json --gpu hardware/gpus/h100-sxm5-80gb.json --check \
+  >"$work/check.txt" 2>&1 || fail "loom fit --check of the committed H100 profile failed: $(cat "$work/check.txt")"
+grep -q -P '^gemm bf16\s+186\s' "$work/check.txt" || fail "the committed profile's 186 GEMMs are not read: $(cat "$work/check.txt")"
+tools/gpu_validate --loom "$loom" --results "$work/none" summary >/dev/null 2>&1
+[ $? -eq 1 ] || fail "summary of a missing folder did not exit 1"
 [ "$status" -eq 0 ] && echo "gpu_validate --dry-run: $(grep '^all stages' "$work/dry_run.txt")"
 exit "$status"
