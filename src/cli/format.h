@@ -12,6 +12,14 @@
 
 namespace loom {
 
+// The framework whose host thread simulate and plan model unless told otherwise: Megatron-LM's
+// megatron-core, the code of every step-time table loom is checked against.
+inline constexpr const char* kDefaultFramework = "megatron-core";
+inline constexpr const char* kFrameworkHelp =
+    "Training framework whose host thread issues the GPU's work (hardware/frameworks/): its host time per op, "
+    "CUDA graphs and where it waits for the GPU. A name in hardware/frameworks/ (megatron-core, "
+    "megatron-core-cudagraphs, pytorch-eager), a framework file, or none (the GPU is always fed)";
+
 // "70.55 B", "12.88 B", "46.70 M": a count with an SI suffix and 4 significant digits.
 std::string HumanCount(double count);
 

@@ -24,6 +24,7 @@
 #include "plan/megatron_args.h"
 #include "plan/planner.h"
 #include "spec/cluster.h"
+#include "spec/framework.h"
 #include "spec/model.h"
 #include "spec/scenario.h"
 
@@ -42,6 +43,7 @@ struct PlanCommandOptions {
   std::string out = "plan.json";  // --emit plan's file
   int64_t pick = 1;
   std::string attention = "fused";
+  std::string framework = "auto";
   bool dropout = false;
   bool exhaustive = false;
   bool json = false;
@@ -184,6 +186,16 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   options.prune = !o.exhaustive;
   options.simulation.kernels.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
   options.simulation.kernels.dropout = o.dropout;
+  if (o.emit == "plan" && o.framework != "auto" && o.framework != "none") {
+    return Status::InvalidArgument("--framework " + o.framework + " with --emit plan: a plan file is run by loom "
+                                   "validate, whose executors issue the work from C++, not a framework's host "
+                                   "thread; leave --framework out (or give none) with --emit plan");
+  }
+  // auto: none for loom's own executors (--emit plan), else Megatron-LM's megatron-core.
+  const std::string framework_name = o.framework != "auto" ? o.framework : o.emit == "plan" ? "none" : kDefaultFramework;
+  Result<std::optional<FrameworkProfile>> framework = ResolveFramework(framework_name, o.cluster_path);
+  if (!framework.ok()) return framework.status();
+  options.simulation.framework = *framework;
   options.progress = TerminalProgress(err);
   if (!o.emit.empty()) {
     // Rank only what the launch settings can express, so that the winner is emitted.
@@ -273,6 +285,10 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", o->out,
                   "With --emit plan: the plan file to write (schema loom.plan-file/2; other --emit values ignore it)")
+      ->capture_default_str();
+  cmd->add_option("--framework", o->framework,
+                  std::string(kFrameworkHelp) + "; auto: none with --emit plan (loom validate's executors), else " +
+                      kDefaultFramework)
       ->capture_default_str();
   cmd->add_option("--attention", o->attention, "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers "
                   "without Transformer Engine)")

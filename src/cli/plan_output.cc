@@ -66,6 +66,8 @@ void PrintHeader(const PlanHeader& h, std::ostream& out) {
   out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << h.cluster.gpu.name << " (" << h.cluster.name
       << "), global batch " << r.global_batch << " x " << r.seq_len << " tokens, " << kDtypeNames.Name(r.dtype)
       << ", " << kOptimizerNames.Name(r.optimizer) << ", objective " << kObjectiveNames.Name(h.options.objective)
+      << ", host "
+      << (h.options.simulation.framework ? h.options.simulation.framework->name : std::string("none (always fed)"))
       << "\n";
 }
 
@@ -120,6 +122,7 @@ nlohmann::ordered_json RequestJson(const PlanHeader& h) {
           {"dtype", kDtypeNames.Name(r.dtype)},
           {"optimizer", kOptimizerNames.Name(r.optimizer)},
           {"objective", kObjectiveNames.Name(h.options.objective)},
+          {"framework", h.options.simulation.framework ? h.options.simulation.framework->name : std::string("none")},
           {"top", h.options.top_k}};
 }
 

@@ -12,6 +12,7 @@
 #include "sim/simulator.h"
 #include "sim/trace.h"
 #include "spec/cluster.h"
+#include "spec/framework.h"
 #include "spec/model.h"
 #include "spec/scenario.h"
 
@@ -28,14 +29,17 @@ struct SimulateOptions {
               cp_comm = "p2p", grad_accumulation = "fused";
   std::string trace_path;
   std::string attention = "fused";
+  std::string framework = kDefaultFramework;
+  bool framework_given = false;
   bool dropout = false;
   bool full = false;
   bool json = false;
 };
 
-nlohmann::ordered_json ResultJson(const SimulationResult& r) {
+nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional<FrameworkProfile>& framework) {
   nlohmann::ordered_json j;
   j["schema"] = "loom.simulate/1";
+  j["framework"] = framework ? nlohmann::ordered_json(framework->name) : nlohmann::ordered_json("none");
   j["step_time_s"] = r.step_time_s;
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
@@ -54,11 +58,12 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r) {
   j["memory_limit_bytes"] = r.memory_limit_bytes;
   const CriticalPathSummary& c = r.critical_path;
   j["critical_path"] = {{"tasks", c.tasks},         {"compute_s", c.compute_s}, {"tp_comm_s", c.tp_comm_s}, {"cp_comm_s", c.cp_comm_s},
-                        {"pp_comm_s", c.pp_comm_s}, {"dp_comm_s", c.dp_comm_s}, {"optimizer_s", c.optimizer_s}};
+                        {"pp_comm_s", c.pp_comm_s}, {"dp_comm_s", c.dp_comm_s}, {"optimizer_s", c.optimizer_s},
+                        {"host_s", c.host_s}};
   return j;
 }
 
-void PrintHuman(const SimulationResult& r, std::ostream& out) {
+void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>& framework, std::ostream& out) {
   const auto row = [&out](const char* name) -> std::ostream& { return out << std::left << std::setw(22) << name; };
   out << std::fixed << std::setprecision(3);
   row("step time") << r.step_time_s << " s\n";
@@ -74,7 +79,14 @@ void PrintHuman(const SimulationResult& r, std::ostream& out) {
                    << " s, bubble " << r.breakdown.bubble_s << " s, optimizer " << r.breakdown.optimizer_s << " s\n";
   const CriticalPathSummary& c = r.critical_path;
   row("critical path") << c.tasks << " tasks: compute " << c.compute_s << " s, tp " << c.tp_comm_s << " s (tp/ep collectives), cp " << c.cp_comm_s << " s, pp "
-                       << c.pp_comm_s << " s, dp " << c.dp_comm_s << " s, optimizer " << c.optimizer_s << " s\n\n";
+                       << c.pp_comm_s << " s, dp " << c.dp_comm_s << " s, optimizer " << c.optimizer_s << " s, host "
+                       << c.host_s << " s\n";
+  if (framework) {
+    row("host") << framework->name << " (" << framework->file << "): the GPU waits " << c.host_s
+                << " s on the critical path for the host to issue work\n\n";
+  } else {
+    row("host") << "none: the GPU is always fed (--framework none)\n\n";
+  }
   out << std::right << std::setw(6) << "stage" << std::setw(14) << "peak memory" << std::setw(12) << "compute s"
       << std::setw(12) << "bubble s" << "\n";
   for (const StageResult& s : r.stages) {
@@ -100,6 +112,7 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   std::string model_path = options.model_path, cluster_path = options.cluster_path;
   std::optional<int64_t> nodes = options.nodes;
   Strategy strategy = CommandLineStrategy(options);
+  std::string framework_name = options.framework;
   if (!options.scenario_path.empty()) {
     Result<Scenario> scenario = LoadScenario(options.scenario_path);
     if (!scenario.ok()) return scenario.status();
@@ -107,6 +120,7 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
     cluster_path = scenario->cluster_path;
     if (!nodes) nodes = scenario->nodes;
     strategy = scenario->strategy;
+    if (!options.framework_given && scenario->framework) framework_name = *scenario->framework;
   } else if (model_path.empty() || cluster_path.empty()) {
     return Status::InvalidArgument("simulate needs --model and --cluster, or a scenario file; see loom simulate --help");
   }
@@ -114,7 +128,10 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   if (!model.ok()) return model.status();
   Result<ClusterSpec> cluster = LoadClusterSpec(cluster_path, nodes);
   if (!cluster.ok()) return cluster.status();
+  Result<std::optional<FrameworkProfile>> framework = ResolveFramework(framework_name, cluster_path);
+  if (!framework.ok()) return framework.status();
   SimulationOptions sim_options;
+  sim_options.framework = *framework;
   sim_options.full = options.full;
   sim_options.kernels.attention = options.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
   sim_options.kernels.dropout = options.dropout;
@@ -126,9 +143,9 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
     if (!trace) return Status::IoError(options.trace_path + ": cannot write the trace; check the folder exists");
   }
   if (options.json) {
-    out << ResultJson(*result).dump(2) << "\n";
+    out << ResultJson(*result, *framework).dump(2) << "\n";
   } else {
-    PrintHuman(*result, out);
+    PrintHuman(*result, *framework, out);
   }
   return Status::Ok();
 }
@@ -215,6 +232,9 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       ->check(CLI::IsMember({"fused", "unfused"}))
       ->capture_default_str();
   cmd->add_flag("--dropout", options->dropout, "Apply dropout (Megatron-LM's GPT default) and keep its masks");
+  cmd->add_option("--framework", options->framework, kFrameworkHelp)
+      ->each([options](const std::string&) { options->framework_given = true; })
+      ->capture_default_str();
   cmd->add_option("--trace", options->trace_path, "Write a Chrome trace (open it in Perfetto) to this file");
   cmd->add_flag("--full", options->full, "Simulate every data-parallel replica, not one");
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");

@@ -190,6 +190,7 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
     case WorkKind::kRingSend:
     case WorkKind::kLayerGather:
     case WorkKind::kOffload:
+    case WorkKind::kHost:
       break;
   }
   return NotRunnable(g_, d.task, "is " + std::string(kWorkKindNames.Name(work.kind)));

@@ -1,6 +1,7 @@
 #include "sim/pass_costs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -16,7 +17,28 @@ struct CostContext {
   const CommModel& comm;
   const Placements& placements;
   const Strategy& strategy;
+  const HostCosts* host = nullptr;
 };
+
+// The host side of ops issued one after another: |issued| the host's time so far, |end| when the
+// last op ends on a GPU that was free from the start, both from the host's start.
+struct HostClock {
+  int64_t issued = 0;
+  int64_t end = 0;
+  void Issue(SimTime host, SimTime gpu) {
+    issued += host.nanos();
+    end = std::max(end, issued) + gpu.nanos();
+  }
+};
+
+// |into| followed by |more| (max-plus: |more|'s ops issue after |into|'s, so they end no earlier
+// than their lead after |into|'s host time).
+void AppendHost(PassCost& into, const PassCost& more) {
+  const int64_t lead = std::max(into.host_lead.nanos(),
+                                into.host.nanos() - into.time.nanos() + more.host_lead.nanos());
+  into.host += more.host;
+  into.host_lead = SimTime::FromNanos(std::max<int64_t>(0, lead));
+}
 
 bool IsRingExchange(const CollectiveShape& c, const CostContext& ctx) {
   return c.group == CommGroup::kCp && ctx.strategy.cp > 1 && ctx.strategy.cp_comm == CpComm::kP2p;
@@ -29,9 +51,14 @@ bool IsOverlappableTp(const CollectiveShape& c) {
          (c.kind == CollectiveKind::kAllGather || c.kind == CollectiveKind::kReduceScatter);
 }
 
-PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx) {
+// |host_per_op|: each op's host cost. |graph|: the ops are part of a captured CUDA graph, which
+// costs the host nothing per op; |launch|: this list starts the graph, whose launch it pays.
+PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx, SimTime host_per_op = SimTime(),
+                 bool graph = false, bool launch = false) {
   PassCost cost;
   SimTime gemm, overlappable;
+  HostClock clock;
+  if (graph && launch && !ops.empty()) clock.Issue(ctx.host->graph_launch, SimTime());
   for (const Op& op : ops) {
     cost.flops += static_cast<double>(OpFlops(op));
     if (op.kind == OpKind::kCollective && IsRingExchange(std::get<CollectiveShape>(op.shape), ctx)) {
@@ -44,6 +71,7 @@ PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx) {
     }
     const SimTime t = OpTime(op, ctx.compute, ctx.comm, ctx.placements);
     cost.time += t;
+    clock.Issue(graph ? SimTime() : host_per_op, t);
     if (op.kind == OpKind::kCollective) {
       cost.tp_comm += t;
       if (IsOverlappableTp(std::get<CollectiveShape>(op.shape))) overlappable += t;
@@ -59,10 +87,13 @@ PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx) {
     cost.tp_hidden = SimTime::FromNanos(std::min(pipelined, gemm.nanos()));
   }
   if (cost.ring_steps == 0) cost.attention = SimTime();
+  cost.host = SimTime::FromNanos(clock.issued);
+  cost.host_lead = SimTime::FromNanos(std::max<int64_t>(0, clock.end - cost.time.nanos()));
   return cost;
 }
 
 void Add(PassCost& into, const PassCost& more) {
+  AppendHost(into, more);
   into.time += more.time;
   into.tp_comm += more.tp_comm;
   into.tp_hidden += more.tp_hidden;
@@ -78,12 +109,19 @@ struct BlockCost {
   ActivationBytes activations;
 };
 
-BlockCost CostBlock(const LayerOps& ops, const CostContext& ctx) {
+// |layer|: a transformer layer, which a framework may run as CUDA graphs.
+BlockCost CostBlock(const LayerOps& ops, const CostContext& ctx, bool layer) {
   BlockCost cost;
-  cost.forward = CostOps(ops.forward, ctx);
-  cost.backward_input = CostOps(ops.recompute, ctx);
-  Add(cost.backward_input, CostOps(ops.backward_input, ctx));
-  cost.backward_weight = CostOps(ops.backward_weight, ctx);
+  const SimTime forward = ctx.host ? ctx.host->forward_op : SimTime();
+  const SimTime backward = ctx.host ? ctx.host->backward_op : SimTime();
+  const bool graph = ctx.host && ctx.host->graph_layers && layer;
+  cost.forward = CostOps(ops.forward, ctx, forward, graph, true);
+  // A captured backward is one graph with its recompute and its weight gradients: the first
+  // non-empty list of the three launches it.
+  cost.backward_input = CostOps(ops.recompute, ctx, forward, graph, true);
+  Add(cost.backward_input, CostOps(ops.backward_input, ctx, backward, graph, ops.recompute.empty()));
+  cost.backward_weight = CostOps(ops.backward_weight, ctx, backward, graph,
+                                 ops.recompute.empty() && ops.backward_input.empty());
   cost.activations = SumActivationBytes(ops);
   return cost;
 }
@@ -104,6 +142,11 @@ PassCost CombinePasses(const PassCost& first, const PassCost& second) {
   return both;
 }
 
+HostCosts HostCostsOf(const FrameworkProfile& f) {
+  const auto us = [&](double v) { return SimTime::FromNanos(static_cast<int64_t>(std::llround(v * f.scale * 1e3))); };
+  return {us(f.forward_us_per_op), us(f.backward_us_per_op), f.cuda_graph_layers, us(f.graph_launch_us)};
+}
+
 PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index) {
   const auto slice = [&](SimTime t) {
     return SimTime::FromNanos(t.nanos() / parts + (index == 0 ? t.nanos() % parts : 0));
@@ -115,6 +158,9 @@ PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index) {
   part.ring_step = slice(pass.ring_step);
   part.time = part.tp_comm + slice(pass.time - pass.tp_comm);
   part.flops = pass.flops / parts;
+  const SimTime behind = std::max(SimTime(), pass.host - pass.time);  // how far the host falls behind
+  part.host = slice(pass.host);
+  part.host_lead = std::min(part.host, std::max(SimTime(), part.host - part.time) + (pass.host_lead - behind));
   return part;
 }
 
@@ -203,12 +249,16 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
 
 Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
                                           const ComputeModel& compute, const CommModel& comm,
-                                          const Placements& placements, const LayerOpsOptions& kernels) {
+                                          const Placements& placements, const LayerOpsOptions& kernels,
+                                          const HostCosts* host) {
   Result<ChunkBlocks> blocks = BuildChunkBlocks(model, strategy, kernels);
   if (!blocks.ok()) return blocks.status();
-  const CostContext ctx{compute, comm, placements, strategy};
+  const CostContext ctx{compute, comm, placements, strategy, host};
   std::vector<BlockCost> block_costs;
-  for (const LayerOps& ops : blocks->blocks) block_costs.push_back(CostBlock(ops, ctx));
+  // Block 0 is the embedding and the last the output head (BuildChunkBlocks); the rest are layers.
+  for (size_t i = 0; i < blocks->blocks.size(); ++i) {
+    block_costs.push_back(CostBlock(blocks->blocks[i], ctx, i > 0 && i + 1 < blocks->blocks.size()));
+  }
   std::vector<ChunkCost> costs(blocks->chunks.size());
   for (size_t v = 0; v < costs.size(); ++v) {
     costs[v].layers = blocks->layers[v];

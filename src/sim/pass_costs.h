@@ -9,6 +9,7 @@
 #include "cost/comm_model.h"
 #include "cost/compute_model.h"
 #include "spec/cluster.h"
+#include "spec/framework.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 #include "workload/layer_ops.h"
@@ -33,13 +34,34 @@ struct PassCost {
   SimTime ring_step;
   int32_t ring_steps = 0;
   double flops = 0;  // model FLOPs of its GEMMs and attention (OpFlops), recompute included
+  // The host thread that issues the pass's ops (spec/framework.h; zero without a framework):
+  // |host| is the time it spends issuing them all, |host_lead| how long after it starts the pass
+  // may start on the GPU so that it ends when the issue allows. A GPU that is free from the start
+  // ends the pass at host start + host_lead + time: for op i of host cost h_i and GPU time g_i,
+  // max over i of (h_1 + ... + h_i + g_i + ... + g_n). Many short ops give host_lead + time =
+  // the host's time plus the last op's, a few long ones a lead of the first op's host cost.
+  SimTime host;
+  SimTime host_lead;
 };
+
+// The host's cost per op of loom's workload, from a framework profile (its scale applied), for
+// CostChunks: forward and recompute ops at |forward_op|, backward ops at |backward_op|; with
+// |graph_layers| every transformer layer's pass is one CUDA graph launch of |graph_launch|.
+struct HostCosts {
+  SimTime forward_op = SimTime();
+  SimTime backward_op = SimTime();
+  bool graph_layers = false;
+  SimTime graph_launch = SimTime();
+};
+HostCosts HostCostsOf(const FrameworkProfile& framework);
 
 // Part |index| of |parts| equal slices of |pass| (the first slice takes the nanoseconds a
 // division leaves over); a ring pass keeps its ring in every slice, each with 1/parts of it.
 // REQUIRES: parts >= 1, 0 <= index < parts.
 PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index);
 
+// A slice's host time is its share of |host|; its lead keeps the whole pass's start-up (the lead
+// beyond what the host falls behind the GPU), exact when the pass repeats one layer.
 // |first| then |second| as one pass (B and W run together as BW).
 PassCost CombinePasses(const PassCost& first, const PassCost& second);
 
@@ -91,10 +113,12 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
                                      const LayerOpsOptions& kernels = {});
 
 // Costs of every virtual stage (pp * vpp of them, in model order) of |strategy|: the sums of the
-// blocks of BuildChunkBlocks, each distinct block costed once. Errors: those of BuildChunkBlocks.
+// blocks of BuildChunkBlocks, each distinct block costed once; with |host|, each pass's host time
+// and lead too. Errors: those of BuildChunkBlocks.
 Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
                                           const ComputeModel& compute, const CommModel& comm,
-                                          const Placements& placements, const LayerOpsOptions& kernels = {});
+                                          const Placements& placements, const LayerOpsOptions& kernels = {},
+                                          const HostCosts* host = nullptr);
 
 }  // namespace loom
 

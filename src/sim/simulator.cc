@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/checked.h"
 #include "cost/comm_model.h"
@@ -168,6 +169,24 @@ int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
   return CeilDiv(tokens * model.hidden_size * 2, s.tp);
 }
 
+// The host thread of |framework|: its synchronisation points and each stage's optimizer lead: the
+// fixed host time (gradient norm, found-inf, Python) before any optimizer kernel, then as much of
+// the per-layer issue as the GPU's optimizer kernels do not cover.
+void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers, const PipelineSchedule& schedule,
+             StepGraphConfig& config) {
+  config.host = true;
+  config.host_sync_after_p2p = framework.sync_after_p2p;
+  config.host_sync_before_optimizer = framework.sync_before_optimizer;
+  const auto us = [&](double v) { return SimTime::FromNanos(static_cast<int64_t>(std::llround(v * framework.scale * 1e3))); };
+  for (int32_t stage = 0; stage < schedule.stages; ++stage) {
+    int64_t stage_layers = 0;
+    for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk) stage_layers += layers[schedule.VirtualStage(stage, chunk)];
+    const SimTime issue = us(framework.optimizer_us_per_layer * static_cast<double>(stage_layers));
+    const SimTime gpu = config.optimizer_time[stage];
+    config.optimizer_host_lead.push_back(us(framework.optimizer_us_fixed) + std::max(SimTime(), issue - gpu));
+  }
+}
+
 void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
                const std::vector<ChunkCost>& costs, SimulationResult& r) {
   const StepGraph& step = r.step;
@@ -215,6 +234,7 @@ CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimel
     if (t.category == step.pp_category) summary.pp_comm_s += s;
     if (t.category == step.dp_category) summary.dp_comm_s += s;
     if (t.category == step.optimizer_category) summary.optimizer_s += s;
+    if (t.category == step.host_category) summary.host_s += s;
   }
   return summary;
 }
@@ -232,8 +252,10 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   RooflineComputeModel compute(cluster.gpu);
   NcclCommModel comm(cluster);
   const Placements placements = PlaceStrategy(strategy, cluster);
+  const std::optional<HostCosts> host =
+      options.framework ? std::optional<HostCosts>(HostCostsOf(*options.framework)) : std::nullopt;
   Result<std::vector<ChunkCost>> costs =
-      CostChunks(model, strategy, compute, comm, placements, options.kernels);
+      CostChunks(model, strategy, compute, comm, placements, options.kernels, host ? &*host : nullptr);
   if (!costs.ok()) return costs.status();
   Result<StageStates> states = StatesPerStage(model, strategy);
   if (!states.ok()) return states.status();
@@ -246,6 +268,7 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   step.config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, *states, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);
+  if (options.framework) SetHost(*options.framework, layers, *schedule, step.config);
   for (const RankModelStates& s : states->per_stage) step.model_state_bytes.push_back(s.gpu.Total());
   step.strategy = strategy;
   step.schedule = std::move(schedule).value();

@@ -2,6 +2,7 @@
 #define LOOM_SIM_SIMULATOR_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -11,6 +12,7 @@
 #include "sim/pass_costs.h"
 #include "sim/step_graph.h"
 #include "spec/cluster.h"
+#include "spec/framework.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 #include "workload/layer_ops.h"
@@ -32,6 +34,9 @@ struct SimulationOptions {
   // a gradient bucket reduced while the pipeline sends, or while a pass runs its tp collectives,
   // slows both. Off: every transfer takes its time alone.
   bool share_bandwidth = true;
+  // The training framework whose host thread issues the work (spec/framework.h): its per-op host
+  // costs and synchronisation points. nullopt: no host thread, the GPU is always fed.
+  std::optional<FrameworkProfile> framework;
 };
 
 struct StageResult {
@@ -57,6 +62,7 @@ struct CriticalPathSummary {
   double pp_comm_s = 0;
   double dp_comm_s = 0;
   double optimizer_s = 0;
+  double host_s = 0;  // the host thread issuing work while the GPU waits for it
 };
 
 struct SimulationResult {

@@ -83,6 +83,10 @@ class Builder {
   const StepGraphConfig& config_;
   StepGraph step_;
   std::vector<StreamId> tp_stream_, pp_stream_, dp_stream_, cp_stream_, gather_stream_, pcie_stream_, cpu_stream_;
+  // The host thread (config_.host): per pass's first task, the host task its GPU work waits for.
+  std::unordered_map<TaskId, TaskId> host_lead_of_;
+  void AddHostIssue(int32_t rank, NameId name, TaskWork work, const PassCost& cost, TaskId gpu_first);
+  void HostWaitsFor(TaskId gpu_task, TaskId pass_first);
   // Per rank: the segments that used each gathered layer so far (ZeRO-3), and the all-gather of
   // each chunk's weights at the start of the step (--overlap-param-gather).
   std::vector<std::vector<TaskId>> gather_users_;
@@ -152,6 +156,7 @@ void Builder::AddRank(int32_t rank) {
   const bool offload = !config_.grad_to_host.empty() || config_.layer_fetch_time > SimTime();
   pcie_stream_.push_back(offload ? g.AddStream(rank, "pcie") : StreamId{-1});
   cpu_stream_.push_back(offload ? g.AddStream(rank, "cpu") : StreamId{-1});
+  if (config_.host) step_.host_stream.push_back(g.AddStream(rank, "host"));
   gather_users_.emplace_back();
 }
 
@@ -233,7 +238,31 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, TaskWork work, const PassC
   }
   if (latest_pass_[rank] != kNone) next_pass_[latest_pass_[rank]] = pass.first;
   latest_pass_[rank] = pass.last;
+  if (config_.host) AddHostIssue(rank, name, work, cost, pass.first);
   return pass;
+}
+
+// The host issues the pass: its lead, which the pass's first GPU task waits for, then the rest of
+// its host time, which the next pass's issue follows on the host stream.
+void Builder::AddHostIssue(int32_t rank, NameId name, TaskWork work, const PassCost& cost, TaskId gpu_first) {
+  TaskGraph& g = step_.graph;
+  const TaskWork issue{WorkKind::kHost, work.pass, work.index, work.part, work.parts};
+  const TaskId lead = Add({.stream = step_.host_stream[rank], .duration = cost.host_lead, .name = name,
+                           .category = step_.host_category},
+                          issue);
+  g.AddDependency(lead, gpu_first);
+  host_lead_of_[gpu_first] = lead;
+  const SimTime rest = cost.host - cost.host_lead;
+  if (rest > SimTime()) {
+    Add({.stream = step_.host_stream[rank], .duration = rest, .name = name, .category = step_.host_category}, issue);
+  }
+}
+
+// The host waits for |gpu_task| to end before it issues the pass that starts with |pass_first|.
+void Builder::HostWaitsFor(TaskId gpu_task, TaskId pass_first) {
+  if (auto lead = host_lead_of_.find(pass_first); lead != host_lead_of_.end()) {
+    step_.graph.AddDependency(gpu_task, lead->second);
+  }
 }
 
 // The kernels of a pass on the compute stream: one task, or with ring attention the kernels
@@ -433,7 +462,11 @@ TaskId Builder::Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, 
   // pass adds no wait cycle.
   if (auto next = next_pass_.find(before); config_.blocking_sends && next != next_pass_.end()) {
     step_.graph.AddDependency(id, next->second);
+    // The host synchronises after the send before it issues the sender's next pass.
+    if (config_.host_sync_after_p2p) HostWaitsFor(id, next->second);
   }
+  // And after the receive before it issues the pass that reads it.
+  if (config_.host_sync_after_p2p && config_.blocking_sends) HostWaitsFor(id, after);
   return id;
 }
 
@@ -547,6 +580,17 @@ void Builder::AddOptimizer(int32_t stage, NameId name, const std::vector<std::ve
     TaskId opt_id = Add(opt, {WorkKind::kOptimizer, Pass::kW, stage});  // reassigned below to what the weights' all-gather waits for
     if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], opt_id);
     for (TaskId t : reductions[replica]) g.AddDependency(t, opt_id);
+    if (config_.host) {
+      const TaskId issue = Add({.stream = step_.host_stream[rank], .duration = config_.optimizer_host_lead[stage],
+                                .name = name, .category = step_.host_category},
+                               {WorkKind::kHost, Pass::kW, stage});
+      g.AddDependency(issue, opt_id);
+      if (config_.host_sync_before_optimizer) {
+        for (TaskId t : reductions[replica]) g.AddDependency(t, issue);
+        if (latest_pass_[rank] != kNone) g.AddDependency(latest_pass_[rank], issue);
+        if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], issue);
+      }
+    }
     if (!config_.grad_to_host.empty()) opt_id = AddCpuStep(stage, rank, opt_id);
     if (config_.param_gather_time[stage] > SimTime() && !config_.overlap_param_gather) {
       Task all_gather{.stream = dp_stream_[rank], .duration = config_.param_gather_time[stage],
@@ -579,6 +623,7 @@ void NameStepParts(StepGraph& step) {
   step.optimizer_category = g.Intern("optimizer");
   step.cp_category = g.Intern("cp");
   step.offload_category = g.Intern("offload");
+  step.host_category = g.Intern("host");
 }
 
 StepGraph BuildStepGraph(const PipelineSchedule& schedule, const std::vector<ChunkCost>& chunk_costs,

@@ -83,6 +83,20 @@ struct StepGraphConfig {
   // a cp stream per rank over |cp_fabric|.
   bool cp_ring = false;
   Fabric cp_fabric = Fabric::kNone;
+  // The host thread of each rank (spec/framework.h). Off: the GPU is always fed. On: a "host"
+  // stream per rank issues every pass in the rank's order, first its lead (PassCost::host_lead),
+  // which the pass's GPU work waits for, then the rest of its host time; so the host runs ahead of
+  // the GPU as far as it can, and a pass of short ops waits for the host.
+  bool host = false;
+  // Where the host waits for the GPU: after every pipeline send and receive (the sender's next
+  // pass and the receiver's pass are issued only once the transfer has ended; Megatron-LM's
+  // torch.cuda.synchronize() after batch_isend_irecv, megatron/core/pipeline_parallel/
+  // p2p_communication.py), and before each stage's optimizer step, once every gradient is reduced
+  // (the gradient norm's and found-inf's .item()).
+  bool host_sync_after_p2p = false;
+  bool host_sync_before_optimizer = false;
+  // Per stage: the optimizer step's host time before its kernels may start (the lead), when host.
+  std::vector<SimTime> optimizer_host_lead;
 };
 
 // What a task runs, for an executor of real kernels (src/exec): BuildStepGraph records one per
@@ -100,9 +114,11 @@ enum class WorkKind : uint8_t {
   kLayerGather,  // ZeRO-3's all-gather of one layer's weights
   kOptimizer,    // stage |index|'s optimizer step on the GPU
   kOffload,      // copies over PCIe and the CPU optimizer step of ZeRO-Offload
+  kHost,         // the host thread issuing pass |index|'s |pass| (or stage |index|'s optimizer):
+                 // no GPU work; a plan with host tasks is the framework's, not an executor's
 };
 
-inline constexpr EnumNames<WorkKind, 10> kWorkKindNames({{
+inline constexpr EnumNames<WorkKind, 11> kWorkKindNames({{
     {WorkKind::kNone, "none"},
     {WorkKind::kPass, "pass"},
     {WorkKind::kTpComm, "tp_comm"},
@@ -113,6 +129,7 @@ inline constexpr EnumNames<WorkKind, 10> kWorkKindNames({{
     {WorkKind::kLayerGather, "layer_gather"},
     {WorkKind::kOptimizer, "optimizer"},
     {WorkKind::kOffload, "offload"},
+    {WorkKind::kHost, "host"},
 }});
 
 struct TaskWork {
@@ -138,6 +155,7 @@ struct StepGraph {
   int32_t replicas = 0;
   // Rank r is stage r % stages of replica r / stages. Streams of rank r: compute, tp, pp, dp.
   std::vector<StreamId> compute_stream;  // indexed by rank
+  std::vector<StreamId> host_stream;     // indexed by rank; empty without StepGraphConfig::host
   // Indexed by rank; empty when no transfer crosses the fabric.
   std::vector<Port> intra_node_port, inter_node_port;
   PoolId model_states = kDefaultPool;  // weights, gradients, optimizer states (a baseline)
@@ -148,7 +166,7 @@ struct StepGraph {
   // data-parallel collectives, the optimizer step.
   NameId compute_category = kEmptyName, tp_category = kEmptyName, pp_category = kEmptyName,
          dp_category = kEmptyName, optimizer_category = kEmptyName, cp_category = kEmptyName,
-         offload_category = kEmptyName;
+         offload_category = kEmptyName, host_category = kEmptyName;
   // The share of a pass's tp collectives that --tp-comm-overlap runs beside its kernels: not time
   // the compute stream spends, nor communication it waits for.
   NameId tp_hidden_category = kEmptyName;

@@ -76,6 +76,10 @@ Result<Scenario> LoadScenario(const std::string& path) {
   scenario.cluster_path = PathBeside(path, r.String("cluster"));
   scenario.nodes = r.OptionalInt("nodes");
   ReadStrategyKeys(r.Object("strategy"), &scenario.strategy);
+  if (std::optional<std::string> framework = r.OptionalString("framework")) {
+    const bool is_path = framework->find('/') != std::string::npos || framework->ends_with(".json");
+    scenario.framework = is_path ? PathBeside(path, *framework) : *framework;
+  }
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return scenario;
 }

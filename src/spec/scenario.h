@@ -16,7 +16,8 @@ namespace loom {
 // simulation can be rerun and shared:
 //   {"schema": "loom.scenario/1", "model": "../models/gpt3-175b.json",
 //    "cluster": "../hardware/clusters/dgx-a100.json", "nodes": 128,
-//    "strategy": {"tp": 8, "pp": 16, "dp": 8, "micro_batch": 1, "global_batch": 1536, ...}}
+//    "strategy": {"tp": 8, "pp": 16, "dp": 8, "micro_batch": 1, "global_batch": 1536, ...},
+//    "framework": "megatron-core"}
 // Paths are relative to the scenario file's folder. Strategy keys are the Strategy fields, with
 // enum values spelled as on the command line ("interleaved", "selective", "bf16", ...).
 struct Scenario {
@@ -25,6 +26,9 @@ struct Scenario {
   std::string cluster_path;
   std::optional<int64_t> nodes;
   Strategy strategy;
+  // The training framework (spec/framework.h): a name of hardware/frameworks/, "none", or a file
+  // path resolved against the scenario's folder. nullopt: the command's default.
+  std::optional<std::string> framework;
 };
 
 Result<Scenario> LoadScenario(const std::string& path);

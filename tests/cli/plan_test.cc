@@ -359,6 +359,27 @@ TEST(Plan, EmitPlanWritesAPlanFileOfThePickedStrategyAndSaysHowToValidateIt) {
   EXPECT_NEAR(plan->prediction.step_time_s, j["plans"][0]["step_time_s"].get<double>(), 1e-9);
 }
 
+// A plan file is run by loom's executors, which issue from C++: no framework's host thread, and
+// asking for one with it is refused rather than ignored.
+TEST(Plan, EmitPlanModelsNoFrameworkAndRefusesOne) {
+  const std::string path = TempPlanPath("framework");
+  CommandResult plain = PlanSmall({"--fix", "pp=2,tp=4", "--top", "1", "--emit", "plan", "--out", path, "--json"});
+  ASSERT_EQ(plain.code, kExitOk) << plain.err;
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["request"]["framework"], "none");
+  Result<PlanFile> plan = ReadPlanFile(path);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_TRUE(plan->step.host_stream.empty());
+  CommandResult refused = PlanSmall({"--fix", "pp=2,tp=4", "--top", "1", "--emit", "plan", "--out", path,
+                                     "--framework", "megatron-core"});
+  std::filesystem::remove(path);
+  EXPECT_NE(refused.code, kExitOk);
+  EXPECT_NE(refused.err.find("leave --framework out"), std::string::npos) << refused.err;
+  // Without --emit plan the planner ranks with megatron-core's host thread.
+  CommandResult ranked = PlanSmall({"--fix", "pp=2,tp=4", "--top", "1", "--json"});
+  ASSERT_EQ(ranked.code, kExitOk) << ranked.err;
+  EXPECT_EQ(nlohmann::json::parse(ranked.out)["request"]["framework"], "megatron-core");
+}
+
 TEST(Plan, EmitPlanPrintsWhereItWroteAndTheMpirunCommand) {
   const std::string path = TempPlanPath("text");
   CommandResult r = PlanSmall({"--fix", "pp=4,tp=2", "--top", "1", "--emit", "plan", "--out", path});

@@ -16,10 +16,12 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : j.items()) keys.push_back(key);
   const std::vector<std::string> expected = {
-      "schema", "step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu", "bubble_fraction",
+      "schema", "framework", "step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu", "hfu", "bubble_fraction",
       "peak_memory_bytes", "fits_in_memory", "stages", "breakdown", "memory_limit_bytes", "critical_path"};
   EXPECT_EQ(keys, expected);
   EXPECT_EQ(j["schema"], "loom.simulate/1");
+  EXPECT_EQ(j["framework"], "megatron-core");  // the default
+  EXPECT_TRUE(j["critical_path"].contains("host_s"));
   EXPECT_EQ(j["stages"].size(), 16u);
   for (const char* key : {"stage", "peak_memory_bytes", "compute_s", "bubble_s"}) {
     EXPECT_TRUE(j["stages"][0].contains(key)) << key;
@@ -29,6 +31,42 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
   }
   EXPECT_GT(j["mfu"].get<double>(), 0.0);
   EXPECT_LT(j["mfu"].get<double>(), 1.0);
+}
+
+// The host thread: a small model at micro-batch 1 waits for megatron-core's host, not without one.
+TEST(Simulate, FrameworkNamesTheHostThreadAndNoneFeedsTheGpu) {
+  const std::vector<std::string> base = {"simulate", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
+                                         Shipped("hardware/clusters/dgx-h100.json"), "--micro-batch", "1",
+                                         "--global-batch", "8", "--seq", "1024", "--json"};
+  const auto run = [&](const std::string& framework) {
+    std::vector<std::string> args = base;
+    args.push_back("--framework");
+    args.push_back(framework);
+    CommandResult r = Loom(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json megatron = run("megatron-core"), none = run("none"), graphs = run("megatron-core-cudagraphs");
+  EXPECT_EQ(none["framework"], "none");
+  EXPECT_EQ(none["critical_path"]["host_s"].get<double>(), 0.0);
+  EXPECT_GT(megatron["critical_path"]["host_s"].get<double>(), 0.0);
+  EXPECT_GT(megatron["step_time_s"].get<double>(), 2 * none["step_time_s"].get<double>());
+  // CUDA graphs take the layers' per-op floor away: between the two.
+  EXPECT_LT(graphs["step_time_s"].get<double>(), megatron["step_time_s"].get<double>());
+  EXPECT_GT(graphs["step_time_s"].get<double>(), none["step_time_s"].get<double>());
+  std::vector<std::string> file = base;
+  file.insert(file.end(), {"--framework", Shipped("hardware/frameworks/megatron-core.json")});
+  CommandResult by_path = Loom(file);
+  ASSERT_EQ(by_path.code, kExitOk) << by_path.err;
+  EXPECT_EQ(nlohmann::json::parse(by_path.out)["step_time_s"], megatron["step_time_s"]);
+}
+
+TEST(Simulate, UnknownFrameworkListsTheKnownOnes) {
+  CommandResult r = Loom({"simulate", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
+                          Shipped("hardware/clusters/dgx-h100.json"), "--framework", "megatron"});
+  EXPECT_NE(r.code, kExitOk);
+  EXPECT_NE(r.err.find("megatron-core"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("pytorch-eager"), std::string::npos) << r.err;
 }
 
 TEST(Simulate, SameInputGivesByteIdenticalJsonAndTrace) {

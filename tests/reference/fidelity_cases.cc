@@ -186,7 +186,7 @@ LayerOpsOptions MegatronLayerKernels() {
 }
 
 ReferencePaths SourceTreePaths(const std::string& source_dir) {
-  return {source_dir + "/tests/reference", source_dir + "/hardware/clusters"};
+  return {source_dir + "/tests/reference", source_dir + "/hardware/clusters", source_dir + "/hardware/frameworks"};
 }
 
 Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers, const std::string& file) {
@@ -203,6 +203,18 @@ Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers, con
   m.name = file;
   return m;
 }
+
+namespace {
+
+// Gives every case Megatron-LM's host thread (megatron-core.json), which both papers' runs had.
+Status WithMegatronHost(const ReferencePaths& paths, std::vector<StepCase>& cases) {
+  Result<FrameworkProfile> framework = LoadFrameworkProfile(paths.frameworks_dir + "/megatron-core.json");
+  if (!framework.ok()) return framework.status();
+  for (StepCase& c : cases) c.framework = *framework;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<std::vector<StepCase>> LoadKorthikantiIterationCases(const ReferencePaths& paths) {
   Result<std::vector<Table3Config>> configs = ReadTable3(paths);
@@ -229,6 +241,7 @@ Result<std::vector<StepCase>> LoadKorthikantiIterationCases(const ReferencePaths
                      Table3Strategy(*config, *dp, Recompute::kSelective, true), MegatronLayerKernels(),
                      selective_sp_s});
   }
+  LOOM_RETURN_IF_ERROR(WithMegatronHost(paths, cases));
   return cases;
 }
 
@@ -274,6 +287,7 @@ Result<std::vector<StepCase>> LoadNarayananCases(const ReferencePaths& paths) {
     if (!c.ok()) return c.status();
     cases.push_back(*c);
   }
+  LOOM_RETURN_IF_ERROR(WithMegatronHost(paths, cases));
   return cases;
 }
 

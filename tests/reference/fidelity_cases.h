@@ -6,6 +6,7 @@
 #define LOOM_TESTS_REFERENCE_FIDELITY_CASES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/status.h"
 #include "cost/comm_model.h"
 #include "spec/cluster.h"
+#include "spec/framework.h"
 #include "reference/reference_csv.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
@@ -24,6 +26,7 @@ namespace loom {
 struct ReferencePaths {
   std::string tables_dir;    // tests/reference
   std::string clusters_dir;  // hardware/clusters
+  std::string frameworks_dir = "";  // hardware/frameworks
 };
 
 // The paths inside a loom source tree rooted at |source_dir|.
@@ -42,6 +45,9 @@ struct StepCase {
   Strategy strategy;
   LayerOpsOptions kernels;  // attention kernel and dropout of every layer
   double measured = 0;
+  // The framework whose host thread issued the work: Megatron-LM's (hardware/frameworks/
+  // megatron-core.json) for both papers' runs.
+  std::optional<FrameworkProfile> framework = std::nullopt;
 };
 
 // One setting of Korthikanti et al. 2022 Table 4 (one 22B layer) and its measured times.

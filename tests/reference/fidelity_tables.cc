@@ -39,6 +39,7 @@ double SumMs(const std::vector<Op>& ops, const ComputeModel& compute, const Comm
 Result<SimulationResult> SimulateCase(const StepCase& c) {
   SimulationOptions options;
   options.kernels = c.kernels;
+  options.framework = c.framework;
   return SimulateTrainingStep(c.model, c.cluster, c.strategy, options);
 }
 

@@ -84,5 +84,25 @@ TEST(Scenario, MissingKeysAndWrongSchemaAreErrors) {
   EXPECT_NE(m.find("strategy: is missing"), std::string::npos) << m;
 }
 
+TEST(Scenario, FrameworkIsANameOrAPathBesideTheFile) {
+  const std::string named = WriteTemp("framework-named.json", R"({
+    "schema": "loom.scenario/1", "model": "m.json", "cluster": "c.json",
+    "strategy": {"micro_batch": 1}, "framework": "megatron-core-cudagraphs"})");
+  Result<Scenario> a = LoadScenario(named);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->framework, "megatron-core-cudagraphs");
+  const std::string file = WriteTemp("framework-file.json", R"({
+    "schema": "loom.scenario/1", "model": "m.json", "cluster": "c.json",
+    "strategy": {"micro_batch": 1}, "framework": "frameworks/mine.json"})");
+  Result<Scenario> b = LoadScenario(file);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->framework, ::testing::TempDir() + "frameworks/mine.json");
+  const std::string absent = WriteTemp("framework-absent.json", R"({
+    "schema": "loom.scenario/1", "model": "m.json", "cluster": "c.json", "strategy": {}})");
+  Result<Scenario> c = LoadScenario(absent);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->framework.has_value());
+}
+
 }  // namespace
 }  // namespace loom

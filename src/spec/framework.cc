@@ -1,0 +1,110 @@
+#include "spec/framework.h"
+
+#include <filesystem>
+
+#include "core/json_reader.h"
+
+namespace loom {
+namespace {
+
+constexpr std::string_view kSchema = "loom.framework/1";
+
+double NonNegative(JsonReader& r, std::string_view key) {
+  if (!r.Has(key)) {
+    r.AddError(key, "is missing; give the host time in microseconds (0 where the framework spends none)");
+    return 0;
+  }
+  return r.OptionalNonNegativeNumber(key).value_or(0);
+}
+
+bool RequiredBool(JsonReader& r, std::string_view key) {
+  if (!r.Has(key)) {
+    r.AddError(key, "is missing; say true or false");
+    return false;
+  }
+  return r.OptionalBool(key).value_or(false);
+}
+
+}  // namespace
+
+Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
+  Result<nlohmann::json> json = ReadJsonObjectFile(path);
+  if (!json.ok()) return json.status();
+  JsonReader r(*json, path);
+  FrameworkProfile p;
+  p.file = path;
+  const std::string schema = r.String("schema");
+  if (!schema.empty() && schema != kSchema) {
+    r.AddError("schema", "is \"" + schema + "\"; this loom reads \"" + std::string(kSchema) + "\"");
+  }
+  p.name = r.String("name");
+  p.source = r.String("source");
+  JsonReader& host = r.Object("host");
+  p.forward_us_per_op = NonNegative(host, "forward_us_per_op");
+  p.backward_us_per_op = NonNegative(host, "backward_us_per_op");
+  p.optimizer_us_per_layer = NonNegative(host, "optimizer_us_per_layer");
+  p.optimizer_us_fixed = NonNegative(host, "optimizer_us_fixed");
+  p.scale = host.OptionalPositiveNumber("scale").value_or(1.0);
+  p.fitted_on = host.OptionalStringList("fitted_on");
+  if (r.Has("cuda_graphs")) {
+    JsonReader& graphs = r.Object("cuda_graphs");
+    p.cuda_graph_layers = RequiredBool(graphs, "layers");
+    p.graph_launch_us = NonNegative(graphs, "launch_us");
+  }
+  JsonReader& sync = r.Object("sync");
+  p.sync_after_p2p = RequiredBool(sync, "after_p2p");
+  p.sync_before_optimizer = RequiredBool(sync, "before_optimizer");
+  LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
+  return p;
+}
+
+Result<std::optional<FrameworkProfile>> ResolveFramework(const std::string& name_or_path,
+                                                         const std::string& cluster_file) {
+  if (name_or_path == "none") return std::optional<FrameworkProfile>();
+  if (name_or_path.empty()) {
+    return Status::InvalidArgument("the framework is empty: name one of hardware/frameworks/ (megatron-core, ...), "
+                                   "a framework file, or none");
+  }
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  std::string path = name_or_path;
+  if (!is_path) {
+    const std::filesystem::path folder =
+        std::filesystem::path(cluster_file).parent_path().parent_path() / "frameworks";
+    path = (folder / (name_or_path + ".json")).lexically_normal().string();
+    if (!std::filesystem::exists(path)) {
+      std::string known;
+      std::error_code ec;
+      for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+        if (entry.path().extension() != ".json") continue;
+        known += (known.empty() ? "" : ", ") + entry.path().stem().string();
+      }
+      return Status::NotFound("framework '" + name_or_path + "': no " + path + " (the frameworks folder beside " +
+                              cluster_file + "'s folder); known: " + (known.empty() ? "none" : known) +
+                              "; or give a framework file's path, or none");
+    }
+  }
+  Result<FrameworkProfile> profile = LoadFrameworkProfile(path);
+  if (!profile.ok()) return profile.status();
+  return std::optional<FrameworkProfile>(std::move(profile).value());
+}
+
+nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
+  nlohmann::ordered_json j;
+  j["schema"] = kSchema;
+  j["name"] = p.name;
+  j["source"] = p.source;
+  nlohmann::ordered_json host;
+  host["forward_us_per_op"] = p.forward_us_per_op;
+  host["backward_us_per_op"] = p.backward_us_per_op;
+  host["optimizer_us_per_layer"] = p.optimizer_us_per_layer;
+  host["optimizer_us_fixed"] = p.optimizer_us_fixed;
+  host["scale"] = p.scale;
+  if (!p.fitted_on.empty()) host["fitted_on"] = p.fitted_on;
+  j["host"] = host;
+  j["cuda_graphs"] = {{"layers", p.cuda_graph_layers}, {"launch_us", p.graph_launch_us}};
+  j["sync"] = {{"after_p2p", p.sync_after_p2p}, {"before_optimizer", p.sync_before_optimizer}};
+  return j;
+}
+
+}  // namespace loom

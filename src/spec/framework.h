@@ -1,0 +1,67 @@
+#ifndef LOOM_SPEC_FRAMEWORK_H_
+#define LOOM_SPEC_FRAMEWORK_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace loom {
+
+// The host side of a training framework (schema "loom.framework/1", hardware/frameworks/): what
+// its CPU thread costs to issue the GPU's work, and where it waits for the GPU. In eager PyTorch
+// every kernel is issued by Python, the dispatcher and autograd; when a layer's kernels are
+// shorter than that, the GPU waits for the CPU (sim/step_graph.h models the host thread).
+//   {"schema": "loom.framework/1", "name": "megatron-core", "source": "...",
+//    "host": {"forward_us_per_op": 157, "backward_us_per_op": 92,
+//             "optimizer_us_per_layer": 600, "optimizer_us_fixed": 3700, "scale": 1.0},
+//    "cuda_graphs": {"layers": false, "launch_us": 3.6},
+//    "sync": {"after_p2p": true, "before_optimizer": true}}
+struct FrameworkProfile {
+  std::string file;
+  std::string name;
+  std::string source;
+  // Host time to issue one op of loom's workload (workload/layer_ops.h) in forward (recompute
+  // included) and in backward: the framework's kernels for that op and the Python, dispatcher
+  // and autograd work around them, measured per layer and divided by loom's ops of that layer.
+  double forward_us_per_op = 0;
+  double backward_us_per_op = 0;
+  // The optimizer step's host time: per transformer layer on the stage (its parameter tensors'
+  // multi-tensor kernels) and once (gradient-norm, the found-inf check, the Python around them).
+  double optimizer_us_per_layer = 0;
+  double optimizer_us_fixed = 0;
+  // Multiplies every host time above: the speed of the user's host CPU against the one the
+  // numbers were measured on, as `loom fit --runs` fits it. 1 as measured.
+  double scale = 1;
+  // Whether the transformer layers run as captured CUDA graphs (Megatron-core's
+  // --enable-cuda-graph): each layer's pass is one graph launch of |graph_launch_us| instead of
+  // its ops; the embedding, head and loss stay eager.
+  bool cuda_graph_layers = false;
+  double graph_launch_us = 0;
+  // Whether the host waits for the GPU after every pipeline send and receive (Megatron-LM's
+  // torch.cuda.synchronize() after batched p2p), and before the optimizer step (the
+  // gradient-norm and found-inf .item()s).
+  bool sync_after_p2p = false;
+  bool sync_before_optimizer = false;
+  // The files the host times were fitted on (`loom fit --runs`), when they were.
+  std::vector<std::string> fitted_on;
+};
+
+// Reads a framework file; errors name the file, the key and the fix.
+Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path);
+
+// The framework a command names: "none" (the GPU is always fed: no host thread), a file path
+// (containing '/' or ending in .json), or the name of a file in the frameworks folder beside the
+// cluster file's folder (hardware/clusters/x.json -> hardware/frameworks/<name>.json).
+Result<std::optional<FrameworkProfile>> ResolveFramework(const std::string& name_or_path,
+                                                         const std::string& cluster_file);
+
+// The profile as its file holds it (LoadFrameworkProfile reads it back to the same values).
+nlohmann::ordered_json FrameworkJson(const FrameworkProfile& profile);
+
+}  // namespace loom
+
+#endif  // LOOM_SPEC_FRAMEWORK_H_

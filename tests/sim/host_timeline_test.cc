@@ -1,0 +1,273 @@
+// The host thread that issues each rank's work (issue 19): hand-worked timelines of short and long
+// ops, the lead a pass waits for, the synchronisation points that stop the host running ahead,
+// CUDA graphs, and the host track of the trace.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cost/comm_model.h"
+#include "cost/compute_model.h"
+#include "sim/engine.h"
+#include "sim/pass_costs.h"
+#include "sim/simulator.h"
+#include "sim/step_graph.h"
+#include "sim/trace.h"
+#include "sim_test_support.h"
+
+namespace loom {
+namespace {
+
+constexpr int64_t kUs = 1'000;
+constexpr int64_t kMs = 1'000'000;
+
+SimTime Us(int64_t us) { return SimTime::FromNanos(us * kUs); }
+
+// Every kernel takes |kernel| and every collective |kernel| too: op times the test can count.
+class EveryOpTakes : public ComputeModel, public CommModel {
+ public:
+  explicit EveryOpTakes(SimTime kernel) : kernel_(kernel) {}
+  SimTime Gemm(const GemmShape&) const override { return kernel_; }
+  SimTime Attention(const AttentionShape&) const override { return kernel_; }
+  SimTime MemoryBound(const MemoryShape&) const override { return kernel_; }
+  SimTime Collective(CollectiveKind, int64_t, GroupPlacement) const override { return kernel_; }
+  SimTime PointToPoint(int64_t, bool) const override { return kernel_; }
+
+ private:
+  SimTime kernel_;
+};
+
+Strategy OneGpu() {
+  Strategy s;
+  s.micro_batch = 1;
+  s.global_batch = 1;
+  s.seq_len = 1024;
+  return s;
+}
+
+// The forward ops of the one virtual stage of |s| (embedding, layers, head).
+int64_t ForwardOps(const ModelSpec& model, const Strategy& s) {
+  Result<ChunkBlocks> blocks = BuildChunkBlocks(model, s);
+  EXPECT_TRUE(blocks.ok()) << blocks.status().message();
+  int64_t ops = 0;
+  for (const BlockRun& run : blocks->chunks[0]) ops += run.count * static_cast<int64_t>(blocks->blocks[run.block].forward.size());
+  return ops;
+}
+
+ChunkCost CostOneStage(const ModelSpec& model, const Strategy& s, SimTime kernel, const HostCosts& host) {
+  const EveryOpTakes models(kernel);
+  const ClusterSpec cluster = Load("models/gpt3-125m.json", "hardware/clusters/dgx-h100.json", 1).cluster;
+  Result<std::vector<ChunkCost>> costs = CostChunks(model, s, models, models, PlaceStrategy(s, cluster), {}, &host);
+  EXPECT_TRUE(costs.ok()) << costs.status().message();
+  return costs.ok() ? costs->front() : ChunkCost{};
+}
+
+TEST(HostPass, AChainOfTinyKernelsCostsTheHostsTimeNotTheKernels) {
+  const ModelSpec model = Load("models/gpt3-125m.json", "hardware/clusters/dgx-h100.json", 1).model;
+  const Strategy s = OneGpu();
+  const int64_t n = ForwardOps(model, s);
+  ASSERT_GT(n, 100);
+  // 1 us kernels issued at 10 us each: the GPU waits for every one, so the pass ends one kernel
+  // after the host has issued the last: n * 10 us + 1 us from the host's start.
+  const ChunkCost c = CostOneStage(model, s, Us(1), {.forward_op = Us(10), .backward_op = Us(20)});
+  EXPECT_EQ(c.forward.time, Us(n));
+  EXPECT_EQ(c.forward.host, Us(10 * n));
+  EXPECT_EQ(c.forward.host_lead + c.forward.time, Us(10 * n + 1));
+}
+
+TEST(HostPass, AChainOfLongKernelsWaitsOnlyForTheFirstIssue) {
+  const ModelSpec model = Load("models/gpt3-125m.json", "hardware/clusters/dgx-h100.json", 1).model;
+  const Strategy s = OneGpu();
+  const int64_t n = ForwardOps(model, s);
+  // 1 ms kernels issued at 10 us: the host runs ahead after the first, the kernels run back to back.
+  const ChunkCost c = CostOneStage(model, s, SimTime::FromNanos(kMs), {.forward_op = Us(10), .backward_op = Us(20)});
+  EXPECT_EQ(c.forward.time, SimTime::FromNanos(n * kMs));
+  EXPECT_EQ(c.forward.host, Us(10 * n));
+  EXPECT_EQ(c.forward.host_lead, Us(10));
+}
+
+TEST(HostPass, CudaGraphLayersLeaveOnlyTheEagerEmbeddingAndHead) {
+  const ModelSpec model = Load("models/gpt3-125m.json", "hardware/clusters/dgx-h100.json", 1).model;
+  const Strategy s = OneGpu();
+  Result<ChunkBlocks> blocks = BuildChunkBlocks(model, s);
+  ASSERT_TRUE(blocks.ok());
+  const int64_t eager_ops =
+      static_cast<int64_t>(blocks->blocks.front().forward.size() + blocks->blocks.back().forward.size());
+  const HostCosts eager{.forward_op = Us(10), .backward_op = Us(20)};
+  HostCosts graphs = eager;
+  graphs.graph_layers = true;
+  graphs.graph_launch = Us(4);
+  const ChunkCost e = CostOneStage(model, s, Us(1), eager);
+  const ChunkCost g = CostOneStage(model, s, Us(1), graphs);
+  // One launch per layer instead of its ops: the floor of many short kernels goes.
+  EXPECT_EQ(g.forward.host, Us(10 * eager_ops + 4 * model.num_layers));
+  EXPECT_LT(g.forward.host.nanos() * 5, e.forward.host.nanos());
+  EXPECT_EQ(g.forward.time, e.forward.time);
+}
+
+TEST(HostPass, ASliceKeepsTheLeadOfARepeatedLayer) {
+  // Four equal host-bound layers: 4 ms of host over 2 ms of GPU, a lead of 2 ms + 0.1 ms.
+  PassCost pass;
+  pass.time = SimTime::FromNanos(2 * kMs);
+  pass.host = SimTime::FromNanos(4 * kMs);
+  pass.host_lead = SimTime::FromNanos(2 * kMs + 100 * kUs);
+  const PassCost half = SlicePass(pass, 2, 0);
+  EXPECT_EQ(half.host, SimTime::FromNanos(2 * kMs));
+  EXPECT_EQ(half.host_lead, SimTime::FromNanos(1 * kMs + 100 * kUs));
+  // The two halves in a row give the whole pass back.
+  const PassCost both = CombinePasses(half, SlicePass(pass, 2, 1));
+  EXPECT_EQ(both.host, pass.host);
+  EXPECT_EQ(both.host_lead, pass.host_lead);
+}
+
+// One rank, one micro-batch: F then B, with host times worked by hand.
+TEST(HostTimeline, ThePassWaitsForItsLeadAndTheHostIssuesInOrder) {
+  ChunkCost c;
+  c.forward.time = SimTime::FromNanos(1 * kMs);
+  c.forward.host = SimTime::FromNanos(5 * kMs);
+  c.forward.host_lead = Us(4500);
+  c.backward_input.time = SimTime::FromNanos(2 * kMs);
+  c.backward_input.host = SimTime::FromNanos(1 * kMs);
+  c.backward_input.host_lead = Us(100);
+  StepGraphConfig config;
+  config.optimizer_time = {Us(300)};
+  config.param_gather_time = {SimTime()};
+  config.host = true;
+  config.host_sync_before_optimizer = true;
+  config.optimizer_host_lead = {Us(50)};
+  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 1, 1, 1);
+  ASSERT_TRUE(schedule.ok());
+  const StepGraph step = BuildStepGraph(*schedule, {c}, config);
+  Result<StepTimeline> t = Simulate(step.graph);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  // Host: F's lead [0, 4.5], F's rest [4.5, 5], B's lead [5, 5.1], B's rest [5.1, 6]; the
+  // optimizer's lead waits for B to end (the .item() before the step) [7.5, 7.55].
+  // GPU: F [4.5, 5.5]; B waits for F [5.5, 7.5]; the optimizer [7.55, 7.85].
+  std::vector<std::pair<std::string, TaskId>> gpu;
+  for (TaskId id = 0; id < step.graph.num_tasks(); ++id) {
+    if (step.work[id].kind == WorkKind::kPass || step.work[id].kind == WorkKind::kOptimizer) {
+      gpu.push_back({std::string(kWorkKindNames.Name(step.work[id].kind)), id});
+    }
+  }
+  ASSERT_EQ(gpu.size(), 3u);
+  EXPECT_EQ(t->start[gpu[0].second], Us(4500));
+  EXPECT_EQ(t->end[gpu[0].second], Us(5500));
+  EXPECT_EQ(t->start[gpu[1].second], Us(5500));
+  EXPECT_EQ(t->end[gpu[1].second], Us(7500));
+  EXPECT_EQ(t->start[gpu[2].second], Us(7550));
+  EXPECT_EQ(t->makespan, Us(7850));
+  // The host stream was busy for both passes' host times and the optimizer's lead.
+  EXPECT_EQ(t->stream_busy[step.host_stream[0]], Us(5000 + 1000 + 50));
+}
+
+// Two stages, two micro-batches of 1 ms passes issued at 0.1 ms: where the host may run ahead.
+struct TwoStages {
+  StepGraph step;
+  StepTimeline timeline;
+};
+
+TwoStages RunTwoStages(bool sync_after_p2p) {
+  ChunkCost c;
+  c.forward.time = SimTime::FromNanos(kMs);
+  c.backward_input.time = SimTime::FromNanos(2 * kMs);
+  for (PassCost* p : {&c.forward, &c.backward_input}) {
+    p->host = Us(100);
+    p->host_lead = Us(100);
+  }
+  StepGraphConfig config;
+  config.optimizer_time = {SimTime(), SimTime()};
+  config.param_gather_time = {SimTime(), SimTime()};
+  config.p2p_time = Us(200);
+  config.host = true;
+  config.host_sync_after_p2p = sync_after_p2p;
+  config.optimizer_host_lead = {SimTime(), SimTime()};
+  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 2, 2, 1);
+  EXPECT_TRUE(schedule.ok());
+  TwoStages run{BuildStepGraph(*schedule, {c, c}, config), {}};
+  Result<StepTimeline> t = Simulate(run.step.graph);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  run.timeline = *t;
+  return run;
+}
+
+TEST(HostTimeline, TheHostRunsAheadUntilASyncPointStopsIt) {
+  for (bool sync : {false, true}) {
+    const TwoStages run = RunTwoStages(sync);
+    const TaskGraph& g = run.step.graph;
+    // Every host issue that follows a transfer on its rank, and the transfer it follows.
+    int checked = 0;
+    for (TaskId transfer = 0; transfer < g.num_tasks(); ++transfer) {
+      if (run.step.work[transfer].kind != WorkKind::kTransfer) continue;
+      for (const Dependency& d : g.dependencies()) {
+        if (d.before != transfer || run.step.work[d.after].kind != WorkKind::kPass) continue;
+        // The host's lead of the pass the transfer feeds: on the pass's rank, just before it.
+        for (const Dependency& h : g.dependencies()) {
+          if (h.after != d.after || run.step.work[h.before].kind != WorkKind::kHost) continue;
+          ++checked;
+          if (sync) {
+            EXPECT_GE(run.timeline.start[h.before], run.timeline.end[transfer]) << g.DescribeTask(h.before);
+          }
+        }
+      }
+    }
+    EXPECT_GT(checked, 0);
+    // Stage 0's host issues its second forward while its first is still on the GPU unless it
+    // must wait for the first's send.
+    std::vector<TaskId> stage0_forwards, stage0_leads;
+    for (TaskId id = 0; id < g.num_tasks(); ++id) {
+      if (g.rank_of(id) != 0 || run.step.work[id].pass != Pass::kF) continue;
+      if (run.step.work[id].kind == WorkKind::kPass) stage0_forwards.push_back(id);
+      if (run.step.work[id].kind == WorkKind::kHost) stage0_leads.push_back(id);
+    }
+    ASSERT_EQ(stage0_forwards.size(), 2u);
+    ASSERT_EQ(stage0_leads.size(), 2u);
+    if (sync) {
+      EXPECT_GT(run.timeline.start[stage0_leads[1]], run.timeline.end[stage0_forwards[0]]);
+    } else {
+      EXPECT_LT(run.timeline.start[stage0_leads[1]], run.timeline.end[stage0_forwards[0]]);
+    }
+  }
+}
+
+TEST(HostTimeline, TheTraceHasAHostTrackPerRank) {
+  const TwoStages run = RunTwoStages(true);
+  const std::string trace = ChromeTraceJson(run.step.graph, run.timeline);
+  EXPECT_NE(trace.find("\"name\":\"host\""), std::string::npos);
+  ASSERT_EQ(run.step.host_stream.size(), 2u);
+  EXPECT_GT(run.timeline.stream_busy[run.step.host_stream[1]], SimTime());
+}
+
+// The shipped megatron-core profile on whole steps: a small model at micro-batch 1 waits for the
+// host, a large one does not.
+TEST(HostTimeline, SmallModelsWaitForTheHostLargeOnesBarelyMove) {
+  Result<FrameworkProfile> megatron = LoadFrameworkProfile(Shipped("hardware/frameworks/megatron-core.json"));
+  ASSERT_TRUE(megatron.ok()) << megatron.status().message();
+  const auto step_time = [&](const Inputs& in, const Strategy& s, bool host) {
+    SimulationOptions options;
+    if (host) options.framework = *megatron;
+    Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, s, options);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? r->step_time_s : 0.0;
+  };
+  const Inputs small = Load("models/gpt3-125m.json", "hardware/clusters/dgx-h100.json", 1);
+  Strategy s = OneGpu();
+  s.global_batch = 8;
+  EXPECT_GT(step_time(small, s, true), 2 * step_time(small, s, false));
+  const Inputs large = Load("models/llama3-70b.json", "hardware/clusters/dgx-h100.json", 8);
+  Strategy l;
+  l.tp = 8;
+  l.pp = 8;
+  l.dp = 1;
+  l.sp = true;
+  l.micro_batch = 1;
+  l.global_batch = 32;
+  l.seq_len = 4096;
+  l.recompute = Recompute::kSelective;
+  const double with_host = step_time(large, l, true), without = step_time(large, l, false);
+  EXPECT_GT(with_host, without);
+  EXPECT_LT(with_host, 1.03 * without);
+}
+
+}  // namespace
+}  // namespace loom
