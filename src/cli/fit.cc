@@ -23,7 +23,9 @@
 #include "cost/profile.h"
 #include "cost/profile_collectives.h"
 #include "cost/profile_fit.h"
+#include "plan/run_fit.h"
 #include "spec/cluster.h"
+#include "spec/framework.h"
 
 namespace loom {
 namespace {
@@ -34,6 +36,9 @@ struct FitOptions {
   std::vector<std::string> inputs;
   std::string gpu_path;
   std::string cluster_path;
+  std::string runs_path;
+  std::string params = "auto";
+  std::string framework = kDefaultFramework;
   std::string output_path;
   bool dry_run = false;
   bool check = false;
@@ -476,6 +481,190 @@ Status RunClusterFit(const FitOptions& o, std::ostream& out) {
   return Status::Ok();
 }
 
+
+// --params: a comma list of kRunParamNames, or auto (every one some run depends on).
+Result<std::vector<RunParam>> ParseRunParams(const std::string& text, bool* automatic) {
+  *automatic = text == "auto";
+  if (*automatic) return std::vector<RunParam>{RunParam::kHost, RunParam::kCompute, RunParam::kInterNode};
+  std::vector<RunParam> params;
+  std::stringstream in(text);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    std::optional<RunParam> p = kRunParamNames.Parse(name);
+    if (!p) {
+      return Status::InvalidArgument("--params: '" + name + "' is not a parameter; name some of " +
+                                     kRunParamNames.Choices() + ", or auto");
+    }
+    if (std::find(params.begin(), params.end(), *p) == params.end()) params.push_back(*p);
+  }
+  if (params.empty()) return Status::InvalidArgument("--params is empty; name some of " + kRunParamNames.Choices());
+  return params;
+}
+
+// |file|'s JSON with |edit| applied, written atomically and checked by |load|.
+Status EditFile(const std::string& file, const std::function<void(Json&)>& edit,
+                const std::function<Status(const std::string&)>& load) {
+  Result<Json> read = ReadOrderedJson(file);
+  if (!read.ok()) return read.status();
+  Json json = std::move(read).value();
+  edit(json);
+  return WriteAtomically(file, json.dump(2) + "\n", load);
+}
+
+// Writes each fitted multiplier into the file that holds its parameter; returns what it wrote.
+Result<std::vector<std::string>> WriteRunFit(const RunFit& fit, const std::vector<MeasuredRun>& runs,
+                                             const std::string& runs_path) {
+  std::vector<std::string> written;
+  const std::string note = "loom fit --runs " + runs_path;
+  for (size_t j = 0; j < fit.params.size(); ++j) {
+    const double v = fit.values[j];
+    const MeasuredRun& run = runs.front();
+    switch (fit.params[j]) {
+      case RunParam::kHost: {
+        if (!run.options.framework) break;
+        const std::string file = run.options.framework->file;
+        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& j) {
+          Json& host = j["host"];
+          host["scale"] = host.value("scale", 1.0) * v;
+          Json fitted = host.value("fitted_on", Json::array());
+          fitted.push_back(runs_path);
+          host["fitted_on"] = fitted;
+        }, [](const std::string& path) {
+          Result<FrameworkProfile> loaded = LoadFrameworkProfile(path);
+          return loaded.ok() ? Status::Ok() : loaded.status();
+        }));
+        written.push_back(file + ": host.scale x " + Number(v));
+        break;
+      }
+      case RunParam::kCompute: {
+        const std::string file = run.cluster.gpu.file;
+        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& j) {
+          Json& c = j["calibration"];
+          for (auto& [key, value] : c.items()) {
+            const bool efficiency = key.starts_with("gemm_efficiency_") || key == "attention_efficiency" ||
+                                    key == "memory_bandwidth_fraction";
+            if (efficiency && value.is_number()) value = std::min(1.0, value.get<double>() * v);
+          }
+          c["source"] = c.value("source", std::string()) + " Scaled by " + Number(v) + " (" + note + ").";
+        }, [](const std::string& path) {
+          Result<GpuSpec> loaded = LoadGpuSpec(path);
+          return loaded.ok() ? Status::Ok() : loaded.status();
+        }));
+        written.push_back(file + ": compute efficiencies x " + Number(v));
+        break;
+      }
+      case RunParam::kInterNode: {
+        const std::string file = run.cluster.file;
+        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& j) {
+          Json& c = j["calibration"];
+          c["inter_node_busbw_fraction"] = std::min(1.0, c.value("inter_node_busbw_fraction", 1.0) * v);
+          c["source"] = c.value("source", std::string()) + " inter_node_busbw_fraction scaled by " + Number(v) +
+                        " (" + note + ").";
+        }, [](const std::string& path) {
+          Result<ClusterSpec> loaded = LoadClusterSpec(path);
+          return loaded.ok() ? Status::Ok() : loaded.status();
+        }));
+        written.push_back(file + ": inter_node_busbw_fraction x " + Number(v));
+        break;
+      }
+    }
+  }
+  return written;
+}
+
+Status RunRunsFit(const FitOptions& o, std::ostream& out) {
+  if (!o.output_path.empty()) {
+    return Status::InvalidArgument("--output with --runs: the fit writes each parameter into its own file (the "
+                                   "framework, GPU or cluster file); use --dry-run to see it first, or point "
+                                   "--cluster and --framework at copies");
+  }
+  bool automatic = false;
+  Result<std::vector<RunParam>> asked = ParseRunParams(o.params, &automatic);
+  if (!asked.ok()) return asked.status();
+  Result<std::vector<MeasuredRun>> runs = LoadRuns(o.runs_path, o.cluster_path, o.framework);
+  if (!runs.ok()) return runs.status();
+  std::vector<std::string> dropped;
+  std::vector<RunParam> params = *asked;
+  if (automatic) {
+    Result<std::vector<RunParam>> kept = IdentifiableParams(*runs, *asked, &dropped);
+    if (!kept.ok()) return kept.status();
+    params = *kept;
+    if (params.empty()) {
+      return Status::InvalidArgument("fit --runs: the runs identify no parameter: " + JoinedList(dropped, "; "));
+    }
+  }
+  Result<RunFit> fit = FitRuns(*runs, params);
+  if (!fit.ok()) return fit.status();
+  std::vector<std::string> written;
+  if (!o.dry_run) {
+    Result<std::vector<std::string>> w = WriteRunFit(*fit, *runs, o.runs_path);
+    if (!w.ok()) return w.status();
+    written = *w;
+  }
+  const auto pct = [](double predicted, double measured) { return 100 * (predicted / measured - 1); };
+  if (o.json) {
+    Json j;
+    j["schema"] = "loom.fit-runs/1";
+    j["runs_file"] = o.runs_path;
+    Json params_json = Json::array();
+    for (size_t k = 0; k < fit->params.size(); ++k) {
+      params_json.push_back({{"name", kRunParamNames.Name(fit->params[k])}, {"multiplier", fit->values[k]}});
+    }
+    j["params"] = params_json;
+    j["not_fitted"] = dropped;
+    Json rows = Json::array();
+    for (size_t i = 0; i < fit->rows.size(); ++i) {
+      const RunFitRow& r = fit->rows[i];
+      Json sens = Json::object();
+      for (size_t k = 0; k < fit->params.size(); ++k) sens[std::string(kRunParamNames.Name(fit->params[k]))] = fit->sensitivity[i][k];
+      rows.push_back({{"name", r.name},
+                      {"measured_s", r.measured_s},
+                      {"before_s", r.before_s},
+                      {"fitted_s", r.fitted_s},
+                      {"left_out_s", r.left_out_s ? Json(*r.left_out_s) : Json(nullptr)},
+                      {"sensitivity", sens}});
+    }
+    j["runs"] = rows;
+    j["before_mape_pct"] = fit->before_mape;
+    j["fitted_mape_pct"] = fit->fitted_mape;
+    j["left_out_mape_pct"] = fit->left_out_mape ? Json(*fit->left_out_mape) : Json(nullptr);
+    j["written"] = written;
+    out << j.dump(2) << "\n";
+    return Status::Ok();
+  }
+  out << "runs     " << o.runs_path << ": " << fit->rows.size() << " runs on " << o.cluster_path << "\n";
+  for (size_t k = 0; k < fit->params.size(); ++k) {
+    out << "fitted   " << kRunParamNames.Name(fit->params[k]) << " x " << Number(fit->values[k]) << "\n";
+  }
+  for (const std::string& d : dropped) out << "not fitted  " << d << "\n";
+  out << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-28s %10s %10s %8s %10s %8s %12s %8s\n", "run", "measured s", "before s", "err %",
+                "fitted s", "err %", "left out s", "err %");
+  out << line;
+  for (const RunFitRow& r : fit->rows) {
+    char left[64] = "-", left_err[32] = "-";
+    if (r.left_out_s) {
+      std::snprintf(left, sizeof left, "%.4g", *r.left_out_s);
+      std::snprintf(left_err, sizeof left_err, "%+.1f", pct(*r.left_out_s, r.measured_s));
+    }
+    std::snprintf(line, sizeof line, "%-28s %10.4g %10.4g %+8.1f %10.4g %+8.1f %12s %8s\n", r.name.substr(0, 28).c_str(),
+                  r.measured_s, r.before_s, pct(r.before_s, r.measured_s), r.fitted_s, pct(r.fitted_s, r.measured_s),
+                  left, left_err);
+    out << line;
+  }
+  out << "\nmean |error|: before " << Percent(fit->before_mape / 100) << ", fitted (in-sample) "
+      << Percent(fit->fitted_mape / 100) << ", leave-one-out "
+      << (fit->left_out_mape ? Percent(*fit->left_out_mape / 100) : std::string("- (no run can be left out)"))
+      << "\n";
+  if (written.empty()) {
+    out << "wrote nothing (--dry-run)\n";
+  } else {
+    for (const std::string& w : written) out << "wrote    " << w << "\n";
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void AddFitCommand(CLI::App& app, CommandRunner& runner) {
@@ -487,7 +676,7 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
                   "with collectives, or output of nccl-tests (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
                   "alltoall_perf, sendrecv_perf), as printed or as its -J JSON; printed output run with "
                   "NCCL_NVLS_ENABLE=0 and NCCL_DEBUG=INFO is fitted without NVLS (NCCL's log line says so)")
-      ->required();
+      ;
   CLI::Option_group* target = cmd->add_option_group("target", "What to calibrate (exactly one)");
   target->add_option("--gpu", options->gpu_path,
                      "GPU file (hardware/gpus/) whose compute calibration is fitted: GEMM efficiency per dtype, "
@@ -496,7 +685,18 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
   target->add_option("--cluster", options->cluster_path,
                      "Cluster file (hardware/clusters/) whose communication calibration is fitted: bus-bandwidth "
                      "fractions and extra latencies within and across nodes");
-  target->require_option(1);
+  target->add_option("--runs", options->runs_path,
+                     "Runs file (schema loom.runs/1, or CSV) of measured step times with their model and strategy, "
+                     "on --cluster: fit the --params multipliers by robust least squares, print the in-sample and "
+                     "leave-one-out error per run, and write each into its file (framework, GPU or cluster)");
+  cmd->add_option("--params", options->params,
+                  "With --runs: the multipliers to fit, a comma list of host (the framework's host times), compute "
+                  "(the GPU's efficiencies) and inter_node (the cross-node bus bandwidth), or auto (every one some "
+                  "run depends on)")
+      ->capture_default_str();
+  cmd->add_option("--framework", options->framework,
+                  std::string("With --runs: the framework of runs that name none; ") + kFrameworkHelp)
+      ->capture_default_str();
   CLI::Option* dry_run = cmd->add_flag("--dry-run", options->dry_run, "Print the fit; write nothing");
   CLI::Option* check = cmd->add_flag(
       "--check", options->check,
@@ -514,12 +714,35 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
       "  loom fit tests/cli/data/profile_a100_synthetic.json --gpu hardware/gpus/a100-sxm4-80gb.json --dry-run\n"
       "  loom fit all_reduce_perf.log all_gather_perf.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
       "  loom fit profile.json --gpu hardware/gpus/a100-sxm4-80gb.json --output a100-calibrated.json --json\n"
-      "  loom fit grid.json --gpu a100-calibrated.json --check        (held-out error of that calibration)");
+      "  loom fit grid.json --gpu a100-calibrated.json --check        (held-out error of that calibration)\n"
+      "  loom fit --runs my_runs.json --cluster hardware/clusters/dgx-h100.json --dry-run   (from step times)");
   cmd->callback([options, &runner] {
+    // Which fit the options ask for, checked while parsing: a wrong combination is a usage error.
+    const FitOptions& o = *options;
+    if (!o.runs_path.empty()) {
+      if (!o.gpu_path.empty()) {
+        throw CLI::ValidationError("--runs", "fit --runs takes --cluster (the runs' cluster, whose GPU file it "
+                                             "calibrates), not --gpu");
+      }
+      if (o.cluster_path.empty()) throw CLI::RequiredError("--cluster (the cluster the runs ran on) with --runs");
+      if (!o.inputs.empty()) {
+        throw CLI::ValidationError("inputs", "fit --runs reads only the runs file; fit " + o.inputs.front() +
+                                                 " in a call of its own");
+      }
+    } else {
+      if (o.gpu_path.empty() == o.cluster_path.empty()) {
+        throw CLI::ValidationError("target", "fit needs exactly one of --gpu FILE, --cluster FILE, or --runs FILE "
+                                             "--cluster FILE; see loom fit --help");
+      }
+      if (o.inputs.empty()) {
+        throw CLI::RequiredError("inputs (profiles from loom probe, or nccl-tests output) before --gpu or --cluster");
+      }
+    }
     runner = [options](std::ostream& out, std::ostream&) -> Status {
       if (options->check && options->gpu_path.empty()) {
         return Status::InvalidArgument("fit --check checks a GPU file's compute calibration: pass --gpu FILE");
       }
+      if (!options->runs_path.empty()) return RunRunsFit(*options, out);
       return options->gpu_path.empty() ? RunClusterFit(*options, out) : RunGpuFit(*options, out);
     };
   });

@@ -62,6 +62,8 @@ void ReadStrategyKeys(JsonReader& r, Strategy* s) {
 
 }  // namespace
 
+void ReadStrategyObject(JsonReader& r, Strategy* strategy) { ReadStrategyKeys(r, strategy); }
+
 Result<Scenario> LoadScenario(const std::string& path) {
   Result<nlohmann::json> json = ReadJsonObjectFile(path);
   if (!json.ok()) return json.status();

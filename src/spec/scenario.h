@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_reader.h"
 #include "core/status.h"
 #include "spec/strategy.h"
 
@@ -32,6 +33,10 @@ struct Scenario {
 };
 
 Result<Scenario> LoadScenario(const std::string& path);
+
+// Reads the strategy keys of a scenario's "strategy" object from |r| into |strategy| (keys absent
+// keep its values); errors are recorded in |r|, as JsonReader does.
+void ReadStrategyObject(JsonReader& r, Strategy* strategy);
 
 // |strategy| under the scenario file's strategy keys, every key written (LoadScenario reads it
 // back to the same strategy).

@@ -386,5 +386,68 @@ TEST(Fit, HelpHasExamples) {
   EXPECT_NE(r.out.find("--cluster"), std::string::npos);
 }
 
+// fit --runs on runs that loom made with megatron-core's host times x 1.5: the host multiplier
+// comes back, with the leave-one-out error, and is written into the framework file it came from.
+TEST(FitRuns, RecoversTheHostScaleOfSyntheticRunsAndWritesItIntoTheFramework) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "fit_runs";
+  fs::create_directories(dir);
+  nlohmann::json framework = nlohmann::json::parse(ReadText(Shipped("hardware/frameworks/megatron-core.json")));
+  framework["host"]["scale"] = 1.5;
+  const fs::path truth = dir / "truth.json";
+  std::ofstream(truth) << framework.dump(2);
+  nlohmann::json runs = {{"schema", "loom.runs/1"}, {"runs", nlohmann::json::array()}};
+  for (const char* model : {"gpt3-125m", "gpt3-350m"}) {
+    for (const char* mb : {"1", "4", "16"}) {
+      CommandResult r = Loom({"simulate", "--model", Shipped(std::string("models/") + model + ".json"), "--cluster",
+                              Shipped("hardware/clusters/dgx-h100.json"), "--micro-batch", mb, "--global-batch", "16",
+                              "--seq", "2048", "--framework", truth.string(), "--json"});
+      ASSERT_EQ(r.code, kExitOk) << r.err;
+      runs["runs"].push_back({{"name", std::string(model) + " mb" + mb},
+                              {"model", Shipped(std::string("models/") + model + ".json")},
+                              {"strategy", {{"micro_batch", std::stoi(mb)}, {"global_batch", 16}, {"seq_len", 2048}}},
+                              {"step_time_s", nlohmann::json::parse(r.out)["step_time_s"]}});
+    }
+  }
+  const fs::path runs_file = dir / "runs.json";
+  std::ofstream(runs_file) << runs.dump(2);
+  const fs::path mine = dir / "mine.json";
+  fs::copy_file(Shipped("hardware/frameworks/megatron-core.json"), mine, fs::copy_options::overwrite_existing);
+  CommandResult dry = Loom({"fit", "--runs", runs_file.string(), "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
+                            "--framework", mine.string(), "--params", "host", "--dry-run"});
+  ASSERT_EQ(dry.code, kExitOk) << dry.err;
+  EXPECT_NE(dry.out.find("fitted   host x 1.5"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("leave-one-out 0.0%"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("wrote nothing"), std::string::npos) << dry.out;
+  CommandResult wrote = Loom({"fit", "--runs", runs_file.string(), "--cluster",
+                              Shipped("hardware/clusters/dgx-h100.json"), "--framework", mine.string(), "--params",
+                              "host", "--json"});
+  ASSERT_EQ(wrote.code, kExitOk) << wrote.err;
+  const nlohmann::json j = nlohmann::json::parse(wrote.out);
+  EXPECT_EQ(j["schema"], "loom.fit-runs/1");
+  EXPECT_NEAR(j["params"][0]["multiplier"].get<double>(), 1.5, 0.01);
+  EXPECT_EQ(j["runs"].size(), 6u);
+  EXPECT_TRUE(j["runs"][0]["left_out_s"].is_number());
+  const nlohmann::json written = nlohmann::json::parse(ReadText(mine));
+  EXPECT_NEAR(written["host"]["scale"].get<double>(), 1.5, 0.01);
+  EXPECT_EQ(written["host"]["fitted_on"][0], runs_file.string());
+}
+
+TEST(FitRuns, RefusesARunsFileThatCannotIdentifyTheParameter) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "fit_runs_none";
+  fs::create_directories(dir);
+  const fs::path runs_file = dir / "runs.csv";
+  std::ofstream(runs_file) << "name,model,micro_batch,global_batch,seq_len,step_time_s\n"
+                           << "a," << Shipped("models/gpt3-125m.json") << ",1,8,1024,0.5\n"
+                           << "b," << Shipped("models/gpt3-125m.json") << ",8,8,1024,0.1\n";
+  CommandResult r = Loom({"fit", "--runs", runs_file.string(), "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
+                          "--framework", "none", "--params", "host", "--dry-run"});
+  EXPECT_NE(r.code, kExitOk);
+  EXPECT_NE(r.err.find("host: no run depends on it"), std::string::npos) << r.err;
+  CommandResult unknown = Loom({"fit", "--runs", runs_file.string(), "--cluster",
+                                Shipped("hardware/clusters/dgx-h100.json"), "--params", "hosts", "--dry-run"});
+  EXPECT_NE(unknown.code, kExitOk);
+  EXPECT_NE(unknown.err.find("inter_node"), std::string::npos) << unknown.err;
+}
+
 }  // namespace
 }  // namespace loom
