@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
+#include "cost/training_log.h"
 #include "spec/scenario.h"
 
 namespace loom {
@@ -38,24 +40,81 @@ struct RunSource {
   std::string model_path;
   std::optional<int64_t> nodes;
   Strategy strategy;
+  std::string log_path;  // a training log the step time (and without "strategy", the strategy) comes from
   std::string attention = "fused";
   bool dropout = false;
   std::optional<std::string> framework;
   double step_time_s = 0;
 };
 
+// The strategy a Megatron-LM argument dump describes (megatron/training/arguments.py names);
+// arguments it does not have keep |s|'s values. Errors name the argument.
+Status StrategyFromMegatronArguments(const std::map<std::string, std::string>& args, const std::string& where,
+                                     Strategy* s) {
+  const auto text = [&](const char* name) -> std::optional<std::string> {
+    auto it = args.find(name);
+    return it == args.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  Status status = Status::Ok();
+  const auto integer = [&](const char* name, int64_t* into) {
+    std::optional<std::string> v = text(name);
+    if (!v || *v == "None") return;
+    char* end = nullptr;
+    const long long n = std::strtoll(v->c_str(), &end, 10);
+    if (end == v->c_str() || *end != '\0' || n < 1) {
+      if (status.ok()) status = Status::InvalidArgument(where + ": argument " + name + " is '" + *v + "', not a positive integer");
+      return;
+    }
+    *into = n;
+  };
+  const auto flag = [&](const char* name) { return text(name) == std::optional<std::string>("True"); };
+  integer("tensor_model_parallel_size", &s->tp);
+  integer("pipeline_model_parallel_size", &s->pp);
+  integer("data_parallel_size", &s->dp);
+  integer("context_parallel_size", &s->cp);
+  integer("expert_model_parallel_size", &s->ep);
+  integer("micro_batch_size", &s->micro_batch);
+  integer("global_batch_size", &s->global_batch);
+  integer("seq_length", &s->seq_len);
+  if (text("sequence_parallel")) s->sp = flag("sequence_parallel");
+  int64_t layers = 0, per_chunk = 0;
+  integer("num_layers", &layers);
+  integer("num_layers_per_virtual_pipeline_stage", &per_chunk);
+  if (layers > 0 && per_chunk > 0 && layers % (s->pp * per_chunk) == 0) {
+    s->vpp = layers / (s->pp * per_chunk);
+    if (s->vpp > 1) s->schedule = ScheduleKind::kInterleaved;
+  }
+  if (std::optional<std::string> g = text("recompute_granularity")) {
+    s->recompute = *g == "full" ? Recompute::kFull : *g == "selective" ? Recompute::kSelective : Recompute::kNone;
+  }
+  if (flag("bf16")) s->dtype = Dtype::kBf16;
+  if (flag("fp16")) s->dtype = Dtype::kFp16;
+  if (flag("use_distributed_optimizer")) s->zero_stage = 1;
+  if (text("overlap_grad_reduce")) s->overlap_grad_reduce = flag("overlap_grad_reduce");
+  if (text("overlap_param_gather")) s->overlap_param_gather = flag("overlap_param_gather");
+  if (text("tp_comm_overlap")) s->tp_comm_overlap = flag("tp_comm_overlap");
+  if (text("gradient_accumulation_fusion") == std::optional<std::string>("False")) {
+    s->grad_accumulation = GradAccumulation::kAdd;
+  }
+  return status;
+}
+
 RunSource ReadRun(JsonReader& r, const std::string& file, const std::string& default_name) {
   RunSource run;
   run.name = r.OptionalString("name").value_or(default_name);
   run.model_path = Beside(file, r.String("model"));
   run.nodes = r.OptionalInt("nodes");
+  if (std::optional<std::string> log = r.OptionalString("log")) run.log_path = Beside(file, *log);
   if (r.Has("strategy")) ReadStrategyObject(r.Object("strategy"), &run.strategy);
   run.attention = r.OptionalOneOf("attention", {"fused", "unfused"}).value_or("fused");
   run.dropout = r.OptionalBool("dropout").value_or(false);
   if (std::optional<std::string> f = r.OptionalString("framework")) {
     run.framework = LooksLikePath(*f) ? Beside(file, *f) : *f;
   }
-  run.step_time_s = r.PositiveNumber("step_time_s");
+  if (run.log_path.empty() || r.Has("step_time_s")) run.step_time_s = r.PositiveNumber("step_time_s");
+  if (!run.log_path.empty() && r.Has("step_time_s")) {
+    r.AddError("step_time_s", "and \"log\" both give the step time; keep one");
+  }
   return run;
 }
 
@@ -111,9 +170,9 @@ Result<std::vector<nlohmann::json>> CsvRuns(const std::string& path) {
       if (cells[i].empty()) continue;
       const std::string& key = header[i];
       const bool own = key == "name" || key == "model" || key == "nodes" || key == "attention" || key == "dropout" ||
-                       key == "framework" || key == "step_time_s";
-      (own ? run : strategy)[key] = (key == "name" || key == "model" || key == "framework") ? nlohmann::json(cells[i])
-                                                                                          : Cell(cells[i]);
+                       key == "framework" || key == "step_time_s" || key == "log";
+      const bool text = key == "name" || key == "model" || key == "framework" || key == "log";
+      (own ? run : strategy)[key] = text ? nlohmann::json(cells[i]) : Cell(cells[i]);
     }
     if (!strategy.empty()) run["strategy"] = strategy;
     if (!run.contains("name")) run["name"] = path + ":" + std::to_string(row);
@@ -360,6 +419,23 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
     run.name = source.name;
     run.strategy = source.strategy;
     run.step_time_s = source.step_time_s;
+    if (!source.log_path.empty()) {
+      Result<TrainingLog> log = ReadTrainingLog(source.log_path);
+      if (!log.ok()) return Status::InvalidArgument(path + ": run '" + run.name + "': " + std::string(log.status().message()));
+      if (!log->arguments.empty()) {
+        // The log's arguments say what ran; the run's own strategy keys, read again on top, win.
+        Strategy from_log;
+        LOOM_RETURN_IF_ERROR(StrategyFromMegatronArguments(log->arguments, source.log_path, &from_log));
+        if (objects[i].contains("strategy")) {
+          JsonReader again(objects[i], path);
+          ReadStrategyObject(again.Object("strategy"), &from_log);
+        }
+        run.strategy = from_log;
+      }
+      Result<double> step = log->StepTimeSeconds(run.strategy.global_batch);
+      if (!step.ok()) return Status::InvalidArgument(source.log_path + ": " + std::string(step.status().message()));
+      run.step_time_s = *step;
+    }
     if (!models.contains(source.model_path)) {
       Result<ModelSpec> model = LoadModelSpec(source.model_path);
       if (!model.ok()) return Status::InvalidArgument(path + ": run '" + run.name + "': " + std::string(model.status().message()));

@@ -43,8 +43,11 @@ inline constexpr EnumNames<RunParam, 3> kRunParamNames({{
 //   {"schema": "loom.runs/1", "runs": [{"name": "350m-mb1", "model": "../models/gpt3-350m.json",
 //     "strategy": {"micro_batch": 1, "global_batch": 8, "seq_len": 1024}, "step_time_s": 0.91,
 //     "nodes": 1, "attention": "unfused", "dropout": true, "framework": "megatron-core"}, ...]}
-//   CSV: a header naming name, model, step_time_s and any strategy key, nodes, attention, dropout
-//   and framework; one run per row.
+//   Instead of step_time_s a run may name "log": a Megatron-LM log (its "elapsed time per
+//   iteration (ms)" lines, and without "strategy" its argument dump for the strategy; strategy keys
+//   given beside it override the log's) or a DeepSpeed log (CurrSamplesPerSec over global_batch).
+//   CSV: a header naming name, model, step_time_s (or log) and any strategy key, nodes, attention,
+//   dropout and framework; one run per row.
 // |cluster_file| is every run's cluster; |default_framework| the framework of runs naming none
 // (a name of hardware/frameworks/, a path, or "none"). Errors name the file, the row and the key.
 Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::string& cluster_file,

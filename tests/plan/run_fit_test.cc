@@ -148,5 +148,74 @@ TEST(FitRuns, BadRunsNameTheFileTheRunAndTheKey) {
   EXPECT_NE(r.status().message().find("line 2"), std::string::npos) << r.status().message();
 }
 
+// A Megatron-LM log: its argument dump gives the strategy, its iteration lines the step time
+// (the median after the first interval, which carries the warm-up).
+TEST(FitRuns, ReadsTheStepTimeAndStrategyOfMegatronAndDeepSpeedLogs) {
+  const std::string cluster = Shipped("hardware/clusters/dgx-h100.json");
+  const std::string model = Shipped("models/gpt3-350m.json");
+  const std::string megatron = WriteTemp("megatron.log",
+      "using world size: 16, data-parallel size: 2, tensor-model-parallel size: 4\n"
+      "------------------------ arguments ------------------------\n"
+      "  bf16 ............................................ True\n"
+      "  data_parallel_size .............................. 2\n"
+      "  global_batch_size ............................... 64\n"
+      "  micro_batch_size ................................ 2\n"
+      "  num_layers ...................................... 24\n"
+      "  num_layers_per_virtual_pipeline_stage ........... 6\n"
+      "  pipeline_model_parallel_size .................... 2\n"
+      "  recompute_granularity ........................... selective\n"
+      "  seq_length ...................................... 2048\n"
+      "  sequence_parallel ............................... True\n"
+      "  tensor_model_parallel_size ...................... 4\n"
+      "  use_distributed_optimizer ....................... True\n"
+      "-------------------- end of arguments ---------------------\n"
+      " iteration       10/     100 | consumed samples:          640 | elapsed time per iteration (ms): 2500.0 |\n"
+      " iteration       20/     100 | consumed samples:         1280 | elapsed time per iteration (ms): 1210.0 |\n"
+      " iteration       30/     100 | consumed samples:         1920 | elapsed time per iteration (ms): 1190.0 |\n"
+      " iteration       40/     100 | consumed samples:         2560 | elapsed time per iteration (ms): 1200.0 |\n");
+  const std::string deepspeed = WriteTemp("deepspeed.log",
+      "[Rank 0] epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=10.0, CurrSamplesPerSec=8.0, "
+      "MemAllocated=3GB\n"
+      "[Rank 0] epoch=0/micro_step=20/global_step=20, RunningAvgSamplesPerSec=15.0, CurrSamplesPerSec=16.0, "
+      "MemAllocated=3GB\n"
+      "[Rank 0] epoch=0/micro_step=30/global_step=30, RunningAvgSamplesPerSec=15.5, CurrSamplesPerSec=16.0, "
+      "MemAllocated=3GB\n");
+  const std::string runs = WriteTemp("log-runs.json", R"({"schema": "loom.runs/1", "runs": [
+    {"name": "megatron", "model": ")" + model + R"(", "log": ")" + megatron + R"("},
+    {"name": "overridden", "model": ")" + model + R"(", "log": ")" + megatron + R"(", "strategy": {"micro_batch": 4}},
+    {"name": "deepspeed", "model": ")" + model + R"(", "log": ")" + deepspeed + R"(",
+     "strategy": {"dp": 8, "micro_batch": 4, "global_batch": 32, "seq_len": 2048, "zero_stage": 2}}]})");
+  Result<std::vector<MeasuredRun>> read = LoadRuns(runs, cluster, "megatron-core");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const Strategy& s = (*read)[0].strategy;
+  EXPECT_EQ(s.tp, 4);
+  EXPECT_EQ(s.pp, 2);
+  EXPECT_EQ(s.dp, 2);
+  EXPECT_EQ(s.vpp, 2);
+  EXPECT_EQ(s.schedule, ScheduleKind::kInterleaved);
+  EXPECT_TRUE(s.sp);
+  EXPECT_EQ(s.recompute, Recompute::kSelective);
+  EXPECT_EQ(s.zero_stage, 1);
+  EXPECT_EQ(s.global_batch, 64);
+  EXPECT_EQ(s.seq_len, 2048);
+  EXPECT_DOUBLE_EQ((*read)[0].step_time_s, 1.2);  // median of 1210, 1190, 1200 ms
+  EXPECT_EQ((*read)[0].cluster.nodes, 2);
+  EXPECT_EQ((*read)[1].strategy.micro_batch, 4);
+  EXPECT_EQ((*read)[1].strategy.tp, 4);
+  EXPECT_DOUBLE_EQ((*read)[2].step_time_s, 2.0);  // 32 samples at 16 samples/s
+  // A log of one interval cannot separate the warm-up; step_time_s beside a log is ambiguous.
+  const std::string short_log = WriteTemp("short.log", "elapsed time per iteration (ms): 900.0\n");
+  const std::string bad = WriteTemp("bad-log-runs.json", R"({"schema": "loom.runs/1", "runs": [
+    {"model": ")" + model + R"(", "log": ")" + short_log + R"("}]})");
+  Result<std::vector<MeasuredRun>> refused = LoadRuns(bad, cluster, "megatron-core");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("warm-up"), std::string::npos) << refused.status().message();
+  const std::string both = WriteTemp("both-runs.json", R"({"schema": "loom.runs/1", "runs": [
+    {"model": ")" + model + R"(", "log": ")" + megatron + R"(", "step_time_s": 1.0}]})");
+  Result<std::vector<MeasuredRun>> ambiguous = LoadRuns(both, cluster, "megatron-core");
+  ASSERT_FALSE(ambiguous.ok());
+  EXPECT_NE(ambiguous.status().message().find("keep one"), std::string::npos) << ambiguous.status().message();
+}
+
 }  // namespace
 }  // namespace loom
