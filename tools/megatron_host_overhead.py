@@ -3,8 +3,11 @@
 
 On a lent GPU machine, with a copy of Megatron-LM's megatron/core carried beside the repository
 (`git archive <commit> megatron/core | tar x -C .mcore`, .mcore ignored by git):
-    PYTHONPATH=.mcore python3 tools/megatron_host_overhead.py OUTDIR [HxMBxLAYERS,...]
-Writes OUTDIR/megatron_host_overhead.json after every configuration.
+    PYTHONPATH=.mcore python3 tools/megatron_host_overhead.py OUTDIR [HxMBxLAYERS[xHEADS],...]
+(LOOM_SEQ sets the sequence length, 1024 by default.)
+Writes OUTDIR/megatron_host_overhead.json after every configuration. With LOOM_HOST_WAITS=1 it
+also lists, per pass and for the optimizer step, the CPU calls that wait for the GPU
+(synchronize, .item(), device-to-host copies, allocator calls) with their count and CPU time.
 
 The model is megatron.core's GPTModel with the local layer spec (get_gpt_layer_local_spec: no
 Transformer Engine, no apex on that machine, so WrappedTorchNorm and Megatron's unfused
@@ -59,6 +62,30 @@ def kernels(fn):
     return sum(by_name.values()), dict(sorted(by_name.items(), key=lambda kv: -kv[1]))
 
 
+# CPU-side calls that make the host wait for the GPU, or that usually hide one.
+SYNC_EVENTS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+               "aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "cudaMalloc",
+               "cudaFree", "ncclKernel", "c10d::allreduce_", "nccl:all_reduce")
+
+
+def host_waits(fn):
+    """The CPU events of one call of fn that wait for (or talk to) the GPU, by name: count and
+    total CPU milliseconds."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    waits = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            continue
+        if any(e.name.startswith(n) for n in SYNC_EVENTS):
+            count, ms = waits.get(e.name, (0, 0.0))
+            waits[e.name] = (count + 1, ms + e.cpu_time_total / 1e3)
+    return {k: {"count": c, "cpu_ms": round(t, 3)} for k, (c, t) in sorted(waits.items())}
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -77,13 +104,15 @@ def main():
     model_parallel_cuda_manual_seed(1234)
     RESULT["environment"] = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
                              "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    seq, vocab = 1024, 50304
-    # HIDDENxMICROBATCHxLAYERS,...: several depths give the host cost per layer as a slope.
+    seq, vocab = int(os.environ.get("LOOM_SEQ", "1024")), 50304
+    # HIDDENxMICROBATCHxLAYERS[xHEADS],...: several depths give the host cost per layer as a slope.
     configs = sys.argv[2] if len(sys.argv) > 2 else "1024x1x8,1024x8x8,2048x1x8,2048x8x8"
-    for h, mb, depth in (tuple(int(v) for v in c.split("x")) for c in configs.split(",")):
-        row = {"hidden": h, "heads": 16, "seq": seq, "layers": depth, "micro_batch": mb}
+    for fields in (tuple(int(v) for v in c.split("x")) for c in configs.split(",")):
+        h, mb, depth = fields[:3]
+        heads = fields[3] if len(fields) > 3 else 16
+        row = {"hidden": h, "heads": heads, "seq": seq, "layers": depth, "micro_batch": mb}
         try:
-            cfg = TransformerConfig(num_layers=depth, hidden_size=h, num_attention_heads=16,
+            cfg = TransformerConfig(num_layers=depth, hidden_size=h, num_attention_heads=heads,
                                     bf16=True, params_dtype=torch.bfloat16, hidden_dropout=0.1,
                                     attention_dropout=0.1, bias_activation_fusion=True,
                                     bias_dropout_fusion=True, masked_softmax_fusion=False,
@@ -123,6 +152,10 @@ def main():
             ddp.zero_grad_buffer()
             row["fwd_kernels"], row["fwd_kernels_by_name"] = kernels(fwd)
             row["bwd_kernels"], row["bwd_kernels_by_name"] = kernels(bwd)
+            if os.environ.get("LOOM_HOST_WAITS"):
+                ddp.zero_grad_buffer()
+                row["fwd_host_waits"] = host_waits(fwd)
+                row["bwd_host_waits"] = host_waits(bwd)
             print("megatron", {k: v for k, v in row.items() if not k.endswith("by_name")},
                   flush=True)
             RESULT["rows"].append(row)
@@ -154,6 +187,8 @@ def main():
                 row["finish_and_optimizer_host_s"], row["finish_and_optimizer_wall_s"] = timed(
                     opt_only, reps=5)
                 row["optimizer_kernels"], row["optimizer_kernels_by_name"] = kernels(opt_only)
+                if os.environ.get("LOOM_HOST_WAITS"):
+                    row["optimizer_host_waits"] = host_waits(opt_only)
                 del opt
             except Exception:
                 row["optimizer_error"] = traceback.format_exc()[-1500:]
