@@ -27,6 +27,8 @@ import traceback
 
 import torch
 
+from torch_host_overhead import timed  # tools/, beside this script
+
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("OUT", ".")
 RESULT = {"schema": "loom.megatron_host_overhead/1", "rows": []}
 
@@ -34,19 +36,6 @@ RESULT = {"schema": "loom.megatron_host_overhead/1", "rows": []}
 def save():
     with open(os.path.join(OUT, "megatron_host_overhead.json"), "w") as f:
         json.dump(RESULT, f, indent=1)
-
-
-def timed(fn, reps=5):
-    hosts, walls = [], []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        hosts.append(t1 - t0)
-        walls.append(time.perf_counter() - t0)
-    return statistics.median(hosts), statistics.median(walls)
 
 
 def kernels(fn):
