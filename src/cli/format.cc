@@ -49,7 +49,8 @@ nlohmann::ordered_json BreakdownJson(const StepBreakdown& b) {
   return {{"compute_s", b.compute_s},
           {"exposed_comm_s", b.exposed_comm_s},
           {"bubble_s", b.bubble_s},
-          {"optimizer_s", b.optimizer_s}};
+          {"optimizer_s", b.optimizer_s},
+          {"host_s", b.host_s}};
 }
 
 std::string JoinedList(const std::vector<std::string>& items, std::string_view separator) {

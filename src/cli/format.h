@@ -35,7 +35,7 @@ std::string GroupedDigits(int64_t value);
 // |items| joined by |separator|: "a, b, c".
 std::string JoinedList(const std::vector<std::string>& items, std::string_view separator = ", ");
 
-// {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s"}: where a simulated step went, as
+// {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "host_s"}: where a simulated step went, as
 // `loom simulate --json` and `loom plan --json` write it.
 nlohmann::ordered_json BreakdownJson(const StepBreakdown& breakdown);
 

@@ -76,7 +76,8 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
                      << (r.fits_in_memory ? "fits" : "DOES NOT FIT") << "\n";
   out << std::setprecision(3);
   row("breakdown") << "compute " << r.breakdown.compute_s << " s, exposed comm " << r.breakdown.exposed_comm_s
-                   << " s, bubble " << r.breakdown.bubble_s << " s, optimizer " << r.breakdown.optimizer_s << " s\n";
+                   << " s, bubble " << r.breakdown.bubble_s << " s, optimizer " << r.breakdown.optimizer_s
+                   << " s, host " << r.breakdown.host_s << " s\n";
   const CriticalPathSummary& c = r.critical_path;
   row("critical path") << c.tasks << " tasks: compute " << c.compute_s << " s, tp " << c.tp_comm_s << " s (tp/ep collectives), cp " << c.cp_comm_s << " s, pp "
                        << c.pp_comm_s << " s, dp " << c.dp_comm_s << " s, optimizer " << c.optimizer_s << " s, host "

@@ -198,8 +198,10 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
     r.breakdown.compute_s += (u.busy_s[s] - u.tp_s[s]) / step.stages;
     r.breakdown.bubble_s += stage.bubble_s / step.stages;
     r.breakdown.optimizer_s += u.optimizer_s[s] / step.stages;
-    r.breakdown.exposed_comm_s +=
-        (u.tp_s[s] + u.comm_wait_s[s] + r.step_time_s - u.span_s - u.optimizer_s[s]) / step.stages;
+    r.breakdown.exposed_comm_s += (u.tp_s[s] + u.comm_wait_s[s] + r.step_time_s - u.span_s - u.optimizer_s[s] -
+                                   u.host_wait_after_s[s]) /
+                                  step.stages;
+    r.breakdown.host_s += (u.host_wait_s[s] + u.host_wait_after_s[s]) / step.stages;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.memory.ranks[s].peak_bytes);
   }
   r.bubble_fraction = u.bubble_fraction;

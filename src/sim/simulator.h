@@ -51,6 +51,7 @@ struct StepBreakdown {
   double exposed_comm_s = 0;  // tp collectives plus data-parallel time not hidden by compute
   double bubble_s = 0;
   double optimizer_s = 0;
+  double host_s = 0;  // the GPU idle while the host thread issues its next task (StepUtilization)
 };
 
 // Where the chain of tasks that bounds the step spends its time (it sums to the step time).

@@ -25,12 +25,18 @@ struct StepUtilization {
   // (nothing waits on a pipeline then, so an idle compute stream waits for communication:
   // ZeRO-3's layer gathers, the weights' all-gather at the start).
   std::vector<double> comm_wait_s;
-  // Idle on the compute stream within the span, neither busy nor waiting for communication:
-  // max(0, span - busy - comm_wait). Always 0 with one stage.
+  // Time the compute stream sat idle waiting for the host thread (StepGraphConfig::host) to issue
+  // a task whose start its host lead decided: from the end of the stream's previous task to the
+  // task's start. Within the span, and after it (the optimizer's issue after the last pass).
+  std::vector<double> host_wait_s;
+  std::vector<double> host_wait_after_s;
+  // Idle on the compute stream within the span, neither busy nor waiting for communication or the
+  // host: max(0, span - busy - comm_wait - host_wait). Always 0 with one stage.
   std::vector<double> bubble_s;
   // End of the last compute or tp task of the first replica: how long the pipeline runs.
   double span_s = 0;
-  // 1 - sum over stages of (busy + comm_wait) / (span * stages), at least 0; 0 when span is 0.
+  // 1 - sum over stages of (busy + comm_wait + host_wait) / (span * stages), at least 0; 0 when
+  // span is 0.
   double bubble_fraction = 0;
 };
 

@@ -13,6 +13,7 @@
 #include "sim/pass_costs.h"
 #include "sim/simulator.h"
 #include "sim/step_graph.h"
+#include "sim/step_utilization.h"
 #include "sim/trace.h"
 #include "sim_test_support.h"
 
@@ -159,6 +160,12 @@ TEST(HostTimeline, ThePassWaitsForItsLeadAndTheHostIssuesInOrder) {
   EXPECT_EQ(t->makespan, Us(7850));
   // The host stream was busy for both passes' host times and the optimizer's lead.
   EXPECT_EQ(t->stream_busy[step.host_stream[0]], Us(5000 + 1000 + 50));
+  // The GPU waited for the host before F (4.5 ms, in the span) and before the optimizer (0.05 ms,
+  // after it); B waited for F, not for its lead.
+  const StepUtilization u = MeasureUtilization(step, *t);
+  EXPECT_NEAR(u.host_wait_s[0], 4.5e-3, 1e-12);
+  EXPECT_NEAR(u.host_wait_after_s[0], 0.05e-3, 1e-12);
+  EXPECT_NEAR(u.comm_wait_s[0], 0.0, 1e-12);  // one stage: idle that is not the host's is comm's
 }
 
 // Two stages, two micro-batches of 1 ms passes issued at 0.1 ms: where the host may run ahead.
@@ -254,6 +261,16 @@ TEST(HostTimeline, SmallModelsWaitForTheHostLargeOnesBarelyMove) {
   Strategy s = OneGpu();
   s.global_batch = 8;
   EXPECT_GT(step_time(small, s, true), 2 * step_time(small, s, false));
+  SimulationOptions megatron_host;
+  megatron_host.framework = *megatron;
+  Result<SimulationResult> r = SimulateTrainingStep(small.model, small.cluster, s, megatron_host);
+  ASSERT_TRUE(r.ok());
+  // The breakdown says where the step went: mostly waiting for the host, not communication.
+  EXPECT_GT(r->breakdown.host_s, 0.5 * r->step_time_s);
+  EXPECT_LT(r->breakdown.exposed_comm_s, 0.01 * r->step_time_s);
+  EXPECT_NEAR(r->breakdown.compute_s + r->breakdown.exposed_comm_s + r->breakdown.bubble_s + r->breakdown.optimizer_s +
+                  r->breakdown.host_s,
+              r->step_time_s, 0.01 * r->step_time_s);
   const Inputs large = Load("models/llama3-70b.json", "hardware/clusters/dgx-h100.json", 8);
   Strategy l;
   l.tp = 8;
