@@ -715,7 +715,8 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
       "  loom fit all_reduce_perf.log all_gather_perf.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
       "  loom fit profile.json --gpu hardware/gpus/a100-sxm4-80gb.json --output a100-calibrated.json --json\n"
       "  loom fit grid.json --gpu a100-calibrated.json --check        (held-out error of that calibration)\n"
-      "  loom fit --runs my_runs.json --cluster hardware/clusters/dgx-h100.json --dry-run   (from step times)");
+      "  loom fit --runs tests/cli/data/runs_synthetic.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
+      "      (multipliers from step times: runs with a model, strategy and step_time_s or a Megatron/DeepSpeed log)");
   cmd->callback([options, &runner] {
     // Which fit the options ask for, checked while parsing: a wrong combination is a usage error.
     const FitOptions& o = *options;

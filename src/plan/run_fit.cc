@@ -395,6 +395,7 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
       top.AddError("schema", "is \"" + schema + "\"; this loom reads \"loom.runs/1\"");
     }
     top.Allow("runs");
+    top.OptionalString("source");  // where the runs come from, for people
     if (!document.contains("runs") || !document["runs"].is_array() || document["runs"].empty()) {
       top.AddError("runs", "must be a non-empty array of runs, each {\"model\", \"strategy\", \"step_time_s\", ...}");
     }

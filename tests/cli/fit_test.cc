@@ -432,6 +432,17 @@ TEST(FitRuns, RecoversTheHostScaleOfSyntheticRunsAndWritesItIntoTheFramework) {
   EXPECT_EQ(written["host"]["fitted_on"][0], runs_file.string());
 }
 
+// The README's example, as written there.
+TEST(FitRuns, TheReadmeExampleGivesTheHostScaleBack) {
+  CommandResult r = Loom({"fit", "--runs", Shipped("tests/cli/data/runs_synthetic.json"), "--cluster",
+                          Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("fitted   host x 1.5\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fitted   compute x 1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not fitted  inter_node"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote nothing (--dry-run)"), std::string::npos) << r.out;
+}
+
 TEST(FitRuns, RefusesARunsFileThatCannotIdentifyTheParameter) {
   const fs::path dir = fs::path(::testing::TempDir()) / "fit_runs_none";
   fs::create_directories(dir);
