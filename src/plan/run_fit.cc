@@ -29,11 +29,6 @@ constexpr double kMaxLogMultiplier = 3.0;
 
 double Clamp01(double v) { return std::min(1.0, v); }
 
-// The runs file's folder-relative path, unless absolute.
-std::string Beside(const std::string& file, const std::string& path) { return PathBeside(file, path); }
-
-bool LooksLikePath(const std::string& s) { return s.find('/') != std::string::npos || s.ends_with(".json"); }
-
 // One run object (from JSON, or a CSV row turned into one), read with |r|.
 struct RunSource {
   std::string name;
@@ -102,14 +97,14 @@ Status StrategyFromMegatronArguments(const std::map<std::string, std::string>& a
 RunSource ReadRun(JsonReader& r, const std::string& file, const std::string& default_name) {
   RunSource run;
   run.name = r.OptionalString("name").value_or(default_name);
-  run.model_path = Beside(file, r.String("model"));
+  run.model_path = PathBeside(file, r.String("model"));
   run.nodes = r.OptionalInt("nodes");
-  if (std::optional<std::string> log = r.OptionalString("log")) run.log_path = Beside(file, *log);
+  if (std::optional<std::string> log = r.OptionalString("log")) run.log_path = PathBeside(file, *log);
   if (r.Has("strategy")) ReadStrategyObject(r.Object("strategy"), &run.strategy);
   run.attention = r.OptionalOneOf("attention", {"fused", "unfused"}).value_or("fused");
   run.dropout = r.OptionalBool("dropout").value_or(false);
   if (std::optional<std::string> f = r.OptionalString("framework")) {
-    run.framework = LooksLikePath(*f) ? Beside(file, *f) : *f;
+    run.framework = IsFrameworkPath(*f) ? PathBeside(file, *f) : *f;
   }
   if (run.log_path.empty() || r.Has("step_time_s")) run.step_time_s = r.PositiveNumber("step_time_s");
   if (!run.log_path.empty() && r.Has("step_time_s")) {

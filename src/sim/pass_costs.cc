@@ -142,9 +142,13 @@ PassCost CombinePasses(const PassCost& first, const PassCost& second) {
   return both;
 }
 
+SimTime ScaledHostTime(const FrameworkProfile& framework, double us) {
+  return SimTime::FromNanos(static_cast<int64_t>(std::llround(us * framework.scale * 1e3)));
+}
+
 HostCosts HostCostsOf(const FrameworkProfile& f) {
-  const auto us = [&](double v) { return SimTime::FromNanos(static_cast<int64_t>(std::llround(v * f.scale * 1e3))); };
-  return {us(f.forward_us_per_op), us(f.backward_us_per_op), f.cuda_graph_layers, us(f.graph_launch_us)};
+  return {ScaledHostTime(f, f.forward_us_per_op), ScaledHostTime(f, f.backward_us_per_op), f.cuda_graph_layers,
+          ScaledHostTime(f, f.graph_launch_us)};
 }
 
 PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index) {

@@ -55,13 +55,16 @@ struct HostCosts {
 };
 HostCosts HostCostsOf(const FrameworkProfile& framework);
 
+// |us| microseconds of |framework|'s host time, its scale applied.
+SimTime ScaledHostTime(const FrameworkProfile& framework, double us);
+
 // Part |index| of |parts| equal slices of |pass| (the first slice takes the nanoseconds a
-// division leaves over); a ring pass keeps its ring in every slice, each with 1/parts of it.
+// division leaves over); a ring pass keeps its ring in every slice, each with 1/parts of it. A
+// slice's host time is its share of |host|; its lead keeps the whole pass's start-up (the lead
+// beyond what the host falls behind the GPU), exact when the pass repeats one layer.
 // REQUIRES: parts >= 1, 0 <= index < parts.
 PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index);
 
-// A slice's host time is its share of |host|; its lead keeps the whole pass's start-up (the lead
-// beyond what the host falls behind the GPU), exact when the pass repeats one layer.
 // |first| then |second| as one pass (B and W run together as BW).
 PassCost CombinePasses(const PassCost& first, const PassCost& second);
 

@@ -1,7 +1,6 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/checked.h"
 #include "cost/comm_model.h"
@@ -177,13 +176,13 @@ void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers, const
   config.host = true;
   config.host_sync_after_p2p = framework.sync_after_p2p;
   config.host_sync_before_optimizer = framework.sync_before_optimizer;
-  const auto us = [&](double v) { return SimTime::FromNanos(static_cast<int64_t>(std::llround(v * framework.scale * 1e3))); };
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
     int64_t stage_layers = 0;
     for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk) stage_layers += layers[schedule.VirtualStage(stage, chunk)];
-    const SimTime issue = us(framework.optimizer_us_per_layer * static_cast<double>(stage_layers));
+    const SimTime issue = ScaledHostTime(framework, framework.optimizer_us_per_layer * static_cast<double>(stage_layers));
     const SimTime gpu = config.optimizer_time[stage];
-    config.optimizer_host_lead.push_back(us(framework.optimizer_us_fixed) + std::max(SimTime(), issue - gpu));
+    config.optimizer_host_lead.push_back(ScaledHostTime(framework, framework.optimizer_us_fixed) +
+                                         std::max(SimTime(), issue - gpu));
   }
 }
 

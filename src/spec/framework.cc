@@ -58,6 +58,11 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
   return p;
 }
 
+bool IsFrameworkPath(const std::string& name_or_path) {
+  return name_or_path.find('/') != std::string::npos ||
+         (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+}
+
 Result<std::optional<FrameworkProfile>> ResolveFramework(const std::string& name_or_path,
                                                          const std::string& cluster_file) {
   if (name_or_path == "none") return std::optional<FrameworkProfile>();
@@ -65,10 +70,8 @@ Result<std::optional<FrameworkProfile>> ResolveFramework(const std::string& name
     return Status::InvalidArgument("the framework is empty: name one of hardware/frameworks/ (megatron-core, ...), "
                                    "a framework file, or none");
   }
-  const bool is_path = name_or_path.find('/') != std::string::npos ||
-                       (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
   std::string path = name_or_path;
-  if (!is_path) {
+  if (!IsFrameworkPath(name_or_path)) {
     const std::filesystem::path folder =
         std::filesystem::path(cluster_file).parent_path().parent_path() / "frameworks";
     path = (folder / (name_or_path + ".json")).lexically_normal().string();

@@ -53,6 +53,10 @@ struct FrameworkProfile {
 // Reads a framework file; errors name the file, the key and the fix.
 Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path);
 
+// Whether |name_or_path| names a framework file (contains '/' or ends in .json) rather than a
+// framework of the frameworks folder.
+bool IsFrameworkPath(const std::string& name_or_path);
+
 // The framework a command names: "none" (the GPU is always fed: no host thread), a file path
 // (containing '/' or ending in .json), or the name of a file in the frameworks folder beside the
 // cluster file's folder (hardware/clusters/x.json -> hardware/frameworks/<name>.json).

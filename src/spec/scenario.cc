@@ -1,6 +1,7 @@
 #include "spec/scenario.h"
 
 #include "core/json_reader.h"
+#include "spec/framework.h"
 
 namespace loom {
 namespace {
@@ -28,7 +29,9 @@ void ReadEnum(JsonReader& r, std::string_view key, const EnumNames<Enum, N>& nam
   }
 }
 
-void ReadStrategyKeys(JsonReader& r, Strategy* s) {
+}  // namespace
+
+void ReadStrategyObject(JsonReader& r, Strategy* s) {
   ReadInt(r, "tp", &s->tp);
   ReadInt(r, "pp", &s->pp);
   ReadInt(r, "dp", &s->dp);
@@ -60,10 +63,6 @@ void ReadStrategyKeys(JsonReader& r, Strategy* s) {
   ReadEnum(r, "grad_accumulation", kGradAccumulationNames, &s->grad_accumulation);
 }
 
-}  // namespace
-
-void ReadStrategyObject(JsonReader& r, Strategy* strategy) { ReadStrategyKeys(r, strategy); }
-
 Result<Scenario> LoadScenario(const std::string& path) {
   Result<nlohmann::json> json = ReadJsonObjectFile(path);
   if (!json.ok()) return json.status();
@@ -77,10 +76,9 @@ Result<Scenario> LoadScenario(const std::string& path) {
   scenario.model_path = PathBeside(path, r.String("model"));
   scenario.cluster_path = PathBeside(path, r.String("cluster"));
   scenario.nodes = r.OptionalInt("nodes");
-  ReadStrategyKeys(r.Object("strategy"), &scenario.strategy);
+  ReadStrategyObject(r.Object("strategy"), &scenario.strategy);
   if (std::optional<std::string> framework = r.OptionalString("framework")) {
-    const bool is_path = framework->find('/') != std::string::npos || framework->ends_with(".json");
-    scenario.framework = is_path ? PathBeside(path, *framework) : *framework;
+    scenario.framework = IsFrameworkPath(*framework) ? PathBeside(path, *framework) : *framework;
   }
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return scenario;
