@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cost/calibration_file.h"
 #include "cost/comm_fit.h"
 #include "cost/nccl_tests_parser.h"
 #include "cost/profile.h"
@@ -97,6 +98,15 @@ Status WriteAtomically(const std::string& path, const std::string& text,
     return Status::IoError(path + ": cannot replace it (" + error.message() + ")");
   }
   return Status::Ok();
+}
+
+// The check WriteAtomically runs on the written file: |load| reads it back.
+template <typename Load>
+std::function<Status(const std::string&)> LoadsWith(Load load) {
+  return [load](const std::string& path) -> Status {
+    auto loaded = load(path);
+    return loaded.ok() ? Status::Ok() : loaded.status();
+  };
 }
 
 // Where the result goes: --output, else the hardware file itself; "" with --dry-run.
@@ -326,10 +336,7 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
   const Json updated = WithComputeCalibration(*file, fit);
   const std::string destination = Destination(o, o.gpu_path);
   if (!destination.empty()) {
-    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, updated.dump(2) + "\n", [](const std::string& path) {
-      Result<GpuSpec> loaded = LoadGpuSpec(path);
-      return loaded.ok() ? Status::Ok() : loaded.status();
-    }));
+    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, updated.dump(2) + "\n", LoadsWith(LoadGpuSpec)));
   }
   if (o.json) {
     out << ComputeJson(o, samples, fit, updated["calibration"], destination).dump(2) << "\n";
@@ -468,10 +475,8 @@ Status RunClusterFit(const FitOptions& o, std::ostream& out) {
   const std::string destination = Destination(o, o.cluster_path);
   const Json updated = Relocated(WithCommCalibration(*file, fit), o.cluster_path, destination);
   if (!destination.empty()) {
-    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, updated.dump(2) + "\n", [](const std::string& path) {
-      Result<ClusterSpec> loaded = LoadClusterSpec(path);
-      return loaded.ok() ? Status::Ok() : loaded.status();
-    }));
+    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, updated.dump(2) + "\n",
+                                         LoadsWith([](const std::string& path) { return LoadClusterSpec(path); })));
   }
   if (o.json) {
     out << CommJson(o, fit, updated["calibration"], destination).dump(2) << "\n";
@@ -511,60 +516,62 @@ Status EditFile(const std::string& file, const std::function<void(Json&)>& edit,
   return WriteAtomically(file, json.dump(2) + "\n", load);
 }
 
-// Writes each fitted multiplier into the file that holds its parameter; returns what it wrote.
+// Writes each fitted multiplier into the file that holds its parameter: the values of the runs
+// with the multipliers applied (WithMultipliers), so that the files say what the fit simulated.
+// Returns what it wrote.
 Result<std::vector<std::string>> WriteRunFit(const RunFit& fit, const std::vector<MeasuredRun>& runs,
                                              const std::string& runs_path) {
   std::vector<std::string> written;
   const std::string note = "loom fit --runs " + runs_path;
   for (size_t j = 0; j < fit.params.size(); ++j) {
-    const double v = fit.values[j];
-    const MeasuredRun& run = runs.front();
+    const std::string multiplier = " x " + Number(fit.values[j]);
     switch (fit.params[j]) {
       case RunParam::kHost: {
-        if (!run.options.framework) break;
-        const std::string file = run.options.framework->file;
-        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& j) {
-          Json& host = j["host"];
-          host["scale"] = host.value("scale", 1.0) * v;
-          Json fitted = host.value("fitted_on", Json::array());
-          fitted.push_back(runs_path);
-          host["fitted_on"] = fitted;
-        }, [](const std::string& path) {
-          Result<FrameworkProfile> loaded = LoadFrameworkProfile(path);
-          return loaded.ok() ? Status::Ok() : loaded.status();
-        }));
-        written.push_back(file + ": host.scale x " + Number(v));
+        // Every framework the runs name had its host times scaled.
+        std::vector<std::string> files;
+        for (const MeasuredRun& run : runs) {
+          if (!run.options.framework || std::find(files.begin(), files.end(), run.options.framework->file) != files.end()) {
+            continue;
+          }
+          files.push_back(run.options.framework->file);
+          const double scale = WithMultipliers(run, fit.params, fit.values).options.framework->scale;
+          LOOM_RETURN_IF_ERROR(EditFile(files.back(), [&](Json& file) {
+            Json& host = file["host"];
+            host["scale"] = scale;
+            Json fitted = host.value("fitted_on", Json::array());
+            fitted.push_back(runs_path);
+            host["fitted_on"] = fitted;
+          }, LoadsWith(LoadFrameworkProfile)));
+          written.push_back(files.back() + ": host.scale" + multiplier);
+        }
         break;
       }
       case RunParam::kCompute: {
-        const std::string file = run.cluster.gpu.file;
-        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& j) {
-          Json& c = j["calibration"];
-          for (auto& [key, value] : c.items()) {
-            const bool efficiency = key.starts_with("gemm_efficiency_") || key == "attention_efficiency" ||
-                                    key == "memory_bandwidth_fraction";
-            if (efficiency && value.is_number()) value = std::min(1.0, value.get<double>() * v);
-          }
-          c["source"] = c.value("source", std::string()) + " Scaled by " + Number(v) + " (" + note + ").";
-        }, [](const std::string& path) {
-          Result<GpuSpec> loaded = LoadGpuSpec(path);
-          return loaded.ok() ? Status::Ok() : loaded.status();
-        }));
-        written.push_back(file + ": compute efficiencies x " + Number(v));
+        const MeasuredRun scaled = WithMultipliers(runs.front(), fit.params, fit.values);
+        const ComputeCalibration& c = scaled.cluster.gpu.calibration;
+        Json values = Json::object();
+        for (Dtype d : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
+          if (const std::optional<double>& e = c.GemmEfficiencySlot(d)) values[GemmEfficiencyKey(d)] = RoundSignificant(*e, 4);
+        }
+        values["attention_efficiency"] = RoundSignificant(c.attention_efficiency.value_or(1.0), 4);
+        values["memory_bandwidth_fraction"] = RoundSignificant(c.memory_bandwidth_fraction.value_or(1.0), 4);
+        const std::string file = scaled.cluster.gpu.file;
+        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& json) {
+          json = WithCalibration(json, values, note + ": GEMM and attention efficiencies and HBM fraction" +
+                                                   multiplier + ".");
+        }, LoadsWith(LoadGpuSpec)));
+        written.push_back(file + ": compute efficiencies" + multiplier);
         break;
       }
       case RunParam::kInterNode: {
-        const std::string file = run.cluster.file;
-        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& j) {
-          Json& c = j["calibration"];
-          c["inter_node_busbw_fraction"] = std::min(1.0, c.value("inter_node_busbw_fraction", 1.0) * v);
-          c["source"] = c.value("source", std::string()) + " inter_node_busbw_fraction scaled by " + Number(v) +
-                        " (" + note + ").";
-        }, [](const std::string& path) {
-          Result<ClusterSpec> loaded = LoadClusterSpec(path);
-          return loaded.ok() ? Status::Ok() : loaded.status();
-        }));
-        written.push_back(file + ": inter_node_busbw_fraction x " + Number(v));
+        const MeasuredRun scaled = WithMultipliers(runs.front(), fit.params, fit.values);
+        const Json values = {{"inter_node_busbw_fraction",
+                              RoundSignificant(scaled.cluster.calibration.inter_node_busbw_fraction.value_or(1.0), 4)}};
+        const std::string file = scaled.cluster.file;
+        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& json) {
+          json = WithCalibration(json, values, note + ": inter_node_busbw_fraction" + multiplier + ".");
+        }, LoadsWith([](const std::string& path) { return LoadClusterSpec(path); })));
+        written.push_back(file + ": inter_node_busbw_fraction" + multiplier);
         break;
       }
     }
