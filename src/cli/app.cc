@@ -1,8 +1,13 @@
 #include "cli/app.h"
 
+#include <exception>
+#include <new>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "core/json_reader.h"
 
 namespace loom {
 
@@ -24,6 +29,29 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   AddProbeCommand(app, runner);
   AddValidateCommand(app, runner);
 
+  // A first word that is no subcommand ("loom simulat"): CLI11 would only say one is required.
+  if (argc >= 2 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::string nearest;
+    int best = 1 << 20;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      const std::string& name = sub->get_name();
+      names += (names.empty() ? "" : ", ") + name;
+      if (name == word) {
+        best = -1;
+        break;
+      }
+      int d = EditDistance(word.substr(0, 64), name);
+      if (d < best) best = d, nearest = name;
+    }
+    if (best >= 0) {
+      err << "loom: \"" << Abbreviated(word) << "\" is not a loom command"
+          << (best <= 3 ? "; did you mean \"" + nearest + "\"?" : "") << " The commands are " << names
+          << "; run `loom --help`.\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -32,7 +60,18 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     app.exit(e, out, err);
     return kExitUsage;
   }
-  Status status = runner(out, err);
+  // The boundary of every command: an exception a library let through (or memory running out)
+  // becomes an error message and exit status 1, never an abort.
+  Status status;
+  try {
+    status = runner(out, err);
+  } catch (const std::bad_alloc&) {
+    status = Status::ResourceExhausted("out of memory; the inputs ask for more than this machine has (check the "
+                                       "sizes in the model file and the flags)");
+  } catch (const std::exception& e) {
+    status = Status::Internal(std::string("unexpected failure (") + e.what() +
+                              "); this is a bug in loom: please report it with the command line");
+  }
   if (!status.ok()) {
     err << "loom: error: " << status.message() << "\n";
     return status.code() == Status::Code::kUnavailable ? kExitNoHardware : kExitBadInput;

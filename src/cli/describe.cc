@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/validators.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
 #include "workload/model_states.h"
@@ -194,11 +195,11 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
       "--cluster", options->cluster_path,
       "Cluster file (see hardware/clusters/); adds the fewest GPUs that hold the model states");
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->needs(cluster);
   cmd->add_option("--seq", options->seq_len,
                   "Sequence length for FLOPs per token (default: the model's max_position_embeddings)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   cmd->add_option("--optimizer", options->optimizer, "Optimizer whose states are counted")
       ->check(CLI::IsMember(kOptimizerNames.Names()))
       ->capture_default_str();

@@ -18,6 +18,8 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "core/file_io.h"
+#include "core/json_reader.h"
 #include "cost/calibration_file.h"
 #include "cost/comm_fit.h"
 #include "cost/nccl_tests_parser.h"
@@ -61,43 +63,21 @@ std::string Number(double value) {
 
 // The file as ordered JSON, so that a rewrite keeps its key order.
 Result<Json> ReadOrderedJson(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) return Status::IoError(path + ": cannot read; check the path and its permissions");
-  try {
-    return Json::parse(text.str());
-  } catch (const Json::parse_error& e) {
-    return Status::InvalidArgument(path + ": not valid JSON (" + e.what() + ")");
-  }
+  Result<std::string> text = ReadInputFile(path);
+  if (!text.ok()) return text.status();
+  return ParseOrderedJson(*text, path);
 }
 
-// Writes |text| to a temporary file beside |path|, checks it with |load| and renames it over
-// |path|, so that a reader never sees half a file and a file loom cannot load is never left.
+// Writes |text| over |path| atomically (WriteFileAtomically), after |load| has read the written
+// temporary back, so that a file loom cannot load is never left.
 Status WriteAtomically(const std::string& path, const std::string& text,
                        const std::function<Status(const std::string&)>& load) {
-  const std::string temporary = path + ".loom-fit.tmp";
-  std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  std::error_code ignored;
-  if (!file) {
-    std::filesystem::remove(temporary, ignored);
-    return Status::IoError(path + ": cannot write " + temporary + " beside it; check that the folder exists and "
-                           "is writable");
-  }
-  if (Status loaded = load(temporary); !loaded.ok()) {
-    std::filesystem::remove(temporary, ignored);
+  return WriteFileAtomically(path, text, "pass another --output", [&](const std::string& temporary) {
+    Status loaded = load(temporary);
+    if (loaded.ok()) return loaded;
     return Status::InvalidArgument("the fitted file would not load, so " + path + " was left as it was: " +
                                    loaded.message());
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary, ignored);
-    return Status::IoError(path + ": cannot replace it (" + error.message() + ")");
-  }
-  return Status::Ok();
+  });
 }
 
 // The check WriteAtomically runs on the written file: |load| reads it back.

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iomanip>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -18,9 +20,10 @@
 #include "cli/command.h"
 #include "cli/format.h"
 #include "cli/plan_output.h"
+#include "cli/validators.h"
 #include "exec/plan_file.h"
-#include "plan/explain.h"
 #include "plan/deepspeed_config.h"
+#include "plan/explain.h"
 #include "plan/megatron_args.h"
 #include "plan/planner.h"
 #include "spec/cluster.h"
@@ -182,7 +185,9 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   options.top_k = o.top;
   options.objective = *kObjectiveNames.Parse(o.objective);
   request.smaller_gpu_counts = options.objective == Objective::kCost;
-  options.threads = o.threads;
+  // More threads than cores only contend: each simulation is CPU-bound.
+  const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  options.threads = o.threads == 0 ? 0 : std::min(o.threads, cores);
   options.prune = !o.exhaustive;
   options.simulation.kernels.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
   options.simulation.kernels.dropout = o.dropout;
@@ -248,9 +253,9 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "prune them, the rest are simulated best-first until none can beat the --top-th plan.");
   cmd->add_option("--model", o->model_path, "Model file: a Hugging Face config.json (see models/)")->required();
   cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)")->required();
-  cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--global-batch", o->global_batch, "Sequences per step")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", o->seq_len, "Sequence length in tokens")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(Positive());
+  cmd->add_option("--global-batch", o->global_batch, "Sequences per step")->required()->check(Positive());
+  cmd->add_option("--seq", o->seq_len, "Sequence length in tokens")->required()->check(Positive());
   cmd->add_option("--dtype", o->dtype, "Training dtype")->check(CLI::IsMember(kDtypeNames.Names()))->capture_default_str();
   cmd->add_option("--optimizer", o->optimizer, "Optimizer")
       ->check(CLI::IsMember(kOptimizerNames.Names()))
@@ -266,13 +271,15 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "Pin settings, key=value[,key=value] (keys: tp pp dp cp ep etp vpp micro_batch schedule recompute "
                   "recompute_layers zero_stage sp offload cp_comm overlap_grad_reduce overlap_param_gather "
                   "tp_comm_overlap first_stage_layers last_stage_layers)");
-  cmd->add_option("--top", o->top, "Plans to rank and show")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--top", o->top, "Plans to rank and show")->capture_default_str()->check(Positive());
   cmd->add_option("--objective", o->objective,
                   "time: step time; cost: GPU-hours per token, also trying fewer GPUs; memory-headroom: the lowest "
                   "peak memory, then time")
       ->check(CLI::IsMember(kObjectiveNames.Names()))
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Simulation threads (0: every core)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Simulation threads (0: every core; more than the cores count as the cores)")
+      ->check(Between(0, 4096))
+      ->capture_default_str();
   cmd->add_option("--explain", o->explain,
                   "Show where one strategy (key=value list, as --fix; unset keys take loom simulate's defaults) "
                   "lands among the plans and what dominates its step");
@@ -282,7 +289,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "or (plan: any plan) write one's rank programs to a plan file (--out) for loom validate")
       ->check(CLI::IsMember({"megatron", "deepspeed", "plan"}));
   cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   cmd->add_option("--out", o->out,
                   "With --emit plan: the plan file to write (schema loom.plan-file/2; other --emit values ignore it)")
       ->capture_default_str();

@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/format.h"
 #include "cli/probe_output.h"
+#include "cli/validators.h"
 #include "probe/groups.h"
 #include "probe/mpi_launcher.h"
 #include "probe/probe_runner.h"
@@ -242,13 +243,13 @@ void AddOptions(CLI::App* cmd, ProbeOptions& o) {
   cmd->add_option("--micro-batches", o.micro_batches, "Micro-batch sizes of --for-model (default 1,2,4)")
       ->delimiter(',');
   cmd->add_option("--dtype", o.dtype, "Training dtype of --for-model (default bf16)");
-  cmd->add_option("--repeats", o.repeats, "Timed runs per point (default 20)")->check(CLI::Range(1, 100000));
-  cmd->add_option("--warmup", o.warmup, "Untimed runs first (default 5)")->check(CLI::Range(0, 100000));
+  cmd->add_option("--repeats", o.repeats, "Timed runs per point (default 20)")->check(Between(1, 100000));
+  cmd->add_option("--warmup", o.warmup, "Untimed runs first (default 5)")->check(Between(0, 100000));
   cmd->add_flag("--no-rotate", o.no_rotate, "Reuse one input buffer: hot-L2 numbers (not what training sees)");
   cmd->add_option("--min-bytes,-b", o.min_bytes, "Smallest collective size, nccl-tests style (default 8)");
   cmd->add_option("--max-bytes,-e", o.max_bytes, "Largest collective size (default 8G)");
-  cmd->add_option("--timeout-s", o.timeout_s, "A collective not done after this many seconds is aborted (default 120)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout-s", o.timeout_s, "A collective not done after this many seconds is aborted (default 120, at most a day)")
+      ->check(Between(1e-3, 86400));
   cmd->add_flag("--dry-run", o.dry_run, "Print the points the sweep would measure; needs no GPU");
   cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.probe/1) instead of tables");
 }

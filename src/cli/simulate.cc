@@ -3,12 +3,16 @@
 #include <fstream>
 #include <iomanip>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/validators.h"
+#include "core/file_io.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 #include "spec/cluster.h"
@@ -34,6 +38,8 @@ struct SimulateOptions {
   bool dropout = false;
   bool full = false;
   bool json = false;
+  // The flags given that a scenario file also sets (the model, the cluster, the strategy).
+  std::vector<std::string> scenario_flags_given;
 };
 
 nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional<FrameworkProfile>& framework) {
@@ -115,6 +121,13 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   Strategy strategy = CommandLineStrategy(options);
   std::string framework_name = options.framework;
   if (!options.scenario_path.empty()) {
+    if (!options.scenario_flags_given.empty()) {
+      return Status::InvalidArgument(
+          options.scenario_path + ": the scenario sets the model, cluster and strategy, and " +
+          JoinedList(options.scenario_flags_given) +
+          " would be ignored; edit the scenario's keys, or drop the scenario and give every flag "
+          "(--nodes and --framework may be given with a scenario: they override its keys)");
+    }
     Result<Scenario> scenario = LoadScenario(options.scenario_path);
     if (!scenario.ok()) return scenario.status();
     model_path = scenario->model_path;
@@ -139,9 +152,9 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   Result<SimulationResult> result = SimulateTrainingStep(*model, *cluster, strategy, sim_options);
   if (!result.ok()) return result.status();
   if (!options.trace_path.empty()) {
-    std::ofstream trace(options.trace_path, std::ios::binary);
-    trace << ChromeTraceJson(result->step.graph, result->timeline, &result->memory);
-    if (!trace) return Status::IoError(options.trace_path + ": cannot write the trace; check the folder exists");
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(
+        options.trace_path, ChromeTraceJson(result->step.graph, result->timeline, &result->memory),
+        "pass another --trace"));
   }
   if (options.json) {
     out << ResultJson(*result, *framework).dump(2) << "\n";
@@ -194,9 +207,11 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
       ->capture_default_str();
   cmd->add_option("--moe-capacity-factor", o.strategy.moe_capacity_factor,
                   "Expert capacity over the mean load; tokens beyond it are dropped (0: dropless)")
+      ->check(NonNegative())
       ->capture_default_str();
   cmd->add_option("--moe-imbalance", o.strategy.moe_imbalance,
                   "Tokens of the busiest expert over the mean (1: a balanced router)")
+      ->check(Between(1, 1e6))
       ->capture_default_str();
   cmd->add_flag("--overlap-grad-reduce", o.strategy.overlap_grad_reduce,
                 "Reduce gradient buckets during the backward pass, not after it");
@@ -224,7 +239,7 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--model", options->model_path, "Model file: a Hugging Face config.json (see models/)");
   cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)");
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   AddStrategyOptions(cmd, *options);
   cmd->add_option("--attention", options->attention,
                   "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers without "
@@ -244,7 +259,15 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       "  loom simulate --model models/gpt3-175b.json --cluster hardware/clusters/dgx-a100.json \\\n"
       "      --tp 8 --pp 16 --dp 8 --vpp 2 --schedule interleaved --sp --micro-batch 1 --global-batch 1536\n"
       "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json");
-  cmd->callback([options, &runner] {
+  cmd->callback([options, cmd, &runner] {
+    // Flags a scenario file would override; --nodes, --framework and the output flags are not among them.
+    static const std::set<std::string> kWithScenario = {"--nodes", "--framework", "--trace", "--full",
+                                                         "--json",  "--help",      "scenario"};
+    options->scenario_flags_given.clear();
+    for (const CLI::Option* option : cmd->get_options()) {
+      if (option->count() == 0 || kWithScenario.count(option->get_name()) > 0) continue;
+      options->scenario_flags_given.push_back(option->get_name());
+    }
     runner = [options](std::ostream& out, std::ostream&) { return Run(*options, out); };
   });
 }

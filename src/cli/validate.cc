@@ -9,6 +9,8 @@
 
 #include "cli/command.h"
 #include "cli/validate_output.h"
+#include "cli/validators.h"
+#include "core/file_io.h"
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
 #include "exec/host_backend.h"
@@ -54,10 +56,7 @@ SimTime OrderMargin(const ValidateOptions& o) {
 Status WriteTrace(const std::string& path, const PlanFile& plan, const StepTimeline& measured) {
   Result<MemoryReport> memory = TrackMemory(plan.step.graph, measured, plan.baselines);
   if (!memory.ok()) return memory.status();
-  std::ofstream trace(path, std::ios::binary);
-  trace << ChromeTraceJson(plan.step.graph, measured, &*memory);
-  if (!trace) return Status::IoError(path + ": cannot write the trace; check the folder exists");
-  return Status::Ok();
+  return WriteFileAtomically(path, ChromeTraceJson(plan.step.graph, measured, &*memory), "pass another --trace");
 }
 
 // What a backend measured, on rank 0.
@@ -193,21 +192,22 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--steps", o.steps, "Steps measured (the median is reported)")
-      ->check(CLI::Range(1, 1000))
+      ->check(Between(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--warmup", o.warmup, "Steps run first and not measured")->check(CLI::Range(0, 100))->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "Steps run first and not measured")->check(Between(0, 100))->capture_default_str();
   cmd->add_option("--speedup", o.speedup,
                   "host: run plan time this many times faster than real time (a 4 s step at 100 takes 40 ms); "
                   "measured times are reported in plan time")
-      ->check(CLI::Range(1e-3, 1e6))
+      ->check(Between(1e-3, 1e6))
       ->capture_default_str();
   cmd->add_option("--timeout-s", o.timeout_s,
-                  "Abandon a step after this many real seconds (default: ten predicted steps plus a minute)")
-      ->check(CLI::NonNegativeNumber);
+                  "Abandon a step after this many real seconds, at most a week (default: ten predicted steps plus "
+                  "a minute)")
+      ->check(Between(0, 7 * 86400));
   cmd->add_option("--order-margin-ms", o.margin_ms,
                   "Compare the order of two tasks only if their predicted starts are this far apart, in plan time "
                   "(default: 2 ms of real time)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative());
   cmd->add_option("--trace", o.trace_path,
                   "Write the measured step (the median one) as a Chrome trace with the same ranks and streams as "
                   "loom simulate --trace, to open beside it in Perfetto");

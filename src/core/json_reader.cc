@@ -1,12 +1,10 @@
 #include "core/json_reader.h"
 
+#include "core/file_io.h"
+
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace loom {
 namespace {
@@ -22,9 +20,11 @@ std::string JoinQuoted(std::initializer_list<std::string_view> words) {
 
 // A short rendering of a value for messages: strings quoted, long values cut.
 std::string Show(const nlohmann::json& value) {
-  std::string text = value.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
+  // Structured values are described, not printed: printing walks all of one, however big.
+  if (value.is_array()) return "[...] (" + std::to_string(value.size()) + " elements)";
+  if (value.is_object()) return "{...} (" + std::to_string(value.size()) + " keys)";
+  if (value.is_string()) return "\"" + Abbreviated(value.get_ref<const std::string&>(), 37) + "\"";
+  return Abbreviated(value.dump(), 40);
 }
 
 const nlohmann::json& EmptyObject() {
@@ -34,28 +34,105 @@ const nlohmann::json& EmptyObject() {
 
 }  // namespace
 
-Result<nlohmann::json> ReadJsonObjectFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::NotFound(path + ": cannot open (" + std::strerror(errno) +
-                            "); check the path, or pass a shipped file such as models/llama3-70b.json");
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  nlohmann::json parsed;
+namespace {
+
+// Thrown from the parser's callback to stop at the first problem that nlohmann's parser does not
+// itself refuse; caught in Parse below.
+struct ParseRefusal {
+  std::string message;
+};
+
+// The rest of an nlohmann exception's message, without "[json.exception.parse_error.101] ".
+std::string ReasonOf(const nlohmann::json::exception& e) {
+  std::string reason = e.what();
+  size_t bracket = reason.find("] ");
+  return bracket == std::string::npos ? reason : reason.substr(bracket + 2);
+}
+
+template <typename Json>
+Result<Json> Parse(std::string_view text, const std::string& file) {
+  // One frame per open array or object: the keys seen so far (objects only) and its path.
+  struct Frame {
+    bool object = false;
+    std::string path;
+    std::string key;  // the key whose value is being read
+    std::set<std::string, std::less<>> keys;
+  };
+  std::vector<Frame> frames;
+  auto path_of = [&frames]() {
+    std::string path;
+    for (const Frame& f : frames) {
+      if (!f.object || f.key.empty()) continue;
+      path += (path.empty() ? "" : ".") + Abbreviated(f.key, 40);
+    }
+    return path;
+  };
+  auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event, Json& parsed) -> bool {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        if (static_cast<int>(frames.size()) >= kMaxJsonDepth) {
+          throw ParseRefusal{"arrays and objects nest deeper than " + std::to_string(kMaxJsonDepth) +
+                             " levels (at " + (path_of().empty() ? "the top" : path_of()) +
+                             "); loom's files nest a few levels, so this is not one"};
+        }
+        frames.push_back(Frame{event == Event::object_start, "", "", {}});
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        if (!frames.empty()) frames.pop_back();
+        break;
+      case Event::key: {
+        Frame& frame = frames.back();
+        const std::string& key = parsed.template get_ref<const std::string&>();
+        if (!frame.keys.insert(key).second) {
+          frame.key.clear();
+          std::string where = path_of();
+          throw ParseRefusal{"key \"" + Abbreviated(key) + "\" appears twice" +
+                             (where.empty() ? "" : " in " + where) +
+                             "; JSON does not say which one counts, so keep only the one you mean"};
+        }
+        frame.key = key;
+        break;
+      }
+      case Event::value:
+        break;
+    }
+    return true;
+  };
   try {
-    parsed = nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() starts with "[json.exception.parse_error.101] "; users need only the rest.
-    std::string reason = e.what();
-    size_t bracket = reason.find("] ");
-    if (bracket != std::string::npos) reason = reason.substr(bracket + 2);
-    return Status::InvalidArgument(path + ": not valid JSON: " + reason +
+    return Json::parse(text.begin(), text.end(), callback);
+  } catch (const ParseRefusal& refusal) {
+    return Status::InvalidArgument(file + ": " + refusal.message);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number the parser cannot hold ("1e999").
+    return Status::InvalidArgument(file + ": not valid JSON for loom: " + ReasonOf(e) +
+                                   "; numbers must fit a double (at most about 1.8e308)");
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(file + ": not valid JSON: " + ReasonOf(e) +
                                    "; fix the syntax (`python3 -m json.tool FILE` shows where)");
   }
-  if (!parsed.is_object()) {
+}
+
+}  // namespace
+
+Result<nlohmann::json> ParseJson(std::string_view text, const std::string& file) {
+  return Parse<nlohmann::json>(text, file);
+}
+
+Result<nlohmann::ordered_json> ParseOrderedJson(std::string_view text, const std::string& file) {
+  return Parse<nlohmann::ordered_json>(text, file);
+}
+
+Result<nlohmann::json> ReadJsonObjectFile(const std::string& path, std::string_view missing_hint) {
+  Result<std::string> text = ReadInputFile(path, missing_hint);
+  if (!text.ok()) return text.status();
+  Result<nlohmann::json> parsed = ParseJson(*text, path);
+  if (!parsed.ok()) return parsed.status();
+  if (!parsed->is_object()) {
     return Status::InvalidArgument(path + ": the top level is a JSON " +
-                                   std::string(parsed.type_name()) +
+                                   std::string(parsed->type_name()) +
                                    "; it must be an object of \"key\": value pairs");
   }
   return parsed;
@@ -67,7 +144,7 @@ JsonReader::JsonReader(const nlohmann::json& object, std::string file, std::stri
 std::string JsonReader::Where(std::string_view key) const {
   std::string where = file_ + ": ";
   if (!path_.empty()) where += path_ + (key.empty() ? "" : ".");
-  where += std::string(key);
+  where += Abbreviated(key);
   return where;
 }
 
@@ -257,6 +334,10 @@ Status JsonReader::Finish(UnknownKeys policy, std::initializer_list<std::string_
     std::string closest;
     int best = 1 << 20;
     for (const std::string& candidate : known_) {
+      // Lengths differing by more than two already mean more than two edits: skip the full
+      // distance, so that an absurdly long key costs no more than a short one.
+      const size_t longer = std::max(key.size(), candidate.size());
+      if (longer - std::min(key.size(), candidate.size()) > 2) continue;
       int d = EditDistance(key, candidate);
       if (d < best) best = d, closest = candidate;
     }
@@ -277,14 +358,24 @@ Status JsonReader::Finish(UnknownKeys policy, std::initializer_list<std::string_
   std::vector<std::string> all;
   CollectErrors(&all);
   if (all.empty()) return Status::Ok();
+  // A file of a million unknown keys gets a screenful, not a million lines.
+  constexpr size_t kMaxLines = 20;
   std::string message;
-  for (const std::string& line : all) message += (message.empty() ? "" : "\n") + line;
+  for (size_t i = 0; i < all.size() && i < kMaxLines; ++i) message += (message.empty() ? "" : "\n") + all[i];
+  if (all.size() > kMaxLines) {
+    message += "\n" + file_ + ": ... and " + std::to_string(all.size() - kMaxLines) + " more problems like these";
+  }
   return Status::InvalidArgument(message);
 }
 
 std::string PathBeside(const std::string& file, const std::string& path) {
   // operator/ keeps |path| as it is when it is absolute.
   return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
+}
+
+std::string Abbreviated(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  return std::string(text.substr(0, limit > 3 ? limit - 3 : 0)) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 int EditDistance(std::string_view a, std::string_view b) {

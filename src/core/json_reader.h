@@ -16,9 +16,23 @@
 
 namespace loom {
 
-// Reads and parses |path|. Errors name the file: a missing file is NotFound, a file that is
-// not JSON reports the parser's byte position, a top level that is not an object is rejected.
-Result<nlohmann::json> ReadJsonObjectFile(const std::string& path);
+// The deepest nesting of arrays and objects loom accepts in an input. loom's own files nest at most
+// five levels; the bound keeps recursion over a value (printing it in a message) off the stack's end.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses |text|, the contents of |file|. Errors name the file and the byte position: a syntax
+// error, a number outside the range of a double (1e999), nesting deeper than kMaxJsonDepth, or a
+// key that appears twice in one object (JSON leaves it open which one counts; loom refuses).
+Result<nlohmann::json> ParseJson(std::string_view text, const std::string& file);
+// The same, keeping each object's key order (for files loom rewrites).
+Result<nlohmann::ordered_json> ParseOrderedJson(std::string_view text, const std::string& file);
+
+// Reads and parses |path| (ReadInputFile, then ParseJson). Errors name the file: a missing file is
+// NotFound, a file that is not JSON reports the parser's byte position, a top level that is not an
+// object is rejected. |missing_hint| follows the message of a missing file.
+Result<nlohmann::json> ReadJsonObjectFile(
+    const std::string& path,
+    std::string_view missing_hint = "check the path, or pass a shipped file such as models/llama3-70b.json");
 
 // What JsonReader::Finish does with keys that no getter asked for.
 enum class UnknownKeys {
@@ -105,6 +119,9 @@ std::string PathBeside(const std::string& file, const std::string& path);
 
 // Levenshtein distance, for "did you mean" hints.
 int EditDistance(std::string_view a, std::string_view b);
+
+// |text| for a message: cut to |limit| bytes with "..." (a 100 MB key is quoted by its start).
+std::string Abbreviated(std::string_view text, size_t limit = 60);
 
 }  // namespace loom
 

@@ -1,5 +1,9 @@
 #include "cost/nccl_tests_parser.h"
 
+#include "core/file_io.h"
+#include "core/json_reader.h"
+
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -90,7 +94,10 @@ struct Columns {
   std::string names;
 };
 
-std::optional<Columns> ReadColumnHeader(std::string_view after_hash) {
+// The column header of a data table, or nullopt for another '#' line. A line with every column
+// nccl-tests writes but in another order (an edited or foreign file) sets |problem|: the rows'
+// fields are found by the header's positions, and only nccl-tests' own order is safe to read.
+std::optional<Columns> ReadColumnHeader(std::string_view after_hash, std::string* problem) {
   std::vector<std::string_view> tokens = Split(after_hash);
   Columns c;
   int times = 0, algbws = 0, busbws = 0;
@@ -111,6 +118,21 @@ std::optional<Columns> ReadColumnHeader(std::string_view after_hash) {
     ++c.count;
   }
   if (c.size < 0 || times != 2 || algbws != 2 || busbws != 2) return std::nullopt;
+  // nccl-tests' order: the row's descriptive fields, then the out-of-place time, algbw and busbw,
+  // then the in-place ones (src/common.cu, the header printed by testEngine).
+  const std::array<int, 6> timing = {c.out_of_place[0], c.out_of_place[1], c.out_of_place[2],
+                                     c.in_place[0],     c.in_place[1],     c.in_place[2]};
+  bool ordered = std::is_sorted(timing.begin(), timing.end()) && c.size < timing[0] && c.elements < timing[0] &&
+                 c.type < timing[0] && c.redop < timing[0];
+  // An in-place-only row drops the out-of-place columns: they must be the block just before.
+  ordered = ordered && c.in_place[0] - c.out_of_place[0] == c.in_place[1] - c.out_of_place[1] &&
+            c.in_place[0] - c.out_of_place[0] == c.in_place[2] - c.out_of_place[2];
+  if (!ordered) {
+    *problem = "the column header (" + c.names +
+               ") is not in nccl-tests' order (size ... then time algbw busbw out of place, then in place); "
+               "use the output as nccl-tests wrote it";
+    return std::nullopt;
+  }
   return c;
 }
 
@@ -256,7 +278,11 @@ Result<NcclTestsRun> ParseNcclTestsText(std::string_view text, const std::string
     if (view.empty()) continue;
     if (view.front() == '#') {
       view.remove_prefix(1);
-      if (!columns) columns = ReadColumnHeader(view);
+      if (!columns) {
+        std::string problem;
+        columns = ReadColumnHeader(view, &problem);
+        if (!problem.empty()) return RowError(file + ":" + std::to_string(line_number), problem);
+      }
       ReadHashLine(view, &header, &run.avg_busbw_GBps);
       continue;
     }
@@ -396,12 +422,9 @@ std::optional<NcclTest> StatedJsonTest(const Json& doc) {
 
 Result<NcclTestsRun> ParseNcclTestsJson(std::string_view text, const std::string& file,
                                         std::optional<NcclTest> test) {
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    return Status::InvalidArgument(file + ": not valid JSON (" + e.what() + ")");
-  }
+  Result<Json> parsed = ParseJson(text, file);
+  if (!parsed.ok()) return parsed.status();
+  const Json& doc = *parsed;
   const bool bare = doc.is_array();
   if (!bare && !(doc.is_object() && doc.contains("results") && doc["results"].is_array())) {
     return Status::InvalidArgument(file +
@@ -435,15 +458,9 @@ Result<NcclTestsRun> ParseNcclTestsJson(std::string_view text, const std::string
 }
 
 Result<NcclTestsRun> ReadNcclTestsFile(const std::string& path, std::optional<NcclTest> test) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ignored;
-    if (!std::filesystem::exists(path, ignored)) return Status::NotFound(path + ": no such file");
-    return Status::IoError(path + ": exists but cannot be read");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string content = text.str();
+  Result<std::string> read = ReadInputFile(path, "check the path of the nccl-tests output");
+  if (!read.ok()) return read.status();
+  const std::string& content = *read;
   const size_t first = content.find_first_not_of(" \t\r\n");
   const bool json = first != std::string::npos && (content[first] == '{' || content[first] == '[');
   return json ? ParseNcclTestsJson(content, path, test) : ParseNcclTestsText(content, path, test);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "core/file_io.h"
 #include "core/json_reader.h"
 
 namespace loom {
@@ -316,10 +317,9 @@ Result<Profile> ParseProfile(const nlohmann::json& json, const std::string& file
 }
 
 Result<Profile> ReadProfile(const std::string& path) {
-  Result<nlohmann::json> json = ReadJsonObjectFile(path);
-  if (json.ok()) return ParseProfile(*json, path);
-  if (json.status().code() != Status::Code::kNotFound) return json.status();
-  return Status::NotFound(path + ": cannot open; pass a profile written by loom probe (schema loom.profile/2)");
+  Result<nlohmann::json> json = ReadJsonObjectFile(path, "pass a profile written by loom probe (schema loom.profile/2)");
+  if (!json.ok()) return json.status();
+  return ParseProfile(*json, path);
 }
 
 namespace {
@@ -528,23 +528,8 @@ Status ProfileWriter::Append(const ProbeFailure& failure) {
 }
 
 Status ProfileWriter::Write() {
-  const std::string temporary = path_ + ".loom-probe.tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << ProfileText(profile_);
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      return Status::IoError(path_ + ": cannot write the profile (" + temporary +
-                             "); check the folder exists and is writable, and the disk is not full; "
-                             "what was measured before is kept in " + path_);
-    }
-  }
-  if (std::rename(temporary.c_str(), path_.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return Status::IoError(path_ + ": cannot replace it with " + temporary + "; check the folder's permissions");
-  }
-  return Status::Ok();
+  return WriteFileAtomically(path_, ProfileText(profile_),
+                             "pass another --output; what was measured before is kept in " + path_);
 }
 
 std::string ProbePointKey(const KernelShape& shape, const std::string& label) {

@@ -1,8 +1,11 @@
 #include "cost/training_log.h"
 
+#include "core/file_io.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 
 namespace loom {
@@ -31,8 +34,9 @@ bool Trim(std::string& s) {
 }  // namespace
 
 Result<TrainingLog> ReadTrainingLog(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot read the training log; check the path");
+  Result<std::string> text = ReadInputFile(path, "check the path of the training log");
+  if (!text.ok()) return text.status();
+  std::istringstream in(*text);
   TrainingLog log;
   std::vector<double> megatron, deepspeed;
   bool in_arguments = false;

@@ -1,5 +1,7 @@
 #include "exec/plan_file.h"
 
+#include "core/file_io.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -203,29 +205,7 @@ std::string PlanFileText(const PlanFile& plan) {
 }
 
 Status WritePlanFile(const PlanFile& plan, const std::string& path) {
-  const std::string text = PlanFileText(plan);
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return Status::IoError(path + ": cannot write " + temporary + " (" + std::strerror(errno) +
-                             "); check that the folder exists and is writable, or pass another --out");
-    }
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(temporary.c_str());
-      return Status::IoError(path + ": writing " + temporary + " failed (" + std::strerror(errno) +
-                             "); check the free space, or pass another --out");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temporary.c_str());
-    return Status::IoError(path + ": cannot rename " + temporary + " to it (" + reason +
-                           "); check that the folder is writable, or pass another --out");
-  }
-  return Status::Ok();
+  return WriteFileAtomically(path, PlanFileText(plan), "pass another --out");
 }
 
 }  // namespace loom

@@ -559,11 +559,8 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
 }
 
 Result<PlanFile> ReadPlanFile(const std::string& path) {
-  if (!std::ifstream(path, std::ios::binary)) {
-    return Status::NotFound(path + ": cannot open (" + std::strerror(errno) +
-                            "); check the path, or write the plan with `loom plan ... --emit plan --out " + path + "`");
-  }
-  Result<nlohmann::json> json = ReadJsonObjectFile(path);
+  Result<nlohmann::json> json = ReadJsonObjectFile(
+      path, "check the path, or write the plan with `loom plan ... --emit plan --out " + path + "`");
   if (!json.ok()) return json.status();
   return ParsePlanFile(*json, path);
 }

@@ -1,6 +1,7 @@
 #include "plan/run_fit.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/file_io.h"
 #include "core/json_reader.h"
 #include "cost/training_log.h"
 #include "spec/scenario.h"
@@ -117,7 +119,12 @@ RunSource ReadRun(JsonReader& r, const std::string& file, const std::string& def
 nlohmann::json Cell(const std::string& text) {
   if (text == "true") return true;
   if (text == "false") return false;
-  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return std::stoll(text);
+  if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    // Digits beyond int64 fall through to a double, which the range checks then judge.
+    int64_t whole = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), whole);
+    if (error == std::errc() && end == text.data() + text.size()) return whole;
+  }
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (!text.empty() && end == text.c_str() + text.size()) return v;
@@ -138,8 +145,9 @@ std::vector<std::string> SplitCsv(const std::string& line) {
 
 // The runs of a CSV file as JSON run objects; the keys that are not a run's own go to "strategy".
 Result<std::vector<nlohmann::json>> CsvRuns(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot read the runs file; check the path");
+  Result<std::string> text = ReadInputFile(path, "check the path of the runs file");
+  if (!text.ok()) return text.status();
+  std::istringstream in(*text);
   std::string line;
   std::vector<std::string> header;
   std::vector<nlohmann::json> runs;
@@ -154,6 +162,13 @@ Result<std::vector<nlohmann::json>> CsvRuns(const std::string& path) {
     std::vector<std::string> cells = SplitCsv(line);
     if (header.empty()) {
       header = cells;
+      for (size_t i = 0; i < header.size(); ++i) {
+        if (std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(i), header[i]) !=
+            header.begin() + static_cast<std::ptrdiff_t>(i)) {
+          return Status::InvalidArgument(path + ": line " + std::to_string(row) + ": column \"" + Abbreviated(header[i]) +
+                                         "\" appears twice in the header; keep only the one you mean");
+        }
+      }
       continue;
     }
     if (cells.size() != header.size()) {

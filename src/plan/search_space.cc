@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -317,6 +318,8 @@ void AddLayouts(const Space& space, int64_t gpus) {
 
 Result<Constraints> ParseConstraints(std::string_view text, std::string_view flag) {
   Constraints c;
+  // Each key once: "tp=2,tp=4" or "zero=1,zero_stage=2" leave unclear which was meant.
+  std::map<std::string, std::string, std::less<>> given;  // canonical key -> the pair that set it
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(',', start);
@@ -336,6 +339,10 @@ Result<Constraints> ParseConstraints(std::string_view text, std::string_view fla
     if (it == keys.end()) {
       return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) + ": unknown key '" +
                                      std::string(pair.substr(0, eq)) + "'; keys are " + KeyList());
+    }
+    if (auto [earlier, inserted] = given.emplace(key, std::string(pair)); !inserted) {
+      return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) + ": " + key +
+                                     " is already set by " + earlier->second + "; give each key once");
     }
     if (std::optional<std::string> expected = it->second(value, c)) {
       return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) + ": " + key + " must be " +

@@ -23,12 +23,7 @@ constexpr std::array<Dtype, 5> kAllDtypes = {Dtype::kBf16, Dtype::kFp16, Dtype::
 // Reads a hardware file. ReadJsonObjectFile's hint for a missing file points at models/; this one
 // points at the shipped hardware file |example| instead.
 Result<nlohmann::json> ReadHardwareFile(const std::string& path, std::string_view example) {
-  Result<nlohmann::json> json = ReadJsonObjectFile(path);
-  if (json.ok() || json.status().code() != Status::Code::kNotFound) return json;
-  std::error_code ignored;
-  bool exists = std::filesystem::exists(path, ignored);
-  return Status::NotFound(path + (exists ? ": exists but cannot be read" : ": no such file") +
-                          "; check the path, or pass a shipped file such as " + std::string(example));
+  return ReadJsonObjectFile(path, "check the path, or pass a shipped file such as " + std::string(example));
 }
 
 void CheckSchema(JsonReader& reader, std::string_view expected) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <iomanip>
@@ -449,11 +450,12 @@ void CheckExpertTensorParallel(const Strategy& s, const ModelSpec& model, const 
 
 void CheckMoeRouting(const Strategy& s, const ModelSpec& model, Messages& out) {
   const bool moe = model.moe.has_value() && model.moe->num_experts >= 1;
-  if (s.moe_capacity_factor < 0) {
+  // Written so that NaN fails too: every comparison with NaN is false.
+  if (!(s.moe_capacity_factor >= 0) || !std::isfinite(s.moe_capacity_factor)) {
     out.push_back(Cat("--moe-capacity-factor ", s.moe_capacity_factor,
                       ": must be positive, or 0 for dropless routing (Megatron-LM's default)"));
   }
-  if (s.moe_imbalance < 1) {
+  if (!(s.moe_imbalance >= 1) || !std::isfinite(s.moe_imbalance)) {
     out.push_back(Cat("--moe-imbalance ", s.moe_imbalance,
                       ": the busiest expert's tokens over the mean cannot be below 1; use 1 for a balanced "
                       "router, more for a skewed one"));
