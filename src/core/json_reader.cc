@@ -1,10 +1,11 @@
 #include "core/json_reader.h"
 
-#include "core/file_io.h"
-
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+
+#include "core/file_io.h"
 
 namespace loom {
 namespace {
@@ -25,6 +26,12 @@ std::string Show(const nlohmann::json& value) {
   if (value.is_object()) return "{...} (" + std::to_string(value.size()) + " keys)";
   if (value.is_string()) return "\"" + Abbreviated(value.get_ref<const std::string&>(), 37) + "\"";
   return Abbreviated(value.dump(), 40);
+}
+
+std::string ShowNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
 }
 
 const nlohmann::json& EmptyObject() {
@@ -198,7 +205,7 @@ int64_t JsonReader::Int(std::string_view key, IntRange range) {
   return OptionalInt(key, range).value_or(range.min);
 }
 
-std::optional<double> JsonReader::OptionalNonNegativeNumber(std::string_view key) {
+std::optional<double> JsonReader::OptionalNonNegativeNumber(std::string_view key, NumberRange range) {
   const nlohmann::json* value = Find(key);
   if (value == nullptr) return std::nullopt;
   if (!value->is_number()) {
@@ -210,11 +217,16 @@ std::optional<double> JsonReader::OptionalNonNegativeNumber(std::string_view key
     AddError(key, "is " + Show(*value) + "; it must be a finite number >= 0");
     return std::nullopt;
   }
+  if (v != 0 && (v < range.min || v > range.max)) {
+    AddError(key, "is " + Show(*value) + "; it must be between " + ShowNumber(range.min) + " and " +
+                      ShowNumber(range.max) + " (check its unit)");
+    return std::nullopt;
+  }
   return v;
 }
 
-std::optional<double> JsonReader::OptionalPositiveNumber(std::string_view key) {
-  std::optional<double> v = OptionalNonNegativeNumber(key);
+std::optional<double> JsonReader::OptionalPositiveNumber(std::string_view key, NumberRange range) {
+  std::optional<double> v = OptionalNonNegativeNumber(key, range);
   if (v && *v == 0) {
     AddError(key, "is 0; it must be greater than 0");
     return std::nullopt;
@@ -222,13 +234,13 @@ std::optional<double> JsonReader::OptionalPositiveNumber(std::string_view key) {
   return v;
 }
 
-double JsonReader::PositiveNumber(std::string_view key) {
+double JsonReader::PositiveNumber(std::string_view key, NumberRange range) {
   if (!Has(key)) {
     known_.emplace(key);
     AddError(key, "is missing; add \"" + std::string(key) + "\": <number greater than 0>");
     return 1.0;
   }
-  return OptionalPositiveNumber(key).value_or(1.0);
+  return OptionalPositiveNumber(key, range).value_or(1.0);
 }
 
 std::optional<std::string> JsonReader::OptionalString(std::string_view key) {

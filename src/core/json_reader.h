@@ -50,6 +50,13 @@ struct IntRange {
   int64_t max = INT64_MAX;
 };
 
+// Inclusive bounds for a real-valued key. No number in loom's inputs comes near 1e15 (rates are in
+// GB/s and TFLOP/s, times in us or s), and the bound keeps products of them finite.
+struct NumberRange {
+  double min = 0;
+  double max = 1e15;
+};
+
 // Typed, validating access to one JSON object of one input file. Getters never throw: a missing,
 // mistyped or out-of-range value is recorded as an error (naming the file, the key and the fix)
 // and a placeholder is returned, so that one pass reports every problem of a file. Call Finish()
@@ -67,11 +74,11 @@ class JsonReader {
   // Integer within |range| if present (JSON null counts as absent), else nullopt.
   std::optional<int64_t> OptionalInt(std::string_view key, IntRange range = {});
 
-  // Required number > 0 (finite).
-  double PositiveNumber(std::string_view key);
-  std::optional<double> OptionalPositiveNumber(std::string_view key);
-  // Number >= 0 if present.
-  std::optional<double> OptionalNonNegativeNumber(std::string_view key);
+  // Required number > 0 (finite) within |range|.
+  double PositiveNumber(std::string_view key, NumberRange range = {});
+  std::optional<double> OptionalPositiveNumber(std::string_view key, NumberRange range = {});
+  // Number >= 0 within |range| if present.
+  std::optional<double> OptionalNonNegativeNumber(std::string_view key, NumberRange range = {});
 
   std::string String(std::string_view key);
   std::optional<std::string> OptionalString(std::string_view key);

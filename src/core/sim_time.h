@@ -15,29 +15,30 @@ class SimTime {
   constexpr SimTime() = default;
 
   static constexpr SimTime Zero() { return SimTime(); }
-  static constexpr SimTime FromNanos(int64_t nanos) { return SimTime(nanos); }
-  // Round to the nearest nanosecond, halves away from zero.
-  // REQUIRES: |micros| is finite and below 9.2e12 (the int64 range in nanoseconds).
-  static constexpr SimTime FromMicros(double micros) { return SimTime(RoundToInt64(micros * 1e3)); }
-  // REQUIRES: |seconds| is finite and below 9.2e9.
-  static constexpr SimTime FromSeconds(double seconds) {
-    return SimTime(RoundToInt64(seconds * 1e9));
-  }
+  static constexpr SimTime FromNanos(int64_t nanos) { return SimTime(Clamp(nanos)); }
+  // Round to the nearest nanosecond, halves away from zero. A time beyond +-Forever() (146 years),
+  // an infinity or NaN (a rate of 0 or garbage upstream) becomes +-Forever(): never a wrapped,
+  // negative span. Callers that must reject such times compare with Forever().
+  static constexpr SimTime FromMicros(double micros) { return FromNanosDouble(micros * 1e3); }
+  static constexpr SimTime FromSeconds(double seconds) { return FromNanosDouble(seconds * 1e9); }
+  // Just under 2^62 ns: the saturation bound. Two of them still add without overflow.
+  static constexpr SimTime Forever() { return SimTime(kForever); }
 
   constexpr int64_t nanos() const { return nanos_; }
   constexpr double ToMicros() const { return static_cast<double>(nanos_) * 1e-3; }
   constexpr double ToSeconds() const { return static_cast<double>(nanos_) * 1e-9; }
 
-  friend constexpr SimTime operator+(SimTime a, SimTime b) { return SimTime(a.nanos_ + b.nanos_); }
-  friend constexpr SimTime operator-(SimTime a, SimTime b) { return SimTime(a.nanos_ - b.nanos_); }
-  constexpr SimTime& operator+=(SimTime other) {
-    nanos_ += other.nanos_;
-    return *this;
+  // Sums and differences saturate at +-Forever(), so that a chain of huge spans stays huge.
+  friend constexpr SimTime operator+(SimTime a, SimTime b) { return SimTime(Clamp(a.nanos_ + b.nanos_)); }
+  friend constexpr SimTime operator-(SimTime a, SimTime b) { return SimTime(Clamp(a.nanos_ - b.nanos_)); }
+  // |count| copies of |a|, saturating. REQUIRES: count >= 0.
+  friend constexpr SimTime operator*(SimTime a, int64_t count) {
+    int64_t product = 0;
+    if (__builtin_mul_overflow(a.nanos_, count, &product)) return SimTime(a.nanos_ < 0 ? -kForever : kForever);
+    return SimTime(Clamp(product));
   }
-  constexpr SimTime& operator-=(SimTime other) {
-    nanos_ -= other.nanos_;
-    return *this;
-  }
+  constexpr SimTime& operator+=(SimTime other) { return *this = *this + other; }
+  constexpr SimTime& operator-=(SimTime other) { return *this = *this - other; }
   friend constexpr auto operator<=>(SimTime a, SimTime b) = default;
 
   friend constexpr SimTime Max(SimTime a, SimTime b) { return a < b ? b : a; }
@@ -45,6 +46,20 @@ class SimTime {
 
  private:
   constexpr explicit SimTime(int64_t nanos) : nanos_(nanos) {}
+
+  static constexpr int64_t kForever = (int64_t{1} << 62) - 1;
+
+  // Operands are within +-kForever (every constructor clamps), so their sum cannot overflow int64.
+  static constexpr int64_t Clamp(int64_t nanos) {
+    return nanos > kForever ? kForever : nanos < -kForever ? -kForever : nanos;
+  }
+
+  static constexpr SimTime FromNanosDouble(double nanos) {
+    if (!(nanos == nanos)) return SimTime(kForever);  // NaN
+    if (nanos >= static_cast<double>(kForever)) return SimTime(kForever);
+    if (nanos <= -static_cast<double>(kForever)) return SimTime(-kForever);
+    return SimTime(RoundToInt64(nanos));
+  }
 
   // std::llround is not constexpr in C++20. Splitting off the whole part first keeps the
   // fraction exact (x - trunc(x) has no rounding error), so 0.49999999999999994 stays 0.

@@ -23,21 +23,20 @@ struct CostContext {
 // The host side of ops issued one after another: |issued| the host's time so far, |end| when the
 // last op ends on a GPU that was free from the start, both from the host's start.
 struct HostClock {
-  int64_t issued = 0;
-  int64_t end = 0;
+  SimTime issued;
+  SimTime end;
   void Issue(SimTime host, SimTime gpu) {
-    issued += host.nanos();
-    end = std::max(end, issued) + gpu.nanos();
+    issued += host;
+    end = Max(end, issued) + gpu;
   }
 };
 
 // |into| followed by |more| (max-plus: |more|'s ops issue after |into|'s, so they end no earlier
 // than their lead after |into|'s host time).
 void AppendHost(PassCost& into, const PassCost& more) {
-  const int64_t lead = std::max(into.host_lead.nanos(),
-                                into.host.nanos() - into.time.nanos() + more.host_lead.nanos());
+  const SimTime lead = Max(into.host_lead, into.host - into.time + more.host_lead);
   into.host += more.host;
-  into.host_lead = SimTime::FromNanos(std::max<int64_t>(0, lead));
+  into.host_lead = Max(SimTime(), lead);
 }
 
 bool IsRingExchange(const CollectiveShape& c, const CostContext& ctx) {
@@ -87,8 +86,8 @@ PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx, SimTime hos
     cost.tp_hidden = SimTime::FromNanos(std::min(pipelined, gemm.nanos()));
   }
   if (cost.ring_steps == 0) cost.attention = SimTime();
-  cost.host = SimTime::FromNanos(clock.issued);
-  cost.host_lead = SimTime::FromNanos(std::max<int64_t>(0, clock.end - cost.time.nanos()));
+  cost.host = clock.issued;
+  cost.host_lead = Max(SimTime(), clock.end - cost.time);
   return cost;
 }
 

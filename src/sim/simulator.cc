@@ -242,6 +242,11 @@ CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimel
 
 }  // namespace
 
+// The longest step loom reports: 10^6 s, some eleven days.
+constexpr double kMaxStepSeconds = 1e6;
+// The forward passes of all replicas --full simulates at most (a graph of some 10^8 tasks).
+constexpr int64_t kMaxFullPasses = int64_t{1} << 22;
+
 Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
                                          const SimulationOptions& options) {
   LOOM_RETURN_IF_ERROR(ValidateStrategy(strategy, model, cluster));
@@ -263,6 +268,15 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   PreparedStep step;
   step.config = DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements, step.payloads);
+  if (options.full) {
+    // Every replica is a copy of the pipeline's graph: bound the whole, as ValidateStrategy bounds one.
+    const CheckedInt passes = CheckedInt(strategy.dp) * strategy.pp * strategy.vpp * strategy.NumMicroBatches();
+    if (!passes.get() || *passes.get() > kMaxFullPasses) {
+      return Status::InvalidArgument("--full with --dp " + std::to_string(strategy.dp) +
+                                     ": every replica's passes (dp * pp * vpp * micro-batches) must be at most " +
+                                     std::to_string(kMaxFullPasses) + "; drop --full (replicas are identical)");
+    }
+  }
   step.config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
   step.payloads.p2p_bytes = P2pBytes(model, strategy);
   step.config.p2p_time = comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
@@ -284,6 +298,16 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   Result<StepTimeline> timeline = Simulate(result.step.graph);
   if (!timeline.ok()) return timeline.status();
   result.timeline = std::move(timeline).value();
+  // A step of weeks is no training run: a rate in the hardware files is off by orders of magnitude
+  // (a bandwidth of 1e-9 GB/s). Times beyond 146 years have saturated (SimTime::Forever) and mean nothing.
+  if (result.timeline.makespan > SimTime::FromSeconds(kMaxStepSeconds)) {
+    return Status::InvalidArgument(
+        "the step would take " + std::to_string(result.timeline.makespan.ToSeconds()) + " s, more than " +
+        std::to_string(static_cast<int64_t>(kMaxStepSeconds)) + " s: a rate in " +
+        (cluster.gpu.file.empty() ? std::string("the GPU file") : cluster.gpu.file) + " or " +
+        (cluster.file.empty() ? std::string("the cluster file") : cluster.file) +
+        " is far too low; check hbm_bandwidth_GBps, the peak TFLOP/s, bandwidth_GBps and nic_bandwidth_Gbps");
+  }
   std::vector<MemoryBaseline> baselines;
   for (int32_t rank = 0; rank < result.step.graph.num_ranks(); ++rank) {
     baselines.push_back({rank, result.step.model_states, step.model_state_bytes[rank % result.step.stages]});

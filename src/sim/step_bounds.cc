@@ -34,7 +34,7 @@ SimTime AfterLastBackward(const PreparedStep& step, int32_t stage, int32_t last_
   const StepGraphConfig& c = step.config;
   const PipelineSchedule& schedule = step.schedule;
   SimTime after;
-  const auto all_buckets = [&c](int32_t v) { return SimTime::FromNanos(c.bucket_time[v].nanos() * c.buckets[v]); };
+  const auto all_buckets = [&c](int32_t v) { return c.bucket_time[v] * c.buckets[v]; };
   if (!c.buckets.empty() && last_chunk >= 0) {
     const int32_t last_v = schedule.VirtualStage(stage, last_chunk);
     if (c.overlap_grad_reduce) {

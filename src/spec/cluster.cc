@@ -47,14 +47,29 @@ std::string NonEmptyString(JsonReader& reader, std::string_view key) {
   return value;
 }
 
+// Physical bounds on hardware rates and sizes: a factor of a thousand or more around any GPU or
+// network built (an H100 has 132 SMs, 80 GiB at 3.35 TB/s and 989 dense bf16 TFLOP/s; NICs run at
+// 100-800 Gb/s with microseconds of latency). A value outside is a unit or typing error, and a rate
+// near zero would turn into times of centuries.
+constexpr NumberRange kBandwidthGBps{1e-2, 1e6};
+constexpr NumberRange kBandwidthGbps{1e-1, 1e7};
+constexpr NumberRange kTflops{1e-2, 1e6};
+constexpr NumberRange kLatencyUs{0, 1e6};
+constexpr IntRange kSmCount{1, 1'000'000};
+constexpr IntRange kGpuMemoryBytes{1 << 20, int64_t{1} << 50};
+constexpr IntRange kHostMemoryBytes{1 << 20, int64_t{1} << 55};
+constexpr IntRange kGpusPerNode{1, 4096};
+constexpr IntRange kNodes{1, 1 << 20};
+constexpr IntRange kNicsPerNode{1, 4096};
+
 // A required number that may be 0 (a latency, or a GPU without NVLink).
-double NonNegativeNumber(JsonReader& reader, std::string_view key) {
+double NonNegativeNumber(JsonReader& reader, std::string_view key, NumberRange range = {}) {
   if (!reader.Has(key)) {
     reader.Allow(key);
     reader.AddError(key, "is missing; add \"" + std::string(key) + "\": <number >= 0>");
     return 0;
   }
-  return reader.OptionalNonNegativeNumber(key).value_or(0);
+  return reader.OptionalNonNegativeNumber(key, range).value_or(0);
 }
 
 template <typename Enum, size_t N>
@@ -124,7 +139,7 @@ void ReadPeaks(JsonReader& peaks, bool present, GpuSpec* gpu) {
   bool any = false;
   for (Dtype dtype : kAllDtypes) {
     std::string_view key = kDtypeNames.Name(dtype);
-    std::optional<double> tflops = peaks.OptionalNonNegativeNumber(key);
+    std::optional<double> tflops = peaks.OptionalNonNegativeNumber(key, kTflops);
     if (tflops && *tflops == 0) {
       peaks.AddError(key, "is 0; omit the key when the GPU has no " + std::string(key) + " rate");
       tflops.reset();
@@ -143,13 +158,13 @@ Status ParseGpu(const nlohmann::json& json, const std::string& path, GpuSpec* gp
   CheckSchema(reader, kGpuSchema);
   gpu->name = NonEmptyString(reader, "name");
   gpu->file = path;
-  gpu->sm_count = reader.Int("sm_count");
-  gpu->memory_bytes = reader.Int("memory_bytes");
-  gpu->hbm_bandwidth_GBps = reader.PositiveNumber("hbm_bandwidth_GBps");
-  gpu->l2_cache_bytes = reader.Int("l2_cache_bytes");
+  gpu->sm_count = reader.Int("sm_count", kSmCount);
+  gpu->memory_bytes = reader.Int("memory_bytes", kGpuMemoryBytes);
+  gpu->hbm_bandwidth_GBps = reader.PositiveNumber("hbm_bandwidth_GBps", kBandwidthGBps);
+  gpu->l2_cache_bytes = reader.Int("l2_cache_bytes", kGpuMemoryBytes);
   bool has_peaks = reader.Has("peak_tflops");
   ReadPeaks(reader.Object("peak_tflops"), has_peaks, gpu);
-  gpu->nvlink_bandwidth_GBps = NonNegativeNumber(reader, "nvlink_bandwidth_GBps");
+  gpu->nvlink_bandwidth_GBps = NonNegativeNumber(reader, "nvlink_bandwidth_GBps", kBandwidthGBps);
   if (reader.Has("calibration")) {
     gpu->calibration = ReadComputeCalibration(reader.Object("calibration"), json["calibration"]);
   }
@@ -159,8 +174,8 @@ Status ParseGpu(const nlohmann::json& json, const std::string& path, GpuSpec* gp
 
 void ReadIntraNode(JsonReader& reader, IntraNode* intra) {
   intra->fabric = ReadEnum(reader, "fabric", kFabricNames, IntraNodeFabric::kNvSwitch);
-  intra->bandwidth_GBps = reader.PositiveNumber("bandwidth_GBps");
-  intra->latency_us = NonNegativeNumber(reader, "latency_us");
+  intra->bandwidth_GBps = reader.PositiveNumber("bandwidth_GBps", kBandwidthGBps);
+  intra->latency_us = NonNegativeNumber(reader, "latency_us", kLatencyUs);
   intra->nvlink_sharp = reader.OptionalBool("nvlink_sharp").value_or(false);
   if (intra->nvlink_sharp && intra->fabric != IntraNodeFabric::kNvSwitch) {
     reader.AddError("nvlink_sharp", "is true but the fabric is not \"nvswitch\"; NVLink SHARP "
@@ -171,7 +186,7 @@ void ReadIntraNode(JsonReader& reader, IntraNode* intra) {
 // A fraction in (0, 1] if present; a measured bandwidth above the nominal one means the nominal
 // one in this file is wrong, which the fix must address rather than the fraction.
 std::optional<double> CalibrationFraction(JsonReader& reader, std::string_view key) {
-  std::optional<double> value = reader.OptionalPositiveNumber(key);
+  std::optional<double> value = reader.OptionalPositiveNumber(key, {1e-3, 1e15});
   if (value && *value > 1) {
     reader.AddError(key, "is " + Show(*value) + "; a fraction of the nominal bandwidth must be at "
                          "most 1 (if measurements exceed the nominal bandwidth, correct the "
@@ -185,8 +200,8 @@ void ReadCommCalibration(JsonReader& reader, CommCalibration* c) {
   c->intra_node_busbw_fraction = CalibrationFraction(reader, "intra_node_busbw_fraction");
   c->inter_node_busbw_fraction = CalibrationFraction(reader, "inter_node_busbw_fraction");
   c->nvls_busbw_fraction = CalibrationFraction(reader, "nvls_busbw_fraction");
-  c->intra_node_extra_latency_us = reader.OptionalNonNegativeNumber("intra_node_extra_latency_us");
-  c->inter_node_extra_latency_us = reader.OptionalNonNegativeNumber("inter_node_extra_latency_us");
+  c->intra_node_extra_latency_us = reader.OptionalNonNegativeNumber("intra_node_extra_latency_us", kLatencyUs);
+  c->inter_node_extra_latency_us = reader.OptionalNonNegativeNumber("inter_node_extra_latency_us", kLatencyUs);
   c->source = NonEmptyString(reader, "source");
   c->fitted_on = reader.OptionalStringList("fitted_on");
   bool any = reader.Has("intra_node_busbw_fraction") || reader.Has("inter_node_busbw_fraction") ||
@@ -200,9 +215,9 @@ void ReadCommCalibration(JsonReader& reader, CommCalibration* c) {
 }
 
 void ReadInterNode(JsonReader& reader, InterNode* inter) {
-  inter->nics_per_node = reader.Int("nics_per_node");
-  inter->nic_bandwidth_Gbps = reader.PositiveNumber("nic_bandwidth_Gbps");
-  inter->latency_us = NonNegativeNumber(reader, "latency_us");
+  inter->nics_per_node = reader.Int("nics_per_node", kNicsPerNode);
+  inter->nic_bandwidth_Gbps = reader.PositiveNumber("nic_bandwidth_Gbps", kBandwidthGbps);
+  inter->latency_us = NonNegativeNumber(reader, "latency_us", kLatencyUs);
   inter->topology = ReadEnum(reader, "topology", kTopologyNames, NetworkTopology::kFatTree);
   if (!reader.Has("oversubscription")) {
     reader.Allow("oversubscription");
@@ -211,7 +226,7 @@ void ReadInterNode(JsonReader& reader, InterNode* inter) {
                     "(2 when the uplinks carry half of what the nodes can send, and so on)");
     return;
   }
-  std::optional<double> ratio = reader.OptionalNonNegativeNumber("oversubscription");
+  std::optional<double> ratio = reader.OptionalNonNegativeNumber("oversubscription", {0, 1e3});
   if (ratio && *ratio < 1) {
     reader.AddError("oversubscription", "is " + Show(*ratio) +
                                             "; it must be >= 1 (1 = full bisection bandwidth)");
@@ -221,9 +236,9 @@ void ReadInterNode(JsonReader& reader, InterNode* inter) {
 }
 
 void ReadHost(JsonReader& reader, Host* host) {
-  host->pcie_bandwidth_GBps = reader.PositiveNumber("pcie_bandwidth_GBps");
-  host->cpu_memory_bytes = reader.Int("cpu_memory_bytes");
-  host->memory_bandwidth_GBps = reader.OptionalPositiveNumber("memory_bandwidth_GBps");
+  host->pcie_bandwidth_GBps = reader.PositiveNumber("pcie_bandwidth_GBps", kBandwidthGBps);
+  host->cpu_memory_bytes = reader.Int("cpu_memory_bytes", kHostMemoryBytes);
+  host->memory_bandwidth_GBps = reader.OptionalPositiveNumber("memory_bandwidth_GBps", kBandwidthGBps);
 }
 
 // Reads every key of a cluster file but the GPU file's contents; returns the "gpu" value.
@@ -231,8 +246,8 @@ std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, Clu
   CheckSchema(reader, kClusterSchema);
   spec->name = NonEmptyString(reader, "name");
   std::string gpu_ref = NonEmptyString(reader, "gpu");
-  spec->gpus_per_node = reader.Int("gpus_per_node");
-  spec->nodes = reader.OptionalInt("nodes");
+  spec->gpus_per_node = reader.Int("gpus_per_node", kGpusPerNode);
+  spec->nodes = reader.OptionalInt("nodes", kNodes);
   ReadIntraNode(reader.Object("intra_node"), &spec->intra_node);
   ReadInterNode(reader.Object("inter_node"), &spec->inter_node);
   ReadHost(reader.Object("host"), &spec->host);
@@ -305,11 +320,10 @@ Result<GpuSpec> LoadGpuSpec(const std::string& path) {
 }
 
 Result<ClusterSpec> LoadClusterSpec(const std::string& path, std::optional<int64_t> nodes) {
-  if (nodes && *nodes < 1) {
-    return Status::InvalidArgument(path + ": the node count given to run on is " +
-                                   std::to_string(*nodes) +
-                                   "; it must be at least 1 (or leave it out to use the file's "
-                                   "\"nodes\")");
+  if (nodes && (*nodes < 1 || *nodes > kNodes.max)) {
+    return Status::InvalidArgument(path + ": the node count given to run on (--nodes) is " +
+                                   std::to_string(*nodes) + "; it must be between 1 and " +
+                                   std::to_string(kNodes.max) + " (or leave it out to use the file's \"nodes\")");
   }
   Result<nlohmann::json> json = ReadHardwareFile(path, "hardware/clusters/dgx-h100.json");
   if (!json.ok()) return json.status();

@@ -14,7 +14,7 @@ double NonNegative(JsonReader& r, std::string_view key) {
     r.AddError(key, "is missing; give the host time in microseconds (0 where the framework spends none)");
     return 0;
   }
-  return r.OptionalNonNegativeNumber(key).value_or(0);
+  return r.OptionalNonNegativeNumber(key, {0, 1e7}).value_or(0);  // at most 10 s per op
 }
 
 bool RequiredBool(JsonReader& r, std::string_view key) {
@@ -44,7 +44,7 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
   p.backward_us_per_op = NonNegative(host, "backward_us_per_op");
   p.optimizer_us_per_layer = NonNegative(host, "optimizer_us_per_layer");
   p.optimizer_us_fixed = NonNegative(host, "optimizer_us_fixed");
-  p.scale = host.OptionalPositiveNumber("scale").value_or(1.0);
+  p.scale = host.OptionalPositiveNumber("scale", {1e-3, 1e3}).value_or(1.0);
   p.fitted_on = host.OptionalStringList("fitted_on");
   if (r.Has("cuda_graphs")) {
     JsonReader& graphs = r.Object("cuda_graphs");

@@ -36,7 +36,9 @@ namespace {
 
 // A fraction in (0, 1], or nullopt when absent; out-of-range values are recorded as errors.
 std::optional<double> Fraction(JsonReader& r, std::string_view key) {
-  std::optional<double> v = r.OptionalPositiveNumber(key);
+  // Below a thousandth of the peak no kernel runs: such a value is a typing error (and would turn
+  // into times of centuries).
+  std::optional<double> v = r.OptionalPositiveNumber(key, {1e-3, 1e15});
   if (v && *v > 1.0) {
     r.AddError(key, "is " + std::to_string(*v) + "; a fraction of the datasheet peak must be at most 1");
     return std::nullopt;
@@ -79,14 +81,14 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
                "is missing; a fixed GEMM tile needs both gemm_tile_m and gemm_tile_n (or neither, to let the model "
                "choose among cuBLAS's tiles)");
   }
-  c.gemm_operand_bandwidth_GBps = r.OptionalPositiveNumber("gemm_operand_bandwidth_GBps");
-  c.gemm_wave_latency_us = r.OptionalNonNegativeNumber("gemm_wave_latency_us");
+  c.gemm_operand_bandwidth_GBps = r.OptionalPositiveNumber("gemm_operand_bandwidth_GBps", {1e-2, 1e6});
+  c.gemm_wave_latency_us = r.OptionalNonNegativeNumber("gemm_wave_latency_us", {0, 1e6});
   c.gemm_epilogue_overlap = r.OptionalBool("gemm_epilogue_overlap").value_or(false);
   for (const std::string& dtype : kDtypeNames.Names()) {
     const Dtype d = *kDtypeNames.Parse(dtype);
     c.GemmEfficiencySlot(d) = Fraction(r, GemmEfficiencyKey(d));
   }
-  c.kernel_overhead_us = r.OptionalNonNegativeNumber("kernel_overhead_us").value_or(0.0);
+  c.kernel_overhead_us = r.OptionalNonNegativeNumber("kernel_overhead_us", {0, 1e6}).value_or(0.0);
   c.attention_efficiency = Fraction(r, "attention_efficiency");
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");
   c.source = r.String("source");

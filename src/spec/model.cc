@@ -37,6 +37,18 @@ std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 // Keys that rules between keys depend on; nullopt where absent or invalid (already reported),
 // so that a bad value is reported once and not again by every rule that uses it.
+// Physical bounds on a config's sizes, each far above any published model (Llama 3 405B: 126
+// layers, hidden 16384, 128 heads, MLP 53248, vocabulary 128256; DeepSeek-V3: 256 experts of width
+// 2048, 163840 positions) and low enough that every product loom forms from them (parameters,
+// bytes, FLOPs per token) stays inside 64 bits. A config beyond them is a typo, not a model.
+constexpr IntRange kLayerRange{1, 10'000};
+constexpr IntRange kWidthRange{1, int64_t{1} << 20};         // hidden, head and LoRA dimensions
+constexpr IntRange kHeadRange{1, int64_t{1} << 16};          // attention and key/value heads
+constexpr IntRange kMlpRange{1, int64_t{1} << 22};           // MLP and expert widths
+constexpr IntRange kVocabRange{1, int64_t{1} << 24};
+constexpr IntRange kPositionRange{1, int64_t{1} << 27};
+constexpr IntRange kExpertRange{1, int64_t{1} << 16};
+
 struct RuleInputs {
   std::optional<int64_t> hidden;
   std::optional<int64_t> heads;
@@ -66,18 +78,18 @@ void ReadHeader(JsonReader& r) {
 
 RuleInputs ReadDimensions(JsonReader& r, ModelSpec* m) {
   RuleInputs in;
-  in.hidden = RequiredInt(r, "hidden_size");
-  in.heads = RequiredInt(r, "num_attention_heads");
-  in.kv_heads = r.OptionalInt("num_key_value_heads");
-  in.head_dim = r.OptionalInt("head_dim");
-  in.layers = RequiredInt(r, "num_hidden_layers");
+  in.hidden = RequiredInt(r, "hidden_size", kWidthRange);
+  in.heads = RequiredInt(r, "num_attention_heads", kHeadRange);
+  in.kv_heads = r.OptionalInt("num_key_value_heads", kHeadRange);
+  in.head_dim = r.OptionalInt("head_dim", kWidthRange);
+  in.layers = RequiredInt(r, "num_hidden_layers", kLayerRange);
   m->hidden_size = in.hidden.value_or(1);
   m->num_heads = in.heads.value_or(1);
   m->num_kv_heads = in.kv_heads.value_or(m->num_heads);
   m->num_layers = in.layers.value_or(1);
-  m->intermediate_size = r.Int("intermediate_size");
-  m->vocab_size = r.Int("vocab_size");
-  m->max_position_embeddings = r.Int("max_position_embeddings");
+  m->intermediate_size = r.Int("intermediate_size", kMlpRange);
+  m->vocab_size = r.Int("vocab_size", kVocabRange);
+  m->max_position_embeddings = r.Int("max_position_embeddings", kPositionRange);
   if (in.heads && in.kv_heads && *in.heads % *in.kv_heads != 0) {
     r.AddError("num_key_value_heads",
                "(" + std::to_string(*in.kv_heads) + ") does not divide num_attention_heads (" +
@@ -177,8 +189,8 @@ void ReadBiases(JsonReader& r, ModelSpec* m) {
 constexpr std::string_view kMoeOnlyKeys[] = {"num_experts_per_tok", "moe_intermediate_size"};
 
 std::optional<int64_t> ReadExpertCount(JsonReader& r) {
-  std::optional<int64_t> local = r.OptionalInt("num_local_experts");
-  std::optional<int64_t> routed = r.OptionalInt("n_routed_experts");
+  std::optional<int64_t> local = r.OptionalInt("num_local_experts", kExpertRange);
+  std::optional<int64_t> routed = r.OptionalInt("n_routed_experts", kExpertRange);
   if (r.Has("num_local_experts") && r.Has("n_routed_experts")) {
     r.AddError("n_routed_experts",
                "and num_local_experts are both set; keep one: num_local_experts "
@@ -198,10 +210,10 @@ std::optional<int64_t> ReadExpertCount(JsonReader& r) {
 }
 
 std::optional<MoeSpec> ReadMoe(JsonReader& r, const ModelSpec& m, std::optional<int64_t> layers) {
-  std::optional<int64_t> top_k = r.OptionalInt("num_experts_per_tok");
-  std::optional<int64_t> width = r.OptionalInt("moe_intermediate_size");
-  std::optional<int64_t> shared = r.OptionalInt("n_shared_experts", {.min = 0});
-  std::optional<int64_t> dense = r.OptionalInt("first_k_dense_replace", {.min = 0});
+  std::optional<int64_t> top_k = r.OptionalInt("num_experts_per_tok", kExpertRange);
+  std::optional<int64_t> width = r.OptionalInt("moe_intermediate_size", kMlpRange);
+  std::optional<int64_t> shared = r.OptionalInt("n_shared_experts", {0, kExpertRange.max});
+  std::optional<int64_t> dense = r.OptionalInt("first_k_dense_replace", {0, kLayerRange.max});
   std::optional<int64_t> freq = r.OptionalInt("moe_layer_freq");
   std::optional<int64_t> experts = ReadExpertCount(r);
   if (!experts) return std::nullopt;
@@ -236,8 +248,8 @@ constexpr std::string_view kMlaOnlyKeys[] = {"q_lora_rank", "qk_rope_head_dim", 
 
 // DeepSeek-V2 multi-head latent attention, signalled by kv_lora_rank.
 std::optional<MlaSpec> ReadMla(JsonReader& r) {
-  std::optional<int64_t> kv_lora = r.OptionalInt("kv_lora_rank");
-  std::optional<int64_t> q_lora = r.OptionalInt("q_lora_rank");  // null: direct q projection
+  std::optional<int64_t> kv_lora = r.OptionalInt("kv_lora_rank", kWidthRange);
+  std::optional<int64_t> q_lora = r.OptionalInt("q_lora_rank", kWidthRange);  // null: direct q projection
   if (!r.Has("kv_lora_rank")) {
     for (std::string_view key : kMlaOnlyKeys) {
       r.Allow(key);
@@ -252,9 +264,9 @@ std::optional<MlaSpec> ReadMla(JsonReader& r) {
   MlaSpec spec;
   spec.kv_lora_rank = kv_lora.value_or(1);
   spec.q_lora_rank = q_lora.value_or(0);
-  spec.qk_rope_head_dim = r.Int("qk_rope_head_dim");
-  spec.qk_nope_head_dim = r.Int("qk_nope_head_dim");
-  spec.v_head_dim = r.Int("v_head_dim");
+  spec.qk_rope_head_dim = r.Int("qk_rope_head_dim", kWidthRange);
+  spec.qk_nope_head_dim = r.Int("qk_nope_head_dim", kWidthRange);
+  spec.v_head_dim = r.Int("v_head_dim", kWidthRange);
   return spec;
 }
 

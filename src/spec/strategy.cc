@@ -89,7 +89,18 @@ std::string GpuRef(const GpuSpec& gpu) {
   return gpu.file.empty() ? name : Cat(name, " (", gpu.file, ")");
 }
 
+// The most ranks in one parallel group, or GPUs in all: 2^20.
+constexpr int64_t kMaxGroup = int64_t{1} << 20;
+// Micro-batches per step, and forward passes in one pipeline schedule, loom simulates at most.
+constexpr int64_t kMaxMicroBatches = int64_t{1} << 20;
+constexpr int64_t kMaxPipelinePasses = int64_t{1} << 21;
+
 void CheckRanges(const Strategy& s, Messages& out) {
+  if (s.zero_stage < 0 || s.zero_stage > 3) {
+    out.push_back(
+        Cat("--zero ", s.zero_stage,
+            ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use --zero 0, 1, 2 or 3"));
+  }
   const std::array<std::pair<std::string_view, int64_t>, 9> positive = {{
       {"--tp", s.tp},
       {"--pp", s.pp},
@@ -101,15 +112,37 @@ void CheckRanges(const Strategy& s, Messages& out) {
       {"--global-batch", s.global_batch},
       {"--seq", s.seq_len},
   }};
-  for (const auto& [flag, value] : positive) {
+  // Upper bounds: far beyond any training run (the largest use some 10^5 GPUs, batches of 10^4
+  // sequences and contexts of 10^6 tokens), low enough that loom's products of them (ranks, tokens,
+  // passes) fit in 64 bits and its schedules' 32-bit indices.
+  const std::array<int64_t, 9> most = {kMaxGroup, kMaxGroup, kMaxGroup, kMaxGroup, kMaxGroup,
+                                       1024,      int64_t{1} << 20, int64_t{1} << 30, int64_t{1} << 27};
+  bool in_range = true;
+  for (size_t i = 0; i < positive.size(); ++i) {
+    const auto& [flag, value] = positive[i];
     if (value < 1) {
       out.push_back(Cat(flag, " ", value, ": must be at least 1; use ", flag, " 1 or more"));
+    } else if (value > most[i]) {
+      out.push_back(Cat(flag, " ", value, ": must be at most ", most[i], "; no training run is that large"));
     }
+    in_range = in_range && value >= 1 && value <= most[i];
   }
-  if (s.zero_stage < 0 || s.zero_stage > 3) {
-    out.push_back(
-        Cat("--zero ", s.zero_stage,
-            ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use --zero 0, 1, 2 or 3"));
+  if (!in_range) return;  // the products below would only repeat it
+  const CheckedInt gpus = CheckedInt(s.tp) * s.pp * s.dp * s.cp;
+  if (!gpus.get() || *gpus.get() > kMaxGroup) {
+    out.push_back(Cat("--tp ", s.tp, " --pp ", s.pp, " --dp ", s.dp, " --cp ", s.cp, ": ",
+                      "their product, the GPUs, must be at most ", kMaxGroup));
+  }
+  if (s.global_batch / s.micro_batch / s.dp > kMaxMicroBatches) {
+    out.push_back(Cat("--global-batch ", s.global_batch, ": ", s.global_batch / s.micro_batch / s.dp,
+                      " micro-batches per step (global batch / (micro-batch * dp)); loom simulates at most ",
+                      kMaxMicroBatches, "; raise --micro-batch or --dp"));
+  }
+  const CheckedInt passes = CheckedInt(s.pp) * s.vpp * (s.global_batch / s.micro_batch / s.dp);
+  if (!passes.get() || *passes.get() > kMaxPipelinePasses) {
+    out.push_back(Cat("--pp ", s.pp, " --vpp ", s.vpp, " --global-batch ", s.global_batch,
+                      ": stages * chunks * micro-batches must be at most ", kMaxPipelinePasses,
+                      " forward passes for loom to simulate the step"));
   }
 }
 
