@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "core/interrupt.h"
 #include "core/json_reader.h"
 
 namespace loom {
@@ -63,6 +64,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   // The boundary of every command: an exception a library let through (or memory running out)
   // becomes an error message and exit status 1, never an abort.
   Status status;
+  ClearInterrupt();
   try {
     status = runner(out, err);
   } catch (const std::bad_alloc&) {
@@ -71,6 +73,11 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const std::exception& e) {
     status = Status::Internal(std::string("unexpected failure (") + e.what() +
                               "); this is a bug in loom: please report it with the command line");
+  }
+  if (const int signal = InterruptSignal(); signal != 0) {
+    if (!status.ok()) err << "loom: error: " << status.message() << "\n";
+    err << "loom: interrupted by " << SignalName(signal) << "\n";
+    return kExitSignalBase + signal;
   }
   if (!status.ok()) {
     err << "loom: error: " << status.message() << "\n";

@@ -19,6 +19,7 @@
 #include "cli/command.h"
 #include "cli/format.h"
 #include "core/file_io.h"
+#include "core/interrupt.h"
 #include "core/json_reader.h"
 #include "cost/calibration_file.h"
 #include "cost/comm_fit.h"
@@ -69,9 +70,11 @@ Result<Json> ReadOrderedJson(const std::string& path) {
 }
 
 // Writes |text| over |path| atomically (WriteFileAtomically), after |load| has read the written
-// temporary back, so that a file loom cannot load is never left.
+// temporary back, so that a file loom cannot load is never left. A SIGINT or SIGTERM meanwhile ends
+// the process once the file is in place, so that it leaves no temporary beside it.
 Status WriteAtomically(const std::string& path, const std::string& text,
                        const std::function<Status(const std::string&)>& load) {
+  const DeferredInterrupts hold;
   return WriteFileAtomically(path, text, "pass another --output", [&](const std::string& temporary) {
     Status loaded = load(temporary);
     if (loaded.ok()) return loaded;
@@ -696,7 +699,9 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_flag("--force", options->force, "Fit even when the measurements name another GPU than the file");
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.fit/1) instead of tables");
   cmd->footer(
-      "The file is replaced atomically, and only when the result loads; the keys not fitted are kept.\n\n"
+      "The file is replaced atomically, and only when the result loads; the keys not fitted are kept. Interrupted\n"
+      "(SIGINT, SIGTERM), fit ends at once, or right after the write in progress: each file is the old one or the\n"
+      "new one, never a part, and no temporary is left (the shell's status is 130 or 143).\n\n"
       "Examples:\n"
       "  loom fit tests/cli/data/profile_a100_synthetic.json --gpu hardware/gpus/a100-sxm4-80gb.json --dry-run\n"
       "  loom fit all_reduce_perf.log all_gather_perf.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"

@@ -21,6 +21,7 @@
 #include "cli/format.h"
 #include "cli/plan_output.h"
 #include "cli/validators.h"
+#include "core/interrupt.h"
 #include "exec/plan_file.h"
 #include "plan/deepspeed_config.h"
 #include "plan/explain.h"
@@ -218,23 +219,33 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     }
     return Status::Ok();
   }
+  // From here a SIGINT or SIGTERM stops the search at the next strategy and the plans found so far
+  // are printed, marked interrupted (RunLoom's exit status says which signal); a second one kills.
+  const InterruptibleScope interruptible;
+  options.stop_requested = InterruptRequested;
   const auto start = std::chrono::steady_clock::now();
   Result<PlanReport> report = Plan(*model, *cluster, request, options);
   if (!report.ok()) return report.status();
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string interrupted_by = report->interrupted ? SignalName(InterruptSignal()) : "";
+  if (report->interrupted && options.progress) err << "\n";  // end the progress line it cut short
   std::optional<EmitResult> emitted;
-  if (!o.emit.empty() && !report->ranked.empty()) {
+  if (!o.emit.empty() && !report->ranked.empty() && !report->interrupted) {
     Result<EmitResult> e = Emit(o, header, *report, o.pick);
     if (!e.ok()) return e.status();
     emitted = std::move(e).value();
   }
   if (o.json) {
-    out << PlanJson(header, *report, wall_s, emitted).dump(2) << "\n";
+    out << PlanJson(header, *report, wall_s, emitted, interrupted_by).dump(2) << "\n";
   } else {
-    PrintPlan(header, *report, wall_s, out);
+    PrintPlan(header, *report, wall_s, out, interrupted_by);
     if (emitted) PrintEmitted(*emitted, out);
+    if (report->interrupted && !o.emit.empty()) {
+      out << "--emit " << o.emit << ": nothing emitted, since the best plan of a partial search may not be the "
+          << "best; run the search to the end, or pin the plan with --fix\n";
+    }
   }
-  if (report->ranked.empty()) {
+  if (report->ranked.empty() && !report->interrupted) {
     return Status::InvalidArgument("no strategy fits in memory; the table above says why. Try more GPUs, a smaller "
                                    "--global-batch or --seq, or --fix recompute=full");
   }
@@ -311,7 +322,11 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "      --gpus 512 --global-batch 1024 --seq 8192\n"
       "  loom plan ... --fix tp=8,schedule=interleaved --top 20 --emit megatron\n"
       "  loom plan ... --emit plan --out plan.json && mpirun -np <ranks> loom validate plan.json --backend host\n"
-      "  loom plan ... --explain tp=8,pp=4,dp=16,micro_batch=1,recompute=selective,sp=true");
+      "  loom plan ... --explain tp=8,pp=4,dp=16,micro_batch=1,recompute=selective,sp=true\n\n"
+      "Interrupted (Ctrl-C, SIGINT; or SIGTERM), the search stops at the next strategy and prints the best plans\n"
+      "simulated so far, marked INTERRUPTED and partial (in --json: search.interrupted, with how many strategies\n"
+      "were bounded and candidates simulated), emits nothing and exits with status 130 (SIGINT) or 143 (SIGTERM).\n"
+      "A second signal ends it at once.");
   cmd->callback([o, &runner] {
     runner = [o](std::ostream& out, std::ostream& err) { return Run(*o, out, err); };
   });

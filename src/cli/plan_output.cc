@@ -140,17 +140,51 @@ nlohmann::ordered_json SearchJson(const PlanReport& report) {
           {"rejections", rejections}};
 }
 
+const char* InterruptedPhase(const PlanReport& report) {
+  return report.bounded < report.enumerated ? "bounding" : "simulating";
+}
+
+// "INTERRUPTED by SIGINT while simulating: ..." - how far the search got and what the table is.
+std::string InterruptedLine(const PlanReport& r, const std::string& signal) {
+  std::string line = "INTERRUPTED" + (signal.empty() ? std::string() : " by " + signal) + " while " +
+                     InterruptedPhase(r) + ": a PARTIAL result. ";
+  if (r.bounded < r.enumerated) {
+    return line + GroupedDigits(r.bounded) + " of " + GroupedDigits(r.enumerated) +
+           " strategies bounded, none simulated yet: no plan to rank.";
+  }
+  return line + GroupedDigits(r.simulated) + " of " + GroupedDigits(r.candidates) +
+         " candidates simulated (all " + GroupedDigits(r.enumerated) + " strategies bounded); the plans below are the "
+         "best of those " + GroupedDigits(r.simulated) + ", not necessarily of the search space.";
+}
+
+nlohmann::ordered_json InterruptedJson(const PlanReport& r, const std::string& signal) {
+  if (!r.interrupted) return nullptr;
+  return {{"signal", signal.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(signal)},
+          {"phase", InterruptedPhase(r)},
+          {"strategies_bounded", r.bounded},
+          {"strategies", r.enumerated},
+          {"candidates_simulated", r.simulated},
+          {"candidates", r.candidates},
+          {"candidates_not_reached", r.unsearched}};
+}
+
 }  // namespace
 
-void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s, std::ostream& out) {
+void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s, std::ostream& out,
+               const std::string& interrupted_by) {
   PrintHeader(header, out);
-  out << "searched " << GroupedDigits(report.enumerated) << " strategies in " << Fixed(wall_s, 2)
+  if (report.interrupted) out << InterruptedLine(report, interrupted_by) << "\n";
+  out << "searched " << (report.interrupted ? GroupedDigits(report.bounded) + " of " : "")
+      << GroupedDigits(report.enumerated) << " strategies in " << Fixed(wall_s, 2)
       << " s: " << GroupedDigits(report.rejected_by_rules) << " break a rule, "
       << GroupedDigits(report.rejected_by_memory_bound) << " cannot fit (memory bound), "
       << GroupedDigits(report.skipped_by_bound) << " cannot beat the top " << header.options.top_k
       << " (time bound, not simulated), " << GroupedDigits(report.simulated) << " simulated ("
-      << GroupedDigits(report.rejected_by_simulation) << " did not fit)\n\n";
+      << GroupedDigits(report.rejected_by_simulation) << " did not fit)";
+  if (report.interrupted) out << ", " << GroupedDigits(report.unsearched) << " candidates not reached (interrupted)";
+  out << "\n\n";
   PrintTable(report.ranked, header.options.objective, out);
+  if (report.interrupted && report.ranked.empty()) out << "   (no plan simulated before the interrupt)\n";
   out << "\ncolumns: cp 4r = ring attention, 4g = all-gather; zero +off = optimizer offload, +offp = also "
          "parameters; ovl g/p/t = overlap grad reduce / param gather / tp comm; schedule a/b = layers on the first/"
          "last stage. Paste a plan into --explain with `--json` (its \"fix\").\n";
@@ -160,6 +194,10 @@ void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s
       out << "  " << std::left << std::setw(22) << r.rule << std::right << std::setw(10) << GroupedDigits(r.count)
           << "  " << r.example << "\n";
     }
+  }
+  if (report.interrupted) {
+    out << "\nINTERRUPTED" << (interrupted_by.empty() ? "" : " (" + interrupted_by + ")")
+        << ": the ranking above is partial; run the search to the end for the best plans of the space.\n";
   }
 }
 
@@ -205,12 +243,13 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
 }
 
 nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& report, double wall_s,
-                                const std::optional<EmitResult>& emitted) {
+                                const std::optional<EmitResult>& emitted, const std::string& interrupted_by) {
   nlohmann::ordered_json j;
   j["schema"] = "loom.plan/1";
   j["request"] = RequestJson(header);
   j["search"] = SearchJson(report);
   j["search"]["wall_s"] = wall_s;
+  j["search"]["interrupted"] = InterruptedJson(report, interrupted_by);
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (size_t i = 0; i < report.ranked.size(); ++i) plans.push_back(PlanEntry(report.ranked[i], static_cast<int64_t>(i) + 1));
   j["plans"] = plans;

@@ -30,14 +30,18 @@ struct EmitResult {
   std::vector<std::string> notes;  // what the settings leave out
 };
 
-// The search summary, the ranked table and the rejections by rule.
-void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s, std::ostream& out);
+// The search summary, the ranked table and the rejections by rule. An interrupted search
+// (PlanReport::interrupted, by the signal named |interrupted_by|) is marked as such above the table
+// and on the last line, with how far it got.
+void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s, std::ostream& out,
+               const std::string& interrupted_by = "");
 void PrintEmitted(const EmitResult& emitted, std::ostream& out);
 void PrintExplanation(const PlanHeader& header, const Explanation& explanation, std::ostream& out);
 
-// Schema "loom.plan/1" (documented in README.md, "loom plan --json").
+// Schema "loom.plan/1" (documented in README.md, "loom plan --json"). search.interrupted is null,
+// or for an interrupted search the signal, the phase and how far each phase got.
 nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& report, double wall_s,
-                                const std::optional<EmitResult>& emitted);
+                                const std::optional<EmitResult>& emitted, const std::string& interrupted_by = "");
 // Schema "loom.explain/1".
 nlohmann::ordered_json ExplanationJson(const PlanHeader& header, const Explanation& explanation);
 

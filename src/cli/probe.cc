@@ -270,6 +270,8 @@ void AddProbeCommand(CLI::App& app, CommandRunner& runner) {
       "all ranks, within each host and along the rails; NCCL starts from a unique id broadcast over MPI. GEMMs,\n"
       "attention and memory-bound kernels run on rank 0's GPU. A point that fails (out of memory, a dtype the GPU\n"
       "lacks) is recorded with its reason; a hung collective is aborted after --timeout-s (exit status 1).\n"
+      "Interrupted (SIGINT, SIGTERM), probe ends at once, or right after the profile write in progress: the profile\n"
+      "keeps every point finished and no temporary is left; --resume continues it (status 130 or 143).\n"
       "Exit status 3: no GPU is visible, or loom was built without CUDA.\n\n"
       "Examples:\n"
       "  loom probe --dry-run\n"

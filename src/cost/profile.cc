@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/file_io.h"
+#include "core/interrupt.h"
 #include "core/json_reader.h"
 
 namespace loom {
@@ -528,6 +529,9 @@ Status ProfileWriter::Append(const ProbeFailure& failure) {
 }
 
 Status ProfileWriter::Write() {
+  // A SIGINT or SIGTERM meanwhile ends the probe once the profile is in place: every point
+  // finished is kept and no temporary is left beside it.
+  const DeferredInterrupts hold;
   return WriteFileAtomically(path_, ProfileText(profile_),
                              "pass another --output; what was measured before is kept in " + path_);
 }

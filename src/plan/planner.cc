@@ -180,6 +180,144 @@ Status EmptySpaceError(const ModelSpec& model, const ClusterSpec& cluster, const
                                     : "; use --gpus " + nearest + ", or a global batch that more data-parallel sizes divide"));
 }
 
+// One search's inputs, shared by its two phases.
+struct Search {
+  const ModelSpec& model;
+  const ClusterSpec& cluster;
+  const std::vector<Strategy>& strategies;
+  const PlanOptions& options;
+  int32_t threads;
+  int64_t limit_bytes;  // usable memory per GPU
+};
+
+bool StopRequested(const PlanOptions& options) { return options.stop_requested && options.stop_requested(); }
+
+// What the rules and the bounds made of a strategy.
+enum class Bounded : uint8_t { kNotReached, kRuleRejected, kMemoryRejected, kCandidate };
+
+// Puts strategy |i| through the rules, the --emit admission and the memory bound; a candidate gets
+// the lowest score it can reach in |bound|.
+Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* bound) {
+  const Strategy& s = search.strategies[i];
+  const PlanOptions& options = search.options;
+  const std::vector<std::string> violations = StrategyViolations(s, search.model, search.cluster);
+  if (!violations.empty()) {
+    Count(tallies, RuleOf(violations.front()), i, violations.front());
+    return Bounded::kRuleRejected;
+  }
+  if (options.admit) {
+    if (Status admitted = options.admit(s); !admitted.ok()) {
+      Count(tallies, options.admit_rule, i, admitted.message());
+      return Bounded::kRuleRejected;
+    }
+  }
+  Result<PreparedStep> step = PrepareTrainingStep(search.model, search.cluster, s, options.simulation);
+  if (!step.ok()) {
+    Count(tallies, RuleOf(step.status().message()), i, step.status().message());
+    return Bounded::kRuleRejected;
+  }
+  const StepBounds b = BoundStep(*step);
+  if (options.prune && b.peak_memory_bytes > search.limit_bytes) {
+    Count(tallies, "memory", i, MemoryMessage(s, "needs at least", b.peak_memory_bytes, search.limit_bytes));
+    return Bounded::kMemoryRejected;
+  }
+  *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds(), b.peak_memory_bytes, search.limit_bytes);
+  return Bounded::kCandidate;
+}
+
+struct Bounding {
+  int64_t bounded = 0;  // every strategy unless stop_requested came first
+  int64_t rejected_by_rules = 0;
+  int64_t rejected_by_memory_bound = 0;
+  std::vector<Survivor> candidates;  // best bound first
+  Tallies tallies;
+};
+
+// Rules and bounds, every strategy (until stop_requested).
+Bounding BoundEvery(const Search& search) {
+  const int64_t n = static_cast<int64_t>(search.strategies.size());
+  std::vector<Tallies> tallies(static_cast<size_t>(search.threads));
+  std::vector<double> bound(static_cast<size_t>(n), kNever);
+  std::vector<Bounded> outcome(static_cast<size_t>(n), Bounded::kNotReached);  // each written by one thread
+  ParallelFor(n, search.threads, "bounding", search.options, [&](int32_t t, int64_t i) {
+    if (StopRequested(search.options)) return false;
+    outcome[i] = BoundOne(search, i, tallies[t], &bound[i]);
+    return true;
+  });
+  Bounding result;
+  for (const Tallies& t : tallies) Merge(t, result.tallies);
+  for (int64_t i = 0; i < n; ++i) {
+    result.bounded += outcome[i] != Bounded::kNotReached;
+    result.rejected_by_rules += outcome[i] == Bounded::kRuleRejected;
+    result.rejected_by_memory_bound += outcome[i] == Bounded::kMemoryRejected;
+    if (outcome[i] == Bounded::kCandidate) result.candidates.push_back({i, bound[i]});
+  }
+  std::sort(result.candidates.begin(), result.candidates.end(),
+            [](const Survivor& a, const Survivor& b) { return a.bound != b.bound ? a.bound < b.bound : a.index < b.index; });
+  return result;
+}
+
+// What the simulation phase did with a candidate.
+enum class Simulated : uint8_t { kNotReached, kSimulated, kOverBound, kStopped };
+
+struct Simulation {
+  int64_t simulated = 0;
+  int64_t did_not_fit = 0;
+  int64_t skipped_by_bound = 0;
+  int64_t unsearched = 0;  // left by stop_requested
+  Tallies tallies;
+};
+
+// Simulates |candidates| in order (best bound first) into |board| until no bound can enter it, or
+// until stop_requested.
+Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& candidates, Leaderboard& board) {
+  const PlanOptions& options = search.options;
+  const int64_t m = static_cast<int64_t>(candidates.size());
+  std::vector<Tallies> tallies(static_cast<size_t>(search.threads));
+  std::vector<Simulated> outcome(static_cast<size_t>(m), Simulated::kNotReached);  // each written by one thread
+  std::atomic<int64_t> did_not_fit{0};
+  ParallelFor(m, search.threads, "simulating", options, [&](int32_t t, int64_t k) {
+    const Survivor& c = candidates[k];
+    if (StopRequested(options)) {
+      outcome[k] = Simulated::kStopped;
+      return false;
+    }
+    if (((options.prune || options.better_than.has_value()) && c.bound > board.Threshold()) ||
+        (options.better_than.has_value() && c.bound >= *options.better_than)) {
+      outcome[k] = Simulated::kOverBound;
+      return false;
+    }
+    outcome[k] = Simulated::kSimulated;
+    const Strategy& s = search.strategies[c.index];
+    Result<SimulationResult> r = SimulateTrainingStep(search.model, search.cluster, s, options.simulation);
+    if (!r.ok()) {
+      Count(tallies[t], RuleOf(r.status().message()), c.index, r.status().message());
+    } else if (!r->fits_in_memory) {
+      did_not_fit.fetch_add(1);
+      Count(tallies[t], "memory", c.index, MemoryMessage(s, "peaks at", r->peak_memory_bytes, search.limit_bytes));
+    } else {
+      board.Offer(RankPlan(c.index, s, *r, options.objective));
+    }
+    return true;
+  });
+  Simulation result;
+  for (const Tallies& t : tallies) Merge(t, result.tallies);
+  result.did_not_fit = did_not_fit.load();
+  // Every candidate from the first one over the bound on has a bound at least as high: skipped by
+  // it. Indices are taken in order, so one below it that was not simulated was left by a stop.
+  const int64_t first_over = std::find(outcome.begin(), outcome.end(), Simulated::kOverBound) - outcome.begin();
+  for (int64_t k = 0; k < m; ++k) {
+    if (outcome[k] == Simulated::kSimulated) {
+      ++result.simulated;
+    } else if (k >= first_over) {
+      ++result.skipped_by_bound;
+    } else {
+      ++result.unsearched;
+    }
+  }
+  return result;
+}
+
 }  // namespace
 
 RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r, Objective objective) {
@@ -220,92 +358,39 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
                         const PlanOptions& options) {
   Result<std::vector<Strategy>> space = EnumerateStrategies(model, cluster, request);
   if (!space.ok()) return space.status();
-  const std::vector<Strategy>& strategies = *space;
-  const int64_t n = static_cast<int64_t>(strategies.size());
+  const int64_t n = static_cast<int64_t>(space->size());
   if (n == 0) return EmptySpaceError(model, cluster, request);
-  const int32_t threads = options.threads > 0 ? options.threads
-                                              : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
-  const int64_t limit = cluster.gpu.memory_bytes - kReservedBytesPerGpu;
+  const Search search{model, cluster, *space, options,
+                      options.threads > 0 ? options.threads
+                                          : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
+                      cluster.gpu.memory_bytes - kReservedBytesPerGpu};
+  Bounding bounding = BoundEvery(search);
+  Leaderboard board(std::max<int64_t>(1, options.top_k), options.better_than, options.better_than_limit);
+  Simulation simulation;
+  if (bounding.bounded == n) {
+    simulation = SimulateBestFirst(search, bounding.candidates, board);
+  } else {
+    simulation.unsearched = static_cast<int64_t>(bounding.candidates.size());  // stopped while bounding
+  }
   PlanReport report;
   report.enumerated = n;
-
-  // Rules and bounds, every strategy.
-  std::vector<Tallies> tallies(static_cast<size_t>(threads));
-  std::vector<double> bound(static_cast<size_t>(n), kNever);
-  std::vector<uint8_t> memory_rejected(static_cast<size_t>(n), 0);
-  ParallelFor(n, threads, "bounding", options, [&](int32_t t, int64_t i) {
-    const Strategy& s = strategies[i];
-    const std::vector<std::string> violations = StrategyViolations(s, model, cluster);
-    if (!violations.empty()) {
-      Count(tallies[t], RuleOf(violations.front()), i, violations.front());
-      return true;
-    }
-    if (options.admit) {
-      if (Status admitted = options.admit(s); !admitted.ok()) {
-        Count(tallies[t], options.admit_rule, i, admitted.message());
-        return true;
-      }
-    }
-    Result<PreparedStep> step = PrepareTrainingStep(model, cluster, s, options.simulation);
-    if (!step.ok()) {
-      Count(tallies[t], RuleOf(step.status().message()), i, step.status().message());
-      return true;
-    }
-    const StepBounds b = BoundStep(*step);
-    if (options.prune && b.peak_memory_bytes > limit) {
-      memory_rejected[i] = 1;
-      Count(tallies[t], "memory", i, MemoryMessage(s, "needs at least", b.peak_memory_bytes, limit));
-      return true;
-    }
-    bound[i] = PlanScoreBound(options.objective, s, b.step_time.ToSeconds(), b.peak_memory_bytes, limit);
-    return true;
-  });
-  Tallies all;
-  for (const Tallies& t : tallies) Merge(t, all);
-  std::vector<Survivor> survivors;
-  for (int64_t i = 0; i < n; ++i) {
-    if (bound[i] < kNever) survivors.push_back({i, bound[i]});
-  }
-  report.rejected_by_memory_bound = std::count(memory_rejected.begin(), memory_rejected.end(), 1);
-  report.rejected_by_rules = n - report.rejected_by_memory_bound - static_cast<int64_t>(survivors.size());
-
-  // Simulation, best bound first, until no bound can enter the board.
-  std::sort(survivors.begin(), survivors.end(),
-            [](const Survivor& a, const Survivor& b) { return a.bound != b.bound ? a.bound < b.bound : a.index < b.index; });
-  Leaderboard board(std::max<int64_t>(1, options.top_k), options.better_than, options.better_than_limit);
-  std::vector<Tallies> sim_tallies(static_cast<size_t>(threads));
-  std::atomic<int64_t> simulated{0}, did_not_fit{0};
-  const int64_t survivor_count = static_cast<int64_t>(survivors.size());
-  ParallelFor(survivor_count, threads, "simulating", options, [&](int32_t t, int64_t k) {
-    const Survivor& c = survivors[k];
-    if ((options.prune || options.better_than.has_value()) && c.bound > board.Threshold()) return false;
-    if (options.better_than.has_value() && c.bound >= *options.better_than) return false;
-    const Strategy& s = strategies[c.index];
-    Result<SimulationResult> r = SimulateTrainingStep(model, cluster, s, options.simulation);
-    simulated.fetch_add(1);
-    if (!r.ok()) {
-      Count(sim_tallies[t], RuleOf(r.status().message()), c.index, r.status().message());
-      return true;
-    }
-    if (!r->fits_in_memory) {
-      did_not_fit.fetch_add(1);
-      Count(sim_tallies[t], "memory", c.index, MemoryMessage(s, "peaks at", r->peak_memory_bytes, limit));
-      return true;
-    }
-    board.Offer(RankPlan(c.index, s, *r, options.objective));
-    return true;
-  });
-  for (const Tallies& t : sim_tallies) Merge(t, all);
-  report.simulated = simulated.load();
-  report.rejected_by_simulation = did_not_fit.load();
-  report.skipped_by_bound = survivor_count - report.simulated;
-  for (const auto& [rule, t] : all) report.rejections.push_back({rule, t.count, t.example});
+  report.bounded = bounding.bounded;
+  report.rejected_by_rules = bounding.rejected_by_rules;
+  report.rejected_by_memory_bound = bounding.rejected_by_memory_bound;
+  report.candidates = static_cast<int64_t>(bounding.candidates.size());
+  report.simulated = simulation.simulated;
+  report.rejected_by_simulation = simulation.did_not_fit;
+  report.skipped_by_bound = simulation.skipped_by_bound;
+  report.unsearched = simulation.unsearched;
+  report.interrupted = report.bounded < n || report.unsearched > 0;
+  Merge(simulation.tallies, bounding.tallies);
+  for (const auto& [rule, t] : bounding.tallies) report.rejections.push_back({rule, t.count, t.example});
   std::sort(report.rejections.begin(), report.rejections.end(), [](const Rejection& a, const Rejection& b) {
     return a.count != b.count ? a.count > b.count : a.rule < b.rule;
   });
   report.saturated = board.saturated();
   report.ranked = board.Take();
-  if (survivors.empty() && report.rejected_by_rules == n && !report.rejections.empty()) {
+  if (!report.interrupted && report.rejected_by_rules == n && !report.rejections.empty()) {
     const Rejection& top = report.rejections.front();
     return Status::InvalidArgument("no strategy of the search space is valid; the most common reason (" +
                                    std::to_string(top.count) + " of " + std::to_string(n) + "): " + top.example);

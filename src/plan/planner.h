@@ -53,6 +53,11 @@ struct PlanOptions {
   std::string admit_rule;
   // Called on the calling thread about ten times a second while the search runs.
   std::function<void(const PlanProgress&)> progress;
+  // When set, polled by every thread before each strategy it bounds or simulates; once it returns
+  // true the threads stop after the strategy in hand, and Plan returns what it ranked so far with
+  // PlanReport::interrupted set. Called concurrently, so it must be thread-safe, and cheap
+  // (`loom plan` passes InterruptRequested, an atomic load).
+  std::function<bool()> stop_requested;
 };
 
 // One simulated plan, as the ranked table shows it.
@@ -87,6 +92,14 @@ struct PlanReport {
   std::vector<Rejection> rejections;  // the rules' and memory's, most frequent first
   std::vector<RankedPlan> ranked;     // best first, at most top_k (unless better_than)
   bool saturated = false;  // with better_than: better_than_limit plans were found and the search stopped
+  // Set when PlanOptions::stop_requested stopped the search before it finished: |ranked| is then
+  // the best of the |simulated| plans, not necessarily of the space, and the counts above cover
+  // only the strategies reached. bounded < enumerated: stopped while bounding (nothing simulated);
+  // else while simulating, with |unsearched| candidates neither simulated nor skipped by the bound.
+  bool interrupted = false;
+  int64_t bounded = 0;     // strategies put through the rules and the memory bound
+  int64_t candidates = 0;  // of those, what the rules and the memory bound let through, to simulate
+  int64_t unsearched = 0;  // candidates the interrupt left: candidates = simulated + skipped_by_bound + unsearched
 };
 
 // |result| of the strategy at |index| of the space as a ranked plan under |objective|.
@@ -104,6 +117,7 @@ double PlanScoreBound(Objective objective, const Strategy& strategy, double step
 // and with or without pruning; the counts of simulated and skipped strategies may vary with the
 // threads' timing. Errors: those of EnumerateStrategies; InvalidArgument naming the most common
 // rule when nothing in the space is valid (the pinned settings contradict the model or cluster).
+// An interrupted search (options.stop_requested) is never an error: its report says how far it got.
 Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
                         const PlanOptions& options);
 

@@ -1,5 +1,10 @@
 #include "plan/planner.h"
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <memory>
+
 #include <gtest/gtest.h>
 
 #include "plan/explain.h"
@@ -161,6 +166,104 @@ TEST(Explain, UnderTheCostObjectiveAPlanOnFewerGpusExplains) {
   Result<Explanation> refused = Explain(in.model, in.cluster, request, options, ConstraintText(report->ranked[0].strategy));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("not --gpus 16"), std::string::npos) << refused.status().message();
+}
+
+
+// A stop_requested that answers false to its first |calls| polls, then true: with one thread, the
+// search stops before strategy (or candidate) |calls| + 1 exactly.
+std::function<bool()> StopAfter(int64_t calls) {
+  auto polls = std::make_shared<std::atomic<int64_t>>(0);
+  return [polls, calls] { return polls->fetch_add(1) >= calls; };
+}
+
+// The counts of an interrupted report add up as they do for a finished one.
+void ExpectConsistentCounts(const PlanReport& r) {
+  EXPECT_EQ(r.bounded, r.rejected_by_rules + r.rejected_by_memory_bound + r.candidates);
+  EXPECT_EQ(r.candidates, r.simulated + r.skipped_by_bound + r.unsearched);
+  EXPECT_LE(static_cast<int64_t>(r.ranked.size()) + r.rejected_by_simulation, r.simulated);
+  EXPECT_TRUE(std::is_sorted(r.ranked.begin(), r.ranked.end(),
+                             [](const RankedPlan& a, const RankedPlan& b) { return a.score < b.score; }));
+}
+
+TEST(Plan, AStopWhileBoundingReturnsTheCountsSoFarAndNoPlan) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  PlanOptions options;
+  options.threads = 1;
+  options.stop_requested = StopAfter(1000);
+  Result<PlanReport> r = Plan(in.model, in.cluster, SmallRequest(), options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_EQ(r->bounded, 1000);
+  EXPECT_GT(r->enumerated, 1000);
+  EXPECT_EQ(r->simulated, 0);
+  EXPECT_EQ(r->skipped_by_bound, 0);
+  EXPECT_EQ(r->unsearched, r->candidates);
+  EXPECT_TRUE(r->ranked.empty());
+  ExpectConsistentCounts(*r);
+}
+
+TEST(Plan, AStopWhileSimulatingRanksTheBestOfWhatItSimulated) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  PlanOptions full;
+  full.top_k = 8;
+  full.threads = 1;
+  Result<PlanReport> complete = Plan(in.model, in.cluster, SmallRequest(), full);
+  ASSERT_TRUE(complete.ok()) << complete.status().message();
+  EXPECT_FALSE(complete->interrupted);
+  EXPECT_EQ(complete->bounded, complete->enumerated);
+  EXPECT_EQ(complete->unsearched, 0);
+  ExpectConsistentCounts(*complete);
+
+  // Every strategy bounded (one poll each), then five candidates simulated.
+  PlanOptions stopped = full;
+  stopped.stop_requested = StopAfter(complete->enumerated + 5);
+  Result<PlanReport> r = Plan(in.model, in.cluster, SmallRequest(), stopped);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_EQ(r->bounded, r->enumerated);
+  EXPECT_EQ(r->candidates, complete->candidates);
+  EXPECT_EQ(r->simulated, 5);
+  EXPECT_EQ(r->unsearched, r->candidates - 5);
+  ASSERT_FALSE(r->ranked.empty());
+  ExpectConsistentCounts(*r);
+  // The best of five can only be as good as the best of the space.
+  EXPECT_GE(r->ranked.front().score, complete->ranked.front().score);
+}
+
+TEST(Plan, AStopThatNeverComesChangesNothing) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  PlanOptions plain;
+  plain.top_k = 5;
+  plain.threads = 2;
+  PlanOptions polled = plain;
+  polled.stop_requested = [] { return false; };
+  Result<PlanReport> a = Plan(in.model, in.cluster, SmallRequest(), plain);
+  Result<PlanReport> b = Plan(in.model, in.cluster, SmallRequest(), polled);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_FALSE(b->interrupted);
+  EXPECT_EQ(Fixes(*a), Fixes(*b));
+  EXPECT_EQ(a->rejected_by_rules, b->rejected_by_rules);
+  EXPECT_EQ(a->candidates, b->candidates);
+}
+
+// Every thread stops: with three of them, no more than one strategy each past the stop.
+TEST(Plan, EveryThreadStopsAtTheNextStrategy) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  auto reached = std::make_shared<std::atomic<int64_t>>(0);
+  PlanOptions options;
+  options.threads = 3;
+  options.stop_requested = [stop, reached] {
+    if (stop->load()) return true;
+    if (reached->fetch_add(1) + 1 >= 500) stop->store(true);
+    return false;
+  };
+  Result<PlanReport> r = Plan(in.model, in.cluster, SmallRequest(), options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_GE(r->bounded, 500);
+  EXPECT_LE(r->bounded, 500 + 3);
+  ExpectConsistentCounts(*r);
 }
 
 }  // namespace
