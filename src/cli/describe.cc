@@ -214,7 +214,7 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
       Result<DescribeReport> report = BuildReport(*options);
       if (!report.ok()) return report.status();
       if (options->json) {
-        out << ReportJson(*report).dump(2) << "\n";
+        out << JsonText(ReportJson(*report)) << "\n";
       } else {
         PrintHuman(*report, out);
       }

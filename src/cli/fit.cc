@@ -120,7 +120,7 @@ void PrintCalibration(const Json& calibration, const std::vector<std::string>& f
   }
   out << "\ncalibration" << (destination.empty() ? " (--dry-run: not written)" : " written to " + destination)
       << ":\n";
-  std::istringstream lines(calibration.dump(2));
+  std::istringstream lines(JsonText(calibration));
   for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
 }
 
@@ -297,13 +297,19 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
     samples.insert(samples.end(), profile->samples.begin(), profile->samples.end());
     profiles.push_back(*profile);
   }
+  if (samples.empty()) {
+    return Status::InvalidArgument(JoinedList(o.inputs) + ": " +
+                                   (o.inputs.size() == 1 ? "the profile has" : "the profiles have") +
+                                   " no kernel samples (\"samples\" is empty) to fit; measure some with loom probe "
+                                   "--measure gemm,attention,memory");
+  }
   if (o.check) {
     Result<ComputeFit> check = CheckComputeCalibration(samples, *gpu);
     if (!check.ok()) return check.status();
     if (o.json) {
       Json j = ComputeJson(o, samples, *check, Json(nullptr), "");
       j["check"] = true;
-      out << j.dump(2) << "\n";
+      out << JsonText(j) << "\n";
     } else {
       PrintCheck(profiles, samples, *check, o.gpu_path, out);
     }
@@ -319,10 +325,10 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
   const Json updated = WithComputeCalibration(*file, fit);
   const std::string destination = Destination(o, o.gpu_path);
   if (!destination.empty()) {
-    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, updated.dump(2) + "\n", LoadsWith(LoadGpuSpec)));
+    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, JsonText(updated) + "\n", LoadsWith(LoadGpuSpec)));
   }
   if (o.json) {
-    out << ComputeJson(o, samples, fit, updated["calibration"], destination).dump(2) << "\n";
+    out << JsonText(ComputeJson(o, samples, fit, updated["calibration"], destination)) << "\n";
   } else {
     PrintCompute(profiles, samples, fit, updated["calibration"], destination, out);
   }
@@ -458,11 +464,11 @@ Status RunClusterFit(const FitOptions& o, std::ostream& out) {
   const std::string destination = Destination(o, o.cluster_path);
   const Json updated = Relocated(WithCommCalibration(*file, fit), o.cluster_path, destination);
   if (!destination.empty()) {
-    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, updated.dump(2) + "\n",
+    LOOM_RETURN_IF_ERROR(WriteAtomically(destination, JsonText(updated) + "\n",
                                          LoadsWith([](const std::string& path) { return LoadClusterSpec(path); })));
   }
   if (o.json) {
-    out << CommJson(o, fit, updated["calibration"], destination).dump(2) << "\n";
+    out << JsonText(CommJson(o, fit, updated["calibration"], destination)) << "\n";
   } else {
     PrintComm(runs, fit, updated["calibration"], destination, out);
   }
@@ -496,7 +502,7 @@ Status EditFile(const std::string& file, const std::function<void(Json&)>& edit,
   if (!read.ok()) return read.status();
   Json json = std::move(read).value();
   edit(json);
-  return WriteAtomically(file, json.dump(2) + "\n", load);
+  return WriteAtomically(file, JsonText(json) + "\n", load);
 }
 
 // Writes each fitted multiplier into the file that holds its parameter: the values of the runs
@@ -619,7 +625,7 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
     j["fitted_mape_pct"] = fit->fitted_mape;
     j["left_out_mape_pct"] = fit->left_out_mape ? Json(*fit->left_out_mape) : Json(nullptr);
     j["written"] = written;
-    out << j.dump(2) << "\n";
+    out << JsonText(j) << "\n";
     return Status::Ok();
   }
   out << "runs     " << o.runs_path << ": " << fit->rows.size() << " runs on " << o.cluster_path << "\n";

@@ -32,6 +32,13 @@ std::string HumanFlops(double flops);
 // "70,553,706,496": digits grouped by thousands.
 std::string GroupedDigits(int64_t value);
 
+// |json| as indented JSON text. Bytes that are not UTF-8 (a GPU or run name read from a text log)
+// are written as U+FFFD instead of throwing, so that such a name never fails a command.
+template <typename Json>
+std::string JsonText(const Json& json) {
+  return json.dump(2, ' ', false, Json::error_handler_t::replace);
+}
+
 // |items| joined by |separator|: "a, b, c".
 std::string JoinedList(const std::vector<std::string>& items, std::string_view separator = ", ");
 

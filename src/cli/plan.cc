@@ -45,6 +45,7 @@ struct PlanCommandOptions {
   std::string explain;
   std::string emit;
   std::string out = "plan.json";  // --emit plan's file
+  bool out_given = false, pick_given = false;  // whether --out and --pick are on the command line
   int64_t pick = 1;
   std::string attention = "fused";
   std::string framework = "auto";
@@ -156,7 +157,7 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, c
   if (!ds.ok()) return ds.status();
   std::string args;
   for (const std::string& a : ds->launcher_args) args += (a.rfind("--", 0) == 0 && !args.empty() ? " \\\n    " : " ") + a;
-  emitted.text = "ds_config.json:\n" + ds->config.dump(2) + "\n\nMegatron-DeepSpeed pretrain_gpt.py arguments:\n   " +
+  emitted.text = "ds_config.json:\n" + JsonText(ds->config) + "\n\nMegatron-DeepSpeed pretrain_gpt.py arguments:\n   " +
                  args + "\n";
   emitted.notes = ds->notes;
   emitted.json = {{"format", "deepspeed"}, {"rank", rank}, {"config", ds->config},
@@ -165,6 +166,15 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, c
 }
 
 Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
+  // Flags that only mean something with another: refused rather than silently ignored.
+  if (o.out_given && o.emit != "plan") {
+    return Status::InvalidArgument("--out " + o.out + ": only --emit plan writes a file; add --emit plan, or drop "
+                                   "--out (--emit megatron and deepspeed print their settings)");
+  }
+  if (o.pick_given && o.emit.empty()) {
+    return Status::InvalidArgument("--pick " + std::to_string(o.pick) +
+                                   ": picks the plan that --emit emits; add --emit megatron, deepspeed or plan");
+  }
   Result<ModelSpec> model = LoadModelSpec(o.model_path);
   if (!model.ok()) return model.status();
   Result<ClusterSpec> cluster = ClusterFor(o.cluster_path, o.gpus);
@@ -213,7 +223,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     Result<Explanation> explanation = Explain(*model, *cluster, request, options, o.explain);
     if (!explanation.ok()) return explanation.status();
     if (o.json) {
-      out << ExplanationJson(header, *explanation).dump(2) << "\n";
+      out << JsonText(ExplanationJson(header, *explanation)) << "\n";
     } else {
       PrintExplanation(header, *explanation, out);
     }
@@ -236,7 +246,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     emitted = std::move(e).value();
   }
   if (o.json) {
-    out << PlanJson(header, *report, wall_s, emitted, interrupted_by).dump(2) << "\n";
+    out << JsonText(PlanJson(header, *report, wall_s, emitted, interrupted_by)) << "\n";
   } else {
     PrintPlan(header, *report, wall_s, out, interrupted_by);
     if (emitted) PrintEmitted(*emitted, out);
@@ -299,11 +309,12 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "ds_config.json and Megatron-DeepSpeed arguments) can run, and print the launch settings of one; "
                   "or (plan: any plan) write one's rank programs to a plan file (--out) for loom validate")
       ->check(CLI::IsMember({"megatron", "deepspeed", "plan"}));
-  cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")->capture_default_str()
-      ->check(Positive());
-  cmd->add_option("--out", o->out,
-                  "With --emit plan: the plan file to write (schema loom.plan-file/2; other --emit values ignore it)")
-      ->capture_default_str();
+  CLI::Option* pick = cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")
+                          ->capture_default_str()
+                          ->check(Positive());
+  CLI::Option* out = cmd->add_option("--out", o->out,
+                                     "With --emit plan: the plan file to write (schema loom.plan-file/2)")
+                         ->capture_default_str();
   cmd->add_option("--framework", o->framework,
                   std::string(kFrameworkHelp) + "; auto: none with --emit plan (loom validate's executors), else " +
                       kDefaultFramework)
@@ -327,7 +338,9 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "simulated so far, marked INTERRUPTED and partial (in --json: search.interrupted, with how many strategies\n"
       "were bounded and candidates simulated), emits nothing and exits with status 130 (SIGINT) or 143 (SIGTERM).\n"
       "A second signal ends it at once.");
-  cmd->callback([o, &runner] {
+  cmd->callback([o, out, pick, &runner] {
+    o->out_given = out->count() > 0;
+    o->pick_given = pick->count() > 0;
     runner = [o](std::ostream& out, std::ostream& err) { return Run(*o, out, err); };
   });
 }

@@ -102,6 +102,10 @@ Result<SweepOptions> Sweep(const ProbeOptions& o, const std::vector<ProbeGroup>&
   if (!min_bytes.ok()) return min_bytes.status();
   Result<int64_t> max_bytes = ParseBytes(o.max_bytes, "--max-bytes");
   if (!max_bytes.ok()) return max_bytes.status();
+  if (*min_bytes > *max_bytes) {
+    return Status::InvalidArgument("--min-bytes " + o.min_bytes + " is above --max-bytes " + o.max_bytes +
+                                   "; give the smallest collective size first, e.g. -b 8 -e 8G");
+  }
   s.min_collective_bytes = *min_bytes;
   s.max_collective_bytes = *max_bytes;
   s.groups = groups;
@@ -128,7 +132,11 @@ Status DryRun(const ProbeOptions& o, std::ostream& out) {
   if (!sweep.ok()) return sweep.status();
   Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
   if (!points.ok()) return points.status();
-  PrintSweepPlan(*points, {}, out);
+  if (o.json) {
+    out << JsonText(SweepPlanJson(*points, {})) << "\n";
+  } else {
+    PrintSweepPlan(*points, {}, out);
+  }
   return Status::Ok();
 }
 
@@ -211,7 +219,7 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   if (!summary.ok()) return summary.status();
   if (l.Rank() != 0) return Status::Ok();
   if (o.json) {
-    out << ProbeReportJson(*summary, run.output_path).dump(2) << "\n";
+    out << JsonText(ProbeReportJson(*summary, run.output_path)) << "\n";
   } else {
     PrintProbeReport(*summary, out);
   }
@@ -239,9 +247,11 @@ void AddOptions(CLI::App* cmd, ProbeOptions& o) {
                   "Measure exactly the GEMM and attention shapes of this model (HF config.json) for every "
                   "tensor-parallel degree the planner considers; needs --cluster and --seq");
   cmd->add_option("--cluster", o.cluster, "Cluster file (hardware/clusters/) bounding the TP degrees of --for-model");
-  cmd->add_option("--seq", o.seq, "Sequence length of --for-model");
+  // The bounds of loom simulate's --seq and --micro-batch (spec/strategy.cc).
+  cmd->add_option("--seq", o.seq, "Sequence length of --for-model")->check(Between(1, 1 << 27));
   cmd->add_option("--micro-batches", o.micro_batches, "Micro-batch sizes of --for-model (default 1,2,4)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(Between(1, 1 << 20));
   cmd->add_option("--dtype", o.dtype, "Training dtype of --for-model (default bf16)");
   cmd->add_option("--repeats", o.repeats, "Timed runs per point (default 20)")->check(Between(1, 100000));
   cmd->add_option("--warmup", o.warmup, "Untimed runs first (default 5)")->check(Between(0, 100000));
@@ -251,7 +261,8 @@ void AddOptions(CLI::App* cmd, ProbeOptions& o) {
   cmd->add_option("--timeout-s", o.timeout_s, "A collective not done after this many seconds is aborted (default 120, at most a day)")
       ->check(Between(1e-3, 86400));
   cmd->add_flag("--dry-run", o.dry_run, "Print the points the sweep would measure; needs no GPU");
-  cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.probe/1) instead of tables");
+  cmd->add_flag("--json", o.json,
+                "Print one JSON object instead of tables (schema loom.probe/1; with --dry-run loom.probe-plan/1)");
 }
 
 }  // namespace

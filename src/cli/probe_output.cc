@@ -81,6 +81,25 @@ void PrintSweepPlan(const std::vector<ProbePoint>& points, const std::vector<Pro
   out << "total        " << points.size() << " points\n";
 }
 
+nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups) {
+  static const char* kNames[] = {"gemm", "attention", "memory", "host", "collectives"};
+  auto ranks = [](ProbeGroup) { return int64_t{0}; };
+  nlohmann::ordered_json j;
+  j["schema"] = "loom.probe-plan/1";
+  j["total_points"] = points.size();
+  nlohmann::ordered_json kinds = nlohmann::ordered_json::object();
+  for (size_t kind = 0; kind < 5; ++kind) {
+    nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+    for (const ProbePoint& p : points) {
+      if (p.index() == kind) keys.push_back(PointKey(p, ranks));
+    }
+    kinds[kNames[kind]] = {{"points", keys.size()}, {"keys", keys}};
+  }
+  j["kinds"] = kinds;
+  j["collectives_measured"] = !groups.empty();
+  return j;
+}
+
 void PrintProbeReport(const ProbeSummary& summary, std::ostream& out) {
   const Profile& p = summary.profile;
   out << "loom probe: " << p.device.name << ", driver " << p.driver_version << ", CUDA " << p.cuda_version;

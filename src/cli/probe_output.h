@@ -15,6 +15,11 @@ namespace loom {
 // The planned sweep of `loom probe --dry-run`: points per kind with the first and last of each.
 void PrintSweepPlan(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups, std::ostream& out);
 
+// The same as one JSON object (probe --dry-run --json), schema loom.probe-plan/1: {"schema",
+// "total_points", "kinds": {"gemm": {"points", "keys": [every point's key]}, ...},
+// "collectives_measured"}.
+nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups);
+
 // What a probe run measured: per kernel class the points measured and failed with the best rate
 // reached (TFLOP/s for GEMMs and attention, GB/s for memory-bound kernels and copies, us for the
 // launch), then one nccl-tests table per collective and group, then the failures.

@@ -149,6 +149,10 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   sim_options.full = options.full;
   sim_options.kernels.attention = options.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
   sim_options.kernels.dropout = options.dropout;
+  if (!options.scenario_path.empty()) {
+    // The scenario's strategy: its errors name the scenario file and its keys, not flags.
+    LOOM_RETURN_IF_ERROR(InScenarioTerms(ValidateStrategy(strategy, *model, *cluster), options.scenario_path));
+  }
   Result<SimulationResult> result = SimulateTrainingStep(*model, *cluster, strategy, sim_options);
   if (!result.ok()) return result.status();
   if (!options.trace_path.empty()) {
@@ -157,7 +161,7 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
         "pass another --trace"));
   }
   if (options.json) {
-    out << ResultJson(*result, *framework).dump(2) << "\n";
+    out << JsonText(ResultJson(*result, *framework)) << "\n";
   } else {
     PrintHuman(*result, *framework, out);
   }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/format.h"
 #include "cli/validate_output.h"
 #include "cli/validators.h"
 #include "core/file_io.h"
@@ -89,7 +90,7 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
     if (!measured.device.empty()) j["device"] = measured.device;
     j["order_margin_s"] = OrderMargin(o).ToSeconds();
     j["source"] = plan.source;
-    out << j.dump(2) << "\n";
+    out << JsonText(j) << "\n";
   } else {
     out << "plan " << o.plan_path << ": " << world << " ranks, " << plan.step.graph.num_tasks() << " tasks, backend "
         << o.backend;

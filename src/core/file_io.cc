@@ -123,7 +123,9 @@ Status WriteFileAtomically(const std::string& path, std::string_view text, std::
     return Status::InvalidArgument(path + ": is " + KindOf(info.st_mode) +
                                    "; loom writes its output as a regular file and will not replace this" + suffix);
   }
-  const std::string temporary = target + ".loom-" + std::to_string(::getpid()) + ".tmp";
+  // One fixed name per target: a temporary left by a process killed mid-write is overwritten by the
+  // next write instead of piling up.
+  const std::string temporary = target + ".loom.tmp";
   auto fail = [&](const std::string& what) {
     std::remove(temporary.c_str());
     return Status::IoError(path + ": " + what + suffix);
@@ -132,7 +134,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view text, std::
     Descriptor fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd.get() < 0) {
       const std::string reason = std::strerror(errno);
-      return Status::IoError(path + ": cannot create " + temporary + " beside it (" + reason +
+      return Status::IoError(path + ": cannot write (creating " + temporary + " beside it: " + reason +
                              "); check that the folder exists and is writable" + suffix);
     }
     size_t done = 0;

@@ -23,7 +23,7 @@ Result<std::string> ReadInputFile(const std::string& path, std::string_view miss
 // Whether |path| names a file that ReadInputFile can open: it exists and is (a link to) a regular file.
 bool IsReadableFile(const std::string& path);
 
-// Writes |text| to |path| so that a reader never sees half a file: into a temporary beside it,
+// Writes |text| to |path| so that a reader never sees half a file: into a temporary beside it (|path|.loom.tmp),
 // flushed and checked (a full disk is an error, not a short file), then renamed over |path|.
 // |path| may be a symbolic link: the file it points to is replaced and the link kept. A |path|
 // that is a directory, FIFO, socket or device is refused, since renaming over it would silently

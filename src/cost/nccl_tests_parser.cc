@@ -128,7 +128,7 @@ std::optional<Columns> ReadColumnHeader(std::string_view after_hash, std::string
   ordered = ordered && c.in_place[0] - c.out_of_place[0] == c.in_place[1] - c.out_of_place[1] &&
             c.in_place[0] - c.out_of_place[0] == c.in_place[2] - c.out_of_place[2];
   if (!ordered) {
-    *problem = "the column header (" + c.names +
+    *problem = "the column header (" + Abbreviated(c.names, 200) +
                ") is not in nccl-tests' order (size ... then time algbw busbw out of place, then in place); "
                "use the output as nccl-tests wrote it";
     return std::nullopt;
@@ -184,7 +184,7 @@ Status ReadTiming(const std::vector<std::string_view>& tokens, const std::array<
     std::optional<double> value = ParseNumber(tokens[i]);
     if (!value) {
       return RowError(where, "expected " + std::string(kWhat[k]) + " in column " + std::to_string(i + 1) +
-                                 ", found '" + std::string(tokens[i]) + "'");
+                                 ", found '" + Abbreviated(tokens[i]) + "'");
     }
     values[k] = *value;
   }
@@ -200,13 +200,13 @@ Status ReadDataRow(const std::vector<std::string_view>& tokens, const Columns& c
   const bool full = n == c.count || n == c.count + extra;
   const bool in_place_only = n == c.count - out_width || n == c.count - out_width + extra;
   if (!full && !in_place_only) {
-    return RowError(where, "expected a data row of " + std::to_string(c.count) + " columns (" + c.names +
-                               "), found " + std::to_string(n));
+    return RowError(where, "expected a data row of " + std::to_string(c.count) + " columns (" +
+                               Abbreviated(c.names, 200) + "), found " + std::to_string(n));
   }
   std::optional<int64_t> size = ParseInt(tokens[c.size]);
   if (!size || *size < 0) {
     return RowError(where, "expected the size in bytes (a whole number) in column " +
-                               std::to_string(c.size + 1) + ", found '" + std::string(tokens[c.size]) + "'");
+                               std::to_string(c.size + 1) + ", found '" + Abbreviated(tokens[c.size]) + "'");
   }
   row->size_bytes = *size;
   if (c.elements >= 0) row->count = ParseInt(tokens[c.elements]).value_or(0);

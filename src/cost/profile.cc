@@ -325,12 +325,19 @@ Result<Profile> ReadProfile(const std::string& path) {
 
 namespace {
 
+// A measured kernel's dimensions: the largest a GPU can hold (2^24 rows of a GEMM, 2^22 tokens of
+// attention, 2^50 bytes) and more; beyond them a sample is corrupt, and products of them would wrap.
+constexpr IntRange kDimension{1, int64_t{1} << 24};
+constexpr IntRange kBatch{1, int64_t{1} << 20};
+constexpr IntRange kTokens{1, int64_t{1} << 22};
+constexpr IntRange kBytes{0, int64_t{1} << 50};
+
 GemmShape ReadGemm(JsonReader& r) {
   GemmShape g;
-  g.m = r.Int("m");
-  g.n = r.Int("n");
-  g.k = r.Int("k");
-  g.batch = r.Int("batch");
+  g.m = r.Int("m", kDimension);
+  g.n = r.Int("n", kDimension);
+  g.k = r.Int("k", kDimension);
+  g.batch = r.Int("batch", kBatch);
   g.dtype = ReadDtype(r);
   if (std::optional<bool> accumulate = r.OptionalBool("accumulate_fp32")) g.accumulate_fp32 = *accumulate;
   return g;
@@ -338,13 +345,13 @@ GemmShape ReadGemm(JsonReader& r) {
 
 AttentionShape ReadAttention(JsonReader& r) {
   AttentionShape a;
-  a.batch = r.Int("batch");
-  a.heads = r.Int("heads");
-  a.kv_heads = r.Int("kv_heads");
-  a.seq_q = r.Int("seq_q");
-  a.seq_kv = r.Int("seq_kv");
-  a.head_dim_qk = r.Int("head_dim_qk");
-  a.head_dim_v = r.Int("head_dim_v");
+  a.batch = r.Int("batch", kBatch);
+  a.heads = r.Int("heads", kBatch);
+  a.kv_heads = r.Int("kv_heads", kBatch);
+  a.seq_q = r.Int("seq_q", kTokens);
+  a.seq_kv = r.Int("seq_kv", kTokens);
+  a.head_dim_qk = r.Int("head_dim_qk", kDimension);
+  a.head_dim_v = r.Int("head_dim_v", kDimension);
   a.causal = ReadBool(r, "causal");
   a.backward = ReadBool(r, "backward");
   a.dtype = ReadDtype(r);
@@ -358,8 +365,8 @@ AttentionShape ReadAttention(JsonReader& r) {
 
 MemoryShape ReadMemory(JsonReader& r) {
   MemoryShape m;
-  m.bytes_read = r.Int("bytes_read", {0, INT64_MAX});
-  m.bytes_written = r.Int("bytes_written", {0, INT64_MAX});
+  m.bytes_read = r.Int("bytes_read", kBytes);
+  m.bytes_written = r.Int("bytes_written", kBytes);
   return m;
 }
 }  // namespace

@@ -1,6 +1,7 @@
 #include "cost/roofline_fit.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -24,7 +25,7 @@ bool ValidShape(const KernelShape& shape) {
            a->head_dim_v > 0;
   }
   const MemoryShape& m = std::get<MemoryShape>(shape);
-  return m.bytes_read >= 0 && m.bytes_written >= 0 && m.bytes_read + m.bytes_written > 0;
+  return m.bytes_read >= 0 && m.bytes_written >= 0 && (m.bytes_read > 0 || m.bytes_written > 0);
 }
 
 // What the samples do at |efficiency| > 1, and what to check in the GPU file.
@@ -52,10 +53,13 @@ std::string BeatsDatasheet(OpKind kind, std::optional<Dtype> dtype, double effic
 }  // namespace
 
 double GemmWorkSeconds(const GemmShape& g, int64_t tile_m, int64_t tile_n, const GpuSpec& gpu) {
-  const int64_t tiles = g.batch * CeilDiv(g.m, tile_m) * CeilDiv(g.n, tile_n);
-  const int64_t waves = CeilDiv(tiles, gpu.sm_count);
+  // Counted in doubles: a shape from a file may be large enough for the integer product to wrap,
+  // and the count of tiles is exact in a double up to 2^53.
+  const double tiles = static_cast<double>(g.batch) * static_cast<double>(CeilDiv(g.m, tile_m)) *
+                       static_cast<double>(CeilDiv(g.n, tile_n));
+  const double waves = std::ceil(tiles / static_cast<double>(gpu.sm_count));
   const double per_sm_flops = gpu.PeakTflops(g.dtype).value_or(0.0) * 1e12 / static_cast<double>(gpu.sm_count);
-  return static_cast<double>(waves) * 2.0 * static_cast<double>(tile_m * tile_n) * static_cast<double>(g.k) /
+  return waves * 2.0 * static_cast<double>(tile_m) * static_cast<double>(tile_n) * static_cast<double>(g.k) /
          per_sm_flops;
 }
 
@@ -64,7 +68,7 @@ double AttentionWorkSeconds(const AttentionShape& a, const GpuSpec& gpu) {
 }
 
 double MemoryWorkSeconds(const MemoryShape& m, const GpuSpec& gpu) {
-  return static_cast<double>(m.bytes_read + m.bytes_written) / (gpu.hbm_bandwidth_GBps * 1e9);
+  return (static_cast<double>(m.bytes_read) + static_cast<double>(m.bytes_written)) / (gpu.hbm_bandwidth_GBps * 1e9);
 }
 
 SharedOverheadFit FitSharedOverhead(const std::vector<WorkGroup>& groups) {

@@ -1,12 +1,13 @@
 #include "cost/training_log.h"
 
-#include "core/file_io.h"
-
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string_view>
+
+#include "core/file_io.h"
 
 namespace loom {
 namespace {
@@ -41,7 +42,9 @@ Result<TrainingLog> ReadTrainingLog(const std::string& path) {
   std::vector<double> megatron, deepspeed;
   bool in_arguments = false;
   std::string line;
+  int64_t line_number = 0;
   while (std::getline(in, line)) {
+    ++line_number;
     if (line.find("---- arguments ----") != std::string::npos) {
       in_arguments = true;
       continue;
@@ -59,8 +62,19 @@ Result<TrainingLog> ReadTrainingLog(const std::string& path) {
       }
       continue;
     }
-    if (std::optional<double> ms = NumberAfter(line, "elapsed time per iteration (ms):")) megatron.push_back(*ms);
-    if (std::optional<double> sps = NumberAfter(line, "CurrSamplesPerSec=")) deepspeed.push_back(*sps);
+    std::optional<double> ms = NumberAfter(line, "elapsed time per iteration (ms):");
+    std::optional<double> sps = NumberAfter(line, "CurrSamplesPerSec=");
+    // A NaN, an infinity or a non-positive rate (a failed or diverged interval) is no step time.
+    for (const std::optional<double>& value : {ms, sps}) {
+      if (value && !(std::isfinite(*value) && *value > 0)) {
+        return Status::InvalidArgument(path + ":" + std::to_string(line_number) + ": the logged " +
+                                       (ms ? "'elapsed time per iteration (ms)'" : "'CurrSamplesPerSec'") + " is " +
+                                       std::to_string(*value) + "; loom reads only finite positive step times: "
+                                       "cut the log to the intervals that ran, or give step_time_s instead");
+      }
+    }
+    if (ms) megatron.push_back(*ms);
+    if (sps) deepspeed.push_back(*sps);
   }
   if (!megatron.empty()) {
     log.kind = TrainingLog::Kind::kMegatron;

@@ -45,11 +45,16 @@ struct Place {
 };
 
 // The values an integer may take: an id into a |table| of |hi| entries (|lo| -1 allows "none"),
-// or, without a table, any value from |lo| up.
+// or, without a table, any value from |lo| up to |most|.
+// The longest task a plan file may hold: 10^6 s, the longest step loom simulates. A longer one is
+// a corrupt file, and validate would wait on it for as long.
+constexpr int64_t kMaxTaskNanos = 1'000'000'000'000'000;
+
 struct Bound {
   int64_t lo;
   int64_t hi;
   std::string_view table = {};
+  int64_t most = INT64_MAX;
 };
 
 // Reads the "step" object into a StepGraph through TaskGraph's builder, so that the builder's
@@ -137,8 +142,11 @@ std::optional<int64_t> StepReader::Int(const nlohmann::json& value, const Place&
     return std::nullopt;
   }
   const int64_t v = value.get<int64_t>();
-  if (v >= bound.lo && (bound.table.empty() || v < bound.hi)) return v;
-  if (bound.table.empty()) {
+  if (v >= bound.lo && (bound.table.empty() ? v <= bound.most : v < bound.hi)) return v;
+  if (bound.table.empty() && bound.most != INT64_MAX) {
+    Fail(at, "is " + std::to_string(v) + "; it must be between " + std::to_string(bound.lo) + " and " +
+                 std::to_string(bound.most) + "; " + kRewrite);
+  } else if (bound.table.empty()) {
     Fail(at, "is " + std::to_string(v) + "; it must be at least " + std::to_string(bound.lo) + "; " + kRewrite);
   } else {
     Fail(at, "names " + std::string(bound.table) + " " + std::to_string(v) + ", but the step has " +
@@ -268,7 +276,7 @@ void StepReader::ReadRoutes() {
 std::optional<Task> StepReader::ReadTask(const nlohmann::json& row, size_t index) {
   const std::array<Bound, 10> bounds = {{
       {0, g_.num_streams(), "stream"},
-      {0, 0},
+      {0, 0, {}, kMaxTaskNanos},
       {0, names_, "name"},
       {0, names_, "name"},
       {-1, g_.num_links(), "link"},
@@ -504,7 +512,7 @@ double RequiredNumber(JsonReader& r, std::string_view key) {
     r.Allow(key);
     return 0;
   }
-  return r.OptionalNonNegativeNumber(key).value_or(0);
+  return r.OptionalNonNegativeNumber(key, {0, 1e6}).value_or(0);
 }
 
 }  // namespace

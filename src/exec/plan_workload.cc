@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -344,6 +347,54 @@ Result<PlanWorkload> ParseWorkload(const nlohmann::json& json, const std::string
   return Status::InvalidArgument(message);
 }
 
+namespace {
+
+// Every rank's task of one collective work (the same kind, pass, stage and part) is a member of a
+// collective of one size, or none is (one replica: nothing to reduce). A task left out of its
+// collective would run as nothing, and the others' collective over fewer ranks: a plan file edited
+// by hand, or cut short, must not pass for the plan.
+Status CheckCollectivesWhole(const StepGraph& step, const std::string& file) {
+  constexpr TaskId kNone = -1;
+  struct Seen {
+    TaskId grouped = kNone, ungrouped = kNone;
+    size_t members = 0;
+  };
+  std::map<std::tuple<WorkKind, Pass, int32_t, int32_t, int32_t>, Seen> by_work;
+  for (TaskId id = 0; id < static_cast<TaskId>(step.work.size()); ++id) {
+    const TaskWork& w = step.work[id];
+    if (w.kind != WorkKind::kTpComm && w.kind != WorkKind::kGradReduce && w.kind != WorkKind::kParamGather &&
+        w.kind != WorkKind::kLayerGather) {
+      continue;
+    }
+    Seen& seen = by_work[{w.kind, w.pass, w.index, w.part, w.parts}];
+    const GroupId group = step.graph.group_of(id);
+    if (group == kNoGroup) {
+      if (seen.ungrouped == kNone) seen.ungrouped = id;
+    } else {
+      const size_t members = step.graph.group_members(group).size();
+      if (seen.grouped != kNone && members != seen.members) {
+        return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(id) + " runs its " +
+                                       std::string(kWorkKindNames.Name(w.kind)) + " in a collective of " +
+                                       std::to_string(members) + " members, task " +
+                                       step.graph.DescribeTask(seen.grouped) + " the same work in one of " +
+                                       std::to_string(seen.members) + ": a member is missing from \"collectives\"; " +
+                                       kRewrite);
+      }
+      if (seen.grouped == kNone) seen.grouped = id, seen.members = members;
+    }
+    if (seen.grouped != kNone && seen.ungrouped != kNone) {
+      return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(seen.ungrouped) + " runs its " +
+                                     std::string(kWorkKindNames.Name(w.kind)) + " in no collective, task " +
+                                     step.graph.DescribeTask(seen.grouped) + " the same work in one of " +
+                                     std::to_string(seen.members) + " members: a member is missing from "
+                                     "\"collectives\"; " + kRewrite);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CheckWorkFits(const StepGraph& step, const PlanWorkload& workload, const std::string& file) {
   const int32_t v_count = static_cast<int32_t>(workload.chunks.chunks.size());
   const int32_t stages = static_cast<int32_t>(workload.payloads.optimizer.size());
@@ -364,7 +415,7 @@ Status CheckWorkFits(const StepGraph& step, const PlanWorkload& workload, const 
                                      std::to_string(w.part) + " of " + std::to_string(w.parts) + "; " + kRewrite);
     }
   }
-  return Status::Ok();
+  return CheckCollectivesWhole(step, file);
 }
 
 }  // namespace loom

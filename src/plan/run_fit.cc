@@ -56,10 +56,14 @@ Status StrategyFromMegatronArguments(const std::map<std::string, std::string>& a
   const auto integer = [&](const char* name, int64_t* into) {
     std::optional<std::string> v = text(name);
     if (!v || *v == "None") return;
-    char* end = nullptr;
-    const long long n = std::strtoll(v->c_str(), &end, 10);
-    if (end == v->c_str() || *end != '\0' || n < 1) {
-      if (status.ok()) status = Status::InvalidArgument(where + ": argument " + name + " is '" + *v + "', not a positive integer");
+    // from_chars reports a value beyond 64 bits; strtoll would clamp it to INT64_MAX.
+    int64_t n = 0;
+    const auto [end, error] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (error != std::errc() || end != v->data() + v->size() || n < 1) {
+      if (status.ok()) {
+        status = Status::InvalidArgument(where + ": argument " + name + " is '" + Abbreviated(*v) +
+                                         "', not a positive integer that fits in 64 bits");
+      }
       return;
     }
     *into = n;

@@ -1,5 +1,10 @@
 #include "spec/scenario.h"
 
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <string_view>
+
 #include "core/json_reader.h"
 #include "spec/framework.h"
 
@@ -82,6 +87,48 @@ Result<Scenario> LoadScenario(const std::string& path) {
   }
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return scenario;
+}
+
+Status InScenarioTerms(const Status& status, const std::string& file) {
+  if (status.ok()) return status;
+  // A flag and the scenario key it stands for: strip the dashes, '-' to '_', and the two flags
+  // whose key is spelt otherwise.
+  const auto key_of = [](std::string_view flag) {
+    std::string key(flag.substr(2));
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (key == "zero") return std::string("strategy.zero_stage");
+    if (key == "seq") return std::string("strategy.seq_len");
+    if (key == "nodes") return key;
+    return "strategy." + key;
+  };
+  std::string out;
+  size_t start = 0;
+  const std::string& message = status.message();
+  while (start <= message.size()) {
+    size_t end = message.find('\n', start);
+    if (end == std::string::npos) end = message.size();
+    const std::string_view line(message.data() + start, end - start);
+    std::string rewritten = file + ": ";
+    for (size_t i = 0; i < line.size();) {
+      const bool flag = line.compare(i, 2, "--") == 0 && i + 2 < line.size() &&
+                        std::islower(static_cast<unsigned char>(line[i + 2])) &&
+                        (i == 0 || line[i - 1] == ' ' || line[i - 1] == '(');
+      if (!flag) {
+        rewritten += line[i++];
+        continue;
+      }
+      size_t j = i + 2;
+      while (j < line.size() && (std::islower(static_cast<unsigned char>(line[j])) ||
+                                 std::isdigit(static_cast<unsigned char>(line[j])) || line[j] == '-')) {
+        ++j;
+      }
+      rewritten += key_of(line.substr(i, j - i));
+      i = j;
+    }
+    out += (out.empty() ? "" : "\n") + rewritten;
+    start = end + 1;
+  }
+  return Status::InvalidArgument(out);
 }
 
 nlohmann::ordered_json StrategyJson(const Strategy& s) {

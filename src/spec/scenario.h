@@ -38,6 +38,11 @@ Result<Scenario> LoadScenario(const std::string& path);
 // keep its values); errors are recorded in |r|, as JsonReader does.
 void ReadStrategyObject(JsonReader& r, Strategy* strategy);
 
+// |status| (ValidateStrategy's, whose messages name command-line flags: "--tp 3: ...") as an
+// error of the scenario file |file|: each line starts with the file, and each flag is the key that
+// sets it there ("s.json: strategy.tp 3: ..."). An OK status stays OK.
+Status InScenarioTerms(const Status& status, const std::string& file);
+
 // |strategy| under the scenario file's strategy keys, every key written (LoadScenario reads it
 // back to the same strategy).
 nlohmann::ordered_json StrategyJson(const Strategy& strategy);

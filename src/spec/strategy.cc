@@ -205,6 +205,18 @@ void CheckSequenceParallel(const Strategy& s, Messages& out) {
 void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
   if (!AllPositive({s.pp, s.vpp})) return;
   const int64_t first = s.first_stage_layers, last = s.last_stage_layers;
+  if (s.pp == 1 && (first > 0 || last > 0)) {
+    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last,
+                      " with --pp 1: one stage holds every layer, so there is nothing to place; drop them, or raise "
+                      "--pp"));
+    return;
+  }
+  if (first > model.num_layers || last > model.num_layers || first + last > model.num_layers) {
+    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last, ": ", ModelRef(model), " has ",
+                      model.num_layers, " layers (num_hidden_layers), fewer than the two stages would hold; give "
+                      "counts that leave layers for the stages between"));
+    return;
+  }
   if (first < 0 || last < 0) {
     out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last,
                       ": layer counts cannot be negative; use 0 for an even split"));
@@ -344,6 +356,11 @@ void CheckWorldSize(const Strategy& s, const ClusterSpec& cluster, Messages& out
 // Load-balanced causal context parallelism splits the sequence into 2 * cp chunks and gives rank
 // r chunks r and 2cp - 1 - r (Megatron-LM's get_batch_on_this_cp_rank, megatron/core/utils.py).
 void CheckContextParallel(const Strategy& s, Messages& out) {
+  if (s.cp == 1 && s.cp_comm != CpComm::kP2p) {
+    out.push_back(Cat("--cp-comm ", kCpCommNames.Name(s.cp_comm),
+                      " with --cp 1: there is no context-parallel exchange to run this way; drop --cp-comm, or "
+                      "raise --cp"));
+  }
   if (s.cp < 2 || s.seq_len < 1) return;
   const int64_t chunks = SaturatingProduct({2, s.cp});
   if (s.seq_len % chunks == 0) return;

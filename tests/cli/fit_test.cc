@@ -97,7 +97,7 @@ TEST(Fit, ProfileCalibratesACopyOfTheGpuFile) {
   EXPECT_NE(c.source.find("Kept from the earlier calibration (gemm_efficiency_tf32): an older fit"), std::string::npos)
       << c.source;
   EXPECT_EQ(Keys(nlohmann::ordered_json::parse(ReadText(gpu))), keys_before);
-  EXPECT_FALSE(fs::exists(gpu + ".loom-fit.tmp"));
+  EXPECT_FALSE(fs::exists(gpu + ".loom.tmp"));
   EXPECT_NE(r.out.find("gemm bf16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("memory_bandwidth_fraction"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kept as they were (nothing measured for them): gemm_efficiency_tf32\n"), std::string::npos)
@@ -194,7 +194,7 @@ TEST(Fit, UnwritableOutputIsABadInputError) {
   const std::string output = (dir / "no" / "such" / "folder.json").string();
   CommandResult r = Loom({"fit", kProfile, "--gpu", GpuCopy(dir), "--output", output});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(output + ": cannot write " + output + ".loom-fit.tmp beside it"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(output + ": cannot write (creating " + output + ".loom.tmp beside it"), std::string::npos) << r.err;
 }
 
 TEST(Fit, ProfileOfAnotherGpuIsRefusedUnlessForced) {

@@ -415,5 +415,27 @@ TEST(Plan, HelpNamesTheOptionsAndAnExample) {
   }
 }
 
+// --out and --pick mean something only with --emit: refused rather than silently ignored.
+TEST(Plan, OutAndPickWithoutTheirEmitAreRefused) {
+  const std::vector<std::string> base = {"plan", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
+                                         Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "8",
+                                         "--global-batch", "16", "--seq", "1024"};
+  std::vector<std::string> out = base;
+  out.insert(out.end(), {"--emit", "megatron", "--out", "x.json"});
+  CommandResult r = Loom(out);
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--out x.json: only --emit plan writes a file"), std::string::npos) << r.err;
+  std::vector<std::string> pick = base;
+  pick.insert(pick.end(), {"--pick", "2"});
+  CommandResult p = Loom(pick);
+  EXPECT_EQ(p.code, kExitBadInput);
+  EXPECT_NE(p.err.find("--pick 2: picks the plan that --emit emits"), std::string::npos) << p.err;
+  std::vector<std::string> threads = base;
+  threads.insert(threads.end(), {"--threads", "-1"});
+  CommandResult t = Loom(threads);
+  EXPECT_EQ(t.code, kExitUsage);
+  EXPECT_NE(t.err.find("--threads: got '-1'; it must be a number from 0 to 4096"), std::string::npos) << t.err;
+}
+
 }  // namespace
 }  // namespace loom

@@ -115,5 +115,56 @@ TEST(Simulate, UnknownScheduleIsAUsageError) {
   EXPECT_NE(r.err.find("1f1b-int"), std::string::npos) << r.err;
 }
 
+// A scenario sets the model, cluster and strategy: flags that it would override are refused, not dropped.
+TEST(Simulate, FlagsAScenarioWouldOverrideAreRefused) {
+  CommandResult r = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--tp", "4", "--model",
+                          Shipped("models/gpt3-125m.json")});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("scenarios/gpt3-175b-1024gpu.json: the scenario sets the model, cluster and strategy, and "
+                       "--model, --tp would be ignored"),
+            std::string::npos)
+      << r.err;
+  // --nodes and --framework override the scenario's keys, as documented.
+  CommandResult nodes = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--nodes", "256"});
+  EXPECT_EQ(nodes.code, kExitOk) << nodes.err;
+}
+
+TEST(Simulate, AScenariosStrategyErrorsNameTheFileAndKey) {
+  nlohmann::json scenario;
+  std::ifstream(Shipped("scenarios/gpt3-175b-1024gpu.json")) >> scenario;
+  scenario["model"] = Shipped("models/gpt3-175b.json");
+  scenario["cluster"] = Shipped("hardware/clusters/dgx-a100.json");
+  scenario["strategy"]["tp"] = 5;
+  const std::string path = ::testing::TempDir() + "loom-bad-tp-scenario.json";
+  std::ofstream(path) << scenario.dump(2);
+  CommandResult r = Loom({"simulate", path});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find(path + ": strategy.tp 5: num_attention_heads (96)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--tp"), std::string::npos) << r.err;
+}
+
+TEST(Loom, AMisspeltCommandGetsTheNearest) {
+  CommandResult r = Loom({"simulat", "--tp", "8"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err, "loom: \"simulat\" is not a loom command; did you mean \"simulate\"? The commands are describe, "
+                   "simulate, fit, plan, probe, validate; run `loom --help`.\n");
+  CommandResult far = Loom({"frobnicate"});
+  EXPECT_EQ(far.code, kExitUsage);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+}
+
+// CLI11's own checks let NaN through and print DBL_MAX in full; loom's say the bound in words.
+TEST(Loom, NumericFlagsRefuseNanAndNameTheirBound) {
+  CommandResult nan = Loom({"simulate", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
+                            Shipped("hardware/clusters/dgx-h100.json"), "--moe-imbalance", "nan"});
+  EXPECT_EQ(nan.code, kExitUsage);
+  EXPECT_NE(nan.err.find("--moe-imbalance: got 'nan'; it must be a number from 1 to 1000000"), std::string::npos)
+      << nan.err;
+  CommandResult zero = Loom({"describe", "--model", Shipped("models/gpt3-125m.json"), "--seq", "0"});
+  EXPECT_EQ(zero.code, kExitUsage);
+  EXPECT_NE(zero.err.find("--seq: got '0'; it must be a number greater than 0"), std::string::npos) << zero.err;
+  EXPECT_EQ(zero.err.find("1797"), std::string::npos) << zero.err;
+}
+
 }  // namespace
 }  // namespace loom

@@ -19,7 +19,7 @@ TEST(ReadJsonObjectFile, MissingFileNamesThePath) {
   Result<json> r = ReadJsonObjectFile("/nonexistent/dir/model.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Status::Code::kNotFound);
-  EXPECT_NE(r.status().message().find("/nonexistent/dir/model.json: cannot open"), std::string::npos);
+  EXPECT_NE(r.status().message().find("/nonexistent/dir/model.json: no such file"), std::string::npos);
   EXPECT_NE(r.status().message().find("check the path"), std::string::npos);
 }
 
@@ -120,6 +120,71 @@ TEST(EditDistance, CountsInsertionsDeletionsSubstitutions) {
   EXPECT_EQ(EditDistance("kitten", "sitting"), 3);
   EXPECT_EQ(EditDistance("", "abc"), 3);
   EXPECT_EQ(EditDistance("same", "same"), 0);
+}
+
+TEST(ParseJson, ANumberOutOfRangeIsAnErrorNotAnAbort) {
+  Result<json> r = ParseJson("{\"hidden_size\": 1e999}", "m.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "m.json: not valid JSON for loom: number overflow parsing '1e999'; numbers must "
+                                  "fit a double (at most about 1.8e308)");
+}
+
+// 100k levels once overflowed the stack when an error printed the value.
+TEST(ParseJson, NestingIsBounded) {
+  std::string deep = "{\"a\": {\"b\": " + std::string(100000, '[') + std::string(100000, ']') + "}}";
+  Result<json> r = ParseJson(deep, "m.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "m.json: arrays and objects nest deeper than 64 levels (at a.b); loom's files nest "
+                                  "a few levels, so this is not one");
+  std::string fine = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  EXPECT_TRUE(ParseJson(fine, "ok.json").ok());
+}
+
+TEST(ParseJson, AKeyTwiceInOneObjectIsAnErrorNamingItsPath) {
+  Result<json> top = ParseJson("{\"tp\": 2, \"pp\": 1, \"tp\": 4}", "s.json");
+  ASSERT_FALSE(top.ok());
+  EXPECT_EQ(top.status().message(), "s.json: key \"tp\" appears twice; JSON does not say which one counts, so keep "
+                                    "only the one you mean");
+  Result<json> nested = ParseJson("{\"strategy\": {\"tp\": 2, \"tp\": 2}}", "s.json");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.status().message().find("key \"tp\" appears twice in strategy;"), std::string::npos)
+      << nested.status().message();
+  // The same key in two objects, or in objects of an array, is fine.
+  EXPECT_TRUE(ParseJson("{\"a\": {\"tp\": 1}, \"b\": {\"tp\": 1}, \"c\": [{\"x\": 1}, {\"x\": 2}]}", "s.json").ok());
+  Result<nlohmann::ordered_json> ordered = ParseOrderedJson("{\"b\": 1, \"a\": 2, \"b\": 3}", "o.json");
+  EXPECT_FALSE(ordered.ok());
+}
+
+// A 10 MB key is quoted by its start, and finding the nearest known key stays cheap.
+TEST(JsonReader, AnAbsurdlyLongUnknownKeyIsQuotedShort) {
+  json object = {{"hidden_size", 1}, {std::string(10'000'000, 'k'), 1}};
+  JsonReader r(object, "m.json");
+  (void)r.Int("hidden_size");
+  Status s = r.Finish(UnknownKeys::kError);
+  ASSERT_FALSE(s.ok());
+  EXPECT_LT(s.message().size(), 400u) << s.message().substr(0, 400);
+  EXPECT_NE(s.message().find("kkk... (10000000 bytes): is not a known key"), std::string::npos);
+}
+
+TEST(JsonReader, ErrorsAreCappedAtAScreenful) {
+  json object = json::object();
+  for (int i = 0; i < 1000; ++i) object["unknown_" + std::to_string(i)] = i;
+  JsonReader r(object, "m.json");
+  Status s = r.Finish(UnknownKeys::kError);
+  EXPECT_NE(s.message().find("m.json: ... and 980 more problems like these"), std::string::npos);
+}
+
+TEST(JsonReader, NumbersBeyondTheirPhysicalRangeNameTheBound) {
+  json object = {{"bandwidth_GBps", 1e-300}, {"latency_us", 1e300}};
+  JsonReader r(object, "c.json");
+  (void)r.PositiveNumber("bandwidth_GBps", {1e-2, 1e6});
+  (void)r.OptionalNonNegativeNumber("latency_us", {0, 1e6});
+  Status s = r.Finish(UnknownKeys::kError);
+  EXPECT_NE(s.message().find("c.json: bandwidth_GBps: is 1e-300; it must be between 0.01 and 1e+06 (check its unit)"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("c.json: latency_us: is 1e+300; it must be between 0 and 1e+06"), std::string::npos)
+      << s.message();
 }
 
 }  // namespace

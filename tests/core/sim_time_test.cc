@@ -1,5 +1,8 @@
 #include "core/sim_time.h"
 
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 
 namespace loom {
@@ -58,6 +61,23 @@ TEST(SimTime, FormatsMicrosWithThreeExactDecimals) {
   EXPECT_EQ(FormatMicros(SimTime::FromNanos(7)), "0.007");
   EXPECT_EQ(FormatMicros(SimTime::FromNanos(-500)), "-0.500");
   EXPECT_EQ(FormatMicros(SimTime::FromSeconds(3600.0)), "3600000000.000");
+}
+
+// A rate of zero or garbage upstream turns into an infinite or NaN time: it saturates instead of
+// wrapping into a negative span, and sums and products of saturated times stay saturated.
+TEST(SimTime, HugeInfiniteAndNanTimesSaturate) {
+  EXPECT_EQ(SimTime::FromSeconds(1e300), SimTime::Forever());
+  EXPECT_EQ(SimTime::FromSeconds(std::numeric_limits<double>::infinity()), SimTime::Forever());
+  EXPECT_EQ(SimTime::FromSeconds(std::nan("")), SimTime::Forever());
+  EXPECT_EQ(SimTime::FromMicros(-1e300), SimTime() - SimTime::Forever());
+  EXPECT_EQ(SimTime::Forever() + SimTime::Forever(), SimTime::Forever());
+  EXPECT_EQ(SimTime::Forever() + SimTime::FromSeconds(1), SimTime::Forever());
+  EXPECT_EQ(SimTime::Forever() * 1000, SimTime::Forever());
+  EXPECT_EQ(SimTime::FromSeconds(2) * 3, SimTime::FromSeconds(6));
+  SimTime sum;
+  for (int i = 0; i < 10; ++i) sum += SimTime::FromSeconds(1e9);
+  EXPECT_EQ(sum, SimTime::Forever());
+  EXPECT_GT(sum, SimTime());
 }
 
 }  // namespace

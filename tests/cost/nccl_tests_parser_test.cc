@@ -198,7 +198,7 @@ TEST(NcclTestsParser, TruncatedJsonReportsTheParserPosition) {
   const std::string path = Fixture("malformed_reduce_scatter_perf_truncated.json");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), path + ": not valid JSON ("));
+  EXPECT_TRUE(Contains(run.status().message(), path + ": not valid JSON: "));
   EXPECT_TRUE(Contains(run.status().message(), "line 1, column"));
 }
 
@@ -220,6 +220,29 @@ TEST(NcclTestsParser, JsonOfTheWrongShapeSaysWhatWasExpected) {
   ASSERT_FALSE(run.ok());
   EXPECT_TRUE(
       Contains(run.status().message(), "all_reduce_perf.json: expected an object with a \"results\" array"));
+}
+
+// The rows' fields are found by the header's positions: a header in another order than
+// nccl-tests' own once sent the in-place-only row reader past the row's end.
+TEST(NcclTestsParser, AHeaderInAnotherOrderIsRefusedNamingTheLine) {
+  const std::string table =
+      "#       size         count      type   redop    root   #wrong  busbw   algbw    time  #wrong  busbw   algbw    time\n"
+      "  1048576    262144     float     sum      -1    42.10  24.91  43.59      0    41.97  24.98  43.72      0\n"
+      "  1048576    262144     float     sum      -1    41.97  24.98  43.72      0\n";
+  Result<NcclTestsRun> run = ParseNcclTestsText(table, "all_reduce_perf.txt");
+  ASSERT_FALSE(run.ok());
+  EXPECT_TRUE(Contains(run.status().message(), "all_reduce_perf.txt:1: the column header (size count type redop root "
+                                               "#wrong busbw algbw time #wrong busbw algbw time) is not in nccl-tests' order"));
+}
+
+TEST(NcclTestsParser, NumbersOutOfRangeAndDeepNestingInJsonAreErrors) {
+  Result<NcclTestsRun> huge = ParseNcclTestsJson("{\"results\": [{\"size\": 1e999}]}", "r.json", NcclTest::kAllReduce);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_TRUE(Contains(huge.status().message(), "r.json: not valid JSON for loom: number overflow"));
+  Result<NcclTestsRun> deep =
+      ParseNcclTestsJson(std::string(100000, '[') + std::string(100000, ']'), "d.json", NcclTest::kAllReduce);
+  ASSERT_FALSE(deep.ok());
+  EXPECT_TRUE(Contains(deep.status().message(), "d.json: arrays and objects nest deeper than 64 levels"));
 }
 
 }  // namespace

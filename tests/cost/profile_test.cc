@@ -145,7 +145,7 @@ TEST(ParseProfile, DateMayCarryATime) {
 TEST(ReadProfile, MissingFileNamesIt) {
   Result<Profile> p = ReadProfile("no/such/profile.json");
   ASSERT_FALSE(p.ok());
-  EXPECT_TRUE(Contains(p.status().message(), "no/such/profile.json: cannot open"));
+  EXPECT_TRUE(Contains(p.status().message(), "no/such/profile.json: no such file"));
 }
 
 TEST(ProfileWriter, FileIsAValidProfileAfterEveryAppend) {
@@ -181,7 +181,7 @@ TEST(ProfileWriter, UnwritableFolderIsAnError) {
   ProfileWriter writer;
   Status s = writer.Open("/no/such/folder/p.json", Profile{});
   ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(Contains(s.message(), "/no/such/folder/p.json: cannot write the profile"));
+  EXPECT_TRUE(Contains(s.message(), "/no/such/folder/p.json: cannot write"));
 }
 
 TEST(DeviceMatchesGpu, IgnoresVendorPrefixFileNoteAndCase) {
@@ -288,7 +288,7 @@ TEST(ProfileWriter, AKilledWriterLeavesTheLastCompleteFile) {
   ASSERT_TRUE(writer.Open(path, *p).ok());
   ASSERT_TRUE(writer.Append(ProbeFailure{"launch", "internal: x"}).ok());
   // A stale temporary from a process killed mid-write does not disturb the next write or the file.
-  std::ofstream(path + ".loom-probe.tmp") << "{\"schema\": \"loom.pro";
+  std::ofstream(path + ".loom.tmp") << "{\"schema\": \"loom.pro";
   Result<Profile> read = ReadProfile(path);
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_EQ(read->failures.size(), 2u);
@@ -296,7 +296,7 @@ TEST(ProfileWriter, AKilledWriterLeavesTheLastCompleteFile) {
   read = ReadProfile(path);
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(read->collectives.size(), 2u);
-  EXPECT_FALSE(std::filesystem::exists(path + ".loom-probe.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".loom.tmp"));
 }
 
 }  // namespace

@@ -153,5 +153,18 @@ TEST(EnumerateStrategies, PinnedDegreesThatDoNotDivideTheGpusAreAnError) {
       << all.status().message();
 }
 
+// "tp=2,tp=4" or an alias beside its key ("zero=1,zero_stage=2") leave unclear which was meant.
+TEST(ParseConstraints, AKeyGivenTwiceIsAnError) {
+  Result<Constraints> twice = ParseConstraints("tp=2,pp=4,tp=4", "--fix");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().message(), "--fix tp=4: tp is already set by tp=2; give each key once");
+  Result<Constraints> alias = ParseConstraints("zero=1,zero_stage=2", "--fix");
+  ASSERT_FALSE(alias.ok());
+  EXPECT_EQ(alias.status().message(), "--fix zero_stage=2: zero_stage is already set by zero=1; give each key once");
+  Result<Constraints> dashes = ParseConstraints("micro-batch=1,mbs=2", "--explain");
+  ASSERT_FALSE(dashes.ok());
+  EXPECT_NE(dashes.status().message().find("micro_batch is already set by micro-batch=1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace loom

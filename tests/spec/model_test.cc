@@ -241,29 +241,37 @@ TEST(ModelError, ZeroAndNegativeSizesAreRejected) {
   config["num_hidden_layers"] = 0;
   config["intermediate_size"] = -5;
   std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json: num_hidden_layers: is 0; it must be at least 1"));
-  EXPECT_TRUE(Contains(error, "models/bad.json: intermediate_size: is -5; it must be at least 1"));
+  EXPECT_TRUE(Contains(error, "models/bad.json: num_hidden_layers: is 0; it must be between 1 and 10000"));
+  EXPECT_TRUE(Contains(error, "models/bad.json: intermediate_size: is -5; it must be between 1 and 4194304"));
 }
 
+// Each size within its physical bound, the product of them still beyond 64 bits: 65536 experts of
+// width 2^22 on hidden 2^20 over 10000 layers.
 TEST(ModelError, OverflowingSizesAreAnErrorNamingTheKeys) {
   nlohmann::json config = LlamaLike();
-  config["hidden_size"] = int64_t{1} << 40;
-  config["intermediate_size"] = int64_t{1} << 40;
+  config["hidden_size"] = int64_t{1} << 20;
+  config["intermediate_size"] = int64_t{1} << 22;
   config["num_attention_heads"] = 1;
   config["num_key_value_heads"] = 1;
+  config["num_hidden_layers"] = 10000;
+  config["num_local_experts"] = 65536;
+  config["num_experts_per_tok"] = 1;
+  config["moe_intermediate_size"] = int64_t{1} << 22;
   std::string error = ParseError(config);
   EXPECT_TRUE(Contains(error, "models/bad.json"));
   EXPECT_TRUE(Contains(error, "overflows 64 bits"));
-  EXPECT_TRUE(Contains(error, "hidden_size 1099511627776"));
+  EXPECT_TRUE(Contains(error, "hidden_size 1048576"));
   EXPECT_TRUE(Contains(error, "check these keys"));
 }
 
-TEST(ModelError, OverflowFromTheLayerCountNamesNumHiddenLayers) {
+// A size beyond any model is refused with its bound before anything is computed from it.
+TEST(ModelError, AnAbsurdSizeNamesItsBound) {
   nlohmann::json config = LlamaLike();
   config["num_hidden_layers"] = int64_t{1} << 40;
+  config["vocab_size"] = int64_t{1} << 30;
   std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "overflows 64 bits"));
-  EXPECT_TRUE(Contains(error, "num_hidden_layers 1099511627776"));
+  EXPECT_TRUE(Contains(error, "models/bad.json: num_hidden_layers: is 1099511627776; it must be between 1 and 10000"));
+  EXPECT_TRUE(Contains(error, "models/bad.json: vocab_size: is 1073741824; it must be between 1 and 16777216"));
 }
 
 TEST(ModelError, MisspeltKeyIsATypoNamingTheRealKey) {

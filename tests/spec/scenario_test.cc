@@ -104,5 +104,19 @@ TEST(Scenario, FrameworkIsANameOrAPathBesideTheFile) {
   EXPECT_FALSE(c->framework.has_value());
 }
 
+// A scenario's strategy errors name the scenario file and its keys, not the flags the user did not type.
+TEST(InScenarioTerms, NamesTheFileAndTheKeys) {
+  Status flags = Status::InvalidArgument("--tp 3: num_attention_heads (32) is not divisible by it\n"
+                                         "--offload optimizer with --zero 0: needs ZeRO-1 or more (pass --zero 1)\n"
+                                         "--seq 0: must be at least 1; use --seq 1 or more");
+  Status scenario = InScenarioTerms(flags, "s.json");
+  EXPECT_EQ(scenario.message(),
+            "s.json: strategy.tp 3: num_attention_heads (32) is not divisible by it\n"
+            "s.json: strategy.offload optimizer with strategy.zero_stage 0: needs ZeRO-1 or more (pass "
+            "strategy.zero_stage 1)\n"
+            "s.json: strategy.seq_len 0: must be at least 1; use strategy.seq_len 1 or more");
+  EXPECT_TRUE(InScenarioTerms(Status::Ok(), "s.json").ok());
+}
+
 }  // namespace
 }  // namespace loom
