@@ -274,9 +274,9 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "prune them, the rest are simulated best-first until none can beat the --top-th plan.");
   cmd->add_option("--model", o->model_path, "Model file: a Hugging Face config.json (see models/)")->required();
   cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)")->required();
-  cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(Positive());
-  cmd->add_option("--global-batch", o->global_batch, "Sequences per step")->required()->check(Positive());
-  cmd->add_option("--seq", o->seq_len, "Sequence length in tokens")->required()->check(Positive());
+  cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(Between(1, 1 << 20));
+  cmd->add_option("--global-batch", o->global_batch, "Sequences per step")->required()->check(Between(1, 1 << 30));
+  cmd->add_option("--seq", o->seq_len, "Sequence length in tokens")->required()->check(Between(1, 1 << 27));
   cmd->add_option("--dtype", o->dtype, "Training dtype")->check(CLI::IsMember(kDtypeNames.Names()))->capture_default_str();
   cmd->add_option("--optimizer", o->optimizer, "Optimizer")
       ->check(CLI::IsMember(kOptimizerNames.Names()))

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "core/checked.h"
 #include "plan/deepspeed_config.h"
 
 namespace loom {
@@ -29,10 +30,14 @@ std::optional<int64_t> ParseInt(std::string_view text) {
   return value;
 }
 
-Setter IntSetter(std::optional<int64_t> Constraints::*field) {
-  return [field](std::string_view text, Constraints& c) -> std::optional<std::string> {
+// A whole number from |least| to |most|: a pinned degree of 0 would divide the GPUs or layers by
+// zero, and a huge one overflow their product. The bounds are ValidateStrategy's (spec/strategy.cc).
+Setter IntSetter(std::optional<int64_t> Constraints::*field, int64_t least = 0, int64_t most = int64_t{1} << 20) {
+  return [field, least, most](std::string_view text, Constraints& c) -> std::optional<std::string> {
     std::optional<int64_t> value = ParseInt(text);
-    if (!value.has_value() || *value < 0) return std::string("a whole number");
+    if (!value.has_value() || *value < least || *value > most) {
+      return "a whole number from " + std::to_string(least) + " to " + std::to_string(most);
+    }
     c.*field = *value;
     return std::nullopt;
   };
@@ -63,26 +68,26 @@ Setter EnumSetter(std::optional<Enum> Constraints::*field, const EnumNames<Enum,
 
 const std::vector<std::pair<std::string, Setter>>& Keys() {
   static const std::vector<std::pair<std::string, Setter>> keys = {
-      {"tp", IntSetter(&Constraints::tp)},
-      {"pp", IntSetter(&Constraints::pp)},
-      {"dp", IntSetter(&Constraints::dp)},
-      {"cp", IntSetter(&Constraints::cp)},
-      {"ep", IntSetter(&Constraints::ep)},
+      {"tp", IntSetter(&Constraints::tp, 1)},
+      {"pp", IntSetter(&Constraints::pp, 1)},
+      {"dp", IntSetter(&Constraints::dp, 1)},
+      {"cp", IntSetter(&Constraints::cp, 1)},
+      {"ep", IntSetter(&Constraints::ep, 1)},
       {"etp", IntSetter(&Constraints::etp)},
-      {"vpp", IntSetter(&Constraints::vpp)},
-      {"micro_batch", IntSetter(&Constraints::micro_batch)},
+      {"vpp", IntSetter(&Constraints::vpp, 1, 1024)},
+      {"micro_batch", IntSetter(&Constraints::micro_batch, 1)},
       {"schedule", EnumSetter(&Constraints::schedule, kScheduleNames)},
       {"recompute", EnumSetter(&Constraints::recompute, kRecomputeNames)},
-      {"recompute_layers", IntSetter(&Constraints::recompute_layers)},
-      {"zero_stage", IntSetter(&Constraints::zero_stage)},
+      {"recompute_layers", IntSetter(&Constraints::recompute_layers, 0, 10000)},
+      {"zero_stage", IntSetter(&Constraints::zero_stage, 0, 3)},
       {"sp", BoolSetter(&Constraints::sp)},
       {"offload", EnumSetter(&Constraints::offload, kOffloadNames)},
       {"cp_comm", EnumSetter(&Constraints::cp_comm, kCpCommNames)},
       {"overlap_grad_reduce", BoolSetter(&Constraints::overlap_grad_reduce)},
       {"overlap_param_gather", BoolSetter(&Constraints::overlap_param_gather)},
       {"tp_comm_overlap", BoolSetter(&Constraints::tp_comm_overlap)},
-      {"first_stage_layers", IntSetter(&Constraints::first_stage_layers)},
-      {"last_stage_layers", IntSetter(&Constraints::last_stage_layers)},
+      {"first_stage_layers", IntSetter(&Constraints::first_stage_layers, 0, 10000)},
+      {"last_stage_layers", IntSetter(&Constraints::last_stage_layers, 0, 10000)},
   };
   return keys;
 }
@@ -403,7 +408,13 @@ Result<std::vector<Strategy>> EnumerateStrategies(const ModelSpec& model, const 
     return Status::InvalidArgument("--gpus, --global-batch and --seq must be at least 1");
   }
   const Constraints& fixed = request.fixed;
-  const int64_t pinned = fixed.tp.value_or(1) * fixed.cp.value_or(1) * fixed.pp.value_or(1) * fixed.dp.value_or(1);
+  const CheckedInt product =
+      CheckedInt(fixed.tp.value_or(1)) * fixed.cp.value_or(1) * fixed.pp.value_or(1) * fixed.dp.value_or(1);
+  if (!product.get() || *product.get() > request.gpus) {
+    return Status::InvalidArgument("--fix: the pinned degrees (tp * cp * pp * dp) multiply to more than --gpus " +
+                                   std::to_string(request.gpus) + "; pin degrees whose product divides the GPU count");
+  }
+  const int64_t pinned = *product.get();
   if (request.gpus % pinned != 0) {
     return Status::InvalidArgument("--fix: the pinned degrees (tp * cp * pp * dp = " + std::to_string(pinned) +
                                    ") do not divide --gpus " + std::to_string(request.gpus) +

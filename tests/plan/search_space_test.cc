@@ -166,5 +166,18 @@ TEST(ParseConstraints, AKeyGivenTwiceIsAnError) {
   EXPECT_NE(dashes.status().message().find("micro_batch is already set by micro-batch=1"), std::string::npos);
 }
 
+// A pinned degree of 0 divided the GPUs (SIGFPE), and huge ones overflowed their product to 0
+// (tests/fuzz/regressions/fix).
+TEST(ParseConstraints, DegreesAreBoundedLikeAStrategys) {
+  for (const char* text : {"tp=0", "vpp=0", "micro_batch=0", "pp=4294967296", "zero=4"}) {
+    Result<Constraints> c = ParseConstraints(text, "--fix");
+    EXPECT_FALSE(c.ok()) << text;
+  }
+  Result<Constraints> zero = ParseConstraints("tp=0", "--fix");
+  EXPECT_NE(zero.status().message().find("--fix tp=0: tp must be a whole number from 1 to 1048576"), std::string::npos)
+      << zero.status().message();
+  EXPECT_TRUE(ParseConstraints("etp=0,recompute_layers=0,zero=0", "--fix").ok());
+}
+
 }  // namespace
 }  // namespace loom
