@@ -21,7 +21,6 @@ using nlohmann::ordered_json;
 
 constexpr char kRewrite[] = "write the plan again with `loom plan ... --emit plan`";
 constexpr IntRange kBytes{0, INT64_MAX};
-constexpr IntRange kCount{1, INT64_MAX};
 
 // The four op lists of a block, by their names in the file.
 constexpr std::array<std::string_view, 4> kLists = {"forward", "backward_input", "backward_weight", "recompute"};
