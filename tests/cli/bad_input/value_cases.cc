@@ -61,6 +61,7 @@ std::vector<Case> SizeCases() {
       {.name = "TrillionGpusToPlan",
        .args = {"plan", "--model", kModel, "--cluster", kCluster, "--gpus", "1000000000000", "--global-batch", "4",
                 "--seq", "512", "--top", "1"},
+       .exits = {1, 2},
        .err_has = {"--gpus"}},
       {.name = "TrillionGpusInCluster",
        .args = {"describe", "--model", kModel, "--cluster", "hardware/clusters/bad-cluster.json"},
