@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -208,18 +207,26 @@ void ExpectInterruptedText(const Finished& f, int signal) {
     EXPECT_EQ(rows, kTop) << Describe(f);
     return;
   }
-  std::smatch m;
-  const std::regex partial("INTERRUPTED by " + name + " while (bounding|simulating): a PARTIAL result\\. ([0-9,]+) of ([0-9,]+) ");
-  ASSERT_TRUE(std::regex_search(f.out, m, partial)) << Describe(f);
+  // "INTERRUPTED by SIGINT while simulating: a PARTIAL result. 4,414 of 22,088 ..." (parsed by hand:
+  // g++ 12's -Wmaybe-uninitialized misfires inside <regex> under the sanitizers).
+  const std::string head = "INTERRUPTED by " + name + " while ";
+  const size_t at = f.out.find(head);
+  ASSERT_NE(at, std::string::npos) << Describe(f);
+  std::istringstream rest(f.out.substr(at + head.size()));
+  std::string phase, a, partial, result, done, of, total;
+  rest >> phase >> a >> partial >> result >> done >> of >> total;
+  ASSERT_TRUE((phase == "bounding:" || phase == "simulating:") && partial == "PARTIAL" && result == "result." &&
+              of == "of")
+      << Describe(f);
   const auto number = [](std::string digits) {
     digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
     return std::stoll(digits);
   };
-  EXPECT_LE(number(m[2]), number(m[3])) << Describe(f);
-  if (m[1] == "bounding") {
+  EXPECT_LE(number(done), number(total)) << Describe(f);
+  if (phase == "bounding:") {
     EXPECT_EQ(rows, 0) << Describe(f);
   } else {
-    EXPECT_LE(rows, std::min<int64_t>(kTop, number(m[2]))) << Describe(f);  // the best of those simulated
+    EXPECT_LE(rows, std::min<int64_t>(kTop, number(done))) << Describe(f);  // the best of those simulated
   }
   EXPECT_NE(f.out.find("\nINTERRUPTED (" + name + "): the ranking above is partial"), std::string::npos) << Describe(f);
 }
