@@ -100,11 +100,6 @@ Result<std::string> ReadInputFile(const std::string& path, std::string_view miss
   return text;
 }
 
-bool IsReadableFile(const std::string& path) {
-  struct stat info {};
-  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
-}
-
 Status WriteFileAtomically(const std::string& path, std::string_view text, std::string_view fix,
                            const std::function<Status(const std::string& temporary)>& check) {
   const std::string suffix = "; " + std::string(fix);

@@ -20,9 +20,6 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{512} << 20;
 // or pass a shipped file such as models/llama3-70b.json").
 Result<std::string> ReadInputFile(const std::string& path, std::string_view missing_hint = "check the path");
 
-// Whether |path| names a file that ReadInputFile can open: it exists and is (a link to) a regular file.
-bool IsReadableFile(const std::string& path);
-
 // Writes |text| to |path| so that a reader never sees half a file: into a temporary beside it (|path|.loom.tmp),
 // flushed and checked (a full disk is an error, not a short file), then renamed over |path|.
 // |path| may be a symbolic link: the file it points to is replaced and the link kept. A |path|
