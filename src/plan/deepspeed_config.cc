@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/arg_list.h"
@@ -124,21 +125,53 @@ void CheckPrecisionAndOptimizer(const Strategy& s, Messages& out) {
   }
 }
 
-// Megatron-DeepSpeed's --checkpoint-activations checkpoints every layer, --checkpoint-num-layers at
-// a time, through deepspeed.checkpointing.
-void CheckRecompute(const Strategy& s, Messages& out) {
-  if (s.recompute == Recompute::kSelective) {
+// Megatron-DeepSpeed recomputes in three ways (microsoft/Megatron-DeepSpeed f4157bea):
+// - every layer through DeepSpeed's checkpointing (--checkpoint-activations), in both engines
+//   (ParallelTransformer._checkpointed_forward in megatron/model/transformer.py; GPTModelPipe's
+//   activation_checkpoint_interval in megatron/model/gpt_model.py);
+// - the first N layers of a stage (--recompute-method block), only without DeepSpeed's pipeline
+//   engine: GPTModelPipe takes the uniform method alone ("deepspeed's pipeline doesn't support the
+//   block recompute method", gpt_model.py);
+// - the core attention (--recompute-granularity selective), in both engines, but only in the
+//   unfused CoreAttention: ParallelAttention sets checkpoint_core_attention only beside it, so with
+//   FlashAttention the flag changes nothing (transformer.py, ParallelAttention.__init__).
+void CheckRecompute(const Strategy& s, const DeepSpeedOptions& options, Messages& out) {
+  if (s.recompute == Recompute::kSelective && options.attention == AttentionKernel::kFused) {
     out.push_back(
-        "--recompute selective: DeepSpeed's activation checkpointing recomputes whole layers; "
-        "recomputing only attention (Korthikanti et al. 2022) is Megatron-LM's; use --recompute full, "
-        "or --emit megatron");
+        "--recompute selective with --attention fused: Megatron-DeepSpeed recomputes the core attention "
+        "only in its unfused CoreAttention; with FlashAttention --recompute-granularity selective does "
+        "nothing, so the run would not recompute what loom simulated; use --attention unfused, "
+        "--recompute full, or --emit megatron");
   }
-  if (s.recompute == Recompute::kFull && s.recompute_layers > 0) {
-    out.push_back(
-        Cat("--recompute-layers ", s.recompute_layers,
-            ": Megatron-DeepSpeed checkpoints every layer; recomputing only some layers of each chunk is "
-            "Megatron-LM's block method; use --recompute-layers 0, or --emit megatron"));
+  if (s.recompute == Recompute::kFull && s.recompute_layers > 0 && s.pp > 1) {
+    out.push_back(Cat("--recompute-layers ", s.recompute_layers, " with --pp ", s.pp,
+                      ": Megatron-DeepSpeed recomputes only some layers (--recompute-method block) "
+                      "without DeepSpeed's pipeline engine; its pipeline model checkpoints every "
+                      "--checkpoint-num-layers layers; use --recompute-layers 0, --pp 1, or --emit megatron"));
   }
+}
+
+// FlashSelfAttention asserts fp16 or bf16 inputs (megatron/model/transformer.py, forward).
+void CheckAttention(const Strategy& s, const DeepSpeedOptions& options, Messages& out) {
+  const bool half = s.dtype == Dtype::kBf16 || s.dtype == Dtype::kFp16 || s.dtype == Dtype::kFp8;
+  if (options.attention == AttentionKernel::kFused && !half) {
+    out.push_back(Cat("--dtype ", kDtypeNames.Name(s.dtype),
+                      " with --attention fused: Megatron-DeepSpeed's FlashAttention (--use-flash-attn-v2) "
+                      "takes fp16 and bf16 only; use --attention unfused, or --dtype bf16"));
+  }
+}
+
+// bf16 gradients summed in fp32 where DeepSpeed sums them in bf16 (DeepSpeedKeepsBf16Gradients):
+// the simulation budgeted 4-byte gradients that the run does not keep.
+void CheckGradientDtype(const Strategy& s, Messages& out) {
+  if (s.dtype != Dtype::kBf16 || GradAccumulatorBytes(s) != 4 || !DeepSpeedKeepsBf16Gradients(s)) return;
+  const std::string setting =
+      Cat("--zero ", s.zero_stage, s.offload != Offload::kNone ? " --offload " : "",
+          s.offload != Offload::kNone ? kOffloadNames.Name(s.offload) : "", s.pp > 1 ? Cat(" --pp ", s.pp) : "");
+  out.push_back(Cat(setting,
+                    " with fp32 gradient accumulation: DeepSpeed sums bf16 gradients in bf16 there, whatever "
+                    "data_types.grad_accum_dtype says, and fp32 only at ZeRO-1 without offload or ZeRO-3; add "
+                    "--grad-reduce-in-bf16 (2-byte gradients, as DeepSpeed keeps them), or use --zero 1 or 3"));
 }
 
 // DeepSpeed-MoE places experts every --expert-interval layers, each as wide as the dense MLP, with
@@ -152,6 +185,12 @@ void CheckModel(const ModelSpec& model, const Strategy& s, Messages& out) {
   }
   if (!model.moe.has_value()) return;
   const MoeSpec& moe = *model.moe;
+  // deepspeed/runtime/engine.py, _validate_zero3_moe_compatibility (deepspeedai/DeepSpeed edaa72212).
+  if (s.zero_stage == 3) {
+    out.push_back(Cat("--zero 3 with the experts of ", ModelRef(model),
+                      ": DeepSpeed refuses its own MoE layers at ZeRO-3 (\"Native DeepSpeed MoE is not "
+                      "supported with ZeRO Stage 3\"); use --zero 1 or 2, or --emit megatron"));
+  }
   if (moe.num_shared_experts > 0) {
     out.push_back(Cat("n_shared_experts (", moe.num_shared_experts, ") of ", ModelRef(model),
                       ": DeepSpeed-MoE has no shared experts; use --emit megatron "
@@ -193,8 +232,9 @@ Json BatchConfig(const Strategy& s) {
 // Megatron-LM's default for bf16, which loom simulates unless --grad-reduce-in-bf16).
 // data_types.grad_accum_dtype is the dtype of the buffer the gradients are summed in, the one the
 // simulation accumulated into (GradAccumulatorBytes of DeepSpeedGradAccumulation's mode: the main
-// gradient, fp32 for bf16 unless --grad-reduce-in-bf16, with ZeRO; the model dtype's .grad
-// without). REQUIRES: strategy.grad_accumulation is DeepSpeedGradAccumulation(strategy).
+// gradient, fp32 for bf16 unless --grad-reduce-in-bf16, in add mode; the model dtype's .grad in
+// autograd mode). REQUIRES: strategy.grad_accumulation is DeepSpeedGradAccumulation(strategy), and
+// fp32 for bf16 only where DeepSpeed sums in fp32 (CheckGradientDtype).
 void AddPrecision(const Strategy& s, Json& config) {
   if (s.dtype == Dtype::kBf16) config["bf16"] = {{"enabled", true}};
   if (s.dtype == Dtype::kFp16) config["fp16"] = {{"enabled", true}};
@@ -231,14 +271,34 @@ void AddZero(const Strategy& s, Json& config) {
   config["zero_optimization"] = zero;
 }
 
+// Full recompute of every layer: DeepSpeed's checkpointing, not Megatron's block method.
+bool CheckpointsEveryLayer(const Strategy& s) {
+  return s.recompute == Recompute::kFull && s.recompute_layers == 0;
+}
+
+// deepspeed.checkpointing's settings, read only when Megatron-DeepSpeed checkpoints every layer
+// through it (--deepspeed-activation-checkpointing; megatron/initialize.py).
 void AddActivationCheckpointing(const Strategy& s, Json& config) {
-  if (s.recompute != Recompute::kFull) return;
+  if (!CheckpointsEveryLayer(s)) return;
   config["activation_checkpointing"] = {
       {"partition_activations", false},
       {"cpu_checkpointing", false},
       {"contiguous_memory_optimization", false},
       {"synchronize_checkpoint_boundary", false},
   };
+}
+
+// A mixture of experts passes two tensors that need gradients between stages, the hidden states
+// and the summed aux loss. With tp > 1 DeepSpeed's pipeline engine partitions the first over the
+// tp group and then sends back only the partitioned gradient, dropping the aux loss's
+// (_exec_send_grads in deepspeed/runtime/pipe/engine.py: is_grad_partitioned = is_model_parallel
+// and pipeline.grad_partitioned, both partitions on by default in get_pipeline_config,
+// deepspeed/runtime/config.py, deepspeedai/DeepSpeed edaa72212). Megatron-DeepSpeed asserts both
+// off for an MoE model with pp > 1 and tp > 1, but reads a missing key as off (GPTModelPipe in
+// megatron/model/gpt_model.py, f4157bea), so the config must say so.
+void AddPipeline(const ModelSpec& model, const Strategy& s, Json& config) {
+  if (!model.moe.has_value() || s.pp <= 1 || s.tp <= 1) return;
+  config["pipeline"] = {{"pipe_partitioned", false}, {"grad_partitioned", false}};
 }
 
 // DeepSpeed-MoE (docs/_tutorials/mixture-of-experts-nlg.md): loom's dropless router is
@@ -258,9 +318,28 @@ void AddMoeArgs(const ModelSpec& model, const Strategy& s, Args& out) {
   if (s.zero_stage >= 1) Add(out, "--create-moe-param-group");
 }
 
+// CheckRecompute's three ways. --recompute-granularity selective takes no method (validate_args in
+// megatron/arguments.py asserts none); block needs --recompute-granularity full and no
+// --checkpoint-activations, which would take precedence (ParallelTransformer.forward).
+void AddRecomputeArgs(const Strategy& s, Args& out) {
+  if (s.recompute == Recompute::kSelective) Add(out, "--recompute-granularity", "selective");
+  if (s.recompute != Recompute::kFull) return;
+  if (CheckpointsEveryLayer(s)) {
+    Add(out, "--checkpoint-activations");
+    Add(out, "--checkpoint-num-layers", 1);
+    Add(out, "--deepspeed-activation-checkpointing");
+    return;
+  }
+  Add(out, "--recompute-granularity", "full");
+  Add(out, "--recompute-method", "block");
+  Add(out, "--recompute-num-layers", s.recompute_layers);
+}
+
 // Megatron-DeepSpeed runs without DeepSpeed's pipeline engine under --no-pipeline-parallel, which
-// ZeRO-2/3 need.
-Args LauncherArgs(const ModelSpec& model, const Strategy& s) {
+// ZeRO-2/3 need. Its attention is the unfused CoreAttention unless a FlashAttention flag is given
+// (ParallelAttention.__init__ in megatron/model/transformer.py); --use-flash-attn-v2 is the
+// FlashAttention-2 of loom's fused kernel.
+Args LauncherArgs(const ModelSpec& model, const Strategy& s, const DeepSpeedOptions& options) {
   Args out;
   Add(out, "--tensor-model-parallel-size", s.tp);
   Add(out, "--pipeline-model-parallel-size", s.pp);
@@ -271,22 +350,47 @@ Args LauncherArgs(const ModelSpec& model, const Strategy& s) {
   Add(out, "--global-batch-size", s.global_batch);
   Add(out, "--seq-length", s.seq_len);
   AddMoeArgs(model, s, out);
+  if (options.attention == AttentionKernel::kFused) Add(out, "--use-flash-attn-v2");
   if (s.dtype == Dtype::kBf16) Add(out, "--bf16");
   if (s.dtype == Dtype::kFp16) Add(out, "--fp16");
   Add(out, "--optimizer", s.optimizer == Optimizer::kSgd ? "sgd" : "adam");
   Add(out, "--zero-stage", s.zero_stage);
   if (s.offload != Offload::kNone) Add(out, "--cpu-optimizer");
-  if (s.recompute == Recompute::kFull) {
-    Add(out, "--checkpoint-activations");
-    Add(out, "--checkpoint-num-layers", 1);
-    Add(out, "--deepspeed-activation-checkpointing");
-  }
+  AddRecomputeArgs(s, out);
   Add(out, "--deepspeed");
   Add(out, "--deepspeed_config", "ds_config.json");
   return out;
 }
 
-std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s) {
+// Megatron-DeepSpeed raises on CUDA under --sequence-parallel without CUDA_DEVICE_MAX_CONNECTIONS=1,
+// and turns sequence parallelism off at tp 1 before it checks (validate_args, megatron/arguments.py).
+std::vector<std::pair<std::string, std::string>> Environment(const Strategy& s) {
+  if (s.sp && s.tp > 1) return {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}};
+  return {};
+}
+
+// DeepSpeed's config and Megatron-DeepSpeed have no TF32 switch: fp32 matmuls follow PyTorch's
+// torch.backends.cuda.matmul.allow_tf32, off by default since PyTorch 1.12.
+void AddPrecisionNotes(const Strategy& s, const DeepSpeedOptions& options, std::vector<std::string>& notes) {
+  if (options.attention == AttentionKernel::kFused) {
+    notes.push_back(
+        "--use-flash-attn-v2 runs the fused attention loom simulated (Megatron-DeepSpeed's default is its "
+        "unfused CoreAttention); it needs the flash-attn 2.x package.");
+  }
+  if (s.dtype == Dtype::kTf32) {
+    notes.push_back(
+        "loom simulated TF32 matmuls; DeepSpeed and Megatron-DeepSpeed leave them to PyTorch, which runs "
+        "fp32 matmuls in full fp32 unless torch.backends.cuda.matmul.allow_tf32 = True (off by default "
+        "since PyTorch 1.12): set it in pretrain_gpt.py before the model is built.");
+  }
+  if (s.dtype == Dtype::kFp32) {
+    notes.push_back(
+        "loom simulated full-precision fp32 matmuls; keep torch.backends.cuda.matmul.allow_tf32 off "
+        "(PyTorch's default since 1.12), or the run is faster than predicted.");
+  }
+}
+
+std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s, const DeepSpeedOptions& options) {
   std::vector<std::string> notes = {
       Cat("train_batch_size = train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp: ",
           s.global_batch, " = ", s.micro_batch, " * ", s.NumMicroBatches(), " * ", s.dp,
@@ -304,33 +408,71 @@ std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s) {
                         model.moe->expert_intermediate_size, " (the expert width of ", ModelRef(model),
                         ")."));
   }
+  if (!Environment(s).empty()) {
+    notes.push_back(
+        "CUDA_DEVICE_MAX_CONNECTIONS=1 in every process's environment: Megatron-DeepSpeed raises without "
+        "it under --sequence-parallel (validate_args, megatron/arguments.py).");
+  }
+  AddPrecisionNotes(s, options, notes);
   return notes;
+}
+
+// How DeepSpeedGradAccumulation's mode comes about, for the error that names another mode.
+const char* AccumulationReason(const Strategy& s) {
+  if (s.zero_stage >= 1) return "DeepSpeed adds each micro-batch's gradients into ZeRO's accumulation buffer";
+  if (DeepSpeedGradAccumulation(s) == GradAccumulation::kAdd) {
+    return "DeepSpeed's pipeline engine adds each micro-batch's bf16 gradients into BF16_Optimizer's buffer";
+  }
+  return "DeepSpeed without ZeRO steps on .grad as autograd sums it";
 }
 
 }  // namespace
 
+// Without ZeRO, bf16 under the pipeline engine steps with BF16_Optimizer (_do_optimizer_sanity_check
+// in deepspeed/runtime/engine.py), which the engine has add each micro-batch's gradients into its
+// buffer (update_hp_grads after every backward, _exec_backward_pass in deepspeed/runtime/pipe/
+// engine.py, deepspeedai/DeepSpeed edaa72212).
 GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy) {
-  return strategy.zero_stage >= 1 ? GradAccumulation::kAdd : GradAccumulation::kAutograd;
+  const bool bf16_pipeline = strategy.dtype == Dtype::kBf16 && strategy.pp > 1;
+  return strategy.zero_stage >= 1 || bf16_pipeline ? GradAccumulation::kAdd : GradAccumulation::kAutograd;
 }
 
-Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& strategy) {
+// deepspeedai/DeepSpeed edaa72212: _do_optimizer_sanity_check (deepspeed/runtime/engine.py) wants
+// grad_accum_dtype equal to the model dtype without ZeRO and picks BF16_Optimizer, whose gradient
+// buffer is fp32, only for bf16 + fp32 at ZeRO-1 without offload. The ZeRO-1/2 optimizer
+// (deepspeed/runtime/zero/stage_1_and_2.py) adds each micro-batch into the parameters' own gradients
+// at ZeRO-2 (grads_in_partition, dtype=self.dtype; independent_gradient_partition_epilogue) and into
+// CPU buffers of the parameter dtype with offload (async_accumulate_grad_in_cpu_via_gpu). ZeRO-3
+// adds into grad_partitions_flat_buffer of gradient_accumulation_dtype (stage3.py).
+bool DeepSpeedKeepsBf16Gradients(const Strategy& strategy) {
+  if (strategy.dtype != Dtype::kBf16) return false;
+  switch (strategy.zero_stage) {
+    case 1:
+      return strategy.offload != Offload::kNone;
+    case 3:
+      return false;
+    default:
+      return true;
+  }
+}
+
+Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& strategy,
+                                      const DeepSpeedOptions& options) {
   Messages problems;
   const GradAccumulation accumulation = DeepSpeedGradAccumulation(strategy);
   if (strategy.grad_accumulation != accumulation) {
     problems.push_back(Cat("--grad-accumulation ", kGradAccumulationNames.Name(strategy.grad_accumulation),
                            " with --zero ", strategy.zero_stage,
                            ": Megatron-DeepSpeed hands every weight gradient to autograd (its fused accumulation "
-                           "is commented out) and DeepSpeed ",
-                           strategy.zero_stage >= 1 ? "adds each micro-batch's gradients into ZeRO's accumulation "
-                                                      "buffer"
-                                                    : "without ZeRO steps on .grad as autograd sums it",
-                           "; use --grad-accumulation ", kGradAccumulationNames.Name(accumulation),
+                           "is commented out) and ", AccumulationReason(strategy), "; use --grad-accumulation ", kGradAccumulationNames.Name(accumulation),
                            " (or auto, which picks it for each ZeRO stage with --emit deepspeed)"));
   }
   CheckSchedule(strategy, problems);
   CheckParallelism(strategy, problems);
   CheckPrecisionAndOptimizer(strategy, problems);
-  CheckRecompute(strategy, problems);
+  CheckGradientDtype(strategy, problems);
+  CheckAttention(strategy, options, problems);
+  CheckRecompute(strategy, options, problems);
   CheckModel(model, strategy, problems);
   const int64_t per_step = strategy.micro_batch * strategy.dp;
   if (per_step < 1 || strategy.global_batch % per_step != 0) {
@@ -348,8 +490,10 @@ Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& st
   AddOptimizer(strategy, plan.config);
   AddZero(strategy, plan.config);
   AddActivationCheckpointing(strategy, plan.config);
-  plan.launcher_args = LauncherArgs(model, strategy);
-  plan.notes = Notes(model, strategy);
+  AddPipeline(model, strategy, plan.config);
+  plan.env = Environment(strategy);
+  plan.launcher_args = LauncherArgs(model, strategy, options);
+  plan.notes = Notes(model, strategy, options);
   return plan;
 }
 

@@ -443,7 +443,7 @@ TEST(DeepSpeedConfig, TensorAndPipelineDegreesGoToMegatronDeepSpeedArguments) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Args expected = {"--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "16",
                          "--micro-batch-size", "1", "--global-batch-size", "1536", "--seq-length", "2048",
-                         "--bf16", "--optimizer", "adam", "--zero-stage", "1",
+                         "--use-flash-attn-v2", "--bf16", "--optimizer", "adam", "--zero-stage", "1",
                          "--checkpoint-activations", "--checkpoint-num-layers", "1",
                          "--deepspeed-activation-checkpointing", "--deepspeed", "--deepspeed_config",
                          "ds_config.json"};
@@ -461,6 +461,7 @@ TEST(DeepSpeedConfig, ZbH1AndMixtralExpertsBecomeMegatronDeepSpeedFlags) {
   s.dp = 8;
   s.ep = 4;
   s.global_batch = 64;
+  s.zero_stage = 1;  // without ZeRO the pipeline engine would sum bf16 gradients in bf16
   s.schedule = ScheduleKind::kZbH1;
   Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("mixtral-8x7b"), AsDeepSpeed(s));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
@@ -566,8 +567,9 @@ TEST(DeepSpeedConfig, GradientAccumulationIsDeepSpeedsForTheZeroStageWithItsBuff
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["data_types"]["grad_accum_dtype"], "bf16");
   // ZeRO adds each micro-batch's gradients into its buffer: fp32 for bf16 (Megatron-LM's main_grad,
-  // what the simulation accumulated into), bf16 with --grad-reduce-in-bf16, fp16 for fp16.
-  s.zero_stage = 2;
+  // what the simulation accumulated into; BF16_Optimizer at ZeRO-1), bf16 with --grad-reduce-in-bf16,
+  // fp16 for fp16.
+  s.zero_stage = 1;
   EXPECT_EQ(DeepSpeedGradAccumulation(s), GradAccumulation::kAdd);
   message = DeepSpeedError(model, s);
   EXPECT_NE(message.find("use --grad-accumulation add"), std::string::npos) << message;
