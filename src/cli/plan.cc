@@ -153,14 +153,22 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, c
     emitted.json = {{"format", "megatron"}, {"rank", rank}, {"arguments", *args}};
     return emitted;
   }
-  Result<DeepSpeedPlan> ds = DeepSpeedConfig(model, s);
+  DeepSpeedOptions ds_options;
+  ds_options.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  Result<DeepSpeedPlan> ds = DeepSpeedConfig(model, s, ds_options);
   if (!ds.ok()) return ds.status();
+  std::string env_text;
+  nlohmann::ordered_json env = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : ds->env) {
+    env_text += "  export " + name + "=" + value + "\n";
+    env[name] = value;
+  }
   std::string args;
   for (const std::string& a : ds->launcher_args) args += (a.rfind("--", 0) == 0 && !args.empty() ? " \\\n    " : " ") + a;
-  emitted.text = "ds_config.json:\n" + JsonText(ds->config) + "\n\nMegatron-DeepSpeed pretrain_gpt.py arguments:\n   " +
-                 args + "\n";
+  emitted.text = (env_text.empty() ? "" : "environment of every process:\n" + env_text + "\n") + "ds_config.json:\n" +
+                 JsonText(ds->config) + "\n\nMegatron-DeepSpeed pretrain_gpt.py arguments:\n   " + args + "\n";
   emitted.notes = ds->notes;
-  emitted.json = {{"format", "deepspeed"}, {"rank", rank}, {"config", ds->config},
+  emitted.json = {{"format", "deepspeed"}, {"rank", rank}, {"env", env}, {"config", ds->config},
                   {"launcher_args", ds->launcher_args}};
   return emitted;
 }
