@@ -48,6 +48,12 @@ constexpr IntRange kMlpRange{1, int64_t{1} << 22};           // MLP and expert w
 constexpr IntRange kVocabRange{1, int64_t{1} << 24};
 constexpr IntRange kPositionRange{1, int64_t{1} << 27};
 constexpr IntRange kExpertRange{1, int64_t{1} << 16};
+// A norm epsilon is a small positive number (1e-5 in Llama, 1e-6 in DeepSeek-V3); 1 or more is a typo.
+constexpr NumberRange kEpsilonRange{0, 1};
+// Rotary bases run from 1e4 (the original) to 1e6 (Mixtral) and beyond; the bound only keeps them finite.
+constexpr NumberRange kRopeThetaRange{1, 1e12};
+// rope_scaling's factors and betas: Llama 3.1 scales by 8, DeepSeek-V3 by 40; YaRN's betas are 32 and 1.
+constexpr NumberRange kRopeFactorRange{0, 1e6};
 
 struct RuleInputs {
   std::optional<int64_t> hidden;
@@ -137,9 +143,12 @@ void ReadActivation(JsonReader& r, ModelSpec* m) {
 
 // The norm's epsilon key says which norm a Hugging Face model uses; there is no safe default.
 void ReadNorm(JsonReader& r, ModelSpec* m) {
-  (void)r.OptionalPositiveNumber("rms_norm_eps");
-  (void)r.OptionalPositiveNumber("layer_norm_eps");
-  (void)r.OptionalPositiveNumber("layer_norm_epsilon");
+  std::optional<double> eps;
+  for (std::string_view key : {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"}) {
+    std::optional<double> value = r.OptionalPositiveNumber(key, kEpsilonRange);
+    if (value) eps = value;
+  }
+  m->norm_epsilon = eps.value_or(m->norm_epsilon);
   bool rms = r.Has("rms_norm_eps");
   bool layer = r.Has("layer_norm_eps") || r.Has("layer_norm_epsilon");
   if (rms && layer) {
@@ -157,7 +166,7 @@ void ReadNorm(JsonReader& r, ModelSpec* m) {
 
 // Megatron's position_embedding_type; without it, rope_theta implies rotary positions.
 void ReadPosition(JsonReader& r, ModelSpec* m) {
-  (void)r.OptionalPositiveNumber("rope_theta");
+  m->rope_theta = r.OptionalPositiveNumber("rope_theta", kRopeThetaRange).value_or(m->rope_theta);
   std::optional<std::string> name = r.OptionalString("position_embedding_type");
   if (r.Has("position_embedding_type")) {
     if (!name) return;  // wrong type, already reported
@@ -175,6 +184,42 @@ void ReadPosition(JsonReader& r, ModelSpec* m) {
                "is missing and there is no rope_theta; add "
                "\"position_embedding_type\": \"rope\" or \"learned_absolute\"");
   }
+}
+
+// rope_scaling: null, or Llama 3.1's "llama3" or DeepSeek's "yarn" scaling of the rotary frequencies
+// (transformers' modeling_rope_utils.py: _compute_llama3_parameters, _compute_yarn_parameters).
+void ReadRopeScaling(JsonReader& r, ModelSpec* m) {
+  if (!r.Has("rope_scaling")) {
+    r.Allow("rope_scaling");  // null: no scaling
+    return;
+  }
+  JsonReader& rs = r.Object("rope_scaling");
+  std::optional<std::string> kind = rs.OptionalString("rope_type");
+  std::optional<std::string> old_kind = rs.OptionalString("type");
+  if (!kind) kind = old_kind;
+  RopeScaling scaling;
+  scaling.type = kind.value_or("");
+  if (kind == "llama3") {
+    scaling.kind = RopeScalingKind::kLlama3;
+    scaling.factor = rs.PositiveNumber("factor", kRopeFactorRange);
+    scaling.original_max_position_embeddings = rs.Int("original_max_position_embeddings", kPositionRange);
+    scaling.low_freq_factor = rs.PositiveNumber("low_freq_factor", kRopeFactorRange);
+    scaling.high_freq_factor = rs.PositiveNumber("high_freq_factor", kRopeFactorRange);
+  } else if (kind == "yarn") {
+    // transformers' defaults for the keys a yarn config may leave out.
+    scaling.kind = RopeScalingKind::kYarn;
+    scaling.factor = rs.PositiveNumber("factor", kRopeFactorRange);
+    scaling.original_max_position_embeddings = rs.Int("original_max_position_embeddings", kPositionRange);
+    scaling.beta_fast = rs.OptionalPositiveNumber("beta_fast", kRopeFactorRange).value_or(32);
+    scaling.beta_slow = rs.OptionalPositiveNumber("beta_slow", kRopeFactorRange).value_or(1);
+    scaling.mscale = rs.OptionalNonNegativeNumber("mscale", kRopeFactorRange).value_or(1);
+    scaling.mscale_all_dim = rs.OptionalNonNegativeNumber("mscale_all_dim", kRopeFactorRange).value_or(0);
+  } else {
+    // Kept, not refused: the step costs the same, and an emitter names what it cannot launch.
+    scaling.kind = RopeScalingKind::kOther;
+    scaling.factor = rs.OptionalPositiveNumber("factor", kRopeFactorRange).value_or(1);
+  }
+  m->rope_scaling = scaling;
 }
 
 void ReadBiases(JsonReader& r, ModelSpec* m) {
@@ -209,6 +254,38 @@ std::optional<int64_t> ReadExpertCount(JsonReader& r) {
   return local ? local : routed;
 }
 
+// DeepSeek's router keys (modeling_deepseek.py, MoEGate): scoring_func, topk_method (greedy,
+// group_limited_greedy, noaux_tc), n_group, topk_group, norm_topk_prob, routed_scaling_factor; the
+// balance loss of Mixtral (router_aux_loss_coef) or DeepSeek (aux_loss_alpha, seq_aux).
+void ReadRouting(JsonReader& r, MoeSpec* spec) {
+  std::optional<std::string> score = r.OptionalOneOf("scoring_func", {"softmax", "sigmoid"});
+  spec->score = score == "sigmoid" ? RouterScore::kSigmoid : RouterScore::kSoftmax;
+  std::optional<std::string> method = r.OptionalOneOf("topk_method", {"greedy", "group_limited_greedy", "noaux_tc"});
+  std::optional<int64_t> groups = r.OptionalInt("n_group", kExpertRange);
+  std::optional<int64_t> group_top_k = r.OptionalInt("topk_group", kExpertRange);
+  if (method == "group_limited_greedy" || method == "noaux_tc") {
+    if (!groups || !group_top_k) {
+      r.AddError(groups ? "topk_group" : "n_group",
+                 "is missing; topk_method " + Quote(*method) + " routes within groups of experts: add "
+                 "\"n_group\" (the groups) and \"topk_group\" (the groups a token may reach)");
+    } else if (*group_top_k > *groups) {
+      r.AddError("topk_group", "(" + std::to_string(*group_top_k) + ") exceeds n_group (" +
+                                   std::to_string(*groups) + "); a token reaches at most every group");
+    } else {
+      spec->router_groups = *groups;
+      spec->router_group_top_k = *group_top_k;
+    }
+  }
+  spec->expert_bias = method == "noaux_tc";
+  spec->normalize_top_k = r.OptionalBool("norm_topk_prob").value_or(true);
+  spec->routed_scaling_factor =
+      r.OptionalPositiveNumber("routed_scaling_factor", kRopeFactorRange).value_or(1.0);
+  std::optional<double> mixtral_loss = r.OptionalNonNegativeNumber("router_aux_loss_coef", {0, 1e3});
+  std::optional<double> deepseek_loss = r.OptionalNonNegativeNumber("aux_loss_alpha", {0, 1e3});
+  spec->aux_loss_coeff = mixtral_loss.value_or(deepseek_loss.value_or(0.0));
+  spec->sequence_aux_loss = r.OptionalBool("seq_aux").value_or(false);
+}
+
 std::optional<MoeSpec> ReadMoe(JsonReader& r, const ModelSpec& m, std::optional<int64_t> layers) {
   std::optional<int64_t> top_k = r.OptionalInt("num_experts_per_tok", kExpertRange);
   std::optional<int64_t> width = r.OptionalInt("moe_intermediate_size", kMlpRange);
@@ -235,6 +312,7 @@ std::optional<MoeSpec> ReadMoe(JsonReader& r, const ModelSpec& m, std::optional<
                                             std::to_string(*layers) + "), or the model has no MoE layer");
   }
   MoeSpec spec;
+  ReadRouting(r, &spec);
   spec.num_experts = *experts;
   spec.experts_per_token = top_k.value_or(1);
   spec.expert_intermediate_size = width.value_or(m.intermediate_size);
@@ -292,7 +370,9 @@ Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string
   ReadActivation(r, &m);
   ReadNorm(r, &m);
   ReadPosition(r, &m);
+  ReadRopeScaling(r, &m);
   ReadBiases(r, &m);
+  m.mtp_layers = r.OptionalInt("num_nextn_predict_layers", {0, kLayerRange.max}).value_or(0);
   m.moe = ReadMoe(r, m, in.layers);
   m.mla = ReadMla(r);
   ResolveHeadDim(r, in, &m);

@@ -23,6 +23,9 @@ inline constexpr EnumNames<PositionKind, 2> kPositionNames({{
     {PositionKind::kLearnedAbsolute, "learned_absolute"},
 }});
 
+// How a router turns its logits into expert weights (Hugging Face scoring_func).
+enum class RouterScore { kSoftmax, kSigmoid };
+
 // Mixture of experts (Mixtral: num_local_experts; DeepSeek: n_routed_experts).
 struct MoeSpec {
   int64_t num_experts = 0;              // routed experts per MoE layer
@@ -30,6 +33,33 @@ struct MoeSpec {
   int64_t expert_intermediate_size = 0; // moe_intermediate_size, else intermediate_size
   int64_t num_shared_experts = 0;       // n_shared_experts, each of expert_intermediate_size
   int64_t first_dense_layers = 0;       // first_k_dense_replace: leading layers with a dense MLP
+
+  // Routing, as DeepSeek's modeling code reads these keys (absent: Mixtral's routing).
+  RouterScore score = RouterScore::kSoftmax;  // scoring_func
+  bool normalize_top_k = true;                // norm_topk_prob (Mixtral always renormalises)
+  int64_t router_groups = 0;       // n_group when topk_method limits routing to groups, else 0
+  int64_t router_group_top_k = 0;  // topk_group: groups a token may reach
+  bool expert_bias = false;        // topk_method "noaux_tc": auxiliary-loss-free bias on the scores
+  double routed_scaling_factor = 1.0;  // routed_scaling_factor: multiplies the top-k weights
+  double aux_loss_coeff = 0.0;     // router_aux_loss_coef (Mixtral) or aux_loss_alpha (DeepSeek)
+  bool sequence_aux_loss = false;  // seq_aux: the balance loss per sequence, not per batch
+};
+
+// Rotary-embedding scaling (Hugging Face rope_scaling; its "rope_type", or "type" in older files).
+// kOther: a kind loom does not simulate differently and no emitter expresses (linear, dynamic, ...).
+enum class RopeScalingKind { kLlama3, kYarn, kOther };
+
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::kLlama3;
+  std::string type;  // the file's own name for the kind
+  double factor = 1.0;
+  int64_t original_max_position_embeddings = 0;
+  double low_freq_factor = 0.0;   // llama3
+  double high_freq_factor = 0.0;  // llama3
+  double beta_fast = 0.0;         // yarn
+  double beta_slow = 0.0;         // yarn
+  double mscale = 0.0;            // yarn
+  double mscale_all_dim = 0.0;    // yarn
 };
 
 // DeepSeek multi-head latent attention (DeepSeek-V2 paper, Section 2.1).
@@ -61,6 +91,10 @@ struct ModelSpec {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // biases on q, k, v and output projections
   bool mlp_bias = false;        // biases on the MLP projections
+  double norm_epsilon = 1e-5;   // rms_norm_eps, layer_norm_eps or layer_norm_epsilon
+  double rope_theta = 10000.0;  // rotary base; Hugging Face's default when the key is absent
+  std::optional<RopeScaling> rope_scaling;  // null or absent: none
+  int64_t mtp_layers = 0;       // num_nextn_predict_layers: DeepSeek-V3's multi-token prediction
 
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;

@@ -415,5 +415,67 @@ TEST(ModelError, EveryProblemOfAFileIsReportedAtOnce) {
   EXPECT_FALSE(Contains(error, "head_dim"));
 }
 
+TEST(ModelSpec, ReadsRotaryBaseEpsilonAndRopeScaling) {
+  const ModelSpec llama = LoadShipped("llama3-405b");
+  EXPECT_EQ(llama.rope_theta, 500000.0);
+  EXPECT_EQ(llama.norm_epsilon, 1e-5);
+  ASSERT_TRUE(llama.rope_scaling.has_value());
+  EXPECT_EQ(llama.rope_scaling->kind, RopeScalingKind::kLlama3);
+  EXPECT_EQ(llama.rope_scaling->factor, 8.0);
+  EXPECT_EQ(llama.rope_scaling->original_max_position_embeddings, 8192);
+  EXPECT_FALSE(LoadShipped("llama3-70b").rope_scaling.has_value());  // "rope_scaling": null
+  EXPECT_EQ(LoadShipped("mixtral-8x7b").rope_theta, 1e6);
+  EXPECT_EQ(LoadShipped("gpt3-175b").norm_epsilon, 1e-5);  // layer_norm_epsilon
+}
+
+TEST(ModelSpec, DeepSeekV3ReadsItsRouterYarnAndMultiTokenPrediction) {
+  const ModelSpec v3 = LoadShipped("deepseek-v3");
+  ASSERT_TRUE(v3.moe.has_value());
+  EXPECT_EQ(v3.moe->score, RouterScore::kSigmoid);
+  EXPECT_EQ(v3.moe->router_groups, 8);
+  EXPECT_EQ(v3.moe->router_group_top_k, 4);
+  EXPECT_TRUE(v3.moe->expert_bias);
+  EXPECT_TRUE(v3.moe->normalize_top_k);
+  EXPECT_EQ(v3.moe->routed_scaling_factor, 2.5);
+  EXPECT_EQ(v3.moe->aux_loss_coeff, 0.001);
+  EXPECT_TRUE(v3.moe->sequence_aux_loss);
+  EXPECT_EQ(v3.norm_epsilon, 1e-6);
+  EXPECT_EQ(v3.mtp_layers, 1);
+  ASSERT_TRUE(v3.rope_scaling.has_value());
+  EXPECT_EQ(v3.rope_scaling->kind, RopeScalingKind::kYarn);  // its old "type" key
+  EXPECT_EQ(v3.rope_scaling->factor, 40.0);
+  EXPECT_EQ(v3.rope_scaling->beta_fast, 32.0);
+  EXPECT_EQ(v3.rope_scaling->mscale_all_dim, 1.0);
+  const ModelSpec mixtral = LoadShipped("mixtral-8x7b");
+  EXPECT_EQ(mixtral.moe->score, RouterScore::kSoftmax);
+  EXPECT_EQ(mixtral.moe->router_groups, 0);
+  EXPECT_FALSE(mixtral.moe->expert_bias);
+  EXPECT_EQ(mixtral.moe->aux_loss_coeff, 0.02);
+}
+
+TEST(ModelError, RopeScalingAndRouterKeysAreCheckedNamingTheKey) {
+  nlohmann::json config = LlamaLike();
+  config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+  EXPECT_TRUE(Contains(ParseError(config), "models/bad.json: rope_scaling.low_freq_factor: is missing"));
+  config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  EXPECT_EQ(ParseError(config), "");  // kept as kOther: an emitter names what it cannot launch
+  config["rope_scaling"] = 3;
+  EXPECT_TRUE(Contains(ParseError(config), "rope_scaling: must be an object"));
+  config = LlamaLike();
+  config["rms_norm_eps"] = 2;
+  EXPECT_TRUE(Contains(ParseError(config), "rms_norm_eps"));
+  config = LlamaLike();
+  config["num_local_experts"] = 8;
+  config["num_experts_per_tok"] = 2;
+  config["topk_method"] = "noaux_tc";
+  config["n_group"] = 2;
+  EXPECT_TRUE(Contains(ParseError(config), "models/bad.json: topk_group: is missing; topk_method \"noaux_tc\""));
+  config["topk_group"] = 3;
+  EXPECT_TRUE(Contains(ParseError(config), "topk_group: (3) exceeds n_group (2)"));
+  config["topk_group"] = 1;
+  config["scoring_func"] = "tanh";
+  EXPECT_TRUE(Contains(ParseError(config), "scoring_func"));
+}
+
 }  // namespace
 }  // namespace loom
