@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <charconv>
 #include <cstdint>
 #include <iterator>
@@ -13,8 +14,12 @@
 #include "core/checked.h"
 #include "plan/arg_list.h"
 
-// Every flag below is checked against megatron/training/arguments.py of NVIDIA/Megatron-LM
-// (core_r0.12 and later); the functions cite the function of that file that declares their flags.
+// Every flag below is checked against megatron/training/arguments.py of NVIDIA/Megatron-LM at the
+// tags core_r0.12.0 ... core_v0.19.0 and main d98e8a64, with the flags that core_v0.16.0 and later
+// generate from dataclass fields (ArgumentGroupFactory in megatron/training/argument_utils.py, over
+// TransformerConfig and the other configs it is given); the functions cite the function of that file
+// that declares their flags (before core_v0.16.0). Where a flag or a rule is younger than
+// core_r0.12.0, kSince and the checks below name the first tag that has it.
 namespace loom {
 namespace {
 
@@ -78,8 +83,18 @@ void CheckArchitecture(const ModelSpec& model, Messages& out) {
   }
 }
 
+std::string VersionName(MegatronVersion v) { return std::string(kMegatronVersionNames.Name(v)); }
+
+// "--megatron-version X: <what> needs <since> or later (<why>); <fix>".
+std::string TooOld(MegatronVersion have, MegatronVersion since, std::string_view what, std::string_view why,
+                   std::string_view fix) {
+  return Cat("--megatron-version ", VersionName(have), ": ", what, " needs ", VersionName(since),
+             " or later (", why, "); pass --megatron-version ", VersionName(since), " or later for a newer "
+             "tree, or ", fix);
+}
+
 // Settings validate_args rejects, and loom settings Megatron-LM has no flag for.
-void CheckSettings(const Strategy& s, Messages& out) {
+void CheckSettings(const Strategy& s, const MegatronOptions& o, Messages& out) {
   if (s.optimizer == Optimizer::kAdafactor) {
     out.push_back(
         "--optimizer adafactor: Megatron-LM has no Adafactor (_add_training_args: --optimizer adam, sgd, "
@@ -89,6 +104,22 @@ void CheckSettings(const Strategy& s, Messages& out) {
     out.push_back(
         "--offload optimizer+params: Megatron-LM offloads optimizer states (--optimizer-cpu-offload) but "
         "not parameters; use --emit deepspeed (ZeRO-3 with offload_param), or --offload optimizer");
+  }
+  // megatron/training/arguments.py validate_args: optimizer offload asserts
+  // --use-precision-aware-optimizer, and megatron/core/optimizer/optimizer_config.py
+  // (OptimizerConfig.__post_init__) allows that only with adam, at every tag from core_r0.12.0.
+  if (s.offload == Offload::kOptimizer && s.optimizer != Optimizer::kAdam) {
+    out.push_back(Cat("--offload optimizer with --optimizer ", kOptimizerNames.Name(s.optimizer),
+                      ": Megatron-LM's optimizer offload (--optimizer-cpu-offload) needs "
+                      "--use-precision-aware-optimizer, which optimizer_config.py allows with adam only; "
+                      "use --optimizer adam, or drop the offload"));
+  }
+  // Megatron-FSDP (--use-megatron-fsdp, --ckpt-format fsdp_dtensor): in arguments.py from
+  // core_v0.14.0 (absent at core_v0.13.0, which had only --use-custom-fsdp).
+  if (s.zero_stage >= 2 && o.version < MegatronVersion::kCore014) {
+    out.push_back(TooOld(o.version, MegatronVersion::kCore014, Cat("--zero ", s.zero_stage, " (Megatron-FSDP)"),
+                         "--use-megatron-fsdp and --ckpt-format fsdp_dtensor first appear in core_v0.14.0",
+                         "--fix zero_stage=1 (the distributed optimizer)"));
   }
   if (s.overlap_param_gather && s.zero_stage < 1) {
     out.push_back(Cat("--overlap-param-gather with --zero ", s.zero_stage,
@@ -106,10 +137,13 @@ void CheckSettings(const Strategy& s, Messages& out) {
         "--tp-comm-overlap without --sp: Megatron-LM overlaps tensor-parallel communication with the "
         "GEMMs only under sequence parallelism (validate_args asserts it); add --sp");
   }
-  if (s.ep > 1 && s.dtype == Dtype::kFp16) {
-    out.push_back(Cat("--ep ", s.ep,
-                      " with --dtype fp16: Megatron-LM's validate_args rejects expert parallelism with "
-                      "fp16 training; use --dtype bf16"));
+  // validate_args asserted "Expert parallelism is not supported with fp16 training." up to
+  // core_v0.15.0; NVIDIA/Megatron-LM 4193f3aa ("remove fp16 assert in moe_grouped_gemm & EP",
+  // December 2025) removed it, first in core_v0.16.0.
+  if (s.ep > 1 && s.dtype == Dtype::kFp16 && o.version < MegatronVersion::kCore016) {
+    out.push_back(TooOld(o.version, MegatronVersion::kCore016, Cat("--ep ", s.ep, " with --dtype fp16"),
+                         "validate_args rejects expert parallelism with fp16 up to core_v0.15",
+                         "use --dtype bf16"));
   }
   if (s.grad_accumulation == GradAccumulation::kAutograd) {
     out.push_back(
@@ -125,15 +159,126 @@ void CheckSettings(const Strategy& s, Messages& out) {
   }
 }
 
+// Megatron's MLA YaRN takes beta_fast, beta_slow and the original context from
+// MLATransformerConfig's defaults (megatron/core/transformer/transformer_config.py, 32, 1 and 4096
+// from core_v0.14.0), which no flag sets: --yarn-beta-fast and the like (core_v0.19.0) feed only
+// non-MLA YaRN (_apply_yarn_config_from_args in megatron/training/argument_utils.py at d98e8a64).
+constexpr double kMlaYarnBetaFast = 32;
+constexpr double kMlaYarnBetaSlow = 1;
+constexpr int64_t kMlaYarnOriginalContext = 4096;
+// Llama 3 scaling in RotaryEmbedding._apply_scaling (megatron/core/models/common/embeddings/
+// rotary_pos_embedding.py, core_r0.12.0 to d98e8a64): only the factor is a flag
+// (--rope-scaling-factor); the frequency factors and original context are fixed at 1, 4 and 8192.
+constexpr double kLlama3LowFreqFactor = 1;
+constexpr double kLlama3HighFreqFactor = 4;
+constexpr int64_t kLlama3OriginalContext = 8192;
+
+void CheckRopeScaling(const ModelSpec& model, const MegatronOptions& o, Messages& out) {
+  if (!model.rope_scaling.has_value()) return;
+  const RopeScaling& rs = *model.rope_scaling;
+  switch (rs.kind) {
+    case RopeScalingKind::kLlama3:
+      if (rs.low_freq_factor != kLlama3LowFreqFactor || rs.high_freq_factor != kLlama3HighFreqFactor ||
+          rs.original_max_position_embeddings != kLlama3OriginalContext) {
+        out.push_back(Cat("rope_scaling of ", ModelRef(model), " (low_freq_factor ", rs.low_freq_factor,
+                          ", high_freq_factor ", rs.high_freq_factor, ", original_max_position_embeddings ",
+                          rs.original_max_position_embeddings,
+                          "): Megatron-LM's --use-rope-scaling fixes them at 1, 4 and 8192 "
+                          "(rotary_pos_embedding.py, _apply_scaling), so it would train a different model; "
+                          "plan it with another framework"));
+      }
+      return;
+    case RopeScalingKind::kYarn:
+      if (!model.mla.has_value()) {
+        out.push_back(Cat("rope_scaling \"yarn\" of ", ModelRef(model),
+                          ": loom emits YaRN for multi-latent attention only (--rope-type yarn); Megatron-LM's "
+                          "YaRN for other attention (--position-embedding-type yarn, core_v0.19) is not emitted"));
+      } else if (rs.beta_fast != kMlaYarnBetaFast || rs.beta_slow != kMlaYarnBetaSlow ||
+                 rs.original_max_position_embeddings != kMlaYarnOriginalContext) {
+        out.push_back(Cat("rope_scaling of ", ModelRef(model), " (beta_fast ", rs.beta_fast, ", beta_slow ",
+                          rs.beta_slow, ", original_max_position_embeddings ", rs.original_max_position_embeddings,
+                          "): Megatron-LM's MLA YaRN has no flag for them and uses 32, 1 and 4096 "
+                          "(MLATransformerConfig), so it would train a different model"));
+      } else if (o.version < MegatronVersion::kCore014) {
+        out.push_back(TooOld(o.version, MegatronVersion::kCore014, Cat("YaRN of ", ModelRef(model)),
+                             "before core_v0.14.0 MLA took YaRN's original context from --max-position-embeddings "
+                             "(multi_latent_attention.py), which validate_args keeps >= --seq-length; "
+                             "--rope-type arrives in 720c8b40",
+                             "plan it with --megatron-version core_v0.14 or later"));
+      }
+      return;
+    case RopeScalingKind::kOther:
+      out.push_back(Cat("rope_scaling \"", rs.type, "\" of ", ModelRef(model),
+                        ": Megatron-LM scales rotary positions the Llama 3 way (--use-rope-scaling) or with "
+                        "YaRN (MLA's --rope-type yarn) only; without it the launch would train a different "
+                        "model, so plan it with another framework"));
+      return;
+  }
+}
+
+// Model settings that Megatron-LM has no flag for: refused, since the launch would train another
+// model than the file describes.
+void CheckModelSettings(const ModelSpec& model, const MegatronOptions& o, Messages& out) {
+  if (model.position == PositionKind::kRotary &&
+      (model.rope_theta != std::floor(model.rope_theta) || model.rope_theta > 2e9)) {
+    out.push_back(Cat("rope_theta (", model.rope_theta, ") of ", ModelRef(model),
+                      ": Megatron-LM's --rotary-base is an integer (type=int in _add_network_size_args); "
+                      "plan it with another framework"));
+  }
+  CheckRopeScaling(model, o, out);
+  if (!model.moe.has_value()) return;
+  const MoeSpec& moe = *model.moe;
+  // topk_softmax_with_capacity (megatron/core/transformer/moe/moe_utils.py): sigmoid scores are
+  // always renormalised over the top k (for k > 1); softmax ones are, unless --moe-router-pre-softmax.
+  if (moe.score == RouterScore::kSigmoid && !moe.normalize_top_k && moe.experts_per_token > 1) {
+    out.push_back(Cat("norm_topk_prob false with scoring_func \"sigmoid\" of ", ModelRef(model),
+                      ": Megatron-LM's sigmoid router always renormalises the top-k weights "
+                      "(moe_utils.py, topk_softmax_with_capacity); plan it with another framework"));
+  }
+  // TransformerConfig.__post_init__: "moe_router_enable_expert_bias" needs the sigmoid score.
+  if (moe.expert_bias && moe.score != RouterScore::kSigmoid) {
+    out.push_back(Cat("topk_method \"noaux_tc\" with scoring_func \"softmax\" of ", ModelRef(model),
+                      ": Megatron-LM's expert bias (--moe-router-enable-expert-bias) needs the sigmoid score "
+                      "function (transformer_config.py); plan it with another framework"));
+  }
+}
+
 // _add_distributed_args and _add_moe_args. Virtual stages are given as
 // --num-virtual-stages-per-pipeline-rank, not --num-layers-per-virtual-pipeline-stage: validate_args
 // accepts only the former together with --decoder-first/last-pipeline-num-layers.
+}  // namespace
+
+bool NeedsLayoutFlag(const ModelSpec& model, const Strategy& s) {
+  if (!s.layout.empty()) return true;
+  const std::vector<int64_t> layers = LayersPerVirtualStage(s, model.num_layers);
+  for (int64_t stage = 0; stage < s.pp; ++stage) {
+    for (int64_t chunk = 1; chunk < s.vpp; ++chunk) {
+      if (layers[static_cast<size_t>(chunk * s.pp + stage)] != layers[static_cast<size_t>(stage)]) return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
 void AddParallelism(const ModelSpec& model, const Strategy& s, Args& out) {
   Add(out, "--tensor-model-parallel-size", s.tp);
   Add(out, "--pipeline-model-parallel-size", s.pp);
-  if (s.schedule == ScheduleKind::kInterleaved) Add(out, "--num-virtual-stages-per-pipeline-rank", s.vpp);
-  if (s.first_stage_layers > 0) Add(out, "--decoder-first-pipeline-num-layers", s.first_stage_layers);
-  if (s.last_stage_layers > 0) Add(out, "--decoder-last-pipeline-num-layers", s.last_stage_layers);
+  // A layout where --decoder-first/last-pipeline-num-layers cannot say it (an explicit one, or a
+  // stage whose layers do not divide by vpp, which TransformerConfig refuses for those flags) is
+  // --pipeline-model-parallel-layout, which sets the virtual stages itself: validate_args refuses
+  // it beside --num-virtual-stages-per-pipeline-rank (megatron/training/arguments.py at d98e8a64).
+  if (NeedsLayoutFlag(model, s)) {
+    Add(out, "--pipeline-model-parallel-layout", PipelineLayoutText(LayersPerVirtualStage(s, model.num_layers)));
+  } else {
+    if (s.schedule == ScheduleKind::kInterleaved) Add(out, "--num-virtual-stages-per-pipeline-rank", s.vpp);
+    if (s.first_stage_layers > 0) Add(out, "--decoder-first-pipeline-num-layers", s.first_stage_layers);
+    if (s.last_stage_layers > 0) Add(out, "--decoder-last-pipeline-num-layers", s.last_stage_layers);
+  }
+  // ModelParallelConfig.microbatch_group_size_per_vp_stage (pp by default).
+  if (s.schedule == ScheduleKind::kInterleaved && s.MicrobatchGroup() != s.pp) {
+    Add(out, "--microbatch-group-size-per-virtual-pipeline-stage", s.MicrobatchGroup());
+  }
   if (s.sp) Add(out, "--sequence-parallel");
   Add(out, "--context-parallel-size", s.cp);
   if (s.cp > 1) Add(out, "--cp-comm-type", s.cp_comm == CpComm::kP2p ? "p2p" : "allgather");
@@ -169,10 +314,54 @@ void AddShape(const ModelSpec& model, const Strategy& s, Args& out) {
   Add(out, "--max-position-embeddings",
       rotary ? std::max(model.max_position_embeddings, s.seq_len) : model.max_position_embeddings);
   Add(out, "--position-embedding-type", rotary ? "rope" : "learned_absolute");
+  if (rotary) Add(out, "--rotary-base", static_cast<int64_t>(model.rope_theta));
+  if (rotary && model.rope_scaling.has_value() && model.rope_scaling->kind == RopeScalingKind::kLlama3) {
+    Add(out, "--use-rope-scaling");
+    Add(out, "--rope-scaling-factor", arg_list::ShortestDecimal(model.rope_scaling->factor));
+  }
   Add(out, "--normalization", model.norm == NormKind::kRmsNorm ? "RMSNorm" : "LayerNorm");
+  Add(out, "--norm-epsilon", arg_list::ShortestDecimal(model.norm_epsilon));
   if (model.mlp == MlpKind::kGated) Add(out, "--swiglu");
   if (!model.tie_word_embeddings) Add(out, "--untie-embeddings-and-output-weights");
   if (!model.attention_bias && !model.mlp_bias) Add(out, "--disable-bias-linear");
+}
+
+// _add_regularization_args (--attention-dropout, --hidden-dropout: 0.1 by default at every tag)
+// and _add_training_args (--attention-backend, core_r0.12.0 and later: auto, flash, fused,
+// unfused, local). A simulation without dropout launches none. An unfused simulation launches
+// Transformer Engine's unfused core attention (the backend sets NVTE_UNFUSED_ATTN=1,
+// language_module.py); a fused one keeps Megatron's auto, under which Transformer Engine runs
+// FlashAttention or cuDNN's fused attention, whichever supports the shape.
+void AddAttentionAndDropout(const MegatronOptions& o, Args& out) {
+  if (!o.dropout) {
+    Add(out, "--attention-dropout", "0.0");
+    Add(out, "--hidden-dropout", "0.0");
+  }
+  if (o.attention == AttentionKernel::kUnfused) Add(out, "--attention-backend", "unfused");
+}
+
+// _add_moe_args (core_r0.12.0 to core_v0.15.0; TransformerConfig fields of the same names after),
+// as topk_softmax_with_capacity in megatron/core/transformer/moe/moe_utils.py reads them: softmax
+// over the top-k logits is Mixtral's renormalised top-k; --moe-router-pre-softmax is softmax over
+// every expert without renormalising (norm_topk_prob false). Group-limited routing (b1022a32),
+// the expert bias of auxiliary-loss-free balancing (c6e3b0c5) and the scaling factor all predate
+// core_r0.12.0. The balance loss: aux_loss (Megatron's default type) or seq_aux_loss, with the
+// coefficient of the file (Megatron's default is 0, no loss).
+void AddRouter(const MoeSpec& moe, Args& out) {
+  if (moe.score == RouterScore::kSigmoid) Add(out, "--moe-router-score-function", "sigmoid");
+  if (moe.score == RouterScore::kSoftmax && !moe.normalize_top_k) Add(out, "--moe-router-pre-softmax");
+  if (moe.router_groups > 0) {
+    Add(out, "--moe-router-num-groups", moe.router_groups);
+    Add(out, "--moe-router-group-topk", moe.router_group_top_k);
+  }
+  if (moe.expert_bias) Add(out, "--moe-router-enable-expert-bias");
+  if (moe.routed_scaling_factor != 1.0) {
+    Add(out, "--moe-router-topk-scaling-factor", arg_list::ShortestDecimal(moe.routed_scaling_factor));
+  }
+  if (moe.aux_loss_coeff > 0) {
+    Add(out, "--moe-router-load-balancing-type", moe.sequence_aux_loss ? "seq_aux_loss" : "aux_loss");
+    Add(out, "--moe-aux-loss-coeff", arg_list::ShortestDecimal(moe.aux_loss_coeff));
+  }
 }
 
 // _add_moe_args. Leading dense layers are a --moe-layer-freq pattern (1 = MoE, 0 = dense) as long
@@ -200,6 +389,7 @@ Status AddMoe(const ModelSpec& model, const Strategy& s, Args& out) {
     Add(out, "--moe-layer-freq",
         Cat("([0]*", moe.first_dense_layers, "+[1]*", model.num_layers - moe.first_dense_layers, ")"));
   }
+  AddRouter(moe, out);
   if (s.ep > 1 || s.moe_capacity_factor > 0) Add(out, "--moe-token-dispatcher-type", "alltoall");
   if (s.moe_capacity_factor > 0) {
     Add(out, "--moe-expert-capacity-factor", arg_list::ShortestDecimal(s.moe_capacity_factor));
@@ -210,7 +400,16 @@ Status AddMoe(const ModelSpec& model, const Strategy& s, Args& out) {
 // _add_network_size_args and _add_mla_args. Megatron's qk-head-dim is the part of a query/key head
 // without rotary positions (q_head_dim = qk_head_dim + qk_pos_emb_head_dim); no --q-lora-rank
 // projects queries directly, as q_lora_rank null does in Hugging Face's config.
-void AddMla(const ModelSpec& model, Args& out) {
+// DeepSeek's latent projections are normalised (q_a_layernorm, kv_a_layernorm in modeling_deepseek.py);
+// Megatron's MLA spec norms them only with --qk-layernorm (gpt_layer_specs.py,
+// TELayerNormColumnParallelLinear for linear_q_up_proj and linear_kv_up_proj).
+// At core_r0.12.0 TransformerConfig.__post_init__ raises "multi_latent_attention does not support
+// apply_rope_fusion", and rope fusion is on by default: --no-rope-fusion there; 23e64715 (MLA RoPE
+// fusion, June 2025) allows it from core_v0.13.0.
+// YaRN: --rope-type (core_v0.14.0, 720c8b40) and the factor and mscales of _add_mla_args;
+// --rotary-scaling-factor must be given, since its argparse default (1.0) replaces
+// MLATransformerConfig's 40.
+void AddMla(const ModelSpec& model, const MegatronOptions& o, Args& out) {
   if (!model.mla.has_value()) return;
   const MlaSpec& mla = *model.mla;
   Add(out, "--multi-latent-attention");
@@ -219,6 +418,17 @@ void AddMla(const ModelSpec& model, Args& out) {
   Add(out, "--qk-head-dim", mla.qk_nope_head_dim);
   Add(out, "--qk-pos-emb-head-dim", mla.qk_rope_head_dim);
   Add(out, "--v-head-dim", mla.v_head_dim);
+  Add(out, "--qk-layernorm");
+  if (o.version < MegatronVersion::kCore013) Add(out, "--no-rope-fusion");
+  const bool yarn = model.rope_scaling.has_value() && model.rope_scaling->kind == RopeScalingKind::kYarn;
+  if (yarn && o.version >= MegatronVersion::kCore014) {
+    Add(out, "--rope-type", "yarn");
+    Add(out, "--rotary-scaling-factor", arg_list::ShortestDecimal(model.rope_scaling->factor));
+    Add(out, "--mscale", arg_list::ShortestDecimal(model.rope_scaling->mscale));
+    Add(out, "--mscale-all-dim", arg_list::ShortestDecimal(model.rope_scaling->mscale_all_dim));
+  } else if (!yarn && o.version >= MegatronVersion::kCore014) {
+    Add(out, "--rope-type", "rope");  // MLATransformerConfig's default is yarn
+  }
 }
 
 // _add_mixed_precision_args and _add_transformer_engine_args. FP8 runs Transformer Engine's
@@ -323,18 +533,21 @@ std::string ShellQuoted(const std::string& token) {
 
 }  // namespace
 
-Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const Strategy& strategy) {
+Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const Strategy& strategy,
+                                                   const MegatronOptions& options) {
   Messages problems;
   CheckSchedule(strategy, problems);
   CheckArchitecture(model, problems);
-  CheckSettings(strategy, problems);
+  CheckModelSettings(model, options, problems);
+  CheckSettings(strategy, options, problems);
   if (!problems.empty()) return Status::InvalidArgument(arg_list::JoinLines(problems));
 
   Args args;
   AddParallelism(model, strategy, args);
   AddBatch(strategy, args);
   AddShape(model, strategy, args);
-  AddMla(model, args);
+  AddAttentionAndDropout(options, args);
+  AddMla(model, options, args);
   LOOM_RETURN_IF_ERROR(AddMoe(model, strategy, args));
   AddPrecision(strategy, args);
   AddOptimizer(strategy, args);
@@ -343,14 +556,60 @@ Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const
   return args;
 }
 
-std::string FormatMegatronCommand(const std::vector<std::string>& args) {
+std::vector<std::string> MegatronNotes(const ModelSpec& model, const MegatronOptions& options) {
+  std::vector<std::string> notes;
+  if (model.mtp_layers > 0) {
+    notes.push_back(Cat("num_nextn_predict_layers ", model.mtp_layers, " of ", ModelRef(model),
+                        ": the multi-token-prediction module is neither simulated nor emitted; add --mtp-num-layers ",
+                        model.mtp_layers, " to train it, at a cost the plan does not include"));
+  }
+  if (options.dropout) {
+    notes.push_back(
+        "--dropout: Megatron-LM's default rates apply (--attention-dropout 0.1, --hidden-dropout 0.1); "
+        "set the run's own");
+  }
+  return notes;
+}
+
+MegatronVersion MinimumMegatronVersion(const std::vector<std::string>& args) {
+  MegatronVersion need = MegatronVersion::kCore012;
+  const auto has = [&](std::string_view flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
+  // First tags, from arguments.py at each tag (see CheckSettings, CheckRopeScaling and AddMla).
+  if (has("--use-megatron-fsdp") || has("--rope-type")) need = MegatronVersion::kCore014;
+  if (has("--fp16") && ValueOf(args, "--expert-model-parallel-size") > 1) need = MegatronVersion::kCore016;
+  return need;
+}
+
+std::vector<EnvVariable> MegatronEnvironment(const std::vector<std::string>& args, Dtype dtype) {
+  std::vector<EnvVariable> env;
   const bool fsdp = std::find(args.begin(), args.end(), "--use-megatron-fsdp") != args.end();
-  const bool one_connection = !fsdp && (ValueOf(args, "--tensor-model-parallel-size") > 1 ||
-                                        ValueOf(args, "--context-parallel-size") > 1);
+  if (!fsdp && (ValueOf(args, "--tensor-model-parallel-size") > 1 || ValueOf(args, "--context-parallel-size") > 1)) {
+    env.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1"});
+  }
+  // PyTorch reads it at start-up and then allows TF32 in cuBLAS matmuls (torch/csrc/Context.cpp).
+  if (dtype == Dtype::kTf32) env.push_back({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1"});
+  return env;
+}
+
+std::string FormatMegatronCommand(const std::vector<std::string>& args, const MegatronOptions& options,
+                                  Dtype dtype) {
+  const bool unfused = options.attention == AttentionKernel::kUnfused;
+  const bool fp32 = std::find(args.begin(), args.end(), "--bf16") == args.end() &&
+                    std::find(args.begin(), args.end(), "--fp16") == args.end();
   std::string out =
       "# Megatron-LM pretrain_gpt.py: launch tp * pp * cp * dp processes and add the data, tokenizer,\n"
       "# learning-rate and checkpoint arguments of the run.\n";
-  out += one_connection ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
+  out += Cat("# Needs Megatron-LM ", VersionName(MinimumMegatronVersion(args)), " or later (written for --megatron-version ",
+             VersionName(options.version), ").\n");
+  out += unfused ? "# Attention: Transformer Engine's unfused core attention (--attention-backend unfused), as simulated.\n"
+                 : "# Attention: Megatron's default backend (auto): Transformer Engine runs FlashAttention or cuDNN's\n"
+                   "# fused attention, whichever supports the shape; loom simulated a fused kernel.\n";
+  if (fp32) {
+    out += dtype == Dtype::kTf32
+               ? "# TF32: Megatron-LM never enables it; TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 makes PyTorch's matmuls TF32.\n"
+               : "# fp32: Megatron-LM leaves PyTorch's TF32 switch off, so matmuls run in full fp32, as simulated.\n";
+  }
+  for (const EnvVariable& v : MegatronEnvironment(args, dtype)) out += v.name + "=" + v.value + " ";
   out += "torchrun --nproc_per_node=$GPUS_PER_NODE --nnodes=$NNODES --node_rank=$NODE_RANK \\\n";
   out += "    --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT \\\n";
   out += "    pretrain_gpt.py";

@@ -93,6 +93,7 @@ TEST(MegatronArguments, Gpt3InterleavedGivesExactFlagsInGroupOrder) {
       "--num-layers", "96", "--hidden-size", "12288", "--ffn-hidden-size", "49152",
       "--num-attention-heads", "96", "--kv-channels", "128", "--max-position-embeddings", "2048",
       "--position-embedding-type", "learned_absolute", "--normalization", "LayerNorm",
+      "--norm-epsilon", "1e-05", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
       "--bf16", "--optimizer", "adam", "--use-distributed-optimizer",
       "--overlap-grad-reduce", "--overlap-param-gather"};
   EXPECT_EQ(MegatronOk(Load("gpt3-175b"), Gpt3Strategy()), expected);
@@ -356,14 +357,17 @@ TEST(MegatronArguments, UnsupportedSettingsAreErrorsNamingTheSetting) {
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 2) << message;
 }
 
-TEST(MegatronArguments, ExpertParallelFp16IsAnError) {
+TEST(MegatronArguments, ExpertParallelFp16IsAnErrorBeforeCoreV016) {
   Strategy s;
   s.dp = 8;
   s.ep = 8;
   s.global_batch = 8;
   s.dtype = Dtype::kFp16;
-  const std::string message = MegatronError(Load("mixtral-8x7b"), s);
-  EXPECT_NE(message.find("--ep 8 with --dtype fp16"), std::string::npos) << message;
+  MegatronOptions before;
+  before.version = MegatronVersion::kCore015;
+  Result<Args> args = MegatronArguments(Load("mixtral-8x7b"), s, before);
+  ASSERT_FALSE(args.ok());
+  EXPECT_NE(args.status().message().find("--ep 8 with --dtype fp16"), std::string::npos) << args.status().message();
 }
 
 TEST(FormatMegatronCommand, OneFlagPerLineWithQuotedPatterns) {
@@ -371,6 +375,10 @@ TEST(FormatMegatronCommand, OneFlagPerLineWithQuotedPatterns) {
   const std::string expected =
       "# Megatron-LM pretrain_gpt.py: launch tp * pp * cp * dp processes and add the data, tokenizer,\n"
       "# learning-rate and checkpoint arguments of the run.\n"
+      "# Needs Megatron-LM core_v0.12 or later (written for --megatron-version latest).\n"
+      "# Attention: Megatron's default backend (auto): Transformer Engine runs FlashAttention or cuDNN's\n"
+      "# fused attention, whichever supports the shape; loom simulated a fused kernel.\n"
+      "# fp32: Megatron-LM leaves PyTorch's TF32 switch off, so matmuls run in full fp32, as simulated.\n"
       "CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node=$GPUS_PER_NODE --nnodes=$NNODES "
       "--node_rank=$NODE_RANK \\\n"
       "    --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT \\\n"

@@ -1,1 +1,229 @@
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/megatron_args.h"
+#include "spec/model.h"
+#include "spec/strategy.h"
+
+// The Megatron-LM emitter's rules from issue 21: what each release parses, what the launch runs,
+// and the model settings it carries.
+namespace loom {
+namespace {
+
+using Args = std::vector<std::string>;
+
+ModelSpec Model(const std::string& name) {
+  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  return model.ok() ? *model : ModelSpec{};
+}
+
+std::optional<std::string> After(const Args& args, const std::string& flag) {
+  const auto it = std::find(args.begin(), args.end(), flag);
+  if (it == args.end() || it + 1 == args.end()) return std::nullopt;
+  return *(it + 1);
+}
+
+bool Has(const Args& args, const std::string& flag) { return std::find(args.begin(), args.end(), flag) != args.end(); }
+
+Args Ok(const ModelSpec& model, const Strategy& s, const MegatronOptions& o = {}) {
+  Result<Args> args = MegatronArguments(model, s, o);
+  EXPECT_TRUE(args.ok()) << args.status().ToString();
+  return args.ok() ? *args : Args{};
+}
+
+std::string Refusal(const ModelSpec& model, const Strategy& s, const MegatronOptions& o = {}) {
+  Result<Args> args = MegatronArguments(model, s, o);
+  EXPECT_FALSE(args.ok());
+  return args.ok() ? "" : args.status().message();
+}
+
+MegatronOptions At(MegatronVersion v) {
+  MegatronOptions o;
+  o.version = v;
+  return o;
+}
+
+Strategy Plain(int64_t tp = 1) {
+  Strategy s;
+  s.tp = tp;
+  s.micro_batch = 1;
+  s.global_batch = 64;
+  s.seq_len = 4096;
+  return s;
+}
+
+// Defect 4: offload needs --use-precision-aware-optimizer, which optimizer_config.py allows with adam only.
+TEST(MegatronArgs, OptimizerOffloadWithSgdIsRefusedAndWithAdamEmitted) {
+  Strategy s = Plain();
+  s.zero_stage = 1;
+  s.offload = Offload::kOptimizer;
+  s.optimizer = Optimizer::kSgd;
+  EXPECT_NE(Refusal(Model("llama3-8b"), s).find("--offload optimizer with --optimizer sgd"), std::string::npos);
+  s.optimizer = Optimizer::kAdam;
+  EXPECT_TRUE(Has(Ok(Model("llama3-8b"), s), "--use-precision-aware-optimizer"));
+}
+
+// Defect 5: Megatron-FSDP flags exist from core_v0.14.0; older trees get a refusal naming it.
+TEST(MegatronArgs, MegatronFsdpNeedsCoreV014AndTheCommandSaysSo) {
+  Strategy s = Plain();
+  s.zero_stage = 3;
+  const std::string refusal = Refusal(Model("llama3-8b"), s, At(MegatronVersion::kCore013));
+  EXPECT_NE(refusal.find("--megatron-version core_v0.13: --zero 3 (Megatron-FSDP) needs core_v0.14"), std::string::npos)
+      << refusal;
+  const Args args = Ok(Model("llama3-8b"), s, At(MegatronVersion::kCore014));
+  EXPECT_TRUE(Has(args, "--use-megatron-fsdp"));
+  EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore014);
+  EXPECT_NE(FormatMegatronCommand(args).find("# Needs Megatron-LM core_v0.14 or later"), std::string::npos);
+  s.zero_stage = 1;
+  EXPECT_EQ(MinimumMegatronVersion(Ok(Model("llama3-8b"), s)), MegatronVersion::kCore012);
+}
+
+// Defect 5: MLA needs --no-rope-fusion at core_r0.12.0 only, and its YaRN needs --rope-type (core_v0.14.0).
+TEST(MegatronArgs, MlaRopeFusionAndYarnFollowTheVersion) {
+  const ModelSpec v3 = Model("deepseek-v3");
+  Strategy s = Plain(8);
+  s.ep = 8;
+  s.dp = 8;
+  const Args latest = Ok(v3, s);
+  EXPECT_FALSE(Has(latest, "--no-rope-fusion"));
+  EXPECT_EQ(After(latest, "--rope-type"), "yarn");
+  EXPECT_NE(Refusal(v3, s, At(MegatronVersion::kCore012)).find("needs core_v0.14"), std::string::npos);
+  ModelSpec no_yarn = v3;
+  no_yarn.rope_scaling.reset();
+  EXPECT_TRUE(Has(Ok(no_yarn, s, At(MegatronVersion::kCore012)), "--no-rope-fusion"));
+  EXPECT_FALSE(Has(Ok(no_yarn, s, At(MegatronVersion::kCore013)), "--no-rope-fusion"));
+  EXPECT_FALSE(Has(Ok(no_yarn, s, At(MegatronVersion::kCore013)), "--rope-type"));
+  EXPECT_EQ(After(Ok(no_yarn, s), "--rope-type"), "rope");
+}
+
+// Defect 6: the environment is decided once, for the command and the JSON alike.
+TEST(MegatronArgs, EnvironmentHoldsConnectionsAndTf32) {
+  const Args tp = Ok(Model("llama3-8b"), Plain(8));
+  const std::vector<EnvVariable> env = MegatronEnvironment(tp);
+  ASSERT_EQ(env.size(), 1u);
+  EXPECT_EQ(env[0].name, "CUDA_DEVICE_MAX_CONNECTIONS");
+  EXPECT_EQ(env[0].value, "1");
+  EXPECT_TRUE(MegatronEnvironment(Ok(Model("llama3-8b"), Plain(1))).empty());
+  Strategy tf32 = Plain(1);
+  tf32.dtype = Dtype::kTf32;
+  const Args args = Ok(Model("llama3-8b"), tf32);
+  const std::vector<EnvVariable> tf32_env = MegatronEnvironment(args, Dtype::kTf32);
+  ASSERT_EQ(tf32_env.size(), 1u);
+  EXPECT_EQ(tf32_env[0].name, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
+  EXPECT_NE(FormatMegatronCommand(args, {}, Dtype::kTf32).find("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 torchrun"),
+            std::string::npos);
+  EXPECT_NE(FormatMegatronCommand(args, {}, Dtype::kFp32).find("matmuls run in full fp32"), std::string::npos);
+}
+
+// Defect 7: unfused simulations launch the unfused backend; fused ones keep auto; no dropout is launched
+// unless it was simulated.
+TEST(MegatronArgs, AttentionBackendAndDropoutFollowTheSimulation) {
+  MegatronOptions unfused;
+  unfused.attention = AttentionKernel::kUnfused;
+  const Args u = Ok(Model("gpt3-1.3b"), Plain(1), unfused);
+  EXPECT_EQ(After(u, "--attention-backend"), "unfused");
+  EXPECT_EQ(After(u, "--attention-dropout"), "0.0");
+  EXPECT_EQ(After(u, "--hidden-dropout"), "0.0");
+  const Args fused = Ok(Model("gpt3-1.3b"), Plain(1));
+  EXPECT_FALSE(Has(fused, "--attention-backend"));
+  EXPECT_NE(FormatMegatronCommand(fused).find("FlashAttention or cuDNN's"), std::string::npos);
+  MegatronOptions dropout;
+  dropout.dropout = true;
+  EXPECT_FALSE(Has(Ok(Model("gpt3-1.3b"), Plain(1), dropout), "--attention-dropout"));
+  EXPECT_EQ(MegatronNotes(Model("gpt3-1.3b"), dropout).size(), 1u);
+}
+
+// Defect 8: rotary base, norm epsilon and Llama 3.1's rope scaling.
+TEST(MegatronArgs, RotaryBaseEpsilonAndLlamaRopeScaling) {
+  const Args llama = Ok(Model("llama3-405b"), Plain(8));
+  EXPECT_EQ(After(llama, "--rotary-base"), "500000");
+  EXPECT_EQ(After(llama, "--norm-epsilon"), "1e-05");
+  EXPECT_TRUE(Has(llama, "--use-rope-scaling"));
+  EXPECT_EQ(After(llama, "--rope-scaling-factor"), "8");
+  EXPECT_FALSE(Has(Ok(Model("llama3-70b"), Plain(8)), "--use-rope-scaling"));
+  Strategy moe = Plain(1);
+  moe.ep = 8;
+  moe.dp = 8;
+  EXPECT_EQ(After(Ok(Model("mixtral-8x7b"), moe), "--rotary-base"), "1000000");
+  EXPECT_FALSE(Has(Ok(Model("gpt3-1.3b"), Plain(1)), "--rotary-base"));
+}
+
+TEST(MegatronArgs, RopeScalingMegatronCannotExpressIsRefused) {
+  ModelSpec llama = Model("llama3-405b");
+  llama.rope_scaling->high_freq_factor = 2;
+  EXPECT_NE(Refusal(llama, Plain(8)).find("fixes them at 1, 4 and 8192"), std::string::npos);
+  llama.rope_scaling->kind = RopeScalingKind::kOther;
+  llama.rope_scaling->type = "linear";
+  EXPECT_NE(Refusal(llama, Plain(8)).find("rope_scaling \"linear\""), std::string::npos);
+  ModelSpec theta = Model("llama3-8b");
+  theta.rope_theta = 10000.5;
+  EXPECT_NE(Refusal(theta, Plain(8)).find("--rotary-base is an integer"), std::string::npos);
+}
+
+// Defect 8: DeepSeek-V3's router and YaRN as its config.json gives them.
+TEST(MegatronArgs, DeepSeekV3RouterYarnAndLatentNorms) {
+  Strategy s = Plain(8);
+  s.ep = 8;
+  s.dp = 8;
+  const Args args = Ok(Model("deepseek-v3"), s);
+  EXPECT_EQ(After(args, "--moe-router-score-function"), "sigmoid");
+  EXPECT_EQ(After(args, "--moe-router-num-groups"), "8");
+  EXPECT_EQ(After(args, "--moe-router-group-topk"), "4");
+  EXPECT_TRUE(Has(args, "--moe-router-enable-expert-bias"));
+  EXPECT_EQ(After(args, "--moe-router-topk-scaling-factor"), "2.5");
+  EXPECT_EQ(After(args, "--moe-router-load-balancing-type"), "seq_aux_loss");
+  EXPECT_EQ(After(args, "--moe-aux-loss-coeff"), "0.001");
+  EXPECT_EQ(After(args, "--rotary-scaling-factor"), "40");
+  EXPECT_EQ(After(args, "--mscale"), "1");
+  EXPECT_EQ(After(args, "--mscale-all-dim"), "1");
+  EXPECT_EQ(After(args, "--norm-epsilon"), "1e-06");
+  EXPECT_TRUE(Has(args, "--qk-layernorm"));
+  const std::vector<std::string> notes = MegatronNotes(Model("deepseek-v3"), {});
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("--mtp-num-layers 1"), std::string::npos);
+}
+
+TEST(MegatronArgs, RoutersMegatronCannotExpressAreRefused) {
+  Strategy s = Plain(8);
+  s.ep = 8;
+  s.dp = 8;
+  ModelSpec v3 = Model("deepseek-v3");
+  v3.moe->normalize_top_k = false;
+  EXPECT_NE(Refusal(v3, s).find("always renormalises"), std::string::npos);
+  ModelSpec yarn = Model("deepseek-v3");
+  yarn.rope_scaling->beta_fast = 16;
+  EXPECT_NE(Refusal(yarn, s).find("uses 32, 1 and 4096"), std::string::npos);
+  ModelSpec mixtral = Model("mixtral-8x7b");
+  mixtral.moe->normalize_top_k = false;
+  EXPECT_TRUE(Has(Ok(mixtral, s), "--moe-router-pre-softmax"));
+  EXPECT_FALSE(Has(Ok(Model("mixtral-8x7b"), s), "--moe-router-pre-softmax"));
+  EXPECT_EQ(After(Ok(Model("mixtral-8x7b"), s), "--moe-aux-loss-coeff"), "0.02");
+}
+
+// Defect 9: expert parallelism with fp16 is refused up to core_v0.15 and allowed from core_v0.16.
+TEST(MegatronArgs, ExpertParallelFp16FollowsTheVersion) {
+  Strategy s = Plain(1);
+  s.ep = 8;
+  s.dp = 8;
+  s.dtype = Dtype::kFp16;
+  EXPECT_NE(Refusal(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore015)).find("needs core_v0.16"),
+            std::string::npos);
+  const Args args = Ok(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore016));
+  EXPECT_TRUE(Has(args, "--fp16"));
+  EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore016);
+}
+
+TEST(MegatronArgs, VersionNamesParseAndLatestIsDefault) {
+  EXPECT_EQ(kMegatronVersionNames.Parse("core_v0.12"), MegatronVersion::kCore012);
+  EXPECT_EQ(kMegatronVersionNames.Parse("latest"), MegatronVersion::kLatest);
+  EXPECT_FALSE(kMegatronVersionNames.Parse("core_v0.11").has_value());
+  EXPECT_EQ(MegatronOptions{}.version, MegatronVersion::kLatest);
+}
+
+}  // namespace
+}  // namespace loom
