@@ -46,8 +46,10 @@ struct PlanCommandOptions {
   std::string emit;
   std::string out = "plan.json";  // --emit plan's file
   bool out_given = false, pick_given = false;  // whether --out and --pick are on the command line
+  bool megatron_version_given = false;
   int64_t pick = 1;
   std::string attention = "fused";
+  std::string megatron_version = "latest";
   std::string framework = "auto";
   bool dropout = false;
   bool exhaustive = false;
@@ -92,12 +94,22 @@ std::function<void(const PlanProgress&)> TerminalProgress(std::ostream& err) {
   };
 }
 
+// What the Megatron-LM launch must run as loom simulated it, and the release it is written for.
+MegatronOptions MegatronOptionsOf(const PlanCommandOptions& o) {
+  MegatronOptions m;
+  m.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  m.dropout = o.dropout;
+  m.version = kMegatronVersionNames.Parse(o.megatron_version).value_or(MegatronVersion::kLatest);
+  return m;
+}
+
 // What --emit can express: the strategy's launch settings, or why there are none. A plan file
 // holds any strategy the simulator runs.
-Status Expressible(const std::string& emit, const ModelSpec& model, const Strategy& s) {
+Status Expressible(const std::string& emit, const ModelSpec& model, const Strategy& s,
+                   const MegatronOptions& megatron) {
   if (emit == "plan") return Status::Ok();
   if (emit == "megatron") {
-    Result<std::vector<std::string>> args = MegatronArguments(model, s);
+    Result<std::vector<std::string>> args = MegatronArguments(model, s, megatron);
     return args.ok() ? Status::Ok() : args.status();
   }
   Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, s);
@@ -147,10 +159,20 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, c
   EmitResult emitted;
   emitted.rank = rank;
   if (emit == "megatron") {
-    Result<std::vector<std::string>> args = MegatronArguments(model, s);
+    const MegatronOptions megatron = MegatronOptionsOf(o);
+    Result<std::vector<std::string>> args = MegatronArguments(model, s, megatron);
     if (!args.ok()) return args.status();
-    emitted.text = FormatMegatronCommand(*args);
-    emitted.json = {{"format", "megatron"}, {"rank", rank}, {"arguments", *args}};
+    emitted.text = FormatMegatronCommand(*args, megatron, s.dtype);
+    emitted.notes = MegatronNotes(model, megatron);
+    nlohmann::ordered_json env = nlohmann::ordered_json::object();
+    for (const EnvVariable& v : MegatronEnvironment(*args, s.dtype)) env[v.name] = v.value;
+    emitted.json = {{"format", "megatron"},
+                    {"rank", rank},
+                    {"megatron_version", kMegatronVersionNames.Name(megatron.version)},
+                    {"minimum_megatron_version", kMegatronVersionNames.Name(MinimumMegatronVersion(*args))},
+                    {"env", env},
+                    {"arguments", *args},
+                    {"notes", emitted.notes}};
     return emitted;
   }
   DeepSpeedOptions ds_options;
@@ -178,6 +200,11 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (o.out_given && o.emit != "plan") {
     return Status::InvalidArgument("--out " + o.out + ": only --emit plan writes a file; add --emit plan, or drop "
                                    "--out (--emit megatron and deepspeed print their settings)");
+  }
+  if (o.megatron_version_given && o.emit != "megatron") {
+    return Status::InvalidArgument("--megatron-version " + o.megatron_version +
+                                   ": names the Megatron-LM release that --emit megatron writes for; add --emit "
+                                   "megatron, or drop --megatron-version");
   }
   if (o.pick_given && o.emit.empty()) {
     return Status::InvalidArgument("--pick " + std::to_string(o.pick) +
@@ -223,7 +250,9 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   options.progress = TerminalProgress(err);
   if (!o.emit.empty()) {
     // Rank only what the launch settings can express, so that the winner is emitted.
-    options.admit = [emit = o.emit, &model = *model](const Strategy& s) { return Expressible(emit, model, s); };
+    options.admit = [emit = o.emit, &model = *model, megatron = MegatronOptionsOf(o)](const Strategy& s) {
+      return Expressible(emit, model, s, megatron);
+    };
     options.admit_rule = "--emit " + o.emit;
   }
   const PlanHeader header{*model, *cluster, request, options};
@@ -323,6 +352,12 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
   CLI::Option* out = cmd->add_option("--out", o->out,
                                      "With --emit plan: the plan file to write (schema loom.plan-file/2)")
                          ->capture_default_str();
+  CLI::Option* megatron_version =
+      cmd->add_option("--megatron-version", o->megatron_version,
+                      "With --emit megatron: the Megatron-LM release to write arguments for (core_v0.12 ... "
+                      "core_v0.19, or latest: main); plans that need a newer release are refused, naming it")
+          ->check(CLI::IsMember(kMegatronVersionNames.Names()))
+          ->capture_default_str();
   cmd->add_option("--framework", o->framework,
                   std::string(kFrameworkHelp) + "; auto: none with --emit plan (loom validate's executors), else " +
                       kDefaultFramework)
@@ -340,15 +375,17 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "  loom plan --model models/llama3-70b.json --cluster hardware/clusters/dgx-h100.json \\\n"
       "      --gpus 512 --global-batch 1024 --seq 8192\n"
       "  loom plan ... --fix tp=8,schedule=interleaved --top 20 --emit megatron\n"
+      "  loom plan ... --emit megatron --megatron-version core_v0.13   (arguments an older tree parses)\n"
       "  loom plan ... --emit plan --out plan.json && mpirun -np <ranks> loom validate plan.json --backend host\n"
       "  loom plan ... --explain tp=8,pp=4,dp=16,micro_batch=1,recompute=selective,sp=true\n\n"
       "Interrupted (Ctrl-C, SIGINT; or SIGTERM), the search stops at the next strategy and prints the best plans\n"
       "simulated so far, marked INTERRUPTED and partial (in --json: search.interrupted, with how many strategies\n"
       "were bounded and candidates simulated), emits nothing and exits with status 130 (SIGINT) or 143 (SIGTERM).\n"
       "A second signal ends it at once.");
-  cmd->callback([o, out, pick, &runner] {
+  cmd->callback([o, out, pick, megatron_version, &runner] {
     o->out_given = out->count() > 0;
     o->pick_given = pick->count() > 0;
+    o->megatron_version_given = megatron_version->count() > 0;
     runner = [o](std::ostream& out, std::ostream& err) { return Run(*o, out, err); };
   });
 }
