@@ -16,7 +16,7 @@ using StageOrders = std::vector<std::vector<PipelineItem>>;
 StageOrders GpipeOrder(int32_t stages, int32_t micro_batches);
 StageOrders OneFOneBOrder(int32_t stages, int32_t micro_batches);
 StageOrders ZbH1Order(int32_t stages, int32_t micro_batches);
-StageOrders InterleavedOrder(int32_t stages, int32_t micro_batches, int32_t chunks);
+StageOrders InterleavedOrder(int32_t stages, int32_t micro_batches, int32_t chunks, int32_t group);
 StageOrders ZbVOrder(int32_t stages, int32_t micro_batches);
 StageOrders DualPipeVOrder(int32_t stages, int32_t micro_batches);
 

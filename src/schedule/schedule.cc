@@ -52,15 +52,17 @@ Status CheckChunks(PipelineKind kind, int32_t chunks) {
 
 // Megatron-LM's interleaved schedule walks the micro-batches in groups of pp
 // (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving).
-Status CheckInterleavedMicroBatches(int32_t stages, int32_t micro_batches) {
-  if (micro_batches % stages == 0) return Status::Ok();
-  const int32_t below = micro_batches - micro_batches % stages;
-  const std::string choices = below >= 1 ? Cat(below, " or ", below + stages)
-                                         : Cat(below + stages);
+// Megatron-LM's interleaved schedule runs micro-batches in groups (microbatch_group_size_per_vp_stage,
+// pp by default): pp <= group <= micro-batches, and the last group whole or of at least pp
+// (forward_backward_pipelining_with_interleaving, megatron/core/pipeline_parallel/schedules.py at
+// NVIDIA/Megatron-LM d98e8a64, the same since core_r0.12.0).
+Status CheckInterleavedMicroBatches(int32_t stages, int32_t micro_batches, int32_t group) {
+  const int32_t rest = group > 0 ? micro_batches % group : 0;
+  if (group >= stages && group <= micro_batches && (rest == 0 || rest >= stages)) return Status::Ok();
   return Status::InvalidArgument(
-      Cat("--schedule interleaved with --pp ", stages, ": the number of micro-batches (",
-          micro_batches, ") is not divisible by pp, which Megatron-LM's interleaved schedule "
-          "requires; use ", choices, " micro-batches (", kMicroBatchSource, ")"));
+      Cat("--schedule interleaved with --pp ", stages, ": ", micro_batches, " micro-batches in groups of ", group,
+          "; Megatron-LM's interleaved schedule needs groups of pp to all the micro-batches, the last whole "
+          "or of at least pp (--microbatch-group; ", kMicroBatchSource, ")"));
 }
 
 // DualPipeV's reference implementation (deepseek-ai/DualPipe, dualpipev.py) accepts only
@@ -77,7 +79,7 @@ Status CheckDualPipeVMicroBatches(int32_t stages, int32_t micro_batches) {
 }
 
 Status CheckArguments(PipelineKind kind, int32_t stages, int32_t micro_batches,
-                      int32_t chunks) {
+                      int32_t chunks, int32_t group) {
   const std::string_view name = kPipelineKindNames.Name(kind);
   if (stages < 1) {
     return Status::InvalidArgument(
@@ -99,14 +101,14 @@ Status CheckArguments(PipelineKind kind, int32_t stages, int32_t micro_batches,
             "); use fewer micro-batches or a smaller --pp"));
   }
   if (kind == PipelineKind::kInterleaved) {
-    return CheckInterleavedMicroBatches(stages, micro_batches);
+    return CheckInterleavedMicroBatches(stages, micro_batches, group);
   }
   if (kind == PipelineKind::kDualPipeV) return CheckDualPipeVMicroBatches(stages, micro_batches);
   return Status::Ok();
 }
 
 schedule_internal::StageOrders Orders(PipelineKind kind, int32_t stages, int32_t micro_batches,
-                                      int32_t chunks) {
+                                      int32_t chunks, int32_t group) {
   using namespace schedule_internal;
   switch (kind) {
     case PipelineKind::kGpipe:
@@ -114,7 +116,7 @@ schedule_internal::StageOrders Orders(PipelineKind kind, int32_t stages, int32_t
     case PipelineKind::k1F1B:
       return OneFOneBOrder(stages, micro_batches);
     case PipelineKind::kInterleaved:
-      return InterleavedOrder(stages, micro_batches, chunks);
+      return InterleavedOrder(stages, micro_batches, chunks, group);
     case PipelineKind::kZbH1:
       return ZbH1Order(stages, micro_batches);
     case PipelineKind::kZbV:
@@ -142,14 +144,19 @@ StageChunk PipelineSchedule::Place(int32_t virtual_stage) const {
 }
 
 Result<PipelineSchedule> BuildSchedule(PipelineKind kind, int32_t stages, int32_t micro_batches,
-                                       int32_t chunks) {
-  LOOM_RETURN_IF_ERROR(CheckArguments(kind, stages, micro_batches, chunks));
+                                       int32_t chunks, int32_t group) {
+  if (group == 0) group = stages;
+  if (kind != PipelineKind::kInterleaved && group != stages) {
+    return Status::InvalidArgument(Cat("--microbatch-group ", group,
+                                       ": micro-batch groups belong to the interleaved schedule; drop it"));
+  }
+  LOOM_RETURN_IF_ERROR(CheckArguments(kind, stages, micro_batches, chunks, group));
   PipelineSchedule schedule;
   schedule.kind = kind;
   schedule.stages = stages;
   schedule.chunks = chunks;
   schedule.micro_batches = micro_batches;
-  schedule.order = Orders(kind, stages, micro_batches, chunks);
+  schedule.order = Orders(kind, stages, micro_batches, chunks, group);
   return schedule;
 }
 

@@ -107,7 +107,10 @@ struct PipelineSchedule {
 // that names the flag and the fix, when the combination is not one the schedule defines:
 //   stages < 1 or micro_batches < 1;
 //   gpipe, 1f1b, zb-h1: chunks != 1;
-//   interleaved: chunks < 2, or micro_batches not divisible by stages (Megatron-LM's rule);
+//   interleaved: chunks < 2, or micro-batches that Megatron-LM cannot group: |group| (its
+//     microbatch_group_size_per_vp_stage; 0 means stages) outside [stages, micro_batches], or a
+//     last, partial group of fewer than |stages| micro-batches;
+//   any kind but interleaved: a |group| other than 0 or stages;
 //   zb-v, dualpipev: chunks != 2;
 //   dualpipev: micro_batches < 2 * stages (the rule of the reference implementation,
 //     deepseek-ai/DualPipe, dualpipev.py);
@@ -116,7 +119,7 @@ struct PipelineSchedule {
 // and zb-v; for dualpipev, BW in its overlapped pairs and B with W elsewhere. The same arguments
 // always give the same schedule.
 Result<PipelineSchedule> BuildSchedule(PipelineKind kind, int32_t stages, int32_t micro_batches,
-                                       int32_t chunks);
+                                       int32_t chunks, int32_t group = 0);
 
 }  // namespace loom
 

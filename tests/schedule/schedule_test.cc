@@ -191,12 +191,12 @@ TEST(BuildScheduleErrors, InterleavedWithOneChunkAsksForVppTwo) {
   EXPECT_TRUE(Contains(message, "use --vpp 2 or more, or --schedule 1f1b"));
 }
 
-TEST(BuildScheduleErrors, InterleavedWithMicroBatchesNotDivisibleByPpNamesTheNearestCounts) {
+TEST(BuildScheduleErrors, InterleavedWithMicroBatchesMegatronCannotGroupNamesTheGroupFlag) {
   const std::string message = ErrorOf(PipelineKind::kInterleaved, 4, 6, 2);
   EXPECT_TRUE(Contains(message, "--schedule interleaved with --pp 4"));
-  EXPECT_TRUE(Contains(message, "micro-batches (6) is not divisible by pp"));
-  EXPECT_TRUE(Contains(message, "use 4 or 8 micro-batches"));
-  EXPECT_TRUE(Contains(ErrorOf(PipelineKind::kInterleaved, 4, 3, 2), "use 4 micro-batches"));
+  EXPECT_TRUE(Contains(message, "6 micro-batches in groups of 4"));
+  EXPECT_TRUE(Contains(message, "--microbatch-group"));
+  EXPECT_TRUE(Contains(ErrorOf(PipelineKind::kInterleaved, 4, 3, 2), "3 micro-batches in groups of 4"));
 }
 
 TEST(BuildScheduleErrors, VShapedWithOtherThanTwoChunksAsksForVppTwo) {
