@@ -82,9 +82,23 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
   payloads.expert_bucket_bytes.assign(static_cast<size_t>(v_count), 0);
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
     const RankParameters& p = states.per_stage[stage].parameters;
-    const ParamGroups chunk_params{CeilDiv(p.dense, chunks), CeilDiv(p.expert, chunks)};
+    // A chunk's share of the stage's parameters: an equal one when the chunks hold equal layers;
+    // else in proportion to its layers, the embedding and the output layer counting as one each
+    // (unequal chunks, as Llama 3's first chunk with the embedding alone).
+    int64_t stage_weight = 0;
+    bool equal = true;
     for (int32_t chunk = 0; chunk < chunks; ++chunk) {
       const int32_t v = schedule.VirtualStage(stage, chunk);
+      stage_weight += layers[v] + (v == 0) + (v + 1 == v_count);
+      equal = equal && layers[v] == layers[schedule.VirtualStage(stage, 0)];
+    }
+    for (int32_t chunk = 0; chunk < chunks; ++chunk) {
+      const int32_t v = schedule.VirtualStage(stage, chunk);
+      const int64_t weight = layers[v] + (v == 0) + (v + 1 == v_count);
+      const ParamGroups chunk_params =
+          equal || stage_weight == 0
+              ? ParamGroups{CeilDiv(p.dense, chunks), CeilDiv(p.expert, chunks)}
+              : ParamGroups{CeilDiv(p.dense * weight, stage_weight), CeilDiv(p.expert * weight, stage_weight)};
       const int64_t buckets = zero == 3 ? std::max<int64_t>(1, layers[v])
                                         : CeilDiv(chunk_params.dense + chunk_params.expert, BucketParams(dp_ranks));
       const ParamGroups bucket{CeilDiv(chunk_params.dense, buckets), CeilDiv(chunk_params.expert, buckets)};
@@ -252,8 +266,9 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   LOOM_RETURN_IF_ERROR(ValidateStrategy(strategy, model, cluster));
   const PipelineKind kind = *kPipelineKindNames.Parse(kScheduleNames.Name(strategy.schedule));
   const int32_t chunks = static_cast<int32_t>(strategy.vpp);
-  Result<PipelineSchedule> schedule = BuildSchedule(kind, static_cast<int32_t>(strategy.pp),
-                                                    static_cast<int32_t>(strategy.NumMicroBatches()), chunks);
+  Result<PipelineSchedule> schedule =
+      BuildSchedule(kind, static_cast<int32_t>(strategy.pp), static_cast<int32_t>(strategy.NumMicroBatches()), chunks,
+                    static_cast<int32_t>(strategy.microbatch_group));
   if (!schedule.ok()) return schedule.status();
   RooflineComputeModel compute(cluster.gpu);
   NcclCommModel comm(cluster);

@@ -59,6 +59,16 @@ void ReadStrategyObject(JsonReader& r, Strategy* s) {
   ReadEnum(r, "cp_comm", kCpCommNames, &s->cp_comm);
   ReadInt(r, "first_stage_layers", &s->first_stage_layers, {0, INT64_MAX});
   ReadInt(r, "last_stage_layers", &s->last_stage_layers, {0, INT64_MAX});
+  if (std::optional<std::string> layout = r.OptionalString("pipeline_layout")) {
+    Result<std::vector<int64_t>> layers = ParsePipelineLayout(*layout, s->pp);
+    if (layers.ok()) {
+      s->layout = *std::move(layers);
+    } else {
+      r.AddError("pipeline_layout", layers.status().message() + " (Megatron-core's layout syntax, e.g. "
+                                    "\"Et*7|(t*8|)*14t*7L\" for 126 layers on 16 stages)");
+    }
+  }
+  ReadInt(r, "microbatch_group", &s->microbatch_group, {0, int64_t{1} << 20});
   if (std::optional<double> v = r.OptionalNonNegativeNumber("moe_capacity_factor")) s->moe_capacity_factor = *v;
   if (std::optional<double> v = r.OptionalPositiveNumber("moe_imbalance")) s->moe_imbalance = *v;
   ReadBool(r, "overlap_grad_reduce", &s->overlap_grad_reduce);
@@ -132,7 +142,7 @@ Status InScenarioTerms(const Status& status, const std::string& file) {
 }
 
 nlohmann::ordered_json StrategyJson(const Strategy& s) {
-  return {{"tp", s.tp},
+  nlohmann::ordered_json out = {{"tp", s.tp},
           {"pp", s.pp},
           {"dp", s.dp},
           {"cp", s.cp},
@@ -154,6 +164,7 @@ nlohmann::ordered_json StrategyJson(const Strategy& s) {
           {"cp_comm", kCpCommNames.Name(s.cp_comm)},
           {"first_stage_layers", s.first_stage_layers},
           {"last_stage_layers", s.last_stage_layers},
+          {"microbatch_group", s.microbatch_group},
           {"moe_capacity_factor", s.moe_capacity_factor},
           {"moe_imbalance", s.moe_imbalance},
           {"overlap_grad_reduce", s.overlap_grad_reduce},
@@ -161,6 +172,9 @@ nlohmann::ordered_json StrategyJson(const Strategy& s) {
           {"tp_comm_overlap", s.tp_comm_overlap},
           {"grad_reduce_in_bf16", s.grad_reduce_in_bf16},
           {"grad_accumulation", kGradAccumulationNames.Name(s.grad_accumulation)}};
+  // Only a given layout is written: an absent key reads back as none.
+  if (!s.layout.empty()) out["pipeline_layout"] = PipelineLayoutText(s.layout);
+  return out;
 }
 
 }  // namespace loom

@@ -138,6 +138,10 @@ void CheckRanges(const Strategy& s, Messages& out) {
                       " micro-batches per step (global batch / (micro-batch * dp)); loom simulates at most ",
                       kMaxMicroBatches, "; raise --micro-batch or --dp"));
   }
+  if (s.microbatch_group < 0 || s.microbatch_group > kMaxMicroBatches) {
+    out.push_back(Cat("--microbatch-group ", s.microbatch_group, ": must be 0 (pp, Megatron-LM's default) to ",
+                      kMaxMicroBatches));
+  }
   const CheckedInt passes = CheckedInt(s.pp) * s.vpp * (s.global_batch / s.micro_batch / s.dp);
   if (!passes.get() || *passes.get() > kMaxPipelinePasses) {
     out.push_back(Cat("--pp ", s.pp, " --vpp ", s.vpp, " --global-batch ", s.global_batch,
@@ -198,12 +202,56 @@ void CheckSequenceParallel(const Strategy& s, Messages& out) {
                     NearestMultiples(s.seq_len, split)));
 }
 
-// Megatron-LM assigns num_layers / (pp * vpp) layers to every model chunk, or with
+// An explicit layout (Megatron-core's --pipeline-model-parallel-layout): one entry per virtual
+// stage, the layers adding up to the model's, and no empty virtual stage but the first (the
+// embedding alone) and the last (the loss alone). Megatron's TransformerConfig refuses a layout
+// together with --decoder-first/last-pipeline-num-layers (megatron/core/transformer/
+// transformer_config.py at NVIDIA/Megatron-LM d98e8a64).
+void CheckLayout(const Strategy& s, const ModelSpec& model, Messages& out) {
+  if (s.first_stage_layers != 0 || s.last_stage_layers != 0) {
+    out.push_back(Cat("--pipeline-layout with --first-stage-layers ", s.first_stage_layers,
+                      " --last-stage-layers ", s.last_stage_layers,
+                      ": a layout places every layer itself (Megatron-core refuses both together); drop the "
+                      "stage counts, or the layout"));
+    return;
+  }
+  const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
+  if (static_cast<int64_t>(s.layout.size()) != chunks) {
+    out.push_back(Cat("--pipeline-layout: ", s.layout.size(), " virtual stages, but --pp ", s.pp, " --vpp ", s.vpp,
+                      " makes ", chunks, "; give one \"|\"-separated entry per stage and model chunk"));
+    return;
+  }
+  int64_t total = 0;
+  for (size_t v = 0; v < s.layout.size(); ++v) {
+    const int64_t layers = s.layout[v];
+    const bool end = v == 0 || v + 1 == s.layout.size();
+    if (layers < 0 || layers > model.num_layers || (layers == 0 && !end)) {
+      out.push_back(Cat("--pipeline-layout: virtual stage ", v, " (stage ", static_cast<int64_t>(v) % s.pp,
+                        ", chunk ", static_cast<int64_t>(v) / s.pp, ") holds ", layers,
+                        " layers; only the first and the last virtual stage may be empty (the embedding or "
+                        "the loss alone), the others hold 1 to ", model.num_layers));
+      return;
+    }
+    total += layers;
+  }
+  if (total != model.num_layers) {
+    out.push_back(Cat("--pipeline-layout places ", total, " transformer layers, and ", ModelRef(model), " has ",
+                      model.num_layers, " (num_hidden_layers); place each layer once"));
+  }
+}
+
+// Megatron-LM assigns num_layers / pp layers to every stage, or with
 // --decoder-first/last-pipeline-num-layers the given layers to the first and last stage and the
-// rest evenly to the others, each stage's split evenly over its chunks (megatron/core/transformer/
-// transformer_block.py, get_num_layers_to_build).
+// rest evenly to the others (megatron/core/transformer/transformer_block.py,
+// get_num_layers_to_build). A stage's layers then split over its vpp chunks, unevenly where vpp
+// does not divide them (LayersPerVirtualStage), so no chunk may be empty but the first (beside the
+// embedding) and the last (beside the loss).
 void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
   if (!AllPositive({s.pp, s.vpp})) return;
+  if (!s.layout.empty()) {
+    CheckLayout(s, model, out);
+    return;
+  }
   const int64_t first = s.first_stage_layers, last = s.last_stage_layers;
   if (s.pp == 1 && (first > 0 || last > 0)) {
     out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last,
@@ -223,14 +271,15 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
     return;
   }
   if (first == 0 && last == 0) {
+    if (model.num_layers % s.pp == 0 && model.num_layers / s.pp >= s.vpp) return;
     const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
-    if (model.num_layers % chunks == 0) return;
     out.push_back(Cat("--pp ", s.pp, " --vpp ", s.vpp, ": num_hidden_layers (", model.num_layers, ") of ",
-                      ModelRef(model), " is not divisible by pp * vpp (", chunks,
-                      "), so the model chunks would differ in size; use a pp * vpp that divides ",
-                      model.num_layers, " (", DivisorList(model.num_layers),
-                      "), or give the first and last stage their own layer counts with "
-                      "--first-stage-layers and --last-stage-layers"));
+                      ModelRef(model), " does not split evenly over ", s.pp, " stages of ", s.vpp,
+                      " chunks each; use a pp that divides ", model.num_layers, " (", DivisorList(model.num_layers),
+                      ") with at most ", model.num_layers / std::max<int64_t>(1, s.pp),
+                      " chunks a stage, give the first and last stage their own layer counts with "
+                      "--first-stage-layers and --last-stage-layers, or place every chunk with --pipeline-layout",
+                      chunks > model.num_layers ? " (there are fewer layers than pp * vpp)" : ""));
     return;
   }
   const int64_t fixed_stages = (first > 0) + (last > 0);
@@ -251,18 +300,36 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
                       " layers (at least one per stage)"));
     return;
   }
-  for (int64_t stage_layers : {first, last, middle_stages > 0 ? rest / middle_stages : 0}) {
-    if (stage_layers == 0 || stage_layers % s.vpp == 0) continue;
-    out.push_back(Cat("--vpp ", s.vpp, ": a stage of ", stage_layers,
-                      " layers does not split evenly over its model chunks; use layer counts divisible by ",
-                      s.vpp));
-    return;
+  // Every chunk holds a layer, but the first chunk of the first stage and the last of the last.
+  const int64_t middle = middle_stages > 0 ? rest / middle_stages : 0;
+  const bool too_few = (middle_stages > 0 && middle < s.vpp) || (first > 0 && first < s.vpp - 1) ||
+                       (last > 0 && last < s.vpp - 1);
+  if (too_few) {
+    out.push_back(Cat("--vpp ", s.vpp, " with stages of ", first, ", ", middle, " and ", last,
+                      " layers: every model chunk but the first (beside the embedding) and the last (beside the "
+                      "loss) holds at least one layer; use --vpp ",
+                      std::max<int64_t>(1, std::min({middle_stages > 0 ? middle : INT64_MAX,
+                                                     first > 0 ? first + 1 : INT64_MAX,
+                                                     last > 0 ? last + 1 : INT64_MAX})),
+                      " or less"));
   }
 }
 
-// Megatron-LM: megatron/core/parallel_state.py requires pp > 1 with a virtual pipeline, and
-// forward_backward_pipelining_with_interleaving (megatron/core/pipeline_parallel/schedules.py)
-// requires the number of micro-batches to be divisible by pp.
+// The smallest micro-batch group Megatron-LM's interleaved schedule accepts for |micro_batches|
+// over |pp| stages (see Strategy::microbatch_group), or 0 when there is none (fewer micro-batches
+// than stages).
+int64_t SmallestMicrobatchGroup(int64_t micro_batches, int64_t pp) {
+  for (int64_t group = pp; group <= micro_batches; ++group) {
+    const int64_t rest = micro_batches % group;
+    if (rest == 0 || rest >= pp) return group;
+  }
+  return 0;
+}
+
+// Megatron-LM: validate_args requires pp > 1 with a virtual pipeline (megatron/training/
+// arguments.py), and forward_backward_pipelining_with_interleaving (megatron/core/
+// pipeline_parallel/schedules.py, NVIDIA/Megatron-LM d98e8a64 and since core_r0.12.0) requires pp
+// <= micro-batch group <= micro-batches, and the last group whole or of at least pp micro-batches.
 void CheckInterleaved(const Strategy& s, Messages& out) {
   if (s.pp == 1) {
     out.push_back(
@@ -275,17 +342,28 @@ void CheckInterleaved(const Strategy& s, Messages& out) {
         "--schedule interleaved with --vpp 1: the interleaved schedule runs at least 2 model "
         "chunks per stage; use --vpp 2 or more, or --schedule 1f1b");
   }
-  if (!AllPositive({s.pp, s.micro_batch, s.dp, s.global_batch})) return;
+  if (!AllPositive({s.pp, s.micro_batch, s.dp, s.global_batch}) || s.microbatch_group < 0) return;
   const int64_t per_step = SaturatingProduct({s.micro_batch, s.dp});
   if (s.global_batch % per_step != 0) return;  // CheckBatch reports it
   const int64_t micro_batches = s.global_batch / per_step;
-  if (micro_batches % s.pp == 0) return;
-  out.push_back(Cat("--schedule interleaved with --pp ", s.pp, ": the number of micro-batches (",
-                    micro_batches, " = --global-batch ", s.global_batch, " / (--micro-batch ",
-                    s.micro_batch, " * --dp ", s.dp,
-                    ")) is not divisible by pp, which Megatron-LM's interleaved schedule requires; "
-                    "use --global-batch ",
-                    NearestMultiples(s.global_batch, SaturatingProduct({per_step, s.pp}))));
+  const std::string count = Cat("the number of micro-batches (", micro_batches, " = --global-batch ", s.global_batch,
+                                " / (--micro-batch ", s.micro_batch, " * --dp ", s.dp, "))");
+  if (micro_batches < s.pp) {
+    out.push_back(Cat("--schedule interleaved with --pp ", s.pp, ": ", count,
+                      " is below pp, and Megatron-LM's interleaved schedule runs groups of at least pp "
+                      "micro-batches; use --global-batch ", SaturatingProduct({per_step, s.pp}),
+                      " or more, or --schedule 1f1b"));
+    return;
+  }
+  const int64_t group = s.MicrobatchGroup();
+  const int64_t rest = group > 0 ? micro_batches % group : 0;
+  if (group >= s.pp && group <= micro_batches && (rest == 0 || rest >= s.pp)) return;
+  const int64_t smallest = SmallestMicrobatchGroup(micro_batches, s.pp);
+  out.push_back(Cat("--schedule interleaved with --pp ", s.pp, " and micro-batch groups of ", group, ": ", count,
+                    " must split into groups of pp to ", micro_batches,
+                    " micro-batches, the last whole or of at least pp (Megatron-LM's "
+                    "--microbatch-group-size-per-virtual-pipeline-stage); use --microbatch-group ", smallest,
+                    ", or --global-batch ", NearestMultiples(s.global_batch, SaturatingProduct({per_step, s.pp}))));
 }
 
 // ZB-V (Qi et al. 2024, "Zero Bubble Pipeline Parallelism") and DualPipeV (DeepSeek-V3 report)
@@ -302,6 +380,24 @@ void CheckVShaped(const Strategy& s, Messages& out) {
                       ": a V-shaped schedule places exactly 2 model chunks on each stage; use "
                       "--vpp 2"));
   }
+  if (s.microbatch_group != 0) {
+    out.push_back(Cat("--microbatch-group ", s.microbatch_group, " with --schedule ", name,
+                      ": micro-batch groups belong to the interleaved schedule; drop it"));
+  }
+  if (!s.layout.empty()) {
+    out.push_back(Cat("--pipeline-layout with --schedule ", name,
+                      ": a layout is Megatron-core's, for the 1f1b and interleaved schedules; use "
+                      "--first-stage-layers and --last-stage-layers"));
+    return;
+  }
+  // The V's two chunks of a stage hold its layers in halves.
+  if (!AllPositive({s.pp, s.vpp}) || s.vpp != 2) return;
+  for (int64_t stage_layers : {s.first_stage_layers, s.last_stage_layers}) {
+    if (stage_layers % 2 == 0) continue;
+    out.push_back(Cat("--schedule ", name, ": a stage of ", stage_layers,
+                      " layers does not split evenly over its 2 chunks; use even layer counts"));
+    return;
+  }
 }
 
 void CheckSchedule(const Strategy& s, Messages& out) {
@@ -316,6 +412,12 @@ void CheckSchedule(const Strategy& s, Messages& out) {
     case ScheduleKind::kGpipe:
     case ScheduleKind::k1F1B:
     case ScheduleKind::kZbH1:
+      if (s.microbatch_group != 0) {
+        out.push_back(Cat("--microbatch-group ", s.microbatch_group, " with --schedule ",
+                          kScheduleNames.Name(s.schedule),
+                          ": micro-batch groups belong to the interleaved schedule; drop it, or use "
+                          "--schedule interleaved"));
+      }
       if (s.vpp > 1) {
         out.push_back(Cat("--vpp ", s.vpp, " with --schedule ", kScheduleNames.Name(s.schedule),
                           ": only the interleaved, zb-v and dualpipev schedules run several model "
@@ -453,14 +555,16 @@ void CheckRecomputeLayers(const Strategy& s, const ModelSpec& model, Messages& o
                       "--recompute-layers"));
     return;
   }
-  if (!AllPositive({s.pp, s.vpp}) || model.num_layers % (s.pp * s.vpp) != 0) return;  // the layer-split rule
-  const int64_t per_chunk = model.num_layers / (s.pp * s.vpp);
-  if (s.recompute_layers > per_chunk) {
-    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": each model chunk (num_hidden_layers / (pp * vpp)) of ",
-                      ModelRef(model), " holds ", per_chunk, " layers; use --recompute-layers ", per_chunk, " or less"));
+  Messages split;
+  CheckLayerSplit(s, model, split);
+  if (!AllPositive({s.pp, s.vpp}) || !split.empty()) return;  // the range and layer-split rules report it
+  const std::vector<int64_t> layers = LayersPerVirtualStage(s, model.num_layers);
+  const int64_t most = *std::max_element(layers.begin(), layers.end());
+  if (s.recompute_layers > most) {
+    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": the largest model chunk of ", ModelRef(model),
+                      " holds ", most, " layers; use --recompute-layers ", most, " or less"));
   }
 }
-
 
 // The expert rank grid of Megatron-core (megatron/core/parallel_state.py, the expert
 // RankGenerator): etp fastest, then ep, then expert data parallel, over the same tp * cp * dp
@@ -598,6 +702,7 @@ std::vector<std::string> StrategyViolations(const Strategy& strategy, const Mode
 }
 
 std::vector<int64_t> LayersPerVirtualStage(const Strategy& s, int64_t num_layers) {
+  if (!s.layout.empty()) return s.layout;
   const int64_t fixed_stages = (s.first_stage_layers > 0) + (s.last_stage_layers > 0);
   const int64_t middle_stages = s.pp - fixed_stages;
   const int64_t rest = num_layers - s.first_stage_layers - s.last_stage_layers;
@@ -605,9 +710,135 @@ std::vector<int64_t> LayersPerVirtualStage(const Strategy& s, int64_t num_layers
   std::vector<int64_t> per_stage(static_cast<size_t>(s.pp), middle);
   if (s.first_stage_layers > 0) per_stage.front() = s.first_stage_layers;
   if (s.last_stage_layers > 0) per_stage.back() = s.last_stage_layers;
-  std::vector<int64_t> layers;
-  for (int64_t chunk = 0; chunk < s.vpp; ++chunk) {
-    for (int64_t stage = 0; stage < s.pp; ++stage) layers.push_back(per_stage[stage] / s.vpp);
+  std::vector<int64_t> layers(static_cast<size_t>(s.pp * s.vpp), 0);
+  for (int64_t stage = 0; stage < s.pp; ++stage) {
+    const int64_t base = per_stage[stage] / s.vpp, extra = per_stage[stage] % s.vpp;
+    for (int64_t chunk = 0; chunk < s.vpp; ++chunk) {
+      // The first stage's lighter chunks come first (beside the embedding); every other stage's
+      // come last (the last stage's beside the loss).
+      const bool heavier = stage == 0 && s.pp > 1 ? chunk >= s.vpp - extra : chunk < extra;
+      layers[static_cast<size_t>(chunk * s.pp + stage)] = base + (heavier ? 1 : 0);
+    }
+  }
+  return layers;
+}
+
+std::string PipelineLayoutText(const std::vector<int64_t>& layers) {
+  // One stage's text without its separator: E and L where they belong, t or t*n for the layers.
+  const auto stage_text = [&](size_t v) {
+    std::string text = v == 0 ? "E" : "";
+    if (layers[v] == 1) text += "t";
+    if (layers[v] > 1) text += "t*" + std::to_string(layers[v]);
+    if (v + 1 == layers.size()) text += "L";
+    return text;
+  };
+  std::string out;
+  for (size_t v = 0; v < layers.size();) {
+    size_t run = 1;  // equal stages after v, none of them an end
+    if (v > 0) {
+      while (v + run + 1 < layers.size() && layers[v + run] == layers[v]) ++run;
+    }
+    const std::string text = stage_text(v);
+    if (run > 1) {
+      out += "(" + text + "|)*" + std::to_string(run);
+    } else {
+      out += text + (v + 1 < layers.size() ? "|" : "");
+    }
+    v += run;
+  }
+  return out;
+}
+
+Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_t pp) {
+  constexpr size_t kMaxText = 1 << 16;
+  if (text.size() > kMaxText) {
+    return Status::InvalidArgument(Cat("--pipeline-layout: ", text.size(), " characters; a layout is at most ",
+                                       kMaxText));
+  }
+  // Unrolls "(...)*n" and "x*n" as Megatron-core's parse_str_to_list does, after dropping its
+  // cosmetic commas; a repeat count is at most 2^20 and the unrolled text at most 2^24 characters.
+  std::string s;
+  for (char c : text) {
+    if (c != ',' && c != ' ') s += c;
+  }
+  constexpr size_t kMaxUnrolled = size_t{1} << 24;
+  const auto count_at = [&](size_t pos, size_t* end) -> int64_t {
+    int64_t n = 0;
+    size_t i = pos;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && n <= (int64_t{1} << 20)) n = n * 10 + (s[i++] - '0');
+    *end = i;
+    return i == pos || n > (int64_t{1} << 20) ? -1 : n;
+  };
+  for (size_t open; (open = s.find('(')) != std::string::npos;) {
+    const size_t close = s.find(')', open);
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != '*') {
+      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
+                                         "\": every \"(\" needs a \")*n\" (Megatron-core's syntax, e.g. "
+                                         "\"E|(t*8|)*14t*7L\")"));
+    }
+    size_t end = 0;
+    const int64_t n = count_at(close + 2, &end);
+    const std::string body = s.substr(open + 1, close - open - 1);
+    if (n < 0 || body.find('(') != std::string::npos || body.size() * static_cast<size_t>(n) > kMaxUnrolled) {
+      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
+                                         "\": \"(...)*n\" takes a count from 0 to 2^20 and no nested parentheses"));
+    }
+    std::string unrolled;
+    for (int64_t i = 0; i < n; ++i) unrolled += body;
+    s = s.substr(0, open) + unrolled + s.substr(end);
+    if (s.size() > kMaxUnrolled) {
+      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80), "\": unrolls to more than ",
+                                         kMaxUnrolled, " characters; no pipeline has that many stages"));
+    }
+  }
+  std::vector<int64_t> layers(1, 0);
+  bool embedding = false, loss = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    int64_t times = 1;
+    if (i + 1 < s.size() && s[i + 1] == '*') {
+      size_t end = 0;
+      times = count_at(i + 2, &end);
+      if (times < 0) {
+        return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80), "\": \"", c,
+                                           "*\" takes a count from 0 to 2^20"));
+      }
+      i = end - 1;
+    }
+    if (c == '|') {
+      if (loss) break;  // checked below: L must be last
+      if (layers.size() + static_cast<size_t>(times) > kMaxUnrolled) {
+        return Status::InvalidArgument("--pipeline-layout: more virtual stages than any pipeline has");
+      }
+      for (int64_t k = 0; k < times; ++k) layers.push_back(0);
+    } else if (c == 't') {
+      if (loss) return Status::InvalidArgument("--pipeline-layout: \"L\" (the loss) must be the last layer");
+      layers.back() += times;
+    } else if (c == 'E') {
+      if (embedding || layers.size() > 1 || layers.back() > 0 || times != 1) {
+        return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
+                                           "\": \"E\" (the embedding) comes once, first"));
+      }
+      embedding = true;
+    } else if (c == 'L') {
+      if (loss || times != 1) return Status::InvalidArgument("--pipeline-layout: \"L\" (the loss) comes once");
+      loss = true;
+    } else {
+      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80), "\": character '", c,
+                                         "' is not a layer; Megatron-core's layouts use E (embedding), t "
+                                         "(transformer layer), L (loss) and | between virtual stages",
+                                         c == 'm' ? "; m (multi-token prediction) is not modelled by loom" : ""));
+    }
+  }
+  if (!embedding || !loss || s.empty() || s.back() != 'L') {
+    return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
+                                       "\": a layout starts with E (the embedding) and ends with L (the loss), "
+                                       "e.g. \"E|(t*8|)*14t*7L\""));
+  }
+  if (pp < 1 || layers.size() % static_cast<size_t>(pp) != 0) {
+    return Status::InvalidArgument(Cat("--pipeline-layout has ", layers.size(),
+                                       " virtual stages, not a multiple of --pp ", pp,
+                                       " (Megatron-core takes pp * vpp of them)"));
   }
   return layers;
 }

@@ -113,6 +113,20 @@ struct Strategy {
   // split evenly over the stages between. 0: an even split.
   int64_t first_stage_layers = 0;
   int64_t last_stage_layers = 0;
+  // An explicit pipeline layout (Megatron-core's --pipeline-model-parallel-layout, core_v0.13.0
+  // and later): the transformer layers of each virtual stage, pp * vpp entries in Megatron's order
+  // (virtual stage v is model chunk v / pp of stage v % pp). The embedding is on virtual stage 0
+  // and the output layer with the loss on the last; either of those two may hold no transformer
+  // layer (Llama 3 405B's first and last chunk held only the embedding and only the loss, Dubey et
+  // al. 2024, Section 3.3.2), every other virtual stage holds at least one. Empty: the split of
+  // first_stage_layers / last_stage_layers (LayersPerVirtualStage). Excludes those two.
+  std::vector<int64_t> layout;
+  // Interleaved schedule: micro-batches that run through one model chunk before the next
+  // (Megatron-LM's --microbatch-group-size-per-virtual-pipeline-stage, in megatron/core/
+  // model_parallel_config.py; the default, 0 here, is pp: Narayanan et al. 2021's depth-first
+  // order). Megatron requires pp <= group <= micro-batches, and the last, partial group empty or of
+  // at least pp micro-batches (forward_backward_pipelining_with_interleaving, schedules.py).
+  int64_t microbatch_group = 0;
   // Mixture of experts. Capacity factor (Megatron-LM's --moe-expert-capacity-factor; Fedus et
   // al. 2022, Section 2.2): each expert takes at most capacity * tokens * top_k / experts tokens,
   // and drops the rest. 0: dropless (Megatron-LM's default).
@@ -139,6 +153,8 @@ struct Strategy {
   int64_t WorldSize() const { return tp * pp * dp * cp; }
   // global_batch / (micro_batch * dp). REQUIRES: Validate() passed.
   int64_t NumMicroBatches() const { return global_batch / (micro_batch * dp); }
+  // The interleaved schedule's micro-batch group in effect: microbatch_group, or pp when it is 0.
+  int64_t MicrobatchGroup() const { return microbatch_group == 0 ? pp : microbatch_group; }
   // The expert tensor-parallel size in effect: etp, or tp when etp is 0.
   int64_t ExpertTp() const { return etp == 0 ? tp : etp; }
   // Expert data parallel: the ranks that hold the same experts, tp * dp * cp / (ep * etp).
@@ -147,11 +163,29 @@ struct Strategy {
 };
 
 // Transformer layers of each virtual stage (pp * vpp of them, in model order: virtual stage v is
-// model chunk v / pp of pipeline stage v % pp), as Megatron-LM assigns them: every stage holds
-// num_layers / pp, or first_stage_layers / last_stage_layers on the first / last stage and the
-// rest evenly between; each stage's layers split evenly over its vpp chunks.
+// model chunk v / pp of pipeline stage v % pp): strategy.layout when it is given; else every stage
+// holds num_layers / pp, or first_stage_layers / last_stage_layers on the first / last stage and
+// the rest evenly between, and each stage's layers split over its vpp chunks as evenly as they
+// go. Where a stage's layers do not divide by vpp, the chunks nearest the model's ends get the
+// fewer: the first chunks of the first stage (beside the embedding), the last chunks of the last
+// stage (beside the output layer and loss), and the last chunks of the stages between. Megatron
+// cannot express such chunks with --decoder-first/last-pipeline-num-layers (TransformerConfig
+// requires them divisible by vpp); MegatronArguments emits them as a layout.
 // REQUIRES: StrategyViolations(strategy, model, ...) is empty.
 std::vector<int64_t> LayersPerVirtualStage(const Strategy& strategy, int64_t num_layers);
+
+// |layers| (per virtual stage, LayersPerVirtualStage's order) in Megatron-core's layout syntax
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py, parse_str_to_list): virtual stages
+// separated by "|", "E" the embedding, "t" a transformer layer, "L" the loss; runs of equal stages
+// are folded as "(...|)*n" and runs of layers as "t*n". E.g. 126 layers on 16 stages with 8
+// chunks, the first and last empty: "E|(t|)*126L".
+std::string PipelineLayoutText(const std::vector<int64_t>& layers);
+
+// Parses Megatron-core's layout syntax into transformer layers per virtual stage, for |pp| stages:
+// E exactly once, first; L exactly once, last; only E, L and t (m, multi-token prediction, is not
+// modelled); the number of virtual stages a multiple of pp. Errors: InvalidArgument naming the
+// character or count and the fix.
+Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_t pp);
 
 // Every rule |strategy| breaks for |model| on |cluster|, one message each, in a fixed order.
 // Each message names the setting (as its command-line flag), the values and the fix.

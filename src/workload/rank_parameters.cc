@@ -91,10 +91,13 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
     return Status::InvalidArgument("pipeline stage " + Str(stage) + " does not exist with --pp " + Str(s.pp) +
                                    "; use a stage from 0 to " + Str(s.pp - 1));
   }
-  if (s.first_stage_layers == 0 && s.last_stage_layers == 0 && m.num_layers % (s.pp * s.vpp) != 0) {
+  if (s.layout.empty() && s.first_stage_layers == 0 && s.last_stage_layers == 0 && m.num_layers % s.pp != 0) {
     return Status::InvalidArgument(ModelName(m) + ": num_hidden_layers (" + Str(m.num_layers) +
-                                   ") is not divisible by pp * vpp (" + Str(s.pp * s.vpp) +
-                                   "); use a pp * vpp that divides it");
+                                   ") is not divisible by pp (" + Str(s.pp) + "); use a pp that divides it");
+  }
+  if (!s.layout.empty() && static_cast<int64_t>(s.layout.size()) != s.pp * s.vpp) {
+    return Status::InvalidArgument("the pipeline layout has " + Str(static_cast<int64_t>(s.layout.size())) +
+                                   " virtual stages, not pp * vpp = " + Str(s.pp * s.vpp));
   }
   // Latent attention splits over tp by its heads alone: its latent ranks are replicated.
   const bool split = m.num_heads % s.tp == 0 && m.num_kv_heads % s.tp == 0 &&

@@ -262,15 +262,20 @@ TEST(Strategy, RejectsSequenceParallelSeqNotDivisibleByTp) {
                 "tokens, and 2044 is not divisible by 8; use --seq 2040 or 2048"}));
 }
 
-TEST(Strategy, RejectsLayersNotDivisibleByPpTimesVpp) {
+// A stage's 12 layers over 5 chunks split 3, 3, 2, 2, 2 (Megatron-core's
+// --pipeline-model-parallel-layout says it); 13 chunks would leave one empty.
+TEST(Strategy, AcceptsUnevenChunksAndRejectsEmptyOnes) {
   Strategy s = Gpt3Baseline();
   s.vpp = 5;
+  EXPECT_EQ(Gpt3Violations(s), kNone);
+  s.vpp = 13;
   EXPECT_EQ(Gpt3Violations(s),
             (std::vector<std::string>{
-                "--pp 8 --vpp 5: num_hidden_layers (96) of models/gpt3-175b.json is not divisible "
-                "by pp * vpp (40), so the model chunks would differ in size; use a pp * vpp that "
-                "divides 96 (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96), or give the first and last stage "
-                "their own layer counts with --first-stage-layers and --last-stage-layers"}));
+                "--pp 8 --vpp 13: num_hidden_layers (96) of models/gpt3-175b.json does not split evenly over 8 "
+                "stages of 13 chunks each; use a pp that divides 96 (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96) "
+                "with at most 12 chunks a stage, give the first and last stage their own layer counts with "
+                "--first-stage-layers and --last-stage-layers, or place every chunk with --pipeline-layout (there are fewer "
+                "layers than pp * vpp)"}));
 }
 
 TEST(Strategy, RejectsInterleavedWithOneStageOrOneChunk) {
@@ -281,14 +286,19 @@ TEST(Strategy, RejectsInterleavedWithOneStageOrOneChunk) {
                                {"--schedule interleaved with --vpp 1", "use --vpp 2 or more"}}));
 }
 
-TEST(Strategy, RejectsInterleavedMicroBatchesNotDivisibleByPp) {
+// Megatron-LM's interleaved schedule needs at least pp micro-batches, in groups it accepts.
+TEST(Strategy, RejectsInterleavedMicroBatchesBelowPpOrUngrouped) {
   Strategy s = Gpt3Baseline();
   s.global_batch = 12;  // 6 micro-batches per rank on 8 stages
   EXPECT_TRUE(MessagesContain(
       Gpt3Violations(s),
       {{"--schedule interleaved with --pp 8: the number of micro-batches (6 = --global-batch 12 "
-        "/ (--micro-batch 1 * --dp 2)) is not divisible by pp",
-        "use --global-batch 16"}}));
+        "/ (--micro-batch 1 * --dp 2)) is below pp",
+        "use --global-batch 16 or more"}}));
+  s.global_batch = 20;  // 10: groups of 8 would leave 2
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"micro-batch groups of 8", "use --microbatch-group 10"}}));
+  s.microbatch_group = 10;
+  EXPECT_EQ(Gpt3Violations(s), kNone);
 }
 
 TEST(Strategy, VShapedSchedulesNeedTwoChunksAndTwoStages) {
@@ -526,9 +536,23 @@ TEST(StrategyIssue5, UnevenStagesSplitOverTheirChunks) {
   EXPECT_EQ(layers[1], 7);
   EXPECT_EQ(layers[7], 3);
   EXPECT_EQ(layers[8], 3);
+  // A 5-layer first stage splits 2 (beside the embedding) and 3, a 7-layer last 4 and 3 (beside
+  // the loss): Megatron-core takes that as --pipeline-model-parallel-layout (issue 21).
   s.first_stage_layers = 5;
   s.last_stage_layers = 7;
-  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--vpp 2", "5 layers"}}));
+  EXPECT_EQ(Gpt3Violations(s), kNone);
+  const std::vector<int64_t> uneven = LayersPerVirtualStage(s, 96);
+  EXPECT_EQ(uneven[0], 2);
+  EXPECT_EQ(uneven[8], 3);
+  EXPECT_EQ(uneven[7], 4);
+  EXPECT_EQ(uneven[15], 3);
+  // 1 layer over 2 chunks: the embedding's chunk may be empty; over 3 chunks a second one would be.
+  s.first_stage_layers = 1;
+  s.last_stage_layers = 11;
+  EXPECT_EQ(Gpt3Violations(s), kNone);
+  s.vpp = 3;
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s),
+                              {{"--vpp 3 with stages of 1, 14 and 11 layers", "holds at least one layer", "--vpp 2"}}));
 }
 
 TEST(StrategyIssue5, ZeroTwoAndThreeRefusePipelines) {

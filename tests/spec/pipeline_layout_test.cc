@@ -1,0 +1,197 @@
+// Pipeline layouts: Megatron-core's --pipeline-model-parallel-layout syntax, the chunks
+// LayersPerVirtualStage gives for uneven stages, and the rules on both (issue 21).
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "spec/cluster.h"
+#include "spec/model.h"
+#include "spec/strategy.h"
+
+namespace loom {
+namespace {
+
+ModelSpec Llama405b() {
+  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-405b.json");
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  return model.ok() ? *model : ModelSpec{};
+}
+
+ClusterSpec H100s(int64_t nodes) {
+  Result<ClusterSpec> cluster = LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json", nodes);
+  EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
+  return cluster.ok() ? *cluster : ClusterSpec{};
+}
+
+// Llama 3 405B as Meta ran it (Dubey et al. 2024, Section 3.3.2): tp 8, pp 16, cp 1, dp 128 on
+// 16,384 GPUs, 126 layers with one fewer on the first and last stage, interleaved.
+Strategy Llama405bRun(int64_t vpp) {
+  Strategy s;
+  s.tp = 8;
+  s.pp = 16;
+  s.dp = 128;
+  s.sp = true;
+  s.vpp = vpp;
+  s.schedule = ScheduleKind::kInterleaved;
+  s.micro_batch = 1;
+  s.global_batch = 2048;
+  s.seq_len = 8192;
+  s.first_stage_layers = 7;
+  s.last_stage_layers = 7;
+  s.zero_stage = 1;
+  return s;
+}
+
+TEST(PipelineLayout, TextRoundTripsThroughMegatronSyntax) {
+  const std::vector<int64_t> llama = [] {
+    std::vector<int64_t> v(128, 1);
+    v.front() = 0;
+    v.back() = 0;
+    return v;
+  }();
+  EXPECT_EQ(PipelineLayoutText(llama), "E|(t|)*126L");
+  std::vector<int64_t> stages(16, 8);
+  stages.front() = 7;
+  stages.back() = 7;
+  EXPECT_EQ(PipelineLayoutText(stages), "Et*7|(t*8|)*14t*7L");
+  EXPECT_EQ(PipelineLayoutText({4}), "Et*4L");
+  for (const std::vector<int64_t>& layers :
+       {llama, stages, std::vector<int64_t>{3, 4, 4, 4, 4, 4, 4, 3}, std::vector<int64_t>{1, 2, 2, 1}}) {
+    Result<std::vector<int64_t>> parsed = ParsePipelineLayout(PipelineLayoutText(layers), 2);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    EXPECT_EQ(*parsed, layers) << PipelineLayoutText(layers);
+  }
+  // Megatron's own examples: cosmetic commas, "x*n" and "(...)*n".
+  Result<std::vector<int64_t>> commas = ParsePipelineLayout("Ettt|(tt|)*2,t|L", 5);
+  ASSERT_TRUE(commas.ok()) << commas.status().ToString();
+  EXPECT_EQ(*commas, (std::vector<int64_t>{3, 2, 2, 1, 0}));
+}
+
+TEST(PipelineLayout, ParserRefusesWhatMegatronRefusesNamingTheFix) {
+  const struct {
+    const char* text;
+    int64_t pp;
+    const char* says;
+  } cases[] = {
+      {"t|tL", 2, "starts with E"},
+      {"Et|t", 2, "ends with L"},
+      {"Et|Et|tL", 3, "comes once, first"},
+      {"Et|tLt", 2, "must be the last"},
+      {"Et|tm|L", 3, "multi-token prediction"},
+      {"Et|x|tL", 3, "is not a layer"},
+      {"Et|t|tL", 2, "not a multiple of --pp 2"},
+      {"E(t|*3L", 1, "needs a \")*n\""},
+      {"E(t|)*99999999L", 1, "count from 0 to 2^20"},
+  };
+  for (const auto& c : cases) {
+    Result<std::vector<int64_t>> parsed = ParsePipelineLayout(c.text, c.pp);
+    ASSERT_FALSE(parsed.ok()) << c.text;
+    EXPECT_NE(parsed.status().message().find(c.says), std::string::npos) << c.text << ": " << parsed.status().message();
+  }
+}
+
+// 7 layers on the first and last stage over 8 chunks: the first chunk of the first stage holds
+// only the embedding, the last chunk of the last stage only the loss; Meta's layout exactly.
+TEST(PipelineLayout, LlamaStagesOfSevenOverEightChunksLeaveTheEndChunksEmpty) {
+  const ModelSpec model = Llama405b();
+  const Strategy s = Llama405bRun(8);
+  EXPECT_TRUE(StrategyViolations(s, model, H100s(2048)).empty());
+  const std::vector<int64_t> layers = LayersPerVirtualStage(s, model.num_layers);
+  ASSERT_EQ(layers.size(), 128u);
+  EXPECT_EQ(std::accumulate(layers.begin(), layers.end(), int64_t{0}), 126);
+  EXPECT_EQ(layers.front(), 0);
+  EXPECT_EQ(layers.back(), 0);
+  for (size_t v = 1; v + 1 < layers.size(); ++v) EXPECT_EQ(layers[v], 1) << v;
+  EXPECT_EQ(PipelineLayoutText(layers), "E|(t|)*126L");
+}
+
+// With 2 chunks a 7-layer first stage puts 3 beside the embedding and 4 after; the last stage 4
+// then 3 beside the loss; the 8-layer stages between 4 and 4.
+TEST(PipelineLayout, UnevenStagesSplitTheirChunksLighterTowardTheEnds) {
+  const ModelSpec model = Llama405b();
+  const Strategy s = Llama405bRun(2);
+  EXPECT_TRUE(StrategyViolations(s, model, H100s(2048)).empty());
+  const std::vector<int64_t> layers = LayersPerVirtualStage(s, model.num_layers);
+  ASSERT_EQ(layers.size(), 32u);
+  EXPECT_EQ(layers[0], 3);   // stage 0, chunk 0
+  EXPECT_EQ(layers[16], 4);  // stage 0, chunk 1
+  EXPECT_EQ(layers[15], 4);  // stage 15, chunk 0
+  EXPECT_EQ(layers[31], 3);  // stage 15, chunk 1
+  for (int64_t stage = 1; stage < 15; ++stage) {
+    EXPECT_EQ(layers[stage], 4);
+    EXPECT_EQ(layers[16 + stage], 4);
+  }
+}
+
+TEST(PipelineLayout, ExplicitLayoutIsCheckedAgainstTheModelAndDegrees) {
+  const ModelSpec model = Llama405b();
+  const ClusterSpec cluster = H100s(2048);
+  Strategy s = Llama405bRun(8);
+  s.first_stage_layers = 0;
+  s.last_stage_layers = 0;
+  Result<std::vector<int64_t>> layout = ParsePipelineLayout("E|(t|)*126L", 16);
+  ASSERT_TRUE(layout.ok());
+  s.layout = *layout;
+  EXPECT_TRUE(StrategyViolations(s, model, cluster).empty());
+  EXPECT_EQ(LayersPerVirtualStage(s, model.num_layers), *layout);
+
+  const auto violation = [&](const Strategy& bad) {
+    const std::vector<std::string> v = StrategyViolations(bad, model, cluster);
+    return v.empty() ? std::string() : v.front();
+  };
+  Strategy wrong_count = s;
+  wrong_count.vpp = 4;
+  EXPECT_NE(violation(wrong_count).find("makes 64"), std::string::npos) << violation(wrong_count);
+  Strategy empty_middle = s;
+  empty_middle.layout[5] = 0;
+  empty_middle.layout[6] = 2;
+  EXPECT_NE(violation(empty_middle).find("only the first and the last virtual stage may be empty"), std::string::npos);
+  Strategy too_many = s;
+  too_many.layout[5] = 2;
+  EXPECT_NE(violation(too_many).find("places 127 transformer layers"), std::string::npos) << violation(too_many);
+  Strategy both = s;
+  both.first_stage_layers = 7;
+  EXPECT_NE(violation(both).find("drop the stage counts, or the layout"), std::string::npos);
+  Strategy v_shaped = s;
+  v_shaped.schedule = ScheduleKind::kZbV;
+  v_shaped.vpp = 2;
+  bool named = false;
+  for (const std::string& v : StrategyViolations(v_shaped, model, cluster)) {
+    named = named || v.find("--pipeline-layout with --schedule zb-v") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+}
+
+// Megatron-LM's interleaved schedule needs groups of at least pp micro-batches, not a multiple of
+// pp: 2048 / (1 * 128) = 16 micro-batches on 16 stages pass; 24 need a group of 24.
+TEST(PipelineLayout, InterleavedNeedsAValidMicrobatchGroupNotDivisibility) {
+  const ModelSpec model = Llama405b();
+  const ClusterSpec cluster = H100s(2048);
+  Strategy s = Llama405bRun(2);
+  s.global_batch = 24 * 128;
+  std::vector<std::string> v = StrategyViolations(s, model, cluster);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0].find("use --microbatch-group 24"), std::string::npos) << v[0];
+  s.microbatch_group = 24;
+  EXPECT_TRUE(StrategyViolations(s, model, cluster).empty());
+  s.microbatch_group = 20;  // leaves 4 < pp
+  EXPECT_FALSE(StrategyViolations(s, model, cluster).empty());
+  s.microbatch_group = 0;
+  s.global_batch = 8 * 128;  // 8 micro-batches < pp
+  v = StrategyViolations(s, model, cluster);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0].find("is below pp"), std::string::npos) << v[0];
+  Strategy one_f_one_b = Llama405bRun(1);
+  one_f_one_b.schedule = ScheduleKind::k1F1B;
+  one_f_one_b.microbatch_group = 16;
+  v = StrategyViolations(one_f_one_b, model, cluster);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_NE(v[0].find("belong to the interleaved schedule"), std::string::npos) << v[0];
+}
+
+}  // namespace
+}  // namespace loom
