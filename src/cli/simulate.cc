@@ -32,6 +32,7 @@ struct SimulateOptions {
   std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam", offload = "none",
               cp_comm = "p2p", grad_accumulation = "fused";
   std::string trace_path;
+  std::string pipeline_layout;  // Megatron-core's layout syntax; empty: none
   std::string attention = "fused";
   std::string framework = kDefaultFramework;
   bool framework_given = false;
@@ -119,6 +120,11 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   std::string model_path = options.model_path, cluster_path = options.cluster_path;
   std::optional<int64_t> nodes = options.nodes;
   Strategy strategy = CommandLineStrategy(options);
+  if (!options.pipeline_layout.empty()) {
+    Result<std::vector<int64_t>> layout = ParsePipelineLayout(options.pipeline_layout, strategy.pp);
+    if (!layout.ok()) return layout.status();
+    strategy.layout = *std::move(layout);
+  }
   std::string framework_name = options.framework;
   if (!options.scenario_path.empty()) {
     if (!options.scenario_flags_given.empty()) {
@@ -208,6 +214,16 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
       ->capture_default_str();
   cmd->add_option("--last-stage-layers", o.strategy.last_stage_layers,
                   "Transformer layers on the last pipeline stage (0: even split)")
+      ->capture_default_str();
+  cmd->add_option("--pipeline-layout", o.pipeline_layout,
+                  "Every model chunk's layers in Megatron-core's --pipeline-model-parallel-layout syntax: "
+                  "\"|\" between virtual stages (stage-major per chunk), E the embedding, t a layer, L the loss, "
+                  "(...)*n and t*n repeat; e.g. \"E|(t|)*126L\" is Llama 3 405B's 126 layers on --pp 16 "
+                  "--vpp 8 with the first chunk holding only the embedding and the last only the loss");
+  cmd->add_option("--microbatch-group", o.strategy.microbatch_group,
+                  "Interleaved schedule: micro-batches run through one chunk before the next (Megatron-LM's "
+                  "--microbatch-group-size-per-virtual-pipeline-stage; 0: pp, depth-first)")
+      ->check(Between(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--moe-capacity-factor", o.strategy.moe_capacity_factor,
                   "Expert capacity over the mean load; tokens beyond it are dropped (0: dropless)")

@@ -74,6 +74,12 @@ void CheckParallelism(const Strategy& s, Messages& out) {
             ": Megatron-DeepSpeed splits the transformer layers evenly over the stages "
             "(PipelineModule partition_method \"type:transformer\"); use 0 for both, or --emit megatron"));
   }
+  if (!s.layout.empty()) {
+    out.push_back(
+        "--pipeline-layout: Megatron-DeepSpeed splits the transformer layers evenly over the stages "
+        "(PipelineModule partition_method \"type:transformer\") and has no per-chunk layout; drop it, or "
+        "--emit megatron (--pipeline-model-parallel-layout)");
+  }
   // deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__.
   if (s.pp > 1 && s.zero_stage >= 2) {
     out.push_back(Cat("--zero ", s.zero_stage, " with --pp ", s.pp,

@@ -540,6 +540,14 @@ Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const
   CheckArchitecture(model, problems);
   CheckModelSettings(model, options, problems);
   CheckSettings(strategy, options, problems);
+  // --pipeline-model-parallel-layout: in arguments.py from core_v0.13.0 (absent at core_r0.12.0).
+  if (options.version < MegatronVersion::kCore013 && strategy.pp > 0 && strategy.vpp > 0 &&
+      NeedsLayoutFlag(model, strategy)) {
+    problems.push_back(TooOld(options.version, MegatronVersion::kCore013,
+                              "a pipeline layout with model chunks of unequal layers",
+                              "--pipeline-model-parallel-layout first appears in core_v0.13.0",
+                              "--fix vpp=1, or first and last stage layers that divide by vpp"));
+  }
   if (!problems.empty()) return Status::InvalidArgument(arg_list::JoinLines(problems));
 
   Args args;
@@ -575,6 +583,7 @@ MegatronVersion MinimumMegatronVersion(const std::vector<std::string>& args) {
   MegatronVersion need = MegatronVersion::kCore012;
   const auto has = [&](std::string_view flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
   // First tags, from arguments.py at each tag (see CheckSettings, CheckRopeScaling and AddMla).
+  if (has("--pipeline-model-parallel-layout")) need = MegatronVersion::kCore013;
   if (has("--use-megatron-fsdp") || has("--rope-type")) need = MegatronVersion::kCore014;
   if (has("--fp16") && ValueOf(args, "--expert-model-parallel-size") > 1) need = MegatronVersion::kCore016;
   return need;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <string>
@@ -88,6 +89,7 @@ const std::vector<std::pair<std::string, Setter>>& Keys() {
       {"tp_comm_overlap", BoolSetter(&Constraints::tp_comm_overlap)},
       {"first_stage_layers", IntSetter(&Constraints::first_stage_layers, 0, 10000)},
       {"last_stage_layers", IntSetter(&Constraints::last_stage_layers, 0, 10000)},
+      {"microbatch_group", IntSetter(&Constraints::microbatch_group, 0, int64_t{1} << 20)},
   };
   return keys;
 }
@@ -156,30 +158,51 @@ std::vector<ScheduleChoice> ScheduleChoices(const Constraints& fixed, int64_t pp
   return out;
 }
 
-// Layers on the first and last stage: an even split when pp * vpp divides the layers, else every
-// split with the fewest layers on the fullest stage (each end a multiple of vpp, the stages between
-// equal and a multiple of vpp), as Llama 3 405B ran 126 layers on 16 stages with one layer fewer
-// on the first and last (Dubey et al. 2024, Section 3.3.2).
+// Layers on the first and last stage: an even split when pp divides the layers (a stage's layers
+// then split over its chunks as LayersPerVirtualStage says), else the splits with the fewest
+// layers on the fullest stage, the stages between equal, and the first and last within two
+// layers of each other, the most even first, at most three of them. Llama 3 405B ran 126 layers
+// on 16 stages with one layer fewer on the first and last, whose embedding and output layer make
+// them heavier, and its first and last model chunk holding only those (Dubey et al. 2024,
+// Section 3.3.2): 7/7 here, with vpp 8 the first chunk of the first stage and the last of the last
+// empty.
 std::vector<std::pair<int64_t, int64_t>> StageSplits(const Constraints& fixed, int64_t layers, int64_t pp,
                                                       int64_t vpp) {
   if (fixed.first_stage_layers.has_value() || fixed.last_stage_layers.has_value()) {
     return {{fixed.first_stage_layers.value_or(0), fixed.last_stage_layers.value_or(0)}};
   }
-  if (pp < 3 || layers % (pp * vpp) == 0) return {{0, 0}};
+  if (pp < 3 || layers % pp == 0) return {{0, 0}};
   std::vector<std::pair<int64_t, int64_t>> best;
   int64_t best_max = INT64_MAX;
-  for (int64_t middle = vpp; middle * (pp - 2) < layers; middle += vpp) {
+  for (int64_t middle = vpp; middle * (pp - 2) < layers; ++middle) {
     const int64_t ends = layers - middle * (pp - 2);
-    for (int64_t first = vpp; first < ends; first += vpp) {
+    for (int64_t first = std::max<int64_t>(1, vpp - 1); first < ends; ++first) {
       const int64_t last = ends - first;
-      if (last % vpp != 0) continue;
+      if (last < vpp - 1 || std::abs(first - last) > 2) continue;
       const int64_t fullest = std::max({first, last, middle});
       if (fullest < best_max) best.clear(), best_max = fullest;
       if (fullest == best_max) best.push_back({first, last});
     }
   }
   if (best.empty()) return {{0, 0}};  // the strategy rules say why none splits
+  std::stable_sort(best.begin(), best.end(), [](const auto& a, const auto& b) {
+    return std::abs(a.first - a.second) < std::abs(b.first - b.second);
+  });
+  if (best.size() > 3) best.resize(3);
   return best;
+}
+
+// The interleaved schedule's micro-batch group: Megatron-LM's default (pp) where it groups the
+// micro-batches, else the smallest group it accepts (the one that keeps the fewest micro-batches'
+// activations in the warm-up), or the default, which the rules then refuse, when there is none.
+int64_t MicrobatchGroup(const Constraints& fixed, int64_t micro_batches, int64_t pp) {
+  if (fixed.microbatch_group.has_value()) return *fixed.microbatch_group;
+  if (micro_batches % pp == 0) return 0;
+  for (int64_t group = pp + 1; group <= micro_batches; ++group) {
+    const int64_t rest = micro_batches % group;
+    if (rest == 0 || rest >= pp) return group;
+  }
+  return 0;
 }
 
 std::vector<RecomputeChoice> RecomputeChoices(const Constraints& fixed, int64_t chunk_layers) {
@@ -255,6 +278,9 @@ void AddSettings(const Space& space, Strategy s) {
     for (const ScheduleChoice& schedule : ScheduleChoices(fixed, s.pp, layers)) {
       s.schedule = schedule.kind;
       s.vpp = schedule.vpp;
+      s.microbatch_group = schedule.kind == ScheduleKind::kInterleaved
+                               ? MicrobatchGroup(fixed, space.request.global_batch / (mbs * s.dp), s.pp)
+                               : fixed.microbatch_group.value_or(0);
       for (const auto& [first, last] : StageSplits(fixed, layers, s.pp, s.vpp)) {
         s.first_stage_layers = first;
         s.last_stage_layers = last;
@@ -372,7 +398,8 @@ std::string ConstraintText(const Strategy& s) {
                      ",overlap_param_gather=" + flag(s.overlap_param_gather) +
                      ",tp_comm_overlap=" + flag(s.tp_comm_overlap) +
                      ",first_stage_layers=" + std::to_string(s.first_stage_layers) +
-                     ",last_stage_layers=" + std::to_string(s.last_stage_layers);
+                     ",last_stage_layers=" + std::to_string(s.last_stage_layers) +
+                     ",microbatch_group=" + std::to_string(s.microbatch_group);
   return text;
 }
 
@@ -392,6 +419,7 @@ void ApplyConstraints(const Constraints& c, Strategy& s) {
   set(c.zero_stage, s.zero_stage);
   set(c.first_stage_layers, s.first_stage_layers);
   set(c.last_stage_layers, s.last_stage_layers);
+  set(c.microbatch_group, s.microbatch_group);
   set(c.schedule, s.schedule);
   set(c.recompute, s.recompute);
   set(c.offload, s.offload);

@@ -19,11 +19,11 @@ namespace loom {
 // or `--explain` with every setting of one strategy). Keys are the scenario files' strategy keys
 // (tp, pp, dp, cp, ep, etp, vpp, micro_batch, schedule, recompute, recompute_layers, zero_stage,
 // sp, offload, cp_comm, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap,
-// first_stage_layers, last_stage_layers), with dashes accepted for underscores and the aliases
+// first_stage_layers, last_stage_layers, microbatch_group), with dashes accepted for underscores and the aliases
 // mbs (micro_batch) and zero (zero_stage). Unset: the planner searches that setting.
 struct Constraints {
   std::optional<int64_t> tp, pp, dp, cp, ep, etp, vpp, micro_batch, recompute_layers, zero_stage,
-      first_stage_layers, last_stage_layers;
+      first_stage_layers, last_stage_layers, microbatch_group;
   std::optional<ScheduleKind> schedule;
   std::optional<Recompute> recompute;
   std::optional<Offload> offload;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,7 @@ TEST(ConstraintText, ParsesBackToTheSameStrategy) {
   s.overlap_grad_reduce = true;
   s.first_stage_layers = 5;
   s.last_stage_layers = 3;
+  s.microbatch_group = 10;
   Result<Constraints> c = ParseConstraints(ConstraintText(s), "--explain");
   ASSERT_TRUE(c.ok()) << c.status().message();
   Strategy back;
@@ -127,6 +129,30 @@ TEST(EnumerateStrategies, UnevenLayersGetTheMostBalancedFirstAndLastStages) {
   for (const Strategy& s : *all) splits.insert({s.first_stage_layers, s.last_stage_layers});
   // 126 layers on 16 stages: 14 stages of 8 between ends of 6 + 8, 7 + 7 or 8 + 6 (Llama 3 ran 7 + 7).
   EXPECT_EQ(splits, (std::set<std::pair<int64_t, int64_t>>{{6, 8}, {7, 7}, {8, 6}}));
+}
+
+// Interleaved, the same stage splits at every chunk count: a 7-layer stage no longer has to divide
+// by vpp (issue 21), so 2, 4 and 7 chunks each get 6/8, 7/7 and 8/6, and 8 chunks 7/7 alone (6
+// layers cannot fill the 7 chunks beside the embedding or loss chunk); and micro-batch counts
+// that pp does not divide get the smallest group Megatron-LM accepts.
+TEST(EnumerateStrategies, InterleavedSearchesUnevenChunksAndMicrobatchGroups) {
+  const Inputs space = Load("models/llama3-405b.json", 16);
+  SearchRequest request = Request(128, 24, 8192);  // dp 1: 24 micro-batches of 1 on 16 stages
+  request.fixed = *ParseConstraints("tp=8,pp=16,cp=1,schedule=interleaved,micro_batch=1", "--fix");
+  Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
+  ASSERT_TRUE(all.ok());
+  std::set<std::tuple<int64_t, int64_t, int64_t>> splits;
+  for (const Strategy& s : *all) {
+    splits.insert({s.vpp, s.first_stage_layers, s.last_stage_layers});
+    EXPECT_EQ(s.microbatch_group, 24);  // 24 micro-batches: groups of 16 would leave 8 < pp
+  }
+  for (int64_t vpp : {2, 4, 7}) {
+    for (std::pair<int64_t, int64_t> ends : {std::pair<int64_t, int64_t>{7, 7}, {6, 8}, {8, 6}}) {
+      EXPECT_TRUE(splits.count({vpp, ends.first, ends.second})) << vpp << " " << ends.first << "/" << ends.second;
+    }
+  }
+  EXPECT_TRUE(splits.count({8, 7, 7}));
+  EXPECT_EQ(splits.size(), 10u);
 }
 
 TEST(EnumerateStrategies, MixturesOfExpertsSearchEpWithinTheDataParallelRanks) {

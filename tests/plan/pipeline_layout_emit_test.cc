@@ -1,0 +1,133 @@
+// Pipeline layouts in the launch settings (issue 21): what Megatron-LM's flags for uneven stages
+// can say, what needs --pipeline-model-parallel-layout, and what DeepSpeed refuses.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/deepspeed_config.h"
+#include "plan/flag_tables.h"
+#include "plan/megatron_args.h"
+#include "spec/model.h"
+#include "spec/strategy.h"
+
+namespace loom {
+namespace {
+
+using Args = std::vector<std::string>;
+
+ModelSpec Llama405b() {
+  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-405b.json");
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  return model.ok() ? *model : ModelSpec{};
+}
+
+// Meta's run (Dubey et al. 2024, Section 3.3.2): tp 8, pp 16, dp 128, 7 layers on the end stages.
+Strategy Llama405bRun(int64_t vpp) {
+  Strategy s;
+  s.tp = 8;
+  s.pp = 16;
+  s.dp = 128;
+  s.sp = true;
+  s.vpp = vpp;
+  s.schedule = vpp > 1 ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
+  s.global_batch = 2048;
+  s.seq_len = 8192;
+  s.zero_stage = 1;
+  s.first_stage_layers = 7;
+  s.last_stage_layers = 7;
+  return s;
+}
+
+std::optional<std::string> After(const Args& args, const std::string& flag) {
+  const auto it = std::find(args.begin(), args.end(), flag);
+  if (it == args.end() || it + 1 == args.end()) return std::nullopt;
+  return *(it + 1);
+}
+
+bool Has(const Args& args, const std::string& flag) { return std::find(args.begin(), args.end(), flag) != args.end(); }
+
+// Every flag in the table Megatron-LM's own parser gave at the flag tables' commit.
+void ExpectMegatronParses(const Args& args) {
+  Result<FlagTable> table = LoadFlagTable(FlagTablePath("megatron-lm"));
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const std::vector<std::string> problems = CheckArguments(*table, args);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+// 7 layers over 8 chunks: the first chunk holds only the embedding. Megatron-core's
+// --decoder-first-pipeline-num-layers needs 7 divisible by 8, so the layout flag says it, alone:
+// validate_args refuses it beside --num-virtual-stages-per-pipeline-rank.
+TEST(PipelineLayoutEmit, UnevenChunksBecomeMegatronsLayoutFlagFromCoreV013) {
+  const ModelSpec model = Llama405b();
+  const Strategy s = Llama405bRun(8);
+  EXPECT_TRUE(NeedsLayoutFlag(model, s));
+  Result<Args> args = MegatronArguments(model, s);
+  ASSERT_TRUE(args.ok()) << args.status().ToString();
+  EXPECT_EQ(After(*args, "--pipeline-model-parallel-layout"), "E|(t|)*126L");
+  EXPECT_FALSE(Has(*args, "--num-virtual-stages-per-pipeline-rank"));
+  EXPECT_FALSE(Has(*args, "--decoder-first-pipeline-num-layers"));
+  EXPECT_FALSE(Has(*args, "--decoder-last-pipeline-num-layers"));
+  EXPECT_FALSE(Has(*args, "--microbatch-group-size-per-virtual-pipeline-stage"));  // 16 micro-batches: pp's
+  EXPECT_EQ(MinimumMegatronVersion(*args), MegatronVersion::kCore013);
+  ExpectMegatronParses(*args);
+  // What the flag says parses back to what was simulated.
+  Result<std::vector<int64_t>> back = ParsePipelineLayout(*After(*args, "--pipeline-model-parallel-layout"), s.pp);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, LayersPerVirtualStage(s, model.num_layers));
+
+  MegatronOptions old;
+  old.version = MegatronVersion::kCore012;
+  Result<Args> refused = MegatronArguments(model, s, old);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("needs core_v0.13"), std::string::npos) << refused.status().message();
+}
+
+// 6 and 8 layers over 2 chunks split evenly: Megatron's uneven-stage flags say it, on any release.
+TEST(PipelineLayoutEmit, EvenChunksKeepTheUnevenStageFlags) {
+  const ModelSpec model = Llama405b();
+  Strategy s = Llama405bRun(2);
+  s.first_stage_layers = 6;
+  s.last_stage_layers = 8;
+  EXPECT_FALSE(NeedsLayoutFlag(model, s));
+  Result<Args> args = MegatronArguments(model, s);
+  ASSERT_TRUE(args.ok()) << args.status().ToString();
+  EXPECT_EQ(After(*args, "--num-virtual-stages-per-pipeline-rank"), "2");
+  EXPECT_EQ(After(*args, "--decoder-first-pipeline-num-layers"), "6");
+  EXPECT_EQ(After(*args, "--decoder-last-pipeline-num-layers"), "8");
+  EXPECT_FALSE(Has(*args, "--pipeline-model-parallel-layout"));
+  ExpectMegatronParses(*args);
+}
+
+// 24 micro-batches on 16 stages: Megatron runs them in one group of 24, not its default of pp.
+TEST(PipelineLayoutEmit, MicrobatchGroupIsEmittedWhenItIsNotPp) {
+  const ModelSpec model = Llama405b();
+  Strategy s = Llama405bRun(2);
+  s.global_batch = 24 * 128;
+  s.microbatch_group = 24;
+  Result<Args> args = MegatronArguments(model, s);
+  ASSERT_TRUE(args.ok()) << args.status().ToString();
+  EXPECT_EQ(After(*args, "--microbatch-group-size-per-virtual-pipeline-stage"), "24");
+  ExpectMegatronParses(*args);
+}
+
+TEST(PipelineLayoutEmit, DeepSpeedRefusesAnExplicitLayout) {
+  const ModelSpec model = Llama405b();
+  Strategy s = Llama405bRun(1);
+  s.first_stage_layers = 0;
+  s.last_stage_layers = 0;
+  Result<std::vector<int64_t>> layout = ParsePipelineLayout("Et*7|(t*8|)*14t*7L", 16);
+  ASSERT_TRUE(layout.ok());
+  s.layout = *layout;
+  s.grad_accumulation = DeepSpeedGradAccumulation(s);
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, s);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("--pipeline-layout: Megatron-DeepSpeed splits"), std::string::npos)
+      << plan.status().message();
+}
+
+}  // namespace
+}  // namespace loom
