@@ -112,7 +112,8 @@ Status Expressible(const std::string& emit, const ModelSpec& model, const Strate
     Result<std::vector<std::string>> args = MegatronArguments(model, s, megatron);
     return args.ok() ? Status::Ok() : args.status();
   }
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, s);
+  // The attention the ranking simulated, as Emit passes it (MegatronOptions carries it for both).
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, s, DeepSpeedOptions{megatron.attention});
   return plan.ok() ? Status::Ok() : plan.status();
 }
 

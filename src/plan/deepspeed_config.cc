@@ -450,6 +450,11 @@ GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy) {
 // at ZeRO-2 (grads_in_partition, dtype=self.dtype; independent_gradient_partition_epilogue) and into
 // CPU buffers of the parameter dtype with offload (async_accumulate_grad_in_cpu_via_gpu). ZeRO-3
 // adds into grad_partitions_flat_buffer of gradient_accumulation_dtype (stage3.py).
+bool DeepSpeedBudgetsBf16Gradients(const Strategy& strategy) {
+  return strategy.dtype == Dtype::kBf16 && strategy.grad_accumulation != GradAccumulation::kAutograd &&
+         DeepSpeedKeepsBf16Gradients(strategy);
+}
+
 bool DeepSpeedKeepsBf16Gradients(const Strategy& strategy) {
   if (strategy.dtype != Dtype::kBf16) return false;
   switch (strategy.zero_stage) {

@@ -89,6 +89,13 @@ GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy);
 // gradients: grad_reduce_in_bf16, or the autograd accumulation of ZeRO-0.
 bool DeepSpeedKeepsBf16Gradients(const Strategy& strategy);
 
+// What the planner sets grad_reduce_in_bf16 to for a DeepSpeed search: true for a bf16 strategy
+// whose gradients DeepSpeed keeps in bf16 (DeepSpeedKeepsBf16Gradients) in a main-gradient buffer
+// (not ZeRO-0's autograd .grad, budgeted in bf16 already), so that the plan budgets and reduces
+// what DeepSpeed runs; false otherwise. REQUIRES: strategy.grad_accumulation is
+// DeepSpeedGradAccumulation(strategy).
+bool DeepSpeedBudgetsBf16Gradients(const Strategy& strategy);
+
 }  // namespace loom
 
 #endif  // LOOM_PLAN_DEEPSPEED_CONFIG_H_

@@ -33,7 +33,10 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, 
   s.optimizer = request.optimizer;
   s.grad_accumulation = request.grad_accumulation;
   ApplyConstraints(*given, s);
-  if (request.deepspeed_accumulation) s.grad_accumulation = DeepSpeedGradAccumulation(s);
+  if (request.deepspeed_accumulation) {
+    s.grad_accumulation = DeepSpeedGradAccumulation(s);
+    s.grad_reduce_in_bf16 = DeepSpeedBudgetsBf16Gradients(s);
+  }
   if (!given->dp.has_value() && s.tp * s.pp * s.cp > 0) s.dp = std::max<int64_t>(1, request.gpus / (s.tp * s.pp * s.cp));
   // The cost objective also searches gpus / 2, gpus / 4, ...: its plans may use fewer GPUs.
   bool in_space = s.WorldSize() == request.gpus;

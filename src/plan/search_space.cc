@@ -251,6 +251,9 @@ void AddShardingAndOverlap(const Space& space, Strategy s) {
     if (zero == 3) offloads.push_back(Offload::kOptimizerAndParams);
     for (Offload offload : Choices(fixed.offload, offloads)) {
       s.offload = offload;
+      // DeepSpeed keeps bf16 gradients in bf16 at ZeRO-2 and at ZeRO-1 with offload, whatever its
+      // config asks (DeepSpeedKeepsBf16Gradients): budget them so, as it would run.
+      if (space.request.deepspeed_accumulation) s.grad_reduce_in_bf16 = DeepSpeedBudgetsBf16Gradients(s);
       for (bool sp : Choices(fixed.sp, s.tp > 1 ? std::vector<bool>{true, false} : std::vector<bool>{false})) {
         s.sp = sp;
         const bool can_overlap = !switches_pinned && (replicated || (sp && s.tp > 1));
