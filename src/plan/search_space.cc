@@ -158,37 +158,45 @@ std::vector<ScheduleChoice> ScheduleChoices(const Constraints& fixed, int64_t pp
   return out;
 }
 
-// Layers on the first and last stage: an even split when pp divides the layers (a stage's layers
-// then split over its chunks as LayersPerVirtualStage says), else the splits with the fewest
-// layers on the fullest stage, the stages between equal, and the first and last within two
-// layers of each other, the most even first, at most three of them. Llama 3 405B ran 126 layers
-// on 16 stages with one layer fewer on the first and last, whose embedding and output layer make
-// them heavier, and its first and last model chunk holding only those (Dubey et al. 2024,
-// Section 3.3.2): 7/7 here, with vpp 8 the first chunk of the first stage and the last of the last
-// empty.
+// Layers on the first and last stage: an even split when pp * vpp divides the layers, else the
+// splits with the fewest layers on the fullest stage, the stages between equal. Llama 3 405B ran
+// 126 layers on 16 stages with one layer fewer on the first and last, whose embedding and output
+// layer make them heavier (Dubey et al. 2024, Section 3.3.2): 7/7, beside 6/8 and 8/6.
+// - The interleaved schedule: a stage's layers split over its chunks as LayersPerVirtualStage
+//   says, evenly or not (7 layers over 8 chunks leave the embedding's chunk empty, as Meta ran),
+//   so only the stage totals count; an even split when pp divides the layers, else the most even
+//   balanced split alone: chunks of a few layers are not balanced by moving one layer between the
+//   ends as whole stages are, and one split keeps the 405B search within its time
+//   (benchmarks/plan).
+// - Other schedules: every balanced split whose counts divide by vpp (the V schedules' two chunks
+//   hold a stage's layers in halves).
 std::vector<std::pair<int64_t, int64_t>> StageSplits(const Constraints& fixed, int64_t layers, int64_t pp,
-                                                      int64_t vpp) {
+                                                      int64_t vpp, ScheduleKind kind) {
   if (fixed.first_stage_layers.has_value() || fixed.last_stage_layers.has_value()) {
     return {{fixed.first_stage_layers.value_or(0), fixed.last_stage_layers.value_or(0)}};
   }
-  if (pp < 3 || layers % pp == 0) return {{0, 0}};
+  const bool interleaved = kind == ScheduleKind::kInterleaved;
+  if (pp < 3 || layers % (pp * (interleaved ? 1 : vpp)) == 0) return {{0, 0}};
+  const int64_t step = interleaved ? 1 : vpp;
+  const int64_t least_end = interleaved ? std::max<int64_t>(1, vpp - 1) : vpp;
   std::vector<std::pair<int64_t, int64_t>> best;
   int64_t best_max = INT64_MAX;
-  for (int64_t middle = vpp; middle * (pp - 2) < layers; ++middle) {
+  for (int64_t middle = vpp; middle * (pp - 2) < layers; middle += step) {
     const int64_t ends = layers - middle * (pp - 2);
-    for (int64_t first = std::max<int64_t>(1, vpp - 1); first < ends; ++first) {
+    for (int64_t first = least_end; first < ends; first += step) {
       const int64_t last = ends - first;
-      if (last < vpp - 1 || std::abs(first - last) > 2) continue;
+      if (last % step != 0 || last < least_end) continue;
       const int64_t fullest = std::max({first, last, middle});
       if (fullest < best_max) best.clear(), best_max = fullest;
       if (fullest == best_max) best.push_back({first, last});
     }
   }
   if (best.empty()) return {{0, 0}};  // the strategy rules say why none splits
-  std::stable_sort(best.begin(), best.end(), [](const auto& a, const auto& b) {
-    return std::abs(a.first - a.second) < std::abs(b.first - b.second);
-  });
-  if (best.size() > 3) best.resize(3);
+  if (interleaved) {
+    return {*std::min_element(best.begin(), best.end(), [](const auto& a, const auto& b) {
+      return std::abs(a.first - a.second) < std::abs(b.first - b.second);
+    })};
+  }
   return best;
 }
 
@@ -284,7 +292,7 @@ void AddSettings(const Space& space, Strategy s) {
       s.microbatch_group = schedule.kind == ScheduleKind::kInterleaved
                                ? MicrobatchGroup(fixed, space.request.global_batch / (mbs * s.dp), s.pp)
                                : fixed.microbatch_group.value_or(0);
-      for (const auto& [first, last] : StageSplits(fixed, layers, s.pp, s.vpp)) {
+      for (const auto& [first, last] : StageSplits(fixed, layers, s.pp, s.vpp, s.schedule)) {
         s.first_stage_layers = first;
         s.last_stage_layers = last;
         for (const RecomputeChoice& recompute : RecomputeChoices(fixed, layers / (s.pp * s.vpp))) {

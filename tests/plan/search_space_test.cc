@@ -131,10 +131,10 @@ TEST(EnumerateStrategies, UnevenLayersGetTheMostBalancedFirstAndLastStages) {
   EXPECT_EQ(splits, (std::set<std::pair<int64_t, int64_t>>{{6, 8}, {7, 7}, {8, 6}}));
 }
 
-// Interleaved, the same stage splits at every chunk count: a 7-layer stage no longer has to divide
-// by vpp (issue 21), so 2, 4 and 7 chunks each get 6/8, 7/7 and 8/6, and 8 chunks 7/7 alone (6
-// layers cannot fill the 7 chunks beside the embedding or loss chunk); and micro-batch counts
-// that pp does not divide get the smallest group Megatron-LM accepts.
+// Interleaved: a 7-layer stage no longer has to divide by vpp (issue 21), so every chunk count of
+// the schedule choices (2, 4, 7, 8) gets the most even balanced split, Meta's 7/7 (with 8 chunks
+// the first and last chunk hold the embedding and the loss alone); micro-batch counts that pp
+// does not divide get the smallest group Megatron-LM accepts.
 TEST(EnumerateStrategies, InterleavedSearchesUnevenChunksAndMicrobatchGroups) {
   const Inputs space = Load("models/llama3-405b.json", 16);
   SearchRequest request = Request(128, 24, 8192);  // dp 1: 24 micro-batches of 1 on 16 stages
@@ -146,13 +146,20 @@ TEST(EnumerateStrategies, InterleavedSearchesUnevenChunksAndMicrobatchGroups) {
     splits.insert({s.vpp, s.first_stage_layers, s.last_stage_layers});
     EXPECT_EQ(s.microbatch_group, 24);  // 24 micro-batches: groups of 16 would leave 8 < pp
   }
-  for (int64_t vpp : {2, 4, 7}) {
-    for (std::pair<int64_t, int64_t> ends : {std::pair<int64_t, int64_t>{7, 7}, {6, 8}, {8, 6}}) {
-      EXPECT_TRUE(splits.count({vpp, ends.first, ends.second})) << vpp << " " << ends.first << "/" << ends.second;
-    }
-  }
-  EXPECT_TRUE(splits.count({8, 7, 7}));
-  EXPECT_EQ(splits.size(), 10u);
+  EXPECT_EQ(splits, (std::set<std::tuple<int64_t, int64_t, int64_t>>{{2, 7, 7}, {4, 7, 7}, {7, 7, 7}, {8, 7, 7}}));
+}
+
+// The V schedules keep whole halves per chunk: 126 layers on 32 stages, 4 a middle stage, leave
+// 6 for the ends, split 2/4 or 4/2 (never 3/3).
+TEST(EnumerateStrategies, VShapedSchedulesKeepStageCountsDivisibleByTheirTwoChunks) {
+  const Inputs space = Load("models/llama3-405b.json", 32);
+  SearchRequest request = Request(256, 64, 8192);
+  request.fixed = *ParseConstraints("tp=8,pp=32,schedule=dualpipev", "--fix");
+  Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
+  ASSERT_TRUE(all.ok());
+  std::set<std::pair<int64_t, int64_t>> splits;
+  for (const Strategy& s : *all) splits.insert({s.first_stage_layers, s.last_stage_layers});
+  EXPECT_EQ(splits, (std::set<std::pair<int64_t, int64_t>>{{2, 4}, {4, 2}}));
 }
 
 TEST(EnumerateStrategies, MixturesOfExpertsSearchEpWithinTheDataParallelRanks) {
