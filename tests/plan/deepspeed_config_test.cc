@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/flag_tables.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 
@@ -57,7 +58,11 @@ DeepSpeedOptions Unfused() {
 DeepSpeedPlan Ok(const ModelSpec& model, const Strategy& s, const DeepSpeedOptions& options = {}) {
   Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, s, options);
   EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-  return plan.ok() ? *plan : DeepSpeedPlan{};
+  if (!plan.ok()) return DeepSpeedPlan{};
+  // Only what Megatron-DeepSpeed's parser and DeepSpeed's config code define (issue 21).
+  const std::vector<std::string> problems = DeepSpeedProblems(plan->launcher_args, plan->config);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  return *plan;
 }
 
 std::string Error(const ModelSpec& model, const Strategy& s, const DeepSpeedOptions& options = {}) {
@@ -198,6 +203,7 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
   const auto accum_dtype = [&](const Strategy& t) {
     Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, t);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    if (plan.ok()) EXPECT_TRUE(DeepSpeedProblems(plan->launcher_args, plan->config).empty());
     return plan.ok() ? plan->config["data_types"]["grad_accum_dtype"].get<std::string>() : std::string();
   };
   Strategy t = s;

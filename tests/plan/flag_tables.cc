@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 namespace loom {
 namespace {
@@ -196,6 +197,35 @@ std::vector<std::string> CheckConfig(const ConfigKeyTable& table, const nlohmann
   if (!config.is_object()) return {table.file + ": the config is not a JSON object"};
   CheckObject(table, "", config, out);
   return out;
+}
+
+namespace {
+
+template <typename Table>
+const Result<Table>& Cached(const std::string& name, Result<Table> (*load)(const std::string&)) {
+  static std::map<std::string, Result<Table>>* tables = new std::map<std::string, Result<Table>>();
+  auto it = tables->find(name);
+  if (it == tables->end()) it = tables->emplace(name, load(FlagTablePath(name))).first;
+  return it->second;
+}
+
+}  // namespace
+
+std::vector<std::string> MegatronProblems(const std::vector<std::string>& args, const std::string& name) {
+  const Result<FlagTable>& table = Cached<FlagTable>(name, &LoadFlagTable);
+  if (!table.ok()) return {table.status().ToString()};
+  return CheckArguments(*table, args);
+}
+
+std::vector<std::string> DeepSpeedProblems(const std::vector<std::string>& launcher_args,
+                                           const nlohmann::ordered_json& config) {
+  const Result<FlagTable>& flags = Cached<FlagTable>("megatron-deepspeed", &LoadFlagTable);
+  const Result<ConfigKeyTable>& keys = Cached<ConfigKeyTable>("deepspeed-config", &LoadConfigKeyTable);
+  if (!flags.ok()) return {flags.status().ToString()};
+  if (!keys.ok()) return {keys.status().ToString()};
+  std::vector<std::string> problems = CheckArguments(*flags, launcher_args);
+  for (std::string& p : CheckConfig(*keys, config)) problems.push_back(std::move(p));
+  return problems;
 }
 
 }  // namespace loom

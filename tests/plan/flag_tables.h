@@ -63,6 +63,15 @@ std::vector<std::string> CheckArguments(const FlagTable& table, const std::vecto
 // JSON type or not among the stated choices, one message each naming the path and the table file.
 std::vector<std::string> CheckConfig(const ConfigKeyTable& table, const nlohmann::ordered_json& config);
 
+// The problems of emitted Megatron-LM arguments against megatron-lm.tsv (NVIDIA/Megatron-LM at the
+// tables' commit), and of a DeepSpeed plan's launcher arguments and config against
+// megatron-deepspeed.tsv and deepspeed-config.tsv; each table is read once. A table that does not
+// load is itself a problem; |table| may name an older release's (megatron-lm-core_v0.12.0). Every test that emits a configuration checks it with these (issue 21).
+std::vector<std::string> MegatronProblems(const std::vector<std::string>& args,
+                                          const std::string& table = "megatron-lm");
+std::vector<std::string> DeepSpeedProblems(const std::vector<std::string>& launcher_args,
+                                           const nlohmann::ordered_json& config);
+
 }  // namespace loom
 
 #endif  // LOOM_TESTS_PLAN_FLAG_TABLES_H_
