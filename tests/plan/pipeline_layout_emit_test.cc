@@ -11,6 +11,9 @@
 #include "plan/deepspeed_config.h"
 #include "plan/flag_tables.h"
 #include "plan/megatron_args.h"
+#include "plan/planner.h"
+#include "plan/search_space.h"
+#include "spec/cluster.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 
@@ -110,6 +113,42 @@ TEST(PipelineLayoutEmit, MicrobatchGroupIsEmittedWhenItIsNotPp) {
   ASSERT_TRUE(args.ok()) << args.status().ToString();
   EXPECT_EQ(After(*args, "--microbatch-group-size-per-virtual-pipeline-stage"), "24");
   ExpectMegatronParses(*args);
+}
+
+// The command: loom plan --model models/llama3-405b.json --cluster
+// hardware/clusters/dgx-h100.json --gpus 16384 --global-batch 2048 --seq 8192 --fix
+// tp=8,pp=16,cp=1,schedule=interleaved. Its plans have 7 layers on the first and last stage and
+// 8 between, and the best one's layout flag reads back as the layers simulated.
+TEST(PipelineLayoutEmit, Llama405bInterleavedPlansUseSevenEightLayoutsMegatronParses) {
+  const ModelSpec model = Llama405b();
+  Result<ClusterSpec> cluster = LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json", 2048);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  SearchRequest request;
+  request.gpus = 16384;
+  request.global_batch = 2048;
+  request.seq_len = 8192;
+  Result<Constraints> fixed = ParseConstraints("tp=8,pp=16,cp=1,schedule=interleaved", "--fix");
+  ASSERT_TRUE(fixed.ok());
+  request.fixed = *fixed;
+  PlanOptions options;
+  options.threads = 2;
+  options.top_k = 5;
+  Result<PlanReport> report = Plan(model, *cluster, request, options);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_FALSE(report->ranked.empty());
+  for (const RankedPlan& plan : report->ranked) {
+    EXPECT_EQ(plan.strategy.first_stage_layers, 7);
+    EXPECT_EQ(plan.strategy.last_stage_layers, 7);
+  }
+  const Strategy& best = report->ranked.front().strategy;
+  Result<Args> args = MegatronArguments(model, best);
+  ASSERT_TRUE(args.ok()) << args.status().ToString();
+  ExpectMegatronParses(*args);
+  const std::optional<std::string> layout = After(*args, "--pipeline-model-parallel-layout");
+  ASSERT_TRUE(layout.has_value()) << "vpp " << best.vpp;
+  Result<std::vector<int64_t>> back = ParsePipelineLayout(*layout, best.pp);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, LayersPerVirtualStage(best, model.num_layers));
 }
 
 TEST(PipelineLayoutEmit, DeepSpeedRefusesAnExplicitLayout) {
