@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "spec/cluster.h"
+#include "core/json_reader.h"
 #include "spec/model.h"
+#include "spec/scenario.h"
 #include "spec/strategy.h"
 
 namespace loom {
@@ -164,6 +166,34 @@ TEST(PipelineLayout, ExplicitLayoutIsCheckedAgainstTheModelAndDegrees) {
     named = named || v.find("--pipeline-layout with --schedule zb-v") != std::string::npos;
   }
   EXPECT_TRUE(named);
+}
+
+// A scenario's strategy keeps the layout (in Megatron-core's syntax) and the micro-batch group.
+TEST(PipelineLayout, ScenarioStrategyRoundTripsTheLayoutAndGroup) {
+  Strategy s = Llama405bRun(8);
+  s.first_stage_layers = 0;
+  s.last_stage_layers = 0;
+  s.layout = *ParsePipelineLayout("E|(t|)*126L", 16);
+  s.microbatch_group = 32;
+  const nlohmann::ordered_json json = StrategyJson(s);
+  EXPECT_EQ(json["pipeline_layout"], "E|(t|)*126L");
+  const nlohmann::json plain = nlohmann::json::parse(json.dump());
+  JsonReader reader(plain, "scenario.json", "strategy");
+  Strategy back;
+  ReadStrategyObject(reader, &back);
+  ASSERT_TRUE(reader.Finish(UnknownKeys::kError).ok());
+  EXPECT_EQ(back.layout, s.layout);
+  EXPECT_EQ(back.microbatch_group, 32);
+  EXPECT_FALSE(StrategyJson(Llama405bRun(8)).contains("pipeline_layout"));  // none given: no key
+
+  nlohmann::json bad = plain;
+  bad["pipeline_layout"] = "E|t|xL";
+  JsonReader bad_reader(bad, "scenario.json", "strategy");
+  ReadStrategyObject(bad_reader, &back);
+  const Status status = bad_reader.Finish(UnknownKeys::kError);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("pipeline_layout"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("scenario.json"), std::string::npos) << status.message();
 }
 
 // Megatron-LM's interleaved schedule needs groups of at least pp micro-batches, not a multiple of
