@@ -18,6 +18,7 @@
 #include "spec/cluster.h"
 #include "spec/framework.h"
 #include "spec/model.h"
+#include "spec/pipeline_layout.h"
 #include "spec/scenario.h"
 
 namespace loom {

@@ -13,6 +13,7 @@
 
 #include "core/checked.h"
 #include "plan/arg_list.h"
+#include "spec/pipeline_layout.h"
 
 // Every flag below is checked against megatron/training/arguments.py of NVIDIA/Megatron-LM at the
 // tags core_r0.12.0 ... core_v0.19.0 and main d98e8a64, with the flags that core_v0.16.0 and later

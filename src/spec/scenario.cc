@@ -7,6 +7,7 @@
 
 #include "core/json_reader.h"
 #include "spec/framework.h"
+#include "spec/pipeline_layout.h"
 
 namespace loom {
 namespace {

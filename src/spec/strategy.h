@@ -174,19 +174,6 @@ struct Strategy {
 // REQUIRES: StrategyViolations(strategy, model, ...) is empty.
 std::vector<int64_t> LayersPerVirtualStage(const Strategy& strategy, int64_t num_layers);
 
-// |layers| (per virtual stage, LayersPerVirtualStage's order) in Megatron-core's layout syntax
-// (megatron/core/transformer/pipeline_parallel_layer_layout.py, parse_str_to_list): virtual stages
-// separated by "|", "E" the embedding, "t" a transformer layer, "L" the loss; runs of equal stages
-// are folded as "(...|)*n" and runs of layers as "t*n". E.g. 126 layers on 16 stages with 8
-// chunks, the first and last empty: "E|(t|)*126L".
-std::string PipelineLayoutText(const std::vector<int64_t>& layers);
-
-// Parses Megatron-core's layout syntax into transformer layers per virtual stage, for |pp| stages:
-// E exactly once, first; L exactly once, last; only E, L and t (m, multi-token prediction, is not
-// modelled); the number of virtual stages a multiple of pp. Errors: InvalidArgument naming the
-// character or count and the fix.
-Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_t pp);
-
 // Every rule |strategy| breaks for |model| on |cluster|, one message each, in a fixed order.
 // Each message names the setting (as its command-line flag), the values and the fix.
 std::vector<std::string> StrategyViolations(const Strategy& strategy, const ModelSpec& model,

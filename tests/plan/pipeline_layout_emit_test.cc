@@ -15,6 +15,7 @@
 #include "plan/search_space.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
+#include "spec/pipeline_layout.h"
 #include "spec/strategy.h"
 
 namespace loom {

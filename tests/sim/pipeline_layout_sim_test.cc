@@ -10,6 +10,7 @@
 
 #include "sim/simulator.h"
 #include "sim_test_support.h"
+#include "spec/pipeline_layout.h"
 #include "spec/strategy.h"
 
 namespace loom {

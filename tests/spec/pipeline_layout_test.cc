@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "spec/cluster.h"
 #include "core/json_reader.h"
+#include "spec/cluster.h"
 #include "spec/model.h"
+#include "spec/pipeline_layout.h"
 #include "spec/scenario.h"
 #include "spec/strategy.h"
 
