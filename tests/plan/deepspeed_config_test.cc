@@ -203,7 +203,9 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
   const auto accum_dtype = [&](const Strategy& t) {
     Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, t);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-    if (plan.ok()) EXPECT_TRUE(DeepSpeedProblems(plan->launcher_args, plan->config).empty());
+    if (plan.ok()) {
+      EXPECT_TRUE(DeepSpeedProblems(plan->launcher_args, plan->config).empty());
+    }
     return plan.ok() ? plan->config["data_types"]["grad_accum_dtype"].get<std::string>() : std::string();
   };
   Strategy t = s;
