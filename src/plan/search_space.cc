@@ -10,6 +10,7 @@
 
 #include "core/checked.h"
 #include "plan/deepspeed_config.h"
+#include "spec/pipeline_layout.h"
 
 namespace loom {
 namespace {
@@ -206,11 +207,7 @@ std::vector<std::pair<int64_t, int64_t>> StageSplits(const Constraints& fixed, i
 int64_t MicrobatchGroup(const Constraints& fixed, int64_t micro_batches, int64_t pp) {
   if (fixed.microbatch_group.has_value()) return *fixed.microbatch_group;
   if (micro_batches % pp == 0) return 0;
-  for (int64_t group = pp + 1; group <= micro_batches; ++group) {
-    const int64_t rest = micro_batches % group;
-    if (rest == 0 || rest >= pp) return group;
-  }
-  return 0;
+  return SmallestMicrobatchGroup(micro_batches, pp);
 }
 
 std::vector<RecomputeChoice> RecomputeChoices(const Constraints& fixed, int64_t chunk_layers) {

@@ -138,4 +138,12 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
   return layers;
 }
 
+int64_t SmallestMicrobatchGroup(int64_t micro_batches, int64_t pp) {
+  for (int64_t group = pp; group <= micro_batches; ++group) {
+    const int64_t rest = micro_batches % group;
+    if (rest == 0 || rest >= pp) return group;
+  }
+  return 0;
+}
+
 }  // namespace loom

@@ -25,6 +25,11 @@ std::string PipelineLayoutText(const std::vector<int64_t>& layers);
 // character or count and the fix.
 Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_t pp);
 
+// The smallest micro-batch group Megatron-LM's interleaved schedule accepts for |micro_batches| on
+// |pp| stages (Strategy::microbatch_group: pp <= group <= micro-batches, the last group whole or of
+// at least pp), or 0 when there is none (fewer micro-batches than stages).
+int64_t SmallestMicrobatchGroup(int64_t micro_batches, int64_t pp);
+
 }  // namespace loom
 
 #endif  // LOOM_SPEC_PIPELINE_LAYOUT_H_

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/checked.h"
+#include "spec/pipeline_layout.h"
 
 namespace loom {
 namespace {
@@ -313,17 +314,6 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
                                                      last > 0 ? last + 1 : INT64_MAX})),
                       " or less"));
   }
-}
-
-// The smallest micro-batch group Megatron-LM's interleaved schedule accepts for |micro_batches|
-// over |pp| stages (see Strategy::microbatch_group), or 0 when there is none (fewer micro-batches
-// than stages).
-int64_t SmallestMicrobatchGroup(int64_t micro_batches, int64_t pp) {
-  for (int64_t group = pp; group <= micro_batches; ++group) {
-    const int64_t rest = micro_batches % group;
-    if (rest == 0 || rest >= pp) return group;
-  }
-  return 0;
 }
 
 // Megatron-LM: validate_args requires pp > 1 with a virtual pipeline (megatron/training/
