@@ -9,6 +9,8 @@ LOOM_PACKAGES=(
   libboost-graph-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
+  libvalijson-dev
+  chromium fonts-dejavu-core
 )
 
 loom_log() { echo "loom-tools: $*" >&2; }
