@@ -171,11 +171,8 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
   plan.workload.predicted = PredictOpTimes(cluster, strategy, *blocks);
   plan.workload.chunks = std::move(blocks).value();
   plan.workload.payloads = prepared->payloads;
-  // As SimulatePreparedStep counts them: every replica's stage holds that stage's model states.
-  for (int32_t rank = 0; rank < plan.step.graph.num_ranks(); ++rank) {
-    plan.baselines.push_back(
-        {rank, plan.step.model_states, prepared->model_state_bytes[rank % plan.step.stages]});
-  }
+  // As SimulatePreparedStep counts them.
+  plan.baselines = ModelStateBaselines(plan.step, *prepared);
   return plan;
 }
 

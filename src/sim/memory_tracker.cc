@@ -87,6 +87,7 @@ Result<MemoryReport> TrackMemory(const TaskGraph& graph, const StepTimeline& tim
   const int32_t pools = graph.num_pools();
   // live[rank * pools + pool]: bytes in use now.
   std::vector<int64_t> live(static_cast<size_t>(graph.num_ranks()) * pools, 0);
+  std::vector<int32_t> buffers(live.size(), 0);  // live allocations, counted as |live|
   MemoryReport report;
   report.ranks.resize(graph.num_ranks());
   for (const MemoryBaseline& b : baselines) {
@@ -97,6 +98,7 @@ Result<MemoryReport> TrackMemory(const TaskGraph& graph, const StepTimeline& tim
     RankMemory& rank = report.ranks[r];
     rank.peak_bytes = rank.end_bytes;
     rank.peak_bytes_by_pool.assign(live.begin() + r * pools, live.begin() + (r + 1) * pools);
+    rank.peak_buffers_by_pool.assign(pools, 0);
     rank.timeline.push_back({SimTime::Zero(), rank.end_bytes});
   }
 
@@ -107,11 +109,14 @@ Result<MemoryReport> TrackMemory(const TaskGraph& graph, const StepTimeline& tim
     int64_t& pool_bytes = live[c.rank * pools + c.pool];
     pool_bytes += c.delta_bytes;
     if (pool_bytes < 0) return NegativePoolError(graph, c, pool_bytes);
+    buffers[c.rank * pools + c.pool] += c.delta_bytes > 0 ? 1 : -1;
     rank.end_bytes += c.delta_bytes;
     if (rank.end_bytes > rank.peak_bytes) {
       rank.peak_bytes = rank.end_bytes;
       rank.peak_time = c.time;
+      rank.peak_task = c.task;
       std::copy_n(live.begin() + c.rank * pools, pools, rank.peak_bytes_by_pool.begin());
+      std::copy_n(buffers.begin() + c.rank * pools, pools, rank.peak_buffers_by_pool.begin());
     }
     const bool last_at_this_time =
         i + 1 == changes.size() || changes[i + 1].rank != c.rank || changes[i + 1].time != c.time;

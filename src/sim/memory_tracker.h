@@ -28,8 +28,14 @@ struct MemorySample {
 struct RankMemory {
   int64_t peak_bytes = 0;
   SimTime peak_time;  // the first time the peak was reached
+  // The task whose memory change reached the peak (-1: the baseline alone is the peak).
+  TaskId peak_task = -1;
   // Indexed by PoolId: what was live at the peak.
   std::vector<int64_t> peak_bytes_by_pool;
+  // Indexed by PoolId: the allocations not yet freed at the peak (each allocation counts one,
+  // each free takes one away; baselines count none). The live buffers when every buffer is freed
+  // in one piece, as the step graph frees them.
+  std::vector<int32_t> peak_buffers_by_pool;
   // Bytes after all changes at each time where the total changed, time ascending, starting at
   // time zero (the baseline plus what tasks allocate at time zero). A step function, for plots.
   std::vector<MemorySample> timeline;

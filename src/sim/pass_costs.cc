@@ -106,6 +106,7 @@ void Add(PassCost& into, const PassCost& more) {
 struct BlockCost {
   PassCost forward, backward_input, backward_weight;
   ActivationBytes activations;
+  int64_t logits = 0;  // of activations.kept
 };
 
 // |layer|: a transformer layer, which a framework may run as CUDA graphs.
@@ -122,6 +123,7 @@ BlockCost CostBlock(const LayerOps& ops, const CostContext& ctx, bool layer) {
   cost.backward_weight = CostOps(ops.backward_weight, ctx, backward, graph,
                                  ops.recompute.empty() && ops.backward_input.empty());
   cost.activations = SumActivationBytes(ops);
+  cost.logits = LogitsBytes(ops);
   return cost;
 }
 
@@ -130,10 +132,21 @@ void AddBlock(ChunkCost& chunk, const BlockCost& block) {
   Add(chunk.backward_input, block.backward_input);
   Add(chunk.backward_weight, block.backward_weight);
   chunk.kept_activation_bytes += block.activations.kept;
+  chunk.logits_bytes += block.logits;
   chunk.recompute_activation_bytes = std::max(chunk.recompute_activation_bytes, block.activations.recompute);
 }
 
 }  // namespace
+
+int64_t LogitsBytes(const LayerOps& ops) {
+  int64_t bytes = 0;
+  for (const Op& op : ops.forward) {
+    const bool loss = op.name == OpName::kCrossEntropyMax || op.name == OpName::kCrossEntropyExp ||
+                      op.name == OpName::kCrossEntropyLoss;
+    if (loss) bytes += op.saved_bytes;
+  }
+  return bytes;
+}
 
 PassCost CombinePasses(const PassCost& first, const PassCost& second) {
   PassCost both = first;

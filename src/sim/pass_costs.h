@@ -74,9 +74,17 @@ struct ChunkCost {
   PassCost backward_input;   // B, recompute replay included
   PassCost backward_weight;  // W
   int64_t kept_activation_bytes = 0;       // from F until its W (or BW) ends
+  // Of |kept_activation_bytes|, what the loss keeps (the last virtual stage's only): the fp32
+  // softmax of the logits, the target mask and the targets (LogitsBytes).
+  int64_t logits_bytes = 0;
   int64_t recompute_activation_bytes = 0;  // largest transient buffer of one layer's replay
   int64_t layers = 0;
 };
+
+// The bytes the loss ops of |ops| keep for their backward: Megatron-core's vocab-parallel cross
+// entropy saves the fp32 softmax of the logits, the target mask and the masked targets
+// (workload/vocab_ops.cc). Zero for a block without a loss.
+int64_t LogitsBytes(const LayerOps& ops);
 
 // Group placements of a strategy's communicators on a cluster (Megatron-LM rank order: tp
 // fastest, then cp, dp, pp; for the expert layers etp fastest, then ep, then expert dp).

@@ -299,11 +299,22 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, *states, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);
   if (options.framework) SetHost(*options.framework, layers, *schedule, step.config);
-  for (const RankModelStates& s : states->per_stage) step.model_state_bytes.push_back(s.gpu.Total());
+  for (const RankModelStates& s : states->per_stage) step.model_states.push_back(s.gpu);
   step.strategy = strategy;
   step.schedule = std::move(schedule).value();
   step.costs = std::move(costs).value();
   return step;
+}
+
+std::vector<MemoryBaseline> ModelStateBaselines(const StepGraph& step, const PreparedStep& prepared) {
+  std::vector<MemoryBaseline> baselines;
+  for (int32_t rank = 0; rank < step.graph.num_ranks(); ++rank) {
+    const ModelStateBytes& states = prepared.model_states[rank % step.stages];
+    baselines.push_back({rank, step.weights, states.weights});
+    baselines.push_back({rank, step.gradients, states.gradients});
+    baselines.push_back({rank, step.optimizer_states, states.optimizer});
+  }
+  return baselines;
 }
 
 Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const ClusterSpec& cluster,
@@ -323,14 +334,14 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
         (cluster.file.empty() ? std::string("the cluster file") : cluster.file) +
         " is far too low; check hbm_bandwidth_GBps, the peak TFLOP/s, bandwidth_GBps and nic_bandwidth_Gbps");
   }
-  std::vector<MemoryBaseline> baselines;
-  for (int32_t rank = 0; rank < result.step.graph.num_ranks(); ++rank) {
-    baselines.push_back({rank, result.step.model_states, step.model_state_bytes[rank % result.step.stages]});
-  }
+  const std::vector<MemoryBaseline> baselines = ModelStateBaselines(result.step, step);
   Result<MemoryReport> memory = TrackMemory(result.step.graph, result.timeline, baselines);
   if (!memory.ok()) return memory.status();
   result.memory = std::move(memory).value();
   Summarize(model, cluster, step.strategy, step.costs, result);
+  result.memory_by_stage = BreakDownMemory(result.step, result.timeline, result.memory, step.schedule);
+  result.peak_stage = PeakStage(result.memory_by_stage);
+  result.reserved_bytes = kReservedBytesPerGpu;
   result.critical_path = SummarizeCriticalPath(result.step, result.timeline);
   return result;
 }

@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "schedule/schedule.h"
 #include "sim/engine.h"
+#include "sim/memory_breakdown.h"
 #include "sim/memory_tracker.h"
 #include "sim/pass_costs.h"
 #include "sim/step_graph.h"
@@ -16,6 +17,7 @@
 #include "spec/model.h"
 #include "spec/strategy.h"
 #include "workload/layer_ops.h"
+#include "workload/model_states.h"
 
 namespace loom {
 
@@ -79,6 +81,11 @@ struct SimulationResult {
   std::vector<StageResult> stages;
   StepBreakdown breakdown;
   CriticalPathSummary critical_path;
+  // Per stage: what holds its memory at its peak (BreakDownMemory); and the stage whose peak is
+  // |peak_memory_bytes|. The allocator reserve, kReservedBytesPerGpu, is outside every peak.
+  std::vector<MemoryBreakdown> memory_by_stage;
+  int32_t peak_stage = 0;
+  int64_t reserved_bytes = 0;
 
   // The simulated step, for traces.
   StepGraph step;
@@ -109,7 +116,7 @@ struct PreparedStep {
   Strategy strategy;
   PipelineSchedule schedule;
   std::vector<ChunkCost> costs;             // one per virtual stage, in model order
-  std::vector<int64_t> model_state_bytes;   // per stage: weights, gradients, optimizer on the GPU
+  std::vector<ModelStateBytes> model_states;  // per stage: weights, gradients, optimizer on the GPU
   StepGraphConfig config;
   StepPayloads payloads;
 };
@@ -118,6 +125,11 @@ struct PreparedStep {
 // models. Errors: every violated strategy rule (ValidateStrategy), and those of the workload.
 Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
                                          const SimulationOptions& options = {});
+
+// The model states of |prepared| as the baselines of |step|'s pools of weights, gradients and
+// optimizer states: every replica's stage holds that stage's states.
+// REQUIRES: |step| was built from |prepared|.
+std::vector<MemoryBaseline> ModelStateBaselines(const StepGraph& step, const PreparedStep& prepared);
 
 // Runs |step| through the event engine and reads the result off its timeline.
 // REQUIRES: |step| was prepared for |model| and |cluster|.

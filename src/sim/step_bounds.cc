@@ -92,7 +92,7 @@ StepBounds BoundStep(const PreparedStep& step) {
     const bool ends_in_backward = last.pass == Pass::kW || last.pass == Pass::kBW;
     latest = Max(latest, lead + busy + AfterLastBackward(step, stage, ends_in_backward ? last.chunk : -1));
     bounds.step_time = Max(bounds.step_time, latest);
-    bounds.peak_memory_bytes = std::max(bounds.peak_memory_bytes, step.model_state_bytes[stage] + peak);
+    bounds.peak_memory_bytes = std::max(bounds.peak_memory_bytes, step.model_states[stage].Total() + peak);
   }
   return bounds;
 }

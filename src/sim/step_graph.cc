@@ -14,10 +14,24 @@ namespace {
 constexpr TaskId kNone = -1;
 
 // The pools of a step, by name (NameStepParts finds them again in a graph read from a file).
-constexpr std::string_view kModelStatesPool = "model states";
+constexpr std::string_view kWeightsPool = "weights";
+constexpr std::string_view kGradientsPool = "gradients";
+constexpr std::string_view kOptimizerStatesPool = "optimizer states";
+constexpr std::string_view kModelStatesPool = "model states";  // plan files before the split
 constexpr std::string_view kActivationsPool = "activations";
+constexpr std::string_view kLogitsPool = "logits";
 constexpr std::string_view kRecomputePool = "recompute";
 constexpr std::string_view kGatheredWeightsPool = "gathered weights";
+
+// Bytes a forward keeps for its backward, by pool.
+struct KeptBytes {
+  int64_t activations = 0;
+  int64_t logits = 0;
+};
+
+KeptBytes KeptBy(const ChunkCost& cost) {
+  return {cost.kept_activation_bytes - cost.logits_bytes, cost.logits_bytes};
+}
 
 // The tasks of one pass: its compute and, when it has tensor-parallel collectives, the task on the
 // tp stream that ends it. Incoming dependencies go to |first|, outgoing ones leave from |last|.
@@ -60,13 +74,14 @@ class Builder {
   void AddPasses(int32_t replica, int32_t stage, PassIds& ids);
   // Adds |task| and records what it runs.
   TaskId Add(const Task& task, TaskWork work);
-  PassTasks AddPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int64_t alloc, int64_t free,
+  PassTasks AddPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost, KeptBytes alloc, KeptBytes free,
                     int64_t recompute_bytes = 0);
-  PassTasks AddKernels(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int64_t free);
+  PassTasks AddKernels(int32_t rank, NameId name, TaskWork work, const PassCost& cost, KeptBytes free);
+  void FreeKept(TaskId task, KeptBytes free);
   void AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk, PassIds& ids);
   PassTasks AddSegmentedPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int32_t segments,
                              bool reads_weights,
-                             int64_t alloc, int64_t free, int64_t recompute_bytes, std::vector<TaskId>* segment_ends,
+                             KeptBytes alloc, KeptBytes free, int64_t recompute_bytes, std::vector<TaskId>* segment_ends,
                              const std::vector<TaskId>* waits = nullptr);
   TaskId AddLayerGather(int32_t rank);
   void AddParamGathersAtStart(int32_t rank, int32_t stage);
@@ -77,6 +92,8 @@ class Builder {
   TaskId OffloadBucket(int32_t rank, SimTime slice, TaskId reduction);
   TaskId AddCpuStep(int32_t stage, int32_t rank, TaskId after);
   int32_t Rank(int32_t replica, int32_t stage) const { return replica * schedule_.stages + stage; }
+  // The micro-batch of the pass being added (-1 between passes), which Add() records per task.
+  int32_t micro_batch_ = -1;
 
   const PipelineSchedule& schedule_;
   const std::vector<ChunkCost>& costs_;
@@ -114,8 +131,11 @@ StepGraph Builder::Build() {
   TaskGraph& g = step_.graph;
   step_.stages = schedule_.stages;
   step_.replicas = config_.replicas;
-  g.AddPool(kModelStatesPool);
+  g.AddPool(kWeightsPool);
+  g.AddPool(kGradientsPool);
+  g.AddPool(kOptimizerStatesPool);
   g.AddPool(kActivationsPool);
+  g.AddPool(kLogitsPool);
   g.AddPool(kRecomputePool);
   if (config_.layer_gathers > 0) g.AddPool(kGatheredWeightsPool);
   NameStepParts(step_);
@@ -198,11 +218,12 @@ RouteId Builder::SendRoute(int32_t from_rank, int32_t to_rank) {
 // lives for this pass only.
 TaskId Builder::Add(const Task& task, TaskWork work) {
   step_.work.push_back(work);
+  step_.micro_batch.push_back(micro_batch_);
   return step_.graph.AddTask(task);
 }
 
-PassTasks Builder::AddPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int64_t alloc,
-                           int64_t free, int64_t recompute_bytes) {
+PassTasks Builder::AddPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost, KeptBytes alloc,
+                           KeptBytes free, int64_t recompute_bytes) {
   const SimTime exposed_tp = cost.tp_comm - cost.tp_hidden;
   const bool has_tp = exposed_tp > SimTime();
   TaskGraph& g = step_.graph;
@@ -214,7 +235,7 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, TaskWork work, const PassC
                 .route = DuplexRoute(rank, config_.tp_fabric)};
     g.AddDependency(pass.first, Add(hidden, {WorkKind::kTpComm, work.pass, work.index, work.part, work.parts}));
   }
-  const PassTasks kernels = AddKernels(rank, name, work, cost, has_tp ? 0 : free);
+  const PassTasks kernels = AddKernels(rank, name, work, cost, has_tp ? KeptBytes{} : free);
   if (pass.first == kNone) {
     pass.first = kernels.first;
   } else {
@@ -226,12 +247,15 @@ PassTasks Builder::AddPass(int32_t rank, NameId name, TaskWork work, const PassC
   pass.last = kernels.last;
   if (has_tp) {
     Task tp{.stream = tp_stream_[rank], .duration = exposed_tp, .name = name, .category = step_.tp_category,
-            .free_at_end_bytes = free, .pool = step_.activations, .route = DuplexRoute(rank, config_.tp_fabric)};
+            .free_at_end_bytes = free.activations, .pool = step_.activations,
+            .route = DuplexRoute(rank, config_.tp_fabric)};
     pass.last = Add(tp, {WorkKind::kTpComm, work.pass, work.index, work.part, work.parts});
+    FreeKept(pass.last, {0, free.logits});
     g.AddDependency(kernels.last, pass.last);
     pending_tp_[rank] = pass.last;
   }
-  if (alloc > 0) g.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.activations, alloc);
+  if (alloc.activations > 0) g.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.activations, alloc.activations);
+  if (alloc.logits > 0) g.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.logits, alloc.logits);
   if (recompute_bytes > 0) {
     g.AddMemoryEvent(pass.first, MemoryPhase::kAtStart, step_.recompute, recompute_bytes);
     g.AddMemoryEvent(pass.last, MemoryPhase::kAtEnd, step_.recompute, -recompute_bytes);
@@ -270,7 +294,7 @@ void Builder::HostWaitsFor(TaskId gpu_task, TaskId pass_first) {
 // before it (Liu et al. 2023, "Ring Attention", Section 3: the send of the next K/V block
 // overlaps the attention of the current one; Megatron-core's AttnFuncWithCPAndKVP2P). A block
 // starts once its K/V have arrived.
-PassTasks Builder::AddKernels(int32_t rank, NameId name, TaskWork work, const PassCost& cost, int64_t free) {
+PassTasks Builder::AddKernels(int32_t rank, NameId name, TaskWork work, const PassCost& cost, KeptBytes free) {
   TaskGraph& g = step_.graph;
   const auto compute = [&](SimTime duration) {
     return Add({.stream = step_.compute_stream[rank], .duration = duration, .name = name,
@@ -303,8 +327,15 @@ PassTasks Builder::AddKernels(int32_t rank, NameId name, TaskWork work, const Pa
       arrived = send;
     }
   }
-  if (free > 0) g.AddMemoryEvent(out.last, MemoryPhase::kAtEnd, step_.activations, -free);
+  FreeKept(out.last, free);
   return out;
+}
+
+// |task| frees what a forward kept when it ends.
+void Builder::FreeKept(TaskId task, KeptBytes free) {
+  TaskGraph& g = step_.graph;
+  if (free.activations > 0) g.AddMemoryEvent(task, MemoryPhase::kAtEnd, step_.activations, -free.activations);
+  if (free.logits > 0) g.AddMemoryEvent(task, MemoryPhase::kAtEnd, step_.logits, -free.logits);
 }
 
 // --overlap-param-gather: the all-gathers of the stage's chunks, bucket by bucket, first on its dp
@@ -345,17 +376,19 @@ void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
     const PipelineItem& item = order[i];
     const int32_t v = schedule_.VirtualStage(stage, item.chunk);
     const ChunkCost& cost = costs_[v];
+    micro_batch_ = item.micro_batch;
     if (item.pass == Pass::kF) {
       // The chunk's first forward runs bucket by bucket behind its weights' all-gathers.
       const std::vector<TaskId>* waits = forwarded[item.chunk] ? nullptr : &start_gathers_[rank][item.chunk];
       const int32_t segments = std::max({1, config_.layer_gathers, waits ? static_cast<int32_t>(waits->size()) : 1});
       ids.f(v, item.micro_batch) = AddSegmentedPass(rank, pass_names_[v], {WorkKind::kPass, Pass::kF, v},
-                                                    cost.forward, segments, true,
-                                                    cost.kept_activation_bytes, 0, 0, nullptr, waits);
+                                                    cost.forward, segments, true, KeptBy(cost), {}, 0,
+                                                    nullptr, waits);
       forwarded[item.chunk] = true;
-      continue;
+    } else {
+      AddBackward(replica, stage, item, last_backward[item.chunk] == i, ids);
     }
-    AddBackward(replica, stage, item, last_backward[item.chunk] == i, ids);
+    micro_batch_ = -1;
   }
 }
 
@@ -383,7 +416,8 @@ TaskId Builder::AddLayerGather(int32_t rank) {
 // buffer at the last one's end (an approximation: the buffer is per layer). Appends the last
 // task of each segment to |segment_ends| when given.
 PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, TaskWork work, const PassCost& cost,
-                                    int32_t segments, bool reads_weights, int64_t alloc, int64_t free, int64_t recompute_bytes,
+                                    int32_t segments, bool reads_weights, KeptBytes alloc, KeptBytes free,
+                                    int64_t recompute_bytes,
                                     std::vector<TaskId>* segment_ends, const std::vector<TaskId>* waits) {
   PassTasks whole;
   for (int32_t seg = 0; seg < segments; ++seg) {
@@ -392,7 +426,8 @@ PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, TaskWork work, co
     work.part = seg;
     work.parts = segments;
     const PassTasks part = AddPass(rank, name, work, segments == 1 ? cost : SlicePass(cost, segments, seg),
-                                   seg == 0 ? alloc : 0, is_last ? free : 0, seg == 0 ? recompute_bytes : 0);
+                                   seg == 0 ? alloc : KeptBytes{}, is_last ? free : KeptBytes{},
+                                   seg == 0 ? recompute_bytes : 0);
     if (waits != nullptr && static_cast<size_t>(seg) < waits->size()) {
       step_.graph.AddDependency((*waits)[seg], part.first);
     }
@@ -421,7 +456,7 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
   const int32_t layer_segments = std::max(1, config_.layer_gathers);
   if (item.pass == Pass::kB) {
     ids.b(v, mb) = AddSegmentedPass(rank, pass_names_[v_count + v], {WorkKind::kPass, Pass::kB, v},
-                                    cost.backward_input, layer_segments, true, 0, 0,
+                                    cost.backward_input, layer_segments, true, {}, {},
                                     cost.recompute_activation_bytes, nullptr);
     return;
   }
@@ -435,8 +470,7 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
   std::vector<TaskId>* bucket_tasks = reduces ? &bucket_segments_[static_cast<size_t>(replica) * v_count + v] : nullptr;
   // A W pass reads no weights, so it gathers none.
   const PassTasks whole = AddSegmentedPass(rank, name, {WorkKind::kPass, item.pass, v}, pass, segments,
-                                           item.pass == Pass::kBW, 0,
-                                           cost.kept_activation_bytes, recompute, bucket_tasks);
+                                           item.pass == Pass::kBW, {}, KeptBy(cost), recompute, bucket_tasks);
   if (reduces) {
     std::vector<TaskId>& ends = bucket_pass_end_[static_cast<size_t>(replica) * v_count + v];
     ends.resize(bucket_tasks->size(), whole.last);
@@ -455,7 +489,9 @@ TaskId Builder::Transfer(int32_t replica, int32_t from_stage, int32_t to_stage, 
   task.category = step_.pp_category;
   // What is sent is what |before|'s pass produced: activations after F, input gradients after B.
   const TaskWork sent = step_.work[before];
+  micro_batch_ = step_.micro_batch[before];
   TaskId id = Add(task, {WorkKind::kTransfer, sent.pass, sent.index});
+  micro_batch_ = -1;
   step_.graph.AddDependency(before, id);
   step_.graph.AddDependency(id, after);
   // The send only waits for |before|, never for the receiver, so holding back the sender's next
@@ -610,8 +646,12 @@ void NameStepParts(StepGraph& step) {
   TaskGraph& g = step.graph;
   for (PoolId p = 0; p < g.num_pools(); ++p) {
     const std::string_view name = g.Name(g.pool_name(p));
+    if (name == kWeightsPool) step.weights = p;
+    if (name == kGradientsPool) step.gradients = p;
+    if (name == kOptimizerStatesPool) step.optimizer_states = p;
     if (name == kModelStatesPool) step.model_states = p;
     if (name == kActivationsPool) step.activations = p;
+    if (name == kLogitsPool) step.logits = p;
     if (name == kRecomputePool) step.recompute = p;
     if (name == kGatheredWeightsPool) step.gathered_weights = p;
   }

@@ -158,8 +158,15 @@ struct StepGraph {
   std::vector<StreamId> host_stream;     // indexed by rank; empty without StepGraphConfig::host
   // Indexed by rank; empty when no transfer crosses the fabric.
   std::vector<Port> intra_node_port, inter_node_port;
-  PoolId model_states = kDefaultPool;  // weights, gradients, optimizer states (a baseline)
-  PoolId activations = kDefaultPool;
+  // The memory pools (kDefaultPool: the step has no such pool). Weights, gradients and optimizer
+  // states are baselines (MemoryBaseline), live all step; |model_states| holds all three in plan
+  // files written before they were split (BuildStepGraph no longer makes it).
+  PoolId weights = kDefaultPool;
+  PoolId gradients = kDefaultPool;
+  PoolId optimizer_states = kDefaultPool;
+  PoolId model_states = kDefaultPool;
+  PoolId activations = kDefaultPool;  // kept from each forward until its backward
+  PoolId logits = kDefaultPool;       // the loss's kept logits (ChunkCost::logits_bytes)
   PoolId recompute = kDefaultPool;
   PoolId gathered_weights = kDefaultPool;  // ZeRO-3's per-layer gathered weights
   // Task categories: kernels of a pass, its tensor-parallel collectives, pipeline transfers,
@@ -179,9 +186,13 @@ struct StepGraph {
   std::vector<RingTransfer> ring_transfers;
   // Indexed by task id: what each task runs.
   std::vector<TaskWork> work;
+  // Indexed by task id: the micro-batch of the pass a task belongs to (its kernels, collectives,
+  // ring sends, host issue and ZeRO-3 gathers) or whose output it sends; -1 for the rest (gradient
+  // reduction, optimizer, weight all-gathers). Empty for a graph read from a plan file.
+  std::vector<int32_t> micro_batch;
 };
 
-// Sets the pool ids of |step| (model_states, activations, recompute, gathered_weights) to its
+// Sets the pool ids of |step| (weights ... gathered_weights; model_states in older files) to its
 // graph's pools of the names BuildStepGraph gives them, and its category ids to the names
 // BuildStepGraph uses (interning them): for a step whose graph was read back from a file.
 void NameStepParts(StepGraph& step);
@@ -190,8 +201,10 @@ void NameStepParts(StepGraph& step);
 // tensor-parallel collectives after its kernels on the tp stream, with the true dependencies of
 // schedule.h; a transfer between stages is a task on the sender's pp stream (one transfer at a
 // time per sender); transfers, data-parallel collectives and tp tasks share the ports of their
-// config fabric; activations are allocated when F starts and freed when the micro-batch's W (or
-// BW) ends; a recompute buffer lives for each B. The last backward of each chunk is cut into its
+// config fabric; activations (the logits of the last virtual stage in their own pool) are
+// allocated when F starts and freed when the micro-batch's W (or BW) ends; a recompute buffer
+// lives for each B. The pools of weights, gradients and optimizer states are made empty: the
+// caller gives them their baselines (ModelStateBaselines, simulator.h). The last backward of each chunk is cut into its
 // gradient buckets, so that the reduction of a bucket overlaps the rest of the backward.
 // REQUIRES: chunk_costs.size() == schedule.VirtualStages(); config vectors sized as documented.
 StepGraph BuildStepGraph(const PipelineSchedule& schedule, const std::vector<ChunkCost>& chunk_costs,

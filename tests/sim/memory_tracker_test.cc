@@ -52,6 +52,21 @@ TEST(MemoryTracker, PeakTimeAndTimelineOfAKnownSequence) {
   EXPECT_EQ(rank.peak_bytes_by_pool, (std::vector<int64_t>{0, 200, 30, 1000}));
   EXPECT_EQ(rank.end_bytes, 1000);
   ExpectTimeline(rank, {{0, 1100}, {10, 1200}, {20, 1230}, {30, 1100}, {40, 1000}});
+  // B1's workspace set the peak, with both forwards' activations live (the baseline counts none).
+  EXPECT_EQ(rank.peak_task, b1);
+  EXPECT_EQ(rank.peak_buffers_by_pool, (std::vector<int32_t>{0, 2, 1, 0}));
+}
+
+TEST(MemoryTracker, ABaselineAlonePeaksWithNoTask) {
+  TaskGraph graph;
+  const StreamId s = graph.AddStream(0, "compute");
+  const PoolId weights = graph.AddPool("weights");
+  graph.AddTask({.stream = s, .duration = Us(10)});
+  const Result<MemoryReport> report = Track(graph, {{.rank = 0, .pool = weights, .bytes = 64}});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->ranks[0].peak_bytes, 64);
+  EXPECT_EQ(report->ranks[0].peak_task, -1);
+  EXPECT_EQ(report->ranks[0].peak_buffers_by_pool, (std::vector<int32_t>{0, 0}));
 }
 
 TEST(MemoryTracker, FreesAtAnEndApplyBeforeAllocationsAtTheSameStart) {
