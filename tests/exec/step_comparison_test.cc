@@ -220,10 +220,7 @@ TEST(CompareStep, MeasuredEqualToSimulatedStepHasNoErrors) {
   ASSERT_TRUE(prepared.ok()) << prepared.status().message();
   Result<SimulationResult> r = SimulatePreparedStep(in.model, in.cluster, *prepared);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  std::vector<MemoryBaseline> baselines;
-  for (int32_t rank = 0; rank < r->step.graph.num_ranks(); ++rank) {
-    baselines.push_back({rank, r->step.model_states, prepared->model_state_bytes[rank % r->step.stages]});
-  }
+  const std::vector<MemoryBaseline> baselines = ModelStateBaselines(r->step, *prepared);
   const std::vector<StepTimeline> measured = {r->timeline};
   Result<StepComparison> c = CompareStep(r->step, baselines, r->timeline, measured, std::nullopt, Us(1));
   ASSERT_TRUE(c.ok()) << c.status().message();
