@@ -130,7 +130,7 @@ void ExpectRoundTrip(ScheduleKind schedule) {
   EXPECT_EQ(back->prediction.step_time_s, plan.prediction.step_time_s);
   EXPECT_EQ(back->prediction.bubble_fraction, plan.prediction.bubble_fraction);
   EXPECT_EQ(back->prediction.peak_memory_bytes, plan.prediction.peak_memory_bytes);
-  ASSERT_EQ(back->baselines.size(), 8u);
+  ASSERT_EQ(back->baselines.size(), 24u);  // 8 ranks' weights, gradients and optimizer states
   for (size_t r = 0; r < plan.baselines.size(); ++r) {
     EXPECT_EQ(back->baselines[r].rank, plan.baselines[r].rank);
     EXPECT_EQ(back->baselines[r].pool, plan.baselines[r].pool);
@@ -159,12 +159,14 @@ TEST(PlanFile, HoldsEveryReplicaWithItsModelStates) {
   const PlanFile plan = MakeSmallPlan(ScheduleKind::k1F1B);
   EXPECT_EQ(plan.step.stages, 4);
   EXPECT_EQ(plan.step.replicas, 2);
-  ASSERT_EQ(plan.baselines.size(), 8u);
-  for (int32_t r = 0; r < 8; ++r) {
-    EXPECT_EQ(plan.baselines[r].rank, r);
-    EXPECT_EQ(plan.baselines[r].pool, plan.step.model_states);
-    EXPECT_EQ(plan.baselines[r].bytes, plan.baselines[r % 4].bytes);
-    EXPECT_GT(plan.baselines[r].bytes, 0);
+  // Per rank: its stage's weights, gradients and optimizer states, the same on both replicas.
+  ASSERT_EQ(plan.baselines.size(), 24u);
+  const PoolId pools[] = {plan.step.weights, plan.step.gradients, plan.step.optimizer_states};
+  for (size_t i = 0; i < plan.baselines.size(); ++i) {
+    EXPECT_EQ(plan.baselines[i].rank, static_cast<int32_t>(i / 3));
+    EXPECT_EQ(plan.baselines[i].pool, pools[i % 3]);
+    EXPECT_EQ(plan.baselines[i].bytes, plan.baselines[i % 12].bytes);
+    EXPECT_GT(plan.baselines[i].bytes, 0);
   }
   // Every collective joins the two replicas of one stage.
   const TaskGraph& g = plan.step.graph;
