@@ -165,6 +165,40 @@ TEST(MemoryBreakdown, ItemsFollowTheEnumOrderAndNameEveryPoolOnce) {
                                             MemoryItem::kRecomputeBuffers, MemoryItem::kLogits}));
 }
 
+// A plan file written before the split holds one "model states" pool: read back, its breakdown
+// names it as one item and still sums to the peak.
+TEST(MemoryBreakdown, PlanFilesWithOneModelStatesPoolKeepIt) {
+  StepGraph step;
+  step.stages = 1;
+  step.replicas = 1;
+  TaskGraph& g = step.graph;
+  g.AddPool("model states");
+  g.AddPool("activations");
+  NameStepParts(step);
+  const StreamId compute = g.AddStream(0, "compute");
+  g.AddTask({.stream = compute, .duration = SimTime::FromMicros(10), .alloc_at_start_bytes = 40,
+             .pool = step.activations});
+  g.AddTask({.stream = compute, .duration = SimTime::FromMicros(10), .free_at_end_bytes = 40,
+             .pool = step.activations});
+  const Result<StepTimeline> timeline = Simulate(g);
+  ASSERT_TRUE(timeline.ok());
+  const MemoryBaseline baseline[] = {{0, step.model_states, 1000}};
+  const Result<MemoryReport> memory = TrackMemory(g, *timeline, baseline);
+  ASSERT_TRUE(memory.ok()) << memory.status().message();
+  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 1, 1, 1);
+  ASSERT_TRUE(schedule.ok());
+  const std::vector<MemoryBreakdown> b = BreakDownMemory(step, *timeline, *memory, *schedule);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].peak_bytes, 1040);
+  EXPECT_EQ(b[0].Bytes(MemoryItem::kModelStates), 1000);
+  EXPECT_EQ(b[0].Bytes(MemoryItem::kStashedActivations), 40);
+  EXPECT_EQ(b[0].items.size(), 2u);
+  EXPECT_EQ(b[0].stashed_micro_batches, 1);
+  // No work is recorded in such a graph: the task is named by its stream.
+  EXPECT_EQ(b[0].peak_task.task, 0);
+  EXPECT_EQ(b[0].peak_task.micro_batch, -1);
+}
+
 TEST(MemoryBreakdown, PeakStageIsTheFirstOfTheHighest) {
   std::vector<MemoryBreakdown> stages(3);
   stages[0].peak_bytes = 5;
