@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/json_contract.h"
 #include "cli/validators.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
@@ -189,11 +190,11 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<DescribeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "describe", "Parameters, FLOPs per token and model-state memory of a model (HF config.json)");
-  cmd->add_option("--model", options->model_path, "Model file: a Hugging Face config.json (see models/)")
+  InputFile(cmd->add_option("--model", options->model_path, "Model file: a Hugging Face config.json (see models/)"))
       ->required();
-  CLI::Option* cluster = cmd->add_option(
+  CLI::Option* cluster = InputFile(cmd->add_option(
       "--cluster", options->cluster_path,
-      "Cluster file (see hardware/clusters/); adds the fewest GPUs that hold the model states");
+      "Cluster file (see hardware/clusters/); adds the fewest GPUs that hold the model states"));
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
       ->check(Positive())
       ->needs(cluster);
@@ -209,12 +210,12 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
       "  loom describe --model models/llama3-70b.json\n"
       "  loom describe --model models/deepseek-v3.json --cluster hardware/clusters/dgx-h100.json --seq 4096\n"
       "  loom describe --model path/to/hf/config.json --json");
-  cmd->callback([options, &runner] {
-    runner = [options](std::ostream& out, std::ostream&) -> Status {
+  cmd->callback([options, cmd, &runner] {
+    runner = [options, cmd](std::ostream& out, std::ostream&) -> Status {
       Result<DescribeReport> report = BuildReport(*options);
       if (!report.ok()) return report.status();
       if (options->json) {
-        out << JsonText(ReportJson(*report)) << "\n";
+        out << JsonText(Stamped(ReportJson(*report), CommandRequest(*cmd))) << "\n";
       } else {
         PrintHuman(*report, out);
       }

@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/json_contract.h"
 #include "core/file_io.h"
 #include "core/interrupt.h"
 #include "core/json_reader.h"
@@ -48,6 +49,7 @@ struct FitOptions {
   bool check = false;
   bool force = false;
   bool json = false;
+  nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
 std::string Percent(double fraction) {
@@ -309,7 +311,7 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
     if (o.json) {
       Json j = ComputeJson(o, samples, *check, Json(nullptr), "");
       j["check"] = true;
-      out << JsonText(j) << "\n";
+      out << JsonText(Stamped(j, o.request)) << "\n";
     } else {
       PrintCheck(profiles, samples, *check, o.gpu_path, out);
     }
@@ -328,7 +330,7 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
     LOOM_RETURN_IF_ERROR(WriteAtomically(destination, JsonText(updated) + "\n", LoadsWith(LoadGpuSpec)));
   }
   if (o.json) {
-    out << JsonText(ComputeJson(o, samples, fit, updated["calibration"], destination)) << "\n";
+    out << JsonText(Stamped(ComputeJson(o, samples, fit, updated["calibration"], destination), o.request)) << "\n";
   } else {
     PrintCompute(profiles, samples, fit, updated["calibration"], destination, out);
   }
@@ -468,7 +470,7 @@ Status RunClusterFit(const FitOptions& o, std::ostream& out) {
                                          LoadsWith([](const std::string& path) { return LoadClusterSpec(path); })));
   }
   if (o.json) {
-    out << JsonText(CommJson(o, fit, updated["calibration"], destination)) << "\n";
+    out << JsonText(Stamped(CommJson(o, fit, updated["calibration"], destination), o.request)) << "\n";
   } else {
     PrintComm(runs, fit, updated["calibration"], destination, out);
   }
@@ -600,7 +602,7 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
   const auto pct = [](double predicted, double measured) { return 100 * (predicted / measured - 1); };
   if (o.json) {
     Json j;
-    j["schema"] = "loom.fit-runs/1";
+    j["schema"] = "loom.fit-runs/2";
     j["runs_file"] = o.runs_path;
     Json params_json = Json::array();
     for (size_t k = 0; k < fit->params.size(); ++k) {
@@ -621,11 +623,12 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
                       {"sensitivity", sens}});
     }
     j["runs"] = rows;
-    j["before_mape_pct"] = fit->before_mape;
-    j["fitted_mape_pct"] = fit->fitted_mape;
-    j["left_out_mape_pct"] = fit->left_out_mape ? Json(*fit->left_out_mape) : Json(nullptr);
+    // Fractions, as every loom JSON (docs/schemas/README.md); RunFit keeps percent.
+    j["before_mape"] = fit->before_mape / 100;
+    j["fitted_mape"] = fit->fitted_mape / 100;
+    j["left_out_mape"] = fit->left_out_mape ? Json(*fit->left_out_mape / 100) : Json(nullptr);
     j["written"] = written;
-    out << JsonText(j) << "\n";
+    out << JsonText(Stamped(j, o.request)) << "\n";
     return Status::Ok();
   }
   out << "runs     " << o.runs_path << ": " << fit->rows.size() << " runs on " << o.cluster_path << "\n";
@@ -667,24 +670,23 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<FitOptions>();
   CLI::App* cmd = app.add_subcommand(
       "fit", "Fit the cost models to measurements and write the calibration into the GPU or cluster file");
-  cmd->add_option("inputs", options->inputs,
+  InputFile(cmd->add_option("inputs", options->inputs,
                   "With --gpu: profiles (schema loom.profile/2, written by loom probe). With --cluster: profiles "
                   "with collectives, or output of nccl-tests (all_reduce_perf, all_gather_perf, reduce_scatter_perf, "
                   "alltoall_perf, sendrecv_perf), as printed or as its -J JSON; printed output run with "
-                  "NCCL_NVLS_ENABLE=0 and NCCL_DEBUG=INFO is fitted without NVLS (NCCL's log line says so)")
-      ;
+                  "NCCL_NVLS_ENABLE=0 and NCCL_DEBUG=INFO is fitted without NVLS (NCCL's log line says so)"));
   CLI::Option_group* target = cmd->add_option_group("target", "What to calibrate (exactly one)");
-  target->add_option("--gpu", options->gpu_path,
+  InputFile(target->add_option("--gpu", options->gpu_path,
                      "GPU file (hardware/gpus/) whose compute calibration is fitted: GEMM efficiency per dtype, "
                      "wave latency, operand bandwidth and epilogue overlap (tiles chosen per shape), kernel overhead, "
-                     "attention efficiency, HBM bandwidth fraction");
-  target->add_option("--cluster", options->cluster_path,
+                     "attention efficiency, HBM bandwidth fraction"));
+  InputFile(target->add_option("--cluster", options->cluster_path,
                      "Cluster file (hardware/clusters/) whose communication calibration is fitted: bus-bandwidth "
-                     "fractions and extra latencies within and across nodes");
-  target->add_option("--runs", options->runs_path,
+                     "fractions and extra latencies within and across nodes"));
+  InputFile(target->add_option("--runs", options->runs_path,
                      "Runs file (schema loom.runs/1, or CSV) of measured step times with their model and strategy, "
                      "on --cluster: fit the --params multipliers by robust least squares, print the in-sample and "
-                     "leave-one-out error per run, and write each into its file (framework, GPU or cluster)");
+                     "leave-one-out error per run, and write each into its file (framework, GPU or cluster)"));
   cmd->add_option("--params", options->params,
                   "With --runs: the multipliers to fit, a comma list of host (the framework's host times), compute "
                   "(the GPU's efficiencies) and inter_node (the cross-node bus bandwidth), or auto (every one some "
@@ -715,7 +717,7 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
       "  loom fit grid.json --gpu a100-calibrated.json --check        (held-out error of that calibration)\n"
       "  loom fit --runs tests/cli/data/runs_synthetic.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
       "      (multipliers from step times: runs with a model, strategy and step_time_s or a Megatron/DeepSpeed log)");
-  cmd->callback([options, &runner] {
+  cmd->callback([options, cmd, &runner] {
     // Which fit the options ask for, checked while parsing: a wrong combination is a usage error.
     const FitOptions& o = *options;
     if (!o.runs_path.empty()) {
@@ -737,6 +739,7 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
         throw CLI::RequiredError("inputs (profiles from loom probe, or nccl-tests output) before --gpu or --cluster");
       }
     }
+    options->request = CommandRequest(*cmd);
     runner = [options](std::ostream& out, std::ostream&) -> Status {
       if (options->check && options->gpu_path.empty()) {
         return Status::InvalidArgument("fit --check checks a GPU file's compute calibration: pass --gpu FILE");

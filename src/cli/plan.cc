@@ -19,6 +19,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/json_contract.h"
 #include "cli/plan_output.h"
 #include "cli/validators.h"
 #include "core/interrupt.h"
@@ -54,6 +55,7 @@ struct PlanCommandOptions {
   bool dropout = false;
   bool exhaustive = false;
   bool json = false;
+  nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
 // --grad-accumulation's choices: the modes, and auto (the --emit framework's own).
@@ -127,7 +129,8 @@ Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& h
       {"cluster", o.cluster_path},
       {"gpus", o.gpus},
       {"strategy", StrategyJson(strategy)},
-      {"simulation", {{"attention", o.attention}, {"dropout", simulation.kernels.dropout}, {"full", true}}}};
+      {"simulation", {{"attention", o.attention}, {"dropout", simulation.kernels.dropout}, {"full", true}}},
+      {"request", o.request}};
   Result<PlanFile> plan = MakePlanFile(header.model, header.cluster, strategy, simulation, std::move(source));
   if (!plan.ok()) return plan.status();
   LOOM_RETURN_IF_ERROR(WritePlanFile(*plan, o.out));
@@ -261,7 +264,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     Result<Explanation> explanation = Explain(*model, *cluster, request, options, o.explain);
     if (!explanation.ok()) return explanation.status();
     if (o.json) {
-      out << JsonText(ExplanationJson(header, *explanation)) << "\n";
+      out << JsonText(Stamped(ExplanationJson(header, *explanation), o.request)) << "\n";
     } else {
       PrintExplanation(header, *explanation, out);
     }
@@ -284,7 +287,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     emitted = std::move(e).value();
   }
   if (o.json) {
-    out << JsonText(PlanJson(header, *report, wall_s, emitted, interrupted_by)) << "\n";
+    out << JsonText(Stamped(PlanJson(header, *report, wall_s, emitted, interrupted_by), o.request)) << "\n";
   } else {
     PrintPlan(header, *report, wall_s, out, interrupted_by);
     if (emitted) PrintEmitted(*emitted, out);
@@ -310,8 +313,8 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "Every factorisation of --gpus into tp * cp * pp * dp (ep inside dp * cp) is tried with each micro-batch\n"
       "size, schedule, recomputation, ZeRO stage, offload and overlap setting; strategy rules and a memory bound\n"
       "prune them, the rest are simulated best-first until none can beat the --top-th plan.");
-  cmd->add_option("--model", o->model_path, "Model file: a Hugging Face config.json (see models/)")->required();
-  cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)")->required();
+  InputFile(cmd->add_option("--model", o->model_path, "Model file: a Hugging Face config.json (see models/)"))->required();
+  InputFile(cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)"))->required();
   cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(Between(1, 1 << 20));
   cmd->add_option("--global-batch", o->global_batch, "Sequences per step")->required()->check(Between(1, 1 << 30));
   cmd->add_option("--seq", o->seq_len, "Sequence length in tokens")->required()->check(Between(1, 1 << 27));
@@ -383,7 +386,8 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "simulated so far, marked INTERRUPTED and partial (in --json: search.interrupted, with how many strategies\n"
       "were bounded and candidates simulated), emits nothing and exits with status 130 (SIGINT) or 143 (SIGTERM).\n"
       "A second signal ends it at once.");
-  cmd->callback([o, out, pick, megatron_version, &runner] {
+  cmd->callback([o, cmd, out, pick, megatron_version, &runner] {
+    o->request = CommandRequest(*cmd);
     o->out_given = out->count() > 0;
     o->pick_given = pick->count() > 0;
     o->megatron_version_given = megatron_version->count() > 0;

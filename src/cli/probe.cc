@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/json_contract.h"
 #include "cli/probe_output.h"
 #include "cli/validators.h"
 #include "probe/groups.h"
@@ -50,6 +51,7 @@ struct ProbeOptions {
   double timeout_s = 120;
   bool dry_run = false;
   bool json = false;
+  nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
 // nccl-tests' size syntax (-b 8 -e 8G): a whole number with an optional K, M or G (powers of 1024).
@@ -133,7 +135,7 @@ Status DryRun(const ProbeOptions& o, std::ostream& out) {
   Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
   if (!points.ok()) return points.status();
   if (o.json) {
-    out << JsonText(SweepPlanJson(*points, {})) << "\n";
+    out << JsonText(Stamped(SweepPlanJson(*points, {}), o.request)) << "\n";
   } else {
     PrintSweepPlan(*points, {}, out);
   }
@@ -219,7 +221,7 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   if (!summary.ok()) return summary.status();
   if (l.Rank() != 0) return Status::Ok();
   if (o.json) {
-    out << JsonText(ProbeReportJson(*summary, run.output_path)) << "\n";
+    out << JsonText(Stamped(ProbeReportJson(*summary, run.output_path), o.request)) << "\n";
   } else {
     PrintProbeReport(*summary, out);
   }
@@ -243,10 +245,11 @@ void AddOptions(CLI::App* cmd, ProbeOptions& o) {
       ->delimiter(',');
   cmd->add_option("--dtypes", o.dtypes, "GEMM dtypes of the generic grid (default bf16,fp16,fp8,tf32)")
       ->delimiter(',');
-  cmd->add_option("--for-model", o.for_model,
-                  "Measure exactly the GEMM and attention shapes of this model (HF config.json) for every "
-                  "tensor-parallel degree the planner considers; needs --cluster and --seq");
-  cmd->add_option("--cluster", o.cluster, "Cluster file (hardware/clusters/) bounding the TP degrees of --for-model");
+  InputFile(cmd->add_option("--for-model", o.for_model,
+                            "Measure exactly the GEMM and attention shapes of this model (HF config.json) for every "
+                            "tensor-parallel degree the planner considers; needs --cluster and --seq"));
+  InputFile(cmd->add_option("--cluster", o.cluster,
+                            "Cluster file (hardware/clusters/) bounding the TP degrees of --for-model"));
   // The bounds of loom simulate's --seq and --micro-batch (spec/strategy.cc).
   cmd->add_option("--seq", o.seq, "Sequence length of --for-model")->check(Between(1, 1 << 27));
   cmd->add_option("--micro-batches", o.micro_batches, "Micro-batch sizes of --for-model (default 1,2,4)")
@@ -291,7 +294,8 @@ void AddProbeCommand(CLI::App& app, CommandRunner& runner) {
       "  mpirun -np 16 --map-by ppr:8:node loom probe --measure collectives -b 8 -e 8G\n"
       "  loom probe -o h100.json --resume\n"
       "  loom fit h100.json --gpu hardware/gpus/h100-sxm5-80gb.json");
-  cmd->callback([options, &runner] {
+  cmd->callback([options, cmd, &runner] {
+    options->request = CommandRequest(*cmd);
     runner = [options](std::ostream& out, [[maybe_unused]] std::ostream& err) -> Status {
       if (options->dry_run) return DryRun(*options, out);
 #ifdef LOOM_HAVE_CUDA

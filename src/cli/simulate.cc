@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/json_contract.h"
 #include "cli/validators.h"
 #include "core/file_io.h"
 #include "sim/simulator.h"
@@ -42,6 +43,7 @@ struct SimulateOptions {
   bool json = false;
   // The flags given that a scenario file also sets (the model, the cluster, the strategy).
   std::vector<std::string> scenario_flags_given;
+  nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
 nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional<FrameworkProfile>& framework) {
@@ -168,7 +170,7 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
         "pass another --trace"));
   }
   if (options.json) {
-    out << JsonText(ResultJson(*result, *framework)) << "\n";
+    out << JsonText(Stamped(ResultJson(*result, *framework), options.request)) << "\n";
   } else {
     PrintHuman(*result, *framework, out);
   }
@@ -255,10 +257,10 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
 void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of one parallelisation strategy");
-  cmd->add_option("scenario", options->scenario_path,
-                  "Scenario file (schema loom.scenario/1) naming model, cluster and strategy");
-  cmd->add_option("--model", options->model_path, "Model file: a Hugging Face config.json (see models/)");
-  cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)");
+  InputFile(cmd->add_option("scenario", options->scenario_path,
+                            "Scenario file (schema loom.scenario/1) naming model, cluster and strategy"));
+  InputFile(cmd->add_option("--model", options->model_path, "Model file: a Hugging Face config.json (see models/)"));
+  InputFile(cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)"));
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
       ->check(Positive());
   AddStrategyOptions(cmd, *options);
@@ -284,6 +286,7 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
     // Flags a scenario file would override; --nodes, --framework and the output flags are not among them.
     static const std::set<std::string> kWithScenario = {"--nodes", "--framework", "--trace", "--full",
                                                          "--json",  "--help",      "scenario"};
+    options->request = CommandRequest(*cmd);
     options->scenario_flags_given.clear();
     for (const CLI::Option* option : cmd->get_options()) {
       if (option->count() == 0 || kWithScenario.count(option->get_name()) > 0) continue;

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/json_contract.h"
 #include "cli/validate_output.h"
 #include "cli/validators.h"
 #include "core/file_io.h"
@@ -39,6 +40,7 @@ struct ValidateOptions {
   double margin_ms = 0;
   std::string trace_path;
   bool json = false;
+  nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
 // The plan time a step may take before it is abandoned: ten predicted steps and a minute of real
@@ -90,7 +92,7 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
     if (!measured.device.empty()) j["device"] = measured.device;
     j["order_margin_s"] = OrderMargin(o).ToSeconds();
     j["source"] = plan.source;
-    out << JsonText(j) << "\n";
+    out << JsonText(Stamped(j, o.request)) << "\n";
   } else {
     out << "plan " << o.plan_path << ": " << world << " ranks, " << plan.step.graph.num_tasks() << " tasks, backend "
         << o.backend;
@@ -184,7 +186,8 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
       "in the order the simulator predicted. An MPI program: one process per rank of the plan (mpirun -np N); a "
       "plan of one rank runs without mpirun.");
   ValidateOptions& o = *options;
-  cmd->add_option("plan", o.plan_path, "Plan file (schema loom.plan-file/2), from loom plan --emit plan --out FILE")
+  InputFile(cmd->add_option("plan", o.plan_path,
+                            "Plan file (schema loom.plan-file/2), from loom plan --emit plan --out FILE"))
       ->required();
   cmd->add_option("--backend", o.backend,
                   "host: MPI ranks on CPUs, each task a timed wait of its predicted duration, real MPI messages "
@@ -212,7 +215,7 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--trace", o.trace_path,
                   "Write the measured step (the median one) as a Chrome trace with the same ranks and streams as "
                   "loom simulate --trace, to open beside it in Perfetto");
-  cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.validate/1)");
+  cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.validate/2)");
   cmd->footer(
       "Example:\n"
       "  loom plan --model models/llama3-8b.json --cluster hardware/clusters/dgx-h100.json --gpus 4 \\\n"
@@ -223,7 +226,8 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
       "  loom validate one.json --backend cuda        (one rank: no mpirun)\n"
       "Exit status: 0 when the run completed (whatever the errors), 1 for a bad plan or a failed run, 2 for a "
       "bad command line, 3 when --backend cuda finds no GPU (or loom was built without CUDA).");
-  cmd->callback([options, &runner] {
+  cmd->callback([options, cmd, &runner] {
+    options->request = CommandRequest(*cmd);
     runner = [options](std::ostream& out, std::ostream&) { return Run(*options, out); };
   });
 }

@@ -213,6 +213,7 @@ void ParseHeader(const nlohmann::json& json, JsonReader& r, Profile* p) {
     r.AddError("schema", "is " + Quoted(*schema) + " but this file is read as a profile (\"loom.profile/2\" or "
                          "\"loom.profile/1\"); pass a profile written by loom probe");
   }
+  r.OptionalString("loom_version");  // the writer's, for people; absent from profiles loom 0.1 wrote before it
   JsonReader& device = r.Object("device");
   p->device.name = RequiredText(device, "name");
   p->device.sm_count = device.OptionalInt("sm_count");
@@ -456,6 +457,7 @@ nlohmann::ordered_json ProbeFailureJson(const ProbeFailure& f) {
 nlohmann::ordered_json ProfileJson(const Profile& p) {
   nlohmann::ordered_json j;
   j["schema"] = kProfileSchema;
+  j["loom_version"] = LOOM_VERSION;  // the writer (a resumed profile: the last one)
   nlohmann::ordered_json device = {{"name", p.device.name}};
   if (p.device.sm_count) device["sm_count"] = *p.device.sm_count;
   if (p.device.memory_bytes) device["memory_bytes"] = *p.device.memory_bytes;

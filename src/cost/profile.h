@@ -25,6 +25,7 @@ namespace loom {
 // marked optional; unknown keys are errors.
 //
 //   "schema":           "loom.profile/2"
+//   "loom_version":     optional: the loom that wrote it (LOOM_VERSION), for people
 //   "device":           {"name": cudaDeviceProp::name, e.g. "NVIDIA H100 80GB HBM3",
 //                        optional: "sm_count", "memory_bytes", "l2_bytes" (integers),
 //                        "compute_capability" (string, "9.0"), "sm_clock_mhz", "memory_clock_mhz"

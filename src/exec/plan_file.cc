@@ -179,6 +179,7 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
 nlohmann::ordered_json PlanFileJson(const PlanFile& plan) {
   ordered_json j;
   j["schema"] = kPlanFileSchema;
+  j["loom_version"] = LOOM_VERSION;  // the writer; any loom that reads loom.plan-file/2 reads the file
   j["source"] = plan.source.is_null() ? ordered_json::object() : plan.source;
   j["prediction"] = {{"step_time_s", plan.prediction.step_time_s},
                      {"bubble_fraction", plan.prediction.bubble_fraction},

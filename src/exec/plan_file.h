@@ -30,7 +30,7 @@ namespace loom {
 // replicas. Tensor-, context- and expert-parallel groups stay folded into one task per pass.
 //
 // The layout, compact enough for 10^5 tasks (every id is an index into the table it names, from 0):
-//   {"schema": "loom.plan-file/2", "source": {...},
+//   {"schema": "loom.plan-file/2", "loom_version": the writer's, "source": {...},
 //    "prediction": {"step_time_s", "bubble_fraction", "peak_memory_bytes"},
 //    "step": {"stages", "replicas",
 //      "names": [string table; tasks name theirs by index; [0] is "", [1] "default"],

@@ -528,6 +528,7 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
   plan.file = file;
   JsonReader r(json, file);
   r.Allow("schema");
+  r.Allow("loom_version");  // the writer's, for people: the schema says what this loom can read
   r.Allow("source");
   if (auto source = json.find("source"); source != json.end()) {
     if (source->is_object()) {

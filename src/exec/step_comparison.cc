@@ -283,23 +283,24 @@ OrderCheck CheckOrder(const TaskGraph& graph, const StepTimeline& predicted,
   return check;
 }
 
-nlohmann::ordered_json ErrorPctJson(double error_pct) {
+// The error as a fraction, as loom's JSON writes every ratio (docs/schemas/README.md); null if infinite.
+nlohmann::ordered_json ErrorFractionJson(double error_pct) {
   if (!std::isfinite(error_pct)) return nullptr;
-  return error_pct;
+  return error_pct / 100;
 }
 
-// {"predicted<suffix>", "measured<suffix>", "error_pct"}.
+// {"predicted<suffix>", "measured<suffix>", "error_fraction"}.
 nlohmann::ordered_json ComparisonJson(const Comparison& c, const std::string& suffix) {
   return {{"predicted" + suffix, c.predicted},
           {"measured" + suffix, c.measured},
-          {"error_pct", ErrorPctJson(c.error_pct)}};
+          {"error_fraction", ErrorFractionJson(c.error_pct)}};
 }
 
 // As ComparisonJson, with whole bytes.
 nlohmann::ordered_json PeakMemoryJson(const Comparison& c) {
   return {{"predicted_bytes", static_cast<int64_t>(std::llround(c.predicted))},
           {"measured_bytes", static_cast<int64_t>(std::llround(c.measured))},
-          {"error_pct", ErrorPctJson(c.error_pct)}};
+          {"error_fraction", ErrorFractionJson(c.error_pct)}};
 }
 
 }  // namespace
@@ -356,7 +357,7 @@ nlohmann::ordered_json StepComparisonJson(const StepComparison& c) {
     return rows;
   };
   const OrderCheck& o = c.order;
-  return {{"schema", "loom.validate/1"},
+  return {{"schema", "loom.validate/2"},
           {"steps", c.steps},
           {"median_step", c.median_step},
           {"step_time", std::move(step_time)},

@@ -90,16 +90,17 @@ Result<StepComparison> CompareStep(const StepGraph& step, std::span<const Memory
                                    const StepTimeline& predicted, std::span<const StepTimeline> measured,
                                    std::optional<std::vector<int64_t>> measured_peak_bytes, SimTime margin);
 
-// Schema "loom.validate/1":
+// Schema "loom.validate/2":
 //   {"schema", "steps",
-//    "step_time": {"predicted_s", "measured_s", "error_pct", "measured_min_s", "measured_max_s"},
-//    "bubble_fraction": {"predicted", "measured", "error_pct"},
-//    "peak_memory": {"predicted_bytes", "measured_bytes", "error_pct"},
-//    "classes": [{"name", "tasks", "predicted_s", "measured_s", "error_pct"}, ...],
+//    "step_time": {"predicted_s", "measured_s", "error_fraction", "measured_min_s", "measured_max_s"},
+//    "bubble_fraction": {"predicted", "measured", "error_fraction"},
+//    "peak_memory": {"predicted_bytes", "measured_bytes", "error_fraction"},
+//    "classes": [{"name", "tasks", "predicted_s", "measured_s", "error_fraction"}, ...],
 //    "work_classes": [the same, for StepComparison::work_classes],
 //    "order": {"dependency_violations", "rendezvous_violations", "order_inversions",
 //              "pairs_checked", "examples": [...]}}
-// An infinite error_pct is written as null.
+// error_fraction is Comparison::error_pct / 100 (a fraction, as every ratio in loom's JSON); an
+// infinite one is written as null. The CLI stamps "loom_version" and "request" (cli/json_contract.h).
 nlohmann::ordered_json StepComparisonJson(const StepComparison& comparison);
 
 }  // namespace loom

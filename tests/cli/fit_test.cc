@@ -423,7 +423,7 @@ TEST(FitRuns, RecoversTheHostScaleOfSyntheticRunsAndWritesItIntoTheFramework) {
                               "host", "--json"});
   ASSERT_EQ(wrote.code, kExitOk) << wrote.err;
   const nlohmann::json j = nlohmann::json::parse(wrote.out);
-  EXPECT_EQ(j["schema"], "loom.fit-runs/1");
+  EXPECT_EQ(j["schema"], "loom.fit-runs/2");
   EXPECT_NEAR(j["params"][0]["multiplier"].get<double>(), 1.5, 0.01);
   EXPECT_EQ(j["runs"].size(), 6u);
   EXPECT_TRUE(j["runs"][0]["left_out_s"].is_number());

@@ -499,8 +499,8 @@ TEST(CompareStep, ErrorIsInfiniteWhenOnlyTheMeasurementIsNonZero) {
   EXPECT_TRUE(std::isinf(c->step_time_s.error_pct));
   EXPECT_EQ(c->bubble_fraction.error_pct, 0);
   const nlohmann::ordered_json json = StepComparisonJson(*c);
-  EXPECT_TRUE(json["step_time"]["error_pct"].is_null());
-  EXPECT_TRUE(json["classes"][0]["error_pct"].is_null());
+  EXPECT_TRUE(json["step_time"]["error_fraction"].is_null());
+  EXPECT_TRUE(json["classes"][0]["error_fraction"].is_null());
 }
 
 TEST(StepComparisonJson, WritesSchemaAndKeysWithUnits) {
@@ -510,7 +510,7 @@ TEST(StepComparisonJson, WritesSchemaAndKeysWithUnits) {
   Result<StepComparison> c = CompareOne(s, measured);
   ASSERT_TRUE(c.ok()) << c.status().message();
   const nlohmann::ordered_json json = StepComparisonJson(*c);
-  EXPECT_EQ(json["schema"], "loom.validate/1");
+  EXPECT_EQ(json["schema"], "loom.validate/2");
   EXPECT_EQ(json["steps"], 1);
   EXPECT_DOUBLE_EQ(json["step_time"]["predicted_s"].get<double>(), 50e-6);
   EXPECT_DOUBLE_EQ(json["step_time"]["measured_min_s"].get<double>(), 50e-6);
@@ -518,7 +518,8 @@ TEST(StepComparisonJson, WritesSchemaAndKeysWithUnits) {
   EXPECT_DOUBLE_EQ(json["bubble_fraction"]["predicted"].get<double>(), c->bubble_fraction.predicted);
   EXPECT_EQ(json["peak_memory"]["predicted_bytes"], 1100);
   EXPECT_TRUE(json["peak_memory"]["measured_bytes"].is_number_integer());
-  EXPECT_EQ(json["peak_memory"]["error_pct"], 0);
+  EXPECT_EQ(json["peak_memory"]["error_fraction"], 0);
+  EXPECT_NEAR(json["step_time"]["error_fraction"].get<double>(), c->step_time_s.error_pct / 100, 1e-12);
   EXPECT_EQ(json["classes"][0]["name"], "compute");
   EXPECT_EQ(json["classes"][0]["tasks"], 4);
   EXPECT_TRUE(json["classes"][0].contains("measured_s"));

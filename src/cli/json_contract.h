@@ -1,0 +1,38 @@
+#ifndef LOOM_CLI_JSON_CONTRACT_H_
+#define LOOM_CLI_JSON_CONTRACT_H_
+
+#include <nlohmann/json.hpp>
+
+#include <CLI/CLI.hpp>
+
+namespace loom {
+
+// The contract every JSON object loom prints keeps (docs/schemas/README.md): its first keys are
+//   "schema":       "loom.<name>/<N>", whose file is docs/schemas/<name>-<N>.schema.json;
+//   "loom_version": the loom that wrote it (LOOM_VERSION);
+//   "request":      what was asked: {"command", "arguments", "input_files"} (CommandRequest).
+// Fractions are numbers in [0, 1] (keys end in _fraction or are ratios such as mfu); percent
+// appears only in human text.
+
+// Marks |option| as naming a file the command reads: its help shows FILE, and CommandRequest lists
+// its value under "input_files". Returns |option|, so that it chains like CLI11's own setters.
+CLI::Option* InputFile(CLI::Option* option);
+
+// The request |command| (a parsed subcommand) answers:
+//   {"command": its name,
+//    "arguments": {every option given on the command line, by its long name without dashes (a
+//                  positional by its own name): true for a flag, the text given for one value, an
+//                  array of texts for several},
+//    "input_files": [the values of the options marked InputFile, in declaration order]}.
+// Options left at their default are not listed: the defaults are those of loom_version.
+nlohmann::ordered_json CommandRequest(const CLI::App& command);
+
+// |body| stamped with the contract: "schema" (which |body| must hold), "loom_version" and
+// "request" first, then the rest of |body| in its order. Where |body| has a "request" object of
+// its own (plan and explain restate the question in the model's terms), its keys follow those of
+// |request|.
+nlohmann::ordered_json Stamped(const nlohmann::ordered_json& body, const nlohmann::ordered_json& request);
+
+}  // namespace loom
+
+#endif  // LOOM_CLI_JSON_CONTRACT_H_
