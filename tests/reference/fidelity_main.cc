@@ -27,7 +27,7 @@ constexpr const char* kUsage =
     "  Compares loom's predictions with the published measurements in tests/reference/.\n"
     "  Per table: in-sample errors (shipped calibrations) and leave-one-source-out errors (every\n"
     "  calibration fitted on the table's file refitted without it); MAPE, max and bias (mean signed).\n"
-    "  --json  print one JSON object (schema loom.fidelity/2) instead of tables\n";
+    "  --json  print one JSON object (schema loom.fidelity/3; errors as fractions) instead of tables\n";
 
 // Messages of several violations come one per line; a table row holds them on one.
 std::string OneLine(std::string message) {
@@ -83,6 +83,9 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
   out << "\n";
 }
 
+// A percent of the tables as the fraction every loom JSON writes (docs/schemas/README.md); null stays null.
+nlohmann::ordered_json Fraction(double percent) { return percent / 100; }
+
 nlohmann::ordered_json TableJson(const FidelityTable& table) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const FidelityRow& r : table.rows) {
@@ -90,13 +93,13 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
     row["case"] = r.name;
     row["predicted"] = r.ok() ? nlohmann::ordered_json(r.predicted) : nlohmann::ordered_json();
     row["measured"] = r.measured;
-    row["error_pct"] = r.ok() ? nlohmann::ordered_json(r.ErrorPct()) : nlohmann::ordered_json();
+    row["error_fraction"] = r.ok() ? Fraction(r.ErrorPct()) : nlohmann::ordered_json();
     row["loso_predicted"] = r.ok() ? nlohmann::ordered_json(r.loso_predicted) : nlohmann::ordered_json();
-    row["loso_error_pct"] = r.ok() ? nlohmann::ordered_json(r.LosoErrorPct()) : nlohmann::ordered_json();
+    row["loso_error_fraction"] = r.ok() ? Fraction(r.LosoErrorPct()) : nlohmann::ordered_json();
     if (table.site_refitted) {
       row["site"] = r.site;
       row["site_loso_predicted"] = r.ok() ? nlohmann::ordered_json(r.site_loso_predicted) : nlohmann::ordered_json();
-      row["site_loso_error_pct"] = r.ok() ? nlohmann::ordered_json(r.SiteLosoErrorPct()) : nlohmann::ordered_json();
+      row["site_loso_error_fraction"] = r.ok() ? Fraction(r.SiteLosoErrorPct()) : nlohmann::ordered_json();
     }
     if (!r.ok()) row["error"] = r.error;
     rows.push_back(row);
@@ -110,18 +113,18 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
   j["refitted"] = table.refitted;
   const ErrorSummary in = table.InSample();
   const ErrorSummary loso = table.LeaveOneSourceOut();
-  j["mape_pct"] = in.mape_pct;
-  j["max_abs_error_pct"] = in.max_abs_pct;
-  j["bias_pct"] = in.bias_pct;
-  j["loso_mape_pct"] = loso.mape_pct;
-  j["loso_max_abs_error_pct"] = loso.max_abs_pct;
-  j["loso_bias_pct"] = loso.bias_pct;
+  j["mape"] = Fraction(in.mape_pct);
+  j["max_abs_error"] = Fraction(in.max_abs_pct);
+  j["bias"] = Fraction(in.bias_pct);
+  j["loso_mape"] = Fraction(loso.mape_pct);
+  j["loso_max_abs_error"] = Fraction(loso.max_abs_pct);
+  j["loso_bias"] = Fraction(loso.bias_pct);
   j["site_refitted"] = table.site_refitted;
   if (table.site_refitted) {
     const ErrorSummary site = table.LeaveOneSiteOut();
-    j["site_loso_mape_pct"] = site.mape_pct;
-    j["site_loso_max_abs_error_pct"] = site.max_abs_pct;
-    j["site_loso_bias_pct"] = site.bias_pct;
+    j["site_loso_mape"] = Fraction(site.mape_pct);
+    j["site_loso_max_abs_error"] = Fraction(site.max_abs_pct);
+    j["site_loso_bias"] = Fraction(site.bias_pct);
   }
   j["failed"] = table.Failed();
   return j;
@@ -147,7 +150,11 @@ int Run(int argc, char** argv) {
   }
   if (json) {
     nlohmann::ordered_json report;
-    report["schema"] = "loom.fidelity/2";
+    report["schema"] = "loom.fidelity/3";
+    report["loom_version"] = LOOM_VERSION;
+    report["request"] = {{"command", "fidelity"},
+                         {"arguments", {{"json", true}}},
+                         {"input_files", nlohmann::ordered_json::array()}};
     report["tables"] = nlohmann::ordered_json::array();
     for (const FidelityTable& t : *tables) report["tables"].push_back(TableJson(t));
     std::cout << report.dump(2) << "\n";
