@@ -31,6 +31,7 @@
 #include "probe/probe_runner.h"
 #include "probe/sweep.h"
 #include "spec/cluster.h"
+#include "support/schema_check.h"
 
 namespace loom {
 namespace {
@@ -257,6 +258,7 @@ TEST(PlanInterrupted, JsonSaysHowFarTheSearchGot) {
     ASSERT_TRUE(ExitedWith(f, kExitSignalBase + signal) || ExitedWith(f, kExitOk)) << Describe(f);
     const nlohmann::json j = nlohmann::json::parse(f.out, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << "not one JSON object: " << Describe(f);
+    EXPECT_TRUE(MatchesSchema(j)) << Describe(f);  // an interrupted search keeps the JSON contract too
     EXPECT_EQ(j["schema"], "loom.plan/1");
     const nlohmann::json& stop = j["search"]["interrupted"];
     if (stop.is_null()) {  // finished before the signal

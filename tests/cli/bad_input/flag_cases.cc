@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/bad_input/cases.h"
+#include "support/schema_check.h"
 
 namespace loom::bad_input {
 
@@ -108,6 +109,7 @@ std::vector<Case> FlagCases() {
          if (o.code != 0) return;
          EXPECT_TRUE(Json::accept(o.out)) << "probe --dry-run --json printed what is not JSON:\n"
                                           << o.out.substr(0, 400);
+         ExpectMatchesSchemaIfJson(o.out, "probe --dry-run --json");
        }},
       // Root cause 9: unclear messages.
       {.name = "MisspeltSubcommand",

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/bad_input/cases.h"
+#include "support/schema_check.h"
 
 namespace loom::bad_input {
 
@@ -43,9 +44,12 @@ Setup RunsWithLog(const std::string& log) {
   };
 }
 
-// The JSON a --json run printed must parse (invalid UTF-8 from an input must not leak into it).
+// The JSON a --json run printed must parse (invalid UTF-8 from an input must not leak into it) and
+// match its schema.
 void PrintsJson(const Workdir&, const Outcome& o) {
-  if (o.code == 0) EXPECT_TRUE(Json::accept(o.out)) << "stdout is not JSON:\n" << o.out.substr(0, 400);
+  if (o.code != 0) return;
+  EXPECT_TRUE(Json::accept(o.out)) << "stdout is not JSON:\n" << o.out.substr(0, 400);
+  ExpectMatchesSchemaIfJson(o.out, "a --json run on hostile input");
 }
 
 constexpr char kCsvHeader[] = "name,model,step_time_s,micro_batch,global_batch,seq_len\n";
