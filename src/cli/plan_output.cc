@@ -4,6 +4,7 @@
 #include <iomanip>
 
 #include "cli/format.h"
+#include "cli/memory_output.h"
 #include "plan/search_space.h"
 #include "spec/scenario.h"
 
@@ -109,6 +110,7 @@ nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank) {
   j["bubble_fraction"] = p.bubble_fraction;
   j["exposed_comm_fraction"] = p.exposed_comm_fraction;
   j["breakdown"] = BreakdownJson(p.breakdown);
+  j["memory_breakdown"] = MemoryBreakdownJson(p.memory);
   return j;
 }
 
@@ -208,6 +210,16 @@ void PrintEmitted(const EmitResult& emitted, std::ostream& out) {
   for (const std::string& note : emitted.notes) out << "note: " << note << "\n";
 }
 
+namespace {
+
+// What holds the explained strategy's memory, and what would make it fit.
+MemoryView ExplainedMemory(const Explanation& e) {
+  return {e.memory_by_stage, e.peak_stage, e.plan.memory_limit_bytes, e.reserved_bytes, e.fit_suggestions,
+          e.plan.step_time_s};
+}
+
+}  // namespace
+
 void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostream& out) {
   PrintHeader(header, out);
   const RankedPlan& p = e.plan;
@@ -221,6 +233,7 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
       << Fixed(b.bubble_s, 3) << " s (" << Percent(b.bubble_s / step) << "), exposed communication "
       << Fixed(b.exposed_comm_s, 3) << " s (" << Percent(b.exposed_comm_s / step) << "), optimizer "
       << Fixed(b.optimizer_s, 3) << " s (" << Percent(b.optimizer_s / step) << "); dominated by " << e.dominant << "\n";
+  PrintMemory(ExplainedMemory(e), out);
   if (e.fits) {
     if (e.more_better_plans) {
       out << "rank over " << e.better_plans << ": at least " << e.better_plans << " plans of the search space do better";
@@ -269,6 +282,7 @@ nlohmann::ordered_json ExplanationJson(const PlanHeader& header, const Explanati
   j["dominant"] = e.dominant;
   j["better_plans"] = e.better_plans;
   j["better_plans_is_lower_bound"] = e.more_better_plans;
+  j["memory"] = MemoryJson(ExplainedMemory(e));
   if (e.best.has_value()) j["best"] = PlanEntry(*e.best, 1);
   j["search"] = SearchJson(e.search);
   return j;

@@ -1,5 +1,6 @@
 #include "plan/explain.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -38,16 +39,12 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, 
     s.grad_reduce_in_bf16 = DeepSpeedBudgetsBf16Gradients(s);
   }
   if (!given->dp.has_value() && s.tp * s.pp * s.cp > 0) s.dp = std::max<int64_t>(1, request.gpus / (s.tp * s.pp * s.cp));
-  // The cost objective also searches gpus / 2, gpus / 4, ...: its plans may use fewer GPUs.
-  bool in_space = s.WorldSize() == request.gpus;
-  for (int64_t gpus = request.gpus; request.smaller_gpu_counts && gpus % 2 == 0 && !in_space; ) {
-    gpus /= 2;
-    in_space = s.WorldSize() == gpus;
-  }
-  if (!in_space) {
+  // --min-gpus and --max-gpus also search other GPU counts: a plan may use any of them.
+  const std::vector<int64_t> counts = GpuCounts(request, cluster);
+  if (std::find(counts.begin(), counts.end(), s.WorldSize()) == counts.end()) {
     return Status::InvalidArgument("--explain " + std::string(text) + ": tp * pp * dp * cp = " +
                                    std::to_string(s.WorldSize()) + ", not --gpus " + std::to_string(request.gpus) +
-                                   (request.smaller_gpu_counts ? " or a power-of-two fraction of it" : "") +
+                                   (counts.size() > 1 ? " or another GPU count searched" : "") +
                                    "; give a dp that fills the GPUs or leave dp out");
   }
   s.allow_cross_node_tp = s.tp > cluster.gpus_per_node;

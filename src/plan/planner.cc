@@ -333,6 +333,7 @@ RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r,
   p.peak_memory_bytes = r.peak_memory_bytes;
   p.memory_limit_bytes = r.memory_limit_bytes;
   p.breakdown = r.breakdown;
+  if (!r.memory_by_stage.empty()) p.memory = r.memory_by_stage[r.peak_stage];
   return p;
 }
 

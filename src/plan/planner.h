@@ -73,6 +73,7 @@ struct RankedPlan {
   int64_t peak_memory_bytes = 0;
   int64_t memory_limit_bytes = 0;
   StepBreakdown breakdown;
+  MemoryBreakdown memory;  // what holds the peak stage's memory at its peak
 };
 
 // Strategies turned away, by the rule (its flag) that rejected them.

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -133,7 +135,7 @@ TEST(Plan, TableNamesTheQuestionCountsTheSearchAndRanksTopRows) {
   const std::vector<std::vector<std::string>> rows = TableRows(r.out);
   ASSERT_EQ(rows.size(), 3u) << r.out;
   for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i][0], std::to_string(i + 1));
-  EXPECT_EQ(TableHeader(r.out).find("GPU-h/Mtok"), std::string::npos);
+  EXPECT_EQ(TableHeader(r.out).find("GPU-h/Btok"), std::string::npos);
 
   // Every strategy turned away is counted under one rule.
   const std::vector<std::pair<std::string, int64_t>> rejected = RejectedByRule(r.out);
@@ -297,15 +299,190 @@ TEST(Plan, PickBeyondTopSaysToRaiseTop) {
   EXPECT_NE(r.err.find("--pick 3: only 2 plans are ranked; raise --top"), std::string::npos) << r.err;
 }
 
-TEST(Plan, CostObjectiveShowsGpuHoursPerMillionTokens) {
+// One unit of cost in the table, the JSON and the help: GPU-hours per 10^9 tokens.
+TEST(Plan, CostObjectiveRanksByGpuHoursPerBillionTokensAtTheGpusAskedFor) {
   CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--objective", "cost", "--top", "3"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("objective cost"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cost in GPU-hours per 10^9 tokens (GPU-h/Btok)"), std::string::npos) << r.out;
   const std::string header = TableHeader(r.out);
-  ASSERT_NE(header.find("GPU-h/Mtok"), std::string::npos) << r.out;
+  ASSERT_NE(header.find("GPUs  GPU-h/Btok"), std::string::npos) << r.out;
   const std::vector<std::vector<std::string>> rows = TableRows(r.out);
   ASSERT_EQ(rows.size(), 3u) << r.out;
-  for (size_t i = 1; i < rows.size(); ++i) EXPECT_LE(std::stod(rows[i - 1].back()), std::stod(rows[i].back()));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][rows[i].size() - 2], "16") << "no --min-gpus: the 16 GPUs asked for";
+    if (i > 0) {
+      EXPECT_LE(std::stod(rows[i - 1].back()), std::stod(rows[i].back()));
+    }
+  }
+  CommandResult j = PlanSmall({"--fix", "pp=1,tp=2", "--objective", "cost", "--top", "3", "--json"});
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  const nlohmann::json json = nlohmann::json::parse(j.out);
+  EXPECT_EQ(json["request"]["score_unit"], "gpu_hours_per_billion_tokens");
+  EXPECT_EQ(json["request"]["gpu_counts"], nlohmann::json::array({16}));
+  for (const nlohmann::json& plan : json["plans"]) {
+    EXPECT_DOUBLE_EQ(plan["score"].get<double>(), plan["gpu_hours_per_billion_tokens"].get<double>());
+    EXPECT_NEAR(plan["gpu_hours_per_billion_tokens"].get<double>(),
+                plan["step_time_s"].get<double>() * 16 / 3600 / (32.0 * 4096) * 1e9, 1e-9);
+  }
+  EXPECT_NE(Loom({"plan", "--help"}).out.find("GPU-hours per 10^9 tokens"), std::string::npos);
+}
+
+TEST(Plan, MinGpusLetsTheCostObjectiveWeighSmallerJobs) {
+  CommandResult r = PlanSmall({"--fix", "pp=1,tp=1", "--objective", "cost", "--top", "3", "--min-gpus", "4", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["request"]["gpu_counts"], nlohmann::json::array({16, 8, 4}));
+  bool smaller = false;
+  for (const nlohmann::json& plan : json["plans"]) {
+    EXPECT_GE(plan["gpus"].get<int64_t>(), 4);
+    smaller = smaller || plan["gpus"].get<int64_t>() < 16;
+  }
+  EXPECT_TRUE(smaller) << r.out;
+  CommandResult text = PlanSmall({"--fix", "pp=1,tp=1", "--objective", "cost", "--top", "1", "--min-gpus", "4"});
+  EXPECT_NE(text.out.find("GPU counts searched 16, 8, 4"), std::string::npos) << text.out;
+}
+
+TEST(Plan, PriceAndTokensGiveTimeToTrainAndDollars) {
+  CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--top", "2", "--price", "2.5", "--tokens", "1e12"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("$2.50 per GPU-hour (--price)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1.00 T tokens to train"), std::string::npos) << r.out;
+  const std::string header = TableHeader(r.out);
+  for (const char* column : {"GPU-h/Btok", "$/Btok", "train days", "train $"}) {
+    EXPECT_NE(header.find(column), std::string::npos) << column << "\n" << r.out;
+  }
+  CommandResult j = PlanSmall({"--fix", "pp=1,tp=2", "--top", "2", "--price", "2.5", "--tokens", "1e12", "--json"});
+  ASSERT_EQ(j.code, kExitOk) << j.err;
+  const nlohmann::json json = nlohmann::json::parse(j.out);
+  EXPECT_EQ(json["request"]["price_per_gpu_hour_usd"], 2.5);
+  EXPECT_EQ(json["request"]["price_source"], "--price");
+  EXPECT_EQ(json["request"]["tokens"], 1e12);
+  const nlohmann::json& plan = json["plans"][0];
+  const int64_t steps = (1'000'000'000'000 + 32 * 4096 - 1) / (32 * 4096);
+  EXPECT_EQ(plan["steps_to_train"], steps);
+  EXPECT_DOUBLE_EQ(plan["time_to_train_s"].get<double>(), static_cast<double>(steps) * plan["step_time_s"].get<double>());
+  EXPECT_DOUBLE_EQ(plan["gpu_hours_to_train"].get<double>(), plan["time_to_train_s"].get<double>() * 16 / 3600);
+  EXPECT_DOUBLE_EQ(plan["usd_to_train"].get<double>(), plan["gpu_hours_to_train"].get<double>() * 2.5);
+  EXPECT_DOUBLE_EQ(plan["usd_per_billion_tokens"].get<double>(), plan["gpu_hours_per_billion_tokens"].get<double>() * 2.5);
+  // The table's last column is the dollars to train, rounded.
+  const std::vector<std::vector<std::string>> rows = TableRows(r.out);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(Digits(rows[0].back()), std::llround(plan["usd_to_train"].get<double>()));
+}
+
+TEST(Plan, WithoutPriceOrTokensTheCostKeysAreNull) {
+  CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--top", "1", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(json["request"]["price_per_gpu_hour_usd"].is_null());
+  EXPECT_TRUE(json["request"]["tokens"].is_null());
+  EXPECT_TRUE(json["plans"][0]["usd_per_billion_tokens"].is_null());
+  EXPECT_TRUE(json["plans"][0]["time_to_train_s"].is_null());
+  EXPECT_GT(json["plans"][0]["gpu_hours_per_billion_tokens"].get<double>(), 0);
+  EXPECT_EQ(json["plans"][0]["variants"], nlohmann::json::array());
+}
+
+TEST(Plan, TheClusterFilesPriceIsUsedAndNamed) {
+  nlohmann::json cluster = nlohmann::json::parse(std::ifstream(Shipped("hardware/clusters/dgx-h100.json")));
+  cluster["gpu"] = Shipped("hardware/gpus/h100-sxm5-80gb.json");
+  cluster["price_per_gpu_hour_usd"] = 3.0;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("loom_plan_test_priced_" + std::to_string(::getpid()) + ".json"))
+          .string();
+  std::ofstream(path) << cluster.dump();
+  CommandResult r = Loom({"plan", "--model", Shipped("models/llama3-8b.json"), "--cluster", path, "--gpus", "16",
+                          "--global-batch", "32", "--seq", "4096", "--threads", "2", "--fix", "pp=1,tp=2", "--top",
+                          "1", "--framework", "none", "--json"});
+  std::filesystem::remove(path);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["request"]["price_per_gpu_hour_usd"], 3.0);
+  EXPECT_EQ(json["request"]["price_source"], path);
+  EXPECT_DOUBLE_EQ(json["plans"][0]["usd_per_billion_tokens"].get<double>(),
+                   json["plans"][0]["gpu_hours_per_billion_tokens"].get<double>() * 3);
+}
+
+TEST(Plan, ProgressFlagWritesProgressToANonTerminalStderr) {
+  CommandResult quiet = PlanSmall({"--fix", "pp=1", "--top", "3"});
+  ASSERT_EQ(quiet.code, kExitOk) << quiet.err;
+  EXPECT_EQ(quiet.err.find("bounding"), std::string::npos) << quiet.err;
+  CommandResult r = PlanSmall({"--fix", "pp=1", "--top", "3", "--progress"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "a log gets whole lines";
+  const std::vector<std::string> lines = Lines(r.err);
+  const auto starting = [&](const std::string& prefix) {
+    return std::find_if(lines.rbegin(), lines.rend(), [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
+  };
+  ASSERT_NE(starting("bounding "), lines.rend()) << r.err;
+  const auto simulating = starting("simulating ");
+  ASSERT_NE(simulating, lines.rend()) << r.err;
+  // The last line: every candidate done, most bounded out, and the best plan, the table's first.
+  EXPECT_NE(simulating->find(" bounded out), "), std::string::npos) << *simulating;
+  EXPECT_NE(simulating->find(", done in "), std::string::npos) << *simulating;
+  const std::vector<int64_t> n = WholeNumbers(*simulating);
+  ASSERT_GE(n.size(), 3u) << *simulating;
+  EXPECT_EQ(n[0], n[1]) << *simulating;
+  const std::vector<std::vector<std::string>> rows = TableRows(r.out);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_NE(simulating->find("best " + rows[0][rows[0].size() - 7] + " s/step"), std::string::npos)
+      << *simulating << "\n" << r.out;
+}
+
+TEST(Plan, MaxStepTimeRejectsSlowerPlansAndCountsThem) {
+  CommandResult all = PlanSmall({"--fix", "pp=1,tp=2", "--top", "4", "--json"});
+  ASSERT_EQ(all.code, kExitOk) << all.err;
+  const nlohmann::json plans = nlohmann::json::parse(all.out)["plans"];
+  const double limit = plans[1]["step_time_s"].get<double>() * 1.0001;
+  std::ostringstream text;
+  text << limit;
+  CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--top", "4", "--max-step-time", text.str(), "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["request"]["max_step_time_s"], std::stod(text.str()));
+  for (const nlohmann::json& plan : json["plans"]) EXPECT_LE(plan["step_time_s"].get<double>(), limit);
+  EXPECT_GT(json["search"]["rejected_by_step_time_bound"].get<int64_t>(), 0);
+  bool named = false;
+  for (const nlohmann::json& rule : json["search"]["rejections"]) named = named || rule["rule"] == "--max-step-time";
+  EXPECT_TRUE(named) << json["search"].dump();
+  CommandResult table = PlanSmall({"--fix", "pp=1,tp=2", "--top", "4", "--max-step-time", text.str()});
+  EXPECT_NE(table.out.find(" over --max-step-time (step time bound), "), std::string::npos) << table.out;
+}
+
+TEST(Plan, DistinctListsEachRowsVariantsInTextAndJson) {
+  CommandResult r = PlanSmall({"--fix", "pp=1", "--top", "4", "--distinct", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json["request"]["distinct"], true);
+  ASSERT_EQ(json["plans"].size(), 4u);
+  size_t variants = 0;
+  for (const nlohmann::json& plan : json["plans"]) {
+    for (const nlohmann::json& v : plan["variants"]) {
+      ++variants;
+      EXPECT_LT(std::abs(v["step_time_s"].get<double>() / plan["step_time_s"].get<double>() - 1), 0.01);
+      Result<Constraints> fix = ParseConstraints(v["fix"].get<std::string>(), "--fix");
+      EXPECT_TRUE(fix.ok()) << v.dump();
+      EXPECT_FALSE(v["setting"].get<std::string>().empty());
+    }
+  }
+  ASSERT_GT(variants, 0u) << r.out;
+  CommandResult text = PlanSmall({"--fix", "pp=1", "--top", "4", "--distinct"});
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  size_t variant_lines = 0;
+  for (const std::string& line : Lines(text.out)) variant_lines += line.rfind("      ~ ", 0) == 0 ? 1 : 0;
+  EXPECT_EQ(variant_lines, variants) << text.out;
+}
+
+TEST(Plan, GpuRangesOutsideGpusAreRefusedNamingTheFlag) {
+  CommandResult low = PlanSmall({"--min-gpus", "32"});
+  EXPECT_EQ(low.code, kExitBadInput);
+  EXPECT_NE(low.err.find("--min-gpus 32: more than --gpus 16"), std::string::npos) << low.err;
+  CommandResult high = PlanSmall({"--max-gpus", "8"});
+  EXPECT_EQ(high.code, kExitBadInput);
+  EXPECT_NE(high.err.find("--max-gpus 8: fewer than --gpus 16"), std::string::npos) << high.err;
+  CommandResult price = PlanSmall({"--price", "-2"});
+  EXPECT_EQ(price.code, kExitUsage);
+  EXPECT_NE(price.err.find("--price"), std::string::npos) << price.err;
 }
 
 TEST(Plan, MemoryHeadroomRanksByAscendingPeakMemory) {
