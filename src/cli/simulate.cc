@@ -12,8 +12,10 @@
 #include "cli/command.h"
 #include "cli/format.h"
 #include "cli/json_contract.h"
+#include "cli/memory_output.h"
 #include "cli/validators.h"
 #include "core/file_io.h"
+#include "plan/fit_suggestions.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 #include "spec/cluster.h"
@@ -46,7 +48,13 @@ struct SimulateOptions {
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
-nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional<FrameworkProfile>& framework) {
+// What holds each stage's memory, and |fits| for a step that does not fit.
+MemoryView Memory(const SimulationResult& r, const std::vector<FitSuggestion>& fits) {
+  return {r.memory_by_stage, r.peak_stage, r.memory_limit_bytes, r.reserved_bytes, fits, r.step_time_s};
+}
+
+nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional<FrameworkProfile>& framework,
+                                  const std::vector<FitSuggestion>& fits) {
   nlohmann::ordered_json j;
   j["schema"] = "loom.simulate/1";
   j["framework"] = framework ? nlohmann::ordered_json(framework->name) : nlohmann::ordered_json("none");
@@ -70,10 +78,12 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional
   j["critical_path"] = {{"tasks", c.tasks},         {"compute_s", c.compute_s}, {"tp_comm_s", c.tp_comm_s}, {"cp_comm_s", c.cp_comm_s},
                         {"pp_comm_s", c.pp_comm_s}, {"dp_comm_s", c.dp_comm_s}, {"optimizer_s", c.optimizer_s},
                         {"host_s", c.host_s}};
+  j["memory"] = MemoryJson(Memory(r, fits));
   return j;
 }
 
-void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>& framework, std::ostream& out) {
+void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>& framework,
+                const std::vector<FitSuggestion>& fits, std::ostream& out) {
   const auto row = [&out](const char* name) -> std::ostream& { return out << std::left << std::setw(22) << name; };
   out << std::fixed << std::setprecision(3);
   row("step time") << r.step_time_s << " s\n";
@@ -104,6 +114,8 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
     out << std::setw(6) << s.stage << std::setw(14) << HumanBytes(static_cast<double>(s.peak_memory_bytes))
         << std::setw(12) << s.compute_s << std::setw(12) << s.bubble_s << "\n";
   }
+  out << "\n";
+  PrintMemory(Memory(r, fits), out);
 }
 
 // The strategy from the command line; enum flags were checked by CLI11 against the same names.
@@ -169,10 +181,18 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
         options.trace_path, ChromeTraceJson(result->step.graph, result->timeline, &result->memory),
         "pass another --trace"));
   }
+  std::vector<FitSuggestion> fits;
+  if (!result->fits_in_memory) {
+    FitOptions fit;
+    fit.simulation = sim_options;
+    Result<std::vector<FitSuggestion>> nearest = SuggestFits(*model, *cluster, strategy, fit);
+    if (!nearest.ok()) return nearest.status();
+    fits = std::move(nearest).value();
+  }
   if (options.json) {
-    out << JsonText(Stamped(ResultJson(*result, *framework), options.request)) << "\n";
+    out << JsonText(Stamped(ResultJson(*result, *framework, fits), options.request)) << "\n";
   } else {
-    PrintHuman(*result, *framework, out);
+    PrintHuman(*result, *framework, fits, out);
   }
   return Status::Ok();
 }

@@ -21,6 +21,27 @@ std::string Dominant(const StepBreakdown& b) {
   return top->first;
 }
 
+// SuggestFits for |s| with the request's completion of a strategy, keeping those |options| admits.
+Result<std::vector<FitSuggestion>> NearestFits(const ModelSpec& model, const ClusterSpec& cluster,
+                                               const SearchRequest& request, const PlanOptions& options,
+                                               const Strategy& s) {
+  FitOptions fit;
+  fit.simulation = options.simulation;
+  if (request.deepspeed_accumulation) {
+    fit.complete = [](Strategy& c) {
+      c.grad_accumulation = DeepSpeedGradAccumulation(c);
+      c.grad_reduce_in_bf16 = DeepSpeedBudgetsBf16Gradients(c);
+    };
+  }
+  Result<std::vector<FitSuggestion>> fits = SuggestFits(model, cluster, s, fit);
+  if (!fits.ok() || !options.admit) return fits;
+  std::vector<FitSuggestion> admitted;
+  for (const FitSuggestion& f : *fits) {
+    if (options.admit(f.strategy).ok()) admitted.push_back(f);
+  }
+  return admitted;
+}
+
 }  // namespace
 
 Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
@@ -54,6 +75,14 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, 
   e.plan = RankPlan(-1, s, *result, options.objective);
   e.fits = result->fits_in_memory;
   e.dominant = e.fits ? Dominant(result->breakdown) : "memory";
+  e.memory_by_stage = result->memory_by_stage;
+  e.peak_stage = result->peak_stage;
+  e.reserved_bytes = result->reserved_bytes;
+  if (!e.fits) {
+    Result<std::vector<FitSuggestion>> fits = NearestFits(model, cluster, request, options, s);
+    if (!fits.ok()) return fits.status();
+    e.fit_suggestions = std::move(fits).value();
+  }
   PlanOptions search = options;
   if (e.fits) {
     search.better_than = e.plan.score;

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "plan/fit_suggestions.h"
 #include "plan/planner.h"
 
 namespace loom {
@@ -25,11 +26,20 @@ struct Explanation {
   // "optimizer step", or "memory" when it does not fit.
   std::string dominant;
   PlanReport search;  // the search that counted the better plans
+  // What holds each stage's memory at its peak (SimulationResult::memory_by_stage), the stage that
+  // peaks highest, and the allocator reserve outside every peak (kReservedBytesPerGpu).
+  std::vector<MemoryBreakdown> memory_by_stage;
+  int32_t peak_stage = 0;
+  int64_t reserved_bytes = 0;
+  // When it does not fit: the nearest strategies that do (SuggestFits), fewest changes first;
+  // with PlanOptions::admit, only those it admits.
+  std::vector<FitSuggestion> fit_suggestions;
 };
 
 // Simulates the strategy |text| describes (ParseConstraints' key=value list; keys it leaves out
 // take loom simulate's defaults, dp fills the GPUs of |request|, and the batch, sequence, dtype and
-// optimizer are the request's) and searches |request|'s space for the plans that beat it.
+// optimizer are the request's) and searches |request|'s space for the plans that beat it; when it
+// does not fit, also the nearest strategies that do.
 // Errors: those of ParseConstraints and EnumerateStrategies; InvalidArgument with every rule the
 // strategy breaks.
 Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,

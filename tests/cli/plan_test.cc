@@ -202,6 +202,64 @@ TEST(Plan, ExplainOfTheBestPlanSaysRankOne) {
   EXPECT_EQ(j["strategy"]["fix"], best);
 }
 
+// Issue 22: the explain of Meta's 405B layout with selective recompute (7 layers on the first and
+// last stage for the embedding and the loss) says what holds the memory and what to cut.
+TEST(Plan, ExplainOf405bThatDoesNotFitShowsWhatToCut) {
+  const std::vector<std::string> args = {
+      "plan", "--model", Shipped("models/llama3-405b.json"), "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
+      "--gpus", "16384", "--global-batch", "2048", "--seq", "8192", "--fix", "tp=8,pp=16,vpp=8", "--explain",
+      "tp=8,pp=16,vpp=8,micro_batch=1,schedule=interleaved,recompute=selective,sp=true,zero_stage=1,"
+      "first_stage_layers=7,last_stage_layers=7"};
+  CommandResult human = Loom(args);
+  ASSERT_EQ(human.code, kExitOk) << human.err;
+  EXPECT_NE(human.out.find("DOES NOT FIT"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("memory at each stage's peak"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("allocates; the allocator reserve"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("to fit, change"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("\n  recompute=full "), std::string::npos) << human.out;
+
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  CommandResult json = Loom(json_args);
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["fits"], false);
+  const nlohmann::json& memory = j["memory"];
+  ASSERT_EQ(memory["stages"].size(), 16u);
+  for (const nlohmann::json& b : memory["stages"]) {
+    int64_t sum = 0;
+    for (const auto& [item, bytes] : b["items"].items()) sum += bytes.get<int64_t>();
+    EXPECT_EQ(sum, b["peak_bytes"].get<int64_t>()) << b["stage"];
+  }
+  EXPECT_EQ(memory["stages"][memory["peak_stage"].get<int>()]["peak_bytes"], j["strategy"]["peak_memory_bytes"]);
+  ASSERT_FALSE(memory["fit_suggestions"].empty());
+  for (const nlohmann::json& f : memory["fit_suggestions"]) {
+    EXPECT_LE(f["peak_memory_bytes"].get<int64_t>(), f["memory_limit_bytes"].get<int64_t>()) << f["changes"];
+    // Each reads back through --explain.
+    CommandResult again = Loom({"plan", "--model", Shipped("models/llama3-405b.json"), "--cluster",
+                                Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "16384", "--global-batch",
+                                "2048", "--seq", "8192", "--fix", "tp=8,pp=16,vpp=8", "--explain", f["fix"], "--json"});
+    ASSERT_EQ(again.code, kExitOk) << again.err;
+    EXPECT_EQ(nlohmann::json::parse(again.out)["fits"], true) << f["fix"];
+  }
+}
+
+// plan --json: every ranked plan carries its peak stage's breakdown, which sums to its peak.
+TEST(Plan, JsonPlansCarryTheirPeakStagesMemoryBreakdown) {
+  CommandResult r = PlanSmall({"--json", "--top", "3"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["plans"].empty());
+  for (const nlohmann::json& p : j["plans"]) {
+    const nlohmann::json& b = p["memory_breakdown"];
+    int64_t sum = 0;
+    for (const auto& [item, bytes] : b["items"].items()) sum += bytes.get<int64_t>();
+    EXPECT_EQ(sum, p["peak_memory_bytes"].get<int64_t>()) << p["fix"];
+    EXPECT_EQ(b["peak_bytes"], p["peak_memory_bytes"]) << p["fix"];
+    EXPECT_FALSE(b["peak_task"].is_null()) << p["fix"];
+  }
+}
+
 TEST(Plan, ExplainOfAStrategyThatDoesNotFitNamesTheBestPlan) {
   // Llama 3 8B unsharded with Adam: 16 bytes per parameter alone is 120 GiB.
   CommandResult r = PlanSmall({"--fix", "pp=1", "--explain", "tp=1,pp=1,micro_batch=1,recompute=none,zero_stage=0"});

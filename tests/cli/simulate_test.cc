@@ -18,7 +18,8 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
   const std::vector<std::string> expected = {
       "schema", "loom_version", "request", "framework", "step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu",
       "hfu", "bubble_fraction",
-      "peak_memory_bytes", "fits_in_memory", "stages", "breakdown", "memory_limit_bytes", "critical_path"};
+      "peak_memory_bytes", "fits_in_memory", "stages", "breakdown", "memory_limit_bytes", "critical_path",
+      "memory"};
   EXPECT_EQ(keys, expected);
   EXPECT_EQ(j["schema"], "loom.simulate/1");
   EXPECT_EQ(j["framework"], "megatron-core");  // the default
@@ -32,6 +33,74 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
   }
   EXPECT_GT(j["mfu"].get<double>(), 0.0);
   EXPECT_LT(j["mfu"].get<double>(), 1.0);
+}
+
+int64_t ItemSum(const nlohmann::json& breakdown) {
+  int64_t sum = 0;
+  for (const auto& [item, bytes] : breakdown["items"].items()) sum += bytes.get<int64_t>();
+  return sum;
+}
+
+// Issue 22: what holds each stage's memory at its peak, item by item, sums to that peak.
+TEST(Simulate, MemoryBreakdownSumsToEachStagesPeak) {
+  CommandResult r = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& memory = j["memory"];
+  ASSERT_EQ(memory["stages"].size(), j["stages"].size());
+  for (size_t s = 0; s < memory["stages"].size(); ++s) {
+    const nlohmann::json& b = memory["stages"][s];
+    EXPECT_EQ(ItemSum(b), b["peak_bytes"].get<int64_t>()) << "stage " << s;
+    EXPECT_EQ(b["peak_bytes"], j["stages"][s]["peak_memory_bytes"]) << "stage " << s;
+    for (const char* item : {"weights", "gradients", "optimizer_states", "stashed_activations", "logits"}) {
+      EXPECT_TRUE(b["items"].contains(item)) << item;
+    }
+    EXPECT_GE(b["stashed_micro_batches"].get<int>(), 1);
+    EXPECT_LE(b["peak_task"]["start_s"].get<double>(), b["peak_time_s"].get<double>());
+  }
+  const int peak = memory["peak_stage"];
+  EXPECT_EQ(memory["stages"][peak]["peak_bytes"], j["peak_memory_bytes"]);
+  // The reserve is outside the peak: the limit is the GPU's 80 GiB less it.
+  EXPECT_EQ(memory["reserved_bytes"], int64_t{2} << 30);
+  EXPECT_EQ(memory["limit_bytes"].get<int64_t>() + memory["reserved_bytes"].get<int64_t>(), int64_t{80} << 30);
+  EXPECT_TRUE(memory["fit_suggestions"].empty());
+
+  CommandResult human = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json")});
+  ASSERT_EQ(human.code, kExitOk) << human.err;
+  EXPECT_NE(human.out.find("memory at each stage's peak"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("peak: stage " + std::to_string(peak) + ", "), std::string::npos) << human.out;
+  EXPECT_EQ(human.out.find("to fit, change"), std::string::npos) << human.out;
+}
+
+// Meta's 405B layout with selective instead of full recompute overflows the GPU: simulate says
+// what holds the memory and which nearest strategies fit.
+TEST(Simulate, AStepThatDoesNotFitSaysWhatToChange) {
+  const std::vector<std::string> args = {
+      "simulate", "--model", Shipped("models/llama3-405b.json"), "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
+      "--nodes", "2048", "--tp", "8", "--pp", "16", "--dp", "128", "--vpp", "8", "--sp", "--schedule", "interleaved",
+      "--pipeline-layout", "E|(t|)*126L", "--micro-batch", "1", "--global-batch", "2048", "--seq", "8192",
+      "--recompute", "selective", "--zero", "1"};
+  CommandResult human = Loom(args);
+  ASSERT_EQ(human.code, kExitOk) << human.err;
+  EXPECT_NE(human.out.find("DOES NOT FIT"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("to fit, change"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("\n  recompute=full "), std::string::npos) << human.out;
+
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  CommandResult json = Loom(json_args);
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  const nlohmann::json& memory = j["memory"];
+  for (const nlohmann::json& b : memory["stages"]) EXPECT_EQ(ItemSum(b), b["peak_bytes"].get<int64_t>());
+  // Selective recompute keeps every layer's activations: they, not the model states, overflow.
+  const nlohmann::json& peak = memory["stages"][memory["peak_stage"].get<int>()];
+  EXPECT_GT(peak["items"]["stashed_activations"].get<int64_t>(), j["memory_limit_bytes"].get<int64_t>() / 2);
+  ASSERT_FALSE(memory["fit_suggestions"].empty());
+  for (const nlohmann::json& f : memory["fit_suggestions"]) {
+    EXPECT_LE(f["peak_memory_bytes"].get<int64_t>(), f["memory_limit_bytes"].get<int64_t>()) << f["changes"];
+    EXPECT_EQ(f["levers"], 1) << f["changes"];
+  }
 }
 
 // The host thread: a small model at micro-batch 1 waits for megatron-core's host, not without one.
