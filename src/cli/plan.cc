@@ -21,6 +21,7 @@
 #include "cli/format.h"
 #include "cli/json_contract.h"
 #include "cli/plan_output.h"
+#include "cli/plan_progress.h"
 #include "cli/validators.h"
 #include "core/interrupt.h"
 #include "exec/plan_file.h"
@@ -55,6 +56,10 @@ struct PlanCommandOptions {
   bool dropout = false;
   bool exhaustive = false;
   bool json = false;
+  std::optional<double> price, tokens, max_step_time;  // --price, --tokens, --max-step-time
+  int64_t min_gpus = 0, max_gpus = 0;                  // 0: --gpus
+  bool distinct = false;
+  bool progress = false;  // --progress: also when stderr is not a terminal
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
@@ -64,8 +69,8 @@ std::vector<std::string> WithAuto(std::vector<std::string> modes) {
   return modes;
 }
 
-// The cluster with enough nodes for |gpus|.
-Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus) {
+// The cluster with enough nodes for |gpus| and for |max_gpus| (--max-gpus; 0 when not given).
+Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus, int64_t max_gpus) {
   Result<ClusterSpec> loaded = LoadClusterSpec(path, std::nullopt);
   if (!loaded.ok()) return loaded.status();
   ClusterSpec cluster = std::move(loaded).value();
@@ -76,24 +81,33 @@ Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus) {
                                    std::to_string(gpus / per_node * per_node) + " or " +
                                    std::to_string((gpus / per_node + 1) * per_node));
   }
-  cluster.nodes = std::max<int64_t>(1, gpus / per_node);
+  cluster.nodes = std::max<int64_t>(1, std::max(gpus, max_gpus) / per_node);
   return cluster;
 }
 
-// Progress on stderr when it is a terminal and the search has run for over a second.
-std::function<void(const PlanProgress&)> TerminalProgress(std::ostream& err) {
-  if (&err != &std::cerr || isatty(STDERR_FILENO) == 0) return nullptr;
-  const auto start = std::chrono::steady_clock::now();
-  return [start, &err](const PlanProgress& p) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (elapsed < 1.0 || p.total == 0) return;
-    const double rate = static_cast<double>(p.done) / elapsed;
-    const double eta = rate > 0 ? static_cast<double>(p.total - p.done) / rate : 0;
-    char line[160];
-    std::snprintf(line, sizeof line, "\r%s: %lld / %lld strategies, %.0f/s, ETA %.0f s   ", p.phase,
-                  static_cast<long long>(p.done), static_cast<long long>(p.total), rate, eta);
-    err << line << (p.done == p.total ? "\n" : "") << std::flush;
-  };
+// Progress on stderr: on a terminal once the search has run for a second, and with --progress
+// wherever stderr goes.
+std::function<void(const PlanProgress&)> Progress(std::ostream& err, bool forced, Objective objective) {
+  const bool terminal = &err == &std::cerr && isatty(STDERR_FILENO) != 0;
+  if (!terminal && !forced) return nullptr;
+  auto printer = std::make_shared<ProgressPrinter>(err, ProgressStyle{terminal, forced}, objective);
+  return [printer](const PlanProgress& p) { (*printer)(p); };
+}
+
+// --min-gpus and --max-gpus around --gpus: the GPU counts a search may cover.
+Status CheckGpuRange(const PlanCommandOptions& o) {
+  if (o.min_gpus > o.gpus) {
+    return Status::InvalidArgument("--min-gpus " + std::to_string(o.min_gpus) + ": more than --gpus " +
+                                   std::to_string(o.gpus) + "; the search goes down from --gpus to --min-gpus, "
+                                   "so give a --min-gpus at most --gpus (or raise --gpus)");
+  }
+  if (o.max_gpus > 0 && o.max_gpus < o.gpus) {
+    return Status::InvalidArgument("--max-gpus " + std::to_string(o.max_gpus) + ": fewer than --gpus " +
+                                   std::to_string(o.gpus) + "; the search goes up from --gpus to --max-gpus, "
+                                   "so give a --max-gpus at least --gpus (or lower --gpus, with --min-gpus for "
+                                   "smaller counts)");
+  }
+  return Status::Ok();
 }
 
 // What the Megatron-LM launch must run as loom simulated it, and the release it is written for.
@@ -214,9 +228,10 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     return Status::InvalidArgument("--pick " + std::to_string(o.pick) +
                                    ": picks the plan that --emit emits; add --emit megatron, deepspeed or plan");
   }
+  LOOM_RETURN_IF_ERROR(CheckGpuRange(o));
   Result<ModelSpec> model = LoadModelSpec(o.model_path);
   if (!model.ok()) return model.status();
-  Result<ClusterSpec> cluster = ClusterFor(o.cluster_path, o.gpus);
+  Result<ClusterSpec> cluster = ClusterFor(o.cluster_path, o.gpus, o.max_gpus);
   if (!cluster.ok()) return cluster.status();
   SearchRequest request;
   request.gpus = o.gpus;
@@ -231,10 +246,16 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   Result<Constraints> fixed = ParseConstraints(JoinedList(o.fix, ","), "--fix");
   if (!fixed.ok()) return fixed.status();
   request.fixed = *fixed;
+  request.min_gpus = o.min_gpus;
+  request.max_gpus = o.max_gpus;
   PlanOptions options;
   options.top_k = o.top;
   options.objective = *kObjectiveNames.Parse(o.objective);
-  request.smaller_gpu_counts = options.objective == Objective::kCost;
+  options.max_step_time_s = o.max_step_time;
+  options.distinct = o.distinct;
+  options.training.tokens = o.tokens;
+  options.training.price_per_gpu_hour_usd = o.price ? o.price : cluster->price_per_gpu_hour_usd;
+  options.training.price_source = o.price ? "--price" : cluster->price_per_gpu_hour_usd ? cluster->file : "";
   // More threads than cores only contend: each simulation is CPU-bound.
   const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads = o.threads == 0 ? 0 : std::min(o.threads, cores);
@@ -251,7 +272,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   Result<std::optional<FrameworkProfile>> framework = ResolveFramework(framework_name, o.cluster_path);
   if (!framework.ok()) return framework.status();
   options.simulation.framework = *framework;
-  options.progress = TerminalProgress(err);
+  options.progress = Progress(err, o.progress, options.objective);
   if (!o.emit.empty()) {
     // Rank only what the launch settings can express, so that the winner is emitted.
     options.admit = [emit = o.emit, &model = *model, megatron = MegatronOptionsOf(o)](const Strategy& s) {
@@ -279,7 +300,6 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (!report.ok()) return report.status();
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string interrupted_by = report->interrupted ? SignalName(InterruptSignal()) : "";
-  if (report->interrupted && options.progress) err << "\n";  // end the progress line it cut short
   std::optional<EmitResult> emitted;
   if (!o.emit.empty() && !report->ranked.empty() && !report->interrupted) {
     Result<EmitResult> e = Emit(o, header, *report, o.pick);
@@ -297,6 +317,14 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   if (report->ranked.empty() && !report->interrupted) {
+    if (o.max_step_time) {
+      std::ostringstream limit;
+      limit << *o.max_step_time;
+      return Status::InvalidArgument("no strategy fits in memory with a step within --max-step-time " +
+                                     limit.str() + " s; the table above says why (rule "
+                                     "--max-step-time). Raise --max-step-time, or try more GPUs or a smaller "
+                                     "--global-batch");
+    }
     return Status::InvalidArgument("no strategy fits in memory; the table above says why. Try more GPUs, a smaller "
                                    "--global-batch or --seq, or --fix recompute=full");
   }
@@ -335,10 +363,37 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "tp_comm_overlap first_stage_layers last_stage_layers)");
   cmd->add_option("--top", o->top, "Plans to rank and show")->capture_default_str()->check(Positive());
   cmd->add_option("--objective", o->objective,
-                  "time: step time; cost: GPU-hours per token, also trying fewer GPUs; memory-headroom: the lowest "
-                  "peak memory, then time")
+                  "time: step time (s); cost: GPU-hours per 10^9 tokens, loom's one unit of cost (dollars beside it "
+                  "with a price); memory-headroom: the lowest peak memory, then time. Every objective answers for "
+                  "--gpus GPUs: at one GPU count cost ranks as time does, so to weigh smaller or larger jobs give "
+                  "--min-gpus or --max-gpus (loom never widens the question on its own)")
       ->check(CLI::IsMember(kObjectiveNames.Names()))
       ->capture_default_str();
+  cmd->add_option("--min-gpus", o->min_gpus,
+                  "Also search --gpus / 2, / 4, ... down to no fewer than this many GPUs (whole nodes, or under a "
+                  "node); default: --gpus alone")
+      ->check(Between(1, 1 << 20));
+  cmd->add_option("--max-gpus", o->max_gpus,
+                  "Also search --gpus * 2, * 4, ... up to no more than this many GPUs; default: --gpus alone")
+      ->check(Between(1, 1 << 20));
+  cmd->add_option("--max-step-time", o->max_step_time,
+                  "Reject plans whose step takes longer than this many seconds (counted under the rule "
+                  "--max-step-time)")
+      ->check(Between(1e-6, 1e6));
+  cmd->add_option("--price", o->price,
+                  "US dollars per GPU-hour (overrides the cluster file's price_per_gpu_hour_usd): adds $/Btok, "
+                  "dollars per 10^9 tokens, and with --tokens the dollars to train")
+      ->check(Between(1e-3, 1e4));
+  cmd->add_option("--tokens", o->tokens,
+                  "Tokens to train on (e.g. 15e12): adds each plan's time to train (whole steps) and GPU-hours, "
+                  "and dollars with a price")
+      ->check(Between(1, 1e18));
+  cmd->add_flag("--distinct", o->distinct,
+                "Show plans that differ only in one setting that moves the step (and the objective) by under 1 % "
+                "as one row, listing the others as its variants; --top counts rows");
+  cmd->add_flag("--progress", o->progress,
+                "Write the search's progress to stderr even when it is not a terminal (a line every 2 s and one "
+                "per phase: strategies bounded, candidates simulated and bounded out, the best plan so far, ETA)");
   cmd->add_option("--threads", o->threads, "Simulation threads (0: every core; more than the cores count as the cores)")
       ->check(Between(0, 4096))
       ->capture_default_str();

@@ -1,10 +1,12 @@
 #include "cli/plan_output.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 
 #include "cli/format.h"
 #include "cli/memory_output.h"
+#include "plan/distinct.h"
 #include "plan/search_space.h"
 #include "spec/scenario.h"
 
@@ -62,6 +64,49 @@ std::string Schedule(const Strategy& s) {
   return name;
 }
 
+// What the table adds to the plans' columns: the GPU count, and the cost columns.
+struct CostColumns {
+  bool gpus = false;        // more than one GPU count searched, or the cost objective
+  bool cost = false;        // GPU-h/Btok: the cost objective, a price or tokens
+  bool price = false;       // $/Btok
+  bool tokens = false;      // days to train (and $ to train with a price)
+};
+
+CostColumns CostColumnsOf(const PlanHeader& h) {
+  const TrainingRun& run = h.options.training;
+  CostColumns c;
+  c.gpus = h.options.objective == Objective::kCost || GpuCounts(h.request, h.cluster).size() > 1;
+  c.price = run.price_per_gpu_hour_usd.has_value();
+  c.tokens = run.tokens.has_value();
+  c.cost = h.options.objective == Objective::kCost || c.price || c.tokens;
+  return c;
+}
+
+std::string CountList(const std::vector<int64_t>& counts) {
+  std::string text;
+  for (int64_t n : counts) text += (text.empty() ? "" : ", ") + GroupedDigits(n);
+  return text;
+}
+
+// The question's terms beyond the first line: GPU counts, the step time limit, the cost's unit,
+// price and tokens; nothing when none is given.
+void PrintTerms(const PlanHeader& h, std::ostream& out) {
+  const TrainingRun& run = h.options.training;
+  const std::vector<int64_t> counts = GpuCounts(h.request, h.cluster);
+  std::vector<std::string> terms;
+  if (counts.size() > 1) terms.push_back("GPU counts searched " + CountList(counts));
+  if (h.options.max_step_time_s) terms.push_back("steps of at most " + Fixed(*h.options.max_step_time_s, 3) + " s");
+  if (CostColumnsOf(h).cost) terms.push_back("cost in GPU-hours per 10^9 tokens (GPU-h/Btok)");
+  if (run.price_per_gpu_hour_usd) {
+    terms.push_back("$" + Fixed(*run.price_per_gpu_hour_usd, 2) + " per GPU-hour (" + run.price_source + ")");
+  }
+  if (run.tokens) terms.push_back(HumanCount(*run.tokens) + " tokens to train");
+  if (terms.empty()) return;
+  out << "terms:";
+  for (size_t i = 0; i < terms.size(); ++i) out << (i == 0 ? " " : "; ") << terms[i];
+  out << "\n";
+}
+
 void PrintHeader(const PlanHeader& h, std::ostream& out) {
   const SearchRequest& r = h.request;
   out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << h.cluster.gpu.name << " (" << h.cluster.name
@@ -70,16 +115,40 @@ void PrintHeader(const PlanHeader& h, std::ostream& out) {
       << ", host "
       << (h.options.simulation.framework ? h.options.simulation.framework->name : std::string("none (always fed)"))
       << "\n";
+  PrintTerms(h, out);
 }
 
-void PrintTable(const std::vector<RankedPlan>& plans, Objective objective, std::ostream& out) {
+TrainingCost CostOf(const RankedPlan& p, const TrainingRun& run) {
+  const Strategy& s = p.strategy;
+  return CostOfTraining(p.step_time_s, s.WorldSize(), s.global_batch * s.seq_len, run);
+}
+
+// "  ~ offload=optimizer: 4.131 s, 61.2/77.6 GiB" under a --distinct row, for each variant.
+void PrintVariants(const RankedPlan& p, std::ostream& out) {
+  for (const RankedPlan& v : p.variants) {
+    std::string value;
+    for (const Setting& setting : SettingsOf(v.strategy)) {
+      if (setting.name == p.variant_setting) value = setting.value;
+    }
+    out << "      ~ " << value << ": " << Fixed(v.step_time_s, 3) << " s ("
+        << (v.step_time_s >= p.step_time_s ? "+" : "") << Percent(v.step_time_s / p.step_time_s - 1) << "), "
+        << Gib(v.peak_memory_bytes) << "/" << Gib(v.memory_limit_bytes) << " GiB\n";
+  }
+}
+
+void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::ostream& out) {
+  const CostColumns columns = CostColumnsOf(h);
   out << std::right << std::setw(4) << "rank" << std::setw(4) << "tp" << std::setw(4) << "pp" << std::setw(6) << "dp"
       << std::setw(5) << "cp" << std::setw(4) << "ep" << std::setw(4) << "vpp" << std::setw(4) << "mbs" << "  "
       << std::left << std::setw(17) << "schedule" << std::setw(13) << "recompute" << std::setw(7) << "zero"
       << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right << std::setw(9) << "step s" << std::setw(10)
       << "tokens/s" << std::setw(7) << "MFU" << std::setw(14) << "memory GiB" << std::setw(8) << "bubble"
       << std::setw(10) << "exp.comm";
-  if (objective == Objective::kCost) out << std::setw(12) << "GPU-h/Mtok" << std::setw(7) << "GPUs";
+  if (columns.gpus) out << std::setw(7) << "GPUs";
+  if (columns.cost) out << std::setw(12) << "GPU-h/Btok";
+  if (columns.price) out << std::setw(10) << "$/Btok";
+  if (columns.tokens) out << std::setw(11) << "train days";
+  if (columns.tokens && columns.price) out << std::setw(16) << "train $";
   out << "\n";
   for (size_t i = 0; i < plans.size(); ++i) {
     const RankedPlan& p = plans[i];
@@ -91,12 +160,38 @@ void PrintTable(const std::vector<RankedPlan>& plans, Objective objective, std::
         << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7)
         << Percent(p.mfu) << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
         << std::setw(8) << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
-    if (objective == Objective::kCost) out << std::setw(12) << Fixed(p.score * 1e6 / 3600, 3) << std::setw(7) << s.WorldSize();
+    const TrainingCost cost = CostOf(p, h.options.training);
+    if (columns.gpus) out << std::setw(7) << s.WorldSize();
+    if (columns.cost) out << std::setw(12) << Fixed(cost.gpu_hours_per_billion_tokens, 1);
+    if (columns.price) out << std::setw(10) << Fixed(*cost.usd_per_billion_tokens, 2);
+    if (columns.tokens) out << std::setw(11) << Fixed(*cost.time_to_train_s / 86400, 1);
+    if (columns.tokens && columns.price) {
+      out << std::setw(16) << GroupedDigits(static_cast<int64_t>(std::llround(*cost.usd_to_train)));
+    }
     out << "\n";
+    PrintVariants(p, out);
   }
 }
 
-nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank) {
+// A number, or null where it is not known.
+nlohmann::ordered_json OrNull(const std::optional<double>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json VariantsJson(const RankedPlan& p) {
+  nlohmann::ordered_json variants = nlohmann::ordered_json::array();
+  for (const RankedPlan& v : p.variants) {
+    variants.push_back({{"setting", p.variant_setting},
+                        {"fix", ConstraintText(v.strategy)},
+                        {"score", v.score},
+                        {"step_time_s", v.step_time_s},
+                        {"peak_memory_bytes", v.peak_memory_bytes}});
+  }
+  return variants;
+}
+
+nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank, const TrainingRun& run) {
+  const TrainingCost cost = CostOf(p, run);
   nlohmann::ordered_json j;
   j["rank"] = rank;
   j["fix"] = ConstraintText(p.strategy);
@@ -111,11 +206,33 @@ nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank) {
   j["exposed_comm_fraction"] = p.exposed_comm_fraction;
   j["breakdown"] = BreakdownJson(p.breakdown);
   j["memory_breakdown"] = MemoryBreakdownJson(p.memory);
+  j["gpus"] = p.strategy.WorldSize();
+  j["gpu_hours_per_billion_tokens"] = cost.gpu_hours_per_billion_tokens;
+  j["usd_per_billion_tokens"] = OrNull(cost.usd_per_billion_tokens);
+  j["steps_to_train"] = cost.steps ? nlohmann::ordered_json(*cost.steps) : nlohmann::ordered_json(nullptr);
+  j["time_to_train_s"] = OrNull(cost.time_to_train_s);
+  j["gpu_hours_to_train"] = OrNull(cost.gpu_hours_to_train);
+  j["usd_to_train"] = OrNull(cost.usd_to_train);
+  j["variants"] = VariantsJson(p);
   return j;
+}
+
+// The unit of a plan's "score" under |objective|.
+const char* ScoreUnit(Objective objective) {
+  switch (objective) {
+    case Objective::kTime:
+      return "s";
+    case Objective::kCost:
+      return "gpu_hours_per_billion_tokens";
+    case Objective::kMemoryHeadroom:
+      return "fraction";
+  }
+  return "s";
 }
 
 nlohmann::ordered_json RequestJson(const PlanHeader& h) {
   const SearchRequest& r = h.request;
+  const TrainingRun& run = h.options.training;
   return {{"model", h.model.file},
           {"cluster", h.cluster.file},
           {"gpus", r.gpus},
@@ -125,7 +242,15 @@ nlohmann::ordered_json RequestJson(const PlanHeader& h) {
           {"optimizer", kOptimizerNames.Name(r.optimizer)},
           {"objective", kObjectiveNames.Name(h.options.objective)},
           {"framework", h.options.simulation.framework ? h.options.simulation.framework->name : std::string("none")},
-          {"top", h.options.top_k}};
+          {"top", h.options.top_k},
+          {"score_unit", ScoreUnit(h.options.objective)},
+          {"gpu_counts", GpuCounts(r, h.cluster)},
+          {"max_step_time_s", OrNull(h.options.max_step_time_s)},
+          {"price_per_gpu_hour_usd", OrNull(run.price_per_gpu_hour_usd)},
+          {"price_source", run.price_source.empty() ? nlohmann::ordered_json(nullptr)
+                                                    : nlohmann::ordered_json(run.price_source)},
+          {"tokens", OrNull(run.tokens)},
+          {"distinct", h.options.distinct}};
 }
 
 nlohmann::ordered_json SearchJson(const PlanReport& report) {
@@ -136,6 +261,7 @@ nlohmann::ordered_json SearchJson(const PlanReport& report) {
   return {{"enumerated", report.enumerated},
           {"rejected_by_rules", report.rejected_by_rules},
           {"rejected_by_memory_bound", report.rejected_by_memory_bound},
+          {"rejected_by_step_time_bound", report.rejected_by_step_time_bound},
           {"skipped_by_bound", report.skipped_by_bound},
           {"simulated", report.simulated},
           {"rejected_by_simulation", report.rejected_by_simulation},
@@ -180,16 +306,28 @@ void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s
       << GroupedDigits(report.enumerated) << " strategies in " << Fixed(wall_s, 2)
       << " s: " << GroupedDigits(report.rejected_by_rules) << " break a rule, "
       << GroupedDigits(report.rejected_by_memory_bound) << " cannot fit (memory bound), "
+      << (header.options.max_step_time_s
+              ? GroupedDigits(report.rejected_by_step_time_bound) + " over --max-step-time (step time bound), "
+              : "")
       << GroupedDigits(report.skipped_by_bound) << " cannot beat the top " << header.options.top_k
       << " (time bound, not simulated), " << GroupedDigits(report.simulated) << " simulated ("
       << GroupedDigits(report.rejected_by_simulation) << " did not fit)";
   if (report.interrupted) out << ", " << GroupedDigits(report.unsearched) << " candidates not reached (interrupted)";
   out << "\n\n";
-  PrintTable(report.ranked, header.options.objective, out);
+  PrintTable(header, report.ranked, out);
   if (report.interrupted && report.ranked.empty()) out << "   (no plan simulated before the interrupt)\n";
   out << "\ncolumns: cp 4r = ring attention, 4g = all-gather; zero +off = optimizer offload, +offp = also "
          "parameters; ovl g/p/t = overlap grad reduce / param gather / tp comm; schedule a/b = layers on the first/"
          "last stage. Paste a plan into --explain with `--json` (its \"fix\").\n";
+  const CostColumns columns = CostColumnsOf(header);
+  if (columns.cost) {
+    out << "cost: GPU-h/Btok = GPU-hours per 10^9 tokens" << (columns.price ? ", $/Btok = its dollars" : "")
+        << (columns.tokens ? "; train days and GPU-hours over whole steps of the global batch" : "") << ".\n";
+  }
+  if (header.options.distinct) {
+    out << "--distinct: a \"~\" line is a variant of the row above: it differs only in the setting shown, by under "
+           "1 % in step time and score.\n";
+  }
   if (!report.rejections.empty()) {
     out << "\nrejected, by rule (one example each):\n";
     for (const Rejection& r : report.rejections) {
@@ -264,7 +402,9 @@ nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& repo
   j["search"]["wall_s"] = wall_s;
   j["search"]["interrupted"] = InterruptedJson(report, interrupted_by);
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < report.ranked.size(); ++i) plans.push_back(PlanEntry(report.ranked[i], static_cast<int64_t>(i) + 1));
+  for (size_t i = 0; i < report.ranked.size(); ++i) {
+    plans.push_back(PlanEntry(report.ranked[i], static_cast<int64_t>(i) + 1, header.options.training));
+  }
   j["plans"] = plans;
   if (emitted.has_value()) {
     j["emit"] = emitted->json;
@@ -277,13 +417,13 @@ nlohmann::ordered_json ExplanationJson(const PlanHeader& header, const Explanati
   nlohmann::ordered_json j;
   j["schema"] = "loom.explain/1";
   j["request"] = RequestJson(header);
-  j["strategy"] = PlanEntry(e.plan, e.fits ? e.better_plans + 1 : 0);
+  j["strategy"] = PlanEntry(e.plan, e.fits ? e.better_plans + 1 : 0, header.options.training);
   j["fits"] = e.fits;
   j["dominant"] = e.dominant;
   j["better_plans"] = e.better_plans;
   j["better_plans_is_lower_bound"] = e.more_better_plans;
   j["memory"] = MemoryJson(ExplainedMemory(e));
-  if (e.best.has_value()) j["best"] = PlanEntry(*e.best, 1);
+  if (e.best.has_value()) j["best"] = PlanEntry(*e.best, 1, header.options.training);
   j["search"] = SearchJson(e.search);
   return j;
 }

@@ -11,6 +11,8 @@
 #include <thread>
 #include <utility>
 
+#include "core/checked.h"
+#include "plan/distinct.h"
 #include "sim/step_bounds.h"
 
 namespace loom {
@@ -53,9 +55,10 @@ void Merge(const Tallies& from, Tallies& into) {
 }
 
 // Runs work(thread, i) for every i in [0, n) on |threads| threads, taking indices in order, until
-// work returns false; reports progress on the calling thread meanwhile.
-void ParallelFor(int64_t n, int32_t threads, const char* phase, const PlanOptions& options,
-                 const std::function<bool(int32_t, int64_t)>& work) {
+// work returns false; meanwhile calls report(finished, taken) on the calling thread about ten
+// times a second (taken: indices handed out, finished: of those, the ones whose work returned).
+void ParallelFor(int64_t n, int32_t threads, const std::function<bool(int32_t, int64_t)>& work,
+                 const std::function<void(int64_t, int64_t)>& report) {
   std::atomic<int64_t> next{0}, done{0};
   std::atomic<bool> stop{false};
   std::mutex mutex;
@@ -78,11 +81,15 @@ void ParallelFor(int64_t n, int32_t threads, const char* phase, const PlanOption
   {
     std::unique_lock<std::mutex> lock(mutex);
     while (!finished.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; })) {
-      if (options.progress) options.progress({phase, done.load(), n});
+      report(done.load(), std::min(n, next.load()));
     }
   }
   for (std::thread& t : pool) t.join();
-  if (options.progress) options.progress({phase, done.load(), n});
+}
+
+// Seconds since |start|.
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // "tp=1,pp=1,...: needs at least 912.3 GiB of 77.6 GiB usable".
@@ -111,8 +118,9 @@ bool Better(const RankedPlan& a, const RankedPlan& b) {
 // The plans found so far, best first, and the score a strategy must not exceed to enter them.
 class Leaderboard {
  public:
-  Leaderboard(int64_t top_k, std::optional<double> better_than, int64_t better_than_limit)
-      : top_k_(top_k), better_than_(better_than), better_than_limit_(better_than_limit) {
+  // Keeps the top_k plans, and past them every plan that scores at most |slack| times the top_k-th.
+  Leaderboard(int64_t top_k, std::optional<double> better_than, int64_t better_than_limit, double slack = 1)
+      : top_k_(top_k), better_than_(better_than), better_than_limit_(better_than_limit), slack_(slack) {
     threshold_.store(better_than.value_or(kNever));
   }
 
@@ -131,8 +139,18 @@ class Leaderboard {
       }
       return;
     }
-    if (static_cast<int64_t>(plans_.size()) > top_k_) plans_.pop_back();
-    if (static_cast<int64_t>(plans_.size()) == top_k_) threshold_.store(plans_.back().score);
+    const size_t k = static_cast<size_t>(top_k_);
+    if (plans_.size() < k) return;
+    const double limit = slack_ > 1 ? plans_[k - 1].score * slack_ : plans_[k - 1].score;
+    while (plans_.size() > k && (slack_ <= 1 || plans_.back().score > limit)) plans_.pop_back();
+    threshold_.store(limit);
+  }
+
+  // The best plan so far, if any.
+  std::optional<RankedPlan> Best() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (plans_.empty()) return std::nullopt;
+    return plans_.front();
   }
 
   // The plans, best first; with better_than, at most better_than_limit of them (threads may have
@@ -149,6 +167,7 @@ class Leaderboard {
   const int64_t top_k_;
   const std::optional<double> better_than_;
   const int64_t better_than_limit_;
+  const double slack_;
   bool saturated_ = false;
   std::mutex mutex_;
   std::vector<RankedPlan> plans_;
@@ -193,7 +212,14 @@ struct Search {
 bool StopRequested(const PlanOptions& options) { return options.stop_requested && options.stop_requested(); }
 
 // What the rules and the bounds made of a strategy.
-enum class Bounded : uint8_t { kNotReached, kRuleRejected, kMemoryRejected, kCandidate };
+enum class Bounded : uint8_t { kNotReached, kRuleRejected, kMemoryRejected, kStepTimeRejected, kCandidate };
+
+// "tp=1,...: a step takes at least 14.21 s, over --max-step-time 10 s".
+std::string StepTimeMessage(const Strategy& s, const char* verb, double step_s, double max_s) {
+  char text[96];
+  std::snprintf(text, sizeof text, ": %s %.3g s, over --max-step-time %g s", verb, step_s, max_s);
+  return ConstraintText(s) + text;
+}
 
 // Puts strategy |i| through the rules, the --emit admission and the memory bound; a candidate gets
 // the lowest score it can reach in |bound|.
@@ -221,6 +247,11 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
     Count(tallies, "memory", i, MemoryMessage(s, "needs at least", b.peak_memory_bytes, search.limit_bytes));
     return Bounded::kMemoryRejected;
   }
+  const std::optional<double>& max_step_s = options.max_step_time_s;
+  if (options.prune && max_step_s && b.step_time.ToSeconds() > *max_step_s) {
+    Count(tallies, "--max-step-time", i, StepTimeMessage(s, "a step takes at least", b.step_time.ToSeconds(), *max_step_s));
+    return Bounded::kStepTimeRejected;
+  }
   *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds(), b.peak_memory_bytes, search.limit_bytes);
   return Bounded::kCandidate;
 }
@@ -229,6 +260,7 @@ struct Bounding {
   int64_t bounded = 0;  // every strategy unless stop_requested came first
   int64_t rejected_by_rules = 0;
   int64_t rejected_by_memory_bound = 0;
+  int64_t rejected_by_step_time_bound = 0;
   std::vector<Survivor> candidates;  // best bound first
   Tallies tallies;
 };
@@ -239,19 +271,37 @@ Bounding BoundEvery(const Search& search) {
   std::vector<Tallies> tallies(static_cast<size_t>(search.threads));
   std::vector<double> bound(static_cast<size_t>(n), kNever);
   std::vector<Bounded> outcome(static_cast<size_t>(n), Bounded::kNotReached);  // each written by one thread
-  ParallelFor(n, search.threads, "bounding", search.options, [&](int32_t t, int64_t i) {
-    if (StopRequested(search.options)) return false;
-    outcome[i] = BoundOne(search, i, tallies[t], &bound[i]);
-    return true;
-  });
+  const PlanOptions& options = search.options;
+  const auto start = std::chrono::steady_clock::now();
+  const auto report = [&](int64_t finished, int64_t, bool over) {
+    PlanProgress p;
+    p.phase = "bounding";
+    p.done = finished;
+    p.total = n;
+    p.elapsed_s = SecondsSince(start);
+    p.phase_over = over;
+    options.progress(p);
+  };
+  ParallelFor(
+      n, search.threads,
+      [&](int32_t t, int64_t i) {
+        if (StopRequested(options)) return false;
+        outcome[i] = BoundOne(search, i, tallies[t], &bound[i]);
+        return true;
+      },
+      [&](int64_t finished, int64_t taken) {
+        if (options.progress) report(finished, taken, false);
+      });
   Bounding result;
   for (const Tallies& t : tallies) Merge(t, result.tallies);
   for (int64_t i = 0; i < n; ++i) {
     result.bounded += outcome[i] != Bounded::kNotReached;
     result.rejected_by_rules += outcome[i] == Bounded::kRuleRejected;
     result.rejected_by_memory_bound += outcome[i] == Bounded::kMemoryRejected;
+    result.rejected_by_step_time_bound += outcome[i] == Bounded::kStepTimeRejected;
     if (outcome[i] == Bounded::kCandidate) result.candidates.push_back({i, bound[i]});
   }
+  if (options.progress) report(result.bounded, 0, true);
   std::sort(result.candidates.begin(), result.candidates.end(),
             [](const Survivor& a, const Survivor& b) { return a.bound != b.bound ? a.bound < b.bound : a.index < b.index; });
   return result;
@@ -262,11 +312,47 @@ enum class Simulated : uint8_t { kNotReached, kSimulated, kOverBound, kStopped }
 
 struct Simulation {
   int64_t simulated = 0;
-  int64_t did_not_fit = 0;
+  int64_t rejected = 0;  // simulated, and did not fit or took over max_step_time_s
   int64_t skipped_by_bound = 0;
   int64_t unsearched = 0;  // left by stop_requested
   Tallies tallies;
 };
+
+// Whether candidate |c|'s bound keeps it out of a leaderboard whose threshold is |threshold|.
+bool OverBound(const PlanOptions& options, const Survivor& c, double threshold) {
+  return ((options.prune || options.better_than.has_value()) && c.bound > threshold) ||
+         (options.better_than.has_value() && c.bound >= *options.better_than);
+}
+
+// The first of |candidates| (best bound first) that OverBound keeps out at |threshold|; every one
+// after it is kept out too.
+int64_t FirstOverBound(const PlanOptions& options, const std::vector<Survivor>& candidates, double threshold) {
+  return std::partition_point(candidates.begin(), candidates.end(),
+                              [&](const Survivor& c) { return !OverBound(options, c, threshold); }) -
+         candidates.begin();
+}
+
+// Simulates candidate |c| and offers it to |board|; counts it under its rule in |tallies| and
+// returns false when the simulation rejects it.
+bool SimulateOne(const Search& search, const Survivor& c, Tallies& tallies, Leaderboard& board) {
+  const PlanOptions& options = search.options;
+  const Strategy& s = search.strategies[c.index];
+  Result<SimulationResult> r = SimulateTrainingStep(search.model, search.cluster, s, options.simulation);
+  if (!r.ok()) {
+    Count(tallies, RuleOf(r.status().message()), c.index, r.status().message());
+    return true;
+  }
+  if (!r->fits_in_memory) {
+    Count(tallies, "memory", c.index, MemoryMessage(s, "peaks at", r->peak_memory_bytes, search.limit_bytes));
+    return false;
+  }
+  if (options.max_step_time_s && r->step_time_s > *options.max_step_time_s) {
+    Count(tallies, "--max-step-time", c.index, StepTimeMessage(s, "a step takes", r->step_time_s, *options.max_step_time_s));
+    return false;
+  }
+  board.Offer(RankPlan(c.index, s, *r, options.objective));
+  return true;
+}
 
 // Simulates |candidates| in order (best bound first) into |board| until no bound can enter it, or
 // until stop_requested.
@@ -275,34 +361,45 @@ Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& 
   const int64_t m = static_cast<int64_t>(candidates.size());
   std::vector<Tallies> tallies(static_cast<size_t>(search.threads));
   std::vector<Simulated> outcome(static_cast<size_t>(m), Simulated::kNotReached);  // each written by one thread
-  std::atomic<int64_t> did_not_fit{0};
-  ParallelFor(m, search.threads, "simulating", options, [&](int32_t t, int64_t k) {
-    const Survivor& c = candidates[k];
-    if (StopRequested(options)) {
-      outcome[k] = Simulated::kStopped;
-      return false;
-    }
-    if (((options.prune || options.better_than.has_value()) && c.bound > board.Threshold()) ||
-        (options.better_than.has_value() && c.bound >= *options.better_than)) {
-      outcome[k] = Simulated::kOverBound;
-      return false;
-    }
-    outcome[k] = Simulated::kSimulated;
-    const Strategy& s = search.strategies[c.index];
-    Result<SimulationResult> r = SimulateTrainingStep(search.model, search.cluster, s, options.simulation);
-    if (!r.ok()) {
-      Count(tallies[t], RuleOf(r.status().message()), c.index, r.status().message());
-    } else if (!r->fits_in_memory) {
-      did_not_fit.fetch_add(1);
-      Count(tallies[t], "memory", c.index, MemoryMessage(s, "peaks at", r->peak_memory_bytes, search.limit_bytes));
-    } else {
-      board.Offer(RankPlan(c.index, s, *r, options.objective));
-    }
-    return true;
-  });
+  std::atomic<int64_t> rejected{0};
+  const auto start = std::chrono::steady_clock::now();
+  const auto report = [&](int64_t done, int64_t bounded_out, bool over) {
+    PlanProgress p;
+    p.phase = "simulating";
+    p.done = done;
+    p.total = m;
+    p.bounded_out = bounded_out;
+    p.elapsed_s = SecondsSince(start);
+    p.phase_over = over;
+    p.best = board.Best();
+    options.progress(p);
+  };
+  // Untaken candidates over the bound now will never be simulated: they count as done.
+  const auto report_running = [&](int64_t finished, int64_t taken) {
+    if (!options.progress) return;
+    const int64_t bounded_out = m - std::max(taken, FirstOverBound(options, candidates, board.Threshold()));
+    report(finished + bounded_out, bounded_out, false);
+  };
+  ParallelFor(
+      m, search.threads,
+      [&](int32_t t, int64_t k) {
+        const Survivor& c = candidates[k];
+        if (StopRequested(options)) {
+          outcome[k] = Simulated::kStopped;
+          return false;
+        }
+        if (OverBound(options, c, board.Threshold())) {
+          outcome[k] = Simulated::kOverBound;
+          return false;
+        }
+        outcome[k] = Simulated::kSimulated;
+        if (!SimulateOne(search, c, tallies[t], board)) rejected.fetch_add(1);
+        return true;
+      },
+      report_running);
   Simulation result;
   for (const Tallies& t : tallies) Merge(t, result.tallies);
-  result.did_not_fit = did_not_fit.load();
+  result.rejected = rejected.load();
   // Every candidate from the first one over the bound on has a bound at least as high: skipped by
   // it. Indices are taken in order, so one below it that was not simulated was left by a stop.
   const int64_t first_over = std::find(outcome.begin(), outcome.end(), Simulated::kOverBound) - outcome.begin();
@@ -315,7 +412,20 @@ Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& 
       ++result.unsearched;
     }
   }
+  if (options.progress) report(result.simulated + result.skipped_by_bound, result.skipped_by_bound, true);
   return result;
+}
+
+// A leaderboard that holds every plan the top |rows| rows of GroupDistinct and their variants can
+// come from. A row's members share every setting but one, so it has at most as many as that
+// setting has values (SettingValueCounter::Most, V): the best rows * V plans hold the first |rows|
+// rows' best plans, and every variant scores within kDistinctTolerance of its row's best.
+Leaderboard DistinctLeaderboard(const Search& search, const std::vector<Survivor>& candidates, int64_t rows) {
+  SettingValueCounter values;
+  for (const Survivor& c : candidates) values.Add(search.strategies[c.index]);
+  const CheckedInt plans = CheckedInt(rows) * values.Most();
+  return Leaderboard(plans.get().value_or(std::numeric_limits<int64_t>::max()), std::nullopt, 0,
+                     1 + kDistinctTolerance);
 }
 
 }  // namespace
@@ -332,9 +442,17 @@ RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r,
   p.exposed_comm_fraction = r.step_time_s > 0 ? r.breakdown.exposed_comm_s / r.step_time_s : 0;
   p.peak_memory_bytes = r.peak_memory_bytes;
   p.memory_limit_bytes = r.memory_limit_bytes;
+  p.gpu_hours_per_billion_tokens =
+      GpuHoursPerBillionTokens(r.step_time_s, s.WorldSize(), s.global_batch * s.seq_len);
   p.breakdown = r.breakdown;
   if (!r.memory_by_stage.empty()) p.memory = r.memory_by_stage[r.peak_stage];
   return p;
+}
+
+std::optional<double> RemainingSeconds(const PlanProgress& p) {
+  const int64_t worked = p.done - p.bounded_out;
+  if (worked <= 0 || p.elapsed_s <= 0) return std::nullopt;
+  return static_cast<double>(p.total - p.done) * p.elapsed_s / static_cast<double>(worked);
 }
 
 double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result) {
@@ -347,8 +465,7 @@ double PlanScoreBound(Objective objective, const Strategy& strategy, double step
     case Objective::kTime:
       return step_time_s;
     case Objective::kCost:
-      return step_time_s * static_cast<double>(strategy.WorldSize()) /
-             static_cast<double>(strategy.global_batch * strategy.seq_len);
+      return GpuHoursPerBillionTokens(step_time_s, strategy.WorldSize(), strategy.global_batch * strategy.seq_len);
     case Objective::kMemoryHeadroom:
       return static_cast<double>(peak_bytes) / static_cast<double>(limit_bytes);
   }
@@ -366,7 +483,10 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
                                           : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
                       cluster.gpu.memory_bytes - kReservedBytesPerGpu};
   Bounding bounding = BoundEvery(search);
-  Leaderboard board(std::max<int64_t>(1, options.top_k), options.better_than, options.better_than_limit);
+  const int64_t top_k = std::max<int64_t>(1, options.top_k);
+  const bool distinct = options.distinct && !options.better_than.has_value();
+  Leaderboard board = distinct ? DistinctLeaderboard(search, bounding.candidates, top_k)
+                               : Leaderboard(top_k, options.better_than, options.better_than_limit);
   Simulation simulation;
   if (bounding.bounded == n) {
     simulation = SimulateBestFirst(search, bounding.candidates, board);
@@ -378,9 +498,10 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
   report.bounded = bounding.bounded;
   report.rejected_by_rules = bounding.rejected_by_rules;
   report.rejected_by_memory_bound = bounding.rejected_by_memory_bound;
+  report.rejected_by_step_time_bound = bounding.rejected_by_step_time_bound;
   report.candidates = static_cast<int64_t>(bounding.candidates.size());
   report.simulated = simulation.simulated;
-  report.rejected_by_simulation = simulation.did_not_fit;
+  report.rejected_by_simulation = simulation.rejected;
   report.skipped_by_bound = simulation.skipped_by_bound;
   report.unsearched = simulation.unsearched;
   report.interrupted = report.bounded < n || report.unsearched > 0;
@@ -390,7 +511,7 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
     return a.count != b.count ? a.count > b.count : a.rule < b.rule;
   });
   report.saturated = board.saturated();
-  report.ranked = board.Take();
+  report.ranked = distinct ? GroupDistinct(board.Take(), top_k) : board.Take();
   if (!report.interrupted && report.rejected_by_rules == n && !report.rejections.empty()) {
     const Rejection& top = report.rejections.front();
     return Status::InvalidArgument("no strategy of the search space is valid; the most common reason (" +

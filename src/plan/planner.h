@@ -10,6 +10,7 @@
 #include "core/enum_names.h"
 #include "core/status.h"
 #include "plan/search_space.h"
+#include "plan/training_cost.h"
 #include "sim/simulator.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
@@ -17,10 +18,11 @@
 namespace loom {
 
 // What the planner minimises.
-//   time:            the step time.
-//   cost:            GPU-seconds per token (with SearchRequest::smaller_gpu_counts, fewer GPUs
-//                    may win by wasting less of each).
-//   memory-headroom: the peak memory's share of the usable memory, then the step time.
+//   time:            the step time, in seconds.
+//   cost:            GPU-hours per 10^9 tokens (plan/training_cost.h: loom's one unit of cost). At
+//                    one GPU count it ranks as time does; over SearchRequest's min_gpus..max_gpus a
+//                    smaller job may win by wasting less of each GPU.
+//   memory-headroom: the peak memory's share of the usable memory (a fraction), then the step time.
 enum class Objective { kTime, kCost, kMemoryHeadroom };
 inline constexpr EnumNames<Objective, 3> kObjectiveNames({{
     {Objective::kTime, "time"},
@@ -28,11 +30,7 @@ inline constexpr EnumNames<Objective, 3> kObjectiveNames({{
     {Objective::kMemoryHeadroom, "memory-headroom"},
 }});
 
-struct PlanProgress {
-  const char* phase;  // "bounding" or "simulating"
-  int64_t done = 0;
-  int64_t total = 0;
-};
+struct PlanProgress;
 
 struct PlanOptions {
   int64_t top_k = 10;
@@ -46,12 +44,22 @@ struct PlanOptions {
   // search then stops, and PlanReport::saturated says the count is a lower bound.
   std::optional<double> better_than;
   int64_t better_than_limit = 100;
+  // Plans whose step takes longer are rejected (rule "--max-step-time"): by the step time bound
+  // before simulating, or after.
+  std::optional<double> max_step_time_s;
+  // Rank rows of plans rather than plans: top_k rows, each with the plans that differ from its
+  // best only in one setting that moves the step by under 1 % as its variants (plan/distinct.h).
+  bool distinct = false;
+  // Not used by the search: the price and token count the report turns each plan into time to
+  // train and dollars with.
+  TrainingRun training;
   SimulationOptions simulation;
   // When set, a strategy it refuses is rejected with its message under |admit_rule| (the launch
   // settings the plan must be expressible in: `--emit megatron` admits what Megatron-LM can run).
   std::function<Status(const Strategy&)> admit;
   std::string admit_rule;
-  // Called on the calling thread about ten times a second while the search runs.
+  // Called on the calling thread about ten times a second while the search runs, and once at the
+  // end of each phase.
   std::function<void(const PlanProgress&)> progress;
   // When set, polled by every thread before each strategy it bounds or simulates; once it returns
   // true the threads stop after the strategy in hand, and Plan returns what it ranked so far with
@@ -72,9 +80,35 @@ struct RankedPlan {
   double exposed_comm_fraction = 0;  // exposed communication over the step time
   int64_t peak_memory_bytes = 0;
   int64_t memory_limit_bytes = 0;
+  double gpu_hours_per_billion_tokens = 0;  // loom's unit of cost (plan/training_cost.h)
   StepBreakdown breakdown;
   MemoryBreakdown memory;  // what holds the peak stage's memory at its peak
+  // With PlanOptions::distinct: the plans of this one's row, best first, that differ from it only
+  // in |variant_setting| and by under 1 % in step and score.
+  std::vector<RankedPlan> variants;
+  std::string variant_setting;
 };
+
+// How far the search is, for a progress line.
+struct PlanProgress {
+  const char* phase = "";  // "bounding" or "simulating"
+  // Strategies (bounding) or candidates (simulating) dealt with, out of |total|: with the
+  // candidates now |bounded_out| included.
+  int64_t done = 0;
+  int64_t total = 0;
+  // Simulating: candidates not yet reached whose lower bound cannot beat the top_k-th plan found
+  // so far. They will never be simulated (that score only falls), so they count as done. At the
+  // end of the phase, PlanReport::skipped_by_bound.
+  int64_t bounded_out = 0;
+  double elapsed_s = 0;  // since the phase began
+  bool phase_over = false;  // the phase's last report (the phase ended, or a stop ended it)
+  std::optional<RankedPlan> best;  // the best plan simulated so far; at the end, the ranking's first
+};
+
+// Seconds the phase has left at the rate at which it has done the work it had to do (done minus
+// bounded out) so far; nullopt before any. While simulating, an upper bound: the bound skips more
+// candidates as better plans are found.
+std::optional<double> RemainingSeconds(const PlanProgress& progress);
 
 // Strategies turned away, by the rule (its flag) that rejected them.
 struct Rejection {
@@ -87,7 +121,9 @@ struct PlanReport {
   int64_t enumerated = 0;
   int64_t rejected_by_rules = 0;       // StrategyViolations, or the workload refused them
   int64_t rejected_by_memory_bound = 0;  // StepBounds::peak_memory_bytes over the usable memory
-  int64_t rejected_by_simulation = 0;    // simulated, and the simulated peak did not fit
+  int64_t rejected_by_step_time_bound = 0;  // StepBounds::step_time over PlanOptions::max_step_time_s
+  // Simulated, and the simulated peak did not fit, or the step took over max_step_time_s.
+  int64_t rejected_by_simulation = 0;
   int64_t skipped_by_bound = 0;  // their lower bound could not beat the top_k-th plan: not simulated
   int64_t simulated = 0;
   std::vector<Rejection> rejections;  // the rules' and memory's, most frequent first
@@ -99,7 +135,7 @@ struct PlanReport {
   // else while simulating, with |unsearched| candidates neither simulated nor skipped by the bound.
   bool interrupted = false;
   int64_t bounded = 0;     // strategies put through the rules and the memory bound
-  int64_t candidates = 0;  // of those, what the rules and the memory bound let through, to simulate
+  int64_t candidates = 0;  // of those, what the rules and the bounds let through, to simulate
   int64_t unsearched = 0;  // candidates the interrupt left: candidates = simulated + skipped_by_bound + unsearched
 };
 

@@ -458,11 +458,24 @@ Result<std::vector<Strategy>> EnumerateStrategies(const ModelSpec& model, const 
   }
   std::vector<Strategy> out;
   const Space space{model, cluster, request, out};
-  for (int64_t gpus = request.gpus;; gpus /= 2) {
-    AddLayouts(space, gpus);
-    if (!request.smaller_gpu_counts || gpus % 2 != 0 || gpus / 2 < cluster.gpus_per_node) break;
-  }
+  for (int64_t gpus : GpuCounts(request, cluster)) AddLayouts(space, gpus);
   return out;
+}
+
+std::vector<int64_t> GpuCounts(const SearchRequest& request, const ClusterSpec& cluster) {
+  const int64_t per_node = std::max<int64_t>(1, cluster.gpus_per_node);
+  const auto whole = [per_node](int64_t gpus) { return gpus < per_node || gpus % per_node == 0; };
+  std::vector<int64_t> counts = {request.gpus};
+  for (int64_t gpus = request.gpus; gpus % 2 == 0 && gpus / 2 >= std::max<int64_t>(1, request.min_gpus) &&
+                                    request.min_gpus > 0 && whole(gpus / 2);) {
+    gpus /= 2;
+    counts.push_back(gpus);
+  }
+  for (int64_t gpus = request.gpus; gpus <= request.max_gpus / 2 && whole(gpus * 2);) {
+    gpus *= 2;
+    counts.push_back(gpus);
+  }
+  return counts;
 }
 
 }  // namespace loom

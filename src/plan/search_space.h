@@ -56,12 +56,19 @@ struct SearchRequest {
   // DeepSpeedGradAccumulation (plan/deepspeed_config.h) instead of |grad_accumulation|.
   bool deepspeed_accumulation = false;
   Constraints fixed;
-  // Also search every smaller GPU count gpus / 2^k down to one node (for the cost objective:
-  // fewer GPUs may train each token more cheaply).
-  bool smaller_gpu_counts = false;
+  // Also search the GPU counts gpus / 2^k down to |min_gpus| and gpus * 2^k up to |max_gpus|
+  // (GpuCounts). 0: |gpus| alone. The range is the user's to give, never widened by the planner: a
+  // question about 512 GPUs is answered about 512 (`--min-gpus`, `--max-gpus`).
+  int64_t min_gpus = 0;
+  int64_t max_gpus = 0;
 };
 
-// Every strategy of the space for |request|: each factorisation of the GPU count into tp * cp *
+// The GPU counts the search covers, |request.gpus| first, then its halvings down to no fewer than
+// min_gpus, then its doublings up to no more than max_gpus; each a whole number of the cluster's
+// nodes or fewer GPUs than one node (a halving or doubling that is neither ends that direction).
+std::vector<int64_t> GpuCounts(const SearchRequest& request, const ClusterSpec& cluster);
+
+// Every strategy of the space for |request|: each factorisation of each GPU count (GpuCounts) into tp * cp *
 // pp * dp (tp within a node; cp in powers of two that leave each rank at least 2048 tokens; pp up
 // to the layer count), ep among the divisors of the expert count that fit in tp * dp * cp, etp
 // equal to tp or 1; micro-batches of 1, 2, 4, 8 or 16 sequences (Narayanan et al. 2021 ran 16);

@@ -61,6 +61,9 @@ constexpr IntRange kHostMemoryBytes{1, int64_t{1} << 55};
 constexpr IntRange kGpusPerNode{1, 4096};
 constexpr IntRange kNodes{1, 1 << 20};
 constexpr IntRange kNicsPerNode{1, 4096};
+// A GPU-hour rents for about 1-10 US dollars (2025 cloud list prices for A100 to H200); a price
+// outside a thousandfold of that is a unit error (cents, or a node-hour or a month).
+constexpr NumberRange kPricePerGpuHourUsd{1e-3, 1e4};
 
 // A required number that may be 0 (a latency, or a GPU without NVLink).
 double NonNegativeNumber(JsonReader& reader, std::string_view key, NumberRange range = {}) {
@@ -252,6 +255,7 @@ std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, Clu
   ReadInterNode(reader.Object("inter_node"), &spec->inter_node);
   ReadHost(reader.Object("host"), &spec->host);
   if (reader.Has("calibration")) ReadCommCalibration(reader.Object("calibration"), &spec->calibration);
+  spec->price_per_gpu_hour_usd = reader.OptionalPositiveNumber("price_per_gpu_hour_usd", kPricePerGpuHourUsd);
   CheckSources(reader, json);
   return gpu_ref;
 }

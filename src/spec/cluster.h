@@ -103,6 +103,9 @@ struct ClusterSpec {
   InterNode inter_node;
   Host host;
   CommCalibration calibration;
+  // What one GPU-hour of this cluster costs, in US dollars (the file's optional
+  // "price_per_gpu_hour_usd"): `loom plan` turns GPU-hours into dollars with it. Unset: no price.
+  std::optional<double> price_per_gpu_hour_usd;
 
   // gpus_per_node * nodes, or nullopt when the node count is not known.
   std::optional<int64_t> TotalGpus() const;

@@ -4,9 +4,13 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "plan/distinct.h"
 #include "plan/explain.h"
 #include "plan/plan_test_support.h"
 #include "sim/step_bounds.h"
@@ -106,22 +110,180 @@ TEST(Plan, BetterThanCountsThePlansAheadOfAScore) {
   EXPECT_EQ(static_cast<int64_t>(better->ranked.size()), strictly_better);
 }
 
-TEST(Plan, CostObjectiveAlsoTriesFewerGpus) {
+TEST(Plan, CostObjectiveTriesFewerGpusOnlyDownToMinGpus) {
   const Inputs in = Load("models/llama3-8b.json", 2);
   SearchRequest request = SmallRequest();
-  request.smaller_gpu_counts = true;
   PlanOptions options;
   options.objective = Objective::kCost;
   options.top_k = 3;
+  // The question asked is the question answered: without --min-gpus, 16 GPUs only.
+  Result<PlanReport> fixed = Plan(in.model, in.cluster, request, options);
+  ASSERT_TRUE(fixed.ok());
+  ASSERT_FALSE(fixed->ranked.empty());
+  for (const RankedPlan& p : fixed->ranked) EXPECT_EQ(p.strategy.WorldSize(), 16);
+  request.min_gpus = 8;
   Result<PlanReport> report = Plan(in.model, in.cluster, request, options);
   ASSERT_TRUE(report.ok());
   ASSERT_FALSE(report->ranked.empty());
   const RankedPlan& best = report->ranked.front();
-  // GPU-seconds per token: the score is the step time spread over the tokens of each GPU.
-  EXPECT_NEAR(best.score, best.step_time_s * static_cast<double>(best.strategy.WorldSize()) / (32.0 * 4096), 1e-12);
+  // GPU-hours per 10^9 tokens: the step time spread over the tokens of each step, times the GPUs.
+  EXPECT_NEAR(best.score, best.step_time_s * static_cast<double>(best.strategy.WorldSize()) / 3600 / (32.0 * 4096) * 1e9,
+              1e-9);
+  EXPECT_DOUBLE_EQ(best.score, best.gpu_hours_per_billion_tokens);
   bool smaller = false;
-  for (const RankedPlan& p : report->ranked) smaller |= p.strategy.WorldSize() < 16;
+  for (const RankedPlan& p : report->ranked) {
+    smaller |= p.strategy.WorldSize() < 16;
+    EXPECT_GE(p.strategy.WorldSize(), 8) << "--min-gpus 8";
+  }
   EXPECT_TRUE(smaller) << "8 GPUs waste less of each GPU on a 32-sequence batch than 16";
+  EXPECT_LT(best.score, fixed->ranked.front().score);
+}
+
+// Every progress report of a search, in order.
+struct Recorded {
+  std::vector<PlanProgress> bounding, simulating;
+};
+
+TEST(Plan, ProgressCountsBoundedOutCandidatesAsDoneAndEndsOnTheBestPlan) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  auto recorded = std::make_shared<Recorded>();
+  PlanOptions options;
+  options.top_k = 5;
+  options.threads = 2;
+  options.progress = [recorded](const PlanProgress& p) {
+    (std::string(p.phase) == "bounding" ? recorded->bounding : recorded->simulating).push_back(p);
+  };
+  Result<PlanReport> r = Plan(in.model, in.cluster, SmallRequest(), options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(recorded->bounding.empty());
+  ASSERT_FALSE(recorded->simulating.empty());
+  const PlanProgress& bounded = recorded->bounding.back();
+  EXPECT_TRUE(bounded.phase_over);
+  EXPECT_EQ(bounded.done, r->enumerated);
+  EXPECT_EQ(bounded.total, r->enumerated);
+  for (const PlanProgress& p : recorded->simulating) {
+    EXPECT_EQ(p.total, r->candidates);
+    EXPECT_LE(0, p.bounded_out);
+    EXPECT_LE(p.bounded_out, p.done);
+    EXPECT_LE(p.done, p.total);
+  }
+  // The phase ends with every candidate done, most of them bounded out rather than simulated: an
+  // ETA over all candidates at the simulation rate would be off by that factor.
+  const PlanProgress& last = recorded->simulating.back();
+  EXPECT_TRUE(last.phase_over);
+  EXPECT_EQ(last.done, last.total);
+  EXPECT_EQ(last.bounded_out, r->skipped_by_bound);
+  EXPECT_EQ(last.done - last.bounded_out, r->simulated);
+  EXPECT_GT(last.bounded_out, 10 * r->simulated);
+  EXPECT_EQ(RemainingSeconds(last), 0.0);
+  ASSERT_TRUE(last.best.has_value());
+  ASSERT_FALSE(r->ranked.empty());
+  EXPECT_EQ(last.best->index, r->ranked.front().index);
+  EXPECT_EQ(last.best->score, r->ranked.front().score);
+}
+
+TEST(Plan, RemainingSecondsIsTheWorkLeftAtTheRateOfTheWorkDone) {
+  PlanProgress p;
+  p.phase = "simulating";
+  p.total = 1000;
+  p.done = 400;         // 100 simulated in 10 s ...
+  p.bounded_out = 300;  // ... and 300 never to be simulated
+  p.elapsed_s = 10;
+  ASSERT_TRUE(RemainingSeconds(p).has_value());
+  EXPECT_DOUBLE_EQ(*RemainingSeconds(p), 60.0);  // 600 left at 10/s
+  p.bounded_out = 400;                           // nothing simulated yet: no rate
+  EXPECT_FALSE(RemainingSeconds(p).has_value());
+}
+
+// A request narrow enough to search exhaustively in a second.
+SearchRequest NarrowRequest() {
+  SearchRequest r = Request(16, 32, 4096);
+  r.fixed = *ParseConstraints("pp=1,overlap_grad_reduce=true", "--fix");
+  return r;
+}
+
+TEST(Plan, MaxStepTimeRejectsSlowerPlansUnderItsRuleAndKeepsTheRanking) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  PlanOptions free;
+  free.top_k = 20;
+  free.threads = 2;
+  Result<PlanReport> unconstrained = Plan(in.model, in.cluster, NarrowRequest(), free);
+  ASSERT_TRUE(unconstrained.ok() && unconstrained->ranked.size() == 20u);
+  PlanOptions limited = free;
+  limited.max_step_time_s = unconstrained->ranked[5].step_time_s * 1.001;
+  limited.top_k = 50;
+  Result<PlanReport> r = Plan(in.model, in.cluster, NarrowRequest(), limited);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Exactly the plans of the unconstrained ranking within the limit (its first six), in order.
+  ASSERT_EQ(r->ranked.size(), 6u);
+  for (size_t i = 0; i < r->ranked.size(); ++i) EXPECT_EQ(r->ranked[i].index, unconstrained->ranked[i].index);
+  EXPECT_GT(r->rejected_by_step_time_bound, 0);
+  EXPECT_EQ(r->enumerated, r->rejected_by_rules + r->rejected_by_memory_bound + r->rejected_by_step_time_bound +
+                               r->skipped_by_bound + r->simulated);
+  const auto rule = std::find_if(r->rejections.begin(), r->rejections.end(),
+                                 [](const Rejection& j) { return j.rule == "--max-step-time"; });
+  ASSERT_NE(rule, r->rejections.end());
+  EXPECT_NE(rule->example.find(", over --max-step-time "), std::string::npos) << rule->example;
+  // The exhaustive search, which rejects only after simulating, ranks the same plans.
+  limited.prune = false;
+  Result<PlanReport> exhaustive = Plan(in.model, in.cluster, NarrowRequest(), limited);
+  ASSERT_TRUE(exhaustive.ok());
+  EXPECT_EQ(Fixes(*exhaustive), Fixes(*r));
+  EXPECT_EQ(exhaustive->rejected_by_step_time_bound, 0);
+  EXPECT_GT(exhaustive->rejected_by_simulation, 0);
+}
+
+// --distinct's rows: each member differs from every other in the row's one setting only and by
+// under 1 %, and every plan that scores below the last row's best is in some row.
+void ExpectRowsHold(const std::vector<RankedPlan>& rows, const std::vector<RankedPlan>& every_plan) {
+  std::set<int64_t> grouped;
+  for (const RankedPlan& row : rows) {
+    std::vector<RankedPlan> members = {row};
+    members.insert(members.end(), row.variants.begin(), row.variants.end());
+    for (const RankedPlan& a : members) {
+      grouped.insert(a.index);
+      for (const RankedPlan& b : members) {
+        if (a.index == b.index) continue;
+        EXPECT_EQ(OnlyDifferingSetting(a.strategy, b.strategy), row.variant_setting);
+        EXPECT_LT(std::max(a.step_time_s, b.step_time_s), std::min(a.step_time_s, b.step_time_s) * 1.01);
+      }
+    }
+  }
+  for (const RankedPlan& p : every_plan) {
+    if (p.score < rows.back().score) {
+      EXPECT_TRUE(grouped.count(p.index)) << ConstraintText(p.strategy);
+    }
+  }
+}
+
+TEST(Plan, DistinctRowsAreTheSameWithAndWithoutPruning) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  PlanOptions options;
+  options.top_k = 6;
+  options.threads = 2;
+  options.distinct = true;
+  Result<PlanReport> pruned = Plan(in.model, in.cluster, NarrowRequest(), options);
+  options.prune = false;
+  Result<PlanReport> exhaustive = Plan(in.model, in.cluster, NarrowRequest(), options);
+  ASSERT_TRUE(pruned.ok() && exhaustive.ok());
+  ASSERT_EQ(pruned->ranked.size(), 6u);
+  EXPECT_EQ(Fixes(*pruned), Fixes(*exhaustive));
+  size_t variants = 0;
+  for (size_t i = 0; i < pruned->ranked.size(); ++i) {
+    ASSERT_EQ(pruned->ranked[i].variants.size(), exhaustive->ranked[i].variants.size()) << i;
+    variants += pruned->ranked[i].variants.size();
+    for (size_t v = 0; v < pruned->ranked[i].variants.size(); ++v) {
+      EXPECT_EQ(pruned->ranked[i].variants[v].index, exhaustive->ranked[i].variants[v].index);
+    }
+  }
+  EXPECT_GT(variants, 0u) << "the space has twins within 1 % (ZeRO stages, offload)";
+  // Against every plan of the space, ranked.
+  PlanOptions every = options;
+  every.distinct = false;
+  every.top_k = 100000;
+  Result<PlanReport> all = Plan(in.model, in.cluster, NarrowRequest(), every);
+  ASSERT_TRUE(all.ok());
+  ExpectRowsHold(pruned->ranked, all->ranked);
 }
 
 TEST(Plan, AContradictoryPinIsAnErrorThatNamesTheRule) {
@@ -146,11 +308,11 @@ TEST(Plan, AnEmptySpaceSaysWhyAndTheNearestGpuCountThatHasLayouts) {
   EXPECT_NE(report.status().message().find("use --gpus 5120"), std::string::npos) << report.status().message();
 }
 
-// The cost objective searches half the GPUs too, so its plans explain on their own GPU count.
+// With --min-gpus the search covers half the GPUs too, so its plans explain on their own GPU count.
 TEST(Explain, UnderTheCostObjectiveAPlanOnFewerGpusExplains) {
   const Inputs in = Load("models/llama3-8b.json", 2);
   SearchRequest request = SmallRequest();
-  request.smaller_gpu_counts = true;
+  request.min_gpus = 8;
   PlanOptions options;
   options.objective = Objective::kCost;
   options.top_k = 1;
@@ -162,7 +324,7 @@ TEST(Explain, UnderTheCostObjectiveAPlanOnFewerGpusExplains) {
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_TRUE(e->fits);
   EXPECT_EQ(e->better_plans, 0);
-  request.smaller_gpu_counts = false;
+  request.min_gpus = 0;
   Result<Explanation> refused = Explain(in.model, in.cluster, request, options, ConstraintText(report->ranked[0].strategy));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("not --gpus 16"), std::string::npos) << refused.status().message();

@@ -187,6 +187,45 @@ TEST(EnumerateStrategies, PinnedDegreesThatDoNotDivideTheGpusAreAnError) {
 }
 
 // "tp=2,tp=4" or an alias beside its key ("zero=1,zero_stage=2") leave unclear which was meant.
+// GPU counts of 8-GPU nodes: --gpus alone unless --min-gpus or --max-gpus widen the question.
+std::vector<int64_t> CountsFor(int64_t gpus, int64_t min_gpus, int64_t max_gpus) {
+  ClusterSpec cluster;
+  cluster.gpus_per_node = 8;
+  SearchRequest r = Request(gpus, 64, 1024);
+  r.min_gpus = min_gpus;
+  r.max_gpus = max_gpus;
+  return GpuCounts(r, cluster);
+}
+
+TEST(GpuCounts, OnlyTheGpusAskedForUnlessARangeIsGiven) {
+  EXPECT_EQ(CountsFor(512, 0, 0), (std::vector<int64_t>{512}));
+  EXPECT_EQ(CountsFor(512, 512, 512), (std::vector<int64_t>{512}));
+  EXPECT_EQ(CountsFor(512, 128, 0), (std::vector<int64_t>{512, 256, 128}));
+  EXPECT_EQ(CountsFor(512, 100, 0), (std::vector<int64_t>{512, 256, 128}));  // never below --min-gpus
+  EXPECT_EQ(CountsFor(512, 0, 2048), (std::vector<int64_t>{512, 1024, 2048}));
+  EXPECT_EQ(CountsFor(512, 0, 2000), (std::vector<int64_t>{512, 1024}));  // never above --max-gpus
+  EXPECT_EQ(CountsFor(16, 1, 32), (std::vector<int64_t>{16, 8, 4, 2, 1, 32}));  // under a node too
+}
+
+TEST(GpuCounts, AHalvingOrDoublingThatIsNotWholeNodesEndsThatDirection) {
+  EXPECT_EQ(CountsFor(24, 1, 0), (std::vector<int64_t>{24}));  // 12 GPUs are 1.5 nodes
+  EXPECT_EQ(CountsFor(3, 0, 48), (std::vector<int64_t>{3, 6}));  // 12 GPUs are 1.5 nodes
+}
+
+TEST(EnumerateStrategies, MinGpusAddsTheSmallerCountsLayouts) {
+  const Inputs in = Load("models/llama3-8b.json", 2);
+  SearchRequest request = Request(16, 32, 4096);
+  request.fixed = *ParseConstraints("tp=1,pp=1,cp=1,micro_batch=1,recompute=none,zero=0", "--fix");
+  Result<std::vector<Strategy>> alone = EnumerateStrategies(in.model, in.cluster, request);
+  request.min_gpus = 4;
+  Result<std::vector<Strategy>> range = EnumerateStrategies(in.model, in.cluster, request);
+  ASSERT_TRUE(alone.ok() && range.ok());
+  std::set<int64_t> worlds;
+  for (const Strategy& s : *alone) EXPECT_EQ(s.WorldSize(), 16);
+  for (const Strategy& s : *range) worlds.insert(s.WorldSize());
+  EXPECT_EQ(worlds, (std::set<int64_t>{4, 8, 16}));
+}
+
 TEST(ParseConstraints, AKeyGivenTwiceIsAnError) {
   Result<Constraints> twice = ParseConstraints("tp=2,pp=4,tp=4", "--fix");
   ASSERT_FALSE(twice.ok());

@@ -392,6 +392,28 @@ TEST(ClusterSpec, HostMemoryBandwidthIsOptionalAndPositive) {
   EXPECT_TRUE(Contains(status.message(), path + ": host.memory_bandwidth_GBps: is 0; it must be greater than 0"));
 }
 
+TEST(ClusterSpec, PricePerGpuHourIsOptionalPositiveAndBounded) {
+  std::string path;
+  Result<ClusterSpec> without = LoadCluster(ValidCluster(), &path);
+  ASSERT_TRUE(without.ok()) << without.status().ToString();
+  EXPECT_EQ(without->price_per_gpu_hour_usd, std::nullopt);
+  nlohmann::json json = ValidCluster();
+  json["price_per_gpu_hour_usd"] = 2.49;
+  Result<ClusterSpec> with = LoadCluster(json, &path);
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  EXPECT_EQ(with->price_per_gpu_hour_usd, 2.49);
+  json["price_per_gpu_hour_usd"] = 0;
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(), path + ": price_per_gpu_hour_usd: is 0; it must be greater than 0"));
+  // A price per month, not per hour: outside any GPU-hour's price, reported with the bound.
+  json["price_per_gpu_hour_usd"] = 1800;
+  ASSERT_TRUE(LoadCluster(json, &path).ok());
+  json["price_per_gpu_hour_usd"] = 18000;
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
+                       path + ": price_per_gpu_hour_usd: is 18000; it must be between"));
+  json["price_per_gpu_hour_usd"] = "2.49";
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(), path + ": price_per_gpu_hour_usd: must be a number"));
+}
+
 TEST(ClusterSpec, UnknownKeySuggestsTheClosestKnownKey) {
   nlohmann::json json = ValidCluster();
   json["intra_node"].erase("bandwidth_GBps");
