@@ -13,7 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/json_contract.h"
+#include "cli/probe_output.h"
 #include "cli/run_loom.h"
+#include "cost/profile.h"
 #include "support/schema_check.h"
 
 namespace loom {
@@ -171,6 +174,40 @@ TEST(JsonSchemas, PlanFileMatchesItsSchema) {
   EXPECT_EQ(plan["loom_version"], LOOM_VERSION);
   EXPECT_EQ(plan["source"]["request"]["command"], "plan");
   fs::remove(path);
+}
+
+// loom probe needs a GPU, so its outputs are made here from the shipped H100 profile, with a
+// collective and a failure added: the profile as probe writes it (loom.profile/2, with the loom
+// version) and the report probe --json prints (loom.probe/1).
+TEST(JsonSchemas, ProbeOutputsMatchTheirSchemas) {
+  Result<Profile> read = ReadProfile(Shipped("hardware/profiles/h100-sxm5-80gb-2026-11-27.json"));
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  Profile profile = *read;
+  ASSERT_FALSE(profile.samples.empty());
+  ASSERT_FALSE(profile.host_samples.empty());
+  CollectiveSample collective;
+  collective.ranks = 8;
+  collective.size_bytes = 1 << 20;
+  collective.count = 1 << 18;
+  collective.out_of_place = {100, 10.5, 18.3};
+  collective.in_place = {101, 10.4, 18.2};
+  profile.collectives.push_back(collective);
+  profile.failures.push_back({"gemm fp8 m=1 n=1 k=1", "CUBLAS_STATUS_NOT_SUPPORTED"});
+  const nlohmann::ordered_json written = ProfileJson(profile);
+  EXPECT_EQ(written["loom_version"], LOOM_VERSION);
+  EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(written.dump())));
+
+  ProbeSummary summary;
+  summary.planned = 10;
+  summary.measured = 9;
+  summary.failed = 1;
+  summary.profile = profile;
+  const nlohmann::ordered_json request = {{"command", "probe"},
+                                          {"arguments", {{"output", "h100.json"}, {"json", true}}},
+                                          {"input_files", nlohmann::ordered_json::array()}};
+  const nlohmann::ordered_json report = Stamped(ProbeReportJson(summary, "h100.json"), request);
+  EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(report.dump())));
+  EXPECT_GE(report["classes"].size(), 3u);
 }
 
 // Every file loom ships that names a loom schema: GPUs, clusters, frameworks, profiles, scenarios,
