@@ -45,17 +45,17 @@ std::vector<MemoryItemBytes> Items(const StepGraph& step, const RankMemory& rank
   return items;
 }
 
-// A zero-length task that starts a pass (the marker of a pass with hidden tp collectives, or a
-// pass of no time) sets the peak with the allocation of the pass it starts: name that pass's
-// first task on the same stream instead.
+// A zero-length task that starts a pass (the marker of a pass with hidden tp collectives) sets the
+// peak with the allocation of the pass it starts: name the pass's kernels instead, the next task
+// on its stream (a stream runs its tasks in the order they were added).
 TaskId RunningTask(const StepGraph& step, const StepTimeline& timeline, TaskId task) {
   const TaskGraph& g = step.graph;
   if (task < 0 || static_cast<size_t>(task) >= step.work.size() || step.work[task].kind != WorkKind::kNone ||
       timeline.end[task] != timeline.start[task]) {
     return task;
   }
-  for (const Dependency& d : g.dependencies()) {
-    if (d.before == task && g.task(d.after).stream == g.task(task).stream) return d.after;
+  for (TaskId next = task + 1; next < g.num_tasks(); ++next) {
+    if (g.task(next).stream == g.task(task).stream) return next;
   }
   return task;
 }

@@ -75,8 +75,10 @@ TEST(MemoryBreakdown, OneFOneBStageStashesPipelineDepthMinusItsIndex) {
 
 // Without recompute, the peak is reached when the first steady-state forward allocates: stage s's
 // forward of micro-batch p - s - 1.
-TEST(MemoryBreakdown, PeakTaskIsTheForwardThatAllocatesLast) {
-  const SimulationResult r = MustSimulate(Pipeline(ScheduleKind::k1F1B, Recompute::kNone));
+void ExpectForwardsPeak(bool tp_comm_overlap) {
+  Strategy s = Pipeline(ScheduleKind::k1F1B, Recompute::kNone);
+  s.tp_comm_overlap = tp_comm_overlap;
+  const SimulationResult r = MustSimulate(s);
   for (const MemoryBreakdown& b : r.memory_by_stage) {
     const PeakTask& t = b.peak_task;
     EXPECT_EQ(t.kind, WorkKind::kPass);
@@ -86,11 +88,18 @@ TEST(MemoryBreakdown, PeakTaskIsTheForwardThatAllocatesLast) {
     EXPECT_EQ(t.chunk, 0);
     EXPECT_EQ(t.stream, "compute");
     EXPECT_EQ(t.start, b.peak_time);
+    EXPECT_GT(t.end, t.start);
     EXPECT_EQ(DescribePeakTask(t),
               "F of micro-batch " + std::to_string(3 - b.stage) + ", chunk 0 (virtual stage " +
                   std::to_string(b.stage) + ")");
   }
 }
+
+TEST(MemoryBreakdown, PeakTaskIsTheForwardThatAllocatesLast) { ExpectForwardsPeak(false); }
+
+// With --tp-comm-overlap a zero-length marker starts each pass and allocates for it: the kernels
+// it starts are named instead.
+TEST(MemoryBreakdown, PeakTaskOfAPassWithHiddenTpIsItsKernels) { ExpectForwardsPeak(true); }
 
 TEST(MemoryBreakdown, LogitsAreKeptOnTheLastStageOnly) {
   const Strategy s = Pipeline(ScheduleKind::k1F1B, Recompute::kSelective);
