@@ -5,10 +5,11 @@
 # violated, no two tasks of a rank predicted at least 100 ms (of plan time; 25 ms of real time at
 # --speedup 4) apart started the other way round. The margin is wide because CI shares two cores
 # between the four ranks and the other tests: a rank waits for a core for milliseconds. Then a
-# plan launched on the wrong number of ranks must be refused with the launch command.
-#   validate_host_check.sh LOOM MPIEXEC SOURCE_DIR WORK_DIR
+# plan launched on the wrong number of ranks must be refused with the launch command. With
+# JSON_SCHEMA_CHECK, each plan file and validate's JSON are checked against their schemas too.
+#   validate_host_check.sh LOOM MPIEXEC SOURCE_DIR WORK_DIR [JSON_SCHEMA_CHECK]
 set -u
-loom=$1 mpiexec=$2 source_dir=$3 work=$4
+loom=$1 mpiexec=$2 source_dir=$3 work=$4 schema_check=${5:-}
 mkdir -p "$work"
 cd "$source_dir" || exit 1
 status=0
@@ -41,6 +42,9 @@ for fix in schedule=1f1b schedule=interleaved,vpp=2 schedule=zb-v,vpp=2 schedule
     grep -q "\"$key\": 0," "$out" || fail "$name: $key is not 0: $(grep "\"$key\"" "$out")"
   done
   grep -q '"pairs_checked": 0,' "$out" && fail "$name: no pair of tasks was compared"
+  if [ -n "$schema_check" ]; then
+    "$schema_check" "$plan" "$out" || fail "$name: the plan file or validate's JSON does not match its schema"
+  fi
   echo "ok $name: step $(grep -m1 -A2 '"step_time"' "$out" | tail -2 | tr -d ' \n')"
 done
 
