@@ -130,9 +130,10 @@ void PrintMemory(const MemoryView& view, std::ostream& out) {
   std::ostringstream at;
   at << std::fixed << std::setprecision(3) << peak.peak_time.ToSeconds();
   out << "peak: stage " << peak.stage << ", " << GiB(peak.peak_bytes) << " of " << GiB(view.limit_bytes)
-      << " GiB usable, at " << at.str() << " s, when " << DescribePeakTask(peak.peak_task)
-      << " allocates; the allocator reserve (" << GiB(view.reserved_bytes)
-      << " GiB: CUDA context, workspaces, fragmentation) is outside it\n";
+      << " GiB usable, at " << at.str() << " s, when " << DescribePeakTask(peak.peak_task) << " allocates\n";
+  out << "allocator reserve: " << GiB(view.reserved_bytes) << " GiB beside every peak (CUDA context, workspaces, "
+      << "fragmentation): the usable memory is the GPU's " << GiB(view.limit_bytes + view.reserved_bytes)
+      << " GiB less it\n";
   if (peak.peak_bytes > view.limit_bytes) PrintFits(view, out);
 }
 
