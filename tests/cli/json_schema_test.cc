@@ -176,6 +176,28 @@ TEST(JsonSchemas, PlanFileMatchesItsSchema) {
   fs::remove(path);
 }
 
+// The GPU and cluster files loom fit writes are inputs again: they match the schemas the shipped
+// ones do, calibration included.
+TEST(JsonSchemas, FilesFitWritesMatchTheirSchemas) {
+  const fs::path dir = fs::temp_directory_path() / "loom_json_schema_fit";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "gpus");
+  fs::create_directories(dir / "clusters");
+  fs::copy_file(Shipped("hardware/gpus/a100-sxm4-80gb.json"), dir / "gpus" / "a100-sxm4-80gb.json");
+  fs::copy_file(Shipped("hardware/clusters/dgx-a100.json"), dir / "clusters" / "dgx-a100.json");
+  const std::string gpu = (dir / "gpus" / "gpu-fitted.json").string();
+  CommandResult r = Loom({"fit", Shipped("tests/cli/data/profile_a100_synthetic.json"), "--gpu",
+                          (dir / "gpus" / "a100-sxm4-80gb.json").string(), "--output", gpu, "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(ReadText(gpu))));
+  const std::string cluster = (dir / "clusters" / "cluster-fitted.json").string();
+  r = Loom({"fit", Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt"), "--cluster",
+            (dir / "clusters" / "dgx-a100.json").string(), "--output", cluster, "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(ReadText(cluster))));
+  fs::remove_all(dir);
+}
+
 // loom probe needs a GPU, so its outputs are made here from the shipped H100 profile, with a
 // collective and a failure added: the profile as probe writes it (loom.profile/2, with the loom
 // version) and the report probe --json prints (loom.probe/1).
