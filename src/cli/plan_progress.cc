@@ -45,7 +45,7 @@ std::string ProgressLine(const PlanProgress& p, Objective objective) {
   if (p.best) line += ", " + BestText(*p.best, objective);
   if (p.phase_over) return line + ", done in " + Number("%.1f s", p.elapsed_s);
   const std::optional<double> eta = RemainingSeconds(p);
-  return line + ", ETA " + (eta ? (simulating ? "<= " : "") + Number("%.0f s", *eta) : std::string("?"));
+  return line + ", ETA " + (eta ? Number("%.0f s", *eta) : std::string("?"));
 }
 
 ProgressPrinter::ProgressPrinter(std::ostream& err, ProgressStyle style, Objective objective)

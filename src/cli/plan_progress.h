@@ -11,8 +11,7 @@
 namespace loom {
 
 // One line on the search's progress (no line end): "simulating 1,650 / 32,914 candidates (31,264
-// bounded out), 110/s, best 4.662 s/step (tp 8, pp 16, dp 128, mbs 1), ETA <= 3 s". The ETA is
-// RemainingSeconds'; "<=" while simulating, since the bound skips more candidates as it goes.
+// bounded out), 110/s, best 4.662 s/step (tp 8, pp 16, dp 128, mbs 1), ETA 3 s": RemainingSeconds.
 std::string ProgressLine(const PlanProgress& progress, Objective objective);
 
 // Where and how often progress lines go.

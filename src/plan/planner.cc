@@ -13,6 +13,7 @@
 
 #include "core/checked.h"
 #include "plan/distinct.h"
+#include "plan/leaderboard.h"
 #include "sim/step_bounds.h"
 
 namespace loom {
@@ -106,72 +107,6 @@ std::string MemoryMessage(const Strategy& s, const char* verb, int64_t bytes, in
 struct Survivor {
   int64_t index;
   double bound;  // the lowest score it can reach
-};
-
-bool Better(const RankedPlan& a, const RankedPlan& b) {
-  if (a.score != b.score) return a.score < b.score;
-  if (a.step_time_s != b.step_time_s) return a.step_time_s < b.step_time_s;
-  return a.index < b.index;
-}
-
-
-// The plans found so far, best first, and the score a strategy must not exceed to enter them.
-class Leaderboard {
- public:
-  // Keeps the top_k plans, and past them every plan that scores at most |slack| times the top_k-th.
-  Leaderboard(int64_t top_k, std::optional<double> better_than, int64_t better_than_limit, double slack = 1)
-      : top_k_(top_k), better_than_(better_than), better_than_limit_(better_than_limit), slack_(slack) {
-    threshold_.store(better_than.value_or(kNever));
-  }
-
-  // The highest bound that may still enter.
-  double Threshold() const { return threshold_.load(std::memory_order_relaxed); }
-
-  void Offer(RankedPlan plan) {
-    if (better_than_.has_value() && plan.score >= *better_than_) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    plans_.insert(std::upper_bound(plans_.begin(), plans_.end(), plan, Better), std::move(plan));
-    if (better_than_.has_value()) {
-      // Enough to answer "more than N": nothing else enters.
-      if (static_cast<int64_t>(plans_.size()) >= better_than_limit_) {
-        saturated_ = true;
-        threshold_.store(-kNever);
-      }
-      return;
-    }
-    const size_t k = static_cast<size_t>(top_k_);
-    if (plans_.size() < k) return;
-    const double limit = slack_ > 1 ? plans_[k - 1].score * slack_ : plans_[k - 1].score;
-    while (plans_.size() > k && (slack_ <= 1 || plans_.back().score > limit)) plans_.pop_back();
-    threshold_.store(limit);
-  }
-
-  // The best plan so far, if any.
-  std::optional<RankedPlan> Best() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (plans_.empty()) return std::nullopt;
-    return plans_.front();
-  }
-
-  // The plans, best first; with better_than, at most better_than_limit of them (threads may have
-  // offered a few more before the limit stopped them).
-  std::vector<RankedPlan> Take() {
-    if (better_than_.has_value() && static_cast<int64_t>(plans_.size()) > better_than_limit_) {
-      plans_.resize(static_cast<size_t>(better_than_limit_));
-    }
-    return std::move(plans_);
-  }
-  bool saturated() const { return saturated_; }
-
- private:
-  const int64_t top_k_;
-  const std::optional<double> better_than_;
-  const int64_t better_than_limit_;
-  const double slack_;
-  bool saturated_ = false;
-  std::mutex mutex_;
-  std::vector<RankedPlan> plans_;
-  std::atomic<double> threshold_;
 };
 
 // Why a request has no strategy at all, with the nearest GPU counts (in whole nodes) that have some.

@@ -105,9 +105,9 @@ struct PlanProgress {
   std::optional<RankedPlan> best;  // the best plan simulated so far; at the end, the ranking's first
 };
 
-// Seconds the phase has left at the rate at which it has done the work it had to do (done minus
-// bounded out) so far; nullopt before any. While simulating, an upper bound: the bound skips more
-// candidates as better plans are found.
+// Seconds the phase has left: the work left (total minus done) at the rate of the work done so far
+// (done minus bounded out); nullopt before any. While simulating, better plans bound out more of
+// what is left, and later simulations may run slower or faster than the first: an estimate.
 std::optional<double> RemainingSeconds(const PlanProgress& progress);
 
 // Strategies turned away, by the rule (its flag) that rejected them.
