@@ -385,8 +385,8 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "dollars per 10^9 tokens, and with --tokens the dollars to train")
       ->check(Between(1e-3, 1e4));
   cmd->add_option("--tokens", o->tokens,
-                  "Tokens to train on (e.g. 15e12): adds each plan's time to train (whole steps) and GPU-hours, "
-                  "and dollars with a price")
+                  "Tokens to train on (e.g. 15e12): adds each plan's days to train over whole steps of the global "
+                  "batch, and dollars with a price (--json: also steps and GPU-hours)")
       ->check(Between(1, 1e18));
   cmd->add_flag("--distinct", o->distinct,
                 "Show plans that differ only in one setting that moves the step (and the objective) by under 1 % "
