@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "sim/task_label.h"
+
 namespace loom {
 namespace {
 
@@ -71,17 +73,13 @@ PeakTask DescribeTask(const StepGraph& step, const StepTimeline& timeline, const
   peak.stream = std::string(g.Name(g.stream_name(t.stream)));
   peak.start = timeline.start[peak.task];
   peak.end = timeline.end[peak.task];
-  if (static_cast<size_t>(peak.task) < step.micro_batch.size()) peak.micro_batch = step.micro_batch[peak.task];
-  if (static_cast<size_t>(peak.task) < step.work.size()) {
-    const TaskWork& work = step.work[peak.task];
-    peak.kind = work.kind;
-    peak.pass = work.pass;
-    const bool of_pass = work.kind == WorkKind::kPass || work.kind == WorkKind::kTpComm ||
-                         work.kind == WorkKind::kRingSend || work.kind == WorkKind::kHost;
-    if (of_pass && work.index >= 0 && work.index < schedule.VirtualStages()) {
-      peak.virtual_stage = work.index;
-      peak.chunk = schedule.Place(work.index).chunk;
-    }
+  const TaskPlace place = PlaceOfTask(step, ChunkOfVirtualStages(schedule), step.micro_batch, peak.task);
+  peak.micro_batch = place.micro_batch;
+  peak.kind = place.kind;
+  peak.pass = place.pass;
+  if (IsPassWork(place.kind)) {
+    peak.virtual_stage = place.virtual_stage;
+    peak.chunk = place.chunk;
   }
   return peak;
 }
