@@ -23,12 +23,14 @@
 #include "cli/plan_output.h"
 #include "cli/plan_progress.h"
 #include "cli/validators.h"
+#include "core/file_io.h"
 #include "core/interrupt.h"
 #include "exec/plan_file.h"
 #include "plan/deepspeed_config.h"
 #include "plan/explain.h"
 #include "plan/megatron_args.h"
 #include "plan/planner.h"
+#include "report/plan_view.h"
 #include "spec/cluster.h"
 #include "spec/framework.h"
 #include "spec/model.h"
@@ -47,6 +49,7 @@ struct PlanCommandOptions {
   std::string explain;
   std::string emit;
   std::string out = "plan.json";  // --emit plan's file
+  std::string report;            // --report: the HTML report of the search
   bool out_given = false, pick_given = false;  // whether --out and --pick are on the command line
   bool megatron_version_given = false;
   int64_t pick = 1;
@@ -281,6 +284,10 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     options.admit_rule = "--emit " + o.emit;
   }
   const PlanHeader header{*model, *cluster, request, options};
+  if (!o.explain.empty() && !o.report.empty()) {
+    return Status::InvalidArgument("--report " + o.report + ": the report draws a search's ranked plans, which "
+                                   "--explain does not rank; drop --explain, or drop --report");
+  }
   if (!o.explain.empty()) {
     Result<Explanation> explanation = Explain(*model, *cluster, request, options, o.explain);
     if (!explanation.ok()) return explanation.status();
@@ -305,6 +312,15 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     Result<EmitResult> e = Emit(o, header, *report, o.pick);
     if (!e.ok()) return e.status();
     emitted = std::move(e).value();
+  }
+  if (!o.report.empty()) {
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(
+        o.report,
+        PlanSearchReport("loom plan: " + model->name + " on " + std::to_string(o.gpus) + " GPUs (" + o.cluster_path + ")",
+                         "global batch " + std::to_string(o.global_batch) + ", seq " + std::to_string(o.seq_len) +
+                             ", objective " + o.objective,
+                         *report, options.objective),
+        "pass another --report"));
   }
   if (o.json) {
     out << JsonText(Stamped(PlanJson(header, *report, wall_s, emitted, interrupted_by), o.request)) << "\n";
@@ -428,6 +444,9 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_flag("--dropout", o->dropout, "Apply dropout and keep its masks");
   cmd->add_flag("--exhaustive", o->exhaustive,
                 "Simulate every valid strategy, without the memory and time bounds (slow; for checking them)");
+  cmd->add_option("--report", o->report,
+                  "Write an HTML report of the search (one file, opens offline in a browser): the ranked plans' step "
+                  "time against peak memory and GPUs, and the strategies rejected by each rule");
   cmd->add_flag("--json", o->json, "Print one JSON object (schema loom.plan/1; loom.explain/1 with --explain)");
   cmd->footer(
       "Examples:\n"

@@ -1,0 +1,43 @@
+#ifndef LOOM_REPORT_STEP_VIEWS_H_
+#define LOOM_REPORT_STEP_VIEWS_H_
+
+#include <string>
+#include <vector>
+
+#include "report/html_report.h"
+#include "sim/engine.h"
+#include "sim/simulator.h"
+#include "sim/step_graph.h"
+
+namespace loom {
+
+// One timeline of a step's tasks, under a title ("predicted", "measured (median step)").
+struct TitledTimeline {
+  std::string title;
+  const StepTimeline* timeline = nullptr;
+};
+
+// The pipeline Gantt: one row per rank and stream, one bar per task of each timeline, all on one
+// time axis. data: {"streams": [{"rank", "name"}] (by StreamId), "names": [the task names and
+// categories used], "tasks": {"stream", "name", "category", "micro_batch"} (columns by TaskId;
+// name and category index "names"; micro_batch -1 when none), "timelines": [{"title",
+// "start_ns", "end_ns", "makespan_ns"}]}.
+// REQUIRES: every timeline came from |step|'s graph.
+ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& timelines);
+
+// Memory over the step per stage (the first replica's ranks), each stage's peak marked, and what
+// holds it at the peak. data: {"limit_bytes", "reserved_bytes", "peak_stage", "stages": [{"stage",
+// "rank", "peak_bytes", "peak_time_ns", "peak_task", "time_ns": [...], "bytes": [...], "items":
+// [{"item", "bytes"}]}]}; items empty when |result| has no breakdown.
+ReportView StageMemoryView(const SimulationResult& result);
+
+// Where the step's time goes: the step breakdown, the critical path and each stage's compute and
+// bubble. data: {"step_time_s", "breakdown": {...}, "critical_path": {...}, "stages": [...]}.
+ReportView BreakdownView(const SimulationResult& result);
+
+// The report of `loom simulate`: Gantt, memory and breakdown of |result|.
+std::string SimulationReport(const std::string& title, const std::string& subtitle, const SimulationResult& result);
+
+}  // namespace loom
+
+#endif  // LOOM_REPORT_STEP_VIEWS_H_
