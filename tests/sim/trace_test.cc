@@ -2,9 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "sim/sim_test_support.h"
+#include "sim/simulator.h"
+#include "spec/strategy.h"
 
 namespace loom {
 namespace {
@@ -63,7 +71,7 @@ TEST(ChromeTrace, ParsesAsJsonWithOneCompleteEventPerTask) {
   EXPECT_EQ(slices[2].at("tid"), 2);
   EXPECT_EQ(slices[2].at("ts"), 12.5);
   EXPECT_EQ(slices[2].at("dur"), 10.0);
-  EXPECT_EQ(trace.at("displayTimeUnit"), "ns");
+  EXPECT_EQ(trace.at("displayTimeUnit"), "ms");
 }
 
 TEST(ChromeTrace, NamesRanksAndStreams) {
@@ -149,6 +157,189 @@ TEST(ChromeTrace, WithoutMemoryHasNoCounters) {
   const nlohmann::json trace = nlohmann::json::parse(ChromeTraceJson(graph, *timeline));
   EXPECT_TRUE(EventsWithPhase(trace, "C").empty());
   EXPECT_EQ(EventsWithPhase(trace, "X").size(), 3u);
+}
+
+// A step PrepareTrainingStep made and simulated, with its trace context.
+struct TracedStep {
+  PreparedStep prepared;
+  SimulationResult result;
+};
+
+TracedStep MustTrace(const Strategy& s, bool full, int64_t nodes) {
+  const Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", nodes);
+  SimulationOptions options;
+  options.full = full;
+  Result<PreparedStep> prepared = PrepareTrainingStep(in.model, in.cluster, s, options);
+  EXPECT_TRUE(prepared.ok()) << prepared.status().message();
+  if (!prepared.ok()) return {};
+  Result<SimulationResult> r = SimulatePreparedStep(in.model, in.cluster, *prepared);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  return {*std::move(prepared), *std::move(r)};
+}
+
+Strategy Pipeline(ScheduleKind schedule) {
+  Strategy s;
+  s.tp = 2;
+  s.pp = 4;
+  s.schedule = schedule;
+  s.vpp = schedule == ScheduleKind::kInterleaved ? 2 : 1;
+  s.global_batch = 8;
+  s.seq_len = 4096;
+  s.zero_stage = 1;
+  return s;
+}
+
+std::string TraceOf(const TracedStep& traced, std::span<const TraceRun> runs) {
+  const Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
+  TraceContext context = StepTraceContext(traced.prepared, in.model);
+  context.model = "llama3-8b";
+  context.cluster = "dgx-h100";
+  context.strategy_json = R"({"tp":2})";
+  context.loom_version = "9.9.9";
+  return ChromeTraceJson(traced.result.step, runs, context);
+}
+
+std::string TraceOf(const TracedStep& traced) {
+  const TraceRun run{&traced.result.timeline, &traced.result.memory, "", 0};
+  return TraceOf(traced, {&run, 1});
+}
+
+// Every flow start has exactly one finish with its id, not before it; each end lies inside a
+// slice of its process and thread. Returns the number of flows of each category.
+std::map<std::string, int> ExpectFlowsPairUp(const nlohmann::json& trace) {
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> slices;  // (pid, tid)
+  for (const nlohmann::json& x : EventsWithPhase(trace, "X")) {
+    slices[{x.at("pid"), x.at("tid")}].emplace_back(x.at("ts"), x.at("ts").get<double>() + x.at("dur").get<double>());
+  }
+  const auto bound = [&](const nlohmann::json& e) {
+    for (const auto& [start, end] : slices[{e.at("pid"), e.at("tid")}]) {
+      if (start <= e.at("ts").get<double>() && e.at("ts").get<double>() <= end) return true;
+    }
+    return false;
+  };
+  std::map<int64_t, nlohmann::json> starts;
+  std::map<std::string, int> by_category;
+  for (const nlohmann::json& s : EventsWithPhase(trace, "s")) {
+    EXPECT_TRUE(starts.emplace(s.at("id").get<int64_t>(), s).second) << "two starts with id " << s.at("id");
+    EXPECT_TRUE(bound(s)) << s.dump();
+    ++by_category[s.at("cat").get<std::string>()];
+  }
+  std::set<int64_t> finished;
+  for (const nlohmann::json& f : EventsWithPhase(trace, "f")) {
+    const int64_t id = f.at("id");
+    EXPECT_TRUE(finished.insert(id).second) << "two finishes with id " << id;
+    if (!starts.contains(id)) {
+      ADD_FAILURE() << "a finish without a start: " << f.dump();
+      continue;
+    }
+    EXPECT_EQ(f.at("bp"), "e");
+    EXPECT_EQ(f.at("cat"), starts.at(id).at("cat"));
+    EXPECT_GE(f.at("ts").get<double>(), starts.at(id).at("ts").get<double>()) << f.dump();
+    EXPECT_TRUE(bound(f)) << f.dump();
+  }
+  EXPECT_EQ(finished.size(), starts.size());
+  return by_category;
+}
+
+TEST(ChromeTrace, FlowsPairUpOnSimulatedPipelines) {
+  for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kInterleaved}) {
+    SCOPED_TRACE(std::string(kScheduleNames.Name(kind)));
+    const TracedStep traced = MustTrace(Pipeline(kind), false, 1);
+    const nlohmann::json trace = nlohmann::json::parse(TraceOf(traced));
+    const std::map<std::string, int> flows = ExpectFlowsPairUp(trace);
+    // One send per micro-batch, direction and boundary between virtual stages.
+    const int32_t boundaries = traced.prepared.schedule.VirtualStages() - 1;
+    EXPECT_EQ(flows.at("pp-send"), 8 * 2 * boundaries);
+    EXPECT_GT(flows.at("dependency"), 0);
+  }
+}
+
+TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
+  const TracedStep traced = MustTrace(Pipeline(ScheduleKind::kInterleaved), false, 1);
+  const nlohmann::json trace = nlohmann::json::parse(TraceOf(traced));
+  EXPECT_EQ(trace.at("displayTimeUnit"), "ms");
+  EXPECT_EQ(trace.at("otherData").at("model"), "llama3-8b");
+  EXPECT_EQ(trace.at("otherData").at("cluster"), "dgx-h100");
+  EXPECT_EQ(trace.at("otherData").at("strategy").at("tp"), 2);
+  EXPECT_EQ(trace.at("otherData").at("loom_version"), "9.9.9");
+  // Llama 3 8B's 32 layers in 8 virtual stages of 4: virtual stage 5 (stage 1, chunk 1) holds 20-23.
+  const std::vector<int64_t> layers = LayersPerVirtualStage(traced.prepared.strategy, 32);
+  ASSERT_EQ(layers, std::vector<int64_t>(8, 4));
+  int sends = 0, forwards = 0, reductions = 0;
+  for (const nlohmann::json& x : EventsWithPhase(trace, "X")) {
+    const nlohmann::json& args = x.at("args");
+    if (x.at("name") == "F mb3 c1" && x.at("cat") == "compute" && x.at("pid") == 1) {
+      ++forwards;
+      EXPECT_EQ(args.at("micro_batch"), 3);
+      EXPECT_EQ(args.at("chunk"), 1);
+      EXPECT_EQ(args.at("virtual_stage"), 5);
+      EXPECT_EQ(args.at("layers"), "20-23");
+    }
+    if (x.at("cat") == "pp") {
+      ++sends;
+      EXPECT_EQ(args.at("bytes"), traced.prepared.payloads.p2p_bytes);
+      EXPECT_TRUE(args.contains("micro_batch")) << x.dump();
+      const int64_t peer_stage = (x.at("pid").get<int64_t>() + (x.at("name").get<std::string>()[5] == 'F' ? 1 : 3)) % 4;
+      EXPECT_EQ(args.at("peer"), "rank " + std::to_string(2 * peer_stage) + " (pp " + std::to_string(peer_stage) +
+                                     ", dp 0, cp 0, tp 0)")
+          << x.dump();
+    }
+    if (x.at("cat") == "dp" && x.at("name").get<std::string>().starts_with("grad reduce")) {
+      ++reductions;
+      EXPECT_EQ(args.at("bytes"), traced.prepared.payloads.bucket_bytes.at(args.at("virtual_stage").get<size_t>()));
+      EXPECT_EQ(args.at("collective"), "reduce_scatter");
+      EXPECT_FALSE(args.contains("micro_batch"));
+    }
+  }
+  EXPECT_EQ(forwards, 1);
+  EXPECT_EQ(sends, 112);
+  EXPECT_GT(reductions, 0);
+}
+
+// Megatron-LM's order tp-cp-ep-dp-pp for tp 2, cp 2, dp 2, pp 2 (16 GPUs): the pipeline group of
+// rank 0 is [0, 8] and its data-parallel group [0, 4] (megatron/core/parallel_state.py,
+// RankGenerator), so the four simulated ranks are 0, 8 (stage 1) and 4, 12 (replica 1).
+TEST(ChromeTrace, NamesRanksByMegatronGlobalRanks) {
+  Strategy s = Pipeline(ScheduleKind::k1F1B);
+  s.cp = 2;
+  s.dp = 2;
+  s.pp = 2;
+  const TracedStep traced = MustTrace(s, true, 2);
+  ASSERT_EQ(traced.result.step.replicas, 2);
+  const nlohmann::json trace = nlohmann::json::parse(TraceOf(traced));
+  std::vector<std::string> names;
+  for (const nlohmann::json& e : EventsWithPhase(trace, "M")) {
+    if (e.at("name") == "process_name") names.push_back(e.at("args").at("name"));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"rank 0 (pp 0, dp 0, cp 0, tp 0)", "rank 8 (pp 1, dp 0, cp 0, tp 0)",
+                                             "rank 4 (pp 0, dp 1, cp 0, tp 0)", "rank 12 (pp 1, dp 1, cp 0, tp 0)"}));
+  EXPECT_NE(trace.at("otherData").at("processes").get<std::string>().find("tp x cp group of 4 GPUs"),
+            std::string::npos);
+  ExpectFlowsPairUp(trace);
+}
+
+TEST(ChromeTrace, MergesRunsAsDistinctProcessesWithUniqueFlowIds) {
+  const TracedStep traced = MustTrace(Pipeline(ScheduleKind::k1F1B), false, 1);
+  const std::vector<TraceRun> runs = {{&traced.result.timeline, &traced.result.memory, "predicted ", 0},
+                                      {&traced.result.timeline, nullptr, "measured ", 4}};
+  const std::string text = TraceOf(traced, runs);
+  const nlohmann::json trace = nlohmann::json::parse(text);
+  std::map<int64_t, std::string> processes;
+  for (const nlohmann::json& e : EventsWithPhase(trace, "M")) {
+    if (e.at("name") == "process_name") {
+      EXPECT_TRUE(processes.emplace(e.at("pid"), e.at("args").at("name")).second);
+    }
+  }
+  ASSERT_EQ(processes.size(), 8u);
+  EXPECT_EQ(processes.at(0), "predicted rank 0 (pp 0, dp 0, cp 0, tp 0)");
+  EXPECT_EQ(processes.at(7), "measured rank 6 (pp 3, dp 0, cp 0, tp 0)");
+  const std::vector<nlohmann::json> slices = EventsWithPhase(trace, "X");
+  ASSERT_EQ(slices.size(), 2u * static_cast<size_t>(traced.result.step.graph.num_tasks()));
+  EXPECT_EQ(slices.back().at("pid").get<int64_t>(), 4 + traced.result.step.graph.rank_of(slices.size() / 2 - 1));
+  const std::map<std::string, int> flows = ExpectFlowsPairUp(trace);
+  EXPECT_EQ(flows.at("pp-send"), 2 * 8 * 2 * 3);
+  EXPECT_EQ(text, TraceOf(traced, runs));  // byte-deterministic
 }
 
 }  // namespace
