@@ -159,8 +159,8 @@
       }) : undefined;
       if (hit === undefined) return hideTooltip();
       const mb = tasks.micro_batch[hit];
-      showTooltip(event, data.names[tasks.name[hit]] + (mb >= 0 ? ", micro-batch " + mb : "") + "\n" +
-                  data.names[tasks.category[hit]] + ", task " + hit + "\n" +
+      showTooltip(event, data.names[tasks.label[hit]] + (mb >= 0 ? " (micro-batch " + mb + ")" : "") + "\n" +
+                  data.names[tasks.category[hit]] + ", task " + hit + " '" + data.names[tasks.name[hit]] + "'\n" +
                   seconds(timeline.start_ns[hit] * 1e-9) + " + " +
                   seconds((timeline.end_ns[hit] - timeline.start_ns[hit]) * 1e-9));
     });

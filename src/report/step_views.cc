@@ -1,27 +1,28 @@
 #include "report/step_views.h"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
+
+#include "sim/task_label.h"
 
 namespace loom {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Interns the graph's names a view uses, in order of first use, so the view carries only those.
+// The strings a view uses (task names, categories, labels), each once, in order of first use.
 class NameTable {
  public:
-  explicit NameTable(const TaskGraph& graph) : graph_(graph) {}
-  int32_t Index(NameId id) {
-    auto [it, added] = index_.try_emplace(id, static_cast<int32_t>(names_.size()));
-    if (added) names_.emplace_back(graph_.Name(id));
+  int32_t Index(std::string_view name) {
+    auto [it, added] = index_.try_emplace(std::string(name), static_cast<int32_t>(names_.size()));
+    if (added) names_.emplace_back(name);
     return it->second;
   }
   Json names() const { return Json(names_); }
 
  private:
-  const TaskGraph& graph_;
-  std::unordered_map<NameId, int32_t> index_;
+  std::unordered_map<std::string, int32_t> index_;
   std::vector<std::string> names_;
 };
 
@@ -59,20 +60,26 @@ ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& t
   for (StreamId s = 0; s < graph.num_streams(); ++s) {
     streams.push_back({{"rank", graph.stream_rank(s)}, {"name", std::string(graph.Name(graph.stream_name(s)))}});
   }
-  NameTable names(graph);
-  Json stream = Json::array(), name = Json::array(), category = Json::array(), micro_batch = Json::array();
+  NameTable names;
+  const std::vector<int32_t> chunk_of = ChunkOfVirtualStages(step);
+  const std::vector<int32_t> micro_batches = MicroBatchesOf(step);
+  Json stream = Json::array(), name = Json::array(), category = Json::array(), label = Json::array(),
+       micro_batch = Json::array();
   for (TaskId id = 0; id < graph.num_tasks(); ++id) {
     const Task& task = graph.task(id);
+    const TaskPlace place = PlaceOfTask(step, chunk_of, micro_batches, id);
     stream.push_back(task.stream);
-    name.push_back(names.Index(task.name));
-    category.push_back(names.Index(task.category));
-    micro_batch.push_back(static_cast<size_t>(id) < step.micro_batch.size() ? step.micro_batch[id] : -1);
+    name.push_back(names.Index(graph.Name(task.name)));
+    category.push_back(names.Index(graph.Name(task.category)));
+    label.push_back(names.Index(TaskLabel(step, place, id)));
+    micro_batch.push_back(place.micro_batch);
   }
   Json titled = Json::array();
   for (const TitledTimeline& t : timelines) titled.push_back(TimelineJson(t.title, *t.timeline));
   Json data = {{"streams", streams},
                {"names", names.names()},
-               {"tasks", {{"stream", stream}, {"name", name}, {"category", category}, {"micro_batch", micro_batch}}},
+               {"tasks",
+                {{"stream", stream}, {"name", name}, {"category", category}, {"label", label}, {"micro_batch", micro_batch}}},
                {"timelines", titled}};
   return {"gantt", "Pipeline Gantt", "gantt", std::move(data)};
 }

@@ -18,10 +18,10 @@ struct TitledTimeline {
 };
 
 // The pipeline Gantt: one row per rank and stream, one bar per task of each timeline, all on one
-// time axis. data: {"streams": [{"rank", "name"}] (by StreamId), "names": [the task names and
-// categories used], "tasks": {"stream", "name", "category", "micro_batch"} (columns by TaskId;
-// name and category index "names"; micro_batch -1 when none), "timelines": [{"title",
-// "start_ns", "end_ns", "makespan_ns"}]}.
+// time axis. data: {"streams": [{"rank", "name"}] (by StreamId), "names": [the task names,
+// categories and labels used], "tasks": {"stream", "name", "category", "label", "micro_batch"}
+// (columns by TaskId; name, category and label index "names"; label is TaskLabel's, "F mb3 c1";
+// micro_batch -1 when none), "timelines": [{"title", "start_ns", "end_ns", "makespan_ns"}]}.
 // REQUIRES: every timeline came from |step|'s graph.
 ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& timelines);
 

@@ -1,0 +1,168 @@
+// The loom binary's --report pages of simulate, plan and validate, rendered by headless Chromium:
+// each loads without a script error, says it rendered, and draws as many marks in each view as
+// its data asks for (counted from the page's own JSON).
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+const char* const kChromium = "/usr/bin/chromium";
+
+std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+
+std::string Quoted(const std::string& text) { return "'" + text + "'"; }
+
+// Runs |command| under sh; returns its stdout, and its exit status in |status|.
+std::string RunCommand(const std::string& command, int& status) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buffer[65536];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  const int raw = pclose(pipe);
+  status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return out;
+}
+
+class ReportInBrowser : public testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(access(kChromium, X_OK), 0)
+        << kChromium << " is missing: the HTML report tests render in headless Chromium. Run tools/test, which "
+        << "installs it (tools/lib/bootstrap.sh: apt-get install chromium fonts-dejavu-core)";
+    dir_ = std::filesystem::temp_directory_path() / ("loom_report_browser_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs the loom binary with |arguments| (already quoted) and expects it to succeed.
+  void Loom(const std::string& arguments) {
+    int status = -1;
+    const std::string out = RunCommand(std::string(LOOM_BINARY) + " " + arguments + " 2>&1", status);
+    ASSERT_EQ(status, 0) << arguments << "\n" << out;
+  }
+
+  // The DOM of |html| after Chromium has loaded it and run its script.
+  std::string RenderedDom(const std::string& html) {
+    int status = -1;
+    const std::string dom = RunCommand("timeout 60 " + std::string(kChromium) +
+                                    " --headless --no-sandbox --disable-gpu --user-data-dir=" + Quoted(Path("profile")) +
+                                    " --dump-dom " + Quoted("file://" + html) + " 2>/dev/null",
+                                status);
+    EXPECT_EQ(status, 0) << "chromium failed on " << html;
+    return dom;
+  }
+
+  std::filesystem::path dir_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The page's data block, as loom wrote it.
+nlohmann::json PageData(const std::string& html) {
+  const std::string open = "<script id=\"loom-data\" type=\"application/json\">";
+  const size_t begin = html.find(open);
+  if (begin == std::string::npos) return nullptr;
+  const size_t end = html.find("</script>", begin);
+  return nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+}
+
+// data-drawn of the section |id| in the rendered DOM; -1 when it is not there.
+int64_t Drawn(const std::string& dom, const std::string& id) {
+  std::smatch match;
+  const std::regex section("<section id=\"" + id + "\"[^>]*data-drawn=\"([0-9]+)\"");
+  return std::regex_search(dom, match, section) ? std::stoll(match[1]) : -1;
+}
+
+// What each view must draw, from its data (report.js's rules).
+int64_t Expected(const nlohmann::json& view) {
+  const nlohmann::json& d = view["data"];
+  const std::string kind = view["kind"];
+  int64_t marks = 0;
+  if (kind == "gantt") {
+    for (const nlohmann::json& t : d["timelines"]) {
+      for (size_t i = 0; i < t["start_ns"].size(); ++i) marks += t["end_ns"][i] > t["start_ns"][i] ? 1 : 0;
+    }
+  } else if (kind == "memory") {
+    for (const nlohmann::json& s : d["stages"]) {
+      marks += 2;  // the line and its peak
+      for (const nlohmann::json& item : s["items"]) marks += item["bytes"] > 0 ? 1 : 0;
+    }
+  } else if (kind == "breakdown") {
+    marks = static_cast<int64_t>(d["breakdown"].size() + d["critical_path"].size() + 2 * d["stages"].size());
+  } else if (kind == "plans") {
+    marks = static_cast<int64_t>(d["plans"].size() + d["counts"].size() - 1 + d["rejections"].size());
+  } else if (kind == "validate") {
+    marks = static_cast<int64_t>(2 * (1 + d["classes"].size() + d["work_classes"].size()));
+  }
+  return marks;
+}
+
+// Renders |html| and checks it loaded without errors and drew each of |views| in full.
+void ExpectRendered(const std::string& dom, const std::string& html, const std::vector<std::string>& views) {
+  EXPECT_NE(dom.find("<body data-rendered=\"1\">"), std::string::npos) << html << ": the script did not finish";
+  EXPECT_NE(dom.find("<div id=\"errors\" data-errors=\"0\"></div>"), std::string::npos)
+      << html << ": script errors:\n" << dom.substr(dom.find("id=\"errors\""), 2000);
+  const nlohmann::json page = PageData(ReadFile(html));
+  ASSERT_TRUE(page.is_object()) << html << " has no data block";
+  ASSERT_EQ(page["views"].size(), views.size()) << html;
+  for (size_t i = 0; i < views.size(); ++i) {
+    const nlohmann::json& view = page["views"][i];
+    EXPECT_EQ(view["id"], views[i]);
+    const int64_t expected = Expected(view);
+    EXPECT_GT(expected, 0) << html << "#" << views[i] << " has nothing to draw";
+    EXPECT_EQ(Drawn(dom, views[i]), expected) << html << "#" << views[i];
+  }
+}
+
+TEST_F(ReportInBrowser, SimulateReportDrawsGanttMemoryAndBreakdown) {
+  const std::string html = Path("simulate.html");
+  Loom("simulate --model " + Quoted(Shipped("models/gpt3-125m.json")) + " --cluster " +
+       Quoted(Shipped("hardware/clusters/dgx-h100.json")) +
+       " --pp 2 --dp 2 --micro-batch 2 --global-batch 16 --seq 2048 --report " + Quoted(html));
+  ExpectRendered(RenderedDom(html), html, {"gantt", "memory", "breakdown"});
+}
+
+TEST_F(ReportInBrowser, PlanReportDrawsThePlansAndRejections) {
+  const std::string html = Path("plan.html");
+  Loom("plan --model " + Quoted(Shipped("models/gpt3-125m.json")) + " --cluster " +
+       Quoted(Shipped("hardware/clusters/dgx-h100.json")) +
+       " --gpus 8 --global-batch 16 --seq 2048 --top 8 --report " + Quoted(html));
+  const std::string dom = RenderedDom(html);
+  ExpectRendered(dom, html, {"plans"});
+  size_t rows = 0;
+  for (size_t at = dom.find("class=\"plan-row\""); at != std::string::npos; at = dom.find("class=\"plan-row\"", at + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 8u);
+}
+
+TEST_F(ReportInBrowser, ValidateReportDrawsPredictedAndMeasured) {
+  const std::string plan = Path("one.json"), html = Path("validate.html");
+  Loom("plan --model " + Quoted(Shipped("models/gpt3-125m.json")) + " --cluster " +
+       Quoted(Shipped("hardware/clusters/dgx-h100.json")) +
+       " --gpus 1 --global-batch 16 --seq 2048 --fix tp=1,pp=1,micro_batch=4 --emit plan --out " + Quoted(plan));
+  Loom("validate " + Quoted(plan) + " --backend host --speedup 1000 --steps 2 --warmup 0 --report " + Quoted(html));
+  ExpectRendered(RenderedDom(html), html, {"validate", "gantt"});
+}
+
+}  // namespace
