@@ -18,7 +18,7 @@ section.hidden { display: none; }
 .note { color: #56606b; font-size: 12px; margin: 2px 0 6px; }
 table { border-collapse: collapse; font-size: 12px; margin: 6px 0; }
 th, td { border-bottom: 1px solid #dde3e9; padding: 2px 8px; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child, tr.plan-row td:nth-child(2) { text-align: left; }
 canvas { display: block; background: #fff; border: 1px solid #dde3e9; }
 svg { background: #fff; border: 1px solid #dde3e9; display: block; margin: 4px 0; }
 svg text { font: 11px "DejaVu Sans", sans-serif; fill: #333; }

@@ -62,13 +62,14 @@
   function largest(values, floor) {
     return values.reduce(function (m, v) { return v > m ? v : m; }, floor);
   }
-  // Round tick steps (1, 2, 5 times a power of ten) for an axis from 0 to |max|.
-  function ticks(max, count) {
-    if (!(max > 0)) return [0];
-    const raw = max / count, power = Math.pow(10, Math.floor(Math.log10(raw)));
+  // Round ticks (steps of 1, 2 or 5 times a power of ten) on an axis from |min| (0 if not given) to |max|.
+  function ticks(max, count, min) {
+    min = min || 0;
+    if (!(max > min)) return [min];
+    const raw = (max - min) / count, power = Math.pow(10, Math.floor(Math.log10(raw)));
     const step = [1, 2, 5, 10].map(function (m) { return m * power; }).find(function (s) { return s >= raw; });
     const out = [];
-    for (let k = 0; k * step <= max * 1.0001; k++) out.push(k * step);
+    for (let k = Math.ceil(min / step); k * step <= max + (max - min) * 1e-4; k++) out.push(k * step);
     return out;
   }
   const tooltip = document.getElementById("tooltip");
@@ -170,14 +171,16 @@
 
   // Axes for an SVG chart: |plot| is {left, top, width, height}; returns the scales.
   // Byte axes tick at round GiB.
-  function axisTicks(max, count, format) {
+  function axisTicks(max, count, format, min) {
     const unit = format === gib ? 1073741824 : 1;
-    return ticks(max / unit, count).map(function (v) { return v * unit; });
+    return ticks(max / unit, count, (min || 0) / unit).map(function (v) { return v * unit; });
   }
-  function axes(svg, plot, xMax, yMax, xFormat, yFormat) {
-    const x = function (v) { return plot.left + v / xMax * plot.width; };
+  // The x axis runs from |xMin| (0 if not given) to |xMax|, the y axis from 0 to |yMax|.
+  function axes(svg, plot, xMax, yMax, xFormat, yFormat, xMin) {
+    xMin = xMin || 0;
+    const x = function (v) { return plot.left + (v - xMin) / (xMax - xMin) * plot.width; };
     const y = function (v) { return plot.top + plot.height - v / yMax * plot.height; };
-    axisTicks(xMax, 6, xFormat).forEach(function (v) {
+    axisTicks(xMax, 6, xFormat, xMin).forEach(function (v) {
       svgElement("line", svg, {x1: x(v), x2: x(v), y1: plot.top, y2: plot.top + plot.height, stroke: "#eef1f4"});
       svgElement("text", svg, {x: x(v), y: plot.top + plot.height + 14, "text-anchor": "middle"}, xFormat(v));
     });
@@ -303,10 +306,13 @@
   function renderPlans(section, data) {
     const plans = data.plans, plot = {left: 70, top: 10, width: 1040, height: 280};
     const svg = svgElement("svg", section, {width: 1140, height: plot.height + 40});
-    const xMax = largest(plans.map(function (p) { return p.step_time_s; }), 1e-9) * 1.1;
+    const times = plans.map(function (p) { return p.step_time_s; });
+    const slowest = largest(times, 1e-9), fastest = -largest(times.map(function (t) { return -t; }), -slowest);
+    const margin = Math.max(slowest - fastest, slowest * 0.02) * 0.1;
+    const xMin = Math.max(0, fastest - margin), xMax = slowest + margin;
     const limit = plans.length > 0 ? plans[0].memory_limit_bytes : 0;
     const yMax = largest(plans.map(function (p) { return p.peak_memory_bytes; }), Math.max(limit, 1));
-    const s = axes(svg, plot, xMax, yMax * 1.05, seconds, gib);
+    const s = axes(svg, plot, xMax, yMax * 1.05, seconds, gib, xMin);
     const maxGpus = largest(plans.map(function (p) { return p.gpus; }), 1);
     let drawn = 0;
     plans.slice().reverse().forEach(function (p) {
@@ -372,18 +378,21 @@
   const RENDERERS = {gantt: renderGantt, memory: renderMemory, breakdown: renderBreakdown, plans: renderPlans,
                      validate: renderValidate};
 
-  // report.html#<view> shows that view alone; no fragment (or an unknown one) shows them all.
+  // report.html#<view> shows that view alone, under the page's header; no fragment (or an unknown
+  // one) shows them all. The sections' ids are "view-<view>", so the browser does not scroll the
+  // header away to reach the fragment's element.
   function showFragment(sections) {
-    const id = decodeURIComponent(location.hash.replace(/^#/, ""));
-    const known = sections.some(function (s) { return s.id === id; });
-    sections.forEach(function (s) { s.classList.toggle("hidden", known && s.id !== id); });
+    const view = decodeURIComponent(location.hash.replace(/^#/, ""));
+    const known = sections.some(function (s) { return s.dataset.view === view; });
+    sections.forEach(function (s) { s.classList.toggle("hidden", known && s.dataset.view !== view); });
   }
 
   function render() {
     const page = JSON.parse(document.getElementById("loom-data").textContent);
     const container = document.getElementById("views"), sections = [];
     page.views.forEach(function (view) {
-      const section = element("section", container, {id: view.id, "data-kind": view.kind, "data-drawn": "0"});
+      const section = element("section", container, {id: "view-" + view.id, "data-view": view.id, "data-kind": view.kind,
+                                                     "data-drawn": "0"});
       element("h2", section, {}, view.title);
       sections.push(section);
       try {

@@ -89,7 +89,7 @@ nlohmann::json PageData(const std::string& html) {
 // data-drawn of the section |id| in the rendered DOM; -1 when it is not there.
 int64_t Drawn(const std::string& dom, const std::string& id) {
   std::smatch match;
-  const std::regex section("<section id=\"" + id + "\"[^>]*data-drawn=\"([0-9]+)\"");
+  const std::regex section("<section id=\"view-" + id + "\"[^>]*data-drawn=\"([0-9]+)\"");
   return std::regex_search(dom, match, section) ? std::stoll(match[1]) : -1;
 }
 
