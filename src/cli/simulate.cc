@@ -174,12 +174,19 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
     // The scenario's strategy: its errors name the scenario file and its keys, not flags.
     LOOM_RETURN_IF_ERROR(InScenarioTerms(ValidateStrategy(strategy, *model, *cluster), options.scenario_path));
   }
-  Result<SimulationResult> result = SimulateTrainingStep(*model, *cluster, strategy, sim_options);
+  Result<PreparedStep> prepared = PrepareTrainingStep(*model, *cluster, strategy, sim_options);
+  if (!prepared.ok()) return prepared.status();
+  Result<SimulationResult> result = SimulatePreparedStep(*model, *cluster, *prepared);
   if (!result.ok()) return result.status();
   if (!options.trace_path.empty()) {
-    LOOM_RETURN_IF_ERROR(WriteFileAtomically(
-        options.trace_path, ChromeTraceJson(result->step.graph, result->timeline, &result->memory),
-        "pass another --trace"));
+    TraceContext context = StepTraceContext(*prepared, *model);
+    context.model = model_path;
+    context.cluster = cluster_path;
+    context.strategy_json = StrategyJson(strategy).dump();
+    context.loom_version = LOOM_VERSION;
+    const TraceRun run{&result->timeline, &result->memory, "", 0};
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(options.trace_path, ChromeTraceJson(result->step, {&run, 1}, context),
+                                             "pass another --trace"));
   }
   std::vector<FitSuggestion> fits;
   if (!result->fits_in_memory) {
@@ -294,7 +301,10 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--framework", options->framework, kFrameworkHelp)
       ->each([options](const std::string&) { options->framework_given = true; })
       ->capture_default_str();
-  cmd->add_option("--trace", options->trace_path, "Write a Chrome trace (open it in Perfetto) to this file");
+  cmd->add_option("--trace", options->trace_path,
+                  "Write a Chrome trace (open it in Perfetto) to this file: slices named by pass, micro-batch and "
+                  "chunk (\"F mb3 c1\"), sends and collectives with bytes and peers, flow arrows for sends and "
+                  "cross-stream dependencies, ranks named by their Megatron-LM global rank");
   cmd->add_flag("--full", options->full, "Simulate every data-parallel replica, not one");
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");
   cmd->footer(

@@ -21,6 +21,7 @@
 #include "probe/mpi_launcher.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
+#include "sim/task_label.h"
 #include "sim/trace.h"
 
 #ifdef LOOM_HAVE_CUDA
@@ -56,10 +57,44 @@ SimTime OrderMargin(const ValidateOptions& o) {
   return SimTime::FromSeconds((o.margin_ms > 0 ? o.margin_ms : 2.0 * o.speedup) * 1e-3);
 }
 
-Status WriteTrace(const std::string& path, const PlanFile& plan, const StepTimeline& measured) {
-  Result<MemoryReport> memory = TrackMemory(plan.step.graph, measured, plan.baselines);
-  if (!memory.ok()) return memory.status();
-  return WriteFileAtomically(path, ChromeTraceJson(plan.step.graph, measured, &*memory), "pass another --trace");
+// The trace's context from what the plan file carries: its source's model, cluster and strategy
+// (for people, and the group sizes of the global ranks), the chunks and micro-batches read off
+// its graph, the layers and payloads of its workload.
+TraceContext PlanTraceContext(const PlanFile& plan) {
+  TraceContext context;
+  const auto text = [&](const char* key) {
+    const auto it = plan.source.find(key);
+    return it == plan.source.end() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
+  };
+  context.model = text("model");
+  context.cluster = text("cluster");
+  if (const auto it = plan.source.find("strategy"); it != plan.source.end() && it->is_object()) {
+    context.strategy_json = it->dump();
+    const auto size = [&](const char* key) -> int64_t {
+      return it->contains(key) && it->at(key).is_number_integer() ? it->at(key).get<int64_t>() : 1;
+    };
+    context.tp = size("tp");
+    context.cp = size("cp");
+    context.dp = size("dp");
+  }
+  context.loom_version = LOOM_VERSION;
+  context.chunk_of_virtual_stage = ChunkOfVirtualStages(plan.step);
+  context.layers_per_virtual_stage = plan.workload.chunks.layers;
+  context.payloads = &plan.workload.payloads;
+  return context;
+}
+
+// One file with the predicted step (processes "predicted rank ...") and the measured one
+// ("measured rank ...", pids after the predicted ones), each with its memory over time.
+Status WriteTrace(const std::string& path, const PlanFile& plan, const StepTimeline& predicted,
+                  const StepTimeline& measured) {
+  Result<MemoryReport> predicted_memory = TrackMemory(plan.step.graph, predicted, plan.baselines);
+  if (!predicted_memory.ok()) return predicted_memory.status();
+  Result<MemoryReport> measured_memory = TrackMemory(plan.step.graph, measured, plan.baselines);
+  if (!measured_memory.ok()) return measured_memory.status();
+  const std::vector<TraceRun> runs = {{&predicted, &*predicted_memory, "predicted ", 0},
+                                      {&measured, &*measured_memory, "measured ", plan.step.graph.num_ranks()}};
+  return WriteFileAtomically(path, ChromeTraceJson(plan.step, runs, PlanTraceContext(plan)), "pass another --trace");
 }
 
 // What a backend measured, on rank 0.
@@ -82,7 +117,9 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
   if (!comparison.ok()) return comparison.status();
   StepComparison compared = std::move(comparison).value();
   compared.work_classes = measured.work_classes;
-  if (!o.trace_path.empty()) LOOM_RETURN_IF_ERROR(WriteTrace(o.trace_path, plan, measured.steps[compared.median_step]));
+  if (!o.trace_path.empty()) {
+    LOOM_RETURN_IF_ERROR(WriteTrace(o.trace_path, plan, *predicted, measured.steps[compared.median_step]));
+  }
   if (o.json) {
     nlohmann::ordered_json j = StepComparisonJson(compared);
     j["plan_file"] = o.plan_path;
@@ -213,8 +250,9 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
                   "(default: 2 ms of real time)")
       ->check(NonNegative());
   cmd->add_option("--trace", o.trace_path,
-                  "Write the measured step (the median one) as a Chrome trace with the same ranks and streams as "
-                  "loom simulate --trace, to open beside it in Perfetto");
+                  "Write one Chrome trace (open it in Perfetto) with the predicted step and the measured one (the "
+                  "median), as processes \"predicted rank ...\" and \"measured rank ...\", named and annotated as "
+                  "loom simulate --trace names them");
   cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.validate/2)");
   cmd->footer(
       "Example:\n"

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -125,6 +127,35 @@ TEST(Validate, OneRankPlanRunsWithoutMpirun) {
     EXPECT_EQ(j["ranks"], 1);
     EXPECT_EQ(j["order"]["dependency_violations"], 0) << r.out;
   }
+}
+
+// --trace writes the prediction and the measurement into one file: distinct processes, the same
+// slices in each, and flow events that pair up within each run.
+TEST(Validate, TraceMergesPredictedAndMeasuredStepsAsDistinctProcesses) {
+  const std::string path = OneRankPlan("loom_validate_trace_plan.json");
+  const std::string trace = (std::filesystem::temp_directory_path() / "loom_validate_merged_trace.json").string();
+  const CommandResult r = Loom({"validate", path, "--backend", "host", "--speedup", "1000", "--steps", "1",
+                                "--warmup", "0", "--trace", trace});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(trace);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["displayTimeUnit"], "ms");
+  std::map<int, std::string> process;
+  std::map<int, std::multiset<std::string>> slices;  // per pid: the slice names
+  std::map<std::string, int> flow_balance;            // per flow id: starts minus finishes
+  for (const nlohmann::json& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") process[e["pid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] == "X") slices[e["pid"].get<int>()].insert(e["name"].get<std::string>());
+    if (e["ph"] == "s") ++flow_balance[e["id"].dump()];
+    if (e["ph"] == "f") --flow_balance[e["id"].dump()];
+  }
+  ASSERT_EQ(process.size(), 2u);
+  const std::string first = process.begin()->second, second = process.rbegin()->second;
+  EXPECT_EQ(first.rfind("predicted rank 0", 0), 0u) << first;
+  EXPECT_EQ(second.rfind("measured rank 0", 0), 0u) << second;
+  EXPECT_FALSE(slices[process.begin()->first].empty());
+  EXPECT_EQ(slices[process.begin()->first], slices[process.rbegin()->first]);
+  for (const auto& [id, balance] : flow_balance) EXPECT_EQ(balance, 0) << "flow " << id;
 }
 
 TEST(Validate, PlanOfSeveralRanksWithoutMpirunSaysHowToLaunchIt) {
