@@ -16,6 +16,8 @@
 #include "cli/validators.h"
 #include "core/file_io.h"
 #include "plan/fit_suggestions.h"
+#include "report/plan_view.h"
+#include "report/step_views.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 #include "spec/cluster.h"
@@ -36,6 +38,7 @@ struct SimulateOptions {
   std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam", offload = "none",
               cp_comm = "p2p", grad_accumulation = "fused";
   std::string trace_path;
+  std::string report_path;  // --report: the HTML report
   std::string pipeline_layout;  // Megatron-core's layout syntax; empty: none
   std::string attention = "fused";
   std::string framework = kDefaultFramework;
@@ -188,6 +191,12 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(options.trace_path, ChromeTraceJson(result->step, {&run, 1}, context),
                                              "pass another --trace"));
   }
+  if (!options.report_path.empty()) {
+    const std::string source = options.scenario_path.empty() ? model_path + " on " + cluster_path : options.scenario_path;
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(
+        options.report_path, SimulationReport("loom simulate: " + source, StrategySummary(strategy), *result),
+        "pass another --report"));
+  }
   std::vector<FitSuggestion> fits;
   if (!result->fits_in_memory) {
     FitOptions fit;
@@ -305,6 +314,9 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
                   "Write a Chrome trace (open it in Perfetto) to this file: slices named by pass, micro-batch and "
                   "chunk (\"F mb3 c1\"), sends and collectives with bytes and peers, flow arrows for sends and "
                   "cross-stream dependencies, ranks named by their Megatron-LM global rank");
+  cmd->add_option("--report", options->report_path,
+                  "Write an HTML report (one file, opens offline in a browser): the pipeline Gantt, memory per stage "
+                  "and the step breakdown; FILE.html#gantt, #memory or #breakdown shows one view");
   cmd->add_flag("--full", options->full, "Simulate every data-parallel replica, not one");
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");
   cmd->footer(
@@ -314,7 +326,7 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json");
   cmd->callback([options, cmd, &runner] {
     // Flags a scenario file would override; --nodes, --framework and the output flags are not among them.
-    static const std::set<std::string> kWithScenario = {"--nodes", "--framework", "--trace", "--full",
+    static const std::set<std::string> kWithScenario = {"--nodes", "--framework", "--trace", "--report", "--full",
                                                          "--json",  "--help",      "scenario"};
     options->request = CommandRequest(*cmd);
     options->scenario_flags_given.clear();

@@ -19,6 +19,7 @@
 #include "exec/plan_file.h"
 #include "exec/step_comparison.h"
 #include "probe/mpi_launcher.h"
+#include "report/validate_view.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
 #include "sim/task_label.h"
@@ -40,6 +41,7 @@ struct ValidateOptions {
   double timeout_s = 0;
   double margin_ms = 0;
   std::string trace_path;
+  std::string report_path;  // --report: the HTML report
   bool json = false;
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
@@ -119,6 +121,16 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
   compared.work_classes = measured.work_classes;
   if (!o.trace_path.empty()) {
     LOOM_RETURN_IF_ERROR(WriteTrace(o.trace_path, plan, *predicted, measured.steps[compared.median_step]));
+  }
+  if (!o.report_path.empty()) {
+    const std::string subtitle = std::to_string(world) + (world == 1 ? " rank" : " ranks") + ", backend " + o.backend +
+                                 (measured.device.empty() ? "" : " on " + measured.device) + ", " +
+                                 std::to_string(compared.steps) + " steps measured";
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(
+        o.report_path,
+        ValidationReport("loom validate: " + o.plan_path, subtitle, plan.step, *predicted,
+                         measured.steps[compared.median_step], compared),
+        "pass another --report"));
   }
   if (o.json) {
     nlohmann::ordered_json j = StepComparisonJson(compared);
@@ -253,6 +265,9 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
                   "Write one Chrome trace (open it in Perfetto) with the predicted step and the measured one (the "
                   "median), as processes \"predicted rank ...\" and \"measured rank ...\", named and annotated as "
                   "loom simulate --trace names them");
+  cmd->add_option("--report", o.report_path,
+                  "Write an HTML report (one file, opens offline in a browser): predicted and measured step time, "
+                  "bubble, peak memory and task classes side by side, and both steps as Gantts");
   cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.validate/2)");
   cmd->footer(
       "Example:\n"
