@@ -10,7 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "schedule/schedule.h"
 #include "sim/sim_test_support.h"
+#include "sim/step_graph.h"
+#include "sim/task_label.h"
 #include "sim/simulator.h"
 #include "spec/strategy.h"
 
@@ -317,6 +320,99 @@ TEST(ChromeTrace, NamesRanksByMegatronGlobalRanks) {
   EXPECT_NE(trace.at("otherData").at("processes").get<std::string>().find("tp x cp group of 4 GPUs"),
             std::string::npos);
   ExpectFlowsPairUp(trace);
+}
+
+// Two stages, one micro-batch of 1F1B: F 3 us, BW 5 us, sends 1 us (64 bytes), one gradient
+// bucket of 2 us (128 bytes) per stage, an optimizer step of 1 us. Every event of its trace,
+// byte for byte: slice names and args, flows (two pipeline sends, the dependencies across
+// streams), process names of tp 2, dp 2, and otherData.
+TEST(ChromeTrace, SmallStepTraceIsExactlyThisText) {
+  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 2, 1, 1);
+  ASSERT_TRUE(schedule.ok()) << schedule.status().message();
+  ChunkCost cost;
+  cost.forward.time = Us(3);
+  cost.backward_input.time = Us(5);
+  cost.layers = 2;
+  StepGraphConfig config;
+  config.p2p_time = Us(1);
+  config.buckets = {1, 1};
+  config.bucket_time = {Us(2), Us(2)};
+  config.optimizer_time = {Us(1), Us(1)};
+  config.param_gather_time = {SimTime(), SimTime()};
+  StepGraph step = BuildStepGraph(*schedule, {cost, cost}, config);
+  const Result<StepTimeline> timeline = Simulate(step.graph);
+  ASSERT_TRUE(timeline.ok()) << timeline.status().message();
+  StepPayloads payloads;
+  payloads.p2p_bytes = 64;
+  payloads.bucket_bytes = {128, 128};
+  TraceContext context;
+  context.model = "m.json";
+  context.cluster = "c.json";
+  context.strategy_json = R"({"pp":2})";
+  context.loom_version = "1.2.3";
+  context.tp = 2;
+  context.dp = 2;
+  context.chunk_of_virtual_stage = ChunkOfVirtualStages(*schedule);
+  context.layers_per_virtual_stage = {2, 2};
+  context.payloads = &payloads;
+  const TraceRun run{&*timeline, nullptr, "", 0};
+  const std::string text = ChromeTraceJson(step, {&run, 1}, context);
+  // F 0-3, its send 3-4, then (blocking sends) stage 0's BW waits for stage 1's BW (7-12) and its
+  // send (12-13); global ranks tp * cp * (dp_rank + dp * pp_rank): 0 and 4.
+  EXPECT_EQ(text, R"json({"traceEvents":[
+{"name":"process_name","ph":"M","pid":0,"args":{"name":"rank 0 (pp 0, dp 0, cp 0, tp 0)"}},
+{"name":"process_sort_index","ph":"M","pid":0,"args":{"sort_index":0}},
+{"name":"process_name","ph":"M","pid":1,"args":{"name":"rank 4 (pp 1, dp 0, cp 0, tp 0)"}},
+{"name":"process_sort_index","ph":"M","pid":1,"args":{"sort_index":1}},
+{"name":"thread_name","ph":"M","pid":0,"tid":0,"args":{"name":"compute"}},
+{"name":"thread_sort_index","ph":"M","pid":0,"tid":0,"args":{"sort_index":0}},
+{"name":"thread_name","ph":"M","pid":0,"tid":1,"args":{"name":"tp"}},
+{"name":"thread_sort_index","ph":"M","pid":0,"tid":1,"args":{"sort_index":1}},
+{"name":"thread_name","ph":"M","pid":0,"tid":2,"args":{"name":"pp"}},
+{"name":"thread_sort_index","ph":"M","pid":0,"tid":2,"args":{"sort_index":2}},
+{"name":"thread_name","ph":"M","pid":0,"tid":3,"args":{"name":"dp"}},
+{"name":"thread_sort_index","ph":"M","pid":0,"tid":3,"args":{"sort_index":3}},
+{"name":"thread_name","ph":"M","pid":1,"tid":4,"args":{"name":"compute"}},
+{"name":"thread_sort_index","ph":"M","pid":1,"tid":4,"args":{"sort_index":4}},
+{"name":"thread_name","ph":"M","pid":1,"tid":5,"args":{"name":"tp"}},
+{"name":"thread_sort_index","ph":"M","pid":1,"tid":5,"args":{"sort_index":5}},
+{"name":"thread_name","ph":"M","pid":1,"tid":6,"args":{"name":"pp"}},
+{"name":"thread_sort_index","ph":"M","pid":1,"tid":6,"args":{"sort_index":6}},
+{"name":"thread_name","ph":"M","pid":1,"tid":7,"args":{"name":"dp"}},
+{"name":"thread_sort_index","ph":"M","pid":1,"tid":7,"args":{"sort_index":7}},
+{"name":"F mb0 c0","cat":"compute","ph":"X","pid":0,"tid":0,"ts":0.000,"dur":3.000,"args":{"task":0,"micro_batch":0,"chunk":0,"virtual_stage":0,"layers":"0-1"}},
+{"name":"BW mb0 c0","cat":"compute","ph":"X","pid":0,"tid":0,"ts":13.000,"dur":5.000,"args":{"task":1,"micro_batch":0,"chunk":0,"virtual_stage":0,"layers":"0-1"}},
+{"name":"F mb0 c0","cat":"compute","ph":"X","pid":1,"tid":4,"ts":4.000,"dur":3.000,"args":{"task":2,"micro_batch":0,"chunk":0,"virtual_stage":1,"layers":"2-3"}},
+{"name":"BW mb0 c0","cat":"compute","ph":"X","pid":1,"tid":4,"ts":7.000,"dur":5.000,"args":{"task":3,"micro_batch":0,"chunk":0,"virtual_stage":1,"layers":"2-3"}},
+{"name":"send F mb0 c0","cat":"pp","ph":"X","pid":0,"tid":2,"ts":3.000,"dur":1.000,"args":{"task":4,"micro_batch":0,"chunk":0,"virtual_stage":0,"layers":"0-1","bytes":64,"peer":"rank 4 (pp 1, dp 0, cp 0, tp 0)"}},
+{"name":"send BW mb0 c0","cat":"pp","ph":"X","pid":1,"tid":6,"ts":12.000,"dur":1.000,"args":{"task":5,"micro_batch":0,"chunk":0,"virtual_stage":1,"layers":"2-3","bytes":64,"peer":"rank 0 (pp 0, dp 0, cp 0, tp 0)"}},
+{"name":"grad reduce c0","cat":"dp","ph":"X","pid":0,"tid":3,"ts":18.000,"dur":2.000,"args":{"task":6,"chunk":0,"virtual_stage":0,"layers":"0-1","bytes":128,"collective":"all_reduce","group":"dp x cp","group_size":2}},
+{"name":"optimizer","cat":"optimizer","ph":"X","pid":0,"tid":0,"ts":20.000,"dur":1.000,"args":{"task":7}},
+{"name":"grad reduce c0","cat":"dp","ph":"X","pid":1,"tid":7,"ts":12.000,"dur":2.000,"args":{"task":8,"chunk":0,"virtual_stage":1,"layers":"2-3","bytes":128,"collective":"all_reduce","group":"dp x cp","group_size":2}},
+{"name":"optimizer","cat":"optimizer","ph":"X","pid":1,"tid":4,"ts":14.000,"dur":1.000,"args":{"task":9}},
+{"name":"dependency","cat":"dependency","ph":"s","id":0,"pid":0,"tid":0,"ts":0.000},
+{"name":"dependency","cat":"dependency","ph":"f","id":0,"pid":0,"tid":2,"ts":3.000,"bp":"e"},
+{"name":"pp-send","cat":"pp-send","ph":"s","id":1,"pid":0,"tid":2,"ts":3.000},
+{"name":"pp-send","cat":"pp-send","ph":"f","id":1,"pid":1,"tid":4,"ts":4.000,"bp":"e"},
+{"name":"dependency","cat":"dependency","ph":"s","id":2,"pid":0,"tid":2,"ts":3.000},
+{"name":"dependency","cat":"dependency","ph":"f","id":2,"pid":0,"tid":0,"ts":13.000,"bp":"e"},
+{"name":"dependency","cat":"dependency","ph":"s","id":3,"pid":1,"tid":4,"ts":7.000},
+{"name":"dependency","cat":"dependency","ph":"f","id":3,"pid":1,"tid":6,"ts":12.000,"bp":"e"},
+{"name":"pp-send","cat":"pp-send","ph":"s","id":4,"pid":1,"tid":6,"ts":12.000},
+{"name":"pp-send","cat":"pp-send","ph":"f","id":4,"pid":0,"tid":0,"ts":13.000,"bp":"e"},
+{"name":"dependency","cat":"dependency","ph":"s","id":5,"pid":0,"tid":0,"ts":13.000},
+{"name":"dependency","cat":"dependency","ph":"f","id":5,"pid":0,"tid":3,"ts":18.000,"bp":"e"},
+{"name":"dependency","cat":"dependency","ph":"s","id":6,"pid":0,"tid":3,"ts":18.000},
+{"name":"dependency","cat":"dependency","ph":"f","id":6,"pid":0,"tid":0,"ts":20.000,"bp":"e"},
+{"name":"dependency","cat":"dependency","ph":"s","id":7,"pid":1,"tid":4,"ts":7.000},
+{"name":"dependency","cat":"dependency","ph":"f","id":7,"pid":1,"tid":7,"ts":12.000,"bp":"e"},
+{"name":"dependency","cat":"dependency","ph":"s","id":8,"pid":1,"tid":7,"ts":12.000},
+{"name":"dependency","cat":"dependency","ph":"f","id":8,"pid":1,"tid":4,"ts":14.000,"bp":"e"}
+],
+"displayTimeUnit":"ms",
+"otherData":{"model":"m.json","cluster":"c.json","strategy":{"pp":2},"loom_version":"1.2.3","processes":"each process is one pipeline stage of one data-parallel replica (all replicas with --full, replica 0 alone otherwise), named by the Megatron-LM global rank (order tp-cp-ep-dp-pp) of its tp 0, cp 0 member; it stands for its tp x cp group of 2 GPUs"}}
+)json");
+  EXPECT_TRUE(nlohmann::json::accept(text));
 }
 
 TEST(ChromeTrace, MergesRunsAsDistinctProcessesWithUniqueFlowIds) {
