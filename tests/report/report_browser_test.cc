@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "report/html_report.h"
+
 namespace {
 
 const char* const kChromium = "/usr/bin/chromium";
@@ -163,6 +165,25 @@ TEST_F(ReportInBrowser, ValidateReportDrawsPredictedAndMeasured) {
        " --gpus 1 --global-batch 16 --seq 2048 --fix tp=1,pp=1,micro_batch=4 --emit plan --out " + Quoted(plan));
   Loom("validate " + Quoted(plan) + " --backend host --speedup 1000 --steps 2 --warmup 0 --report " + Quoted(html));
   ExpectRendered(RenderedDom(html), html, {"validate", "gantt"});
+}
+
+// Names that would be markup if the page pasted them into HTML stay text: the page still renders,
+// runs no injected script and shows the names as written.
+TEST_F(ReportInBrowser, HostileNamesRenderAsText) {
+  const std::string hostile = "</script><img src=x onerror=\"document.title='owned'\">";
+  loom::ReportView plans{"plans", hostile, "plans", {}};
+  plans.data = {{"objective", "time"},
+                {"plans", nlohmann::ordered_json::array()},
+                {"counts", {{"enumerated", 3}, {"rejected_by_rules", 3}}},
+                {"rejections", {{{"rule", hostile}, {"count", 3}, {"example", hostile}}}},
+                {"interrupted", false}};
+  const std::string html = Path("hostile.html");
+  std::ofstream(html) << loom::HtmlReport(hostile, hostile, {plans});
+  const std::string dom = RenderedDom(html);
+  ExpectRendered(dom, html, {"plans"});
+  EXPECT_EQ(dom.find("<img"), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_EQ(dom.find("<title>owned</title>"), std::string::npos);
+  EXPECT_NE(dom.find("&lt;/script&gt;&lt;img src=x"), std::string::npos);
 }
 
 }  // namespace
