@@ -29,6 +29,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   AddPlanCommand(app, runner);
   AddProbeCommand(app, runner);
   AddValidateCommand(app, runner);
+  AddTraceCommand(app, runner);
 
   // A first word that is no subcommand ("loom simulat"): CLI11 would only say one is required.
   if (argc >= 2 && argv[1][0] != '-') {

@@ -29,6 +29,9 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner);
 // Registers "validate".
 void AddValidateCommand(CLI::App& app, CommandRunner& runner);
 
+// Registers "trace" and its "merge".
+void AddTraceCommand(CLI::App& app, CommandRunner& runner);
+
 // Registers "probe". Without CUDA it only lists the sweep (--dry-run) and says how to build it.
 void AddProbeCommand(CLI::App& app, CommandRunner& runner);
 

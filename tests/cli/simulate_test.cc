@@ -226,7 +226,7 @@ TEST(Loom, AMisspeltCommandGetsTheNearest) {
   CommandResult r = Loom({"simulat", "--tp", "8"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_EQ(r.err, "loom: \"simulat\" is not a loom command; did you mean \"simulate\"? The commands are describe, "
-                   "simulate, fit, plan, probe, validate; run `loom --help`.\n");
+                   "simulate, fit, plan, probe, validate, trace; run `loom --help`.\n");
   CommandResult far = Loom({"frobnicate"});
   EXPECT_EQ(far.code, kExitUsage);
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
