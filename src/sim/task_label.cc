@@ -18,6 +18,14 @@ bool CountedPerMicroBatch(WorkKind kind) {
          kind == WorkKind::kTransfer || kind == WorkKind::kHost;
 }
 
+// The task after |task| on its stream, or -1: a stream runs its tasks in the order they were added.
+TaskId NextOnStream(const TaskGraph& g, TaskId task) {
+  for (TaskId next = task + 1; next < g.num_tasks(); ++next) {
+    if (g.task(next).stream == g.task(task).stream) return next;
+  }
+  return -1;
+}
+
 std::string Fraction(int32_t part, int32_t parts) {
   return parts > 1 ? " " + std::to_string(part + 1) + "/" + std::to_string(parts) : "";
 }
@@ -96,6 +104,14 @@ TaskPlace PlaceOfTask(const StepGraph& step, const std::vector<int32_t>& chunk_o
   if (t < micro_batches.size()) place.micro_batch = micro_batches[t];
   if (t >= step.work.size()) return place;
   const TaskWork& work = step.work[t];
+  // The zero-length marker that starts a pass with hidden tp collectives (step_graph.cc, AddPass)
+  // has no work of its own: it is placed as the pass it starts, the next task on its stream.
+  if (work.kind == WorkKind::kNone && step.graph.task(task).duration == SimTime()) {
+    const TaskId next = NextOnStream(step.graph, task);
+    if (next >= 0 && static_cast<size_t>(next) < step.work.size() && step.work[next].kind == WorkKind::kPass) {
+      return PlaceOfTask(step, chunk_of, micro_batches, next);
+    }
+  }
   place.kind = work.kind;
   place.pass = work.pass;
   // A host task without a micro-batch issues a stage's optimizer: its index is the stage.

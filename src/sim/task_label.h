@@ -40,7 +40,8 @@ std::vector<int32_t> ChunkOfVirtualStages(const StepGraph& step);
 std::vector<int32_t> MicroBatchesOf(const StepGraph& step);
 
 // The place of |task|. |chunk_of| is ChunkOfVirtualStages' answer, |micro_batches| MicroBatchesOf's
-// (or step.micro_batch); an index outside either gives -1.
+// (or step.micro_batch); an index outside either gives -1. The zero-length marker that starts a
+// pass with hidden tp collectives is placed as that pass ("F mb3 c1", not its graph name "F v5").
 // REQUIRES: 0 <= task < step.graph.num_tasks().
 TaskPlace PlaceOfTask(const StepGraph& step, const std::vector<int32_t>& chunk_of,
                       const std::vector<int32_t>& micro_batches, TaskId task);

@@ -88,6 +88,37 @@ TEST(TaskLabel, GradientBucketsAndOptimizerHaveNoMicroBatch) {
   EXPECT_GT(buckets, 4);
 }
 
+// With --tp-comm-overlap each pass starts at a zero-length marker that has no work of its own
+// ("F v5" in the graph): it is named and placed as the pass it starts, read off a plan file too.
+TEST(TaskLabel, PassMarkersAreNamedAsThePassTheyStart) {
+  Strategy s = Pipeline(ScheduleKind::kInterleaved);
+  s.tp_comm_overlap = true;
+  const Simulated sim = MustSimulate(s);
+  StepGraph step = sim.result.step;
+  const std::vector<int32_t> chunk_of = ChunkOfVirtualStages(sim.prepared.schedule);
+  const std::vector<int32_t> recorded = step.micro_batch;
+  step.micro_batch.clear();
+  const std::vector<int32_t> counted = MicroBatchesOf(step);
+  int32_t markers = 0;
+  for (TaskId t = 0; t < step.graph.num_tasks(); ++t) {
+    if (step.work[t].kind != WorkKind::kNone) continue;
+    ++markers;
+    TaskId pass = t + 1;
+    while (step.graph.task(pass).stream != step.graph.task(t).stream) ++pass;
+    ASSERT_EQ(step.work[pass].kind, WorkKind::kPass);
+    for (const std::vector<int32_t>* micro_batches : {&recorded, &counted}) {
+      const TaskPlace place = PlaceOfTask(step, chunk_of, *micro_batches, t);
+      EXPECT_EQ(place.kind, WorkKind::kPass);
+      EXPECT_EQ(place.micro_batch, recorded[pass]);
+      EXPECT_EQ(place.virtual_stage, step.work[pass].index);
+      EXPECT_EQ(TaskLabel(step, place, t), std::string(kPassNames.Name(step.work[pass].pass)) + " mb" +
+                                               std::to_string(recorded[pass]) + " c" +
+                                               std::to_string(chunk_of[step.work[pass].index]));
+    }
+  }
+  EXPECT_GE(markers, 8 * 4 * 2 * 2);  // at least every F and BW of 8 micro-batches on 8 virtual stages
+}
+
 // A plan file carries neither the schedule nor the micro-batches: both read off the graph agree
 // with what the builder recorded, for every schedule.
 TEST(TaskLabel, ChunksAndMicroBatchesReadOffTheGraphMatchTheBuilders) {
