@@ -238,6 +238,9 @@ void WriteFlows(const StepView& view, const TraceRun& run, int64_t& next_id, Jso
   const TaskGraph& graph = view.graph;
   for (const Dependency& d : graph.dependencies()) {
     if (graph.task(d.before).stream == graph.task(d.after).stream) continue;
+    // A measured step whose ranks' clocks disagree can start a task before what it waited for: no
+    // arrow then, rather than one that runs backwards.
+    if (run.timeline->start[d.after] < run.timeline->start[d.before]) continue;
     const std::string_view category = view.receiver[d.before] == d.after ? "pp-send" : "dependency";
     const int64_t id = next_id++;
     WriteFlowEnd(graph, run, d.before, "s", category, id, json);

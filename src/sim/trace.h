@@ -66,7 +66,8 @@ std::string TraceRankName(const StepGraph& step, const TraceContext& context, in
 //  - per run, flow events ("ph":"s" on the source slice at its start, "ph":"f" with "bp":"e" on
 //    the destination slice at its start; ids unique in the file) for each pipeline send to the
 //    pass that receives it (cat "pp-send") and each other dependency between tasks on different
-//    streams (cat "dependency"). Their number is bounded by the graph's dependencies, which the
+//    streams (cat "dependency"), except where a measured destination starts before its source
+//    (clocks of two ranks apart). Their number is bounded by the graph's dependencies, which the
 //    graph holds anyway: at most two events per dependency;
 //  - per run with memory, one "ph":"C" counter event per sample of each rank's memory timeline,
 //    named "memory", with "args":{"bytes":<total>}.

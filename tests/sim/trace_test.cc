@@ -153,6 +153,26 @@ TEST(ChromeTrace, TransferOnSharedChannelsShowsThemAndItsTimeAlone) {
   EXPECT_EQ(slices[1].at("args").at("alone_us"), 6.0);
 }
 
+// Each dependency across streams is an arrow from its source's start to its destination's start.
+// In a measured step whose ranks' clocks disagree, a destination can start before its source:
+// that dependency gets no arrow, so none runs backwards.
+TEST(ChromeTrace, DependenciesAcrossStreamsAreArrowsThatNeverRunBackwards) {
+  const TaskGraph graph = TwoRankGraph();
+  const Result<StepTimeline> simulated = Simulate(graph);
+  ASSERT_TRUE(simulated.ok());
+  const std::vector<nlohmann::json> starts =
+      EventsWithPhase(nlohmann::json::parse(ChromeTraceJson(graph, *simulated)), "s");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[1].dump(), R"({"cat":"dependency","id":1,"name":"dependency","ph":"s","pid":0,"tid":1,"ts":10.0})");
+  StepTimeline skewed = *simulated;
+  skewed.start[2] = Us(9);  // rank 1's F "starts" before the send it waits for
+  skewed.end[2] = Us(19);
+  const nlohmann::json trace = nlohmann::json::parse(ChromeTraceJson(graph, skewed));
+  ASSERT_EQ(EventsWithPhase(trace, "s").size(), 1u);
+  EXPECT_EQ(EventsWithPhase(trace, "f").at(0).dump(),
+            R"({"bp":"e","cat":"dependency","id":0,"name":"dependency","ph":"f","pid":0,"tid":1,"ts":10.0})");
+}
+
 TEST(ChromeTrace, WithoutMemoryHasNoCounters) {
   const TaskGraph graph = TwoRankGraph();
   const Result<StepTimeline> timeline = Simulate(graph);
