@@ -182,7 +182,9 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   Result<SimulationResult> result = SimulatePreparedStep(*model, *cluster, *prepared);
   if (!result.ok()) return result.status();
   if (!options.trace_path.empty()) {
-    TraceContext context = StepTraceContext(*prepared, *model);
+    Result<TraceContext> step_context = StepTraceContext(*prepared, *model, sim_options.kernels);
+    if (!step_context.ok()) return step_context.status();
+    TraceContext context = *std::move(step_context);
     context.model = model_path;
     context.cluster = cluster_path;
     context.strategy_json = StrategyJson(strategy).dump();

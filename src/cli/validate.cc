@@ -83,6 +83,7 @@ TraceContext PlanTraceContext(const PlanFile& plan) {
   context.chunk_of_virtual_stage = ChunkOfVirtualStages(plan.step);
   context.layers_per_virtual_stage = plan.workload.chunks.layers;
   context.payloads = &plan.workload.payloads;
+  context.pass_collectives = PassCollectiveBytesOf(plan.workload.chunks);
   return context;
 }
 

@@ -140,6 +140,21 @@ std::string LayerRange(const std::vector<int64_t>& layers, int32_t virtual_stage
   return std::to_string(first) + "-" + std::to_string(first + layers[virtual_stage] - 1);
 }
 
+// What a tp task's pass moves in its tp, cp and ep collectives: {"tp":bytes,...}, groups that
+// move nothing left out.
+void WritePassCollectives(const std::vector<PassCollectiveBytes>& stages, const TaskWork& work, JsonWriter& json) {
+  if (work.index < 0 || static_cast<size_t>(work.index) >= stages.size()) return;
+  const auto& by_group = stages[static_cast<size_t>(work.index)].bytes[static_cast<size_t>(work.pass)];
+  json.Key("pass_collective_bytes").Raw("{");
+  bool first = true;
+  for (size_t g = 0; g < by_group.size(); ++g) {
+    if (by_group[g] == 0) continue;
+    json.Raw(first ? "\"" : ",\"").Raw(kCommGroupNames.Name(static_cast<CommGroup>(g))).Raw("\":").Int(by_group[g]);
+    first = false;
+  }
+  json.Raw("}");
+}
+
 // Bytes of a send or collective (as the executor's device program counts them), with its kind.
 void WritePayload(const StepPayloads& payloads, const TaskWork& work, JsonWriter& json) {
   const auto at = [](const std::vector<int64_t>& v, int32_t i) {
@@ -194,6 +209,7 @@ void WriteStepArgs(const StepView& view, TaskId t, JsonWriter& json) {
   }
   const TaskWork work = static_cast<size_t>(t) < step.work.size() ? step.work[t] : TaskWork{};
   if (c.payloads != nullptr) WritePayload(*c.payloads, work, json);
+  if (work.kind == WorkKind::kTpComm) WritePassCollectives(c.pass_collectives, work, json);
   WritePeers(view, t, work, json);
 }
 
@@ -298,8 +314,12 @@ std::string TraceJson(const StepView& view, std::span<const TraceRun> runs) {
 
 }  // namespace
 
-TraceContext StepTraceContext(const PreparedStep& prepared, const ModelSpec& model) {
+Result<TraceContext> StepTraceContext(const PreparedStep& prepared, const ModelSpec& model,
+                                      const LayerOpsOptions& kernels) {
+  Result<ChunkBlocks> blocks = BuildChunkBlocks(model, prepared.strategy, kernels);
+  if (!blocks.ok()) return blocks.status();
   TraceContext context;
+  context.pass_collectives = PassCollectiveBytesOf(*blocks);
   context.tp = prepared.strategy.tp;
   context.cp = prepared.strategy.cp;
   context.dp = prepared.strategy.dp;

@@ -11,6 +11,7 @@
 #include "sim/simulator.h"
 #include "sim/step_graph.h"
 #include "sim/task_graph.h"
+#include "sim/trace_collectives.h"
 #include "spec/model.h"
 
 namespace loom {
@@ -29,12 +30,17 @@ struct TraceContext {
   std::vector<int64_t> layers_per_virtual_stage;
   // What transfers and collectives move (bytes on their slices); null: no bytes.
   const StepPayloads* payloads = nullptr;
+  // Per virtual stage: what the tp, cp and ep collectives of each pass move (PassCollectiveBytesOf),
+  // on the pass's tp slices. Empty: none.
+  std::vector<PassCollectiveBytes> pass_collectives;
 };
 
-// The context of a step PrepareTrainingStep prepared for |model|: the group sizes, the chunk and
-// layers of each virtual stage and the payloads (a pointer into |prepared|, which must outlive
-// the context). The CLI adds model, cluster, strategy_json and loom_version.
-TraceContext StepTraceContext(const PreparedStep& prepared, const ModelSpec& model);
+// The context of a step PrepareTrainingStep prepared for |model| with |kernels| (the options it was
+// given): the group sizes, the chunk and layers of each virtual stage, the payloads (a pointer
+// into |prepared|, which must outlive the context) and the collectives of each pass. The CLI adds
+// model, cluster, strategy_json and loom_version. Errors: those of BuildChunkBlocks.
+Result<TraceContext> StepTraceContext(const PreparedStep& prepared, const ModelSpec& model,
+                                      const LayerOpsOptions& kernels = {});
 
 // One timeline of the step, as processes of the trace: every rank r of the graph becomes process
 // |pid_offset| + r, named |process_prefix| + TraceRankName. Two runs of one graph (predicted and
@@ -60,9 +66,10 @@ std::string TraceRankName(const StepGraph& step, const TraceContext& context, in
 //    "cat" the graph's category, "ts"/"dur" in microseconds, "args" with the task id, then what
 //    is known of micro_batch, chunk, virtual_stage, layers ("24-31", the chunk's transformer
 //    layers), bytes (sends: the activations; collectives: the bucket or gather, as nccl-tests
-//    counts them, with the collective's kind), peer (a send's receiver) or group (a collective's
-//    members, when the graph has them; otherwise its size and kind of group), and the link and
-//    channels of the graph;
+//    counts them, with the collective's kind), pass_collective_bytes on a tp slice (what its
+//    pass's tp, cp and ep collectives move, by group; its exposed and hidden slices share them),
+//    peer (a send's receiver) or group (a collective's members, when the graph has them;
+//    otherwise its size and kind of group), and the link and channels of the graph;
 //  - per run, flow events ("ph":"s" on the source slice at its start, "ph":"f" with "bp":"e" on
 //    the destination slice at its start; ids unique in the file) for each pipeline send to the
 //    pass that receives it (cat "pp-send") and each other dependency between tasks on different

@@ -215,7 +215,10 @@ Strategy Pipeline(ScheduleKind schedule) {
 
 std::string TraceOf(const TracedStep& traced, std::span<const TraceRun> runs) {
   const Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
-  TraceContext context = StepTraceContext(traced.prepared, in.model);
+  Result<TraceContext> prepared = StepTraceContext(traced.prepared, in.model);
+  EXPECT_TRUE(prepared.ok()) << prepared.status().message();
+  if (!prepared.ok()) return "";
+  TraceContext context = *std::move(prepared);
   context.model = "llama3-8b";
   context.cluster = "dgx-h100";
   context.strategy_json = R"({"tp":2})";
@@ -289,7 +292,7 @@ TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
   // Llama 3 8B's 32 layers in 8 virtual stages of 4: virtual stage 5 (stage 1, chunk 1) holds 20-23.
   const std::vector<int64_t> layers = LayersPerVirtualStage(traced.prepared.strategy, 32);
   ASSERT_EQ(layers, std::vector<int64_t>(8, 4));
-  int sends = 0, forwards = 0, reductions = 0;
+  int sends = 0, forwards = 0, reductions = 0, tp = 0;
   for (const nlohmann::json& x : EventsWithPhase(trace, "X")) {
     const nlohmann::json& args = x.at("args");
     if (x.at("name") == "F mb3 c1" && x.at("cat") == "compute" && x.at("pid") == 1) {
@@ -298,6 +301,13 @@ TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
       EXPECT_EQ(args.at("chunk"), 1);
       EXPECT_EQ(args.at("virtual_stage"), 5);
       EXPECT_EQ(args.at("layers"), "20-23");
+    }
+    if (x.at("name") == "F mb3 c1" && x.at("cat") == "tp" && x.at("pid") == 1) {
+      ++tp;
+      // Without sequence parallelism each of the 4 layers all-reduces b*s*h bf16 activations twice
+      // in forward (Shoeybi et al. 2019, Section 3): 8 * 4096 * 4096 * 2 bytes.
+      EXPECT_EQ(args.at("pass_collective_bytes").dump(), R"({"tp":268435456})");
+      EXPECT_EQ(args.at("group"), "tp x cp");
     }
     if (x.at("cat") == "pp") {
       ++sends;
@@ -316,6 +326,7 @@ TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
     }
   }
   EXPECT_EQ(forwards, 1);
+  EXPECT_EQ(tp, 1);
   EXPECT_EQ(sends, 112);
   EXPECT_GT(reductions, 0);
 }
