@@ -70,8 +70,9 @@ TEST(MergeChromeTraces, ATraceMergedWithItselfKeepsEveryProcessAndFlowDistinct) 
     }
     if (e.at("ph") == "s" || e.at("ph") == "f") ++flow_ends[e.at("id").get<int64_t>()];
   }
-  EXPECT_EQ(names, (std::map<int64_t, std::string>{
-                       {0, "predicted rank 0"}, {1, "predicted pid 1"}, {2, "measured rank 0"}, {3, "measured pid 1"}}));
+  const std::map<int64_t, std::string> expected = {
+      {0, "predicted rank 0"}, {1, "predicted pid 1"}, {2, "measured rank 0"}, {3, "measured pid 1"}};
+  EXPECT_EQ(names, expected);
   EXPECT_EQ(flow_ends, (std::map<int64_t, int>{{0, 2}, {1, 2}}));
   EXPECT_EQ(*merged, *Merge(kPredicted, kPredicted));  // the same bytes each time
 }
