@@ -23,27 +23,40 @@ struct ParsedTrace {
   int64_t max_pid = -1, max_id = -1;
 };
 
+// |event|'s string |key|, or "" when it has none (or one of another type).
+std::string StringField(const Json& event, const char* key) {
+  const auto it = event.find(key);
+  return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 Status BadEvent(const TraceToMerge& in, size_t i, const std::string& what) {
   return Status::InvalidArgument(in.path + ": traceEvents[" + std::to_string(i) + "]" + what +
                                  "; fix the event or merge another trace file");
 }
 
-// Records |event|'s pid and integer id; a negative one (or a pid that is no integer) is an error,
-// since shifting it could collide with another input's.
+// The largest pid or integer id an input may use: shifting ids up to it past those of many inputs
+// stays far inside int64_t.
+constexpr int64_t kMaxId = int64_t{1} << 48;
+
+bool IdInRange(const Json& id) {
+  return id.is_number_unsigned() ? id.get<uint64_t>() <= static_cast<uint64_t>(kMaxId)
+                                 : id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= kMaxId;
+}
+
+// Records |event|'s pid and integer id; a negative or huge one (or a pid that is no integer) is an
+// error, since shifting it could collide with another input's or overflow.
 Status ScanEvent(const TraceToMerge& in, size_t i, const Json& event, ParsedTrace& trace) {
   if (!event.is_object()) return BadEvent(in, i, " is not an object");
   if (const auto pid = event.find("pid"); pid != event.end()) {
-    if (!pid->is_number_integer() || pid->get<int64_t>() < 0) {
-      return BadEvent(in, i, ".pid is " + pid->dump() + ", not an integer >= 0");
-    }
+    if (!IdInRange(*pid)) return BadEvent(in, i, ".pid is " + pid->dump() + ", not an integer from 0 to 2^48");
     trace.pids.insert(pid->get<int64_t>());
     trace.max_pid = std::max(trace.max_pid, pid->get<int64_t>());
-    if (event.value("ph", "") == "M" && event.value("name", "") == "process_name") {
+    if (StringField(event, "ph") == "M" && StringField(event, "name") == "process_name") {
       trace.named_pids.insert(pid->get<int64_t>());
     }
   }
   if (const auto id = event.find("id"); id != event.end() && id->is_number_integer()) {
-    if (id->get<int64_t>() < 0) return BadEvent(in, i, ".id is " + id->dump() + ", not an integer >= 0");
+    if (!IdInRange(*id)) return BadEvent(in, i, ".id is " + id->dump() + ", not an integer from 0 to 2^48");
     trace.max_id = std::max(trace.max_id, id->get<int64_t>());
   }
   return Status::Ok();
@@ -81,12 +94,12 @@ Json Shifted(Json event, const TraceToMerge& in, size_t index, int64_t pid_shift
     if (id->is_number_integer()) *id = id->get<int64_t>() + id_shift;
     if (id->is_string()) *id = std::to_string(index) + ":" + id->get<std::string>();
   }
-  if (event.value("ph", "") != "M" || !event.contains("args") || !event["args"].is_object()) return event;
+  if (StringField(event, "ph") != "M" || !event.contains("args") || !event["args"].is_object()) return event;
   Json& args = event["args"];
-  if (event.value("name", "") == "process_name" && args.contains("name") && args["name"].is_string()) {
+  if (StringField(event, "name") == "process_name" && args.contains("name") && args["name"].is_string()) {
     args["name"] = Labelled(in.label, args["name"].get<std::string>());
   }
-  if (event.value("name", "") == "process_sort_index" && args.contains("sort_index") &&
+  if (StringField(event, "name") == "process_sort_index" && args.contains("sort_index") &&
       args["sort_index"].is_number_integer()) {
     args["sort_index"] = args["sort_index"].get<int64_t>() + pid_shift;
   }

@@ -28,7 +28,7 @@ struct TraceToMerge {
 // One event per line, in input order; "displayTimeUnit":"ms"; otherData {"merged":[{"file",
 // "label","otherData"}...]} keeps each input's own otherData. The same inputs give the same bytes.
 // Errors name the input file: not JSON, no traceEvents array, an event that is not an object, or
-// a pid or integer id below 0.
+// a pid or integer id outside [0, 2^48].
 Result<std::string> MergeChromeTraces(std::span<const TraceToMerge> inputs);
 
 }  // namespace loom

@@ -84,12 +84,21 @@ TEST(MergeChromeTraces, ErrorsNameTheFileAndTheEvent) {
       << merged.status().message();
   merged = Merge(R"([{"ph":"X","pid":-2}])", kMeasured);
   ASSERT_FALSE(merged.ok());
-  EXPECT_NE(merged.status().message().find("predicted.json: traceEvents[0].pid is -2, not an integer >= 0"),
+  EXPECT_NE(merged.status().message().find("predicted.json: traceEvents[0].pid is -2, not an integer from 0 to 2^48"),
+            std::string::npos)
+      << merged.status().message();
+  merged = Merge(kPredicted, R"([{"ph":"s","id":18446744073709551615,"pid":0}])");
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.status().message().find("measured.json: traceEvents[0].id is 18446744073709551615"),
             std::string::npos)
       << merged.status().message();
   merged = Merge(kPredicted, "[1]");
   ASSERT_FALSE(merged.ok());
   EXPECT_NE(merged.status().message().find("measured.json: traceEvents[0] is not an object"), std::string::npos);
+  // Keys of unexpected types are kept as they are, not misread.
+  merged = Merge(R"([{"ph":1,"name":["process_name"],"pid":0,"args":{"name":2}}])", kMeasured);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_NE(merged->find(R"({"ph":1,"name":["process_name"],"pid":0,"args":{"name":2}})"), std::string::npos) << *merged;
   merged = Merge("{", kMeasured);
   ASSERT_FALSE(merged.ok());
   EXPECT_NE(merged.status().message().find("predicted.json"), std::string::npos);
