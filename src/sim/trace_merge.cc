@@ -100,7 +100,7 @@ Json Shifted(Json event, const TraceToMerge& in, size_t index, int64_t pid_shift
     args["name"] = Labelled(in.label, args["name"].get<std::string>());
   }
   if (StringField(event, "name") == "process_sort_index" && args.contains("sort_index") &&
-      args["sort_index"].is_number_integer()) {
+      IdInRange(args["sort_index"])) {
     args["sort_index"] = args["sort_index"].get<int64_t>() + pid_shift;
   }
   return event;
