@@ -15,6 +15,9 @@ namespace {
 
 std::string Percent(double fraction) {
   char text[16];
+  // A term that sums to a hair below zero (exposed communication, from differences of times) reads
+  // 0.0%, not -0.0%.
+  if (std::abs(fraction) < 0.0005) fraction = 0;
   std::snprintf(text, sizeof text, "%.1f%%", fraction * 100);
   return text;
 }
