@@ -202,6 +202,18 @@ TEST(Plan, ExplainOfTheBestPlanSaysRankOne) {
   EXPECT_EQ(j["strategy"]["fix"], best);
 }
 
+// --report draws a search's ranked plans; --explain ranks none, so the pair is refused (naming
+// both flags) rather than the report silently dropped, and no file is written.
+TEST(Plan, ExplainWithReportIsRefusedNamingBothFlags) {
+  const std::string report = (std::filesystem::temp_directory_path() / "loom_plan_explain_report.html").string();
+  std::filesystem::remove(report);
+  CommandResult r = PlanSmall({"--fix", "pp=1", "--explain", "tp=1,pp=1", "--report", report});
+  EXPECT_EQ(r.code, kExitBadInput) << r.out;
+  EXPECT_NE(r.err.find("--report " + report), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("drop --explain, or drop --report"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(report));
+}
+
 // Issue 22: the explain of Meta's 405B layout with selective recompute (7 layers on the first and
 // last stage for the embedding and the loss) says what holds the memory and what to cut.
 TEST(Plan, ExplainOf405bThatDoesNotFitShowsWhatToCut) {
