@@ -1,7 +1,7 @@
 # Shared by tools/loom and tools/test: install what is missing, configure and build when stale.
 # Everything here writes to stderr, so that stdout carries only loom's own output.
 
-LOOM_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+LOOM_ROOT=$(cd -P "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 
 # Debian packages loom builds with (see README.md, "Dependencies").
 LOOM_PACKAGES=(
@@ -11,9 +11,13 @@ LOOM_PACKAGES=(
   libopenmpi-dev openmpi-bin
   libvalijson-dev
   chromium fonts-dejavu-core
+  jq
 )
 
 loom_log() { echo "loom-tools: $*" >&2; }
+
+# Parallel jobs for make and ctest: every core this process may use (LOOM_JOBS overrides).
+LOOM_JOBS=${LOOM_JOBS:-$(nproc)}
 
 # Installs the packages of LOOM_PACKAGES that dpkg does not report as installed.
 # Runs apt-get update once per call that has something to install; silent when nothing is missing.
@@ -66,7 +70,7 @@ loom_ensure_build() {
   local name=$1 dir="$LOOM_ROOT/$1" target=$2
   shift 2
   loom_ensure_configured "$name" "$@"
-  if ! cmake --build "$dir" --target "$target" -j2 >"$dir/build.log" 2>&1; then
+  if ! cmake --build "$dir" --target "$target" -j"$LOOM_JOBS" >"$dir/build.log" 2>&1; then
     grep -E "error|Error" -A5 "$dir/build.log" | head -60 >&2
     loom_log "build failed (full log: $dir/build.log)"
     exit 1
