@@ -13,6 +13,8 @@
 #   test's environment carries Open MPI's OMPI_ALLOW_RUN_AS_ROOT variables.
 # - A line ending in the comment `# needs a GPU` must exit 0 where a GPU is present and with status 3
 #   (the GPU a command needs is not there) where none is.
+# - `tools/install` installs into WORK_DIR/prefix (not /usr/local), and the installed loom must run;
+#   it is skipped where `tools/loom` is replaced (it would build SOURCE_DIR/build).
 # - Not run: `tools/test` (it runs this test; CI runs it as .ci/run) and `tools/fuzz` (CI runs it).
 set -u
 loom=$1 source_dir=$2 work=$3
@@ -51,6 +53,10 @@ for cmd in "${commands[@]}"; do
     tools/test* | tools/fuzz*) echo "skip $n: $cmd (CI runs it)"; continue ;;
   esac
   run=$cmd
+  if [[ $cmd == tools/install* ]]; then
+    [ $rewrite_tools_loom -eq 1 ] && { echo "skip $n: $cmd (it builds $source_dir/build)"; continue; }
+    run="tools/install $work/prefix && $work/prefix/bin/loom --version"
+  fi
   [ $rewrite_tools_loom -eq 1 ] && run=${run//tools\/loom /loom }
   if [[ $run == mpirun* && $run != *--oversubscribe* ]]; then
     run="mpirun --oversubscribe ${run#mpirun }"
