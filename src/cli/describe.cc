@@ -190,7 +190,8 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<DescribeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "describe", "Parameters, FLOPs per token and model-state memory of a model (HF config.json)");
-  InputFile(cmd->add_option("--model", options->model_path, "Model file: a Hugging Face config.json (see models/)"))
+  InputFile(cmd->add_option("--model", options->model_path,
+                            "Model: a Hugging Face config.json (see models/), or a downloaded snapshot folder holding one"))
       ->required();
   CLI::Option* cluster = InputFile(cmd->add_option(
       "--cluster", options->cluster_path,
@@ -209,11 +210,13 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
       "Examples:\n"
       "  loom describe --model models/llama3-70b.json\n"
       "  loom describe --model models/deepseek-v3.json --cluster hardware/clusters/dgx-h100.json --seq 4096\n"
-      "  loom describe --model path/to/hf/config.json --json");
+      "  loom describe --model path/to/hf/config.json --json\n"
+      "  loom describe --model ~/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/<hash>");
   cmd->callback([options, cmd, &runner] {
-    runner = [options, cmd](std::ostream& out, std::ostream&) -> Status {
+    runner = [options, cmd](std::ostream& out, std::ostream& err) -> Status {
       Result<DescribeReport> report = BuildReport(*options);
       if (!report.ok()) return report.status();
+      for (const std::string& warning : report->model.warnings) err << "loom: warning: " << warning << "\n";
       if (options->json) {
         out << JsonText(Stamped(ReportJson(*report), CommandRequest(*cmd))) << "\n";
       } else {

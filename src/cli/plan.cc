@@ -234,6 +234,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   LOOM_RETURN_IF_ERROR(CheckGpuRange(o));
   Result<ModelSpec> model = LoadModelSpec(o.model_path);
   if (!model.ok()) return model.status();
+  for (const std::string& warning : model->warnings) err << "loom: warning: " << warning << "\n";
   Result<ClusterSpec> cluster = ClusterFor(o.cluster_path, o.gpus, o.max_gpus);
   if (!cluster.ok()) return cluster.status();
   SearchRequest request;
@@ -357,7 +358,9 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "Every factorisation of --gpus into tp * cp * pp * dp (ep inside dp * cp) is tried with each micro-batch\n"
       "size, schedule, recomputation, ZeRO stage, offload and overlap setting; strategy rules and a memory bound\n"
       "prune them, the rest are simulated best-first until none can beat the --top-th plan.");
-  InputFile(cmd->add_option("--model", o->model_path, "Model file: a Hugging Face config.json (see models/)"))->required();
+  InputFile(cmd->add_option("--model", o->model_path,
+                            "Model: a Hugging Face config.json (see models/), or a downloaded snapshot folder holding one"))
+      ->required();
   InputFile(cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)"))->required();
   cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(Between(1, 1 << 20));
   cmd->add_option("--global-batch", o->global_batch, "Sequences per step")->required()->check(Between(1, 1 << 30));

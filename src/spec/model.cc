@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/json_reader.h"
+#include "spec/model_family.h"
 
 namespace loom {
 namespace {
@@ -22,6 +23,8 @@ struct Activation {
 
 // Hugging Face ACT2FN names loom accepts. The gated kinds have a third (gate) matrix:
 // SwiGLU, Shazeer 2020 "GLU Variants Improve Transformer", as in Llama and Mixtral.
+// These kinds decide the MLP only for a file without a known model_type: Gemma's gated MLP runs
+// gelu_pytorch_tanh (GemmaMLP), so a known model_type decides it (spec/model_family.h).
 constexpr Activation kActivations[] = {
     {"gelu", MlpKind::kPlain}, {"gelu_new", MlpKind::kPlain}, {"gelu_pytorch_tanh", MlpKind::kPlain},
     {"relu", MlpKind::kPlain}, {"silu", MlpKind::kGated},     {"swiglu", MlpKind::kGated},
@@ -122,27 +125,35 @@ void ResolveHeadDim(JsonReader& r, const RuleInputs& in, ModelSpec* m) {
   }
 }
 
-void ReadActivation(JsonReader& r, ModelSpec* m) {
+// The activation: Gemma's hidden_activation overrides hidden_act (GemmaConfig); a known family
+// supplies the default and decides the MLP's gating, the activation name decides it otherwise.
+void ReadActivation(JsonReader& r, const std::optional<ModelFamily>& family, ModelSpec* m) {
   r.Allow("hidden_act");
-  if (!r.Has("hidden_act")) {
+  std::optional<std::string> name = r.OptionalString("hidden_activation");
+  std::string key = "hidden_activation";
+  if (!r.Has("hidden_activation")) {
+    name = r.OptionalString("hidden_act");
+    key = "hidden_act";
+  }
+  if (!r.Has(key) && family) name = std::string(family->activation);
+  if (!r.Has(key) && !family) {
     r.AddError("hidden_act", "is missing; add \"hidden_act\" with one of " + ActivationChoices());
     return;
   }
-  std::optional<std::string> name = r.OptionalString("hidden_act");
   if (!name) return;
   for (const Activation& a : kActivations) {
     if (a.name == *name) {
       m->hidden_act = *name;
-      m->mlp = a.mlp;
+      m->mlp = family ? family->mlp : a.mlp;
       return;
     }
   }
-  r.AddError("hidden_act", "is " + Quote(*name) + "; loom knows " + ActivationChoices() +
-                               " (gelu and relu kinds: 2-matrix MLP; silu, swiglu: gated 3-matrix MLP)");
+  r.AddError(key, "is " + Quote(*name) + "; loom knows " + ActivationChoices() +
+                      " (without a known model_type, gelu and relu kinds: 2-matrix MLP; silu, swiglu: gated 3-matrix MLP)");
 }
 
 // The norm's epsilon key says which norm a Hugging Face model uses; there is no safe default.
-void ReadNorm(JsonReader& r, ModelSpec* m) {
+void ReadNorm(JsonReader& r, const std::optional<ModelFamily>& family, ModelSpec* m) {
   std::optional<double> eps;
   for (std::string_view key : {"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"}) {
     std::optional<double> value = r.OptionalPositiveNumber(key, kEpsilonRange);
@@ -151,6 +162,14 @@ void ReadNorm(JsonReader& r, ModelSpec* m) {
   m->norm_epsilon = eps.value_or(m->norm_epsilon);
   bool rms = r.Has("rms_norm_eps");
   bool layer = r.Has("layer_norm_eps") || r.Has("layer_norm_epsilon");
+  if (family) {
+    m->norm_weights = family->norm_weights;
+    m->norms_per_layer = family->norms_per_layer;
+  }
+  if (!rms && !layer && family && family->norm) {  // OLMo 1: a fixed LayerNorm, no epsilon key
+    m->norm = *family->norm;
+    return;
+  }
   if (rms && layer) {
     r.AddError("rms_norm_eps",
                "and layer_norm_eps/layer_norm_epsilon are both set; keep only the one "
@@ -165,8 +184,11 @@ void ReadNorm(JsonReader& r, ModelSpec* m) {
 }
 
 // Megatron's position_embedding_type; without it, rope_theta implies rotary positions.
-void ReadPosition(JsonReader& r, ModelSpec* m) {
+void ReadPosition(JsonReader& r, const std::optional<ModelFamily>& family, ModelSpec* m) {
   m->rope_theta = r.OptionalPositiveNumber("rope_theta", kRopeThetaRange).value_or(m->rope_theta);
+  if (family && family->model_type == "gpt_neox") {  // GPTNeoXConfig's name for the rotary base
+    m->rope_theta = r.OptionalPositiveNumber("rotary_emb_base", kRopeThetaRange).value_or(m->rope_theta);
+  }
   std::optional<std::string> name = r.OptionalString("position_embedding_type");
   if (r.Has("position_embedding_type")) {
     if (!name) return;  // wrong type, already reported
@@ -179,6 +201,8 @@ void ReadPosition(JsonReader& r, ModelSpec* m) {
     }
   } else if (r.Has("rope_theta")) {
     m->position = PositionKind::kRotary;
+  } else if (family) {
+    m->position = family->position;
   } else {
     r.AddError("position_embedding_type",
                "is missing and there is no rope_theta; add "
@@ -222,11 +246,18 @@ void ReadRopeScaling(JsonReader& r, ModelSpec* m) {
   m->rope_scaling = scaling;
 }
 
-void ReadBiases(JsonReader& r, ModelSpec* m) {
-  // Hugging Face defaults: untied embeddings (PretrainedConfig), no biases (LlamaConfig).
-  m->tie_word_embeddings = r.OptionalBool("tie_word_embeddings").value_or(false);
-  m->attention_bias = r.OptionalBool("attention_bias").value_or(false);
-  m->mlp_bias = r.OptionalBool("mlp_bias").value_or(false);
+// Absent keys take the defaults of the model_type's config class; without a known model_type,
+// untied embeddings and no biases, as loom-authored files always say them.
+void ReadBiases(JsonReader& r, const std::optional<ModelFamily>& family, ModelSpec* m) {
+  m->tie_word_embeddings =
+      r.OptionalBool("tie_word_embeddings").value_or(family && family->tie_word_embeddings);
+  m->attention_bias = r.OptionalBool("attention_bias").value_or(family && family->attention_bias);
+  m->attention_output_bias = m->attention_bias;
+  if (family && family->qkv_bias_only) {  // Qwen2Attention hard-codes these, whatever the key says
+    m->attention_bias = true;
+    m->attention_output_bias = false;
+  }
+  m->mlp_bias = r.OptionalBool("mlp_bias").value_or(family && family->mlp_bias);
 }
 
 // Keys that only a mixture of experts has: an error without an expert count, since reading
@@ -236,28 +267,30 @@ constexpr std::string_view kMoeOnlyKeys[] = {"num_experts_per_tok", "moe_interme
 std::optional<int64_t> ReadExpertCount(JsonReader& r) {
   std::optional<int64_t> local = r.OptionalInt("num_local_experts", kExpertRange);
   std::optional<int64_t> routed = r.OptionalInt("n_routed_experts", kExpertRange);
-  if (r.Has("num_local_experts") && r.Has("n_routed_experts")) {
+  std::optional<int64_t> qwen = r.OptionalInt("num_experts", kExpertRange);
+  int keys = int{r.Has("num_local_experts")} + int{r.Has("n_routed_experts")} + int{r.Has("num_experts")};
+  if (keys > 1) {
     r.AddError("n_routed_experts",
-               "and num_local_experts are both set; keep one: num_local_experts "
-               "(Mixtral) or n_routed_experts (DeepSeek)");
+               "and num_local_experts or num_experts are set together; keep one: num_local_experts "
+               "(Mixtral), n_routed_experts (DeepSeek) or num_experts (Qwen MoE)");
     return std::nullopt;
   }
-  if (!r.Has("num_local_experts") && !r.Has("n_routed_experts")) {
+  if (keys == 0) {
     for (std::string_view key : kMoeOnlyKeys) {
       if (r.Has(key)) {
         r.AddError(key,
-                   "is set but the expert count is not; add \"num_local_experts\" (Mixtral) or "
-                   "\"n_routed_experts\" (DeepSeek), or remove it for a dense model");
+                   "is set but the expert count is not; add \"num_local_experts\" (Mixtral), "
+                   "\"n_routed_experts\" (DeepSeek) or \"num_experts\" (Qwen), or remove it for a dense model");
       }
     }
   }
-  return local ? local : routed;
+  return local ? local : routed ? routed : qwen;
 }
 
 // DeepSeek's router keys (modeling_deepseek.py, MoEGate): scoring_func, topk_method (greedy,
 // group_limited_greedy, noaux_tc), n_group, topk_group, norm_topk_prob, routed_scaling_factor; the
 // balance loss of Mixtral (router_aux_loss_coef) or DeepSeek (aux_loss_alpha, seq_aux).
-void ReadRouting(JsonReader& r, MoeSpec* spec) {
+void ReadRouting(JsonReader& r, bool normalize_default, MoeSpec* spec) {
   std::optional<std::string> score = r.OptionalOneOf("scoring_func", {"softmax", "sigmoid"});
   spec->score = score == "sigmoid" ? RouterScore::kSigmoid : RouterScore::kSoftmax;
   std::optional<std::string> method = r.OptionalOneOf("topk_method", {"greedy", "group_limited_greedy", "noaux_tc"});
@@ -277,7 +310,7 @@ void ReadRouting(JsonReader& r, MoeSpec* spec) {
     }
   }
   spec->expert_bias = method == "noaux_tc";
-  spec->normalize_top_k = r.OptionalBool("norm_topk_prob").value_or(true);
+  spec->normalize_top_k = r.OptionalBool("norm_topk_prob").value_or(normalize_default);
   spec->routed_scaling_factor =
       r.OptionalPositiveNumber("routed_scaling_factor", kRopeFactorRange).value_or(1.0);
   std::optional<double> mixtral_loss = r.OptionalNonNegativeNumber("router_aux_loss_coef", {0, 1e3});
@@ -286,14 +319,60 @@ void ReadRouting(JsonReader& r, MoeSpec* spec) {
   spec->sequence_aux_loss = r.OptionalBool("seq_aux").value_or(false);
 }
 
-std::optional<MoeSpec> ReadMoe(JsonReader& r, const ModelSpec& m, std::optional<int64_t> layers) {
+// Qwen MoE places its dense layers by decoder_sparse_step and mlp_only_layers (Qwen2MoeDecoderLayer:
+// layer i is MoE unless i is in mlp_only_layers, and only if (i + 1) % decoder_sparse_step == 0).
+// loom models dense layers only in front (first_k_dense_replace): the count of leading dense layers,
+// or nullopt with an error naming the key where they are anywhere else.
+std::optional<int64_t> ReadQwenDenseLayers(JsonReader& r, const nlohmann::json& config) {
+  std::optional<int64_t> step = r.OptionalInt("decoder_sparse_step", kLayerRange);
+  if (step && *step != 1) {
+    r.AddError("decoder_sparse_step",
+               "is " + std::to_string(*step) + "; loom models a mixture of experts in every layer after the "
+               "leading dense ones, not every " + std::to_string(*step) + "th: it cannot count this model (set it "
+               "to 1 only if the checkpoint really has experts in every layer)");
+  }
+  r.Allow("mlp_only_layers");
+  auto it = config.find("mlp_only_layers");
+  if (it == config.end() || it->is_null()) return 0;
+  const std::string fix = "; loom models dense layers only in front: a list [0, 1, ..., k-1] (or [])";
+  if (!it->is_array()) {
+    r.AddError("mlp_only_layers", "is not a list of layer indices" + fix);
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const nlohmann::json& v = (*it)[i];
+    if (!v.is_number_integer() || v.get<int64_t>() != static_cast<int64_t>(i)) {
+      r.AddError("mlp_only_layers", "is " + it->dump() + fix + ", which this model's layers are not");
+      return std::nullopt;
+    }
+  }
+  return static_cast<int64_t>(it->size());
+}
+
+std::optional<MoeSpec> ReadMoe(JsonReader& r, const nlohmann::json& config, const std::optional<ModelFamily>& family,
+                               const ModelSpec& m, std::optional<int64_t> layers) {
   std::optional<int64_t> top_k = r.OptionalInt("num_experts_per_tok", kExpertRange);
   std::optional<int64_t> width = r.OptionalInt("moe_intermediate_size", kMlpRange);
   std::optional<int64_t> shared = r.OptionalInt("n_shared_experts", {0, kExpertRange.max});
   std::optional<int64_t> dense = r.OptionalInt("first_k_dense_replace", {0, kLayerRange.max});
   std::optional<int64_t> freq = r.OptionalInt("moe_layer_freq");
+  std::optional<int64_t> shared_width = r.OptionalInt("shared_expert_intermediate_size", {0, kMlpRange.max});
   std::optional<int64_t> experts = ReadExpertCount(r);
-  if (!experts) return std::nullopt;
+  if (!experts) {
+    if (shared_width && *shared_width > 0) {
+      r.AddError("shared_expert_intermediate_size",
+                 "is set but the expert count is not; add \"num_experts\" or remove it for a dense model");
+    }
+    return std::nullopt;
+  }
+  if (r.Has("decoder_sparse_step") || r.Has("mlp_only_layers")) {
+    std::optional<int64_t> qwen_dense = ReadQwenDenseLayers(r, config);
+    if (dense && qwen_dense && *qwen_dense > 0) {
+      r.AddError("mlp_only_layers", "and first_k_dense_replace are both set; keep one");
+    } else if (qwen_dense) {
+      dense = *qwen_dense;
+    }
+  }
   if (freq && *freq != 1) {
     r.AddError("moe_layer_freq", "is " + std::to_string(*freq) +
                                      "; loom supports only 1 (every layer "
@@ -312,11 +391,23 @@ std::optional<MoeSpec> ReadMoe(JsonReader& r, const ModelSpec& m, std::optional<
                                             std::to_string(*layers) + "), or the model has no MoE layer");
   }
   MoeSpec spec;
-  ReadRouting(r, &spec);
+  ReadRouting(r, family ? family->normalize_top_k : true, &spec);
   spec.num_experts = *experts;
   spec.experts_per_token = top_k.value_or(1);
   spec.expert_intermediate_size = width.value_or(m.intermediate_size);
   spec.num_shared_experts = shared.value_or(0);
+  spec.shared_expert_intermediate_size = spec.expert_intermediate_size;
+  if (shared_width && *shared_width > 0) {
+    // Qwen2MoeSparseMoeBlock: one shared expert of this width, scaled by a sigmoid gate
+    // (shared_expert_gate, hidden -> 1, no bias).
+    if (shared && *shared > 0) {
+      r.AddError("shared_expert_intermediate_size", "and n_shared_experts are both set; keep one: "
+                 "n_shared_experts (DeepSeek) or shared_expert_intermediate_size (Qwen2-MoE)");
+    }
+    spec.num_shared_experts = 1;
+    spec.shared_expert_intermediate_size = *shared_width;
+    spec.shared_expert_gate = true;
+  }
   spec.first_dense_layers = dense.value_or(0);
   return spec;
 }
@@ -348,12 +439,90 @@ std::optional<MlaSpec> ReadMla(JsonReader& r) {
   return spec;
 }
 
+// The family of the file's model_type (else of its first architecture); a model_type loom does not
+// know is a warning, since the keys alone then decide the MLP's gating, biases and ties.
+std::optional<ModelFamily> ReadFamily(JsonReader& r, ModelSpec* m) {
+  std::optional<std::string> type = r.OptionalString("model_type");
+  std::vector<std::string> architectures = r.OptionalStringList("architectures");
+  if (!type && !architectures.empty()) {
+    std::string from_architecture = ModelTypeOfArchitecture(architectures.front());
+    if (!from_architecture.empty()) type = from_architecture;
+  }
+  if (!type) return std::nullopt;
+  m->model_type = *type;
+  std::optional<ModelFamily> family = FindModelFamily(*type);
+  if (!family) {
+    m->warnings.push_back(
+        r.file() + ": model_type " + Quote(*type) + " is not one loom knows (" + KnownModelTypes() +
+        "); its MLP gating (from hidden_act), biases and tied embeddings are read from the keys alone, "
+        "with no defaults of its config class: compare the parameter count `loom describe` prints with the "
+        "model card");
+  }
+  return family;
+}
+
+// Keys that change what a model holds in ways loom does not model: refused, never ignored, so a
+// model is never silently miscounted.
+void RefuseUnmodelledKeys(JsonReader& r) {
+  for (std::string_view key : {"text_config", "vision_config", "audio_config"}) {
+    r.Allow(key);
+    if (r.Has(key)) {
+      r.AddError(key, "is set: this is a multimodal config, and loom counts decoder-only language models; "
+                      "use a text-only checkpoint's config.json (for Gemma 3: gemma-3-1b, or a config whose "
+                      "model_type is \"gemma3_text\" with every key of the text model written out)");
+    }
+  }
+  for (std::string_view key : {"qk_layernorm", "use_qk_norm"}) {
+    std::optional<bool> on = r.OptionalBool(key);
+    if (on.value_or(false)) {
+      r.AddError(key, "is true: query/key norms of this model_type are not modelled by loom, so its count would "
+                      "be short; loom knows them only for qwen3, qwen3_moe, gemma3_text and olmo2");
+    }
+  }
+}
+
+// Query/key norm widths of the family (resolved after head_dim).
+void SetQkNorms(const std::optional<ModelFamily>& family, ModelSpec* m) {
+  if (!family || family->qk_norm == QkNorm::kNone) return;
+  bool whole = family->qk_norm == QkNorm::kWholeProjection;
+  m->q_norm_width = whole ? m->num_heads * m->head_dim : m->head_dim;
+  m->k_norm_width = whole ? m->num_kv_heads * m->head_dim : m->head_dim;
+}
+
+// A Hugging Face snapshot folder's model name: models--org--name/snapshots/<hash> -> name.
+std::string SnapshotName(const std::filesystem::path& dir) {
+  std::filesystem::path clean = dir.lexically_normal();
+  if (clean.filename().empty()) clean = clean.parent_path();
+  std::string repo = clean.parent_path().parent_path().filename().string();
+  if (clean.parent_path().filename() == "snapshots" && repo.rfind("models--", 0) == 0) {
+    return repo.substr(repo.rfind("--") + 2);
+  }
+  return clean.filename().string();
+}
+
 }  // namespace
 
 Result<ModelSpec> LoadModelSpec(const std::string& path) {
-  Result<nlohmann::json> config = ReadJsonObjectFile(path);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    Result<nlohmann::json> config = ReadJsonObjectFile(path);
+    if (!config.ok()) return config.status();
+    return ParseModelSpec(*config, path);
+  }
+  std::string file = (std::filesystem::path(path) / "config.json").string();
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    return Status::InvalidArgument(path + ": is a folder without a config.json; point --model at a Hugging Face "
+                                   "snapshot folder (the one holding config.json, e.g. "
+                                   "~/.cache/huggingface/hub/models--org--name/snapshots/<hash>) or at a "
+                                   "config .json file");
+  }
+  Result<nlohmann::json> config = ReadJsonObjectFile(file);
   if (!config.ok()) return config.status();
-  return ParseModelSpec(*config, path);
+  Result<ModelSpec> model = ParseModelSpec(*config, file);
+  if (!model.ok()) return model.status();
+  ModelSpec spec = *model;
+  spec.name = SnapshotName(path);
+  return spec;
 }
 
 Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string& file) {
@@ -366,16 +535,19 @@ Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string
   m.file = file;
   m.name = std::filesystem::path(file).stem().string();
   ReadHeader(r);
+  std::optional<ModelFamily> family = ReadFamily(r, &m);
+  RefuseUnmodelledKeys(r);
   RuleInputs in = ReadDimensions(r, &m);
-  ReadActivation(r, &m);
-  ReadNorm(r, &m);
-  ReadPosition(r, &m);
+  ReadActivation(r, family, &m);
+  ReadNorm(r, family, &m);
+  ReadPosition(r, family, &m);
   ReadRopeScaling(r, &m);
-  ReadBiases(r, &m);
+  ReadBiases(r, family, &m);
   m.mtp_layers = r.OptionalInt("num_nextn_predict_layers", {0, kLayerRange.max}).value_or(0);
-  m.moe = ReadMoe(r, m, in.layers);
+  m.moe = ReadMoe(r, config, family, m, in.layers);
   m.mla = ReadMla(r);
   ResolveHeadDim(r, in, &m);
+  SetQkNorms(family, &m);
   // qk_head_dim (written by transformers' DeepseekV3Config) is two edits from v_head_dim.
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kRejectTypos, {"qk_head_dim"}));
   Result<ParameterCount> count = CountParameters(m);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -12,8 +13,9 @@
 
 namespace loom {
 
-// gelu-family activations use a 2-matrix MLP (up, down); silu/swiglu a 3-matrix gated MLP
-// (gate, up, down), as in Llama (Touvron et al. 2023) and Shazeer 2020 "GLU Variants".
+// A 2-matrix MLP (up, down: GPT-2, GPT-NeoX) or a 3-matrix gated one (gate, up, down: Llama,
+// Gemma; Shazeer 2020 "GLU Variants"). A known model_type decides (spec/model_family.h); without
+// one, the activation does: gelu and relu kinds plain, silu and swiglu gated.
 enum class MlpKind { kPlain, kGated };
 enum class NormKind { kLayerNorm, kRmsNorm };
 enum class PositionKind { kRotary, kLearnedAbsolute };
@@ -31,8 +33,12 @@ struct MoeSpec {
   int64_t num_experts = 0;              // routed experts per MoE layer
   int64_t experts_per_token = 0;        // num_experts_per_tok (top-k)
   int64_t expert_intermediate_size = 0; // moe_intermediate_size, else intermediate_size
-  int64_t num_shared_experts = 0;       // n_shared_experts, each of expert_intermediate_size
-  int64_t first_dense_layers = 0;       // first_k_dense_replace: leading layers with a dense MLP
+  int64_t num_shared_experts = 0;       // n_shared_experts (DeepSeek), or 1 (Qwen2-MoE)
+  int64_t shared_expert_intermediate_size = 0;  // width of each shared expert: moe_intermediate_size
+                                                // (DeepSeek), shared_expert_intermediate_size (Qwen2-MoE)
+  bool shared_expert_gate = false;      // Qwen2-MoE: a hidden -> 1 sigmoid gate on the shared expert
+  int64_t first_dense_layers = 0;       // first_k_dense_replace, or Qwen's mlp_only_layers
+                                        // [0, k): leading layers with a dense MLP
 
   // Routing, as DeepSeek's modeling code reads these keys (absent: Mixtral's routing).
   RouterScore score = RouterScore::kSoftmax;  // scoring_func
@@ -73,8 +79,11 @@ struct MlaSpec {
 
 // A decoder-only transformer as described by a Hugging Face config.json.
 struct ModelSpec {
-  std::string name;  // file name without directory and ".json"
+  std::string name;  // file name without directory and ".json" (a snapshot folder: its name)
   std::string file;  // the path it was read from, for messages
+  std::string model_type;  // Hugging Face model_type; "" when the file has none
+  // Things a user should know that do not stop loom (an unknown model_type); the CLI prints them.
+  std::vector<std::string> warnings;
 
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;  // dense MLP width
@@ -89,8 +98,14 @@ struct ModelSpec {
   NormKind norm = NormKind::kRmsNorm;
   PositionKind position = PositionKind::kRotary;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // biases on q, k, v and output projections
+  bool attention_bias = false;         // biases on the q, k and v projections
+  bool attention_output_bias = false;  // a bias on the output projection (not in Qwen2)
   bool mlp_bias = false;        // biases on the MLP projections
+  bool norm_weights = true;     // false: OLMo 1's LayerNorm without weight or bias
+  int64_t norms_per_layer = 2;  // 4 in Gemma 2 and 3: a pre- and a post-norm around each block
+  int64_t q_norm_width = 0;     // RMSNorm on the queries, per layer: head_dim (Qwen3, Gemma 3)
+                                // or num_heads * head_dim (OLMo 2); 0 without
+  int64_t k_norm_width = 0;     // the same on the keys
   double norm_epsilon = 1e-5;   // rms_norm_eps, layer_norm_eps or layer_norm_epsilon
   double rope_theta = 10000.0;  // rotary base; Hugging Face's default when the key is absent
   std::optional<RopeScaling> rope_scaling;  // null or absent: none
@@ -120,8 +135,10 @@ struct FlopsPerToken {
   double training = 0;  // forward + backward, no recompute
 };
 
-// Reads a Hugging Face config.json. Keys loom does not use are ignored; a key that looks like a
-// misspelling of one it uses is an error. Errors name the file, the key and the fix.
+// Reads a Hugging Face config.json, or DIR/config.json when |path| is a folder (a downloaded
+// snapshot). Keys loom does not use are ignored; a key that looks like a misspelling of one it
+// uses, or that changes the parameters or FLOPs in a way loom does not model, is an error. Errors
+// name the file, the key and the fix; an unknown model_type is a warning in ModelSpec::warnings.
 Result<ModelSpec> LoadModelSpec(const std::string& path);
 // Same, from an already parsed object; |file| names it in messages.
 Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string& file);

@@ -21,9 +21,9 @@ class Weights {
 
   Num Linear(Num in, Num out, bool bias) const { return in * out + (extras_ && bias ? out : Num(0)); }
 
-  // RMSNorm has a weight per feature; LayerNorm a weight and a bias.
+  // RMSNorm has a weight per feature; LayerNorm a weight and a bias; OLMo 1's LayerNorm neither.
   Num Norm(Num width) const {
-    if (!extras_) return Num(0);
+    if (!extras_ || !m_.norm_weights) return Num(0);
     return width * Num(m_.norm == NormKind::kLayerNorm ? 2 : 1);
   }
 
@@ -34,7 +34,14 @@ class Weights {
     Num q_width = Num(m_.num_heads) * Num(m_.head_dim);
     Num kv_width = Num(m_.num_kv_heads) * Num(m_.head_dim);
     bool bias = m_.attention_bias;
-    return Linear(h, q_width, bias) + Num(2) * Linear(h, kv_width, bias) + Linear(q_width, h, bias);
+    return Linear(h, q_width, bias) + Num(2) * Linear(h, kv_width, bias) +
+           Linear(q_width, h, m_.attention_output_bias) + QkNorms();
+  }
+
+  // Query and key RMSNorms (Qwen3, Gemma 3: RMSNorm(head_dim); OLMo 2: over the whole projection).
+  Num QkNorms() const {
+    if (!extras_) return Num(0);
+    return Num(m_.q_norm_width) + Num(m_.k_norm_width);
   }
 
   // DeepSeek-V2 (Section 2.1) latent attention, laid out as Hugging Face's DeepseekV3Attention:
@@ -50,7 +57,7 @@ class Weights {
                 : Linear(h, a.q_lora_rank, bias) + Norm(a.q_lora_rank) + Linear(a.q_lora_rank, q_out, false);
     Num kv = Linear(h, Num(a.kv_lora_rank) + Num(a.qk_rope_head_dim), bias) + Norm(a.kv_lora_rank) +
              Linear(a.kv_lora_rank, heads * (Num(a.qk_nope_head_dim) + Num(a.v_head_dim)), false);
-    return q + kv + Linear(heads * Num(a.v_head_dim), h, bias);
+    return q + kv + Linear(heads * Num(a.v_head_dim), h, m_.attention_output_bias);
   }
 
   // up and down projections, plus a gate projection when gated.
@@ -60,14 +67,17 @@ class Weights {
     return in_projections * Linear(h, width, m_.mlp_bias) + Linear(width, h, m_.mlp_bias);
   }
 
-  // One layer: attention, the two pre-norms and a dense MLP, or a router, |routed| routed experts
-  // and the shared experts.
-  Num DenseLayer() const { return Attention() + Num(2) * Norm(m_.hidden_size) + Mlp(m_.intermediate_size); }
+  // One layer: attention, its norms (two, or four in Gemma 2/3) and a dense MLP, or a router,
+  // |routed| routed experts and the shared experts (with Qwen2-MoE's gate on them).
+  Num LayerNorms() const { return Num(m_.norms_per_layer) * Norm(m_.hidden_size); }
+  Num DenseLayer() const { return Attention() + LayerNorms() + Mlp(m_.intermediate_size); }
   Num MoeLayer(int64_t routed) const {
     const MoeSpec& e = *m_.moe;
-    Num router = Num(e.num_experts) * Num(m_.hidden_size);  // no bias in Mixtral or DeepSeek
-    Num experts = (Num(routed) + Num(e.num_shared_experts)) * Mlp(e.expert_intermediate_size);
-    return Attention() + Num(2) * Norm(m_.hidden_size) + router + experts;
+    Num router = Num(e.num_experts) * Num(m_.hidden_size);  // no bias in Mixtral, Qwen or DeepSeek
+    Num shared = Num(e.num_shared_experts) * Mlp(e.shared_expert_intermediate_size) +
+                 (e.shared_expert_gate ? Num(m_.hidden_size) : Num(0));
+    Num experts = Num(routed) * Mlp(e.expert_intermediate_size) + shared;
+    return Attention() + LayerNorms() + router + experts;
   }
 
   // All layers, with |routed| routed experts in each MoE layer.
@@ -142,8 +152,10 @@ Status CheckParts(const ModelSpec& m, const Weights<CheckedInt>& w) {
     const MoeSpec& e = *m.moe;
     check(w.Mlp(e.expert_intermediate_size), "expert MLP",
           hidden + ", " + KeyValues({{"moe_intermediate_size", e.expert_intermediate_size}}));
+    check(w.Mlp(e.shared_expert_intermediate_size), "shared expert MLP",
+          hidden + ", " + KeyValues({{"shared_expert_intermediate_size", e.shared_expert_intermediate_size}}));
     check(w.MoeLayer(e.num_experts), "MoE layer",
-          KeyValues({{"num_local_experts/n_routed_experts", e.num_experts},
+          KeyValues({{"num_local_experts/n_routed_experts/num_experts", e.num_experts},
                      {"n_shared_experts", e.num_shared_experts}}));
   }
   check(w.Embedding(), "embedding",

@@ -152,8 +152,10 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
 
   ops.backward_weight.push_back(MakeGemm(OpName::kOutProjWgrad, d.Gemm(d.q_width, d.hidden, d.tokens)));
   ops.backward_weight.push_back(MakeGemm(OpName::kQkvProjWgrad, d.Gemm(d.hidden, qkv_width, d.tokens)));
-  if (d.unfused && d.attention_bias) {
+  if (d.unfused && d.attention_output_bias) {
     ops.backward_weight.push_back(BiasGradOp(d, OpName::kOutProjBgrad, d.tokens_sp, d.hidden));
+  }
+  if (d.unfused && d.attention_bias) {
     ops.backward_weight.push_back(BiasGradOp(d, OpName::kQkvProjBgrad, d.tokens, qkv_width));
   }
   return ops;

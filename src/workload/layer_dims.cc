@@ -241,6 +241,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s, const 
   d.dropout = o.dropout;
   d.unfused = o.attention == AttentionKernel::kUnfused;
   d.attention_bias = m.attention_bias;
+  d.attention_output_bias = m.attention_output_bias;
   d.mlp_bias = m.mlp_bias;
   d.recompute = s.recompute;
   if (m.mla) LOOM_RETURN_IF_ERROR(SetLatentAttentionDims(m, &d));
@@ -251,7 +252,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s, const 
     d.top_k = e.experts_per_token;
     d.ep = s.ep;
     d.local_experts = e.num_experts / s.ep;
-    d.shared_ffn = e.num_shared_experts * e.expert_intermediate_size / s.tp;
+    d.shared_ffn = e.num_shared_experts * e.shared_expert_intermediate_size / s.tp;
     d.etp = s.ExpertTp();
     d.expert_ffn = e.expert_intermediate_size / d.etp;
     d.capacity_factor = s.moe_capacity_factor;

@@ -31,6 +31,7 @@ class ShardedLayer {
     return CheckedInt(in / tp_) * out + (bias ? out : 0);
   }
   CheckedInt Norm(int64_t width) const {
+    if (!m_.norm_weights) return CheckedInt(0);  // OLMo 1's LayerNorm has no parameters
     return CheckedInt(width) * (m_.norm == NormKind::kLayerNorm ? 2 : 1);
   }
   // A weight every tp rank holds whole (TELinear with parallel_mode "duplicated").
@@ -42,8 +43,9 @@ class ShardedLayer {
     if (m_.mla) return LatentAttention(*m_.mla);
     const int64_t q = m_.num_heads * m_.head_dim;
     const int64_t qkv = q + 2 * m_.num_kv_heads * m_.head_dim;
+    // Query/key norms (Qwen3, Gemma 3, OLMo 2) kept whole on every rank, as spec/model_size.cc counts them.
     return ColumnLinear(m_.hidden_size, qkv, m_.attention_bias) +
-           RowLinear(q, m_.hidden_size, m_.attention_bias);
+           RowLinear(q, m_.hidden_size, m_.attention_output_bias) + CheckedInt(m_.q_norm_width) + m_.k_norm_width;
   }
   // DeepSeek-V2 latent attention as Megatron-core's MLASelfAttention splits it (see mla_ops.cc):
   // the down projections and their norms replicated, the up projections (or linear_q_proj)
@@ -59,19 +61,21 @@ class ShardedLayer {
                                                   ColumnLinear(a.q_lora_rank, q_out, false);
     const CheckedInt kv = ReplicatedLinear(h, a.kv_lora_rank + a.qk_rope_head_dim, bias) +
                           Norm(a.kv_lora_rank) + ColumnLinear(a.kv_lora_rank, kv_out, false);
-    return q + kv + RowLinear(m_.num_heads * a.v_head_dim, h, bias);
+    return q + kv + RowLinear(m_.num_heads * a.v_head_dim, h, m_.attention_output_bias);
   }
   CheckedInt Mlp(int64_t ffn) const {
     const int64_t up = m_.mlp == MlpKind::kGated ? 2 * ffn : ffn;
     return ColumnLinear(m_.hidden_size, up, m_.mlp_bias) + RowLinear(ffn, m_.hidden_size, m_.mlp_bias);
   }
-  // Attention, the two norms and the MLP or, in an MoE layer, the router and the shared experts.
+  // Attention, the layer's norms and the MLP or, in an MoE layer, the router and the shared
+  // experts (with Qwen2-MoE's hidden -> 1 gate on them, replicated).
   CheckedInt Dense(bool moe) const {
-    CheckedInt common = Attention() + Norm(m_.hidden_size) * 2;
+    CheckedInt common = Attention() + Norm(m_.hidden_size) * m_.norms_per_layer;
     if (!moe) return common + Mlp(m_.intermediate_size);
     const MoeSpec& e = *m_.moe;
     return common + CheckedInt(e.num_experts) * m_.hidden_size +
-           CheckedInt(e.num_shared_experts) * Mlp(e.expert_intermediate_size);
+           CheckedInt(e.num_shared_experts) * Mlp(e.shared_expert_intermediate_size) +
+           (e.shared_expert_gate ? m_.hidden_size : 0);
   }
   // The num_experts / ep routed experts of a rank; construct with the etp size as |tp|.
   CheckedInt RoutedExperts(int64_t ep) const {
@@ -102,7 +106,8 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
   // Latent attention splits over tp by its heads alone: its latent ranks are replicated.
   const bool split = m.num_heads % s.tp == 0 && m.num_kv_heads % s.tp == 0 &&
                      m.intermediate_size % s.tp == 0 &&
-                     (!m.moe || m.moe->expert_intermediate_size % s.tp == 0);
+                     (!m.moe || (m.moe->expert_intermediate_size % s.tp == 0 &&
+                                 m.moe->shared_expert_intermediate_size % s.tp == 0));
   if (!split) {
     return Status::InvalidArgument(ModelName(m) + ": num_attention_heads (" + Str(m.num_heads) +
                                    "), num_key_value_heads (" + Str(m.num_kv_heads) +

@@ -299,8 +299,11 @@ TEST(ModelError, BothExpertCountKeysAreAnError) {
   config["n_routed_experts"] = 8;
   config["num_experts_per_tok"] = 2;
   std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json: n_routed_experts: and num_local_experts are both set"));
+  EXPECT_TRUE(Contains(error, "models/bad.json: n_routed_experts: and num_local_experts or num_experts are set together"));
   EXPECT_TRUE(Contains(error, "keep one"));
+  config.erase("n_routed_experts");
+  config["num_experts"] = 8;  // Qwen MoE's key
+  EXPECT_TRUE(Contains(ParseError(config), "are set together; keep one"));
 }
 
 TEST(ModelError, ExpertsNeedATopKNoLargerThanTheExpertCount) {

@@ -267,8 +267,15 @@ TEST(TransformerLayerOps, MegatronOwnLinearsAddTheQkvBiasAndReduceBiasGradientsI
   EXPECT_TRUE(has(ops, "mlp_up.bgrad"));
   EXPECT_FALSE(has(Build(Shipped("megatron-22b"), Tp(8, true, 4)), "qkv_bias"));
   EXPECT_FALSE(has(Build(Shipped("megatron-22b"), Tp(8, true, 4)), "qkv_proj.bgrad"));
+  // Qwen2's layout: q, k and v biases without an output-projection bias.
+  ModelSpec qkv_only = Shipped("megatron-22b");
+  qkv_only.attention_output_bias = false;
+  const LayerOps qwen = Build(qkv_only, Tp(8, true, 4), unfused);
+  EXPECT_TRUE(has(qwen, "qkv_proj.bgrad"));
+  EXPECT_FALSE(has(qwen, "out_proj.bgrad"));
   ModelSpec no_bias = Shipped("megatron-22b");
   no_bias.attention_bias = false;
+  no_bias.attention_output_bias = false;
   no_bias.mlp_bias = false;
   const LayerOps plain = Build(no_bias, Tp(8, true, 4), unfused);
   EXPECT_FALSE(has(plain, "qkv_bias"));
