@@ -106,7 +106,8 @@ Result<GroupPlacement> PlaceRun(const NcclTestsRun& run, const ClusterSpec& clus
                                    cluster.file + " has " + std::to_string(*cluster.nodes) +
                                    "; fit with the right cluster file");
   }
-  return GroupPlacement{n, n / nodes};
+  // nccl-tests counts hosts; the model places on NVLink domains, which may join several hosts.
+  return PlaceGroup(n, 1, n / nodes * (cluster.NvlinkDomainGpus() / per_node));
 }
 
 Result<Sample> MakeSample(const NcclTestsRun& run, const NcclTestsRow& row, GroupPlacement group,

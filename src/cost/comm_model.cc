@@ -9,11 +9,11 @@ double BusBandwidthFactor(CollectiveKind kind, int64_t ranks) {
   return kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) / n : (n - 1.0) / n;
 }
 
-GroupPlacement PlaceGroup(int64_t ranks, int64_t stride, int64_t gpus_per_node) {
+GroupPlacement PlaceGroup(int64_t ranks, int64_t stride, int64_t nvlink_domain_gpus) {
   GroupPlacement placement;
   placement.ranks = ranks;
-  // Members |stride| apart: a node of g GPUs holds g / stride of them, at least one.
-  placement.ranks_per_node = std::clamp<int64_t>(gpus_per_node / stride, 1, ranks);
+  // Members |stride| apart: a domain of g GPUs holds g / stride of them, at least one.
+  placement.ranks_per_node = std::clamp<int64_t>(nvlink_domain_gpus / stride, 1, ranks);
   // A group that does not divide evenly over nodes is placed as if its nodes were full.
   while (ranks % placement.ranks_per_node != 0) --placement.ranks_per_node;
   return placement;
@@ -23,7 +23,8 @@ RingCommModel::RingCommModel(const ClusterSpec& cluster) {
   intra_bytes_per_s_ = cluster.intra_node.bandwidth_GBps * 1e9;
   // Every GPU of a node communicates at once in a symmetric step (all tp, dp, pp groups run
   // together), so each gets its node's NIC bandwidth divided by the GPUs per node: one rail NIC
-  // per GPU on DGX systems.
+  // per GPU on DGX systems. NICs belong to the host, so this is gpus_per_node, not the NVLink
+  // domain.
   const double node_nic_bytes_per_s =
       static_cast<double>(cluster.inter_node.nics_per_node) * cluster.inter_node.nic_bandwidth_Gbps * 1e9 / 8.0;
   inter_bytes_per_s_ = std::min(intra_bytes_per_s_, node_nic_bytes_per_s /

@@ -10,6 +10,9 @@
 namespace loom {
 
 // Where the ranks of one communicator sit: |ranks| in all, |ranks_per_node| of them on each node.
+// "Node" here is the NVLink domain (ClusterSpec::NvlinkDomainGpus()): members on one node talk
+// over NVLink, and Nodes() > 1 means the group crosses the NICs. It is the host on every cluster
+// whose NVLink stops at the host; on GB200 NVL72 it is the rack's 72 GPUs.
 struct GroupPlacement {
   int64_t ranks = 1;
   int64_t ranks_per_node = 1;
@@ -19,8 +22,9 @@ struct GroupPlacement {
 
 // The placement of a group of |ranks| ranks whose members are |stride| global ranks apart, with
 // ranks numbered node by node (Megatron-LM numbers tp fastest, then cp, dp, pp: a tp group has
-// stride 1, a dp group stride tp*cp). REQUIRES: all arguments >= 1.
-GroupPlacement PlaceGroup(int64_t ranks, int64_t stride, int64_t gpus_per_node);
+// stride 1, a dp group stride tp*cp), on NVLink domains of |nvlink_domain_gpus| GPUs.
+// REQUIRES: all arguments >= 1.
+GroupPlacement PlaceGroup(int64_t ranks, int64_t stride, int64_t nvlink_domain_gpus);
 
 // busbw / algbw for |kind| over |ranks| ranks, the convention of nccl-tests (doc/PERFORMANCE.md):
 // all-reduce 2(n-1)/n; all-gather, reduce-scatter and all-to-all (n-1)/n. Bytes follow

@@ -103,7 +103,8 @@ NcclCommModel::NcclCommModel(const ClusterSpec& cluster, bool nvls_enabled)
       nominal_intra_GBps_(cluster.intra_node.bandwidth_GBps),
       calibration_(cluster.calibration) {
   // Every GPU of a node communicates at once (all its groups run together), so each gets its
-  // node's NIC bandwidth over the GPUs per node: one rail NIC per GPU on DGX systems.
+  // node's NIC bandwidth over the GPUs per node: one rail NIC per GPU on DGX systems. NICs belong
+  // to the host (a GB200 NVL72 tray has its own), so this is gpus_per_node, not the NVLink domain.
   const InterNode& net = cluster.inter_node;
   nominal_nic_GBps_ = static_cast<double>(net.nics_per_node) * net.nic_bandwidth_Gbps / 8.0 /
                       static_cast<double>(cluster.gpus_per_node) / net.oversubscription;

@@ -68,7 +68,7 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, 
                                    (counts.size() > 1 ? " or another GPU count searched" : "") +
                                    "; give a dp that fills the GPUs or leave dp out");
   }
-  s.allow_cross_node_tp = s.tp > cluster.gpus_per_node;
+  s.allow_cross_node_tp = s.tp > cluster.NvlinkDomainGpus();
   Result<SimulationResult> result = SimulateTrainingStep(model, cluster, s, options.simulation);
   if (!result.ok()) return result.status();
   Explanation e;

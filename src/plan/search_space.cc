@@ -325,7 +325,7 @@ void AddExpertLayouts(const Space& space, Strategy s) {
 
 void AddLayouts(const Space& space, int64_t gpus) {
   const Constraints& fixed = space.request.fixed;
-  const int64_t per_node = space.cluster.gpus_per_node;
+  const int64_t nvlink_domain = space.cluster.NvlinkDomainGpus();
   std::vector<int64_t> cps;
   for (int64_t cp = 1; space.request.seq_len / cp >= 2048 || cp == 1; cp *= 2) cps.push_back(cp);
   for (int64_t tp : Choices(fixed.tp, space.cluster.TensorParallelDegrees())) {
@@ -346,7 +346,7 @@ void AddLayouts(const Space& space, int64_t gpus) {
         s.dtype = space.request.dtype;
         s.optimizer = space.request.optimizer;
         s.grad_accumulation = space.request.grad_accumulation;
-        s.allow_cross_node_tp = tp > per_node;
+        s.allow_cross_node_tp = tp > nvlink_domain;
         AddExpertLayouts(space, s);
       }
     }

@@ -181,7 +181,9 @@ PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index) {
 }
 
 Placements PlaceStrategy(const Strategy& s, const ClusterSpec& cluster) {
-  const int64_t g = cluster.gpus_per_node;
+  // Groups are placed on NVLink domains, not hosts: on GB200 NVL72 a tp group over two trays of 4
+  // still talks over NVLink.
+  const int64_t g = cluster.NvlinkDomainGpus();
   Placements p;
   p.tp = PlaceGroup(s.tp, 1, g);
   p.cp = PlaceGroup(s.cp, s.tp, g);

@@ -92,7 +92,7 @@ struct Placements {
   GroupPlacement tp, cp, ep, dp;
   GroupPlacement etp;  // expert tensor parallel: the ranks that split each routed expert
   GroupPlacement expert_dp;  // the ranks holding the same experts, which reduce their gradients
-  bool pp_across_nodes = false;  // whether neighbouring pipeline stages sit on different nodes
+  bool pp_across_nodes = false;  // whether neighbouring pipeline stages sit on different NVLink domains
 };
 
 Placements PlaceStrategy(const Strategy& strategy, const ClusterSpec& cluster);

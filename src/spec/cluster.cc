@@ -244,14 +244,37 @@ void ReadHost(JsonReader& reader, Host* host) {
   host->memory_bandwidth_GBps = reader.OptionalPositiveNumber("memory_bandwidth_GBps", kBandwidthGBps);
 }
 
+// An NVLink domain is whole nodes joined by NVLink switches: NVL72's 18 trays of 4 GPUs reach
+// each other through its NVLink Switch trays (NVIDIA GB200 NVL72 product page), so a domain
+// larger than a node needs the "nvswitch" fabric and a whole number of nodes.
+void CheckNvlinkDomain(JsonReader& reader, const ClusterSpec& spec) {
+  if (!spec.nvlink_domain_gpus || spec.gpus_per_node < 1) return;
+  const int64_t domain = *spec.nvlink_domain_gpus;
+  const std::string per_node = std::to_string(spec.gpus_per_node);
+  if (domain % spec.gpus_per_node != 0) {
+    reader.AddError("nvlink_domain_gpus",
+                    "is " + std::to_string(domain) + ", not a multiple of gpus_per_node (" + per_node +
+                        "); an NVLink domain is whole nodes: use " + per_node + " times the nodes "
+                        "one NVLink switch system joins (72 for GB200 NVL72's 18 trays of 4), or "
+                        "remove the key for a domain of one node");
+  } else if (domain > spec.gpus_per_node && spec.intra_node.fabric != IntraNodeFabric::kNvSwitch) {
+    reader.AddError("nvlink_domain_gpus",
+                    "is " + std::to_string(domain) + ", more than one node of " + per_node +
+                        ", but intra_node.fabric is not \"nvswitch\"; only NVLink switches join "
+                        "nodes into one domain: remove the key or set the fabric to \"nvswitch\"");
+  }
+}
+
 // Reads every key of a cluster file but the GPU file's contents; returns the "gpu" value.
 std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, ClusterSpec* spec) {
   CheckSchema(reader, kClusterSchema);
   spec->name = NonEmptyString(reader, "name");
   std::string gpu_ref = NonEmptyString(reader, "gpu");
   spec->gpus_per_node = reader.Int("gpus_per_node", kGpusPerNode);
+  spec->nvlink_domain_gpus = reader.OptionalInt("nvlink_domain_gpus", kGpusPerNode);
   spec->nodes = reader.OptionalInt("nodes", kNodes);
   ReadIntraNode(reader.Object("intra_node"), &spec->intra_node);
+  CheckNvlinkDomain(reader, *spec);
   ReadInterNode(reader.Object("inter_node"), &spec->inter_node);
   ReadHost(reader.Object("host"), &spec->host);
   if (reader.Has("calibration")) ReadCommCalibration(reader.Object("calibration"), &spec->calibration);
@@ -302,10 +325,15 @@ std::optional<double> GpuSpec::PeakTflops(Dtype dtype) const {
   return PeakSlot(*this, dtype);
 }
 
+int64_t ClusterSpec::NvlinkDomainGpus() const {
+  return nvlink_domain_gpus.value_or(gpus_per_node);
+}
+
 std::vector<int64_t> ClusterSpec::TensorParallelDegrees() const {
+  const int64_t domain = NvlinkDomainGpus();
   std::vector<int64_t> degrees;
-  for (int64_t tp = 1; tp <= gpus_per_node; ++tp) {
-    if (gpus_per_node % tp == 0) degrees.push_back(tp);
+  for (int64_t tp = 1; tp <= domain; ++tp) {
+    if (domain % tp == 0) degrees.push_back(tp);
   }
   return degrees;
 }

@@ -97,7 +97,12 @@ struct ClusterSpec {
   std::string name;
   std::string file;
   GpuSpec gpu;
+  // GPUs in one node (host): what the per-node keys below (NICs, host memory) are shared by.
   int64_t gpus_per_node = 0;
+  // GPUs that reach one another over NVLink switches (the scale-up domain): the file's optional
+  // "nvlink_domain_gpus", a multiple of gpus_per_node; unset means one node. Larger than a node
+  // only on rack-scale NVLink systems (GB200 NVL72: 72 GPUs on 18 compute trays of 4).
+  std::optional<int64_t> nvlink_domain_gpus;
   std::optional<int64_t> nodes;  // from the file's "nodes" or the command line
   IntraNode intra_node;
   InterNode inter_node;
@@ -109,8 +114,14 @@ struct ClusterSpec {
 
   // gpus_per_node * nodes, or nullopt when the node count is not known.
   std::optional<int64_t> TotalGpus() const;
-  // The tensor-parallel degrees that split evenly within a node: the divisors of gpus_per_node,
-  // ascending. What `loom plan` searches and `loom probe --for-model` measures shapes for.
+  // GPUs of one NVLink domain: nvlink_domain_gpus, or gpus_per_node when unset. A communicator
+  // whose members share a domain runs over NVLink (the "intra_node" keys, the model's intra-node
+  // path); one that spans domains runs over the NICs. Tensor and expert-tensor parallelism stay
+  // within it. Host-side quantities (NIC share, PCIe or C2C link, CPU memory) stay per node.
+  int64_t NvlinkDomainGpus() const;
+  // The tensor-parallel degrees that split evenly within an NVLink domain: the divisors of
+  // NvlinkDomainGpus(), ascending. What `loom plan` searches and `loom probe --for-model` measures
+  // shapes for.
   std::vector<int64_t> TensorParallelDegrees() const;
 };
 

@@ -174,13 +174,20 @@ void CheckTensorSplits(const Strategy& s, const ModelSpec& model, Messages& out)
   }
 }
 
+// "8 GPUs per node" or, where NVLink joins several nodes, "72 GPUs per NVLink domain": the
+// GPUs that tensor parallelism may span without the network.
+std::string NvlinkDomainWords(const ClusterSpec& cluster) {
+  const int64_t domain = cluster.NvlinkDomainGpus();
+  return Cat(domain, domain == cluster.gpus_per_node ? " GPUs per node" : " GPUs per NVLink domain");
+}
+
 void CheckTensorPlacement(const Strategy& s, const ClusterSpec& cluster, Messages& out) {
-  if (s.allow_cross_node_tp || cluster.gpus_per_node < 1 || s.tp <= cluster.gpus_per_node) return;
-  out.push_back(Cat("--tp ", s.tp, ": exceeds the ", cluster.gpus_per_node, " GPUs per node of ",
-                    ClusterRef(cluster),
+  const int64_t domain = cluster.NvlinkDomainGpus();
+  if (s.allow_cross_node_tp || domain < 1 || s.tp <= domain) return;
+  out.push_back(Cat("--tp ", s.tp, ": exceeds the ", NvlinkDomainWords(cluster), " of ", ClusterRef(cluster),
                     "; tensor parallelism all-reduces activations in every layer, and over the "
                     "network that is rarely worth it; use --tp ",
-                    cluster.gpus_per_node, " or less, or pass --allow-cross-node-tp to accept it"));
+                    domain, " or less, or pass --allow-cross-node-tp to accept it"));
 }
 
 // Megatron-LM's validate_args sets sequence_parallel = False when tp is 1 (megatron/training/
@@ -585,10 +592,10 @@ void CheckExpertTensorParallel(const Strategy& s, const ModelSpec& model, const 
                       ") is carved from the tp * dp * cp = ", ranks, " ranks of a stage, and ", ranks,
                       " is not divisible by ", group, "; use an ep * etp that divides ", ranks));
   }
-  if (!s.allow_cross_node_tp && cluster.gpus_per_node >= 1 && s.etp > cluster.gpus_per_node) {
-    out.push_back(Cat("--etp ", s.etp, ": exceeds the ", cluster.gpus_per_node, " GPUs per node of ",
-                      ClusterRef(cluster), "; use --etp ", cluster.gpus_per_node,
-                      " or less, or pass --allow-cross-node-tp"));
+  const int64_t domain = cluster.NvlinkDomainGpus();
+  if (!s.allow_cross_node_tp && domain >= 1 && s.etp > domain) {
+    out.push_back(Cat("--etp ", s.etp, ": exceeds the ", NvlinkDomainWords(cluster), " of ",
+                      ClusterRef(cluster), "; use --etp ", domain, " or less, or pass --allow-cross-node-tp"));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -390,6 +391,68 @@ TEST(ClusterSpec, HostMemoryBandwidthIsOptionalAndPositive) {
   json["host"]["memory_bandwidth_GBps"] = 0;
   Status status = ClusterError(json, &path);
   EXPECT_TRUE(Contains(status.message(), path + ": host.memory_bandwidth_GBps: is 0; it must be greater than 0"));
+}
+
+TEST(ClusterSpec, NvlinkDomainDefaultsToTheNodeAndSetsTheTensorParallelDegrees) {
+  std::string path;
+  Result<ClusterSpec> node = LoadCluster(ValidCluster(), &path);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ(node->NvlinkDomainGpus(), 8);
+  EXPECT_EQ(node->TensorParallelDegrees(), (std::vector<int64_t>{1, 2, 4, 8}));
+  nlohmann::json json = ValidCluster();
+  json["gpus_per_node"] = 4;
+  json["nvlink_domain_gpus"] = 16;
+  Result<ClusterSpec> rack = LoadCluster(json, &path);
+  ASSERT_TRUE(rack.ok()) << rack.status().ToString();
+  EXPECT_EQ(rack->gpus_per_node, 4);
+  EXPECT_EQ(rack->NvlinkDomainGpus(), 16);
+  EXPECT_EQ(rack->TensorParallelDegrees(), (std::vector<int64_t>{1, 2, 4, 8, 16}));
+}
+
+TEST(ClusterSpec, NvlinkDomainMustBeWholeNodesOverNvswitch) {
+  std::string path;
+  nlohmann::json json = ValidCluster();
+  json["gpus_per_node"] = 4;
+  json["nvlink_domain_gpus"] = 6;
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
+                       path + ": nvlink_domain_gpus: is 6, not a multiple of gpus_per_node (4); an NVLink "
+                              "domain is whole nodes: use 4 times the nodes"));
+  json["nvlink_domain_gpus"] = 0;
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(), path + ": nvlink_domain_gpus: is 0; it must be between 1"));
+  json["nvlink_domain_gpus"] = 8;
+  json["intra_node"]["fabric"] = "pcie";
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
+                       path + ": nvlink_domain_gpus: is 8, more than one node of 4, but intra_node.fabric is not "
+                              "\"nvswitch\"; only NVLink switches join nodes into one domain"));
+}
+
+TEST(ClusterSpec, EveryShippedClusterLoadsWithCitedSources) {
+  int64_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(Shipped("clusters"))) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    Result<ClusterSpec> cluster = LoadClusterSpec(entry.path().string());
+    ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+    EXPECT_EQ(cluster->NvlinkDomainGpus() % cluster->gpus_per_node, 0) << entry.path();
+    std::ifstream in(entry.path());
+    const nlohmann::json json = nlohmann::json::parse(in);
+    EXPECT_TRUE(json.contains("sources")) << entry.path();
+  }
+  EXPECT_GE(files, 9);
+}
+
+TEST(ClusterSpec, Gb200Nvl72IsTraysOfFourInOneDomainOf72) {
+  Result<ClusterSpec> c = LoadClusterSpec(Shipped("clusters/gb200-nvl72.json"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->gpus_per_node, 4);
+  EXPECT_EQ(c->NvlinkDomainGpus(), 72);
+  EXPECT_EQ(c->inter_node.nics_per_node, 4);
+  EXPECT_EQ(c->gpu.PeakTflops(Dtype::kBf16), 2500);
+  Result<ClusterSpec> dgx = LoadClusterSpec(Shipped("clusters/dgx-b200.json"));
+  ASSERT_TRUE(dgx.ok()) << dgx.status().ToString();
+  EXPECT_EQ(dgx->NvlinkDomainGpus(), 8);
+  EXPECT_EQ(dgx->gpu.PeakTflops(Dtype::kBf16), 2250);
+  EXPECT_EQ(dgx->gpu.memory_bytes, int64_t{183359} * 1024 * 1024);
 }
 
 TEST(ClusterSpec, PricePerGpuHourIsOptionalPositiveAndBounded) {
