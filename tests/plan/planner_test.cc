@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <set>
@@ -13,7 +14,9 @@
 #include "plan/distinct.h"
 #include "plan/explain.h"
 #include "plan/plan_test_support.h"
+#include "sim/pass_costs.h"
 #include "sim/step_bounds.h"
+#include "spec/strategy.h"
 
 namespace loom {
 namespace {
@@ -428,6 +431,75 @@ TEST(Plan, EveryThreadStopsAtTheNextStrategy) {
   EXPECT_GE(r->bounded, 500);
   EXPECT_LE(r->bounded, 500 + 3);
   ExpectConsistentCounts(*r);
+}
+
+// Every shipped cluster file loads and plans the README's small example: Llama 3 8B on 64 GPUs,
+// `loom plan --gpus 64 --global-batch 64 --seq 4096 --top 1`, with a plan of positive step time.
+TEST(Plan, EveryShippedClusterPlansLlama8BOn64Gpus) {
+  Result<ModelSpec> model = LoadModelSpec(Shipped("models/llama3-8b.json"));
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  int64_t clusters = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(Shipped("hardware/clusters"))) {
+    if (entry.path().extension() != ".json") continue;
+    ++clusters;
+    Result<ClusterSpec> cluster = LoadClusterSpec(entry.path().string());
+    ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+    ClusterSpec c = *cluster;
+    c.nodes = 64 / c.gpus_per_node;
+    PlanOptions options;
+    options.top_k = 1;
+    Result<PlanReport> report = Plan(*model, c, Request(64, 64, 4096), options);
+    ASSERT_TRUE(report.ok()) << entry.path() << ": " << report.status().message();
+    ASSERT_EQ(report->ranked.size(), 1u) << entry.path();
+    EXPECT_GT(report->ranked[0].step_time_s, 0) << entry.path();
+  }
+  EXPECT_GE(clusters, 9);
+}
+
+Inputs LoadOn(const std::string& cluster_file, int64_t nodes) {
+  Result<ModelSpec> m = LoadModelSpec(Shipped("models/llama3-8b.json"));
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  Result<ClusterSpec> c = LoadClusterSpec(Shipped("hardware/clusters/" + cluster_file), nodes);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return {m.ok() ? *m : ModelSpec(), c.ok() ? *c : ClusterSpec()};
+}
+
+Strategy TensorParallel(int64_t tp, int64_t dp) {
+  Strategy s;
+  s.tp = tp;
+  s.dp = dp;
+  s.sp = true;
+  s.global_batch = dp;
+  s.seq_len = 4096;
+  return s;
+}
+
+// GB200 NVL72 hosts 4 GPUs a tray but joins 72 in one NVLink domain: tp 8 over two trays and a
+// dp group over 16 trays stay on NVLink, and the search offers tp up to the domain.
+TEST(Plan, Gb200Nvl72PlacesGroupsOnItsNvlinkDomainNotItsTrays) {
+  const Inputs in = LoadOn("gb200-nvl72.json", 16);
+  ASSERT_EQ(in.cluster.gpus_per_node, 4);
+  ASSERT_EQ(in.cluster.NvlinkDomainGpus(), 72);
+  const Strategy s = TensorParallel(8, 8);
+  EXPECT_TRUE(ValidateStrategy(s, in.model, in.cluster).ok()) << ValidateStrategy(s, in.model, in.cluster).message();
+  const Placements p = PlaceStrategy(s, in.cluster);
+  EXPECT_EQ(p.tp.Nodes(), 1);
+  EXPECT_EQ(p.dp.Nodes(), 1);
+  EXPECT_FALSE(p.pp_across_nodes);
+  const std::vector<int64_t> degrees = in.cluster.TensorParallelDegrees();
+  EXPECT_EQ(degrees.back(), 72);
+}
+
+// DGX B200's NVLink stops at its 8 GPUs: tp 16 is refused as before, and accepted with
+// --allow-cross-node-tp it spans two domains, over the NICs.
+TEST(Plan, DgxB200KeepsTensorParallelismWithinItsNode) {
+  const Inputs in = LoadOn("dgx-b200.json", 2);
+  ASSERT_EQ(in.cluster.NvlinkDomainGpus(), 8);
+  Strategy s = TensorParallel(16, 1);
+  Status refused = ValidateStrategy(s, in.model, in.cluster);
+  EXPECT_NE(refused.message().find("--tp 16: exceeds the 8 GPUs per node of"), std::string::npos) << refused.message();
+  s.allow_cross_node_tp = true;
+  EXPECT_EQ(PlaceStrategy(s, in.cluster).tp.Nodes(), 2);
 }
 
 }  // namespace
