@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <new>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -9,8 +10,27 @@
 #include "cli/command.h"
 #include "core/interrupt.h"
 #include "core/json_reader.h"
+#include "probe/mpi_launcher.h"
 
 namespace loom {
+namespace {
+
+std::string RankPrefix(int rank) { return "rank " + std::to_string(rank) + ": "; }
+
+// Whether this process prints |status|: every rank of an MPI job runs the same command on the
+// same inputs, so rank 0 alone reports what all hit; another rank reports only its own failure.
+bool PrintsOnThisRank(const Status& status, int rank) {
+  return rank == 0 || status.message().rfind(RankPrefix(rank), 0) == 0;
+}
+
+// One write per line, so that the lines of several ranks sharing a terminal do not interleave.
+void PrintError(const Status& status, std::ostream& err) {
+  err << ("loom: error: " + status.message() + "\n") << std::flush;
+}
+
+}  // namespace
+
+Status OnRank(int rank, const Status& status) { return status.WithContext("rank " + std::to_string(rank)); }
 
 int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app(
@@ -22,6 +42,10 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.require_subcommand(1);
   app.footer("Run `loom SUBCOMMAND --help` for the options and an example of each subcommand.");
 
+  // Under mpirun every rank parses the same command line: rank 0 alone says what is wrong with it.
+  const int rank = LauncherRank();
+  std::ostringstream discarded;
+  std::ostream& usage_err = rank == 0 ? err : discarded;
   CommandRunner runner;
   AddDescribeCommand(app, runner);
   AddSimulateCommand(app, runner);
@@ -48,7 +72,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       if (d < best) best = d, nearest = name;
     }
     if (best >= 0) {
-      err << "loom: \"" << Abbreviated(word) << "\" is not a loom command"
+      usage_err << "loom: \"" << Abbreviated(word) << "\" is not a loom command"
           << (best <= 3 ? "; did you mean \"" + nearest + "\"?" : "") << " The commands are " << names
           << "; run `loom --help`.\n";
       return kExitUsage;
@@ -59,7 +83,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const CLI::Success& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    app.exit(e, out, err);
+    app.exit(e, out, usage_err);
     return kExitUsage;
   }
   // The boundary of every command: an exception a library let through (or memory running out)
@@ -76,12 +100,12 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                               "); this is a bug in loom: please report it with the command line");
   }
   if (const int signal = InterruptSignal(); signal != 0) {
-    if (!status.ok()) err << "loom: error: " << status.message() << "\n";
+    if (!status.ok() && PrintsOnThisRank(status, rank)) PrintError(status, err);
     err << "loom: interrupted by " << SignalName(signal) << "\n";
     return kExitSignalBase + signal;
   }
   if (!status.ok()) {
-    err << "loom: error: " << status.message() << "\n";
+    if (PrintsOnThisRank(status, rank)) PrintError(status, err);
     return status.code() == Status::Code::kUnavailable ? kExitNoHardware : kExitBadInput;
   }
   return kExitOk;

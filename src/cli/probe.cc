@@ -134,6 +134,8 @@ Status DryRun(const ProbeOptions& o, std::ostream& out) {
   if (!sweep.ok()) return sweep.status();
   Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
   if (!points.ok()) return points.status();
+  // Under mpirun every rank lists the same sweep: rank 0 prints it.
+  if (LauncherRank() != 0) return Status::Ok();
   if (o.json) {
     out << JsonText(Stamped(SweepPlanJson(*points, {}), o.request)) << "\n";
   } else {
@@ -182,7 +184,7 @@ std::function<void(const ProbeProgress&)> TerminalProgress(std::ostream& err) {
 
 Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   int devices = 0;
-  LOOM_RETURN_IF_ERROR(cuda::CountDevices(&devices));
+  if (Status counted = cuda::CountDevices(&devices); !counted.ok()) return OnRank(LauncherRank(), counted);
   Result<std::unique_ptr<Launcher>> launcher = MakeProcessLauncher();
   if (!launcher.ok()) return launcher.status();
   Launcher& l = **launcher;
@@ -191,7 +193,7 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   DeviceFacts facts;
   if (l.Rank() == 0) {
     Result<std::unique_ptr<KernelBench>> made = cuda::MakeCudaKernelBench(device);
-    if (!made.ok()) return made.status();
+    if (!made.ok()) return OnRank(l.Rank(), made.status());
     kernels = std::move(made).value();
     facts = kernels->Facts();
   }
@@ -205,7 +207,7 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   if (!sweep->groups.empty() && std::find(sweep->kinds.begin(), sweep->kinds.end(), ProbeKind::kCollectives) !=
                                     sweep->kinds.end()) {
     Result<std::unique_ptr<CollectiveBench>> made = cuda::MakeNcclCollectiveBench(l, device, sweep->groups);
-    if (!made.ok()) return made.status();
+    if (!made.ok()) return OnRank(l.Rank(), made.status());
     collectives = std::move(made).value();
   }
   ProbeRunOptions run;

@@ -209,7 +209,7 @@ Status Run(const ValidateOptions& o, std::ostream& out) {
   Measured measured;
   if (o.backend == "cuda") {
     Result<Measured> cuda = RunCuda(o, *plan, *exec, **launcher);
-    if (!cuda.ok()) return cuda.status();
+    if (!cuda.ok()) return OnRank((*launcher)->Rank(), cuda.status());
     measured = std::move(cuda).value();
   } else {
     HostRunOptions run;
@@ -218,7 +218,7 @@ Status Run(const ValidateOptions& o, std::ostream& out) {
     run.speedup = o.speedup;
     run.timeout = StepTimeout(o, *plan);
     Result<std::vector<StepTimeline>> host = RunOnHost(*exec, **launcher, run);
-    if (!host.ok()) return host.status();
+    if (!host.ok()) return OnRank((*launcher)->Rank(), host.status());
     measured.steps = std::move(host).value();
   }
   if ((*launcher)->Rank() != 0) return Status::Ok();

@@ -28,6 +28,17 @@ bool StartedByMpiLauncher() {
   return false;
 }
 
+int LauncherRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long rank = std::strtol(value, &end, 10);
+    if (*end == '\0' && rank >= 0 && rank <= INT32_MAX) return static_cast<int>(rank);
+  }
+  return 0;
+}
+
 Result<std::unique_ptr<Launcher>> MakeProcessLauncher() {
   if (StartedByMpiLauncher()) return MakeMpiLauncher();
   char name[256] = {};

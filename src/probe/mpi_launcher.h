@@ -12,6 +12,11 @@ namespace loom {
 // environment variables say so).
 bool StartedByMpiLauncher();
 
+// This process's rank as its MPI launcher set it in the environment, readable before MPI_Init
+// (and in a loom built without MPI): OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID,
+// the first that holds a whole number >= 0; 0 when none does (no launcher started it).
+int LauncherRank();
+
 // The Launcher of an MPI job: MPI_Init on construction (MPI_Init_thread is not needed: one
 // thread calls MPI), MPI_COMM_WORLD's rank and size, every rank's host name gathered, MPI_Finalize
 // on destruction. Unimplemented when loom was built without MPI (the message says how to build
