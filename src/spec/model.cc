@@ -27,7 +27,8 @@ struct Activation {
 // gelu_pytorch_tanh (GemmaMLP), so a known model_type decides it (spec/model_family.h).
 constexpr Activation kActivations[] = {
     {"gelu", MlpKind::kPlain}, {"gelu_new", MlpKind::kPlain}, {"gelu_pytorch_tanh", MlpKind::kPlain},
-    {"relu", MlpKind::kPlain}, {"silu", MlpKind::kGated},     {"swiglu", MlpKind::kGated},
+    {"gelu_fast", MlpKind::kPlain}, {"relu", MlpKind::kPlain},  {"silu", MlpKind::kGated},
+    {"swiglu", MlpKind::kGated},
 };
 
 std::string ActivationChoices() {
