@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/fit_destination.h"
 #include "cli/format.h"
 #include "cli/json_contract.h"
 #include "core/file_io.h"
@@ -48,6 +49,7 @@ struct FitOptions {
   bool dry_run = false;
   bool check = false;
   bool force = false;
+  bool in_place = false;
   bool json = false;
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
@@ -94,10 +96,10 @@ std::function<Status(const std::string&)> LoadsWith(Load load) {
   };
 }
 
-// Where the result goes: --output, else the hardware file itself; "" with --dry-run.
-std::string Destination(const FitOptions& o, const std::string& hardware_file) {
-  if (o.dry_run) return "";
-  return o.output_path.empty() ? hardware_file : o.output_path;
+// Where the result goes (FitDestination): "" with --dry-run, --output, the file itself with
+// --in-place, else a new file beside it.
+Result<std::string> Destination(const FitOptions& o, const std::string& hardware_file) {
+  return FitDestination({o.dry_run || o.check, o.output_path, o.in_place, o.force}, hardware_file);
 }
 
 Json WrittenJson(const std::string& destination) {
@@ -284,6 +286,8 @@ void PrintCheck(const std::vector<Profile>& profiles, const std::vector<ProfileS
 Status RunGpuFit(const FitOptions& o, std::ostream& out) {
   Result<GpuSpec> gpu = LoadGpuSpec(o.gpu_path);
   if (!gpu.ok()) return gpu.status();
+  Result<std::string> written = Destination(o, o.gpu_path);
+  if (!written.ok()) return written.status();
   std::vector<Profile> profiles;
   std::vector<ProfileSample> samples;
   for (const std::string& input : o.inputs) {
@@ -325,7 +329,7 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
   Result<Json> file = ReadOrderedJson(o.gpu_path);
   if (!file.ok()) return file.status();
   const Json updated = WithComputeCalibration(*file, fit);
-  const std::string destination = Destination(o, o.gpu_path);
+  const std::string destination = *written;
   if (!destination.empty()) {
     LOOM_RETURN_IF_ERROR(WriteAtomically(destination, JsonText(updated) + "\n", LoadsWith(LoadGpuSpec)));
   }
@@ -444,6 +448,8 @@ Result<std::vector<NcclTestsRun>> ReadCollectiveRuns(const std::string& path) {
 Status RunClusterFit(const FitOptions& o, std::ostream& out) {
   Result<ClusterSpec> cluster = LoadClusterSpec(o.cluster_path);
   if (!cluster.ok()) return cluster.status();
+  Result<std::string> written = Destination(o, o.cluster_path);
+  if (!written.ok()) return written.status();
   std::vector<NcclTestsRun> runs;
   for (const std::string& input : o.inputs) {
     Result<std::vector<NcclTestsRun>> read = ReadCollectiveRuns(input);
@@ -463,7 +469,7 @@ Status RunClusterFit(const FitOptions& o, std::ostream& out) {
   fit.calibration.source = CommSource(runs, fit);
   Result<Json> file = ReadOrderedJson(o.cluster_path);
   if (!file.ok()) return file.status();
-  const std::string destination = Destination(o, o.cluster_path);
+  const std::string destination = *written;
   const Json updated = Relocated(WithCommCalibration(*file, fit), o.cluster_path, destination);
   if (!destination.empty()) {
     LOOM_RETURN_IF_ERROR(WriteAtomically(destination, JsonText(updated) + "\n",
@@ -497,21 +503,25 @@ Result<std::vector<RunParam>> ParseRunParams(const std::string& text, bool* auto
   return params;
 }
 
-// |file|'s JSON with |edit| applied, written atomically and checked by |load|.
-Status EditFile(const std::string& file, const std::function<void(Json&)>& edit,
-                const std::function<Status(const std::string&)>& load) {
+// |file|'s JSON with |edit| applied, written atomically to its Destination and checked by |load|.
+// Returns the file written.
+Result<std::string> EditFile(const FitOptions& o, const std::string& file, const std::function<void(Json&)>& edit,
+                             const std::function<Status(const std::string&)>& load) {
+  Result<std::string> destination = Destination(o, file);
+  if (!destination.ok()) return destination.status();
   Result<Json> read = ReadOrderedJson(file);
   if (!read.ok()) return read.status();
   Json json = std::move(read).value();
   edit(json);
-  return WriteAtomically(file, JsonText(json) + "\n", load);
+  LOOM_RETURN_IF_ERROR(WriteAtomically(*destination, JsonText(json) + "\n", load));
+  return *destination;
 }
 
 // Writes each fitted multiplier into the file that holds its parameter: the values of the runs
 // with the multipliers applied (WithMultipliers), so that the files say what the fit simulated.
 // Returns what it wrote.
-Result<std::vector<std::string>> WriteRunFit(const RunFit& fit, const std::vector<MeasuredRun>& runs,
-                                             const std::string& runs_path) {
+Result<std::vector<std::string>> WriteRunFit(const FitOptions& o, const RunFit& fit,
+                                             const std::vector<MeasuredRun>& runs, const std::string& runs_path) {
   std::vector<std::string> written;
   const std::string note = "loom fit --runs " + runs_path;
   for (size_t j = 0; j < fit.params.size(); ++j) {
@@ -526,14 +536,15 @@ Result<std::vector<std::string>> WriteRunFit(const RunFit& fit, const std::vecto
           }
           files.push_back(run.options.framework->file);
           const double scale = WithMultipliers(run, fit.params, fit.values).options.framework->scale;
-          LOOM_RETURN_IF_ERROR(EditFile(files.back(), [&](Json& file) {
+          Result<std::string> to = EditFile(o, files.back(), [&](Json& file) {
             Json& host = file["host"];
             host["scale"] = scale;
             Json fitted = host.value("fitted_on", Json::array());
             fitted.push_back(runs_path);
             host["fitted_on"] = fitted;
-          }, LoadsWith(LoadFrameworkProfile)));
-          written.push_back(files.back() + ": host.scale" + multiplier);
+          }, LoadsWith(LoadFrameworkProfile));
+          if (!to.ok()) return to.status();
+          written.push_back(*to + ": host.scale" + multiplier);
         }
         break;
       }
@@ -547,11 +558,12 @@ Result<std::vector<std::string>> WriteRunFit(const RunFit& fit, const std::vecto
         values["attention_efficiency"] = RoundSignificant(c.attention_efficiency.value_or(1.0), 4);
         values["memory_bandwidth_fraction"] = RoundSignificant(c.memory_bandwidth_fraction.value_or(1.0), 4);
         const std::string file = scaled.cluster.gpu.file;
-        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& json) {
+        Result<std::string> to = EditFile(o, file, [&](Json& json) {
           json = WithCalibration(json, values, note + ": GEMM and attention efficiencies and HBM fraction" +
                                                    multiplier + ".");
-        }, LoadsWith(LoadGpuSpec)));
-        written.push_back(file + ": compute efficiencies" + multiplier);
+        }, LoadsWith(LoadGpuSpec));
+        if (!to.ok()) return to.status();
+        written.push_back(*to + ": compute efficiencies" + multiplier);
         break;
       }
       case RunParam::kInterNode: {
@@ -559,10 +571,11 @@ Result<std::vector<std::string>> WriteRunFit(const RunFit& fit, const std::vecto
         const Json values = {{"inter_node_busbw_fraction",
                               RoundSignificant(scaled.cluster.calibration.inter_node_busbw_fraction.value_or(1.0), 4)}};
         const std::string file = scaled.cluster.file;
-        LOOM_RETURN_IF_ERROR(EditFile(file, [&](Json& json) {
+        Result<std::string> to = EditFile(o, file, [&](Json& json) {
           json = WithCalibration(json, values, note + ": inter_node_busbw_fraction" + multiplier + ".");
-        }, LoadsWith([](const std::string& path) { return LoadClusterSpec(path); })));
-        written.push_back(file + ": inter_node_busbw_fraction" + multiplier);
+        }, LoadsWith([](const std::string& path) { return LoadClusterSpec(path); }));
+        if (!to.ok()) return to.status();
+        written.push_back(*to + ": inter_node_busbw_fraction" + multiplier);
         break;
       }
     }
@@ -595,7 +608,7 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
   if (!fit.ok()) return fit.status();
   std::vector<std::string> written;
   if (!o.dry_run) {
-    Result<std::vector<std::string>> w = WriteRunFit(*fit, *runs, o.runs_path);
+    Result<std::vector<std::string>> w = WriteRunFit(o, *fit, *runs, o.runs_path);
     if (!w.ok()) return w.status();
     written = *w;
   }
@@ -700,19 +713,33 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
       "--check", options->check,
       "With --gpu: fit nothing; print how the file's calibration as it is predicts the profiles (median, p90 and "
       "max |error| per class: its held-out error on shapes it was not fitted to); write nothing");
-  cmd->add_option("--output", options->output_path,
-                  "Write the calibrated file here instead of replacing the GPU or cluster file")
+  CLI::Option* output = cmd->add_option("--output", options->output_path,
+                                        "Write the calibrated file here (replacing it) instead of beside the GPU or "
+                                        "cluster file")
+                            ->excludes(dry_run)
+                            ->excludes(check);
+  cmd->add_flag("--in-place", options->in_place,
+                "Rewrite the GPU or cluster file itself (with --runs: each file it fits) instead of writing a new "
+                "<name>.fitted.json beside it")
       ->excludes(dry_run)
-      ->excludes(check);
-  cmd->add_flag("--force", options->force, "Fit even when the measurements name another GPU than the file");
+      ->excludes(check)
+      ->excludes(output);
+  cmd->add_flag("--force", options->force,
+                "Fit even when the measurements name another GPU than the file, and replace an earlier "
+                "<name>.fitted.json");
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.fit/1) instead of tables");
   cmd->footer(
-      "The file is replaced atomically, and only when the result loads; the keys not fitted are kept. Interrupted\n"
+      "By default the calibrated copy is a new file beside the input, x.json -> x.fitted.json (refused if it\n"
+      "exists, unless --force); --output FILE writes elsewhere, --in-place rewrites the input. --runs writes each\n"
+      "file it fits the same way. A file is written atomically, and only when the result loads; the keys not\n"
+      "fitted are kept. Interrupted\n"
       "(SIGINT, SIGTERM), fit ends at once, or right after the write in progress: each file is the old one or the\n"
       "new one, never a part, and no temporary is left (the shell's status is 130 or 143).\n\n"
       "Examples:\n"
       "  loom fit tests/cli/data/profile_a100_synthetic.json --gpu hardware/gpus/a100-sxm4-80gb.json --dry-run\n"
-      "  loom fit all_reduce_perf.log all_gather_perf.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"
+      "  loom fit tests/reference/nccl-tests/all_reduce_perf_2x8_h100_issue309.txt \\\n"
+      "      --cluster hardware/clusters/dgx-h100.json --dry-run     (a published nccl-tests log, 2 x 8 H100)\n"
+      "  loom fit profile.json --gpu hardware/gpus/h100-sxm5-80gb.json    (writes hardware/gpus/h100-sxm5-80gb.fitted.json)\n"
       "  loom fit profile.json --gpu hardware/gpus/a100-sxm4-80gb.json --output a100-calibrated.json --json\n"
       "  loom fit grid.json --gpu a100-calibrated.json --check        (held-out error of that calibration)\n"
       "  loom fit --runs tests/cli/data/runs_synthetic.json --cluster hardware/clusters/dgx-h100.json --dry-run\n"

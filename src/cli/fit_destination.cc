@@ -1,0 +1,28 @@
+#include "cli/fit_destination.h"
+
+#include <filesystem>
+#include <system_error>
+
+namespace loom {
+
+std::string FittedPath(const std::string& input) {
+  const std::string suffix = ".json";
+  const bool json = input.size() > suffix.size() && input.compare(input.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (json ? input.substr(0, input.size() - suffix.size()) : input) + ".fitted.json";
+}
+
+Result<std::string> FitDestination(const FitDestinationOptions& options, const std::string& input) {
+  if (options.dry_run) return std::string();
+  if (!options.output.empty()) return options.output;
+  if (options.in_place) return input;
+  const std::string fitted = FittedPath(input);
+  std::error_code error;
+  if (std::filesystem::exists(fitted, error) && !options.force) {
+    return Status::InvalidArgument(fitted + " exists (an earlier fit of " + input +
+                                   "); pass --force to replace it, --output FILE to write elsewhere, or --in-place "
+                                   "to rewrite " + input + " itself");
+  }
+  return fitted;
+}
+
+}  // namespace loom
