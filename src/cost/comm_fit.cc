@@ -117,7 +117,10 @@ Result<Sample> MakeSample(const NcclTestsRun& run, const NcclTestsRow& row, Grou
     return Status::InvalidArgument(row.where + ": no " + (options.in_place ? "in-place" : "out-of-place") +
                                    " timing; fit the other one or re-run nccl-tests with both");
   }
-  if (row.size_bytes <= 0 || timing->time_us <= 0 || timing->busbw_GBps <= 0) {
+  // nccl-tests prints busbw with two decimals, so the smallest sizes of a full sweep (-b 8) read
+  // 0.00 GB/s; only the rows the fit uses need a bandwidth above 0.
+  const bool fitted = row.size_bytes >= options.min_fit_bytes;
+  if (row.size_bytes <= 0 || timing->time_us <= 0 || timing->busbw_GBps < 0 || (fitted && timing->busbw_GBps == 0)) {
     return Status::InvalidArgument(row.where + ": size " + std::to_string(row.size_bytes) + " B, time " +
                                    Show(timing->time_us) + " us, busbw " + Show(timing->busbw_GBps) +
                                    " GB/s; the fit needs all three > 0: remove the row or re-run");
@@ -126,7 +129,7 @@ Result<Sample> MakeSample(const NcclTestsRun& run, const NcclTestsRow& row, Grou
   sample.group = group;
   sample.time_us = timing->time_us;
   sample.busbw_GBps = timing->busbw_GBps;
-  sample.fitted = row.size_bytes >= options.min_fit_bytes;
+  sample.fitted = fitted;
   std::optional<CollectiveKind> kind = CollectiveOf(run.test);
   sample.terms = kind ? model.BulkTerms(*kind, row.size_bytes, group)
                       : model.PointToPointTerms(row.size_bytes, group.Nodes() > 1);
@@ -151,6 +154,44 @@ Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs
   return samples;
 }
 
+// The sizes of at least |min_bytes| that |sweep| asks for, up to |limit| of them.
+int64_t SweepSizesFrom(const NcclTestsSweep& sweep, int64_t min_bytes, int64_t limit) {
+  int64_t count = 0;
+  for (int64_t size = std::max<int64_t>(sweep.min_bytes, 1); size <= sweep.max_bytes && count < limit;) {
+    if (size >= min_bytes) ++count;
+    const int64_t next = sweep.step_factor ? size * std::max<int64_t>(*sweep.step_factor, 2)
+                                           : size + std::max<int64_t>(sweep.step_bytes.value_or(1), 1);
+    if (next <= size) break;
+    size = next;
+  }
+  return count;
+}
+
+// What to change so that |run| gives the fit |needed| sizes of at least |min_bytes|: its header
+// says which of -e (too small a largest size), -f (too coarse a step) or neither (the output was
+// cut short or filtered) it is.
+std::string SizeHint(const NcclTestsRun& run, int64_t min_bytes, size_t needed) {
+  const std::string whole_sweep = "run nccl-tests with -b 8 -e 8G -f 2";
+  if (!run.sweep) return whole_sweep + " (the output states no sweep)";
+  const NcclTestsSweep& sweep = *run.sweep;
+  const int64_t limit = static_cast<int64_t>(needed);
+  const std::string stated = "its header asks for -b " + std::to_string(sweep.min_bytes) + " -e " +
+                             std::to_string(sweep.max_bytes) +
+                             (sweep.step_factor ? " -f " + std::to_string(*sweep.step_factor)
+                                                : " -i " + std::to_string(sweep.step_bytes.value_or(0)));
+  if (SweepSizesFrom(sweep, min_bytes, limit) >= limit) {
+    return stated + ", which has enough sizes, but the output holds fewer: it was cut short or filtered; fit the "
+                    "whole output";
+  }
+  NcclTestsSweep doubling = sweep;
+  doubling.step_factor = 2;
+  doubling.step_bytes.reset();
+  if (SweepSizesFrom(doubling, min_bytes, limit) >= limit) {
+    return stated + ": the step leaves too few sizes between; re-run with -f 2 (doubling)";
+  }
+  return stated + ": its largest size is too small; re-run up to larger sizes (-e 8G), with -f 2";
+}
+
 // Each path's bandwidth needs sizes enough to separate it from the path's extra latency: three,
 // unless another path that shares that latency (NVLS and Ring within a node) has three, which fix
 // the latency; then one size of its own fixes the bandwidth.
@@ -159,9 +200,11 @@ Status CheckSizes(const std::vector<Sample>& samples, const std::vector<NcclTest
   std::map<int, std::set<int64_t>> sizes;
   std::map<int, std::set<std::string>> files;
   std::map<int, std::set<int>> latencies;  // inverse -> the extra latencies its fitted rows carry
+  std::map<int, size_t> first_run;         // inverse -> its first run, whose header the hint reads
   for (const Sample& s : samples) {
     const int inverse = InverseOf(s.terms.path);
     files[inverse].insert(runs[s.run].file);
+    first_run.emplace(inverse, s.run);
     if (!s.fitted) continue;
     sizes[inverse].insert(runs[s.run].rows[s.row].size_bytes);
     if (s.terms.extra_latency) latencies[inverse].insert(ExtraOf(s.terms.LatencyPath()));
@@ -184,7 +227,7 @@ Status CheckSizes(const std::vector<Sample>& samples, const std::vector<NcclTest
         list + ": " + std::to_string(sizes[inverse].size()) + " distinct size(s) of at least " +
         std::to_string(options.min_fit_bytes) + " bytes " + std::string(PathName(inverse)) +
         "; the fit needs at least " + std::to_string(kMinSizes) +
-        " to separate latency from bandwidth: run nccl-tests up to larger sizes (-e 8G)");
+        " to separate latency from bandwidth; " + SizeHint(runs[first_run[inverse]], options.min_fit_bytes, kMinSizes));
   }
   return Status::Ok();
 }
@@ -331,7 +374,9 @@ CommFitRow Predict(const Sample& s, const std::vector<NcclTestsRun>& runs, const
   const double factor = kind ? BusBandwidthFactor(*kind, s.group.ranks) : 1.0;
   out.predicted_busbw_GBps = static_cast<double>(row.size_bytes) * factor / (out.predicted_time_us * 1e3);
   out.time_residual = (out.predicted_time_us - out.measured_time_us) / out.measured_time_us;
-  out.busbw_error = (out.predicted_busbw_GBps - out.measured_busbw_GBps) / out.measured_busbw_GBps;
+  // From the times rather than the printed busbw, which nccl-tests rounds to 0.00 for small sizes:
+  // both bandwidths are size * factor / time, so their relative error is the inverse time ratio.
+  out.busbw_error = out.measured_time_us / out.predicted_time_us - 1;
   return out;
 }
 
