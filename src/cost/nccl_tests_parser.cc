@@ -140,10 +140,32 @@ std::optional<Columns> ReadColumnHeader(std::string_view after_hash, std::string
 struct TextHeader {
   std::optional<NcclTest> stated;
   std::optional<int64_t> threads, gpus;
+  std::optional<NcclTestsSweep> sweep;
   int64_t rank_lines = 0;
   std::set<std::string> hosts;
   std::string gpu_name;
 };
+
+// "minBytes 8 maxBytes 8589934592 step: 2(factor)" (or "step: 1048576(bytes)") of the nThread line.
+std::optional<NcclTestsSweep> ReadSweep(const std::vector<std::string_view>& tokens) {
+  NcclTestsSweep sweep;
+  std::optional<int64_t> min, max;
+  for (size_t i = 0; i + 1 < tokens.size(); ++i) {
+    if (tokens[i] == "minBytes") min = ParseInt(tokens[i + 1]);
+    if (tokens[i] == "maxBytes") max = ParseInt(tokens[i + 1]);
+    if (tokens[i] != "step:") continue;
+    const std::string_view step = tokens[i + 1];
+    const size_t paren = step.find('(');
+    if (paren == std::string_view::npos) continue;
+    const std::optional<int64_t> value = ParseInt(step.substr(0, paren));
+    if (step.substr(paren) == "(factor)") sweep.step_factor = value;
+    if (step.substr(paren) == "(bytes)") sweep.step_bytes = value;
+  }
+  if (!min || !max || (!sweep.step_factor && !sweep.step_bytes)) return std::nullopt;
+  sweep.min_bytes = *min;
+  sweep.max_bytes = *max;
+  return sweep;
+}
 
 void ReadHashLine(std::string_view after_hash, TextHeader* header, std::optional<double>* avg_busbw) {
   std::vector<std::string_view> tokens = Split(after_hash);
@@ -153,6 +175,7 @@ void ReadHashLine(std::string_view after_hash, TextHeader* header, std::optional
       if (tokens[i] == "nThread") header->threads = ParseInt(tokens[i + 1]);
       if (tokens[i] == "nGpus") header->gpus = ParseInt(tokens[i + 1]);
     }
+    header->sweep = ReadSweep(tokens);
   } else if (tokens[0] == "Rank") {
     ++header->rank_lines;
     for (size_t i = 0; i + 1 < tokens.size(); ++i) {
@@ -309,6 +332,7 @@ Result<NcclTestsRun> ParseNcclTestsText(std::string_view text, const std::string
   run.ranks = RankCount(header);
   if (!header.hosts.empty()) run.nodes = static_cast<int64_t>(header.hosts.size());
   run.gpu_name = header.gpu_name;
+  run.sweep = header.sweep;
   return run;
 }
 

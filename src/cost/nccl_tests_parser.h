@@ -44,6 +44,15 @@ struct NcclTestsRow {
   std::string where;  // "file:line" (text) or "file: results[i]" (JSON), for messages
 };
 
+// The sizes a run was asked for, as its header states them ("# nThread 1 nGpus 8 minBytes 8
+// maxBytes 8589934592 step: 2(factor) ..."): -b, -e, and -f (a factor) or -i (an increment).
+struct NcclTestsSweep {
+  int64_t min_bytes = 0;
+  int64_t max_bytes = 0;
+  std::optional<int64_t> step_factor;
+  std::optional<int64_t> step_bytes;
+};
+
 // One run of one nccl-tests binary.
 struct NcclTestsRun {
   std::string file;
@@ -56,6 +65,7 @@ struct NcclTestsRun {
   std::string gpu_name;  // device name of the first rank listed, "" when none is
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw_GBps;  // "# Avg bus bandwidth"
+  std::optional<NcclTestsSweep> sweep;   // nullopt where the output does not state it (JSON)
   // Run with NCCL_NVLS_ENABLE=0: NCCL chose among its algorithms without NVLS and NVLSTree. Set
   // from NCCL's own log line ("NCCL_NVLS_ENABLE set by environment to 0.", printed with
   // NCCL_DEBUG=INFO); nccl-tests' table does not record it.
