@@ -134,7 +134,7 @@ Strategy CommandLineStrategy(const SimulateOptions& o) {
   return s;
 }
 
-Status Run(const SimulateOptions& options, std::ostream& out) {
+Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err) {
   std::string model_path = options.model_path, cluster_path = options.cluster_path;
   std::optional<int64_t> nodes = options.nodes;
   Strategy strategy = CommandLineStrategy(options);
@@ -164,6 +164,7 @@ Status Run(const SimulateOptions& options, std::ostream& out) {
   }
   Result<ModelSpec> model = LoadModelSpec(model_path);
   if (!model.ok()) return model.status();
+  for (const std::string& warning : model->warnings) err << "loom: warning: " << warning << "\n";
   Result<ClusterSpec> cluster = LoadClusterSpec(cluster_path, nodes);
   if (!cluster.ok()) return cluster.status();
   Result<std::optional<FrameworkProfile>> framework = ResolveFramework(framework_name, cluster_path);
@@ -336,7 +337,7 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       if (option->count() == 0 || kWithScenario.count(option->get_name()) > 0) continue;
       options->scenario_flags_given.push_back(option->get_name());
     }
-    runner = [options](std::ostream& out, std::ostream&) { return Run(*options, out); };
+    runner = [options](std::ostream& out, std::ostream& err) { return Run(*options, out, err); };
   });
 }
 
