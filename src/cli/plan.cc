@@ -48,7 +48,7 @@ struct PlanCommandOptions {
   int32_t threads = 0;
   std::string explain;
   std::string emit;
-  std::string out = "plan.json";  // --emit plan's file
+  std::string out;  // --emit plan's file; none: the plan file goes to stdout
   std::string report;            // --report: the HTML report of the search
   bool out_given = false, pick_given = false;  // whether --out and --pick are on the command line
   bool megatron_version_given = false;
@@ -150,14 +150,22 @@ Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& h
       {"request", o.request}};
   Result<PlanFile> plan = MakePlanFile(header.model, header.cluster, strategy, simulation, std::move(source));
   if (!plan.ok()) return plan.status();
-  LOOM_RETURN_IF_ERROR(WritePlanFile(*plan, o.out));
+  EmitResult emitted;
+  if (!o.out_given) {
+    emitted.file_text = PlanFileText(*plan);
+  } else {
+    LOOM_RETURN_IF_ERROR(WritePlanFile(*plan, o.out));
+  }
   const int32_t ranks = plan->step.graph.num_ranks();
   const int32_t tasks = plan->step.graph.num_tasks();
-  const std::string validate = "mpirun -np " + std::to_string(ranks) + " loom validate " + o.out + " --backend host";
-  EmitResult emitted;
+  // Without --out the file went to stdout, wherever the shell sent it.
+  const std::string file = o.out_given ? o.out : "plan.json";
+  const std::string validate = "mpirun -np " + std::to_string(ranks) + " loom validate " + file + " --backend host";
   emitted.rank = rank;
   emitted.heading = "plan file of plan " + std::to_string(rank);
-  emitted.text = "wrote " + o.out + ": " + std::to_string(ranks) + " ranks (" + std::to_string(plan->step.stages) +
+  emitted.text = (!o.out_given ? std::string("wrote the plan file to stdout (save it: loom plan ... --emit plan > plan.json)")
+                                : "wrote " + o.out) +
+                 ": " + std::to_string(ranks) + " ranks (" + std::to_string(plan->step.stages) +
                  " stages x " + std::to_string(plan->step.replicas) + " replicas), " + std::to_string(tasks) +
                  " tasks\nrun its rank programs and compare them with the prediction:\n  " + validate + "\n";
   emitted.json = {{"format", "plan"}, {"rank", rank}, {"plan_file", o.out}, {"ranks", ranks},
@@ -221,6 +229,10 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (o.out_given && o.emit != "plan") {
     return Status::InvalidArgument("--out " + o.out + ": only --emit plan writes a file; add --emit plan, or drop "
                                    "--out (--emit megatron and deepspeed print their settings)");
+  }
+  if (o.emit == "plan" && o.json && !o.out_given) {
+    return Status::InvalidArgument("--emit plan --json: the JSON report takes stdout, so the plan file needs a file of "
+                                   "its own; add --out FILE (e.g. --out plan.json)");
   }
   if (o.megatron_version_given && o.emit != "megatron") {
     return Status::InvalidArgument("--megatron-version " + o.megatron_version +
@@ -326,10 +338,13 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (o.json) {
     out << JsonText(Stamped(PlanJson(header, *report, wall_s, emitted, interrupted_by), o.request)) << "\n";
   } else {
-    PrintPlan(header, *report, wall_s, out, interrupted_by);
-    if (emitted) PrintEmitted(*emitted, out);
+    // --emit plan without --out: stdout holds the plan file alone, the table goes to stderr.
+    std::ostream& table = o.emit == "plan" && !o.out_given ? err : out;
+    PrintPlan(header, *report, wall_s, table, interrupted_by);
+    if (emitted) PrintEmitted(*emitted, table);
+    if (emitted && !emitted->file_text.empty()) out << emitted->file_text;
     if (report->interrupted && !o.emit.empty()) {
-      out << "--emit " << o.emit << ": nothing emitted, since the best plan of a partial search may not be the "
+      table << "--emit " << o.emit << ": nothing emitted, since the best plan of a partial search may not be the "
           << "best; run the search to the end, or pin the plan with --fix\n";
     }
   }
@@ -428,8 +443,8 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                           ->capture_default_str()
                           ->check(Positive());
   CLI::Option* out = cmd->add_option("--out", o->out,
-                                     "With --emit plan: the plan file to write (schema loom.plan-file/2)")
-                         ->capture_default_str();
+                                     "With --emit plan: the plan file to write (schema loom.plan-file/2); without it "
+                                     "the plan file goes to stdout and the ranked table to stderr (needed with --json)");
   CLI::Option* megatron_version =
       cmd->add_option("--megatron-version", o->megatron_version,
                       "With --emit megatron: the Megatron-LM release to write arguments for (core_v0.12 ... "
@@ -458,6 +473,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "  loom plan ... --fix tp=8,schedule=interleaved --top 20 --emit megatron\n"
       "  loom plan ... --emit megatron --megatron-version core_v0.13   (arguments an older tree parses)\n"
       "  loom plan ... --emit plan --out plan.json && mpirun -np <ranks> loom validate plan.json --backend host\n"
+      "  loom plan ... --emit plan > plan.json        (the plan file on stdout, the table on stderr)\n"
       "  loom plan ... --explain tp=8,pp=4,dp=16,micro_batch=1,recompute=selective,sp=true\n\n"
       "Interrupted (Ctrl-C, SIGINT; or SIGTERM), the search stops at the next strategy and prints the best plans\n"
       "simulated so far, marked INTERRUPTED and partial (in --json: search.interrupted, with how many strategies\n"

@@ -28,6 +28,7 @@ struct EmitResult {
   std::string text;     // what to copy
   nlohmann::ordered_json json;
   std::vector<std::string> notes;  // what the settings leave out
+  std::string file_text;  // --emit plan without --out: the plan file itself, printed to stdout
 };
 
 // The search summary, the ranked table and the rejections by rule. An interrupted search
