@@ -30,7 +30,9 @@ void PrintError(const Status& status, std::ostream& err) {
 
 }  // namespace
 
-Status OnRank(int rank, const Status& status) { return status.WithContext("rank " + std::to_string(rank)); }
+Status OnRank(int rank, const Status& status) {
+  return StartedByMpiLauncher() ? status.WithContext("rank " + std::to_string(rank)) : status;
+}
 
 int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app(

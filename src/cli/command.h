@@ -14,7 +14,8 @@ namespace loom {
 // on long work to |err|.
 using CommandRunner = std::function<Status(std::ostream& out, std::ostream& err)>;
 
-// |status| as the failure of rank |rank| alone (its GPU, its peer): "rank N: <message>". Under an
+// |status| as the failure of rank |rank| alone (its GPU, its peer): "rank N: <message>" when an MPI
+// launcher started this process, else |status| as it is. Under an
 // MPI launcher RunLoom prints an error only on rank 0, where every rank hits it the same way (a
 // bad input), but a rank's own failure on the rank it happened on.
 Status OnRank(int rank, const Status& status);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/fit_destination.h"
 #include "cli/run_loom.h"
 #include "cost/calibration_file.h"
 #include "cost/comm_fit.h"
@@ -73,7 +75,7 @@ TEST(Fit, ProfileCalibratesACopyOfTheGpuFile) {
   const fs::path dir = TestDir();
   const std::string gpu = GpuCopy(dir);
   const std::vector<std::string> keys_before = Keys(nlohmann::ordered_json::parse(ReadText(gpu)));
-  CommandResult r = Loom({"fit", kProfile, "--gpu", gpu});
+  CommandResult r = Loom({"fit", kProfile, "--gpu", gpu, "--in-place"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   Result<GpuSpec> fitted = LoadGpuSpec(gpu);
   ASSERT_TRUE(fitted.ok()) << fitted.status().message();
@@ -257,7 +259,7 @@ TEST(Fit, NcclTestsOutputCalibratesACopyOfTheClusterFile) {
   const fs::path dir = TestDir();
   const std::string cluster = ClusterCopy(dir);
   const std::string log = Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt");
-  CommandResult r = Loom({"fit", log, "--cluster", cluster});
+  CommandResult r = Loom({"fit", log, "--cluster", cluster, "--in-place"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   // What the library fits from the same run, rounded as files hold it.
   Result<ClusterSpec> before = LoadClusterSpec(Shipped("hardware/clusters/dgx-a100.json"));
@@ -382,7 +384,9 @@ TEST(Fit, NeedsExactlyOneOfGpuAndCluster) {
 TEST(Fit, HelpHasExamples) {
   CommandResult r = Loom({"fit", "--help"});
   EXPECT_EQ(r.code, kExitOk);
-  EXPECT_NE(r.out.find("loom fit all_reduce_perf.log"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loom fit tests/reference/nccl-tests/all_reduce_perf_2x8_h100_issue309.txt"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("--in-place"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--cluster"), std::string::npos);
 }
 
@@ -420,7 +424,7 @@ TEST(FitRuns, RecoversTheHostScaleOfSyntheticRunsAndWritesItIntoTheFramework) {
   EXPECT_NE(dry.out.find("wrote nothing"), std::string::npos) << dry.out;
   CommandResult wrote = Loom({"fit", "--runs", runs_file.string(), "--cluster",
                               Shipped("hardware/clusters/dgx-h100.json"), "--framework", mine.string(), "--params",
-                              "host", "--json"});
+                              "host", "--in-place", "--json"});
   ASSERT_EQ(wrote.code, kExitOk) << wrote.err;
   const nlohmann::json j = nlohmann::json::parse(wrote.out);
   EXPECT_EQ(j["schema"], "loom.fit-runs/2");
@@ -458,6 +462,59 @@ TEST(FitRuns, RefusesARunsFileThatCannotIdentifyTheParameter) {
                                 Shipped("hardware/clusters/dgx-h100.json"), "--params", "hosts", "--dry-run"});
   EXPECT_NE(unknown.code, kExitOk);
   EXPECT_NE(unknown.err.find("inter_node"), std::string::npos) << unknown.err;
+}
+
+// issue 23: the shipped files stay as they are; a fit writes a new file beside its input, named in
+// the message, refuses to replace it without --force, and rewrites the input only with --in-place.
+TEST(Fit, WritesAFittedCopyBesideTheInputAndRewritesItOnlyInPlace) {
+  const fs::path dir = TestDir();
+  const std::string gpu = GpuCopy(dir);
+  const std::string before = ReadText(gpu);
+  const std::string fitted = (dir / "gpu.fitted.json").string();
+  CommandResult r = Loom({"fit", kProfile, "--gpu", gpu});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(ReadText(gpu), before);
+  EXPECT_NE(r.out.find("calibration written to " + fitted), std::string::npos) << r.out;
+  EXPECT_TRUE(LoadGpuSpec(fitted).ok());
+  CommandResult again = Loom({"fit", kProfile, "--gpu", gpu});
+  EXPECT_EQ(again.code, kExitBadInput);
+  EXPECT_NE(again.err.find(fitted + " exists (an earlier fit of " + gpu + "); pass --force"), std::string::npos)
+      << again.err;
+  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", gpu, "--force"}).code, kExitOk);
+  EXPECT_EQ(ReadText(gpu), before);
+  CommandResult in_place = Loom({"fit", kProfile, "--gpu", gpu, "--in-place", "--json"});
+  ASSERT_EQ(in_place.code, kExitOk) << in_place.err;
+  EXPECT_EQ(nlohmann::json::parse(in_place.out)["written"], gpu);
+  EXPECT_NE(ReadText(gpu), before);
+  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", gpu, "--in-place", "--output", fitted}).code, kExitUsage);
+}
+
+TEST(FitDestination, FittedPathIsBesideTheInput) {
+  EXPECT_EQ(FittedPath("hardware/gpus/x.json"), "hardware/gpus/x.fitted.json");
+  EXPECT_EQ(FittedPath("profile"), "profile.fitted.json");
+}
+
+// The published 2 x 8 H100 all_reduce_perf log (NVIDIA/nccl-tests issue 309) fits as shipped.
+TEST(Fit, ShippedNcclTestsLogFitsTheDgxH100) {
+  CommandResult r = Loom({"fit", Shipped("tests/reference/nccl-tests/all_reduce_perf_2x8_h100_issue309.txt"),
+                          "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--dry-run", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["written"].is_null());
+  EXPECT_NE(std::find(j["fitted_keys"].begin(), j["fitted_keys"].end(), "inter_node_extra_latency_us"),
+            j["fitted_keys"].end())
+      << r.out;
+}
+
+// A log with enough sizes in its header but fewer in its rows is said to be cut, not to need -e.
+TEST(Fit, TooFewSizesNamesTheCauseFromTheHeader) {
+  CommandResult r = Loom({"fit", Shipped("tests/cost/data/all_reduce_perf_h100.txt"), "--cluster",
+                          Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("-b 1048576 -e 8589934592 -f 4, which has enough sizes, but the output holds fewer"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("-e 8G"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -646,6 +646,22 @@ TEST(Plan, EmitPlanPrintsWhereItWroteAndTheMpirunCommand) {
       << r.out;
 }
 
+// issue 23: without --out the plan file is stdout (the table goes to stderr), so that
+// `loom plan ... --emit plan > plan.json` gives a plan file and nothing lands in the working folder;
+// with --json, which needs stdout, --out is required.
+TEST(Plan, EmitPlanWithoutOutPrintsThePlanFileAndTheTableToStderr) {
+  CommandResult r = PlanSmall({"--fix", "pp=4,tp=2", "--top", "1", "--emit", "plan"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  Result<PlanFile> plan = ParsePlanFile(nlohmann::json::parse(r.out), "stdout");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const std::string ranks = std::to_string(plan->step.graph.num_ranks());
+  EXPECT_NE(r.err.find("wrote the plan file to stdout"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mpirun -np " + ranks + " loom validate plan.json --backend host"), std::string::npos) << r.err;
+  CommandResult json = PlanSmall({"--fix", "pp=4,tp=2", "--top", "1", "--emit", "plan", "--json"});
+  EXPECT_EQ(json.code, kExitBadInput);
+  EXPECT_NE(json.err.find("add --out FILE"), std::string::npos) << json.err;
+}
+
 TEST(Plan, EmitPlanIntoAMissingFolderNamesThePath) {
   CommandResult r = PlanSmall({"--fix", "pp=2,tp=8", "--top", "1", "--emit", "plan", "--out",
                                "/nonexistent-loom-folder/plan.json"});
