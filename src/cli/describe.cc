@@ -152,6 +152,9 @@ void PrintHuman(const DescribeReport& r, std::ostream& out) {
     const MoeSpec& moe = *r.model.moe;
     field("experts") << moe.num_experts << " routed (top " << moe.experts_per_token << ") + "
                      << moe.num_shared_experts << " shared, width " << moe.expert_intermediate_size
+                     << (moe.shared_expert_intermediate_size == moe.expert_intermediate_size
+                             ? ""
+                             : " (shared " + std::to_string(moe.shared_expert_intermediate_size) + ")")
                      << ", in " << r.model.NumMoeLayers() << " of " << r.model.num_layers << " layers\n";
   }
   field("parameters") << HumanCount(r.params.total) << " total (" << GroupedDigits(r.params.total) << "), "

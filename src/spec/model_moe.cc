@@ -101,19 +101,36 @@ std::optional<int64_t> ReadQwenDenseLayers(JsonReader& r, const nlohmann::json& 
   return static_cast<int64_t>(it->size());
 }
 
+// DeepSeek's n_shared_experts experts of the routed width, or Qwen2-MoE's one shared expert of
+// shared_expert_intermediate_size scaled by a sigmoid gate (Qwen2MoeSparseMoeBlock:
+// shared_expert_gate, hidden -> 1, no bias). REQUIRES: spec->expert_intermediate_size is set.
+void ReadSharedExperts(JsonReader& r, MoeSpec* spec) {
+  std::optional<int64_t> shared = r.OptionalInt("n_shared_experts", {0, kExpertRange.max});
+  std::optional<int64_t> width = r.OptionalInt("shared_expert_intermediate_size", {0, kMlpRange.max});
+  spec->num_shared_experts = shared.value_or(0);
+  spec->shared_expert_intermediate_size = spec->expert_intermediate_size;
+  if (!width || *width == 0) return;
+  if (shared && *shared > 0) {
+    r.AddError("shared_expert_intermediate_size", "and n_shared_experts are both set; keep one: "
+               "n_shared_experts (DeepSeek) or shared_expert_intermediate_size (Qwen2-MoE)");
+  }
+  spec->num_shared_experts = 1;
+  spec->shared_expert_intermediate_size = *width;
+  spec->shared_expert_gate = true;
+}
+
 }  // namespace
 
 std::optional<MoeSpec> ReadMoe(JsonReader& r, const nlohmann::json& config, const std::optional<ModelFamily>& family,
                                const ModelSpec& m, std::optional<int64_t> layers) {
   std::optional<int64_t> top_k = r.OptionalInt("num_experts_per_tok", kExpertRange);
   std::optional<int64_t> width = r.OptionalInt("moe_intermediate_size", kMlpRange);
-  std::optional<int64_t> shared = r.OptionalInt("n_shared_experts", {0, kExpertRange.max});
   std::optional<int64_t> dense = r.OptionalInt("first_k_dense_replace", {0, kLayerRange.max});
   std::optional<int64_t> freq = r.OptionalInt("moe_layer_freq");
-  std::optional<int64_t> shared_width = r.OptionalInt("shared_expert_intermediate_size", {0, kMlpRange.max});
   std::optional<int64_t> experts = ReadExpertCount(r);
   if (!experts) {
-    if (shared_width && *shared_width > 0) {
+    r.Allow("n_shared_experts");  // 0 in dense configs of MoE families
+    if (r.OptionalInt("shared_expert_intermediate_size").value_or(0) > 0) {
       r.AddError("shared_expert_intermediate_size",
                  "is set but the expert count is not; add \"num_experts\" or remove it for a dense model");
     }
@@ -149,19 +166,7 @@ std::optional<MoeSpec> ReadMoe(JsonReader& r, const nlohmann::json& config, cons
   spec.num_experts = *experts;
   spec.experts_per_token = top_k.value_or(1);
   spec.expert_intermediate_size = width.value_or(m.intermediate_size);
-  spec.num_shared_experts = shared.value_or(0);
-  spec.shared_expert_intermediate_size = spec.expert_intermediate_size;
-  if (shared_width && *shared_width > 0) {
-    // Qwen2MoeSparseMoeBlock: one shared expert of this width, scaled by a sigmoid gate
-    // (shared_expert_gate, hidden -> 1, no bias).
-    if (shared && *shared > 0) {
-      r.AddError("shared_expert_intermediate_size", "and n_shared_experts are both set; keep one: "
-                 "n_shared_experts (DeepSeek) or shared_expert_intermediate_size (Qwen2-MoE)");
-    }
-    spec.num_shared_experts = 1;
-    spec.shared_expert_intermediate_size = *shared_width;
-    spec.shared_expert_gate = true;
-  }
+  ReadSharedExperts(r, &spec);
   spec.first_dense_layers = dense.value_or(0);
   return spec;
 }

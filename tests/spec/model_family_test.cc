@@ -165,6 +165,14 @@ TEST(ModelFamily, Qwen2MoeSharedExpertHasItsOwnWidthAndAGate) {
   EXPECT_EQ(m.moe->shared_expert_intermediate_size, 20480);
   EXPECT_TRUE(m.moe->shared_expert_gate);
   EXPECT_EQ(m.moe->expert_intermediate_size, 2560);
+  nlohmann::json both = ShippedJson("qwen2-57b-a14b");
+  both["n_shared_experts"] = 2;
+  EXPECT_TRUE(Contains(ParseError(both), "shared_expert_intermediate_size: and n_shared_experts are both set"));
+  nlohmann::json dense = ShippedJson("qwen2-57b-a14b");
+  dense.erase("num_experts");
+  dense.erase("num_experts_per_tok");
+  dense.erase("moe_intermediate_size");
+  EXPECT_TRUE(Contains(ParseError(dense), "shared_expert_intermediate_size: is set but the expert count is not"));
 }
 
 TEST(ModelFamily, KeysThatChangeTheCountLoomCannotModelAreRefused) {
