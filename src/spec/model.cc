@@ -354,7 +354,7 @@ Result<ModelSpec> LoadModelSpec(const std::string& path) {
   }
   std::string file = (std::filesystem::path(path) / "config.json").string();
   if (!std::filesystem::is_regular_file(file, ec)) {
-    return Status::InvalidArgument(path + ": is a folder without a config.json; point --model at a Hugging Face "
+    return Status::InvalidArgument(path + ": is a directory without a config.json; point --model at a Hugging Face "
                                    "snapshot folder (the one holding config.json, e.g. "
                                    "~/.cache/huggingface/hub/models--org--name/snapshots/<hash>) or at a "
                                    "config .json file");

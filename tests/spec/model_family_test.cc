@@ -73,7 +73,7 @@ TEST(ModelFolder, AFolderWithoutConfigJsonNamesTheFolderAndTheFix) {
   fs::path empty = TempDir("empty-snapshot");
   Result<ModelSpec> spec = LoadModelSpec(empty.string());
   ASSERT_FALSE(spec.ok());
-  EXPECT_TRUE(Contains(spec.status().message(), empty.string() + ": is a folder without a config.json"));
+  EXPECT_TRUE(Contains(spec.status().message(), empty.string() + ": is a directory without a config.json"));
   EXPECT_TRUE(Contains(spec.status().message(), "snapshot folder (the one holding config.json"));
 }
 

@@ -250,7 +250,7 @@ std::vector<Case> FlagCases() {
        .err_has = {"--seq"}},
       {.name = "ProbeForModelBadModel",
        .args = {"probe", "--dry-run", "--for-model", "models/bad-model.json", "--cluster", kCluster, "--seq", "512"},
-       .setup = ModelWith("hidden_act", "\"gelu_fast\""),
+       .setup = ModelWith("hidden_act", "\"gelu_fastest\""),
        .err_has = {"bad-model.json", "hidden_act"}},
       {.name = "ProbeSeqNegative",
        .args = {"probe", "--dry-run", "--for-model", kModel, "--cluster", kCluster, "--seq", "-5"},

@@ -232,7 +232,7 @@ std::vector<Case> KeyCases() {
        .err_has = {"bad-scenario.json", "schedule"}},
       {.name = "UnknownActivation",
        .args = {"describe", "--model", "models/bad-model.json"},
-       .setup = ModelWith("hidden_act", "\"gelu_fast\""),
+       .setup = ModelWith("hidden_act", "\"gelu_fastest\""),
        .err_has = {"bad-model.json", "hidden_act"}},
       {.name = "UnknownKernelInProfile",
        .args = {"fit", "tests/cli/data/malformed_profile.json", "--gpu", kA100Gpu, "--dry-run"},
