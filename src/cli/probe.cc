@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <ctime>
 #include <iostream>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "cli/validators.h"
 #include "probe/groups.h"
 #include "probe/mpi_launcher.h"
+#include "probe/probe_estimate.h"
 #include "probe/probe_runner.h"
 #include "probe/sweep.h"
 #include "spec/cluster.h"
@@ -134,12 +136,28 @@ Status DryRun(const ProbeOptions& o, std::ostream& out) {
   if (!sweep.ok()) return sweep.status();
   Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
   if (!points.ok()) return points.status();
+  // The estimate needs the GPU's calibrated model and the host's PCIe: the cluster file's.
+  std::optional<SweepEstimate> estimate;
+  if (!o.cluster.empty()) {
+    if (!cluster) {
+      Result<ClusterSpec> c = LoadClusterSpec(o.cluster);
+      if (!c.ok()) return c.status();
+      cluster = *c;
+    }
+    BenchSettings settings;
+    settings.repeats = o.repeats;
+    settings.warmup = o.warmup;
+    settings.rotate_inputs = !o.no_rotate;
+    Result<ProbeDurationEstimate> duration = EstimateProbeDuration(*points, settings, *cluster);
+    if (!duration.ok()) return duration.status();
+    estimate = SweepEstimate{*duration, std::filesystem::path(cluster->gpu.file).lexically_normal().string()};
+  }
   // Under mpirun every rank lists the same sweep: rank 0 prints it.
   if (LauncherRank() != 0) return Status::Ok();
   if (o.json) {
-    out << JsonText(Stamped(SweepPlanJson(*points, {}), o.request)) << "\n";
+    out << JsonText(Stamped(SweepPlanJson(*points, {}, estimate), o.request)) << "\n";
   } else {
-    PrintSweepPlan(*points, {}, out);
+    PrintSweepPlan(*points, {}, estimate, out);
   }
   return Status::Ok();
 }
@@ -251,7 +269,8 @@ void AddOptions(CLI::App* cmd, ProbeOptions& o) {
                             "Measure exactly the GEMM and attention shapes of this model (HF config.json) for every "
                             "tensor-parallel degree the planner considers; needs --cluster and --seq"));
   InputFile(cmd->add_option("--cluster", o.cluster,
-                            "Cluster file (hardware/clusters/) bounding the TP degrees of --for-model"));
+                            "Cluster file (hardware/clusters/) bounding the TP degrees of --for-model; with --dry-run "
+                            "its GPU file's calibrated model and its PCIe estimate the sweep's duration"));
   // The bounds of loom simulate's --seq and --micro-batch (spec/strategy.cc).
   cmd->add_option("--seq", o.seq, "Sequence length of --for-model")->check(Between(1, 1 << 27));
   cmd->add_option("--micro-batches", o.micro_batches, "Micro-batch sizes of --for-model (default 1,2,4)")
@@ -265,7 +284,8 @@ void AddOptions(CLI::App* cmd, ProbeOptions& o) {
   cmd->add_option("--max-bytes,-e", o.max_bytes, "Largest collective size (default 8G)");
   cmd->add_option("--timeout-s", o.timeout_s, "A collective not done after this many seconds is aborted (default 120, at most a day)")
       ->check(Between(1e-3, 86400));
-  cmd->add_flag("--dry-run", o.dry_run, "Print the points the sweep would measure; needs no GPU");
+  cmd->add_flag("--dry-run", o.dry_run,
+                "Print the points the sweep would measure and, with --cluster, how long it would take; needs no GPU");
   cmd->add_flag("--json", o.json,
                 "Print one JSON object instead of tables (schema loom.probe/1; with --dry-run loom.probe-plan/1)");
 }
@@ -288,9 +308,14 @@ void AddProbeCommand(CLI::App& app, CommandRunner& runner) {
       "lacks) is recorded with its reason; a hung collective is aborted after --timeout-s (exit status 1).\n"
       "Interrupted (SIGINT, SIGTERM), probe ends at once, or right after the profile write in progress: the profile\n"
       "keeps every point finished and no temporary is left; --resume continues it (status 130 or 143).\n"
-      "Exit status 3: no GPU is visible, or loom was built without CUDA.\n\n"
+      "Exit status 3: no GPU is visible, or loom was built without CUDA.\n"
+      "--dry-run --cluster FILE estimates the sweep's duration: each point's --warmup + --repeats runs at the time\n"
+      "the cluster's GPU file's calibrated roofline gives them (host copies at its PCIe bandwidth, collectives by\n"
+      "its ring model), plus a set-up time per point measured on one H100 (hardware/validation/2026-11-27).\n"
+      "Without --cluster the dry run lists the points only.\n\n"
       "Examples:\n"
       "  loom probe --dry-run\n"
+      "  loom probe --dry-run --cluster hardware/clusters/dgx-h100.json --measure gemm,attention --dtypes bf16\n"
       "  loom probe -o hardware/profiles/h100-sxm5-2026-11-22.json\n"
       "  loom probe --for-model models/llama3-70b.json --cluster hardware/clusters/dgx-h100.json --seq 8192\n"
       "  mpirun -np 16 --map-by ppr:8:node loom probe --measure collectives -b 8 -e 8G\n"

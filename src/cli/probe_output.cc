@@ -58,9 +58,21 @@ std::map<std::string, ClassBest> BestByClass(const Profile& p) {
   return classes;
 }
 
+constexpr const char* kKindNames[] = {"gemm", "attention", "memory", "host", "collectives"};
+
+// "~3.4 s" below ten seconds, "~41 s" above.
+std::string ApproxSeconds(double s) { return s < 10 ? Formatted("~%.1f s", s) : Formatted("~%.0f s", s); }
+
+// What every estimate assumes, after the GPU file.
+std::string Assumes(const SweepEstimate& e) {
+  return "an estimate from " + e.gpu_file + "'s calibrated model and the set-up time per point measured on one "
+         "H100, 2026-11-27";
+}
+
 }  // namespace
 
-void PrintSweepPlan(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups, std::ostream& out) {
+void PrintSweepPlan(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups,
+                    const std::optional<SweepEstimate>& estimate, std::ostream& out) {
   static const char* kNames[] = {"gemm", "attention", "memory", "host", "collectives"};
   auto ranks = [](ProbeGroup) { return int64_t{0}; };
   for (size_t kind = 0; kind < 5; ++kind) {
@@ -79,9 +91,20 @@ void PrintSweepPlan(const std::vector<ProbePoint>& points, const std::vector<Pro
     out << "collectives: none on one rank; launch with mpirun -np N (one rank per GPU) to measure NCCL\n";
   }
   out << "total        " << points.size() << " points\n";
+  if (!estimate) {
+    out << "estimated duration: give --cluster FILE (hardware/clusters/) for an estimate from its GPU's calibrated "
+           "model\n";
+    return;
+  }
+  for (size_t kind = 0; kind < 5; ++kind) {
+    if (estimate->duration.kind_points[kind] == 0) continue;
+    out << Formatted("%-12s %s\n", kKindNames[kind], ApproxSeconds(estimate->duration.kind_s[kind]).c_str());
+  }
+  out << "estimated duration: " << ApproxSeconds(estimate->duration.total_s) << " (" << Assumes(*estimate) << ")\n";
 }
 
-nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups) {
+nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups,
+                                     const std::optional<SweepEstimate>& estimate) {
   static const char* kNames[] = {"gemm", "attention", "memory", "host", "collectives"};
   auto ranks = [](ProbeGroup) { return int64_t{0}; };
   nlohmann::ordered_json j;
@@ -97,6 +120,13 @@ nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, cons
   }
   j["kinds"] = kinds;
   j["collectives_measured"] = !groups.empty();
+  j["estimate"] = nullptr;
+  if (estimate) {
+    nlohmann::ordered_json kind_s = nlohmann::ordered_json::object();
+    for (size_t kind = 0; kind < 5; ++kind) kind_s[kKindNames[kind]] = estimate->duration.kind_s[kind];
+    j["estimate"] = {{"kind_s", kind_s}, {"total_s", estimate->duration.total_s}, {"gpu", estimate->gpu_file},
+                     {"assumes", Assumes(*estimate)}};
+  }
   return j;
 }
 

@@ -98,7 +98,9 @@ PointCost MemoryCost(const MemoryPoint& m, const RooflineComputeModel& model, co
 
 PointCost HostCost(const HostPoint& h, const ClusterSpec& cluster) {
   const GpuSpec& gpu = cluster.gpu;
-  if (h.measure == HostMeasure::kLaunch) return {kLaunchesPerRun * gpu.calibration.kernel_overhead_us * 1e-6, kPointSetupS};
+  if (h.measure == HostMeasure::kLaunch) {
+    return {kLaunchesPerRun * gpu.calibration.kernel_overhead_us * 1e-6, kPointSetupS};
+  }
   const double pcie_bytes_per_s = cluster.host.pcie_bandwidth_GBps * 1e9;
   return {pcie_bytes_per_s > 0 ? static_cast<double>(h.bytes) / pcie_bytes_per_s : 0, kPointSetupS};
 }
@@ -119,8 +121,8 @@ Result<ProbeDurationEstimate> EstimateProbeDuration(const std::vector<ProbePoint
     if (const CollectivePoint* c = std::get_if<CollectivePoint>(&point)) {
       Result<double> operation_s = CollectiveSeconds(*c, cluster);
       if (!operation_s.ok()) return operation_s.status();
-      const double operations =
-          static_cast<double>(settings.warmup) + static_cast<double>(settings.repeats) * OperationsPerBatch(c->size_bytes);
+      const double operations = static_cast<double>(settings.warmup) +
+                                static_cast<double>(settings.repeats) * OperationsPerBatch(c->size_bytes);
       // Out of place and in place; the send and receive buffers' fill at the HBM bandwidth.
       seconds = kPointSetupS + 2 * operations * *operation_s +
                 2 * static_cast<double>(c->size_bytes) / (gpu.hbm_bandwidth_GBps * 1e9);

@@ -1,6 +1,8 @@
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/run_loom.h"
 
@@ -25,6 +27,46 @@ TEST(Probe, DryRunForAModelListsItsShapes) {
   // Llama-3-8B's QKV at tp 1: 4096 tokens x (4096 + 2 * 1024) x 4096.
   EXPECT_TRUE(Has(r.out, "gemm 4096x6144x4096 bf16 [cublasLt]")) << r.out;
   EXPECT_TRUE(Has(r.out, "attention         0 points")) << r.out;
+}
+
+// The dry run's estimated total, from its --json (whose schema run_loom.h checks).
+double EstimatedSeconds(std::vector<std::string> args) {
+  args.insert(args.begin(), {"probe", "--dry-run", "--json", "--cluster", Shipped("hardware/clusters/dgx-h100.json")});
+  CommandResult r = Loom(args);
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  if (j.is_discarded() || !j["estimate"].is_object()) {
+    ADD_FAILURE() << r.out;
+    return 0;
+  }
+  return j["estimate"]["total_s"].get<double>();
+}
+
+TEST(Probe, DryRunWithAClusterEstimatesTheDurationPerKindAndInAll) {
+  CommandResult r = Loom({"probe", "--dry-run", "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--measure",
+                          "gemm,attention", "--dtypes", "bf16"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_TRUE(Has(r.out, "\ngemm         ~")) << r.out;
+  EXPECT_TRUE(Has(r.out, "\nattention    ~")) << r.out;
+  EXPECT_FALSE(Has(r.out, "\nmemory       ~")) << r.out;  // no points, no line
+  EXPECT_TRUE(Has(r.out, "estimated duration: ~")) << r.out;
+  EXPECT_TRUE(Has(r.out, "h100-sxm5-80gb.json's calibrated model and the set-up time per point measured on one "
+                         "H100, 2026-11-27)"))
+      << r.out;
+  CommandResult bare = Loom({"probe", "--dry-run", "--measure", "gemm"});
+  ASSERT_EQ(bare.code, kExitOk) << bare.err;
+  EXPECT_TRUE(Has(bare.out, "estimated duration: give --cluster FILE")) << bare.out;
+  CommandResult json = Loom({"probe", "--dry-run", "--json", "--measure", "gemm"});
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  EXPECT_TRUE(nlohmann::json::parse(json.out)["estimate"].is_null()) << json.out;
+}
+
+TEST(Probe, DryRunEstimateGrowsWithRepeatsAndDtypes) {
+  const double base = EstimatedSeconds({"--measure", "gemm,attention", "--dtypes", "bf16"});
+  EXPECT_GT(base, 0);
+  EXPECT_GT(EstimatedSeconds({"--measure", "gemm,attention", "--dtypes", "bf16", "--repeats", "100"}), 1.5 * base);
+  EXPECT_GT(EstimatedSeconds({"--measure", "gemm,attention", "--dtypes", "bf16,fp8"}), base);
+  EXPECT_GT(EstimatedSeconds({"--measure", "gemm,attention", "--dtypes", "bf16", "--warmup", "20"}), base);
 }
 
 TEST(Probe, WithoutAGpuSaysSoAndExitsNonZero) {

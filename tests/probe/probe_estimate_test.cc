@@ -1,5 +1,6 @@
 #include "probe/probe_estimate.h"
 
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -33,7 +34,6 @@ double Total(const SweepOptions& sweep, const BenchSettings& settings, const Clu
 std::vector<ProbePoint> ValidationStage1(const ClusterSpec& cluster) {
   std::vector<ProbePoint> all;
   std::set<std::string> seen;
-  std::vector<ModelSpec> models;
   bool first = true;
   for (const char* name : {"gpt3-125m", "gpt3-350m", "llama3.2-1b", "gpt3-1.3b"}) {
     Result<ModelSpec> model = LoadModelSpec(kSource + "/models/" + name + ".json");
