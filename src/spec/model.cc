@@ -144,7 +144,8 @@ void ReadActivation(JsonReader& r, const std::optional<ModelFamily>& family, Mod
     }
   }
   r.AddError(key, "is " + Quote(*name) + "; loom knows " + ActivationChoices() +
-                      " (without a known model_type, gelu and relu kinds: 2-matrix MLP; silu, swiglu: gated 3-matrix MLP)");
+                      " (without a known model_type, gelu and relu kinds: 2-matrix MLP; silu, swiglu: "
+                      "gated 3-matrix MLP)");
 }
 
 // The norm's epsilon key says which norm a Hugging Face model uses; there is no safe default.

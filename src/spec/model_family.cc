@@ -12,6 +12,12 @@ constexpr MlpKind kPlain = MlpKind::kPlain;
 constexpr PositionKind kRope = PositionKind::kRotary;
 constexpr PositionKind kLearned = PositionKind::kLearnedAbsolute;
 constexpr std::optional<NormKind> kByEpsilonKey = std::nullopt;
+constexpr std::optional<NormKind> kLayer = NormKind::kLayerNorm;
+constexpr QkNorm kNoQk = QkNorm::kNone;
+constexpr QkNorm kPerHead = QkNorm::kPerHead;
+constexpr QkNorm kWhole = QkNorm::kWholeProjection;
+constexpr std::string_view kSilu = "silu";
+constexpr std::string_view kTanh = "gelu_pytorch_tanh";
 
 // Read from huggingface/transformers, src/transformers/models/<model_type>/configuration_*.py (the
 // defaults of __init__) and modeling_*.py or modular_*.py (the nn.Linear biases and the norms),
@@ -23,27 +29,29 @@ constexpr std::optional<NormKind> kByEpsilonKey = std::nullopt;
 // to the two norms; Gemma 3 and Qwen3 norm q and k per head (RMSNorm(head_dim)). OLMo 1's
 // OlmoLayerNorm has no parameters. GPT-NeoX: attention_bias defaults to True and dense_h_to_4h,
 // dense_4h_to_h always have biases. gpt2, opt and bloom keep PretrainedConfig's tie default (True).
+// Columns: the fields of ModelFamily in order (tie: tie_word_embeddings, attn: attention_bias,
+// qkv: qkv_bias_only, mlp_b: mlp_bias, n: norms_per_layer, topk: normalize_top_k, act: activation).
 constexpr ModelFamily kFamilies[] = {
-    // model_type   mlp     tie    attn   qkv    mlp    position  norm                 weights norms qk norm                 topk  activation
-    {"llama",       kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "silu"},
-    {"mistral",     kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "silu"},
-    {"mixtral",     kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "silu"},
-    {"qwen2",       kGated, false, false, true,  false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          false, "silu"},
-    {"qwen2_moe",   kGated, false, false, true,  false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          false, "silu"},
-    {"qwen3",       kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kPerHead,       false, "silu"},
-    {"qwen3_moe",   kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kPerHead,       false, "silu"},
-    {"gemma",       kGated, true,  false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "gelu_pytorch_tanh"},
-    {"gemma2",      kGated, true,  false, false, false, kRope,    kByEpsilonKey,       true,   4,    QkNorm::kNone,          true,  "gelu_pytorch_tanh"},
-    {"gemma3_text", kGated, true,  false, false, false, kRope,    kByEpsilonKey,       true,   4,    QkNorm::kPerHead,       true,  "gelu_pytorch_tanh"},
-    {"phi3",        kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "silu"},
-    {"olmo",        kGated, false, false, false, false, kRope,    NormKind::kLayerNorm, false, 2,    QkNorm::kNone,          true,  "silu"},
-    {"olmo2",       kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kWholeProjection, true, "silu"},
-    {"deepseek_v2", kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          false, "silu"},
-    {"deepseek_v3", kGated, false, false, false, false, kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "silu"},
-    {"gpt_neox",    kPlain, false, true,  false, true,  kRope,    kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "gelu"},
-    {"gpt2",        kPlain, true,  false, false, false, kLearned, kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "gelu_new"},
-    {"opt",         kPlain, true,  false, false, false, kLearned, kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "relu"},
-    {"bloom",       kPlain, true,  false, false, false, kLearned, kByEpsilonKey,       true,   2,    QkNorm::kNone,          true,  "gelu"},
+    // model_type   mlp     tie    attn   qkv    mlp_b  position  norm           weights n  qk        topk   act
+    {"llama",       kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
+    {"mistral",     kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
+    {"mixtral",     kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
+    {"qwen2",       kGated, false, false, true,  false, kRope,    kByEpsilonKey, true,  2, kNoQk,    false, kSilu},
+    {"qwen2_moe",   kGated, false, false, true,  false, kRope,    kByEpsilonKey, true,  2, kNoQk,    false, kSilu},
+    {"qwen3",       kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kPerHead, false, kSilu},
+    {"qwen3_moe",   kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kPerHead, false, kSilu},
+    {"gemma",       kGated, true,  false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kTanh},
+    {"gemma2",      kGated, true,  false, false, false, kRope,    kByEpsilonKey, true,  4, kNoQk,    true,  kTanh},
+    {"gemma3_text", kGated, true,  false, false, false, kRope,    kByEpsilonKey, true,  4, kPerHead, true,  kTanh},
+    {"phi3",        kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
+    {"olmo",        kGated, false, false, false, false, kRope,    kLayer,        false, 2, kNoQk,    true,  kSilu},
+    {"olmo2",       kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kWhole,   true,  kSilu},
+    {"deepseek_v2", kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    false, kSilu},
+    {"deepseek_v3", kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
+    {"gpt_neox",    kPlain, false, true,  false, true,  kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  "gelu"},
+    {"gpt2",        kPlain, true,  false, false, false, kLearned, kByEpsilonKey, true,  2, kNoQk,    true,  "gelu_new"},
+    {"opt",         kPlain, true,  false, false, false, kLearned, kByEpsilonKey, true,  2, kNoQk,    true,  "relu"},
+    {"bloom",       kPlain, true,  false, false, false, kLearned, kByEpsilonKey, true,  2, kNoQk,    true,  "gelu"},
 };
 
 // Architecture class prefixes (before "For...") whose model_type is not their lowercase name.

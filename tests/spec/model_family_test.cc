@@ -152,7 +152,8 @@ TEST(ModelFamily, QwenMoeDenseLayersInFrontAreReadAndAnyOtherPlacementIsRefused)
   config["mlp_only_layers"] = {0, 1};
   EXPECT_EQ(Parse(config).moe->first_dense_layers, 2);
   config["mlp_only_layers"] = {5};
-  EXPECT_TRUE(Contains(ParseError(config), "models/x.json: mlp_only_layers: is [5]; loom models dense layers only in front"));
+  EXPECT_TRUE(
+      Contains(ParseError(config), "models/x.json: mlp_only_layers: is [5]; loom models dense layers only in front"));
   config["mlp_only_layers"] = nlohmann::json::array();
   config["decoder_sparse_step"] = 2;
   EXPECT_TRUE(Contains(ParseError(config), "models/x.json: decoder_sparse_step: is 2"));
