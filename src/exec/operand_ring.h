@@ -11,7 +11,7 @@ namespace loom {
 // Where in the operand arena the CUDA executor's op runner (exec/cuda/op_runner.h) puts each run
 // of an op's operands, so that an op does not find them in the GPU's L2 cache. `loom probe` times
 // every kernel cold: it rotates a kernel's inputs over copies that together exceed twice the L2
-// (probe/cuda/event_timer.h, RotationCount), because in training each weight and activation is
+// (probe/bench.h, RotationCount), because in training each weight and activation is
 // read about once per micro-batch. Were every op to read the same arena bytes, a model whose ops
 // fit in the L2 would run warm in `loom validate` and measure faster than its profile predicts.
 //

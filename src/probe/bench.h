@@ -25,6 +25,16 @@ namespace loom {
 // operand ring (exec/operand_ring.h) both keep to it, so that both time the same thing.
 inline constexpr int64_t kColdL2Multiple = 2;
 
+// How many copies of a working set of |bytes_per_copy| to rotate over so that together they
+// exceed kColdL2Multiple times |l2_bytes| (at least 1, at most 64); 1 when rotation is off. The
+// CUDA benches allocate this many; the dry run's estimate (probe_estimate.h) fills as many.
+int64_t RotationCount(int64_t bytes_per_copy, int64_t l2_bytes, bool rotate);
+
+// How many back-to-back operations one timed collective batch runs, so that a batch is long enough
+// for CUDA events (about 0.5 us apart at best) to resolve: 20 up to 1 MiB, 5 up to 256 MiB, 1
+// above, where one operation already takes milliseconds.
+int64_t OperationsPerBatch(int64_t size_bytes);
+
 // How one point is timed.
 struct BenchSettings {
   int64_t warmup = 5;    // untimed runs first: clocks ramp up, caches and plans are built

@@ -20,11 +20,9 @@ struct PointCost {
   double setup_s = 0;  // fills and set-up, once
 };
 
-// The rotated copies of |bytes_per_copy| the probe allocates: the fewest whose sum exceeds
-// kColdL2Multiple L2 capacities, at most 64 (RotationCount, probe/cuda/event_timer.h).
+// The rotated copies of |bytes_per_copy| the probe allocates (RotationCount, probe/bench.h).
 double RotatedCopies(int64_t bytes_per_copy, int64_t l2_bytes, bool rotate) {
-  if (!rotate || bytes_per_copy <= 0) return 1;
-  return static_cast<double>(std::clamp<int64_t>(kColdL2Multiple * l2_bytes / bytes_per_copy + 1, 1, 64));
+  return static_cast<double>(RotationCount(bytes_per_copy, l2_bytes, rotate));
 }
 
 // One collective operation of |point| on |cluster|.
@@ -56,12 +54,6 @@ Result<double> CollectiveSeconds(const CollectivePoint& point, const ClusterSpec
   return 0.0;
 }
 
-// Back-to-back operations per timed batch (OperationsPerBatch, probe/cuda/nccl_buffers.h, which
-// builds only with CUDA).
-double OperationsPerBatch(int64_t size_bytes) {
-  constexpr int64_t kMiB = int64_t{1} << 20;
-  return size_bytes <= kMiB ? 20 : size_bytes <= 256 * kMiB ? 5 : 1;
-}
 
 // Fills the set-up of a kernel point whose copies hold |copy_bytes|, |fill_bytes| of them random.
 PointCost WithFill(double run_s, int64_t copy_bytes, int64_t fill_bytes, const GpuSpec& gpu, bool rotate) {
@@ -121,8 +113,9 @@ Result<ProbeDurationEstimate> EstimateProbeDuration(const std::vector<ProbePoint
     if (const CollectivePoint* c = std::get_if<CollectivePoint>(&point)) {
       Result<double> operation_s = CollectiveSeconds(*c, cluster);
       if (!operation_s.ok()) return operation_s.status();
-      const double operations = static_cast<double>(settings.warmup) +
-                                static_cast<double>(settings.repeats) * OperationsPerBatch(c->size_bytes);
+      const double batch = static_cast<double>(OperationsPerBatch(c->size_bytes));
+      const double operations =
+          static_cast<double>(settings.warmup) + static_cast<double>(settings.repeats) * batch;
       // Out of place and in place; the send and receive buffers' fill at the HBM bandwidth.
       seconds = kPointSetupS + 2 * operations * *operation_s +
                 2 * static_cast<double>(c->size_bytes) / (gpu.hbm_bandwidth_GBps * 1e9);

@@ -47,11 +47,11 @@ struct ProbeDurationEstimate {
 //   achieved HBM bandwidth; the launch point's 100 empty kernels per run at the calibrated kernel
 //   overhead; a host copy's bytes over the cluster's PCIe bandwidth;
 // - a collective: warmup operations, then repeats batches of back-to-back operations (20 up to
-//   1 MiB, 5 up to 256 MiB, 1 above: probe/cuda/nccl_buffers.h), out of place and in place, each
+//   1 MiB, 5 up to 256 MiB, 1 above: OperationsPerBatch, probe/bench.h), out of place and in place, each
 //   operation at RingCommModel's time over the group's placement on |cluster| (world: every GPU
 //   of the cluster's "nodes"; intra_node: one node's; rails: one per node);
 // - every point's set-up: kPointSetupS, plus the random fill of its rotated input copies (as many
-//   copies as exceed kColdL2Multiple L2 capacities, probe/cuda/event_timer.h's RotationCount) at
+//   copies as exceed kColdL2Multiple L2 capacities, probe/bench.h's RotationCount) at
 //   the HBM bandwidth, plus kAttentionGraphBuildS per attention point.
 // A GEMM whose dtype the GPU file has no peak for fails at once on the GPU: it costs its set-up.
 // Errors: InvalidArgument naming |cluster|'s file when a collective point needs the node count

@@ -63,13 +63,4 @@ Result<std::vector<double>> TimeOnStream(cudaStream_t stream, const std::functio
   return times_us;
 }
 
-int64_t RotationCount(int64_t bytes_per_copy, int64_t l2_bytes, bool rotate) {
-  constexpr int64_t kMaxCopies = 64;
-  if (!rotate || bytes_per_copy <= 0) return 1;
-  // The smallest count whose copies together exceed kColdL2Multiple * L2: by the time a copy is
-  // used again, the runs in between have streamed that much through the L2.
-  const int64_t copies = kColdL2Multiple * std::max<int64_t>(l2_bytes, 0) / bytes_per_copy + 1;
-  return std::clamp<int64_t>(copies, 1, kMaxCopies);
-}
-
 }  // namespace loom::cuda

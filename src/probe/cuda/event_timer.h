@@ -20,10 +20,6 @@ namespace loom::cuda {
 Result<std::vector<double>> TimeOnStream(cudaStream_t stream, const std::function<Status(int64_t)>& launch,
                                          const BenchSettings& settings);
 
-// How many copies of a working set of |bytes_per_copy| to rotate over so that together they
-// exceed twice |l2_bytes| (at least 1, at most 64); 1 when rotation is off.
-int64_t RotationCount(int64_t bytes_per_copy, int64_t l2_bytes, bool rotate);
-
 }  // namespace loom::cuda
 
 #endif  // LOOM_PROBE_CUDA_EVENT_TIMER_H_

@@ -2,13 +2,6 @@
 
 namespace loom::cuda {
 
-int64_t OperationsPerBatch(int64_t size_bytes) {
-  constexpr int64_t kMiB = int64_t{1} << 20;
-  if (size_bytes <= kMiB) return 20;
-  if (size_bytes <= 256 * kMiB) return 5;
-  return 1;
-}
-
 Result<CollectiveBuffers> BuffersOf(ProfiledCollective collective, int64_t size_bytes, int ranks) {
   const std::string name(kProfiledCollectiveNames.Name(collective));
   if (ranks < 1 || size_bytes < 1) {

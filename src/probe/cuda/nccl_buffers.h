@@ -39,11 +39,6 @@ struct CollectiveBuffers {
 // |size_bytes| is below 1.
 Result<CollectiveBuffers> BuffersOf(ProfiledCollective collective, int64_t size_bytes, int ranks);
 
-// How many back-to-back operations one timed batch runs, so that a batch is long enough for CUDA
-// events (about 0.5 us apart at best) to resolve: 20 up to 1 MiB, 5 up to 256 MiB, 1 above, where
-// one operation already takes milliseconds.
-int64_t OperationsPerBatch(int64_t size_bytes);
-
 // nccl.h's NCCL_VERSION code as "major.minor.patch": 22809 -> "2.28.9", 2708 -> "2.7.8" (before
 // 2.9 the code had one digit less for the minor version).
 std::string DecodeNcclVersion(int version_code);
