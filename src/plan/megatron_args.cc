@@ -66,6 +66,11 @@ void CheckSchedule(const Strategy& s, Messages& out) {
   }
 }
 
+// Qwen2's biases: on the q, k and v projections only (--disable-bias-linear --add-qkv-bias).
+bool QkvBiasOnly(const ModelSpec& model) {
+  return model.attention_bias && !model.attention_output_bias && !model.mlp_bias;
+}
+
 // Architecture Megatron's GPT model cannot build (_add_network_size_args: gelu by default,
 // --swiglu, --squared-relu, --quick-geglu; _add_training_args: --disable-bias-linear turns off the
 // biases of every linear layer, --add-qkv-bias puts back only the QKV one).
@@ -75,12 +80,43 @@ void CheckArchitecture(const ModelSpec& model, Messages& out) {
                       ": Megatron-LM's GPT has no plain-ReLU MLP (only gelu, --swiglu, --squared-relu "
                       "and --quick-geglu); plan it with another framework, or use a gelu or silu model"));
   }
-  if (model.attention_bias != model.mlp_bias) {
+  const bool all_biases = model.attention_bias && model.attention_output_bias && model.mlp_bias;
+  const bool no_biases = !model.attention_bias && !model.attention_output_bias && !model.mlp_bias;
+  if (!all_biases && !no_biases && !QkvBiasOnly(model)) {
     out.push_back(Cat("attention_bias (", model.attention_bias ? "true" : "false", ") and mlp_bias (",
                       model.mlp_bias ? "true" : "false", ") of ", ModelRef(model),
                       ": Megatron-LM puts biases on every linear layer (its default), on none "
                       "(--disable-bias-linear) or on the QKV projection only (--add-qkv-bias), never on "
                       "the attention alone or the MLP alone; set both keys alike to plan an approximation"));
+  }
+  // --swiglu is the only gated MLP of _add_network_size_args (silu; --quick-geglu is a different,
+  // clamped GeGLU of gpt-oss), so Gemma's gelu-gated MLP has no flag.
+  if (model.mlp == MlpKind::kGated && model.hidden_act != "silu" && model.hidden_act != "swiglu") {
+    out.push_back(Cat("hidden_act \"", model.hidden_act, "\" with a gated MLP (", ModelRef(model),
+                      "): Megatron-LM's gated MLP is SwiGLU (--swiglu, silu), and emitting it would train "
+                      "another activation; plan it with another framework"));
+  }
+  if (model.norms_per_layer != 2 || !model.norm_weights) {
+    out.push_back(Cat(ModelRef(model),
+                      model.norm_weights ? " puts a norm after each block as well as before it (Gemma 2 and 3)"
+                                         : " has LayerNorms without weights (OLMo 1)",
+                      ": Megatron-LM's GPT layer has one weighted norm before attention and one before the "
+                      "MLP; plan it with another framework"));
+  }
+  // --qk-layernorm norms each head's queries and keys (TransformerConfig.qk_layernorm, a norm of
+  // kv_channels); OLMo 2 norms the whole projection, which has no flag.
+  const bool per_head_qk_norm = model.q_norm_width == model.head_dim && model.k_norm_width == model.head_dim;
+  if ((model.q_norm_width > 0 || model.k_norm_width > 0) && !per_head_qk_norm) {
+    out.push_back(Cat(ModelRef(model), " norms its queries and keys over the whole projection (",
+                      model.q_norm_width, " and ", model.k_norm_width,
+                      " wide): Megatron-LM's --qk-layernorm norms each head; plan it with another framework"));
+  }
+  // Megatron's GPT layer runs attention, then the MLP on attention's output; GPT-NeoX's parallel
+  // residual has no flag in _add_network_size_args.
+  if (model.parallel_residual) {
+    out.push_back(Cat("use_parallel_residual of ", ModelRef(model),
+                      ": Megatron-LM's GPT layer is sequential (attention, then the MLP); plan it with "
+                      "another framework (GPT-NeoX trains it)"));
   }
 }
 
@@ -325,6 +361,16 @@ void AddShape(const ModelSpec& model, const Strategy& s, Args& out) {
   if (model.mlp == MlpKind::kGated) Add(out, "--swiglu");
   if (!model.tie_word_embeddings) Add(out, "--untie-embeddings-and-output-weights");
   if (!model.attention_bias && !model.mlp_bias) Add(out, "--disable-bias-linear");
+  if (QkvBiasOnly(model)) {
+    Add(out, "--disable-bias-linear");
+    Add(out, "--add-qkv-bias");
+  }
+  if (model.q_norm_width == model.head_dim && model.k_norm_width == model.head_dim) {
+    Add(out, "--qk-layernorm");
+  }
+  if (rotary && model.rotary_fraction < 1) {
+    Add(out, "--rotary-percent", arg_list::ShortestDecimal(model.rotary_fraction));
+  }
 }
 
 // _add_regularization_args (--attention-dropout, --hidden-dropout: 0.1 by default at every tag)
@@ -378,13 +424,14 @@ Status AddMoe(const ModelSpec& model, const Strategy& s, Args& out) {
   Add(out, "--moe-router-topk", moe.experts_per_token);
   if (moe.num_shared_experts > 0) {
     const std::optional<int64_t> shared =
-        (CheckedInt(moe.num_shared_experts) * moe.expert_intermediate_size).get();
+        (CheckedInt(moe.num_shared_experts) * moe.shared_expert_intermediate_size).get();
     if (!shared.has_value()) {
       return Status::InvalidArgument(Cat(ModelRef(model),
-                                         ": n_shared_experts * moe_intermediate_size overflows "
-                                         "64 bits; fix the model file"));
+                                         ": the shared experts' width overflows 64 bits; fix the model file"));
     }
     Add(out, "--moe-shared-expert-intermediate-size", *shared);
+    // Qwen2-MoE's sigmoid gate on the shared expert (SharedExpertMLP's gate, from core_v0.16.0).
+    if (moe.shared_expert_gate) Add(out, "--moe-shared-expert-gate");
   }
   if (moe.first_dense_layers > 0) {
     Add(out, "--moe-layer-freq",
@@ -541,6 +588,12 @@ Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const
   CheckArchitecture(model, problems);
   CheckModelSettings(model, options, problems);
   CheckSettings(strategy, options, problems);
+  if (model.moe.has_value() && model.moe->shared_expert_gate && options.version < MegatronVersion::kCore016) {
+    problems.push_back(TooOld(options.version, MegatronVersion::kCore016,
+                              Cat("the shared expert's gate of ", ModelRef(model)),
+                              "--moe-shared-expert-gate first appears in core_v0.16.0",
+                              "plan it without --emit megatron"));
+  }
   // --pipeline-model-parallel-layout: in arguments.py from core_v0.13.0 (absent at core_r0.12.0).
   if (options.version < MegatronVersion::kCore013 && strategy.pp > 0 && strategy.vpp > 0 &&
       NeedsLayoutFlag(model, strategy)) {
@@ -587,6 +640,7 @@ MegatronVersion MinimumMegatronVersion(const std::vector<std::string>& args) {
   if (has("--pipeline-model-parallel-layout")) need = MegatronVersion::kCore013;
   if (has("--use-megatron-fsdp") || has("--rope-type")) need = MegatronVersion::kCore014;
   if (has("--fp16") && ValueOf(args, "--expert-model-parallel-size") > 1) need = MegatronVersion::kCore016;
+  if (has("--moe-shared-expert-gate")) need = std::max(need, MegatronVersion::kCore016);
   return need;
 }
 

@@ -182,8 +182,16 @@ void ReadNorm(JsonReader& r, const std::optional<ModelFamily>& family, ModelSpec
 // Megatron's position_embedding_type; without it, rope_theta implies rotary positions.
 void ReadPosition(JsonReader& r, const std::optional<ModelFamily>& family, ModelSpec* m) {
   m->rope_theta = r.OptionalPositiveNumber("rope_theta", kRopeThetaRange).value_or(m->rope_theta);
-  if (family && family->model_type == "gpt_neox") {  // GPTNeoXConfig's name for the rotary base
+  if (family && family->model_type == "gpt_neox") {
+    // GPTNeoXConfig (transformers models/gpt_neox/configuration_gpt_neox.py): rotary_emb_base,
+    // rotary_pct = 0.25 and use_parallel_residual = True by default. Neither changes a count or a
+    // FLOP loom charges; a framework that emits the model must say them (plan/megatron_args.cc).
     m->rope_theta = r.OptionalPositiveNumber("rotary_emb_base", kRopeThetaRange).value_or(m->rope_theta);
+    m->rotary_fraction = r.OptionalPositiveNumber("rotary_pct", {1e-3, 1.0}).value_or(0.25);
+    m->parallel_residual = r.OptionalBool("use_parallel_residual").value_or(true);
+  }
+  if (r.Has("partial_rotary_factor")) {  // Phi, StableLM, GLM and others
+    m->rotary_fraction = r.OptionalPositiveNumber("partial_rotary_factor", {1e-3, 1.0}).value_or(1.0);
   }
   std::optional<std::string> name = r.OptionalString("position_embedding_type");
   if (r.Has("position_embedding_type")) {

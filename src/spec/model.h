@@ -108,6 +108,10 @@ struct ModelSpec {
   int64_t k_norm_width = 0;     // the same on the keys
   double norm_epsilon = 1e-5;   // rms_norm_eps, layer_norm_eps or layer_norm_epsilon
   double rope_theta = 10000.0;  // rotary base; Hugging Face's default when the key is absent
+  double rotary_fraction = 1.0;  // share of each head's dims rotated: rotary_pct (GPT-NeoX: 0.25
+                                 // by default) or partial_rotary_factor
+  bool parallel_residual = false;  // use_parallel_residual (GPT-NeoX): attention and MLP read the
+                                   // same input and add to the residual together
   std::optional<RopeScaling> rope_scaling;  // null or absent: none
   int64_t mtp_layers = 0;       // num_nextn_predict_layers: DeepSeek-V3's multi-token prediction
 

@@ -227,6 +227,43 @@ TEST(MegatronArgs, ExpertParallelFp16FollowsTheVersion) {
   EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore016);
 }
 
+// Issue 23: the Hugging Face architectures loom now reads either map to Megatron-LM flags or are
+// refused, never emitted as another model.
+TEST(MegatronArgs, QwenBiasesQkNormsSharedExpertGateAndPartialRotary) {
+  const Args qwen2 = Ok(Model("qwen2.5-7b"), Plain(4));
+  EXPECT_TRUE(Has(qwen2, "--disable-bias-linear"));
+  EXPECT_TRUE(Has(qwen2, "--add-qkv-bias"));
+  EXPECT_FALSE(Has(qwen2, "--qk-layernorm"));
+  const Args qwen3 = Ok(Model("qwen3-8b"), Plain(4));
+  EXPECT_TRUE(Has(qwen3, "--qk-layernorm"));
+  EXPECT_FALSE(Has(qwen3, "--add-qkv-bias"));
+  Strategy moe = Plain(1);
+  moe.ep = 8;
+  moe.dp = 8;
+  const ModelSpec qwen_moe = Model("qwen2-57b-a14b");
+  const Args gated = Ok(qwen_moe, moe);
+  // The shared expert's own width (shared_expert_intermediate_size), not moe_intermediate_size.
+  EXPECT_EQ(After(gated, "--moe-shared-expert-intermediate-size"),
+            std::to_string(qwen_moe.moe->num_shared_experts * qwen_moe.moe->shared_expert_intermediate_size));
+  EXPECT_NE(qwen_moe.moe->shared_expert_intermediate_size, qwen_moe.moe->expert_intermediate_size);
+  EXPECT_TRUE(Has(gated, "--moe-shared-expert-gate"));
+  EXPECT_EQ(MinimumMegatronVersion(gated), MegatronVersion::kCore016);
+  EXPECT_NE(Refusal(qwen_moe, moe, At(MegatronVersion::kCore015)).find("--moe-shared-expert-gate first appears"),
+            std::string::npos);
+  ModelSpec partial = Model("llama3-8b");
+  partial.rotary_fraction = 0.5;
+  EXPECT_EQ(After(Ok(partial, Plain(4)), "--rotary-percent"), "0.5");
+  EXPECT_FALSE(Has(Ok(Model("llama3-8b"), Plain(4)), "--rotary-percent"));
+}
+
+TEST(MegatronArgs, ArchitecturesMegatronCannotBuildAreRefused) {
+  EXPECT_NE(Refusal(Model("gemma-7b"), Plain(4)).find("Megatron-LM's gated MLP is SwiGLU"), std::string::npos);
+  EXPECT_NE(Refusal(Model("gemma-2-9b"), Plain(4)).find("puts a norm after each block"), std::string::npos);
+  EXPECT_NE(Refusal(Model("olmo-7b"), Plain(4)).find("LayerNorms without weights"), std::string::npos);
+  EXPECT_NE(Refusal(Model("olmo-2-7b"), Plain(4)).find("over the whole projection"), std::string::npos);
+  EXPECT_NE(Refusal(Model("pythia-1b"), Plain(1)).find("use_parallel_residual"), std::string::npos);
+}
+
 TEST(MegatronArgs, VersionNamesParseAndLatestIsDefault) {
   EXPECT_EQ(kMegatronVersionNames.Parse("core_v0.12"), MegatronVersion::kCore012);
   EXPECT_EQ(kMegatronVersionNames.Parse("latest"), MegatronVersion::kLatest);

@@ -196,5 +196,28 @@ TEST(ModelFamily, ArchitectureNamesMapToModelTypes) {
   EXPECT_TRUE(Contains(KnownModelTypes(), "gemma3_text"));
 }
 
+// GPT-NeoX rotates a quarter of each head and runs attention and the MLP in parallel unless its
+// config says otherwise (GPTNeoXConfig's defaults); partial_rotary_factor sets the share elsewhere.
+TEST(ModelFamily, GptNeoxRotaryShareAndParallelResidual) {
+  nlohmann::json neox = ShippedJson("pythia-1b");
+  EXPECT_DOUBLE_EQ(Parse(neox).rotary_fraction, 0.25);
+  EXPECT_TRUE(Parse(neox).parallel_residual);
+  neox.erase("rotary_pct");
+  neox.erase("use_parallel_residual");
+  EXPECT_DOUBLE_EQ(Parse(neox).rotary_fraction, 0.25);
+  EXPECT_TRUE(Parse(neox).parallel_residual);
+  neox["use_parallel_residual"] = false;
+  neox["rotary_pct"] = 1.0;
+  EXPECT_FALSE(Parse(neox).parallel_residual);
+  EXPECT_DOUBLE_EQ(Parse(neox).rotary_fraction, 1.0);
+  nlohmann::json llama = ShippedJson("llama3-8b");
+  EXPECT_DOUBLE_EQ(Parse(llama).rotary_fraction, 1.0);
+  EXPECT_FALSE(Parse(llama).parallel_residual);
+  llama["partial_rotary_factor"] = 0.5;
+  EXPECT_DOUBLE_EQ(Parse(llama).rotary_fraction, 0.5);
+  llama["partial_rotary_factor"] = 2;
+  EXPECT_TRUE(Contains(ParseError(llama), "partial_rotary_factor"));
+}
+
 }  // namespace
 }  // namespace loom
