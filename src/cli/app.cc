@@ -1,9 +1,11 @@
 #include "cli/app.h"
 
+#include <chrono>
 #include <exception>
 #include <new>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -26,6 +28,16 @@ bool PrintsOnThisRank(const Status& status, int rank) {
 // One write per line, so that the lines of several ranks sharing a terminal do not interleave.
 void PrintError(const Status& status, std::ostream& err) {
   err << ("loom: error: " + status.message() + "\n") << std::flush;
+}
+
+// A rank other than 0 that leaves an error to rank 0 must not end first: mpirun aborts the whole job
+// when the first process exits non-zero, and could kill rank 0 before it printed, leaving no message
+// at all. So it waits; if rank 0 failed the same way, mpirun ends this rank during the wait. Still
+// alive after it, rank 0 did not fail so, and this rank prints |text| itself, with its rank.
+constexpr std::chrono::seconds kRankZeroGrace{3};
+void DeferToRankZero(int rank, const std::string& text, std::ostream& err) {
+  std::this_thread::sleep_for(kRankZeroGrace);
+  err << (RankPrefix(rank) + text) << std::flush;
 }
 
 }  // namespace
@@ -77,6 +89,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       usage_err << "loom: \"" << Abbreviated(word) << "\" is not a loom command"
           << (best <= 3 ? "; did you mean \"" + nearest + "\"?" : "") << " The commands are " << names
           << "; run `loom --help`.\n";
+      if (rank != 0) DeferToRankZero(rank, discarded.str(), err);
       return kExitUsage;
     }
   }
@@ -86,6 +99,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
     app.exit(e, out, usage_err);
+    if (rank != 0) DeferToRankZero(rank, discarded.str(), err);
     return kExitUsage;
   }
   // The boundary of every command: an exception a library let through (or memory running out)
@@ -107,7 +121,11 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     return kExitSignalBase + signal;
   }
   if (!status.ok()) {
-    if (PrintsOnThisRank(status, rank)) PrintError(status, err);
+    if (PrintsOnThisRank(status, rank)) {
+      PrintError(status, err);
+    } else {
+      DeferToRankZero(rank, "loom: error: " + status.message() + "\n", err);
+    }
     return status.code() == Status::Code::kUnavailable ? kExitNoHardware : kExitBadInput;
   }
   return kExitOk;
