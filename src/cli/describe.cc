@@ -193,8 +193,7 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<DescribeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "describe", "Parameters, FLOPs per token and model-state memory of a model (HF config.json)");
-  InputFile(cmd->add_option("--model", options->model_path,
-                            "Model: a Hugging Face config.json (see models/), or a downloaded snapshot folder holding one"))
+  InputFile(cmd->add_option("--model", options->model_path, kModelOptionHelp))
       ->required();
   CLI::Option* cluster = InputFile(cmd->add_option(
       "--cluster", options->cluster_path,

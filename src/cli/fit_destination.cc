@@ -6,9 +6,9 @@
 namespace loom {
 
 std::string FittedPath(const std::string& input) {
-  const std::string suffix = ".json";
-  const bool json = input.size() > suffix.size() && input.compare(input.size() - suffix.size(), suffix.size(), suffix) == 0;
-  return (json ? input.substr(0, input.size() - suffix.size()) : input) + ".fitted.json";
+  std::filesystem::path path(input);
+  if (path.extension() == ".json") path.replace_extension();
+  return path.string() + ".fitted.json";
 }
 
 Result<std::string> FitDestination(const FitDestinationOptions& options, const std::string& input) {

@@ -18,6 +18,10 @@ namespace loom {
 // its value under "input_files". Returns |option|, so that it chains like CLI11's own setters.
 CLI::Option* InputFile(CLI::Option* option);
 
+// The help of every command's --model: what LoadModelSpec (spec/model.h) reads.
+inline constexpr char kModelOptionHelp[] =
+    "Model: a Hugging Face config.json (see models/), or a downloaded snapshot folder holding one";
+
 // The request |command| (a parsed subcommand) answers:
 //   {"command": its name,
 //    "arguments": {every option given on the command line, by its long name without dashes (a

@@ -373,8 +373,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "Every factorisation of --gpus into tp * cp * pp * dp (ep inside dp * cp) is tried with each micro-batch\n"
       "size, schedule, recomputation, ZeRO stage, offload and overlap setting; strategy rules and a memory bound\n"
       "prune them, the rest are simulated best-first until none can beat the --top-th plan.");
-  InputFile(cmd->add_option("--model", o->model_path,
-                            "Model: a Hugging Face config.json (see models/), or a downloaded snapshot folder holding one"))
+  InputFile(cmd->add_option("--model", o->model_path, kModelOptionHelp))
       ->required();
   InputFile(cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)"))->required();
   cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(Between(1, 1 << 20));

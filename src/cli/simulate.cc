@@ -298,7 +298,7 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of one parallelisation strategy");
   InputFile(cmd->add_option("scenario", options->scenario_path,
                             "Scenario file (schema loom.scenario/1) naming model, cluster and strategy"));
-  InputFile(cmd->add_option("--model", options->model_path, "Model file: a Hugging Face config.json (see models/)"));
+  InputFile(cmd->add_option("--model", options->model_path, kModelOptionHelp));
   InputFile(cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)"));
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
       ->check(Positive());
