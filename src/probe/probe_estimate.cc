@@ -25,8 +25,9 @@ double RotatedCopies(int64_t bytes_per_copy, int64_t l2_bytes, bool rotate) {
   return static_cast<double>(RotationCount(bytes_per_copy, l2_bytes, rotate));
 }
 
-// One collective operation of |point| on |cluster|.
-Result<double> CollectiveSeconds(const CollectivePoint& point, const ClusterSpec& cluster) {
+// One collective operation of |point| on |cluster|, costed by |comm| (the cluster's model).
+Result<double> CollectiveSeconds(const CollectivePoint& point, const ClusterSpec& cluster,
+                                 const RingCommModel& comm) {
   const int64_t per_node = cluster.gpus_per_node;
   const std::optional<int64_t> nodes = cluster.nodes;
   if (point.group != ProbeGroup::kIntraNode && !nodes) {
@@ -36,7 +37,6 @@ Result<double> CollectiveSeconds(const CollectivePoint& point, const ClusterSpec
   GroupPlacement group{per_node, per_node};
   if (point.group == ProbeGroup::kWorld) group = {per_node * *nodes, per_node};
   if (point.group == ProbeGroup::kRails) group = {*nodes, 1};
-  const RingCommModel comm(cluster);
   switch (point.collective) {
     case ProfiledCollective::kAllReduce:
       return comm.Collective(CollectiveKind::kAllReduce, point.size_bytes, group).ToSeconds();
@@ -106,12 +106,13 @@ Result<ProbeDurationEstimate> EstimateProbeDuration(const std::vector<ProbePoint
     return Status::InvalidArgument(gpu.file + ": hbm_bandwidth_GBps is missing; the probe's estimate needs it");
   }
   const RooflineComputeModel model(gpu);
+  const RingCommModel comm(cluster);
   const double runs = static_cast<double>(settings.warmup + settings.repeats);
   ProbeDurationEstimate estimate;
   for (const ProbePoint& point : points) {
     double seconds = 0;
     if (const CollectivePoint* c = std::get_if<CollectivePoint>(&point)) {
-      Result<double> operation_s = CollectiveSeconds(*c, cluster);
+      Result<double> operation_s = CollectiveSeconds(*c, cluster, comm);
       if (!operation_s.ok()) return operation_s.status();
       const double batch = static_cast<double>(OperationsPerBatch(c->size_bytes));
       const double operations =
