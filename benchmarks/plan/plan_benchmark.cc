@@ -55,10 +55,10 @@ void BM_Plan(benchmark::State& state, const PlanCase& c) {
   state.counters["skipped_by_bound"] = static_cast<double>(report.skipped_by_bound);
   state.counters["simulated"] = static_cast<double>(report.simulated);
   if (report.ranked.empty()) {
-    const std::string why = "no plan ranked: " + std::to_string(report.enumerated) + " strategies enumerated for " +
-                            std::to_string(request.gpus) + " GPUs and global batch " +
-                            std::to_string(request.global_batch) + ", " + std::to_string(report.simulated) +
-                            " simulated";
+    const std::string why = "no plan ranked: " + std::to_string(report.enumerated) +
+                            " strategies enumerated for " + std::to_string(request.gpus) +
+                            " GPUs and global batch " + std::to_string(request.global_batch) +
+                            ", " + std::to_string(report.simulated) + " simulated";
     state.SkipWithError(why.c_str());
     return;
   }
@@ -68,7 +68,8 @@ void BM_Plan(benchmark::State& state, const PlanCase& c) {
 // Llama 3 405B as Meta trained it: 16,384 H100s, 8K-token sequences, 16M tokens per step
 // (Dubey et al. 2024, Table 4).
 BENCHMARK_CAPTURE(BM_Plan, Llama3_405B_16384xH100,
-                  PlanCase{"models/llama3-405b.json", "hardware/clusters/dgx-h100.json", 2048, 2048, 8192})
+                  PlanCase{"models/llama3-405b.json", "hardware/clusters/dgx-h100.json", 2048, 2048,
+                           8192})
     ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Unit(benchmark::kSecond)
@@ -76,21 +77,24 @@ BENCHMARK_CAPTURE(BM_Plan, Llama3_405B_16384xH100,
 // Megatron-Turing NLG 530B on 5,128 A100s: 5128 = 8 * 641 with 641 prime, so no tp * pp * dp layout
 // has a dp that divides the batch of 2520; the space is empty and the case reports it as an error.
 BENCHMARK_CAPTURE(BM_Plan, MegatronTuring_530B_5128xA100,
-                  PlanCase{"models/megatron-530b.json", "hardware/clusters/dgx-a100.json", 641, 2520, 2048})
+                  PlanCase{"models/megatron-530b.json", "hardware/clusters/dgx-a100.json", 641,
+                           2520, 2048})
     ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 // ... and on 640 nodes, where the search is real (Smith et al. 2022 ran 560 nodes, tp 8 pp 35).
 BENCHMARK_CAPTURE(BM_Plan, MegatronTuring_530B_5120xA100,
-                  PlanCase{"models/megatron-530b.json", "hardware/clusters/dgx-a100.json", 640, 2520, 2048})
+                  PlanCase{"models/megatron-530b.json", "hardware/clusters/dgx-a100.json", 640,
+                           2520, 2048})
     ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 // GPT-3 175B on 1024 A100s (Narayanan et al. 2021, Table 1).
 BENCHMARK_CAPTURE(BM_Plan, Gpt3_175B_1024xA100,
-                  PlanCase{"models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 128, 1536, 2048})
+                  PlanCase{"models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 128, 1536,
+                           2048})
     ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Unit(benchmark::kSecond)

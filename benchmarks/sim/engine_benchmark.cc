@@ -189,7 +189,9 @@ class PipelineStepBuilder {
   std::vector<TaskId> b_send_ = std::vector<TaskId>(kStages * kMicroBatches, -1);
 };
 
-TaskGraph BuildPipelineStep(bool shared_nics = false) { return PipelineStepBuilder(shared_nics).Build(); }
+TaskGraph BuildPipelineStep(bool shared_nics = false) {
+  return PipelineStepBuilder(shared_nics).Build();
+}
 
 void SetGraphCounters(benchmark::State& state, const TaskGraph& graph) {
   state.counters["tasks"] = graph.num_tasks();

@@ -25,7 +25,8 @@ void BM_SimulateGpt3On1024Gpus(benchmark::State& state) {
   int64_t tasks = 0;
   double step_s = 0;
   for (auto _ : state) {
-    Result<SimulationResult> result = SimulateTrainingStep(*model, *cluster, scenario->strategy, options);
+    Result<SimulationResult> result =
+        SimulateTrainingStep(*model, *cluster, scenario->strategy, options);
     if (!result.ok()) {
       state.SkipWithError(result.status().message().c_str());
       return;

@@ -30,10 +30,11 @@ void PrintError(const Status& status, std::ostream& err) {
   err << ("loom: error: " + status.message() + "\n") << std::flush;
 }
 
-// A rank other than 0 that leaves an error to rank 0 must not end first: mpirun aborts the whole job
-// when the first process exits non-zero, and could kill rank 0 before it printed, leaving no message
-// at all. So it waits; if rank 0 failed the same way, mpirun ends this rank during the wait. Still
-// alive after it, rank 0 did not fail so, and this rank prints |text| itself, with its rank.
+// A rank other than 0 that leaves an error to rank 0 must not end first: mpirun aborts the whole
+// job when the first process exits non-zero, and could kill rank 0 before it printed, leaving no
+// message at all. So it waits; if rank 0 failed the same way, mpirun ends this rank during the
+// wait. Still alive after it, rank 0 did not fail so, and this rank prints |text| itself, with its
+// rank.
 constexpr std::chrono::seconds kRankZeroGrace{3};
 void DeferToRankZero(int rank, const std::string& text, std::ostream& err) {
   std::this_thread::sleep_for(kRankZeroGrace);
@@ -87,8 +88,8 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (best >= 0) {
       usage_err << "loom: \"" << Abbreviated(word) << "\" is not a loom command"
-          << (best <= 3 ? "; did you mean \"" + nearest + "\"?" : "") << " The commands are " << names
-          << "; run `loom --help`.\n";
+                << (best <= 3 ? "; did you mean \"" + nearest + "\"?" : "") << " The commands are "
+                << names << "; run `loom --help`.\n";
       if (rank != 0) DeferToRankZero(rank, discarded.str(), err);
       return kExitUsage;
     }
@@ -109,8 +110,9 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     status = runner(out, err);
   } catch (const std::bad_alloc&) {
-    status = Status::ResourceExhausted("out of memory; the inputs ask for more than this machine has (check the "
-                                       "sizes in the model file and the flags)");
+    status = Status::ResourceExhausted(
+        "out of memory; the inputs ask for more than this machine has (check the "
+        "sizes in the model file and the flags)");
   } catch (const std::exception& e) {
     status = Status::Internal(std::string("unexpected failure (") + e.what() +
                               "); this is a bug in loom: please report it with the command line");

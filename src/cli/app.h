@@ -9,7 +9,8 @@ namespace loom {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadInput = 1;  // a file or a setting is wrong; the message says which
 inline constexpr int kExitUsage = 2;     // the command line itself does not parse
-inline constexpr int kExitNoHardware = 3;  // the GPU the command needs is not there, or not in this build
+inline constexpr int kExitNoHardware =
+    3;  // the GPU the command needs is not there, or not in this build
 // Interrupted by a signal: 128 + its number, the status a shell gives a process the signal killed.
 // plan prints the best plans found so far, marked INTERRUPTED and partial, and exits with it; fit
 // and probe finish the file they are writing (never a truncated file or a stray temporary) and then

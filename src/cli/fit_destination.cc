@@ -18,9 +18,11 @@ Result<std::string> FitDestination(const FitDestinationOptions& options, const s
   const std::string fitted = FittedPath(input);
   std::error_code error;
   if (std::filesystem::exists(fitted, error) && !options.force) {
-    return Status::InvalidArgument(fitted + " exists (an earlier fit of " + input +
-                                   "); pass --force to replace it, --output FILE to write elsewhere, or --in-place "
-                                   "to rewrite " + input + " itself");
+    return Status::InvalidArgument(
+        fitted + " exists (an earlier fit of " + input +
+        "); pass --force to replace it, --output FILE to write elsewhere, or --in-place "
+        "to rewrite " +
+        input + " itself");
   }
   return fitted;
 }

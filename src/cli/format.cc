@@ -7,7 +7,8 @@ namespace loom {
 namespace {
 
 // Scales |value| down by |base| until it is below |base| and formats it with the unit reached.
-std::string Scaled(double value, double base, const char* const* units, int unit_count, const char* sep) {
+std::string Scaled(double value, double base, const char* const* units, int unit_count,
+                   const char* sep) {
   int unit = 0;
   while (std::fabs(value) >= base && unit + 1 < unit_count) {
     value /= base;

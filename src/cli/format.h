@@ -16,7 +16,8 @@ namespace loom {
 // megatron-core, the code of every step-time table loom is checked against.
 inline constexpr const char* kDefaultFramework = "megatron-core";
 inline constexpr const char* kFrameworkHelp =
-    "Training framework whose host thread issues the GPU's work (hardware/frameworks/): its host time per op, "
+    "Training framework whose host thread issues the GPU's work (hardware/frameworks/): its host "
+    "time per op, "
     "CUDA graphs and where it waits for the GPU. A name in hardware/frameworks/ (megatron-core, "
     "megatron-core-cudagraphs, pytorch-eager), a framework file, or none (the GPU is always fed)";
 
@@ -42,8 +43,8 @@ std::string JsonText(const Json& json) {
 // |items| joined by |separator|: "a, b, c".
 std::string JoinedList(const std::vector<std::string>& items, std::string_view separator = ", ");
 
-// {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "host_s"}: where a simulated step went, as
-// `loom simulate --json` and `loom plan --json` write it.
+// {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "host_s"}: where a simulated step
+// went, as `loom simulate --json` and `loom plan --json` write it.
 nlohmann::ordered_json BreakdownJson(const StepBreakdown& breakdown);
 
 }  // namespace loom

@@ -13,7 +13,8 @@ constexpr char kInputFileType[] = "FILE";
 // The options of |app| and of its option groups (CLI11 keeps those in nameless subcommands).
 std::vector<const CLI::Option*> AllOptions(const CLI::App& app) {
   std::vector<const CLI::Option*> options = app.get_options();
-  for (const CLI::App* group : app.get_subcommands([](const CLI::App* sub) { return sub->get_name().empty(); })) {
+  for (const CLI::App* group :
+       app.get_subcommands([](const CLI::App* sub) { return sub->get_name().empty(); })) {
     for (const CLI::Option* option : AllOptions(*group)) options.push_back(option);
   }
   return options;
@@ -40,7 +41,9 @@ Json CommandRequest(const CLI::App& command) {
       for (const std::string& path : option->results()) input_files.push_back(path);
     }
   }
-  return {{"command", command.get_name()}, {"arguments", std::move(arguments)}, {"input_files", std::move(input_files)}};
+  return {{"command", command.get_name()},
+          {"arguments", std::move(arguments)},
+          {"input_files", std::move(input_files)}};
 }
 
 Json Stamped(const Json& body, const Json& request) {
@@ -51,7 +54,8 @@ Json Stamped(const Json& body, const Json& request) {
   for (const auto& [key, value] : body.items()) {
     if (key == "schema" || key == "loom_version") continue;
     if (key == "request" && value.is_object()) {
-      for (const auto& [request_key, request_value] : value.items()) stamped["request"][request_key] = request_value;
+      for (const auto& [request_key, request_value] : value.items())
+        stamped["request"][request_key] = request_value;
       continue;
     }
     stamped[key] = value;

@@ -35,7 +35,8 @@ nlohmann::ordered_json CommandRequest(const CLI::App& command);
 // "request" first, then the rest of |body| in its order. Where |body| has a "request" object of
 // its own (plan and explain restate the question in the model's terms), its keys follow those of
 // |request|.
-nlohmann::ordered_json Stamped(const nlohmann::ordered_json& body, const nlohmann::ordered_json& request);
+nlohmann::ordered_json Stamped(const nlohmann::ordered_json& body,
+                               const nlohmann::ordered_json& request);
 
 }  // namespace loom
 

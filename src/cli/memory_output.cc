@@ -15,16 +15,20 @@ using nlohmann::ordered_json;
 constexpr size_t kItems = static_cast<size_t>(MemoryItem::kOther) + 1;
 
 // Column headings of the table, by MemoryItem.
-constexpr std::array<const char*, kItems> kHeadings = {"weights",  "grads",    "optimizer", "activations", "recompute",
-                                                       "logits",   "comm buf", "states",    "other"};
+constexpr std::array<const char*, kItems> kHeadings = {"weights",     "grads",     "optimizer",
+                                                       "activations", "recompute", "logits",
+                                                       "comm buf",    "states",    "other"};
 
 std::string GiB(int64_t bytes) {
   std::ostringstream text;
-  text << std::fixed << std::setprecision(2) << static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30);
+  text << std::fixed << std::setprecision(2)
+       << static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30);
   return text.str();
 }
 
-ordered_json OrNull(int32_t value) { return value >= 0 ? ordered_json(value) : ordered_json(nullptr); }
+ordered_json OrNull(int32_t value) {
+  return value >= 0 ? ordered_json(value) : ordered_json(nullptr);
+}
 
 ordered_json PeakTaskJson(const PeakTask& t) {
   if (t.task < 0) return nullptr;
@@ -58,7 +62,8 @@ void PrintTable(const MemoryView& view, std::ostream& out) {
   for (size_t i = 0; i < kItems; ++i) {
     if (shown[i]) out << std::setw(12) << kHeadings[i];
   }
-  out << std::setw(9) << "stashed" << std::setw(10) << "peak" << std::setw(11) << "at s" << "\n";
+  out << std::setw(9) << "stashed" << std::setw(10) << "peak" << std::setw(11) << "at s"
+      << "\n";
   for (const MemoryBreakdown& b : view.stages) {
     out << std::setw(6) << b.stage;
     for (size_t i = 0; i < kItems; ++i) {
@@ -66,14 +71,15 @@ void PrintTable(const MemoryView& view, std::ostream& out) {
     }
     std::ostringstream at;
     at << std::fixed << std::setprecision(3) << b.peak_time.ToSeconds();
-    out << std::setw(9) << b.stashed_micro_batches << std::setw(10) << GiB(b.peak_bytes) << std::setw(11)
-        << at.str() << "\n";
+    out << std::setw(9) << b.stashed_micro_batches << std::setw(10) << GiB(b.peak_bytes)
+        << std::setw(11) << at.str() << "\n";
   }
 }
 
 void PrintFits(const MemoryView& view, std::ostream& out) {
   if (view.fits.empty()) {
-    out << "no strategy one or two memory levers away fits (recompute, micro-batch, ZeRO, sp, tp/pp/cp with "
+    out << "no strategy one or two memory levers away fits (recompute, micro-batch, ZeRO, sp, "
+           "tp/pp/cp with "
            "dp, offload, chunks); try more GPUs or a search: loom plan\n";
     return;
   }
@@ -82,11 +88,12 @@ void PrintFits(const MemoryView& view, std::ostream& out) {
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "step " << f.step_time_s << " s";
     if (view.step_time_s > 0) {
-      line << " (" << std::showpos << std::setprecision(1) << (f.step_time_s / view.step_time_s - 1) * 100
-           << std::noshowpos << "%)";
+      line << " (" << std::showpos << std::setprecision(1)
+           << (f.step_time_s / view.step_time_s - 1) * 100 << std::noshowpos << "%)";
     }
     line << ", peak " << GiB(f.peak_memory_bytes) << " of " << GiB(f.memory_limit_bytes) << " GiB";
-    out << "  " << std::left << std::setw(40) << f.changes << std::right << " " << line.str() << "\n";
+    out << "  " << std::left << std::setw(40) << f.changes << std::right << " " << line.str()
+        << "\n";
   }
 }
 
@@ -94,7 +101,8 @@ void PrintFits(const MemoryView& view, std::ostream& out) {
 
 ordered_json MemoryBreakdownJson(const MemoryBreakdown& b) {
   ordered_json items = ordered_json::object();
-  for (const MemoryItemBytes& i : b.items) items[std::string(kMemoryItemNames.Name(i.item))] = i.bytes;
+  for (const MemoryItemBytes& i : b.items)
+    items[std::string(kMemoryItemNames.Name(i.item))] = i.bytes;
   return {{"stage", b.stage},
           {"rank", b.rank},
           {"peak_bytes", b.peak_bytes},
@@ -129,11 +137,13 @@ void PrintMemory(const MemoryView& view, std::ostream& out) {
   const MemoryBreakdown& peak = view.stages[static_cast<size_t>(view.peak_stage)];
   std::ostringstream at;
   at << std::fixed << std::setprecision(3) << peak.peak_time.ToSeconds();
-  out << "peak: stage " << peak.stage << ", " << GiB(peak.peak_bytes) << " of " << GiB(view.limit_bytes)
-      << " GiB usable, at " << at.str() << " s, when " << DescribePeakTask(peak.peak_task) << " allocates\n";
-  out << "allocator reserve: " << GiB(view.reserved_bytes) << " GiB beside every peak (CUDA context, workspaces, "
-      << "fragmentation): the usable memory is the GPU's " << GiB(view.limit_bytes + view.reserved_bytes)
-      << " GiB less it\n";
+  out << "peak: stage " << peak.stage << ", " << GiB(peak.peak_bytes) << " of "
+      << GiB(view.limit_bytes) << " GiB usable, at " << at.str() << " s, when "
+      << DescribePeakTask(peak.peak_task) << " allocates\n";
+  out << "allocator reserve: " << GiB(view.reserved_bytes)
+      << " GiB beside every peak (CUDA context, workspaces, "
+      << "fragmentation): the usable memory is the GPU's "
+      << GiB(view.limit_bytes + view.reserved_bytes) << " GiB less it\n";
   if (peak.peak_bytes > view.limit_bytes) PrintFits(view, out);
 }
 

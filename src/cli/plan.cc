@@ -48,8 +48,8 @@ struct PlanCommandOptions {
   int32_t threads = 0;
   std::string explain;
   std::string emit;
-  std::string out;  // --emit plan's file; none: the plan file goes to stdout
-  std::string report;            // --report: the HTML report of the search
+  std::string out;     // --emit plan's file; none: the plan file goes to stdout
+  std::string report;  // --report: the HTML report of the search
   bool out_given = false, pick_given = false;  // whether --out and --pick are on the command line
   bool megatron_version_given = false;
   int64_t pick = 1;
@@ -62,7 +62,7 @@ struct PlanCommandOptions {
   std::optional<double> price, tokens, max_step_time;  // --price, --tokens, --max-step-time
   int64_t min_gpus = 0, max_gpus = 0;                  // 0: --gpus
   bool distinct = false;
-  bool progress = false;  // --progress: also when stderr is not a terminal
+  bool progress = false;           // --progress: also when stderr is not a terminal
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
@@ -79,8 +79,9 @@ Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus, int64_t ma
   ClusterSpec cluster = std::move(loaded).value();
   const int64_t per_node = cluster.gpus_per_node;
   if (gpus > per_node && gpus % per_node != 0) {
-    return Status::InvalidArgument("--gpus " + std::to_string(gpus) + ": not a whole number of " + path + "'s nodes (" +
-                                   std::to_string(per_node) + " GPUs each); use " +
+    return Status::InvalidArgument("--gpus " + std::to_string(gpus) + ": not a whole number of " +
+                                   path + "'s nodes (" + std::to_string(per_node) +
+                                   " GPUs each); use " +
                                    std::to_string(gpus / per_node * per_node) + " or " +
                                    std::to_string((gpus / per_node + 1) * per_node));
   }
@@ -90,7 +91,8 @@ Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus, int64_t ma
 
 // Progress on stderr: on a terminal once the search has run for a second, and with --progress
 // wherever stderr goes.
-std::function<void(const PlanProgress&)> Progress(std::ostream& err, bool forced, Objective objective) {
+std::function<void(const PlanProgress&)> Progress(std::ostream& err, bool forced,
+                                                  Objective objective) {
   const bool terminal = &err == &std::cerr && isatty(STDERR_FILENO) != 0;
   if (!terminal && !forced) return nullptr;
   auto printer = std::make_shared<ProgressPrinter>(err, ProgressStyle{terminal, forced}, objective);
@@ -100,15 +102,18 @@ std::function<void(const PlanProgress&)> Progress(std::ostream& err, bool forced
 // --min-gpus and --max-gpus around --gpus: the GPU counts a search may cover.
 Status CheckGpuRange(const PlanCommandOptions& o) {
   if (o.min_gpus > o.gpus) {
-    return Status::InvalidArgument("--min-gpus " + std::to_string(o.min_gpus) + ": more than --gpus " +
-                                   std::to_string(o.gpus) + "; the search goes down from --gpus to --min-gpus, "
+    return Status::InvalidArgument("--min-gpus " + std::to_string(o.min_gpus) +
+                                   ": more than --gpus " + std::to_string(o.gpus) +
+                                   "; the search goes down from --gpus to --min-gpus, "
                                    "so give a --min-gpus at most --gpus (or raise --gpus)");
   }
   if (o.max_gpus > 0 && o.max_gpus < o.gpus) {
-    return Status::InvalidArgument("--max-gpus " + std::to_string(o.max_gpus) + ": fewer than --gpus " +
-                                   std::to_string(o.gpus) + "; the search goes up from --gpus to --max-gpus, "
-                                   "so give a --max-gpus at least --gpus (or lower --gpus, with --min-gpus for "
-                                   "smaller counts)");
+    return Status::InvalidArgument(
+        "--max-gpus " + std::to_string(o.max_gpus) + ": fewer than --gpus " +
+        std::to_string(o.gpus) +
+        "; the search goes up from --gpus to --max-gpus, "
+        "so give a --max-gpus at least --gpus (or lower --gpus, with --min-gpus for "
+        "smaller counts)");
   }
   return Status::Ok();
 }
@@ -138,17 +143,19 @@ Status Expressible(const std::string& emit, const ModelSpec& model, const Strate
 
 // Writes the plan file of |strategy| (plan |rank|) to --out: its rank programs as the planner
 // simulated them, every data-parallel replica included.
-Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& header, const Strategy& strategy,
-                                int64_t rank) {
+Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& header,
+                                const Strategy& strategy, int64_t rank) {
   const SimulationOptions& simulation = header.options.simulation;
   nlohmann::ordered_json source = {
       {"model", o.model_path},
       {"cluster", o.cluster_path},
       {"gpus", o.gpus},
       {"strategy", StrategyJson(strategy)},
-      {"simulation", {{"attention", o.attention}, {"dropout", simulation.kernels.dropout}, {"full", true}}},
+      {"simulation",
+       {{"attention", o.attention}, {"dropout", simulation.kernels.dropout}, {"full", true}}},
       {"request", o.request}};
-  Result<PlanFile> plan = MakePlanFile(header.model, header.cluster, strategy, simulation, std::move(source));
+  Result<PlanFile> plan =
+      MakePlanFile(header.model, header.cluster, strategy, simulation, std::move(source));
   if (!plan.ok()) return plan.status();
   EmitResult emitted;
   if (!o.out_given) {
@@ -160,25 +167,35 @@ Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& h
   const int32_t tasks = plan->step.graph.num_tasks();
   // Without --out the file went to stdout, wherever the shell sent it.
   const std::string file = o.out_given ? o.out : "plan.json";
-  const std::string validate = "mpirun -np " + std::to_string(ranks) + " loom validate " + file + " --backend host";
+  const std::string validate =
+      "mpirun -np " + std::to_string(ranks) + " loom validate " + file + " --backend host";
   emitted.rank = rank;
   emitted.heading = "plan file of plan " + std::to_string(rank);
-  emitted.text = (!o.out_given ? std::string("wrote the plan file to stdout (save it: loom plan ... --emit plan > plan.json)")
-                                : "wrote " + o.out) +
-                 ": " + std::to_string(ranks) + " ranks (" + std::to_string(plan->step.stages) +
-                 " stages x " + std::to_string(plan->step.replicas) + " replicas), " + std::to_string(tasks) +
-                 " tasks\nrun its rank programs and compare them with the prediction:\n  " + validate + "\n";
-  emitted.json = {{"format", "plan"}, {"rank", rank}, {"plan_file", o.out}, {"ranks", ranks},
-                  {"stages", plan->step.stages}, {"replicas", plan->step.replicas}, {"tasks", tasks},
+  emitted.text =
+      (!o.out_given
+           ? std::string(
+                 "wrote the plan file to stdout (save it: loom plan ... --emit plan > plan.json)")
+           : "wrote " + o.out) +
+      ": " + std::to_string(ranks) + " ranks (" + std::to_string(plan->step.stages) + " stages x " +
+      std::to_string(plan->step.replicas) + " replicas), " + std::to_string(tasks) +
+      " tasks\nrun its rank programs and compare them with the prediction:\n  " + validate + "\n";
+  emitted.json = {{"format", "plan"},
+                  {"rank", rank},
+                  {"plan_file", o.out},
+                  {"ranks", ranks},
+                  {"stages", plan->step.stages},
+                  {"replicas", plan->step.replicas},
+                  {"tasks", tasks},
                   {"validate", validate}};
   return emitted;
 }
 
 // The launch settings (or the plan file) of plan |rank| (1-based).
-Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, const PlanReport& report,
-                        int64_t rank) {
+Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header,
+                        const PlanReport& report, int64_t rank) {
   if (rank > static_cast<int64_t>(report.ranked.size())) {
-    return Status::InvalidArgument("--pick " + std::to_string(rank) + ": only " + std::to_string(report.ranked.size()) +
+    return Status::InvalidArgument("--pick " + std::to_string(rank) + ": only " +
+                                   std::to_string(report.ranked.size()) +
                                    " plans are ranked; raise --top");
   }
   const std::string& emit = o.emit;
@@ -195,17 +212,19 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, c
     emitted.notes = MegatronNotes(model, megatron);
     nlohmann::ordered_json env = nlohmann::ordered_json::object();
     for (const EnvVariable& v : MegatronEnvironment(*args, s.dtype)) env[v.name] = v.value;
-    emitted.json = {{"format", "megatron"},
-                    {"rank", rank},
-                    {"megatron_version", kMegatronVersionNames.Name(megatron.version)},
-                    {"minimum_megatron_version", kMegatronVersionNames.Name(MinimumMegatronVersion(*args))},
-                    {"env", env},
-                    {"arguments", *args},
-                    {"notes", emitted.notes}};
+    emitted.json = {
+        {"format", "megatron"},
+        {"rank", rank},
+        {"megatron_version", kMegatronVersionNames.Name(megatron.version)},
+        {"minimum_megatron_version", kMegatronVersionNames.Name(MinimumMegatronVersion(*args))},
+        {"env", env},
+        {"arguments", *args},
+        {"notes", emitted.notes}};
     return emitted;
   }
   DeepSpeedOptions ds_options;
-  ds_options.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  ds_options.attention =
+      o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
   Result<DeepSpeedPlan> ds = DeepSpeedConfig(model, s, ds_options);
   if (!ds.ok()) return ds.status();
   std::string env_text;
@@ -215,11 +234,16 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, c
     env[name] = value;
   }
   std::string args;
-  for (const std::string& a : ds->launcher_args) args += (a.rfind("--", 0) == 0 && !args.empty() ? " \\\n    " : " ") + a;
-  emitted.text = (env_text.empty() ? "" : "environment of every process:\n" + env_text + "\n") + "ds_config.json:\n" +
-                 JsonText(ds->config) + "\n\nMegatron-DeepSpeed pretrain_gpt.py arguments:\n   " + args + "\n";
+  for (const std::string& a : ds->launcher_args)
+    args += (a.rfind("--", 0) == 0 && !args.empty() ? " \\\n    " : " ") + a;
+  emitted.text = (env_text.empty() ? "" : "environment of every process:\n" + env_text + "\n") +
+                 "ds_config.json:\n" + JsonText(ds->config) +
+                 "\n\nMegatron-DeepSpeed pretrain_gpt.py arguments:\n   " + args + "\n";
   emitted.notes = ds->notes;
-  emitted.json = {{"format", "deepspeed"}, {"rank", rank}, {"env", env}, {"config", ds->config},
+  emitted.json = {{"format", "deepspeed"},
+                  {"rank", rank},
+                  {"env", env},
+                  {"config", ds->config},
                   {"launcher_args", ds->launcher_args}};
   return emitted;
 }
@@ -227,21 +251,25 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header, c
 Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   // Flags that only mean something with another: refused rather than silently ignored.
   if (o.out_given && o.emit != "plan") {
-    return Status::InvalidArgument("--out " + o.out + ": only --emit plan writes a file; add --emit plan, or drop "
+    return Status::InvalidArgument("--out " + o.out +
+                                   ": only --emit plan writes a file; add --emit plan, or drop "
                                    "--out (--emit megatron and deepspeed print their settings)");
   }
   if (o.emit == "plan" && o.json && !o.out_given) {
-    return Status::InvalidArgument("--emit plan --json: the JSON report takes stdout, so the plan file needs a file of "
-                                   "its own; add --out FILE (e.g. --out plan.json)");
+    return Status::InvalidArgument(
+        "--emit plan --json: the JSON report takes stdout, so the plan file needs a file of "
+        "its own; add --out FILE (e.g. --out plan.json)");
   }
   if (o.megatron_version_given && o.emit != "megatron") {
-    return Status::InvalidArgument("--megatron-version " + o.megatron_version +
-                                   ": names the Megatron-LM release that --emit megatron writes for; add --emit "
-                                   "megatron, or drop --megatron-version");
+    return Status::InvalidArgument(
+        "--megatron-version " + o.megatron_version +
+        ": names the Megatron-LM release that --emit megatron writes for; add --emit "
+        "megatron, or drop --megatron-version");
   }
   if (o.pick_given && o.emit.empty()) {
-    return Status::InvalidArgument("--pick " + std::to_string(o.pick) +
-                                   ": picks the plan that --emit emits; add --emit megatron, deepspeed or plan");
+    return Status::InvalidArgument(
+        "--pick " + std::to_string(o.pick) +
+        ": picks the plan that --emit emits; add --emit megatron, deepspeed or plan");
   }
   LOOM_RETURN_IF_ERROR(CheckGpuRange(o));
   Result<ModelSpec> model = LoadModelSpec(o.model_path);
@@ -257,8 +285,9 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   request.optimizer = *kOptimizerNames.Parse(o.optimizer);
   // auto: the emitted framework's own: DeepSpeed's per ZeRO stage, else Megatron-LM's fused.
   request.deepspeed_accumulation = o.grad_accumulation == "auto" && o.emit == "deepspeed";
-  request.grad_accumulation =
-      o.grad_accumulation == "auto" ? GradAccumulation::kFused : *kGradAccumulationNames.Parse(o.grad_accumulation);
+  request.grad_accumulation = o.grad_accumulation == "auto"
+                                  ? GradAccumulation::kFused
+                                  : *kGradAccumulationNames.Parse(o.grad_accumulation);
   Result<Constraints> fixed = ParseConstraints(JoinedList(o.fix, ","), "--fix");
   if (!fixed.ok()) return fixed.status();
   request.fixed = *fixed;
@@ -271,34 +300,42 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   options.distinct = o.distinct;
   options.training.tokens = o.tokens;
   options.training.price_per_gpu_hour_usd = o.price ? o.price : cluster->price_per_gpu_hour_usd;
-  options.training.price_source = o.price ? "--price" : cluster->price_per_gpu_hour_usd ? cluster->file : "";
+  options.training.price_source = o.price                           ? "--price"
+                                  : cluster->price_per_gpu_hour_usd ? cluster->file
+                                                                    : "";
   // More threads than cores only contend: each simulation is CPU-bound.
   const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads = o.threads == 0 ? 0 : std::min(o.threads, cores);
   options.prune = !o.exhaustive;
-  options.simulation.kernels.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  options.simulation.kernels.attention =
+      o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
   options.simulation.kernels.dropout = o.dropout;
   if (o.emit == "plan" && o.framework != "auto" && o.framework != "none") {
-    return Status::InvalidArgument("--framework " + o.framework + " with --emit plan: a plan file is run by loom "
-                                   "validate, whose executors issue the work from C++, not a framework's host "
-                                   "thread; leave --framework out (or give none) with --emit plan");
+    return Status::InvalidArgument(
+        "--framework " + o.framework +
+        " with --emit plan: a plan file is run by loom "
+        "validate, whose executors issue the work from C++, not a framework's host "
+        "thread; leave --framework out (or give none) with --emit plan");
   }
   // auto: none for loom's own executors (--emit plan), else Megatron-LM's megatron-core.
-  const std::string framework_name = o.framework != "auto" ? o.framework : o.emit == "plan" ? "none" : kDefaultFramework;
-  Result<std::optional<FrameworkProfile>> framework = ResolveFramework(framework_name, o.cluster_path);
+  const std::string framework_name = o.framework != "auto" ? o.framework
+                                     : o.emit == "plan"    ? "none"
+                                                           : kDefaultFramework;
+  Result<std::optional<FrameworkProfile>> framework =
+      ResolveFramework(framework_name, o.cluster_path);
   if (!framework.ok()) return framework.status();
   options.simulation.framework = *framework;
   options.progress = Progress(err, o.progress, options.objective);
   if (!o.emit.empty()) {
     // Rank only what the launch settings can express, so that the winner is emitted.
-    options.admit = [emit = o.emit, &model = *model, megatron = MegatronOptionsOf(o)](const Strategy& s) {
-      return Expressible(emit, model, s, megatron);
-    };
+    options.admit = [emit = o.emit, &model = *model, megatron = MegatronOptionsOf(o)](
+                        const Strategy& s) { return Expressible(emit, model, s, megatron); };
     options.admit_rule = "--emit " + o.emit;
   }
   const PlanHeader header{*model, *cluster, request, options};
   if (!o.explain.empty() && !o.report.empty()) {
-    return Status::InvalidArgument("--report " + o.report + ": the report draws a search's ranked plans, which "
+    return Status::InvalidArgument("--report " + o.report +
+                                   ": the report draws a search's ranked plans, which "
                                    "--explain does not rank; drop --explain, or drop --report");
   }
   if (!o.explain.empty()) {
@@ -318,7 +355,8 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   const auto start = std::chrono::steady_clock::now();
   Result<PlanReport> report = Plan(*model, *cluster, request, options);
   if (!report.ok()) return report.status();
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string interrupted_by = report->interrupted ? SignalName(InterruptSignal()) : "";
   std::optional<EmitResult> emitted;
   if (!o.emit.empty() && !report->ranked.empty() && !report->interrupted) {
@@ -329,14 +367,16 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.report.empty()) {
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
         o.report,
-        PlanSearchReport("loom plan: " + model->name + " on " + std::to_string(o.gpus) + " GPUs (" + o.cluster_path + ")",
-                         "global batch " + std::to_string(o.global_batch) + ", seq " + std::to_string(o.seq_len) +
-                             ", objective " + o.objective,
+        PlanSearchReport("loom plan: " + model->name + " on " + std::to_string(o.gpus) + " GPUs (" +
+                             o.cluster_path + ")",
+                         "global batch " + std::to_string(o.global_batch) + ", seq " +
+                             std::to_string(o.seq_len) + ", objective " + o.objective,
                          *report, options.objective),
         "pass another --report"));
   }
   if (o.json) {
-    out << JsonText(Stamped(PlanJson(header, *report, wall_s, emitted, interrupted_by), o.request)) << "\n";
+    out << JsonText(Stamped(PlanJson(header, *report, wall_s, emitted, interrupted_by), o.request))
+        << "\n";
   } else {
     // --emit plan without --out: stdout holds the plan file alone, the table goes to stderr.
     std::ostream& table = o.emit == "plan" && !o.out_given ? err : out;
@@ -344,21 +384,24 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     if (emitted) PrintEmitted(*emitted, table);
     if (emitted && !emitted->file_text.empty()) out << emitted->file_text;
     if (report->interrupted && !o.emit.empty()) {
-      table << "--emit " << o.emit << ": nothing emitted, since the best plan of a partial search may not be the "
-          << "best; run the search to the end, or pin the plan with --fix\n";
+      table << "--emit " << o.emit
+            << ": nothing emitted, since the best plan of a partial search may not be the "
+            << "best; run the search to the end, or pin the plan with --fix\n";
     }
   }
   if (report->ranked.empty() && !report->interrupted) {
     if (o.max_step_time) {
       std::ostringstream limit;
       limit << *o.max_step_time;
-      return Status::InvalidArgument("no strategy fits in memory with a step within --max-step-time " +
-                                     limit.str() + " s; the table above says why (rule "
-                                     "--max-step-time). Raise --max-step-time, or try more GPUs or a smaller "
-                                     "--global-batch");
+      return Status::InvalidArgument(
+          "no strategy fits in memory with a step within --max-step-time " + limit.str() +
+          " s; the table above says why (rule "
+          "--max-step-time). Raise --max-step-time, or try more GPUs or a smaller "
+          "--global-batch");
     }
-    return Status::InvalidArgument("no strategy fits in memory; the table above says why. Try more GPUs, a smaller "
-                                   "--global-batch or --seq, or --fix recompute=full");
+    return Status::InvalidArgument(
+        "no strategy fits in memory; the table above says why. Try more GPUs, a smaller "
+        "--global-batch or --seq, or --fix recompute=full");
   }
   return Status::Ok();
 }
@@ -369,114 +412,162 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
   auto o = std::make_shared<PlanCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "plan",
-      "Search the parallelisation strategies of a model on a cluster, simulate them and rank them.\n"
-      "Every factorisation of --gpus into tp * cp * pp * dp (ep inside dp * cp) is tried with each micro-batch\n"
-      "size, schedule, recomputation, ZeRO stage, offload and overlap setting; strategy rules and a memory bound\n"
+      "Search the parallelisation strategies of a model on a cluster, simulate them and rank "
+      "them.\n"
+      "Every factorisation of --gpus into tp * cp * pp * dp (ep inside dp * cp) is tried with each "
+      "micro-batch\n"
+      "size, schedule, recomputation, ZeRO stage, offload and overlap setting; strategy rules and "
+      "a memory bound\n"
       "prune them, the rest are simulated best-first until none can beat the --top-th plan.");
-  InputFile(cmd->add_option("--model", o->model_path, kModelOptionHelp))
+  InputFile(cmd->add_option("--model", o->model_path, kModelOptionHelp))->required();
+  InputFile(cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)"))
       ->required();
-  InputFile(cmd->add_option("--cluster", o->cluster_path, "Cluster file (see hardware/clusters/)"))->required();
-  cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")->required()->check(Between(1, 1 << 20));
-  cmd->add_option("--global-batch", o->global_batch, "Sequences per step")->required()->check(Between(1, 1 << 30));
-  cmd->add_option("--seq", o->seq_len, "Sequence length in tokens")->required()->check(Between(1, 1 << 27));
-  cmd->add_option("--dtype", o->dtype, "Training dtype")->check(CLI::IsMember(kDtypeNames.Names()))->capture_default_str();
+  cmd->add_option("--gpus", o->gpus, "GPUs to spread the model over")
+      ->required()
+      ->check(Between(1, 1 << 20));
+  cmd->add_option("--global-batch", o->global_batch, "Sequences per step")
+      ->required()
+      ->check(Between(1, 1 << 30));
+  cmd->add_option("--seq", o->seq_len, "Sequence length in tokens")
+      ->required()
+      ->check(Between(1, 1 << 27));
+  cmd->add_option("--dtype", o->dtype, "Training dtype")
+      ->check(CLI::IsMember(kDtypeNames.Names()))
+      ->capture_default_str();
   cmd->add_option("--optimizer", o->optimizer, "Optimizer")
       ->check(CLI::IsMember(kOptimizerNames.Names()))
       ->capture_default_str();
   cmd->add_option("--grad-accumulation", o->grad_accumulation,
-                  "How the training code sums micro-batches' weight gradients: fused (Megatron-LM's default), "
-                  "add (--no-gradient-accumulation-fusion; DeepSpeed with ZeRO), autograd (PyTorch DDP's .grad; "
-                  "DeepSpeed without ZeRO) or auto (the --emit framework's own: DeepSpeed's for each ZeRO stage "
+                  "How the training code sums micro-batches' weight gradients: fused "
+                  "(Megatron-LM's default), "
+                  "add (--no-gradient-accumulation-fusion; DeepSpeed with ZeRO), autograd (PyTorch "
+                  "DDP's .grad; "
+                  "DeepSpeed without ZeRO) or auto (the --emit framework's own: DeepSpeed's for "
+                  "each ZeRO stage "
                   "with --emit deepspeed, else fused)")
       ->check(CLI::IsMember(WithAuto(kGradAccumulationNames.Names())))
       ->capture_default_str();
-  cmd->add_option("--fix", o->fix,
-                  "Pin settings, key=value[,key=value] (keys: tp pp dp cp ep etp vpp micro_batch schedule recompute "
-                  "recompute_layers zero_stage sp offload cp_comm overlap_grad_reduce overlap_param_gather "
-                  "tp_comm_overlap first_stage_layers last_stage_layers)");
-  cmd->add_option("--top", o->top, "Plans to rank and show")->capture_default_str()->check(Positive());
+  cmd->add_option(
+      "--fix", o->fix,
+      "Pin settings, key=value[,key=value] (keys: tp pp dp cp ep etp vpp micro_batch schedule "
+      "recompute "
+      "recompute_layers zero_stage sp offload cp_comm overlap_grad_reduce overlap_param_gather "
+      "tp_comm_overlap first_stage_layers last_stage_layers)");
+  cmd->add_option("--top", o->top, "Plans to rank and show")
+      ->capture_default_str()
+      ->check(Positive());
   cmd->add_option("--objective", o->objective,
-                  "time: step time (s); cost: GPU-hours per 10^9 tokens, loom's one unit of cost (dollars beside it "
-                  "with a price); memory-headroom: the lowest peak memory, then time. Every objective answers for "
-                  "--gpus GPUs: at one GPU count cost ranks as time does, so to weigh smaller or larger jobs give "
+                  "time: step time (s); cost: GPU-hours per 10^9 tokens, loom's one unit of cost "
+                  "(dollars beside it "
+                  "with a price); memory-headroom: the lowest peak memory, then time. Every "
+                  "objective answers for "
+                  "--gpus GPUs: at one GPU count cost ranks as time does, so to weigh smaller or "
+                  "larger jobs give "
                   "--min-gpus or --max-gpus (loom never widens the question on its own)")
       ->check(CLI::IsMember(kObjectiveNames.Names()))
       ->capture_default_str();
   cmd->add_option("--min-gpus", o->min_gpus,
-                  "Also search --gpus / 2, / 4, ... down to no fewer than this many GPUs (whole nodes, or under a "
+                  "Also search --gpus / 2, / 4, ... down to no fewer than this many GPUs (whole "
+                  "nodes, or under a "
                   "node); default: --gpus alone")
       ->check(Between(1, 1 << 20));
   cmd->add_option("--max-gpus", o->max_gpus,
-                  "Also search --gpus * 2, * 4, ... up to no more than this many GPUs; default: --gpus alone")
+                  "Also search --gpus * 2, * 4, ... up to no more than this many GPUs; default: "
+                  "--gpus alone")
       ->check(Between(1, 1 << 20));
-  cmd->add_option("--max-step-time", o->max_step_time,
-                  "Reject plans whose step takes longer than this many seconds (counted under the rule "
-                  "--max-step-time)")
+  cmd->add_option(
+         "--max-step-time", o->max_step_time,
+         "Reject plans whose step takes longer than this many seconds (counted under the rule "
+         "--max-step-time)")
       ->check(Between(1e-6, 1e6));
   cmd->add_option("--price", o->price,
-                  "US dollars per GPU-hour (overrides the cluster file's price_per_gpu_hour_usd): adds $/Btok, "
+                  "US dollars per GPU-hour (overrides the cluster file's price_per_gpu_hour_usd): "
+                  "adds $/Btok, "
                   "dollars per 10^9 tokens, and with --tokens the dollars to train")
       ->check(Between(1e-3, 1e4));
   cmd->add_option("--tokens", o->tokens,
-                  "Tokens to train on (e.g. 15e12): adds each plan's days to train over whole steps of the global "
+                  "Tokens to train on (e.g. 15e12): adds each plan's days to train over whole "
+                  "steps of the global "
                   "batch, and dollars with a price (--json: also steps and GPU-hours)")
       ->check(Between(1, 1e18));
   cmd->add_flag("--distinct", o->distinct,
-                "Show plans that differ only in one setting that moves the step (and the objective) by under 1 % "
+                "Show plans that differ only in one setting that moves the step (and the "
+                "objective) by under 1 % "
                 "as one row, listing the others as its variants; --top counts rows");
   cmd->add_flag("--progress", o->progress,
-                "Write the search's progress to stderr even when it is not a terminal (a line every 2 s and one "
-                "per phase: strategies bounded, candidates simulated and bounded out, the best plan so far, ETA)");
-  cmd->add_option("--threads", o->threads, "Simulation threads (0: every core; more than the cores count as the cores)")
+                "Write the search's progress to stderr even when it is not a terminal (a line "
+                "every 2 s and one "
+                "per phase: strategies bounded, candidates simulated and bounded out, the best "
+                "plan so far, ETA)");
+  cmd->add_option("--threads", o->threads,
+                  "Simulation threads (0: every core; more than the cores count as the cores)")
       ->check(Between(0, 4096))
       ->capture_default_str();
   cmd->add_option("--explain", o->explain,
-                  "Show where one strategy (key=value list, as --fix; unset keys take loom simulate's defaults) "
+                  "Show where one strategy (key=value list, as --fix; unset keys take loom "
+                  "simulate's defaults) "
                   "lands among the plans and what dominates its step");
-  cmd->add_option("--emit", o->emit,
-                  "Rank only plans that Megatron-LM (megatron: pretrain_gpt.py arguments) or DeepSpeed (deepspeed: "
-                  "ds_config.json and Megatron-DeepSpeed arguments) can run, and print the launch settings of one; "
-                  "or (plan: any plan) write one's rank programs to a plan file (--out) for loom validate")
+  cmd->add_option(
+         "--emit", o->emit,
+         "Rank only plans that Megatron-LM (megatron: pretrain_gpt.py arguments) or DeepSpeed "
+         "(deepspeed: "
+         "ds_config.json and Megatron-DeepSpeed arguments) can run, and print the launch settings "
+         "of one; "
+         "or (plan: any plan) write one's rank programs to a plan file (--out) for loom validate")
       ->check(CLI::IsMember({"megatron", "deepspeed", "plan"}));
-  CLI::Option* pick = cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")
-                          ->capture_default_str()
-                          ->check(Positive());
-  CLI::Option* out = cmd->add_option("--out", o->out,
-                                     "With --emit plan: the plan file to write (schema loom.plan-file/2); without it "
-                                     "the plan file goes to stdout and the ranked table to stderr (needed with --json)");
+  CLI::Option* pick =
+      cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")
+          ->capture_default_str()
+          ->check(Positive());
+  CLI::Option* out = cmd->add_option(
+      "--out", o->out,
+      "With --emit plan: the plan file to write (schema loom.plan-file/2); without it "
+      "the plan file goes to stdout and the ranked table to stderr (needed with --json)");
   CLI::Option* megatron_version =
-      cmd->add_option("--megatron-version", o->megatron_version,
-                      "With --emit megatron: the Megatron-LM release to write arguments for (core_v0.12 ... "
-                      "core_v0.19, or latest: main); plans that need a newer release are refused, naming it")
+      cmd->add_option(
+             "--megatron-version", o->megatron_version,
+             "With --emit megatron: the Megatron-LM release to write arguments for (core_v0.12 ... "
+             "core_v0.19, or latest: main); plans that need a newer release are refused, naming it")
           ->check(CLI::IsMember(kMegatronVersionNames.Names()))
           ->capture_default_str();
   cmd->add_option("--framework", o->framework,
-                  std::string(kFrameworkHelp) + "; auto: none with --emit plan (loom validate's executors), else " +
+                  std::string(kFrameworkHelp) +
+                      "; auto: none with --emit plan (loom validate's executors), else " +
                       kDefaultFramework)
       ->capture_default_str();
-  cmd->add_option("--attention", o->attention, "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers "
+  cmd->add_option("--attention", o->attention,
+                  "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers "
                   "without Transformer Engine)")
       ->check(CLI::IsMember({"fused", "unfused"}))
       ->capture_default_str();
   cmd->add_flag("--dropout", o->dropout, "Apply dropout and keep its masks");
   cmd->add_flag("--exhaustive", o->exhaustive,
-                "Simulate every valid strategy, without the memory and time bounds (slow; for checking them)");
+                "Simulate every valid strategy, without the memory and time bounds (slow; for "
+                "checking them)");
   cmd->add_option("--report", o->report,
-                  "Write an HTML report of the search (one file, opens offline in a browser): the ranked plans' step "
+                  "Write an HTML report of the search (one file, opens offline in a browser): the "
+                  "ranked plans' step "
                   "time against peak memory and GPUs, and the strategies rejected by each rule");
-  cmd->add_flag("--json", o->json, "Print one JSON object (schema loom.plan/1; loom.explain/1 with --explain)");
+  cmd->add_flag("--json", o->json,
+                "Print one JSON object (schema loom.plan/1; loom.explain/1 with --explain)");
   cmd->footer(
       "Examples:\n"
       "  loom plan --model models/llama3-70b.json --cluster hardware/clusters/dgx-h100.json \\\n"
       "      --gpus 512 --global-batch 1024 --seq 8192\n"
       "  loom plan ... --fix tp=8,schedule=interleaved --top 20 --emit megatron\n"
-      "  loom plan ... --emit megatron --megatron-version core_v0.13   (arguments an older tree parses)\n"
-      "  loom plan ... --emit plan --out plan.json && mpirun -np <ranks> loom validate plan.json --backend host\n"
-      "  loom plan ... --emit plan > plan.json        (the plan file on stdout, the table on stderr)\n"
+      "  loom plan ... --emit megatron --megatron-version core_v0.13   (arguments an older tree "
+      "parses)\n"
+      "  loom plan ... --emit plan --out plan.json && mpirun -np <ranks> loom validate plan.json "
+      "--backend host\n"
+      "  loom plan ... --emit plan > plan.json        (the plan file on stdout, the table on "
+      "stderr)\n"
       "  loom plan ... --explain tp=8,pp=4,dp=16,micro_batch=1,recompute=selective,sp=true\n\n"
-      "Interrupted (Ctrl-C, SIGINT; or SIGTERM), the search stops at the next strategy and prints the best plans\n"
-      "simulated so far, marked INTERRUPTED and partial (in --json: search.interrupted, with how many strategies\n"
-      "were bounded and candidates simulated), emits nothing and exits with status 130 (SIGINT) or 143 (SIGTERM).\n"
+      "Interrupted (Ctrl-C, SIGINT; or SIGTERM), the search stops at the next strategy and prints "
+      "the best plans\n"
+      "simulated so far, marked INTERRUPTED and partial (in --json: search.interrupted, with how "
+      "many strategies\n"
+      "were bounded and candidates simulated), emits nothing and exits with status 130 (SIGINT) or "
+      "143 (SIGTERM).\n"
       "A second signal ends it at once.");
   cmd->callback([o, cmd, out, pick, megatron_version, &runner] {
     o->request = CommandRequest(*cmd);

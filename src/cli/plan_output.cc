@@ -28,7 +28,9 @@ std::string Fixed(double value, int digits) {
   return text;
 }
 
-std::string Gib(int64_t bytes) { return Fixed(static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), 1); }
+std::string Gib(int64_t bytes) {
+  return Fixed(static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), 1);
+}
 
 std::string OnOff(bool on) { return on ? "on" : "off"; }
 
@@ -43,7 +45,8 @@ std::string Overlap(const Strategy& s) {
 
 std::string Recomputation(const Strategy& s) {
   std::string name(kRecomputeNames.Name(s.recompute));
-  if (s.recompute == Recompute::kFull && s.recompute_layers > 0) name += "/" + std::to_string(s.recompute_layers);
+  if (s.recompute == Recompute::kFull && s.recompute_layers > 0)
+    name += "/" + std::to_string(s.recompute_layers);
   return name;
 }
 
@@ -69,10 +72,10 @@ std::string Schedule(const Strategy& s) {
 
 // What the table adds to the plans' columns: the GPU count, and the cost columns.
 struct CostColumns {
-  bool gpus = false;        // more than one GPU count searched, or the cost objective
-  bool cost = false;        // GPU-h/Btok: the cost objective, a price or tokens
-  bool price = false;       // $/Btok
-  bool tokens = false;      // days to train (and $ to train with a price)
+  bool gpus = false;    // more than one GPU count searched, or the cost objective
+  bool cost = false;    // GPU-h/Btok: the cost objective, a price or tokens
+  bool price = false;   // $/Btok
+  bool tokens = false;  // days to train (and $ to train with a price)
 };
 
 CostColumns CostColumnsOf(const PlanHeader& h) {
@@ -98,10 +101,12 @@ void PrintTerms(const PlanHeader& h, std::ostream& out) {
   const std::vector<int64_t> counts = GpuCounts(h.request, h.cluster);
   std::vector<std::string> terms;
   if (counts.size() > 1) terms.push_back("GPU counts searched " + CountList(counts));
-  if (h.options.max_step_time_s) terms.push_back("steps of at most " + Fixed(*h.options.max_step_time_s, 3) + " s");
+  if (h.options.max_step_time_s)
+    terms.push_back("steps of at most " + Fixed(*h.options.max_step_time_s, 3) + " s");
   if (CostColumnsOf(h).cost) terms.push_back("cost in GPU-hours per 10^9 tokens (GPU-h/Btok)");
   if (run.price_per_gpu_hour_usd) {
-    terms.push_back("$" + Fixed(*run.price_per_gpu_hour_usd, 2) + " per GPU-hour (" + run.price_source + ")");
+    terms.push_back("$" + Fixed(*run.price_per_gpu_hour_usd, 2) + " per GPU-hour (" +
+                    run.price_source + ")");
   }
   if (run.tokens) terms.push_back(HumanCount(*run.tokens) + " tokens to train");
   if (terms.empty()) return;
@@ -112,11 +117,12 @@ void PrintTerms(const PlanHeader& h, std::ostream& out) {
 
 void PrintHeader(const PlanHeader& h, std::ostream& out) {
   const SearchRequest& r = h.request;
-  out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << h.cluster.gpu.name << " (" << h.cluster.name
-      << "), global batch " << r.global_batch << " x " << r.seq_len << " tokens, " << kDtypeNames.Name(r.dtype)
-      << ", " << kOptimizerNames.Name(r.optimizer) << ", objective " << kObjectiveNames.Name(h.options.objective)
-      << ", host "
-      << (h.options.simulation.framework ? h.options.simulation.framework->name : std::string("none (always fed)"))
+  out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << h.cluster.gpu.name << " ("
+      << h.cluster.name << "), global batch " << r.global_batch << " x " << r.seq_len << " tokens, "
+      << kDtypeNames.Name(r.dtype) << ", " << kOptimizerNames.Name(r.optimizer) << ", objective "
+      << kObjectiveNames.Name(h.options.objective) << ", host "
+      << (h.options.simulation.framework ? h.options.simulation.framework->name
+                                         : std::string("none (always fed)"))
       << "\n";
   PrintTerms(h, out);
 }
@@ -134,19 +140,20 @@ void PrintVariants(const RankedPlan& p, std::ostream& out) {
       if (setting.name == p.variant_setting) value = setting.value;
     }
     out << "      ~ " << value << ": " << Fixed(v.step_time_s, 3) << " s ("
-        << (v.step_time_s >= p.step_time_s ? "+" : "") << Percent(v.step_time_s / p.step_time_s - 1) << "), "
-        << Gib(v.peak_memory_bytes) << "/" << Gib(v.memory_limit_bytes) << " GiB\n";
+        << (v.step_time_s >= p.step_time_s ? "+" : "") << Percent(v.step_time_s / p.step_time_s - 1)
+        << "), " << Gib(v.peak_memory_bytes) << "/" << Gib(v.memory_limit_bytes) << " GiB\n";
   }
 }
 
 void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::ostream& out) {
   const CostColumns columns = CostColumnsOf(h);
-  out << std::right << std::setw(4) << "rank" << std::setw(4) << "tp" << std::setw(4) << "pp" << std::setw(6) << "dp"
-      << std::setw(5) << "cp" << std::setw(4) << "ep" << std::setw(4) << "vpp" << std::setw(4) << "mbs" << "  "
-      << std::left << std::setw(17) << "schedule" << std::setw(13) << "recompute" << std::setw(7) << "zero"
-      << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right << std::setw(9) << "step s" << std::setw(10)
-      << "tokens/s" << std::setw(7) << "MFU" << std::setw(14) << "memory GiB" << std::setw(8) << "bubble"
-      << std::setw(10) << "exp.comm";
+  out << std::right << std::setw(4) << "rank" << std::setw(4) << "tp" << std::setw(4) << "pp"
+      << std::setw(6) << "dp" << std::setw(5) << "cp" << std::setw(4) << "ep" << std::setw(4)
+      << "vpp" << std::setw(4) << "mbs"
+      << "  " << std::left << std::setw(17) << "schedule" << std::setw(13) << "recompute"
+      << std::setw(7) << "zero" << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right
+      << std::setw(9) << "step s" << std::setw(10) << "tokens/s" << std::setw(7) << "MFU"
+      << std::setw(14) << "memory GiB" << std::setw(8) << "bubble" << std::setw(10) << "exp.comm";
   if (columns.gpus) out << std::setw(7) << "GPUs";
   if (columns.cost) out << std::setw(12) << "GPU-h/Btok";
   if (columns.price) out << std::setw(10) << "$/Btok";
@@ -156,13 +163,15 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
   for (size_t i = 0; i < plans.size(); ++i) {
     const RankedPlan& p = plans[i];
     const Strategy& s = p.strategy;
-    out << std::right << std::setw(4) << i + 1 << std::setw(4) << s.tp << std::setw(4) << s.pp << std::setw(6) << s.dp
-        << std::setw(5) << ContextParallel(s) << std::setw(4) << s.ep << std::setw(4) << s.vpp << std::setw(4)
-        << s.micro_batch << "  " << std::left << std::setw(17) << Schedule(s) << std::setw(13) << Recomputation(s)
-        << std::setw(7) << Zero(s) << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right
-        << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7)
-        << Percent(p.mfu) << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
-        << std::setw(8) << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
+    out << std::right << std::setw(4) << i + 1 << std::setw(4) << s.tp << std::setw(4) << s.pp
+        << std::setw(6) << s.dp << std::setw(5) << ContextParallel(s) << std::setw(4) << s.ep
+        << std::setw(4) << s.vpp << std::setw(4) << s.micro_batch << "  " << std::left
+        << std::setw(17) << Schedule(s) << std::setw(13) << Recomputation(s) << std::setw(7)
+        << Zero(s) << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right
+        << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s)
+        << std::setw(7) << Percent(p.mfu) << std::setw(14)
+        << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes)) << std::setw(8)
+        << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
     const TrainingCost cost = CostOf(p, h.options.training);
     if (columns.gpus) out << std::setw(7) << s.WorldSize();
     if (columns.cost) out << std::setw(12) << Fixed(cost.gpu_hours_per_billion_tokens, 1);
@@ -212,7 +221,8 @@ nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank, const Traini
   j["gpus"] = p.strategy.WorldSize();
   j["gpu_hours_per_billion_tokens"] = cost.gpu_hours_per_billion_tokens;
   j["usd_per_billion_tokens"] = OrNull(cost.usd_per_billion_tokens);
-  j["steps_to_train"] = cost.steps ? nlohmann::ordered_json(*cost.steps) : nlohmann::ordered_json(nullptr);
+  j["steps_to_train"] =
+      cost.steps ? nlohmann::ordered_json(*cost.steps) : nlohmann::ordered_json(nullptr);
   j["time_to_train_s"] = OrNull(cost.time_to_train_s);
   j["gpu_hours_to_train"] = OrNull(cost.gpu_hours_to_train);
   j["usd_to_train"] = OrNull(cost.usd_to_train);
@@ -244,7 +254,8 @@ nlohmann::ordered_json RequestJson(const PlanHeader& h) {
           {"dtype", kDtypeNames.Name(r.dtype)},
           {"optimizer", kOptimizerNames.Name(r.optimizer)},
           {"objective", kObjectiveNames.Name(h.options.objective)},
-          {"framework", h.options.simulation.framework ? h.options.simulation.framework->name : std::string("none")},
+          {"framework", h.options.simulation.framework ? h.options.simulation.framework->name
+                                                       : std::string("none")},
           {"top", h.options.top_k},
           {"score_unit", ScoreUnit(h.options.objective)},
           {"gpu_counts", GpuCounts(r, h.cluster)},
@@ -277,26 +288,29 @@ const char* InterruptedPhase(const PlanReport& report) {
 
 // "INTERRUPTED by SIGINT while simulating: ..." - how far the search got and what the table is.
 std::string InterruptedLine(const PlanReport& r, const std::string& signal) {
-  std::string line = "INTERRUPTED" + (signal.empty() ? std::string() : " by " + signal) + " while " +
-                     InterruptedPhase(r) + ": a PARTIAL result. ";
+  std::string line = "INTERRUPTED" + (signal.empty() ? std::string() : " by " + signal) +
+                     " while " + InterruptedPhase(r) + ": a PARTIAL result. ";
   if (r.bounded < r.enumerated) {
     return line + GroupedDigits(r.bounded) + " of " + GroupedDigits(r.enumerated) +
            " strategies bounded, none simulated yet: no plan to rank.";
   }
   return line + GroupedDigits(r.simulated) + " of " + GroupedDigits(r.candidates) +
-         " candidates simulated (all " + GroupedDigits(r.enumerated) + " strategies bounded); the plans below are the "
-         "best of those " + GroupedDigits(r.simulated) + ", not necessarily of the search space.";
+         " candidates simulated (all " + GroupedDigits(r.enumerated) +
+         " strategies bounded); the plans below are the "
+         "best of those " +
+         GroupedDigits(r.simulated) + ", not necessarily of the search space.";
 }
 
 nlohmann::ordered_json InterruptedJson(const PlanReport& r, const std::string& signal) {
   if (!r.interrupted) return nullptr;
-  return {{"signal", signal.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(signal)},
-          {"phase", InterruptedPhase(r)},
-          {"strategies_bounded", r.bounded},
-          {"strategies", r.enumerated},
-          {"candidates_simulated", r.simulated},
-          {"candidates", r.candidates},
-          {"candidates_not_reached", r.unsearched}};
+  return {
+      {"signal", signal.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(signal)},
+      {"phase", InterruptedPhase(r)},
+      {"strategies_bounded", r.bounded},
+      {"strategies", r.enumerated},
+      {"candidates_simulated", r.simulated},
+      {"candidates", r.candidates},
+      {"candidates_not_reached", r.unsearched}};
 }
 
 }  // namespace
@@ -309,44 +323,53 @@ void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s
       << GroupedDigits(report.enumerated) << " strategies in " << Fixed(wall_s, 2)
       << " s: " << GroupedDigits(report.rejected_by_rules) << " break a rule, "
       << GroupedDigits(report.rejected_by_memory_bound) << " cannot fit (memory bound), "
-      << (header.options.max_step_time_s
-              ? GroupedDigits(report.rejected_by_step_time_bound) + " over --max-step-time (step time bound), "
-              : "")
+      << (header.options.max_step_time_s ? GroupedDigits(report.rejected_by_step_time_bound) +
+                                               " over --max-step-time (step time bound), "
+                                         : "")
       << GroupedDigits(report.skipped_by_bound) << " cannot beat the top " << header.options.top_k
       << " (time bound, not simulated), " << GroupedDigits(report.simulated) << " simulated ("
       << GroupedDigits(report.rejected_by_simulation) << " did not fit)";
-  if (report.interrupted) out << ", " << GroupedDigits(report.unsearched) << " candidates not reached (interrupted)";
+  if (report.interrupted)
+    out << ", " << GroupedDigits(report.unsearched) << " candidates not reached (interrupted)";
   out << "\n\n";
   PrintTable(header, report.ranked, out);
-  if (report.interrupted && report.ranked.empty()) out << "   (no plan simulated before the interrupt)\n";
-  out << "\ncolumns: cp 4r = ring attention, 4g = all-gather; zero +off = optimizer offload, +offp = also "
-         "parameters; ovl g/p/t = overlap grad reduce / param gather / tp comm; schedule a/b = layers on the first/"
+  if (report.interrupted && report.ranked.empty())
+    out << "   (no plan simulated before the interrupt)\n";
+  out << "\ncolumns: cp 4r = ring attention, 4g = all-gather; zero +off = optimizer offload, +offp "
+         "= also "
+         "parameters; ovl g/p/t = overlap grad reduce / param gather / tp comm; schedule a/b = "
+         "layers on the first/"
          "last stage. Paste a plan into --explain with `--json` (its \"fix\").\n";
   const CostColumns columns = CostColumnsOf(header);
   if (columns.cost) {
-    out << "cost: GPU-h/Btok = GPU-hours per 10^9 tokens" << (columns.price ? ", $/Btok = its dollars" : "")
-        << (columns.tokens ? "; train days and GPU-hours over whole steps of the global batch" : "") << ".\n";
+    out << "cost: GPU-h/Btok = GPU-hours per 10^9 tokens"
+        << (columns.price ? ", $/Btok = its dollars" : "")
+        << (columns.tokens ? "; train days and GPU-hours over whole steps of the global batch" : "")
+        << ".\n";
   }
   if (header.options.distinct) {
-    out << "--distinct: a \"~\" line is a variant of the row above: it differs only in the setting shown, by under "
+    out << "--distinct: a \"~\" line is a variant of the row above: it differs only in the setting "
+           "shown, by under "
            "1 % in step time and score.\n";
   }
   if (!report.rejections.empty()) {
     out << "\nrejected, by rule (one example each):\n";
     for (const Rejection& r : report.rejections) {
-      out << "  " << std::left << std::setw(22) << r.rule << std::right << std::setw(10) << GroupedDigits(r.count)
-          << "  " << r.example << "\n";
+      out << "  " << std::left << std::setw(22) << r.rule << std::right << std::setw(10)
+          << GroupedDigits(r.count) << "  " << r.example << "\n";
     }
   }
   if (report.interrupted) {
     out << "\nINTERRUPTED" << (interrupted_by.empty() ? "" : " (" + interrupted_by + ")")
-        << ": the ranking above is partial; run the search to the end for the best plans of the space.\n";
+        << ": the ranking above is partial; run the search to the end for the best plans of the "
+           "space.\n";
   }
 }
 
 void PrintEmitted(const EmitResult& emitted, std::ostream& out) {
-  const std::string heading =
-      emitted.heading.empty() ? "launch settings of plan " + std::to_string(emitted.rank) : emitted.heading;
+  const std::string heading = emitted.heading.empty()
+                                  ? "launch settings of plan " + std::to_string(emitted.rank)
+                                  : emitted.heading;
   out << "\n" << heading << ":\n" << emitted.text;
   for (const std::string& note : emitted.notes) out << "note: " << note << "\n";
 }
@@ -355,8 +378,8 @@ namespace {
 
 // What holds the explained strategy's memory, and what would make it fit.
 MemoryView ExplainedMemory(const Explanation& e) {
-  return {e.memory_by_stage, e.peak_stage, e.plan.memory_limit_bytes, e.reserved_bytes, e.fit_suggestions,
-          e.plan.step_time_s};
+  return {e.memory_by_stage, e.peak_stage,      e.plan.memory_limit_bytes,
+          e.reserved_bytes,  e.fit_suggestions, e.plan.step_time_s};
 }
 
 }  // namespace
@@ -366,29 +389,34 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
   const RankedPlan& p = e.plan;
   const StepBreakdown& b = p.breakdown;
   out << "strategy: " << ConstraintText(p.strategy) << "\n";
-  out << "step " << Fixed(p.step_time_s, 3) << " s, " << HumanCount(p.tokens_per_s) << " tokens/s, MFU " << Percent(p.mfu)
-      << ", peak memory " << Gib(p.peak_memory_bytes) << " of " << Gib(p.memory_limit_bytes) << " GiB usable"
-      << (e.fits ? "" : ": DOES NOT FIT") << "\n";
+  out << "step " << Fixed(p.step_time_s, 3) << " s, " << HumanCount(p.tokens_per_s)
+      << " tokens/s, MFU " << Percent(p.mfu) << ", peak memory " << Gib(p.peak_memory_bytes)
+      << " of " << Gib(p.memory_limit_bytes) << " GiB usable" << (e.fits ? "" : ": DOES NOT FIT")
+      << "\n";
   const double step = p.step_time_s > 0 ? p.step_time_s : 1;
-  out << "the step: compute " << Fixed(b.compute_s, 3) << " s (" << Percent(b.compute_s / step) << "), bubble "
-      << Fixed(b.bubble_s, 3) << " s (" << Percent(b.bubble_s / step) << "), exposed communication "
-      << Fixed(b.exposed_comm_s, 3) << " s (" << Percent(b.exposed_comm_s / step) << "), optimizer "
-      << Fixed(b.optimizer_s, 3) << " s (" << Percent(b.optimizer_s / step) << "); dominated by " << e.dominant << "\n";
+  out << "the step: compute " << Fixed(b.compute_s, 3) << " s (" << Percent(b.compute_s / step)
+      << "), bubble " << Fixed(b.bubble_s, 3) << " s (" << Percent(b.bubble_s / step)
+      << "), exposed communication " << Fixed(b.exposed_comm_s, 3) << " s ("
+      << Percent(b.exposed_comm_s / step) << "), optimizer " << Fixed(b.optimizer_s, 3) << " s ("
+      << Percent(b.optimizer_s / step) << "); dominated by " << e.dominant << "\n";
   PrintMemory(ExplainedMemory(e), out);
   if (e.fits) {
     if (e.more_better_plans) {
-      out << "rank over " << e.better_plans << ": at least " << e.better_plans << " plans of the search space do better";
+      out << "rank over " << e.better_plans << ": at least " << e.better_plans
+          << " plans of the search space do better";
     } else {
-      out << "rank " << e.better_plans + 1 << ": " << e.better_plans << " plans of the search space do better";
+      out << "rank " << e.better_plans + 1 << ": " << e.better_plans
+          << " plans of the search space do better";
     }
     if (e.better_plans == 0) out << " (it is the best plan)";
     out << "\n";
   }
   if (e.best.has_value() && e.best->score < p.score) {
     const RankedPlan& best = *e.best;
-    out << "best plan: " << ConstraintText(best.strategy) << "\n  step " << Fixed(best.step_time_s, 3) << " s ("
-        << Percent(best.step_time_s / step - 1) << "), MFU " << Percent(best.mfu) << ", peak "
-        << Gib(best.peak_memory_bytes) << " GiB; against this strategy: compute "
+    out << "best plan: " << ConstraintText(best.strategy) << "\n  step "
+        << Fixed(best.step_time_s, 3) << " s (" << Percent(best.step_time_s / step - 1) << "), MFU "
+        << Percent(best.mfu) << ", peak " << Gib(best.peak_memory_bytes)
+        << " GiB; against this strategy: compute "
         << Fixed(best.breakdown.compute_s - b.compute_s, 3) << " s, bubble "
         << Fixed(best.breakdown.bubble_s - b.bubble_s, 3) << " s, exposed communication "
         << Fixed(best.breakdown.exposed_comm_s - b.exposed_comm_s, 3) << " s, optimizer "
@@ -397,7 +425,8 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
 }
 
 nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& report, double wall_s,
-                                const std::optional<EmitResult>& emitted, const std::string& interrupted_by) {
+                                const std::optional<EmitResult>& emitted,
+                                const std::string& interrupted_by) {
   nlohmann::ordered_json j;
   j["schema"] = "loom.plan/1";
   j["request"] = RequestJson(header);
@@ -406,7 +435,8 @@ nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& repo
   j["search"]["interrupted"] = InterruptedJson(report, interrupted_by);
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
   for (size_t i = 0; i < report.ranked.size(); ++i) {
-    plans.push_back(PlanEntry(report.ranked[i], static_cast<int64_t>(i) + 1, header.options.training));
+    plans.push_back(
+        PlanEntry(report.ranked[i], static_cast<int64_t>(i) + 1, header.options.training));
   }
   j["plans"] = plans;
   if (emitted.has_value()) {

@@ -42,7 +42,8 @@ void PrintExplanation(const PlanHeader& header, const Explanation& explanation, 
 // Schema "loom.plan/1" (documented in README.md, "loom plan --json"). search.interrupted is null,
 // or for an interrupted search the signal, the phase and how far each phase got.
 nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& report, double wall_s,
-                                const std::optional<EmitResult>& emitted, const std::string& interrupted_by = "");
+                                const std::optional<EmitResult>& emitted,
+                                const std::string& interrupted_by = "");
 // Schema "loom.explain/1".
 nlohmann::ordered_json ExplanationJson(const PlanHeader& header, const Explanation& explanation);
 

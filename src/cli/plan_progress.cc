@@ -28,17 +28,17 @@ std::string BestText(const RankedPlan& best, Objective objective) {
       break;
   }
   const Strategy& s = best.strategy;
-  return "best " + score + " (tp " + std::to_string(s.tp) + ", pp " + std::to_string(s.pp) + ", dp " +
-         std::to_string(s.dp) + (s.cp > 1 ? ", cp " + std::to_string(s.cp) : "") + ", mbs " +
-         std::to_string(s.micro_batch) + ")";
+  return "best " + score + " (tp " + std::to_string(s.tp) + ", pp " + std::to_string(s.pp) +
+         ", dp " + std::to_string(s.dp) + (s.cp > 1 ? ", cp " + std::to_string(s.cp) : "") +
+         ", mbs " + std::to_string(s.micro_batch) + ")";
 }
 
 }  // namespace
 
 std::string ProgressLine(const PlanProgress& p, Objective objective) {
   const bool simulating = std::string(p.phase) == "simulating";
-  std::string line = std::string(p.phase) + " " + GroupedDigits(p.done) + " / " + GroupedDigits(p.total) +
-                     (simulating ? " candidates" : " strategies");
+  std::string line = std::string(p.phase) + " " + GroupedDigits(p.done) + " / " +
+                     GroupedDigits(p.total) + (simulating ? " candidates" : " strategies");
   if (simulating) line += " (" + GroupedDigits(p.bounded_out) + " bounded out)";
   const int64_t worked = p.done - p.bounded_out;
   if (p.elapsed_s > 0) line += ", " + Number("%.0f/s", static_cast<double>(worked) / p.elapsed_s);
@@ -55,7 +55,8 @@ void ProgressPrinter::operator()(const PlanProgress& p) {
   const auto now = std::chrono::steady_clock::now();
   if (style_.terminal) {
     if (!style_.forced && now - start_ < std::chrono::seconds(1)) return;
-    err_ << "\r" << ProgressLine(p, objective_) << "   " << (p.phase_over ? "\n" : "") << std::flush;
+    err_ << "\r" << ProgressLine(p, objective_) << "   " << (p.phase_over ? "\n" : "")
+         << std::flush;
     return;
   }
   if (!p.phase_over && now - last_line_ < std::chrono::seconds(2)) return;

@@ -6,8 +6,8 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -66,16 +66,21 @@ Result<int64_t> ParseBytes(const std::string& text, const std::string& flag) {
     used = 0;
   }
   const std::string suffix = text.substr(used);
-  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  const int shift = suffix.empty()  ? 0
+                    : suffix == "K" ? 10
+                    : suffix == "M" ? 20
+                    : suffix == "G" ? 30
+                                    : -1;
   if (used == 0 || shift < 0 || value < 1 || value > (int64_t{1} << (62 - shift))) {
-    return Status::InvalidArgument(flag + " " + text + ": expected a size in bytes such as 8, 64K, 1M or 8G");
+    return Status::InvalidArgument(flag + " " + text +
+                                   ": expected a size in bytes such as 8, 64K, 1M or 8G");
   }
   return static_cast<int64_t>(value) << shift;
 }
 
 template <typename Enum, size_t N>
-Result<std::vector<Enum>> ParseNames(const std::vector<std::string>& names, const EnumNames<Enum, N>& table,
-                                     const std::string& flag) {
+Result<std::vector<Enum>> ParseNames(const std::vector<std::string>& names,
+                                     const EnumNames<Enum, N>& table, const std::string& flag) {
   std::vector<Enum> out;
   for (const std::string& name : names) {
     std::optional<Enum> value = table.Parse(name);
@@ -107,7 +112,8 @@ Result<SweepOptions> Sweep(const ProbeOptions& o, const std::vector<ProbeGroup>&
   Result<int64_t> max_bytes = ParseBytes(o.max_bytes, "--max-bytes");
   if (!max_bytes.ok()) return max_bytes.status();
   if (*min_bytes > *max_bytes) {
-    return Status::InvalidArgument("--min-bytes " + o.min_bytes + " is above --max-bytes " + o.max_bytes +
+    return Status::InvalidArgument("--min-bytes " + o.min_bytes + " is above --max-bytes " +
+                                   o.max_bytes +
                                    "; give the smallest collective size first, e.g. -b 8 -e 8G");
   }
   s.min_collective_bytes = *min_bytes;
@@ -124,7 +130,8 @@ Result<SweepOptions> Sweep(const ProbeOptions& o, const std::vector<ProbeGroup>&
     }
     Result<std::vector<Dtype>> dtype = ParseNames({o.dtype}, kDtypeNames, "--dtype");
     if (!dtype.ok()) return dtype.status();
-    s.for_model = {&**model, *cluster ? &**cluster : nullptr, o.seq, o.micro_batches, dtype->front()};
+    s.for_model = {&**model, *cluster ? &**cluster : nullptr, o.seq, o.micro_batches,
+                   dtype->front()};
   }
   return s;
 }
@@ -150,7 +157,8 @@ Status DryRun(const ProbeOptions& o, std::ostream& out) {
     settings.rotate_inputs = !o.no_rotate;
     Result<ProbeDurationEstimate> duration = EstimateProbeDuration(*points, settings, *cluster);
     if (!duration.ok()) return duration.status();
-    estimate = SweepEstimate{*duration, std::filesystem::path(cluster->gpu.file).lexically_normal().string()};
+    estimate = SweepEstimate{*duration,
+                             std::filesystem::path(cluster->gpu.file).lexically_normal().string()};
   }
   // Under mpirun every rank lists the same sweep: rank 0 prints it.
   if (LauncherRank() != 0) return Status::Ok();
@@ -195,14 +203,15 @@ BenchSettings Settings(const ProbeOptions& o) {
 std::function<void(const ProbeProgress&)> TerminalProgress(std::ostream& err) {
   if (&err != &std::cerr || isatty(STDERR_FILENO) == 0) return nullptr;
   return [&err](const ProbeProgress& p) {
-    err << "[" << p.index << "/" << p.total << "] " << p.point << ": " << (p.failed ? "failed: " : "") << p.result
-        << "\n";
+    err << "[" << p.index << "/" << p.total << "] " << p.point << ": "
+        << (p.failed ? "failed: " : "") << p.result << "\n";
   };
 }
 
 Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   int devices = 0;
-  if (Status counted = cuda::CountDevices(&devices); !counted.ok()) return OnRank(LauncherRank(), counted);
+  if (Status counted = cuda::CountDevices(&devices); !counted.ok())
+    return OnRank(LauncherRank(), counted);
   Result<std::unique_ptr<Launcher>> launcher = MakeProcessLauncher();
   if (!launcher.ok()) return launcher.status();
   Launcher& l = **launcher;
@@ -222,9 +231,10 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
   if (!points.ok()) return points.status();
   std::unique_ptr<CollectiveBench> collectives;
-  if (!sweep->groups.empty() && std::find(sweep->kinds.begin(), sweep->kinds.end(), ProbeKind::kCollectives) !=
-                                    sweep->kinds.end()) {
-    Result<std::unique_ptr<CollectiveBench>> made = cuda::MakeNcclCollectiveBench(l, device, sweep->groups);
+  if (!sweep->groups.empty() && std::find(sweep->kinds.begin(), sweep->kinds.end(),
+                                          ProbeKind::kCollectives) != sweep->kinds.end()) {
+    Result<std::unique_ptr<CollectiveBench>> made =
+        cuda::MakeNcclCollectiveBench(l, device, sweep->groups);
     if (!made.ok()) return OnRank(l.Rank(), made.status());
     collectives = std::move(made).value();
   }
@@ -235,7 +245,8 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   run.retry_failed = o.retry_failed;
   run.settings = Settings(o);
   run.collective_timeout_s = o.timeout_s;
-  if (l.Rank() == 0) err << "loom probe: " << points->size() << " points; writing " << run.output_path << "\n";
+  if (l.Rank() == 0)
+    err << "loom probe: " << points->size() << " points; writing " << run.output_path << "\n";
   Result<ProbeSummary> summary = RunProbe(*points, facts, l, kernels.get(), collectives.get(), run,
                                           l.Rank() == 0 ? TerminalProgress(err) : nullptr);
   if (!summary.ok()) return summary.status();
@@ -248,8 +259,10 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   if (!summary->hangs.empty()) {
     std::string message;
     for (const std::string& h : summary->hangs) message += (message.empty() ? "" : "\n") + h;
-    return Status::DeadlineExceeded(message + "\nthe profile keeps every point measured; rerun with --resume to "
-                                    "measure the abandoned ones");
+    return Status::DeadlineExceeded(
+        message +
+        "\nthe profile keeps every point measured; rerun with --resume to "
+        "measure the abandoned ones");
   }
   return Status::Ok();
 }
@@ -257,37 +270,52 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
 
 void AddOptions(CLI::App* cmd, ProbeOptions& o) {
   cmd->add_option("--output,-o", o.output,
-                  "Profile to write (default <gpu>-<date>.json here, e.g. h100-80gb-hbm3-2026-11-22.json); it is "
+                  "Profile to write (default <gpu>-<date>.json here, e.g. "
+                  "h100-80gb-hbm3-2026-11-22.json); it is "
                   "rewritten atomically after every point");
   cmd->add_flag("--resume", o.resume, "Continue the profile at --output: skip the points it holds");
-  cmd->add_flag("--retry-failed", o.retry_failed, "With --resume: measure the points recorded as failed again");
-  cmd->add_option("--measure", o.measure, "What to measure: gemm, attention, memory, host, collectives (default all)")
+  cmd->add_flag("--retry-failed", o.retry_failed,
+                "With --resume: measure the points recorded as failed again");
+  cmd->add_option("--measure", o.measure,
+                  "What to measure: gemm, attention, memory, host, collectives (default all)")
       ->delimiter(',');
-  cmd->add_option("--dtypes", o.dtypes, "GEMM dtypes of the generic grid (default bf16,fp16,fp8,tf32)")
+  cmd->add_option("--dtypes", o.dtypes,
+                  "GEMM dtypes of the generic grid (default bf16,fp16,fp8,tf32)")
       ->delimiter(',');
-  InputFile(cmd->add_option("--for-model", o.for_model,
-                            "Measure exactly the GEMM and attention shapes of this model (HF config.json) for every "
-                            "tensor-parallel degree the planner considers; needs --cluster and --seq"));
-  InputFile(cmd->add_option("--cluster", o.cluster,
-                            "Cluster file (hardware/clusters/) bounding the TP degrees of --for-model; with --dry-run "
-                            "its GPU file's calibrated model and its PCIe estimate the sweep's duration"));
+  InputFile(cmd->add_option(
+      "--for-model", o.for_model,
+      "Measure exactly the GEMM and attention shapes of this model (HF config.json) for every "
+      "tensor-parallel degree the planner considers; needs --cluster and --seq"));
+  InputFile(cmd->add_option(
+      "--cluster", o.cluster,
+      "Cluster file (hardware/clusters/) bounding the TP degrees of --for-model; with --dry-run "
+      "its GPU file's calibrated model and its PCIe estimate the sweep's duration"));
   // The bounds of loom simulate's --seq and --micro-batch (spec/strategy.cc).
   cmd->add_option("--seq", o.seq, "Sequence length of --for-model")->check(Between(1, 1 << 27));
-  cmd->add_option("--micro-batches", o.micro_batches, "Micro-batch sizes of --for-model (default 1,2,4)")
+  cmd->add_option("--micro-batches", o.micro_batches,
+                  "Micro-batch sizes of --for-model (default 1,2,4)")
       ->delimiter(',')
       ->check(Between(1, 1 << 20));
   cmd->add_option("--dtype", o.dtype, "Training dtype of --for-model (default bf16)");
-  cmd->add_option("--repeats", o.repeats, "Timed runs per point (default 20)")->check(Between(1, 100000));
-  cmd->add_option("--warmup", o.warmup, "Untimed runs first (default 5)")->check(Between(0, 100000));
-  cmd->add_flag("--no-rotate", o.no_rotate, "Reuse one input buffer: hot-L2 numbers (not what training sees)");
-  cmd->add_option("--min-bytes,-b", o.min_bytes, "Smallest collective size, nccl-tests style (default 8)");
+  cmd->add_option("--repeats", o.repeats, "Timed runs per point (default 20)")
+      ->check(Between(1, 100000));
+  cmd->add_option("--warmup", o.warmup, "Untimed runs first (default 5)")
+      ->check(Between(0, 100000));
+  cmd->add_flag("--no-rotate", o.no_rotate,
+                "Reuse one input buffer: hot-L2 numbers (not what training sees)");
+  cmd->add_option("--min-bytes,-b", o.min_bytes,
+                  "Smallest collective size, nccl-tests style (default 8)");
   cmd->add_option("--max-bytes,-e", o.max_bytes, "Largest collective size (default 8G)");
-  cmd->add_option("--timeout-s", o.timeout_s, "A collective not done after this many seconds is aborted (default 120, at most a day)")
+  cmd->add_option(
+         "--timeout-s", o.timeout_s,
+         "A collective not done after this many seconds is aborted (default 120, at most a day)")
       ->check(Between(1e-3, 86400));
   cmd->add_flag("--dry-run", o.dry_run,
-                "Print the points the sweep would measure and, with --cluster, how long it would take; needs no GPU");
+                "Print the points the sweep would measure and, with --cluster, how long it would "
+                "take; needs no GPU");
   cmd->add_flag("--json", o.json,
-                "Print one JSON object instead of tables (schema loom.probe/1; with --dry-run loom.probe-plan/1)");
+                "Print one JSON object instead of tables (schema loom.probe/1; with --dry-run "
+                "loom.probe-plan/1)");
 }
 
 }  // namespace
@@ -295,29 +323,42 @@ void AddOptions(CLI::App* cmd, ProbeOptions& o) {
 void AddProbeCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<ProbeOptions>();
 #ifdef LOOM_HAVE_CUDA
-  CLI::App* cmd = app.add_subcommand(
-      "probe", "Measure this cluster's GPU kernels (cuBLASLt, cuDNN) and NCCL collectives into a profile for fit");
+  CLI::App* cmd = app.add_subcommand("probe",
+                                     "Measure this cluster's GPU kernels (cuBLASLt, cuDNN) and "
+                                     "NCCL collectives into a profile for fit");
 #else
-  CLI::App* cmd = app.add_subcommand("probe", "Measure GPU kernels and NCCL collectives (not in this build: no CUDA)");
+  CLI::App* cmd = app.add_subcommand(
+      "probe", "Measure GPU kernels and NCCL collectives (not in this build: no CUDA)");
 #endif
   AddOptions(cmd, *options);
   cmd->footer(
-      "One rank per GPU: `mpirun -np 16 loom probe` (or srun) measures every host's GPUs and the collectives over\n"
-      "all ranks, within each host and along the rails; NCCL starts from a unique id broadcast over MPI. GEMMs,\n"
-      "attention and memory-bound kernels run on rank 0's GPU. A point that fails (out of memory, a dtype the GPU\n"
-      "lacks) is recorded with its reason; a hung collective is aborted after --timeout-s (exit status 1).\n"
-      "Interrupted (SIGINT, SIGTERM), probe ends at once, or right after the profile write in progress: the profile\n"
-      "keeps every point finished and no temporary is left; --resume continues it (status 130 or 143).\n"
+      "One rank per GPU: `mpirun -np 16 loom probe` (or srun) measures every host's GPUs and the "
+      "collectives over\n"
+      "all ranks, within each host and along the rails; NCCL starts from a unique id broadcast "
+      "over MPI. GEMMs,\n"
+      "attention and memory-bound kernels run on rank 0's GPU. A point that fails (out of memory, "
+      "a dtype the GPU\n"
+      "lacks) is recorded with its reason; a hung collective is aborted after --timeout-s (exit "
+      "status 1).\n"
+      "Interrupted (SIGINT, SIGTERM), probe ends at once, or right after the profile write in "
+      "progress: the profile\n"
+      "keeps every point finished and no temporary is left; --resume continues it (status 130 or "
+      "143).\n"
       "Exit status 3: no GPU is visible, or loom was built without CUDA.\n"
-      "--dry-run --cluster FILE estimates the sweep's duration: each point's --warmup + --repeats runs at the time\n"
-      "the cluster's GPU file's calibrated roofline gives them (host copies at its PCIe bandwidth, collectives by\n"
-      "its ring model), plus a set-up time per point measured on one H100 (hardware/validation/2026-11-27).\n"
+      "--dry-run --cluster FILE estimates the sweep's duration: each point's --warmup + --repeats "
+      "runs at the time\n"
+      "the cluster's GPU file's calibrated roofline gives them (host copies at its PCIe bandwidth, "
+      "collectives by\n"
+      "its ring model), plus a set-up time per point measured on one H100 "
+      "(hardware/validation/2026-11-27).\n"
       "Without --cluster the dry run lists the points only.\n\n"
       "Examples:\n"
       "  loom probe --dry-run\n"
-      "  loom probe --dry-run --cluster hardware/clusters/dgx-h100.json --measure gemm,attention --dtypes bf16\n"
+      "  loom probe --dry-run --cluster hardware/clusters/dgx-h100.json --measure gemm,attention "
+      "--dtypes bf16\n"
       "  loom probe -o hardware/profiles/h100-sxm5-2026-11-22.json\n"
-      "  loom probe --for-model models/llama3-70b.json --cluster hardware/clusters/dgx-h100.json --seq 8192\n"
+      "  loom probe --for-model models/llama3-70b.json --cluster hardware/clusters/dgx-h100.json "
+      "--seq 8192\n"
       "  mpirun -np 16 --map-by ppr:8:node loom probe --measure collectives -b 8 -e 8G\n"
       "  loom probe -o h100.json --resume\n"
       "  loom fit h100.json --gpu hardware/gpus/h100-sxm5-80gb.json");
@@ -329,8 +370,10 @@ void AddProbeCommand(CLI::App& app, CommandRunner& runner) {
       return Measure(*options, out, err);
 #else
       return Status::Unavailable(
-          "this loom was built without CUDA, so it cannot probe GPUs (--dry-run still lists the sweep). Build it "
-          "where the CUDA toolkit with cuBLAS, cuDNN and NCCL is installed (/usr/local/cuda): cmake -S . -B build "
+          "this loom was built without CUDA, so it cannot probe GPUs (--dry-run still lists the "
+          "sweep). Build it "
+          "where the CUDA toolkit with cuBLAS, cuDNN and NCCL is installed (/usr/local/cuda): "
+          "cmake -S . -B build "
           "-DLOOM_WITH_CUDA=ON && cmake --build build -j2");
 #endif
     };

@@ -27,7 +27,8 @@ std::string ClassOf(const ProfileSample& s, double* rate, std::string* unit) {
   if (const AttentionShape* a = std::get_if<AttentionShape>(&s.shape)) {
     *rate = AttentionKernelFlops(*a) / (s.median_us * 1e-6) / 1e12;
     *unit = "TFLOP/s";
-    return std::string("attention ") + (a->backward ? "bwd " : "fwd ") + std::string(kDtypeNames.Name(a->dtype));
+    return std::string("attention ") + (a->backward ? "bwd " : "fwd ") +
+           std::string(kDtypeNames.Name(a->dtype));
   }
   const MemoryShape& m = std::get<MemoryShape>(s.shape);
   *rate = static_cast<double>(m.bytes_read + m.bytes_written) / (s.median_us * 1e-6) / 1e9;
@@ -37,7 +38,8 @@ std::string ClassOf(const ProfileSample& s, double* rate, std::string* unit) {
 
 std::map<std::string, ClassBest> BestByClass(const Profile& p) {
   std::map<std::string, ClassBest> classes;
-  auto add = [&](const std::string& name, double rate, const std::string& unit, const std::string& point, bool lower) {
+  auto add = [&](const std::string& name, double rate, const std::string& unit,
+                 const std::string& point, bool lower) {
     ClassBest& c = classes[name];
     if (c.measured == 0 || (lower ? rate < c.best : rate > c.best)) c.best = rate, c.point = point;
     c.unit = unit;
@@ -51,7 +53,8 @@ std::map<std::string, ClassBest> BestByClass(const Profile& p) {
   }
   for (const HostSample& h : p.host_samples) {
     const bool launch = h.measure == HostMeasure::kLaunch;
-    const double rate = launch ? h.median_us : static_cast<double>(h.bytes) / (h.median_us * 1e-6) / 1e9;
+    const double rate =
+        launch ? h.median_us : static_cast<double>(h.bytes) / (h.median_us * 1e-6) / 1e9;
     add(std::string(kHostMeasureNames.Name(h.measure)), rate, launch ? "us" : "GB/s",
         ProbePointKey(h.measure, h.bytes), launch);
   }
@@ -61,11 +64,14 @@ std::map<std::string, ClassBest> BestByClass(const Profile& p) {
 constexpr const char* kKindNames[] = {"gemm", "attention", "memory", "host", "collectives"};
 
 // "~3.4 s" below ten seconds, "~41 s" above.
-std::string ApproxSeconds(double s) { return s < 10 ? Formatted("~%.1f s", s) : Formatted("~%.0f s", s); }
+std::string ApproxSeconds(double s) {
+  return s < 10 ? Formatted("~%.1f s", s) : Formatted("~%.0f s", s);
+}
 
 // What every estimate assumes, after the GPU file.
 std::string Assumes(const SweepEstimate& e) {
-  return "an estimate from " + e.gpu_file + "'s calibrated model and the set-up time per point measured on one "
+  return "an estimate from " + e.gpu_file +
+         "'s calibrated model and the set-up time per point measured on one "
          "H100, 2026-11-27";
 }
 
@@ -88,22 +94,27 @@ void PrintSweepPlan(const std::vector<ProbePoint>& points, const std::vector<Pro
     out << "\n";
   }
   if (groups.empty()) {
-    out << "collectives: none on one rank; launch with mpirun -np N (one rank per GPU) to measure NCCL\n";
+    out << "collectives: none on one rank; launch with mpirun -np N (one rank per GPU) to measure "
+           "NCCL\n";
   }
   out << "total        " << points.size() << " points\n";
   if (!estimate) {
-    out << "estimated duration: give --cluster FILE (hardware/clusters/) for an estimate from its GPU's calibrated "
+    out << "estimated duration: give --cluster FILE (hardware/clusters/) for an estimate from its "
+           "GPU's calibrated "
            "model\n";
     return;
   }
   for (size_t kind = 0; kind < 5; ++kind) {
     if (estimate->duration.kind_points[kind] == 0) continue;
-    out << Formatted("%-12s %s\n", kKindNames[kind], ApproxSeconds(estimate->duration.kind_s[kind]).c_str());
+    out << Formatted("%-12s %s\n", kKindNames[kind],
+                     ApproxSeconds(estimate->duration.kind_s[kind]).c_str());
   }
-  out << "estimated duration: " << ApproxSeconds(estimate->duration.total_s) << " (" << Assumes(*estimate) << ")\n";
+  out << "estimated duration: " << ApproxSeconds(estimate->duration.total_s) << " ("
+      << Assumes(*estimate) << ")\n";
 }
 
-nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups,
+nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points,
+                                     const std::vector<ProbeGroup>& groups,
                                      const std::optional<SweepEstimate>& estimate) {
   static const char* kNames[] = {"gemm", "attention", "memory", "host", "collectives"};
   auto ranks = [](ProbeGroup) { return int64_t{0}; };
@@ -123,8 +134,11 @@ nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, cons
   j["estimate"] = nullptr;
   if (estimate) {
     nlohmann::ordered_json kind_s = nlohmann::ordered_json::object();
-    for (size_t kind = 0; kind < 5; ++kind) kind_s[kKindNames[kind]] = estimate->duration.kind_s[kind];
-    j["estimate"] = {{"kind_s", kind_s}, {"total_s", estimate->duration.total_s}, {"gpu", estimate->gpu_file},
+    for (size_t kind = 0; kind < 5; ++kind)
+      kind_s[kKindNames[kind]] = estimate->duration.kind_s[kind];
+    j["estimate"] = {{"kind_s", kind_s},
+                     {"total_s", estimate->duration.total_s},
+                     {"gpu", estimate->gpu_file},
                      {"assumes", Assumes(*estimate)}};
   }
   return j;
@@ -132,18 +146,20 @@ nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, cons
 
 void PrintProbeReport(const ProbeSummary& summary, std::ostream& out) {
   const Profile& p = summary.profile;
-  out << "loom probe: " << p.device.name << ", driver " << p.driver_version << ", CUDA " << p.cuda_version;
+  out << "loom probe: " << p.device.name << ", driver " << p.driver_version << ", CUDA "
+      << p.cuda_version;
   for (const auto& [name, version] : p.library_versions) out << ", " << name << " " << version;
-  out << "\n" << summary.measured << " points measured, " << summary.failed << " failed, " << summary.resumed
-      << " already in the profile";
+  out << "\n"
+      << summary.measured << " points measured, " << summary.failed << " failed, "
+      << summary.resumed << " already in the profile";
   if (summary.abandoned > 0) out << ", " << summary.abandoned << " abandoned after a hang";
   out << "\n\n";
   const std::map<std::string, ClassBest> classes = BestByClass(p);
   if (!classes.empty()) {
     out << Formatted("%-22s %6s %12s  %s\n", "class", "points", "best", "at");
     for (const auto& [name, c] : classes) {
-      out << Formatted("%-22s %6lld %8.1f %-7s %s\n", name.c_str(), static_cast<long long>(c.measured), c.best,
-                    c.unit.c_str(), c.point.c_str());
+      out << Formatted("%-22s %6lld %8.1f %-7s %s\n", name.c_str(),
+                       static_cast<long long>(c.measured), c.best, c.unit.c_str(), c.point.c_str());
     }
     out << "\n";
   }
@@ -151,14 +167,16 @@ void PrintProbeReport(const ProbeSummary& summary, std::ostream& out) {
   for (const CollectiveSample& c : p.collectives) {
     tables[{static_cast<int>(c.group), static_cast<int>(c.collective)}].push_back(c);
   }
-  for (const auto& [key, rows] : tables) out << NcclTestsTable(rows, p.hosts, p.device.name) << "\n";
+  for (const auto& [key, rows] : tables)
+    out << NcclTestsTable(rows, p.hosts, p.device.name) << "\n";
   if (!p.failures.empty()) {
     out << p.failures.size() << " points could not be measured:\n";
     for (const ProbeFailure& f : p.failures) out << "  " << f.point << ": " << f.error << "\n";
   }
 }
 
-nlohmann::ordered_json ProbeReportJson(const ProbeSummary& summary, const std::string& profile_path) {
+nlohmann::ordered_json ProbeReportJson(const ProbeSummary& summary,
+                                       const std::string& profile_path) {
   nlohmann::ordered_json j;
   j["schema"] = "loom.probe/1";
   j["profile"] = profile_path;
@@ -170,7 +188,10 @@ nlohmann::ordered_json ProbeReportJson(const ProbeSummary& summary, const std::s
   j["hangs"] = summary.hangs;
   j["classes"] = nlohmann::ordered_json::array();
   for (const auto& [name, c] : BestByClass(summary.profile)) {
-    j["classes"].push_back({{"class", name}, {"measured", c.measured}, {"best", c.best}, {"unit", c.unit},
+    j["classes"].push_back({{"class", name},
+                            {"measured", c.measured},
+                            {"best", c.best},
+                            {"unit", c.unit},
                             {"best_point", c.point}});
   }
   return j;

@@ -33,7 +33,8 @@ void PrintSweepPlan(const std::vector<ProbePoint>& points, const std::vector<Pro
 // "total_points", "kinds": {"gemm": {"points", "keys": [every point's key]}, ...},
 // "collectives_measured", "estimate": {"kind_s": {"gemm": s, ...}, "total_s", "gpu", "assumes"}
 // or null without a cluster file}.
-nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points, const std::vector<ProbeGroup>& groups,
+nlohmann::ordered_json SweepPlanJson(const std::vector<ProbePoint>& points,
+                                     const std::vector<ProbeGroup>& groups,
                                      const std::optional<SweepEstimate>& estimate);
 
 // What a probe run measured: per kernel class the points measured and failed with the best rate
@@ -44,7 +45,8 @@ void PrintProbeReport(const ProbeSummary& summary, std::ostream& out);
 // The same as one JSON object, schema loom.probe/1: {"schema", "profile" (path), "planned",
 // "resumed", "measured", "failed", "abandoned", "hangs", "classes": [{"class", "measured",
 // "best", "unit", "best_point"}]}.
-nlohmann::ordered_json ProbeReportJson(const ProbeSummary& summary, const std::string& profile_path);
+nlohmann::ordered_json ProbeReportJson(const ProbeSummary& summary,
+                                       const std::string& profile_path);
 
 }  // namespace loom
 

@@ -35,10 +35,10 @@ struct SimulateOptions {
   std::string cluster_path;
   std::optional<int64_t> nodes;
   Strategy strategy;
-  std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam", offload = "none",
-              cp_comm = "p2p", grad_accumulation = "fused";
+  std::string schedule = "1f1b", recompute = "none", dtype = "bf16", optimizer = "adam",
+              offload = "none", cp_comm = "p2p", grad_accumulation = "fused";
   std::string trace_path;
-  std::string report_path;  // --report: the HTML report
+  std::string report_path;      // --report: the HTML report
   std::string pipeline_layout;  // Megatron-core's layout syntax; empty: none
   std::string attention = "fused";
   std::string framework = kDefaultFramework;
@@ -53,14 +53,17 @@ struct SimulateOptions {
 
 // What holds each stage's memory, and |fits| for a step that does not fit.
 MemoryView Memory(const SimulationResult& r, const std::vector<FitSuggestion>& fits) {
-  return {r.memory_by_stage, r.peak_stage, r.memory_limit_bytes, r.reserved_bytes, fits, r.step_time_s};
+  return {r.memory_by_stage, r.peak_stage, r.memory_limit_bytes,
+          r.reserved_bytes,  fits,         r.step_time_s};
 }
 
-nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional<FrameworkProfile>& framework,
+nlohmann::ordered_json ResultJson(const SimulationResult& r,
+                                  const std::optional<FrameworkProfile>& framework,
                                   const std::vector<FitSuggestion>& fits) {
   nlohmann::ordered_json j;
   j["schema"] = "loom.simulate/1";
-  j["framework"] = framework ? nlohmann::ordered_json(framework->name) : nlohmann::ordered_json("none");
+  j["framework"] =
+      framework ? nlohmann::ordered_json(framework->name) : nlohmann::ordered_json("none");
   j["step_time_s"] = r.step_time_s;
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
@@ -71,15 +74,22 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional
   j["fits_in_memory"] = r.fits_in_memory;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const StageResult& s : r.stages) {
-    stages.push_back({{"stage", s.stage}, {"peak_memory_bytes", s.peak_memory_bytes}, {"compute_s", s.compute_s},
+    stages.push_back({{"stage", s.stage},
+                      {"peak_memory_bytes", s.peak_memory_bytes},
+                      {"compute_s", s.compute_s},
                       {"bubble_s", s.bubble_s}});
   }
   j["stages"] = stages;
   j["breakdown"] = BreakdownJson(r.breakdown);
   j["memory_limit_bytes"] = r.memory_limit_bytes;
   const CriticalPathSummary& c = r.critical_path;
-  j["critical_path"] = {{"tasks", c.tasks},         {"compute_s", c.compute_s}, {"tp_comm_s", c.tp_comm_s}, {"cp_comm_s", c.cp_comm_s},
-                        {"pp_comm_s", c.pp_comm_s}, {"dp_comm_s", c.dp_comm_s}, {"optimizer_s", c.optimizer_s},
+  j["critical_path"] = {{"tasks", c.tasks},
+                        {"compute_s", c.compute_s},
+                        {"tp_comm_s", c.tp_comm_s},
+                        {"cp_comm_s", c.cp_comm_s},
+                        {"pp_comm_s", c.pp_comm_s},
+                        {"dp_comm_s", c.dp_comm_s},
+                        {"optimizer_s", c.optimizer_s},
                         {"host_s", c.host_s}};
   j["memory"] = MemoryJson(Memory(r, fits));
   return j;
@@ -87,35 +97,41 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r, const std::optional
 
 void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>& framework,
                 const std::vector<FitSuggestion>& fits, std::ostream& out) {
-  const auto row = [&out](const char* name) -> std::ostream& { return out << std::left << std::setw(22) << name; };
+  const auto row = [&out](const char* name) -> std::ostream& {
+    return out << std::left << std::setw(22) << name;
+  };
   out << std::fixed << std::setprecision(3);
   row("step time") << r.step_time_s << " s\n";
-  row("throughput") << std::setprecision(0) << r.tokens_per_s << " tokens/s, " << std::setprecision(1)
-                    << r.model_tflops_per_gpu << " model TFLOP/s per GPU\n";
+  row("throughput") << std::setprecision(0) << r.tokens_per_s << " tokens/s, "
+                    << std::setprecision(1) << r.model_tflops_per_gpu << " model TFLOP/s per GPU\n";
   row("MFU / HFU") << r.mfu * 100 << "% / " << r.hfu * 100 << "%\n";
   row("pipeline bubble") << r.bubble_fraction * 100 << "%\n";
   row("peak memory") << HumanBytes(static_cast<double>(r.peak_memory_bytes)) << " of "
-                     << HumanBytes(static_cast<double>(r.memory_limit_bytes)) << " usable: "
-                     << (r.fits_in_memory ? "fits" : "DOES NOT FIT") << "\n";
+                     << HumanBytes(static_cast<double>(r.memory_limit_bytes))
+                     << " usable: " << (r.fits_in_memory ? "fits" : "DOES NOT FIT") << "\n";
   out << std::setprecision(3);
-  row("breakdown") << "compute " << r.breakdown.compute_s << " s, exposed comm " << r.breakdown.exposed_comm_s
-                   << " s, bubble " << r.breakdown.bubble_s << " s, optimizer " << r.breakdown.optimizer_s
-                   << " s, host " << r.breakdown.host_s << " s\n";
+  row("breakdown") << "compute " << r.breakdown.compute_s << " s, exposed comm "
+                   << r.breakdown.exposed_comm_s << " s, bubble " << r.breakdown.bubble_s
+                   << " s, optimizer " << r.breakdown.optimizer_s << " s, host "
+                   << r.breakdown.host_s << " s\n";
   const CriticalPathSummary& c = r.critical_path;
-  row("critical path") << c.tasks << " tasks: compute " << c.compute_s << " s, tp " << c.tp_comm_s << " s (tp/ep collectives), cp " << c.cp_comm_s << " s, pp "
-                       << c.pp_comm_s << " s, dp " << c.dp_comm_s << " s, optimizer " << c.optimizer_s << " s, host "
-                       << c.host_s << " s\n";
+  row("critical path") << c.tasks << " tasks: compute " << c.compute_s << " s, tp " << c.tp_comm_s
+                       << " s (tp/ep collectives), cp " << c.cp_comm_s << " s, pp " << c.pp_comm_s
+                       << " s, dp " << c.dp_comm_s << " s, optimizer " << c.optimizer_s
+                       << " s, host " << c.host_s << " s\n";
   if (framework) {
     row("host") << framework->name << " (" << framework->file << "): the GPU waits " << c.host_s
                 << " s on the critical path for the host to issue work\n\n";
   } else {
     row("host") << "none: the GPU is always fed (--framework none)\n\n";
   }
-  out << std::right << std::setw(6) << "stage" << std::setw(14) << "peak memory" << std::setw(12) << "compute s"
-      << std::setw(12) << "bubble s" << "\n";
+  out << std::right << std::setw(6) << "stage" << std::setw(14) << "peak memory" << std::setw(12)
+      << "compute s" << std::setw(12) << "bubble s"
+      << "\n";
   for (const StageResult& s : r.stages) {
-    out << std::setw(6) << s.stage << std::setw(14) << HumanBytes(static_cast<double>(s.peak_memory_bytes))
-        << std::setw(12) << s.compute_s << std::setw(12) << s.bubble_s << "\n";
+    out << std::setw(6) << s.stage << std::setw(14)
+        << HumanBytes(static_cast<double>(s.peak_memory_bytes)) << std::setw(12) << s.compute_s
+        << std::setw(12) << s.bubble_s << "\n";
   }
   out << "\n";
   PrintMemory(Memory(r, fits), out);
@@ -160,23 +176,27 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     strategy = scenario->strategy;
     if (!options.framework_given && scenario->framework) framework_name = *scenario->framework;
   } else if (model_path.empty() || cluster_path.empty()) {
-    return Status::InvalidArgument("simulate needs --model and --cluster, or a scenario file; see loom simulate --help");
+    return Status::InvalidArgument(
+        "simulate needs --model and --cluster, or a scenario file; see loom simulate --help");
   }
   Result<ModelSpec> model = LoadModelSpec(model_path);
   if (!model.ok()) return model.status();
   for (const std::string& warning : model->warnings) err << "loom: warning: " << warning << "\n";
   Result<ClusterSpec> cluster = LoadClusterSpec(cluster_path, nodes);
   if (!cluster.ok()) return cluster.status();
-  Result<std::optional<FrameworkProfile>> framework = ResolveFramework(framework_name, cluster_path);
+  Result<std::optional<FrameworkProfile>> framework =
+      ResolveFramework(framework_name, cluster_path);
   if (!framework.ok()) return framework.status();
   SimulationOptions sim_options;
   sim_options.framework = *framework;
   sim_options.full = options.full;
-  sim_options.kernels.attention = options.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  sim_options.kernels.attention =
+      options.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
   sim_options.kernels.dropout = options.dropout;
   if (!options.scenario_path.empty()) {
     // The scenario's strategy: its errors name the scenario file and its keys, not flags.
-    LOOM_RETURN_IF_ERROR(InScenarioTerms(ValidateStrategy(strategy, *model, *cluster), options.scenario_path));
+    LOOM_RETURN_IF_ERROR(
+        InScenarioTerms(ValidateStrategy(strategy, *model, *cluster), options.scenario_path));
   }
   Result<PreparedStep> prepared = PrepareTrainingStep(*model, *cluster, strategy, sim_options);
   if (!prepared.ok()) return prepared.status();
@@ -191,13 +211,16 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     context.strategy_json = StrategyJson(strategy).dump();
     context.loom_version = LOOM_VERSION;
     const TraceRun run{&result->timeline, &result->memory, "", 0};
-    LOOM_RETURN_IF_ERROR(WriteFileAtomically(options.trace_path, ChromeTraceJson(result->step, {&run, 1}, context),
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(options.trace_path,
+                                             ChromeTraceJson(result->step, {&run, 1}, context),
                                              "pass another --trace"));
   }
   if (!options.report_path.empty()) {
-    const std::string source = options.scenario_path.empty() ? model_path + " on " + cluster_path : options.scenario_path;
+    const std::string source =
+        options.scenario_path.empty() ? model_path + " on " + cluster_path : options.scenario_path;
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
-        options.report_path, SimulationReport("loom simulate: " + source, StrategySummary(strategy), *result),
+        options.report_path,
+        SimulationReport("loom simulate: " + source, StrategySummary(strategy), *result),
         "pass another --report"));
   }
   std::vector<FitSuggestion> fits;
@@ -222,11 +245,14 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
   cmd->add_option("--dp", o.strategy.dp, "Data-parallel size")->capture_default_str();
   cmd->add_option("--cp", o.strategy.cp, "Context-parallel size")->capture_default_str();
   cmd->add_option("--ep", o.strategy.ep, "Expert-parallel size")->capture_default_str();
-  cmd->add_option("--vpp", o.strategy.vpp, "Model chunks per stage (interleaved: 2+, zb-v/dualpipev: 2)")
+  cmd->add_option("--vpp", o.strategy.vpp,
+                  "Model chunks per stage (interleaved: 2+, zb-v/dualpipev: 2)")
       ->capture_default_str();
   cmd->add_flag("--sp", o.strategy.sp, "Sequence parallelism over the tp group");
-  cmd->add_option("--micro-batch", o.strategy.micro_batch, "Sequences per micro-batch")->capture_default_str();
-  cmd->add_option("--global-batch", o.strategy.global_batch, "Sequences per step")->capture_default_str();
+  cmd->add_option("--micro-batch", o.strategy.micro_batch, "Sequences per micro-batch")
+      ->capture_default_str();
+  cmd->add_option("--global-batch", o.strategy.global_batch, "Sequences per step")
+      ->capture_default_str();
   cmd->add_option("--seq", o.strategy.seq_len, "Sequence length")->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "Pipeline schedule")
       ->check(CLI::IsMember(kScheduleNames.Names()))
@@ -238,14 +264,20 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
                   "With --recompute full: layers per model chunk recomputed (0: all)")
       ->capture_default_str();
   cmd->add_option("--zero", o.strategy.zero_stage, "ZeRO stage 0-3")->capture_default_str();
-  cmd->add_option("--dtype", o.dtype, "Training dtype")->check(CLI::IsMember(kDtypeNames.Names()))->capture_default_str();
+  cmd->add_option("--dtype", o.dtype, "Training dtype")
+      ->check(CLI::IsMember(kDtypeNames.Names()))
+      ->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "Optimizer")
       ->check(CLI::IsMember(kOptimizerNames.Names()))
       ->capture_default_str();
-  cmd->add_option("--offload", o.offload, "Offload")->check(CLI::IsMember(kOffloadNames.Names()))->capture_default_str();
-  cmd->add_flag("--allow-cross-node-tp", o.strategy.allow_cross_node_tp, "Accept tp larger than a node");
-  cmd->add_option("--etp", o.strategy.etp,
-                  "Expert tensor-parallel size: ranks each expert's MLP is split over (0: the tp size)")
+  cmd->add_option("--offload", o.offload, "Offload")
+      ->check(CLI::IsMember(kOffloadNames.Names()))
+      ->capture_default_str();
+  cmd->add_flag("--allow-cross-node-tp", o.strategy.allow_cross_node_tp,
+                "Accept tp larger than a node");
+  cmd->add_option(
+         "--etp", o.strategy.etp,
+         "Expert tensor-parallel size: ranks each expert's MLP is split over (0: the tp size)")
       ->capture_default_str();
   cmd->add_option("--cp-comm", o.cp_comm,
                   "Context-parallel K/V exchange: p2p (ring attention, overlapped) or all_gather")
@@ -257,14 +289,17 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
   cmd->add_option("--last-stage-layers", o.strategy.last_stage_layers,
                   "Transformer layers on the last pipeline stage (0: even split)")
       ->capture_default_str();
-  cmd->add_option("--pipeline-layout", o.pipeline_layout,
-                  "Every model chunk's layers in Megatron-core's --pipeline-model-parallel-layout syntax: "
-                  "\"|\" between virtual stages (stage-major per chunk), E the embedding, t a layer, L the loss, "
-                  "(...)*n and t*n repeat; e.g. \"E|(t|)*126L\" is Llama 3 405B's 126 layers on --pp 16 "
-                  "--vpp 8 with the first chunk holding only the embedding and the last only the loss");
-  cmd->add_option("--microbatch-group", o.strategy.microbatch_group,
-                  "Interleaved schedule: micro-batches run through one chunk before the next (Megatron-LM's "
-                  "--microbatch-group-size-per-virtual-pipeline-stage; 0: pp, depth-first)")
+  cmd->add_option(
+      "--pipeline-layout", o.pipeline_layout,
+      "Every model chunk's layers in Megatron-core's --pipeline-model-parallel-layout syntax: "
+      "\"|\" between virtual stages (stage-major per chunk), E the embedding, t a layer, L the "
+      "loss, "
+      "(...)*n and t*n repeat; e.g. \"E|(t|)*126L\" is Llama 3 405B's 126 layers on --pp 16 "
+      "--vpp 8 with the first chunk holding only the embedding and the last only the loss");
+  cmd->add_option(
+         "--microbatch-group", o.strategy.microbatch_group,
+         "Interleaved schedule: micro-batches run through one chunk before the next (Megatron-LM's "
+         "--microbatch-group-size-per-virtual-pipeline-stage; 0: pp, depth-first)")
       ->check(Between(0, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--moe-capacity-factor", o.strategy.moe_capacity_factor,
@@ -279,14 +314,17 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
                 "Reduce gradient buckets during the backward pass, not after it");
   cmd->add_flag("--overlap-param-gather", o.strategy.overlap_param_gather,
                 "All-gather updated weights under the next step's forward (needs --zero 1+)");
-  cmd->add_flag("--tp-comm-overlap", o.strategy.tp_comm_overlap,
-                "Pipeline tensor-parallel all-gathers and reduce-scatters with their GEMMs (needs --sp)");
+  cmd->add_flag(
+      "--tp-comm-overlap", o.strategy.tp_comm_overlap,
+      "Pipeline tensor-parallel all-gathers and reduce-scatters with their GEMMs (needs --sp)");
   cmd->add_flag("--grad-reduce-in-bf16", o.strategy.grad_reduce_in_bf16,
-                "Accumulate and reduce bf16 (or fp8 training's) gradients in bf16 (default: fp32, as Megatron-LM)");
-  cmd->add_option("--grad-accumulation", o.grad_accumulation,
-                  "How micro-batches' weight gradients are summed: fused (into the fp32 main_grad by the "
-                  "wgrad GEMM, Megatron-LM's default), add (--no-gradient-accumulation-fusion: a separate "
-                  "main_grad.add_) or autograd (.grad in the param dtype, PyTorch DDP)")
+                "Accumulate and reduce bf16 (or fp8 training's) gradients in bf16 (default: fp32, "
+                "as Megatron-LM)");
+  cmd->add_option(
+         "--grad-accumulation", o.grad_accumulation,
+         "How micro-batches' weight gradients are summed: fused (into the fp32 main_grad by the "
+         "wgrad GEMM, Megatron-LM's default), add (--no-gradient-accumulation-fusion: a separate "
+         "main_grad.add_) or autograd (.grad in the param dtype, PyTorch DDP)")
       ->check(CLI::IsMember(kGradAccumulationNames.Names()))
       ->capture_default_str();
 }
@@ -295,42 +333,53 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
 
 void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<SimulateOptions>();
-  CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of one parallelisation strategy");
-  InputFile(cmd->add_option("scenario", options->scenario_path,
-                            "Scenario file (schema loom.scenario/1) naming model, cluster and strategy"));
+  CLI::App* cmd =
+      app.add_subcommand("simulate", "Simulate one training step of one parallelisation strategy");
+  InputFile(
+      cmd->add_option("scenario", options->scenario_path,
+                      "Scenario file (schema loom.scenario/1) naming model, cluster and strategy"));
   InputFile(cmd->add_option("--model", options->model_path, kModelOptionHelp));
-  InputFile(cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)"));
+  InputFile(
+      cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)"));
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
       ->check(Positive());
   AddStrategyOptions(cmd, *options);
-  cmd->add_option("--attention", options->attention,
-                  "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers without "
-                  "Transformer Engine: its core attention, which keeps the softmax for backward, and bias adds "
-                  "and bias gradients as kernels of their own)")
+  cmd->add_option(
+         "--attention", options->attention,
+         "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers without "
+         "Transformer Engine: its core attention, which keeps the softmax for backward, and bias "
+         "adds "
+         "and bias gradients as kernels of their own)")
       ->check(CLI::IsMember({"fused", "unfused"}))
       ->capture_default_str();
-  cmd->add_flag("--dropout", options->dropout, "Apply dropout (Megatron-LM's GPT default) and keep its masks");
+  cmd->add_flag("--dropout", options->dropout,
+                "Apply dropout (Megatron-LM's GPT default) and keep its masks");
   cmd->add_option("--framework", options->framework, kFrameworkHelp)
       ->each([options](const std::string&) { options->framework_given = true; })
       ->capture_default_str();
-  cmd->add_option("--trace", options->trace_path,
-                  "Write a Chrome trace (open it in Perfetto) to this file: slices named by pass, micro-batch and "
-                  "chunk (\"F mb3 c1\"), sends and collectives with bytes and peers, flow arrows for sends and "
-                  "cross-stream dependencies, ranks named by their Megatron-LM global rank");
+  cmd->add_option(
+      "--trace", options->trace_path,
+      "Write a Chrome trace (open it in Perfetto) to this file: slices named by pass, micro-batch "
+      "and "
+      "chunk (\"F mb3 c1\"), sends and collectives with bytes and peers, flow arrows for sends and "
+      "cross-stream dependencies, ranks named by their Megatron-LM global rank");
   cmd->add_option("--report", options->report_path,
-                  "Write an HTML report (one file, opens offline in a browser): the pipeline Gantt, memory per stage "
+                  "Write an HTML report (one file, opens offline in a browser): the pipeline "
+                  "Gantt, memory per stage "
                   "and the step breakdown; FILE.html#gantt, #memory or #breakdown shows one view");
   cmd->add_flag("--full", options->full, "Simulate every data-parallel replica, not one");
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");
   cmd->footer(
       "Examples:\n"
       "  loom simulate --model models/gpt3-175b.json --cluster hardware/clusters/dgx-a100.json \\\n"
-      "      --tp 8 --pp 16 --dp 8 --vpp 2 --schedule interleaved --sp --micro-batch 1 --global-batch 1536\n"
+      "      --tp 8 --pp 16 --dp 8 --vpp 2 --schedule interleaved --sp --micro-batch 1 "
+      "--global-batch 1536\n"
       "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json");
   cmd->callback([options, cmd, &runner] {
-    // Flags a scenario file would override; --nodes, --framework and the output flags are not among them.
-    static const std::set<std::string> kWithScenario = {"--nodes", "--framework", "--trace", "--report", "--full",
-                                                         "--json",  "--help",      "scenario"};
+    // Flags a scenario file would override; --nodes, --framework and the output flags are not among
+    // them.
+    static const std::set<std::string> kWithScenario = {
+        "--nodes", "--framework", "--trace", "--report", "--full", "--json", "--help", "scenario"};
     options->request = CommandRequest(*cmd);
     options->scenario_flags_given.clear();
     for (const CLI::Option* option : cmd->get_options()) {

@@ -23,14 +23,16 @@ struct TraceMergeOptions {
 
 Status RunMerge(const TraceMergeOptions& o, std::ostream& out) {
   if (!o.labels.empty() && o.labels.size() != o.inputs.size()) {
-    return Status::InvalidArgument(std::to_string(o.labels.size()) + " --label for " + std::to_string(o.inputs.size()) +
-                                   " trace files; give one --label per file, in the order of the files, or none");
+    return Status::InvalidArgument(
+        std::to_string(o.labels.size()) + " --label for " + std::to_string(o.inputs.size()) +
+        " trace files; give one --label per file, in the order of the files, or none");
   }
   std::vector<TraceToMerge> traces;
   for (size_t i = 0; i < o.inputs.size(); ++i) {
     Result<std::string> text = ReadInputFile(o.inputs[i], "check the path of the trace file");
     if (!text.ok()) return text.status();
-    const std::string label = o.labels.empty() ? std::filesystem::path(o.inputs[i]).stem().string() : o.labels[i];
+    const std::string label =
+        o.labels.empty() ? std::filesystem::path(o.inputs[i]).stem().string() : o.labels[i];
     traces.push_back({o.inputs[i], *std::move(text), label});
   }
   Result<std::string> merged = MergeChromeTraces(traces);
@@ -43,27 +45,35 @@ Status RunMerge(const TraceMergeOptions& o, std::ostream& out) {
 }  // namespace
 
 void AddTraceCommand(CLI::App& app, CommandRunner& runner) {
-  CLI::App* trace = app.add_subcommand("trace", "Work with Chrome trace files (simulate --trace, validate --trace)");
+  CLI::App* trace = app.add_subcommand(
+      "trace", "Work with Chrome trace files (simulate --trace, validate --trace)");
   trace->require_subcommand(1);
   auto options = std::make_shared<TraceMergeOptions>();
-  CLI::App* merge = trace->add_subcommand(
-      "merge", "Merge Chrome traces into one file, to open side by side in Perfetto: each file's processes keep "
-               "their names behind a label, its process ids and flow ids move past those of the files before it");
-  InputFile(merge->add_option("traces", options->inputs, "Chrome trace files (JSON), in the order to show them"))
+  CLI::App* merge = trace->add_subcommand("merge",
+                                          "Merge Chrome traces into one file, to open side by side "
+                                          "in Perfetto: each file's processes keep "
+                                          "their names behind a label, its process ids and flow "
+                                          "ids move past those of the files before it");
+  InputFile(merge->add_option("traces", options->inputs,
+                              "Chrome trace files (JSON), in the order to show them"))
       ->required()
       ->expected(2, -1);
-  merge->add_option("--label", options->labels,
-                    "The label put before one file's process names (\"predicted\" -> \"predicted rank 0 ...\"); "
-                    "once per file, in their order (default: each file's name without its extension)");
+  merge->add_option(
+      "--label", options->labels,
+      "The label put before one file's process names (\"predicted\" -> \"predicted rank 0 ...\"); "
+      "once per file, in their order (default: each file's name without its extension)");
   merge->add_option("--out", options->out, "The merged trace to write")->required();
   merge->footer(
       "Example:\n"
-      "  loom simulate --model models/llama3-8b.json --cluster hardware/clusters/dgx-h100.json --nodes 1 \\\n"
+      "  loom simulate --model models/llama3-8b.json --cluster hardware/clusters/dgx-h100.json "
+      "--nodes 1 \\\n"
       "      --tp 2 --pp 4 --global-batch 8 --trace 1f1b.json\n"
       "  loom simulate ... --schedule interleaved --vpp 2 --trace interleaved.json\n"
       "  loom trace merge 1f1b.json interleaved.json --out both.json");
   merge->callback([options, &runner] {
-    runner = [options](std::ostream& out, std::ostream&) -> Status { return RunMerge(*options, out); };
+    runner = [options](std::ostream& out, std::ostream&) -> Status {
+      return RunMerge(*options, out);
+    };
   });
 }
 

@@ -66,7 +66,9 @@ TraceContext PlanTraceContext(const PlanFile& plan) {
   TraceContext context;
   const auto text = [&](const char* key) {
     const auto it = plan.source.find(key);
-    return it == plan.source.end() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
+    return it == plan.source.end() ? std::string()
+           : it->is_string()       ? it->get<std::string>()
+                                   : it->dump();
   };
   context.model = text("model");
   context.cluster = text("cluster");
@@ -95,9 +97,11 @@ Status WriteTrace(const std::string& path, const PlanFile& plan, const StepTimel
   if (!predicted_memory.ok()) return predicted_memory.status();
   Result<MemoryReport> measured_memory = TrackMemory(plan.step.graph, measured, plan.baselines);
   if (!measured_memory.ok()) return measured_memory.status();
-  const std::vector<TraceRun> runs = {{&predicted, &*predicted_memory, "predicted ", 0},
-                                      {&measured, &*measured_memory, "measured ", plan.step.graph.num_ranks()}};
-  return WriteFileAtomically(path, ChromeTraceJson(plan.step, runs, PlanTraceContext(plan)), "pass another --trace");
+  const std::vector<TraceRun> runs = {
+      {&predicted, &*predicted_memory, "predicted ", 0},
+      {&measured, &*measured_memory, "measured ", plan.step.graph.num_ranks()}};
+  return WriteFileAtomically(path, ChromeTraceJson(plan.step, runs, PlanTraceContext(plan)),
+                             "pass another --trace");
 }
 
 // What a backend measured, on rank 0.
@@ -106,25 +110,27 @@ struct Measured {
   // Per rank, the device's peak (cuda backend); none: the memory events replayed at the measured
   // times (host backend).
   std::optional<std::vector<int64_t>> peak_bytes;
-  std::string device;  // the GPU and its libraries (cuda backend)
+  std::string device;                         // the GPU and its libraries (cuda backend)
   std::vector<ClassComparison> work_classes;  // (cuda backend)
 };
 
 // Rank 0's part: the comparison, the report and the trace.
-Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& measured, int32_t world,
-              std::ostream& out) {
+Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& measured,
+              int32_t world, std::ostream& out) {
   Result<StepTimeline> predicted = Simulate(plan.step.graph);
   if (!predicted.ok()) return predicted.status();
-  Result<StepComparison> comparison =
-      CompareStep(plan.step, plan.baselines, *predicted, measured.steps, measured.peak_bytes, OrderMargin(o));
+  Result<StepComparison> comparison = CompareStep(
+      plan.step, plan.baselines, *predicted, measured.steps, measured.peak_bytes, OrderMargin(o));
   if (!comparison.ok()) return comparison.status();
   StepComparison compared = std::move(comparison).value();
   compared.work_classes = measured.work_classes;
   if (!o.trace_path.empty()) {
-    LOOM_RETURN_IF_ERROR(WriteTrace(o.trace_path, plan, *predicted, measured.steps[compared.median_step]));
+    LOOM_RETURN_IF_ERROR(
+        WriteTrace(o.trace_path, plan, *predicted, measured.steps[compared.median_step]));
   }
   if (!o.report_path.empty()) {
-    const std::string subtitle = std::to_string(world) + (world == 1 ? " rank" : " ranks") + ", backend " + o.backend +
+    const std::string subtitle = std::to_string(world) + (world == 1 ? " rank" : " ranks") +
+                                 ", backend " + o.backend +
                                  (measured.device.empty() ? "" : " on " + measured.device) + ", " +
                                  std::to_string(compared.steps) + " steps measured";
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
@@ -144,25 +150,28 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
     j["source"] = plan.source;
     out << JsonText(Stamped(j, o.request)) << "\n";
   } else {
-    out << "plan " << o.plan_path << ": " << world << " ranks, " << plan.step.graph.num_tasks() << " tasks, backend "
-        << o.backend;
-    if (o.backend == "host") out << " (timed waits at " << o.speedup << "x, real MPI messages and collectives)";
+    out << "plan " << o.plan_path << ": " << world << " ranks, " << plan.step.graph.num_tasks()
+        << " tasks, backend " << o.backend;
+    if (o.backend == "host")
+      out << " (timed waits at " << o.speedup << "x, real MPI messages and collectives)";
     if (!measured.device.empty()) out << " on " << measured.device;
     out << "\n\n";
     PrintStepComparison(compared, out);
   }
   const OrderCheck& order = compared.order;
   if (order.dependency_violations + order.rendezvous_violations > 0) {
-    return Status::Internal("the run broke the plan's order (" + std::to_string(order.dependency_violations) +
-                            " dependencies, " + std::to_string(order.rendezvous_violations) +
-                            " collectives); first: " + (order.examples.empty() ? "" : order.examples[0]) +
-                            "; this is a bug in loom's executor, please report it");
+    return Status::Internal(
+        "the run broke the plan's order (" + std::to_string(order.dependency_violations) +
+        " dependencies, " + std::to_string(order.rendezvous_violations) +
+        " collectives); first: " + (order.examples.empty() ? "" : order.examples[0]) +
+        "; this is a bug in loom's executor, please report it");
   }
   return Status::Ok();
 }
 
 // The cuda backend on this process's rank: real kernels, NCCL, device memory.
-Result<Measured> RunCuda(const ValidateOptions& o, const PlanFile& plan, const ExecPlan& exec, Launcher& launcher) {
+Result<Measured> RunCuda(const ValidateOptions& o, const PlanFile& plan, const ExecPlan& exec,
+                         Launcher& launcher) {
 #ifdef LOOM_HAVE_CUDA
   Result<DeviceProgram> program = BuildDeviceProgram(plan, exec, launcher.Rank());
   if (!program.ok()) return program.status();
@@ -185,7 +194,8 @@ Status CheckCudaBackend(const ValidateOptions& o, const PlanFile& plan, const Ex
 #ifndef LOOM_HAVE_CUDA
   (void)o, (void)plan, (void)exec;
   return Status::Unavailable(
-      "this loom was built without CUDA (configuring found no nvcc, cuBLASLt, cuDNN or NCCL), so it has no cuda "
+      "this loom was built without CUDA (configuring found no nvcc, cuBLASLt, cuDNN or NCCL), so "
+      "it has no cuda "
       "backend; build it where the CUDA toolkit is installed, or use --backend host");
 #else
   Result<DeviceProgram> first = BuildDeviceProgram(plan, exec, 0);
@@ -229,56 +239,73 @@ Status Run(const ValidateOptions& o, std::ostream& out) {
 
 void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<ValidateOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "validate",
-      "Run a plan's rank programs (from loom plan --emit plan) and compare the measured step with the "
-      "prediction: step time, time per task class, pipeline bubble, peak memory, and whether every task ran "
-      "in the order the simulator predicted. An MPI program: one process per rank of the plan (mpirun -np N); a "
-      "plan of one rank runs without mpirun.");
+  CLI::App* cmd = app.add_subcommand("validate",
+                                     "Run a plan's rank programs (from loom plan --emit plan) and "
+                                     "compare the measured step with the "
+                                     "prediction: step time, time per task class, pipeline bubble, "
+                                     "peak memory, and whether every task ran "
+                                     "in the order the simulator predicted. An MPI program: one "
+                                     "process per rank of the plan (mpirun -np N); a "
+                                     "plan of one rank runs without mpirun.");
   ValidateOptions& o = *options;
-  InputFile(cmd->add_option("plan", o.plan_path,
-                            "Plan file (schema loom.plan-file/2), from loom plan --emit plan --out FILE"))
+  InputFile(
+      cmd->add_option("plan", o.plan_path,
+                      "Plan file (schema loom.plan-file/2), from loom plan --emit plan --out FILE"))
       ->required();
   cmd->add_option("--backend", o.backend,
-                  "host: MPI ranks on CPUs, each task a timed wait of its predicted duration, real MPI messages "
-                  "between ranks and real collectives (tests the orchestration); cuda: each rank on a GPU, its ops as "
+                  "host: MPI ranks on CPUs, each task a timed wait of its predicted duration, real "
+                  "MPI messages "
+                  "between ranks and real collectives (tests the orchestration); cuda: each rank "
+                  "on a GPU, its ops as "
                   "cuBLASLt, cuDNN and loom's kernels, its communication through NCCL")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--steps", o.steps, "Steps measured (the median is reported)")
       ->check(Between(1, 1000))
       ->capture_default_str();
-  cmd->add_option("--warmup", o.warmup, "Steps run first and not measured")->check(Between(0, 100))->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "Steps run first and not measured")
+      ->check(Between(0, 100))
+      ->capture_default_str();
   cmd->add_option("--speedup", o.speedup,
-                  "host: run plan time this many times faster than real time (a 4 s step at 100 takes 40 ms); "
+                  "host: run plan time this many times faster than real time (a 4 s step at 100 "
+                  "takes 40 ms); "
                   "measured times are reported in plan time")
       ->check(Between(1e-3, 1e6))
       ->capture_default_str();
   cmd->add_option("--timeout-s", o.timeout_s,
-                  "Abandon a step after this many real seconds, at most a week (default: ten predicted steps plus "
+                  "Abandon a step after this many real seconds, at most a week (default: ten "
+                  "predicted steps plus "
                   "a minute)")
       ->check(Between(0, 7 * 86400));
   cmd->add_option("--order-margin-ms", o.margin_ms,
-                  "Compare the order of two tasks only if their predicted starts are this far apart, in plan time "
+                  "Compare the order of two tasks only if their predicted starts are this far "
+                  "apart, in plan time "
                   "(default: 2 ms of real time)")
       ->check(NonNegative());
   cmd->add_option("--trace", o.trace_path,
-                  "Write one Chrome trace (open it in Perfetto) with the predicted step and the measured one (the "
-                  "median), as processes \"predicted rank ...\" and \"measured rank ...\", named and annotated as "
+                  "Write one Chrome trace (open it in Perfetto) with the predicted step and the "
+                  "measured one (the "
+                  "median), as processes \"predicted rank ...\" and \"measured rank ...\", named "
+                  "and annotated as "
                   "loom simulate --trace names them");
   cmd->add_option("--report", o.report_path,
-                  "Write an HTML report (one file, opens offline in a browser): predicted and measured step time, "
+                  "Write an HTML report (one file, opens offline in a browser): predicted and "
+                  "measured step time, "
                   "bubble, peak memory and task classes side by side, and both steps as Gantts");
   cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.validate/2)");
   cmd->footer(
       "Example:\n"
-      "  loom plan --model models/llama3-8b.json --cluster hardware/clusters/dgx-h100.json --gpus 4 \\\n"
+      "  loom plan --model models/llama3-8b.json --cluster hardware/clusters/dgx-h100.json --gpus "
+      "4 \\\n"
       "      --global-batch 16 --seq 4096 --fix pp=4,tp=1 --emit plan --out plan.json\n"
       "  mpirun -np 4 loom validate plan.json --backend host --speedup 10\n"
-      "  loom plan --model models/gpt3-125m.json --cluster hardware/clusters/dgx-h100.json --gpus 1 \\\n"
-      "      --global-batch 16 --seq 2048 --fix tp=1,pp=1,micro_batch=4 --emit plan --out one.json\n"
+      "  loom plan --model models/gpt3-125m.json --cluster hardware/clusters/dgx-h100.json --gpus "
+      "1 \\\n"
+      "      --global-batch 16 --seq 2048 --fix tp=1,pp=1,micro_batch=4 --emit plan --out "
+      "one.json\n"
       "  loom validate one.json --backend cuda        (one rank: no mpirun)\n"
-      "Exit status: 0 when the run completed (whatever the errors), 1 for a bad plan or a failed run, 2 for a "
+      "Exit status: 0 when the run completed (whatever the errors), 1 for a bad plan or a failed "
+      "run, 2 for a "
       "bad command line, 3 when --backend cuda finds no GPU (or loom was built without CUDA).");
   cmd->callback([options, cmd, &runner] {
     options->request = CommandRequest(*cmd);

@@ -57,8 +57,9 @@ void PrintRow(const std::string& label, const std::string& predicted, const std:
 std::string StepRange(const StepComparison& c) {
   const TimeUnit unit = UnitFor(c.step_time_s.measured);
   const std::string steps = std::to_string(c.steps) + (c.steps == 1 ? " step" : " steps");
-  return "(median of " + steps + ", " + Fixed(c.measured_min_step_s * unit.scale, unit.scale == 1 ? 3 : 1) +
-         " .. " + Duration(c.measured_max_step_s, unit) + ")";
+  return "(median of " + steps + ", " +
+         Fixed(c.measured_min_step_s * unit.scale, unit.scale == 1 ? 3 : 1) + " .. " +
+         Duration(c.measured_max_step_s, unit) + ")";
 }
 
 void PrintOrder(const OrderCheck& o, std::ostream& out) {
@@ -74,24 +75,26 @@ void PrintOrder(const OrderCheck& o, std::ostream& out) {
 void PrintStepComparison(const StepComparison& c, std::ostream& out) {
   const std::ios_base::fmtflags flags = out.flags();
   out << std::setw(kLabelWidth) << "" << std::right << std::setw(kColumnWidth) << "predicted"
-      << std::setw(kColumnWidth) << "measured" << std::setw(kColumnWidth) << "error" << "\n";
+      << std::setw(kColumnWidth) << "measured" << std::setw(kColumnWidth) << "error"
+      << "\n";
   PrintRow("step time", Duration(c.step_time_s.predicted), Duration(c.step_time_s.measured),
            c.step_time_s.error_pct, StepRange(c), out);
-  PrintRow("bubble fraction", Percent(c.bubble_fraction.predicted), Percent(c.bubble_fraction.measured),
-           c.bubble_fraction.error_pct, "", out);
-  PrintRow("peak memory", HumanBytes(c.peak_memory_bytes.predicted), HumanBytes(c.peak_memory_bytes.measured),
-           c.peak_memory_bytes.error_pct, "", out);
+  PrintRow("bubble fraction", Percent(c.bubble_fraction.predicted),
+           Percent(c.bubble_fraction.measured), c.bubble_fraction.error_pct, "", out);
+  PrintRow("peak memory", HumanBytes(c.peak_memory_bytes.predicted),
+           HumanBytes(c.peak_memory_bytes.measured), c.peak_memory_bytes.error_pct, "", out);
   for (size_t i = 0; i < c.classes.size(); ++i) {
     const ClassComparison& k = c.classes[i];
     const std::string note = i == 0 ? "(task classes: seconds summed over ranks)" : "";
-    PrintRow(k.name, Duration(k.seconds.predicted), Duration(k.seconds.measured), k.seconds.error_pct,
-             note, out);
+    PrintRow(k.name, Duration(k.seconds.predicted), Duration(k.seconds.measured),
+             k.seconds.error_pct, note, out);
   }
   for (size_t i = 0; i < c.work_classes.size(); ++i) {
     const ClassComparison& k = c.work_classes[i];
-    const std::string note = i == 0 ? "(kernels and collectives, timed one by one in an extra step)" : "";
-    PrintRow(k.name, Duration(k.seconds.predicted), Duration(k.seconds.measured), k.seconds.error_pct,
-             note, out);
+    const std::string note =
+        i == 0 ? "(kernels and collectives, timed one by one in an extra step)" : "";
+    PrintRow(k.name, Duration(k.seconds.predicted), Duration(k.seconds.measured),
+             k.seconds.error_pct, note, out);
   }
   PrintOrder(c.order, out);
   out.flags(flags);

@@ -7,7 +7,8 @@
 namespace loom {
 namespace {
 
-// |text| as a finite double, or NaN when it is not a number at all (strtod reads "nan" and "inf" too).
+// |text| as a finite double, or NaN when it is not a number at all (strtod reads "nan" and "inf"
+// too).
 double ReadNumber(const std::string& text) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
@@ -22,7 +23,8 @@ std::string Show(double value) {
   return text;
 }
 
-CLI::Validator NumberCheck(std::string description, std::function<bool(double)> ok, std::string wanted) {
+CLI::Validator NumberCheck(std::string description, std::function<bool(double)> ok,
+                           std::string wanted) {
   return CLI::Validator(
       [ok, wanted](std::string& input) -> std::string {
         const double value = ReadNumber(input);
@@ -35,16 +37,20 @@ CLI::Validator NumberCheck(std::string description, std::function<bool(double)> 
 }  // namespace
 
 CLI::Validator Positive() {
-  return NumberCheck("POSITIVE", [](double v) { return v > 0; }, "a number greater than 0");
+  return NumberCheck(
+      "POSITIVE", [](double v) { return v > 0; }, "a number greater than 0");
 }
 
 CLI::Validator NonNegative() {
-  return NumberCheck("NONNEGATIVE", [](double v) { return v >= 0; }, "a number of at least 0");
+  return NumberCheck(
+      "NONNEGATIVE", [](double v) { return v >= 0; }, "a number of at least 0");
 }
 
 CLI::Validator Between(double low, double high) {
-  return NumberCheck("[" + Show(low) + " - " + Show(high) + "]", [low, high](double v) { return v >= low && v <= high; },
-                     "a number from " + Show(low) + " to " + Show(high));
+  return NumberCheck(
+      "[" + Show(low) + " - " + Show(high) + "]",
+      [low, high](double v) { return v >= low && v <= high; },
+      "a number from " + Show(low) + " to " + Show(high));
 }
 
 }  // namespace loom

@@ -21,12 +21,14 @@ class CheckedInt {
 
   friend CheckedInt operator+(CheckedInt a, CheckedInt b) {
     CheckedInt r;
-    r.overflowed_ = a.overflowed_ || b.overflowed_ || __builtin_add_overflow(a.value_, b.value_, &r.value_);
+    r.overflowed_ =
+        a.overflowed_ || b.overflowed_ || __builtin_add_overflow(a.value_, b.value_, &r.value_);
     return r;
   }
   friend CheckedInt operator*(CheckedInt a, CheckedInt b) {
     CheckedInt r;
-    r.overflowed_ = a.overflowed_ || b.overflowed_ || __builtin_mul_overflow(a.value_, b.value_, &r.value_);
+    r.overflowed_ =
+        a.overflowed_ || b.overflowed_ || __builtin_mul_overflow(a.value_, b.value_, &r.value_);
     return r;
   }
   CheckedInt& operator+=(CheckedInt other) { return *this = *this + other; }

@@ -18,16 +18,19 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{512} << 20;
 // a symbolic-link loop, a FIFO or device (reading one could block forever), unreadable, or larger
 // than kMaxInputFileBytes. |missing_hint| follows the message of a missing file ("check the path,
 // or pass a shipped file such as models/llama3-70b.json").
-Result<std::string> ReadInputFile(const std::string& path, std::string_view missing_hint = "check the path");
+Result<std::string> ReadInputFile(const std::string& path,
+                                  std::string_view missing_hint = "check the path");
 
-// Writes |text| to |path| so that a reader never sees half a file: into a temporary beside it (|path|.loom.tmp),
-// flushed and checked (a full disk is an error, not a short file), then renamed over |path|.
-// |path| may be a symbolic link: the file it points to is replaced and the link kept. A |path|
-// that is a directory, FIFO, socket or device is refused, since renaming over it would silently
-// replace it with a regular file. |check|, when given, reads the temporary back before the rename;
-// an error from it leaves |path| as it was. |fix| ends every error message ("pass another --out").
-Status WriteFileAtomically(const std::string& path, std::string_view text, std::string_view fix,
-                           const std::function<Status(const std::string& temporary)>& check = nullptr);
+// Writes |text| to |path| so that a reader never sees half a file: into a temporary beside it
+// (|path|.loom.tmp), flushed and checked (a full disk is an error, not a short file), then renamed
+// over |path|. |path| may be a symbolic link: the file it points to is replaced and the link kept.
+// A |path| that is a directory, FIFO, socket or device is refused, since renaming over it would
+// silently replace it with a regular file. |check|, when given, reads the temporary back before the
+// rename; an error from it leaves |path| as it was. |fix| ends every error message ("pass another
+// --out").
+Status WriteFileAtomically(
+    const std::string& path, std::string_view text, std::string_view fix,
+    const std::function<Status(const std::string& temporary)>& check = nullptr);
 
 }  // namespace loom
 

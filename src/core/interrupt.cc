@@ -18,7 +18,7 @@ static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_alw
 
 // The scopes' bookkeeping; never taken in the handler.
 std::mutex mutex;
-int depth = 0;               // scopes of either kind alive
+int depth = 0;                // scopes of either kind alive
 int interruptible_depth = 0;  // InterruptibleScopes alive
 struct sigaction previous[kCount];
 
@@ -31,7 +31,8 @@ extern "C" void HandleInterrupt(int signal) {
   default_action.sa_handler = SIG_DFL;
   sigemptyset(&default_action.sa_mask);
   for (int k = 0; k < kCount; ++k) {
-    if (installed[k].load(std::memory_order_relaxed)) sigaction(kSignals[k], &default_action, nullptr);
+    if (installed[k].load(std::memory_order_relaxed))
+      sigaction(kSignals[k], &default_action, nullptr);
   }
   errno = saved_errno;
 }
@@ -44,7 +45,8 @@ void Install() {
   for (int signal : kSignals) sigaddset(&action.sa_mask, signal);
   action.sa_flags = SA_RESTART;  // reads, writes and waits carry on; the work polls the flag
   for (int k = 0; k < kCount; ++k) {
-    if (sigaction(kSignals[k], nullptr, &previous[k]) != 0 || previous[k].sa_handler == SIG_IGN) continue;
+    if (sigaction(kSignals[k], nullptr, &previous[k]) != 0 || previous[k].sa_handler == SIG_IGN)
+      continue;
     installed[k].store(true);
     if (sigaction(kSignals[k], &action, nullptr) != 0) installed[k].store(false);
   }

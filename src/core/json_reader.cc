@@ -80,8 +80,9 @@ Result<Json> Parse(std::string_view text, const std::string& file) {
       case Event::object_start:
       case Event::array_start:
         if (static_cast<int>(frames.size()) >= kMaxJsonDepth) {
-          throw ParseRefusal{"arrays and objects nest deeper than " + std::to_string(kMaxJsonDepth) +
-                             " levels (at " + (path_of().empty() ? "the top" : path_of()) +
+          throw ParseRefusal{"arrays and objects nest deeper than " +
+                             std::to_string(kMaxJsonDepth) + " levels (at " +
+                             (path_of().empty() ? "the top" : path_of()) +
                              "); loom's files nest a few levels, so this is not one"};
         }
         frames.push_back(Frame{event == Event::object_start, "", "", {}});
@@ -176,8 +177,8 @@ std::optional<int64_t> JsonReader::OptionalInt(std::string_view key, IntRange ra
   if (value == nullptr) return std::nullopt;
   if (!value->is_number_integer()) {
     // An integral double such as 4096.0 is still a mistake in a size; say what was found.
-    AddError(key, "must be an integer, got " + std::string(value->type_name()) + " " + Show(*value) +
-                      "; write it as a whole number without quotes");
+    AddError(key, "must be an integer, got " + std::string(value->type_name()) + " " +
+                      Show(*value) + "; write it as a whole number without quotes");
     return std::nullopt;
   }
   if (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
@@ -187,9 +188,9 @@ std::optional<int64_t> JsonReader::OptionalInt(std::string_view key, IntRange ra
   }
   int64_t v = value->get<int64_t>();
   if (v < range.min || v > range.max) {
-    std::string bound = range.max == INT64_MAX
-                            ? "at least " + std::to_string(range.min)
-                            : "between " + std::to_string(range.min) + " and " + std::to_string(range.max);
+    std::string bound = range.max == INT64_MAX ? "at least " + std::to_string(range.min)
+                                               : "between " + std::to_string(range.min) + " and " +
+                                                     std::to_string(range.max);
     AddError(key, "is " + std::to_string(v) + "; it must be " + bound);
     return std::nullopt;
   }
@@ -205,7 +206,8 @@ int64_t JsonReader::Int(std::string_view key, IntRange range) {
   return OptionalInt(key, range).value_or(range.min);
 }
 
-std::optional<double> JsonReader::OptionalNonNegativeNumber(std::string_view key, NumberRange range) {
+std::optional<double> JsonReader::OptionalNonNegativeNumber(std::string_view key,
+                                                            NumberRange range) {
   const nlohmann::json* value = Find(key);
   if (value == nullptr) return std::nullopt;
   if (!value->is_number()) {
@@ -258,13 +260,15 @@ std::vector<std::string> JsonReader::OptionalStringList(std::string_view key) {
   const nlohmann::json* value = Find(key);
   if (value == nullptr) return out;
   if (!value->is_array()) {
-    AddError(key, "must be an array of strings, got " + std::string(value->type_name()) + " " + Show(*value));
+    AddError(key, "must be an array of strings, got " + std::string(value->type_name()) + " " +
+                      Show(*value));
     return out;
   }
   for (size_t i = 0; i < value->size(); ++i) {
     const nlohmann::json& item = (*value)[i];
     if (!item.is_string() || item.get<std::string>().empty()) {
-      AddError(key, "element " + std::to_string(i) + " must be a non-empty string, got " + Show(item));
+      AddError(key,
+               "element " + std::to_string(i) + " must be a non-empty string, got " + Show(item));
       continue;
     }
     out.push_back(item.get<std::string>());
@@ -281,8 +285,8 @@ std::string JsonReader::String(std::string_view key) {
   return OptionalString(key).value_or("");
 }
 
-std::optional<std::string> JsonReader::OptionalOneOf(std::string_view key,
-                                                     std::initializer_list<std::string_view> allowed) {
+std::optional<std::string> JsonReader::OptionalOneOf(
+    std::string_view key, std::initializer_list<std::string_view> allowed) {
   std::optional<std::string> value = OptionalString(key);
   if (!value) return std::nullopt;
   if (std::find(allowed.begin(), allowed.end(), *value) == allowed.end()) {
@@ -292,10 +296,12 @@ std::optional<std::string> JsonReader::OptionalOneOf(std::string_view key,
   return value;
 }
 
-std::string JsonReader::OneOf(std::string_view key, std::initializer_list<std::string_view> allowed) {
+std::string JsonReader::OneOf(std::string_view key,
+                              std::initializer_list<std::string_view> allowed) {
   if (!Has(key)) {
     known_.emplace(key);
-    AddError(key, "is missing; add \"" + std::string(key) + "\" with one of " + JoinQuoted(allowed));
+    AddError(key,
+             "is missing; add \"" + std::string(key) + "\" with one of " + JoinQuoted(allowed));
     return "";
   }
   return OptionalOneOf(key, allowed).value_or("");
@@ -305,7 +311,8 @@ std::optional<bool> JsonReader::OptionalBool(std::string_view key) {
   const nlohmann::json* value = Find(key);
   if (value == nullptr) return std::nullopt;
   if (!value->is_boolean()) {
-    AddError(key, "must be true or false, got " + std::string(value->type_name()) + " " + Show(*value));
+    AddError(key,
+             "must be true or false, got " + std::string(value->type_name()) + " " + Show(*value));
     return std::nullopt;
   }
   return value->get<bool>();
@@ -339,7 +346,8 @@ void JsonReader::CollectErrors(std::vector<std::string>* out) const {
   for (const auto& child : children_) child->CollectErrors(out);
 }
 
-Status JsonReader::Finish(UnknownKeys policy, std::initializer_list<std::string_view> also_allowed) {
+Status JsonReader::Finish(UnknownKeys policy,
+                          std::initializer_list<std::string_view> also_allowed) {
   for (const auto& [key, value] : object_.items()) {
     if (known_.count(key) > 0) continue;
     if (std::find(also_allowed.begin(), also_allowed.end(), key) != also_allowed.end()) continue;
@@ -356,8 +364,10 @@ Status JsonReader::Finish(UnknownKeys policy, std::initializer_list<std::string_
     // Two edits catch a dropped, doubled or swapped letter without flagging unrelated HF keys.
     bool near_miss = best <= 2 && key.size() > 3;
     if (policy == UnknownKeys::kError) {
-      AddError(key, near_miss ? "is not a known key; did you mean \"" + closest + "\"?"
-                              : "is not a known key; remove it (known keys here: " + KnownKeyList() + ")");
+      AddError(key,
+               near_miss
+                   ? "is not a known key; did you mean \"" + closest + "\"?"
+                   : "is not a known key; remove it (known keys here: " + KnownKeyList() + ")");
     } else if (near_miss) {
       AddError(key, "looks like a misspelling of \"" + closest + "\"; rename it");
     }
@@ -373,9 +383,11 @@ Status JsonReader::Finish(UnknownKeys policy, std::initializer_list<std::string_
   // A file of a million unknown keys gets a screenful, not a million lines.
   constexpr size_t kMaxLines = 20;
   std::string message;
-  for (size_t i = 0; i < all.size() && i < kMaxLines; ++i) message += (message.empty() ? "" : "\n") + all[i];
+  for (size_t i = 0; i < all.size() && i < kMaxLines; ++i)
+    message += (message.empty() ? "" : "\n") + all[i];
   if (all.size() > kMaxLines) {
-    message += "\n" + file_ + ": ... and " + std::to_string(all.size() - kMaxLines) + " more problems like these";
+    message += "\n" + file_ + ": ... and " + std::to_string(all.size() - kMaxLines) +
+               " more problems like these";
   }
   return Status::InvalidArgument(message);
 }
@@ -387,7 +399,8 @@ std::string PathBeside(const std::string& file, const std::string& path) {
 
 std::string Abbreviated(std::string_view text, size_t limit) {
   if (text.size() <= limit) return std::string(text);
-  return std::string(text.substr(0, limit > 3 ? limit - 3 : 0)) + "... (" + std::to_string(text.size()) + " bytes)";
+  return std::string(text.substr(0, limit > 3 ? limit - 3 : 0)) + "... (" +
+         std::to_string(text.size()) + " bytes)";
 }
 
 int EditDistance(std::string_view a, std::string_view b) {

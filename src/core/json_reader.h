@@ -17,7 +17,8 @@
 namespace loom {
 
 // The deepest nesting of arrays and objects loom accepts in an input. loom's own files nest at most
-// five levels; the bound keeps recursion over a value (printing it in a message) off the stack's end.
+// five levels; the bound keeps recursion over a value (printing it in a message) off the stack's
+// end.
 inline constexpr int kMaxJsonDepth = 64;
 
 // Parses |text|, the contents of |file|. Errors name the file and the byte position: a syntax
@@ -32,7 +33,8 @@ Result<nlohmann::ordered_json> ParseOrderedJson(std::string_view text, const std
 // object is rejected. |missing_hint| follows the message of a missing file.
 Result<nlohmann::json> ReadJsonObjectFile(
     const std::string& path,
-    std::string_view missing_hint = "check the path, or pass a shipped file such as models/llama3-70b.json");
+    std::string_view missing_hint =
+        "check the path, or pass a shipped file such as models/llama3-70b.json");
 
 // What JsonReader::Finish does with keys that no getter asked for.
 enum class UnknownKeys {

@@ -29,12 +29,17 @@ class SimTime {
   constexpr double ToSeconds() const { return static_cast<double>(nanos_) * 1e-9; }
 
   // Sums and differences saturate at +-Forever(), so that a chain of huge spans stays huge.
-  friend constexpr SimTime operator+(SimTime a, SimTime b) { return SimTime(Clamp(a.nanos_ + b.nanos_)); }
-  friend constexpr SimTime operator-(SimTime a, SimTime b) { return SimTime(Clamp(a.nanos_ - b.nanos_)); }
+  friend constexpr SimTime operator+(SimTime a, SimTime b) {
+    return SimTime(Clamp(a.nanos_ + b.nanos_));
+  }
+  friend constexpr SimTime operator-(SimTime a, SimTime b) {
+    return SimTime(Clamp(a.nanos_ - b.nanos_));
+  }
   // |count| copies of |a|, saturating. REQUIRES: count >= 0.
   friend constexpr SimTime operator*(SimTime a, int64_t count) {
     int64_t product = 0;
-    if (__builtin_mul_overflow(a.nanos_, count, &product)) return SimTime(a.nanos_ < 0 ? -kForever : kForever);
+    if (__builtin_mul_overflow(a.nanos_, count, &product))
+      return SimTime(a.nanos_ < 0 ? -kForever : kForever);
     return SimTime(Clamp(product));
   }
   constexpr SimTime& operator+=(SimTime other) { return *this = *this + other; }

@@ -36,7 +36,9 @@ class Status {
   static Status InvalidArgument(std::string message) {
     return Status(Code::kInvalidArgument, std::move(message));
   }
-  static Status NotFound(std::string message) { return Status(Code::kNotFound, std::move(message)); }
+  static Status NotFound(std::string message) {
+    return Status(Code::kNotFound, std::move(message));
+  }
   static Status IoError(std::string message) { return Status(Code::kIoError, std::move(message)); }
   static Status Unimplemented(std::string message) {
     return Status(Code::kUnimplemented, std::move(message));
@@ -48,8 +50,12 @@ class Status {
   static Status DeadlineExceeded(std::string message) {
     return Status(Code::kDeadlineExceeded, std::move(message));
   }
-  static Status Unavailable(std::string message) { return Status(Code::kUnavailable, std::move(message)); }
-  static Status Internal(std::string message) { return Status(Code::kInternal, std::move(message)); }
+  static Status Unavailable(std::string message) {
+    return Status(Code::kUnavailable, std::move(message));
+  }
+  static Status Internal(std::string message) {
+    return Status(Code::kInternal, std::move(message));
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -76,7 +82,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : value_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(value_).ok() && "a Result holds an error Status, never OK");
   }
@@ -101,9 +107,9 @@ class Result {
 }  // namespace loom
 
 // Returns from the enclosing function if |expr| (a Status) is not OK.
-#define LOOM_RETURN_IF_ERROR(expr)            \
-  do {                                        \
-    ::loom::Status loom_status_ = (expr);     \
+#define LOOM_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::loom::Status loom_status_ = (expr);        \
     if (!loom_status_.ok()) return loom_status_; \
   } while (false)
 

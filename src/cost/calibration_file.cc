@@ -8,12 +8,15 @@ namespace loom {
 
 double RoundSignificant(double value, int digits) {
   if (value == 0 || !std::isfinite(value)) return value;
-  const double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(value)))));
+  const double scale =
+      std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(value)))));
   return std::round(value * scale) / scale;
 }
 
-nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const nlohmann::ordered_json& values,
-                                       const std::string& source, const std::vector<std::string>& removed) {
+nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file,
+                                       const nlohmann::ordered_json& values,
+                                       const std::string& source,
+                                       const std::vector<std::string>& removed) {
   nlohmann::ordered_json calibration = nlohmann::ordered_json::object();
   auto existing = file.find("calibration");
   const bool had = existing != file.end();
@@ -27,7 +30,8 @@ nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const
   auto old_source = calibration.find("source");
   if (!kept.empty() && old_source != calibration.end() && old_source->is_string() &&
       !old_source->get<std::string>().empty()) {
-    new_source += " Kept from the earlier calibration (" + kept + "): " + old_source->get<std::string>();
+    new_source +=
+        " Kept from the earlier calibration (" + kept + "): " + old_source->get<std::string>();
   }
   for (const auto& [key, value] : values.items()) calibration[key] = value;
   calibration.erase("source");
@@ -43,7 +47,8 @@ nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const
 
 void AddFittedOn(const std::string& path, std::vector<std::string>* fitted_on) {
   const std::string name = std::filesystem::path(path).filename().string();
-  if (std::find(fitted_on->begin(), fitted_on->end(), name) == fitted_on->end()) fitted_on->push_back(name);
+  if (std::find(fitted_on->begin(), fitted_on->end(), name) == fitted_on->end())
+    fitted_on->push_back(name);
 }
 
 }  // namespace loom

@@ -22,8 +22,10 @@ double RoundSignificant(double value, int digits);
 // not named. A new "calibration" goes before "sources", or last; every other key of |file| keeps
 // its place.
 // REQUIRES: no key is in both |values| and |removed|.
-nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file, const nlohmann::ordered_json& values,
-                                       const std::string& source, const std::vector<std::string>& removed = {});
+nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file,
+                                       const nlohmann::ordered_json& values,
+                                       const std::string& source,
+                                       const std::vector<std::string>& removed = {});
 
 // Adds the file name of |path| (its last component) to |fitted_on|, a calibration's list of the
 // files it was fitted on, unless it is there already.

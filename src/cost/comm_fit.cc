@@ -16,7 +16,14 @@ namespace loom {
 namespace {
 
 // The unknowns of the linear fit: per path an extra latency and an inverse fraction.
-enum Unknown { kExtraIntra = 0, kExtraInter, kInverseIntra, kInverseInter, kInverseNvls, kUnknowns };
+enum Unknown {
+  kExtraIntra = 0,
+  kExtraInter,
+  kInverseIntra,
+  kInverseInter,
+  kInverseNvls,
+  kUnknowns
+};
 
 // Calibration keys of the unknowns, and the order fitted keys are listed and written in.
 constexpr std::array<std::pair<Unknown, std::string_view>, kUnknowns> kKeyOrder = {{
@@ -46,7 +53,9 @@ int InverseOf(CommPath path) {
 }
 
 std::string_view PathName(int inverse) {
-  return inverse == kInverseNvls ? "NVLS" : inverse == kInverseInter ? "across nodes" : "within a node";
+  return inverse == kInverseNvls    ? "NVLS"
+         : inverse == kInverseInter ? "across nodes"
+                                    : "within a node";
 }
 
 std::string Show(double value) {
@@ -59,7 +68,9 @@ std::string Show(double value) {
 // NCCL_NVLS_ENABLE=0.
 struct RunModels {
   explicit RunModels(const ClusterSpec& cluster) : nvls(cluster, true), no_nvls(cluster, false) {}
-  const NcclCommModel& For(const NcclTestsRun& run) const { return run.nvls_disabled ? no_nvls : nvls; }
+  const NcclCommModel& For(const NcclTestsRun& run) const {
+    return run.nvls_disabled ? no_nvls : nvls;
+  }
   NcclCommModel nvls;
   NcclCommModel no_nvls;
 };
@@ -84,8 +95,9 @@ Result<GroupPlacement> PlaceRun(const NcclTestsRun& run, const ClusterSpec& clus
   const int64_t n = *run.ranks;
   const int64_t per_node = cluster.gpus_per_node;
   if (n < 2) {
-    return Status::InvalidArgument(run.file + ": ran on " + std::to_string(n) +
-                                   " rank(s); a collective needs at least 2 to measure communication");
+    return Status::InvalidArgument(
+        run.file + ": ran on " + std::to_string(n) +
+        " rank(s); a collective needs at least 2 to measure communication");
   }
   if (!run.nodes && n > per_node && n % per_node != 0) {
     return Status::InvalidArgument(run.file + ": " + std::to_string(n) +
@@ -114,15 +126,18 @@ Result<Sample> MakeSample(const NcclTestsRun& run, const NcclTestsRow& row, Grou
                           const NcclCommModel& model, const CommFitOptions& options) {
   const std::optional<NcclTestsTiming>& timing = options.in_place ? row.in_place : row.out_of_place;
   if (!timing) {
-    return Status::InvalidArgument(row.where + ": no " + (options.in_place ? "in-place" : "out-of-place") +
+    return Status::InvalidArgument(row.where + ": no " +
+                                   (options.in_place ? "in-place" : "out-of-place") +
                                    " timing; fit the other one or re-run nccl-tests with both");
   }
   // nccl-tests prints busbw with two decimals, so the smallest sizes of a full sweep (-b 8) read
   // 0.00 GB/s; only the rows the fit uses need a bandwidth above 0.
   const bool fitted = row.size_bytes >= options.min_fit_bytes;
-  if (row.size_bytes <= 0 || timing->time_us <= 0 || timing->busbw_GBps < 0 || (fitted && timing->busbw_GBps == 0)) {
-    return Status::InvalidArgument(row.where + ": size " + std::to_string(row.size_bytes) + " B, time " +
-                                   Show(timing->time_us) + " us, busbw " + Show(timing->busbw_GBps) +
+  if (row.size_bytes <= 0 || timing->time_us <= 0 || timing->busbw_GBps < 0 ||
+      (fitted && timing->busbw_GBps == 0)) {
+    return Status::InvalidArgument(row.where + ": size " + std::to_string(row.size_bytes) +
+                                   " B, time " + Show(timing->time_us) + " us, busbw " +
+                                   Show(timing->busbw_GBps) +
                                    " GB/s; the fit needs all three > 0: remove the row or re-run");
   }
   Sample sample;
@@ -136,7 +151,8 @@ Result<Sample> MakeSample(const NcclTestsRun& run, const NcclTestsRow& row, Grou
   return sample;
 }
 
-Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs, const ClusterSpec& cluster,
+Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs,
+                                           const ClusterSpec& cluster,
                                            const CommFitOptions& options) {
   const RunModels models(cluster);
   std::vector<Sample> samples;
@@ -144,7 +160,8 @@ Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs
     Result<GroupPlacement> group = PlaceRun(runs[r], cluster);
     if (!group.ok()) return group.status();
     for (size_t i = 0; i < runs[r].rows.size(); ++i) {
-      Result<Sample> sample = MakeSample(runs[r], runs[r].rows[i], *group, models.For(runs[r]), options);
+      Result<Sample> sample =
+          MakeSample(runs[r], runs[r].rows[i], *group, models.For(runs[r]), options);
       if (!sample.ok()) return sample.status();
       samples.push_back(*sample);
       samples.back().run = r;
@@ -157,10 +174,12 @@ Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs
 // The sizes of at least |min_bytes| that |sweep| asks for, up to |limit| of them.
 int64_t SweepSizesFrom(const NcclTestsSweep& sweep, int64_t min_bytes, int64_t limit) {
   int64_t count = 0;
-  for (int64_t size = std::max<int64_t>(sweep.min_bytes, 1); size <= sweep.max_bytes && count < limit;) {
+  for (int64_t size = std::max<int64_t>(sweep.min_bytes, 1);
+       size <= sweep.max_bytes && count < limit;) {
     if (size >= min_bytes) ++count;
-    const int64_t next = sweep.step_factor ? size * std::max<int64_t>(*sweep.step_factor, 2)
-                                           : size + std::max<int64_t>(sweep.step_bytes.value_or(1), 1);
+    const int64_t next = sweep.step_factor
+                             ? size * std::max<int64_t>(*sweep.step_factor, 2)
+                             : size + std::max<int64_t>(sweep.step_bytes.value_or(1), 1);
     if (next <= size) break;
     size = next;
   }
@@ -175,13 +194,16 @@ std::string SizeHint(const NcclTestsRun& run, int64_t min_bytes, size_t needed) 
   if (!run.sweep) return whole_sweep + " (the output states no sweep)";
   const NcclTestsSweep& sweep = *run.sweep;
   const int64_t limit = static_cast<int64_t>(needed);
-  const std::string stated = "its header asks for -b " + std::to_string(sweep.min_bytes) + " -e " +
-                             std::to_string(sweep.max_bytes) +
-                             (sweep.step_factor ? " -f " + std::to_string(*sweep.step_factor)
-                                                : " -i " + std::to_string(sweep.step_bytes.value_or(0)));
+  const std::string stated =
+      "its header asks for -b " + std::to_string(sweep.min_bytes) + " -e " +
+      std::to_string(sweep.max_bytes) +
+      (sweep.step_factor ? " -f " + std::to_string(*sweep.step_factor)
+                         : " -i " + std::to_string(sweep.step_bytes.value_or(0)));
   if (SweepSizesFrom(sweep, min_bytes, limit) >= limit) {
-    return stated + ", which has enough sizes, but the output holds fewer: it was cut short or filtered; fit the "
-                    "whole output";
+    return stated +
+           ", which has enough sizes, but the output holds fewer: it was cut short or filtered; "
+           "fit the "
+           "whole output";
   }
   NcclTestsSweep doubling = sweep;
   doubling.step_factor = 2;
@@ -227,20 +249,25 @@ Status CheckSizes(const std::vector<Sample>& samples, const std::vector<NcclTest
         list + ": " + std::to_string(sizes[inverse].size()) + " distinct size(s) of at least " +
         std::to_string(options.min_fit_bytes) + " bytes " + std::string(PathName(inverse)) +
         "; the fit needs at least " + std::to_string(kMinSizes) +
-        " to separate latency from bandwidth; " + SizeHint(runs[first_run[inverse]], options.min_fit_bytes, kMinSizes));
+        " to separate latency from bandwidth; " +
+        SizeHint(runs[first_run[inverse]], options.min_fit_bytes, kMinSizes));
   }
   return Status::Ok();
 }
 
 bool SameTerms(const LinearTimeTerms& a, const LinearTimeTerms& b) {
   // Relative, as the terms come back through the calibrated fractions by floating point.
-  const auto near = [](double x, double y) { return std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y)); };
-  return a.path == b.path && a.LatencyPath() == b.LatencyPath() && a.extra_latency == b.extra_latency &&
-         near(a.nccl_latency_us, b.nccl_latency_us) && near(a.nominal_transfer_us, b.nominal_transfer_us);
+  const auto near = [](double x, double y) {
+    return std::abs(x - y) <= 1e-9 * std::max(std::abs(x), std::abs(y));
+  };
+  return a.path == b.path && a.LatencyPath() == b.LatencyPath() &&
+         a.extra_latency == b.extra_latency && near(a.nccl_latency_us, b.nccl_latency_us) &&
+         near(a.nominal_transfer_us, b.nominal_transfer_us);
 }
 
 // Solves |a| x = |b| by Gaussian elimination with partial pivoting; false when singular.
-bool SolveLinear(std::vector<std::vector<double>> a, std::vector<double> b, std::vector<double>* x) {
+bool SolveLinear(std::vector<std::vector<double>> a, std::vector<double> b,
+                 std::vector<double>* x) {
   const size_t n = b.size();
   for (size_t col = 0; col < n; ++col) {
     size_t pivot = col;
@@ -294,7 +321,8 @@ bool SolveActive(const std::vector<Sample>& samples, const std::array<bool, kUnk
   return true;
 }
 
-// Fits the unknowns the samples touch; a negative extra latency is fixed at 0 and the rest refitted.
+// Fits the unknowns the samples touch; a negative extra latency is fixed at 0 and the rest
+// refitted.
 Status Solve(const std::vector<Sample>& samples, std::array<bool, kUnknowns>* fitted,
              std::array<double, kUnknowns>* x) {
   fitted->fill(false);
@@ -318,19 +346,21 @@ Status Solve(const std::vector<Sample>& samples, std::array<bool, kUnknowns>* fi
   return Status::Ok();
 }
 
-Status CheckFractions(const std::array<bool, kUnknowns>& fitted, const std::array<double, kUnknowns>& x,
-                      const ClusterSpec& cluster) {
+Status CheckFractions(const std::array<bool, kUnknowns>& fitted,
+                      const std::array<double, kUnknowns>& x, const ClusterSpec& cluster) {
   for (int u : {kInverseIntra, kInverseInter, kInverseNvls}) {
     if (!fitted[u]) continue;
     if (x[u] <= 0) {
-      return Status::InvalidArgument("the measured times " + std::string(PathName(u)) +
-                                     " do not grow with size, so no bandwidth fits them; check the runs");
+      return Status::InvalidArgument(
+          "the measured times " + std::string(PathName(u)) +
+          " do not grow with size, so no bandwidth fits them; check the runs");
     }
     if (1.0 / x[u] > 1.0 + kFractionTolerance) {
-      return Status::InvalidArgument("the bandwidth measured " + std::string(PathName(u)) + " is " +
-                                     Show(1.0 / x[u]) + " times the nominal bandwidth of " + cluster.file +
-                                     "; a measurement cannot beat the hardware: correct the bandwidth keys "
-                                     "of the cluster file (intra_node.bandwidth_GBps or inter_node)");
+      return Status::InvalidArgument(
+          "the bandwidth measured " + std::string(PathName(u)) + " is " + Show(1.0 / x[u]) +
+          " times the nominal bandwidth of " + cluster.file +
+          "; a measurement cannot beat the hardware: correct the bandwidth keys "
+          "of the cluster file (intra_node.bandwidth_GBps or inter_node)");
     }
   }
   return Status::Ok();
@@ -351,7 +381,8 @@ std::optional<double>* Slot(CommCalibration& c, int unknown) {
   }
 }
 
-CommFitRow Predict(const Sample& s, const std::vector<NcclTestsRun>& runs, const NcclCommModel& model) {
+CommFitRow Predict(const Sample& s, const std::vector<NcclTestsRun>& runs,
+                   const NcclCommModel& model) {
   const NcclTestsRun& run = runs[s.run];
   const NcclTestsRow& row = run.rows[s.row];
   CommFitRow out;
@@ -372,7 +403,8 @@ CommFitRow Predict(const Sample& s, const std::vector<NcclTestsRun>& runs, const
   out.predicted_time_us = kind ? model.CollectiveUs(*kind, row.size_bytes, s.group)
                                : model.PointToPointUs(row.size_bytes, s.group.Nodes() > 1);
   const double factor = kind ? BusBandwidthFactor(*kind, s.group.ranks) : 1.0;
-  out.predicted_busbw_GBps = static_cast<double>(row.size_bytes) * factor / (out.predicted_time_us * 1e3);
+  out.predicted_busbw_GBps =
+      static_cast<double>(row.size_bytes) * factor / (out.predicted_time_us * 1e3);
   out.time_residual = (out.predicted_time_us - out.measured_time_us) / out.measured_time_us;
   // From the times rather than the printed busbw, which nccl-tests rounds to 0.00 for small sizes:
   // both bandwidths are size * factor / time, so their relative error is the inverse time ratio.
@@ -388,8 +420,8 @@ std::string DefaultSource(const std::vector<NcclTestsRun>& runs) {
 
 }  // namespace
 
-Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const ClusterSpec& cluster,
-                                   const CommFitOptions& options) {
+Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs,
+                                   const ClusterSpec& cluster, const CommFitOptions& options) {
   if (runs.empty())
     return Status::InvalidArgument("no nccl-tests runs to fit; pass at least one result file");
   Result<std::vector<Sample>> samples = CollectSamples(runs, cluster, options);
@@ -427,7 +459,8 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
       const NcclCommModel& chooser = choosers.For(runs[sample.run]);
       const int64_t bytes = runs[sample.run].rows[sample.row].size_bytes;
       // ChoiceTerms takes the calibration back out: NCCL's latency and the nominal transfer.
-      const LinearTimeTerms terms = chooser.ChoiceTerms(chooser.Choose(*kind, bytes, sample.group), bytes);
+      const LinearTimeTerms terms =
+          chooser.ChoiceTerms(chooser.Choose(*kind, bytes, sample.group), bytes);
       // A choice over a link the runs never calibrated (Ring within an H100 node, where NCCL ran
       // NVLS) wins only by its nominal bandwidth; the row keeps the terms the data determined.
       if (!fitted[InverseOf(terms.path)] || SameTerms(terms, sample.terms)) continue;
@@ -461,7 +494,8 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const 
   return fit;
 }
 
-nlohmann::ordered_json WithCommCalibration(const nlohmann::ordered_json& cluster_file, const CommFit& fit) {
+nlohmann::ordered_json WithCommCalibration(const nlohmann::ordered_json& cluster_file,
+                                           const CommFit& fit) {
   nlohmann::ordered_json values = nlohmann::ordered_json::object();
   CommCalibration calibration = fit.calibration;
   for (const std::string& key : fit.fitted_keys) {

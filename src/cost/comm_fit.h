@@ -34,9 +34,10 @@ struct CommFitRow {
   double predicted_time_us = 0;
   double measured_busbw_GBps = 0;
   double predicted_busbw_GBps = 0;
-  double time_residual = 0;      // (predicted - measured) / measured
-  double busbw_error = 0;        // (predicted - measured) / measured
-  std::string predicted_choice;  // "NVLS/Simple", "Ring/LL128", ...; "p2p" for all-to-all, send/recv
+  double time_residual = 0;  // (predicted - measured) / measured
+  double busbw_error = 0;    // (predicted - measured) / measured
+  std::string
+      predicted_choice;  // "NVLS/Simple", "Ring/LL128", ...; "p2p" for all-to-all, send/recv
 };
 
 struct CommFit {
@@ -66,15 +67,17 @@ struct CommFit {
 // run whose rank count is unknown, below 2, or not a whole number of the cluster's nodes; a row
 // without the chosen timing or with a time or busbw <= 0; fewer than 3 distinct sizes of at least
 // min_fit_bytes on a path, unless another path with 3 shares its extra latency (NVLS and Ring
-// within a node) and the path has one; a fitted fraction above 1 (measurements beat the file's nominal
-// bandwidth) or not above 0 (times that do not grow with size).
-Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs, const ClusterSpec& cluster,
-                                   const CommFitOptions& options = {});
+// within a node) and the path has one; a fitted fraction above 1 (measurements beat the file's
+// nominal bandwidth) or not above 0 (times that do not grow with size).
+Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs,
+                                   const ClusterSpec& cluster, const CommFitOptions& options = {});
 
 // |cluster_file| (a cluster file's JSON) with its "calibration" object holding |fit|'s values: the
 // fitted keys replaced or added (rounded to 4 significant digits), the other keys kept, "source"
-// set and last, naming the earlier source of the kept keys (WithCalibration, cost/calibration_file.h).
-nlohmann::ordered_json WithCommCalibration(const nlohmann::ordered_json& cluster_file, const CommFit& fit);
+// set and last, naming the earlier source of the kept keys (WithCalibration,
+// cost/calibration_file.h).
+nlohmann::ordered_json WithCommCalibration(const nlohmann::ordered_json& cluster_file,
+                                           const CommFit& fit);
 
 }  // namespace loom
 

@@ -25,8 +25,8 @@ RingCommModel::RingCommModel(const ClusterSpec& cluster) {
   // together), so each gets its node's NIC bandwidth divided by the GPUs per node: one rail NIC
   // per GPU on DGX systems. NICs belong to the host, so this is gpus_per_node, not the NVLink
   // domain.
-  const double node_nic_bytes_per_s =
-      static_cast<double>(cluster.inter_node.nics_per_node) * cluster.inter_node.nic_bandwidth_Gbps * 1e9 / 8.0;
+  const double node_nic_bytes_per_s = static_cast<double>(cluster.inter_node.nics_per_node) *
+                                      cluster.inter_node.nic_bandwidth_Gbps * 1e9 / 8.0;
   inter_bytes_per_s_ = std::min(intra_bytes_per_s_, node_nic_bytes_per_s /
                                                         static_cast<double>(cluster.gpus_per_node) /
                                                         cluster.inter_node.oversubscription);

@@ -15,19 +15,21 @@ namespace {
 
 Status CheckSamples(const std::vector<GemmSample>& samples, const GpuSpec& gpu) {
   if (samples.size() < 3) {
-    return Status::InvalidArgument("GEMM fit for " + gpu.name + ": " + std::to_string(samples.size()) +
-                                   " samples; at least 3 shapes are needed to fit an efficiency and an overhead");
+    return Status::InvalidArgument(
+        "GEMM fit for " + gpu.name + ": " + std::to_string(samples.size()) +
+        " samples; at least 3 shapes are needed to fit an efficiency and an overhead");
   }
   for (const GemmSample& s : samples) {
     const GemmShape& g = s.shape;
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0 || !(s.time_s > 0)) {
-      return Status::InvalidArgument("GEMM fit for " + gpu.name + ": sample " + std::to_string(g.m) + "x" +
-                                     std::to_string(g.n) + "x" + std::to_string(g.k) +
-                                     " has a non-positive size or time; remove it from the profile");
+      return Status::InvalidArgument(
+          "GEMM fit for " + gpu.name + ": sample " + std::to_string(g.m) + "x" +
+          std::to_string(g.n) + "x" + std::to_string(g.k) +
+          " has a non-positive size or time; remove it from the profile");
     }
     if (!gpu.PeakTflops(g.dtype)) {
-      return Status::InvalidArgument("GEMM fit: " + gpu.name + " (" + gpu.file + ") has no peak for " +
-                                     std::string(kDtypeNames.Name(g.dtype)));
+      return Status::InvalidArgument("GEMM fit: " + gpu.name + " (" + gpu.file +
+                                     ") has no peak for " + std::string(kDtypeNames.Name(g.dtype)));
     }
   }
   return Status::Ok();
@@ -146,7 +148,8 @@ bool SolveWeighted(const std::vector<std::vector<double>>& a, const std::vector<
 // the unknowns (|offset|). HBM traffic (split-K's partial sums, an accumulating epilogue) goes in
 // the memory column when the fit has one, else into the offset at |trial|'s bandwidth. Where the
 // epilogue overlaps the main loop, the branch of max(main loop, epilogue traffic) that binds now.
-void GemmRow(const GemmProblem& p, const GpuSpec& trial, size_t i, std::vector<double>* row, double* offset) {
+void GemmRow(const GemmProblem& p, const GpuSpec& trial, size_t i, std::vector<double>* row,
+             double* offset) {
   const GemmShape& g = std::get<GemmShape>((*p.samples)[i].shape);
   const GemmRates rates = GemmRatesOf(trial, g.dtype);
   const GemmTileChoice choice = ChooseGemmTile(g, rates);
@@ -159,8 +162,10 @@ void GemmRow(const GemmProblem& p, const GpuSpec& trial, size_t i, std::vector<d
     }
   };
   (*row)[kOverheadColumn] = 1.0;
-  const double outputs = static_cast<double>(g.batch) * static_cast<double>(g.m) * static_cast<double>(g.n);
-  const double extra_bytes = outputs * (kAccumulatorBytes - static_cast<double>(BytesPerElement(g.dtype)));
+  const double outputs =
+      static_cast<double>(g.batch) * static_cast<double>(g.m) * static_cast<double>(g.n);
+  const double extra_bytes =
+      outputs * (kAccumulatorBytes - static_cast<double>(BytesPerElement(g.dtype)));
   if (g.accumulate_fp32 && trial.calibration.gemm_epilogue_overlap &&
       outputs * kAccumulatorBytes * rates.seconds_per_hbm_byte > choice.time_s) {
     traffic(outputs * kAccumulatorBytes);
@@ -168,7 +173,8 @@ void GemmRow(const GemmProblem& p, const GpuSpec& trial, size_t i, std::vector<d
   }
   (*row)[kOperandColumn] = choice.operand_bytes_per_sm;
   (*row)[kWaveColumn] = static_cast<double>(choice.waves);
-  (*row)[kFirstGemmColumn + p.class_of[i]] = choice.flops_per_sm * static_cast<double>(trial.sm_count) /
+  (*row)[kFirstGemmColumn + p.class_of[i]] = choice.flops_per_sm *
+                                             static_cast<double>(trial.sm_count) /
                                              (trial.PeakTflops(g.dtype).value_or(0.0) * 1e12);
   traffic(choice.split_k_bytes);
   if (g.accumulate_fp32 && !trial.calibration.gemm_epilogue_overlap) traffic(extra_bytes);
@@ -213,7 +219,8 @@ std::optional<GemmUnknowns> Solve(const GemmProblem& p, const GemmUnknowns& x) {
     if (!SolveWeighted(a, y, w, fixed, &v)) return std::nullopt;
     size_t worst = n;
     for (size_t j = 0; j < n; ++j) {
-      if (!fixed[j] && v[j] < lower[j] && (worst == n || v[j] - lower[j] < v[worst] - lower[worst])) worst = j;
+      if (!fixed[j] && v[j] < lower[j] && (worst == n || v[j] - lower[j] < v[worst] - lower[worst]))
+        worst = j;
     }
     if (worst == n) break;
     wanted[worst] = v[worst];
@@ -221,13 +228,16 @@ std::optional<GemmUnknowns> Solve(const GemmProblem& p, const GemmUnknowns& x) {
   }
   GemmUnknowns out;
   out.overhead_s = given[kOverheadColumn] ? v[kOverheadColumn] : std::max(v[kOverheadColumn], 0.0);
-  out.operand_s_per_byte = given[kOperandColumn] ? v[kOperandColumn] : std::max(v[kOperandColumn], 0.0);
+  out.operand_s_per_byte =
+      given[kOperandColumn] ? v[kOperandColumn] : std::max(v[kOperandColumn], 0.0);
   out.wave_s = given[kWaveColumn] ? v[kWaveColumn] : std::max(v[kWaveColumn], 0.0);
   for (size_t c = 0; c < p.classes.size(); ++c) {
     out.inverse_efficiency.push_back(std::max(v[kFirstGemmColumn + c], 1.0));
   }
-  out.inverse_attention = given[AttentionColumn(p)] ? v[AttentionColumn(p)] : std::max(v[AttentionColumn(p)], 1.0);
-  out.inverse_memory = given[MemoryColumn(p)] ? v[MemoryColumn(p)] : std::max(v[MemoryColumn(p)], 1.0);
+  out.inverse_attention =
+      given[AttentionColumn(p)] ? v[AttentionColumn(p)] : std::max(v[AttentionColumn(p)], 1.0);
+  out.inverse_memory =
+      given[MemoryColumn(p)] ? v[MemoryColumn(p)] : std::max(v[MemoryColumn(p)], 1.0);
   out.wanted = wanted;
   return out;
 }
@@ -236,11 +246,13 @@ std::optional<GemmUnknowns> Solve(const GemmProblem& p, const GemmUnknowns& x) {
 double FittedTime(const KernelSample& s, const GemmUnknowns& x, const GpuSpec& trial) {
   if (const GemmShape* g = std::get_if<GemmShape>(&s.shape)) {
     const GemmRates rates = GemmRatesOf(trial, g->dtype);
-    return x.overhead_s + WithAccumulatingEpilogue(*g, ChooseGemmTile(*g, rates).time_s, rates.seconds_per_hbm_byte,
+    return x.overhead_s + WithAccumulatingEpilogue(*g, ChooseGemmTile(*g, rates).time_s,
+                                                   rates.seconds_per_hbm_byte,
                                                    trial.calibration.gemm_epilogue_overlap);
   }
   if (const AttentionShape* a = std::get_if<AttentionShape>(&s.shape)) {
-    return x.overhead_s + AttentionWorkSeconds(*a, trial) / trial.calibration.attention_efficiency.value_or(1.0);
+    return x.overhead_s +
+           AttentionWorkSeconds(*a, trial) / trial.calibration.attention_efficiency.value_or(1.0);
   }
   return x.overhead_s + MemoryWorkSeconds(std::get<MemoryShape>(s.shape), trial) /
                             trial.calibration.memory_bandwidth_fraction.value_or(1.0);
@@ -288,7 +300,8 @@ GemmProblem ProblemOf(const std::vector<KernelSample>& samples, const GpuSpec& g
   for (const KernelSample& s : samples) {
     const GemmShape* g = std::get_if<GemmShape>(&s.shape);
     const Dtype d = g != nullptr ? EfficiencyClass(g->dtype) : Dtype::kBf16;
-    p.class_of.push_back(static_cast<size_t>(std::find(p.classes.begin(), p.classes.end(), d) - p.classes.begin()));
+    p.class_of.push_back(
+        static_cast<size_t>(std::find(p.classes.begin(), p.classes.end(), d) - p.classes.begin()));
   }
   return p;
 }
@@ -300,7 +313,8 @@ std::optional<GemmUnknowns> Alternate(const GemmProblem& p) {
   start.overhead_s = cal.kernel_overhead_us * 1e-6;
   start.wave_s = cal.gemm_wave_latency_us.value_or(0.0) * 1e-6;
   if (cal.gemm_operand_bandwidth_GBps) {
-    start.operand_s_per_byte = static_cast<double>(p.gpu->sm_count) / (*cal.gemm_operand_bandwidth_GBps * 1e9);
+    start.operand_s_per_byte =
+        static_cast<double>(p.gpu->sm_count) / (*cal.gemm_operand_bandwidth_GBps * 1e9);
   }
   start.inverse_attention = 1.0 / cal.attention_efficiency.value_or(1.0);
   start.inverse_memory = 1.0 / cal.memory_bandwidth_fraction.value_or(1.0);
@@ -359,16 +373,19 @@ Result<GemmFit> FitGemm(const std::vector<GemmSample>& samples, const GpuSpec& g
   for (const GemmSample& s : samples) kernels.push_back({s.shape, s.time_s});
   const GemmProblem p = ProblemOf(kernels, gpu);
   if (samples.size() < 3 + p.classes.size()) {
-    return Status::InvalidArgument("GEMM fit for " + gpu.name + ": " + std::to_string(samples.size()) +
-                                   " samples for " + std::to_string(3 + p.classes.size()) +
-                                   " unknowns (an overhead, a wave latency, an operand bandwidth and one efficiency per dtype); "
+    return Status::InvalidArgument("GEMM fit for " + gpu.name + ": " +
+                                   std::to_string(samples.size()) + " samples for " +
+                                   std::to_string(3 + p.classes.size()) +
+                                   " unknowns (an overhead, a wave latency, an operand bandwidth "
+                                   "and one efficiency per dtype); "
                                    "add shapes");
   }
   const std::optional<GemmUnknowns> best = Alternate(p);
   if (!best) {
-    return Status::InvalidArgument("GEMM fit for " + gpu.name +
-                                   ": the samples do not determine the overhead, operand bandwidth and efficiencies; "
-                                   "add shapes whose times differ several-fold");
+    return Status::InvalidArgument(
+        "GEMM fit for " + gpu.name +
+        ": the samples do not determine the overhead, operand bandwidth and efficiencies; "
+        "add shapes whose times differ several-fold");
   }
   GemmFit fit = ToFit(p, *best);
   GpuSpec calibrated = gpu;
@@ -382,23 +399,27 @@ Result<GemmFit> FitGemm(const std::vector<GemmSample>& samples, const GpuSpec& g
   return fit;
 }
 
-Result<JointComputeFit> FitComputeJointly(const std::vector<KernelSample>& samples, const GpuSpec& gpu) {
+Result<JointComputeFit> FitComputeJointly(const std::vector<KernelSample>& samples,
+                                          const GpuSpec& gpu) {
   GemmProblem p = ProblemOf(samples, gpu);
   p.fit_gemm = p.fit_overhead = !p.classes.empty();
   for (const KernelSample& s : samples) {
     p.fit_attention = p.fit_attention || std::holds_alternative<AttentionShape>(s.shape);
     p.fit_memory = p.fit_memory || std::holds_alternative<MemoryShape>(s.shape);
   }
-  const size_t unknowns = (p.fit_gemm ? 3 + p.classes.size() : 0) + (p.fit_attention ? 1 : 0) + (p.fit_memory ? 1 : 0);
+  const size_t unknowns =
+      (p.fit_gemm ? 3 + p.classes.size() : 0) + (p.fit_attention ? 1 : 0) + (p.fit_memory ? 1 : 0);
   if (samples.size() < unknowns || unknowns == 0) {
-    return Status::InvalidArgument("compute fit for " + gpu.name + ": " + std::to_string(samples.size()) +
-                                   " samples for " + std::to_string(unknowns) + " unknowns; profile more shapes");
+    return Status::InvalidArgument("compute fit for " + gpu.name + ": " +
+                                   std::to_string(samples.size()) + " samples for " +
+                                   std::to_string(unknowns) + " unknowns; profile more shapes");
   }
   const std::optional<GemmUnknowns> best = Alternate(p);
   if (!best) {
-    return Status::InvalidArgument("compute fit for " + gpu.name +
-                                   ": the samples do not determine the per-kernel overhead, the GEMM wave latency and "
-                                   "the efficiencies apart; profile sizes whose times differ several-fold");
+    return Status::InvalidArgument(
+        "compute fit for " + gpu.name +
+        ": the samples do not determine the per-kernel overhead, the GEMM wave latency and "
+        "the efficiencies apart; profile sizes whose times differ several-fold");
   }
   JointComputeFit fit;
   fit.calibration = CalibrationOf(p, *best);
@@ -417,15 +438,19 @@ Result<EfficiencyFit> FitOneClass(const WorkGroup& group, const std::string& wha
                                   std::optional<Dtype> dtype, const GpuSpec& gpu) {
   const SharedOverheadFit shared = FitSharedOverhead({group});
   if (!shared.determined) {
-    return Status::InvalidArgument(what + " all have the same work; vary the sizes to tell the overhead from the "
-                                   "efficiency");
+    return Status::InvalidArgument(
+        what +
+        " all have the same work; vary the sizes to tell the overhead from the "
+        "efficiency");
   }
-  LOOM_RETURN_IF_ERROR(CheckInverseEfficiency(shared.inverse_efficiency[0], what, kind, dtype, gpu));
+  LOOM_RETURN_IF_ERROR(
+      CheckInverseEfficiency(shared.inverse_efficiency[0], what, kind, dtype, gpu));
   EfficiencyFit fit;
   fit.efficiency = std::min(1.0, 1.0 / shared.inverse_efficiency[0]);
   fit.overhead_us = shared.overhead_s * 1e6;
   for (size_t i = 0; i < group.work_s.size(); ++i) {
-    const double r = (shared.overhead_s + group.work_s[i] / fit.efficiency - group.time_s[i]) / group.time_s[i];
+    const double r =
+        (shared.overhead_s + group.work_s[i] / fit.efficiency - group.time_s[i]) / group.time_s[i];
     fit.relative_errors.push_back(r);
     fit.mean_abs_relative_error += std::fabs(r) / static_cast<double>(group.work_s.size());
   }
@@ -434,7 +459,8 @@ Result<EfficiencyFit> FitOneClass(const WorkGroup& group, const std::string& wha
 
 }  // namespace
 
-Result<EfficiencyFit> FitAttention(const std::vector<AttentionSample>& samples, const GpuSpec& gpu) {
+Result<EfficiencyFit> FitAttention(const std::vector<AttentionSample>& samples,
+                                   const GpuSpec& gpu) {
   const std::string what = "attention fit for " + gpu.name;
   std::vector<KernelShape> shapes;
   WorkGroup group;
@@ -446,19 +472,23 @@ Result<EfficiencyFit> FitAttention(const std::vector<AttentionSample>& samples, 
   const Dtype dtype = samples.front().shape.dtype;
   for (const AttentionSample& s : samples) {
     if (s.shape.dtype != dtype) {
-      return Status::InvalidArgument(what + ": samples mix dtypes; the calibration has one attention_efficiency, "
-                                     "so fit one dtype");
+      return Status::InvalidArgument(
+          what +
+          ": samples mix dtypes; the calibration has one attention_efficiency, "
+          "so fit one dtype");
     }
   }
   if (!gpu.PeakTflops(dtype)) {
     return Status::InvalidArgument(what + ": " + gpu.file + " has no peak_tflops." +
                                    std::string(kDtypeNames.Name(dtype)));
   }
-  for (const AttentionSample& s : samples) group.work_s.push_back(AttentionWorkSeconds(s.shape, gpu));
+  for (const AttentionSample& s : samples)
+    group.work_s.push_back(AttentionWorkSeconds(s.shape, gpu));
   return FitOneClass(group, what + ": the samples", OpKind::kAttention, dtype, gpu);
 }
 
-Result<EfficiencyFit> FitMemoryBandwidth(const std::vector<MemorySample>& samples, const GpuSpec& gpu) {
+Result<EfficiencyFit> FitMemoryBandwidth(const std::vector<MemorySample>& samples,
+                                         const GpuSpec& gpu) {
   const std::string what = "memory-bound fit for " + gpu.name;
   std::vector<KernelShape> shapes;
   WorkGroup group;

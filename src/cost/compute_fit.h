@@ -99,7 +99,8 @@ struct JointComputeFit {
 // FitGemm. Efficiencies are bounded by 1; JointComputeFit says which bound held. Errors: no
 // unknowns or fewer samples than unknowns, and samples that do not determine the unknowns.
 // REQUIRES: every size and time > 0, |gpu| has a peak for every dtype sampled.
-Result<JointComputeFit> FitComputeJointly(const std::vector<KernelSample>& samples, const GpuSpec& gpu);
+Result<JointComputeFit> FitComputeJointly(const std::vector<KernelSample>& samples,
+                                          const GpuSpec& gpu);
 
 struct AttentionSample {
   AttentionShape shape;
@@ -135,7 +136,8 @@ Result<EfficiencyFit> FitAttention(const std::vector<AttentionSample>& samples, 
 // Errors: fewer than 3 distinct sizes, no bytes or a non-positive time, times that do not grow
 // with the bytes, or a fraction above 1 (faster than the datasheet HBM bandwidth: the buffers fit
 // in L2).
-Result<EfficiencyFit> FitMemoryBandwidth(const std::vector<MemorySample>& samples, const GpuSpec& gpu);
+Result<EfficiencyFit> FitMemoryBandwidth(const std::vector<MemorySample>& samples,
+                                         const GpuSpec& gpu);
 
 }  // namespace loom
 

@@ -19,11 +19,13 @@ double RooflineComputeModel::HbmBytesPerS() const {
 double GemmCastBytes(const GemmShape& gemm) {
   if (gemm.dtype != Dtype::kFp8) return 0;
   constexpr double kBytesPerElement = 2.0 + 1.0;  // read bf16, write fp8
-  const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
+  const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n),
+               k = static_cast<double>(gemm.k);
   return static_cast<double>(gemm.batch) * (m * k + k * n) * kBytesPerElement;
 }
 
-double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s, double seconds_per_hbm_byte, bool overlap) {
+double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s,
+                                double seconds_per_hbm_byte, bool overlap) {
   if (!gemm.accumulate_fp32) return main_loop_s;
   const double outputs =
       static_cast<double>(gemm.batch) * static_cast<double>(gemm.m) * static_cast<double>(gemm.n);
@@ -42,19 +44,23 @@ SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
   if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.batch <= 0) return SimTime();
   const GemmTileChoice tile = ChooseGemmTile(gemm, gpu_);
   const double element_bytes = static_cast<double>(BytesPerElement(gemm.dtype));
-  const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n), k = static_cast<double>(gemm.k);
+  const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n),
+               k = static_cast<double>(gemm.k);
   const double outputs = static_cast<double>(gemm.batch) * m * n;
-  const double compute_s =
-      WithAccumulatingEpilogue(gemm, tile.time_s, 1.0 / HbmBytesPerS(), gpu_.calibration.gemm_epilogue_overlap);
+  const double compute_s = WithAccumulatingEpilogue(gemm, tile.time_s, 1.0 / HbmBytesPerS(),
+                                                    gpu_.calibration.gemm_epilogue_overlap);
   const double result_bytes = outputs * (gemm.accumulate_fp32 ? kAccumulatorBytes : element_bytes);
   const double memory_s =
-      (static_cast<double>(gemm.batch) * (m * k + k * n) * element_bytes + result_bytes) / HbmBytesPerS();
-  return SimTime::FromSeconds(gpu_.calibration.kernel_overhead_us * 1e-6 + std::max(compute_s, memory_s));
+      (static_cast<double>(gemm.batch) * (m * k + k * n) * element_bytes + result_bytes) /
+      HbmBytesPerS();
+  return SimTime::FromSeconds(gpu_.calibration.kernel_overhead_us * 1e-6 +
+                              std::max(compute_s, memory_s));
 }
 
 SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {
   const ComputeCalibration& c = gpu_.calibration;
-  const double compute_s = AttentionKernelFlops(a) / (PeakFlopsPerS(a.dtype) * c.attention_efficiency.value_or(1.0));
+  const double compute_s =
+      AttentionKernelFlops(a) / (PeakFlopsPerS(a.dtype) * c.attention_efficiency.value_or(1.0));
   // Q, K, V and O read or written once (forward); the backward also reads dO and writes dQ, dK, dV.
   const double element_bytes = static_cast<double>(BytesPerElement(a.dtype));
   const double q = static_cast<double>(a.batch * a.heads * a.seq_q);
@@ -62,7 +68,8 @@ SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {
   double tensor_bytes = element_bytes * (q * static_cast<double>(a.head_dim_qk + a.head_dim_v) +
                                          kv * static_cast<double>(a.head_dim_qk + a.head_dim_v));
   if (a.backward) tensor_bytes *= 2.0;
-  return SimTime::FromSeconds(c.kernel_overhead_us * 1e-6 + std::max(compute_s, tensor_bytes / HbmBytesPerS()));
+  return SimTime::FromSeconds(c.kernel_overhead_us * 1e-6 +
+                              std::max(compute_s, tensor_bytes / HbmBytesPerS()));
 }
 
 SimTime RooflineComputeModel::MemoryBound(const MemoryShape& memory) const {

@@ -36,7 +36,8 @@ inline constexpr double kAccumulatorBytes = 4.0 + 4.0;
 // after the main loop, CUTLASS 2.x) or hidden under the main loop up to its own time (|overlap|
 // true: warp-specialised kernels, CUTLASS 3); otherwise |main_loop_s|. What GemmKernel charges
 // and the compute fits reproduce.
-double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s, double seconds_per_hbm_byte, bool overlap);
+double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s,
+                                double seconds_per_hbm_byte, bool overlap);
 
 // A roofline of the GPU file's datasheet numbers and fitted calibration (GpuSpec::calibration):
 // - GEMM: the CTA tile and split-K cuBLAS would pick for the shape (ChooseGemmTile,

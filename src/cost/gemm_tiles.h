@@ -21,8 +21,8 @@ struct GemmTile {
 // cuBLAS and Performance"; the same threadblock shapes CUTLASS's profiler instantiates for sm80 and
 // sm90 tensor-op GEMMs (python/cutlass_library/generator.py, GenerateSM80_TensorOp_16816 and the
 // sm90 tile descriptions).
-inline constexpr std::array<GemmTile, 8> kGemmTileCandidates = {{
-    {256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
+inline constexpr std::array<GemmTile, 8> kGemmTileCandidates = {
+    {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
 
 // Split-K factors (CUTLASS efficient_gemm.md, "Parallelized Reductions": the K dimension of one
 // output tile split over several CTAs whose partial sums are reduced): tried only while the output

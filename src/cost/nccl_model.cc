@@ -31,13 +31,14 @@ constexpr double kRingPlateauFactor = 1.4;
 // Bus-bandwidth factors of ncclTopoTuneModel().
 constexpr double kRingLlFactorAllReduce = 1.0 / 4.0;  // also any ring across nodes
 constexpr double kRingLlFactorOther = 1.0 / 3.0;
-constexpr double kRingLl128Factor = 0.92;               // 120/128 of the line is payload
-constexpr double kRingLl128FactorOneRankPerNode = 0.7;  // ppn < 2: the GPU sends and receives via its NIC
+constexpr double kRingLl128Factor = 0.92;  // 120/128 of the line is payload
+constexpr double kRingLl128FactorOneRankPerNode =
+    0.7;  // ppn < 2: the GPU sends and receives via its NIC
 constexpr double kTreeFactor = 0.92;
 constexpr double kTreeLlFactor = 1.0 / 3.8;
 constexpr double kTreeLl128FactorOneNode = 7.0 / 9.0;
 constexpr double kTreeLl128FactorNodes = 120.0 / 128.0;
-constexpr double kTreeAlgbwRatio = 0.5;  // bus to algorithm bandwidth, "ratio = .5"
+constexpr double kTreeAlgbwRatio = 0.5;        // bus to algorithm bandwidth, "ratio = .5"
 constexpr double kNvlsAlgbwRatio = 5.0 / 6.0;  // NVLS and NVLSTree
 // NVLSTree (all-reduce across nodes with NVLS inside each): baseLat 0, hwLat[NVLINK][NVLSTree]
 // [Simple] 23 us once, hwLat[NET][NVLSTree][Simple] 14 us per tree level each way (2.20.3). Its
@@ -51,8 +52,10 @@ constexpr double kNvlsTreeNetLatencyUs = 14.0;
 // treeCorrectionFactor[protocol][log2(bytes >> 6)]: powers of two from 64 B to 256 MB; 1 beyond.
 constexpr int kTreeCorrectionSizes = 23;
 constexpr double kTreeCorrection[3][kTreeCorrectionSizes] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
 };
 // PAT is newer than 2.20.3 (added in NCCL 2.23); these are from a later 2.2x src/graph/tuning.cc
@@ -150,11 +153,13 @@ CommPath NcclCommModel::NetworkPath(GroupPlacement group) const {
 }
 
 bool NcclCommModel::NvlsTreeAvailable(CollectiveKind kind, GroupPlacement group) const {
-  return nvlink_sharp_ && kind == CollectiveKind::kAllReduce && group.Nodes() > 1 && group.ranks_per_node >= 2;
+  return nvlink_sharp_ && kind == CollectiveKind::kAllReduce && group.Nodes() > 1 &&
+         group.ranks_per_node >= 2;
 }
 
 double NcclCommModel::NvlsTreeLatencyUs(GroupPlacement group) {
-  return kNvlsTreeIntraLatencyUs + 2.0 * static_cast<double>(Log2Floor(group.Nodes())) * kNvlsTreeNetLatencyUs;
+  return kNvlsTreeIntraLatencyUs +
+         2.0 * static_cast<double>(Log2Floor(group.Nodes())) * kNvlsTreeNetLatencyUs;
 }
 
 std::pair<CommPath, double> NcclCommModel::NvlsTreeAlgbw(GroupPlacement group, bool nominal) const {
@@ -165,21 +170,23 @@ std::pair<CommPath, double> NcclCommModel::NvlsTreeAlgbw(GroupPlacement group, b
                        tree_share;
   const double intra = nominal ? NominalGBps(CommPath::kNvls) : BandwidthGBps(CommPath::kNvls);
   // The calibrated bandwidths decide which path bounds it, for the nominal value too.
-  const bool inter_bound =
-      GroupBandwidthGBps(CommPath::kInterNode, group) * tree_share < BandwidthGBps(CommPath::kNvls) * kNvlsAlgbwRatio;
-  return {inter_bound ? CommPath::kInterNode : CommPath::kNvls, inter_bound ? inter : intra * kNvlsAlgbwRatio};
+  const bool inter_bound = GroupBandwidthGBps(CommPath::kInterNode, group) * tree_share <
+                           BandwidthGBps(CommPath::kNvls) * kNvlsAlgbwRatio;
+  return {inter_bound ? CommPath::kInterNode : CommPath::kNvls,
+          inter_bound ? inter : intra * kNvlsAlgbwRatio};
 }
 
 bool NcclCommModel::NvlsAvailable(CollectiveKind kind, GroupPlacement group) const {
-  return nvlink_sharp_ && ReducesOrGathers(kind) && group.ranks > kNvlsMinRanks && group.Nodes() == 1;
+  return nvlink_sharp_ && ReducesOrGathers(kind) && group.ranks > kNvlsMinRanks &&
+         group.Nodes() == 1;
 }
 
 // The measured collectives run slower than NCCL's latencies at mid sizes (pipeline fill, fewer
 // channels); the calibrated extra latency carries that for the chunked protocols. LL is latency
 // bound, the regime NCCL's constants were set for, and takes none.
-NcclChoice NcclCommModel::Costed(NcclAlgorithm algorithm, NcclProtocol protocol, double nccl_latency_us,
-                                 double algbw_GBps, CommPath path, int64_t bytes,
-                                 std::optional<CommPath> latency_path) const {
+NcclChoice NcclCommModel::Costed(NcclAlgorithm algorithm, NcclProtocol protocol,
+                                 double nccl_latency_us, double algbw_GBps, CommPath path,
+                                 int64_t bytes, std::optional<CommPath> latency_path) const {
   NcclChoice choice;
   choice.algorithm = algorithm;
   choice.protocol = protocol;
@@ -197,14 +204,17 @@ LinearTimeTerms NcclCommModel::ChoiceTerms(const NcclChoice& choice, int64_t byt
   terms.path = choice.path;
   terms.latency_path = choice.latency_path;
   terms.extra_latency = choice.protocol != NcclProtocol::kLl;
-  terms.nccl_latency_us = choice.latency_us - (terms.extra_latency ? ExtraLatencyUs(choice.latency_path) : 0.0);
+  terms.nccl_latency_us =
+      choice.latency_us - (terms.extra_latency ? ExtraLatencyUs(choice.latency_path) : 0.0);
   // The calibrated algbw over the path's calibrated fraction: the nominal algbw.
-  const double nominal_algbw = choice.algbw_GBps * NominalGBps(choice.path) / BandwidthGBps(choice.path);
+  const double nominal_algbw =
+      choice.algbw_GBps * NominalGBps(choice.path) / BandwidthGBps(choice.path);
   terms.nominal_transfer_us = TransferUs(bytes, nominal_algbw);
   return terms;
 }
 
-double NcclCommModel::RingLatencyUs(CollectiveKind kind, GroupPlacement group, NcclProtocol protocol) const {
+double NcclCommModel::RingLatencyUs(CollectiveKind kind, GroupPlacement group,
+                                    NcclProtocol protocol) const {
   const int p = static_cast<int>(protocol);
   const int64_t nodes = group.Nodes();
   const int64_t steps = RingSteps(kind, group.ranks);
@@ -213,7 +223,8 @@ double NcclCommModel::RingLatencyUs(CollectiveKind kind, GroupPlacement group, N
   if (nodes > 1) {
     intra_us = std::max(intra_us, kNetOverheadUs * (protocol == NcclProtocol::kSimple ? 3.0 : 1.0));
   }
-  double latency_us = kBaseLatencyUs[kRingRow][p] + static_cast<double>(steps - inter_steps) * intra_us +
+  double latency_us = kBaseLatencyUs[kRingRow][p] +
+                      static_cast<double>(steps - inter_steps) * intra_us +
                       static_cast<double>(inter_steps) * kHwLatencyUs[kNet][kRingRow][p];
   if (nodes > 1 && kind == CollectiveKind::kAllReduce && protocol == NcclProtocol::kSimple) {
     latency_us *= kRingPlateauFactor;
@@ -226,20 +237,24 @@ void NcclCommModel::AddRing(CollectiveKind kind, int64_t bytes, GroupPlacement g
   const CommPath path = NetworkPath(group);
   const double busbw = GroupBandwidthGBps(path, group);
   const bool multi_node = group.Nodes() > 1;
-  const double ratio = static_cast<double>(group.ranks) / static_cast<double>(RingSteps(kind, group.ranks));
-  const double ll =
-      (multi_node || kind == CollectiveKind::kAllReduce) ? kRingLlFactorAllReduce : kRingLlFactorOther;
+  const double ratio =
+      static_cast<double>(group.ranks) / static_cast<double>(RingSteps(kind, group.ranks));
+  const double ll = (multi_node || kind == CollectiveKind::kAllReduce) ? kRingLlFactorAllReduce
+                                                                       : kRingLlFactorOther;
   const double ll128 = group.ranks_per_node < 2 ? kRingLl128FactorOneRankPerNode : kRingLl128Factor;
   for (NcclProtocol protocol : {NcclProtocol::kLl, NcclProtocol::kLl128, NcclProtocol::kSimple}) {
     // LL128 is enabled by default only over NVLink (ncclTopoTuneModel, typeIntra <= PATH_NVB).
     if (protocol == NcclProtocol::kLl128 && intra_link_ != kNvlink) continue;
-    const double factor = protocol == NcclProtocol::kLl ? ll : protocol == NcclProtocol::kLl128 ? ll128 : 1.0;
+    const double factor = protocol == NcclProtocol::kLl      ? ll
+                          : protocol == NcclProtocol::kLl128 ? ll128
+                                                             : 1.0;
     out->push_back(Costed(NcclAlgorithm::kRing, protocol, RingLatencyUs(kind, group, protocol),
                           busbw * factor * ratio, path, bytes));
   }
 }
 
-void NcclCommModel::AddTree(int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const {
+void NcclCommModel::AddTree(int64_t bytes, GroupPlacement group,
+                            std::vector<NcclChoice>* out) const {
   const int64_t nodes = group.Nodes();
   const CommPath path = NetworkPath(group);
   const double tree_busbw = GroupBandwidthGBps(path, group);
@@ -256,7 +271,8 @@ void NcclCommModel::AddTree(int64_t bytes, GroupPlacement group, std::vector<Ncc
     if (log_size < kTreeCorrectionSizes) algbw *= kTreeCorrection[p][log_size];
     const double latency_us =
         kBaseLatencyUs[kTreeRow][p] +
-        2.0 * (static_cast<double>(group.ranks_per_node - 1) * kHwLatencyUs[intra_link_][kTreeRow][p] +
+        2.0 * (static_cast<double>(group.ranks_per_node - 1) *
+                   kHwLatencyUs[intra_link_][kTreeRow][p] +
                static_cast<double>(Log2Floor(nodes)) * kHwLatencyUs[kNet][kTreeRow][p]);
     out->push_back(Costed(NcclAlgorithm::kTree, protocol, latency_us, algbw, path, bytes));
   }
@@ -274,8 +290,8 @@ std::vector<NcclChoice> NcclCommModel::Choices(CollectiveKind kind, int64_t byte
   }
   if (NvlsTreeAvailable(kind, group)) {
     const auto [path, algbw] = NvlsTreeAlgbw(group, false);
-    out.push_back(Costed(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, NvlsTreeLatencyUs(group), algbw, path,
-                         bytes, CommPath::kInterNode));
+    out.push_back(Costed(NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple, NvlsTreeLatencyUs(group),
+                         algbw, path, bytes, CommPath::kInterNode));
   }
   const bool pat = (kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter) &&
                    group.ranks_per_node == 1 && group.Nodes() > 1;
@@ -304,15 +320,18 @@ NcclChoice NcclCommModel::Choose(CollectiveKind kind, int64_t bytes, GroupPlacem
 double NcclCommModel::AllToAllLatencyUs(GroupPlacement group) const {
   const int simple = static_cast<int>(NcclProtocol::kSimple);
   return kBaseLatencyUs[kRingRow][simple] +
-         static_cast<double>(group.ranks_per_node - 1) * kHwLatencyUs[intra_link_][kRingRow][simple] +
-         static_cast<double>(group.ranks - group.ranks_per_node) * kHwLatencyUs[kNet][kRingRow][simple];
+         static_cast<double>(group.ranks_per_node - 1) *
+             kHwLatencyUs[intra_link_][kRingRow][simple] +
+         static_cast<double>(group.ranks - group.ranks_per_node) *
+             kHwLatencyUs[kNet][kRingRow][simple];
 }
 
 // Each rank keeps 1/n of its bytes; the local peers' share crosses NVLink while the remote
 // peers' share crosses the NIC, at the same time. The slower of the two is the transfer.
 LinearTimeTerms NcclCommModel::AllToAllTerms(int64_t bytes, GroupPlacement group) const {
   const double n = static_cast<double>(group.ranks);
-  const double local_bytes = static_cast<double>(bytes) * static_cast<double>(group.ranks_per_node - 1) / n;
+  const double local_bytes =
+      static_cast<double>(bytes) * static_cast<double>(group.ranks_per_node - 1) / n;
   const double remote_bytes =
       static_cast<double>(bytes) * static_cast<double>(group.ranks - group.ranks_per_node) / n;
   const double local_us = local_bytes / (BandwidthGBps(CommPath::kIntraNode) * 1e3);
@@ -326,12 +345,13 @@ LinearTimeTerms NcclCommModel::AllToAllTerms(int64_t bytes, GroupPlacement group
   return terms;
 }
 
-LinearTimeTerms NcclCommModel::BulkTerms(CollectiveKind kind, int64_t bytes, GroupPlacement group) const {
+LinearTimeTerms NcclCommModel::BulkTerms(CollectiveKind kind, int64_t bytes,
+                                         GroupPlacement group) const {
   if (kind == CollectiveKind::kAllToAll) return AllToAllTerms(bytes, group);
   LinearTimeTerms terms;
   if (NvlsAvailable(kind, group)) {
     terms.path = CommPath::kNvls;
-      terms.nccl_latency_us = kNvlsLatencyUs;
+    terms.nccl_latency_us = kNvlsLatencyUs;
     terms.nominal_transfer_us = TransferUs(bytes, NominalGBps(CommPath::kNvls) * kNvlsAlgbwRatio);
     return terms;
   }
@@ -343,7 +363,8 @@ LinearTimeTerms NcclCommModel::BulkTerms(CollectiveKind kind, int64_t bytes, Gro
     terms.nominal_transfer_us = TransferUs(bytes, nominal_algbw);
     return terms;
   }
-  const double ratio = static_cast<double>(group.ranks) / static_cast<double>(RingSteps(kind, group.ranks));
+  const double ratio =
+      static_cast<double>(group.ranks) / static_cast<double>(RingSteps(kind, group.ranks));
   terms.path = NetworkPath(group);
   terms.nccl_latency_us = RingLatencyUs(kind, group, NcclProtocol::kSimple);
   terms.nominal_transfer_us = TransferUs(bytes, GroupNominalGBps(terms.path, group) * ratio);
@@ -356,8 +377,8 @@ LinearTimeTerms NcclCommModel::PointToPointTerms(int64_t bytes, bool across_node
   const int simple = static_cast<int>(NcclProtocol::kSimple);
   LinearTimeTerms terms;
   terms.path = across_nodes ? CommPath::kInterNode : CommPath::kIntraNode;
-  terms.nccl_latency_us =
-      kBaseLatencyUs[kRingRow][simple] + kHwLatencyUs[across_nodes ? kNet : intra_link_][kRingRow][simple];
+  terms.nccl_latency_us = kBaseLatencyUs[kRingRow][simple] +
+                          kHwLatencyUs[across_nodes ? kNet : intra_link_][kRingRow][simple];
   terms.nominal_transfer_us = TransferUs(bytes, NominalGBps(terms.path));
   return terms;
 }

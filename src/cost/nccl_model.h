@@ -49,7 +49,8 @@ struct NcclChoice {
 };
 
 // The time of a bulk transfer split into what a fit solves for:
-//   time_us = nccl_latency_us + extra latency of LatencyPath() + nominal_transfer_us / fraction of |path|.
+//   time_us = nccl_latency_us + extra latency of LatencyPath() + nominal_transfer_us / fraction of
+//   |path|.
 struct LinearTimeTerms {
   CommPath path = CommPath::kIntraNode;
   // The path whose extra latency applies when it is not |path|: NVLSTree crosses the network
@@ -148,9 +149,11 @@ class NcclCommModel : public CommModel {
   // NVLSTree's algorithm bandwidth and the path that bounds it; |nominal| leaves out calibration.
   std::pair<CommPath, double> NvlsTreeAlgbw(GroupPlacement group, bool nominal) const;
   // |path| scales the bandwidth and |latency_path| (|path| when absent) names the extra latency.
-  NcclChoice Costed(NcclAlgorithm algorithm, NcclProtocol protocol, double nccl_latency_us, double algbw_GBps,
-                    CommPath path, int64_t bytes, std::optional<CommPath> latency_path = std::nullopt) const;
-  void AddRing(CollectiveKind kind, int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const;
+  NcclChoice Costed(NcclAlgorithm algorithm, NcclProtocol protocol, double nccl_latency_us,
+                    double algbw_GBps, CommPath path, int64_t bytes,
+                    std::optional<CommPath> latency_path = std::nullopt) const;
+  void AddRing(CollectiveKind kind, int64_t bytes, GroupPlacement group,
+               std::vector<NcclChoice>* out) const;
   void AddTree(int64_t bytes, GroupPlacement group, std::vector<NcclChoice>* out) const;
   double RingLatencyUs(CollectiveKind kind, GroupPlacement group, NcclProtocol protocol) const;
   double AllToAllLatencyUs(GroupPlacement group) const;

@@ -61,7 +61,8 @@ std::optional<int64_t> ParseInt(std::string_view s) {
 std::optional<double> ParseNumber(std::string_view s) {
   double value = 0;
   auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (error != std::errc() || end != s.data() + s.size() || !std::isfinite(value)) return std::nullopt;
+  if (error != std::errc() || end != s.data() + s.size() || !std::isfinite(value))
+    return std::nullopt;
   return value;
 }
 
@@ -78,10 +79,11 @@ Result<NcclTest> ResolveTest(std::optional<NcclTest> given, std::optional<NcclTe
   if (stated) return *stated;
   std::optional<NcclTest> named = TestFromName(std::filesystem::path(file).filename().string());
   if (named) return *named;
-  return Status::InvalidArgument(file +
-                                 ": cannot tell which nccl-tests binary wrote this; name the file after "
-                                 "it (e.g. all_reduce_perf.txt) or state the test (one of " +
-                                 kNcclTestNames.Choices() + ")");
+  return Status::InvalidArgument(
+      file +
+      ": cannot tell which nccl-tests binary wrote this; name the file after "
+      "it (e.g. all_reduce_perf.txt) or state the test (one of " +
+      kNcclTestNames.Choices() + ")");
 }
 
 // Where each field sits in a data row, from the column header.
@@ -122,14 +124,15 @@ std::optional<Columns> ReadColumnHeader(std::string_view after_hash, std::string
   // then the in-place ones (src/common.cu, the header printed by testEngine).
   const std::array<int, 6> timing = {c.out_of_place[0], c.out_of_place[1], c.out_of_place[2],
                                      c.in_place[0],     c.in_place[1],     c.in_place[2]};
-  bool ordered = std::is_sorted(timing.begin(), timing.end()) && c.size < timing[0] && c.elements < timing[0] &&
-                 c.type < timing[0] && c.redop < timing[0];
+  bool ordered = std::is_sorted(timing.begin(), timing.end()) && c.size < timing[0] &&
+                 c.elements < timing[0] && c.type < timing[0] && c.redop < timing[0];
   // An in-place-only row drops the out-of-place columns: they must be the block just before.
   ordered = ordered && c.in_place[0] - c.out_of_place[0] == c.in_place[1] - c.out_of_place[1] &&
             c.in_place[0] - c.out_of_place[0] == c.in_place[2] - c.out_of_place[2];
   if (!ordered) {
     *problem = "the column header (" + Abbreviated(c.names, 200) +
-               ") is not in nccl-tests' order (size ... then time algbw busbw out of place, then in place); "
+               ") is not in nccl-tests' order (size ... then time algbw busbw out of place, then "
+               "in place); "
                "use the output as nccl-tests wrote it";
     return std::nullopt;
   }
@@ -167,7 +170,8 @@ std::optional<NcclTestsSweep> ReadSweep(const std::vector<std::string_view>& tok
   return sweep;
 }
 
-void ReadHashLine(std::string_view after_hash, TextHeader* header, std::optional<double>* avg_busbw) {
+void ReadHashLine(std::string_view after_hash, TextHeader* header,
+                  std::optional<double>* avg_busbw) {
   std::vector<std::string_view> tokens = Split(after_hash);
   if (tokens.empty()) return;
   if (tokens[0] == "nThread") {
@@ -197,8 +201,8 @@ Status RowError(const std::string& where, const std::string& problem) {
   return Status::InvalidArgument(where + ": " + problem);
 }
 
-Status ReadTiming(const std::vector<std::string_view>& tokens, const std::array<int, 3>& at, int shift,
-                  const std::string& where, NcclTestsTiming* timing) {
+Status ReadTiming(const std::vector<std::string_view>& tokens, const std::array<int, 3>& at,
+                  int shift, const std::string& where, NcclTestsTiming* timing) {
   static constexpr std::array<std::string_view, 3> kWhat = {"a time in us", "an algbw in GB/s",
                                                             "a busbw in GB/s"};
   std::array<double, 3> values{};
@@ -206,8 +210,9 @@ Status ReadTiming(const std::vector<std::string_view>& tokens, const std::array<
     const size_t i = static_cast<size_t>(at[k] - shift);
     std::optional<double> value = ParseNumber(tokens[i]);
     if (!value) {
-      return RowError(where, "expected " + std::string(kWhat[k]) + " in column " + std::to_string(i + 1) +
-                                 ", found '" + Abbreviated(tokens[i]) + "'");
+      return RowError(where, "expected " + std::string(kWhat[k]) + " in column " +
+                                 std::to_string(i + 1) + ", found '" + Abbreviated(tokens[i]) +
+                                 "'");
     }
     values[k] = *value;
   }
@@ -215,8 +220,8 @@ Status ReadTiming(const std::vector<std::string_view>& tokens, const std::array<
   return Status::Ok();
 }
 
-Status ReadDataRow(const std::vector<std::string_view>& tokens, const Columns& c, const std::string& where,
-                   NcclTestsRow* row) {
+Status ReadDataRow(const std::vector<std::string_view>& tokens, const Columns& c,
+                   const std::string& where, NcclTestsRow* row) {
   const size_t n = tokens.size();
   const size_t extra = c.timestamp ? 2 : 0;
   const size_t out_width = static_cast<size_t>(c.in_place[0] - c.out_of_place[0]);
@@ -229,7 +234,8 @@ Status ReadDataRow(const std::vector<std::string_view>& tokens, const Columns& c
   std::optional<int64_t> size = ParseInt(tokens[c.size]);
   if (!size || *size < 0) {
     return RowError(where, "expected the size in bytes (a whole number) in column " +
-                               std::to_string(c.size + 1) + ", found '" + Abbreviated(tokens[c.size]) + "'");
+                               std::to_string(c.size + 1) + ", found '" +
+                               Abbreviated(tokens[c.size]) + "'");
   }
   row->size_bytes = *size;
   if (c.elements >= 0) row->count = ParseInt(tokens[c.elements]).value_or(0);
@@ -249,7 +255,8 @@ Status ReadDataRow(const std::vector<std::string_view>& tokens, const Columns& c
 
 // A line NCCL itself logs ("host:pid:tid [0] NCCL INFO ..."), interleaved with the table.
 bool IsNcclLogLine(std::string_view line) {
-  return line.find("NCCL INFO") != std::string_view::npos || line.find("NCCL WARN") != std::string_view::npos;
+  return line.find("NCCL INFO") != std::string_view::npos ||
+         line.find("NCCL WARN") != std::string_view::npos;
 }
 
 // NCCL's log of NCCL_NVLS_ENABLE=0 under NCCL_DEBUG=INFO: "... NCCL INFO NCCL_NVLS_ENABLE set by
@@ -259,7 +266,8 @@ bool DisablesNvls(std::string_view line) {
   const size_t at = line.find(kSet);
   if (at == std::string_view::npos) return false;
   std::string_view value = line.substr(at + kSet.size());
-  while (!value.empty() && (value.back() == '.' || value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+  while (!value.empty() && (value.back() == '.' || value.back() == ' ' || value.back() == '\r'))
+    value.remove_suffix(1);
   return value == "0";
 }
 
@@ -312,19 +320,22 @@ Result<NcclTestsRun> ParseNcclTestsText(std::string_view text, const std::string
     if (IsNcclLogLine(view) && DisablesNvls(view)) run.nvls_disabled = true;
     if (!columns || IsNcclLogLine(view)) continue;
     NcclTestsRow row;
-    LOOM_RETURN_IF_ERROR(ReadDataRow(Split(view), *columns, file + ":" + std::to_string(line_number), &row));
+    LOOM_RETURN_IF_ERROR(
+        ReadDataRow(Split(view), *columns, file + ":" + std::to_string(line_number), &row));
     run.rows.push_back(std::move(row));
   }
   if (!columns) {
-    return Status::InvalidArgument(file +
-                                   ": no column header line (\"#  size  count  type  redop  root  time  "
-                                   "algbw  busbw  #wrong  time  algbw  busbw  #wrong\") in " +
-                                   std::to_string(line_number) + " lines; is this nccl-tests output?");
+    return Status::InvalidArgument(
+        file +
+        ": no column header line (\"#  size  count  type  redop  root  time  "
+        "algbw  busbw  #wrong  time  algbw  busbw  #wrong\") in " +
+        std::to_string(line_number) + " lines; is this nccl-tests output?");
   }
   if (run.rows.empty()) {
-    return Status::InvalidArgument(file +
-                                   ": the column header is followed by no data rows; the run may have "
-                                   "failed before its first size (see its error lines)");
+    return Status::InvalidArgument(
+        file +
+        ": the column header is followed by no data rows; the run may have "
+        "failed before its first size (see its error lines)");
   }
   Result<NcclTest> resolved = ResolveTest(test, header.stated, file);
   if (!resolved.ok()) return resolved.status();
@@ -341,7 +352,8 @@ namespace {
 using Json = nlohmann::json;
 
 // The first of |keys| that |object| has, or nullptr.
-const Json* FindAny(const Json& object, std::initializer_list<const char*> keys, std::string* found) {
+const Json* FindAny(const Json& object, std::initializer_list<const char*> keys,
+                    std::string* found) {
   for (const char* key : keys) {
     auto it = object.find(key);
     if (it != object.end()) {
@@ -352,15 +364,17 @@ const Json* FindAny(const Json& object, std::initializer_list<const char*> keys,
   return nullptr;
 }
 
-Status ReadJsonNumber(const Json& object, std::initializer_list<const char*> keys, const std::string& where,
-                      double* out) {
+Status ReadJsonNumber(const Json& object, std::initializer_list<const char*> keys,
+                      const std::string& where, double* out) {
   std::string key;
   const Json* value = FindAny(object, keys, &key);
   std::string names;
   for (const char* k : keys) names += (names.empty() ? "\"" : " or \"") + std::string(k) + "\"";
-  if (value == nullptr) return Status::InvalidArgument(where + ": expected " + names + ", found none");
+  if (value == nullptr)
+    return Status::InvalidArgument(where + ": expected " + names + ", found none");
   if (!value->is_number() || !std::isfinite(value->get<double>())) {
-    return Status::InvalidArgument(where + "." + key + ": expected a finite number, found " + value->dump());
+    return Status::InvalidArgument(where + "." + key + ": expected a finite number, found " +
+                                   value->dump());
   }
   *out = value->get<double>();
   return Status::Ok();
@@ -386,7 +400,8 @@ Status ReadJsonRow(const Json& result, const std::string& where, NcclTestsRow* r
     return Status::InvalidArgument(where + ": expected a result object, found " + result.dump());
   auto size = result.find("size");
   if (size == result.end() || !size->is_number_integer() || size->get<int64_t>() < 0) {
-    return Status::InvalidArgument(where + ".size: expected the size in bytes (a whole number), found " +
+    return Status::InvalidArgument(where +
+                                   ".size: expected the size in bytes (a whole number), found " +
                                    (size == result.end() ? std::string("none") : size->dump()));
   }
   row->size_bytes = size->get<int64_t>();
@@ -401,8 +416,8 @@ Status ReadJsonRow(const Json& result, const std::string& where, NcclTestsRow* r
   LOOM_RETURN_IF_ERROR(ReadJsonTiming(result, "out_of_place", where, &row->out_of_place));
   LOOM_RETURN_IF_ERROR(ReadJsonTiming(result, "in_place", where, &row->in_place));
   if (!row->out_of_place && !row->in_place) {
-    return Status::InvalidArgument(where +
-                                   ": expected \"in_place\" or \"out_of_place\" timings, found neither");
+    return Status::InvalidArgument(
+        where + ": expected \"in_place\" or \"out_of_place\" timings, found neither");
   }
   return Status::Ok();
 }
@@ -428,7 +443,8 @@ void ReadJsonConfig(const Json& doc, NcclTestsRun* run) {
     if (!device.is_object()) continue;
     if (device.contains("hostname") && device["hostname"].is_string())
       hosts.insert(device["hostname"].get<std::string>());
-    if (run->gpu_name.empty() && device.contains("device_info") && device["device_info"].is_string()) {
+    if (run->gpu_name.empty() && device.contains("device_info") &&
+        device["device_info"].is_string()) {
       run->gpu_name = device["device_info"].get<std::string>();
     }
   }
@@ -438,7 +454,8 @@ void ReadJsonConfig(const Json& doc, NcclTestsRun* run) {
 std::optional<NcclTest> StatedJsonTest(const Json& doc) {
   if (!doc.is_object()) return std::nullopt;
   auto args = doc.find("args");
-  if (args == doc.end() || !args->is_array() || args->empty() || !(*args)[0].is_string()) return std::nullopt;
+  if (args == doc.end() || !args->is_array() || args->empty() || !(*args)[0].is_string())
+    return std::nullopt;
   return TestFromName(std::filesystem::path((*args)[0].get<std::string>()).filename().string());
 }
 
@@ -451,10 +468,11 @@ Result<NcclTestsRun> ParseNcclTestsJson(std::string_view text, const std::string
   const Json& doc = *parsed;
   const bool bare = doc.is_array();
   if (!bare && !(doc.is_object() && doc.contains("results") && doc["results"].is_array())) {
-    return Status::InvalidArgument(file +
-                                   ": expected an object with a \"results\" array (nccl-tests -J) or an "
-                                   "array of result objects, found " +
-                                   std::string(doc.type_name()));
+    return Status::InvalidArgument(
+        file +
+        ": expected an object with a \"results\" array (nccl-tests -J) or an "
+        "array of result objects, found " +
+        std::string(doc.type_name()));
   }
   NcclTestsRun run;
   run.file = file;

@@ -104,7 +104,8 @@ Result<NcclTestsRun> ParseNcclTestsJson(std::string_view text, const std::string
 
 // Reads |path| and parses it as JSON when its first non-blank character is '{' or '[', else as
 // text.
-Result<NcclTestsRun> ReadNcclTestsFile(const std::string& path, std::optional<NcclTest> test = std::nullopt);
+Result<NcclTestsRun> ReadNcclTestsFile(const std::string& path,
+                                       std::optional<NcclTest> test = std::nullopt);
 
 }  // namespace loom
 

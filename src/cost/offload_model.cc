@@ -24,18 +24,20 @@ std::string Show(double value) {
 
 Status CheckPcie(const ClusterSpec& cluster) {
   if (cluster.host.pcie_bandwidth_GBps > 0) return Status::Ok();
-  return Status::InvalidArgument(ClusterFile(cluster) + ": host.pcie_bandwidth_GBps is " +
-                                 Show(cluster.host.pcie_bandwidth_GBps) +
-                                 "; offload copies over PCIe: set it to the GPU-to-host bandwidth per "
-                                 "GPU and direction (PCIe Gen5 x16: 63.0)");
+  return Status::InvalidArgument(
+      ClusterFile(cluster) + ": host.pcie_bandwidth_GBps is " +
+      Show(cluster.host.pcie_bandwidth_GBps) +
+      "; offload copies over PCIe: set it to the GPU-to-host bandwidth per "
+      "GPU and direction (PCIe Gen5 x16: 63.0)");
 }
 
 // |bytes| at |GBps|, or an error naming |what| when the time does not fit in a SimTime.
 Result<SimTime> TransferTime(double bytes, double GBps, const std::string& what) {
   const double seconds = bytes / (GBps * 1e9);
   if (!(seconds < kMaxSeconds)) {
-    return Status::InvalidArgument(what + " takes " + Show(seconds) +
-                                   " s, past the simulator's clock range; check the parameter count");
+    return Status::InvalidArgument(
+        what + " takes " + Show(seconds) +
+        " s, past the simulator's clock range; check the parameter count");
   }
   return SimTime::FromSeconds(seconds);
 }
@@ -46,7 +48,8 @@ double Total(const MemoryShape& m) {
 
 }  // namespace
 
-MemoryShape CpuOptimizerStepTraffic(int64_t params, const StateBytesPerParam& bytes, Optimizer optimizer) {
+MemoryShape CpuOptimizerStepTraffic(int64_t params, const StateBytesPerParam& bytes,
+                                    Optimizer optimizer) {
   const int64_t g = bytes.gradient;
   int64_t read = 0, written = 0;
   switch (optimizer) {
@@ -72,7 +75,8 @@ MemoryShape CpuOptimizerStepTraffic(int64_t params, const StateBytesPerParam& by
   return MemoryShape{r.overflowed() ? kMax : r.value(), w.overflowed() ? kMax : w.value()};
 }
 
-Result<OffloadCost> CostOptimizerOffload(const ClusterSpec& cluster, const Strategy& strategy, int64_t shard_params) {
+Result<OffloadCost> CostOptimizerOffload(const ClusterSpec& cluster, const Strategy& strategy,
+                                         int64_t shard_params) {
   if (strategy.offload == Offload::kNone) return OffloadCost{};
   if (shard_params < 0) {
     return Status::InvalidArgument("offload of " + std::to_string(shard_params) +
@@ -80,52 +84,61 @@ Result<OffloadCost> CostOptimizerOffload(const ClusterSpec& cluster, const Strat
   }
   LOOM_RETURN_IF_ERROR(CheckPcie(cluster));
   if (!cluster.host.memory_bandwidth_GBps) {
-    return Status::InvalidArgument(
-        ClusterFile(cluster) + ": host.memory_bandwidth_GBps is missing; --offload " +
-        std::string(kOffloadNames.Name(strategy.offload)) +
-        " steps the optimizer on the CPUs, bound by their DRAM bandwidth: add \"memory_bandwidth_GBps\": <GB/s "
-        "of the node's CPU memory, all sockets> to \"host\" (hardware/clusters/dgx-h100.json has 614.4)");
+    return Status::InvalidArgument(ClusterFile(cluster) +
+                                   ": host.memory_bandwidth_GBps is missing; --offload " +
+                                   std::string(kOffloadNames.Name(strategy.offload)) +
+                                   " steps the optimizer on the CPUs, bound by their DRAM "
+                                   "bandwidth: add \"memory_bandwidth_GBps\": <GB/s "
+                                   "of the node's CPU memory, all sockets> to \"host\" "
+                                   "(hardware/clusters/dgx-h100.json has 614.4)");
   }
   if (cluster.gpus_per_node < 1) {
-    return Status::InvalidArgument(ClusterFile(cluster) + ": gpus_per_node is " +
-                                   std::to_string(cluster.gpus_per_node) +
-                                   "; the GPUs of a node share its CPU memory bandwidth: set it to at least 1");
+    return Status::InvalidArgument(
+        ClusterFile(cluster) + ": gpus_per_node is " + std::to_string(cluster.gpus_per_node) +
+        "; the GPUs of a node share its CPU memory bandwidth: set it to at least 1");
   }
   const StateBytesPerParam bytes = BytesPerParameter(strategy);
   const double params = static_cast<double>(shard_params);
   const double pcie_GBps = cluster.host.pcie_bandwidth_GBps;
-  const double cpu_GBps = *cluster.host.memory_bandwidth_GBps / static_cast<double>(cluster.gpus_per_node);
+  const double cpu_GBps =
+      *cluster.host.memory_bandwidth_GBps / static_cast<double>(cluster.gpus_per_node);
   OffloadCost cost;
   Result<SimTime> grad = TransferTime(params * static_cast<double>(bytes.gradient), pcie_GBps,
                                       "the gradient shard's copy to the host");
   if (!grad.ok()) return grad.status();
   cost.grad_to_host = *grad;
-  Result<SimTime> step = TransferTime(Total(CpuOptimizerStepTraffic(shard_params, bytes, strategy.optimizer)),
-                                      cpu_GBps, "the CPU optimizer step");
+  Result<SimTime> step =
+      TransferTime(Total(CpuOptimizerStepTraffic(shard_params, bytes, strategy.optimizer)),
+                   cpu_GBps, "the CPU optimizer step");
   if (!step.ok()) return step.status();
   cost.cpu_step = *step;
   if (strategy.offload == Offload::kOptimizer) {
-    Result<SimTime> params_back = TransferTime(params * static_cast<double>(bytes.weight), pcie_GBps,
-                                               "the updated weight shard's copy to the GPU");
+    Result<SimTime> params_back =
+        TransferTime(params * static_cast<double>(bytes.weight), pcie_GBps,
+                     "the updated weight shard's copy to the GPU");
     if (!params_back.ok()) return params_back.status();
     cost.params_to_gpu = *params_back;
   }
   return cost;
 }
 
-Result<SimTime> CostParameterFetch(const ClusterSpec& cluster, const Strategy& strategy, int64_t shard_params) {
+Result<SimTime> CostParameterFetch(const ClusterSpec& cluster, const Strategy& strategy,
+                                   int64_t shard_params) {
   if (strategy.offload != Offload::kOptimizerAndParams) {
-    return Status::InvalidArgument("--offload " + std::string(kOffloadNames.Name(strategy.offload)) +
-                                   " keeps the weights on the GPU, so none are fetched; parameter fetches "
-                                   "come with --offload optimizer+params");
+    return Status::InvalidArgument(
+        "--offload " + std::string(kOffloadNames.Name(strategy.offload)) +
+        " keeps the weights on the GPU, so none are fetched; parameter fetches "
+        "come with --offload optimizer+params");
   }
   if (shard_params < 0) {
     return Status::InvalidArgument("fetch of " + std::to_string(shard_params) +
                                    " parameters: a layer's shard cannot be negative");
   }
   LOOM_RETURN_IF_ERROR(CheckPcie(cluster));
-  const double bytes = static_cast<double>(shard_params) * static_cast<double>(BytesPerParameter(strategy).weight);
-  return TransferTime(bytes, cluster.host.pcie_bandwidth_GBps, "a layer's weight-shard fetch from the host");
+  const double bytes =
+      static_cast<double>(shard_params) * static_cast<double>(BytesPerParameter(strategy).weight);
+  return TransferTime(bytes, cluster.host.pcie_bandwidth_GBps,
+                      "a layer's weight-shard fetch from the host");
 }
 
 }  // namespace loom

@@ -37,7 +37,8 @@ struct OffloadCost {
 //   again for its row and column sums, as on the GPU (OptimizerStepTraffic).
 // - mixed precision: the weight is also written as the |bytes.weight|-byte copy sent to the GPU.
 // Bf16 Adam with fp32 gradients: r16 w14, 30 bytes per parameter. Saturates at INT64_MAX bytes.
-MemoryShape CpuOptimizerStepTraffic(int64_t params, const StateBytesPerParam& bytes, Optimizer optimizer);
+MemoryShape CpuOptimizerStepTraffic(int64_t params, const StateBytesPerParam& bytes,
+                                    Optimizer optimizer);
 
 // The per-step offload costs of a rank that updates |shard_params| parameters (its ZeRO shard)
 // under |strategy| on |cluster|:
@@ -51,7 +52,8 @@ MemoryShape CpuOptimizerStepTraffic(int64_t params, const StateBytesPerParam& by
 // Errors: InvalidArgument naming the cluster file and key if host.memory_bandwidth_GBps is absent
 // or a bandwidth or gpus_per_node is not positive; if shard_params is negative; if a time exceeds
 // the range of SimTime.
-Result<OffloadCost> CostOptimizerOffload(const ClusterSpec& cluster, const Strategy& strategy, int64_t shard_params);
+Result<OffloadCost> CostOptimizerOffload(const ClusterSpec& cluster, const Strategy& strategy,
+                                         int64_t shard_params);
 
 // The time to bring a layer's weight shard of |shard_params| parameters (this rank's 1/(dp * cp)
 // of the layer, before ZeRO-3 all-gathers it) from host memory to the GPU with parameter offload
@@ -61,7 +63,8 @@ Result<OffloadCost> CostOptimizerOffload(const ClusterSpec& cluster, const Strat
 // Errors: InvalidArgument if strategy.offload is not optimizer+params, shard_params is negative,
 // the PCIe bandwidth is not positive (naming the cluster file and key) or the time exceeds the
 // range of SimTime.
-Result<SimTime> CostParameterFetch(const ClusterSpec& cluster, const Strategy& strategy, int64_t shard_params);
+Result<SimTime> CostParameterFetch(const ClusterSpec& cluster, const Strategy& strategy,
+                                   int64_t shard_params);
 
 }  // namespace loom
 

@@ -20,7 +20,8 @@ constexpr OpKind kSampleKinds[] = {OpKind::kGemm, OpKind::kAttention, OpKind::kM
 // "256 MiB" when whole mebibytes, else "1000 B".
 std::string Bytes(int64_t bytes) {
   constexpr int64_t kMiB = int64_t{1} << 20;
-  return bytes % kMiB == 0 && bytes > 0 ? std::to_string(bytes / kMiB) + " MiB" : std::to_string(bytes) + " B";
+  return bytes % kMiB == 0 && bytes > 0 ? std::to_string(bytes / kMiB) + " MiB"
+                                        : std::to_string(bytes) + " B";
 }
 
 std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
@@ -32,7 +33,8 @@ std::string QuotedList(const std::vector<std::string>& names) {
 }
 
 // Reads |key| as one of |names|; a near miss gets a "did you mean".
-std::optional<std::string> ReadName(JsonReader& r, std::string_view key, const std::vector<std::string>& names) {
+std::optional<std::string> ReadName(JsonReader& r, std::string_view key,
+                                    const std::vector<std::string>& names) {
   if (!r.Has(key)) {
     r.Allow(key);
     r.AddError(key, "is missing; add " + Quoted(key) + " with one of " + QuotedList(names));
@@ -47,7 +49,8 @@ std::optional<std::string> ReadName(JsonReader& r, std::string_view key, const s
     const int d = EditDistance(*value, n);
     if (d < best) best = d, closest = n;
   }
-  r.AddError(key, "is " + Quoted(*value) + "; " + (closest.empty() ? "" : "did you mean " + Quoted(closest) + "? ") +
+  r.AddError(key, "is " + Quoted(*value) + "; " +
+                      (closest.empty() ? "" : "did you mean " + Quoted(closest) + "? ") +
                       "it must be one of " + QuotedList(names));
   return std::nullopt;
 }
@@ -66,7 +69,6 @@ bool ReadBool(JsonReader& r, std::string_view key) {
   return r.OptionalBool(key).value_or(false);
 }
 
-
 // ISO 8601: "YYYY-MM-DD", optionally followed by 'T' or ' ' and a time.
 bool IsIsoDate(const std::string& s) {
   if (s.size() < 10 || s[4] != '-' || s[7] != '-') return false;
@@ -74,7 +76,8 @@ bool IsIsoDate(const std::string& s) {
     if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
   }
   const int month = std::stoi(s.substr(5, 2)), day = std::stoi(s.substr(8, 2));
-  return month >= 1 && month <= 12 && day >= 1 && day <= 31 && (s.size() == 10 || s[10] == 'T' || s[10] == ' ');
+  return month >= 1 && month <= 12 && day >= 1 && day <= 31 &&
+         (s.size() == 10 || s[10] == 'T' || s[10] == ' ');
 }
 
 std::string RequiredText(JsonReader& r, std::string_view key) {
@@ -85,20 +88,25 @@ std::string RequiredText(JsonReader& r, std::string_view key) {
 }
 
 // The optional percentiles of a sample; both or neither, bracketing the median.
-void ReadPercentiles(JsonReader& r, double median_us, std::optional<double>* p10_us, std::optional<double>* p90_us) {
+void ReadPercentiles(JsonReader& r, double median_us, std::optional<double>* p10_us,
+                     std::optional<double>* p90_us) {
   *p10_us = r.OptionalPositiveNumber("p10_us");
   *p90_us = r.OptionalPositiveNumber("p90_us");
   if (r.Has("p10_us") != r.Has("p90_us")) {
-    r.AddError(r.Has("p10_us") ? "p90_us" : "p10_us", "is missing; give p10_us and p90_us together, or neither");
+    r.AddError(r.Has("p10_us") ? "p90_us" : "p10_us",
+               "is missing; give p10_us and p90_us together, or neither");
   } else if (*p10_us && *p90_us && !(**p10_us <= median_us && median_us <= **p90_us)) {
-    r.AddError("median_us", "is not between p10_us and p90_us; percentiles must satisfy p10 <= median <= p90");
+    r.AddError("median_us",
+               "is not between p10_us and p90_us; percentiles must satisfy p10 <= median <= p90");
   }
 }
 
-Status ParseSample(const nlohmann::json& json, const std::string& file, size_t index, ProfileSample* sample) {
+Status ParseSample(const nlohmann::json& json, const std::string& file, size_t index,
+                   ProfileSample* sample) {
   const std::string path = "samples[" + std::to_string(index) + "]";
   if (!json.is_object()) {
-    return Status::InvalidArgument(file + ": " + path + ": must be an object, got " + json.type_name());
+    return Status::InvalidArgument(file + ": " + path + ": must be an object, got " +
+                                   json.type_name());
   }
   JsonReader r(json, file, path);
   std::vector<std::string> kinds;
@@ -106,8 +114,8 @@ Status ParseSample(const nlohmann::json& json, const std::string& file, size_t i
   std::optional<std::string> kernel = ReadName(r, "kernel", kinds);
   if (kernel) sample->shape = ReadKernelShape(*kOpKindNames.Parse(*kernel), r);
   const MemoryShape* memory = std::get_if<MemoryShape>(&sample->shape);
-  if (kernel == "memory" && memory->bytes_read == 0 && memory->bytes_written == 0 && r.Has("bytes_read") &&
-      r.Has("bytes_written")) {
+  if (kernel == "memory" && memory->bytes_read == 0 && memory->bytes_written == 0 &&
+      r.Has("bytes_read") && r.Has("bytes_written")) {
     r.AddError("bytes_read", "and bytes_written are both 0; a memory-bound sample must move bytes");
   }
   sample->median_us = r.PositiveNumber("median_us");
@@ -127,8 +135,9 @@ Status ParseHostSample(const nlohmann::json& json, const std::string& file, cons
   if (measure) sample->measure = *kHostMeasureNames.Parse(*measure);
   sample->bytes = r.Int("bytes", {0, INT64_MAX});
   if (measure && (sample->measure == HostMeasure::kLaunch) != (sample->bytes == 0)) {
-    r.AddError("bytes", sample->measure == HostMeasure::kLaunch ? "must be 0 for a launch (an empty kernel)"
-                                                                 : "must be >= 1 for a copy");
+    r.AddError("bytes", sample->measure == HostMeasure::kLaunch
+                            ? "must be 0 for a launch (an empty kernel)"
+                            : "must be >= 1 for a copy");
   }
   sample->median_us = r.PositiveNumber("median_us");
   ReadPercentiles(r, sample->median_us, &sample->p10_us, &sample->p90_us);
@@ -143,21 +152,25 @@ CollectiveTiming ReadCollectiveTiming(JsonReader& parent, std::string_view key) 
   t.time_us = r.PositiveNumber("time_us");
   t.algbw_GBps = r.OptionalNonNegativeNumber("algbw_GBps").value_or(0);
   t.busbw_GBps = r.OptionalNonNegativeNumber("busbw_GBps").value_or(0);
-  if (!r.Has("algbw_GBps")) r.AddError("algbw_GBps", "is missing; add the algorithm bandwidth size / time in GB/s");
-  if (!r.Has("busbw_GBps")) r.AddError("busbw_GBps", "is missing; add nccl-tests' bus bandwidth in GB/s");
+  if (!r.Has("algbw_GBps"))
+    r.AddError("algbw_GBps", "is missing; add the algorithm bandwidth size / time in GB/s");
+  if (!r.Has("busbw_GBps"))
+    r.AddError("busbw_GBps", "is missing; add nccl-tests' bus bandwidth in GB/s");
   return t;
 }
 
-Status ParseCollectiveSample(const nlohmann::json& json, const std::string& file, const std::string& path,
-                             CollectiveSample* sample) {
+Status ParseCollectiveSample(const nlohmann::json& json, const std::string& file,
+                             const std::string& path, CollectiveSample* sample) {
   JsonReader r(json, file, path);
-  std::optional<std::string> collective = ReadName(r, "collective", kProfiledCollectiveNames.Names());
+  std::optional<std::string> collective =
+      ReadName(r, "collective", kProfiledCollectiveNames.Names());
   if (collective) sample->collective = *kProfiledCollectiveNames.Parse(*collective);
   std::optional<std::string> group = ReadName(r, "group", kProbeGroupNames.Names());
   if (group) sample->group = *kProbeGroupNames.Parse(*group);
   sample->ranks = r.Int("ranks");
   sample->nodes = r.Int("nodes");
-  if (sample->nodes > sample->ranks) r.AddError("nodes", "is more than ranks; every node holds at least one rank");
+  if (sample->nodes > sample->ranks)
+    r.AddError("nodes", "is more than ranks; every node holds at least one rank");
   sample->size_bytes = r.Int("size_bytes");
   sample->count = r.Int("count");
   sample->type = RequiredText(r, "type");
@@ -179,8 +192,9 @@ Status ParseFailure(const nlohmann::json& json, const std::string& file, const s
 
 // Parses the optional array |key| of |json| with |parse|, appending to |out| and to |errors|.
 template <typename Entry, typename Parse>
-void ParseArray(const nlohmann::json& json, JsonReader& r, std::string_view key, const std::string& file,
-                Parse parse, std::vector<Entry>* out, std::vector<std::string>* errors) {
+void ParseArray(const nlohmann::json& json, JsonReader& r, std::string_view key,
+                const std::string& file, Parse parse, std::vector<Entry>* out,
+                std::vector<std::string>* errors) {
   r.Allow(key);
   auto array = json.find(std::string(key));
   if (array == json.end()) return;
@@ -210,10 +224,12 @@ void ParseHeader(const nlohmann::json& json, JsonReader& r, Profile* p) {
     r.AddError("schema", "is missing; add \"schema\": \"loom.profile/2\"");
   } else if (std::optional<std::string> schema = r.OptionalString("schema");
              schema && *schema != kProfileSchema && *schema != kProfileSchemaV1) {
-    r.AddError("schema", "is " + Quoted(*schema) + " but this file is read as a profile (\"loom.profile/2\" or "
-                         "\"loom.profile/1\"); pass a profile written by loom probe");
+    r.AddError("schema", "is " + Quoted(*schema) +
+                             " but this file is read as a profile (\"loom.profile/2\" or "
+                             "\"loom.profile/1\"); pass a profile written by loom probe");
   }
-  r.OptionalString("loom_version");  // the writer's, for people; absent from profiles loom 0.1 wrote before it
+  r.OptionalString(
+      "loom_version");  // the writer's, for people; absent from profiles loom 0.1 wrote before it
   JsonReader& device = r.Object("device");
   p->device.name = RequiredText(device, "name");
   p->device.sm_count = device.OptionalInt("sm_count");
@@ -226,14 +242,16 @@ void ParseHeader(const nlohmann::json& json, JsonReader& r, Profile* p) {
   p->cuda_version = RequiredText(r, "cuda_version");
   p->date = RequiredText(r, "date");
   if (!p->date.empty() && !IsIsoDate(p->date)) {
-    r.AddError("date", "is " + Quoted(p->date) + "; write an ISO 8601 date such as \"2025-03-01\" or "
-                       "\"2025-03-01T10:00:00Z\"");
+    r.AddError("date", "is " + Quoted(p->date) +
+                           "; write an ISO 8601 date such as \"2025-03-01\" or "
+                           "\"2025-03-01T10:00:00Z\"");
   }
   // Any library names are allowed, so the object is checked here rather than by a child reader.
   r.Allow("library_versions");
   auto libraries = json.find("library_versions");
   if (libraries == json.end()) {
-    r.AddError("library_versions", "is missing; add \"library_versions\": {\"cublaslt\": \"...\", ...} ({} if none)");
+    r.AddError("library_versions",
+               "is missing; add \"library_versions\": {\"cublaslt\": \"...\", ...} ({} if none)");
   } else if (!libraries->is_object()) {
     r.AddError("library_versions", std::string("must be an object of name: version strings, got ") +
                                        libraries->type_name());
@@ -242,14 +260,16 @@ void ParseHeader(const nlohmann::json& json, JsonReader& r, Profile* p) {
       if (version.is_string()) {
         p->library_versions.emplace_back(name, version.get<std::string>());
       } else {
-        r.AddError("library_versions." + name, std::string("must be a version string, got ") + version.type_name());
+        r.AddError("library_versions." + name,
+                   std::string("must be a version string, got ") + version.type_name());
       }
     }
   }
   r.Allow("hosts");
   if (auto hosts = json.find("hosts"); hosts != json.end()) {
-    const bool strings = hosts->is_array() &&
-                         std::all_of(hosts->begin(), hosts->end(), [](const nlohmann::json& h) { return h.is_string(); });
+    const bool strings =
+        hosts->is_array() && std::all_of(hosts->begin(), hosts->end(),
+                                         [](const nlohmann::json& h) { return h.is_string(); });
     if (strings) {
       for (const nlohmann::json& h : *hosts) p->hosts.push_back(h.get<std::string>());
     } else {
@@ -268,13 +288,15 @@ std::string DescribeShape(const KernelShape& shape) {
     std::snprintf(text, sizeof text, "gemm %lldx%lldx%lld%s %s%s", static_cast<long long>(g->m),
                   static_cast<long long>(g->n), static_cast<long long>(g->k),
                   g->batch > 1 ? (" x" + std::to_string(g->batch)).c_str() : "",
-                  std::string(kDtypeNames.Name(g->dtype)).c_str(), g->accumulate_fp32 ? " +=fp32" : "");
+                  std::string(kDtypeNames.Name(g->dtype)).c_str(),
+                  g->accumulate_fp32 ? " +=fp32" : "");
   } else if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) {
     std::snprintf(text, sizeof text, "attention %s%s b%lld h%lld/%lld s%lld/%lld d%lld/%lld %s",
-                  a->backward ? "bwd" : "fwd", a->causal ? " causal" : "", static_cast<long long>(a->batch),
-                  static_cast<long long>(a->heads), static_cast<long long>(a->kv_heads),
-                  static_cast<long long>(a->seq_q), static_cast<long long>(a->seq_kv),
-                  static_cast<long long>(a->head_dim_qk), static_cast<long long>(a->head_dim_v),
+                  a->backward ? "bwd" : "fwd", a->causal ? " causal" : "",
+                  static_cast<long long>(a->batch), static_cast<long long>(a->heads),
+                  static_cast<long long>(a->kv_heads), static_cast<long long>(a->seq_q),
+                  static_cast<long long>(a->seq_kv), static_cast<long long>(a->head_dim_qk),
+                  static_cast<long long>(a->head_dim_v),
                   std::string(kDtypeNames.Name(a->dtype)).c_str());
   } else {
     const MemoryShape& m = std::get<MemoryShape>(shape);
@@ -295,7 +317,8 @@ Result<Profile> ParseProfile(const nlohmann::json& json, const std::string& file
   if (samples == json.end()) {
     r.AddError("samples", "is missing; add \"samples\": [ ... ] (loom probe writes them)");
   } else if (!samples->is_array()) {
-    r.AddError("samples", std::string("must be an array of sample objects, got ") + samples->type_name());
+    r.AddError("samples",
+               std::string("must be an array of sample objects, got ") + samples->type_name());
   } else {
     for (size_t i = 0; i < samples->size(); ++i) {
       ProfileSample sample;
@@ -319,7 +342,8 @@ Result<Profile> ParseProfile(const nlohmann::json& json, const std::string& file
 }
 
 Result<Profile> ReadProfile(const std::string& path) {
-  Result<nlohmann::json> json = ReadJsonObjectFile(path, "pass a profile written by loom probe (schema loom.profile/2)");
+  Result<nlohmann::json> json =
+      ReadJsonObjectFile(path, "pass a profile written by loom probe (schema loom.profile/2)");
   if (!json.ok()) return json.status();
   return ParseProfile(*json, path);
 }
@@ -327,7 +351,8 @@ Result<Profile> ReadProfile(const std::string& path) {
 namespace {
 
 // A measured kernel's dimensions: the largest a GPU can hold (2^24 rows of a GEMM, 2^22 tokens of
-// attention, 2^50 bytes) and more; beyond them a sample is corrupt, and products of them would wrap.
+// attention, 2^50 bytes) and more; beyond them a sample is corrupt, and products of them would
+// wrap.
 constexpr IntRange kDimension{1, int64_t{1} << 24};
 constexpr IntRange kBatch{1, int64_t{1} << 20};
 constexpr IntRange kTokens{1, int64_t{1} << 22};
@@ -340,7 +365,8 @@ GemmShape ReadGemm(JsonReader& r) {
   g.k = r.Int("k", kDimension);
   g.batch = r.Int("batch", kBatch);
   g.dtype = ReadDtype(r);
-  if (std::optional<bool> accumulate = r.OptionalBool("accumulate_fp32")) g.accumulate_fp32 = *accumulate;
+  if (std::optional<bool> accumulate = r.OptionalBool("accumulate_fp32"))
+    g.accumulate_fp32 = *accumulate;
   return g;
 }
 
@@ -358,7 +384,8 @@ AttentionShape ReadAttention(JsonReader& r) {
   a.dtype = ReadDtype(r);
   if (a.heads % a.kv_heads != 0) {
     r.AddError("heads", "(" + std::to_string(a.heads) + ") is not a multiple of kv_heads (" +
-                            std::to_string(a.kv_heads) + "); grouped-query attention shares each KV head among "
+                            std::to_string(a.kv_heads) +
+                            "); grouped-query attention shares each KV head among "
                             "a whole number of query heads");
   }
   return a;
@@ -433,7 +460,8 @@ nlohmann::ordered_json HostSampleJson(const HostSample& s) {
 
 nlohmann::ordered_json CollectiveSampleJson(const CollectiveSample& s) {
   auto timing = [](const CollectiveTiming& t) {
-    return nlohmann::ordered_json{{"time_us", t.time_us}, {"algbw_GBps", t.algbw_GBps}, {"busbw_GBps", t.busbw_GBps}};
+    return nlohmann::ordered_json{
+        {"time_us", t.time_us}, {"algbw_GBps", t.algbw_GBps}, {"busbw_GBps", t.busbw_GBps}};
   };
   nlohmann::ordered_json j;
   j["collective"] = kProfiledCollectiveNames.Name(s.collective);
@@ -477,7 +505,8 @@ nlohmann::ordered_json ProfileJson(const Profile& p) {
   j["host_samples"] = nlohmann::ordered_json::array();
   for (const HostSample& s : p.host_samples) j["host_samples"].push_back(HostSampleJson(s));
   j["collectives"] = nlohmann::ordered_json::array();
-  for (const CollectiveSample& s : p.collectives) j["collectives"].push_back(CollectiveSampleJson(s));
+  for (const CollectiveSample& s : p.collectives)
+    j["collectives"].push_back(CollectiveSampleJson(s));
   j["failures"] = nlohmann::ordered_json::array();
   for (const ProbeFailure& f : p.failures) j["failures"].push_back(ProbeFailureJson(f));
   return j;
@@ -493,7 +522,8 @@ std::string Compact(const nlohmann::ordered_json& j) {
 template <typename Entry, typename ToJson>
 std::string ArrayText(std::string_view key, const std::vector<Entry>& entries, ToJson to_json) {
   std::string text = "  \"" + std::string(key) + "\": [";
-  for (size_t i = 0; i < entries.size(); ++i) text += (i == 0 ? "\n    " : ",\n    ") + Compact(to_json(entries[i]));
+  for (size_t i = 0; i < entries.size(); ++i)
+    text += (i == 0 ? "\n    " : ",\n    ") + Compact(to_json(entries[i]));
   return text + (entries.empty() ? "]" : "\n  ]");
 }
 
@@ -554,15 +584,18 @@ std::string ProbePointKey(HostMeasure measure, int64_t bytes) {
   return measure == HostMeasure::kLaunch ? name : name + " " + Bytes(bytes);
 }
 
-std::string ProbePointKey(ProfiledCollective collective, ProbeGroup group, int64_t ranks, int64_t size_bytes) {
-  return std::string(kProfiledCollectiveNames.Name(collective)) + " " + std::string(kProbeGroupNames.Name(group)) +
-         " " + std::to_string(ranks) + " ranks " + Bytes(size_bytes);
+std::string ProbePointKey(ProfiledCollective collective, ProbeGroup group, int64_t ranks,
+                          int64_t size_bytes) {
+  return std::string(kProfiledCollectiveNames.Name(collective)) + " " +
+         std::string(kProbeGroupNames.Name(group)) + " " + std::to_string(ranks) + " ranks " +
+         Bytes(size_bytes);
 }
 
 std::vector<std::string> RecordedPointKeys(const Profile& profile) {
   std::vector<std::string> keys;
   for (const ProfileSample& s : profile.samples) keys.push_back(ProbePointKey(s.shape, s.label));
-  for (const HostSample& s : profile.host_samples) keys.push_back(ProbePointKey(s.measure, s.bytes));
+  for (const HostSample& s : profile.host_samples)
+    keys.push_back(ProbePointKey(s.measure, s.bytes));
   for (const CollectiveSample& s : profile.collectives) {
     keys.push_back(ProbePointKey(s.collective, s.group, s.ranks, s.size_bytes));
   }
@@ -577,9 +610,11 @@ std::string NormalisedGpuName(std::string name, bool drop_note) {
     const size_t open = name.rfind(" (");
     if (open != std::string::npos) name.resize(open);
   }
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   const size_t first = name.find_first_not_of(' ');
-  name = first == std::string::npos ? "" : name.substr(first, name.find_last_not_of(' ') - first + 1);
+  name =
+      first == std::string::npos ? "" : name.substr(first, name.find_last_not_of(' ') - first + 1);
   if (name.rfind("nvidia ", 0) == 0) name = name.substr(7);
   return name;
 }
@@ -597,10 +632,11 @@ Status CheckProfiledGpu(const Profile& profile, const GpuSpec& gpu) {
                                    "); fit with the GPU file of the profiled device");
   }
   if (profile.device.sm_count && *profile.device.sm_count != gpu.sm_count) {
-    return Status::InvalidArgument(profile.file + ": device.sm_count is " + std::to_string(*profile.device.sm_count) +
-                                   " but " + gpu.file + " has sm_count " + std::to_string(gpu.sm_count) +
-                                   "; fit with the GPU file of the profiled device (a MIG slice or a different "
-                                   "SKU has other SM counts)");
+    return Status::InvalidArgument(
+        profile.file + ": device.sm_count is " + std::to_string(*profile.device.sm_count) +
+        " but " + gpu.file + " has sm_count " + std::to_string(gpu.sm_count) +
+        "; fit with the GPU file of the profiled device (a MIG slice or a different "
+        "SKU has other SM counts)");
   }
   return Status::Ok();
 }

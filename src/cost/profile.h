@@ -34,9 +34,9 @@ namespace loom {
 //   "cuda_version":     string, the runtime's ("12.4")
 //   "library_versions": object of library name -> version string ({"cublaslt": "12.4.5", "nccl":
 //                       "2.21.5"}); any names, may be empty
-//   "date":             ISO 8601 date or date-time of the run ("2025-03-01" or "2025-03-01T10:00:00Z")
-//   "hosts":            optional array of strings: the host name of every rank, in rank order
-//   "samples":          array of measured kernels, each an object with
+//   "date":             ISO 8601 date or date-time of the run ("2025-03-01" or
+//   "2025-03-01T10:00:00Z") "hosts":            optional array of strings: the host name of every
+//   rank, in rank order "samples":          array of measured kernels, each an object with
 //     "kernel":  "gemm" | "attention" | "memory"
 //     shape:     gemm:      "m", "n", "k", "batch" (integers >= 1), "dtype", and
 //                           "accumulate_fp32": true for C = A * B + C into fp32 (absent: false)
@@ -57,7 +57,8 @@ namespace loom {
 //                to and from the device, cudaMemcpyAsync)
 //     "bytes":   integer, 0 for launch, >= 1 for the copies
 //     "median_us", "p10_us", "p90_us", "repeats": as for samples
-//   "collectives":      optional array of NCCL measurements, one per size, as nccl-tests prints them:
+//   "collectives":      optional array of NCCL measurements, one per size, as nccl-tests prints
+//   them:
 //     "collective": "all_reduce" | "all_gather" | "reduce_scatter" | "all_to_all" | "broadcast" |
 //                   "send_recv"
 //     "group":   "world" (every rank) | "intra_node" (the ranks of one host, all hosts at once) |
@@ -107,7 +108,14 @@ struct HostSample {
 };
 
 // The NCCL operations loom probe measures, one per nccl-tests binary.
-enum class ProfiledCollective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
+enum class ProfiledCollective {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kBroadcast,
+  kSendRecv
+};
 inline constexpr EnumNames<ProfiledCollective, 6> kProfiledCollectiveNames({{
     {ProfiledCollective::kAllReduce, "all_reduce"},
     {ProfiledCollective::kAllGather, "all_gather"},
@@ -180,7 +188,8 @@ struct Profile {
 // read, 256 MiB written [rmsnorm]"), "h2d 64 MiB", "launch", "all_reduce world 16 ranks 1024 B".
 std::string ProbePointKey(const KernelShape& shape, const std::string& label);
 std::string ProbePointKey(HostMeasure measure, int64_t bytes);
-std::string ProbePointKey(ProfiledCollective collective, ProbeGroup group, int64_t ranks, int64_t size_bytes);
+std::string ProbePointKey(ProfiledCollective collective, ProbeGroup group, int64_t ranks,
+                          int64_t size_bytes);
 
 // The keys of every sample, host sample, collective and failure of |profile|.
 std::vector<std::string> RecordedPointKeys(const Profile& profile);
@@ -204,9 +213,9 @@ nlohmann::ordered_json ProfileJson(const Profile& profile);
 nlohmann::ordered_json ProfileSampleJson(const ProfileSample& sample);
 
 // A kernel's shape as loom's files spell it (profiles' samples, plan files' ops): GEMM "m", "n",
-// "k", "batch", "dtype", and "accumulate_fp32": true only when set; attention "batch", "heads", "kv_heads", "seq_q", "seq_kv",
-// "head_dim_qk", "head_dim_v", "causal", "backward", "dtype"; memory-bound "bytes_read",
-// "bytes_written". Added to |j| in that order.
+// "k", "batch", "dtype", and "accumulate_fp32": true only when set; attention "batch", "heads",
+// "kv_heads", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v", "causal", "backward", "dtype";
+// memory-bound "bytes_read", "bytes_written". Added to |j| in that order.
 void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j);
 // Reads those fields of a kernel of |kind| from |r|'s object. Problems are recorded in |r|: a
 // missing or out-of-range field, a dtype that is not one (with a "did you mean"), heads that are

@@ -24,7 +24,9 @@ std::optional<NcclTest> TestOf(ProfiledCollective collective) {
   return std::nullopt;
 }
 
-NcclTestsTiming Timing(const CollectiveTiming& t) { return {t.time_us, t.algbw_GBps, t.busbw_GBps}; }
+NcclTestsTiming Timing(const CollectiveTiming& t) {
+  return {t.time_us, t.algbw_GBps, t.busbw_GBps};
+}
 
 }  // namespace
 

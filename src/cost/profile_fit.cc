@@ -9,15 +9,16 @@
 #include <utility>
 
 #include "cost/calibration_file.h"
+#include "cost/compute_fit.h"
 #include "cost/compute_model.h"
 #include "cost/gemm_tiles.h"
-#include "cost/compute_fit.h"
 #include "cost/roofline_fit.h"
 
 namespace loom {
 namespace {
 
-constexpr std::array<Dtype, 5> kAllDtypes = {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32};
+constexpr std::array<Dtype, 5> kAllDtypes = {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32,
+                                             Dtype::kFp32};
 
 struct ClassSamples {
   OpKind kind = OpKind::kGemm;
@@ -42,7 +43,8 @@ std::vector<ClassSamples> GroupByClass(const std::vector<ProfileSample>& samples
       if (samples[i].Kind() == kind) c.index.push_back(i);
     }
     if (c.index.empty()) continue;
-    if (kind == OpKind::kAttention) c.dtype = std::get<AttentionShape>(samples[c.index.front()].shape).dtype;
+    if (kind == OpKind::kAttention)
+      c.dtype = std::get<AttentionShape>(samples[c.index.front()].shape).dtype;
     classes.push_back(c);
   }
   return classes;
@@ -56,16 +58,19 @@ std::string ClassWhat(const std::vector<ProfileSample>& samples, const ClassSamp
     files.insert(where.substr(0, where.rfind(": samples[")));
   }
   std::string out;
-  for (const std::string& f : files) out += (out.empty() ? "" : ", ") + (f.empty() ? "the profile" : f);
+  for (const std::string& f : files)
+    out += (out.empty() ? "" : ", ") + (f.empty() ? "the profile" : f);
   KernelClassFit name;
   name.kind = c.kind;
   name.dtype = c.dtype;
   return out + ": the " + name.Name() + " samples";
 }
 
-Status CheckClasses(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& classes,
-                    const GpuSpec& gpu) {
-  if (samples.empty()) return Status::InvalidArgument("the profile has no samples to fit; measure some with loom probe");
+Status CheckClasses(const std::vector<ProfileSample>& samples,
+                    const std::vector<ClassSamples>& classes, const GpuSpec& gpu) {
+  if (samples.empty())
+    return Status::InvalidArgument(
+        "the profile has no samples to fit; measure some with loom probe");
   for (const ClassSamples& c : classes) {
     std::vector<KernelShape> shapes;
     std::vector<double> times;
@@ -78,13 +83,15 @@ Status CheckClasses(const std::vector<ProfileSample>& samples, const std::vector
     for (size_t i : c.index) {
       const AttentionShape* a = std::get_if<AttentionShape>(&samples[i].shape);
       if (a == nullptr || a->dtype == *c.dtype) continue;
-      return Status::InvalidArgument(samples[i].where + ": attention in " + std::string(kDtypeNames.Name(a->dtype)) +
-                                     " after attention in " + std::string(kDtypeNames.Name(*c.dtype)) +
-                                     "; the calibration has one attention_efficiency: fit the dtype training uses");
+      return Status::InvalidArgument(
+          samples[i].where + ": attention in " + std::string(kDtypeNames.Name(a->dtype)) +
+          " after attention in " + std::string(kDtypeNames.Name(*c.dtype)) +
+          "; the calibration has one attention_efficiency: fit the dtype training uses");
     }
     if (c.dtype && !gpu.PeakTflops(*c.dtype)) {
       const std::string dtype(kDtypeNames.Name(*c.dtype));
-      return Status::InvalidArgument(what + " are " + dtype + " but " + gpu.file + " has no peak_tflops." + dtype +
+      return Status::InvalidArgument(what + " are " + dtype + " but " + gpu.file +
+                                     " has no peak_tflops." + dtype +
                                      "; add the datasheet's dense rate, or remove those samples");
     }
   }
@@ -100,13 +107,14 @@ std::string KeyOf(OpKind kind, std::optional<Dtype> dtype) {
 // without Transformer Engine's casts (GemmKernel, not Gemm).
 double PredictedUs(const RooflineComputeModel& model, const KernelShape& shape) {
   if (const GemmShape* g = std::get_if<GemmShape>(&shape)) return model.GemmKernel(*g).ToMicros();
-  if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) return model.Attention(*a).ToMicros();
+  if (const AttentionShape* a = std::get_if<AttentionShape>(&shape))
+    return model.Attention(*a).ToMicros();
   return model.MemoryBound(std::get<MemoryShape>(shape)).ToMicros();
 }
 
 // Fills the residuals of |fit|'s classes under its calibration, and the mean |error| of all.
-void Score(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& members, const GpuSpec& gpu,
-           ComputeFit* fit) {
+void Score(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& members,
+           const GpuSpec& gpu, ComputeFit* fit) {
   GpuSpec calibrated = gpu;
   calibrated.calibration = fit->calibration;
   const RooflineComputeModel model(calibrated);
@@ -120,7 +128,8 @@ void Score(const std::vector<ProfileSample>& samples, const std::vector<ClassSam
       const double predicted = PredictedUs(model, s.shape);
       const double error = (predicted - s.median_us) / s.median_us;
       out.residuals.push_back({i, s.median_us, predicted, error});
-      out.mean_abs_relative_error += std::fabs(error) / static_cast<double>(members[c].index.size());
+      out.mean_abs_relative_error +=
+          std::fabs(error) / static_cast<double>(members[c].index.size());
       out.max_abs_relative_error = std::max(out.max_abs_relative_error, std::fabs(error));
       total += std::fabs(error);
       if (s.p10_us && s.p90_us) spread_sum += (*s.p90_us - *s.p10_us) / s.median_us, ++with_spread;
@@ -157,15 +166,18 @@ double AccumulatingError(const std::vector<ProfileSample>& samples, const Comput
   return count == 0 ? 0.0 : sum / static_cast<double>(count);
 }
 
-// bf16 and fp16 GEMMs share one fitted efficiency (FitGemm), so a bound on either is the bf16 class's.
+// bf16 and fp16 GEMMs share one fitted efficiency (FitGemm), so a bound on either is the bf16
+// class's.
 bool SameGemmClass(Dtype a, Dtype b) {
   auto cls = [](Dtype d) { return d == Dtype::kFp16 ? Dtype::kBf16 : d; };
   return cls(a) == cls(b);
 }
 
-// The error of a class whose efficiency the bound held at 1 (FitComputeJointly), naming its samples.
-Status CheckBounds(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& classes,
-                   const JointComputeFit& joint, const GpuSpec& gpu) {
+// The error of a class whose efficiency the bound held at 1 (FitComputeJointly), naming its
+// samples.
+Status CheckBounds(const std::vector<ProfileSample>& samples,
+                   const std::vector<ClassSamples>& classes, const JointComputeFit& joint,
+                   const GpuSpec& gpu) {
   for (const ClassSamples& c : classes) {
     std::optional<double> wanted;
     if (c.kind == OpKind::kGemm) {
@@ -175,7 +187,9 @@ Status CheckBounds(const std::vector<ProfileSample>& samples, const std::vector<
     }
     if (c.kind == OpKind::kAttention) wanted = joint.attention_wanted;
     if (c.kind == OpKind::kMemoryBound) wanted = joint.memory_wanted;
-    if (wanted) LOOM_RETURN_IF_ERROR(CheckInverseEfficiency(*wanted, ClassWhat(samples, c), c.kind, c.dtype, gpu));
+    if (wanted)
+      LOOM_RETURN_IF_ERROR(
+          CheckInverseEfficiency(*wanted, ClassWhat(samples, c), c.kind, c.dtype, gpu));
   }
   return Status::Ok();
 }
@@ -213,7 +227,8 @@ bool NegligibleOperandTerm(const std::vector<ProfileSample>& samples, const GpuS
     const GemmShape* g = std::get_if<GemmShape>(&s.shape);
     if (g == nullptr) continue;
     const GemmRates rates = GemmRatesOf(gpu, g->dtype);
-    const double operand_s = ChooseGemmTile(*g, rates).operand_bytes_per_sm * rates.seconds_per_operand_byte;
+    const double operand_s =
+        ChooseGemmTile(*g, rates).operand_bytes_per_sm * rates.seconds_per_operand_byte;
     if (operand_s > 1e-4 * s.median_us * 1e-6) return false;
   }
   return true;
@@ -221,16 +236,17 @@ bool NegligibleOperandTerm(const std::vector<ProfileSample>& samples, const GpuS
 
 // FitComputeJointly with gemm_epilogue_overlap set to |overlap|, its bounds checked and its
 // residuals scored.
-Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& classes,
-                                  const GpuSpec& gpu, bool overlap) {
+Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
+                                  const std::vector<ClassSamples>& classes, const GpuSpec& gpu,
+                                  bool overlap) {
   GpuSpec trial = gpu;
   trial.calibration.gemm_epilogue_overlap = overlap;
   std::vector<KernelSample> kernels;
   for (const ProfileSample& s : samples) kernels.push_back({s.shape, s.median_us * 1e-6});
   Result<JointComputeFit> joint = FitComputeJointly(kernels, trial);
   if (!joint.ok()) {
-    return Status::InvalidArgument(ClassWhat(samples, classes.front()) + " (and every other class): " +
-                                   joint.status().message());
+    return Status::InvalidArgument(ClassWhat(samples, classes.front()) +
+                                   " (and every other class): " + joint.status().message());
   }
   LOOM_RETURN_IF_ERROR(CheckBounds(samples, classes, *joint, gpu));
   ComputeFit fit;
@@ -244,7 +260,8 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples, con
     out.key = KeyOf(k.kind, k.dtype);
     if (k.kind == OpKind::kGemm) out.value = fit.calibration.GemmEfficiency(*k.dtype).value_or(0);
     if (k.kind == OpKind::kAttention) out.value = fit.calibration.attention_efficiency.value_or(0);
-    if (k.kind == OpKind::kMemoryBound) out.value = fit.calibration.memory_bandwidth_fraction.value_or(0);
+    if (k.kind == OpKind::kMemoryBound)
+      out.value = fit.calibration.memory_bandwidth_fraction.value_or(0);
   }
   SetKeys(classes, &fit);
   Score(samples, classes, gpu, &fit);
@@ -259,11 +276,14 @@ std::string KernelClassFit::Name() const {
   return name;
 }
 
-Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu) {
+Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples,
+                                         const GpuSpec& gpu) {
   const std::vector<ClassSamples> classes = GroupByClass(samples);
   LOOM_RETURN_IF_ERROR(CheckClasses(samples, classes, gpu));
-  const size_t accumulating = static_cast<size_t>(std::count_if(samples.begin(), samples.end(), Accumulates));
-  if (accumulating == 0) return FitWithOverlap(samples, classes, gpu, gpu.calibration.gemm_epilogue_overlap);
+  const size_t accumulating =
+      static_cast<size_t>(std::count_if(samples.begin(), samples.end(), Accumulates));
+  if (accumulating == 0)
+    return FitWithOverlap(samples, classes, gpu, gpu.calibration.gemm_epilogue_overlap);
   // The model costs an accumulating epilogue per gemm_epilogue_overlap, a fact of the GPU's
   // kernels that the probe's pairs (each weight-gradient GEMM accumulating and plain) settle: fit
   // under each setting, keep the one that predicts the accumulating samples better (the file's on
@@ -271,24 +291,29 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
   std::optional<Result<ComputeFit>> serial, overlapped;
   serial.emplace(FitWithOverlap(samples, classes, gpu, false));
   overlapped.emplace(FitWithOverlap(samples, classes, gpu, true));
-  if (!serial->ok() && !overlapped->ok()) return gpu.calibration.gemm_epilogue_overlap ? *overlapped : *serial;
+  if (!serial->ok() && !overlapped->ok())
+    return gpu.calibration.gemm_epilogue_overlap ? *overlapped : *serial;
   EpilogueOverlapFit choice;
   choice.samples = accumulating;
   if (serial->ok()) choice.serial_error = AccumulatingError(samples, **serial);
   if (overlapped->ok()) choice.overlapped_error = AccumulatingError(samples, **overlapped);
   const double serial_error = choice.serial_error.value_or(std::numeric_limits<double>::infinity());
-  const double overlapped_error = choice.overlapped_error.value_or(std::numeric_limits<double>::infinity());
+  const double overlapped_error =
+      choice.overlapped_error.value_or(std::numeric_limits<double>::infinity());
   choice.overlap = serial_error == overlapped_error ? gpu.calibration.gemm_epilogue_overlap
                                                     : overlapped_error < serial_error;
   ComputeFit fit = (choice.overlap ? *overlapped : *serial).value();
   fit.epilogue_overlap = choice;
-  fit.fitted_keys.insert(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), "gemm_wave_latency_us") + 1,
-                         "gemm_epilogue_overlap");
+  fit.fitted_keys.insert(
+      std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), "gemm_wave_latency_us") + 1,
+      "gemm_epilogue_overlap");
   return fit;
 }
 
-Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu) {
-  if (samples.empty()) return Status::InvalidArgument("the profile has no samples to check the calibration against");
+Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples,
+                                           const GpuSpec& gpu) {
+  if (samples.empty())
+    return Status::InvalidArgument("the profile has no samples to check the calibration against");
   const std::vector<ClassSamples> classes = GroupByClass(samples);
   ComputeFit check;
   check.calibration = gpu.calibration;
@@ -312,8 +337,8 @@ Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& sam
 }
 
 void SetFittedOn(const std::vector<std::string>& profile_paths, ComputeFit* fit) {
-  const bool gemms = std::find(fit->fitted_keys.begin(), fit->fitted_keys.end(), "kernel_overhead_us") !=
-                     fit->fitted_keys.end();
+  const bool gemms = std::find(fit->fitted_keys.begin(), fit->fitted_keys.end(),
+                               "kernel_overhead_us") != fit->fitted_keys.end();
   std::vector<std::string> names;
   if (!gemms) names = fit->calibration.fitted_on;
   for (const std::string& path : profile_paths) {
@@ -323,20 +348,25 @@ void SetFittedOn(const std::vector<std::string>& profile_paths, ComputeFit* fit)
   fit->calibration.fitted_on = names;
 }
 
-nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_file, const ComputeFit& fit) {
+nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_file,
+                                              const ComputeFit& fit) {
   const ComputeCalibration& c = fit.calibration;
   nlohmann::ordered_json values = nlohmann::ordered_json::object();
   for (const std::string& key : fit.fitted_keys) {
     if (key == "gemm_operand_bandwidth_GBps") {
       values[key] = RoundSignificant(c.gemm_operand_bandwidth_GBps.value_or(0), 4);
     }
-    if (key == "gemm_wave_latency_us") values[key] = RoundSignificant(c.gemm_wave_latency_us.value_or(0), 4);
+    if (key == "gemm_wave_latency_us")
+      values[key] = RoundSignificant(c.gemm_wave_latency_us.value_or(0), 4);
     if (key == "gemm_epilogue_overlap") values[key] = c.gemm_epilogue_overlap;
     if (key == "kernel_overhead_us") values[key] = RoundSignificant(c.kernel_overhead_us, 4);
-    if (key == "attention_efficiency") values[key] = RoundSignificant(c.attention_efficiency.value_or(1), 4);
-    if (key == "memory_bandwidth_fraction") values[key] = RoundSignificant(c.memory_bandwidth_fraction.value_or(1), 4);
+    if (key == "attention_efficiency")
+      values[key] = RoundSignificant(c.attention_efficiency.value_or(1), 4);
+    if (key == "memory_bandwidth_fraction")
+      values[key] = RoundSignificant(c.memory_bandwidth_fraction.value_or(1), 4);
     for (Dtype dtype : kAllDtypes) {
-      if (key == GemmEfficiencyKey(dtype)) values[key] = RoundSignificant(c.GemmEfficiencySlot(dtype).value_or(1), 4);
+      if (key == GemmEfficiencyKey(dtype))
+        values[key] = RoundSignificant(c.GemmEfficiencySlot(dtype).value_or(1), 4);
     }
   }
   if (!c.fitted_on.empty()) values["fitted_on"] = c.fitted_on;

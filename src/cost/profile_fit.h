@@ -27,8 +27,8 @@ struct SampleResidual {
 struct KernelClassFit {
   OpKind kind = OpKind::kGemm;
   std::optional<Dtype> dtype;  // none for memory-bound kernels
-  std::string key;             // its calibration key: "gemm_efficiency_bf16", "attention_efficiency", ...
-  double value = 0;            // the fitted value of |key|
+  std::string key;   // its calibration key: "gemm_efficiency_bf16", "attention_efficiency", ...
+  double value = 0;  // the fitted value of |key|
   std::vector<SampleResidual> residuals;
   double mean_abs_relative_error = 0;
   double max_abs_relative_error = 0;
@@ -48,7 +48,7 @@ struct EpilogueOverlapFit {
   size_t samples = 0;    // accumulating samples
   // Mean |error| over the accumulating samples of the fit under each setting; nullopt where that
   // fit failed (its error is then the other's reason).
-  std::optional<double> serial_error;      // gemm_epilogue_overlap false: epilogue after the main loop
+  std::optional<double> serial_error;  // gemm_epilogue_overlap false: epilogue after the main loop
   std::optional<double> overlapped_error;  // true: epilogue under another tile's main loop
 };
 
@@ -56,11 +56,11 @@ struct ComputeFit {
   // The GPU's calibration with the fitted values in place and the others as they were; |source|
   // and |fitted_on| are left as they were, for the caller to set (SetFittedOn).
   ComputeCalibration calibration;
-  // The keys fitted, in the order of ReadComputeCalibration. With GEMMs: gemm_operand_bandwidth_GBps
-  // (when the fit needs one), gemm_wave_latency_us, gemm_epilogue_overlap (with accumulating
-  // samples), gemm_efficiency_<dtype> (bf16 and fp16 together: one efficiency, as FitGemm fits
-  // them), kernel_overhead_us; then attention_efficiency and memory_bandwidth_fraction (with such
-  // samples).
+  // The keys fitted, in the order of ReadComputeCalibration. With GEMMs:
+  // gemm_operand_bandwidth_GBps (when the fit needs one), gemm_wave_latency_us,
+  // gemm_epilogue_overlap (with accumulating samples), gemm_efficiency_<dtype> (bf16 and fp16
+  // together: one efficiency, as FitGemm fits them), kernel_overhead_us; then attention_efficiency
+  // and memory_bandwidth_fraction (with such samples).
   std::vector<std::string> fitted_keys;
   // The keys the written calibration must not hold: with GEMMs, gemm_tile_m and gemm_tile_n (a
   // fixed tile would switch the model off the per-shape tile choice it was fitted with) and
@@ -87,7 +87,8 @@ struct ComputeFit {
 // calibration has one attention_efficiency); a dtype without a peak in |gpu|; samples that do not
 // determine the unknowns; times that do not grow with the work; an efficiency above 1
 // (measurements beat the datasheet: the message names the GPU file's key).
-Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu);
+Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples,
+                                         const GpuSpec& gpu);
 
 // Sets |fit|.calibration.fitted_on to the file names (without folders) of |profile_paths| that
 // end in .json, the profiles the values were fitted on. When |fit| fitted no GEMM keys, the GEMM
@@ -95,17 +96,19 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
 void SetFittedOn(const std::vector<std::string>& profile_paths, ComputeFit* fit);
 
 // How |gpu|'s calibration, as it is, predicts |samples|: the residuals of every class as
-// FitComputeCalibration reports them, with nothing fitted (|fitted_keys| empty, each class's |value|
-// the calibration's own). Samples that were not among those fitted give the held-out error.
+// FitComputeCalibration reports them, with nothing fitted (|fitted_keys| empty, each class's
+// |value| the calibration's own). Samples that were not among those fitted give the held-out error.
 // InvalidArgument, naming the samples, when there are none or a dtype has no peak in |gpu|.
-Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples, const GpuSpec& gpu);
+Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples,
+                                           const GpuSpec& gpu);
 
 // |gpu_file| (a GPU file's JSON) with its "calibration" object holding |fit|'s values: the fitted
 // keys replaced in place or added (rounded to 4 significant digits; gemm_epilogue_overlap as a
 // boolean), |fit|.removed_keys deleted, "fitted_on" set when |fit|.calibration has one, the other
 // keys kept, "source" set to |fit|.calibration.source and last, naming the earlier source of the
 // kept keys (WithCalibration, calibration_file.h).
-nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_file, const ComputeFit& fit);
+nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_file,
+                                              const ComputeFit& fit);
 
 }  // namespace loom
 

@@ -19,34 +19,40 @@ std::string Show(double value) {
 }
 
 bool ValidShape(const KernelShape& shape) {
-  if (const GemmShape* g = std::get_if<GemmShape>(&shape)) return g->m > 0 && g->n > 0 && g->k > 0 && g->batch > 0;
+  if (const GemmShape* g = std::get_if<GemmShape>(&shape))
+    return g->m > 0 && g->n > 0 && g->k > 0 && g->batch > 0;
   if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) {
-    return a->batch > 0 && a->heads > 0 && a->kv_heads > 0 && a->seq_q > 0 && a->seq_kv > 0 && a->head_dim_qk > 0 &&
-           a->head_dim_v > 0;
+    return a->batch > 0 && a->heads > 0 && a->kv_heads > 0 && a->seq_q > 0 && a->seq_kv > 0 &&
+           a->head_dim_qk > 0 && a->head_dim_v > 0;
   }
   const MemoryShape& m = std::get<MemoryShape>(shape);
   return m.bytes_read >= 0 && m.bytes_written >= 0 && (m.bytes_read > 0 || m.bytes_written > 0);
 }
 
 // What the samples do at |efficiency| > 1, and what to check in the GPU file.
-std::string BeatsDatasheet(OpKind kind, std::optional<Dtype> dtype, double efficiency, const GpuSpec& gpu) {
+std::string BeatsDatasheet(OpKind kind, std::optional<Dtype> dtype, double efficiency,
+                           const GpuSpec& gpu) {
   const std::string times = Show(efficiency) + "x ";
   if (kind == OpKind::kMemoryBound) {
-    return "move bytes at " + times + "hbm_bandwidth_GBps of " + gpu.file + " (" + Show(gpu.hbm_bandwidth_GBps) +
-           "): buffers that fit in the L2 cache (l2_cache_bytes) are served faster than HBM; profile buffers "
+    return "move bytes at " + times + "hbm_bandwidth_GBps of " + gpu.file + " (" +
+           Show(gpu.hbm_bandwidth_GBps) +
+           "): buffers that fit in the L2 cache (l2_cache_bytes) are served faster than HBM; "
+           "profile buffers "
            "several times larger, and check bytes_read and bytes_written";
   }
   const Dtype d = dtype.value_or(Dtype::kBf16);
-  const std::string peak = "peak_tflops." + std::string(kDtypeNames.Name(d)) + " of " + gpu.file + " (" +
-                           Show(gpu.PeakTflops(d).value_or(0)) + ")";
+  const std::string peak = "peak_tflops." + std::string(kDtypeNames.Name(d)) + " of " + gpu.file +
+                           " (" + Show(gpu.PeakTflops(d).value_or(0)) + ")";
   if (kind == OpKind::kAttention) {
     return "run at " + times + peak +
            "; the fit counts the FLOPs a FlashAttention-2 kernel executes (AttentionKernelFlops, "
-           "src/workload/ops.h: causal masking halves them, the backward executes 2.5x the forward): check the "
+           "src/workload/ops.h: causal masking halves them, the backward executes 2.5x the "
+           "forward): check the "
            "samples' causal and backward flags and that the peak is the dense one";
   }
   return "run at " + times + peak +
-         " at every tile size; check that the peak is the dense one (without 2:4 sparsity) and that the profile "
+         " at every tile size; check that the peak is the dense one (without 2:4 sparsity) and "
+         "that the profile "
          "was measured on this GPU";
 }
 
@@ -58,9 +64,10 @@ double GemmWorkSeconds(const GemmShape& g, int64_t tile_m, int64_t tile_n, const
   const double tiles = static_cast<double>(g.batch) * static_cast<double>(CeilDiv(g.m, tile_m)) *
                        static_cast<double>(CeilDiv(g.n, tile_n));
   const double waves = std::ceil(tiles / static_cast<double>(gpu.sm_count));
-  const double per_sm_flops = gpu.PeakTflops(g.dtype).value_or(0.0) * 1e12 / static_cast<double>(gpu.sm_count);
-  return waves * 2.0 * static_cast<double>(tile_m) * static_cast<double>(tile_n) * static_cast<double>(g.k) /
-         per_sm_flops;
+  const double per_sm_flops =
+      gpu.PeakTflops(g.dtype).value_or(0.0) * 1e12 / static_cast<double>(gpu.sm_count);
+  return waves * 2.0 * static_cast<double>(tile_m) * static_cast<double>(tile_n) *
+         static_cast<double>(g.k) / per_sm_flops;
 }
 
 double AttentionWorkSeconds(const AttentionShape& a, const GpuSpec& gpu) {
@@ -68,7 +75,8 @@ double AttentionWorkSeconds(const AttentionShape& a, const GpuSpec& gpu) {
 }
 
 double MemoryWorkSeconds(const MemoryShape& m, const GpuSpec& gpu) {
-  return (static_cast<double>(m.bytes_read) + static_cast<double>(m.bytes_written)) / (gpu.hbm_bandwidth_GBps * 1e9);
+  return (static_cast<double>(m.bytes_read) + static_cast<double>(m.bytes_written)) /
+         (gpu.hbm_bandwidth_GBps * 1e9);
 }
 
 SharedOverheadFit FitSharedOverhead(const std::vector<WorkGroup>& groups) {
@@ -88,7 +96,8 @@ SharedOverheadFit FitSharedOverhead(const std::vector<WorkGroup>& groups) {
       s.swt += weight * w * t;
     }
     numerator += s.st - s.swt * s.sw / s.sww;
-    denominator += s.s1 - s.sw * s.sw / s.sww;  // >= 0 by Cauchy-Schwarz, 0 when the work is constant
+    denominator +=
+        s.s1 - s.sw * s.sw / s.sww;  // >= 0 by Cauchy-Schwarz, 0 when the work is constant
     total_weight += s.s1;
   }
   SharedOverheadFit fit;
@@ -116,18 +125,21 @@ Status CheckClassSamples(const std::string& what, const std::vector<KernelShape>
     distinct.insert(DescribeShape(shapes[i]));
   }
   if (distinct.size() < kMinShapes) {
-    return Status::InvalidArgument(what + ": " + std::to_string(distinct.size()) + " distinct shape(s); at least " +
-                                   std::to_string(kMinShapes) +
-                                   " are needed to fit an efficiency and an overhead: profile more sizes");
+    return Status::InvalidArgument(
+        what + ": " + std::to_string(distinct.size()) + " distinct shape(s); at least " +
+        std::to_string(kMinShapes) +
+        " are needed to fit an efficiency and an overhead: profile more sizes");
   }
   return Status::Ok();
 }
 
-Status CheckInverseEfficiency(double inverse, const std::string& what, OpKind kind, std::optional<Dtype> dtype,
-                              const GpuSpec& gpu) {
+Status CheckInverseEfficiency(double inverse, const std::string& what, OpKind kind,
+                              std::optional<Dtype> dtype, const GpuSpec& gpu) {
   if (!(inverse > 0)) {
-    return Status::InvalidArgument(what + " do not take longer as their work grows, so no efficiency fits them; "
-                                   "check that the profile timed the shapes it states");
+    return Status::InvalidArgument(
+        what +
+        " do not take longer as their work grows, so no efficiency fits them; "
+        "check that the profile timed the shapes it states");
   }
   if (1.0 / inverse > 1.0 + kEfficiencyTolerance) {
     return Status::InvalidArgument(what + " " + BeatsDatasheet(kind, dtype, 1.0 / inverse, gpu));

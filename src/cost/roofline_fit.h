@@ -39,7 +39,7 @@ struct SharedOverheadFit {
   bool determined = false;
   double overhead_s = 0;
   std::vector<double> inverse_efficiency;  // per group
-  double sse = 0;  // sum of squared relative residuals
+  double sse = 0;                          // sum of squared relative residuals
 };
 
 // Minimises sum over groups c and their samples i of ((o + a_c w_i) / t_i - 1)^2 over one shared
@@ -64,8 +64,8 @@ Status CheckClassSamples(const std::string& what, const std::vector<KernelShape>
 // Checks a fitted inverse efficiency of the |kind| samples |what| names: > 0 (times grow with the
 // work) and an efficiency of at most 1 (+ kEfficiencyTolerance), else a message naming the key of
 // |gpu|'s file the measurements beat (peak_tflops.<dtype>, hbm_bandwidth_GBps) and what to check.
-Status CheckInverseEfficiency(double inverse, const std::string& what, OpKind kind, std::optional<Dtype> dtype,
-                              const GpuSpec& gpu);
+Status CheckInverseEfficiency(double inverse, const std::string& what, OpKind kind,
+                              std::optional<Dtype> dtype, const GpuSpec& gpu);
 
 }  // namespace loom
 

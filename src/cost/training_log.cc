@@ -67,10 +67,12 @@ Result<TrainingLog> ReadTrainingLog(const std::string& path) {
     // A NaN, an infinity or a non-positive rate (a failed or diverged interval) is no step time.
     for (const std::optional<double>& value : {ms, sps}) {
       if (value && !(std::isfinite(*value) && *value > 0)) {
-        return Status::InvalidArgument(path + ":" + std::to_string(line_number) + ": the logged " +
-                                       (ms ? "'elapsed time per iteration (ms)'" : "'CurrSamplesPerSec'") + " is " +
-                                       std::to_string(*value) + "; loom reads only finite positive step times: "
-                                       "cut the log to the intervals that ran, or give step_time_s instead");
+        return Status::InvalidArgument(
+            path + ":" + std::to_string(line_number) + ": the logged " +
+            (ms ? "'elapsed time per iteration (ms)'" : "'CurrSamplesPerSec'") + " is " +
+            std::to_string(*value) +
+            "; loom reads only finite positive step times: "
+            "cut the log to the intervals that ran, or give step_time_s instead");
       }
     }
     if (ms) megatron.push_back(*ms);
@@ -83,16 +85,19 @@ Result<TrainingLog> ReadTrainingLog(const std::string& path) {
     log.kind = TrainingLog::Kind::kDeepSpeed;
     log.values = std::move(deepspeed);
   } else {
-    return Status::InvalidArgument(path + ": no step times: neither Megatron-LM's 'elapsed time per iteration (ms):' "
-                                   "nor DeepSpeed's 'CurrSamplesPerSec=' appears; give step_time_s instead");
+    return Status::InvalidArgument(
+        path +
+        ": no step times: neither Megatron-LM's 'elapsed time per iteration (ms):' "
+        "nor DeepSpeed's 'CurrSamplesPerSec=' appears; give step_time_s instead");
   }
   return log;
 }
 
 Result<double> TrainingLog::StepTimeSeconds(int64_t global_batch) const {
   if (values.size() < 2) {
-    return Status::InvalidArgument("the log has " + std::to_string(values.size()) +
-                                   " logged interval(s); loom needs 2 or more, the first of which (warm-up) it drops");
+    return Status::InvalidArgument(
+        "the log has " + std::to_string(values.size()) +
+        " logged interval(s); loom needs 2 or more, the first of which (warm-up) it drops");
   }
   std::vector<double> kept(values.begin() + 1, values.end());
   std::sort(kept.begin(), kept.end());
@@ -100,8 +105,9 @@ Result<double> TrainingLog::StepTimeSeconds(int64_t global_batch) const {
   const double median = n % 2 == 1 ? kept[n / 2] : 0.5 * (kept[n / 2 - 1] + kept[n / 2]);
   if (kind == Kind::kMegatron) return median / 1e3;
   if (global_batch <= 0 || median <= 0) {
-    return Status::InvalidArgument("a DeepSpeed log gives samples per second: the run needs its global batch "
-                                   "(strategy.global_batch) to make a step time of it");
+    return Status::InvalidArgument(
+        "a DeepSpeed log gives samples per second: the run needs its global batch "
+        "(strategy.global_batch) to make a step time of it");
   }
   return static_cast<double>(global_batch) / median;
 }

@@ -11,7 +11,8 @@ namespace loom {
 namespace {
 
 constexpr char kSupported[] =
-    "the cuda backend runs plans whose ranks are one GPU each (tp = cp = ep = 1) without ring attention, "
+    "the cuda backend runs plans whose ranks are one GPU each (tp = cp = ep = 1) without ring "
+    "attention, "
     "ZeRO-3 or offload; validate this plan with --backend host";
 
 Status NotRunnable(const TaskGraph& g, TaskId task, const std::string& what) {
@@ -52,13 +53,16 @@ Status ProgramBuilder::FindEdges() {
     const std::span<const TaskId> remote = exec_.remote_successors(t);
     if (remote.empty()) continue;
     if (plan_.step.work[t].kind != WorkKind::kTransfer) {
-      return NotRunnable(g_, t, "has successors on another rank but is not a send between pipeline stages");
+      return NotRunnable(
+          g_, t, "has successors on another rank but is not a send between pipeline stages");
     }
     const int32_t to = g_.rank_of(remote.front());
     for (TaskId s : remote) {
-      if (g_.rank_of(s) != to) return NotRunnable(g_, t, "is one send with successors on two ranks");
+      if (g_.rank_of(s) != to)
+        return NotRunnable(g_, t, "is one send with successors on two ranks");
     }
-    const auto [it, added] = edges.try_emplace({g_.rank_of(t), to}, static_cast<int32_t>(out_.edges.size()));
+    const auto [it, added] =
+        edges.try_emplace({g_.rank_of(t), to}, static_cast<int32_t>(out_.edges.size()));
     if (added) out_.edges.push_back({g_.rank_of(t), to});
     edge_of_send_[t] = it->second;
   }
@@ -83,12 +87,15 @@ Status ProgramBuilder::AddReceives() {
         const auto edge = edge_of_send_.find(t);
         if (edge == edge_of_send_.end() || edge->second != e) continue;
         if (send_stream != -1 && send_stream != sender.streams[s]) {
-          return NotRunnable(g_, t, "sends to rank " + std::to_string(rank_) + " from a second stream");
+          return NotRunnable(g_, t,
+                             "sends to rank " + std::to_string(rank_) + " from a second stream");
         }
         send_stream = sender.streams[s];
         receive_of_send_[t] = static_cast<int32_t>(out_.receives.size());
-        out_.receives.push_back({out_.edges[e].from, t, stream, e, plan_.workload.payloads.p2p_bytes});
-        out_.largest_transfer_bytes = std::max(out_.largest_transfer_bytes, plan_.workload.payloads.p2p_bytes);
+        out_.receives.push_back(
+            {out_.edges[e].from, t, stream, e, plan_.workload.payloads.p2p_bytes});
+        out_.largest_transfer_bytes =
+            std::max(out_.largest_transfer_bytes, plan_.workload.payloads.p2p_bytes);
       }
     }
   }
@@ -102,7 +109,8 @@ Status ProgramBuilder::Order() {
   const RankProgram& program = exec_.ranks()[rank_];
   std::map<TaskId, std::pair<int32_t, size_t>> position;  // task -> (stream index, position in it)
   for (size_t s = 0; s < program.streams.size(); ++s) {
-    for (size_t i = 0; i < program.stream_tasks[s].size(); ++i) position[program.stream_tasks[s][i]] = {s, i};
+    for (size_t i = 0; i < program.stream_tasks[s].size(); ++i)
+      position[program.stream_tasks[s][i]] = {s, i};
   }
   std::map<TaskId, int32_t> pending;  // waits not yet enqueued: stream predecessor plus local waits
   std::priority_queue<TaskId, std::vector<TaskId>, std::greater<>> ready;
@@ -131,12 +139,14 @@ Status ProgramBuilder::Order() {
     }
   }
   if (out_.tasks.size() != position.size()) {
-    return Status::Internal("rank " + std::to_string(rank_) + "'s tasks wait for each other in a cycle that "
+    return Status::Internal("rank " + std::to_string(rank_) +
+                            "'s tasks wait for each other in a cycle that "
                             "PlanExecution did not refuse");
   }
   // Each task that depends on a send to this rank waits for its receive.
   for (const auto& [send, receive] : receive_of_send_) {
-    for (TaskId next : exec_.remote_successors(send)) out_.tasks[index_of_[next]].receives.push_back(receive);
+    for (TaskId next : exec_.remote_successors(send))
+      out_.tasks[index_of_[next]].receives.push_back(receive);
   }
   return Status::Ok();
 }
@@ -147,7 +157,8 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
   const GroupId group = g_.group_of(d.task);
   const auto collective = [&](CollectiveKind kind, int64_t bytes, int64_t expert_bytes) -> Status {
     if (expert_bytes > 0) {
-      return NotRunnable(g_, d.task, "moves routed experts' gradients or weights over expert-data-parallel ranks");
+      return NotRunnable(
+          g_, d.task, "moves routed experts' gradients or weights over expert-data-parallel ranks");
     }
     if (group == kNoGroup) return Status::Ok();  // one replica: nothing to reduce or gather
     d.work = DeviceWork::kCollective;
@@ -165,7 +176,8 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
       d.ops = OpsOfPass(plan_.workload, work);
       for (const Op* op : d.ops.ops) {
         if (op->kind == OpKind::kCollective) {
-          return NotRunnable(g_, d.task, "runs the collective " + std::string(OpNameString(op->name)));
+          return NotRunnable(g_, d.task,
+                             "runs the collective " + std::string(OpNameString(op->name)));
         }
       }
       return Status::Ok();
@@ -180,7 +192,8 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
       return collective(payloads.grad_reduce, payloads.bucket_bytes[work.index],
                         payloads.expert_bucket_bytes[work.index]);
     case WorkKind::kParamGather:
-      return collective(CollectiveKind::kAllGather, payloads.param_gather_bytes[work.index] / work.parts,
+      return collective(CollectiveKind::kAllGather,
+                        payloads.param_gather_bytes[work.index] / work.parts,
                         payloads.expert_param_gather_bytes[work.index]);
     case WorkKind::kOptimizer:
       d.work = DeviceWork::kOptimizer;
@@ -220,15 +233,18 @@ Status ProgramBuilder::SetMemory() {
     LOOM_RETURN_IF_ERROR(add(d.task, MemoryPhase::kAtEnd, t.pool, -t.free_at_end_bytes));
   }
   for (const MemoryEvent& e : g_.memory_events()) {
-    if (g_.rank_of(e.task) == rank_) LOOM_RETURN_IF_ERROR(add(e.task, e.phase, e.pool, e.delta_bytes));
+    if (g_.rank_of(e.task) == rank_)
+      LOOM_RETURN_IF_ERROR(add(e.task, e.phase, e.pool, e.delta_bytes));
   }
   return Status::Ok();
 }
 
 Result<DeviceProgram> ProgramBuilder::Build() {
   if (plan_.step.work.size() != static_cast<size_t>(g_.num_tasks())) {
-    return Status::InvalidArgument(plan_.file + ": the plan does not say what its tasks run; write it again with "
-                                   "`loom plan ... --emit plan`");
+    return Status::InvalidArgument(
+        plan_.file +
+        ": the plan does not say what its tasks run; write it again with "
+        "`loom plan ... --emit plan`");
   }
   out_.rank = rank_;
   out_.streams = exec_.ranks()[rank_].streams;

@@ -40,13 +40,13 @@ struct DeviceTask {
   TaskId task = -1;
   int32_t stream = 0;  // index into DeviceProgram::streams
   DeviceWork work = DeviceWork::kNothing;
-  PassOps ops;                                               // kOps
-  int32_t peer = -1;                                         // kSend: the receiving rank
-  int32_t edge = -1;                                         // kSend: index into DeviceProgram::edges
-  CollectiveKind collective = CollectiveKind::kAllReduce;    // kCollective
-  int32_t communicator = -1;                                 // kCollective: ExecPlan's communicator
-  int64_t bytes = 0;                                         // kSend, kCollective
-  MemoryShape traffic;                                       // kOptimizer
+  PassOps ops;                                             // kOps
+  int32_t peer = -1;                                       // kSend: the receiving rank
+  int32_t edge = -1;                                       // kSend: index into DeviceProgram::edges
+  CollectiveKind collective = CollectiveKind::kAllReduce;  // kCollective
+  int32_t communicator = -1;                               // kCollective: ExecPlan's communicator
+  int64_t bytes = 0;                                       // kSend, kCollective
+  MemoryShape traffic;                                     // kOptimizer
   // Tasks of this rank on other streams whose end events it waits for (their DeviceTask index).
   std::vector<int32_t> waits;
   // Receives (index into DeviceProgram::receives) it waits for.
@@ -76,13 +76,13 @@ struct P2pEdge {
 
 struct DeviceProgram {
   int32_t rank = 0;
-  std::vector<StreamId> streams;         // the plan's streams of the rank; -1 for a receive stream
-  std::vector<DeviceTask> tasks;         // in enqueue order: each after every task it waits for,
-                                         // each stream's tasks in the plan's stream order
-  std::vector<DeviceReceive> receives;   // each receive stream's in the order its sender sends
-  std::vector<P2pEdge> edges;            // every edge of the step, the same on every rank
-  std::vector<int32_t> send_edges;       // the edges this rank sends on (index into |edges|)
-  std::vector<int32_t> receive_edges;    // the edges this rank receives on
+  std::vector<StreamId> streams;        // the plan's streams of the rank; -1 for a receive stream
+  std::vector<DeviceTask> tasks;        // in enqueue order: each after every task it waits for,
+                                        // each stream's tasks in the plan's stream order
+  std::vector<DeviceReceive> receives;  // each receive stream's in the order its sender sends
+  std::vector<P2pEdge> edges;           // every edge of the step, the same on every rank
+  std::vector<int32_t> send_edges;      // the edges this rank sends on (index into |edges|)
+  std::vector<int32_t> receive_edges;   // the edges this rank receives on
   // The memory that lives for the whole step on this rank (model states), and the largest
   // buffer a send, a receive or a collective reads or writes: carved out of it, since that is
   // where the activations, gradients and weights they move live.
@@ -95,7 +95,8 @@ struct DeviceProgram {
 // The classes a cuda run reports its time in, beside the step's task categories: each op kind of
 // the passes, the sends between stages, each kind of data-parallel collective, the optimizer.
 inline constexpr std::array<std::string_view, 8> kDeviceClasses = {
-    "gemm", "attention", "memory", "send", "all_reduce", "reduce_scatter", "all_gather", "optimizer"};
+    "gemm",       "attention",      "memory",     "send",
+    "all_reduce", "reduce_scatter", "all_gather", "optimizer"};
 // The index in kDeviceClasses of |op| (a GEMM, attention or memory-bound op), or -1.
 int32_t OpClass(const Op& op);
 // The index in kDeviceClasses of a task that is not kOps, or -1 (kNothing, kOps).

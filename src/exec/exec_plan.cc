@@ -9,9 +9,10 @@ namespace loom {
 namespace {
 
 // The CSR lists of |pairs| (task, item), grouped by task.
-void FillCsr(int32_t tasks, std::vector<std::pair<TaskId, TaskId>>& pairs, std::vector<int32_t>& offsets,
-             std::vector<TaskId>& items) {
-  std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+void FillCsr(int32_t tasks, std::vector<std::pair<TaskId, TaskId>>& pairs,
+             std::vector<int32_t>& offsets, std::vector<TaskId>& items) {
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   offsets.assign(static_cast<size_t>(tasks) + 1, 0);
   for (const auto& [task, item] : pairs) ++offsets[task + 1];
   for (int32_t t = 0; t < tasks; ++t) offsets[t + 1] += offsets[t];
@@ -24,9 +25,9 @@ void FillCsr(int32_t tasks, std::vector<std::pair<TaskId, TaskId>>& pairs, std::
 Status CheckWorldSize(const TaskGraph& graph, int32_t world) {
   if (world == graph.num_ranks()) return Status::Ok();
   const std::string n = std::to_string(graph.num_ranks());
-  return Status::InvalidArgument("the plan's rank programs are for " + n + " ranks, but " + std::to_string(world) +
-                                 " processes run it; launch one process per rank: mpirun -np " + n +
-                                 " loom validate ...");
+  return Status::InvalidArgument(
+      "the plan's rank programs are for " + n + " ranks, but " + std::to_string(world) +
+      " processes run it; launch one process per rank: mpirun -np " + n + " loom validate ...");
 }
 
 Result<ExecPlan> PlanExecution(const TaskGraph& graph, int32_t world) {
@@ -56,8 +57,9 @@ Result<ExecPlan> PlanExecution(const TaskGraph& graph, int32_t world) {
     bool any = false;
     for (const auto& list : program.stream_tasks) any = any || !list.empty();
     if (!any) {
-      return Status::InvalidArgument("rank " + std::to_string(program.rank) +
-                                     " has no tasks: its process would have nothing to run; the plan file is damaged");
+      return Status::InvalidArgument(
+          "rank " + std::to_string(program.rank) +
+          " has no tasks: its process would have nothing to run; the plan file is damaged");
     }
   }
 
@@ -67,7 +69,8 @@ Result<ExecPlan> PlanExecution(const TaskGraph& graph, int32_t world) {
   for (const Dependency& d : graph.dependencies()) {
     const Task& before = graph.task(d.before);
     const Task& after = graph.task(d.after);
-    if (before.stream == after.stream) continue;  // the stream's own order (Validate: before < after)
+    if (before.stream == after.stream)
+      continue;  // the stream's own order (Validate: before < after)
     if (graph.rank_of(d.before) == graph.rank_of(d.after)) {
       local.emplace_back(d.before, d.after);
       ++plan.local_waits_[d.after];
@@ -85,7 +88,8 @@ Result<ExecPlan> PlanExecution(const TaskGraph& graph, int32_t world) {
     for (TaskId member : graph.group_members(g)) ranks.push_back(graph.rank_of(member));
     std::sort(ranks.begin(), ranks.end());
     if (auto twice = std::adjacent_find(ranks.begin(), ranks.end()); twice != ranks.end()) {
-      return Status::InvalidArgument("collective of " + graph.DescribeTask(graph.group_members(g)[0]) +
+      return Status::InvalidArgument("collective of " +
+                                     graph.DescribeTask(graph.group_members(g)[0]) +
                                      " has two members on rank " + std::to_string(*twice) +
                                      ": a rank joins a collective once");
     }
@@ -93,13 +97,14 @@ Result<ExecPlan> PlanExecution(const TaskGraph& graph, int32_t world) {
     for (TaskId member : graph.group_members(g)) {
       const NameId other = graph.stream_name(graph.task(member).stream);
       if (other != stream_name) {
-        return Status::InvalidArgument("collective of " + graph.DescribeTask(member) + " has members on streams '" +
-                                       std::string(graph.Name(stream_name)) + "' and '" +
-                                       std::string(graph.Name(other)) +
-                                       "': one communicator cannot keep the order of both");
+        return Status::InvalidArgument(
+            "collective of " + graph.DescribeTask(member) + " has members on streams '" +
+            std::string(graph.Name(stream_name)) + "' and '" + std::string(graph.Name(other)) +
+            "': one communicator cannot keep the order of both");
       }
     }
-    auto [it, added] = communicator_index.try_emplace({ranks, stream_name}, static_cast<int32_t>(plan.communicators_.size()));
+    auto [it, added] = communicator_index.try_emplace(
+        {ranks, stream_name}, static_cast<int32_t>(plan.communicators_.size()));
     if (added) plan.communicators_.push_back({std::move(ranks), stream_name});
     plan.group_comm_.push_back(it->second);
   }

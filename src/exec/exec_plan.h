@@ -53,7 +53,8 @@ class ExecPlan {
     std::vector<TaskId> items;
   };
   static std::span<const TaskId> Slice(const Csr& csr, TaskId task) {
-    return std::span<const TaskId>(csr.items).subspan(csr.offsets[task], csr.offsets[task + 1] - csr.offsets[task]);
+    return std::span<const TaskId>(csr.items).subspan(csr.offsets[task],
+                                                      csr.offsets[task + 1] - csr.offsets[task]);
   }
 
   const TaskGraph* graph_ = nullptr;

@@ -11,7 +11,11 @@ namespace {
 class RankRun {
  public:
   RankRun(const ExecPlan& plan, int32_t rank, TaskBackend& backend)
-      : plan_(plan), graph_(plan.graph()), program_(plan.ranks()[rank]), rank_(rank), backend_(backend) {
+      : plan_(plan),
+        graph_(plan.graph()),
+        program_(plan.ranks()[rank]),
+        rank_(rank),
+        backend_(backend) {
     waits_.assign(static_cast<size_t>(graph_.num_tasks()), 0);
     next_.assign(program_.streams.size(), 0);
     running_.assign(program_.streams.size(), false);
@@ -37,14 +41,16 @@ class RankRun {
       LOOM_RETURN_IF_ERROR(backend_.Poll(&ended, &notified));
       for (const TaskEnd& e : ended) LOOM_RETURN_IF_ERROR(End(e));
       for (TaskId t : notified) Arrived(t);
-      if (ended.empty() && notified.empty() && backend_.Now() > options.timeout) return Stuck(options.timeout);
+      if (ended.empty() && notified.empty() && backend_.Now() > options.timeout)
+        return Stuck(options.timeout);
     }
     return std::move(times_);
   }
 
  private:
   size_t Slot(TaskId t) const {
-    return static_cast<size_t>(std::lower_bound(times_.tasks.begin(), times_.tasks.end(), t) - times_.tasks.begin());
+    return static_cast<size_t>(std::lower_bound(times_.tasks.begin(), times_.tasks.end(), t) -
+                               times_.tasks.begin());
   }
 
   // Starts, in task id order, every stream head whose waits are over.
@@ -52,7 +58,8 @@ class RankRun {
     ready_.clear();
     for (size_t s = 0; s < program_.streams.size(); ++s) {
       const auto& list = program_.stream_tasks[s];
-      if (!running_[s] && next_[s] < list.size() && waits_[list[next_[s]]] == 0) ready_.push_back(s);
+      if (!running_[s] && next_[s] < list.size() && waits_[list[next_[s]]] == 0)
+        ready_.push_back(s);
     }
     std::sort(ready_.begin(), ready_.end(), [&](size_t a, size_t b) {
       return program_.stream_tasks[a][next_[a]] < program_.stream_tasks[b][next_[b]];
@@ -62,8 +69,9 @@ class RankRun {
       running_[s] = true;
       times_.start[Slot(t)] = backend_.Now();
       const GroupId group = graph_.group_of(t);
-      LOOM_RETURN_IF_ERROR(group == kNoGroup ? backend_.Start(t)
-                                             : backend_.StartCollective(t, group, plan_.communicator_of(group)));
+      LOOM_RETURN_IF_ERROR(group == kNoGroup
+                               ? backend_.Start(t)
+                               : backend_.StartCollective(t, group, plan_.communicator_of(group)));
     }
     return Status::Ok();
   }
@@ -76,9 +84,11 @@ class RankRun {
     --remaining_;
     for (TaskId after : plan_.local_successors(e.task)) --waits_[after];
     notified_ranks_.clear();
-    for (TaskId after : plan_.remote_successors(e.task)) notified_ranks_.push_back(graph_.rank_of(after));
+    for (TaskId after : plan_.remote_successors(e.task))
+      notified_ranks_.push_back(graph_.rank_of(after));
     std::sort(notified_ranks_.begin(), notified_ranks_.end());
-    notified_ranks_.erase(std::unique(notified_ranks_.begin(), notified_ranks_.end()), notified_ranks_.end());
+    notified_ranks_.erase(std::unique(notified_ranks_.begin(), notified_ranks_.end()),
+                          notified_ranks_.end());
     for (int32_t to : notified_ranks_) LOOM_RETURN_IF_ERROR(backend_.Notify(e.task, to));
     return Status::Ok();
   }
@@ -103,14 +113,16 @@ class RankRun {
       const auto& list = program_.stream_tasks[s];
       if (next_[s] >= list.size()) continue;
       const TaskId t = list[next_[s]];
-      waiting += "\n  " + graph_.DescribeTask(t) +
-                 (running_[s] ? ": started, never ended (a collective whose other members never came?)"
-                              : ": waits for " + std::to_string(waits_.at(t)) + " dependencies");
+      waiting +=
+          "\n  " + graph_.DescribeTask(t) +
+          (running_[s] ? ": started, never ended (a collective whose other members never came?)"
+                       : ": waits for " + std::to_string(waits_.at(t)) + " dependencies");
       ++listed;
     }
-    return Status::DeadlineExceeded("rank " + std::to_string(rank_) + " did not finish its step within " +
-                                    std::to_string(timeout.ToSeconds()) + " s; still waiting:" + waiting +
-                                    "\nraise --timeout-s if the step is this long, or look at the other ranks' errors");
+    return Status::DeadlineExceeded(
+        "rank " + std::to_string(rank_) + " did not finish its step within " +
+        std::to_string(timeout.ToSeconds()) + " s; still waiting:" + waiting +
+        "\nraise --timeout-s if the step is this long, or look at the other ranks' errors");
   }
 
   const ExecPlan& plan_;
@@ -129,7 +141,8 @@ class RankRun {
 
 }  // namespace
 
-Result<RankTimes> RunRankProgram(const ExecPlan& plan, int32_t rank, TaskBackend& backend, const RunOptions& options) {
+Result<RankTimes> RunRankProgram(const ExecPlan& plan, int32_t rank, TaskBackend& backend,
+                                 const RunOptions& options) {
   RankRun run(plan, rank, backend);
   return run.Run(options);
 }
@@ -137,7 +150,8 @@ Result<RankTimes> RunRankProgram(const ExecPlan& plan, int32_t rank, TaskBackend
 std::vector<int32_t> StartSequence(const std::vector<SimTime>& start) {
   std::vector<TaskId> order(start.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](TaskId a, TaskId b) { return start[a] < start[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](TaskId a, TaskId b) { return start[a] < start[b]; });
   std::vector<int32_t> sequence(start.size(), 0);
   for (size_t i = 0; i < order.size(); ++i) sequence[order[i]] = static_cast<int32_t>(i);
   return sequence;

@@ -26,8 +26,8 @@ class OneRankTransport : public MessageTransport {
     return Status::Ok();
   }
   Status Send(TaskId task, int32_t to) override {
-    return Status::Internal("task " + std::to_string(task) + " sends to rank " + std::to_string(to) +
-                            " in a world of one rank");
+    return Status::Internal("task " + std::to_string(task) + " sends to rank " +
+                            std::to_string(to) + " in a world of one rank");
   }
   Status Poll(std::vector<TaskId>* collectives_done, std::vector<TaskId>*) override {
     collectives_done->insert(collectives_done->end(), done_.begin(), done_.end());
@@ -100,8 +100,8 @@ class MpiTransport : public MessageTransport {
     pending->group = group;
     pending->send[0] = group;
     pending->send[1] = -group;
-    LOOM_MPI(MPI_Iallreduce(pending->send, pending->result, 2, MPI_INT32_T, MPI_MAX, communicators_[communicator],
-                            &pending->request));
+    LOOM_MPI(MPI_Iallreduce(pending->send, pending->result, 2, MPI_INT32_T, MPI_MAX,
+                            communicators_[communicator], &pending->request));
     collectives_.push_back(std::move(pending));
     return Status::Ok();
   }
@@ -131,7 +131,8 @@ class MpiTransport : public MessageTransport {
       LOOM_MPI(MPI_Test(&receive_, &done, MPI_STATUS_IGNORE));
       if (!done) break;
       received->push_back(received_);
-      LOOM_MPI(MPI_Irecv(&received_, 1, MPI_INT32_T, MPI_ANY_SOURCE, kNotifyTag, notify_, &receive_));
+      LOOM_MPI(
+          MPI_Irecv(&received_, 1, MPI_INT32_T, MPI_ANY_SOURCE, kNotifyTag, notify_, &receive_));
     }
     return DropSentMessages(/*wait=*/false);
   }
@@ -153,11 +154,12 @@ class MpiTransport : public MessageTransport {
 
   Status CheckSameGroup(const PendingCollective& c) const {
     if (c.result[0] == c.group && -c.result[1] == c.group) return Status::Ok();
-    return Status::Internal("rank " + std::to_string(rank_) + " joined the collective of " +
-                            plan_.graph().DescribeTask(c.task) +
-                            ", but other members of its communicator were in other collectives (groups " +
-                            std::to_string(-c.result[1]) + " to " + std::to_string(c.result[0]) +
-                            "): the ranks issued their collectives in different orders");
+    return Status::Internal(
+        "rank " + std::to_string(rank_) + " joined the collective of " +
+        plan_.graph().DescribeTask(c.task) +
+        ", but other members of its communicator were in other collectives (groups " +
+        std::to_string(-c.result[1]) + " to " + std::to_string(c.result[0]) +
+        "): the ranks issued their collectives in different orders");
   }
 
   Status DropSentMessages(bool wait) {
@@ -187,7 +189,6 @@ class MpiTransport : public MessageTransport {
   std::vector<std::unique_ptr<PendingCollective>> collectives_;
   std::vector<std::unique_ptr<PendingSend>> sends_;
 };
-
 
 // Rank 0's clock minus this rank's at the same instant. Ranks on rank 0's host share its
 // CLOCK_MONOTONIC (std::chrono::steady_clock): zero. Others estimate it from the fastest of 16
@@ -251,8 +252,8 @@ Result<std::vector<RankTimes>> GatherRankTimesOverMpi(const RankTimes& mine, int
     total += counts[r];
   }
   std::vector<int64_t> all(rank == 0 ? static_cast<size_t>(total) : 0);
-  LOOM_MPI(MPI_Gatherv(flat.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, 0,
-                       MPI_COMM_WORLD));
+  LOOM_MPI(MPI_Gatherv(flat.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(),
+                       MPI_INT64_T, 0, MPI_COMM_WORLD));
   std::vector<RankTimes> times;
   if (rank != 0) return times;
   for (int r = 0; r < world; ++r) {
@@ -275,13 +276,15 @@ namespace {
 
 Result<RankLinks> LinkRanksOverMpi(const ExecPlan&, const Launcher&, Clock&) {
   return Status::Unimplemented(
-      "loom was built without MPI, which the host backend needs for more than one rank: install Debian's "
+      "loom was built without MPI, which the host backend needs for more than one rank: install "
+      "Debian's "
       "libopenmpi-dev (tools/loom does) and rebuild");
 }
 
 Result<std::vector<RankTimes>> GatherRankTimesOverMpi(const RankTimes&, int, int world) {
-  return Status::Unimplemented("loom was built without MPI: gathering the times of " + std::to_string(world) +
-                               " ranks needs it; install Debian's libopenmpi-dev (tools/loom does) and rebuild");
+  return Status::Unimplemented(
+      "loom was built without MPI: gathering the times of " + std::to_string(world) +
+      " ranks needs it; install Debian's libopenmpi-dev (tools/loom does) and rebuild");
 }
 
 }  // namespace
@@ -293,7 +296,8 @@ Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, 
   return GatherRankTimesOverMpi(mine, rank, world);
 }
 
-Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& launcher, const HostRunOptions& options) {
+Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& launcher,
+                                            const HostRunOptions& options) {
   const int rank = launcher.Rank(), world = launcher.Size();
   SteadyClock clock;
   RankLinks links;
@@ -323,12 +327,14 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
     if (!times.ok()) return times.status();
     LOOM_RETURN_IF_ERROR(flushed);
     if (*failures > 0) {
-      return Status::Internal("rank " + std::to_string(rank) + " stopped: another rank failed in step " +
-                              std::to_string(step) + " (its error says why)");
+      return Status::Internal("rank " + std::to_string(rank) +
+                              " stopped: another rank failed in step " + std::to_string(step) +
+                              " (its error says why)");
     }
     Result<std::vector<RankTimes>> all = GatherRankTimes(*times, rank, world);
     if (!all.ok()) return all.status();
-    if (rank == 0 && step >= options.warmup_steps) measured.push_back(MeasuredTimeline(plan.graph(), *all));
+    if (rank == 0 && step >= options.warmup_steps)
+      measured.push_back(MeasuredTimeline(plan.graph(), *all));
   }
   return measured;
 }

@@ -34,11 +34,12 @@ struct HostRunOptions {
 // fails (its transport, or a step past |options.timeout|), every rank returns an error, the
 // failing one with its reason. A world of one rank (a SingleProcessLauncher) runs without MPI, in
 // any build; larger worlds are Unimplemented when loom was built without MPI.
-Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& launcher, const HostRunOptions& options);
+Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& launcher,
+                                            const HostRunOptions& options);
 
 // Gathers every rank's times on rank 0 over MPI (every rank calls it): on rank 0 the times of each
-// rank, in rank order; on the others an empty vector. A world of one rank gets its own times without
-// calling MPI; without MPI larger worlds are Unimplemented.
+// rank, in rank order; on the others an empty vector. A world of one rank gets its own times
+// without calling MPI; without MPI larger worlds are Unimplemented.
 Result<std::vector<RankTimes>> GatherRankTimes(const RankTimes& mine, int rank, int world);
 
 }  // namespace loom

@@ -74,7 +74,8 @@ AttentionOperands AttentionOperandsOf(const AttentionShape& s) {
   }
   operands.bytes = Pack(bytes, &operands.offsets);
   // The forward's unused tensors take no space; give them offset 0 rather than the end.
-  for (size_t i = s.backward ? kAttentionTensorCount : kForwardAttentionTensorCount; i < kAttentionTensorCount; ++i) {
+  for (size_t i = s.backward ? kAttentionTensorCount : kForwardAttentionTensorCount;
+       i < kAttentionTensorCount; ++i) {
     operands.offsets[i] = 0;
   }
   return operands;
@@ -92,8 +93,10 @@ MemoryOperands MemoryOperandsOf(const MemoryShape& s) {
 
 int64_t OperandBytes(const Op& op) {
   if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) return GemmOperandsOf(*gemm).bytes;
-  if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) return AttentionOperandsOf(*attention).bytes;
-  if (const auto* memory = std::get_if<MemoryShape>(&op.shape)) return MemoryOperandsOf(*memory).bytes;
+  if (const auto* attention = std::get_if<AttentionShape>(&op.shape))
+    return AttentionOperandsOf(*attention).bytes;
+  if (const auto* memory = std::get_if<MemoryShape>(&op.shape))
+    return MemoryOperandsOf(*memory).bytes;
   return 0;
 }
 

@@ -17,10 +17,10 @@ namespace loom {
 //
 // The placements are a ring: each op that is small (operands under flush_bytes(), kColdL2Multiple
 // = 2 times the L2, probe/bench.h) goes where the previous small op ended, or back to the start of
-// the ring when it does not fit before the end. Ops at least that large already stream more than twice the L2 through it
-// themselves, as the probe's large shapes do with a single copy (RotationCount 1); they all share
-// one region after the ring, so that a few of them (the output head over a large vocabulary) do
-// not multiply the arena.
+// the ring when it does not fit before the end. Ops at least that large already stream more than
+// twice the L2 through it themselves, as the probe's large shapes do with a single copy
+// (RotationCount 1); they all share one region after the ring, so that a few of them (the output
+// head over a large vocabulary) do not multiply the arena.
 //
 // The guarantee: between any two placements that share a byte, the placements after the first,
 // up to and including the second, add up to at least flush_bytes() (an op's bytes are the
@@ -59,7 +59,8 @@ class OperandRing {
   int64_t flush_bytes_ = 0;
   int64_t ring_bytes_ = 0;
   int64_t large_bytes_ = 0;
-  int64_t cursor_ = 0;  // where the next small op goes, unless it does not fit before the ring's end
+  int64_t cursor_ =
+      0;  // where the next small op goes, unless it does not fit before the ring's end
 };
 
 }  // namespace loom

@@ -21,16 +21,17 @@ using plan_file_layout::kTaskFields;
 using plan_file_layout::kWorkFields;
 
 ordered_json TaskRow(const Task& t, int64_t work) {
-  return ordered_json::array({t.stream, t.duration.nanos(), t.name, t.category, t.link, t.route, t.pool,
-                              t.alloc_at_start_bytes, t.free_at_end_bytes, work});
+  return ordered_json::array({t.stream, t.duration.nanos(), t.name, t.category, t.link, t.route,
+                              t.pool, t.alloc_at_start_bytes, t.free_at_end_bytes, work});
 }
 
 // The highest NameId anything of |step| refers to: the names table runs from 0 to it, so that
 // every id in the file is the id the graph had.
 NameId LastNameUsed(const StepGraph& step) {
   const TaskGraph& g = step.graph;
-  NameId last = std::max({step.compute_category, step.tp_category, step.tp_hidden_category, step.pp_category,
-                          step.dp_category, step.optimizer_category, step.cp_category, step.offload_category});
+  NameId last = std::max({step.compute_category, step.tp_category, step.tp_hidden_category,
+                          step.pp_category, step.dp_category, step.optimizer_category,
+                          step.cp_category, step.offload_category});
   for (const Task& t : g.tasks()) last = std::max({last, t.name, t.category});
   for (StreamId s = 0; s < g.num_streams(); ++s) last = std::max(last, g.stream_name(s));
   for (LinkId l = 0; l < g.num_links(); ++l) last = std::max(last, g.link_name(l));
@@ -53,7 +54,8 @@ void AddTables(const StepGraph& step, ordered_json& j) {
   j["names"] = std::move(names);
   ordered_json streams = ordered_json::array();
   for (StreamId s = 0; s < g.num_streams(); ++s) {
-    streams.push_back({{"rank", g.stream_rank(s)}, {"name", std::string(g.Name(g.stream_name(s)))}});
+    streams.push_back(
+        {{"rank", g.stream_rank(s)}, {"name", std::string(g.Name(g.stream_name(s)))}});
   }
   j["streams"] = std::move(streams);
   const auto name_list = [&g](int32_t count, auto name_of) {
@@ -70,7 +72,8 @@ void AddTables(const StepGraph& step, ordered_json& j) {
   }
   j["routes"] = std::move(routes);
   j["pools"] = name_list(g.num_pools(), [&g](int32_t i) { return g.pool_name(i); });
-  j["ports"] = {{"intra_node", PortsJson(step.intra_node_port)}, {"inter_node", PortsJson(step.inter_node_port)}};
+  j["ports"] = {{"intra_node", PortsJson(step.intra_node_port)},
+                {"inter_node", PortsJson(step.inter_node_port)}};
 }
 
 // The rank programs and what constrains them.
@@ -80,7 +83,8 @@ void AddWork(const PlanFile& plan, ordered_json& j) {
   std::vector<TaskWork> works;
   std::vector<int64_t> work_of(static_cast<size_t>(g.num_tasks()), 0);
   for (TaskId id = 0; id < g.num_tasks(); ++id) {
-    const TaskWork work = static_cast<size_t>(id) < plan.step.work.size() ? plan.step.work[id] : TaskWork{};
+    const TaskWork work =
+        static_cast<size_t>(id) < plan.step.work.size() ? plan.step.work[id] : TaskWork{};
     auto it = std::find(works.begin(), works.end(), work);
     work_of[id] = it - works.begin();
     if (it == works.end()) works.push_back(work);
@@ -88,8 +92,8 @@ void AddWork(const PlanFile& plan, ordered_json& j) {
   j["work_fields"] = kWorkFields;
   ordered_json work_rows = ordered_json::array();
   for (const TaskWork& w : works) {
-    work_rows.push_back(
-        ordered_json::array({kWorkKindNames.Name(w.kind), kPassNames.Name(w.pass), w.index, w.part, w.parts}));
+    work_rows.push_back(ordered_json::array(
+        {kWorkKindNames.Name(w.kind), kPassNames.Name(w.pass), w.index, w.part, w.parts}));
   }
   j["works"] = std::move(work_rows);
   j["task_fields"] = kTaskFields;
@@ -97,7 +101,8 @@ void AddWork(const PlanFile& plan, ordered_json& j) {
   for (TaskId id = 0; id < g.num_tasks(); ++id) tasks.push_back(TaskRow(g.task(id), work_of[id]));
   j["tasks"] = std::move(tasks);
   ordered_json dependencies = ordered_json::array();
-  for (const Dependency& d : g.dependencies()) dependencies.push_back(ordered_json::array({d.before, d.after}));
+  for (const Dependency& d : g.dependencies())
+    dependencies.push_back(ordered_json::array({d.before, d.after}));
   j["dependencies"] = std::move(dependencies);
   ordered_json collectives = ordered_json::array();
   for (GroupId c = 0; c < g.num_groups(); ++c) {
@@ -108,8 +113,8 @@ void AddWork(const PlanFile& plan, ordered_json& j) {
   j["memory_event_fields"] = kMemoryEventFields;
   ordered_json events = ordered_json::array();
   for (const MemoryEvent& e : g.memory_events()) {
-    events.push_back(ordered_json::array({e.task, e.phase == MemoryPhase::kAtStart ? "start" : "end", e.pool,
-                                          e.delta_bytes}));
+    events.push_back(ordered_json::array(
+        {e.task, e.phase == MemoryPhase::kAtStart ? "start" : "end", e.pool, e.delta_bytes}));
   }
   j["memory_events"] = std::move(events);
   ordered_json baselines = ordered_json::array();
@@ -128,7 +133,8 @@ void AddWork(const PlanFile& plan, ordered_json& j) {
 // (a task, a stream, a collective), larger objects and arrays get one member per line.
 void AppendReadable(const ordered_json& value, int indent, std::string& out) {
   constexpr size_t kLine = 120;
-  // Each member takes at least two characters, so a long array or object never fits: skip dumping it.
+  // Each member takes at least two characters, so a long array or object never fits: skip dumping
+  // it.
   if (!value.is_structured() || value.size() * 2 <= kLine) {
     std::string compact = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (compact.size() <= kLine || !value.is_structured()) {
@@ -151,8 +157,9 @@ void AppendReadable(const ordered_json& value, int indent, std::string& out) {
 
 }  // namespace
 
-Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
-                              const SimulationOptions& options, nlohmann::ordered_json source) {
+Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster,
+                              const Strategy& strategy, const SimulationOptions& options,
+                              nlohmann::ordered_json source) {
   SimulationOptions full = options;
   full.full = true;
   Result<PreparedStep> prepared = PrepareTrainingStep(model, cluster, strategy, full);
@@ -179,7 +186,8 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
 nlohmann::ordered_json PlanFileJson(const PlanFile& plan) {
   ordered_json j;
   j["schema"] = kPlanFileSchema;
-  j["loom_version"] = LOOM_VERSION;  // the writer; any loom that reads loom.plan-file/2 reads the file
+  j["loom_version"] =
+      LOOM_VERSION;  // the writer; any loom that reads loom.plan-file/2 reads the file
   j["source"] = plan.source.is_null() ? ordered_json::object() : plan.source;
   j["prediction"] = {{"step_time_s", plan.prediction.step_time_s},
                      {"bubble_fraction", plan.prediction.bubble_fraction},

@@ -41,8 +41,8 @@ namespace loom {
 //      "works": [one array per distinct TaskWork: what a task runs, kind and pass by name],
 //      "task_fields": ["stream", "duration_ns", "name", "category", "link", "route", "pool",
 //                      "alloc_at_start_bytes", "free_at_end_bytes", "work"],
-//      "tasks": [one array per task in that order; link and route -1: none; work: index into works],
-//      "dependencies": [[before, after]], "collectives": [[member task ids]],
+//      "tasks": [one array per task in that order; link and route -1: none; work: index into
+//      works], "dependencies": [[before, after]], "collectives": [[member task ids]],
 //      "memory_event_fields": ["task", "phase", "pool", "delta_bytes"],
 //      "memory_events": [[task, "start" or "end", pool, delta_bytes]],
 //      "baselines": [{"rank", "pool", "bytes"}], "ring_transfers": [[transfer, beside]]},
@@ -73,8 +73,9 @@ struct PlanFile {
 
 // Simulates |strategy| in full mode (every replica) and returns its plan file. |source| is stored
 // as it is. Errors: those of PrepareTrainingStep and SimulatePreparedStep.
-Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
-                              const SimulationOptions& options, nlohmann::ordered_json source);
+Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster,
+                              const Strategy& strategy, const SimulationOptions& options,
+                              nlohmann::ordered_json source);
 
 // The file's JSON; ParsePlanFile reads it back to an equal plan (same tasks, names and name ids,
 // streams, links, channels, routes, pools, dependencies, collectives, memory events, baselines,

@@ -10,8 +10,16 @@
 namespace loom::plan_file_layout {
 
 // What each position of a task row and of a memory event row holds; the file states it too.
-inline const std::vector<std::string> kTaskFields = {"stream", "duration_ns", "name", "category", "link", "route",
-                                                     "pool", "alloc_at_start_bytes", "free_at_end_bytes", "work"};
+inline const std::vector<std::string> kTaskFields = {"stream",
+                                                     "duration_ns",
+                                                     "name",
+                                                     "category",
+                                                     "link",
+                                                     "route",
+                                                     "pool",
+                                                     "alloc_at_start_bytes",
+                                                     "free_at_end_bytes",
+                                                     "work"};
 inline const std::vector<std::string> kWorkFields = {"kind", "pass", "index", "part", "parts"};
 inline const std::vector<std::string> kMemoryEventFields = {"task", "phase", "pool", "delta_bytes"};
 

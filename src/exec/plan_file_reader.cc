@@ -20,7 +20,8 @@ using plan_file_layout::kTaskFields;
 using plan_file_layout::kWorkFields;
 
 // What to do about a file whose ids do not fit together.
-constexpr char kRewrite[] = "the file was edited or truncated; write it again with `loom plan ... --emit plan`";
+constexpr char kRewrite[] =
+    "the file was edited or truncated; write it again with `loom plan ... --emit plan`";
 
 // A short rendering of a value for messages.
 std::string Show(const nlohmann::json& value) {
@@ -78,7 +79,8 @@ class StepReader {
   // The array |key|, or nullptr after recording why not (an absent |optional| one: nullptr only).
   const nlohmann::json* Array(std::string_view key, bool optional = false);
   // |array[index]| if it is an array of |size| values (named by |fields|), else nullptr.
-  const nlohmann::json* Row(const nlohmann::json& array, const Place& at, size_t size, std::string_view fields);
+  const nlohmann::json* Row(const nlohmann::json& array, const Place& at, size_t size,
+                            std::string_view fields);
   std::optional<int64_t> Int(const nlohmann::json& value, const Place& at, const Bound& bound);
   // |value| as a string, or nullopt after recording why not.
   std::optional<std::string> String(const nlohmann::json& value, const Place& at);
@@ -98,7 +100,8 @@ class StepReader {
   void RestoreStepFields();
   std::optional<Task> ReadTask(const nlohmann::json& row, size_t index);
   // Pairs of task ids (dependencies, ring transfers).
-  void ReadTaskPairs(std::string_view key, bool optional, const std::function<void(TaskId, TaskId)>& add);
+  void ReadTaskPairs(std::string_view key, bool optional,
+                     const std::function<void(TaskId, TaskId)>& add);
 
   const nlohmann::json& step_;
   JsonReader& r_;
@@ -117,7 +120,8 @@ const nlohmann::json* StepReader::Array(std::string_view key, bool optional) {
     return nullptr;
   }
   if (!it->is_array()) {
-    Fail(key, "must be an array, got " + std::string(it->type_name()) + " " + Show(*it) + "; " + kRewrite);
+    Fail(key, "must be an array, got " + std::string(it->type_name()) + " " + Show(*it) + "; " +
+                  kRewrite);
     return nullptr;
   }
   return &*it;
@@ -127,42 +131,47 @@ const nlohmann::json* StepReader::Row(const nlohmann::json& array, const Place& 
                                       std::string_view fields) {
   const nlohmann::json& row = array[at.index];
   if (row.is_array() && row.size() == size) return &row;
-  Fail(at, "must be an array of " + std::to_string(size) + " values (" + std::string(fields) + "), got " + Show(row) +
-               "; " + kRewrite);
+  Fail(at, "must be an array of " + std::to_string(size) + " values (" + std::string(fields) +
+               "), got " + Show(row) + "; " + kRewrite);
   return nullptr;
 }
 
-std::optional<int64_t> StepReader::Int(const nlohmann::json& value, const Place& at, const Bound& bound) {
+std::optional<int64_t> StepReader::Int(const nlohmann::json& value, const Place& at,
+                                       const Bound& bound) {
   if (!value.is_number_integer() ||
       (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
-    Fail(at, "must be an integer, got " + std::string(value.type_name()) + " " + Show(value) + "; " + kRewrite);
+    Fail(at, "must be an integer, got " + std::string(value.type_name()) + " " + Show(value) +
+                 "; " + kRewrite);
     return std::nullopt;
   }
   const int64_t v = value.get<int64_t>();
   if (v >= bound.lo && (bound.table.empty() ? v <= bound.most : v < bound.hi)) return v;
   if (bound.table.empty() && bound.most != INT64_MAX) {
-    Fail(at, "is " + std::to_string(v) + "; it must be between " + std::to_string(bound.lo) + " and " +
-                 std::to_string(bound.most) + "; " + kRewrite);
+    Fail(at, "is " + std::to_string(v) + "; it must be between " + std::to_string(bound.lo) +
+                 " and " + std::to_string(bound.most) + "; " + kRewrite);
   } else if (bound.table.empty()) {
-    Fail(at, "is " + std::to_string(v) + "; it must be at least " + std::to_string(bound.lo) + "; " + kRewrite);
+    Fail(at, "is " + std::to_string(v) + "; it must be at least " + std::to_string(bound.lo) +
+                 "; " + kRewrite);
   } else {
     Fail(at, "names " + std::string(bound.table) + " " + std::to_string(v) + ", but the step has " +
-                 std::to_string(bound.hi) + " " + std::string(bound.table) + "s" + (bound.lo < 0 ? " (-1: none)" : "") +
-                 "; " + kRewrite);
+                 std::to_string(bound.hi) + " " + std::string(bound.table) + "s" +
+                 (bound.lo < 0 ? " (-1: none)" : "") + "; " + kRewrite);
   }
   return std::nullopt;
 }
 
 std::optional<std::string> StepReader::String(const nlohmann::json& value, const Place& at) {
   if (value.is_string()) return value.get<std::string>();
-  Fail(at, "must be a string, got " + std::string(value.type_name()) + " " + Show(value) + "; " + kRewrite);
+  Fail(at, "must be a string, got " + std::string(value.type_name()) + " " + Show(value) + "; " +
+               kRewrite);
   return std::nullopt;
 }
 
 void StepReader::Read() {
-  for (std::string_view key : {"names", "streams", "links", "channels", "routes", "pools", "ports", "work_fields",
-                               "works", "task_fields", "tasks", "dependencies", "collectives",
-                               "memory_event_fields", "memory_events", "baselines", "ring_transfers"}) {
+  for (std::string_view key :
+       {"names", "streams", "links", "channels", "routes", "pools", "ports", "work_fields", "works",
+        "task_fields", "tasks", "dependencies", "collectives", "memory_event_fields",
+        "memory_events", "baselines", "ring_transfers"}) {
     r_.Allow(key);
   }
   constexpr IntRange kStages{1, 1 << 12}, kReplicas{1, 1 << 18};
@@ -177,11 +186,12 @@ void StepReader::Read() {
   };
   if (!valid("stages", kStages) || !valid("replicas", kReplicas)) return;
   using Section = void (StepReader::*)();
-  for (Section section : {&StepReader::ReadNames, &StepReader::ReadStreams, &StepReader::ReadNamedTables,
-                          &StepReader::ReadRoutes, &StepReader::ReadWorks, &StepReader::ReadTasks,
-                          &StepReader::ReadDependencies,
-                          &StepReader::ReadCollectives, &StepReader::ReadMemoryEvents, &StepReader::ReadBaselines,
-                          &StepReader::ReadPorts, &StepReader::ReadRingTransfers, &StepReader::RestoreStepFields}) {
+  for (Section section :
+       {&StepReader::ReadNames, &StepReader::ReadStreams, &StepReader::ReadNamedTables,
+        &StepReader::ReadRoutes, &StepReader::ReadWorks, &StepReader::ReadTasks,
+        &StepReader::ReadDependencies, &StepReader::ReadCollectives, &StepReader::ReadMemoryEvents,
+        &StepReader::ReadBaselines, &StepReader::ReadPorts, &StepReader::ReadRingTransfers,
+        &StepReader::RestoreStepFields}) {
     (this->*section)();
     if (!errors_.empty()) return;
   }
@@ -196,9 +206,11 @@ void StepReader::ReadNames() {
     std::optional<std::string> name = String((*names)[i], {"names", i});
     if (!name) return;
     if (g_.Intern(*name) != static_cast<NameId>(i)) {
-      Fail(Place{"names", i}, "is " + Show((*names)[i]) +
-                                  ", which is not a new name (each name is listed once, and the table starts with "
-                                  "\"\" and \"default\"); " + kRewrite);
+      Fail(Place{"names", i},
+           "is " + Show((*names)[i]) +
+               ", which is not a new name (each name is listed once, and the table starts with "
+               "\"\" and \"default\"); " +
+               kRewrite);
       return;
     }
   }
@@ -208,12 +220,14 @@ void StepReader::ReadNames() {
 void StepReader::ReadStreams() {
   const nlohmann::json* streams = Array("streams");
   if (streams == nullptr) return;
-  const std::string ranks = std::to_string(ranks_) + " ranks (stages " + std::to_string(plan_.step.stages) +
-                            " x replicas " + std::to_string(plan_.step.replicas) + ")";
+  const std::string ranks = std::to_string(ranks_) + " ranks (stages " +
+                            std::to_string(plan_.step.stages) + " x replicas " +
+                            std::to_string(plan_.step.replicas) + ")";
   for (size_t i = 0; i < streams->size(); ++i) {
     const std::string where = "step." + Key({"streams", i});
     JsonReader e(ObjectOrEmpty((*streams)[i]), r_.file(), where);
-    if (!(*streams)[i].is_object()) e.AddError("", "must be an object {\"rank\", \"name\"}; " + std::string(kRewrite));
+    if (!(*streams)[i].is_object())
+      e.AddError("", "must be an object {\"rank\", \"name\"}; " + std::string(kRewrite));
     const int64_t rank = e.Int("rank", {0, INT32_MAX});
     const std::string name = e.String("name");
     if (Status status = e.Finish(UnknownKeys::kError); !status.ok()) {
@@ -221,7 +235,8 @@ void StepReader::ReadStreams() {
       return;
     }
     if (rank >= ranks_) {
-      Fail(Place{"streams", i, "rank"}, "is " + std::to_string(rank) + ", but the step has " + ranks + "; " + kRewrite);
+      Fail(Place{"streams", i, "rank"},
+           "is " + std::to_string(rank) + ", but the step has " + ranks + "; " + kRewrite);
       return;
     }
     g_.AddStream(static_cast<int32_t>(rank), name);
@@ -240,7 +255,8 @@ void StepReader::ReadNamedTables() {
       if (key == "channels") g_.AddChannel(*name);
       if (key == "pools" && i > 0) g_.AddPool(*name);
       if (key == "pools" && i == 0 && *name != "default") {
-        Fail(Place{key, i}, "is " + Show((*names)[i]) + "; pool 0 is always \"default\"; " + kRewrite);
+        Fail(Place{key, i},
+             "is " + Show((*names)[i]) + "; pool 0 is always \"default\"; " + kRewrite);
         return;
       }
     }
@@ -254,7 +270,8 @@ void StepReader::ReadRoutes() {
   for (size_t i = 0; i < routes->size(); ++i) {
     const nlohmann::json& route = (*routes)[i];
     if (!route.is_array()) {
-      Fail(Place{"routes", i}, "must be an array of channel ids, got " + Show(route) + "; " + kRewrite);
+      Fail(Place{"routes", i},
+           "must be an array of channel ids, got " + Show(route) + "; " + kRewrite);
       return;
     }
     channels.clear();
@@ -325,16 +342,20 @@ void StepReader::ReadWorks() {
     const std::optional<Pass> pass =
         (*row)[1].is_string() ? kPassNames.Parse((*row)[1].get<std::string>()) : std::nullopt;
     if (!kind || !pass) {
-      Fail(Place{"works", i}, "is " + Show(*row) + "; its kind must be one of " + kWorkKindNames.Choices() +
-                                  " and its pass one of " + kPassNames.Choices() + "; " + kRewrite);
+      Fail(Place{"works", i}, "is " + Show(*row) + "; its kind must be one of " +
+                                  kWorkKindNames.Choices() + " and its pass one of " +
+                                  kPassNames.Choices() + "; " + kRewrite);
       return;
     }
     std::optional<int64_t> index = Int((*row)[2], {"works", i, "index"}, {-1, 0});
-    std::optional<int64_t> part = index ? Int((*row)[3], {"works", i, "part"}, {0, 0}) : std::nullopt;
-    std::optional<int64_t> parts = part ? Int((*row)[4], {"works", i, "parts"}, {1, 0}) : std::nullopt;
+    std::optional<int64_t> part =
+        index ? Int((*row)[3], {"works", i, "part"}, {0, 0}) : std::nullopt;
+    std::optional<int64_t> parts =
+        part ? Int((*row)[4], {"works", i, "parts"}, {1, 0}) : std::nullopt;
     if (!parts) return;
     if (*part >= *parts || *index > INT32_MAX || *parts > INT32_MAX) {
-      Fail(Place{"works", i}, "is part " + std::to_string(*part) + " of " + std::to_string(*parts) + "; " + kRewrite);
+      Fail(Place{"works", i},
+           "is part " + std::to_string(*part) + " of " + std::to_string(*parts) + "; " + kRewrite);
       return;
     }
     works_.push_back({*kind, *pass, static_cast<int32_t>(*index), static_cast<int32_t>(*part),
@@ -364,13 +385,15 @@ void StepReader::ReadTaskPairs(std::string_view key, bool optional,
   if (pairs == nullptr) return;
   const Bound task{0, g_.num_tasks(), "task"};
   for (size_t i = 0; i < pairs->size(); ++i) {
-    const nlohmann::json* row = Row(*pairs, {key, i}, 2, key == "dependencies" ? "before, after" : "transfer, beside");
+    const nlohmann::json* row =
+        Row(*pairs, {key, i}, 2, key == "dependencies" ? "before, after" : "transfer, beside");
     if (row == nullptr) return;
     std::optional<int64_t> first = Int((*row)[0], {key, i}, task);
     std::optional<int64_t> second = first ? Int((*row)[1], {key, i}, task) : std::nullopt;
     if (!second) return;
     if (*first == *second) {
-      Fail(Place{key, i}, "names task " + std::to_string(*first) + " twice; a task cannot wait for itself; " + kRewrite);
+      Fail(Place{key, i}, "names task " + std::to_string(*first) +
+                              " twice; a task cannot wait for itself; " + kRewrite);
       return;
     }
     add(static_cast<TaskId>(*first), static_cast<TaskId>(*second));
@@ -378,7 +401,8 @@ void StepReader::ReadTaskPairs(std::string_view key, bool optional,
 }
 
 void StepReader::ReadDependencies() {
-  ReadTaskPairs("dependencies", false, [this](TaskId before, TaskId after) { g_.AddDependency(before, after); });
+  ReadTaskPairs("dependencies", false,
+                [this](TaskId before, TaskId after) { g_.AddDependency(before, after); });
 }
 
 void StepReader::ReadCollectives() {
@@ -388,7 +412,8 @@ void StepReader::ReadCollectives() {
   for (size_t i = 0; i < collectives->size(); ++i) {
     const nlohmann::json& group = (*collectives)[i];
     if (!group.is_array()) {
-      Fail(Place{"collectives", i}, "must be an array of task ids, got " + Show(group) + "; " + kRewrite);
+      Fail(Place{"collectives", i},
+           "must be an array of task ids, got " + Show(group) + "; " + kRewrite);
       return;
     }
     members.clear();
@@ -398,7 +423,8 @@ void StepReader::ReadCollectives() {
       members.push_back(static_cast<TaskId>(*id));
     }
     if (g_.AddCollective(members) == kNoGroup) {
-      Fail(Place{"collectives", i}, "is not a collective: " + g_.build_status().message() + "; " + kRewrite);
+      Fail(Place{"collectives", i},
+           "is not a collective: " + g_.build_status().message() + "; " + kRewrite);
       return;
     }
   }
@@ -411,18 +437,22 @@ void StepReader::ReadMemoryEvents() {
   for (size_t i = 0; i < events->size(); ++i) {
     const nlohmann::json* row = Row(*events, {"memory_events", i}, 4, "memory_event_fields");
     if (row == nullptr) return;
-    std::optional<int64_t> task = Int((*row)[0], {"memory_events", i, "task"}, {0, g_.num_tasks(), "task"});
+    std::optional<int64_t> task =
+        Int((*row)[0], {"memory_events", i, "task"}, {0, g_.num_tasks(), "task"});
     if (!task) return;
     const nlohmann::json& phase = (*row)[1];
     if (phase != "start" && phase != "end") {
-      Fail(Place{"memory_events", i, "phase"}, "is " + Show(phase) + "; it must be \"start\" or \"end\"; " + kRewrite);
+      Fail(Place{"memory_events", i, "phase"},
+           "is " + Show(phase) + "; it must be \"start\" or \"end\"; " + kRewrite);
       return;
     }
-    std::optional<int64_t> pool = Int((*row)[2], {"memory_events", i, "pool"}, {0, g_.num_pools(), "pool"});
+    std::optional<int64_t> pool =
+        Int((*row)[2], {"memory_events", i, "pool"}, {0, g_.num_pools(), "pool"});
     std::optional<int64_t> delta =
         pool ? Int((*row)[3], {"memory_events", i, "delta_bytes"}, {INT64_MIN, 0}) : std::nullopt;
     if (!delta) return;
-    g_.AddMemoryEvent(static_cast<TaskId>(*task), phase == "start" ? MemoryPhase::kAtStart : MemoryPhase::kAtEnd,
+    g_.AddMemoryEvent(static_cast<TaskId>(*task),
+                      phase == "start" ? MemoryPhase::kAtStart : MemoryPhase::kAtEnd,
                       static_cast<PoolId>(*pool), *delta);
   }
 }
@@ -433,7 +463,8 @@ void StepReader::ReadBaselines() {
   for (size_t i = 0; i < baselines->size(); ++i) {
     const nlohmann::json& entry = (*baselines)[i];
     JsonReader e(ObjectOrEmpty(entry), r_.file(), "step." + Key({"baselines", i}));
-    if (!entry.is_object()) e.AddError("", "must be an object {\"rank\", \"pool\", \"bytes\"}; " + std::string(kRewrite));
+    if (!entry.is_object())
+      e.AddError("", "must be an object {\"rank\", \"pool\", \"bytes\"}; " + std::string(kRewrite));
     const int64_t rank = e.Int("rank", {0, ranks_ - 1});
     const int64_t pool = e.Int("pool", {0, g_.num_pools() - 1});
     const int64_t bytes = e.Int("bytes", {0});
@@ -461,18 +492,19 @@ void StepReader::ReadPorts() {
     auto list = it->find(fabric);
     if (list == it->end()) continue;
     const std::string key = "ports." + std::string(fabric);
-    std::vector<Port>& out = fabric == "intra_node" ? plan_.step.intra_node_port : plan_.step.inter_node_port;
+    std::vector<Port>& out =
+        fabric == "intra_node" ? plan_.step.intra_node_port : plan_.step.inter_node_port;
     if (!list->is_array() || (!list->empty() && static_cast<int64_t>(list->size()) != ranks_)) {
-      Fail(key, "must be an array of one [tx, rx] pair per rank (" + std::to_string(ranks_) + "), or empty; " +
-                    kRewrite);
+      Fail(key, "must be an array of one [tx, rx] pair per rank (" + std::to_string(ranks_) +
+                    "), or empty; " + kRewrite);
       return;
     }
     for (size_t r = 0; r < list->size(); ++r) {
       const nlohmann::json* pair = Row(*list, {key, r}, 2, "tx, rx");
-      std::optional<int64_t> tx = pair ? Int((*pair)[0], {key, r, "tx"}, {0, g_.num_channels(), "channel"})
-                                       : std::nullopt;
-      std::optional<int64_t> rx = tx ? Int((*pair)[1], {key, r, "rx"}, {0, g_.num_channels(), "channel"})
-                                     : std::nullopt;
+      std::optional<int64_t> tx =
+          pair ? Int((*pair)[0], {key, r, "tx"}, {0, g_.num_channels(), "channel"}) : std::nullopt;
+      std::optional<int64_t> rx =
+          tx ? Int((*pair)[1], {key, r, "rx"}, {0, g_.num_channels(), "channel"}) : std::nullopt;
       if (!rx) return;
       out.push_back({static_cast<ChannelId>(*tx), static_cast<ChannelId>(*rx)});
     }
@@ -480,8 +512,9 @@ void StepReader::ReadPorts() {
 }
 
 void StepReader::ReadRingTransfers() {
-  ReadTaskPairs("ring_transfers", true,
-                [this](TaskId transfer, TaskId beside) { plan_.step.ring_transfers.push_back({transfer, beside}); });
+  ReadTaskPairs("ring_transfers", true, [this](TaskId transfer, TaskId beside) {
+    plan_.step.ring_transfers.push_back({transfer, beside});
+  });
 }
 
 // The fields of StepGraph that are names in the graph: each rank's "compute" stream, the pools
@@ -517,11 +550,13 @@ double RequiredNumber(JsonReader& r, std::string_view key) {
 Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& file) {
   auto schema = json.is_object() ? json.find("schema") : json.end();
   if (!json.is_object() || schema == json.end() || *schema != kPlanFileSchema) {
-    const std::string found = !json.is_object()         ? "the top level is a JSON " + std::string(json.type_name())
+    const std::string found = !json.is_object()
+                                  ? "the top level is a JSON " + std::string(json.type_name())
                               : schema == json.end() ? "\"schema\" is missing"
                                                      : "schema is " + Show(*schema);
-    return Status::InvalidArgument(file + ": " + found + "; this loom reads plan files of schema \"" +
-                                   kPlanFileSchema + "\"; write the plan again with this loom's "
+    return Status::InvalidArgument(file + ": " + found +
+                                   "; this loom reads plan files of schema \"" + kPlanFileSchema +
+                                   "\"; write the plan again with this loom's "
                                    "`loom plan ... --emit plan`");
   }
   PlanFile plan;
@@ -544,7 +579,8 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
   r.Allow("workload");
   std::string workload_error;
   if (auto workload = json.find("workload"); workload == json.end()) {
-    workload_error = file + ": workload is missing; write the plan again with `loom plan ... --emit plan`";
+    workload_error =
+        file + ": workload is missing; write the plan again with `loom plan ... --emit plan`";
   } else if (Result<PlanWorkload> parsed = ParseWorkload(*workload, file); parsed.ok()) {
     plan.workload = std::move(parsed).value();
   } else {
@@ -566,7 +602,8 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
 
 Result<PlanFile> ReadPlanFile(const std::string& path) {
   Result<nlohmann::json> json = ReadJsonObjectFile(
-      path, "check the path, or write the plan with `loom plan ... --emit plan --out " + path + "`");
+      path,
+      "check the path, or write the plan with `loom plan ... --emit plan --out " + path + "`");
   if (!json.ok()) return json.status();
   return ParsePlanFile(*json, path);
 }

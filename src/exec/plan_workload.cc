@@ -23,18 +23,25 @@ constexpr char kRewrite[] = "write the plan again with `loom plan ... --emit pla
 constexpr IntRange kBytes{0, INT64_MAX};
 
 // The four op lists of a block, by their names in the file.
-constexpr std::array<std::string_view, 4> kLists = {"forward", "backward_input", "backward_weight", "recompute"};
+constexpr std::array<std::string_view, 4> kLists = {"forward", "backward_input", "backward_weight",
+                                                    "recompute"};
 
 std::vector<Op>& List(LayerOps& ops, size_t i) {
-  std::array<std::vector<Op>*, 4> lists = {&ops.forward, &ops.backward_input, &ops.backward_weight, &ops.recompute};
+  std::array<std::vector<Op>*, 4> lists = {&ops.forward, &ops.backward_input, &ops.backward_weight,
+                                           &ops.recompute};
   return *lists[i];
 }
-const std::vector<Op>& List(const LayerOps& ops, size_t i) { return List(const_cast<LayerOps&>(ops), i); }
+const std::vector<Op>& List(const LayerOps& ops, size_t i) {
+  return List(const_cast<LayerOps&>(ops), i);
+}
 std::vector<SimTime>& List(BlockTimes& t, size_t i) {
-  std::array<std::vector<SimTime>*, 4> lists = {&t.forward, &t.backward_input, &t.backward_weight, &t.recompute};
+  std::array<std::vector<SimTime>*, 4> lists = {&t.forward, &t.backward_input, &t.backward_weight,
+                                                &t.recompute};
   return *lists[i];
 }
-const std::vector<SimTime>& List(const BlockTimes& t, size_t i) { return List(const_cast<BlockTimes&>(t), i); }
+const std::vector<SimTime>& List(const BlockTimes& t, size_t i) {
+  return List(const_cast<BlockTimes&>(t), i);
+}
 
 // A kernel's shape as profiles spell it (cost/profile.h); a collective's kind, group and bytes.
 ordered_json ShapeJson(const OpShape& shape) {
@@ -44,9 +51,12 @@ ordered_json ShapeJson(const OpShape& shape) {
             {"bytes", c->bytes}};
   }
   ordered_json j = ordered_json::object();
-  std::visit([&j](const auto& kernel) {
-    if constexpr (!std::is_same_v<std::decay_t<decltype(kernel)>, CollectiveShape>) AddKernelShapeFields(kernel, j);
-  }, shape);
+  std::visit(
+      [&j](const auto& kernel) {
+        if constexpr (!std::is_same_v<std::decay_t<decltype(kernel)>, CollectiveShape>)
+          AddKernelShapeFields(kernel, j);
+      },
+      shape);
   return j;
 }
 
@@ -64,24 +74,26 @@ template <typename Enum, size_t N>
 Enum Parsed(JsonReader& r, std::string_view key, const EnumNames<Enum, N>& names) {
   const std::string text = r.String(key);
   const std::optional<Enum> value = names.Parse(text);
-  if (!value && !text.empty()) r.AddError(key, "is \"" + text + "\"; it must be one of " + names.Choices());
+  if (!value && !text.empty())
+    r.AddError(key, "is \"" + text + "\"; it must be one of " + names.Choices());
   return value.value_or(Enum{});
 }
 
 OpShape ReadShape(OpKind kind, JsonReader& s) {
   if (kind == OpKind::kCollective) {
-    return CollectiveShape{Parsed(s, "kind", kCollectiveKindNames), Parsed(s, "group", kCommGroupNames),
-                           s.Int("bytes", kBytes)};
+    return CollectiveShape{Parsed(s, "kind", kCollectiveKindNames),
+                           Parsed(s, "group", kCommGroupNames), s.Int("bytes", kBytes)};
   }
   return std::visit([](const auto& kernel) -> OpShape { return kernel; }, ReadKernelShape(kind, s));
 }
 
 // Reads the op at |path| of |file|; its errors go to |errors|.
-std::pair<Op, SimTime> ReadOp(const nlohmann::json& json, const std::string& file, const std::string& path,
-                              std::vector<std::string>& errors) {
+std::pair<Op, SimTime> ReadOp(const nlohmann::json& json, const std::string& file,
+                              const std::string& path, std::vector<std::string>& errors) {
   static const nlohmann::json kEmpty = nlohmann::json::object();
   if (!json.is_object()) {
-    errors.push_back(file + ": " + path + " must be an object {\"name\", \"kind\", \"shape\", ...}; " + kRewrite);
+    errors.push_back(file + ": " + path +
+                     " must be an object {\"name\", \"kind\", \"shape\", ...}; " + kRewrite);
     return {};
   }
   JsonReader r(json, file, path);
@@ -93,8 +105,10 @@ std::pair<Op, SimTime> ReadOp(const nlohmann::json& json, const std::string& fil
     r.AddError("name", "is \"" + name + "\", which is no op this loom knows; " + kRewrite);
   }
   op.kind = Parsed(r, "kind", kOpKindNames);
-  const nlohmann::json* shape = r.Has("shape") && json["shape"].is_object() ? &json["shape"] : &kEmpty;
-  if (!r.Has("shape") || !json["shape"].is_object()) r.AddError("shape", "must be an object of the op's sizes");
+  const nlohmann::json* shape =
+      r.Has("shape") && json["shape"].is_object() ? &json["shape"] : &kEmpty;
+  if (!r.Has("shape") || !json["shape"].is_object())
+    r.AddError("shape", "must be an object of the op's sizes");
   r.Allow("shape");
   JsonReader s(*shape, file, path + ".shape");
   op.shape = ReadShape(op.kind, s);
@@ -116,8 +130,9 @@ std::vector<int64_t> ReadInts(const nlohmann::json* json, const std::string& whe
   }
   for (const nlohmann::json& v : *json) {
     if (!v.is_number_integer() || v.get<int64_t>() < min) {
-      errors.push_back(where + " holds " + v.dump() + "; every value must be an integer of at least " +
-                       std::to_string(min) + "; " + kRewrite);
+      errors.push_back(where + " holds " + v.dump() +
+                       "; every value must be an integer of at least " + std::to_string(min) +
+                       "; " + kRewrite);
       return out;
     }
     out.push_back(v.get<int64_t>());
@@ -150,14 +165,17 @@ void ReadBlocks(const nlohmann::json& json, const std::string& file, PlanWorkloa
         return;
       }
       for (size_t i = 0; i < list->size(); ++i) {
-        auto [op, predicted] = ReadOp((*list)[i], file, list_where + "[" + std::to_string(i) + "]", errors);
+        auto [op, predicted] =
+            ReadOp((*list)[i], file, list_where + "[" + std::to_string(i) + "]", errors);
         List(ops, l).push_back(std::move(op));
         List(times, l).push_back(predicted);
       }
     }
     if (block.is_object() && block.size() != kLists.size()) {
-      errors.push_back(file + ": " + where + " must hold exactly forward, backward_input, backward_weight and "
-                       "recompute; " + kRewrite);
+      errors.push_back(file + ": " + where +
+                       " must hold exactly forward, backward_input, backward_weight and "
+                       "recompute; " +
+                       kRewrite);
     }
   }
 }
@@ -166,8 +184,11 @@ void ReadChunks(const nlohmann::json& json, const std::string& file, PlanWorkloa
                 std::vector<std::string>& errors) {
   const nlohmann::json* chunks = Member(json, "chunks");
   if (chunks == nullptr || !chunks->is_array() || chunks->empty()) {
-    errors.push_back(file + ": workload.chunks must be an array with one list of [block, count] per virtual "
-                     "stage; " + kRewrite);
+    errors.push_back(
+        file +
+        ": workload.chunks must be an array with one list of [block, count] per virtual "
+        "stage; " +
+        kRewrite);
     return;
   }
   const int64_t blocks = static_cast<int64_t>(out.chunks.blocks.size());
@@ -177,25 +198,28 @@ void ReadChunks(const nlohmann::json& json, const std::string& file, PlanWorkloa
     for (size_t i = 0; list.is_array() && i < list.size(); ++i) {
       const nlohmann::json& run = list[i];
       const bool ok = run.is_array() && run.size() == 2 && run[0].is_number_integer() &&
-                      run[1].is_number_integer() && run[0].get<int64_t>() >= 0 && run[0].get<int64_t>() < blocks &&
-                      run[1].get<int64_t>() >= 1;
+                      run[1].is_number_integer() && run[0].get<int64_t>() >= 0 &&
+                      run[0].get<int64_t>() < blocks && run[1].get<int64_t>() >= 1;
       if (!ok) {
-        errors.push_back(file + ": workload.chunks[" + std::to_string(v) + "][" + std::to_string(i) + "] is " +
-                         run.dump() + "; it must be [block, count] with a block below " + std::to_string(blocks) +
-                         " and a count of at least 1; " + kRewrite);
+        errors.push_back(file + ": workload.chunks[" + std::to_string(v) + "][" +
+                         std::to_string(i) + "] is " + run.dump() +
+                         "; it must be [block, count] with a block below " +
+                         std::to_string(blocks) + " and a count of at least 1; " + kRewrite);
         return;
       }
       runs.push_back({run[0].get<int32_t>(), run[1].get<int64_t>()});
     }
     if (!list.is_array()) {
-      errors.push_back(file + ": workload.chunks[" + std::to_string(v) + "] must be an array; " + kRewrite);
+      errors.push_back(file + ": workload.chunks[" + std::to_string(v) + "] must be an array; " +
+                       kRewrite);
       return;
     }
   }
   out.chunks.layers = ReadInts(Member(json, "layers"), file + ": workload.layers", 0, errors);
   if (out.chunks.layers.size() != out.chunks.chunks.size() && errors.empty()) {
     errors.push_back(file + ": workload.layers has " + std::to_string(out.chunks.layers.size()) +
-                     " entries for " + std::to_string(out.chunks.chunks.size()) + " virtual stages; " + kRewrite);
+                     " entries for " + std::to_string(out.chunks.chunks.size()) +
+                     " virtual stages; " + kRewrite);
   }
 }
 
@@ -210,7 +234,8 @@ void ReadPayloads(const nlohmann::json& json, const std::string& file, PlanWorkl
   const size_t v_count = out.chunks.chunks.size();
   const auto ints = [&](std::string_view key, size_t size) {
     r.Allow(key);
-    std::vector<int64_t> values = ReadInts(p != nullptr ? Member(*p, key) : nullptr, r.Where(key), 0, errors);
+    std::vector<int64_t> values =
+        ReadInts(p != nullptr ? Member(*p, key) : nullptr, r.Where(key), 0, errors);
     if (values.size() != size && errors.empty()) {
       errors.push_back(r.Where(key) + " has " + std::to_string(values.size()) + " entries, not " +
                        std::to_string(size) + "; " + kRewrite);
@@ -222,20 +247,23 @@ void ReadPayloads(const nlohmann::json& json, const std::string& file, PlanWorkl
   r.Allow("optimizer");
   const nlohmann::json* optimizer = p != nullptr ? Member(*p, "optimizer") : nullptr;
   if (optimizer == nullptr || !optimizer->is_array()) {
-    errors.push_back(r.Where("optimizer") + " must be an array of {\"bytes_read\", \"bytes_written\"} per stage; " +
+    errors.push_back(r.Where("optimizer") +
+                     " must be an array of {\"bytes_read\", \"bytes_written\"} per stage; " +
                      kRewrite);
   } else {
     for (size_t s = 0; s < optimizer->size(); ++s) {
       JsonReader o((*optimizer)[s].is_object() ? (*optimizer)[s] : kEmpty, file,
                    "workload.payloads.optimizer[" + std::to_string(s) + "]");
       payloads.optimizer.push_back({o.Int("bytes_read", kBytes), o.Int("bytes_written", kBytes)});
-      if (Status st = o.Finish(UnknownKeys::kError); !st.ok()) errors.push_back(std::string(st.message()));
+      if (Status st = o.Finish(UnknownKeys::kError); !st.ok())
+        errors.push_back(std::string(st.message()));
     }
   }
   const size_t stages = payloads.optimizer.size();
   payloads.param_gather_bytes = ints("param_gather_bytes", stages);
   payloads.expert_param_gather_bytes = ints("expert_param_gather_bytes", stages);
-  if (Status st = r.Finish(UnknownKeys::kError); !st.ok()) errors.push_back(std::string(st.message()));
+  if (Status st = r.Finish(UnknownKeys::kError); !st.ok())
+    errors.push_back(std::string(st.message()));
 }
 
 }  // namespace
@@ -278,8 +306,9 @@ PassOps OpsOfPass(const PlanWorkload& workload, const TaskWork& work) {
   int64_t before = 0;  // predicted time of the ops before this one
   for (size_t i = 0; i < all.ops.size(); ++i) {
     const int64_t n = static_cast<int64_t>(all.ops.size());
-    const double position = total > 0 ? (static_cast<double>(before) + all.predicted[i].nanos() / 2.0) / total
-                                      : (static_cast<double>(i) + 0.5) / n;
+    const double position =
+        total > 0 ? (static_cast<double>(before) + all.predicted[i].nanos() / 2.0) / total
+                  : (static_cast<double>(i) + 0.5) / n;
     const int32_t part = std::min(work.parts - 1, static_cast<int32_t>(position * work.parts));
     before += all.predicted[i].nanos();
     if (part != work.part) continue;
@@ -296,7 +325,8 @@ ordered_json WorkloadJson(const PlanWorkload& workload) {
     for (size_t l = 0; l < kLists.size(); ++l) {
       ordered_json ops = ordered_json::array();
       const std::vector<Op>& list = List(workload.chunks.blocks[b], l);
-      for (size_t i = 0; i < list.size(); ++i) ops.push_back(OpJson(list[i], List(workload.predicted[b], l)[i]));
+      for (size_t i = 0; i < list.size(); ++i)
+        ops.push_back(OpJson(list[i], List(workload.predicted[b], l)[i]));
       block[std::string(kLists[l])] = std::move(ops);
     }
     blocks.push_back(std::move(block));
@@ -327,8 +357,11 @@ ordered_json WorkloadJson(const PlanWorkload& workload) {
 
 Result<PlanWorkload> ParseWorkload(const nlohmann::json& json, const std::string& file) {
   if (!json.is_object()) {
-    return Status::InvalidArgument(file + ": workload must be an object {\"blocks\", \"chunks\", \"layers\", "
-                                   "\"payloads\"}; " + kRewrite);
+    return Status::InvalidArgument(
+        file +
+        ": workload must be an object {\"blocks\", \"chunks\", \"layers\", "
+        "\"payloads\"}; " +
+        kRewrite);
   }
   PlanWorkload out;
   std::vector<std::string> errors;
@@ -336,8 +369,10 @@ Result<PlanWorkload> ParseWorkload(const nlohmann::json& json, const std::string
   if (errors.empty()) ReadChunks(json, file, out, errors);
   if (errors.empty()) ReadPayloads(json, file, out, errors);
   for (const auto& item : json.items()) {
-    if (item.key() != "blocks" && item.key() != "chunks" && item.key() != "layers" && item.key() != "payloads") {
-      errors.push_back(file + ": workload." + item.key() + " is not a key this loom reads; " + kRewrite);
+    if (item.key() != "blocks" && item.key() != "chunks" && item.key() != "layers" &&
+        item.key() != "payloads") {
+      errors.push_back(file + ": workload." + item.key() + " is not a key this loom reads; " +
+                       kRewrite);
     }
   }
   if (errors.empty()) return out;
@@ -361,8 +396,8 @@ Status CheckCollectivesWhole(const StepGraph& step, const std::string& file) {
   std::map<std::tuple<WorkKind, Pass, int32_t, int32_t, int32_t>, Seen> by_work;
   for (TaskId id = 0; id < static_cast<TaskId>(step.work.size()); ++id) {
     const TaskWork& w = step.work[id];
-    if (w.kind != WorkKind::kTpComm && w.kind != WorkKind::kGradReduce && w.kind != WorkKind::kParamGather &&
-        w.kind != WorkKind::kLayerGather) {
+    if (w.kind != WorkKind::kTpComm && w.kind != WorkKind::kGradReduce &&
+        w.kind != WorkKind::kParamGather && w.kind != WorkKind::kLayerGather) {
       continue;
     }
     Seen& seen = by_work[{w.kind, w.pass, w.index, w.part, w.parts}];
@@ -372,21 +407,24 @@ Status CheckCollectivesWhole(const StepGraph& step, const std::string& file) {
     } else {
       const size_t members = step.graph.group_members(group).size();
       if (seen.grouped != kNone && members != seen.members) {
-        return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(id) + " runs its " +
-                                       std::string(kWorkKindNames.Name(w.kind)) + " in a collective of " +
-                                       std::to_string(members) + " members, task " +
-                                       step.graph.DescribeTask(seen.grouped) + " the same work in one of " +
-                                       std::to_string(seen.members) + ": a member is missing from \"collectives\"; " +
-                                       kRewrite);
+        return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(id) +
+                                       " runs its " + std::string(kWorkKindNames.Name(w.kind)) +
+                                       " in a collective of " + std::to_string(members) +
+                                       " members, task " + step.graph.DescribeTask(seen.grouped) +
+                                       " the same work in one of " + std::to_string(seen.members) +
+                                       ": a member is missing from \"collectives\"; " + kRewrite);
       }
       if (seen.grouped == kNone) seen.grouped = id, seen.members = members;
     }
     if (seen.grouped != kNone && seen.ungrouped != kNone) {
-      return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(seen.ungrouped) + " runs its " +
-                                     std::string(kWorkKindNames.Name(w.kind)) + " in no collective, task " +
-                                     step.graph.DescribeTask(seen.grouped) + " the same work in one of " +
-                                     std::to_string(seen.members) + " members: a member is missing from "
-                                     "\"collectives\"; " + kRewrite);
+      return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(seen.ungrouped) +
+                                     " runs its " + std::string(kWorkKindNames.Name(w.kind)) +
+                                     " in no collective, task " +
+                                     step.graph.DescribeTask(seen.grouped) +
+                                     " the same work in one of " + std::to_string(seen.members) +
+                                     " members: a member is missing from "
+                                     "\"collectives\"; " +
+                                     kRewrite);
     }
   }
   return Status::Ok();
@@ -400,18 +438,21 @@ Status CheckWorkFits(const StepGraph& step, const PlanWorkload& workload, const 
   for (TaskId id = 0; id < static_cast<TaskId>(step.work.size()); ++id) {
     const TaskWork& w = step.work[id];
     const bool staged = w.kind == WorkKind::kOptimizer || w.kind == WorkKind::kParamGather;
-    const bool chunked = w.kind == WorkKind::kPass || w.kind == WorkKind::kTpComm || w.kind == WorkKind::kRingSend ||
-                         w.kind == WorkKind::kTransfer || w.kind == WorkKind::kGradReduce;
+    const bool chunked = w.kind == WorkKind::kPass || w.kind == WorkKind::kTpComm ||
+                         w.kind == WorkKind::kRingSend || w.kind == WorkKind::kTransfer ||
+                         w.kind == WorkKind::kGradReduce;
     const int32_t limit = staged ? stages : v_count;
     if ((staged || chunked) && (w.index < 0 || w.index >= limit)) {
       return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(id) + " runs " +
                                      std::string(kWorkKindNames.Name(w.kind)) + " of " +
-                                     (staged ? "stage " : "virtual stage ") + std::to_string(w.index) +
-                                     ", but the workload has " + std::to_string(limit) + "; " + kRewrite);
+                                     (staged ? "stage " : "virtual stage ") +
+                                     std::to_string(w.index) + ", but the workload has " +
+                                     std::to_string(limit) + "; " + kRewrite);
     }
     if (w.parts < 1 || w.part < 0 || w.part >= w.parts) {
       return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(id) + " is part " +
-                                     std::to_string(w.part) + " of " + std::to_string(w.parts) + "; " + kRewrite);
+                                     std::to_string(w.part) + " of " + std::to_string(w.parts) +
+                                     "; " + kRewrite);
     }
   }
   return CheckCollectivesWhole(step, file);

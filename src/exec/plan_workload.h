@@ -18,7 +18,7 @@ namespace loom {
 // the ops of every virtual stage's passes, each with its predicted time, and the bytes of the
 // communication and optimizer tasks. A task's TaskWork (StepGraph::work) says which of these it is.
 struct PlanWorkload {
-  ChunkBlocks chunks;               // the blocks and which virtual stage runs which
+  ChunkBlocks chunks;                 // the blocks and which virtual stage runs which
   std::vector<BlockTimes> predicted;  // parallel to chunks.blocks
   StepPayloads payloads;
 };
@@ -36,12 +36,15 @@ struct PassOps {
 PassOps OpsOfPass(const PlanWorkload& workload, const TaskWork& work);
 
 // The "workload" object of a plan file:
-//   {"blocks": [{"forward": [op], "backward_input": [op], "backward_weight": [op], "recompute": [op]}],
+//   {"blocks": [{"forward": [op], "backward_input": [op], "backward_weight": [op], "recompute":
+//   [op]}],
 //    "chunks": [[[block, count], ...] per virtual stage], "layers": [per virtual stage],
 //    "payloads": {"p2p_bytes", "grad_reduce", "bucket_bytes", "expert_bucket_bytes", "optimizer":
-//                 [{"bytes_read", "bytes_written"}], "param_gather_bytes", "expert_param_gather_bytes"}}
-// where an op is {"name": "qkv_proj", "kind": "gemm", "shape": {...}, "saved_bytes", "predicted_ns"}
-// and its shape holds the fields of GemmShape, AttentionShape, MemoryShape or CollectiveShape.
+//                 [{"bytes_read", "bytes_written"}], "param_gather_bytes",
+//                 "expert_param_gather_bytes"}}
+// where an op is {"name": "qkv_proj", "kind": "gemm", "shape": {...}, "saved_bytes",
+// "predicted_ns"} and its shape holds the fields of GemmShape, AttentionShape, MemoryShape or
+// CollectiveShape.
 nlohmann::ordered_json WorkloadJson(const PlanWorkload& workload);
 
 // Reads it back. Errors name |file|, the key ("workload.blocks[2].forward[7].shape.m") and say to

@@ -36,7 +36,8 @@ Comparison Compare(double predicted, double measured) { return CompareValues(pre
 
 // OK if |timeline| has one start and end per task of |graph|, start_sequence sized likewise or
 // empty, and no task ending before it starts. |what| names the timeline in the message.
-Status CheckTimeline(const TaskGraph& graph, const StepTimeline& timeline, const std::string& what) {
+Status CheckTimeline(const TaskGraph& graph, const StepTimeline& timeline,
+                     const std::string& what) {
   const size_t tasks = static_cast<size_t>(graph.num_tasks());
   if (timeline.start.size() != tasks || timeline.end.size() != tasks ||
       (!timeline.start_sequence.empty() && timeline.start_sequence.size() != tasks)) {
@@ -61,9 +62,8 @@ Status CheckTimeline(const TaskGraph& graph, const StepTimeline& timeline, const
 size_t MedianStep(std::span<const StepTimeline> measured) {
   std::vector<size_t> order(measured.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return measured[a].makespan < measured[b].makespan;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return measured[a].makespan < measured[b].makespan; });
   return order[(order.size() - 1) / 2];
 }
 
@@ -143,9 +143,9 @@ void CheckDependency(const TaskGraph& graph, const StepTimeline& measured, TaskI
                      TaskId after, std::string_view kind, OrderCheck& check) {
   if (measured.start[after] >= measured.end[before]) return;
   ++check.dependency_violations;
-  AddExample(check, std::string(kind) + " violated: " + graph.DescribeTask(after) +
-                        " started at " + At(measured.start[after]) + ", before " +
-                        graph.DescribeTask(before) + " ended at " + At(measured.end[before]));
+  AddExample(check, std::string(kind) + " violated: " + graph.DescribeTask(after) + " started at " +
+                        At(measured.start[after]) + ", before " + graph.DescribeTask(before) +
+                        " ended at " + At(measured.end[before]));
 }
 
 void CheckDependencies(const TaskGraph& graph, const StepTimeline& measured, OrderCheck& check) {
@@ -195,13 +195,15 @@ PairCount CountOrderedPairs(std::span<const TaskId> tasks, const StepTimeline& p
   std::vector<int64_t> tree(values.size() + 1, 0);
   const auto position = [&](TaskId id) {
     return static_cast<size_t>(std::lower_bound(values.begin(), values.end(), measured.start[id]) -
-                               values.begin()) + 1;
+                               values.begin()) +
+           1;
   };
   PairCount count;
   int64_t added = 0;
   size_t next = 0;
   for (TaskId b : tasks) {
-    for (; next < tasks.size() && predicted.start[tasks[next]] + min_gap <= predicted.start[b]; ++next) {
+    for (; next < tasks.size() && predicted.start[tasks[next]] + min_gap <= predicted.start[b];
+         ++next) {
       for (size_t i = position(tasks[next]); i < tree.size(); i += i & (~i + 1)) ++tree[i];
       ++added;
     }
@@ -221,11 +223,14 @@ void AddInversionExamples(const TaskGraph& graph, std::span<const TaskId> tasks,
                           const StepTimeline& predicted, const StepTimeline& measured,
                           SimTime min_gap, OrderCheck& check) {
   TaskId latest = -1, latest_other_stream = -1;
-  const auto later = [&](TaskId a, TaskId b) { return b < 0 || measured.start[a] > measured.start[b]; };
+  const auto later = [&](TaskId a, TaskId b) {
+    return b < 0 || measured.start[a] > measured.start[b];
+  };
   const auto stream = [&](TaskId id) { return graph.task(id).stream; };
   size_t next = 0;
   for (TaskId b : tasks) {
-    for (; next < tasks.size() && predicted.start[tasks[next]] + min_gap <= predicted.start[b]; ++next) {
+    for (; next < tasks.size() && predicted.start[tasks[next]] + min_gap <= predicted.start[b];
+         ++next) {
       const TaskId a = tasks[next];
       if (latest >= 0 && stream(a) == stream(latest)) {
         if (later(a, latest)) latest = a;
@@ -270,7 +275,8 @@ void CountInversions(const TaskGraph& graph, const StepTimeline& predicted,
     }
     check.pairs_checked += rank.pairs;
     check.order_inversions += rank.inversions;
-    if (rank.inversions > 0) AddInversionExamples(graph, tasks, predicted, measured, min_gap, check);
+    if (rank.inversions > 0)
+      AddInversionExamples(graph, tasks, predicted, measured, min_gap, check);
   }
 }
 
@@ -283,7 +289,8 @@ OrderCheck CheckOrder(const TaskGraph& graph, const StepTimeline& predicted,
   return check;
 }
 
-// The error as a fraction, as loom's JSON writes every ratio (docs/schemas/README.md); null if infinite.
+// The error as a fraction, as loom's JSON writes every ratio (docs/schemas/README.md); null if
+// infinite.
 nlohmann::ordered_json ErrorFractionJson(double error_pct) {
   if (!std::isfinite(error_pct)) return nullptr;
   return error_pct / 100;
@@ -306,11 +313,14 @@ nlohmann::ordered_json PeakMemoryJson(const Comparison& c) {
 }  // namespace
 
 Result<StepComparison> CompareStep(const StepGraph& step, std::span<const MemoryBaseline> baselines,
-                                   const StepTimeline& predicted, std::span<const StepTimeline> measured,
-                                   std::optional<std::vector<int64_t>> measured_peak_bytes, SimTime margin) {
+                                   const StepTimeline& predicted,
+                                   std::span<const StepTimeline> measured,
+                                   std::optional<std::vector<int64_t>> measured_peak_bytes,
+                                   SimTime margin) {
   const TaskGraph& graph = step.graph;
   if (measured.empty()) {
-    return Status::InvalidArgument("no measured steps to compare with the prediction; run at least one step");
+    return Status::InvalidArgument(
+        "no measured steps to compare with the prediction; run at least one step");
   }
   LOOM_RETURN_IF_ERROR(CheckTimeline(graph, predicted, "predicted step"));
   for (size_t i = 0; i < measured.size(); ++i) {
@@ -333,7 +343,8 @@ Result<StepComparison> CompareStep(const StepGraph& step, std::span<const Memory
                               MeasureUtilization(step, chosen).bubble_fraction);
   Result<int64_t> predicted_peak = PeakBytes(graph, predicted, baselines, "predicted step");
   if (!predicted_peak.ok()) return predicted_peak.status();
-  Result<int64_t> measured_peak = MeasuredPeakBytes(graph, chosen, baselines, measured_peak_bytes, chosen_name);
+  Result<int64_t> measured_peak =
+      MeasuredPeakBytes(graph, chosen, baselines, measured_peak_bytes, chosen_name);
   if (!measured_peak.ok()) return measured_peak.status();
   c.peak_memory_bytes =
       Compare(static_cast<double>(*predicted_peak), static_cast<double>(*measured_peak));

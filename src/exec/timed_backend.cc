@@ -11,7 +11,8 @@ constexpr double kMaxNapS = 100e-6;
 
 }  // namespace
 
-TimedBackend::TimedBackend(const TaskGraph& graph, MessageTransport& transport, Clock& clock, double speedup)
+TimedBackend::TimedBackend(const TaskGraph& graph, MessageTransport& transport, Clock& clock,
+                           double speedup)
     : graph_(graph), transport_(transport), clock_(clock), speedup_(speedup) {
   StartEpoch(clock_.NowSeconds());
 }
@@ -21,7 +22,9 @@ void TimedBackend::StartEpoch(double epoch_s) {
   timers_.clear();
 }
 
-SimTime TimedBackend::Now() { return SimTime::FromSeconds((clock_.NowSeconds() - epoch_s_) * speedup_); }
+SimTime TimedBackend::Now() {
+  return SimTime::FromSeconds((clock_.NowSeconds() - epoch_s_) * speedup_);
+}
 
 Status TimedBackend::Start(TaskId task) {
   timers_.push_back({task, Now() + graph_.task(task).duration});
@@ -36,7 +39,8 @@ Status TimedBackend::Notify(TaskId task, int32_t to) { return transport_.Send(ta
 
 SimTime TimedBackend::CollectiveDuration(TaskId task) const {
   SimTime longest;
-  for (TaskId member : graph_.group_members(graph_.group_of(task))) longest = Max(longest, graph_.task(member).duration);
+  for (TaskId member : graph_.group_members(graph_.group_of(task)))
+    longest = Max(longest, graph_.task(member).duration);
   return longest;
 }
 
@@ -46,7 +50,8 @@ Status TimedBackend::Poll(std::vector<TaskEnd>* ended, std::vector<TaskId>* noti
   // A collective has met; as in the simulator, it now takes its longest member's time.
   for (TaskId t : collectives_done_) timers_.push_back({t, Now() + CollectiveDuration(t)});
   const SimTime now = Now();
-  auto due = std::stable_partition(timers_.begin(), timers_.end(), [&](const Timer& t) { return t.end > now; });
+  auto due = std::stable_partition(timers_.begin(), timers_.end(),
+                                   [&](const Timer& t) { return t.end > now; });
   for (auto it = due; it != timers_.end(); ++it) ended->push_back({it->task, it->end});
   timers_.erase(due, timers_.end());
   if (ended->empty() && notified->empty()) Nap();

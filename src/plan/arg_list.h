@@ -29,7 +29,9 @@ inline void Add(Args& out, std::string_view flag, std::string_view value) {
   out.emplace_back(flag);
   out.emplace_back(value);
 }
-inline void Add(Args& out, std::string_view flag, int64_t value) { Add(out, flag, std::to_string(value)); }
+inline void Add(Args& out, std::string_view flag, int64_t value) {
+  Add(out, flag, std::to_string(value));
+}
 
 // The shortest decimal that reads back as |value|: "1.25", "1".
 inline std::string ShortestDecimal(double value) {

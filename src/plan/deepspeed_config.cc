@@ -8,9 +8,10 @@
 #include "plan/arg_list.h"
 #include "workload/grad_accumulation.h"
 
-// Config keys follow DeepSpeed's docs/_pages/config-json.md (https://www.deepspeed.ai/docs/config-json/);
-// launcher flags follow megatron/arguments.py of microsoft/Megatron-DeepSpeed, with the MoE flags of
-// DeepSpeed's docs/_tutorials/mixture-of-experts-nlg.md.
+// Config keys follow DeepSpeed's docs/_pages/config-json.md
+// (https://www.deepspeed.ai/docs/config-json/); launcher flags follow megatron/arguments.py of
+// microsoft/Megatron-DeepSpeed, with the MoE flags of DeepSpeed's
+// docs/_tutorials/mixture-of-experts-nlg.md.
 namespace loom {
 namespace {
 
@@ -32,25 +33,29 @@ void CheckSchedule(const Strategy& s, Messages& out) {
       if (s.sp) {
         out.push_back(
             "--schedule zb-h1 with --sp: Megatron-DeepSpeed's ZB-H1 pipeline asserts sequence "
-            "parallelism off (\"Sequence Parallel not tested\", megatron/arguments.py); drop --sp, or "
+            "parallelism off (\"Sequence Parallel not tested\", megatron/arguments.py); drop --sp, "
+            "or "
             "use --schedule 1f1b");
       }
       return;
     case ScheduleKind::kInterleaved:
       out.push_back(
-          "--schedule interleaved: DeepSpeed's pipeline engine runs one model chunk per stage and has no "
+          "--schedule interleaved: DeepSpeed's pipeline engine runs one model chunk per stage and "
+          "has no "
           "virtual stages; use --schedule 1f1b --vpp 1, or --emit megatron");
       return;
     case ScheduleKind::kGpipe:
       out.push_back(
-          "--schedule gpipe: DeepSpeed's pipeline engine runs its 1F1B TrainSchedule, not GPipe; use "
+          "--schedule gpipe: DeepSpeed's pipeline engine runs its 1F1B TrainSchedule, not GPipe; "
+          "use "
           "--schedule 1f1b: the same bubble with at most p micro-batches of activations in flight");
       return;
     case ScheduleKind::kZbV:
       out.push_back(
           "--schedule zb-v: DeepSpeed (through Megatron-DeepSpeed) has only ZB-H1; ZB-V is in the "
           "Megatron-LM "
-          "fork sail-sg/zero-bubble-pipeline-parallelism; run that fork, or use --schedule zb-h1 or 1f1b");
+          "fork sail-sg/zero-bubble-pipeline-parallelism; run that fork, or use --schedule zb-h1 "
+          "or 1f1b");
       return;
     case ScheduleKind::kDualPipeV:
       out.push_back(
@@ -62,72 +67,84 @@ void CheckSchedule(const Strategy& s, Messages& out) {
 
 void CheckParallelism(const Strategy& s, Messages& out) {
   if (s.cp > 1) {
-    out.push_back(Cat("--cp ", s.cp,
-                      ": DeepSpeed has no ring or all-gather context parallelism; its sequence parallelism "
-                      "(DeepSpeed-Ulysses, Megatron-DeepSpeed's --ds-sequence-parallel-size) exchanges "
-                      "attention heads by all-to-all, which loom does not simulate; use --emit megatron, or "
-                      "--cp 1"));
+    out.push_back(
+        Cat("--cp ", s.cp,
+            ": DeepSpeed has no ring or all-gather context parallelism; its sequence parallelism "
+            "(DeepSpeed-Ulysses, Megatron-DeepSpeed's --ds-sequence-parallel-size) exchanges "
+            "attention heads by all-to-all, which loom does not simulate; use --emit megatron, or "
+            "--cp 1"));
   }
   if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
-    out.push_back(
-        Cat("--first-stage-layers ", s.first_stage_layers, " --last-stage-layers ", s.last_stage_layers,
-            ": Megatron-DeepSpeed splits the transformer layers evenly over the stages "
-            "(PipelineModule partition_method \"type:transformer\"); use 0 for both, or --emit megatron"));
+    out.push_back(Cat("--first-stage-layers ", s.first_stage_layers, " --last-stage-layers ",
+                      s.last_stage_layers,
+                      ": Megatron-DeepSpeed splits the transformer layers evenly over the stages "
+                      "(PipelineModule partition_method \"type:transformer\"); use 0 for both, or "
+                      "--emit megatron"));
   }
   if (!s.layout.empty()) {
     out.push_back(
-        "--pipeline-layout: Megatron-DeepSpeed splits the transformer layers evenly over the stages "
-        "(PipelineModule partition_method \"type:transformer\") and has no per-chunk layout; drop it, or "
+        "--pipeline-layout: Megatron-DeepSpeed splits the transformer layers evenly over the "
+        "stages "
+        "(PipelineModule partition_method \"type:transformer\") and has no per-chunk layout; drop "
+        "it, or "
         "--emit megatron (--pipeline-model-parallel-layout)");
   }
   // deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__.
   if (s.pp > 1 && s.zero_stage >= 2) {
-    out.push_back(Cat("--zero ", s.zero_stage, " with --pp ", s.pp,
-                      ": DeepSpeed's pipeline engine asserts \"ZeRO-2 and ZeRO-3 are incompatible with "
-                      "pipeline parallelism\"; use --zero 1, or --pp 1"));
+    out.push_back(
+        Cat("--zero ", s.zero_stage, " with --pp ", s.pp,
+            ": DeepSpeed's pipeline engine asserts \"ZeRO-2 and ZeRO-3 are incompatible with "
+            "pipeline parallelism\"; use --zero 1, or --pp 1"));
   }
   if (s.overlap_grad_reduce && s.pp > 1) {
-    out.push_back(
-        Cat("--overlap-grad-reduce with --pp ", s.pp,
-            ": DeepSpeed's pipeline engine reduces gradients after the step's last backward (its "
-            "ReduceGrads instruction), not during it; drop --overlap-grad-reduce, or --emit megatron"));
+    out.push_back(Cat(
+        "--overlap-grad-reduce with --pp ", s.pp,
+        ": DeepSpeed's pipeline engine reduces gradients after the step's last backward (its "
+        "ReduceGrads instruction), not during it; drop --overlap-grad-reduce, or --emit megatron"));
   }
   if (s.overlap_param_gather && s.zero_stage < 3) {
-    out.push_back(
-        Cat("--overlap-param-gather with --zero ", s.zero_stage,
-            ": DeepSpeed gathers the updated weights inside the optimizer step below ZeRO-3 and only "
-            "ZeRO-3 prefetches them under compute; use --zero 3, drop --overlap-param-gather, or "
-            "--emit megatron"));
+    out.push_back(Cat(
+        "--overlap-param-gather with --zero ", s.zero_stage,
+        ": DeepSpeed gathers the updated weights inside the optimizer step below ZeRO-3 and only "
+        "ZeRO-3 prefetches them under compute; use --zero 3, drop --overlap-param-gather, or "
+        "--emit megatron"));
   }
   if (s.tp_comm_overlap) {
     out.push_back(
-        "--tp-comm-overlap: Megatron-DeepSpeed has no overlap of tensor-parallel communication with the "
-        "GEMMs (that is Transformer Engine's userbuffers under Megatron-LM); drop it, or --emit megatron");
+        "--tp-comm-overlap: Megatron-DeepSpeed has no overlap of tensor-parallel communication "
+        "with the "
+        "GEMMs (that is Transformer Engine's userbuffers under Megatron-LM); drop it, or --emit "
+        "megatron");
   }
 }
 
 void CheckPrecisionAndOptimizer(const Strategy& s, Messages& out) {
   if (s.dtype == Dtype::kFp8) {
     out.push_back(
-        "--dtype fp8: DeepSpeed's config has no fp8 training mode (fp8 GEMMs come from Transformer Engine "
+        "--dtype fp8: DeepSpeed's config has no fp8 training mode (fp8 GEMMs come from Transformer "
+        "Engine "
         "inside the model, Megatron-LM's --fp8-format); use --dtype bf16, or --emit megatron");
   }
   if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp8) {
-    out.push_back(Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
-                      ": gradients are reduced in bf16 only in bf16 training; use --dtype bf16, or drop "
-                      "--grad-reduce-in-bf16"));
+    out.push_back(
+        Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
+            ": gradients are reduced in bf16 only in bf16 training; use --dtype bf16, or drop "
+            "--grad-reduce-in-bf16"));
   }
   if (s.optimizer == Optimizer::kAdafactor) {
     out.push_back(
-        "--optimizer adafactor: Megatron-DeepSpeed's --optimizer takes adam or sgd; use --optimizer "
+        "--optimizer adafactor: Megatron-DeepSpeed's --optimizer takes adam or sgd; use "
+        "--optimizer "
         "adam or sgd");
   }
   if (s.offload != Offload::kNone && s.optimizer != Optimizer::kAdam) {
-    out.push_back(Cat(
-        "--offload ", kOffloadNames.Name(s.offload), " with --optimizer ", kOptimizerNames.Name(s.optimizer),
-        ": DeepSpeed's ZeRO-Offload steps the optimizer with its CPU Adam (DeepSpeedCPUAdam, "
-        "Megatron-DeepSpeed's --cpu-optimizer); other optimizers need \"zero_force_ds_cpu_optimizer\": "
-        "false and run as plain PyTorch on the CPU; use --optimizer adam, or --offload none"));
+    out.push_back(
+        Cat("--offload ", kOffloadNames.Name(s.offload), " with --optimizer ",
+            kOptimizerNames.Name(s.optimizer),
+            ": DeepSpeed's ZeRO-Offload steps the optimizer with its CPU Adam (DeepSpeedCPUAdam, "
+            "Megatron-DeepSpeed's --cpu-optimizer); other optimizers need "
+            "\"zero_force_ds_cpu_optimizer\": "
+            "false and run as plain PyTorch on the CPU; use --optimizer adam, or --offload none"));
   }
 }
 
@@ -144,16 +161,19 @@ void CheckPrecisionAndOptimizer(const Strategy& s, Messages& out) {
 void CheckRecompute(const Strategy& s, const DeepSpeedOptions& options, Messages& out) {
   if (s.recompute == Recompute::kSelective && options.attention == AttentionKernel::kFused) {
     out.push_back(
-        "--recompute selective with --attention fused: Megatron-DeepSpeed recomputes the core attention "
-        "only in its unfused CoreAttention; with FlashAttention --recompute-granularity selective does "
+        "--recompute selective with --attention fused: Megatron-DeepSpeed recomputes the core "
+        "attention "
+        "only in its unfused CoreAttention; with FlashAttention --recompute-granularity selective "
+        "does "
         "nothing, so the run would not recompute what loom simulated; use --attention unfused, "
         "--recompute full, or --emit megatron");
   }
   if (s.recompute == Recompute::kFull && s.recompute_layers > 0 && s.pp > 1) {
-    out.push_back(Cat("--recompute-layers ", s.recompute_layers, " with --pp ", s.pp,
-                      ": Megatron-DeepSpeed recomputes only some layers (--recompute-method block) "
-                      "without DeepSpeed's pipeline engine; its pipeline model checkpoints every "
-                      "--checkpoint-num-layers layers; use --recompute-layers 0, --pp 1, or --emit megatron"));
+    out.push_back(Cat(
+        "--recompute-layers ", s.recompute_layers, " with --pp ", s.pp,
+        ": Megatron-DeepSpeed recomputes only some layers (--recompute-method block) "
+        "without DeepSpeed's pipeline engine; its pipeline model checkpoints every "
+        "--checkpoint-num-layers layers; use --recompute-layers 0, --pp 1, or --emit megatron"));
   }
 }
 
@@ -161,23 +181,27 @@ void CheckRecompute(const Strategy& s, const DeepSpeedOptions& options, Messages
 void CheckAttention(const Strategy& s, const DeepSpeedOptions& options, Messages& out) {
   const bool half = s.dtype == Dtype::kBf16 || s.dtype == Dtype::kFp16 || s.dtype == Dtype::kFp8;
   if (options.attention == AttentionKernel::kFused && !half) {
-    out.push_back(Cat("--dtype ", kDtypeNames.Name(s.dtype),
-                      " with --attention fused: Megatron-DeepSpeed's FlashAttention (--use-flash-attn-v2) "
-                      "takes fp16 and bf16 only; use --attention unfused, or --dtype bf16"));
+    out.push_back(
+        Cat("--dtype ", kDtypeNames.Name(s.dtype),
+            " with --attention fused: Megatron-DeepSpeed's FlashAttention (--use-flash-attn-v2) "
+            "takes fp16 and bf16 only; use --attention unfused, or --dtype bf16"));
   }
 }
 
 // bf16 gradients summed in fp32 where DeepSpeed sums them in bf16 (DeepSpeedKeepsBf16Gradients):
 // the simulation budgeted 4-byte gradients that the run does not keep.
 void CheckGradientDtype(const Strategy& s, Messages& out) {
-  if (s.dtype != Dtype::kBf16 || GradAccumulatorBytes(s) != 4 || !DeepSpeedKeepsBf16Gradients(s)) return;
+  if (s.dtype != Dtype::kBf16 || GradAccumulatorBytes(s) != 4 || !DeepSpeedKeepsBf16Gradients(s))
+    return;
   const std::string setting =
       Cat("--zero ", s.zero_stage, s.offload != Offload::kNone ? " --offload " : "",
-          s.offload != Offload::kNone ? kOffloadNames.Name(s.offload) : "", s.pp > 1 ? Cat(" --pp ", s.pp) : "");
-  out.push_back(Cat(setting,
-                    " with fp32 gradient accumulation: DeepSpeed sums bf16 gradients in bf16 there, whatever "
-                    "data_types.grad_accum_dtype says, and fp32 only at ZeRO-1 without offload or ZeRO-3; add "
-                    "--grad-reduce-in-bf16 (2-byte gradients, as DeepSpeed keeps them), or use --zero 1 or 3"));
+          s.offload != Offload::kNone ? kOffloadNames.Name(s.offload) : "",
+          s.pp > 1 ? Cat(" --pp ", s.pp) : "");
+  out.push_back(Cat(
+      setting,
+      " with fp32 gradient accumulation: DeepSpeed sums bf16 gradients in bf16 there, whatever "
+      "data_types.grad_accum_dtype says, and fp32 only at ZeRO-1 without offload or ZeRO-3; add "
+      "--grad-reduce-in-bf16 (2-byte gradients, as DeepSpeed keeps them), or use --zero 1 or 3"));
 }
 
 // DeepSpeed-MoE places experts every --expert-interval layers, each as wide as the dense MLP, with
@@ -185,17 +209,20 @@ void CheckGradientDtype(const Strategy& s, Messages& out) {
 // (deepspeed/utils/groups.py, _create_expert_and_data_parallel).
 void CheckModel(const ModelSpec& model, const Strategy& s, Messages& out) {
   if (model.mla.has_value()) {
-    out.push_back(Cat("kv_lora_rank of ", ModelRef(model),
-                      ": Megatron-DeepSpeed has no multi-head latent attention; use --emit megatron "
-                      "(--multi-latent-attention)"));
+    out.push_back(
+        Cat("kv_lora_rank of ", ModelRef(model),
+            ": Megatron-DeepSpeed has no multi-head latent attention; use --emit megatron "
+            "(--multi-latent-attention)"));
   }
   if (!model.moe.has_value()) return;
   const MoeSpec& moe = *model.moe;
-  // deepspeed/runtime/engine.py, _validate_zero3_moe_compatibility (deepspeedai/DeepSpeed edaa72212).
+  // deepspeed/runtime/engine.py, _validate_zero3_moe_compatibility (deepspeedai/DeepSpeed
+  // edaa72212).
   if (s.zero_stage == 3) {
-    out.push_back(Cat("--zero 3 with the experts of ", ModelRef(model),
-                      ": DeepSpeed refuses its own MoE layers at ZeRO-3 (\"Native DeepSpeed MoE is not "
-                      "supported with ZeRO Stage 3\"); use --zero 1 or 2, or --emit megatron"));
+    out.push_back(
+        Cat("--zero 3 with the experts of ", ModelRef(model),
+            ": DeepSpeed refuses its own MoE layers at ZeRO-3 (\"Native DeepSpeed MoE is not "
+            "supported with ZeRO Stage 3\"); use --zero 1 or 2, or --emit megatron"));
   }
   if (moe.num_shared_experts > 0) {
     out.push_back(Cat("n_shared_experts (", moe.num_shared_experts, ") of ", ModelRef(model),
@@ -203,10 +230,10 @@ void CheckModel(const ModelSpec& model, const Strategy& s, Messages& out) {
                       "(--moe-shared-expert-intermediate-size)"));
   }
   if (moe.first_dense_layers > 0) {
-    out.push_back(
-        Cat("first_k_dense_replace (", moe.first_dense_layers, ") of ", ModelRef(model),
-            ": Megatron-DeepSpeed places experts every --expert-interval layers and cannot keep the "
-            "first layers dense; use --emit megatron (--moe-layer-freq)"));
+    out.push_back(Cat(
+        "first_k_dense_replace (", moe.first_dense_layers, ") of ", ModelRef(model),
+        ": Megatron-DeepSpeed places experts every --expert-interval layers and cannot keep the "
+        "first layers dense; use --emit megatron (--moe-layer-freq)"));
   }
   const int64_t etp = s.ExpertTp();
   if (etp != 1 && etp != s.tp) {
@@ -216,10 +243,11 @@ void CheckModel(const ModelSpec& model, const Strategy& s, Messages& out) {
                       s.tp));
   }
   if (s.ep > 1 && s.dp % s.ep != 0) {
-    out.push_back(Cat("--ep ", s.ep, " with --dp ", s.dp,
-                      ": DeepSpeed carves expert-parallel groups out of the data-parallel group, so ep must "
-                      "divide dp; use an ep that divides ",
-                      s.dp));
+    out.push_back(
+        Cat("--ep ", s.ep, " with --dp ", s.dp,
+            ": DeepSpeed carves expert-parallel groups out of the data-parallel group, so ep must "
+            "divide dp; use an ep that divides ",
+            s.dp));
   }
 }
 
@@ -244,7 +272,8 @@ Json BatchConfig(const Strategy& s) {
 void AddPrecision(const Strategy& s, Json& config) {
   if (s.dtype == Dtype::kBf16) config["bf16"] = {{"enabled", true}};
   if (s.dtype == Dtype::kFp16) config["fp16"] = {{"enabled", true}};
-  if (s.dtype == Dtype::kBf16) config["communication_data_type"] = s.grad_reduce_in_bf16 ? "bf16" : "fp32";
+  if (s.dtype == Dtype::kBf16)
+    config["communication_data_type"] = s.grad_reduce_in_bf16 ? "bf16" : "fp32";
   const char* const half = s.dtype == Dtype::kFp16 ? "fp16" : "bf16";
   config["data_types"] = {{"grad_accum_dtype", GradAccumulatorBytes(s) == 2 ? half : "fp32"}};
 }
@@ -269,7 +298,8 @@ void AddZero(const Strategy& s, Json& config) {
     zero["reduce_scatter"] = true;
   }
   if (s.zero_stage >= 2) zero["contiguous_gradients"] = true;
-  if (s.offload != Offload::kNone) zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
+  if (s.offload != Offload::kNone)
+    zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   if (s.offload == Offload::kOptimizerAndParams) {
     zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   }
@@ -368,8 +398,9 @@ Args LauncherArgs(const ModelSpec& model, const Strategy& s, const DeepSpeedOpti
   return out;
 }
 
-// Megatron-DeepSpeed raises on CUDA under --sequence-parallel without CUDA_DEVICE_MAX_CONNECTIONS=1,
-// and turns sequence parallelism off at tp 1 before it checks (validate_args, megatron/arguments.py).
+// Megatron-DeepSpeed raises on CUDA under --sequence-parallel without
+// CUDA_DEVICE_MAX_CONNECTIONS=1, and turns sequence parallelism off at tp 1 before it checks
+// (validate_args, megatron/arguments.py).
 std::vector<std::pair<std::string, std::string>> Environment(const Strategy& s) {
   if (s.sp && s.tp > 1) return {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}};
   return {};
@@ -377,46 +408,56 @@ std::vector<std::pair<std::string, std::string>> Environment(const Strategy& s) 
 
 // DeepSpeed's config and Megatron-DeepSpeed have no TF32 switch: fp32 matmuls follow PyTorch's
 // torch.backends.cuda.matmul.allow_tf32, off by default since PyTorch 1.12.
-void AddPrecisionNotes(const Strategy& s, const DeepSpeedOptions& options, std::vector<std::string>& notes) {
+void AddPrecisionNotes(const Strategy& s, const DeepSpeedOptions& options,
+                       std::vector<std::string>& notes) {
   if (options.attention == AttentionKernel::kFused) {
     notes.push_back(
-        "--use-flash-attn-v2 runs the fused attention loom simulated (Megatron-DeepSpeed's default is its "
+        "--use-flash-attn-v2 runs the fused attention loom simulated (Megatron-DeepSpeed's default "
+        "is its "
         "unfused CoreAttention); it needs the flash-attn 2.x package.");
   }
   if (s.dtype == Dtype::kTf32) {
     notes.push_back(
-        "loom simulated TF32 matmuls; DeepSpeed and Megatron-DeepSpeed leave them to PyTorch, which runs "
-        "fp32 matmuls in full fp32 unless torch.backends.cuda.matmul.allow_tf32 = True (off by default "
+        "loom simulated TF32 matmuls; DeepSpeed and Megatron-DeepSpeed leave them to PyTorch, "
+        "which runs "
+        "fp32 matmuls in full fp32 unless torch.backends.cuda.matmul.allow_tf32 = True (off by "
+        "default "
         "since PyTorch 1.12): set it in pretrain_gpt.py before the model is built.");
   }
   if (s.dtype == Dtype::kFp32) {
     notes.push_back(
-        "loom simulated full-precision fp32 matmuls; keep torch.backends.cuda.matmul.allow_tf32 off "
+        "loom simulated full-precision fp32 matmuls; keep torch.backends.cuda.matmul.allow_tf32 "
+        "off "
         "(PyTorch's default since 1.12), or the run is faster than predicted.");
   }
 }
 
-std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s, const DeepSpeedOptions& options) {
+std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s,
+                               const DeepSpeedOptions& options) {
   std::vector<std::string> notes = {
       Cat("train_batch_size = train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp: ",
           s.global_batch, " = ", s.micro_batch, " * ", s.NumMicroBatches(), " * ", s.dp,
-          ". DeepSpeed's \"number of GPUs\" there is the data-parallel size; launch tp * pp * dp = ",
+          ". DeepSpeed's \"number of GPUs\" there is the data-parallel size; launch tp * pp * dp "
+          "= ",
           s.WorldSize(), " processes."),
       "launcher_args are for Megatron-DeepSpeed's pretrain_gpt.py (microsoft/Megatron-DeepSpeed): "
       "DeepSpeed's config has no tensor- or pipeline-parallel degree. Add the model-shape, data, "
       "tokenizer and learning-rate arguments of the run.",
-      "optimizer.params (lr, betas, eps, weight_decay) are left out: DeepSpeed then uses the optimizer's "
-      "defaults (lr 1e-3). Megatron-DeepSpeed passes its own optimizer, built from --optimizer and --lr, "
+      "optimizer.params (lr, betas, eps, weight_decay) are left out: DeepSpeed then uses the "
+      "optimizer's "
+      "defaults (lr 1e-3). Megatron-DeepSpeed passes its own optimizer, built from --optimizer and "
+      "--lr, "
       "to deepspeed.initialize; a script that does not must add them.",
   };
   if (model.moe.has_value() && model.moe->expert_intermediate_size != model.intermediate_size) {
-    notes.push_back(Cat("DeepSpeed-MoE experts are as wide as the dense MLP: pass --ffn-hidden-size ",
-                        model.moe->expert_intermediate_size, " (the expert width of ", ModelRef(model),
-                        ")."));
+    notes.push_back(
+        Cat("DeepSpeed-MoE experts are as wide as the dense MLP: pass --ffn-hidden-size ",
+            model.moe->expert_intermediate_size, " (the expert width of ", ModelRef(model), ")."));
   }
   if (!Environment(s).empty()) {
     notes.push_back(
-        "CUDA_DEVICE_MAX_CONNECTIONS=1 in every process's environment: Megatron-DeepSpeed raises without "
+        "CUDA_DEVICE_MAX_CONNECTIONS=1 in every process's environment: Megatron-DeepSpeed raises "
+        "without "
         "it under --sequence-parallel (validate_args, megatron/arguments.py).");
   }
   AddPrecisionNotes(s, options, notes);
@@ -425,33 +466,38 @@ std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s, const 
 
 // How DeepSpeedGradAccumulation's mode comes about, for the error that names another mode.
 const char* AccumulationReason(const Strategy& s) {
-  if (s.zero_stage >= 1) return "DeepSpeed adds each micro-batch's gradients into ZeRO's accumulation buffer";
+  if (s.zero_stage >= 1)
+    return "DeepSpeed adds each micro-batch's gradients into ZeRO's accumulation buffer";
   if (DeepSpeedGradAccumulation(s) == GradAccumulation::kAdd) {
-    return "DeepSpeed's pipeline engine adds each micro-batch's bf16 gradients into BF16_Optimizer's buffer";
+    return "DeepSpeed's pipeline engine adds each micro-batch's bf16 gradients into "
+           "BF16_Optimizer's buffer";
   }
   return "DeepSpeed without ZeRO steps on .grad as autograd sums it";
 }
 
 }  // namespace
 
-// Without ZeRO, bf16 under the pipeline engine steps with BF16_Optimizer (_do_optimizer_sanity_check
-// in deepspeed/runtime/engine.py), which the engine has add each micro-batch's gradients into its
-// buffer (update_hp_grads after every backward, _exec_backward_pass in deepspeed/runtime/pipe/
-// engine.py, deepspeedai/DeepSpeed edaa72212).
+// Without ZeRO, bf16 under the pipeline engine steps with BF16_Optimizer
+// (_do_optimizer_sanity_check in deepspeed/runtime/engine.py), which the engine has add each
+// micro-batch's gradients into its buffer (update_hp_grads after every backward,
+// _exec_backward_pass in deepspeed/runtime/pipe/ engine.py, deepspeedai/DeepSpeed edaa72212).
 GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy) {
   const bool bf16_pipeline = strategy.dtype == Dtype::kBf16 && strategy.pp > 1;
-  return strategy.zero_stage >= 1 || bf16_pipeline ? GradAccumulation::kAdd : GradAccumulation::kAutograd;
+  return strategy.zero_stage >= 1 || bf16_pipeline ? GradAccumulation::kAdd
+                                                   : GradAccumulation::kAutograd;
 }
 
 // deepspeedai/DeepSpeed edaa72212: _do_optimizer_sanity_check (deepspeed/runtime/engine.py) wants
 // grad_accum_dtype equal to the model dtype without ZeRO and picks BF16_Optimizer, whose gradient
 // buffer is fp32, only for bf16 + fp32 at ZeRO-1 without offload. The ZeRO-1/2 optimizer
-// (deepspeed/runtime/zero/stage_1_and_2.py) adds each micro-batch into the parameters' own gradients
-// at ZeRO-2 (grads_in_partition, dtype=self.dtype; independent_gradient_partition_epilogue) and into
-// CPU buffers of the parameter dtype with offload (async_accumulate_grad_in_cpu_via_gpu). ZeRO-3
-// adds into grad_partitions_flat_buffer of gradient_accumulation_dtype (stage3.py).
+// (deepspeed/runtime/zero/stage_1_and_2.py) adds each micro-batch into the parameters' own
+// gradients at ZeRO-2 (grads_in_partition, dtype=self.dtype;
+// independent_gradient_partition_epilogue) and into CPU buffers of the parameter dtype with offload
+// (async_accumulate_grad_in_cpu_via_gpu). ZeRO-3 adds into grad_partitions_flat_buffer of
+// gradient_accumulation_dtype (stage3.py).
 bool DeepSpeedBudgetsBf16Gradients(const Strategy& strategy) {
-  return strategy.dtype == Dtype::kBf16 && strategy.grad_accumulation != GradAccumulation::kAutograd &&
+  return strategy.dtype == Dtype::kBf16 &&
+         strategy.grad_accumulation != GradAccumulation::kAutograd &&
          DeepSpeedKeepsBf16Gradients(strategy);
 }
 
@@ -472,11 +518,14 @@ Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& st
   Messages problems;
   const GradAccumulation accumulation = DeepSpeedGradAccumulation(strategy);
   if (strategy.grad_accumulation != accumulation) {
-    problems.push_back(Cat("--grad-accumulation ", kGradAccumulationNames.Name(strategy.grad_accumulation),
-                           " with --zero ", strategy.zero_stage,
-                           ": Megatron-DeepSpeed hands every weight gradient to autograd (its fused accumulation "
-                           "is commented out) and ", AccumulationReason(strategy), "; use --grad-accumulation ", kGradAccumulationNames.Name(accumulation),
-                           " (or auto, which picks it for each ZeRO stage with --emit deepspeed)"));
+    problems.push_back(
+        Cat("--grad-accumulation ", kGradAccumulationNames.Name(strategy.grad_accumulation),
+            " with --zero ", strategy.zero_stage,
+            ": Megatron-DeepSpeed hands every weight gradient to autograd (its fused accumulation "
+            "is commented out) and ",
+            AccumulationReason(strategy), "; use --grad-accumulation ",
+            kGradAccumulationNames.Name(accumulation),
+            " (or auto, which picks it for each ZeRO stage with --emit deepspeed)"));
   }
   CheckSchedule(strategy, problems);
   CheckParallelism(strategy, problems);
@@ -491,7 +540,8 @@ Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& st
                            ": DeepSpeed needs train_batch_size = "
                            "micro-batch * gradient_accumulation_steps * dp, and ",
                            strategy.global_batch, " is not a multiple of --micro-batch ",
-                           strategy.micro_batch, " * --dp ", strategy.dp, "; use a multiple of ", per_step));
+                           strategy.micro_batch, " * --dp ", strategy.dp, "; use a multiple of ",
+                           per_step));
   }
   if (!problems.empty()) return Status::InvalidArgument(arg_list::JoinLines(problems));
 

@@ -37,9 +37,9 @@ struct DeepSpeedPlan {
   // code (deepspeed.pipe.PipelineModule(num_stages=...)) and tensor parallelism by the model. These
   // are the arguments of Megatron-DeepSpeed's pretrain_gpt.py (microsoft/Megatron-DeepSpeed,
   // megatron/arguments.py) that build them, one token per element, in this order: parallelism,
-  // schedule, batch, mixture of experts, attention kernel, precision, optimizer and ZeRO, recompute,
-  // and the switches that hand the run to DeepSpeed (--deepspeed --deepspeed_config ds_config.json).
-  // Model-shape, data, tokenizer and learning-rate arguments are the run's own.
+  // schedule, batch, mixture of experts, attention kernel, precision, optimizer and ZeRO,
+  // recompute, and the switches that hand the run to DeepSpeed (--deepspeed --deepspeed_config
+  // ds_config.json). Model-shape, data, tokenizer and learning-rate arguments are the run's own.
   std::vector<std::string> launcher_args;
   // What the reader must know: the batch equation with its numbers, the process count, the
   // environment and why, what was left out of the config and why.
@@ -69,9 +69,9 @@ struct DeepSpeedPlan {
 Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& strategy,
                                       const DeepSpeedOptions& options = {});
 
-// How DeepSpeed sums the micro-batches' weight gradients of |strategy|, the only mode DeepSpeedConfig
-// accepts. Megatron-DeepSpeed returns every weight gradient to autograd (its fused accumulation into
-// main_grad is commented out: megatron/core/tensor_parallel/layers.py,
+// How DeepSpeed sums the micro-batches' weight gradients of |strategy|, the only mode
+// DeepSpeedConfig accepts. Megatron-DeepSpeed returns every weight gradient to autograd (its fused
+// accumulation into main_grad is commented out: megatron/core/tensor_parallel/layers.py,
 // LinearWithGradAccumulationAndAsyncCommunication.backward, microsoft/Megatron-DeepSpeed f4157bea).
 // With ZeRO (stages 1-3) the engine's optimizer then adds each micro-batch's gradients into its
 // accumulation buffer (accumulated_grad.add_ in stage_1_and_2.py's epilogue, grad_buffer.add_ in

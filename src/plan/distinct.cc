@@ -12,7 +12,8 @@ namespace {
 std::string_view SettingOfKey(std::string_view key) {
   if (key == "schedule" || key == "vpp" || key == "microbatch_group") return "schedule";
   if (key == "recompute" || key == "recompute_layers") return "recompute";
-  if (key == "overlap_grad_reduce" || key == "overlap_param_gather" || key == "tp_comm_overlap") return "overlap";
+  if (key == "overlap_grad_reduce" || key == "overlap_param_gather" || key == "tp_comm_overlap")
+    return "overlap";
   if (key == "first_stage_layers" || key == "last_stage_layers") return "stage_layers";
   return key;
 }
@@ -30,7 +31,8 @@ bool WithinTolerance(double low, double high) { return high < low * (1 + kDistin
 bool Joins(const Row& row, const RankedPlan& plan) {
   const std::string setting = OnlyDifferingSetting(row.members.front().strategy, plan.strategy);
   if (setting.empty() || (!row.setting.empty() && setting != row.setting)) return false;
-  return WithinTolerance(std::min(row.min_step, plan.step_time_s), std::max(row.max_step, plan.step_time_s)) &&
+  return WithinTolerance(std::min(row.min_step, plan.step_time_s),
+                         std::max(row.max_step, plan.step_time_s)) &&
          WithinTolerance(std::min(row.min_score, plan.score), std::max(row.max_score, plan.score));
 }
 
@@ -104,7 +106,8 @@ std::vector<RankedPlan> GroupDistinct(const std::vector<RankedPlan>& ranked, int
   std::vector<RankedPlan> out;
   for (Row& row : rows) {
     RankedPlan best = std::move(row.members.front());
-    best.variants.assign(std::make_move_iterator(row.members.begin() + 1), std::make_move_iterator(row.members.end()));
+    best.variants.assign(std::make_move_iterator(row.members.begin() + 1),
+                         std::make_move_iterator(row.members.end()));
     best.variant_setting = row.setting;
     out.push_back(std::move(best));
   }

@@ -23,8 +23,8 @@ std::string Dominant(const StepBreakdown& b) {
 
 // SuggestFits for |s| with the request's completion of a strategy, keeping those |options| admits.
 Result<std::vector<FitSuggestion>> NearestFits(const ModelSpec& model, const ClusterSpec& cluster,
-                                               const SearchRequest& request, const PlanOptions& options,
-                                               const Strategy& s) {
+                                               const SearchRequest& request,
+                                               const PlanOptions& options, const Strategy& s) {
   FitOptions fit;
   fit.simulation = options.simulation;
   if (request.deepspeed_accumulation) {
@@ -44,8 +44,9 @@ Result<std::vector<FitSuggestion>> NearestFits(const ModelSpec& model, const Clu
 
 }  // namespace
 
-Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
-                            const PlanOptions& options, std::string_view text) {
+Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
+                            const SearchRequest& request, const PlanOptions& options,
+                            std::string_view text) {
   Result<Constraints> given = ParseConstraints(text, "--explain");
   if (!given.ok()) return given.status();
   Strategy s;
@@ -59,12 +60,14 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, 
     s.grad_accumulation = DeepSpeedGradAccumulation(s);
     s.grad_reduce_in_bf16 = DeepSpeedBudgetsBf16Gradients(s);
   }
-  if (!given->dp.has_value() && s.tp * s.pp * s.cp > 0) s.dp = std::max<int64_t>(1, request.gpus / (s.tp * s.pp * s.cp));
+  if (!given->dp.has_value() && s.tp * s.pp * s.cp > 0)
+    s.dp = std::max<int64_t>(1, request.gpus / (s.tp * s.pp * s.cp));
   // --min-gpus and --max-gpus also search other GPU counts: a plan may use any of them.
   const std::vector<int64_t> counts = GpuCounts(request, cluster);
   if (std::find(counts.begin(), counts.end(), s.WorldSize()) == counts.end()) {
-    return Status::InvalidArgument("--explain " + std::string(text) + ": tp * pp * dp * cp = " +
-                                   std::to_string(s.WorldSize()) + ", not --gpus " + std::to_string(request.gpus) +
+    return Status::InvalidArgument("--explain " + std::string(text) +
+                                   ": tp * pp * dp * cp = " + std::to_string(s.WorldSize()) +
+                                   ", not --gpus " + std::to_string(request.gpus) +
                                    (counts.size() > 1 ? " or another GPU count searched" : "") +
                                    "; give a dp that fills the GPUs or leave dp out");
   }

@@ -42,8 +42,9 @@ struct Explanation {
 // does not fit, also the nearest strategies that do.
 // Errors: those of ParseConstraints and EnumerateStrategies; InvalidArgument with every rule the
 // strategy breaks.
-Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
-                            const PlanOptions& options, std::string_view text);
+Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
+                            const SearchRequest& request, const PlanOptions& options,
+                            std::string_view text);
 
 }  // namespace loom
 

@@ -101,8 +101,9 @@ std::vector<Strategy> OtherChunks(const Strategy& s, bool more) {
 std::vector<Strategy> FewerChunks(const Strategy& s) { return OtherChunks(s, false); }
 std::vector<Strategy> MoreChunks(const Strategy& s) { return OtherChunks(s, true); }
 
-constexpr std::array<Lever, 10> kLevers = {MoreRecompute, HalfMicroBatch, NextZeroStage, SequenceParallel, MoreTp,
-                                           MorePp,        MoreCp,         MoreOffload,   FewerChunks,     MoreChunks};
+constexpr std::array<Lever, 10> kLevers = {
+    MoreRecompute, HalfMicroBatch, NextZeroStage, SequenceParallel, MoreTp,
+    MorePp,        MoreCp,         MoreOffload,   FewerChunks,      MoreChunks};
 
 std::vector<std::string_view> SplitPairs(std::string_view text) {
   std::vector<std::string_view> pairs;
@@ -141,8 +142,10 @@ struct Bounded {
 // Prepares and bounds every candidate the rules accept (once each) whose memory bound fits, then
 // simulates them lowest step bound first, at most |*budget| of them. Returns those that fit.
 Result<std::vector<FitSuggestion>> TryCandidates(const ModelSpec& model, const ClusterSpec& cluster,
-                                                 const Strategy& from, std::vector<Candidate> candidates,
-                                                 const FitOptions& options, int64_t limit, int32_t* budget) {
+                                                 const Strategy& from,
+                                                 std::vector<Candidate> candidates,
+                                                 const FitOptions& options, int64_t limit,
+                                                 int32_t* budget) {
   std::set<std::string> seen = {ConstraintText(from)};
   std::vector<Bounded> bounded;
   for (Candidate& c : candidates) {
@@ -154,8 +157,9 @@ Result<std::vector<FitSuggestion>> TryCandidates(const ModelSpec& model, const C
     if (bounds.peak_memory_bytes > limit) continue;
     bounded.push_back({std::move(c), std::move(step).value(), bounds});
   }
-  std::stable_sort(bounded.begin(), bounded.end(),
-                   [](const Bounded& a, const Bounded& b) { return a.bounds.step_time < b.bounds.step_time; });
+  std::stable_sort(bounded.begin(), bounded.end(), [](const Bounded& a, const Bounded& b) {
+    return a.bounds.step_time < b.bounds.step_time;
+  });
   std::vector<FitSuggestion> fits;
   for (const Bounded& b : bounded) {
     if (*budget <= 0) break;
@@ -163,8 +167,9 @@ Result<std::vector<FitSuggestion>> TryCandidates(const ModelSpec& model, const C
     Result<SimulationResult> r = SimulatePreparedStep(model, cluster, b.step);
     if (!r.ok()) return r.status();
     if (!r->fits_in_memory) continue;
-    fits.push_back({b.candidate.strategy, ChangedKeys(from, b.candidate.strategy), b.candidate.levers,
-                    r->step_time_s, r->peak_memory_bytes, r->memory_limit_bytes});
+    fits.push_back({b.candidate.strategy, ChangedKeys(from, b.candidate.strategy),
+                    b.candidate.levers, r->step_time_s, r->peak_memory_bytes,
+                    r->memory_limit_bytes});
   }
   return fits;
 }
@@ -192,8 +197,10 @@ std::vector<Candidate> LeverPairs(const Strategy& s) {
 }  // namespace
 
 Result<std::vector<FitSuggestion>> SuggestFits(const ModelSpec& model, const ClusterSpec& cluster,
-                                               const Strategy& strategy, const FitOptions& options) {
-  Result<SimulationResult> given = SimulateTrainingStep(model, cluster, strategy, options.simulation);
+                                               const Strategy& strategy,
+                                               const FitOptions& options) {
+  Result<SimulationResult> given =
+      SimulateTrainingStep(model, cluster, strategy, options.simulation);
   if (!given.ok()) return given.status();
   if (given->fits_in_memory) return std::vector<FitSuggestion>{};
   const int64_t limit = given->memory_limit_bytes;

@@ -31,7 +31,8 @@ struct FitOptions {
   // Applied to each candidate after its levers moved (Explain: DeepSpeed's gradient accumulation
   // follows the ZeRO stage). Empty: none.
   std::function<void(Strategy&)> complete;
-  int32_t max_simulations = 32;  // candidates simulated at most, beyond those the memory bound rejects
+  int32_t max_simulations =
+      32;  // candidates simulated at most, beyond those the memory bound rejects
   int32_t max_suggestions = 5;
 };
 
@@ -46,7 +47,8 @@ struct FitOptions {
 // by levers moved, then step time. Empty when |strategy| fits. Errors: ValidateStrategy's for
 // |strategy| itself, and simulation errors.
 Result<std::vector<FitSuggestion>> SuggestFits(const ModelSpec& model, const ClusterSpec& cluster,
-                                               const Strategy& strategy, const FitOptions& options = {});
+                                               const Strategy& strategy,
+                                               const FitOptions& options = {});
 
 }  // namespace loom
 

@@ -14,8 +14,12 @@ bool RanksBefore(const RankedPlan& a, const RankedPlan& b) {
   return a.index < b.index;
 }
 
-Leaderboard::Leaderboard(int64_t top_k, std::optional<double> better_than, int64_t better_than_limit, double slack)
-    : top_k_(top_k), better_than_(better_than), better_than_limit_(better_than_limit), slack_(slack) {
+Leaderboard::Leaderboard(int64_t top_k, std::optional<double> better_than,
+                         int64_t better_than_limit, double slack)
+    : top_k_(top_k),
+      better_than_(better_than),
+      better_than_limit_(better_than_limit),
+      slack_(slack) {
   threshold_.store(better_than.value_or(std::numeric_limits<double>::infinity()));
 }
 

@@ -21,7 +21,8 @@ class Leaderboard {
   // Keeps the |top_k| best plans and, with |slack| > 1, past them every plan that scores at most
   // |slack| times the top_k-th. With |better_than|, keeps every plan that scores below it instead,
   // until there are |better_than_limit| (then saturated()).
-  Leaderboard(int64_t top_k, std::optional<double> better_than, int64_t better_than_limit, double slack = 1);
+  Leaderboard(int64_t top_k, std::optional<double> better_than, int64_t better_than_limit,
+              double slack = 1);
 
   // The highest bound that may still enter: never rises.
   double Threshold() const { return threshold_.load(std::memory_order_relaxed); }

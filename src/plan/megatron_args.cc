@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <optional>
@@ -18,8 +18,8 @@
 // Every flag below is checked against megatron/training/arguments.py of NVIDIA/Megatron-LM at the
 // tags core_r0.12.0 ... core_v0.19.0 and main d98e8a64, with the flags that core_v0.16.0 and later
 // generate from dataclass fields (ArgumentGroupFactory in megatron/training/argument_utils.py, over
-// TransformerConfig and the other configs it is given); the functions cite the function of that file
-// that declares their flags (before core_v0.16.0). Where a flag or a rule is younger than
+// TransformerConfig and the other configs it is given); the functions cite the function of that
+// file that declares their flags (before core_v0.16.0). Where a flag or a rule is younger than
 // core_r0.12.0, kSince and the checks below name the first tag that has it.
 namespace loom {
 namespace {
@@ -39,29 +39,39 @@ void CheckSchedule(const Strategy& s, Messages& out) {
       return;
     case ScheduleKind::kGpipe:
       out.push_back(
-          "--schedule gpipe: Megatron-LM has no GPipe schedule (all forwards, then all backwards); its "
-          "pipeline runs 1F1B, or interleaved 1F1B with virtual stages. Use --schedule 1f1b: the same "
+          "--schedule gpipe: Megatron-LM has no GPipe schedule (all forwards, then all backwards); "
+          "its "
+          "pipeline runs 1F1B, or interleaved 1F1B with virtual stages. Use --schedule 1f1b: the "
+          "same "
           "bubble (p - 1) / (m + p - 1) with at most p micro-batches of activations in flight. "
           "--emit deepspeed does not help: DeepSpeed's pipeline engine runs 1F1B as well");
       return;
     case ScheduleKind::kZbH1:
       out.push_back(
-          "--schedule zb-h1: mainline Megatron-LM has no zero-bubble schedule; ZB-H1 (Qi et al. 2024) is "
-          "in the Megatron-LM fork sail-sg/zero-bubble-pipeline-parallelism and in Megatron-DeepSpeed "
-          "(--enable-zbh1-pipeline, which --emit deepspeed writes); use one of those, or --schedule "
+          "--schedule zb-h1: mainline Megatron-LM has no zero-bubble schedule; ZB-H1 (Qi et al. "
+          "2024) is "
+          "in the Megatron-LM fork sail-sg/zero-bubble-pipeline-parallelism and in "
+          "Megatron-DeepSpeed "
+          "(--enable-zbh1-pipeline, which --emit deepspeed writes); use one of those, or "
+          "--schedule "
           "1f1b or interleaved with --emit megatron");
       return;
     case ScheduleKind::kZbV:
       out.push_back(
-          "--schedule zb-v: mainline Megatron-LM has no zero-bubble V schedule; ZB-V (Qi et al. 2024) is "
-          "in the Megatron-LM fork sail-sg/zero-bubble-pipeline-parallelism, and --emit deepspeed does "
+          "--schedule zb-v: mainline Megatron-LM has no zero-bubble V schedule; ZB-V (Qi et al. "
+          "2024) is "
+          "in the Megatron-LM fork sail-sg/zero-bubble-pipeline-parallelism, and --emit deepspeed "
+          "does "
           "not have it either; run that fork, or use --schedule interleaved with --emit megatron");
       return;
     case ScheduleKind::kDualPipeV:
       out.push_back(
-          "--schedule dualpipev: DualPipeV (DeepSeek-V3 technical report) is not in Megatron-LM; its "
-          "reference implementation, deepseek-ai/DualPipe, is wired into a training loop by hand, and "
-          "--emit deepspeed does not have it either; use --schedule interleaved with --emit megatron");
+          "--schedule dualpipev: DualPipeV (DeepSeek-V3 technical report) is not in Megatron-LM; "
+          "its "
+          "reference implementation, deepseek-ai/DualPipe, is wired into a training loop by hand, "
+          "and "
+          "--emit deepspeed does not have it either; use --schedule interleaved with --emit "
+          "megatron");
       return;
   }
 }
@@ -76,123 +86,144 @@ bool QkvBiasOnly(const ModelSpec& model) {
 // biases of every linear layer, --add-qkv-bias puts back only the QKV one).
 void CheckArchitecture(const ModelSpec& model, Messages& out) {
   if (model.hidden_act == "relu") {
-    out.push_back(Cat("hidden_act \"relu\" of ", ModelRef(model),
-                      ": Megatron-LM's GPT has no plain-ReLU MLP (only gelu, --swiglu, --squared-relu "
-                      "and --quick-geglu); plan it with another framework, or use a gelu or silu model"));
+    out.push_back(
+        Cat("hidden_act \"relu\" of ", ModelRef(model),
+            ": Megatron-LM's GPT has no plain-ReLU MLP (only gelu, --swiglu, --squared-relu "
+            "and --quick-geglu); plan it with another framework, or use a gelu or silu model"));
   }
   const bool all_biases = model.attention_bias && model.attention_output_bias && model.mlp_bias;
   const bool no_biases = !model.attention_bias && !model.attention_output_bias && !model.mlp_bias;
   if (!all_biases && !no_biases && !QkvBiasOnly(model)) {
-    out.push_back(Cat("attention_bias (", model.attention_bias ? "true" : "false", ") and mlp_bias (",
-                      model.mlp_bias ? "true" : "false", ") of ", ModelRef(model),
-                      ": Megatron-LM puts biases on every linear layer (its default), on none "
-                      "(--disable-bias-linear) or on the QKV projection only (--add-qkv-bias), never on "
-                      "the attention alone or the MLP alone; set both keys alike to plan an approximation"));
+    out.push_back(
+        Cat("attention_bias (", model.attention_bias ? "true" : "false", ") and mlp_bias (",
+            model.mlp_bias ? "true" : "false", ") of ", ModelRef(model),
+            ": Megatron-LM puts biases on every linear layer (its default), on none "
+            "(--disable-bias-linear) or on the QKV projection only (--add-qkv-bias), never on "
+            "the attention alone or the MLP alone; set both keys alike to plan an approximation"));
   }
   // --swiglu is the only gated MLP of _add_network_size_args (silu; --quick-geglu is a different,
   // clamped GeGLU of gpt-oss), so Gemma's gelu-gated MLP has no flag.
   if (model.mlp == MlpKind::kGated && model.hidden_act != "silu" && model.hidden_act != "swiglu") {
-    out.push_back(Cat("hidden_act \"", model.hidden_act, "\" with a gated MLP (", ModelRef(model),
-                      "): Megatron-LM's gated MLP is SwiGLU (--swiglu, silu), and emitting it would train "
-                      "another activation; plan it with another framework"));
+    out.push_back(
+        Cat("hidden_act \"", model.hidden_act, "\" with a gated MLP (", ModelRef(model),
+            "): Megatron-LM's gated MLP is SwiGLU (--swiglu, silu), and emitting it would train "
+            "another activation; plan it with another framework"));
   }
   if (model.norms_per_layer != 2 || !model.norm_weights) {
-    out.push_back(Cat(ModelRef(model),
-                      model.norm_weights ? " puts a norm after each block as well as before it (Gemma 2 and 3)"
-                                         : " has LayerNorms without weights (OLMo 1)",
-                      ": Megatron-LM's GPT layer has one weighted norm before attention and one before the "
-                      "MLP; plan it with another framework"));
+    out.push_back(Cat(
+        ModelRef(model),
+        model.norm_weights ? " puts a norm after each block as well as before it (Gemma 2 and 3)"
+                           : " has LayerNorms without weights (OLMo 1)",
+        ": Megatron-LM's GPT layer has one weighted norm before attention and one before the "
+        "MLP; plan it with another framework"));
   }
   // --qk-layernorm norms each head's queries and keys (TransformerConfig.qk_layernorm, a norm of
   // kv_channels); OLMo 2 norms the whole projection, which has no flag.
-  const bool per_head_qk_norm = model.q_norm_width == model.head_dim && model.k_norm_width == model.head_dim;
+  const bool per_head_qk_norm =
+      model.q_norm_width == model.head_dim && model.k_norm_width == model.head_dim;
   if ((model.q_norm_width > 0 || model.k_norm_width > 0) && !per_head_qk_norm) {
-    out.push_back(Cat(ModelRef(model), " norms its queries and keys over the whole projection (",
-                      model.q_norm_width, " and ", model.k_norm_width,
-                      " wide): Megatron-LM's --qk-layernorm norms each head; plan it with another framework"));
+    out.push_back(Cat(
+        ModelRef(model), " norms its queries and keys over the whole projection (",
+        model.q_norm_width, " and ", model.k_norm_width,
+        " wide): Megatron-LM's --qk-layernorm norms each head; plan it with another framework"));
   }
   // Megatron's GPT layer runs attention, then the MLP on attention's output; GPT-NeoX's parallel
   // residual has no flag in _add_network_size_args.
   if (model.parallel_residual) {
-    out.push_back(Cat("use_parallel_residual of ", ModelRef(model),
-                      ": Megatron-LM's GPT layer is sequential (attention, then the MLP); plan it with "
-                      "another framework (GPT-NeoX trains it)"));
+    out.push_back(
+        Cat("use_parallel_residual of ", ModelRef(model),
+            ": Megatron-LM's GPT layer is sequential (attention, then the MLP); plan it with "
+            "another framework (GPT-NeoX trains it)"));
   }
 }
 
 std::string VersionName(MegatronVersion v) { return std::string(kMegatronVersionNames.Name(v)); }
 
 // "--megatron-version X: <what> needs <since> or later (<why>); <fix>".
-std::string TooOld(MegatronVersion have, MegatronVersion since, std::string_view what, std::string_view why,
-                   std::string_view fix) {
+std::string TooOld(MegatronVersion have, MegatronVersion since, std::string_view what,
+                   std::string_view why, std::string_view fix) {
   return Cat("--megatron-version ", VersionName(have), ": ", what, " needs ", VersionName(since),
-             " or later (", why, "); pass --megatron-version ", VersionName(since), " or later for a newer "
-             "tree, or ", fix);
+             " or later (", why, "); pass --megatron-version ", VersionName(since),
+             " or later for a newer "
+             "tree, or ",
+             fix);
 }
 
 // Settings validate_args rejects, and loom settings Megatron-LM has no flag for.
 void CheckSettings(const Strategy& s, const MegatronOptions& o, Messages& out) {
   if (s.optimizer == Optimizer::kAdafactor) {
     out.push_back(
-        "--optimizer adafactor: Megatron-LM has no Adafactor (_add_training_args: --optimizer adam, sgd, "
+        "--optimizer adafactor: Megatron-LM has no Adafactor (_add_training_args: --optimizer "
+        "adam, sgd, "
         "and Muon in recent versions); use --optimizer adam or sgd");
   }
   if (s.offload == Offload::kOptimizerAndParams) {
     out.push_back(
-        "--offload optimizer+params: Megatron-LM offloads optimizer states (--optimizer-cpu-offload) but "
+        "--offload optimizer+params: Megatron-LM offloads optimizer states "
+        "(--optimizer-cpu-offload) but "
         "not parameters; use --emit deepspeed (ZeRO-3 with offload_param), or --offload optimizer");
   }
   // megatron/training/arguments.py validate_args: optimizer offload asserts
   // --use-precision-aware-optimizer, and megatron/core/optimizer/optimizer_config.py
   // (OptimizerConfig.__post_init__) allows that only with adam, at every tag from core_r0.12.0.
   if (s.offload == Offload::kOptimizer && s.optimizer != Optimizer::kAdam) {
-    out.push_back(Cat("--offload optimizer with --optimizer ", kOptimizerNames.Name(s.optimizer),
-                      ": Megatron-LM's optimizer offload (--optimizer-cpu-offload) needs "
-                      "--use-precision-aware-optimizer, which optimizer_config.py allows with adam only; "
-                      "use --optimizer adam, or drop the offload"));
+    out.push_back(
+        Cat("--offload optimizer with --optimizer ", kOptimizerNames.Name(s.optimizer),
+            ": Megatron-LM's optimizer offload (--optimizer-cpu-offload) needs "
+            "--use-precision-aware-optimizer, which optimizer_config.py allows with adam only; "
+            "use --optimizer adam, or drop the offload"));
   }
   // Megatron-FSDP (--use-megatron-fsdp, --ckpt-format fsdp_dtensor): in arguments.py from
   // core_v0.14.0 (absent at core_v0.13.0, which had only --use-custom-fsdp).
   if (s.zero_stage >= 2 && o.version < MegatronVersion::kCore014) {
-    out.push_back(TooOld(o.version, MegatronVersion::kCore014, Cat("--zero ", s.zero_stage, " (Megatron-FSDP)"),
-                         "--use-megatron-fsdp and --ckpt-format fsdp_dtensor first appear in core_v0.14.0",
-                         "--fix zero_stage=1 (the distributed optimizer)"));
+    out.push_back(TooOld(
+        o.version, MegatronVersion::kCore014, Cat("--zero ", s.zero_stage, " (Megatron-FSDP)"),
+        "--use-megatron-fsdp and --ckpt-format fsdp_dtensor first appear in core_v0.14.0",
+        "--fix zero_stage=1 (the distributed optimizer)"));
   }
   if (s.overlap_param_gather && s.zero_stage < 1) {
-    out.push_back(Cat("--overlap-param-gather with --zero ", s.zero_stage,
-                      ": Megatron-LM overlaps the parameter all-gather of its distributed optimizer or "
-                      "Megatron-FSDP, and plain data parallelism gathers nothing; use --zero 1 or more, "
-                      "or drop --overlap-param-gather"));
+    out.push_back(
+        Cat("--overlap-param-gather with --zero ", s.zero_stage,
+            ": Megatron-LM overlaps the parameter all-gather of its distributed optimizer or "
+            "Megatron-FSDP, and plain data parallelism gathers nothing; use --zero 1 or more, "
+            "or drop --overlap-param-gather"));
   }
   if (s.overlap_param_gather && !s.overlap_grad_reduce) {
     out.push_back(
-        "--overlap-param-gather without --overlap-grad-reduce: Megatron-LM's validate_args requires both "
-        "(\"Must use --overlap-param-gather with --overlap-grad-reduce\"); add --overlap-grad-reduce");
+        "--overlap-param-gather without --overlap-grad-reduce: Megatron-LM's validate_args "
+        "requires both "
+        "(\"Must use --overlap-param-gather with --overlap-grad-reduce\"); add "
+        "--overlap-grad-reduce");
   }
   if (s.tp_comm_overlap && !s.sp) {
     out.push_back(
-        "--tp-comm-overlap without --sp: Megatron-LM overlaps tensor-parallel communication with the "
+        "--tp-comm-overlap without --sp: Megatron-LM overlaps tensor-parallel communication with "
+        "the "
         "GEMMs only under sequence parallelism (validate_args asserts it); add --sp");
   }
   // validate_args asserted "Expert parallelism is not supported with fp16 training." up to
   // core_v0.15.0; NVIDIA/Megatron-LM 4193f3aa ("remove fp16 assert in moe_grouped_gemm & EP",
   // December 2025) removed it, first in core_v0.16.0.
   if (s.ep > 1 && s.dtype == Dtype::kFp16 && o.version < MegatronVersion::kCore016) {
-    out.push_back(TooOld(o.version, MegatronVersion::kCore016, Cat("--ep ", s.ep, " with --dtype fp16"),
-                         "validate_args rejects expert parallelism with fp16 up to core_v0.15",
-                         "use --dtype bf16"));
+    out.push_back(TooOld(
+        o.version, MegatronVersion::kCore016, Cat("--ep ", s.ep, " with --dtype fp16"),
+        "validate_args rejects expert parallelism with fp16 up to core_v0.15", "use --dtype bf16"));
   }
   if (s.grad_accumulation == GradAccumulation::kAutograd) {
     out.push_back(
-        "--grad-accumulation autograd: Megatron-LM accumulates gradients in its main_grad buffer, fused into "
-        "the weight-gradient GEMM (its default) or with main_grad.add_ (--no-gradient-accumulation-fusion); "
-        "plain .grad accumulation was PyTorch DDP's (--DDP-impl torch), which Megatron-LM no longer has; "
+        "--grad-accumulation autograd: Megatron-LM accumulates gradients in its main_grad buffer, "
+        "fused into "
+        "the weight-gradient GEMM (its default) or with main_grad.add_ "
+        "(--no-gradient-accumulation-fusion); "
+        "plain .grad accumulation was PyTorch DDP's (--DDP-impl torch), which Megatron-LM no "
+        "longer has; "
         "use --grad-accumulation fused or add");
   }
   if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp8) {
-    out.push_back(Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
-                      ": Megatron-LM applies it to bf16 training only (validate_args); use --dtype bf16 "
-                      "or fp8, or drop --grad-reduce-in-bf16"));
+    out.push_back(
+        Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
+            ": Megatron-LM applies it to bf16 training only (validate_args); use --dtype bf16 "
+            "or fp8, or drop --grad-reduce-in-bf16"));
   }
 }
 
@@ -215,40 +246,47 @@ void CheckRopeScaling(const ModelSpec& model, const MegatronOptions& o, Messages
   const RopeScaling& rs = *model.rope_scaling;
   switch (rs.kind) {
     case RopeScalingKind::kLlama3:
-      if (rs.low_freq_factor != kLlama3LowFreqFactor || rs.high_freq_factor != kLlama3HighFreqFactor ||
+      if (rs.low_freq_factor != kLlama3LowFreqFactor ||
+          rs.high_freq_factor != kLlama3HighFreqFactor ||
           rs.original_max_position_embeddings != kLlama3OriginalContext) {
-        out.push_back(Cat("rope_scaling of ", ModelRef(model), " (low_freq_factor ", rs.low_freq_factor,
-                          ", high_freq_factor ", rs.high_freq_factor, ", original_max_position_embeddings ",
-                          rs.original_max_position_embeddings,
-                          "): Megatron-LM's --use-rope-scaling fixes them at 1, 4 and 8192 "
-                          "(rotary_pos_embedding.py, _apply_scaling), so it would train a different model; "
-                          "plan it with another framework"));
+        out.push_back(
+            Cat("rope_scaling of ", ModelRef(model), " (low_freq_factor ", rs.low_freq_factor,
+                ", high_freq_factor ", rs.high_freq_factor, ", original_max_position_embeddings ",
+                rs.original_max_position_embeddings,
+                "): Megatron-LM's --use-rope-scaling fixes them at 1, 4 and 8192 "
+                "(rotary_pos_embedding.py, _apply_scaling), so it would train a different model; "
+                "plan it with another framework"));
       }
       return;
     case RopeScalingKind::kYarn:
       if (!model.mla.has_value()) {
-        out.push_back(Cat("rope_scaling \"yarn\" of ", ModelRef(model),
-                          ": loom emits YaRN for multi-latent attention only (--rope-type yarn); Megatron-LM's "
-                          "YaRN for other attention (--position-embedding-type yarn, core_v0.19) is not emitted"));
+        out.push_back(Cat(
+            "rope_scaling \"yarn\" of ", ModelRef(model),
+            ": loom emits YaRN for multi-latent attention only (--rope-type yarn); Megatron-LM's "
+            "YaRN for other attention (--position-embedding-type yarn, core_v0.19) is not "
+            "emitted"));
       } else if (rs.beta_fast != kMlaYarnBetaFast || rs.beta_slow != kMlaYarnBetaSlow ||
                  rs.original_max_position_embeddings != kMlaYarnOriginalContext) {
-        out.push_back(Cat("rope_scaling of ", ModelRef(model), " (beta_fast ", rs.beta_fast, ", beta_slow ",
-                          rs.beta_slow, ", original_max_position_embeddings ", rs.original_max_position_embeddings,
+        out.push_back(Cat("rope_scaling of ", ModelRef(model), " (beta_fast ", rs.beta_fast,
+                          ", beta_slow ", rs.beta_slow, ", original_max_position_embeddings ",
+                          rs.original_max_position_embeddings,
                           "): Megatron-LM's MLA YaRN has no flag for them and uses 32, 1 and 4096 "
                           "(MLATransformerConfig), so it would train a different model"));
       } else if (o.version < MegatronVersion::kCore014) {
-        out.push_back(TooOld(o.version, MegatronVersion::kCore014, Cat("YaRN of ", ModelRef(model)),
-                             "before core_v0.14.0 MLA took YaRN's original context from --max-position-embeddings "
-                             "(multi_latent_attention.py), which validate_args keeps >= --seq-length; "
-                             "--rope-type arrives in 720c8b40",
-                             "plan it with --megatron-version core_v0.14 or later"));
+        out.push_back(TooOld(
+            o.version, MegatronVersion::kCore014, Cat("YaRN of ", ModelRef(model)),
+            "before core_v0.14.0 MLA took YaRN's original context from --max-position-embeddings "
+            "(multi_latent_attention.py), which validate_args keeps >= --seq-length; "
+            "--rope-type arrives in 720c8b40",
+            "plan it with --megatron-version core_v0.14 or later"));
       }
       return;
     case RopeScalingKind::kOther:
-      out.push_back(Cat("rope_scaling \"", rs.type, "\" of ", ModelRef(model),
-                        ": Megatron-LM scales rotary positions the Llama 3 way (--use-rope-scaling) or with "
-                        "YaRN (MLA's --rope-type yarn) only; without it the launch would train a different "
-                        "model, so plan it with another framework"));
+      out.push_back(
+          Cat("rope_scaling \"", rs.type, "\" of ", ModelRef(model),
+              ": Megatron-LM scales rotary positions the Llama 3 way (--use-rope-scaling) or with "
+              "YaRN (MLA's --rope-type yarn) only; without it the launch would train a different "
+              "model, so plan it with another framework"));
       return;
   }
 }
@@ -258,31 +296,35 @@ void CheckRopeScaling(const ModelSpec& model, const MegatronOptions& o, Messages
 void CheckModelSettings(const ModelSpec& model, const MegatronOptions& o, Messages& out) {
   if (model.position == PositionKind::kRotary &&
       (model.rope_theta != std::floor(model.rope_theta) || model.rope_theta > 2e9)) {
-    out.push_back(Cat("rope_theta (", model.rope_theta, ") of ", ModelRef(model),
-                      ": Megatron-LM's --rotary-base is an integer (type=int in _add_network_size_args); "
-                      "plan it with another framework"));
+    out.push_back(
+        Cat("rope_theta (", model.rope_theta, ") of ", ModelRef(model),
+            ": Megatron-LM's --rotary-base is an integer (type=int in _add_network_size_args); "
+            "plan it with another framework"));
   }
   CheckRopeScaling(model, o, out);
   if (!model.moe.has_value()) return;
   const MoeSpec& moe = *model.moe;
   // topk_softmax_with_capacity (megatron/core/transformer/moe/moe_utils.py): sigmoid scores are
-  // always renormalised over the top k (for k > 1); softmax ones are, unless --moe-router-pre-softmax.
+  // always renormalised over the top k (for k > 1); softmax ones are, unless
+  // --moe-router-pre-softmax.
   if (moe.score == RouterScore::kSigmoid && !moe.normalize_top_k && moe.experts_per_token > 1) {
-    out.push_back(Cat("norm_topk_prob false with scoring_func \"sigmoid\" of ", ModelRef(model),
-                      ": Megatron-LM's sigmoid router always renormalises the top-k weights "
-                      "(moe_utils.py, topk_softmax_with_capacity); plan it with another framework"));
+    out.push_back(
+        Cat("norm_topk_prob false with scoring_func \"sigmoid\" of ", ModelRef(model),
+            ": Megatron-LM's sigmoid router always renormalises the top-k weights "
+            "(moe_utils.py, topk_softmax_with_capacity); plan it with another framework"));
   }
   // TransformerConfig.__post_init__: "moe_router_enable_expert_bias" needs the sigmoid score.
   if (moe.expert_bias && moe.score != RouterScore::kSigmoid) {
-    out.push_back(Cat("topk_method \"noaux_tc\" with scoring_func \"softmax\" of ", ModelRef(model),
-                      ": Megatron-LM's expert bias (--moe-router-enable-expert-bias) needs the sigmoid score "
-                      "function (transformer_config.py); plan it with another framework"));
+    out.push_back(
+        Cat("topk_method \"noaux_tc\" with scoring_func \"softmax\" of ", ModelRef(model),
+            ": Megatron-LM's expert bias (--moe-router-enable-expert-bias) needs the sigmoid score "
+            "function (transformer_config.py); plan it with another framework"));
   }
 }
 
 // _add_distributed_args and _add_moe_args. Virtual stages are given as
-// --num-virtual-stages-per-pipeline-rank, not --num-layers-per-virtual-pipeline-stage: validate_args
-// accepts only the former together with --decoder-first/last-pipeline-num-layers.
+// --num-virtual-stages-per-pipeline-rank, not --num-layers-per-virtual-pipeline-stage:
+// validate_args accepts only the former together with --decoder-first/last-pipeline-num-layers.
 }  // namespace
 
 bool NeedsLayoutFlag(const ModelSpec& model, const Strategy& s) {
@@ -290,7 +332,8 @@ bool NeedsLayoutFlag(const ModelSpec& model, const Strategy& s) {
   const std::vector<int64_t> layers = LayersPerVirtualStage(s, model.num_layers);
   for (int64_t stage = 0; stage < s.pp; ++stage) {
     for (int64_t chunk = 1; chunk < s.vpp; ++chunk) {
-      if (layers[static_cast<size_t>(chunk * s.pp + stage)] != layers[static_cast<size_t>(stage)]) return true;
+      if (layers[static_cast<size_t>(chunk * s.pp + stage)] != layers[static_cast<size_t>(stage)])
+        return true;
     }
   }
   return false;
@@ -306,11 +349,15 @@ void AddParallelism(const ModelSpec& model, const Strategy& s, Args& out) {
   // --pipeline-model-parallel-layout, which sets the virtual stages itself: validate_args refuses
   // it beside --num-virtual-stages-per-pipeline-rank (megatron/training/arguments.py at d98e8a64).
   if (NeedsLayoutFlag(model, s)) {
-    Add(out, "--pipeline-model-parallel-layout", PipelineLayoutText(LayersPerVirtualStage(s, model.num_layers)));
+    Add(out, "--pipeline-model-parallel-layout",
+        PipelineLayoutText(LayersPerVirtualStage(s, model.num_layers)));
   } else {
-    if (s.schedule == ScheduleKind::kInterleaved) Add(out, "--num-virtual-stages-per-pipeline-rank", s.vpp);
-    if (s.first_stage_layers > 0) Add(out, "--decoder-first-pipeline-num-layers", s.first_stage_layers);
-    if (s.last_stage_layers > 0) Add(out, "--decoder-last-pipeline-num-layers", s.last_stage_layers);
+    if (s.schedule == ScheduleKind::kInterleaved)
+      Add(out, "--num-virtual-stages-per-pipeline-rank", s.vpp);
+    if (s.first_stage_layers > 0)
+      Add(out, "--decoder-first-pipeline-num-layers", s.first_stage_layers);
+    if (s.last_stage_layers > 0)
+      Add(out, "--decoder-last-pipeline-num-layers", s.last_stage_layers);
   }
   // ModelParallelConfig.microbatch_group_size_per_vp_stage (pp by default).
   if (s.schedule == ScheduleKind::kInterleaved && s.MicrobatchGroup() != s.pp) {
@@ -352,7 +399,8 @@ void AddShape(const ModelSpec& model, const Strategy& s, Args& out) {
       rotary ? std::max(model.max_position_embeddings, s.seq_len) : model.max_position_embeddings);
   Add(out, "--position-embedding-type", rotary ? "rope" : "learned_absolute");
   if (rotary) Add(out, "--rotary-base", static_cast<int64_t>(model.rope_theta));
-  if (rotary && model.rope_scaling.has_value() && model.rope_scaling->kind == RopeScalingKind::kLlama3) {
+  if (rotary && model.rope_scaling.has_value() &&
+      model.rope_scaling->kind == RopeScalingKind::kLlama3) {
     Add(out, "--use-rope-scaling");
     Add(out, "--rope-scaling-factor", arg_list::ShortestDecimal(model.rope_scaling->factor));
   }
@@ -396,17 +444,20 @@ void AddAttentionAndDropout(const MegatronOptions& o, Args& out) {
 // coefficient of the file (Megatron's default is 0, no loss).
 void AddRouter(const MoeSpec& moe, Args& out) {
   if (moe.score == RouterScore::kSigmoid) Add(out, "--moe-router-score-function", "sigmoid");
-  if (moe.score == RouterScore::kSoftmax && !moe.normalize_top_k) Add(out, "--moe-router-pre-softmax");
+  if (moe.score == RouterScore::kSoftmax && !moe.normalize_top_k)
+    Add(out, "--moe-router-pre-softmax");
   if (moe.router_groups > 0) {
     Add(out, "--moe-router-num-groups", moe.router_groups);
     Add(out, "--moe-router-group-topk", moe.router_group_top_k);
   }
   if (moe.expert_bias) Add(out, "--moe-router-enable-expert-bias");
   if (moe.routed_scaling_factor != 1.0) {
-    Add(out, "--moe-router-topk-scaling-factor", arg_list::ShortestDecimal(moe.routed_scaling_factor));
+    Add(out, "--moe-router-topk-scaling-factor",
+        arg_list::ShortestDecimal(moe.routed_scaling_factor));
   }
   if (moe.aux_loss_coeff > 0) {
-    Add(out, "--moe-router-load-balancing-type", moe.sequence_aux_loss ? "seq_aux_loss" : "aux_loss");
+    Add(out, "--moe-router-load-balancing-type",
+        moe.sequence_aux_loss ? "seq_aux_loss" : "aux_loss");
     Add(out, "--moe-aux-loss-coeff", arg_list::ShortestDecimal(moe.aux_loss_coeff));
   }
 }
@@ -426,8 +477,8 @@ Status AddMoe(const ModelSpec& model, const Strategy& s, Args& out) {
     const std::optional<int64_t> shared =
         (CheckedInt(moe.num_shared_experts) * moe.shared_expert_intermediate_size).get();
     if (!shared.has_value()) {
-      return Status::InvalidArgument(Cat(ModelRef(model),
-                                         ": the shared experts' width overflows 64 bits; fix the model file"));
+      return Status::InvalidArgument(Cat(
+          ModelRef(model), ": the shared experts' width overflows 64 bits; fix the model file"));
     }
     Add(out, "--moe-shared-expert-intermediate-size", *shared);
     // Qwen2-MoE's sigmoid gate on the shared expert (SharedExpertMLP's gate, from core_v0.16.0).
@@ -435,7 +486,8 @@ Status AddMoe(const ModelSpec& model, const Strategy& s, Args& out) {
   }
   if (moe.first_dense_layers > 0) {
     Add(out, "--moe-layer-freq",
-        Cat("([0]*", moe.first_dense_layers, "+[1]*", model.num_layers - moe.first_dense_layers, ")"));
+        Cat("([0]*", moe.first_dense_layers, "+[1]*", model.num_layers - moe.first_dense_layers,
+            ")"));
   }
   AddRouter(moe, out);
   if (s.ep > 1 || s.moe_capacity_factor > 0) Add(out, "--moe-token-dispatcher-type", "alltoall");
@@ -448,9 +500,9 @@ Status AddMoe(const ModelSpec& model, const Strategy& s, Args& out) {
 // _add_network_size_args and _add_mla_args. Megatron's qk-head-dim is the part of a query/key head
 // without rotary positions (q_head_dim = qk_head_dim + qk_pos_emb_head_dim); no --q-lora-rank
 // projects queries directly, as q_lora_rank null does in Hugging Face's config.
-// DeepSeek's latent projections are normalised (q_a_layernorm, kv_a_layernorm in modeling_deepseek.py);
-// Megatron's MLA spec norms them only with --qk-layernorm (gpt_layer_specs.py,
-// TELayerNormColumnParallelLinear for linear_q_up_proj and linear_kv_up_proj).
+// DeepSeek's latent projections are normalised (q_a_layernorm, kv_a_layernorm in
+// modeling_deepseek.py); Megatron's MLA spec norms them only with --qk-layernorm
+// (gpt_layer_specs.py, TELayerNormColumnParallelLinear for linear_q_up_proj and linear_kv_up_proj).
 // At core_r0.12.0 TransformerConfig.__post_init__ raises "multi_latent_attention does not support
 // apply_rope_fusion", and rope fusion is on by default: --no-rope-fusion there; 23e64715 (MLA RoPE
 // fusion, June 2025) allows it from core_v0.13.0.
@@ -468,7 +520,8 @@ void AddMla(const ModelSpec& model, const MegatronOptions& o, Args& out) {
   Add(out, "--v-head-dim", mla.v_head_dim);
   Add(out, "--qk-layernorm");
   if (o.version < MegatronVersion::kCore013) Add(out, "--no-rope-fusion");
-  const bool yarn = model.rope_scaling.has_value() && model.rope_scaling->kind == RopeScalingKind::kYarn;
+  const bool yarn =
+      model.rope_scaling.has_value() && model.rope_scaling->kind == RopeScalingKind::kYarn;
   if (yarn && o.version >= MegatronVersion::kCore014) {
     Add(out, "--rope-type", "yarn");
     Add(out, "--rotary-scaling-factor", arg_list::ShortestDecimal(model.rope_scaling->factor));
@@ -518,7 +571,8 @@ void AddOptimizer(const Strategy& s, Args& out) {
   Add(out, "--optimizer", s.optimizer == Optimizer::kSgd ? "sgd" : "adam");
   if (s.zero_stage >= 2) {
     Add(out, "--use-megatron-fsdp");
-    Add(out, "--data-parallel-sharding-strategy", s.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
+    Add(out, "--data-parallel-sharding-strategy",
+        s.zero_stage == 2 ? "optim_grads" : "optim_grads_params");
   }
   if (s.grad_accumulation == GradAccumulation::kAdd) Add(out, "--no-gradient-accumulation-fusion");
   if (s.zero_stage >= 2) Add(out, "--ckpt-format", "fsdp_dtensor");
@@ -588,7 +642,8 @@ Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const
   CheckArchitecture(model, problems);
   CheckModelSettings(model, options, problems);
   CheckSettings(strategy, options, problems);
-  if (model.moe.has_value() && model.moe->shared_expert_gate && options.version < MegatronVersion::kCore016) {
+  if (model.moe.has_value() && model.moe->shared_expert_gate &&
+      options.version < MegatronVersion::kCore016) {
     problems.push_back(TooOld(options.version, MegatronVersion::kCore016,
                               Cat("the shared expert's gate of ", ModelRef(model)),
                               "--moe-shared-expert-gate first appears in core_v0.16.0",
@@ -622,12 +677,14 @@ std::vector<std::string> MegatronNotes(const ModelSpec& model, const MegatronOpt
   std::vector<std::string> notes;
   if (model.mtp_layers > 0) {
     notes.push_back(Cat("num_nextn_predict_layers ", model.mtp_layers, " of ", ModelRef(model),
-                        ": the multi-token-prediction module is neither simulated nor emitted; add --mtp-num-layers ",
+                        ": the multi-token-prediction module is neither simulated nor emitted; add "
+                        "--mtp-num-layers ",
                         model.mtp_layers, " to train it, at a cost the plan does not include"));
   }
   if (options.dropout) {
     notes.push_back(
-        "--dropout: Megatron-LM's default rates apply (--attention-dropout 0.1, --hidden-dropout 0.1); "
+        "--dropout: Megatron-LM's default rates apply (--attention-dropout 0.1, --hidden-dropout "
+        "0.1); "
         "set the run's own");
   }
   return notes;
@@ -635,11 +692,14 @@ std::vector<std::string> MegatronNotes(const ModelSpec& model, const MegatronOpt
 
 MegatronVersion MinimumMegatronVersion(const std::vector<std::string>& args) {
   MegatronVersion need = MegatronVersion::kCore012;
-  const auto has = [&](std::string_view flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
+  const auto has = [&](std::string_view flag) {
+    return std::find(args.begin(), args.end(), flag) != args.end();
+  };
   // First tags, from arguments.py at each tag (see CheckSettings, CheckRopeScaling and AddMla).
   if (has("--pipeline-model-parallel-layout")) need = MegatronVersion::kCore013;
   if (has("--use-megatron-fsdp") || has("--rope-type")) need = MegatronVersion::kCore014;
-  if (has("--fp16") && ValueOf(args, "--expert-model-parallel-size") > 1) need = MegatronVersion::kCore016;
+  if (has("--fp16") && ValueOf(args, "--expert-model-parallel-size") > 1)
+    need = MegatronVersion::kCore016;
   if (has("--moe-shared-expert-gate")) need = std::max(need, MegatronVersion::kCore016);
   return need;
 }
@@ -647,7 +707,8 @@ MegatronVersion MinimumMegatronVersion(const std::vector<std::string>& args) {
 std::vector<EnvVariable> MegatronEnvironment(const std::vector<std::string>& args, Dtype dtype) {
   std::vector<EnvVariable> env;
   const bool fsdp = std::find(args.begin(), args.end(), "--use-megatron-fsdp") != args.end();
-  if (!fsdp && (ValueOf(args, "--tensor-model-parallel-size") > 1 || ValueOf(args, "--context-parallel-size") > 1)) {
+  if (!fsdp && (ValueOf(args, "--tensor-model-parallel-size") > 1 ||
+                ValueOf(args, "--context-parallel-size") > 1)) {
     env.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1"});
   }
   // PyTorch reads it at start-up and then allows TF32 in cuBLAS matmuls (torch/csrc/Context.cpp).
@@ -655,23 +716,29 @@ std::vector<EnvVariable> MegatronEnvironment(const std::vector<std::string>& arg
   return env;
 }
 
-std::string FormatMegatronCommand(const std::vector<std::string>& args, const MegatronOptions& options,
-                                  Dtype dtype) {
+std::string FormatMegatronCommand(const std::vector<std::string>& args,
+                                  const MegatronOptions& options, Dtype dtype) {
   const bool unfused = options.attention == AttentionKernel::kUnfused;
   const bool fp32 = std::find(args.begin(), args.end(), "--bf16") == args.end() &&
                     std::find(args.begin(), args.end(), "--fp16") == args.end();
   std::string out =
-      "# Megatron-LM pretrain_gpt.py: launch tp * pp * cp * dp processes and add the data, tokenizer,\n"
+      "# Megatron-LM pretrain_gpt.py: launch tp * pp * cp * dp processes and add the data, "
+      "tokenizer,\n"
       "# learning-rate and checkpoint arguments of the run.\n";
-  out += Cat("# Needs Megatron-LM ", VersionName(MinimumMegatronVersion(args)), " or later (written for --megatron-version ",
-             VersionName(options.version), ").\n");
-  out += unfused ? "# Attention: Transformer Engine's unfused core attention (--attention-backend unfused), as simulated.\n"
-                 : "# Attention: Megatron's default backend (auto): Transformer Engine runs FlashAttention or cuDNN's\n"
-                   "# fused attention, whichever supports the shape; loom simulated a fused kernel.\n";
+  out += Cat("# Needs Megatron-LM ", VersionName(MinimumMegatronVersion(args)),
+             " or later (written for --megatron-version ", VersionName(options.version), ").\n");
+  out += unfused
+             ? "# Attention: Transformer Engine's unfused core attention (--attention-backend "
+               "unfused), as simulated.\n"
+             : "# Attention: Megatron's default backend (auto): Transformer Engine runs "
+               "FlashAttention or cuDNN's\n"
+               "# fused attention, whichever supports the shape; loom simulated a fused kernel.\n";
   if (fp32) {
     out += dtype == Dtype::kTf32
-               ? "# TF32: Megatron-LM never enables it; TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 makes PyTorch's matmuls TF32.\n"
-               : "# fp32: Megatron-LM leaves PyTorch's TF32 switch off, so matmuls run in full fp32, as simulated.\n";
+               ? "# TF32: Megatron-LM never enables it; TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 makes "
+                 "PyTorch's matmuls TF32.\n"
+               : "# fp32: Megatron-LM leaves PyTorch's TF32 switch off, so matmuls run in full "
+                 "fp32, as simulated.\n";
   }
   for (const EnvVariable& v : MegatronEnvironment(args, dtype)) out += v.name + "=" + v.value + " ";
   out += "torchrun --nproc_per_node=$GPUS_PER_NODE --nnodes=$NNODES --node_rank=$NODE_RANK \\\n";

@@ -16,7 +16,15 @@ namespace loom {
 // core_r0.12.0, core_v0.13.0 ... core_v0.19.0 (a patch release parses as its minor one) and latest,
 // main at NVIDIA/Megatron-LM d98e8a64.
 enum class MegatronVersion {
-  kCore012, kCore013, kCore014, kCore015, kCore016, kCore017, kCore018, kCore019, kLatest,
+  kCore012,
+  kCore013,
+  kCore014,
+  kCore015,
+  kCore016,
+  kCore017,
+  kCore018,
+  kCore019,
+  kLatest,
 };
 
 inline constexpr EnumNames<MegatronVersion, 9> kMegatronVersionNames({{
@@ -58,13 +66,14 @@ struct MegatronOptions {
 // the gpipe, zb-h1, zb-v and dualpipev schedules, parameter offload, the adafactor optimizer,
 // optimizer offload without adam, a plain ReLU MLP, biases on attention but not on the MLP (or the
 // reverse), model settings it has no flag for (rope scaling other than Llama 3's with its fixed
-// frequencies, YaRN outside MLA or with betas or context other than MLA's defaults, a sigmoid router
-// without top-k normalisation, a rotary base that is not an integer), combinations its validate_args
-// rejects (--overlap-param-gather without --zero 1+ or --overlap-grad-reduce, --tp-comm-overlap
-// without --sp, --ep with fp16 before core_v0.16, --grad-reduce-in-bf16 without bf16 or fp8),
-// autograd gradient accumulation (PyTorch DDP's .grad sums, which Megatron-LM no longer runs), and
-// what |options.version| lacks (Megatron-FSDP before core_v0.14, MLA's YaRN before core_v0.14).
-// Gradient accumulation add is --no-gradient-accumulation-fusion; fused is Megatron-LM's default.
+// frequencies, YaRN outside MLA or with betas or context other than MLA's defaults, a sigmoid
+// router without top-k normalisation, a rotary base that is not an integer), combinations its
+// validate_args rejects (--overlap-param-gather without --zero 1+ or --overlap-grad-reduce,
+// --tp-comm-overlap without --sp, --ep with fp16 before core_v0.16, --grad-reduce-in-bf16 without
+// bf16 or fp8), autograd gradient accumulation (PyTorch DDP's .grad sums, which Megatron-LM no
+// longer runs), and what |options.version| lacks (Megatron-FSDP before core_v0.14, MLA's YaRN
+// before core_v0.14). Gradient accumulation add is --no-gradient-accumulation-fusion; fused is
+// Megatron-LM's default.
 Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const Strategy& strategy,
                                                    const MegatronOptions& options = {});
 
@@ -86,7 +95,8 @@ struct EnvVariable {
 // Megatron-FSDP (validate_args requires it before Blackwell, so that the tensor- and
 // context-parallel communication is issued in the order it overlaps), and for |dtype| tf32
 // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, since Megatron-LM leaves PyTorch's TF32 switch off.
-std::vector<EnvVariable> MegatronEnvironment(const std::vector<std::string>& args, Dtype dtype = Dtype::kBf16);
+std::vector<EnvVariable> MegatronEnvironment(const std::vector<std::string>& args,
+                                             Dtype dtype = Dtype::kBf16);
 
 // Whether |strategy|'s pipeline layout needs Megatron-core's --pipeline-model-parallel-layout
 // (core_v0.13.0 and later): an explicit layout, or model chunks of one stage that differ in layers.
@@ -98,8 +108,8 @@ bool NeedsLayoutFlag(const ModelSpec& model, const Strategy& strategy);
 // backend that runs, what fp32 matmuls run as), then a torchrun line with MegatronEnvironment(args,
 // |dtype|) in front, then "pretrain_gpt.py" and one flag with its values per line, each line but
 // the last ending in " \". Tokens with shell metacharacters are single-quoted.
-std::string FormatMegatronCommand(const std::vector<std::string>& args, const MegatronOptions& options = {},
-                                  Dtype dtype = Dtype::kBf16);
+std::string FormatMegatronCommand(const std::vector<std::string>& args,
+                                  const MegatronOptions& options = {}, Dtype dtype = Dtype::kBf16);
 
 }  // namespace loom
 

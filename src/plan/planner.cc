@@ -97,10 +97,12 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 std::string MemoryMessage(const Strategy& s, const char* verb, int64_t bytes, int64_t limit) {
   const auto gib = [](int64_t b) {
     char text[32];
-    std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(b) / static_cast<double>(int64_t{1} << 30));
+    std::snprintf(text, sizeof text, "%.1f GiB",
+                  static_cast<double>(b) / static_cast<double>(int64_t{1} << 30));
     return std::string(text);
   };
-  return ConstraintText(s) + ": " + verb + " " + gib(bytes) + " per GPU of " + gib(limit) + " usable";
+  return ConstraintText(s) + ": " + verb + " " + gib(bytes) + " per GPU of " + gib(limit) +
+         " usable";
 }
 
 // A strategy that passed the rules and the memory bound.
@@ -109,8 +111,10 @@ struct Survivor {
   double bound;  // the lowest score it can reach
 };
 
-// Why a request has no strategy at all, with the nearest GPU counts (in whole nodes) that have some.
-Status EmptySpaceError(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request) {
+// Why a request has no strategy at all, with the nearest GPU counts (in whole nodes) that have
+// some.
+Status EmptySpaceError(const ModelSpec& model, const ClusterSpec& cluster,
+                       const SearchRequest& request) {
   const auto has_layouts = [&](int64_t gpus) {
     SearchRequest r = request;
     r.gpus = gpus;
@@ -119,19 +123,24 @@ Status EmptySpaceError(const ModelSpec& model, const ClusterSpec& cluster, const
   };
   const int64_t step = std::max<int64_t>(1, cluster.gpus_per_node);
   const Constraints& fixed = request.fixed;
-  const bool pinned = fixed.tp.has_value() || fixed.pp.has_value() || fixed.dp.has_value() || fixed.cp.has_value();
+  const bool pinned =
+      fixed.tp.has_value() || fixed.pp.has_value() || fixed.dp.has_value() || fixed.cp.has_value();
   std::string nearest;
   for (int64_t k = 1; k <= 64 && nearest.empty(); ++k) {
     for (int64_t gpus : {request.gpus - k * step, request.gpus + k * step}) {
-      if (gpus >= 1 && has_layouts(gpus)) nearest += (nearest.empty() ? "" : " or ") + std::to_string(gpus);
+      if (gpus >= 1 && has_layouts(gpus))
+        nearest += (nearest.empty() ? "" : " or ") + std::to_string(gpus);
     }
   }
   return Status::InvalidArgument(
-      "--gpus " + std::to_string(request.gpus) + " --global-batch " + std::to_string(request.global_batch) +
-      ": no layout tp * cp * pp * dp of the GPUs (tp within a node, pp up to the " + std::to_string(model.num_layers) +
-      " layers, dp dividing the global batch" + (pinned ? ", the pinned degrees kept" : "") +
-      ") exists" + (nearest.empty() ? std::string("; change the GPU count or the global batch")
-                                    : "; use --gpus " + nearest + ", or a global batch that more data-parallel sizes divide"));
+      "--gpus " + std::to_string(request.gpus) + " --global-batch " +
+      std::to_string(request.global_batch) +
+      ": no layout tp * cp * pp * dp of the GPUs (tp within a node, pp up to the " +
+      std::to_string(model.num_layers) + " layers, dp dividing the global batch" +
+      (pinned ? ", the pinned degrees kept" : "") + ") exists" +
+      (nearest.empty() ? std::string("; change the GPU count or the global batch")
+                       : "; use --gpus " + nearest +
+                             ", or a global batch that more data-parallel sizes divide"));
 }
 
 // One search's inputs, shared by its two phases.
@@ -144,10 +153,18 @@ struct Search {
   int64_t limit_bytes;  // usable memory per GPU
 };
 
-bool StopRequested(const PlanOptions& options) { return options.stop_requested && options.stop_requested(); }
+bool StopRequested(const PlanOptions& options) {
+  return options.stop_requested && options.stop_requested();
+}
 
 // What the rules and the bounds made of a strategy.
-enum class Bounded : uint8_t { kNotReached, kRuleRejected, kMemoryRejected, kStepTimeRejected, kCandidate };
+enum class Bounded : uint8_t {
+  kNotReached,
+  kRuleRejected,
+  kMemoryRejected,
+  kStepTimeRejected,
+  kCandidate
+};
 
 // "tp=1,...: a step takes at least 14.21 s, over --max-step-time 10 s".
 std::string StepTimeMessage(const Strategy& s, const char* verb, double step_s, double max_s) {
@@ -172,22 +189,26 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
       return Bounded::kRuleRejected;
     }
   }
-  Result<PreparedStep> step = PrepareTrainingStep(search.model, search.cluster, s, options.simulation);
+  Result<PreparedStep> step =
+      PrepareTrainingStep(search.model, search.cluster, s, options.simulation);
   if (!step.ok()) {
     Count(tallies, RuleOf(step.status().message()), i, step.status().message());
     return Bounded::kRuleRejected;
   }
   const StepBounds b = BoundStep(*step);
   if (options.prune && b.peak_memory_bytes > search.limit_bytes) {
-    Count(tallies, "memory", i, MemoryMessage(s, "needs at least", b.peak_memory_bytes, search.limit_bytes));
+    Count(tallies, "memory", i,
+          MemoryMessage(s, "needs at least", b.peak_memory_bytes, search.limit_bytes));
     return Bounded::kMemoryRejected;
   }
   const std::optional<double>& max_step_s = options.max_step_time_s;
   if (options.prune && max_step_s && b.step_time.ToSeconds() > *max_step_s) {
-    Count(tallies, "--max-step-time", i, StepTimeMessage(s, "a step takes at least", b.step_time.ToSeconds(), *max_step_s));
+    Count(tallies, "--max-step-time", i,
+          StepTimeMessage(s, "a step takes at least", b.step_time.ToSeconds(), *max_step_s));
     return Bounded::kStepTimeRejected;
   }
-  *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds(), b.peak_memory_bytes, search.limit_bytes);
+  *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds(), b.peak_memory_bytes,
+                          search.limit_bytes);
   return Bounded::kCandidate;
 }
 
@@ -205,7 +226,8 @@ Bounding BoundEvery(const Search& search) {
   const int64_t n = static_cast<int64_t>(search.strategies.size());
   std::vector<Tallies> tallies(static_cast<size_t>(search.threads));
   std::vector<double> bound(static_cast<size_t>(n), kNever);
-  std::vector<Bounded> outcome(static_cast<size_t>(n), Bounded::kNotReached);  // each written by one thread
+  std::vector<Bounded> outcome(static_cast<size_t>(n),
+                               Bounded::kNotReached);  // each written by one thread
   const PlanOptions& options = search.options;
   const auto start = std::chrono::steady_clock::now();
   const auto report = [&](int64_t finished, int64_t, bool over) {
@@ -238,7 +260,9 @@ Bounding BoundEvery(const Search& search) {
   }
   if (options.progress) report(result.bounded, 0, true);
   std::sort(result.candidates.begin(), result.candidates.end(),
-            [](const Survivor& a, const Survivor& b) { return a.bound != b.bound ? a.bound < b.bound : a.index < b.index; });
+            [](const Survivor& a, const Survivor& b) {
+              return a.bound != b.bound ? a.bound < b.bound : a.index < b.index;
+            });
   return result;
 }
 
@@ -261,9 +285,11 @@ bool OverBound(const PlanOptions& options, const Survivor& c, double threshold) 
 
 // The first of |candidates| (best bound first) that OverBound keeps out at |threshold|; every one
 // after it is kept out too.
-int64_t FirstOverBound(const PlanOptions& options, const std::vector<Survivor>& candidates, double threshold) {
-  return std::partition_point(candidates.begin(), candidates.end(),
-                              [&](const Survivor& c) { return !OverBound(options, c, threshold); }) -
+int64_t FirstOverBound(const PlanOptions& options, const std::vector<Survivor>& candidates,
+                       double threshold) {
+  return std::partition_point(
+             candidates.begin(), candidates.end(),
+             [&](const Survivor& c) { return !OverBound(options, c, threshold); }) -
          candidates.begin();
 }
 
@@ -272,17 +298,20 @@ int64_t FirstOverBound(const PlanOptions& options, const std::vector<Survivor>& 
 bool SimulateOne(const Search& search, const Survivor& c, Tallies& tallies, Leaderboard& board) {
   const PlanOptions& options = search.options;
   const Strategy& s = search.strategies[c.index];
-  Result<SimulationResult> r = SimulateTrainingStep(search.model, search.cluster, s, options.simulation);
+  Result<SimulationResult> r =
+      SimulateTrainingStep(search.model, search.cluster, s, options.simulation);
   if (!r.ok()) {
     Count(tallies, RuleOf(r.status().message()), c.index, r.status().message());
     return true;
   }
   if (!r->fits_in_memory) {
-    Count(tallies, "memory", c.index, MemoryMessage(s, "peaks at", r->peak_memory_bytes, search.limit_bytes));
+    Count(tallies, "memory", c.index,
+          MemoryMessage(s, "peaks at", r->peak_memory_bytes, search.limit_bytes));
     return false;
   }
   if (options.max_step_time_s && r->step_time_s > *options.max_step_time_s) {
-    Count(tallies, "--max-step-time", c.index, StepTimeMessage(s, "a step takes", r->step_time_s, *options.max_step_time_s));
+    Count(tallies, "--max-step-time", c.index,
+          StepTimeMessage(s, "a step takes", r->step_time_s, *options.max_step_time_s));
     return false;
   }
   board.Offer(RankPlan(c.index, s, *r, options.objective));
@@ -291,11 +320,13 @@ bool SimulateOne(const Search& search, const Survivor& c, Tallies& tallies, Lead
 
 // Simulates |candidates| in order (best bound first) into |board| until no bound can enter it, or
 // until stop_requested.
-Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& candidates, Leaderboard& board) {
+Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& candidates,
+                             Leaderboard& board) {
   const PlanOptions& options = search.options;
   const int64_t m = static_cast<int64_t>(candidates.size());
   std::vector<Tallies> tallies(static_cast<size_t>(search.threads));
-  std::vector<Simulated> outcome(static_cast<size_t>(m), Simulated::kNotReached);  // each written by one thread
+  std::vector<Simulated> outcome(static_cast<size_t>(m),
+                                 Simulated::kNotReached);  // each written by one thread
   std::atomic<int64_t> rejected{0};
   const auto start = std::chrono::steady_clock::now();
   const auto report = [&](int64_t done, int64_t bounded_out, bool over) {
@@ -312,7 +343,8 @@ Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& 
   // Untaken candidates over the bound now will never be simulated: they count as done.
   const auto report_running = [&](int64_t finished, int64_t taken) {
     if (!options.progress) return;
-    const int64_t bounded_out = m - std::max(taken, FirstOverBound(options, candidates, board.Threshold()));
+    const int64_t bounded_out =
+        m - std::max(taken, FirstOverBound(options, candidates, board.Threshold()));
     report(finished + bounded_out, bounded_out, false);
   };
   ParallelFor(
@@ -337,7 +369,8 @@ Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& 
   result.rejected = rejected.load();
   // Every candidate from the first one over the bound on has a bound at least as high: skipped by
   // it. Indices are taken in order, so one below it that was not simulated was left by a stop.
-  const int64_t first_over = std::find(outcome.begin(), outcome.end(), Simulated::kOverBound) - outcome.begin();
+  const int64_t first_over =
+      std::find(outcome.begin(), outcome.end(), Simulated::kOverBound) - outcome.begin();
   for (int64_t k = 0; k < m; ++k) {
     if (outcome[k] == Simulated::kSimulated) {
       ++result.simulated;
@@ -347,7 +380,8 @@ Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& 
       ++result.unsearched;
     }
   }
-  if (options.progress) report(result.simulated + result.skipped_by_bound, result.skipped_by_bound, true);
+  if (options.progress)
+    report(result.simulated + result.skipped_by_bound, result.skipped_by_bound, true);
   return result;
 }
 
@@ -355,7 +389,8 @@ Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& 
 // come from. A row's members share every setting but one, so it has at most as many as that
 // setting has values (SettingValueCounter::Most, V): the best rows * V plans hold the first |rows|
 // rows' best plans, and every variant scores within kDistinctTolerance of its row's best.
-Leaderboard DistinctLeaderboard(const Search& search, const std::vector<Survivor>& candidates, int64_t rows) {
+Leaderboard DistinctLeaderboard(const Search& search, const std::vector<Survivor>& candidates,
+                                int64_t rows) {
   SettingValueCounter values;
   for (const Survivor& c : candidates) values.Add(search.strategies[c.index]);
   const CheckedInt plans = CheckedInt(rows) * values.Most();
@@ -365,7 +400,8 @@ Leaderboard DistinctLeaderboard(const Search& search, const std::vector<Survivor
 
 }  // namespace
 
-RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r, Objective objective) {
+RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r,
+                    Objective objective) {
   RankedPlan p;
   p.index = index;
   p.strategy = s;
@@ -391,32 +427,39 @@ std::optional<double> RemainingSeconds(const PlanProgress& p) {
 }
 
 double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result) {
-  return PlanScoreBound(objective, strategy, result.step_time_s, result.peak_memory_bytes, result.memory_limit_bytes);
+  return PlanScoreBound(objective, strategy, result.step_time_s, result.peak_memory_bytes,
+                        result.memory_limit_bytes);
 }
 
-double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s, int64_t peak_bytes,
-                      int64_t limit_bytes) {
+double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s,
+                      int64_t peak_bytes, int64_t limit_bytes) {
   switch (objective) {
     case Objective::kTime:
       return step_time_s;
     case Objective::kCost:
-      return GpuHoursPerBillionTokens(step_time_s, strategy.WorldSize(), strategy.global_batch * strategy.seq_len);
+      return GpuHoursPerBillionTokens(step_time_s, strategy.WorldSize(),
+                                      strategy.global_batch * strategy.seq_len);
     case Objective::kMemoryHeadroom:
       return static_cast<double>(peak_bytes) / static_cast<double>(limit_bytes);
   }
   return step_time_s;
 }
 
-Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
-                        const PlanOptions& options) {
+Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
+                        const SearchRequest& request, const PlanOptions& options) {
   Result<std::vector<Strategy>> space = EnumerateStrategies(model, cluster, request);
   if (!space.ok()) return space.status();
   const int64_t n = static_cast<int64_t>(space->size());
   if (n == 0) return EmptySpaceError(model, cluster, request);
-  const Search search{model, cluster, *space, options,
-                      options.threads > 0 ? options.threads
-                                          : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
-                      cluster.gpu.memory_bytes - kReservedBytesPerGpu};
+  const Search search{
+      model,
+      cluster,
+      *space,
+      options,
+      options.threads > 0
+          ? options.threads
+          : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
+      cluster.gpu.memory_bytes - kReservedBytesPerGpu};
   Bounding bounding = BoundEvery(search);
   const int64_t top_k = std::max<int64_t>(1, options.top_k);
   const bool distinct = options.distinct && !options.better_than.has_value();
@@ -426,7 +469,8 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
   if (bounding.bounded == n) {
     simulation = SimulateBestFirst(search, bounding.candidates, board);
   } else {
-    simulation.unsearched = static_cast<int64_t>(bounding.candidates.size());  // stopped while bounding
+    simulation.unsearched =
+        static_cast<int64_t>(bounding.candidates.size());  // stopped while bounding
   }
   PlanReport report;
   report.enumerated = n;
@@ -441,16 +485,19 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, cons
   report.unsearched = simulation.unsearched;
   report.interrupted = report.bounded < n || report.unsearched > 0;
   Merge(simulation.tallies, bounding.tallies);
-  for (const auto& [rule, t] : bounding.tallies) report.rejections.push_back({rule, t.count, t.example});
-  std::sort(report.rejections.begin(), report.rejections.end(), [](const Rejection& a, const Rejection& b) {
-    return a.count != b.count ? a.count > b.count : a.rule < b.rule;
-  });
+  for (const auto& [rule, t] : bounding.tallies)
+    report.rejections.push_back({rule, t.count, t.example});
+  std::sort(report.rejections.begin(), report.rejections.end(),
+            [](const Rejection& a, const Rejection& b) {
+              return a.count != b.count ? a.count > b.count : a.rule < b.rule;
+            });
   report.saturated = board.saturated();
   report.ranked = distinct ? GroupDistinct(board.Take(), top_k) : board.Take();
   if (!report.interrupted && report.rejected_by_rules == n && !report.rejections.empty()) {
     const Rejection& top = report.rejections.front();
-    return Status::InvalidArgument("no strategy of the search space is valid; the most common reason (" +
-                                   std::to_string(top.count) + " of " + std::to_string(n) + "): " + top.example);
+    return Status::InvalidArgument(
+        "no strategy of the search space is valid; the most common reason (" +
+        std::to_string(top.count) + " of " + std::to_string(n) + "): " + top.example);
   }
   return report;
 }

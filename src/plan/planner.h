@@ -100,9 +100,10 @@ struct PlanProgress {
   // so far. They will never be simulated (that score only falls), so they count as done. At the
   // end of the phase, PlanReport::skipped_by_bound.
   int64_t bounded_out = 0;
-  double elapsed_s = 0;  // since the phase began
+  double elapsed_s = 0;     // since the phase began
   bool phase_over = false;  // the phase's last report (the phase ended, or a stop ended it)
-  std::optional<RankedPlan> best;  // the best plan simulated so far; at the end, the ranking's first
+  std::optional<RankedPlan>
+      best;  // the best plan simulated so far; at the end, the ranking's first
 };
 
 // Seconds the phase has left: the work left (total minus done) at the rate of the work done so far
@@ -112,23 +113,26 @@ std::optional<double> RemainingSeconds(const PlanProgress& progress);
 
 // Strategies turned away, by the rule (its flag) that rejected them.
 struct Rejection {
-  std::string rule;     // "--tp", "--schedule", "memory", ...
+  std::string rule;  // "--tp", "--schedule", "memory", ...
   int64_t count = 0;
   std::string example;  // the message of the first strategy (in enumeration order) it rejected
 };
 
 struct PlanReport {
   int64_t enumerated = 0;
-  int64_t rejected_by_rules = 0;       // StrategyViolations, or the workload refused them
+  int64_t rejected_by_rules = 0;         // StrategyViolations, or the workload refused them
   int64_t rejected_by_memory_bound = 0;  // StepBounds::peak_memory_bytes over the usable memory
-  int64_t rejected_by_step_time_bound = 0;  // StepBounds::step_time over PlanOptions::max_step_time_s
+  int64_t rejected_by_step_time_bound =
+      0;  // StepBounds::step_time over PlanOptions::max_step_time_s
   // Simulated, and the simulated peak did not fit, or the step took over max_step_time_s.
   int64_t rejected_by_simulation = 0;
-  int64_t skipped_by_bound = 0;  // their lower bound could not beat the top_k-th plan: not simulated
+  int64_t skipped_by_bound =
+      0;  // their lower bound could not beat the top_k-th plan: not simulated
   int64_t simulated = 0;
   std::vector<Rejection> rejections;  // the rules' and memory's, most frequent first
   std::vector<RankedPlan> ranked;     // best first, at most top_k (unless better_than)
-  bool saturated = false;  // with better_than: better_than_limit plans were found and the search stopped
+  bool saturated =
+      false;  // with better_than: better_than_limit plans were found and the search stopped
   // Set when PlanOptions::stop_requested stopped the search before it finished: |ranked| is then
   // the best of the |simulated| plans, not necessarily of the space, and the counts above cover
   // only the strategies reached. bounded < enumerated: stopped while bounding (nothing simulated);
@@ -136,16 +140,18 @@ struct PlanReport {
   bool interrupted = false;
   int64_t bounded = 0;     // strategies put through the rules and the memory bound
   int64_t candidates = 0;  // of those, what the rules and the bounds let through, to simulate
-  int64_t unsearched = 0;  // candidates the interrupt left: candidates = simulated + skipped_by_bound + unsearched
+  int64_t unsearched =
+      0;  // candidates the interrupt left: candidates = simulated + skipped_by_bound + unsearched
 };
 
 // |result| of the strategy at |index| of the space as a ranked plan under |objective|.
-RankedPlan RankPlan(int64_t index, const Strategy& strategy, const SimulationResult& result, Objective objective);
+RankedPlan RankPlan(int64_t index, const Strategy& strategy, const SimulationResult& result,
+                    Objective objective);
 
 // The objective's value of a simulated plan, and the lowest a plan can score given its bounds.
 double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result);
-double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s, int64_t peak_bytes,
-                      int64_t limit_bytes);
+double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s,
+                      int64_t peak_bytes, int64_t limit_bytes);
 
 // Searches the space of |request| (EnumerateStrategies): rejects what the strategy rules and the
 // memory bound reject, bounds the rest, and simulates them best bound first on |options.threads|
@@ -155,8 +161,8 @@ double PlanScoreBound(Objective objective, const Strategy& strategy, double step
 // threads' timing. Errors: those of EnumerateStrategies; InvalidArgument naming the most common
 // rule when nothing in the space is valid (the pinned settings contradict the model or cluster).
 // An interrupted search (options.stop_requested) is never an error: its report says how far it got.
-Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
-                        const PlanOptions& options);
+Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
+                        const SearchRequest& request, const PlanOptions& options);
 
 }  // namespace loom
 

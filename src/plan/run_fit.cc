@@ -37,7 +37,8 @@ struct RunSource {
   std::string model_path;
   std::optional<int64_t> nodes;
   Strategy strategy;
-  std::string log_path;  // a training log the step time (and without "strategy", the strategy) comes from
+  std::string
+      log_path;  // a training log the step time (and without "strategy", the strategy) comes from
   std::string attention = "fused";
   bool dropout = false;
   std::optional<std::string> framework;
@@ -46,8 +47,8 @@ struct RunSource {
 
 // The strategy a Megatron-LM argument dump describes (megatron/training/arguments.py names);
 // arguments it does not have keep |s|'s values. Errors name the argument.
-Status StrategyFromMegatronArguments(const std::map<std::string, std::string>& args, const std::string& where,
-                                     Strategy* s) {
+Status StrategyFromMegatronArguments(const std::map<std::string, std::string>& args,
+                                     const std::string& where, Strategy* s) {
   const auto text = [&](const char* name) -> std::optional<std::string> {
     auto it = args.find(name);
     return it == args.end() ? std::nullopt : std::optional<std::string>(it->second);
@@ -68,7 +69,9 @@ Status StrategyFromMegatronArguments(const std::map<std::string, std::string>& a
     }
     *into = n;
   };
-  const auto flag = [&](const char* name) { return text(name) == std::optional<std::string>("True"); };
+  const auto flag = [&](const char* name) {
+    return text(name) == std::optional<std::string>("True");
+  };
   integer("tensor_model_parallel_size", &s->tp);
   integer("pipeline_model_parallel_size", &s->pp);
   integer("data_parallel_size", &s->dp);
@@ -86,7 +89,9 @@ Status StrategyFromMegatronArguments(const std::map<std::string, std::string>& a
     if (s->vpp > 1) s->schedule = ScheduleKind::kInterleaved;
   }
   if (std::optional<std::string> g = text("recompute_granularity")) {
-    s->recompute = *g == "full" ? Recompute::kFull : *g == "selective" ? Recompute::kSelective : Recompute::kNone;
+    s->recompute = *g == "full"        ? Recompute::kFull
+                   : *g == "selective" ? Recompute::kSelective
+                                       : Recompute::kNone;
   }
   if (flag("bf16")) s->dtype = Dtype::kBf16;
   if (flag("fp16")) s->dtype = Dtype::kFp16;
@@ -105,14 +110,16 @@ RunSource ReadRun(JsonReader& r, const std::string& file, const std::string& def
   run.name = r.OptionalString("name").value_or(default_name);
   run.model_path = PathBeside(file, r.String("model"));
   run.nodes = r.OptionalInt("nodes");
-  if (std::optional<std::string> log = r.OptionalString("log")) run.log_path = PathBeside(file, *log);
+  if (std::optional<std::string> log = r.OptionalString("log"))
+    run.log_path = PathBeside(file, *log);
   if (r.Has("strategy")) ReadStrategyObject(r.Object("strategy"), &run.strategy);
   run.attention = r.OptionalOneOf("attention", {"fused", "unfused"}).value_or("fused");
   run.dropout = r.OptionalBool("dropout").value_or(false);
   if (std::optional<std::string> f = r.OptionalString("framework")) {
     run.framework = IsFrameworkPath(*f) ? PathBeside(file, *f) : *f;
   }
-  if (run.log_path.empty() || r.Has("step_time_s")) run.step_time_s = r.PositiveNumber("step_time_s");
+  if (run.log_path.empty() || r.Has("step_time_s"))
+    run.step_time_s = r.PositiveNumber("step_time_s");
   if (!run.log_path.empty() && r.Has("step_time_s")) {
     r.AddError("step_time_s", "and \"log\" both give the step time; keep one");
   }
@@ -158,10 +165,13 @@ Result<std::vector<nlohmann::json>> CsvRuns(const std::string& path) {
   int row = 0;
   while (std::getline(in, line)) {
     ++row;
-    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    if (line.find_first_not_of(" \t\r") == std::string::npos ||
+        line[line.find_first_not_of(" \t")] == '#')
+      continue;
     if (line.find('"') != std::string::npos) {
-      return Status::InvalidArgument(path + ": line " + std::to_string(row) +
-                                     ": quoted CSV cells are not read; write plain comma-separated values");
+      return Status::InvalidArgument(
+          path + ": line " + std::to_string(row) +
+          ": quoted CSV cells are not read; write plain comma-separated values");
     }
     std::vector<std::string> cells = SplitCsv(line);
     if (header.empty()) {
@@ -169,22 +179,25 @@ Result<std::vector<nlohmann::json>> CsvRuns(const std::string& path) {
       for (size_t i = 0; i < header.size(); ++i) {
         if (std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(i), header[i]) !=
             header.begin() + static_cast<std::ptrdiff_t>(i)) {
-          return Status::InvalidArgument(path + ": line " + std::to_string(row) + ": column \"" + Abbreviated(header[i]) +
-                                         "\" appears twice in the header; keep only the one you mean");
+          return Status::InvalidArgument(
+              path + ": line " + std::to_string(row) + ": column \"" + Abbreviated(header[i]) +
+              "\" appears twice in the header; keep only the one you mean");
         }
       }
       continue;
     }
     if (cells.size() != header.size()) {
-      return Status::InvalidArgument(path + ": line " + std::to_string(row) + " has " + std::to_string(cells.size()) +
-                                     " cells, the header " + std::to_string(header.size()));
+      return Status::InvalidArgument(path + ": line " + std::to_string(row) + " has " +
+                                     std::to_string(cells.size()) + " cells, the header " +
+                                     std::to_string(header.size()));
     }
     nlohmann::json run = nlohmann::json::object(), strategy = nlohmann::json::object();
     for (size_t i = 0; i < header.size(); ++i) {
       if (cells[i].empty()) continue;
       const std::string& key = header[i];
-      const bool own = key == "name" || key == "model" || key == "nodes" || key == "attention" || key == "dropout" ||
-                       key == "framework" || key == "step_time_s" || key == "log";
+      const bool own = key == "name" || key == "model" || key == "nodes" || key == "attention" ||
+                       key == "dropout" || key == "framework" || key == "step_time_s" ||
+                       key == "log";
       const bool text = key == "name" || key == "model" || key == "framework" || key == "log";
       (own ? run : strategy)[key] = text ? nlohmann::json(cells[i]) : Cell(cells[i]);
     }
@@ -192,55 +205,64 @@ Result<std::vector<nlohmann::json>> CsvRuns(const std::string& path) {
     if (!run.contains("name")) run["name"] = path + ":" + std::to_string(row);
     runs.push_back(std::move(run));
   }
-  if (runs.empty()) return Status::InvalidArgument(path + ": no runs (a header line, then one run per line)");
+  if (runs.empty())
+    return Status::InvalidArgument(path + ": no runs (a header line, then one run per line)");
   return runs;
 }
 
 double Predict(const MeasuredRun& run, Status* status) {
-  Result<SimulationResult> r = SimulateTrainingStep(run.model, run.cluster, run.strategy, run.options);
+  Result<SimulationResult> r =
+      SimulateTrainingStep(run.model, run.cluster, run.strategy, run.options);
   if (!r.ok()) {
-    if (status->ok()) *status = Status::InvalidArgument("run '" + run.name + "': " + std::string(r.status().message()));
+    if (status->ok())
+      *status =
+          Status::InvalidArgument("run '" + run.name + "': " + std::string(r.status().message()));
     return 1.0;
   }
   return r->step_time_s;
 }
 
 // log(predicted / measured) of every run under log multipliers |x|.
-std::vector<double> Residuals(const std::vector<const MeasuredRun*>& runs, const std::vector<RunParam>& params,
-                              const std::vector<double>& x, Status* status) {
+std::vector<double> Residuals(const std::vector<const MeasuredRun*>& runs,
+                              const std::vector<RunParam>& params, const std::vector<double>& x,
+                              Status* status) {
   std::vector<double> values;
   for (double v : x) values.push_back(std::exp(v));
   std::vector<double> r;
   for (const MeasuredRun* run : runs) {
-    r.push_back(std::log(Predict(WithMultipliers(*run, params, values), status) / run->step_time_s));
+    r.push_back(
+        std::log(Predict(WithMultipliers(*run, params, values), status) / run->step_time_s));
   }
   return r;
 }
 
 // d log(step time) / d log(parameter) at |x|, by central differences of 10 %.
 std::vector<std::vector<double>> Sensitivity(const std::vector<const MeasuredRun*>& runs,
-                                             const std::vector<RunParam>& params, const std::vector<double>& x,
-                                             Status* status) {
+                                             const std::vector<RunParam>& params,
+                                             const std::vector<double>& x, Status* status) {
   const double h = std::log(1.1);
   std::vector<std::vector<double>> s(runs.size(), std::vector<double>(params.size()));
   for (size_t j = 0; j < params.size(); ++j) {
     std::vector<double> up = x, down = x;
     up[j] += h;
     down[j] -= h;
-    const std::vector<double> a = Residuals(runs, params, up, status), b = Residuals(runs, params, down, status);
+    const std::vector<double> a = Residuals(runs, params, up, status),
+                              b = Residuals(runs, params, down, status);
     for (size_t i = 0; i < runs.size(); ++i) s[i][j] = (a[i] - b[i]) / (2 * h);
   }
   return s;
 }
 
 // Why |params| cannot be fitted on runs of sensitivity |s|, or "" when they can.
-std::string Unidentifiable(const std::vector<std::vector<double>>& s, const std::vector<RunParam>& params) {
+std::string Unidentifiable(const std::vector<std::vector<double>>& s,
+                           const std::vector<RunParam>& params) {
   const auto name = [&](size_t j) { return std::string(kRunParamNames.Name(params[j])); };
   const auto help = [&](size_t j) {
     switch (params[j]) {
       case RunParam::kHost:
-        return std::string("runs whose GPU waits for the host: small models or micro-batch 1 under an eager "
-                           "framework (not --framework none)");
+        return std::string(
+            "runs whose GPU waits for the host: small models or micro-batch 1 under an eager "
+            "framework (not --framework none)");
       case RunParam::kCompute:
         return std::string("runs bound by their GPUs' kernels: large micro-batches on few GPUs");
       case RunParam::kInterNode:
@@ -254,7 +276,9 @@ std::string Unidentifiable(const std::vector<std::vector<double>>& s, const std:
     if (largest < kMinSensitivity) {
       char text[64];
       std::snprintf(text, sizeof text, "%.2f%%", 10 * largest);
-      return name(j) + ": no run depends on it (changing it by 10% moves no predicted step time by more than " +
+      return name(j) +
+             ": no run depends on it (changing it by 10% moves no predicted step time by more "
+             "than " +
              text + "); add " + help(j) + ", or leave it out of --params";
     }
   }
@@ -267,8 +291,9 @@ std::string Unidentifiable(const std::vector<std::vector<double>>& s, const std:
         nk += row[k] * row[k];
       }
       if (std::abs(dot) > kMaxCosine * std::sqrt(nj * nk)) {
-        return name(j) + " and " + name(k) + " move every run alike, so the runs cannot tell them apart; add " +
-               help(j) + " and " + help(k) + ", or fit one of them (--params)";
+        return name(j) + " and " + name(k) +
+               " move every run alike, so the runs cannot tell them apart; add " + help(j) +
+               " and " + help(k) + ", or fit one of them (--params)";
       }
     }
   }
@@ -311,8 +336,9 @@ double HuberLoss(const std::vector<double>& r) {
 }
 
 // Levenberg-Marquardt on Huber-weighted residuals (iteratively reweighted), from |x|.
-std::vector<double> Minimise(const std::vector<const MeasuredRun*>& runs, const std::vector<RunParam>& params,
-                             std::vector<double> x, Status* status) {
+std::vector<double> Minimise(const std::vector<const MeasuredRun*>& runs,
+                             const std::vector<RunParam>& params, std::vector<double> x,
+                             Status* status) {
   const size_t p = params.size();
   double lambda = 1e-3;
   std::vector<double> r = Residuals(runs, params, x, status);
@@ -334,7 +360,8 @@ std::vector<double> Minimise(const std::vector<const MeasuredRun*>& runs, const 
       for (size_t j = 0; j < p; ++j) damped[j][j] += lambda * std::max(a[j][j], 1e-9);
       const std::vector<double> step = Solve(damped, g);
       std::vector<double> next = x;
-      for (size_t j = 0; j < p; ++j) next[j] = std::clamp(x[j] + step[j], -kMaxLogMultiplier, kMaxLogMultiplier);
+      for (size_t j = 0; j < p; ++j)
+        next[j] = std::clamp(x[j] + step[j], -kMaxLogMultiplier, kMaxLogMultiplier);
       const std::vector<double> next_r = Residuals(runs, params, next, status);
       const double next_loss = HuberLoss(next_r);
       if (next_loss < loss) {
@@ -411,7 +438,9 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
     top.Allow("runs");
     top.OptionalString("source");  // where the runs come from, for people
     if (!document.contains("runs") || !document["runs"].is_array() || document["runs"].empty()) {
-      top.AddError("runs", "must be a non-empty array of runs, each {\"model\", \"strategy\", \"step_time_s\", ...}");
+      top.AddError("runs",
+                   "must be a non-empty array of runs, each {\"model\", \"strategy\", "
+                   "\"step_time_s\", ...}");
     }
     LOOM_RETURN_IF_ERROR(top.Finish(UnknownKeys::kError));
     for (const nlohmann::json& run : document["runs"]) objects.push_back(run);
@@ -422,9 +451,11 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
   std::map<std::string, std::optional<FrameworkProfile>> frameworks;
   std::vector<MeasuredRun> runs;
   for (size_t i = 0; i < objects.size(); ++i) {
-    const std::string where = csv ? objects[i].value("name", std::string()) : "runs[" + std::to_string(i) + "]";
+    const std::string where =
+        csv ? objects[i].value("name", std::string()) : "runs[" + std::to_string(i) + "]";
     if (!objects[i].is_object()) {
-      return Status::InvalidArgument(path + ": " + where + " is not an object; give {\"model\", \"strategy\", "
+      return Status::InvalidArgument(path + ": " + where +
+                                     " is not an object; give {\"model\", \"strategy\", "
                                      "\"step_time_s\"}");
     }
     JsonReader r(objects[i], path, csv ? where : "runs[" + std::to_string(i) + "]");
@@ -436,11 +467,14 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
     run.step_time_s = source.step_time_s;
     if (!source.log_path.empty()) {
       Result<TrainingLog> log = ReadTrainingLog(source.log_path);
-      if (!log.ok()) return Status::InvalidArgument(path + ": run '" + run.name + "': " + std::string(log.status().message()));
+      if (!log.ok())
+        return Status::InvalidArgument(path + ": run '" + run.name +
+                                       "': " + std::string(log.status().message()));
       if (!log->arguments.empty()) {
         // The log's arguments say what ran; the run's own strategy keys, read again on top, win.
         Strategy from_log;
-        LOOM_RETURN_IF_ERROR(StrategyFromMegatronArguments(log->arguments, source.log_path, &from_log));
+        LOOM_RETURN_IF_ERROR(
+            StrategyFromMegatronArguments(log->arguments, source.log_path, &from_log));
         if (objects[i].contains("strategy")) {
           JsonReader again(objects[i], path);
           ReadStrategyObject(again.Object("strategy"), &from_log);
@@ -448,26 +482,34 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
         run.strategy = from_log;
       }
       Result<double> step = log->StepTimeSeconds(run.strategy.global_batch);
-      if (!step.ok()) return Status::InvalidArgument(source.log_path + ": " + std::string(step.status().message()));
+      if (!step.ok())
+        return Status::InvalidArgument(source.log_path + ": " +
+                                       std::string(step.status().message()));
       run.step_time_s = *step;
     }
     if (!models.contains(source.model_path)) {
       Result<ModelSpec> model = LoadModelSpec(source.model_path);
-      if (!model.ok()) return Status::InvalidArgument(path + ": run '" + run.name + "': " + std::string(model.status().message()));
+      if (!model.ok())
+        return Status::InvalidArgument(path + ": run '" + run.name +
+                                       "': " + std::string(model.status().message()));
       models.emplace(source.model_path, *model);
     }
     run.model = models.at(source.model_path);
     run.cluster = *base;
     const int64_t world = run.strategy.WorldSize();
-    run.cluster.nodes = source.nodes.value_or((world + base->gpus_per_node - 1) / base->gpus_per_node);
+    run.cluster.nodes =
+        source.nodes.value_or((world + base->gpus_per_node - 1) / base->gpus_per_node);
     const std::string framework = source.framework.value_or(default_framework);
     if (!frameworks.contains(framework)) {
       Result<std::optional<FrameworkProfile>> f = ResolveFramework(framework, cluster_file);
-      if (!f.ok()) return Status::InvalidArgument(path + ": run '" + run.name + "': " + std::string(f.status().message()));
+      if (!f.ok())
+        return Status::InvalidArgument(path + ": run '" + run.name +
+                                       "': " + std::string(f.status().message()));
       frameworks.emplace(framework, *f);
     }
     run.options.framework = frameworks.at(framework);
-    run.options.kernels.attention = source.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+    run.options.kernels.attention =
+        source.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
     run.options.kernels.dropout = source.dropout;
     runs.push_back(std::move(run));
   }
@@ -498,11 +540,15 @@ Result<std::vector<RunParam>> IdentifiableParams(const std::vector<MeasuredRun>&
 }
 
 Result<RunFit> FitRuns(const std::vector<MeasuredRun>& runs, const std::vector<RunParam>& params) {
-  if (params.empty()) return Status::InvalidArgument("fit --runs: no parameter to fit; name some with --params");
+  if (params.empty())
+    return Status::InvalidArgument("fit --runs: no parameter to fit; name some with --params");
   if (runs.size() < params.size() + 1) {
-    return Status::InvalidArgument("fit --runs: " + std::to_string(params.size()) + " parameters need at least " +
-                                   std::to_string(params.size() + 1) + " runs (one more than parameters, so each "
-                                   "run can be left out); the runs file has " + std::to_string(runs.size()));
+    return Status::InvalidArgument("fit --runs: " + std::to_string(params.size()) +
+                                   " parameters need at least " +
+                                   std::to_string(params.size() + 1) +
+                                   " runs (one more than parameters, so each "
+                                   "run can be left out); the runs file has " +
+                                   std::to_string(runs.size()));
   }
   std::vector<const MeasuredRun*> all;
   for (const MeasuredRun& run : runs) all.push_back(&run);

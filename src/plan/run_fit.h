@@ -40,7 +40,8 @@ inline constexpr EnumNames<RunParam, 3> kRunParamNames({{
 }});
 
 // Reads a runs file: JSON (schema "loom.runs/1") or CSV, relative paths against the file's folder.
-//   {"schema": "loom.runs/1", "source": "...", "runs": [{"name": "350m-mb1", "model": "../models/gpt3-350m.json",
+//   {"schema": "loom.runs/1", "source": "...", "runs": [{"name": "350m-mb1", "model":
+//   "../models/gpt3-350m.json",
 //     "strategy": {"micro_batch": 1, "global_batch": 8, "seq_len": 1024}, "step_time_s": 0.91,
 //     "nodes": 1, "attention": "unfused", "dropout": true, "framework": "megatron-core"}, ...]}
 //   Instead of step_time_s a run may name "log": a Megatron-LM log (its "elapsed time per

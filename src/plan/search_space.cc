@@ -33,8 +33,10 @@ std::optional<int64_t> ParseInt(std::string_view text) {
 }
 
 // A whole number from |least| to |most|: a pinned degree of 0 would divide the GPUs or layers by
-// zero, and a huge one overflow their product. The bounds are ValidateStrategy's (spec/strategy.cc).
-Setter IntSetter(std::optional<int64_t> Constraints::*field, int64_t least = 0, int64_t most = int64_t{1} << 20) {
+// zero, and a huge one overflow their product. The bounds are ValidateStrategy's
+// (spec/strategy.cc).
+Setter IntSetter(std::optional<int64_t> Constraints::*field, int64_t least = 0,
+                 int64_t most = int64_t{1} << 20) {
   return [field, least, most](std::string_view text, Constraints& c) -> std::optional<std::string> {
     std::optional<int64_t> value = ParseInt(text);
     if (!value.has_value() || *value < least || *value > most) {
@@ -136,10 +138,12 @@ std::vector<ScheduleChoice> ScheduleChoices(const Constraints& fixed, int64_t pp
   const auto chunks = [&](ScheduleKind kind, std::vector<int64_t> candidates) {
     for (int64_t vpp : Choices(fixed.vpp, std::move(candidates))) out.push_back({kind, vpp});
   };
-  const std::vector<ScheduleKind> kinds = fixed.schedule.has_value()
-      ? std::vector<ScheduleKind>{*fixed.schedule}
-      : std::vector<ScheduleKind>{ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZbH1,
-                                  ScheduleKind::kZbV, ScheduleKind::kDualPipeV};
+  const std::vector<ScheduleKind> kinds =
+      fixed.schedule.has_value()
+          ? std::vector<ScheduleKind>{*fixed.schedule}
+          : std::vector<ScheduleKind>{ScheduleKind::k1F1B, ScheduleKind::kInterleaved,
+                                      ScheduleKind::kZbH1, ScheduleKind::kZbV,
+                                      ScheduleKind::kDualPipeV};
   for (ScheduleKind kind : kinds) {
     if (kind == ScheduleKind::kInterleaved) {
       // Every chunk count from 2 that splits a stage's share of the layers, rounded down or up.
@@ -171,8 +175,8 @@ std::vector<ScheduleChoice> ScheduleChoices(const Constraints& fixed, int64_t pp
 //   (benchmarks/plan).
 // - Other schedules: every balanced split whose counts divide by vpp (the V schedules' two chunks
 //   hold a stage's layers in halves).
-std::vector<std::pair<int64_t, int64_t>> StageSplits(const Constraints& fixed, int64_t layers, int64_t pp,
-                                                      int64_t vpp, ScheduleKind kind) {
+std::vector<std::pair<int64_t, int64_t>> StageSplits(const Constraints& fixed, int64_t layers,
+                                                     int64_t pp, int64_t vpp, ScheduleKind kind) {
   if (fixed.first_stage_layers.has_value() || fixed.last_stage_layers.has_value()) {
     return {{fixed.first_stage_layers.value_or(0), fixed.last_stage_layers.value_or(0)}};
   }
@@ -212,7 +216,8 @@ int64_t MicrobatchGroup(const Constraints& fixed, int64_t micro_batches, int64_t
 
 std::vector<RecomputeChoice> RecomputeChoices(const Constraints& fixed, int64_t chunk_layers) {
   if (fixed.recompute.has_value()) {
-    return {{*fixed.recompute, *fixed.recompute == Recompute::kFull ? fixed.recompute_layers.value_or(0) : 0}};
+    return {{*fixed.recompute,
+             *fixed.recompute == Recompute::kFull ? fixed.recompute_layers.value_or(0) : 0}};
   }
   std::vector<RecomputeChoice> out = {{Recompute::kNone, 0}, {Recompute::kSelective, 0}};
   if (fixed.recompute_layers.has_value()) {
@@ -243,10 +248,11 @@ void AddShardingAndOverlap(const Space& space, Strategy s) {
   const bool replicated = s.dp * s.cp > 1 || (space.model.moe.has_value() && s.ExpertDp() > 1);
   std::vector<int64_t> zeros = {0};
   if (replicated) zeros = s.pp == 1 ? std::vector<int64_t>{0, 1, 2, 3} : std::vector<int64_t>{0, 1};
-  const std::vector<CpComm> rings =
-      s.cp > 1 ? std::vector<CpComm>{CpComm::kP2p, CpComm::kAllGather} : std::vector<CpComm>{CpComm::kP2p};
+  const std::vector<CpComm> rings = s.cp > 1 ? std::vector<CpComm>{CpComm::kP2p, CpComm::kAllGather}
+                                             : std::vector<CpComm>{CpComm::kP2p};
   // With every switch pinned, "on" repeats "off".
-  const bool switches_pinned = fixed.overlap_grad_reduce.has_value() && fixed.overlap_param_gather.has_value() &&
+  const bool switches_pinned = fixed.overlap_grad_reduce.has_value() &&
+                               fixed.overlap_param_gather.has_value() &&
                                fixed.tp_comm_overlap.has_value();
   for (int64_t zero : Choices(fixed.zero_stage, zeros)) {
     s.zero_stage = zero;
@@ -258,11 +264,14 @@ void AddShardingAndOverlap(const Space& space, Strategy s) {
       s.offload = offload;
       // DeepSpeed keeps bf16 gradients in bf16 at ZeRO-2 and at ZeRO-1 with offload, whatever its
       // config asks (DeepSpeedKeepsBf16Gradients): budget them so, as it would run.
-      if (space.request.deepspeed_accumulation) s.grad_reduce_in_bf16 = DeepSpeedBudgetsBf16Gradients(s);
-      for (bool sp : Choices(fixed.sp, s.tp > 1 ? std::vector<bool>{true, false} : std::vector<bool>{false})) {
+      if (space.request.deepspeed_accumulation)
+        s.grad_reduce_in_bf16 = DeepSpeedBudgetsBf16Gradients(s);
+      for (bool sp : Choices(
+               fixed.sp, s.tp > 1 ? std::vector<bool>{true, false} : std::vector<bool>{false})) {
         s.sp = sp;
         const bool can_overlap = !switches_pinned && (replicated || (sp && s.tp > 1));
-        for (bool overlap : can_overlap ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+        for (bool overlap :
+             can_overlap ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
           s.overlap_grad_reduce = fixed.overlap_grad_reduce.value_or(overlap);
           s.overlap_param_gather = fixed.overlap_param_gather.value_or(overlap && zero >= 1);
           s.tp_comm_overlap = fixed.tp_comm_overlap.value_or(overlap && sp && s.tp > 1);
@@ -286,9 +295,10 @@ void AddSettings(const Space& space, Strategy s) {
     for (const ScheduleChoice& schedule : ScheduleChoices(fixed, s.pp, layers)) {
       s.schedule = schedule.kind;
       s.vpp = schedule.vpp;
-      s.microbatch_group = schedule.kind == ScheduleKind::kInterleaved
-                               ? MicrobatchGroup(fixed, space.request.global_batch / (mbs * s.dp), s.pp)
-                               : fixed.microbatch_group.value_or(0);
+      s.microbatch_group =
+          schedule.kind == ScheduleKind::kInterleaved
+              ? MicrobatchGroup(fixed, space.request.global_batch / (mbs * s.dp), s.pp)
+              : fixed.microbatch_group.value_or(0);
       for (const auto& [first, last] : StageSplits(fixed, layers, s.pp, s.vpp, s.schedule)) {
         s.first_stage_layers = first;
         s.last_stage_layers = last;
@@ -369,23 +379,27 @@ Result<Constraints> ParseConstraints(std::string_view text, std::string_view fla
     const size_t eq = pair.find('=');
     if (eq == std::string_view::npos) {
       return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) +
-                                     ": expected key=value, e.g. " + std::string(flag) + " tp=8,pp=4");
+                                     ": expected key=value, e.g. " + std::string(flag) +
+                                     " tp=8,pp=4");
     }
     const std::string key = CanonicalKey(pair.substr(0, eq));
     const std::string_view value = pair.substr(eq + 1);
     const auto& keys = Keys();
-    auto it = std::find_if(keys.begin(), keys.end(), [&key](const auto& k) { return k.first == key; });
+    auto it =
+        std::find_if(keys.begin(), keys.end(), [&key](const auto& k) { return k.first == key; });
     if (it == keys.end()) {
-      return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) + ": unknown key '" +
-                                     std::string(pair.substr(0, eq)) + "'; keys are " + KeyList());
+      return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) +
+                                     ": unknown key '" + std::string(pair.substr(0, eq)) +
+                                     "'; keys are " + KeyList());
     }
     if (auto [earlier, inserted] = given.emplace(key, std::string(pair)); !inserted) {
       return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) + ": " + key +
-                                     " is already set by " + earlier->second + "; give each key once");
+                                     " is already set by " + earlier->second +
+                                     "; give each key once");
     }
     if (std::optional<std::string> expected = it->second(value, c)) {
-      return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) + ": " + key + " must be " +
-                                     *expected);
+      return Status::InvalidArgument(std::string(flag) + " " + std::string(pair) + ": " + key +
+                                     " must be " + *expected);
     }
   }
   return c;
@@ -393,9 +407,11 @@ Result<Constraints> ParseConstraints(std::string_view text, std::string_view fla
 
 std::string ConstraintText(const Strategy& s) {
   const auto flag = [](bool on) { return on ? "true" : "false"; };
-  std::string text = "tp=" + std::to_string(s.tp) + ",pp=" + std::to_string(s.pp) + ",dp=" + std::to_string(s.dp) +
-                     ",cp=" + std::to_string(s.cp) + ",ep=" + std::to_string(s.ep) + ",etp=" + std::to_string(s.etp) +
-                     ",vpp=" + std::to_string(s.vpp) + ",micro_batch=" + std::to_string(s.micro_batch) +
+  std::string text = "tp=" + std::to_string(s.tp) + ",pp=" + std::to_string(s.pp) +
+                     ",dp=" + std::to_string(s.dp) + ",cp=" + std::to_string(s.cp) +
+                     ",ep=" + std::to_string(s.ep) + ",etp=" + std::to_string(s.etp) +
+                     ",vpp=" + std::to_string(s.vpp) +
+                     ",micro_batch=" + std::to_string(s.micro_batch) +
                      ",schedule=" + std::string(kScheduleNames.Name(s.schedule)) +
                      ",recompute=" + std::string(kRecomputeNames.Name(s.recompute)) +
                      ",recompute_layers=" + std::to_string(s.recompute_layers) +
@@ -438,23 +454,26 @@ void ApplyConstraints(const Constraints& c, Strategy& s) {
   set(c.tp_comm_overlap, s.tp_comm_overlap);
 }
 
-Result<std::vector<Strategy>> EnumerateStrategies(const ModelSpec& model, const ClusterSpec& cluster,
+Result<std::vector<Strategy>> EnumerateStrategies(const ModelSpec& model,
+                                                  const ClusterSpec& cluster,
                                                   const SearchRequest& request) {
   if (request.gpus < 1 || request.global_batch < 1 || request.seq_len < 1) {
     return Status::InvalidArgument("--gpus, --global-batch and --seq must be at least 1");
   }
   const Constraints& fixed = request.fixed;
-  const CheckedInt product =
-      CheckedInt(fixed.tp.value_or(1)) * fixed.cp.value_or(1) * fixed.pp.value_or(1) * fixed.dp.value_or(1);
+  const CheckedInt product = CheckedInt(fixed.tp.value_or(1)) * fixed.cp.value_or(1) *
+                             fixed.pp.value_or(1) * fixed.dp.value_or(1);
   if (!product.get() || *product.get() > request.gpus) {
-    return Status::InvalidArgument("--fix: the pinned degrees (tp * cp * pp * dp) multiply to more than --gpus " +
-                                   std::to_string(request.gpus) + "; pin degrees whose product divides the GPU count");
+    return Status::InvalidArgument(
+        "--fix: the pinned degrees (tp * cp * pp * dp) multiply to more than --gpus " +
+        std::to_string(request.gpus) + "; pin degrees whose product divides the GPU count");
   }
   const int64_t pinned = *product.get();
   if (request.gpus % pinned != 0) {
-    return Status::InvalidArgument("--fix: the pinned degrees (tp * cp * pp * dp = " + std::to_string(pinned) +
-                                   ") do not divide --gpus " + std::to_string(request.gpus) +
-                                   "; pin degrees whose product divides the GPU count");
+    return Status::InvalidArgument(
+        "--fix: the pinned degrees (tp * cp * pp * dp = " + std::to_string(pinned) +
+        ") do not divide --gpus " + std::to_string(request.gpus) +
+        "; pin degrees whose product divides the GPU count");
   }
   std::vector<Strategy> out;
   const Space space{model, cluster, request, out};
@@ -466,7 +485,8 @@ std::vector<int64_t> GpuCounts(const SearchRequest& request, const ClusterSpec& 
   const int64_t per_node = std::max<int64_t>(1, cluster.gpus_per_node);
   const auto whole = [per_node](int64_t gpus) { return gpus < per_node || gpus % per_node == 0; };
   std::vector<int64_t> counts = {request.gpus};
-  for (int64_t gpus = request.gpus; gpus % 2 == 0 && gpus / 2 >= std::max<int64_t>(1, request.min_gpus) &&
+  for (int64_t gpus = request.gpus; gpus % 2 == 0 &&
+                                    gpus / 2 >= std::max<int64_t>(1, request.min_gpus) &&
                                     request.min_gpus > 0 && whole(gpus / 2);) {
     gpus /= 2;
     counts.push_back(gpus);

@@ -19,8 +19,9 @@ namespace loom {
 // or `--explain` with every setting of one strategy). Keys are the scenario files' strategy keys
 // (tp, pp, dp, cp, ep, etp, vpp, micro_batch, schedule, recompute, recompute_layers, zero_stage,
 // sp, offload, cp_comm, overlap_grad_reduce, overlap_param_gather, tp_comm_overlap,
-// first_stage_layers, last_stage_layers, microbatch_group), with dashes accepted for underscores and the aliases
-// mbs (micro_batch) and zero (zero_stage). Unset: the planner searches that setting.
+// first_stage_layers, last_stage_layers, microbatch_group), with dashes accepted for underscores
+// and the aliases mbs (micro_batch) and zero (zero_stage). Unset: the planner searches that
+// setting.
 struct Constraints {
   std::optional<int64_t> tp, pp, dp, cp, ep, etp, vpp, micro_batch, recompute_layers, zero_stage,
       first_stage_layers, last_stage_layers, microbatch_group;
@@ -44,7 +45,7 @@ void ApplyConstraints(const Constraints& constraints, Strategy& strategy);
 
 // What the planner is asked: a training job's shape, and the settings it must keep.
 struct SearchRequest {
-  int64_t gpus = 0;  // a multiple of the cluster's GPUs per node, or fewer than a node
+  int64_t gpus = 0;          // a multiple of the cluster's GPUs per node, or fewer than a node
   int64_t global_batch = 0;  // sequences per step
   int64_t seq_len = 0;
   Dtype dtype = Dtype::kBf16;
@@ -52,8 +53,8 @@ struct SearchRequest {
   // How the framework accumulates gradients over micro-batches: a property of the training code
   // (Megatron-LM's default is fused), not a setting the search varies ...
   GradAccumulation grad_accumulation = GradAccumulation::kFused;
-  // ... unless the code is DeepSpeed's, whose mode follows the ZeRO stage: then every strategy takes
-  // DeepSpeedGradAccumulation (plan/deepspeed_config.h) instead of |grad_accumulation|.
+  // ... unless the code is DeepSpeed's, whose mode follows the ZeRO stage: then every strategy
+  // takes DeepSpeedGradAccumulation (plan/deepspeed_config.h) instead of |grad_accumulation|.
   bool deepspeed_accumulation = false;
   Constraints fixed;
   // Also search the GPU counts gpus / 2^k down to |min_gpus| and gpus * 2^k up to |max_gpus|
@@ -68,23 +69,24 @@ struct SearchRequest {
 // nodes or fewer GPUs than one node (a halving or doubling that is neither ends that direction).
 std::vector<int64_t> GpuCounts(const SearchRequest& request, const ClusterSpec& cluster);
 
-// Every strategy of the space for |request|: each factorisation of each GPU count (GpuCounts) into tp * cp *
-// pp * dp (tp within a node; cp in powers of two that leave each rank at least 2048 tokens; pp up
-// to the layer count), ep among the divisors of the expert count that fit in tp * dp * cp, etp
-// equal to tp or 1; micro-batches of 1, 2, 4, 8 or 16 sequences (Narayanan et al. 2021 ran 16);
-// 1F1B, interleaved with every chunk count that splits the stage's layers, ZB-H1, ZB-V and DualPipeV; when the layers do not split
-// evenly, the most balanced first and last stage counts; no, selective, full and partial (a
-// quarter, half, three quarters of each chunk) recomputation; ZeRO 0-1 (0-3 without pipelining;
-// only 0 without data-parallel replicas, where the others repeat it);
-// optimizer offload with ZeRO >= 1 and parameter offload with ZeRO-3; sequence parallelism on or
-// off with tp > 1; Megatron-LM's overlap switches all off or all on (off alone when they have
+// Every strategy of the space for |request|: each factorisation of each GPU count (GpuCounts) into
+// tp * cp * pp * dp (tp within a node; cp in powers of two that leave each rank at least 2048
+// tokens; pp up to the layer count), ep among the divisors of the expert count that fit in tp * dp
+// * cp, etp equal to tp or 1; micro-batches of 1, 2, 4, 8 or 16 sequences (Narayanan et al. 2021
+// ran 16); 1F1B, interleaved with every chunk count that splits the stage's layers, ZB-H1, ZB-V and
+// DualPipeV; when the layers do not split evenly, the most balanced first and last stage counts;
+// no, selective, full and partial (a quarter, half, three quarters of each chunk) recomputation;
+// ZeRO 0-1 (0-3 without pipelining; only 0 without data-parallel replicas, where the others repeat
+// it); optimizer offload with ZeRO >= 1 and parameter offload with ZeRO-3; sequence parallelism on
+// or off with tp > 1; Megatron-LM's overlap switches all off or all on (off alone when they have
 // nothing to overlap); ring or all-gather context
 // parallelism. GPipe is left out unless fixed: it has 1F1B's bubble and holds every
 // micro-batch's activations (Narayanan et al. 2021, Section 2.2.1), so it never ranks above it.
 // Each pinned setting replaces its list, whatever its value; strategy rules are not applied here
 // (the planner counts what they reject).
 // Errors: an invalid request (no GPUs, a GPU count that the pinned degrees do not divide).
-Result<std::vector<Strategy>> EnumerateStrategies(const ModelSpec& model, const ClusterSpec& cluster,
+Result<std::vector<Strategy>> EnumerateStrategies(const ModelSpec& model,
+                                                  const ClusterSpec& cluster,
                                                   const SearchRequest& request);
 
 }  // namespace loom

@@ -20,8 +20,8 @@ double GpuHoursPerBillionTokens(double step_time_s, int64_t gpus, int64_t tokens
 // What the user says about the training run beyond one step: optional, each.
 struct TrainingRun {
   std::optional<double> price_per_gpu_hour_usd;  // --price, or the cluster file's
-  std::string price_source;                      // "--price" or the cluster file; empty without a price
-  std::optional<double> tokens;                  // --tokens: tokens to train on
+  std::string price_source;      // "--price" or the cluster file; empty without a price
+  std::optional<double> tokens;  // --tokens: tokens to train on
 };
 
 // A plan's cost for |TrainingRun|: what is known is set, the rest left out.
@@ -38,7 +38,8 @@ struct TrainingCost {
 
 // The cost of |gpus| GPUs running steps of |step_time_s| over |tokens_per_step| tokens for |run|.
 // REQUIRES: tokens_per_step > 0; run.tokens, when set, in [1, 1e18].
-TrainingCost CostOfTraining(double step_time_s, int64_t gpus, int64_t tokens_per_step, const TrainingRun& run);
+TrainingCost CostOfTraining(double step_time_s, int64_t gpus, int64_t tokens_per_step,
+                            const TrainingRun& run);
 
 }  // namespace loom
 

@@ -48,9 +48,9 @@ struct BenchSettings {
 // The memory-bound kernels loom probe times. Each moves a tensor of |bytes| (the sample's
 // bytes_read / bytes_written follow from it: MemoryKernelTraffic).
 enum class MemoryKernel {
-  kCopy,         // cudaMemcpyAsync device to device: bytes read, bytes written
-  kRmsNorm,      // loom's own bf16 RMSNorm over rows of 8192: bytes read, bytes written
-  kSwiGlu,       // loom's own bf16 SwiGLU, silu(gate) * up: 2x bytes read, bytes written
+  kCopy,     // cudaMemcpyAsync device to device: bytes read, bytes written
+  kRmsNorm,  // loom's own bf16 RMSNorm over rows of 8192: bytes read, bytes written
+  kSwiGlu,   // loom's own bf16 SwiGLU, silu(gate) * up: 2x bytes read, bytes written
 };
 inline constexpr EnumNames<MemoryKernel, 3> kMemoryKernelNames({{
     {MemoryKernel::kCopy, "copy"},
@@ -64,8 +64,9 @@ MemoryShape MemoryKernelTraffic(MemoryKernel kernel, int64_t bytes);
 // What the GPU and its software are.
 struct DeviceFacts {
   ProfileDevice device;
-  std::string driver_version;  // the kernel module's, "580.159.04"; from cudaDriverGetVersion if unreadable
-  std::string cuda_version;    // the runtime's, "13.0"
+  std::string
+      driver_version;  // the kernel module's, "580.159.04"; from cudaDriverGetVersion if unreadable
+  std::string cuda_version;                                           // the runtime's, "13.0"
   std::vector<std::pair<std::string, std::string>> library_versions;  // cublaslt, cudnn, nccl
 };
 
@@ -80,14 +81,17 @@ class KernelBench {
 
   virtual DeviceFacts Facts() = 0;
   // C = A * B through cuBLASLt, random inputs; fp8 is e4m3 with per-tensor scales.
-  virtual Result<std::vector<double>> TimeGemm(const GemmShape& shape, const BenchSettings& settings) = 0;
+  virtual Result<std::vector<double>> TimeGemm(const GemmShape& shape,
+                                               const BenchSettings& settings) = 0;
   // One fused attention kernel (cuDNN's scaled-dot-product attention), forward or backward as
   // |shape|.backward says.
-  virtual Result<std::vector<double>> TimeAttention(const AttentionShape& shape, const BenchSettings& settings) = 0;
+  virtual Result<std::vector<double>> TimeAttention(const AttentionShape& shape,
+                                                    const BenchSettings& settings) = 0;
   virtual Result<std::vector<double>> TimeMemory(MemoryKernel kernel, int64_t bytes,
                                                  const BenchSettings& settings) = 0;
   // kLaunch: an empty kernel (|bytes| is 0); the copies: pinned host memory of |bytes|.
-  virtual Result<std::vector<double>> TimeHost(HostMeasure measure, int64_t bytes, const BenchSettings& settings) = 0;
+  virtual Result<std::vector<double>> TimeHost(HostMeasure measure, int64_t bytes,
+                                               const BenchSettings& settings) = 0;
 };
 
 // One operation of a collective sweep.

@@ -9,7 +9,9 @@ namespace {
 
 // What a step returns once the watchdog has aborted the queue: RunOrAbort reports the deadline
 // instead.
-Status Stopped() { return Status::DeadlineExceeded("stopped: the watchdog aborted the communicator"); }
+Status Stopped() {
+  return Status::DeadlineExceeded("stopped: the watchdog aborted the communicator");
+}
 
 // Queues |count| operations, none once the watchdog has fired (the communicator is gone).
 Status EnqueueOperations(CollectiveQueue& queue, Watchdog& watchdog, int64_t count) {
@@ -48,7 +50,8 @@ Status Collect(CollectiveQueue& queue, Watchdog& watchdog, const TimingPlan& tim
 
 }  // namespace
 
-Result<std::vector<double>> TimeCollective(CollectiveQueue& queue, Watchdog& watchdog, const TimingPlan& timing) {
+Result<std::vector<double>> TimeCollective(CollectiveQueue& queue, Watchdog& watchdog,
+                                           const TimingPlan& timing) {
   auto guarded = [&](const std::function<Status()>& step) {
     return RunOrAbort(watchdog, timing.timeout_s, timing.what, step, [&] { return queue.Abort(); });
   };

@@ -40,7 +40,7 @@ struct TimingPlan {
   int64_t repeats = 1;               // timed batches, one time each
   int64_t operations_per_batch = 1;  // back-to-back operations in one batch
   double timeout_s = 0;              // for each batch, and for the first warm-up operation alone
-  std::string what;                  // "all_reduce of 1024 B over group world (8 ranks)", for messages
+  std::string what;  // "all_reduce of 1024 B over group world (8 ranks)", for messages
 };
 
 // Times |queue|'s operation as nccl-tests does (src/common.cu, BenchTime): |timing|.warmup untimed
@@ -59,7 +59,8 @@ struct TimingPlan {
 // aborted exactly once: by the watchdog on a missed deadline (DeadlineMissed naming
 // |timing|.what), else after the failed call (its error with |timing|.what in front).
 // REQUIRES: repeats >= 1, warmup >= 0, operations_per_batch >= 1; |watchdog| is not armed.
-Result<std::vector<double>> TimeCollective(CollectiveQueue& queue, Watchdog& watchdog, const TimingPlan& timing);
+Result<std::vector<double>> TimeCollective(CollectiveQueue& queue, Watchdog& watchdog,
+                                           const TimingPlan& timing);
 
 }  // namespace loom
 

@@ -18,9 +18,10 @@ void SteadyClock::SleepSeconds(double seconds) {
 Status DeadlineMissed(const std::string& what, double timeout_s) {
   char limit[32];
   std::snprintf(limit, sizeof limit, "%g", timeout_s);
-  return Status::DeadlineExceeded(what + " did not finish within " + limit +
-                                  " s and was aborted; a rank may have died or stalled, or the network between the "
-                                  "hosts is down (raise --timeout-s if it is only slow)");
+  return Status::DeadlineExceeded(
+      what + " did not finish within " + limit +
+      " s and was aborted; a rank may have died or stalled, or the network between the "
+      "hosts is down (raise --timeout-s if it is only slow)");
 }
 
 Status WaitUntilDone(const std::function<Result<bool>()>& poll, Clock& clock, double timeout_s,

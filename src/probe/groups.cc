@@ -37,14 +37,17 @@ GroupMembership MembershipOf(ProbeGroup group, const std::vector<std::string>& h
   GroupMembership m;
   m.group = group;
   for (int r = 0; r < static_cast<int>(hosts.size()); ++r) {
-    const bool same = group == ProbeGroup::kWorld       ? true
-                      : group == ProbeGroup::kIntraNode ? host_of[r] == host_of[rank]
-                                                        : LocalIndex(hosts, r) == LocalIndex(hosts, rank);
+    const bool same = group == ProbeGroup::kWorld ? true
+                      : group == ProbeGroup::kIntraNode
+                          ? host_of[r] == host_of[rank]
+                          : LocalIndex(hosts, r) == LocalIndex(hosts, rank);
     if (!same) continue;
     if (r == rank) m.key = static_cast<int>(members.size());
     members.push_back(r);
   }
-  m.color = group == ProbeGroup::kWorld ? 0 : group == ProbeGroup::kIntraNode ? host_of[rank] : LocalIndex(hosts, rank);
+  m.color = group == ProbeGroup::kWorld       ? 0
+            : group == ProbeGroup::kIntraNode ? host_of[rank]
+                                              : LocalIndex(hosts, rank);
   m.ranks = static_cast<int>(members.size());
   m.nodes = CountNodes(host_of, members);
   return m;
@@ -55,7 +58,8 @@ std::vector<ProbeGroup> GroupsToMeasure(const std::vector<std::string>& hosts) {
   const int nodes = host_of.empty() ? 0 : *std::max_element(host_of.begin(), host_of.end()) + 1;
   int widest_host = 0;
   for (int h = 0; h < nodes; ++h) {
-    widest_host = std::max(widest_host, static_cast<int>(std::count(host_of.begin(), host_of.end(), h)));
+    widest_host =
+        std::max(widest_host, static_cast<int>(std::count(host_of.begin(), host_of.end(), h)));
   }
   std::vector<ProbeGroup> groups;
   if (hosts.size() >= 2) groups.push_back(ProbeGroup::kWorld);

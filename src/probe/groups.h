@@ -13,10 +13,10 @@ namespace loom {
 // tensor- and data-parallel groups of a training job do.
 struct GroupMembership {
   ProbeGroup group = ProbeGroup::kWorld;
-  int color = 0;    // ranks with the same color form one communicator (ncclCommSplit's color)
-  int key = 0;      // this rank's position in it (ncclCommSplit's key)
-  int ranks = 1;    // ranks in this rank's communicator
-  int nodes = 1;    // hosts those ranks span
+  int color = 0;  // ranks with the same color form one communicator (ncclCommSplit's color)
+  int key = 0;    // this rank's position in it (ncclCommSplit's key)
+  int ranks = 1;  // ranks in this rank's communicator
+  int nodes = 1;  // hosts those ranks span
 };
 
 // |rank|'s membership of |group| given |hosts| (one host name per rank, in rank order).

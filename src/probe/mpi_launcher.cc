@@ -21,7 +21,8 @@ bool StartedByMpiLauncher() {
   // OMPI_COMM_WORLD_SIZE: Open MPI's mpirun; PMI_SIZE: MPICH's Hydra (and srun --mpi=pmi2);
   // PMIX_RANK: any PMIx launcher (Open MPI 5's prterun, srun --mpi=pmix). SLURM_PROCID is set in
   // every srun step, which is how a Slurm job starts loom probe on each GPU; a batch script that
-  // runs loom without srun may have it too, and then gets an MPI job of one rank, which is harmless.
+  // runs loom without srun may have it too, and then gets an MPI job of one rank, which is
+  // harmless.
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID"}) {
     if (std::getenv(name) != nullptr) return true;
   }
@@ -52,8 +53,8 @@ Status MpiStatus(int code, const char* call, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
-  return Status::Internal(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                          std::string(text, static_cast<size_t>(length)));
+  return Status::Internal(std::string(call) + " failed at " + file + ":" + std::to_string(line) +
+                          ": " + std::string(text, static_cast<size_t>(length)));
 }
 
 namespace {
@@ -114,13 +115,14 @@ class MpiLauncher : public Launcher {
     int length = 0;
     LOOM_MPI(MPI_Get_processor_name(mine.data(), &length));
     std::vector<char> all(static_cast<size_t>(kHostNameBytes) * static_cast<size_t>(size_), '\0');
-    LOOM_MPI(MPI_Allgather(mine.data(), kHostNameBytes, MPI_CHAR, all.data(), kHostNameBytes, MPI_CHAR,
-                           MPI_COMM_WORLD));
+    LOOM_MPI(MPI_Allgather(mine.data(), kHostNameBytes, MPI_CHAR, all.data(), kHostNameBytes,
+                           MPI_CHAR, MPI_COMM_WORLD));
     hosts_.clear();
     for (int r = 0; r < size_; ++r) {
       const char* name = all.data() + static_cast<size_t>(r) * kHostNameBytes;
       size_t name_length = 0;
-      while (name_length < static_cast<size_t>(kHostNameBytes) && name[name_length] != '\0') ++name_length;
+      while (name_length < static_cast<size_t>(kHostNameBytes) && name[name_length] != '\0')
+        ++name_length;
       hosts_.emplace_back(name, name_length);
     }
     return Status::Ok();
@@ -145,12 +147,15 @@ Result<std::unique_ptr<Launcher>> MakeMpiLauncher() {
 Result<std::unique_ptr<Launcher>> MakeMpiLauncher() {
 #if LOOM_SINGLE_PROCESS_BUILD
   return Status::Unimplemented(
-      "this is loom-single-process (the GPU bundle's loom), built without MPI: it runs one rank in one process, "
-      "started without mpirun; for several ranks use build/loom, built where MPI is installed (tools/loom installs "
+      "this is loom-single-process (the GPU bundle's loom), built without MPI: it runs one rank in "
+      "one process, "
+      "started without mpirun; for several ranks use build/loom, built where MPI is installed "
+      "(tools/loom installs "
       "Open MPI), under mpirun");
 #else
   return Status::Unimplemented(
-      "loom was built without MPI: install Debian's libopenmpi-dev (tools/loom does) and rebuild; without MPI "
+      "loom was built without MPI: install Debian's libopenmpi-dev (tools/loom does) and rebuild; "
+      "without MPI "
       "loom probe measures one GPU in one process");
 #endif
 }

@@ -18,8 +18,8 @@ std::string_view NcclTestsBinary(ProfiledCollective collective);
 // per size with out-of-place and in-place time, algbw and busbw (#wrong is "N/A": loom probe does
 // not check results, as nccl-tests with -c 0), "# Avg bus bandwidth" (the mean busbw of every
 // timing, as nccl-tests computes it) and the "concluded" line. ParseNcclTestsText reads it back.
-std::string NcclTestsTable(const std::vector<CollectiveSample>& rows, const std::vector<std::string>& hosts,
-                           const std::string& device_name);
+std::string NcclTestsTable(const std::vector<CollectiveSample>& rows,
+                           const std::vector<std::string>& hosts, const std::string& device_name);
 
 }  // namespace loom
 

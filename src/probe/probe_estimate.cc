@@ -11,7 +11,8 @@
 namespace loom {
 namespace {
 
-// Empty kernels per timed run of the launch point (kLaunchesPerRepeat, probe/cuda/cuda_kernel_bench.cc).
+// Empty kernels per timed run of the launch point (kLaunchesPerRepeat,
+// probe/cuda/cuda_kernel_bench.cc).
 constexpr double kLaunchesPerRun = 100;
 
 // What one point costs: its runs and its set-up.
@@ -31,8 +32,9 @@ Result<double> CollectiveSeconds(const CollectivePoint& point, const ClusterSpec
   const int64_t per_node = cluster.gpus_per_node;
   const std::optional<int64_t> nodes = cluster.nodes;
   if (point.group != ProbeGroup::kIntraNode && !nodes) {
-    return Status::InvalidArgument(cluster.file + ": the " + std::string(kProbeGroupNames.Name(point.group)) +
-                                   " collectives span every node, and the file has no \"nodes\"; add it");
+    return Status::InvalidArgument(
+        cluster.file + ": the " + std::string(kProbeGroupNames.Name(point.group)) +
+        " collectives span every node, and the file has no \"nodes\"; add it");
   }
   GroupPlacement group{per_node, per_node};
   if (point.group == ProbeGroup::kWorld) group = {per_node * *nodes, per_node};
@@ -54,14 +56,16 @@ Result<double> CollectiveSeconds(const CollectivePoint& point, const ClusterSpec
   return 0.0;
 }
 
-
 // Fills the set-up of a kernel point whose copies hold |copy_bytes|, |fill_bytes| of them random.
-PointCost WithFill(double run_s, int64_t copy_bytes, int64_t fill_bytes, const GpuSpec& gpu, bool rotate) {
+PointCost WithFill(double run_s, int64_t copy_bytes, int64_t fill_bytes, const GpuSpec& gpu,
+                   bool rotate) {
   const double copies = RotatedCopies(copy_bytes, gpu.l2_cache_bytes, rotate);
-  return {run_s, kPointSetupS + copies * static_cast<double>(fill_bytes) / (gpu.hbm_bandwidth_GBps * 1e9)};
+  return {run_s,
+          kPointSetupS + copies * static_cast<double>(fill_bytes) / (gpu.hbm_bandwidth_GBps * 1e9)};
 }
 
-PointCost GemmCost(const GemmShape& g, const RooflineComputeModel& model, const GpuSpec& gpu, bool rotate) {
+PointCost GemmCost(const GemmShape& g, const RooflineComputeModel& model, const GpuSpec& gpu,
+                   bool rotate) {
   if (!gpu.PeakTflops(g.dtype)) return {0, kPointSetupS};
   const int64_t inputs = g.batch * (g.m * g.k + g.k * g.n) * BytesPerElement(g.dtype);
   return WithFill(model.GemmKernel(g).ToSeconds(), inputs, inputs, gpu, rotate);
@@ -69,8 +73,8 @@ PointCost GemmCost(const GemmShape& g, const RooflineComputeModel& model, const 
 
 // Random inputs: Q, K, V, and for the backward dO; each rotation set also holds O (and for the
 // backward dQ, dK, dV), as sdpa_bench.cc allocates them.
-PointCost AttentionCost(const AttentionShape& a, const RooflineComputeModel& model, const GpuSpec& gpu,
-                        bool rotate) {
+PointCost AttentionCost(const AttentionShape& a, const RooflineComputeModel& model,
+                        const GpuSpec& gpu, bool rotate) {
   const int64_t element = BytesPerElement(a.dtype);
   const int64_t q = a.batch * a.heads * a.seq_q * a.head_dim_qk * element;
   const int64_t kv = a.batch * a.kv_heads * a.seq_kv * (a.head_dim_qk + a.head_dim_v) * element;
@@ -82,10 +86,11 @@ PointCost AttentionCost(const AttentionShape& a, const RooflineComputeModel& mod
   return cost;
 }
 
-PointCost MemoryCost(const MemoryPoint& m, const RooflineComputeModel& model, const GpuSpec& gpu, bool rotate) {
+PointCost MemoryCost(const MemoryPoint& m, const RooflineComputeModel& model, const GpuSpec& gpu,
+                     bool rotate) {
   const MemoryShape traffic = MemoryKernelTraffic(m.kernel, m.bytes);
-  return WithFill(model.MemoryBound(traffic).ToSeconds(), traffic.bytes_read + traffic.bytes_written,
-                  traffic.bytes_read, gpu, rotate);
+  return WithFill(model.MemoryBound(traffic).ToSeconds(),
+                  traffic.bytes_read + traffic.bytes_written, traffic.bytes_read, gpu, rotate);
 }
 
 PointCost HostCost(const HostPoint& h, const ClusterSpec& cluster) {
@@ -100,10 +105,12 @@ PointCost HostCost(const HostPoint& h, const ClusterSpec& cluster) {
 }  // namespace
 
 Result<ProbeDurationEstimate> EstimateProbeDuration(const std::vector<ProbePoint>& points,
-                                                    const BenchSettings& settings, const ClusterSpec& cluster) {
+                                                    const BenchSettings& settings,
+                                                    const ClusterSpec& cluster) {
   const GpuSpec& gpu = cluster.gpu;
   if (gpu.hbm_bandwidth_GBps <= 0) {
-    return Status::InvalidArgument(gpu.file + ": hbm_bandwidth_GBps is missing; the probe's estimate needs it");
+    return Status::InvalidArgument(
+        gpu.file + ": hbm_bandwidth_GBps is missing; the probe's estimate needs it");
   }
   const RooflineComputeModel model(gpu);
   const RingCommModel comm(cluster);
@@ -122,7 +129,8 @@ Result<ProbeDurationEstimate> EstimateProbeDuration(const std::vector<ProbePoint
                 2 * static_cast<double>(c->size_bytes) / (gpu.hbm_bandwidth_GBps * 1e9);
     } else {
       PointCost cost;
-      if (const GemmShape* g = std::get_if<GemmShape>(&point)) cost = GemmCost(*g, model, gpu, settings.rotate_inputs);
+      if (const GemmShape* g = std::get_if<GemmShape>(&point))
+        cost = GemmCost(*g, model, gpu, settings.rotate_inputs);
       if (const AttentionShape* a = std::get_if<AttentionShape>(&point)) {
         cost = AttentionCost(*a, model, gpu, settings.rotate_inputs);
       }

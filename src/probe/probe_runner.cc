@@ -29,7 +29,8 @@ struct RunState {
   bool IsRoot() const { return launcher->Rank() == 0; }
 };
 
-Profile Header(const DeviceFacts& facts, const std::vector<std::string>& hosts, const std::string& date) {
+Profile Header(const DeviceFacts& facts, const std::vector<std::string>& hosts,
+               const std::string& date) {
   Profile p;
   p.device = facts.device;
   p.driver_version = facts.driver_version;
@@ -46,18 +47,22 @@ Status OpenProfile(RunState& s) {
   std::error_code ignored;
   const bool exists = std::filesystem::exists(o.output_path, ignored);
   if (exists && !o.resume) {
-    return Status::InvalidArgument(o.output_path + ": exists; pass --resume to continue it (the points it holds are "
-                                   "kept and skipped), or choose another --output");
+    return Status::InvalidArgument(
+        o.output_path +
+        ": exists; pass --resume to continue it (the points it holds are "
+        "kept and skipped), or choose another --output");
   }
   if (!exists) return s.writer.Open(o.output_path, Header(*s.facts, s.launcher->Hosts(), o.date));
   Result<Profile> old = ReadProfile(o.output_path);
   if (!old.ok()) {
-    return Status::InvalidArgument(old.status().message() + "\n--resume continues a profile loom probe wrote; "
+    return Status::InvalidArgument(old.status().message() +
+                                   "\n--resume continues a profile loom probe wrote; "
                                    "move this file away to start a new one");
   }
   if (old->device.name != s.facts->device.name) {
-    return Status::InvalidArgument(o.output_path + ": device.name is \"" + old->device.name + "\" but this GPU is \"" +
-                                   s.facts->device.name + "\"; --resume continues a profile on the GPU it was "
+    return Status::InvalidArgument(o.output_path + ": device.name is \"" + old->device.name +
+                                   "\" but this GPU is \"" + s.facts->device.name +
+                                   "\"; --resume continues a profile on the GPU it was "
                                    "measured on: choose another --output for this one");
   }
   Profile profile = *old;
@@ -76,7 +81,8 @@ Result<std::vector<unsigned char>> RecordedPoints(RunState& s) {
     const std::vector<std::string> keys = RecordedPointKeys(s.writer.profile());
     const std::set<std::string> recorded(keys.begin(), keys.end());
     auto ranks = [&s](ProbeGroup g) { return GroupRanks(s, g); };
-    for (size_t i = 0; i < skip.size(); ++i) skip[i] = recorded.count(PointKey((*s.points)[i], ranks)) ? 1 : 0;
+    for (size_t i = 0; i < skip.size(); ++i)
+      skip[i] = recorded.count(PointKey((*s.points)[i], ranks)) ? 1 : 0;
   }
   LOOM_RETURN_IF_ERROR(s.launcher->Broadcast(skip.data(), static_cast<int64_t>(skip.size()), 0));
   return skip;
@@ -105,22 +111,27 @@ Status RecordFailure(RunState& s, const std::string& key, const std::string& err
   return s.IsRoot() ? s.writer.Append(ProbeFailure{key, error}) : Status::Ok();
 }
 
-Result<std::vector<double>> TimeKernelPoint(KernelBench& bench, const ProbePoint& point, const BenchSettings& settings) {
+Result<std::vector<double>> TimeKernelPoint(KernelBench& bench, const ProbePoint& point,
+                                            const BenchSettings& settings) {
   if (const GemmShape* g = std::get_if<GemmShape>(&point)) return bench.TimeGemm(*g, settings);
-  if (const AttentionShape* a = std::get_if<AttentionShape>(&point)) return bench.TimeAttention(*a, settings);
-  if (const MemoryPoint* m = std::get_if<MemoryPoint>(&point)) return bench.TimeMemory(m->kernel, m->bytes, settings);
+  if (const AttentionShape* a = std::get_if<AttentionShape>(&point))
+    return bench.TimeAttention(*a, settings);
+  if (const MemoryPoint* m = std::get_if<MemoryPoint>(&point))
+    return bench.TimeMemory(m->kernel, m->bytes, settings);
   const HostPoint& h = std::get<HostPoint>(point);
   return bench.TimeHost(h.measure, h.bytes, settings);
 }
 
 Status AppendKernelSample(RunState& s, const ProbePoint& point, const TimeSummary& t) {
   if (const HostPoint* h = std::get_if<HostPoint>(&point)) {
-    return s.writer.Append(HostSample{h->measure, h->bytes, t.median_us, t.p10_us, t.p90_us, t.repeats, ""});
+    return s.writer.Append(
+        HostSample{h->measure, h->bytes, t.median_us, t.p10_us, t.p90_us, t.repeats, ""});
   }
   ProfileSample sample;
   if (const GemmShape* g = std::get_if<GemmShape>(&point)) sample.shape = *g;
   if (const AttentionShape* a = std::get_if<AttentionShape>(&point)) sample.shape = *a;
-  if (const MemoryPoint* m = std::get_if<MemoryPoint>(&point)) sample.shape = MemoryKernelTraffic(m->kernel, m->bytes);
+  if (const MemoryPoint* m = std::get_if<MemoryPoint>(&point))
+    sample.shape = MemoryKernelTraffic(m->kernel, m->bytes);
   sample.median_us = t.median_us;
   sample.p10_us = t.p10_us;
   sample.p90_us = t.p90_us;
@@ -133,7 +144,8 @@ Status AppendKernelSample(RunState& s, const ProbePoint& point, const TimeSummar
 Status MeasureKernelPoint(RunState& s, const ProbePoint& point, const std::string& key) {
   if (s.kernels == nullptr) return RecordFailure(s, key, "no GPU bench on rank 0");
   Result<std::vector<double>> times = TimeKernelPoint(*s.kernels, point, s.options->settings);
-  Result<TimeSummary> summary = times.ok() ? Summarize(*times) : Result<TimeSummary>(times.status());
+  Result<TimeSummary> summary =
+      times.ok() ? Summarize(*times) : Result<TimeSummary>(times.status());
   if (!summary.ok()) return RecordFailure(s, key, summary.status().ToString());
   ++s.summary.measured;
   Report(s, key, Milliseconds(summary->median_us), false);
@@ -148,12 +160,13 @@ double MedianOrZero(const std::vector<double>& times) {
 
 // Every rank: times the point, agrees on the outcome, and rank 0 records it.
 Status MeasureCollectivePoint(RunState& s, const CollectivePoint& point, const std::string& key) {
-  Result<CollectiveTimes> times = s.collectives == nullptr
-                                      ? Result<CollectiveTimes>(Status::Unavailable("no NCCL bench on this rank"))
-                                      : s.collectives->Time(point, s.options->settings, s.options->collective_timeout_s);
-  const double mine = times.ok() ? kOk
-                       : times.status().code() == Status::Code::kDeadlineExceeded ? kHung
-                                                                                   : kFailed;
+  Result<CollectiveTimes> times =
+      s.collectives == nullptr
+          ? Result<CollectiveTimes>(Status::Unavailable("no NCCL bench on this rank"))
+          : s.collectives->Time(point, s.options->settings, s.options->collective_timeout_s);
+  const double mine = times.ok()                                                 ? kOk
+                      : times.status().code() == Status::Code::kDeadlineExceeded ? kHung
+                                                                                 : kFailed;
   Result<double> worst = s.launcher->MaxOverRanks(mine);
   if (!worst.ok()) return worst.status();
   if (*worst != kOk) {
@@ -167,7 +180,8 @@ Status MeasureCollectivePoint(RunState& s, const CollectivePoint& point, const s
   if (!out_of_place.ok()) return out_of_place.status();
   Result<double> in_place = s.launcher->MaxOverRanks(MedianOrZero(times->in_place_us));
   if (!in_place.ok()) return in_place.status();
-  if (*out_of_place <= 0 || *in_place <= 0) return RecordFailure(s, key, "a rank returned no timed repeats");
+  if (*out_of_place <= 0 || *in_place <= 0)
+    return RecordFailure(s, key, "a rank returned no timed repeats");
   const GroupMembership m = MembershipOf(point.group, s.launcher->Hosts(), s.launcher->Rank());
   CollectiveSample sample;
   sample.collective = point.collective;
@@ -177,7 +191,8 @@ Status MeasureCollectivePoint(RunState& s, const CollectivePoint& point, const s
   sample.size_bytes = point.size_bytes;
   sample.count = CollectiveCount(point.size_bytes);
   sample.redop = CollectiveRedop(point.collective);
-  sample.out_of_place = CollectiveTimingOf(point.collective, point.size_bytes, m.ranks, *out_of_place);
+  sample.out_of_place =
+      CollectiveTimingOf(point.collective, point.size_bytes, m.ranks, *out_of_place);
   sample.in_place = CollectiveTimingOf(point.collective, point.size_bytes, m.ranks, *in_place);
   sample.repeats = static_cast<int64_t>(times->in_place_us.size());
   ++s.summary.measured;
@@ -194,7 +209,8 @@ Status MeasureAll(RunState& s, const std::vector<unsigned char>& skip) {
     const std::string key = PointKey(point, ranks);
     if (const CollectivePoint* c = std::get_if<CollectivePoint>(&point)) {
       if (!barrier_done) {
-        LOOM_RETURN_IF_ERROR(s.launcher->Barrier());  // the other ranks wait out rank 0's kernels here
+        LOOM_RETURN_IF_ERROR(
+            s.launcher->Barrier());  // the other ranks wait out rank 0's kernels here
         barrier_done = true;
       }
       if (s.dead_groups.count(c->group)) {
@@ -211,8 +227,9 @@ Status MeasureAll(RunState& s, const std::vector<unsigned char>& skip) {
 
 }  // namespace
 
-Result<ProbeSummary> RunProbe(const std::vector<ProbePoint>& points, const DeviceFacts& facts, Launcher& launcher,
-                              KernelBench* kernels, CollectiveBench* collectives, const ProbeRunOptions& options,
+Result<ProbeSummary> RunProbe(const std::vector<ProbePoint>& points, const DeviceFacts& facts,
+                              Launcher& launcher, KernelBench* kernels,
+                              CollectiveBench* collectives, const ProbeRunOptions& options,
                               const std::function<void(const ProbeProgress&)>& progress) {
   RunState s;
   s.points = &points;
@@ -226,7 +243,8 @@ Result<ProbeSummary> RunProbe(const std::vector<ProbePoint>& points, const Devic
   Result<double> open_failed = launcher.MaxOverRanks(opened.ok() ? 0 : 1);
   if (!open_failed.ok()) return open_failed.status();
   if (!opened.ok()) return opened;
-  if (*open_failed > 0) return Status::InvalidArgument("rank 0 could not open the profile; see its error");
+  if (*open_failed > 0)
+    return Status::InvalidArgument("rank 0 could not open the profile; see its error");
   Result<std::vector<unsigned char>> skip = RecordedPoints(s);
   if (!skip.ok()) return skip.status();
   s.summary.planned = static_cast<int64_t>(points.size());
@@ -238,7 +256,8 @@ Result<ProbeSummary> RunProbe(const std::vector<ProbePoint>& points, const Devic
     }
   }
   LOOM_RETURN_IF_ERROR(MeasureAll(s, *skip));
-  s.summary.profile = s.IsRoot() ? s.writer.profile() : Header(facts, launcher.Hosts(), options.date);
+  s.summary.profile =
+      s.IsRoot() ? s.writer.profile() : Header(facts, launcher.Hosts(), options.date);
   return s.summary;
 }
 

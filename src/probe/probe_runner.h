@@ -36,7 +36,7 @@ struct ProbeProgress {
 
 struct ProbeSummary {
   int64_t planned = 0;
-  int64_t resumed = 0;   // skipped: already in the profile
+  int64_t resumed = 0;  // skipped: already in the profile
   int64_t measured = 0;
   int64_t failed = 0;
   int64_t abandoned = 0;  // collective points of a group aborted after a hang, left for --resume
@@ -56,8 +56,9 @@ struct ProbeSummary {
 // collective points. |facts| is rank 0's device. Errors: the profile cannot be written or read
 // for --resume, an existing file without --resume, a resumed profile of another GPU, or an MPI
 // failure.
-Result<ProbeSummary> RunProbe(const std::vector<ProbePoint>& points, const DeviceFacts& facts, Launcher& launcher,
-                              KernelBench* kernels, CollectiveBench* collectives, const ProbeRunOptions& options,
+Result<ProbeSummary> RunProbe(const std::vector<ProbePoint>& points, const DeviceFacts& facts,
+                              Launcher& launcher, KernelBench* kernels,
+                              CollectiveBench* collectives, const ProbeRunOptions& options,
                               const std::function<void(const ProbeProgress&)>& progress);
 
 }  // namespace loom

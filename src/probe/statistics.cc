@@ -19,7 +19,8 @@ double Quantile(const std::vector<double>& v, double q) {
 }  // namespace
 
 Result<TimeSummary> Summarize(std::vector<double> times_us) {
-  if (times_us.empty()) return Status::InvalidArgument("no timed repeats to summarise; repeats must be >= 1");
+  if (times_us.empty())
+    return Status::InvalidArgument("no timed repeats to summarise; repeats must be >= 1");
   for (double t : times_us) {
     if (!std::isfinite(t) || t <= 0) {
       return Status::InvalidArgument("a timed repeat read " + std::to_string(t) +
@@ -51,7 +52,8 @@ double CollectiveBusFactor(ProfiledCollective collective, int64_t ranks) {
   return 1;
 }
 
-CollectiveTiming CollectiveTimingOf(ProfiledCollective collective, int64_t size_bytes, int64_t ranks, double time_us) {
+CollectiveTiming CollectiveTimingOf(ProfiledCollective collective, int64_t size_bytes,
+                                    int64_t ranks, double time_us) {
   CollectiveTiming t;
   t.time_us = time_us;
   t.algbw_GBps = static_cast<double>(size_bytes) / (time_us * 1e-6) / 1e9;
@@ -62,8 +64,10 @@ CollectiveTiming CollectiveTimingOf(ProfiledCollective collective, int64_t size_
 int64_t CollectiveCount(int64_t size_bytes) { return size_bytes / 4; }
 
 const char* CollectiveRedop(ProfiledCollective collective) {
-  return collective == ProfiledCollective::kAllReduce || collective == ProfiledCollective::kReduceScatter ? "sum"
-                                                                                                          : "none";
+  return collective == ProfiledCollective::kAllReduce ||
+                 collective == ProfiledCollective::kReduceScatter
+             ? "sum"
+             : "none";
 }
 
 }  // namespace loom

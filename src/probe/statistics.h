@@ -30,7 +30,8 @@ double CollectiveBusFactor(ProfiledCollective collective, int64_t ranks);
 
 // nccl-tests' columns for one size: algbw = size_bytes / time (GB/s, 1e9 bytes per second) and
 // busbw = algbw * CollectiveBusFactor.
-CollectiveTiming CollectiveTimingOf(ProfiledCollective collective, int64_t size_bytes, int64_t ranks, double time_us);
+CollectiveTiming CollectiveTimingOf(ProfiledCollective collective, int64_t size_bytes,
+                                    int64_t ranks, double time_us);
 
 // nccl-tests' count column for fp32 ("float") elements: size_bytes / 4.
 int64_t CollectiveCount(int64_t size_bytes);

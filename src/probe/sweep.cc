@@ -24,9 +24,10 @@ void AddOnce(const ProbePoint& point, std::set<std::string>* seen, std::vector<P
 // GEMM that accumulates into fp32 (Megatron-LM's default, GradAccumulation::kFused) is measured
 // both ways, accumulating and plain, so that the pair shows what the fp32 read-modify-write of C
 // costs on the GPU: memory traffic beside the GEMM, or hidden under its main loop.
-void CollectShapes(const LayerOps& layer, std::set<std::string>* seen, std::vector<ProbePoint>* gemms,
-                   std::vector<ProbePoint>* attention) {
-  for (const std::vector<Op>* ops : {&layer.forward, &layer.backward_input, &layer.backward_weight}) {
+void CollectShapes(const LayerOps& layer, std::set<std::string>* seen,
+                   std::vector<ProbePoint>* gemms, std::vector<ProbePoint>* attention) {
+  for (const std::vector<Op>* ops :
+       {&layer.forward, &layer.backward_input, &layer.backward_weight}) {
     for (const Op& op : *ops) {
       if (const GemmShape* gemm = std::get_if<GemmShape>(&op.shape)) {
         AddOnce(*gemm, seen, gemms);
@@ -41,14 +42,17 @@ void CollectShapes(const LayerOps& layer, std::set<std::string>* seen, std::vect
   }
 }
 
-Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms, std::vector<ProbePoint>* attention) {
+Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms,
+                   std::vector<ProbePoint>* attention) {
   const std::string file = m.model->file.empty() ? m.model->name : m.model->file;
   if (m.cluster == nullptr) {
-    return Status::InvalidArgument("--for-model " + file + " needs --cluster: the GPUs per node bound the "
+    return Status::InvalidArgument("--for-model " + file +
+                                   " needs --cluster: the GPUs per node bound the "
                                    "tensor-parallel degrees whose shapes are measured");
   }
   if (m.seq_len <= 0) {
-    return Status::InvalidArgument("--for-model " + file + " needs --seq: the sequence length sets the GEMMs' "
+    return Status::InvalidArgument("--for-model " + file +
+                                   " needs --seq: the sequence length sets the GEMMs' "
                                    "token dimension");
   }
   std::set<std::string> seen;
@@ -80,15 +84,18 @@ Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms, std::ve
   }
   if (gemms->empty()) {
     return Status::InvalidArgument(file + ": no tensor-parallel degree up to " +
-                                   std::to_string(m.cluster->gpus_per_node) + " GPUs per node gives valid layer "
-                                   "shapes (" + last_error + ")");
+                                   std::to_string(m.cluster->gpus_per_node) +
+                                   " GPUs per node gives valid layer "
+                                   "shapes (" +
+                                   last_error + ")");
   }
   return Status::Ok();
 }
 
 void GenericGemms(const std::vector<Dtype>& dtypes, std::vector<ProbePoint>* out) {
   for (Dtype dtype : dtypes) {
-    for (int64_t side = 512; side <= 16384; side *= 2) out->push_back(GemmShape{side, side, side, 1, dtype});
+    for (int64_t side = 512; side <= 16384; side *= 2)
+      out->push_back(GemmShape{side, side, side, 1, dtype});
     for (int64_t h : {2048, 4096, 5120, 8192, 12288}) {
       for (int64_t tokens = 1024; tokens <= 16384; tokens *= 2) {
         out->push_back(GemmShape{tokens, 3 * h, h, 1, dtype});  // QKV
@@ -108,8 +115,8 @@ void GenericAttention(std::vector<ProbePoint>* out) {
         for (int64_t heads : {16, 32}) {
           for (int64_t kv_heads : {heads, heads / 8}) {
             for (int64_t seq = 512; seq <= kTokens; seq *= 2) {
-              out->push_back(AttentionShape{kTokens / seq, heads, kv_heads, seq, seq, head_dim, head_dim, causal,
-                                            backward, Dtype::kBf16});
+              out->push_back(AttentionShape{kTokens / seq, heads, kv_heads, seq, seq, head_dim,
+                                            head_dim, causal, backward, Dtype::kBf16});
             }
           }
         }
@@ -120,14 +127,16 @@ void GenericAttention(std::vector<ProbePoint>* out) {
 
 void MemoryPoints(std::vector<ProbePoint>* out) {
   for (MemoryKernel kernel : {MemoryKernel::kCopy, MemoryKernel::kRmsNorm, MemoryKernel::kSwiGlu}) {
-    for (int64_t bytes = kMiB; bytes <= 4096 * kMiB; bytes *= 2) out->push_back(MemoryPoint{kernel, bytes});
+    for (int64_t bytes = kMiB; bytes <= 4096 * kMiB; bytes *= 2)
+      out->push_back(MemoryPoint{kernel, bytes});
   }
 }
 
 void HostPoints(std::vector<ProbePoint>* out) {
   out->push_back(HostPoint{HostMeasure::kLaunch, 0});
   for (HostMeasure measure : {HostMeasure::kHostToDevice, HostMeasure::kDeviceToHost}) {
-    for (int64_t bytes = kMiB; bytes <= 1024 * kMiB; bytes *= 2) out->push_back(HostPoint{measure, bytes});
+    for (int64_t bytes = kMiB; bytes <= 1024 * kMiB; bytes *= 2)
+      out->push_back(HostPoint{measure, bytes});
   }
 }
 
@@ -136,17 +145,22 @@ void HostPoints(std::vector<ProbePoint>* out) {
 std::string SampleLabel(const ProbePoint& point) {
   if (std::holds_alternative<GemmShape>(point)) return "cublasLt";
   if (std::holds_alternative<AttentionShape>(point)) return "cudnn";
-  if (const MemoryPoint* m = std::get_if<MemoryPoint>(&point)) return std::string(kMemoryKernelNames.Name(m->kernel));
+  if (const MemoryPoint* m = std::get_if<MemoryPoint>(&point))
+    return std::string(kMemoryKernelNames.Name(m->kernel));
   return "";
 }
 
-std::string PointKey(const ProbePoint& point, const std::function<int64_t(ProbeGroup)>& group_ranks) {
-  if (const GemmShape* g = std::get_if<GemmShape>(&point)) return ProbePointKey(*g, SampleLabel(point));
-  if (const AttentionShape* a = std::get_if<AttentionShape>(&point)) return ProbePointKey(*a, SampleLabel(point));
+std::string PointKey(const ProbePoint& point,
+                     const std::function<int64_t(ProbeGroup)>& group_ranks) {
+  if (const GemmShape* g = std::get_if<GemmShape>(&point))
+    return ProbePointKey(*g, SampleLabel(point));
+  if (const AttentionShape* a = std::get_if<AttentionShape>(&point))
+    return ProbePointKey(*a, SampleLabel(point));
   if (const MemoryPoint* m = std::get_if<MemoryPoint>(&point)) {
     return ProbePointKey(MemoryKernelTraffic(m->kernel, m->bytes), SampleLabel(point));
   }
-  if (const HostPoint* h = std::get_if<HostPoint>(&point)) return ProbePointKey(h->measure, h->bytes);
+  if (const HostPoint* h = std::get_if<HostPoint>(&point))
+    return ProbePointKey(h->measure, h->bytes);
   const CollectivePoint& c = std::get<CollectivePoint>(point);
   return ProbePointKey(c.collective, c.group, group_ranks(c.group), c.size_bytes);
 }
@@ -165,7 +179,8 @@ Result<std::vector<ProbePoint>> PlanSweep(const SweepOptions& o) {
     GenericAttention(&attention);
   }
   if (Has(o.kinds, ProbeKind::kGemm)) points.insert(points.end(), gemms.begin(), gemms.end());
-  if (Has(o.kinds, ProbeKind::kAttention)) points.insert(points.end(), attention.begin(), attention.end());
+  if (Has(o.kinds, ProbeKind::kAttention))
+    points.insert(points.end(), attention.begin(), attention.end());
   if (Has(o.kinds, ProbeKind::kMemory)) MemoryPoints(&points);
   if (Has(o.kinds, ProbeKind::kHost)) HostPoints(&points);
   if (Has(o.kinds, ProbeKind::kCollectives)) {

@@ -46,7 +46,8 @@ std::string SampleLabel(const ProbePoint& point);
 // The point's ProbePointKey (cost/profile.h); |group_ranks| gives the ranks of a collective's
 // group, which is part of its identity (a resume with another world size measures it again). It
 // is called for collective points only, so it may be empty for the others.
-std::string PointKey(const ProbePoint& point, const std::function<int64_t(ProbeGroup)>& group_ranks);
+std::string PointKey(const ProbePoint& point,
+                     const std::function<int64_t(ProbeGroup)>& group_ranks);
 
 // The model whose GEMMs and attention a --for-model sweep measures.
 struct ModelShapes {
@@ -58,16 +59,17 @@ struct ModelShapes {
 };
 
 struct SweepOptions {
-  std::vector<ProbeKind> kinds = {ProbeKind::kGemm, ProbeKind::kAttention, ProbeKind::kMemory, ProbeKind::kHost,
-                                  ProbeKind::kCollectives};
+  std::vector<ProbeKind> kinds = {ProbeKind::kGemm, ProbeKind::kAttention, ProbeKind::kMemory,
+                                  ProbeKind::kHost, ProbeKind::kCollectives};
   // GEMM dtypes of the generic grid; a --for-model sweep uses its model's dtype.
   std::vector<Dtype> gemm_dtypes = {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32};
   // When set (model != nullptr), GEMMs and attention are exactly those of the model's layers.
   ModelShapes for_model;
   // Collectives: every size from min to max bytes, doubling, over each of |groups|.
   std::vector<ProfiledCollective> collectives = {
-      ProfiledCollective::kAllReduce, ProfiledCollective::kAllGather, ProfiledCollective::kReduceScatter,
-      ProfiledCollective::kAllToAll,  ProfiledCollective::kBroadcast, ProfiledCollective::kSendRecv};
+      ProfiledCollective::kAllReduce,     ProfiledCollective::kAllGather,
+      ProfiledCollective::kReduceScatter, ProfiledCollective::kAllToAll,
+      ProfiledCollective::kBroadcast,     ProfiledCollective::kSendRecv};
   std::vector<ProbeGroup> groups;
   int64_t min_collective_bytes = 8;
   int64_t max_collective_bytes = int64_t{8} << 30;

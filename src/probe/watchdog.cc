@@ -97,12 +97,14 @@ void Watchdog::Watch() {
   }
 }
 
-Status RunOrAbort(Watchdog& watchdog, double timeout_s, const std::string& what, const std::function<Status()>& step,
-                  const std::function<Status()>& abort) {
-  Status aborted_by_watchdog;  // written on the watchdog's thread; read after Disarm, which waits for it
+Status RunOrAbort(Watchdog& watchdog, double timeout_s, const std::string& what,
+                  const std::function<Status()>& step, const std::function<Status()>& abort) {
+  Status aborted_by_watchdog;  // written on the watchdog's thread; read after Disarm, which waits
+                               // for it
   watchdog.Arm(timeout_s, [&] { aborted_by_watchdog = abort(); });
   const Status status = step();
-  if (watchdog.Disarm()) return WithAbortFailure(DeadlineMissed(what, timeout_s), aborted_by_watchdog);
+  if (watchdog.Disarm())
+    return WithAbortFailure(DeadlineMissed(what, timeout_s), aborted_by_watchdog);
   if (status.ok()) return status;
   return WithAbortFailure(status.WithContext(what), abort());
 }

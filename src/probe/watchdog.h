@@ -74,8 +74,8 @@ class Watchdog {
 // is DeadlineMissed(what, timeout_s), or |step|'s error with "<what>: " in front; either with
 // "; aborting failed too: ..." appended when |abort| failed.
 // REQUIRES: |watchdog| is not armed.
-Status RunOrAbort(Watchdog& watchdog, double timeout_s, const std::string& what, const std::function<Status()>& step,
-                  const std::function<Status()>& abort);
+Status RunOrAbort(Watchdog& watchdog, double timeout_s, const std::string& what,
+                  const std::function<Status()>& step, const std::function<Status()>& abort);
 
 }  // namespace loom
 

@@ -31,12 +31,23 @@ svg text { font: 11px "DejaVu Sans", sans-serif; fill: #333; }
 
 void AppendEscaped(std::string& out, char c) {
   switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&#39;"; break;
-    default: out += c;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
+    default:
+      out += c;
   }
 }
 
@@ -50,38 +61,54 @@ std::string EscapeHtml(std::string_view text) {
 }
 
 std::string ScriptSafeJson(const nlohmann::ordered_json& json) {
-  const std::string text = json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  const std::string text =
+      json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::string out;
   out.reserve(text.size() + text.size() / 16);
   // Outside strings JSON has none of these characters, so escaping them everywhere only touches
   // string contents, where \u escapes mean the same characters.
   for (char c : text) {
     switch (c) {
-      case '<': out += "\\u003c"; break;
-      case '>': out += "\\u003e"; break;
-      case '&': out += "\\u0026"; break;
-      default: out += c;
+      case '<':
+        out += "\\u003c";
+        break;
+      case '>':
+        out += "\\u003e";
+        break;
+      case '&':
+        out += "\\u0026";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
 }
 
-std::string HtmlReport(std::string_view title, std::string_view subtitle, const std::vector<ReportView>& views) {
-  nlohmann::ordered_json page = {{"title", title}, {"subtitle", subtitle}, {"views", nlohmann::ordered_json::array()}};
+std::string HtmlReport(std::string_view title, std::string_view subtitle,
+                       const std::vector<ReportView>& views) {
+  nlohmann::ordered_json page = {
+      {"title", title}, {"subtitle", subtitle}, {"views", nlohmann::ordered_json::array()}};
   std::string nav;
   for (const ReportView& view : views) {
-    page["views"].push_back({{"id", view.id}, {"title", view.title}, {"kind", view.kind}, {"data", view.data}});
+    page["views"].push_back(
+        {{"id", view.id}, {"title", view.title}, {"kind", view.kind}, {"data", view.data}});
     nav += "<a href=\"#" + EscapeHtml(view.id) + "\">" + EscapeHtml(view.title) + "</a>";
   }
   std::string html;
   html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  html += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-          "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n";
-  html += "<title>" + EscapeHtml(title) + "</title>\n<style>" + std::string(kStyle) + "</style>\n</head>\n";
-  html += "<body data-rendered=\"0\">\n<header><h1>" + EscapeHtml(title) + "</h1><p>" + EscapeHtml(subtitle) +
-          "</p><nav>" + nav + "</nav></header>\n";
-  html += "<div id=\"errors\" data-errors=\"0\"></div>\n<div id=\"views\"></div>\n<div id=\"tooltip\"></div>\n";
-  html += "<script id=\"loom-data\" type=\"application/json\">" + ScriptSafeJson(page) + "</script>\n";
+  html +=
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n";
+  html += "<title>" + EscapeHtml(title) + "</title>\n<style>" + std::string(kStyle) +
+          "</style>\n</head>\n";
+  html += "<body data-rendered=\"0\">\n<header><h1>" + EscapeHtml(title) + "</h1><p>" +
+          EscapeHtml(subtitle) + "</p><nav>" + nav + "</nav></header>\n";
+  html +=
+      "<div id=\"errors\" data-errors=\"0\"></div>\n<div id=\"views\"></div>\n<div "
+      "id=\"tooltip\"></div>\n";
+  html +=
+      "<script id=\"loom-data\" type=\"application/json\">" + ScriptSafeJson(page) + "</script>\n";
   html += "<script>\n" + std::string(ReportScript()) + "\n</script>\n</body>\n</html>\n";
   return html;
 }

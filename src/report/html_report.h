@@ -25,7 +25,8 @@ struct ReportView {
 // <body data-rendered="1">, each view's <section data-drawn="N"> counts the marks drawn (task
 // bars, points, bars, lines), and #errors[data-errors] counts script errors (shown in the page).
 // The same input always gives the same bytes (no clock, no random ids).
-std::string HtmlReport(std::string_view title, std::string_view subtitle, const std::vector<ReportView>& views);
+std::string HtmlReport(std::string_view title, std::string_view subtitle,
+                       const std::vector<ReportView>& views);
 
 // |text| with &, <, >, " and ' written as HTML character references, for text and attribute values.
 std::string EscapeHtml(std::string_view text);

@@ -4,15 +4,19 @@
 
 namespace loom {
 
-int64_t StrategyGpus(const Strategy& strategy) { return strategy.tp * strategy.cp * strategy.pp * strategy.dp; }
+int64_t StrategyGpus(const Strategy& strategy) {
+  return strategy.tp * strategy.cp * strategy.pp * strategy.dp;
+}
 
 std::string StrategySummary(const Strategy& s) {
-  std::string text = "tp " + std::to_string(s.tp) + ", pp " + std::to_string(s.pp) + ", dp " + std::to_string(s.dp);
+  std::string text = "tp " + std::to_string(s.tp) + ", pp " + std::to_string(s.pp) + ", dp " +
+                     std::to_string(s.dp);
   if (s.cp > 1) text += ", cp " + std::to_string(s.cp);
   if (s.ep > 1) text += ", ep " + std::to_string(s.ep);
   if (s.vpp > 1) text += ", vpp " + std::to_string(s.vpp);
-  text += ", micro-batch " + std::to_string(s.micro_batch) + ", global batch " + std::to_string(s.global_batch) +
-          ", seq " + std::to_string(s.seq_len) + ", " + std::string(kScheduleNames.Name(s.schedule)) + ", recompute " +
+  text += ", micro-batch " + std::to_string(s.micro_batch) + ", global batch " +
+          std::to_string(s.global_batch) + ", seq " + std::to_string(s.seq_len) + ", " +
+          std::string(kScheduleNames.Name(s.schedule)) + ", recompute " +
           std::string(kRecomputeNames.Name(s.recompute)) + ", ZeRO " + std::to_string(s.zero_stage);
   return text;
 }
@@ -50,8 +54,8 @@ ReportView PlansView(const PlanReport& report, Objective objective) {
   return {"plans", "Ranked plans", "plans", std::move(data)};
 }
 
-std::string PlanSearchReport(const std::string& title, const std::string& subtitle, const PlanReport& report,
-                             Objective objective) {
+std::string PlanSearchReport(const std::string& title, const std::string& subtitle,
+                             const PlanReport& report, Objective objective) {
   return HtmlReport(title, subtitle, {PlansView(report, objective)});
 }
 

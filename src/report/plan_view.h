@@ -25,8 +25,8 @@ int64_t StrategyGpus(const Strategy& strategy);
 std::string StrategySummary(const Strategy& strategy);
 
 // The report of `loom plan`: the plans view.
-std::string PlanSearchReport(const std::string& title, const std::string& subtitle, const PlanReport& report,
-                             Objective objective);
+std::string PlanSearchReport(const std::string& title, const std::string& subtitle,
+                             const PlanReport& report, Objective objective);
 
 }  // namespace loom
 

@@ -30,7 +30,10 @@ Json TimelineJson(const std::string& title, const StepTimeline& timeline) {
   Json start = Json::array(), end = Json::array();
   for (const SimTime& t : timeline.start) start.push_back(t.nanos());
   for (const SimTime& t : timeline.end) end.push_back(t.nanos());
-  return {{"title", title}, {"start_ns", start}, {"end_ns", end}, {"makespan_ns", timeline.makespan.nanos()}};
+  return {{"title", title},
+          {"start_ns", start},
+          {"end_ns", end},
+          {"makespan_ns", timeline.makespan.nanos()}};
 }
 
 Json StageMemoryJson(const RankMemory& memory, int32_t stage, const MemoryBreakdown* breakdown) {
@@ -43,13 +46,19 @@ Json StageMemoryJson(const RankMemory& memory, int32_t stage, const MemoryBreakd
   std::string peak_task;
   if (breakdown != nullptr) {
     for (const MemoryItemBytes& item : breakdown->items) {
-      items.push_back({{"item", std::string(kMemoryItemNames.Name(item.item))}, {"bytes", item.bytes}});
+      items.push_back(
+          {{"item", std::string(kMemoryItemNames.Name(item.item))}, {"bytes", item.bytes}});
     }
     peak_task = DescribePeakTask(breakdown->peak_task);
   }
-  return {{"stage", stage},       {"rank", stage},      {"peak_bytes", memory.peak_bytes},
-          {"peak_time_ns", memory.peak_time.nanos()}, {"peak_task", peak_task},
-          {"time_ns", time},      {"bytes", bytes},     {"items", items}};
+  return {{"stage", stage},
+          {"rank", stage},
+          {"peak_bytes", memory.peak_bytes},
+          {"peak_time_ns", memory.peak_time.nanos()},
+          {"peak_task", peak_task},
+          {"time_ns", time},
+          {"bytes", bytes},
+          {"items", items}};
 }
 
 }  // namespace
@@ -58,13 +67,14 @@ ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& t
   const TaskGraph& graph = step.graph;
   Json streams = Json::array();
   for (StreamId s = 0; s < graph.num_streams(); ++s) {
-    streams.push_back({{"rank", graph.stream_rank(s)}, {"name", std::string(graph.Name(graph.stream_name(s)))}});
+    streams.push_back(
+        {{"rank", graph.stream_rank(s)}, {"name", std::string(graph.Name(graph.stream_name(s)))}});
   }
   NameTable names;
   const std::vector<int32_t> chunk_of = ChunkOfVirtualStages(step);
   const std::vector<int32_t> micro_batches = MicroBatchesOf(step);
-  Json stream = Json::array(), name = Json::array(), category = Json::array(), label = Json::array(),
-       micro_batch = Json::array();
+  Json stream = Json::array(), name = Json::array(), category = Json::array(),
+       label = Json::array(), micro_batch = Json::array();
   for (TaskId id = 0; id < graph.num_tasks(); ++id) {
     const Task& task = graph.task(id);
     const TaskPlace place = PlaceOfTask(step, chunk_of, micro_batches, id);
@@ -79,17 +89,23 @@ ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& t
   Json data = {{"streams", streams},
                {"names", names.names()},
                {"tasks",
-                {{"stream", stream}, {"name", name}, {"category", category}, {"label", label}, {"micro_batch", micro_batch}}},
+                {{"stream", stream},
+                 {"name", name},
+                 {"category", category},
+                 {"label", label},
+                 {"micro_batch", micro_batch}}},
                {"timelines", titled}};
   return {"gantt", "Pipeline Gantt", "gantt", std::move(data)};
 }
 
 ReportView StageMemoryView(const SimulationResult& result) {
   Json stages = Json::array();
-  const int32_t count = std::min<int32_t>(result.step.stages, static_cast<int32_t>(result.memory.ranks.size()));
+  const int32_t count =
+      std::min<int32_t>(result.step.stages, static_cast<int32_t>(result.memory.ranks.size()));
   for (int32_t stage = 0; stage < count; ++stage) {
-    const MemoryBreakdown* breakdown =
-        static_cast<size_t>(stage) < result.memory_by_stage.size() ? &result.memory_by_stage[stage] : nullptr;
+    const MemoryBreakdown* breakdown = static_cast<size_t>(stage) < result.memory_by_stage.size()
+                                           ? &result.memory_by_stage[stage]
+                                           : nullptr;
     stages.push_back(StageMemoryJson(result.memory.ranks[stage], stage, breakdown));
   }
   Json data = {{"limit_bytes", result.memory_limit_bytes},
@@ -107,21 +123,30 @@ ReportView BreakdownView(const SimulationResult& result) {
   for (const StageResult& s : result.stages) {
     stages.push_back({{"stage", s.stage}, {"compute_s", s.compute_s}, {"bubble_s", s.bubble_s}});
   }
-  Json data = {
-      {"step_time_s", result.step_time_s},
-      {"breakdown", {{"compute_s", b.compute_s}, {"exposed_comm_s", b.exposed_comm_s}, {"bubble_s", b.bubble_s},
-                     {"optimizer_s", b.optimizer_s}, {"host_s", b.host_s}}},
-      {"critical_path", {{"compute_s", c.compute_s}, {"tp_comm_s", c.tp_comm_s}, {"cp_comm_s", c.cp_comm_s},
-                         {"pp_comm_s", c.pp_comm_s}, {"dp_comm_s", c.dp_comm_s}, {"optimizer_s", c.optimizer_s},
-                         {"host_s", c.host_s}}},
-      {"stages", stages}};
+  Json data = {{"step_time_s", result.step_time_s},
+               {"breakdown",
+                {{"compute_s", b.compute_s},
+                 {"exposed_comm_s", b.exposed_comm_s},
+                 {"bubble_s", b.bubble_s},
+                 {"optimizer_s", b.optimizer_s},
+                 {"host_s", b.host_s}}},
+               {"critical_path",
+                {{"compute_s", c.compute_s},
+                 {"tp_comm_s", c.tp_comm_s},
+                 {"cp_comm_s", c.cp_comm_s},
+                 {"pp_comm_s", c.pp_comm_s},
+                 {"dp_comm_s", c.dp_comm_s},
+                 {"optimizer_s", c.optimizer_s},
+                 {"host_s", c.host_s}}},
+               {"stages", stages}};
   return {"breakdown", "Step breakdown", "breakdown", std::move(data)};
 }
 
-std::string SimulationReport(const std::string& title, const std::string& subtitle, const SimulationResult& result) {
+std::string SimulationReport(const std::string& title, const std::string& subtitle,
+                             const SimulationResult& result) {
   return HtmlReport(title, subtitle,
-                    {GanttView(result.step, {{"simulated step", &result.timeline}}), StageMemoryView(result),
-                     BreakdownView(result)});
+                    {GanttView(result.step, {{"simulated step", &result.timeline}}),
+                     StageMemoryView(result), BreakdownView(result)});
 }
 
 }  // namespace loom

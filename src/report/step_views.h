@@ -36,7 +36,8 @@ ReportView StageMemoryView(const SimulationResult& result);
 ReportView BreakdownView(const SimulationResult& result);
 
 // The report of `loom simulate`: Gantt, memory and breakdown of |result|.
-std::string SimulationReport(const std::string& title, const std::string& subtitle, const SimulationResult& result);
+std::string SimulationReport(const std::string& title, const std::string& subtitle,
+                             const SimulationResult& result);
 
 }  // namespace loom
 

@@ -17,9 +17,9 @@ ReportView ValidateView(const StepComparison& comparison);
 // The report of `loom validate`: the comparison, and the predicted and measured (median) step as
 // two Gantts on one time axis.
 // REQUIRES: both timelines came from |step|'s graph.
-std::string ValidationReport(const std::string& title, const std::string& subtitle, const StepGraph& step,
-                             const StepTimeline& predicted, const StepTimeline& measured,
-                             const StepComparison& comparison);
+std::string ValidationReport(const std::string& title, const std::string& subtitle,
+                             const StepGraph& step, const StepTimeline& predicted,
+                             const StepTimeline& measured, const StepComparison& comparison);
 
 }  // namespace loom
 

@@ -46,7 +46,8 @@ StageOrders InterleavedOrder(int32_t stages, int32_t micro_batches, int32_t chun
     auto& list = order[stage];
     list.reserve(2 * total);
     const int32_t warmup = std::min((stages - stage - 1) * 2 + (chunks - 1) * group, total);
-    for (int32_t k = 0; k < warmup; ++k) list.push_back(NthForward(k, micro_batches, chunks, group));
+    for (int32_t k = 0; k < warmup; ++k)
+      list.push_back(NthForward(k, micro_batches, chunks, group));
     for (int32_t k = 0; k + warmup < total; ++k) {
       list.push_back(NthForward(k + warmup, micro_batches, chunks, group));
       list.push_back(NthBackward(k, micro_batches, chunks, group));

@@ -34,7 +34,8 @@ Status CheckChunks(PipelineKind kind, int32_t chunks) {
   if (kind == PipelineKind::kInterleaved) {
     if (chunks >= 2) return Status::Ok();
     return Status::InvalidArgument(
-        Cat("--vpp ", chunks, " with --schedule interleaved: the interleaved schedule runs at "
+        Cat("--vpp ", chunks,
+            " with --schedule interleaved: the interleaved schedule runs at "
             "least 2 model chunks per stage; use --vpp 2 or more, or --schedule 1f1b"));
   }
   if (IsVShaped(kind)) {
@@ -52,25 +53,29 @@ Status CheckChunks(PipelineKind kind, int32_t chunks) {
 
 // Megatron-LM's interleaved schedule walks the micro-batches in groups of pp
 // (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving).
-// Megatron-LM's interleaved schedule runs micro-batches in groups (microbatch_group_size_per_vp_stage,
-// pp by default): pp <= group <= micro-batches, and the last group whole or of at least pp
-// (forward_backward_pipelining_with_interleaving, megatron/core/pipeline_parallel/schedules.py at
-// NVIDIA/Megatron-LM d98e8a64, the same since core_r0.12.0).
+// Megatron-LM's interleaved schedule runs micro-batches in groups
+// (microbatch_group_size_per_vp_stage, pp by default): pp <= group <= micro-batches, and the last
+// group whole or of at least pp (forward_backward_pipelining_with_interleaving,
+// megatron/core/pipeline_parallel/schedules.py at NVIDIA/Megatron-LM d98e8a64, the same since
+// core_r0.12.0).
 Status CheckInterleavedMicroBatches(int32_t stages, int32_t micro_batches, int32_t group) {
   const int32_t rest = group > 0 ? micro_batches % group : 0;
-  if (group >= stages && group <= micro_batches && (rest == 0 || rest >= stages)) return Status::Ok();
-  return Status::InvalidArgument(
-      Cat("--schedule interleaved with --pp ", stages, ": ", micro_batches, " micro-batches in groups of ", group,
-          "; Megatron-LM's interleaved schedule needs groups of pp to all the micro-batches, the last whole "
-          "or of at least pp (--microbatch-group; ", kMicroBatchSource, ")"));
+  if (group >= stages && group <= micro_batches && (rest == 0 || rest >= stages))
+    return Status::Ok();
+  return Status::InvalidArgument(Cat("--schedule interleaved with --pp ", stages, ": ",
+                                     micro_batches, " micro-batches in groups of ", group,
+                                     "; Megatron-LM's interleaved schedule needs groups of pp to "
+                                     "all the micro-batches, the last whole "
+                                     "or of at least pp (--microbatch-group; ",
+                                     kMicroBatchSource, ")"));
 }
 
 // DualPipeV's reference implementation (deepseek-ai/DualPipe, dualpipev.py) accepts only
 // micro_batches >= 2 * pp: each arm of the V must be full before the steady state starts.
 Status CheckDualPipeVMicroBatches(int32_t stages, int32_t micro_batches) {
   if (micro_batches >= 2 * int64_t{stages}) return Status::Ok();
-  std::string fix = Cat("use at least ", 2 * int64_t{stages}, " micro-batches (",
-                        kMicroBatchSource, ")");
+  std::string fix =
+      Cat("use at least ", 2 * int64_t{stages}, " micro-batches (", kMicroBatchSource, ")");
   if (micro_batches >= 2) fix += Cat(", or --pp ", micro_batches / 2, " or less");
   return Status::InvalidArgument(
       Cat("--schedule dualpipev with --pp ", stages, ": ", micro_batches,
@@ -78,13 +83,12 @@ Status CheckDualPipeVMicroBatches(int32_t stages, int32_t micro_batches) {
           " that DualPipeV needs to fill both arms of its V; ", fix));
 }
 
-Status CheckArguments(PipelineKind kind, int32_t stages, int32_t micro_batches,
-                      int32_t chunks, int32_t group) {
+Status CheckArguments(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
+                      int32_t group) {
   const std::string_view name = kPipelineKindNames.Name(kind);
   if (stages < 1) {
-    return Status::InvalidArgument(
-        Cat("--pp ", stages, " with --schedule ", name,
-            ": a pipeline has at least 1 stage; use --pp 1 or more"));
+    return Status::InvalidArgument(Cat("--pp ", stages, " with --schedule ", name,
+                                       ": a pipeline has at least 1 stage; use --pp 1 or more"));
   }
   if (micro_batches < 1) {
     return Status::InvalidArgument(
@@ -95,10 +99,9 @@ Status CheckArguments(PipelineKind kind, int32_t stages, int32_t micro_batches,
   const int64_t passes = int64_t{3} * stages * chunks * micro_batches;
   if (passes > kMaxPasses) {
     return Status::InvalidArgument(
-        Cat("--schedule ", name, " with --pp ", stages, " --vpp ", chunks, " and ",
-            micro_batches, " micro-batches: the step has up to ", passes,
-            " passes, more than loom schedules (", kMaxPasses,
-            "); use fewer micro-batches or a smaller --pp"));
+        Cat("--schedule ", name, " with --pp ", stages, " --vpp ", chunks, " and ", micro_batches,
+            " micro-batches: the step has up to ", passes, " passes, more than loom schedules (",
+            kMaxPasses, "); use fewer micro-batches or a smaller --pp"));
   }
   if (kind == PipelineKind::kInterleaved) {
     return CheckInterleavedMicroBatches(stages, micro_batches, group);
@@ -147,8 +150,9 @@ Result<PipelineSchedule> BuildSchedule(PipelineKind kind, int32_t stages, int32_
                                        int32_t chunks, int32_t group) {
   if (group == 0) group = stages;
   if (kind != PipelineKind::kInterleaved && group != stages) {
-    return Status::InvalidArgument(Cat("--microbatch-group ", group,
-                                       ": micro-batch groups belong to the interleaved schedule; drop it"));
+    return Status::InvalidArgument(
+        Cat("--microbatch-group ", group,
+            ": micro-batch groups belong to the interleaved schedule; drop it"));
   }
   LOOM_RETURN_IF_ERROR(CheckArguments(kind, stages, micro_batches, chunks, group));
   PipelineSchedule schedule;

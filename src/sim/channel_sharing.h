@@ -86,8 +86,8 @@ class ChannelSharing {
   std::vector<std::vector<int32_t>> on_channel_;  // flow uses, in no particular order
   std::vector<uint8_t> channel_touched_;
   std::vector<ChannelId> touched_channels_;
-  std::vector<SimTime> changed_at_;      // the last Reshare() that found the channel touched
-  std::vector<int32_t> uses_since_;      // flow uses from |changed_at_| on
+  std::vector<SimTime> changed_at_;  // the last Reshare() that found the channel touched
+  std::vector<int32_t> uses_since_;  // flow uses from |changed_at_| on
   std::vector<SimTime> busy_, shared_;
 };
 

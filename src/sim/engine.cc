@@ -84,7 +84,7 @@ class EngineRun {
   std::vector<uint8_t> link_dirty_;                   // touched since the last dispatch
   std::vector<LinkId> dirty_links_;
 
-  EventQueue events_;      // payload: the task that ends
+  EventQueue events_;     // payload: the task that ends
   EventQueue flow_ends_;  // payload: the flow that may end
   StepTimeline timeline_;
   int32_t started_ = 0;
@@ -97,7 +97,8 @@ Result<StepTimeline> EngineRun::Run() {
   BuildSuccessors();
   BuildCollectives();
   BuildLinkQueues();
-  if (graph_.num_routes() > 0) sharing_ = std::make_unique<ChannelSharing>(graph_, collective_channels_);
+  if (graph_.num_routes() > 0)
+    sharing_ = std::make_unique<ChannelSharing>(graph_, collective_channels_);
   timeline_.start.assign(n, SimTime::Zero());
   timeline_.end.assign(n, SimTime::Zero());
   timeline_.start_sequence.assign(n, -1);
@@ -253,7 +254,8 @@ void EngineRun::MarkStarted(TaskId id, SimTime now) {
 // A task of zero duration ends where it starts whatever its share, so it stays off its channels.
 void EngineRun::Start(TaskId id, SimTime now, SimTime duration) {
   MarkStarted(id, now);
-  if (tasks_[id].route != kNoRoute && duration > SimTime::Zero() && graph_.group_of(id) == kNoGroup) {
+  if (tasks_[id].route != kNoRoute && duration > SimTime::Zero() &&
+      graph_.group_of(id) == kNoGroup) {
     sharing_->Begin(id, now, duration);
     return;
   }
@@ -290,7 +292,8 @@ void EngineRun::Reshare(SimTime now) {
   if (!sharing_->changed()) return;
   sharing_->Reshare(now, [&](int32_t flow, SimTime end) {
     if (sharing_->IsCollective(flow)) {
-      for (TaskId member : graph_.group_members(sharing_->GroupOf(flow))) timeline_.end[member] = end;
+      for (TaskId member : graph_.group_members(sharing_->GroupOf(flow)))
+        timeline_.end[member] = end;
     } else {
       timeline_.end[flow] = end;
     }

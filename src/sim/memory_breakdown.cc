@@ -52,8 +52,8 @@ std::vector<MemoryItemBytes> Items(const StepGraph& step, const RankMemory& rank
 // on its stream (a stream runs its tasks in the order they were added).
 TaskId RunningTask(const StepGraph& step, const StepTimeline& timeline, TaskId task) {
   const TaskGraph& g = step.graph;
-  if (task < 0 || static_cast<size_t>(task) >= step.work.size() || step.work[task].kind != WorkKind::kNone ||
-      timeline.end[task] != timeline.start[task]) {
+  if (task < 0 || static_cast<size_t>(task) >= step.work.size() ||
+      step.work[task].kind != WorkKind::kNone || timeline.end[task] != timeline.start[task]) {
     return task;
   }
   for (TaskId next = task + 1; next < g.num_tasks(); ++next) {
@@ -62,8 +62,8 @@ TaskId RunningTask(const StepGraph& step, const StepTimeline& timeline, TaskId t
   return task;
 }
 
-PeakTask DescribeTask(const StepGraph& step, const StepTimeline& timeline, const PipelineSchedule& schedule,
-                      TaskId id) {
+PeakTask DescribeTask(const StepGraph& step, const StepTimeline& timeline,
+                      const PipelineSchedule& schedule, TaskId id) {
   PeakTask peak;
   peak.task = RunningTask(step, timeline, id);
   if (peak.task < 0) return peak;
@@ -73,7 +73,8 @@ PeakTask DescribeTask(const StepGraph& step, const StepTimeline& timeline, const
   peak.stream = std::string(g.Name(g.stream_name(t.stream)));
   peak.start = timeline.start[peak.task];
   peak.end = timeline.end[peak.task];
-  const TaskPlace place = PlaceOfTask(step, ChunkOfVirtualStages(schedule), step.micro_batch, peak.task);
+  const TaskPlace place =
+      PlaceOfTask(step, ChunkOfVirtualStages(schedule), step.micro_batch, peak.task);
   peak.micro_batch = place.micro_batch;
   peak.kind = place.kind;
   peak.pass = place.pass;
@@ -95,7 +96,8 @@ int64_t MemoryBreakdown::Bytes(MemoryItem item) const {
 }
 
 std::vector<MemoryBreakdown> BreakDownMemory(const StepGraph& step, const StepTimeline& timeline,
-                                             const MemoryReport& memory, const PipelineSchedule& schedule) {
+                                             const MemoryReport& memory,
+                                             const PipelineSchedule& schedule) {
   std::vector<MemoryBreakdown> stages;
   for (int32_t s = 0; s < step.stages && static_cast<size_t>(s) < memory.ranks.size(); ++s) {
     const RankMemory& rank = memory.ranks[s];
@@ -105,7 +107,8 @@ std::vector<MemoryBreakdown> BreakDownMemory(const StepGraph& step, const StepTi
     b.peak_bytes = rank.peak_bytes;
     b.peak_time = rank.peak_time;
     b.items = Items(step, rank);
-    if (step.activations != kDefaultPool) b.stashed_micro_batches = rank.peak_buffers_by_pool[step.activations];
+    if (step.activations != kDefaultPool)
+      b.stashed_micro_batches = rank.peak_buffers_by_pool[step.activations];
     b.peak_task = DescribeTask(step, timeline, schedule, rank.peak_task);
     stages.push_back(std::move(b));
   }
@@ -115,7 +118,8 @@ std::vector<MemoryBreakdown> BreakDownMemory(const StepGraph& step, const StepTi
 std::string DescribePeakTask(const PeakTask& task) {
   if (task.task < 0) return "none (the model states alone)";
   if (task.virtual_stage < 0) {
-    const std::string of = task.micro_batch >= 0 ? " for micro-batch " + std::to_string(task.micro_batch) : "";
+    const std::string of =
+        task.micro_batch >= 0 ? " for micro-batch " + std::to_string(task.micro_batch) : "";
     return task.name + of + " (" + task.stream + " stream)";
   }
   std::string text(kPassNames.Name(task.pass));
@@ -124,7 +128,8 @@ std::string DescribePeakTask(const PeakTask& task) {
   if (task.kind == WorkKind::kHost) text += "'s issue on the host";
   if (task.micro_batch >= 0) text += " of micro-batch " + std::to_string(task.micro_batch);
   text += task.micro_batch >= 0 ? ", " : " of ";
-  text += "chunk " + std::to_string(task.chunk) + " (virtual stage " + std::to_string(task.virtual_stage) + ")";
+  text += "chunk " + std::to_string(task.chunk) + " (virtual stage " +
+          std::to_string(task.virtual_stage) + ")";
   return text;
 }
 

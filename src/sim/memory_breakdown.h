@@ -53,10 +53,10 @@ struct PeakTask {
   std::string name;    // the task's name in the graph: "F v3" is the forward of virtual stage 3
   std::string stream;  // the stream it runs on: "compute", "tp", "param gather", ...
   WorkKind kind = WorkKind::kNone;
-  Pass pass = Pass::kF;         // for kind kPass
-  int32_t virtual_stage = -1;   // -1: not a pass's task
-  int32_t chunk = -1;           // the model chunk of the stage that holds |virtual_stage|
-  int32_t micro_batch = -1;     // -1: not a pass's task, or not known (StepGraph::micro_batch)
+  Pass pass = Pass::kF;        // for kind kPass
+  int32_t virtual_stage = -1;  // -1: not a pass's task
+  int32_t chunk = -1;          // the model chunk of the stage that holds |virtual_stage|
+  int32_t micro_batch = -1;    // -1: not a pass's task, or not known (StepGraph::micro_batch)
   SimTime start, end;
 };
 
@@ -83,7 +83,8 @@ struct MemoryBreakdown {
 // peak exactly. |schedule| places each virtual stage on its stage and chunk.
 // REQUIRES: |memory| and |timeline| came from |step|'s graph, whose passes |schedule| ordered.
 std::vector<MemoryBreakdown> BreakDownMemory(const StepGraph& step, const StepTimeline& timeline,
-                                             const MemoryReport& memory, const PipelineSchedule& schedule);
+                                             const MemoryReport& memory,
+                                             const PipelineSchedule& schedule);
 
 // "F of micro-batch 5, chunk 1 (virtual stage 17)" or "param all-gather (param gather stream)":
 // the peak task as a reader names it.

@@ -52,15 +52,16 @@ bool IsOverlappableTp(const CollectiveShape& c) {
 
 // |host_per_op|: each op's host cost. |graph|: the ops are part of a captured CUDA graph, which
 // costs the host nothing per op; |launch|: this list starts the graph, whose launch it pays.
-PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx, SimTime host_per_op = SimTime(),
-                 bool graph = false, bool launch = false) {
+PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx,
+                 SimTime host_per_op = SimTime(), bool graph = false, bool launch = false) {
   PassCost cost;
   SimTime gemm, overlappable;
   HostClock clock;
   if (graph && launch && !ops.empty()) clock.Issue(ctx.host->graph_launch, SimTime());
   for (const Op& op : ops) {
     cost.flops += static_cast<double>(OpFlops(op));
-    if (op.kind == OpKind::kCollective && IsRingExchange(std::get<CollectiveShape>(op.shape), ctx)) {
+    if (op.kind == OpKind::kCollective &&
+        IsRingExchange(std::get<CollectiveShape>(op.shape), ctx)) {
       // A ring step moves one rank's block of the gathered K/V (or of their gradients) to the
       // next rank of the cp group: 1/cp of the collective's bytes, point to point.
       const int64_t block = std::get<CollectiveShape>(op.shape).bytes / ctx.strategy.cp;
@@ -119,7 +120,8 @@ BlockCost CostBlock(const LayerOps& ops, const CostContext& ctx, bool layer) {
   // A captured backward is one graph with its recompute and its weight gradients: the first
   // non-empty list of the three launches it.
   cost.backward_input = CostOps(ops.recompute, ctx, forward, graph, true);
-  Add(cost.backward_input, CostOps(ops.backward_input, ctx, backward, graph, ops.recompute.empty()));
+  Add(cost.backward_input,
+      CostOps(ops.backward_input, ctx, backward, graph, ops.recompute.empty()));
   cost.backward_weight = CostOps(ops.backward_weight, ctx, backward, graph,
                                  ops.recompute.empty() && ops.backward_input.empty());
   cost.activations = SumActivationBytes(ops);
@@ -133,7 +135,8 @@ void AddBlock(ChunkCost& chunk, const BlockCost& block) {
   Add(chunk.backward_weight, block.backward_weight);
   chunk.kept_activation_bytes += block.activations.kept;
   chunk.logits_bytes += block.logits;
-  chunk.recompute_activation_bytes = std::max(chunk.recompute_activation_bytes, block.activations.recompute);
+  chunk.recompute_activation_bytes =
+      std::max(chunk.recompute_activation_bytes, block.activations.recompute);
 }
 
 }  // namespace
@@ -159,8 +162,8 @@ SimTime ScaledHostTime(const FrameworkProfile& framework, double us) {
 }
 
 HostCosts HostCostsOf(const FrameworkProfile& f) {
-  return {ScaledHostTime(f, f.forward_us_per_op), ScaledHostTime(f, f.backward_us_per_op), f.cuda_graph_layers,
-          ScaledHostTime(f, f.graph_launch_us)};
+  return {ScaledHostTime(f, f.forward_us_per_op), ScaledHostTime(f, f.backward_us_per_op),
+          f.cuda_graph_layers, ScaledHostTime(f, f.graph_launch_us)};
 }
 
 PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index) {
@@ -174,9 +177,11 @@ PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index) {
   part.ring_step = slice(pass.ring_step);
   part.time = part.tp_comm + slice(pass.time - pass.tp_comm);
   part.flops = pass.flops / parts;
-  const SimTime behind = std::max(SimTime(), pass.host - pass.time);  // how far the host falls behind
+  const SimTime behind =
+      std::max(SimTime(), pass.host - pass.time);  // how far the host falls behind
   part.host = slice(pass.host);
-  part.host_lead = std::min(part.host, std::max(SimTime(), part.host - part.time) + (pass.host_lead - behind));
+  part.host_lead =
+      std::min(part.host, std::max(SimTime(), part.host - part.time) + (pass.host_lead - behind));
   return part;
 }
 
@@ -198,7 +203,8 @@ Placements PlaceStrategy(const Strategy& s, const ClusterSpec& cluster) {
   return p;
 }
 
-SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm, const Placements& placements) {
+SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
+               const Placements& placements) {
   switch (op.kind) {
     case OpKind::kGemm:
       return compute.Gemm(std::get<GemmShape>(op.shape));
@@ -243,7 +249,8 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
     for (int64_t i = 0; i < out.layers[v]; ++i, ++layer) {
       const bool moe = model.moe && layer >= model.moe->first_dense_layers;
       const bool recomputed = i < full_layers;
-      auto [it, added] = layer_blocks.try_emplace({moe, recomputed}, static_cast<int32_t>(out.blocks.size()));
+      auto [it, added] =
+          layer_blocks.try_emplace({moe, recomputed}, static_cast<int32_t>(out.blocks.size()));
       if (added) {
         LayerOpsOptions options = kernels;
         options.layer = layer;
@@ -267,15 +274,16 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
 
 Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
                                           const ComputeModel& compute, const CommModel& comm,
-                                          const Placements& placements, const LayerOpsOptions& kernels,
-                                          const HostCosts* host) {
+                                          const Placements& placements,
+                                          const LayerOpsOptions& kernels, const HostCosts* host) {
   Result<ChunkBlocks> blocks = BuildChunkBlocks(model, strategy, kernels);
   if (!blocks.ok()) return blocks.status();
   const CostContext ctx{compute, comm, placements, strategy, host};
   std::vector<BlockCost> block_costs;
   // Block 0 is the embedding and the last the output head (BuildChunkBlocks); the rest are layers.
   for (size_t i = 0; i < blocks->blocks.size(); ++i) {
-    block_costs.push_back(CostBlock(blocks->blocks[i], ctx, i > 0 && i + 1 < blocks->blocks.size()));
+    block_costs.push_back(
+        CostBlock(blocks->blocks[i], ctx, i > 0 && i + 1 < blocks->blocks.size()));
   }
   std::vector<ChunkCost> costs(blocks->chunks.size());
   for (size_t v = 0; v < costs.size(); ++v) {

@@ -71,9 +71,9 @@ PassCost CombinePasses(const PassCost& first, const PassCost& second);
 // What one virtual stage (model chunk) costs per micro-batch.
 struct ChunkCost {
   PassCost forward;
-  PassCost backward_input;   // B, recompute replay included
-  PassCost backward_weight;  // W
-  int64_t kept_activation_bytes = 0;       // from F until its W (or BW) ends
+  PassCost backward_input;            // B, recompute replay included
+  PassCost backward_weight;           // W
+  int64_t kept_activation_bytes = 0;  // from F until its W (or BW) ends
   // Of |kept_activation_bytes|, what the loss keeps (the last virtual stage's only): the fp32
   // softmax of the logits, the target mask and the targets (LogitsBytes).
   int64_t logits_bytes = 0;
@@ -90,15 +90,17 @@ int64_t LogitsBytes(const LayerOps& ops);
 // fastest, then cp, dp, pp; for the expert layers etp fastest, then ep, then expert dp).
 struct Placements {
   GroupPlacement tp, cp, ep, dp;
-  GroupPlacement etp;  // expert tensor parallel: the ranks that split each routed expert
+  GroupPlacement etp;        // expert tensor parallel: the ranks that split each routed expert
   GroupPlacement expert_dp;  // the ranks holding the same experts, which reduce their gradients
-  bool pp_across_nodes = false;  // whether neighbouring pipeline stages sit on different NVLink domains
+  bool pp_across_nodes =
+      false;  // whether neighbouring pipeline stages sit on different NVLink domains
 };
 
 Placements PlaceStrategy(const Strategy& strategy, const ClusterSpec& cluster);
 
 // Time of one op under |compute| and |comm|.
-SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm, const Placements& placements);
+SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
+               const Placements& placements);
 
 // The ops every virtual stage runs per micro-batch, as blocks: each distinct block once (a dense or
 // MoE layer, fully recomputed or not, the embedding, the output head), and per virtual stage the
@@ -128,7 +130,8 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
 // and lead too. Errors: those of BuildChunkBlocks.
 Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
                                           const ComputeModel& compute, const CommModel& comm,
-                                          const Placements& placements, const LayerOpsOptions& kernels = {},
+                                          const Placements& placements,
+                                          const LayerOpsOptions& kernels = {},
                                           const HostCosts* host = nullptr);
 
 }  // namespace loom

@@ -16,7 +16,9 @@ namespace {
 
 // Megatron-core's default gradient bucket: max(40M, 1M * dp) parameters
 // (megatron/core/distributed/distributed_data_parallel.py, bucket_size).
-int64_t BucketParams(int64_t dp_ranks) { return std::max<int64_t>(40'000'000, 1'000'000 * dp_ranks); }
+int64_t BucketParams(int64_t dp_ranks) {
+  return std::max<int64_t>(40'000'000, 1'000'000 * dp_ranks);
+}
 
 using ChunkLayers = std::vector<int64_t>;
 
@@ -47,8 +49,8 @@ int64_t ShardParams(const RankParameters& p, const Strategy& strategy) {
 }
 
 // One data-parallel collective over both groups of |params|, |bytes| each.
-SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamGroups& params, int64_t bytes,
-                        const Placements& placements) {
+SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamGroups& params,
+                        int64_t bytes, const Placements& placements) {
   SimTime t;
   if (params.dense > 0) t += comm.Collective(kind, params.dense * bytes, placements.dp);
   if (params.expert > 0) t += comm.Collective(kind, params.expert * bytes, placements.expert_dp);
@@ -60,9 +62,10 @@ SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamG
 // gradients once per step and all-gathers the updated weights; stage 2 reduce-scatters after every
 // micro-batch, keeping only its shard; stage 3 also gathers every layer's weights before its
 // forward and backward, and reduce-scatters layer by layer.
-StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& states, const ChunkLayers& layers,
-                                   const PipelineSchedule& schedule, const ComputeModel& compute,
-                                   const CommModel& comm, const Placements& placements, StepPayloads& payloads) {
+StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& states,
+                                   const ChunkLayers& layers, const PipelineSchedule& schedule,
+                                   const ComputeModel& compute, const CommModel& comm,
+                                   const Placements& placements, StepPayloads& payloads) {
   StepGraphConfig config;
   const int64_t dp_ranks = strategy.dp * strategy.cp;
   const StateBytesPerParam bytes = BytesPerParameter(strategy);
@@ -76,7 +79,8 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
   config.bucket_time.assign(static_cast<size_t>(v_count), SimTime());
   // Megatron's distributed optimizer (ZeRO >= 1) reduce-scatters gradients and all-gathers the
   // updated weights; plain data parallelism all-reduces gradients.
-  const CollectiveKind reduce = zero >= 1 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  const CollectiveKind reduce =
+      zero >= 1 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   payloads.grad_reduce = reduce;
   payloads.bucket_bytes.assign(static_cast<size_t>(v_count), 0);
   payloads.expert_bucket_bytes.assign(static_cast<size_t>(v_count), 0);
@@ -98,10 +102,13 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
       const ParamGroups chunk_params =
           equal || stage_weight == 0
               ? ParamGroups{CeilDiv(p.dense, chunks), CeilDiv(p.expert, chunks)}
-              : ParamGroups{CeilDiv(p.dense * weight, stage_weight), CeilDiv(p.expert * weight, stage_weight)};
-      const int64_t buckets = zero == 3 ? std::max<int64_t>(1, layers[v])
-                                        : CeilDiv(chunk_params.dense + chunk_params.expert, BucketParams(dp_ranks));
-      const ParamGroups bucket{CeilDiv(chunk_params.dense, buckets), CeilDiv(chunk_params.expert, buckets)};
+              : ParamGroups{CeilDiv(p.dense * weight, stage_weight),
+                            CeilDiv(p.expert * weight, stage_weight)};
+      const int64_t buckets =
+          zero == 3 ? std::max<int64_t>(1, layers[v])
+                    : CeilDiv(chunk_params.dense + chunk_params.expert, BucketParams(dp_ranks));
+      const ParamGroups bucket{CeilDiv(chunk_params.dense, buckets),
+                               CeilDiv(chunk_params.expert, buckets)};
       config.buckets[v] = static_cast<int32_t>(buckets);
       config.bucket_time[v] = GroupCollective(comm, reduce, bucket, bytes.gradient, placements);
       payloads.bucket_bytes[v] = bucket.dense * bytes.gradient;
@@ -109,14 +116,15 @@ StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& 
     }
     // Megatron's optimizer passes over the parameters this rank updates (its ZeRO shard).
     const int64_t updated = zero >= 1 ? ShardParams(p, strategy) : p.Total();
-    payloads.optimizer.push_back(
-        OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer, strategy.grad_reduce_in_bf16));
+    payloads.optimizer.push_back(OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer,
+                                                      strategy.grad_reduce_in_bf16));
     config.optimizer_time.push_back(compute.MemoryBound(payloads.optimizer.back()));
     const ParamGroups stage_params{p.dense, p.expert};
     const bool gathers = zero == 1 || zero == 2;
-    config.param_gather_time.push_back(
-        gathers ? GroupCollective(comm, CollectiveKind::kAllGather, stage_params, bytes.weight, placements)
-                : SimTime());
+    config.param_gather_time.push_back(gathers
+                                           ? GroupCollective(comm, CollectiveKind::kAllGather,
+                                                             stage_params, bytes.weight, placements)
+                                           : SimTime());
     payloads.param_gather_bytes.push_back(gathers ? p.dense * bytes.weight : 0);
     payloads.expert_param_gather_bytes.push_back(gathers ? p.expert * bytes.weight : 0);
   }
@@ -139,8 +147,8 @@ Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy, const St
                   StepGraphConfig& config) {
   if (strategy.offload == Offload::kNone) return Status::Ok();
   for (size_t stage = 0; stage < states.per_stage.size(); ++stage) {
-    Result<OffloadCost> cost =
-        CostOptimizerOffload(cluster, strategy, ShardParams(states.per_stage[stage].parameters, strategy));
+    Result<OffloadCost> cost = CostOptimizerOffload(
+        cluster, strategy, ShardParams(states.per_stage[stage].parameters, strategy));
     if (!cost.ok()) return cost.status();
     config.grad_to_host.push_back(cost->grad_to_host);
     config.cpu_step.push_back(cost->cpu_step);
@@ -161,7 +169,9 @@ Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy, const St
 // that spans nodes is limited by the NICs (its intra-node hops are many times faster), and a
 // group inside a node uses the node's NVLink (or PCIe).
 void SetFabrics(const Strategy& strategy, const Placements& placements, StepGraphConfig& config) {
-  const auto fabric = [](bool across_nodes) { return across_nodes ? Fabric::kInterNode : Fabric::kIntraNode; };
+  const auto fabric = [](bool across_nodes) {
+    return across_nodes ? Fabric::kInterNode : Fabric::kIntraNode;
+  };
   config.pp_fabric = strategy.pp > 1 ? fabric(placements.pp_across_nodes) : Fabric::kNone;
   config.dp_fabric = fabric(placements.dp.Nodes() > 1);
   // The tp task of a pass holds its tp, cp and ep collectives together: one that crosses nodes
@@ -185,15 +195,17 @@ int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
 // The host thread of |framework|: its synchronisation points and each stage's optimizer lead: the
 // fixed host time (gradient norm, found-inf, Python) before any optimizer kernel, then as much of
 // the per-layer issue as the GPU's optimizer kernels do not cover.
-void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers, const PipelineSchedule& schedule,
-             StepGraphConfig& config) {
+void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers,
+             const PipelineSchedule& schedule, StepGraphConfig& config) {
   config.host = true;
   config.host_sync_after_p2p = framework.sync_after_p2p;
   config.host_sync_before_optimizer = framework.sync_before_optimizer;
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
     int64_t stage_layers = 0;
-    for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk) stage_layers += layers[schedule.VirtualStage(stage, chunk)];
-    const SimTime issue = ScaledHostTime(framework, framework.optimizer_us_per_layer * static_cast<double>(stage_layers));
+    for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk)
+      stage_layers += layers[schedule.VirtualStage(stage, chunk)];
+    const SimTime issue = ScaledHostTime(
+        framework, framework.optimizer_us_per_layer * static_cast<double>(stage_layers));
     const SimTime gpu = config.optimizer_time[stage];
     config.optimizer_host_lead.push_back(ScaledHostTime(framework, framework.optimizer_us_fixed) +
                                          std::max(SimTime(), issue - gpu));
@@ -211,8 +223,8 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
     r.breakdown.compute_s += (u.busy_s[s] - u.tp_s[s]) / step.stages;
     r.breakdown.bubble_s += stage.bubble_s / step.stages;
     r.breakdown.optimizer_s += u.optimizer_s[s] / step.stages;
-    r.breakdown.exposed_comm_s += (u.tp_s[s] + u.comm_wait_s[s] + r.step_time_s - u.span_s - u.optimizer_s[s] -
-                                   u.host_wait_after_s[s]) /
+    r.breakdown.exposed_comm_s += (u.tp_s[s] + u.comm_wait_s[s] + r.step_time_s - u.span_s -
+                                   u.optimizer_s[s] - u.host_wait_after_s[s]) /
                                   step.stages;
     r.breakdown.host_s += (u.host_wait_s[s] + u.host_wait_after_s[s]) / step.stages;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.memory.ranks[s].peak_bytes);
@@ -244,7 +256,8 @@ CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimel
     const double s = (timeline.end[critical.task] - timeline.start[critical.task]).ToSeconds();
     ++summary.tasks;
     if (t.category == step.compute_category) summary.compute_s += s;
-    if (t.category == step.tp_category || t.category == step.tp_hidden_category) summary.tp_comm_s += s;
+    if (t.category == step.tp_category || t.category == step.tp_hidden_category)
+      summary.tp_comm_s += s;
     if (t.category == step.cp_category) summary.cp_comm_s += s;
     if (t.category == step.pp_category) summary.pp_comm_s += s;
     if (t.category == step.dp_category) summary.dp_comm_s += s;
@@ -261,35 +274,40 @@ constexpr double kMaxStepSeconds = 1e6;
 // The forward passes of all replicas --full simulates at most (a graph of some 10^8 tasks).
 constexpr int64_t kMaxFullPasses = int64_t{1} << 22;
 
-Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
+Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
+                                         const Strategy& strategy,
                                          const SimulationOptions& options) {
   LOOM_RETURN_IF_ERROR(ValidateStrategy(strategy, model, cluster));
   const PipelineKind kind = *kPipelineKindNames.Parse(kScheduleNames.Name(strategy.schedule));
   const int32_t chunks = static_cast<int32_t>(strategy.vpp);
-  Result<PipelineSchedule> schedule =
-      BuildSchedule(kind, static_cast<int32_t>(strategy.pp), static_cast<int32_t>(strategy.NumMicroBatches()), chunks,
-                    static_cast<int32_t>(strategy.microbatch_group));
+  Result<PipelineSchedule> schedule = BuildSchedule(
+      kind, static_cast<int32_t>(strategy.pp), static_cast<int32_t>(strategy.NumMicroBatches()),
+      chunks, static_cast<int32_t>(strategy.microbatch_group));
   if (!schedule.ok()) return schedule.status();
   RooflineComputeModel compute(cluster.gpu);
   NcclCommModel comm(cluster);
   const Placements placements = PlaceStrategy(strategy, cluster);
   const std::optional<HostCosts> host =
       options.framework ? std::optional<HostCosts>(HostCostsOf(*options.framework)) : std::nullopt;
-  Result<std::vector<ChunkCost>> costs =
-      CostChunks(model, strategy, compute, comm, placements, options.kernels, host ? &*host : nullptr);
+  Result<std::vector<ChunkCost>> costs = CostChunks(model, strategy, compute, comm, placements,
+                                                    options.kernels, host ? &*host : nullptr);
   if (!costs.ok()) return costs.status();
   Result<StageStates> states = StatesPerStage(model, strategy);
   if (!states.ok()) return states.status();
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   PreparedStep step;
-  step.config = DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements, step.payloads);
+  step.config = DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements,
+                                   step.payloads);
   if (options.full) {
-    // Every replica is a copy of the pipeline's graph: bound the whole, as ValidateStrategy bounds one.
-    const CheckedInt passes = CheckedInt(strategy.dp) * strategy.pp * strategy.vpp * strategy.NumMicroBatches();
+    // Every replica is a copy of the pipeline's graph: bound the whole, as ValidateStrategy bounds
+    // one.
+    const CheckedInt passes =
+        CheckedInt(strategy.dp) * strategy.pp * strategy.vpp * strategy.NumMicroBatches();
     if (!passes.get() || *passes.get() > kMaxFullPasses) {
-      return Status::InvalidArgument("--full with --dp " + std::to_string(strategy.dp) +
-                                     ": every replica's passes (dp * pp * vpp * micro-batches) must be at most " +
-                                     std::to_string(kMaxFullPasses) + "; drop --full (replicas are identical)");
+      return Status::InvalidArgument(
+          "--full with --dp " + std::to_string(strategy.dp) +
+          ": every replica's passes (dp * pp * vpp * micro-batches) must be at most " +
+          std::to_string(kMaxFullPasses) + "; drop --full (replicas are identical)");
     }
   }
   step.config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
@@ -306,7 +324,8 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   return step;
 }
 
-std::vector<MemoryBaseline> ModelStateBaselines(const StepGraph& step, const PreparedStep& prepared) {
+std::vector<MemoryBaseline> ModelStateBaselines(const StepGraph& step,
+                                                const PreparedStep& prepared) {
   std::vector<MemoryBaseline> baselines;
   for (int32_t rank = 0; rank < step.graph.num_ranks(); ++rank) {
     const ModelStateBytes& states = prepared.model_states[rank % step.stages];
@@ -325,21 +344,25 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   if (!timeline.ok()) return timeline.status();
   result.timeline = std::move(timeline).value();
   // A step of weeks is no training run: a rate in the hardware files is off by orders of magnitude
-  // (a bandwidth of 1e-9 GB/s). Times beyond 146 years have saturated (SimTime::Forever) and mean nothing.
+  // (a bandwidth of 1e-9 GB/s). Times beyond 146 years have saturated (SimTime::Forever) and mean
+  // nothing.
   if (result.timeline.makespan > SimTime::FromSeconds(kMaxStepSeconds)) {
     return Status::InvalidArgument(
-        "the step would take " + std::to_string(result.timeline.makespan.ToSeconds()) + " s, more than " +
-        std::to_string(static_cast<int64_t>(kMaxStepSeconds)) + " s: a rate in " +
+        "the step would take " + std::to_string(result.timeline.makespan.ToSeconds()) +
+        " s, more than " + std::to_string(static_cast<int64_t>(kMaxStepSeconds)) +
+        " s: a rate in " +
         (cluster.gpu.file.empty() ? std::string("the GPU file") : cluster.gpu.file) + " or " +
         (cluster.file.empty() ? std::string("the cluster file") : cluster.file) +
-        " is far too low; check hbm_bandwidth_GBps, the peak TFLOP/s, bandwidth_GBps and nic_bandwidth_Gbps");
+        " is far too low; check hbm_bandwidth_GBps, the peak TFLOP/s, bandwidth_GBps and "
+        "nic_bandwidth_Gbps");
   }
   const std::vector<MemoryBaseline> baselines = ModelStateBaselines(result.step, step);
   Result<MemoryReport> memory = TrackMemory(result.step.graph, result.timeline, baselines);
   if (!memory.ok()) return memory.status();
   result.memory = std::move(memory).value();
   Summarize(model, cluster, step.strategy, step.costs, result);
-  result.memory_by_stage = BreakDownMemory(result.step, result.timeline, result.memory, step.schedule);
+  result.memory_by_stage =
+      BreakDownMemory(result.step, result.timeline, result.memory, step.schedule);
   result.peak_stage = PeakStage(result.memory_by_stage);
   result.reserved_bytes = kReservedBytesPerGpu;
   result.critical_path = SummarizeCriticalPath(result.step, result.timeline);
@@ -358,13 +381,15 @@ std::vector<BlockTimes> PredictOpTimes(const ClusterSpec& cluster, const Strateg
   };
   std::vector<BlockTimes> out;
   for (const LayerOps& ops : blocks.blocks) {
-    out.push_back({times(ops.forward), times(ops.backward_input), times(ops.backward_weight), times(ops.recompute)});
+    out.push_back({times(ops.forward), times(ops.backward_input), times(ops.backward_weight),
+                   times(ops.recompute)});
   }
   return out;
 }
 
 Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
-                                              const Strategy& strategy, const SimulationOptions& options) {
+                                              const Strategy& strategy,
+                                              const SimulationOptions& options) {
   Result<PreparedStep> step = PrepareTrainingStep(model, cluster, strategy, options);
   if (!step.ok()) return step.status();
   return SimulatePreparedStep(model, cluster, *step);

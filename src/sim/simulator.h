@@ -115,7 +115,7 @@ struct StepPayloads {
 struct PreparedStep {
   Strategy strategy;
   PipelineSchedule schedule;
-  std::vector<ChunkCost> costs;             // one per virtual stage, in model order
+  std::vector<ChunkCost> costs;               // one per virtual stage, in model order
   std::vector<ModelStateBytes> model_states;  // per stage: weights, gradients, optimizer on the GPU
   StepGraphConfig config;
   StepPayloads payloads;
@@ -123,13 +123,15 @@ struct PreparedStep {
 
 // Prepares one training step of |model| on |cluster| under |strategy|, with the datasheet cost
 // models. Errors: every violated strategy rule (ValidateStrategy), and those of the workload.
-Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
+Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
+                                         const Strategy& strategy,
                                          const SimulationOptions& options = {});
 
 // The model states of |prepared| as the baselines of |step|'s pools of weights, gradients and
 // optimizer states: every replica's stage holds that stage's states.
 // REQUIRES: |step| was built from |prepared|.
-std::vector<MemoryBaseline> ModelStateBaselines(const StepGraph& step, const PreparedStep& prepared);
+std::vector<MemoryBaseline> ModelStateBaselines(const StepGraph& step,
+                                                const PreparedStep& prepared);
 
 // Runs |step| through the event engine and reads the result off its timeline.
 // REQUIRES: |step| was prepared for |model| and |cluster|.
@@ -148,7 +150,8 @@ std::vector<BlockTimes> PredictOpTimes(const ClusterSpec& cluster, const Strateg
 
 // PrepareTrainingStep, then SimulatePreparedStep.
 Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
-                                              const Strategy& strategy, const SimulationOptions& options = {});
+                                              const Strategy& strategy,
+                                              const SimulationOptions& options = {});
 
 }  // namespace loom
 

@@ -42,7 +42,8 @@ SimTime AfterLastBackward(const PreparedStep& step, int32_t stage, int32_t last_
     } else if (c.reduce_every_micro_batch) {
       after += all_buckets(last_v);
     } else {
-      for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk) after += all_buckets(schedule.VirtualStage(stage, chunk));
+      for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk)
+        after += all_buckets(schedule.VirtualStage(stage, chunk));
     }
   }
   if (!c.optimizer_time.empty()) after += c.optimizer_time[stage];
@@ -60,7 +61,8 @@ StepBounds BoundStep(const PreparedStep& step) {
   const SimTime p2p = step.schedule.stages > 1 ? step.config.p2p_time : SimTime();
   // ahead_f[v]: the forward of one micro-batch through virtual stages 0..v-1 and the transfers
   // between them; behind_b[v]: its input-gradient backward through v-1..0 after v.
-  std::vector<SimTime> ahead_f(static_cast<size_t>(v_count) + 1), behind_b(static_cast<size_t>(v_count) + 1);
+  std::vector<SimTime> ahead_f(static_cast<size_t>(v_count) + 1),
+      behind_b(static_cast<size_t>(v_count) + 1);
   for (int32_t v = 0; v < v_count; ++v) {
     ahead_f[v + 1] = ahead_f[v] + Serial(costs[v].forward) + p2p;
     behind_b[v + 1] = behind_b[v] + Serial(costs[v].backward_input) + p2p;
@@ -90,9 +92,11 @@ StepBounds BoundStep(const PreparedStep& step) {
     }
     const PipelineItem& last = order.back();
     const bool ends_in_backward = last.pass == Pass::kW || last.pass == Pass::kBW;
-    latest = Max(latest, lead + busy + AfterLastBackward(step, stage, ends_in_backward ? last.chunk : -1));
+    latest = Max(latest,
+                 lead + busy + AfterLastBackward(step, stage, ends_in_backward ? last.chunk : -1));
     bounds.step_time = Max(bounds.step_time, latest);
-    bounds.peak_memory_bytes = std::max(bounds.peak_memory_bytes, step.model_states[stage].Total() + peak);
+    bounds.peak_memory_bytes =
+        std::max(bounds.peak_memory_bytes, step.model_states[stage].Total() + peak);
   }
   return bounds;
 }

@@ -102,13 +102,13 @@ struct StepGraphConfig {
 // What a task runs, for an executor of real kernels (src/exec): BuildStepGraph records one per
 // task in StepGraph::work. The times of the graph are predictions; this says what they predict.
 enum class WorkKind : uint8_t {
-  kNone,         // nothing of its own: the zero-length marker that starts a pass with hidden tp
-  kPass,         // the kernels of part |part| of |parts| of |pass| of virtual stage |index|
-  kTpComm,       // that pass's tensor-, context- and expert-parallel collectives (exposed or hidden)
-  kRingSend,     // a ring-attention K/V block sent to the next cp rank during pass |index|'s |pass|
-  kTransfer,     // virtual stage |index|'s activations (|pass| F) or input gradients (B, BW) to the
-                 // neighbouring stage
-  kGradReduce,   // bucket |part| of |parts| of virtual stage |index|'s gradients
+  kNone,        // nothing of its own: the zero-length marker that starts a pass with hidden tp
+  kPass,        // the kernels of part |part| of |parts| of |pass| of virtual stage |index|
+  kTpComm,      // that pass's tensor-, context- and expert-parallel collectives (exposed or hidden)
+  kRingSend,    // a ring-attention K/V block sent to the next cp rank during pass |index|'s |pass|
+  kTransfer,    // virtual stage |index|'s activations (|pass| F) or input gradients (B, BW) to the
+                // neighbouring stage
+  kGradReduce,  // bucket |part| of |parts| of virtual stage |index|'s gradients
   kParamGather,  // the all-gather of stage |index|'s updated weights (part |part| of |parts| when
                  // it runs bucket by bucket at the start of the step)
   kLayerGather,  // ZeRO-3's all-gather of one layer's weights
@@ -204,11 +204,12 @@ void NameStepParts(StepGraph& step);
 // config fabric; activations (the logits of the last virtual stage in their own pool) are
 // allocated when F starts and freed when the micro-batch's W (or BW) ends; a recompute buffer
 // lives for each B. The pools of weights, gradients and optimizer states are made empty: the
-// caller gives them their baselines (ModelStateBaselines, simulator.h). The last backward of each chunk is cut into its
-// gradient buckets, so that the reduction of a bucket overlaps the rest of the backward.
-// REQUIRES: chunk_costs.size() == schedule.VirtualStages(); config vectors sized as documented.
-StepGraph BuildStepGraph(const PipelineSchedule& schedule, const std::vector<ChunkCost>& chunk_costs,
-                         const StepGraphConfig& config);
+// caller gives them their baselines (ModelStateBaselines, simulator.h). The last backward of each
+// chunk is cut into its gradient buckets, so that the reduction of a bucket overlaps the rest of
+// the backward. REQUIRES: chunk_costs.size() == schedule.VirtualStages(); config vectors sized as
+// documented.
+StepGraph BuildStepGraph(const PipelineSchedule& schedule,
+                         const std::vector<ChunkCost>& chunk_costs, const StepGraphConfig& config);
 
 }  // namespace loom
 

@@ -27,7 +27,8 @@ SimTime AddTaskTimes(const StepGraph& step, const StepTimeline& timeline, StepUt
 
 // Fills host_wait_s and host_wait_after_s: the compute stream's idle time before each task whose
 // host lead ended last among what it waited for.
-void AddHostWaits(const StepGraph& step, const StepTimeline& timeline, SimTime span, StepUtilization& u) {
+void AddHostWaits(const StepGraph& step, const StepTimeline& timeline, SimTime span,
+                  StepUtilization& u) {
   if (step.host_stream.empty()) return;
   const TaskGraph& g = step.graph;
   // The end of the task before each one on its stream.
@@ -42,8 +43,10 @@ void AddHostWaits(const StepGraph& step, const StepTimeline& timeline, SimTime s
     if (step.work[d.before].kind != WorkKind::kHost) continue;
     const int32_t rank = g.rank_of(d.after);
     if (rank >= step.stages || g.task(d.after).stream != step.compute_stream[rank]) continue;
-    if (timeline.start[d.after] != timeline.end[d.before]) continue;  // something else held it longer
-    const double wait = std::max(0.0, (timeline.start[d.after] - previous_end[d.after]).ToSeconds());
+    if (timeline.start[d.after] != timeline.end[d.before])
+      continue;  // something else held it longer
+    const double wait =
+        std::max(0.0, (timeline.start[d.after] - previous_end[d.after]).ToSeconds());
     (timeline.start[d.after] >= span ? u.host_wait_after_s : u.host_wait_s)[rank] += wait;
   }
 }
@@ -82,8 +85,7 @@ StepUtilization MeasureUtilization(const StepGraph& step, const StepTimeline& ti
     }
     busy_sum += u.busy_s[s] + u.comm_wait_s[s] + u.host_wait_s[s];
   }
-  u.bubble_fraction =
-      u.span_s > 0 ? std::max(0.0, 1.0 - busy_sum / (u.span_s * step.stages)) : 0;
+  u.bubble_fraction = u.span_s > 0 ? std::max(0.0, 1.0 - busy_sum / (u.span_s * step.stages)) : 0;
   return u;
 }
 

@@ -77,12 +77,14 @@ std::vector<int32_t> MicroBatchesOf(const StepGraph& step) {
     runs[Key{task.stream, task.name, task.category, w.kind, w.pass, w.index}].push_back(t);
   }
   const auto starts = [&](const std::vector<TaskId>& tasks) {
-    return std::count_if(tasks.begin(), tasks.end(), [&](TaskId t) { return step.work[t].part == 0; });
+    return std::count_if(tasks.begin(), tasks.end(),
+                         [&](TaskId t) { return step.work[t].part == 0; });
   };
   // The micro-batches of the step: the most forwards of one chunk on one stream.
   int64_t count = 0;
   for (const auto& [key, tasks] : runs) {
-    if (std::get<3>(key) == WorkKind::kPass && std::get<4>(key) == Pass::kF) count = std::max(count, starts(tasks));
+    if (std::get<3>(key) == WorkKind::kPass && std::get<4>(key) == Pass::kF)
+      count = std::max(count, starts(tasks));
   }
   for (const auto& [key, tasks] : runs) {
     const int64_t total = starts(tasks);
@@ -108,7 +110,8 @@ TaskPlace PlaceOfTask(const StepGraph& step, const std::vector<int32_t>& chunk_o
   // has no work of its own: it is placed as the pass it starts, the next task on its stream.
   if (work.kind == WorkKind::kNone && step.graph.task(task).duration == SimTime()) {
     const TaskId next = NextOnStream(step.graph, task);
-    if (next >= 0 && static_cast<size_t>(next) < step.work.size() && step.work[next].kind == WorkKind::kPass) {
+    if (next >= 0 && static_cast<size_t>(next) < step.work.size() &&
+        step.work[next].kind == WorkKind::kPass) {
       return PlaceOfTask(step, chunk_of, micro_batches, next);
     }
   }
@@ -133,7 +136,8 @@ std::string TaskLabel(const StepGraph& step, const TaskPlace& place, TaskId task
     case WorkKind::kPass:
     case WorkKind::kTpComm:
     case WorkKind::kHost:
-      return std::string(kPassNames.Name(place.pass)) + mb + chunk + Fraction(work.part, work.parts);
+      return std::string(kPassNames.Name(place.pass)) + mb + chunk +
+             Fraction(work.part, work.parts);
     case WorkKind::kTransfer:
       return "send " + std::string(kPassNames.Name(place.pass)) + mb + chunk;
     case WorkKind::kRingSend:

@@ -76,7 +76,8 @@ struct StepView {
 };
 
 StepView ViewOf(const TaskGraph& graph, const StepGraph* step, const TraceContext* context) {
-  StepView view{graph, step, context, {}, std::vector<TaskId>(static_cast<size_t>(graph.num_tasks()), -1)};
+  StepView view{
+      graph, step, context, {}, std::vector<TaskId>(static_cast<size_t>(graph.num_tasks()), -1)};
   if (step == nullptr) return view;
   view.micro_batches = MicroBatchesOf(*step);
   for (const Dependency& d : graph.dependencies()) {
@@ -100,7 +101,9 @@ void WriteMetadata(const StepView& view, std::span<const TraceRun> runs, JsonWri
     for (int32_t rank = 0; rank < graph.num_ranks(); ++rank) {
       const int64_t pid = run.pid_offset + rank;
       json.Raw("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":").Int(pid);
-      json.Raw(",\"args\":{\"name\":").String(run.process_prefix + ProcessName(view, rank)).Raw("}},\n");
+      json.Raw(",\"args\":{\"name\":")
+          .String(run.process_prefix + ProcessName(view, rank))
+          .Raw("}},\n");
       json.Raw("{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":").Int(pid);
       json.Raw(",\"args\":{\"sort_index\":").Int(pid).Raw("}},\n");
     }
@@ -142,14 +145,19 @@ std::string LayerRange(const std::vector<int64_t>& layers, int32_t virtual_stage
 
 // What a tp task's pass moves in its tp, cp and ep collectives: {"tp":bytes,...}, groups that
 // move nothing left out.
-void WritePassCollectives(const std::vector<PassCollectiveBytes>& stages, const TaskWork& work, JsonWriter& json) {
+void WritePassCollectives(const std::vector<PassCollectiveBytes>& stages, const TaskWork& work,
+                          JsonWriter& json) {
   if (work.index < 0 || static_cast<size_t>(work.index) >= stages.size()) return;
-  const auto& by_group = stages[static_cast<size_t>(work.index)].bytes[static_cast<size_t>(work.pass)];
+  const auto& by_group =
+      stages[static_cast<size_t>(work.index)].bytes[static_cast<size_t>(work.pass)];
   json.Key("pass_collective_bytes").Raw("{");
   bool first = true;
   for (size_t g = 0; g < by_group.size(); ++g) {
     if (by_group[g] == 0) continue;
-    json.Raw(first ? "\"" : ",\"").Raw(kCommGroupNames.Name(static_cast<CommGroup>(g))).Raw("\":").Int(by_group[g]);
+    json.Raw(first ? "\"" : ",\"")
+        .Raw(kCommGroupNames.Name(static_cast<CommGroup>(g)))
+        .Raw("\":")
+        .Int(by_group[g]);
     first = false;
   }
   json.Raw("}");
@@ -163,12 +171,14 @@ void WritePayload(const StepPayloads& payloads, const TaskWork& work, JsonWriter
   if (work.kind == WorkKind::kTransfer) json.Key("bytes").Int(payloads.p2p_bytes);
   if (work.kind == WorkKind::kGradReduce) {
     json.Key("bytes").Int(at(payloads.bucket_bytes, work.index));
-    if (const int64_t expert = at(payloads.expert_bucket_bytes, work.index)) json.Key("expert_bytes").Int(expert);
+    if (const int64_t expert = at(payloads.expert_bucket_bytes, work.index))
+      json.Key("expert_bytes").Int(expert);
     json.Key("collective").String(kCollectiveKindNames.Name(payloads.grad_reduce));
   }
   if (work.kind == WorkKind::kParamGather) {
     json.Key("bytes").Int(at(payloads.param_gather_bytes, work.index) / std::max(work.parts, 1));
-    if (const int64_t expert = at(payloads.expert_param_gather_bytes, work.index)) json.Key("expert_bytes").Int(expert);
+    if (const int64_t expert = at(payloads.expert_param_gather_bytes, work.index))
+      json.Key("expert_bytes").Int(expert);
     json.Key("collective").String(kCollectiveKindNames.Name(CollectiveKind::kAllGather));
   }
 }
@@ -178,7 +188,8 @@ void WritePayload(const StepPayloads& payloads, const TaskWork& work, JsonWriter
 void WritePeers(const StepView& view, TaskId t, const TaskWork& work, JsonWriter& json) {
   const TaskGraph& graph = view.graph;
   const TraceContext& c = *view.context;
-  if (view.receiver[t] >= 0) json.Key("peer").String(ProcessName(view, graph.rank_of(view.receiver[t])));
+  if (view.receiver[t] >= 0)
+    json.Key("peer").String(ProcessName(view, graph.rank_of(view.receiver[t])));
   if (const GroupId g = graph.group_of(t); g != kNoGroup) {
     json.Key("group").Raw("[");
     bool first = true;
@@ -191,7 +202,8 @@ void WritePeers(const StepView& view, TaskId t, const TaskWork& work, JsonWriter
              work.kind == WorkKind::kLayerGather) {
     json.Key("group").String("dp x cp").Key("group_size").Int(c.dp * c.cp);
   }
-  if (work.kind == WorkKind::kTpComm) json.Key("group").String("tp x cp").Key("group_size").Int(c.tp * c.cp);
+  if (work.kind == WorkKind::kTpComm)
+    json.Key("group").String("tp x cp").Key("group_size").Int(c.tp * c.cp);
   if (work.kind == WorkKind::kRingSend) json.Key("group").String("cp").Key("group_size").Int(c.cp);
 }
 
@@ -203,7 +215,8 @@ void WriteStepArgs(const StepView& view, TaskId t, JsonWriter& json) {
   if (place.chunk >= 0) json.Key("chunk").Int(place.chunk);
   if (place.virtual_stage >= 0) {
     json.Key("virtual_stage").Int(place.virtual_stage);
-    if (const std::string layers = LayerRange(c.layers_per_virtual_stage, place.virtual_stage); !layers.empty()) {
+    if (const std::string layers = LayerRange(c.layers_per_virtual_stage, place.virtual_stage);
+        !layers.empty()) {
       json.Key("layers").String(layers);
     }
   }
@@ -215,7 +228,8 @@ void WriteStepArgs(const StepView& view, TaskId t, JsonWriter& json) {
 
 std::string SliceName(const StepView& view, TaskId t) {
   if (view.step == nullptr) return std::string(view.graph.Name(view.graph.task(t).name));
-  const TaskPlace place = PlaceOfTask(*view.step, view.context->chunk_of_virtual_stage, view.micro_batches, t);
+  const TaskPlace place =
+      PlaceOfTask(*view.step, view.context->chunk_of_virtual_stage, view.micro_batches, t);
   return TaskLabel(*view.step, place, t);
 }
 
@@ -242,7 +256,10 @@ void WriteFlowEnd(const TaskGraph& graph, const TraceRun& run, TaskId t, std::st
                   std::string_view category, int64_t id, JsonWriter& json) {
   json.Raw("{\"name\":").String(category).Raw(",\"cat\":").String(category);
   json.Raw(",\"ph\":\"").Raw(phase).Raw("\",\"id\":").Int(id);
-  json.Raw(",\"pid\":").Int(run.pid_offset + graph.rank_of(t)).Raw(",\"tid\":").Int(graph.task(t).stream);
+  json.Raw(",\"pid\":")
+      .Int(run.pid_offset + graph.rank_of(t))
+      .Raw(",\"tid\":")
+      .Int(graph.task(t).stream);
   json.Raw(",\"ts\":").Micros(run.timeline->start[t]);
   if (phase == "f") json.Raw(",\"bp\":\"e\"");
   json.Raw("},\n");
@@ -267,7 +284,8 @@ void WriteFlows(const StepView& view, const TraceRun& run, int64_t& next_id, Jso
 void WriteMemory(const MemoryReport& memory, const TraceRun& run, JsonWriter& json) {
   for (size_t rank = 0; rank < memory.ranks.size(); ++rank) {
     for (const MemorySample& sample : memory.ranks[rank].timeline) {
-      json.Raw("{\"name\":\"memory\",\"ph\":\"C\",\"pid\":").Int(run.pid_offset + static_cast<int64_t>(rank));
+      json.Raw("{\"name\":\"memory\",\"ph\":\"C\",\"pid\":")
+          .Int(run.pid_offset + static_cast<int64_t>(rank));
       json.Raw(",\"ts\":").Micros(sample.time);
       json.Raw(",\"args\":{\"bytes\":").Int(sample.bytes).Raw("}},\n");
     }
@@ -284,17 +302,22 @@ void WriteOtherData(const StepView& view, JsonWriter& json) {
   json.Raw("\"model\":").String(c.model).Raw(",\"cluster\":").String(c.cluster);
   json.Raw(",\"strategy\":").Raw(c.strategy_json.empty() ? "null" : c.strategy_json);
   json.Raw(",\"loom_version\":").String(c.loom_version);
-  json.Raw(",\"processes\":").String(
-      "each process is one pipeline stage of one data-parallel replica (all replicas with --full, "
-      "replica 0 alone otherwise), named by the Megatron-LM global rank (order tp-cp-ep-dp-pp) of its "
-      "tp 0, cp 0 member; it stands for its tp x cp group of " + std::to_string(c.tp * c.cp) + " GPUs");
+  json.Raw(",\"processes\":")
+      .String(
+          "each process is one pipeline stage of one data-parallel replica (all replicas with "
+          "--full, "
+          "replica 0 alone otherwise), named by the Megatron-LM global rank (order tp-cp-ep-dp-pp) "
+          "of its "
+          "tp 0, cp 0 member; it stands for its tp x cp group of " +
+          std::to_string(c.tp * c.cp) + " GPUs");
   json.Raw("}");
 }
 
 std::string TraceJson(const StepView& view, std::span<const TraceRun> runs) {
   std::string out;
   out.reserve(runs.size() * (220 * static_cast<size_t>(view.graph.num_tasks()) +
-                             120 * view.graph.dependencies().size()) + 4096);
+                             120 * view.graph.dependencies().size()) +
+              4096);
   JsonWriter json(&out);
   json.Raw("{\"traceEvents\":[\n");
   WriteMetadata(view, runs, json);
@@ -333,15 +356,17 @@ std::string TraceRankName(const StepGraph& step, const TraceContext& context, in
   const int64_t stages = std::max<int64_t>(step.stages, 1);
   const int64_t pp_rank = rank % stages, dp_rank = rank / stages;
   const int64_t global = context.tp * context.cp * (dp_rank + context.dp * pp_rank);
-  return "rank " + std::to_string(global) + " (pp " + std::to_string(pp_rank) + ", dp " + std::to_string(dp_rank) +
-         ", cp 0, tp 0)";
+  return "rank " + std::to_string(global) + " (pp " + std::to_string(pp_rank) + ", dp " +
+         std::to_string(dp_rank) + ", cp 0, tp 0)";
 }
 
-std::string ChromeTraceJson(const StepGraph& step, std::span<const TraceRun> runs, const TraceContext& context) {
+std::string ChromeTraceJson(const StepGraph& step, std::span<const TraceRun> runs,
+                            const TraceContext& context) {
   return TraceJson(ViewOf(step.graph, &step, &context), runs);
 }
 
-std::string ChromeTraceJson(const TaskGraph& graph, const StepTimeline& timeline, const MemoryReport* memory) {
+std::string ChromeTraceJson(const TaskGraph& graph, const StepTimeline& timeline,
+                            const MemoryReport* memory) {
   const TraceRun run{&timeline, memory, "", 0};
   return TraceJson(ViewOf(graph, nullptr, nullptr), std::span<const TraceRun>(&run, 1));
 }

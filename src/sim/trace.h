@@ -30,8 +30,8 @@ struct TraceContext {
   std::vector<int64_t> layers_per_virtual_stage;
   // What transfers and collectives move (bytes on their slices); null: no bytes.
   const StepPayloads* payloads = nullptr;
-  // Per virtual stage: what the tp, cp and ep collectives of each pass move (PassCollectiveBytesOf),
-  // on the pass's tp slices. Empty: none.
+  // Per virtual stage: what the tp, cp and ep collectives of each pass move
+  // (PassCollectiveBytesOf), on the pass's tp slices. Empty: none.
   std::vector<PassCollectiveBytes> pass_collectives;
 };
 
@@ -52,14 +52,15 @@ struct TraceRun {
   int32_t pid_offset = 0;
 };
 
-// Graph rank |rank| of |step| (stage rank % stages of replica rank / stages) named by the Megatron-LM
-// global rank of its tp 0, cp 0 member, in the order tp-cp-ep-dp-pp of megatron/core/
+// Graph rank |rank| of |step| (stage rank % stages of replica rank / stages) named by the
+// Megatron-LM global rank of its tp 0, cp 0 member, in the order tp-cp-ep-dp-pp of megatron/core/
 // parallel_state.py (RankGenerator; ep is 1 in the dense groups): global = tp * cp * (dp_rank +
 // dp * pp_rank). "rank 3072 (pp 3, dp 0, cp 0, tp 0)".
 std::string TraceRankName(const StepGraph& step, const TraceContext& context, int32_t rank);
 
 // Returns the step as Chrome trace JSON (the Trace Event Format; Perfetto and chrome://tracing
-// open it): {"traceEvents":[...],"displayTimeUnit":"ms","otherData":{...}} with, one event per line,
+// open it): {"traceEvents":[...],"displayTimeUnit":"ms","otherData":{...}} with, one event per
+// line,
 //  - "ph":"M" metadata naming each process (a graph rank of a run) and each thread (a stream, as
 //    in AddStream()), with sort indices that keep runs, ranks and streams in id order;
 //  - per run, one "ph":"X" complete event per task in task id order: name TaskLabel ("F mb3 c1"),
@@ -82,7 +83,8 @@ std::string TraceRankName(const StepGraph& step, const TraceContext& context, in
 // are printed from the integer nanoseconds with exactly three decimals, and keys in a fixed order,
 // so the same input always gives the same bytes.
 // REQUIRES: each run's timeline (and memory) came from |step|'s graph.
-std::string ChromeTraceJson(const StepGraph& step, std::span<const TraceRun> runs, const TraceContext& context);
+std::string ChromeTraceJson(const StepGraph& step, std::span<const TraceRun> runs,
+                            const TraceContext& context);
 
 // One run of a graph without a step around it: slices keep the graph's names, ranks are "rank r".
 std::string ChromeTraceJson(const TaskGraph& graph, const StepTimeline& timeline,

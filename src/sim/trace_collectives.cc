@@ -10,7 +10,8 @@ using GroupBytes = std::array<int64_t, kCommGroupCount>;
 // Adds |count| times the collectives of |ops| to |sum|.
 void AddCollectives(const std::vector<Op>& ops, int64_t count, GroupBytes& sum) {
   for (const Op& op : ops) {
-    if (const auto* c = std::get_if<CollectiveShape>(&op.shape)) sum[static_cast<size_t>(c->group)] += count * c->bytes;
+    if (const auto* c = std::get_if<CollectiveShape>(&op.shape))
+      sum[static_cast<size_t>(c->group)] += count * c->bytes;
   }
 }
 

@@ -23,7 +23,8 @@ constexpr std::array<Dtype, 5> kAllDtypes = {Dtype::kBf16, Dtype::kFp16, Dtype::
 // Reads a hardware file. ReadJsonObjectFile's hint for a missing file points at models/; this one
 // points at the shipped hardware file |example| instead.
 Result<nlohmann::json> ReadHardwareFile(const std::string& path, std::string_view example) {
-  return ReadJsonObjectFile(path, "check the path, or pass a shipped file such as " + std::string(example));
+  return ReadJsonObjectFile(
+      path, "check the path, or pass a shipped file such as " + std::string(example));
 }
 
 void CheckSchema(JsonReader& reader, std::string_view expected) {
@@ -181,8 +182,9 @@ void ReadIntraNode(JsonReader& reader, IntraNode* intra) {
   intra->latency_us = NonNegativeNumber(reader, "latency_us", kLatencyUs);
   intra->nvlink_sharp = reader.OptionalBool("nvlink_sharp").value_or(false);
   if (intra->nvlink_sharp && intra->fabric != IntraNodeFabric::kNvSwitch) {
-    reader.AddError("nvlink_sharp", "is true but the fabric is not \"nvswitch\"; NVLink SHARP "
-                                    "reductions happen in NVSwitches: remove the key or set it false");
+    reader.AddError("nvlink_sharp",
+                    "is true but the fabric is not \"nvswitch\"; NVLink SHARP "
+                    "reductions happen in NVSwitches: remove the key or set it false");
   }
 }
 
@@ -191,9 +193,10 @@ void ReadIntraNode(JsonReader& reader, IntraNode* intra) {
 std::optional<double> CalibrationFraction(JsonReader& reader, std::string_view key) {
   std::optional<double> value = reader.OptionalPositiveNumber(key, {1e-3, 1e15});
   if (value && *value > 1) {
-    reader.AddError(key, "is " + Show(*value) + "; a fraction of the nominal bandwidth must be at "
-                         "most 1 (if measurements exceed the nominal bandwidth, correct the "
-                         "bandwidth keys of this file)");
+    reader.AddError(key, "is " + Show(*value) +
+                             "; a fraction of the nominal bandwidth must be at "
+                             "most 1 (if measurements exceed the nominal bandwidth, correct the "
+                             "bandwidth keys of this file)");
     return std::nullopt;
   }
   return value;
@@ -203,17 +206,20 @@ void ReadCommCalibration(JsonReader& reader, CommCalibration* c) {
   c->intra_node_busbw_fraction = CalibrationFraction(reader, "intra_node_busbw_fraction");
   c->inter_node_busbw_fraction = CalibrationFraction(reader, "inter_node_busbw_fraction");
   c->nvls_busbw_fraction = CalibrationFraction(reader, "nvls_busbw_fraction");
-  c->intra_node_extra_latency_us = reader.OptionalNonNegativeNumber("intra_node_extra_latency_us", kLatencyUs);
-  c->inter_node_extra_latency_us = reader.OptionalNonNegativeNumber("inter_node_extra_latency_us", kLatencyUs);
+  c->intra_node_extra_latency_us =
+      reader.OptionalNonNegativeNumber("intra_node_extra_latency_us", kLatencyUs);
+  c->inter_node_extra_latency_us =
+      reader.OptionalNonNegativeNumber("inter_node_extra_latency_us", kLatencyUs);
   c->source = NonEmptyString(reader, "source");
   c->fitted_on = reader.OptionalStringList("fitted_on");
   bool any = reader.Has("intra_node_busbw_fraction") || reader.Has("inter_node_busbw_fraction") ||
              reader.Has("nvls_busbw_fraction") || reader.Has("intra_node_extra_latency_us") ||
              reader.Has("inter_node_extra_latency_us");
   if (!any) {
-    reader.AddError("", "has no value; give at least one of intra_node_busbw_fraction, "
-                        "inter_node_busbw_fraction, nvls_busbw_fraction, "
-                        "intra_node_extra_latency_us, inter_node_extra_latency_us, or remove it");
+    reader.AddError("",
+                    "has no value; give at least one of intra_node_busbw_fraction, "
+                    "inter_node_busbw_fraction, nvls_busbw_fraction, "
+                    "intra_node_extra_latency_us, inter_node_extra_latency_us, or remove it");
   }
 }
 
@@ -231,8 +237,8 @@ void ReadInterNode(JsonReader& reader, InterNode* inter) {
   }
   std::optional<double> ratio = reader.OptionalNonNegativeNumber("oversubscription", {0, 1e3});
   if (ratio && *ratio < 1) {
-    reader.AddError("oversubscription", "is " + Show(*ratio) +
-                                            "; it must be >= 1 (1 = full bisection bandwidth)");
+    reader.AddError("oversubscription",
+                    "is " + Show(*ratio) + "; it must be >= 1 (1 = full bisection bandwidth)");
   } else if (ratio) {
     inter->oversubscription = *ratio;
   }
@@ -241,7 +247,8 @@ void ReadInterNode(JsonReader& reader, InterNode* inter) {
 void ReadHost(JsonReader& reader, Host* host) {
   host->pcie_bandwidth_GBps = reader.PositiveNumber("pcie_bandwidth_GBps", kBandwidthGBps);
   host->cpu_memory_bytes = reader.Int("cpu_memory_bytes", kHostMemoryBytes);
-  host->memory_bandwidth_GBps = reader.OptionalPositiveNumber("memory_bandwidth_GBps", kBandwidthGBps);
+  host->memory_bandwidth_GBps =
+      reader.OptionalPositiveNumber("memory_bandwidth_GBps", kBandwidthGBps);
 }
 
 // An NVLink domain is whole nodes joined by NVLink switches: NVL72's 18 trays of 4 GPUs reach
@@ -253,8 +260,9 @@ void CheckNvlinkDomain(JsonReader& reader, const ClusterSpec& spec) {
   const std::string per_node = std::to_string(spec.gpus_per_node);
   if (domain % spec.gpus_per_node != 0) {
     reader.AddError("nvlink_domain_gpus",
-                    "is " + std::to_string(domain) + ", not a multiple of gpus_per_node (" + per_node +
-                        "); an NVLink domain is whole nodes: use " + per_node + " times the nodes "
+                    "is " + std::to_string(domain) + ", not a multiple of gpus_per_node (" +
+                        per_node + "); an NVLink domain is whole nodes: use " + per_node +
+                        " times the nodes "
                         "one NVLink switch system joins (72 for GB200 NVL72's 18 trays of 4), or "
                         "remove the key for a domain of one node");
   } else if (domain > spec.gpus_per_node && spec.intra_node.fabric != IntraNodeFabric::kNvSwitch) {
@@ -277,8 +285,10 @@ std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, Clu
   CheckNvlinkDomain(reader, *spec);
   ReadInterNode(reader.Object("inter_node"), &spec->inter_node);
   ReadHost(reader.Object("host"), &spec->host);
-  if (reader.Has("calibration")) ReadCommCalibration(reader.Object("calibration"), &spec->calibration);
-  spec->price_per_gpu_hour_usd = reader.OptionalPositiveNumber("price_per_gpu_hour_usd", kPricePerGpuHourUsd);
+  if (reader.Has("calibration"))
+    ReadCommCalibration(reader.Object("calibration"), &spec->calibration);
+  spec->price_per_gpu_hour_usd =
+      reader.OptionalPositiveNumber("price_per_gpu_hour_usd", kPricePerGpuHourUsd);
   CheckSources(reader, json);
   return gpu_ref;
 }
@@ -321,13 +331,9 @@ Status CheckClusterAgainstGpu(const ClusterSpec& spec) {
 
 }  // namespace
 
-std::optional<double> GpuSpec::PeakTflops(Dtype dtype) const {
-  return PeakSlot(*this, dtype);
-}
+std::optional<double> GpuSpec::PeakTflops(Dtype dtype) const { return PeakSlot(*this, dtype); }
 
-int64_t ClusterSpec::NvlinkDomainGpus() const {
-  return nvlink_domain_gpus.value_or(gpus_per_node);
-}
+int64_t ClusterSpec::NvlinkDomainGpus() const { return nvlink_domain_gpus.value_or(gpus_per_node); }
 
 std::vector<int64_t> ClusterSpec::TensorParallelDegrees() const {
   const int64_t domain = NvlinkDomainGpus();
@@ -355,7 +361,8 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path, std::optional<int64
   if (nodes && (*nodes < 1 || *nodes > kNodes.max)) {
     return Status::InvalidArgument(path + ": the node count given to run on (--nodes) is " +
                                    std::to_string(*nodes) + "; it must be between 1 and " +
-                                   std::to_string(kNodes.max) + " (or leave it out to use the file's \"nodes\")");
+                                   std::to_string(kNodes.max) +
+                                   " (or leave it out to use the file's \"nodes\")");
   }
   Result<nlohmann::json> json = ReadHardwareFile(path, "hardware/clusters/dgx-h100.json");
   if (!json.ok()) return json.status();
@@ -369,7 +376,8 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path, std::optional<int64
   LOOM_RETURN_IF_ERROR(CheckClusterAgainstGpu(spec));
   if (nodes) spec.nodes = nodes;
   if (spec.nodes && !spec.TotalGpus()) {
-    return Status::InvalidArgument(path + ": gpus_per_node * nodes does not fit in 64 bits; "
+    return Status::InvalidArgument(path +
+                                   ": gpus_per_node * nodes does not fit in 64 bits; "
                                    "use a realistic node count");
   }
   return spec;

@@ -130,7 +130,8 @@ Result<GpuSpec> LoadGpuSpec(const std::string& path);
 
 // Reads a cluster file and the GPU file it names (a path relative to the cluster file's folder).
 // |nodes|, when given, overrides the file's "nodes".
-Result<ClusterSpec> LoadClusterSpec(const std::string& path, std::optional<int64_t> nodes = std::nullopt);
+Result<ClusterSpec> LoadClusterSpec(const std::string& path,
+                                    std::optional<int64_t> nodes = std::nullopt);
 
 }  // namespace loom
 

@@ -11,7 +11,8 @@ constexpr std::string_view kSchema = "loom.framework/1";
 
 double NonNegative(JsonReader& r, std::string_view key) {
   if (!r.Has(key)) {
-    r.AddError(key, "is missing; give the host time in microseconds (0 where the framework spends none)");
+    r.AddError(
+        key, "is missing; give the host time in microseconds (0 where the framework spends none)");
     return 0;
   }
   return r.OptionalNonNegativeNumber(key, {0, 1e7}).value_or(0);  // at most 10 s per op
@@ -67,8 +68,9 @@ Result<std::optional<FrameworkProfile>> ResolveFramework(const std::string& name
                                                          const std::string& cluster_file) {
   if (name_or_path == "none") return std::optional<FrameworkProfile>();
   if (name_or_path.empty()) {
-    return Status::InvalidArgument("the framework is empty: name one of hardware/frameworks/ (megatron-core, ...), "
-                                   "a framework file, or none");
+    return Status::InvalidArgument(
+        "the framework is empty: name one of hardware/frameworks/ (megatron-core, ...), "
+        "a framework file, or none");
   }
   std::string path = name_or_path;
   if (!IsFrameworkPath(name_or_path)) {
@@ -82,8 +84,9 @@ Result<std::optional<FrameworkProfile>> ResolveFramework(const std::string& name
         if (entry.path().extension() != ".json") continue;
         known += (known.empty() ? "" : ", ") + entry.path().stem().string();
       }
-      return Status::NotFound("framework '" + name_or_path + "': no " + path + " (the frameworks folder beside " +
-                              cluster_file + "'s folder); known: " + (known.empty() ? "none" : known) +
+      return Status::NotFound("framework '" + name_or_path + "': no " + path +
+                              " (the frameworks folder beside " + cluster_file +
+                              "'s folder); known: " + (known.empty() ? "none" : known) +
                               "; or give a framework file's path, or none");
     }
   }

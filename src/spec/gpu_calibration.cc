@@ -26,7 +26,8 @@ std::optional<double>& ComputeCalibration::GemmEfficiencySlot(Dtype dtype) {
 
 std::optional<double> ComputeCalibration::GemmEfficiency(Dtype dtype) const {
   if (const std::optional<double>& own = GemmEfficiencySlot(dtype)) return own;
-  for (const std::optional<double>& other : {gemm_efficiency_bf16, gemm_efficiency_fp16, gemm_efficiency_fp8}) {
+  for (const std::optional<double>& other :
+       {gemm_efficiency_bf16, gemm_efficiency_fp16, gemm_efficiency_fp8}) {
     if (other) return other;
   }
   return std::nullopt;
@@ -40,7 +41,8 @@ std::optional<double> Fraction(JsonReader& r, std::string_view key) {
   // into times of centuries).
   std::optional<double> v = r.OptionalPositiveNumber(key, {1e-3, 1e15});
   if (v && *v > 1.0) {
-    r.AddError(key, "is " + std::to_string(*v) + "; a fraction of the datasheet peak must be at most 1");
+    r.AddError(key,
+               "is " + std::to_string(*v) + "; a fraction of the datasheet peak must be at most 1");
     return std::nullopt;
   }
   return v;
@@ -60,9 +62,11 @@ std::vector<std::string> FittedOn(JsonReader& r, const nlohmann::json& object) {
     names.push_back(name);
   }
   if (!ok) {
-    r.AddError("fitted_on", "is " + it->dump() +
-                                "; it must be a non-empty array of the file names (without folders) of the reference "
-                                "tables or profiles the calibration was fitted on, e.g. [\"gemm_cublaslt.csv\"]");
+    r.AddError(
+        "fitted_on",
+        "is " + it->dump() +
+            "; it must be a non-empty array of the file names (without folders) of the reference "
+            "tables or profiles the calibration was fitted on, e.g. [\"gemm_cublaslt.csv\"]");
     return {};
   }
   return names;
@@ -70,7 +74,9 @@ std::vector<std::string> FittedOn(JsonReader& r, const nlohmann::json& object) {
 
 }  // namespace
 
-std::string GemmEfficiencyKey(Dtype dtype) { return "gemm_efficiency_" + std::string(kDtypeNames.Name(dtype)); }
+std::string GemmEfficiencyKey(Dtype dtype) {
+  return "gemm_efficiency_" + std::string(kDtypeNames.Name(dtype));
+}
 
 ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& object) {
   ComputeCalibration c;
@@ -78,10 +84,12 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
   c.gemm_tile_n = r.OptionalInt("gemm_tile_n", {16, 1024}).value_or(c.gemm_tile_n);
   if ((c.gemm_tile_m > 0) != (c.gemm_tile_n > 0)) {
     r.AddError(c.gemm_tile_m > 0 ? "gemm_tile_n" : "gemm_tile_m",
-               "is missing; a fixed GEMM tile needs both gemm_tile_m and gemm_tile_n (or neither, to let the model "
+               "is missing; a fixed GEMM tile needs both gemm_tile_m and gemm_tile_n (or neither, "
+               "to let the model "
                "choose among cuBLAS's tiles)");
   }
-  c.gemm_operand_bandwidth_GBps = r.OptionalPositiveNumber("gemm_operand_bandwidth_GBps", {1e-2, 1e6});
+  c.gemm_operand_bandwidth_GBps =
+      r.OptionalPositiveNumber("gemm_operand_bandwidth_GBps", {1e-2, 1e6});
   c.gemm_wave_latency_us = r.OptionalNonNegativeNumber("gemm_wave_latency_us", {0, 1e6});
   c.gemm_epilogue_overlap = r.OptionalBool("gemm_epilogue_overlap").value_or(false);
   for (const std::string& dtype : kDtypeNames.Names()) {

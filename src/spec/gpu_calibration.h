@@ -22,8 +22,8 @@ struct ComputeCalibration {
   int64_t gemm_tile_m = 0;
   int64_t gemm_tile_n = 0;
   // Asymptotic fraction of the dense peak that GEMMs reach, per dtype; nullopt: not measured.
-  std::optional<double> gemm_efficiency_bf16, gemm_efficiency_fp16, gemm_efficiency_fp8, gemm_efficiency_tf32,
-      gemm_efficiency_fp32;
+  std::optional<double> gemm_efficiency_bf16, gemm_efficiency_fp16, gemm_efficiency_fp8,
+      gemm_efficiency_tf32, gemm_efficiency_fp32;
   // Bandwidth, summed over the SMs, at which a GEMM's main loop loads its operand tiles without
   // hiding the load under the tensor cores: what makes small tiles less efficient than large ones
   // (cost/gemm_tiles.h). nullopt: not fitted, no such term.

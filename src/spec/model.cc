@@ -40,14 +40,19 @@ struct Activation {
 // These kinds decide the MLP only for a file without a known model_type: Gemma's gated MLP runs
 // gelu_pytorch_tanh (GemmaMLP), so a known model_type decides it (spec/model_family.h).
 constexpr Activation kActivations[] = {
-    {"gelu", MlpKind::kPlain}, {"gelu_new", MlpKind::kPlain}, {"gelu_pytorch_tanh", MlpKind::kPlain},
-    {"gelu_fast", MlpKind::kPlain}, {"relu", MlpKind::kPlain},  {"silu", MlpKind::kGated},
+    {"gelu", MlpKind::kPlain},
+    {"gelu_new", MlpKind::kPlain},
+    {"gelu_pytorch_tanh", MlpKind::kPlain},
+    {"gelu_fast", MlpKind::kPlain},
+    {"relu", MlpKind::kPlain},
+    {"silu", MlpKind::kGated},
     {"swiglu", MlpKind::kGated},
 };
 
 std::string ActivationChoices() {
   std::string out;
-  for (const Activation& a : kActivations) out += (out.empty() ? "\"" : ", \"") + std::string(a.name) + "\"";
+  for (const Activation& a : kActivations)
+    out += (out.empty() ? "\"" : ", \"") + std::string(a.name) + "\"";
   return out;
 }
 
@@ -97,7 +102,8 @@ RuleInputs ReadDimensions(JsonReader& r, ModelSpec* m) {
   if (in.heads && in.kv_heads && *in.heads % *in.kv_heads != 0) {
     r.AddError("num_key_value_heads",
                "(" + std::to_string(*in.kv_heads) + ") does not divide num_attention_heads (" +
-                   std::to_string(*in.heads) + "); each key/value head serves a whole group of query heads");
+                   std::to_string(*in.heads) +
+                   "); each key/value head serves a whole group of query heads");
   }
   return in;
 }
@@ -115,7 +121,8 @@ void ResolveHeadDim(JsonReader& r, const RuleInputs& in, ModelSpec* m) {
     m->head_dim = m->mla->v_head_dim;  // MLA sizes its heads by its own keys
   } else {
     r.AddError("head_dim", "is missing and hidden_size (" + std::to_string(*in.hidden) +
-                               ") is not divisible by num_attention_heads (" + std::to_string(*in.heads) +
+                               ") is not divisible by num_attention_heads (" +
+                               std::to_string(*in.heads) +
                                "); add \"head_dim\": <width of one attention head>");
   }
 }
@@ -143,9 +150,10 @@ void ReadActivation(JsonReader& r, const std::optional<ModelFamily>& family, Mod
       return;
     }
   }
-  r.AddError(key, "is " + Quote(*name) + "; loom knows " + ActivationChoices() +
-                      " (without a known model_type, gelu and relu kinds: 2-matrix MLP; silu, swiglu: "
-                      "gated 3-matrix MLP)");
+  r.AddError(key,
+             "is " + Quote(*name) + "; loom knows " + ActivationChoices() +
+                 " (without a known model_type, gelu and relu kinds: 2-matrix MLP; silu, swiglu: "
+                 "gated 3-matrix MLP)");
 }
 
 // The norm's epsilon key says which norm a Hugging Face model uses; there is no safe default.
@@ -186,12 +194,14 @@ void ReadPosition(JsonReader& r, const std::optional<ModelFamily>& family, Model
     // GPTNeoXConfig (transformers models/gpt_neox/configuration_gpt_neox.py): rotary_emb_base,
     // rotary_pct = 0.25 and use_parallel_residual = True by default. Neither changes a count or a
     // FLOP loom charges; a framework that emits the model must say them (plan/megatron_args.cc).
-    m->rope_theta = r.OptionalPositiveNumber("rotary_emb_base", kRopeThetaRange).value_or(m->rope_theta);
+    m->rope_theta =
+        r.OptionalPositiveNumber("rotary_emb_base", kRopeThetaRange).value_or(m->rope_theta);
     m->rotary_fraction = r.OptionalPositiveNumber("rotary_pct", {1e-3, 1.0}).value_or(0.25);
     m->parallel_residual = r.OptionalBool("use_parallel_residual").value_or(true);
   }
   if (r.Has("partial_rotary_factor")) {  // Phi, StableLM, GLM and others
-    m->rotary_fraction = r.OptionalPositiveNumber("partial_rotary_factor", {1e-3, 1.0}).value_or(1.0);
+    m->rotary_fraction =
+        r.OptionalPositiveNumber("partial_rotary_factor", {1e-3, 1.0}).value_or(1.0);
   }
   std::optional<std::string> name = r.OptionalString("position_embedding_type");
   if (r.Has("position_embedding_type")) {
@@ -214,8 +224,9 @@ void ReadPosition(JsonReader& r, const std::optional<ModelFamily>& family, Model
   }
 }
 
-// rope_scaling: null, or Llama 3.1's "llama3" or DeepSeek's "yarn" scaling of the rotary frequencies
-// (transformers' modeling_rope_utils.py: _compute_llama3_parameters, _compute_yarn_parameters).
+// rope_scaling: null, or Llama 3.1's "llama3" or DeepSeek's "yarn" scaling of the rotary
+// frequencies (transformers' modeling_rope_utils.py: _compute_llama3_parameters,
+// _compute_yarn_parameters).
 void ReadRopeScaling(JsonReader& r, ModelSpec* m) {
   if (!r.Has("rope_scaling")) {
     r.Allow("rope_scaling");  // null: no scaling
@@ -230,18 +241,21 @@ void ReadRopeScaling(JsonReader& r, ModelSpec* m) {
   if (kind == "llama3") {
     scaling.kind = RopeScalingKind::kLlama3;
     scaling.factor = rs.PositiveNumber("factor", kRopeFactorRange);
-    scaling.original_max_position_embeddings = rs.Int("original_max_position_embeddings", kPositionRange);
+    scaling.original_max_position_embeddings =
+        rs.Int("original_max_position_embeddings", kPositionRange);
     scaling.low_freq_factor = rs.PositiveNumber("low_freq_factor", kRopeFactorRange);
     scaling.high_freq_factor = rs.PositiveNumber("high_freq_factor", kRopeFactorRange);
   } else if (kind == "yarn") {
     // transformers' defaults for the keys a yarn config may leave out.
     scaling.kind = RopeScalingKind::kYarn;
     scaling.factor = rs.PositiveNumber("factor", kRopeFactorRange);
-    scaling.original_max_position_embeddings = rs.Int("original_max_position_embeddings", kPositionRange);
+    scaling.original_max_position_embeddings =
+        rs.Int("original_max_position_embeddings", kPositionRange);
     scaling.beta_fast = rs.OptionalPositiveNumber("beta_fast", kRopeFactorRange).value_or(32);
     scaling.beta_slow = rs.OptionalPositiveNumber("beta_slow", kRopeFactorRange).value_or(1);
     scaling.mscale = rs.OptionalNonNegativeNumber("mscale", kRopeFactorRange).value_or(1);
-    scaling.mscale_all_dim = rs.OptionalNonNegativeNumber("mscale_all_dim", kRopeFactorRange).value_or(0);
+    scaling.mscale_all_dim =
+        rs.OptionalNonNegativeNumber("mscale_all_dim", kRopeFactorRange).value_or(0);
   } else {
     // Kept, not refused: the step costs the same, and an emitter names what it cannot launch.
     scaling.kind = RopeScalingKind::kOther;
@@ -270,7 +284,8 @@ constexpr std::string_view kMlaOnlyKeys[] = {"q_lora_rank", "qk_rope_head_dim", 
 // DeepSeek-V2 multi-head latent attention, signalled by kv_lora_rank.
 std::optional<MlaSpec> ReadMla(JsonReader& r) {
   std::optional<int64_t> kv_lora = r.OptionalInt("kv_lora_rank", kWidthRange);
-  std::optional<int64_t> q_lora = r.OptionalInt("q_lora_rank", kWidthRange);  // null: direct q projection
+  std::optional<int64_t> q_lora =
+      r.OptionalInt("q_lora_rank", kWidthRange);  // null: direct q projection
   if (!r.Has("kv_lora_rank")) {
     for (std::string_view key : kMlaOnlyKeys) {
       r.Allow(key);
@@ -304,11 +319,13 @@ std::optional<ModelFamily> ReadFamily(JsonReader& r, ModelSpec* m) {
   m->model_type = *type;
   std::optional<ModelFamily> family = FindModelFamily(*type);
   if (!family) {
-    m->warnings.push_back(
-        r.file() + ": model_type " + Quote(*type) + " is not one loom knows (" + KnownModelTypes() +
-        "); its MLP gating (from hidden_act), biases and tied embeddings are read from the keys alone, "
-        "with no defaults of its config class: compare the parameter count `loom describe` prints with the "
-        "model card");
+    m->warnings.push_back(r.file() + ": model_type " + Quote(*type) + " is not one loom knows (" +
+                          KnownModelTypes() +
+                          "); its MLP gating (from hidden_act), biases and tied embeddings are "
+                          "read from the keys alone, "
+                          "with no defaults of its config class: compare the parameter count `loom "
+                          "describe` prints with the "
+                          "model card");
   }
   return family;
 }
@@ -319,16 +336,20 @@ void RefuseUnmodelledKeys(JsonReader& r) {
   for (std::string_view key : {"text_config", "vision_config", "audio_config"}) {
     r.Allow(key);
     if (r.Has(key)) {
-      r.AddError(key, "is set: this is a multimodal config, and loom counts decoder-only language models; "
-                      "use a text-only checkpoint's config.json (for Gemma 3: gemma-3-1b, or a config whose "
-                      "model_type is \"gemma3_text\" with every key of the text model written out)");
+      r.AddError(
+          key,
+          "is set: this is a multimodal config, and loom counts decoder-only language models; "
+          "use a text-only checkpoint's config.json (for Gemma 3: gemma-3-1b, or a config whose "
+          "model_type is \"gemma3_text\" with every key of the text model written out)");
     }
   }
   for (std::string_view key : {"qk_layernorm", "use_qk_norm"}) {
     std::optional<bool> on = r.OptionalBool(key);
     if (on.value_or(false)) {
-      r.AddError(key, "is true: query/key norms of this model_type are not modelled by loom, so its count would "
-                      "be short; loom knows them only for qwen3, qwen3_moe, gemma3_text and olmo2");
+      r.AddError(key,
+                 "is true: query/key norms of this model_type are not modelled by loom, so its "
+                 "count would "
+                 "be short; loom knows them only for qwen3, qwen3_moe, gemma3_text and olmo2");
     }
   }
 }
@@ -363,10 +384,12 @@ Result<ModelSpec> LoadModelSpec(const std::string& path) {
   }
   std::string file = (std::filesystem::path(path) / "config.json").string();
   if (!std::filesystem::is_regular_file(file, ec)) {
-    return Status::InvalidArgument(path + ": is a directory without a config.json; point --model at a Hugging Face "
-                                   "snapshot folder (the one holding config.json, e.g. "
-                                   "~/.cache/huggingface/hub/models--org--name/snapshots/<hash>) or at a "
-                                   "config .json file");
+    return Status::InvalidArgument(
+        path +
+        ": is a directory without a config.json; point --model at a Hugging Face "
+        "snapshot folder (the one holding config.json, e.g. "
+        "~/.cache/huggingface/hub/models--org--name/snapshots/<hash>) or at a "
+        "config .json file");
   }
   Result<nlohmann::json> config = ReadJsonObjectFile(file);
   if (!config.ok()) return config.status();
@@ -379,8 +402,9 @@ Result<ModelSpec> LoadModelSpec(const std::string& path) {
 
 Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string& file) {
   if (!config.is_object()) {
-    return Status::InvalidArgument(file + ": the top level is a JSON " + std::string(config.type_name()) +
-                                   "; it must be an object of \"key\": value pairs (a config.json)");
+    return Status::InvalidArgument(
+        file + ": the top level is a JSON " + std::string(config.type_name()) +
+        "; it must be an object of \"key\": value pairs (a config.json)");
   }
   JsonReader r(config, file);
   ModelSpec m;

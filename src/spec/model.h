@@ -30,15 +30,16 @@ enum class RouterScore { kSoftmax, kSigmoid };
 
 // Mixture of experts (Mixtral: num_local_experts; DeepSeek: n_routed_experts).
 struct MoeSpec {
-  int64_t num_experts = 0;              // routed experts per MoE layer
-  int64_t experts_per_token = 0;        // num_experts_per_tok (top-k)
-  int64_t expert_intermediate_size = 0; // moe_intermediate_size, else intermediate_size
-  int64_t num_shared_experts = 0;       // n_shared_experts (DeepSeek), or 1 (Qwen2-MoE)
-  int64_t shared_expert_intermediate_size = 0;  // width of each shared expert: moe_intermediate_size
-                                                // (DeepSeek), shared_expert_intermediate_size (Qwen2-MoE)
-  bool shared_expert_gate = false;      // Qwen2-MoE: a hidden -> 1 sigmoid gate on the shared expert
-  int64_t first_dense_layers = 0;       // first_k_dense_replace, or Qwen's mlp_only_layers
-                                        // [0, k): leading layers with a dense MLP
+  int64_t num_experts = 0;               // routed experts per MoE layer
+  int64_t experts_per_token = 0;         // num_experts_per_tok (top-k)
+  int64_t expert_intermediate_size = 0;  // moe_intermediate_size, else intermediate_size
+  int64_t num_shared_experts = 0;        // n_shared_experts (DeepSeek), or 1 (Qwen2-MoE)
+  int64_t shared_expert_intermediate_size =
+      0;                            // width of each shared expert: moe_intermediate_size
+                                    // (DeepSeek), shared_expert_intermediate_size (Qwen2-MoE)
+  bool shared_expert_gate = false;  // Qwen2-MoE: a hidden -> 1 sigmoid gate on the shared expert
+  int64_t first_dense_layers = 0;   // first_k_dense_replace, or Qwen's mlp_only_layers
+                                    // [0, k): leading layers with a dense MLP
 
   // Routing, as DeepSeek's modeling code reads these keys (absent: Mixtral's routing).
   RouterScore score = RouterScore::kSoftmax;  // scoring_func
@@ -52,7 +53,8 @@ struct MoeSpec {
 };
 
 // Rotary-embedding scaling (Hugging Face rope_scaling; its "rope_type", or "type" in older files).
-// kOther: a kind loom does not simulate differently and no emitter expresses (linear, dynamic, ...).
+// kOther: a kind loom does not simulate differently and no emitter expresses (linear, dynamic,
+// ...).
 enum class RopeScalingKind { kLlama3, kYarn, kOther };
 
 struct RopeScaling {
@@ -79,8 +81,8 @@ struct MlaSpec {
 
 // A decoder-only transformer as described by a Hugging Face config.json.
 struct ModelSpec {
-  std::string name;  // file name without directory and ".json" (a snapshot folder: its name)
-  std::string file;  // the path it was read from, for messages
+  std::string name;        // file name without directory and ".json" (a snapshot folder: its name)
+  std::string file;        // the path it was read from, for messages
   std::string model_type;  // Hugging Face model_type; "" when the file has none
   // Things a user should know that do not stop loom (an unknown model_type); the CLI prints them.
   std::vector<std::string> warnings;
@@ -100,20 +102,20 @@ struct ModelSpec {
   bool tie_word_embeddings = false;
   bool attention_bias = false;         // biases on the q, k and v projections
   bool attention_output_bias = false;  // a bias on the output projection (not in Qwen2)
-  bool mlp_bias = false;        // biases on the MLP projections
-  bool norm_weights = true;     // false: OLMo 1's LayerNorm without weight or bias
-  int64_t norms_per_layer = 2;  // 4 in Gemma 2 and 3: a pre- and a post-norm around each block
-  int64_t q_norm_width = 0;     // RMSNorm on the queries, per layer: head_dim (Qwen3, Gemma 3)
-                                // or num_heads * head_dim (OLMo 2); 0 without
-  int64_t k_norm_width = 0;     // the same on the keys
-  double norm_epsilon = 1e-5;   // rms_norm_eps, layer_norm_eps or layer_norm_epsilon
-  double rope_theta = 10000.0;  // rotary base; Hugging Face's default when the key is absent
-  double rotary_fraction = 1.0;  // share of each head's dims rotated: rotary_pct (GPT-NeoX: 0.25
-                                 // by default) or partial_rotary_factor
+  bool mlp_bias = false;               // biases on the MLP projections
+  bool norm_weights = true;            // false: OLMo 1's LayerNorm without weight or bias
+  int64_t norms_per_layer = 2;     // 4 in Gemma 2 and 3: a pre- and a post-norm around each block
+  int64_t q_norm_width = 0;        // RMSNorm on the queries, per layer: head_dim (Qwen3, Gemma 3)
+                                   // or num_heads * head_dim (OLMo 2); 0 without
+  int64_t k_norm_width = 0;        // the same on the keys
+  double norm_epsilon = 1e-5;      // rms_norm_eps, layer_norm_eps or layer_norm_epsilon
+  double rope_theta = 10000.0;     // rotary base; Hugging Face's default when the key is absent
+  double rotary_fraction = 1.0;    // share of each head's dims rotated: rotary_pct (GPT-NeoX: 0.25
+                                   // by default) or partial_rotary_factor
   bool parallel_residual = false;  // use_parallel_residual (GPT-NeoX): attention and MLP read the
                                    // same input and add to the residual together
   std::optional<RopeScaling> rope_scaling;  // null or absent: none
-  int64_t mtp_layers = 0;       // num_nextn_predict_layers: DeepSeek-V3's multi-token prediction
+  int64_t mtp_layers = 0;  // num_nextn_predict_layers: DeepSeek-V3's multi-token prediction
 
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;

@@ -32,26 +32,43 @@ constexpr std::string_view kTanh = "gelu_pytorch_tanh";
 // Columns: the fields of ModelFamily in order (tie: tie_word_embeddings, attn: attention_bias,
 // qkv: qkv_bias_only, mlp_b: mlp_bias, n: norms_per_layer, topk: normalize_top_k, act: activation).
 constexpr ModelFamily kFamilies[] = {
-    // model_type   mlp     tie    attn   qkv    mlp_b  position  norm           weights n  qk        topk   act
-    {"llama",       kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
-    {"mistral",     kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
-    {"mixtral",     kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
-    {"qwen2",       kGated, false, false, true,  false, kRope,    kByEpsilonKey, true,  2, kNoQk,    false, kSilu},
-    {"qwen2_moe",   kGated, false, false, true,  false, kRope,    kByEpsilonKey, true,  2, kNoQk,    false, kSilu},
-    {"qwen3",       kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kPerHead, false, kSilu},
-    {"qwen3_moe",   kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kPerHead, false, kSilu},
-    {"gemma",       kGated, true,  false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kTanh},
-    {"gemma2",      kGated, true,  false, false, false, kRope,    kByEpsilonKey, true,  4, kNoQk,    true,  kTanh},
-    {"gemma3_text", kGated, true,  false, false, false, kRope,    kByEpsilonKey, true,  4, kPerHead, true,  kTanh},
-    {"phi3",        kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
-    {"olmo",        kGated, false, false, false, false, kRope,    kLayer,        false, 2, kNoQk,    true,  kSilu},
-    {"olmo2",       kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kWhole,   true,  kSilu},
-    {"deepseek_v2", kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    false, kSilu},
-    {"deepseek_v3", kGated, false, false, false, false, kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  kSilu},
-    {"gpt_neox",    kPlain, false, true,  false, true,  kRope,    kByEpsilonKey, true,  2, kNoQk,    true,  "gelu"},
-    {"gpt2",        kPlain, true,  false, false, false, kLearned, kByEpsilonKey, true,  2, kNoQk,    true,  "gelu_new"},
-    {"opt",         kPlain, true,  false, false, false, kLearned, kByEpsilonKey, true,  2, kNoQk,    true,  "relu"},
-    {"bloom",       kPlain, true,  false, false, false, kLearned, kByEpsilonKey, true,  2, kNoQk,    true,  "gelu"},
+    // model_type   mlp     tie    attn   qkv    mlp_b  position  norm           weights n  qk topk
+    // act
+    {"llama", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kNoQk, true,
+     kSilu},
+    {"mistral", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kNoQk, true,
+     kSilu},
+    {"mixtral", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kNoQk, true,
+     kSilu},
+    {"qwen2", kGated, false, false, true, false, kRope, kByEpsilonKey, true, 2, kNoQk, false,
+     kSilu},
+    {"qwen2_moe", kGated, false, false, true, false, kRope, kByEpsilonKey, true, 2, kNoQk, false,
+     kSilu},
+    {"qwen3", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kPerHead, false,
+     kSilu},
+    {"qwen3_moe", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kPerHead,
+     false, kSilu},
+    {"gemma", kGated, true, false, false, false, kRope, kByEpsilonKey, true, 2, kNoQk, true, kTanh},
+    {"gemma2", kGated, true, false, false, false, kRope, kByEpsilonKey, true, 4, kNoQk, true,
+     kTanh},
+    {"gemma3_text", kGated, true, false, false, false, kRope, kByEpsilonKey, true, 4, kPerHead,
+     true, kTanh},
+    {"phi3", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kNoQk, true, kSilu},
+    {"olmo", kGated, false, false, false, false, kRope, kLayer, false, 2, kNoQk, true, kSilu},
+    {"olmo2", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kWhole, true,
+     kSilu},
+    {"deepseek_v2", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kNoQk, false,
+     kSilu},
+    {"deepseek_v3", kGated, false, false, false, false, kRope, kByEpsilonKey, true, 2, kNoQk, true,
+     kSilu},
+    {"gpt_neox", kPlain, false, true, false, true, kRope, kByEpsilonKey, true, 2, kNoQk, true,
+     "gelu"},
+    {"gpt2", kPlain, true, false, false, false, kLearned, kByEpsilonKey, true, 2, kNoQk, true,
+     "gelu_new"},
+    {"opt", kPlain, true, false, false, false, kLearned, kByEpsilonKey, true, 2, kNoQk, true,
+     "relu"},
+    {"bloom", kPlain, true, false, false, false, kLearned, kByEpsilonKey, true, 2, kNoQk, true,
+     "gelu"},
 };
 
 // Architecture class prefixes (before "For...") whose model_type is not their lowercase name.
@@ -60,9 +77,14 @@ struct ArchitectureName {
   std::string_view model_type;
 };
 constexpr ArchitectureName kArchitectures[] = {
-    {"Qwen2Moe", "qwen2_moe"},     {"Qwen3Moe", "qwen3_moe"}, {"Gemma3", "gemma3_text"},
-    {"DeepseekV2", "deepseek_v2"}, {"DeepseekV3", "deepseek_v3"}, {"GPTNeoX", "gpt_neox"},
-    {"GPT2", "gpt2"},              {"OPT", "opt"},
+    {"Qwen2Moe", "qwen2_moe"},
+    {"Qwen3Moe", "qwen3_moe"},
+    {"Gemma3", "gemma3_text"},
+    {"DeepseekV2", "deepseek_v2"},
+    {"DeepseekV3", "deepseek_v3"},
+    {"GPTNeoX", "gpt_neox"},
+    {"GPT2", "gpt2"},
+    {"OPT", "opt"},
 };
 
 }  // namespace
@@ -82,13 +104,15 @@ std::string ModelTypeOfArchitecture(std::string_view architecture) {
     if (a.prefix == prefix) return std::string(a.model_type);
   }
   std::string lower(prefix);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return FindModelFamily(lower) ? lower : "";
 }
 
 std::string KnownModelTypes() {
   std::string out;
-  for (const ModelFamily& f : kFamilies) out += (out.empty() ? "" : ", ") + std::string(f.model_type);
+  for (const ModelFamily& f : kFamilies)
+    out += (out.empty() ? "" : ", ") + std::string(f.model_type);
   return out;
 }
 

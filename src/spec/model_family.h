@@ -29,10 +29,10 @@ struct ModelFamily {
   bool mlp_bias;             // MLP biases the modeling code always has
   PositionKind position;
   std::optional<NormKind> norm;  // the norm when the config names no epsilon key, else nullopt
-  bool norm_weights;         // false: a LayerNorm without weight or bias (OLMo 1)
+  bool norm_weights;             // false: a LayerNorm without weight or bias (OLMo 1)
   int64_t norms_per_layer;
   QkNorm qk_norm;
-  bool normalize_top_k;      // default of norm_topk_prob for a mixture of experts
+  bool normalize_top_k;         // default of norm_topk_prob for a mixture of experts
   std::string_view activation;  // default activation when the config names none
 };
 

@@ -22,17 +22,20 @@ namespace model_reader {
 // 2048, 163840 positions) and low enough that every product loom forms from them (parameters,
 // bytes, FLOPs per token) stays inside 64 bits. A config beyond them is a typo, not a model.
 inline constexpr IntRange kLayerRange{1, 10'000};
-inline constexpr IntRange kWidthRange{1, int64_t{1} << 20};         // hidden, head and LoRA dimensions
-inline constexpr IntRange kHeadRange{1, int64_t{1} << 16};          // attention and key/value heads
-inline constexpr IntRange kMlpRange{1, int64_t{1} << 22};           // MLP and expert widths
+inline constexpr IntRange kWidthRange{1, int64_t{1} << 20};  // hidden, head and LoRA dimensions
+inline constexpr IntRange kHeadRange{1, int64_t{1} << 16};   // attention and key/value heads
+inline constexpr IntRange kMlpRange{1, int64_t{1} << 22};    // MLP and expert widths
 inline constexpr IntRange kVocabRange{1, int64_t{1} << 24};
 inline constexpr IntRange kPositionRange{1, int64_t{1} << 27};
 inline constexpr IntRange kExpertRange{1, int64_t{1} << 16};
-// A norm epsilon is a small positive number (1e-5 in Llama, 1e-6 in DeepSeek-V3); 1 or more is a typo.
+// A norm epsilon is a small positive number (1e-5 in Llama, 1e-6 in DeepSeek-V3); 1 or more is a
+// typo.
 inline constexpr NumberRange kEpsilonRange{0, 1};
-// Rotary bases run from 1e4 (the original) to 1e6 (Mixtral) and beyond; the bound only keeps them finite.
+// Rotary bases run from 1e4 (the original) to 1e6 (Mixtral) and beyond; the bound only keeps them
+// finite.
 inline constexpr NumberRange kRopeThetaRange{1, 1e12};
-// rope_scaling's factors and betas: Llama 3.1 scales by 8, DeepSeek-V3 by 40; YaRN's betas are 32 and 1.
+// rope_scaling's factors and betas: Llama 3.1 scales by 8, DeepSeek-V3 by 40; YaRN's betas are 32
+// and 1.
 inline constexpr NumberRange kRopeFactorRange{0, 1e6};
 
 // |s| in double quotes, for messages.
@@ -41,8 +44,9 @@ inline std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\
 // The mixture of experts of |config| (Mixtral, DeepSeek or Qwen MoE keys), or nullopt for a dense
 // model; problems are recorded in |r|. |m| holds the dense sizes already read; |layers| is
 // num_hidden_layers when valid.
-std::optional<MoeSpec> ReadMoe(JsonReader& r, const nlohmann::json& config, const std::optional<ModelFamily>& family,
-                               const ModelSpec& m, std::optional<int64_t> layers);
+std::optional<MoeSpec> ReadMoe(JsonReader& r, const nlohmann::json& config,
+                               const std::optional<ModelFamily>& family, const ModelSpec& m,
+                               std::optional<int64_t> layers);
 
 }  // namespace model_reader
 }  // namespace loom

@@ -19,7 +19,9 @@ class Weights {
  public:
   Weights(const ModelSpec& m, bool extras) : m_(m), extras_(extras) {}
 
-  Num Linear(Num in, Num out, bool bias) const { return in * out + (extras_ && bias ? out : Num(0)); }
+  Num Linear(Num in, Num out, bool bias) const {
+    return in * out + (extras_ && bias ? out : Num(0));
+  }
 
   // RMSNorm has a weight per feature; LayerNorm a weight and a bias; OLMo 1's LayerNorm neither.
   Num Norm(Num width) const {
@@ -52,9 +54,9 @@ class Weights {
     Num heads = m_.num_heads;
     bool bias = m_.attention_bias;
     Num q_out = heads * (Num(a.qk_nope_head_dim) + Num(a.qk_rope_head_dim));
-    Num q = a.q_lora_rank == 0
-                ? Linear(h, q_out, false)
-                : Linear(h, a.q_lora_rank, bias) + Norm(a.q_lora_rank) + Linear(a.q_lora_rank, q_out, false);
+    Num q = a.q_lora_rank == 0 ? Linear(h, q_out, false)
+                               : Linear(h, a.q_lora_rank, bias) + Norm(a.q_lora_rank) +
+                                     Linear(a.q_lora_rank, q_out, false);
     Num kv = Linear(h, Num(a.kv_lora_rank) + Num(a.qk_rope_head_dim), bias) + Norm(a.kv_lora_rank) +
              Linear(a.kv_lora_rank, heads * (Num(a.qk_nope_head_dim) + Num(a.v_head_dim)), false);
     return q + kv + Linear(heads * Num(a.v_head_dim), h, m_.attention_output_bias);
@@ -114,9 +116,10 @@ class OverflowCheck {
 
   CheckedInt operator()(CheckedInt n, std::string_view part, const std::string& keys) {
     if (n.overflowed() && status_.ok()) {
-      status_ = Status::InvalidArgument(
-          m_.file + ": the parameter count of the " + std::string(part) + " overflows 64 bits (" + keys +
-          "); check these keys against the model's real config.json: no model comes near 9.2e18 parameters");
+      status_ = Status::InvalidArgument(m_.file + ": the parameter count of the " +
+                                        std::string(part) + " overflows 64 bits (" + keys +
+                                        "); check these keys against the model's real config.json: "
+                                        "no model comes near 9.2e18 parameters");
     }
     return n;
   }
@@ -128,9 +131,11 @@ class OverflowCheck {
 };
 
 std::string AttentionKeys(const ModelSpec& m) {
-  std::string keys = KeyValues({{"hidden_size", m.hidden_size}, {"num_attention_heads", m.num_heads}});
+  std::string keys =
+      KeyValues({{"hidden_size", m.hidden_size}, {"num_attention_heads", m.num_heads}});
   if (!m.mla) {
-    return keys + ", " + KeyValues({{"num_key_value_heads", m.num_kv_heads}, {"head_dim", m.head_dim}});
+    return keys + ", " +
+           KeyValues({{"num_key_value_heads", m.num_kv_heads}, {"head_dim", m.head_dim}});
   }
   const MlaSpec& a = *m.mla;
   return keys + ", " +
@@ -153,13 +158,15 @@ Status CheckParts(const ModelSpec& m, const Weights<CheckedInt>& w) {
     check(w.Mlp(e.expert_intermediate_size), "expert MLP",
           hidden + ", " + KeyValues({{"moe_intermediate_size", e.expert_intermediate_size}}));
     check(w.Mlp(e.shared_expert_intermediate_size), "shared expert MLP",
-          hidden + ", " + KeyValues({{"shared_expert_intermediate_size", e.shared_expert_intermediate_size}}));
+          hidden + ", " +
+              KeyValues({{"shared_expert_intermediate_size", e.shared_expert_intermediate_size}}));
     check(w.MoeLayer(e.num_experts), "MoE layer",
           KeyValues({{"num_local_experts/n_routed_experts/num_experts", e.num_experts},
                      {"n_shared_experts", e.num_shared_experts}}));
   }
   check(w.Embedding(), "embedding",
-        KeyValues({{"vocab_size", m.vocab_size}, {"max_position_embeddings", m.max_position_embeddings}}) +
+        KeyValues({{"vocab_size", m.vocab_size},
+                   {"max_position_embeddings", m.max_position_embeddings}}) +
             ", " + hidden);
   return check.status();
 }
@@ -179,7 +186,8 @@ Result<ParameterCount> CountParameters(const ModelSpec& model) {
   CheckedInt head = model.tie_word_embeddings ? CheckedInt(0) : w.OutputHead();
   CheckedInt rest = w.Embedding() + head + w.Norm(model.hidden_size);  // final norm
   OverflowCheck check(model);
-  std::string keys = KeyValues({{"num_hidden_layers", model.num_layers}, {"hidden_size", model.hidden_size}});
+  std::string keys =
+      KeyValues({{"num_hidden_layers", model.num_layers}, {"hidden_size", model.hidden_size}});
   CheckedInt total = check(w.Layers(all_experts) + rest, "whole model", keys);
   CheckedInt active = check(w.Layers(top_k) + rest, "whole model", keys);
   LOOM_RETURN_IF_ERROR(check.status());
@@ -198,15 +206,16 @@ FlopsPerToken ModelFlopsPerToken(const ModelSpec& model, int64_t seq_len) {
   double qk_head_dim = static_cast<double>(model.head_dim);
   double v_head_dim = qk_head_dim;
   if (model.mla) {
-    qk_head_dim =
-        static_cast<double>(model.mla->qk_nope_head_dim) + static_cast<double>(model.mla->qk_rope_head_dim);
+    qk_head_dim = static_cast<double>(model.mla->qk_nope_head_dim) +
+                  static_cast<double>(model.mla->qk_rope_head_dim);
     v_head_dim = static_cast<double>(model.mla->v_head_dim);
   }
   int64_t top_k = model.moe ? model.moe->experts_per_token : 0;
   // The output head is a matmul even when its weight is tied to the input embedding.
   double matmul_weights = w.Layers(top_k) + w.OutputHead();
   // Scores Q K^T and the weighted sum of V: per token, each head meets all |seq_len| positions.
-  double attention = static_cast<double>(model.num_layers) * 2 * s * heads * (qk_head_dim + v_head_dim);
+  double attention =
+      static_cast<double>(model.num_layers) * 2 * s * heads * (qk_head_dim + v_head_dim);
   FlopsPerToken flops;
   flops.forward = 2 * matmul_weights + attention;
   // Backward costs twice the forward: gradients of activations and of weights (Narayanan et al.

@@ -47,8 +47,8 @@ std::string PipelineLayoutText(const std::vector<int64_t>& layers) {
 Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_t pp) {
   constexpr size_t kMaxText = 1 << 16;
   if (text.size() > kMaxText) {
-    return Status::InvalidArgument(Cat("--pipeline-layout: ", text.size(), " characters; a layout is at most ",
-                                       kMaxText));
+    return Status::InvalidArgument(
+        Cat("--pipeline-layout: ", text.size(), " characters; a layout is at most ", kMaxText));
   }
   // Unrolls "(...)*n" and "x*n" as Megatron-core's parse_str_to_list does, after dropping its
   // cosmetic commas; a repeat count is at most 2^20 and the unrolled text at most 2^24 characters.
@@ -60,30 +60,35 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
   const auto count_at = [&](size_t pos, size_t* end) -> int64_t {
     int64_t n = 0;
     size_t i = pos;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && n <= (int64_t{1} << 20)) n = n * 10 + (s[i++] - '0');
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && n <= (int64_t{1} << 20))
+      n = n * 10 + (s[i++] - '0');
     *end = i;
     return i == pos || n > (int64_t{1} << 20) ? -1 : n;
   };
   for (size_t open; (open = s.find('(')) != std::string::npos;) {
     const size_t close = s.find(')', open);
     if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != '*') {
-      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
-                                         "\": every \"(\" needs a \")*n\" (Megatron-core's syntax, e.g. "
-                                         "\"E|(t*8|)*14t*7L\")"));
+      return Status::InvalidArgument(
+          Cat("--pipeline-layout \"", text.substr(0, 80),
+              "\": every \"(\" needs a \")*n\" (Megatron-core's syntax, e.g. "
+              "\"E|(t*8|)*14t*7L\")"));
     }
     size_t end = 0;
     const int64_t n = count_at(close + 2, &end);
     const std::string body = s.substr(open + 1, close - open - 1);
-    if (n < 0 || body.find('(') != std::string::npos || body.size() * static_cast<size_t>(n) > kMaxUnrolled) {
-      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
-                                         "\": \"(...)*n\" takes a count from 0 to 2^20 and no nested parentheses"));
+    if (n < 0 || body.find('(') != std::string::npos ||
+        body.size() * static_cast<size_t>(n) > kMaxUnrolled) {
+      return Status::InvalidArgument(
+          Cat("--pipeline-layout \"", text.substr(0, 80),
+              "\": \"(...)*n\" takes a count from 0 to 2^20 and no nested parentheses"));
     }
     std::string unrolled;
     for (int64_t i = 0; i < n; ++i) unrolled += body;
     s = s.substr(0, open) + unrolled + s.substr(end);
     if (s.size() > kMaxUnrolled) {
-      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80), "\": unrolls to more than ",
-                                         kMaxUnrolled, " characters; no pipeline has that many stages"));
+      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
+                                         "\": unrolls to more than ", kMaxUnrolled,
+                                         " characters; no pipeline has that many stages"));
     }
   }
   std::vector<int64_t> layers(1, 0);
@@ -103,11 +108,14 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
     if (c == '|') {
       if (loss) break;  // checked below: L must be last
       if (layers.size() + static_cast<size_t>(times) > kMaxUnrolled) {
-        return Status::InvalidArgument("--pipeline-layout: more virtual stages than any pipeline has");
+        return Status::InvalidArgument(
+            "--pipeline-layout: more virtual stages than any pipeline has");
       }
       for (int64_t k = 0; k < times; ++k) layers.push_back(0);
     } else if (c == 't') {
-      if (loss) return Status::InvalidArgument("--pipeline-layout: \"L\" (the loss) must be the last layer");
+      if (loss)
+        return Status::InvalidArgument(
+            "--pipeline-layout: \"L\" (the loss) must be the last layer");
       layers.back() += times;
     } else if (c == 'E') {
       if (embedding || layers.size() > 1 || layers.back() > 0 || times != 1) {
@@ -116,19 +124,22 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
       }
       embedding = true;
     } else if (c == 'L') {
-      if (loss || times != 1) return Status::InvalidArgument("--pipeline-layout: \"L\" (the loss) comes once");
+      if (loss || times != 1)
+        return Status::InvalidArgument("--pipeline-layout: \"L\" (the loss) comes once");
       loss = true;
     } else {
-      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80), "\": character '", c,
-                                         "' is not a layer; Megatron-core's layouts use E (embedding), t "
-                                         "(transformer layer), L (loss) and | between virtual stages",
-                                         c == 'm' ? "; m (multi-token prediction) is not modelled by loom" : ""));
+      return Status::InvalidArgument(
+          Cat("--pipeline-layout \"", text.substr(0, 80), "\": character '", c,
+              "' is not a layer; Megatron-core's layouts use E (embedding), t "
+              "(transformer layer), L (loss) and | between virtual stages",
+              c == 'm' ? "; m (multi-token prediction) is not modelled by loom" : ""));
     }
   }
   if (!embedding || !loss || s.empty() || s.back() != 'L') {
-    return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
-                                       "\": a layout starts with E (the embedding) and ends with L (the loss), "
-                                       "e.g. \"E|(t*8|)*14t*7L\""));
+    return Status::InvalidArgument(
+        Cat("--pipeline-layout \"", text.substr(0, 80),
+            "\": a layout starts with E (the embedding) and ends with L (the loss), "
+            "e.g. \"E|(t*8|)*14t*7L\""));
   }
   if (pp < 1 || layers.size() % static_cast<size_t>(pp) != 0) {
     return Status::InvalidArgument(Cat("--pipeline-layout has ", layers.size(),

@@ -65,12 +65,14 @@ void ReadStrategyObject(JsonReader& r, Strategy* s) {
     if (layers.ok()) {
       s->layout = *std::move(layers);
     } else {
-      r.AddError("pipeline_layout", layers.status().message() + " (Megatron-core's layout syntax, e.g. "
-                                    "\"Et*7|(t*8|)*14t*7L\" for 126 layers on 16 stages)");
+      r.AddError("pipeline_layout", layers.status().message() +
+                                        " (Megatron-core's layout syntax, e.g. "
+                                        "\"Et*7|(t*8|)*14t*7L\" for 126 layers on 16 stages)");
     }
   }
   ReadInt(r, "microbatch_group", &s->microbatch_group, {0, int64_t{1} << 20});
-  if (std::optional<double> v = r.OptionalNonNegativeNumber("moe_capacity_factor")) s->moe_capacity_factor = *v;
+  if (std::optional<double> v = r.OptionalNonNegativeNumber("moe_capacity_factor"))
+    s->moe_capacity_factor = *v;
   if (std::optional<double> v = r.OptionalPositiveNumber("moe_imbalance")) s->moe_imbalance = *v;
   ReadBool(r, "overlap_grad_reduce", &s->overlap_grad_reduce);
   ReadBool(r, "overlap_param_gather", &s->overlap_param_gather);
@@ -129,8 +131,9 @@ Status InScenarioTerms(const Status& status, const std::string& file) {
         continue;
       }
       size_t j = i + 2;
-      while (j < line.size() && (std::islower(static_cast<unsigned char>(line[j])) ||
-                                 std::isdigit(static_cast<unsigned char>(line[j])) || line[j] == '-')) {
+      while (j < line.size() &&
+             (std::islower(static_cast<unsigned char>(line[j])) ||
+              std::isdigit(static_cast<unsigned char>(line[j])) || line[j] == '-')) {
         ++j;
       }
       rewritten += key_of(line.substr(i, j - i));
@@ -143,36 +146,37 @@ Status InScenarioTerms(const Status& status, const std::string& file) {
 }
 
 nlohmann::ordered_json StrategyJson(const Strategy& s) {
-  nlohmann::ordered_json out = {{"tp", s.tp},
-          {"pp", s.pp},
-          {"dp", s.dp},
-          {"cp", s.cp},
-          {"ep", s.ep},
-          {"etp", s.etp},
-          {"sp", s.sp},
-          {"vpp", s.vpp},
-          {"micro_batch", s.micro_batch},
-          {"global_batch", s.global_batch},
-          {"seq_len", s.seq_len},
-          {"schedule", kScheduleNames.Name(s.schedule)},
-          {"recompute", kRecomputeNames.Name(s.recompute)},
-          {"recompute_layers", s.recompute_layers},
-          {"zero_stage", s.zero_stage},
-          {"dtype", kDtypeNames.Name(s.dtype)},
-          {"optimizer", kOptimizerNames.Name(s.optimizer)},
-          {"offload", kOffloadNames.Name(s.offload)},
-          {"allow_cross_node_tp", s.allow_cross_node_tp},
-          {"cp_comm", kCpCommNames.Name(s.cp_comm)},
-          {"first_stage_layers", s.first_stage_layers},
-          {"last_stage_layers", s.last_stage_layers},
-          {"microbatch_group", s.microbatch_group},
-          {"moe_capacity_factor", s.moe_capacity_factor},
-          {"moe_imbalance", s.moe_imbalance},
-          {"overlap_grad_reduce", s.overlap_grad_reduce},
-          {"overlap_param_gather", s.overlap_param_gather},
-          {"tp_comm_overlap", s.tp_comm_overlap},
-          {"grad_reduce_in_bf16", s.grad_reduce_in_bf16},
-          {"grad_accumulation", kGradAccumulationNames.Name(s.grad_accumulation)}};
+  nlohmann::ordered_json out = {
+      {"tp", s.tp},
+      {"pp", s.pp},
+      {"dp", s.dp},
+      {"cp", s.cp},
+      {"ep", s.ep},
+      {"etp", s.etp},
+      {"sp", s.sp},
+      {"vpp", s.vpp},
+      {"micro_batch", s.micro_batch},
+      {"global_batch", s.global_batch},
+      {"seq_len", s.seq_len},
+      {"schedule", kScheduleNames.Name(s.schedule)},
+      {"recompute", kRecomputeNames.Name(s.recompute)},
+      {"recompute_layers", s.recompute_layers},
+      {"zero_stage", s.zero_stage},
+      {"dtype", kDtypeNames.Name(s.dtype)},
+      {"optimizer", kOptimizerNames.Name(s.optimizer)},
+      {"offload", kOffloadNames.Name(s.offload)},
+      {"allow_cross_node_tp", s.allow_cross_node_tp},
+      {"cp_comm", kCpCommNames.Name(s.cp_comm)},
+      {"first_stage_layers", s.first_stage_layers},
+      {"last_stage_layers", s.last_stage_layers},
+      {"microbatch_group", s.microbatch_group},
+      {"moe_capacity_factor", s.moe_capacity_factor},
+      {"moe_imbalance", s.moe_imbalance},
+      {"overlap_grad_reduce", s.overlap_grad_reduce},
+      {"overlap_param_gather", s.overlap_param_gather},
+      {"tp_comm_overlap", s.tp_comm_overlap},
+      {"grad_reduce_in_bf16", s.grad_reduce_in_bf16},
+      {"grad_accumulation", kGradAccumulationNames.Name(s.grad_accumulation)}};
   // Only a given layout is written: an absent key reads back as none.
   if (!s.layout.empty()) out["pipeline_layout"] = PipelineLayoutText(s.layout);
   return out;

@@ -116,15 +116,17 @@ void CheckRanges(const Strategy& s, Messages& out) {
   // Upper bounds: far beyond any training run (the largest use some 10^5 GPUs, batches of 10^4
   // sequences and contexts of 10^6 tokens), low enough that loom's products of them (ranks, tokens,
   // passes) fit in 64 bits and its schedules' 32-bit indices.
-  const std::array<int64_t, 9> most = {kMaxGroup, kMaxGroup, kMaxGroup, kMaxGroup, kMaxGroup,
-                                       1024,      int64_t{1} << 20, int64_t{1} << 30, int64_t{1} << 27};
+  const std::array<int64_t, 9> most = {kMaxGroup,        kMaxGroup,        kMaxGroup,
+                                       kMaxGroup,        kMaxGroup,        1024,
+                                       int64_t{1} << 20, int64_t{1} << 30, int64_t{1} << 27};
   bool in_range = true;
   for (size_t i = 0; i < positive.size(); ++i) {
     const auto& [flag, value] = positive[i];
     if (value < 1) {
       out.push_back(Cat(flag, " ", value, ": must be at least 1; use ", flag, " 1 or more"));
     } else if (value > most[i]) {
-      out.push_back(Cat(flag, " ", value, ": must be at most ", most[i], "; no training run is that large"));
+      out.push_back(
+          Cat(flag, " ", value, ": must be at most ", most[i], "; no training run is that large"));
     }
     in_range = in_range && value >= 1 && value <= most[i];
   }
@@ -135,13 +137,14 @@ void CheckRanges(const Strategy& s, Messages& out) {
                       "their product, the GPUs, must be at most ", kMaxGroup));
   }
   if (s.global_batch / s.micro_batch / s.dp > kMaxMicroBatches) {
-    out.push_back(Cat("--global-batch ", s.global_batch, ": ", s.global_batch / s.micro_batch / s.dp,
-                      " micro-batches per step (global batch / (micro-batch * dp)); loom simulates at most ",
-                      kMaxMicroBatches, "; raise --micro-batch or --dp"));
+    out.push_back(
+        Cat("--global-batch ", s.global_batch, ": ", s.global_batch / s.micro_batch / s.dp,
+            " micro-batches per step (global batch / (micro-batch * dp)); loom simulates at most ",
+            kMaxMicroBatches, "; raise --micro-batch or --dp"));
   }
   if (s.microbatch_group < 0 || s.microbatch_group > kMaxMicroBatches) {
-    out.push_back(Cat("--microbatch-group ", s.microbatch_group, ": must be 0 (pp, Megatron-LM's default) to ",
-                      kMaxMicroBatches));
+    out.push_back(Cat("--microbatch-group ", s.microbatch_group,
+                      ": must be 0 (pp, Megatron-LM's default) to ", kMaxMicroBatches));
   }
   const CheckedInt passes = CheckedInt(s.pp) * s.vpp * (s.global_batch / s.micro_batch / s.dp);
   if (!passes.get() || *passes.get() > kMaxPipelinePasses) {
@@ -178,13 +181,15 @@ void CheckTensorSplits(const Strategy& s, const ModelSpec& model, Messages& out)
 // GPUs that tensor parallelism may span without the network.
 std::string NvlinkDomainWords(const ClusterSpec& cluster) {
   const int64_t domain = cluster.NvlinkDomainGpus();
-  return Cat(domain, domain == cluster.gpus_per_node ? " GPUs per node" : " GPUs per NVLink domain");
+  return Cat(domain,
+             domain == cluster.gpus_per_node ? " GPUs per node" : " GPUs per NVLink domain");
 }
 
 void CheckTensorPlacement(const Strategy& s, const ClusterSpec& cluster, Messages& out) {
   const int64_t domain = cluster.NvlinkDomainGpus();
   if (s.allow_cross_node_tp || domain < 1 || s.tp <= domain) return;
-  out.push_back(Cat("--tp ", s.tp, ": exceeds the ", NvlinkDomainWords(cluster), " of ", ClusterRef(cluster),
+  out.push_back(Cat("--tp ", s.tp, ": exceeds the ", NvlinkDomainWords(cluster), " of ",
+                    ClusterRef(cluster),
                     "; tensor parallelism all-reduces activations in every layer, and over the "
                     "network that is rarely worth it; use --tp ",
                     domain, " or less, or pass --allow-cross-node-tp to accept it"));
@@ -217,16 +222,18 @@ void CheckSequenceParallel(const Strategy& s, Messages& out) {
 // transformer_config.py at NVIDIA/Megatron-LM d98e8a64).
 void CheckLayout(const Strategy& s, const ModelSpec& model, Messages& out) {
   if (s.first_stage_layers != 0 || s.last_stage_layers != 0) {
-    out.push_back(Cat("--pipeline-layout with --first-stage-layers ", s.first_stage_layers,
-                      " --last-stage-layers ", s.last_stage_layers,
-                      ": a layout places every layer itself (Megatron-core refuses both together); drop the "
-                      "stage counts, or the layout"));
+    out.push_back(
+        Cat("--pipeline-layout with --first-stage-layers ", s.first_stage_layers,
+            " --last-stage-layers ", s.last_stage_layers,
+            ": a layout places every layer itself (Megatron-core refuses both together); drop the "
+            "stage counts, or the layout"));
     return;
   }
   const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
   if (static_cast<int64_t>(s.layout.size()) != chunks) {
-    out.push_back(Cat("--pipeline-layout: ", s.layout.size(), " virtual stages, but --pp ", s.pp, " --vpp ", s.vpp,
-                      " makes ", chunks, "; give one \"|\"-separated entry per stage and model chunk"));
+    out.push_back(Cat("--pipeline-layout: ", s.layout.size(), " virtual stages, but --pp ", s.pp,
+                      " --vpp ", s.vpp, " makes ", chunks,
+                      "; give one \"|\"-separated entry per stage and model chunk"));
     return;
   }
   int64_t total = 0;
@@ -234,17 +241,20 @@ void CheckLayout(const Strategy& s, const ModelSpec& model, Messages& out) {
     const int64_t layers = s.layout[v];
     const bool end = v == 0 || v + 1 == s.layout.size();
     if (layers < 0 || layers > model.num_layers || (layers == 0 && !end)) {
-      out.push_back(Cat("--pipeline-layout: virtual stage ", v, " (stage ", static_cast<int64_t>(v) % s.pp,
-                        ", chunk ", static_cast<int64_t>(v) / s.pp, ") holds ", layers,
-                        " layers; only the first and the last virtual stage may be empty (the embedding or "
-                        "the loss alone), the others hold 1 to ", model.num_layers));
+      out.push_back(
+          Cat("--pipeline-layout: virtual stage ", v, " (stage ", static_cast<int64_t>(v) % s.pp,
+              ", chunk ", static_cast<int64_t>(v) / s.pp, ") holds ", layers,
+              " layers; only the first and the last virtual stage may be empty (the embedding or "
+              "the loss alone), the others hold 1 to ",
+              model.num_layers));
       return;
     }
     total += layers;
   }
   if (total != model.num_layers) {
-    out.push_back(Cat("--pipeline-layout places ", total, " transformer layers, and ", ModelRef(model), " has ",
-                      model.num_layers, " (num_hidden_layers); place each layer once"));
+    out.push_back(Cat("--pipeline-layout places ", total, " transformer layers, and ",
+                      ModelRef(model), " has ", model.num_layers,
+                      " (num_hidden_layers); place each layer once"));
   }
 }
 
@@ -263,13 +273,15 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
   const int64_t first = s.first_stage_layers, last = s.last_stage_layers;
   if (s.pp == 1 && (first > 0 || last > 0)) {
     out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last,
-                      " with --pp 1: one stage holds every layer, so there is nothing to place; drop them, or raise "
+                      " with --pp 1: one stage holds every layer, so there is nothing to place; "
+                      "drop them, or raise "
                       "--pp"));
     return;
   }
   if (first > model.num_layers || last > model.num_layers || first + last > model.num_layers) {
-    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last, ": ", ModelRef(model), " has ",
-                      model.num_layers, " layers (num_hidden_layers), fewer than the two stages would hold; give "
+    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last, ": ",
+                      ModelRef(model), " has ", model.num_layers,
+                      " layers (num_hidden_layers), fewer than the two stages would hold; give "
                       "counts that leave layers for the stages between"));
     return;
   }
@@ -281,31 +293,36 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
   if (first == 0 && last == 0) {
     if (model.num_layers % s.pp == 0 && model.num_layers / s.pp >= s.vpp) return;
     const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
-    out.push_back(Cat("--pp ", s.pp, " --vpp ", s.vpp, ": num_hidden_layers (", model.num_layers, ") of ",
-                      ModelRef(model), " does not split evenly over ", s.pp, " stages of ", s.vpp,
-                      " chunks each; use a pp that divides ", model.num_layers, " (", DivisorList(model.num_layers),
-                      ") with at most ", model.num_layers / std::max<int64_t>(1, s.pp),
-                      " chunks a stage, give the first and last stage their own layer counts with "
-                      "--first-stage-layers and --last-stage-layers, or place every chunk with --pipeline-layout",
-                      chunks > model.num_layers ? " (there are fewer layers than pp * vpp)" : ""));
+    out.push_back(Cat(
+        "--pp ", s.pp, " --vpp ", s.vpp, ": num_hidden_layers (", model.num_layers, ") of ",
+        ModelRef(model), " does not split evenly over ", s.pp, " stages of ", s.vpp,
+        " chunks each; use a pp that divides ", model.num_layers, " (",
+        DivisorList(model.num_layers), ") with at most ",
+        model.num_layers / std::max<int64_t>(1, s.pp),
+        " chunks a stage, give the first and last stage their own layer counts with "
+        "--first-stage-layers and --last-stage-layers, or place every chunk with --pipeline-layout",
+        chunks > model.num_layers ? " (there are fewer layers than pp * vpp)" : ""));
     return;
   }
   const int64_t fixed_stages = (first > 0) + (last > 0);
   if (s.pp < fixed_stages + (fixed_stages == 2 ? 0 : 1)) {
-    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last, " with --pp ", s.pp,
-                      ": uneven stages need a stage for each given count and one more for the rest; "
-                      "use --pp ", fixed_stages + 1, " or more"));
+    out.push_back(
+        Cat("--first-stage-layers ", first, " --last-stage-layers ", last, " with --pp ", s.pp,
+            ": uneven stages need a stage for each given count and one more for the rest; "
+            "use --pp ",
+            fixed_stages + 1, " or more"));
     return;
   }
   const int64_t middle_stages = s.pp - fixed_stages;
   const int64_t rest = model.num_layers - first - last;
-  const bool splits = middle_stages == 0 ? rest == 0 : rest >= middle_stages && rest % middle_stages == 0;
+  const bool splits =
+      middle_stages == 0 ? rest == 0 : rest >= middle_stages && rest % middle_stages == 0;
   if (!splits) {
-    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last, ": the other ", rest,
-                      " of the ", model.num_layers, " layers of ", ModelRef(model), " do not split evenly over the ",
-                      middle_stages, " other stages of --pp ", s.pp,
-                      "; choose counts that leave a multiple of ", std::max<int64_t>(middle_stages, 1),
-                      " layers (at least one per stage)"));
+    out.push_back(Cat("--first-stage-layers ", first, " --last-stage-layers ", last, ": the other ",
+                      rest, " of the ", model.num_layers, " layers of ", ModelRef(model),
+                      " do not split evenly over the ", middle_stages, " other stages of --pp ",
+                      s.pp, "; choose counts that leave a multiple of ",
+                      std::max<int64_t>(middle_stages, 1), " layers (at least one per stage)"));
     return;
   }
   // Every chunk holds a layer, but the first chunk of the first stage and the last of the last.
@@ -313,13 +330,14 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Messages& out) {
   const bool too_few = (middle_stages > 0 && middle < s.vpp) || (first > 0 && first < s.vpp - 1) ||
                        (last > 0 && last < s.vpp - 1);
   if (too_few) {
-    out.push_back(Cat("--vpp ", s.vpp, " with stages of ", first, ", ", middle, " and ", last,
-                      " layers: every model chunk but the first (beside the embedding) and the last (beside the "
-                      "loss) holds at least one layer; use --vpp ",
-                      std::max<int64_t>(1, std::min({middle_stages > 0 ? middle : INT64_MAX,
-                                                     first > 0 ? first + 1 : INT64_MAX,
-                                                     last > 0 ? last + 1 : INT64_MAX})),
-                      " or less"));
+    out.push_back(Cat(
+        "--vpp ", s.vpp, " with stages of ", first, ", ", middle, " and ", last,
+        " layers: every model chunk but the first (beside the embedding) and the last (beside the "
+        "loss) holds at least one layer; use --vpp ",
+        std::max<int64_t>(
+            1, std::min({middle_stages > 0 ? middle : INT64_MAX, first > 0 ? first + 1 : INT64_MAX,
+                         last > 0 ? last + 1 : INT64_MAX})),
+        " or less"));
   }
 }
 
@@ -343,24 +361,27 @@ void CheckInterleaved(const Strategy& s, Messages& out) {
   const int64_t per_step = SaturatingProduct({s.micro_batch, s.dp});
   if (s.global_batch % per_step != 0) return;  // CheckBatch reports it
   const int64_t micro_batches = s.global_batch / per_step;
-  const std::string count = Cat("the number of micro-batches (", micro_batches, " = --global-batch ", s.global_batch,
-                                " / (--micro-batch ", s.micro_batch, " * --dp ", s.dp, "))");
+  const std::string count =
+      Cat("the number of micro-batches (", micro_batches, " = --global-batch ", s.global_batch,
+          " / (--micro-batch ", s.micro_batch, " * --dp ", s.dp, "))");
   if (micro_batches < s.pp) {
-    out.push_back(Cat("--schedule interleaved with --pp ", s.pp, ": ", count,
-                      " is below pp, and Megatron-LM's interleaved schedule runs groups of at least pp "
-                      "micro-batches; use --global-batch ", SaturatingProduct({per_step, s.pp}),
-                      " or more, or --schedule 1f1b"));
+    out.push_back(
+        Cat("--schedule interleaved with --pp ", s.pp, ": ", count,
+            " is below pp, and Megatron-LM's interleaved schedule runs groups of at least pp "
+            "micro-batches; use --global-batch ",
+            SaturatingProduct({per_step, s.pp}), " or more, or --schedule 1f1b"));
     return;
   }
   const int64_t group = s.MicrobatchGroup();
   const int64_t rest = group > 0 ? micro_batches % group : 0;
   if (group >= s.pp && group <= micro_batches && (rest == 0 || rest >= s.pp)) return;
   const int64_t smallest = SmallestMicrobatchGroup(micro_batches, s.pp);
-  out.push_back(Cat("--schedule interleaved with --pp ", s.pp, " and micro-batch groups of ", group, ": ", count,
-                    " must split into groups of pp to ", micro_batches,
+  out.push_back(Cat("--schedule interleaved with --pp ", s.pp, " and micro-batch groups of ", group,
+                    ": ", count, " must split into groups of pp to ", micro_batches,
                     " micro-batches, the last whole or of at least pp (Megatron-LM's "
-                    "--microbatch-group-size-per-virtual-pipeline-stage); use --microbatch-group ", smallest,
-                    ", or --global-batch ", NearestMultiples(s.global_batch, SaturatingProduct({per_step, s.pp}))));
+                    "--microbatch-group-size-per-virtual-pipeline-stage); use --microbatch-group ",
+                    smallest, ", or --global-batch ",
+                    NearestMultiples(s.global_batch, SaturatingProduct({per_step, s.pp}))));
 }
 
 // ZB-V (Qi et al. 2024, "Zero Bubble Pipeline Parallelism") and DualPipeV (DeepSeek-V3 report)
@@ -410,10 +431,11 @@ void CheckSchedule(const Strategy& s, Messages& out) {
     case ScheduleKind::k1F1B:
     case ScheduleKind::kZbH1:
       if (s.microbatch_group != 0) {
-        out.push_back(Cat("--microbatch-group ", s.microbatch_group, " with --schedule ",
-                          kScheduleNames.Name(s.schedule),
-                          ": micro-batch groups belong to the interleaved schedule; drop it, or use "
-                          "--schedule interleaved"));
+        out.push_back(
+            Cat("--microbatch-group ", s.microbatch_group, " with --schedule ",
+                kScheduleNames.Name(s.schedule),
+                ": micro-batch groups belong to the interleaved schedule; drop it, or use "
+                "--schedule interleaved"));
       }
       if (s.vpp > 1) {
         out.push_back(Cat("--vpp ", s.vpp, " with --schedule ", kScheduleNames.Name(s.schedule),
@@ -456,9 +478,10 @@ void CheckWorldSize(const Strategy& s, const ClusterSpec& cluster, Messages& out
 // r chunks r and 2cp - 1 - r (Megatron-LM's get_batch_on_this_cp_rank, megatron/core/utils.py).
 void CheckContextParallel(const Strategy& s, Messages& out) {
   if (s.cp == 1 && s.cp_comm != CpComm::kP2p) {
-    out.push_back(Cat("--cp-comm ", kCpCommNames.Name(s.cp_comm),
-                      " with --cp 1: there is no context-parallel exchange to run this way; drop --cp-comm, or "
-                      "raise --cp"));
+    out.push_back(Cat(
+        "--cp-comm ", kCpCommNames.Name(s.cp_comm),
+        " with --cp 1: there is no context-parallel exchange to run this way; drop --cp-comm, or "
+        "raise --cp"));
   }
   if (s.cp < 2 || s.seq_len < 1) return;
   const int64_t chunks = SaturatingProduct({2, s.cp});
@@ -532,9 +555,10 @@ void CheckOffload(const Strategy& s, Messages& out) {
                       "runs on top of ZeRO; use --zero 1 or higher, or --offload none"));
   }
   if (s.offload == Offload::kOptimizerAndParams && s.zero_stage < 3) {
-    out.push_back(Cat("--offload optimizer+params with --zero ", s.zero_stage,
-                      ": parameters live on the CPU only between ZeRO-3's per-layer gathers; use --zero 3, "
-                      "or --offload optimizer"));
+    out.push_back(
+        Cat("--offload optimizer+params with --zero ", s.zero_stage,
+            ": parameters live on the CPU only between ZeRO-3's per-layer gathers; use --zero 3, "
+            "or --offload optimizer"));
   }
 }
 
@@ -543,59 +567,69 @@ void CheckOffload(const Strategy& s, Messages& out) {
 void CheckRecomputeLayers(const Strategy& s, const ModelSpec& model, Messages& out) {
   if (s.recompute_layers == 0) return;
   if (s.recompute_layers < 0) {
-    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": must be at least 0; use 0 for every layer"));
+    out.push_back(Cat("--recompute-layers ", s.recompute_layers,
+                      ": must be at least 0; use 0 for every layer"));
     return;
   }
   if (s.recompute != Recompute::kFull) {
-    out.push_back(Cat("--recompute-layers ", s.recompute_layers, " with --recompute ", kRecomputeNames.Name(s.recompute),
-                      ": the layer count applies to full recompute only; use --recompute full, or drop "
-                      "--recompute-layers"));
+    out.push_back(
+        Cat("--recompute-layers ", s.recompute_layers, " with --recompute ",
+            kRecomputeNames.Name(s.recompute),
+            ": the layer count applies to full recompute only; use --recompute full, or drop "
+            "--recompute-layers"));
     return;
   }
   Messages split;
   CheckLayerSplit(s, model, split);
-  if (!AllPositive({s.pp, s.vpp}) || !split.empty()) return;  // the range and layer-split rules report it
+  if (!AllPositive({s.pp, s.vpp}) || !split.empty())
+    return;  // the range and layer-split rules report it
   const std::vector<int64_t> layers = LayersPerVirtualStage(s, model.num_layers);
   const int64_t most = *std::max_element(layers.begin(), layers.end());
   if (s.recompute_layers > most) {
-    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": the largest model chunk of ", ModelRef(model),
-                      " holds ", most, " layers; use --recompute-layers ", most, " or less"));
+    out.push_back(Cat("--recompute-layers ", s.recompute_layers, ": the largest model chunk of ",
+                      ModelRef(model), " holds ", most, " layers; use --recompute-layers ", most,
+                      " or less"));
   }
 }
 
 // The expert rank grid of Megatron-core (megatron/core/parallel_state.py, the expert
 // RankGenerator): etp fastest, then ep, then expert data parallel, over the same tp * cp * dp
 // ranks as the attention layers.
-void CheckExpertTensorParallel(const Strategy& s, const ModelSpec& model, const ClusterSpec& cluster,
-                               Messages& out) {
+void CheckExpertTensorParallel(const Strategy& s, const ModelSpec& model,
+                               const ClusterSpec& cluster, Messages& out) {
   if (s.etp == 0) return;
   if (s.etp < 0) {
-    out.push_back(Cat("--etp ", s.etp, ": must be at least 1, or 0 for the tp size (Megatron-LM's default)"));
+    out.push_back(
+        Cat("--etp ", s.etp, ": must be at least 1, or 0 for the tp size (Megatron-LM's default)"));
     return;
   }
   if (!model.moe.has_value() || model.moe->num_experts < 1) {
     if (s.etp != 1 && s.etp != s.tp) {
-      out.push_back(Cat("--etp ", s.etp, ": ", ModelRef(model), " is a dense model with no experts to split; drop --etp"));
+      out.push_back(Cat("--etp ", s.etp, ": ", ModelRef(model),
+                        " is a dense model with no experts to split; drop --etp"));
     }
     return;
   }
   const int64_t ffn = model.moe->expert_intermediate_size;
   if (ffn > 0 && ffn % s.etp != 0) {
-    out.push_back(Cat("--etp ", s.etp, ": the expert intermediate size (", ffn, ") of ", ModelRef(model),
-                      " is not divisible by it; use an etp that divides ", ffn, " (", DivisorList(ffn), ")"));
+    out.push_back(Cat("--etp ", s.etp, ": the expert intermediate size (", ffn, ") of ",
+                      ModelRef(model), " is not divisible by it; use an etp that divides ", ffn,
+                      " (", DivisorList(ffn), ")"));
   }
   if (!AllPositive({s.tp, s.dp, s.cp, s.ep})) return;
   const int64_t ranks = SaturatingProduct({s.tp, s.dp, s.cp});
   const int64_t group = SaturatingProduct({s.ep, s.etp});
   if (ranks % group != 0) {
     out.push_back(Cat("--ep ", s.ep, " --etp ", s.etp, ": the expert grid (ep * etp = ", group,
-                      ") is carved from the tp * dp * cp = ", ranks, " ranks of a stage, and ", ranks,
-                      " is not divisible by ", group, "; use an ep * etp that divides ", ranks));
+                      ") is carved from the tp * dp * cp = ", ranks, " ranks of a stage, and ",
+                      ranks, " is not divisible by ", group, "; use an ep * etp that divides ",
+                      ranks));
   }
   const int64_t domain = cluster.NvlinkDomainGpus();
   if (!s.allow_cross_node_tp && domain >= 1 && s.etp > domain) {
     out.push_back(Cat("--etp ", s.etp, ": exceeds the ", NvlinkDomainWords(cluster), " of ",
-                      ClusterRef(cluster), "; use --etp ", domain, " or less, or pass --allow-cross-node-tp"));
+                      ClusterRef(cluster), "; use --etp ", domain,
+                      " or less, or pass --allow-cross-node-tp"));
   }
 }
 
@@ -607,9 +641,10 @@ void CheckMoeRouting(const Strategy& s, const ModelSpec& model, Messages& out) {
                       ": must be positive, or 0 for dropless routing (Megatron-LM's default)"));
   }
   if (!(s.moe_imbalance >= 1) || !std::isfinite(s.moe_imbalance)) {
-    out.push_back(Cat("--moe-imbalance ", s.moe_imbalance,
-                      ": the busiest expert's tokens over the mean cannot be below 1; use 1 for a balanced "
-                      "router, more for a skewed one"));
+    out.push_back(
+        Cat("--moe-imbalance ", s.moe_imbalance,
+            ": the busiest expert's tokens over the mean cannot be below 1; use 1 for a balanced "
+            "router, more for a skewed one"));
   }
   if (!moe && (s.moe_capacity_factor != 0 || s.moe_imbalance != 1.0)) {
     out.push_back(Cat("--moe-capacity-factor / --moe-imbalance: ", ModelRef(model),
@@ -623,15 +658,18 @@ void CheckMoeRouting(const Strategy& s, const ModelSpec& model, Messages& out) {
 void CheckZeroWithPipeline(const Strategy& s, Messages& out) {
   if (s.zero_stage < 2 || s.zero_stage > 3) return;
   if (s.schedule == ScheduleKind::kZbH1) {
-    out.push_back(Cat("--zero ", s.zero_stage, " with --schedule zb-h1: ZeRO-2 and -3 reduce-scatter each "
-                      "micro-batch's gradients as its backward produces them, which a deferred weight-gradient "
-                      "pass would hold back; use --schedule 1f1b"));
+    out.push_back(Cat(
+        "--zero ", s.zero_stage,
+        " with --schedule zb-h1: ZeRO-2 and -3 reduce-scatter each "
+        "micro-batch's gradients as its backward produces them, which a deferred weight-gradient "
+        "pass would hold back; use --schedule 1f1b"));
   }
   if (s.pp <= 1) return;
-  out.push_back(Cat("--zero ", s.zero_stage, " with --pp ", s.pp,
-                    ": ZeRO stages 2 and 3 shard gradients across micro-batches, which pipeline "
-                    "parallelism accumulates (DeepSpeed refuses the pair); use --zero 1 (Megatron-LM's "
-                    "distributed optimizer) or --pp 1"));
+  out.push_back(
+      Cat("--zero ", s.zero_stage, " with --pp ", s.pp,
+          ": ZeRO stages 2 and 3 shard gradients across micro-batches, which pipeline "
+          "parallelism accumulates (DeepSpeed refuses the pair); use --zero 1 (Megatron-LM's "
+          "distributed optimizer) or --pp 1"));
 }
 
 // Megatron-LM's validate_args: --overlap-param-gather needs the distributed optimizer and
@@ -639,17 +677,20 @@ void CheckZeroWithPipeline(const Strategy& s, Messages& out) {
 // applies to bf16 and fp8 training.
 void CheckOverlap(const Strategy& s, Messages& out) {
   if (s.overlap_param_gather && s.zero_stage < 1) {
-    out.push_back("--overlap-param-gather with --zero 0: there is no parameter all-gather without the "
-                  "distributed optimizer; use --zero 1 or more, or drop --overlap-param-gather");
+    out.push_back(
+        "--overlap-param-gather with --zero 0: there is no parameter all-gather without the "
+        "distributed optimizer; use --zero 1 or more, or drop --overlap-param-gather");
   }
   if (s.overlap_param_gather && !s.overlap_grad_reduce) {
-    out.push_back("--overlap-param-gather without --overlap-grad-reduce: Megatron-LM requires both; add "
-                  "--overlap-grad-reduce");
+    out.push_back(
+        "--overlap-param-gather without --overlap-grad-reduce: Megatron-LM requires both; add "
+        "--overlap-grad-reduce");
   }
   if (s.tp_comm_overlap && (s.tp < 2 || !s.sp)) {
-    out.push_back(Cat("--tp-comm-overlap with --tp ", s.tp, s.sp ? "" : " and no --sp",
-                      ": it overlaps the sequence-parallel all-gathers and reduce-scatters with GEMMs; "
-                      "use --tp 2 or more with --sp, or drop --tp-comm-overlap"));
+    out.push_back(
+        Cat("--tp-comm-overlap with --tp ", s.tp, s.sp ? "" : " and no --sp",
+            ": it overlaps the sequence-parallel all-gathers and reduce-scatters with GEMMs; "
+            "use --tp 2 or more with --sp, or drop --tp-comm-overlap"));
   }
   // fp8 runs on bf16 parameters and gradients (Megatron-LM takes --fp8-format on top of --bf16), so
   // bf16 reduction applies to it as to bf16: megatron/training/arguments.py reads
@@ -665,9 +706,10 @@ void CheckOverlap(const Strategy& s, Messages& out) {
 // into; plain .grad accumulation has none.
 void CheckGradAccumulation(const Strategy& s, Messages& out) {
   if (s.grad_accumulation == GradAccumulation::kAutograd && s.zero_stage >= 1) {
-    out.push_back(Cat("--grad-accumulation autograd with --zero ", s.zero_stage,
-                      ": the sharded optimizer reduces a contiguous main-gradient buffer, which autograd "
-                      "accumulation has none of; use --grad-accumulation fused or add, or --zero 0"));
+    out.push_back(
+        Cat("--grad-accumulation autograd with --zero ", s.zero_stage,
+            ": the sharded optimizer reduces a contiguous main-gradient buffer, which autograd "
+            "accumulation has none of; use --grad-accumulation fused or add, or --zero 0"));
   }
 }
 

@@ -83,11 +83,11 @@ inline constexpr EnumNames<GradAccumulation, 3> kGradAccumulationNames({{
 
 // How one training step is spread over GPUs. Field names follow Megatron-LM's arguments.
 struct Strategy {
-  int64_t tp = 1;   // tensor parallel
-  int64_t pp = 1;   // pipeline parallel
-  int64_t dp = 1;   // data parallel
-  int64_t cp = 1;   // context parallel
-  int64_t ep = 1;   // expert parallel
+  int64_t tp = 1;  // tensor parallel
+  int64_t pp = 1;  // pipeline parallel
+  int64_t dp = 1;  // data parallel
+  int64_t cp = 1;  // context parallel
+  int64_t ep = 1;  // expert parallel
   // Expert tensor parallel: the ranks each expert's MLP is split over (Megatron-LM's
   // --expert-tensor-parallel-size). 0 means tp, Megatron-LM's default.
   int64_t etp = 0;
@@ -107,7 +107,7 @@ struct Strategy {
   Optimizer optimizer = Optimizer::kAdam;
   Offload offload = Offload::kNone;
   bool allow_cross_node_tp = false;  // accept tp > GPUs per node
-  CpComm cp_comm = CpComm::kP2p;       // Megatron-LM's default
+  CpComm cp_comm = CpComm::kP2p;     // Megatron-LM's default
   // Uneven pipeline stages (Megatron-LM's --decoder-first-pipeline-num-layers and
   // --decoder-last-pipeline-num-layers): transformer layers on the first and last stage, the rest
   // split evenly over the stages between. 0: an even split.
@@ -180,7 +180,8 @@ std::vector<std::string> StrategyViolations(const Strategy& strategy, const Mode
                                             const ClusterSpec& cluster);
 
 // OK, or InvalidArgument with every violation on its own line.
-Status ValidateStrategy(const Strategy& strategy, const ModelSpec& model, const ClusterSpec& cluster);
+Status ValidateStrategy(const Strategy& strategy, const ModelSpec& model,
+                        const ClusterSpec& cluster);
 
 }  // namespace loom
 

@@ -12,14 +12,15 @@ std::string Str(int64_t v) { return std::to_string(v); }
 Status CheckRange(const ModelSpec& model, int64_t first_layer, int64_t num_layers,
                   int64_t full_recompute_layers) {
   if (first_layer < 0 || num_layers < 0 || first_layer + num_layers > model.num_layers) {
-    return Status::InvalidArgument("layers " + Str(first_layer) + " to " + Str(first_layer + num_layers - 1) +
-                                   " are not all in the model, which has " + Str(model.num_layers) +
-                                   " (num_hidden_layers); use a range inside 0 to " +
-                                   Str(model.num_layers - 1));
+    return Status::InvalidArgument(
+        "layers " + Str(first_layer) + " to " + Str(first_layer + num_layers - 1) +
+        " are not all in the model, which has " + Str(model.num_layers) +
+        " (num_hidden_layers); use a range inside 0 to " + Str(model.num_layers - 1));
   }
   if (full_recompute_layers < 0 || full_recompute_layers > num_layers) {
     return Status::InvalidArgument("--recompute-num-layers " + Str(full_recompute_layers) +
-                                   ": must be between 0 and the " + Str(num_layers) + " layers of the range");
+                                   ": must be between 0 and the " + Str(num_layers) +
+                                   " layers of the range");
   }
   return Status::Ok();
 }
@@ -42,9 +43,9 @@ Result<ActivationBytes> LayerActivationBytes(const ModelSpec& model, const Strat
   return SumActivationBytes(*ops);
 }
 
-Result<int64_t> KeptActivationBytes(const ModelSpec& model, const Strategy& strategy, int64_t first_layer,
-                                    int64_t num_layers, int64_t full_recompute_layers,
-                                    const LayerOpsOptions& options) {
+Result<int64_t> KeptActivationBytes(const ModelSpec& model, const Strategy& strategy,
+                                    int64_t first_layer, int64_t num_layers,
+                                    int64_t full_recompute_layers, const LayerOpsOptions& options) {
   LOOM_RETURN_IF_ERROR(CheckRange(model, first_layer, num_layers, full_recompute_layers));
   Strategy full = strategy;
   full.recompute = Recompute::kFull;
@@ -66,7 +67,8 @@ Result<int64_t> KeptActivationBytes(const ModelSpec& model, const Strategy& stra
     }
     total += kept;
   }
-  if (total.overflowed()) return Status::InvalidArgument("activation bytes of the layers overflow 64 bits");
+  if (total.overflowed())
+    return Status::InvalidArgument("activation bytes of the layers overflow 64 bits");
   return total.value();
 }
 

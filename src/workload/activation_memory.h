@@ -35,8 +35,9 @@ Result<ActivationBytes> LayerActivationBytes(const ModelSpec& model, const Strat
 // (Megatron-LM's --recompute-method block --recompute-num-layers). |options.layer| is ignored.
 // Errors: those of BuildTransformerLayerOps, and InvalidArgument for a layer range outside the
 // model or full_recompute_layers outside [0, num_layers].
-Result<int64_t> KeptActivationBytes(const ModelSpec& model, const Strategy& strategy, int64_t first_layer,
-                                    int64_t num_layers, int64_t full_recompute_layers,
+Result<int64_t> KeptActivationBytes(const ModelSpec& model, const Strategy& strategy,
+                                    int64_t first_layer, int64_t num_layers,
+                                    int64_t full_recompute_layers,
                                     const LayerOpsOptions& options = {});
 
 }  // namespace loom

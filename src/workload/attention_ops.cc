@@ -27,17 +27,20 @@ CollectiveShape CpKvGather(const LayerDims& d, CollectiveKind kind) {
 }
 
 AttentionShape FlashShape(const LayerDims& d, bool backward) {
-  return {d.batch, d.heads, d.kv_heads, d.seq, d.seq_kv, d.head_dim, d.head_dim, true, backward, d.act_dtype};
+  return {d.batch,    d.heads,    d.kv_heads, d.seq,    d.seq_kv,
+          d.head_dim, d.head_dim, true,       backward, d.act_dtype};
 }
 
 std::vector<Op> FusedCoreForward(const LayerDims& d, CoreSaves saves) {
   std::vector<Op> ops;
   if (d.cp > 1)
-    ops.push_back(MakeCollective(OpName::kCpKvAllGather, CpKvGather(d, CollectiveKind::kAllGather)));
+    ops.push_back(
+        MakeCollective(OpName::kCpKvAllGather, CpKvGather(d, CollectiveKind::kAllGather)));
   // It also reads its output O in backward; O is the output projection's saved input, and in a
   // replay a new O that the replayed kernel keeps.
-  const int64_t saved = saves == CoreSaves::kReplay ? d.Bytes(d.tokens, d.q_width) + LogSumExpBytes(d)
-                                                    : QkvBytes(d) + LogSumExpBytes(d);
+  const int64_t saved = saves == CoreSaves::kReplay
+                            ? d.Bytes(d.tokens, d.q_width) + LogSumExpBytes(d)
+                            : QkvBytes(d) + LogSumExpBytes(d);
   ops.push_back(MakeAttention(OpName::kFlashAttention, FlashShape(d, false), saved));
   return ops;
 }
@@ -66,11 +69,13 @@ std::vector<Op> UnfusedCoreForward(const LayerDims& d, CoreSaves saves) {
   const int64_t dropped = d.dropout ? probs : 0;  // without dropout the softmax output is reused
   const int64_t batch = d.batch * d.heads;
   std::vector<Op> ops;
-  ops.push_back(MakeGemm(OpName::kAttentionScores, {d.seq, d.seq_kv, d.head_dim, batch, d.gemm_dtype},
+  ops.push_back(MakeGemm(OpName::kAttentionScores,
+                         {d.seq, d.seq_kv, d.head_dim, batch, d.gemm_dtype},
                          replay ? 0 : d.Bytes(d.tokens, d.q_width + d.kv_width)));
   ops.push_back(MakeMemory(OpName::kAttentionSoftmax, {CausalScoreBytes(d), probs}, probs));
   if (d.dropout) ops.push_back(MakeMemory(OpName::kAttentionDropout, {probs, probs + mask}, mask));
-  ops.push_back(MakeGemm(OpName::kAttentionContext, {d.seq, d.head_dim, d.seq_kv, batch, d.gemm_dtype},
+  ops.push_back(MakeGemm(OpName::kAttentionContext,
+                         {d.seq, d.head_dim, d.seq_kv, batch, d.gemm_dtype},
                          dropped + (replay ? 0 : d.Bytes(d.tokens, d.kv_width))));
   const int64_t context = d.Bytes(d.tokens, d.q_width);
   ops.push_back(MakeMemory(OpName::kAttentionContextCopy, {context, context}));
@@ -91,11 +96,12 @@ std::vector<Op> CoreForward(const LayerDims& d, CoreSaves saves) {
 void AppendCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
   if (!d.unfused) {
     if (d.cp > 1)
-      ops->push_back(MakeCollective(OpName::kCpKvRegather, CpKvGather(d, CollectiveKind::kAllGather)));
+      ops->push_back(
+          MakeCollective(OpName::kCpKvRegather, CpKvGather(d, CollectiveKind::kAllGather)));
     ops->push_back(MakeAttention(OpName::kFlashAttentionGrad, FlashShape(d, true)));
     if (d.cp > 1) {
-      ops->push_back(
-          MakeCollective(OpName::kCpKvGradReduceScatter, CpKvGather(d, CollectiveKind::kReduceScatter)));
+      ops->push_back(MakeCollective(OpName::kCpKvGradReduceScatter,
+                                    CpKvGather(d, CollectiveKind::kReduceScatter)));
     }
     return;
   }
@@ -103,15 +109,19 @@ void AppendCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
   const int64_t batch = d.batch * d.heads;
   const Dtype t = d.gemm_dtype;
   // dP = dO V^T and dV = P^T dO; dS = softmax'(dP); dQ = dS K and dK = dS^T Q.
-  ops->push_back(MakeGemm(OpName::kAttentionContextDgradProbs, {d.seq, d.seq_kv, d.head_dim, batch, t}));
-  ops->push_back(MakeGemm(OpName::kAttentionContextDgradValues, {d.seq_kv, d.head_dim, d.seq, batch, t}));
+  ops->push_back(
+      MakeGemm(OpName::kAttentionContextDgradProbs, {d.seq, d.seq_kv, d.head_dim, batch, t}));
+  ops->push_back(
+      MakeGemm(OpName::kAttentionContextDgradValues, {d.seq_kv, d.head_dim, d.seq, batch, t}));
   if (d.dropout) {
     const int64_t mask = probs / d.act_bytes;
     ops->push_back(MakeMemory(OpName::kAttentionDropoutGrad, {probs + mask, probs}));
   }
   ops->push_back(MakeMemory(OpName::kAttentionSoftmaxGrad, {2 * CausalScoreBytes(d), probs}));
-  ops->push_back(MakeGemm(OpName::kAttentionScoresDgradQuery, {d.seq, d.head_dim, d.seq_kv, batch, t}));
-  ops->push_back(MakeGemm(OpName::kAttentionScoresDgradKey, {d.seq_kv, d.head_dim, d.seq, batch, t}));
+  ops->push_back(
+      MakeGemm(OpName::kAttentionScoresDgradQuery, {d.seq, d.head_dim, d.seq_kv, batch, t}));
+  ops->push_back(
+      MakeGemm(OpName::kAttentionScoresDgradKey, {d.seq_kv, d.head_dim, d.seq, batch, t}));
 }
 
 // Rotary embedding of q and k in place (Su et al. 2021); its backward rotates the gradients back.
@@ -128,14 +138,15 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
   std::vector<Op>& f = ops.forward;
   f.push_back(NormOp(d, OpName::kInputNorm));
   AppendColumnInputForward(d, OpName::kAttentionInputAllGather, &f);
-  f.push_back(MakeGemm(OpName::kQkvProj, d.Gemm(d.tokens, qkv_width, d.hidden), ColumnInputSavedBytes(d)));
+  f.push_back(
+      MakeGemm(OpName::kQkvProj, d.Gemm(d.tokens, qkv_width, d.hidden), ColumnInputSavedBytes(d)));
   if (d.unfused && d.attention_bias) f.push_back(ColumnBiasOp(d, OpName::kQkvBias, qkv_width));
   if (d.rope) f.push_back(RotaryOp(d, OpName::kRotary));
   const bool selective = d.recompute == Recompute::kSelective;
   Append(CoreForward(d, selective ? CoreSaves::kCheckpointInputs : CoreSaves::kAll), &f);
   if (selective) ops.recompute = CoreForward(d, CoreSaves::kReplay);
-  f.push_back(
-      MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, d.q_width), d.Bytes(d.tokens, d.q_width)));
+  f.push_back(MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, d.q_width),
+                       d.Bytes(d.tokens, d.q_width)));
   AppendRowOutputForward(d, OpName::kAttentionOutputReduce, &f);
   f.push_back(ResidualOp(d, OpName::kAttentionResidual));
 
@@ -150,8 +161,10 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
   AppendColumnInputGradReduce(d, OpName::kAttentionInputGradReduce, &b);
   b.push_back(NormGradOp(d, OpName::kInputNormGrad));
 
-  ops.backward_weight.push_back(MakeGemm(OpName::kOutProjWgrad, d.Gemm(d.q_width, d.hidden, d.tokens)));
-  ops.backward_weight.push_back(MakeGemm(OpName::kQkvProjWgrad, d.Gemm(d.hidden, qkv_width, d.tokens)));
+  ops.backward_weight.push_back(
+      MakeGemm(OpName::kOutProjWgrad, d.Gemm(d.q_width, d.hidden, d.tokens)));
+  ops.backward_weight.push_back(
+      MakeGemm(OpName::kQkvProjWgrad, d.Gemm(d.hidden, qkv_width, d.tokens)));
   if (d.unfused && d.attention_output_bias) {
     ops.backward_weight.push_back(BiasGradOp(d, OpName::kOutProjBgrad, d.tokens_sp, d.hidden));
   }

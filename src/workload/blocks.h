@@ -16,10 +16,11 @@ namespace loom {
 // attention core, and the forward keeps only the core's inputs Q, K and V of it.
 LayerOps AttentionBlockOps(const LayerDims& d);
 
-// Pre-norm multi-head latent attention (DeepSeek-V2 Section 2.1) with its residual, as Megatron-core's
-// MLASelfAttention runs it: replicated down projections on the rank's own tokens, column-parallel up
-// projections, the fused core with query/key heads of qk_nope + qk_rope and value heads of
-// v_head_dim, row-parallel output projection. Recompute as AttentionBlockOps. REQUIRES: d.mla.
+// Pre-norm multi-head latent attention (DeepSeek-V2 Section 2.1) with its residual, as
+// Megatron-core's MLASelfAttention runs it: replicated down projections on the rank's own tokens,
+// column-parallel up projections, the fused core with query/key heads of qk_nope + qk_rope and
+// value heads of v_head_dim, row-parallel output projection. Recompute as AttentionBlockOps.
+// REQUIRES: d.mla.
 LayerOps LatentAttentionBlockOps(const LayerDims& d);
 
 // Pre-norm dense MLP with its residual; no recompute list of its own.

@@ -41,7 +41,8 @@ int64_t GradAccumulatorBytes(const Strategy& strategy) {
 
 void AppendGradAccumulation(const Strategy& strategy, int64_t params, LayerOps* ops) {
   const int64_t accumulator = GradAccumulatorBytes(strategy);
-  const int64_t gradient = BytesPerParameter(strategy).weight;  // autograd writes it in the param dtype
+  const int64_t gradient =
+      BytesPerParameter(strategy).weight;  // autograd writes it in the param dtype
   int64_t adds = params;
   switch (strategy.grad_accumulation) {
     case GradAccumulation::kFused:

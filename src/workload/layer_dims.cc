@@ -24,28 +24,30 @@ Status CheckMoe(const ModelSpec& m, const Strategy& s) {
   const MoeSpec& e = *m.moe;
   if (e.num_experts < 1 || e.experts_per_token < 1 || e.experts_per_token > e.num_experts ||
       e.expert_intermediate_size < 1) {
-    return Status::InvalidArgument(ModelRef(m) + ": the MoE needs at least one expert, 1 to " +
-                                   Str(e.num_experts) +
-                                   " experts per token and a positive expert intermediate size (experts " +
-                                   Str(e.num_experts) + ", num_experts_per_tok " + Str(e.experts_per_token) +
-                                   ", moe_intermediate_size " + Str(e.expert_intermediate_size) + ")");
+    return Status::InvalidArgument(
+        ModelRef(m) + ": the MoE needs at least one expert, 1 to " + Str(e.num_experts) +
+        " experts per token and a positive expert intermediate size (experts " +
+        Str(e.num_experts) + ", num_experts_per_tok " + Str(e.experts_per_token) +
+        ", moe_intermediate_size " + Str(e.expert_intermediate_size) + ")");
   }
   if (s.ep < 1 || e.num_experts % s.ep != 0) {
-    return Status::InvalidArgument("--ep " + Str(s.ep) + ": the " + Str(e.num_experts) + " experts of " +
-                                   ModelRef(m) + " do not split over it; use an ep that divides " +
-                                   Str(e.num_experts));
+    return Status::InvalidArgument(
+        "--ep " + Str(s.ep) + ": the " + Str(e.num_experts) + " experts of " + ModelRef(m) +
+        " do not split over it; use an ep that divides " + Str(e.num_experts));
   }
   // Shared experts split over tp, routed experts over etp.
   for (auto [flag, parts] : {std::pair{"--tp", s.tp}, {"--etp", s.ExpertTp()}}) {
     if (parts >= 1 && e.expert_intermediate_size % parts == 0) continue;
     return Status::InvalidArgument(ModelRef(m) + ": the expert intermediate size (" +
-                                   Str(e.expert_intermediate_size) + ") is not divisible by " + flag + " " +
-                                   Str(parts) + "; use a " + flag + " that divides it");
+                                   Str(e.expert_intermediate_size) + ") is not divisible by " +
+                                   flag + " " + Str(parts) + "; use a " + flag +
+                                   " that divides it");
   }
   // megatron/core/transformer/transformer_config.py refuses expert and tensor parallelism without
   // sequence parallelism; the token dispatcher expects each tp rank to route its own s/tp tokens.
   if (s.tp > 1 && !s.sp) {
-    return Status::InvalidArgument("--tp " + Str(s.tp) + " without --sp: the MoE layers of " + ModelRef(m) +
+    return Status::InvalidArgument("--tp " + Str(s.tp) + " without --sp: the MoE layers of " +
+                                   ModelRef(m) +
                                    " route sequence-parallel tokens (Megatron-LM requires sequence "
                                    "parallelism with MoE and tensor parallelism); add --sp");
   }
@@ -55,49 +57,58 @@ Status CheckMoe(const ModelSpec& m, const Strategy& s) {
 Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
   if (o.attention != AttentionKernel::kUnfused) return Status::Ok();
   if (m.mla) {
-    return Status::Unimplemented(ModelRef(m) +
-                                 ": the unfused attention kernel is not modelled for multi-head latent "
-                                 "attention (kv_lora_rank " +
-                                 Str(m.mla->kv_lora_rank) + "); use the fused kernel");
+    return Status::Unimplemented(
+        ModelRef(m) +
+        ": the unfused attention kernel is not modelled for multi-head latent "
+        "attention (kv_lora_rank " +
+        Str(m.mla->kv_lora_rank) + "); use the fused kernel");
   }
   if (m.num_kv_heads != m.num_heads || s.cp > 1) {
-    return Status::Unimplemented(ModelRef(m) +
-                                 ": the unfused attention kernel is modelled for multi-head attention "
-                                 "without context parallelism only (num_key_value_heads " +
-                                 Str(m.num_kv_heads) + ", --cp " + Str(s.cp) + "); use the fused kernel");
+    return Status::Unimplemented(
+        ModelRef(m) +
+        ": the unfused attention kernel is modelled for multi-head attention "
+        "without context parallelism only (num_key_value_heads " +
+        Str(m.num_kv_heads) + ", --cp " + Str(s.cp) + "); use the fused kernel");
   }
   // Megatron-LM's causal softmax kernel (FusedScaleMaskSoftmax.is_kernel_available,
   // megatron/core/fusions/fused_softmax.py at NVIDIA/Megatron-LM d98e8a64) takes 16-bit scores,
   // 16 < seq <= 4096, seq a multiple of 4 and micro-batch * heads per rank a multiple of 4; other
   // shapes fall back to PyTorch's fp32 softmax, several kernels whose traffic loom does not model.
   const Dtype act = ActivationDtype(s.dtype);
-  const int64_t attn_batches = s.tp > 0 && m.num_heads % s.tp == 0 ? s.micro_batch * (m.num_heads / s.tp) : 0;
+  const int64_t attn_batches =
+      s.tp > 0 && m.num_heads % s.tp == 0 ? s.micro_batch * (m.num_heads / s.tp) : 0;
   if ((act != Dtype::kBf16 && act != Dtype::kFp16) || s.seq_len <= 16 || s.seq_len > 4096 ||
       s.seq_len % 4 != 0 || attn_batches % 4 != 0) {
     return Status::Unimplemented(
-        ModelRef(m) + ": Megatron-LM's fused causal softmax needs bf16 or fp16 scores, 16 < --seq <= 4096 "
-        "with --seq a multiple of 4, and --micro-batch * heads per tp rank a multiple of 4 (--dtype " +
+        ModelRef(m) +
+        ": Megatron-LM's fused causal softmax needs bf16 or fp16 scores, 16 < --seq <= 4096 "
+        "with --seq a multiple of 4, and --micro-batch * heads per tp rank a multiple of 4 "
+        "(--dtype " +
         std::string(kDtypeNames.Name(s.dtype)) + ", --seq " + Str(s.seq_len) + ", --micro-batch " +
         Str(s.micro_batch) + ", " + Str(m.num_heads) + " heads over --tp " + Str(s.tp) +
-        "); elsewhere it falls back to PyTorch's fp32 softmax, which loom does not model; use the fused "
+        "); elsewhere it falls back to PyTorch's fp32 softmax, which loom does not model; use the "
+        "fused "
         "attention kernel or such a shape");
   }
   return Status::Ok();
 }
 
 // "key (value) of model is not divisible by --flag n; fix".
-Status CheckDivides(const ModelSpec& m, const char* key, int64_t size, const char* flag, int64_t parts,
-                    const char* why) {
+Status CheckDivides(const ModelSpec& m, const char* key, int64_t size, const char* flag,
+                    int64_t parts, const char* why) {
   if (size % parts == 0) return Status::Ok();
-  return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(size) + ") is not divisible by " +
-                                 flag + " " + Str(parts) + why + "; use a " + flag + " that divides " +
-                                 Str(size));
+  return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(size) +
+                                 ") is not divisible by " + flag + " " + Str(parts) + why +
+                                 "; use a " + flag + " that divides " + Str(size));
 }
 
 Status CheckSplits(const ModelSpec& m, const Strategy& s) {
-  for (auto [name, v] :
-       {std::pair{"--tp", s.tp}, {"--cp", s.cp}, {"--micro-batch", s.micro_batch}, {"--seq", s.seq_len}}) {
-    if (v < 1) return Status::InvalidArgument(std::string(name) + " " + Str(v) + ": must be at least 1");
+  for (auto [name, v] : {std::pair{"--tp", s.tp},
+                         {"--cp", s.cp},
+                         {"--micro-batch", s.micro_batch},
+                         {"--seq", s.seq_len}}) {
+    if (v < 1)
+      return Status::InvalidArgument(std::string(name) + " " + Str(v) + ": must be at least 1");
   }
   for (auto [key, v] : {std::pair{"hidden_size", m.hidden_size},
                         {"num_attention_heads", m.num_heads},
@@ -106,16 +117,18 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s) {
                         {"intermediate_size", m.intermediate_size},
                         {"vocab_size", m.vocab_size}}) {
     if (v < 1)
-      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) + ") must be at least 1");
+      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) +
+                                     ") must be at least 1");
   }
   LOOM_RETURN_IF_ERROR(CheckDivides(m, "num_attention_heads", m.num_heads, "--tp", s.tp, ""));
   LOOM_RETURN_IF_ERROR(CheckDivides(m, "num_key_value_heads", m.num_kv_heads, "--tp", s.tp,
                                     " (Megatron-core splits the query groups over tp)"));
   LOOM_RETURN_IF_ERROR(CheckDivides(m, "intermediate_size", m.intermediate_size, "--tp", s.tp, ""));
   if (m.num_heads % m.num_kv_heads != 0) {
-    return Status::InvalidArgument(ModelRef(m) + ": num_attention_heads (" + Str(m.num_heads) +
-                                   ") is not a multiple of num_key_value_heads (" + Str(m.num_kv_heads) +
-                                   "); every key/value head must serve the same number of query heads");
+    return Status::InvalidArgument(
+        ModelRef(m) + ": num_attention_heads (" + Str(m.num_heads) +
+        ") is not a multiple of num_key_value_heads (" + Str(m.num_kv_heads) +
+        "); every key/value head must serve the same number of query heads");
   }
   // Megatron splits each sequence into 2 * cp chunks and gives rank r chunks r and 2cp-1-r, which
   // balances causal attention (megatron/core/utils.py, get_batch_on_this_cp_rank).
@@ -126,7 +139,8 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s) {
                                    " chunks; use a --seq divisible by " + Str(cp_chunks));
   }
   if (s.sp && (s.seq_len / s.cp) % s.tp != 0) {
-    return Status::InvalidArgument("--seq " + Str(s.seq_len) + " with --sp: the " + Str(s.seq_len / s.cp) +
+    return Status::InvalidArgument("--seq " + Str(s.seq_len) + " with --sp: the " +
+                                   Str(s.seq_len / s.cp) +
                                    " tokens per cp rank do not split over --tp " + Str(s.tp) +
                                    "; use a --seq divisible by cp * tp = " + Str(s.cp * s.tp));
   }
@@ -137,19 +151,23 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s) {
 Status CheckOverflow(const ModelSpec& m, const LayerDims& d) {
   const int64_t width = std::max({d.hidden, d.q_width + 2 * d.kv_width, 2 * d.ffn, d.vocab});
   CheckedInt gemm_flops = CheckedInt(2) * d.tokens * width * std::max(d.hidden, 2 * d.ffn) * 4;
-  CheckedInt attention_flops = CheckedInt(8) * d.batch * d.heads * d.seq * d.seq_kv * d.head_dim * 4;
+  CheckedInt attention_flops =
+      CheckedInt(8) * d.batch * d.heads * d.seq * d.seq_kv * d.head_dim * 4;
   CheckedInt saved = CheckedInt(d.tokens) * width * 4 * 32;
   const int64_t expert_width = std::max(d.expert_ffn, d.shared_ffn);
   // The busiest rank's expert rows are at most every routing rank's: tokens_sp * top_k * ep * etp.
   const int64_t expert_rows = std::max(d.tokens, d.tokens_sp * d.etp * d.ep);
-  CheckedInt moe = CheckedInt(2) * expert_rows * std::max<int64_t>(d.top_k, 1) * d.hidden * expert_width * 8 +
-                   CheckedInt(d.tokens) * d.experts * d.hidden * 8;
-  if (!gemm_flops.overflowed() && !attention_flops.overflowed() && !saved.overflowed() && !moe.overflowed()) {
+  CheckedInt moe =
+      CheckedInt(2) * expert_rows * std::max<int64_t>(d.top_k, 1) * d.hidden * expert_width * 8 +
+      CheckedInt(d.tokens) * d.experts * d.hidden * 8;
+  if (!gemm_flops.overflowed() && !attention_flops.overflowed() && !saved.overflowed() &&
+      !moe.overflowed()) {
     return Status::Ok();
   }
   return Status::InvalidArgument(
-      ModelRef(m) + ": the layer's FLOP or byte counts overflow 64 bits (hidden_size " + Str(d.hidden) +
-      ", intermediate_size " + Str(m.intermediate_size) + ", tokens per micro-batch " + Str(d.tokens) +
+      ModelRef(m) + ": the layer's FLOP or byte counts overflow 64 bits (hidden_size " +
+      Str(d.hidden) + ", intermediate_size " + Str(m.intermediate_size) +
+      ", tokens per micro-batch " + Str(d.tokens) +
       "); check the model's sizes and --micro-batch/--seq");
 }
 
@@ -162,7 +180,8 @@ Status CheckLatentAttention(const ModelSpec& m) {
                         {"qk_nope_head_dim", a.qk_nope_head_dim},
                         {"v_head_dim", a.v_head_dim}}) {
     if (v < 1)
-      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) + ") must be at least 1");
+      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) +
+                                     ") must be at least 1");
   }
   if (a.q_lora_rank < 0) {
     return Status::InvalidArgument(ModelRef(m) + ": q_lora_rank (" + Str(a.q_lora_rank) +
@@ -187,9 +206,11 @@ Status SetLatentAttentionDims(const ModelSpec& m, LayerDims* d) {
   const CheckedInt width = head * d->heads + a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim;
   const int64_t k = std::max({d->hidden, a.q_lora_rank, a.kv_lora_rank});
   const CheckedInt gemm_flops = CheckedInt(2) * d->tokens * width * k * 4;
-  const CheckedInt attention_flops = CheckedInt(8) * d->batch * d->heads * d->seq * d->seq_kv * head;
+  const CheckedInt attention_flops =
+      CheckedInt(8) * d->batch * d->heads * d->seq * d->seq_kv * head;
   const CheckedInt saved = CheckedInt(d->tokens) * width * 4 * 32;
-  if (!gemm_flops.overflowed() && !attention_flops.overflowed() && !saved.overflowed()) return Status::Ok();
+  if (!gemm_flops.overflowed() && !attention_flops.overflowed() && !saved.overflowed())
+    return Status::Ok();
   return Status::InvalidArgument(
       ModelRef(m) + ": the latent attention's FLOP or byte counts overflow 64 bits (q_lora_rank " +
       Str(a.q_lora_rank) + ", kv_lora_rank " + Str(a.kv_lora_rank) + ", tokens per micro-batch " +
@@ -213,7 +234,8 @@ std::string ModelRef(const ModelSpec& model) {
   return model.name.empty() ? std::string("the model") : model.name;
 }
 
-Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
+Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
+                                   const LayerOpsOptions& o) {
   LOOM_RETURN_IF_ERROR(CheckSplits(m, s));
   LayerDims d;
   d.batch = s.micro_batch;
@@ -297,9 +319,11 @@ void AppendColumnInputForward(const LayerDims& d, OpName gather, std::vector<Op>
   AppendColumnInputForward(d, gather, d.hidden, ops);
 }
 
-void AppendColumnInputForward(const LayerDims& d, OpName gather, int64_t width, std::vector<Op>* ops) {
+void AppendColumnInputForward(const LayerDims& d, OpName gather, int64_t width,
+                              std::vector<Op>* ops) {
   if (d.tp == 1 || !d.sp) return;
-  ops->push_back(MakeCollective(gather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Bytes(d.tokens, width)}));
+  ops->push_back(MakeCollective(
+      gather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Bytes(d.tokens, width)}));
 }
 
 void AppendColumnInputRegather(const LayerDims& d, OpName regather, std::vector<Op>* ops) {
@@ -310,7 +334,8 @@ void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, std::vector<
   AppendColumnInputGradReduce(d, reduce, d.hidden, ops);
 }
 
-void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, int64_t width, std::vector<Op>* ops) {
+void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, int64_t width,
+                                 std::vector<Op>* ops) {
   if (d.tp == 1) return;
   const CollectiveKind kind = d.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   ops->push_back(MakeCollective(reduce, {kind, CommGroup::kTp, d.Bytes(d.tokens, width)}));
@@ -324,7 +349,8 @@ void AppendRowOutputForward(const LayerDims& d, OpName reduce, std::vector<Op>* 
 
 void AppendRowOutputBackward(const LayerDims& d, OpName gather, std::vector<Op>* ops) {
   if (d.tp == 1 || !d.sp) return;
-  ops->push_back(MakeCollective(gather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
+  ops->push_back(
+      MakeCollective(gather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
 }
 
 int64_t ColumnInputSavedBytes(const LayerDims& d) { return d.Hidden(d.tokens_sp); }

@@ -50,10 +50,10 @@ struct LayerDims {
   int64_t shared_ffn = 0;     // shared experts * expert intermediate size / tp
   // Expert parallelism of the routed experts (Megatron-core's expert grid: etp fastest, then ep,
   // then expert data parallel), and the router's load model (see MoeRouting).
-  int64_t etp = 1;                // ranks each routed expert's MLP is split over (Strategy::ExpertTp)
-  int64_t expert_ffn = 0;         // expert intermediate size / etp
-  double capacity_factor = 0;     // 0: dropless
-  double imbalance = 1.0;         // busiest expert's rows over the mean
+  int64_t etp = 1;             // ranks each routed expert's MLP is split over (Strategy::ExpertTp)
+  int64_t expert_ffn = 0;      // expert intermediate size / etp
+  double capacity_factor = 0;  // 0: dropless
+  double imbalance = 1.0;      // busiest expert's rows over the mean
   int64_t tp = 1;
   int64_t cp = 1;
   int64_t act_bytes = 2;  // bytes of one activation element
@@ -69,7 +69,7 @@ struct LayerDims {
   bool unfused = false;
   bool attention_bias = false;         // the model's q, k and v projections have biases
   bool attention_output_bias = false;  // its output projection has one (not in Qwen2)
-  bool mlp_bias = false;        // its MLP projections have biases
+  bool mlp_bias = false;               // its MLP projections have biases
   Recompute recompute = Recompute::kNone;
 
   // Bytes of |rows| x |width| activations.
@@ -81,10 +81,11 @@ struct LayerDims {
 
 // OK if |options.layer| exists, its MoE (if any) splits over |strategy|, and its attention kernel
 // is modelled for |strategy| and its attention (the fused kernel only for latent attention).
-Status CheckLayerSupported(const ModelSpec& model, const Strategy& strategy, const LayerOpsOptions& options);
+Status CheckLayerSupported(const ModelSpec& model, const Strategy& strategy,
+                           const LayerOpsOptions& options);
 
-// Derives and checks the sizes; the layer itself is checked by CheckLayerSupported. Errors name the model,
-// the key, the setting and the fix.
+// Derives and checks the sizes; the layer itself is checked by CheckLayerSupported. Errors name the
+// model, the key, the setting and the fix.
 Result<LayerDims> ComputeLayerDims(const ModelSpec& model, const Strategy& strategy,
                                    const LayerOpsOptions& options);
 
@@ -125,8 +126,10 @@ void AppendColumnInputRegather(const LayerDims& d, OpName regather, std::vector<
 void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, std::vector<Op>* ops);
 // The same around a column-parallel linear whose input is |width| wide per token, not hidden
 // (MLA's up projections read the q and kv latents); the regather is a second forward gather.
-void AppendColumnInputForward(const LayerDims& d, OpName gather, int64_t width, std::vector<Op>* ops);
-void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, int64_t width, std::vector<Op>* ops);
+void AppendColumnInputForward(const LayerDims& d, OpName gather, int64_t width,
+                              std::vector<Op>* ops);
+void AppendColumnInputGradReduce(const LayerDims& d, OpName reduce, int64_t width,
+                                 std::vector<Op>* ops);
 // After a row-parallel linear, forward: a reduce-scatter with sp, else an all-reduce.
 void AppendRowOutputForward(const LayerDims& d, OpName reduce, std::vector<Op>* ops);
 // Its backward B: with sp an all-gather of the output gradient; nothing without.

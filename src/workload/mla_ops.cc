@@ -7,7 +7,8 @@
 //              -> kv path: linear_kv_down_proj (hidden -> kv_lora_rank + qk_rope), kv_layernorm,
 //                 linear_kv_up_proj (kv_lora_rank -> heads * (qk_nope + v_head_dim));
 //              -> rotary on the rope parts, concatenation into Q and K, the core attention with
-//                 head dims qk_nope + qk_rope (Q, K) and v_head_dim (V); linear_proj (row parallel).
+//                 head dims qk_nope + qk_rope (Q, K) and v_head_dim (V); linear_proj (row
+//                 parallel).
 // The split over tp, as Megatron-core places it: the down projections are plain TELinear layers
 // built with parallel_mode "duplicated" (replicated on every tp rank), the up projections and
 // linear_q_proj column parallel, linear_proj row parallel. With sequence parallelism the
@@ -64,13 +65,15 @@ AttentionShape FlashShape(const LayerDims& d, bool backward) {
 // K and V of the whole sequence for context parallelism; MLA's K is qk_nope + qk_rope wide per
 // head, its V v_head_dim.
 CollectiveShape CpKvGather(const LayerDims& d, CollectiveKind kind) {
-  return {kind, CommGroup::kCp, d.Bytes(d.batch * d.seq_kv, d.heads * (QkHeadDim(d) + d.v_head_dim))};
+  return {kind, CommGroup::kCp,
+          d.Bytes(d.batch * d.seq_kv, d.heads * (QkHeadDim(d) + d.v_head_dim))};
 }
 
 std::vector<Op> CoreForward(const LayerDims& d, CoreSaves saves) {
   std::vector<Op> ops;
   if (d.cp > 1)
-    ops.push_back(MakeCollective(OpName::kCpKvAllGather, CpKvGather(d, CollectiveKind::kAllGather)));
+    ops.push_back(
+        MakeCollective(OpName::kCpKvAllGather, CpKvGather(d, CollectiveKind::kAllGather)));
   int64_t saved = QkvBytes(d) + LogSumExpBytes(d);
   if (saves == CoreSaves::kCheckpointInputs) saved = QkvBytes(d);
   if (saves == CoreSaves::kReplay) saved = d.Bytes(d.tokens, OutWidth(d)) + LogSumExpBytes(d);
@@ -80,11 +83,12 @@ std::vector<Op> CoreForward(const LayerDims& d, CoreSaves saves) {
 
 void AppendCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
   if (d.cp > 1)
-    ops->push_back(MakeCollective(OpName::kCpKvRegather, CpKvGather(d, CollectiveKind::kAllGather)));
+    ops->push_back(
+        MakeCollective(OpName::kCpKvRegather, CpKvGather(d, CollectiveKind::kAllGather)));
   ops->push_back(MakeAttention(OpName::kFlashAttentionGrad, FlashShape(d, true)));
   if (d.cp > 1) {
-    ops->push_back(
-        MakeCollective(OpName::kCpKvGradReduceScatter, CpKvGather(d, CollectiveKind::kReduceScatter)));
+    ops->push_back(MakeCollective(OpName::kCpKvGradReduceScatter,
+                                  CpKvGather(d, CollectiveKind::kReduceScatter)));
   }
 }
 
@@ -112,11 +116,12 @@ Op RotaryOp(const LayerDims& d, OpName name, bool backward) {
 void AppendQueryForward(const LayerDims& d, std::vector<Op>* f) {
   if (d.q_lora_rank == 0) {
     AppendColumnInputForward(d, OpName::kAttentionInputAllGather, f);
-    f->push_back(MakeGemm(OpName::kQProj, d.Gemm(d.tokens, QUpWidth(d), d.hidden), ColumnInputSavedBytes(d)));
+    f->push_back(MakeGemm(OpName::kQProj, d.Gemm(d.tokens, QUpWidth(d), d.hidden),
+                          ColumnInputSavedBytes(d)));
     return;
   }
-  f->push_back(
-      MakeGemm(OpName::kQDownProj, d.Gemm(d.tokens_sp, d.q_lora_rank, d.hidden), d.Hidden(d.tokens_sp)));
+  f->push_back(MakeGemm(OpName::kQDownProj, d.Gemm(d.tokens_sp, d.q_lora_rank, d.hidden),
+                        d.Hidden(d.tokens_sp)));
   f->push_back(LatentNormOp(d, OpName::kQNorm, d.q_lora_rank));
   AppendColumnInputForward(d, OpName::kQUpInputAllGather, d.q_lora_rank, f);
   f->push_back(MakeGemm(OpName::kQUpProj, d.Gemm(d.tokens, QUpWidth(d), d.q_lora_rank),
@@ -185,8 +190,8 @@ LayerOps LatentAttentionBlockOps(const LayerDims& d) {
   const bool selective = d.recompute == Recompute::kSelective;
   Append(CoreForward(d, selective ? CoreSaves::kCheckpointInputs : CoreSaves::kAll), &f);
   if (selective) ops.recompute = CoreForward(d, CoreSaves::kReplay);
-  f.push_back(
-      MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, OutWidth(d)), d.Bytes(d.tokens, OutWidth(d))));
+  f.push_back(MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, OutWidth(d)),
+                       d.Bytes(d.tokens, OutWidth(d))));
   AppendRowOutputForward(d, OpName::kAttentionOutputReduce, &f);
   f.push_back(ResidualOp(d, OpName::kAttentionResidual));
 

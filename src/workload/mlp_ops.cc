@@ -19,8 +19,8 @@ void AppendMlpForward(const LayerDims& d, int64_t ffn, bool keeps_input, std::ve
   // both of its inputs, gate and up (Shazeer 2020).
   const int64_t act_saved = d.Bytes(d.tokens, up);
   AppendColumnInputForward(d, OpName::kMlpInputAllGather, f);
-  f->push_back(
-      MakeGemm(OpName::kMlpUp, d.Gemm(d.tokens, up, d.hidden), keeps_input ? ColumnInputSavedBytes(d) : 0));
+  f->push_back(MakeGemm(OpName::kMlpUp, d.Gemm(d.tokens, up, d.hidden),
+                        keeps_input ? ColumnInputSavedBytes(d) : 0));
   f->push_back(MakeMemory(OpName::kMlpActivation, {act_saved, d.Bytes(d.tokens, ffn)}, act_saved));
   f->push_back(MakeGemm(OpName::kMlpDown, d.Gemm(d.tokens, d.hidden, ffn), d.Bytes(d.tokens, ffn)));
   AppendRowOutputForward(d, OpName::kMlpOutputReduce, f);
@@ -31,7 +31,8 @@ void AppendMlpBackward(const LayerDims& d, int64_t ffn, std::vector<Op>* b) {
   AppendRowOutputBackward(d, OpName::kMlpOutputGradAllGather, b);
   b->push_back(MakeGemm(OpName::kMlpDownDgrad, d.Gemm(d.tokens, ffn, d.hidden)));
   // Reads the output gradient and the kept inputs, writes the inputs' gradients.
-  b->push_back(MakeMemory(OpName::kMlpActivationGrad, {d.Bytes(d.tokens, ffn + up), d.Bytes(d.tokens, up)}));
+  b->push_back(
+      MakeMemory(OpName::kMlpActivationGrad, {d.Bytes(d.tokens, ffn + up), d.Bytes(d.tokens, up)}));
   AppendColumnInputRegather(d, OpName::kMlpInputRegather, b);
   b->push_back(MakeGemm(OpName::kMlpUpDgrad, d.Gemm(d.tokens, d.hidden, up)));
   AppendColumnInputGradReduce(d, OpName::kMlpInputGradReduce, b);

@@ -46,7 +46,8 @@ StateBytesPerParam BytesPerParameter(const Strategy& strategy) {
   return BytesPerParameter(strategy.dtype, strategy.optimizer, strategy.grad_reduce_in_bf16);
 }
 
-MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimizer, bool grad_reduce_in_bf16) {
+MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimizer,
+                                 bool grad_reduce_in_bf16) {
   const bool full_precision = FullPrecision(dtype);
   const bool fp16 = dtype == Dtype::kFp16;
   const int64_t gradient = GradientBytes(dtype, grad_reduce_in_bf16);
@@ -83,15 +84,17 @@ MemoryShape OptimizerStepTraffic(int64_t params, Dtype dtype, Optimizer optimize
   return MemoryShape{r.overflowed() ? kMax : r.value(), w.overflowed() ? kMax : w.value()};
 }
 
-Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optimizer, bool grad_reduce_in_bf16) {
+Result<ModelStateBytes> ModelStates(int64_t params, Dtype dtype, Optimizer optimizer,
+                                    bool grad_reduce_in_bf16) {
   StateBytesPerParam per_param = BytesPerParameter(dtype, optimizer, grad_reduce_in_bf16);
   CheckedInt weights = CheckedInt(params) * per_param.weight;
   CheckedInt gradients = CheckedInt(params) * per_param.gradient;
   CheckedInt optimizer_bytes = CheckedInt(params) * per_param.optimizer;
   CheckedInt total = weights + gradients + optimizer_bytes;
   if (total.overflowed()) {
-    return Status::InvalidArgument("model states of " + std::to_string(params) +
-                                   " parameters overflow 64-bit byte counts; check the model's sizes");
+    return Status::InvalidArgument(
+        "model states of " + std::to_string(params) +
+        " parameters overflow 64-bit byte counts; check the model's sizes");
   }
   return ModelStateBytes{weights.value(), gradients.value(), optimizer_bytes.value()};
 }
@@ -103,8 +106,8 @@ int64_t MinGpusForModelStates(const ModelStateBytes& states, int64_t gpu_memory_
 namespace {
 
 // Bytes of one state of |p| under ZeRO: a 1/|ranks| shard of each group when |sharded|.
-CheckedInt StateBytes(const RankParameters& p, int64_t dense_ranks, int64_t expert_ranks, bool sharded,
-                      int64_t bytes_per_param) {
+CheckedInt StateBytes(const RankParameters& p, int64_t dense_ranks, int64_t expert_ranks,
+                      bool sharded, int64_t bytes_per_param) {
   const int64_t dense = sharded ? CeilDiv(p.dense, dense_ranks) : p.dense;
   const int64_t expert = sharded ? CeilDiv(p.expert, expert_ranks) : p.expert;
   return (CheckedInt(dense) + expert) * bytes_per_param;
@@ -112,20 +115,24 @@ CheckedInt StateBytes(const RankParameters& p, int64_t dense_ranks, int64_t expe
 
 }  // namespace
 
-Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strategy& strategy, int64_t stage) {
+Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strategy& strategy,
+                                           int64_t stage) {
   Result<RankParameters> params = ParametersPerRank(model, strategy, stage);
   if (!params.ok()) return params.status();
   if (strategy.zero_stage < 0 || strategy.zero_stage > 3) {
-    return Status::InvalidArgument("--zero " + std::to_string(strategy.zero_stage) +
-                                   ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use 0, 1, 2 or 3");
+    return Status::InvalidArgument(
+        "--zero " + std::to_string(strategy.zero_stage) +
+        ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use 0, 1, 2 or 3");
   }
   const int64_t dense_ranks = strategy.dp * strategy.cp;
   const int64_t expert_grid = strategy.ep * strategy.ExpertTp();
-  if (strategy.dp < 1 || strategy.cp < 1 || expert_grid < 1 || (strategy.tp * dense_ranks) % expert_grid != 0) {
-    return Status::InvalidArgument("--tp " + std::to_string(strategy.tp) + " * --dp " + std::to_string(strategy.dp) +
-                                   " * --cp " + std::to_string(strategy.cp) + " must be a positive multiple of --ep " +
-                                   std::to_string(strategy.ep) + " * --etp " + std::to_string(strategy.ExpertTp()) +
-                                   " (the expert grid is carved out of those ranks); change --ep or --etp");
+  if (strategy.dp < 1 || strategy.cp < 1 || expert_grid < 1 ||
+      (strategy.tp * dense_ranks) % expert_grid != 0) {
+    return Status::InvalidArgument(
+        "--tp " + std::to_string(strategy.tp) + " * --dp " + std::to_string(strategy.dp) +
+        " * --cp " + std::to_string(strategy.cp) + " must be a positive multiple of --ep " +
+        std::to_string(strategy.ep) + " * --etp " + std::to_string(strategy.ExpertTp()) +
+        " (the expert grid is carved out of those ranks); change --ep or --etp");
   }
   const int64_t expert_ranks = strategy.ExpertDp();
   const StateBytesPerParam per = BytesPerParameter(strategy);

@@ -113,14 +113,16 @@ struct RankParameters {
 // Errors: InvalidArgument for a stage outside [0, pp), layers that do not split over pp * vpp,
 // sizes that do not split over tp (or the expert size over etp) or experts over ep. Multi-head
 // latent attention keeps its down projections and their norms whole on every tp rank.
-Result<RankParameters> ParametersPerRank(const ModelSpec& model, const Strategy& strategy, int64_t stage);
+Result<RankParameters> ParametersPerRank(const ModelSpec& model, const Strategy& strategy,
+                                         int64_t stage);
 
 // Parameters of transformer layer |layer| (0-based) on one rank, split as ParametersPerRank splits
 // them: the attention, the two norms and the MLP or, in an MoE layer, the router, the shared
 // experts and the rank's num_experts / ep routed experts. The sizes are not checked to split over
 // tp, etp and ep (ComputeLayerDims checks them for the layer's ops). Errors: InvalidArgument for a
 // layer outside [0, num_hidden_layers), a degree below 1, or a count that overflows.
-Result<int64_t> LayerParametersPerRank(const ModelSpec& model, const Strategy& strategy, int64_t layer);
+Result<int64_t> LayerParametersPerRank(const ModelSpec& model, const Strategy& strategy,
+                                       int64_t layer);
 
 // Model-state bytes of one rank, on its GPU and on its host.
 struct RankModelStates {
@@ -134,12 +136,13 @@ struct RankModelStates {
 // gradients, stage 3 also the weights, each over the ranks that hold the same parameters: dp * cp
 // for dense parameters (Megatron's distributed optimizer shards over data and context parallel
 // ranks), Strategy::ExpertDp() = tp * dp * cp / (ep * etp) for routed experts. A shard is
-// rounded up to whole parameters. With optimizer offload the (sharded) optimizer states live on the host (ZeRO-Offload, Ren et al.
-// 2021, Section 4.1); with optimizer+params offload the weight shard lives there too, fetched to
-// the GPU layer by layer when ZeRO-3 gathers it (ZeRO-Infinity, Rajbhandari et al. 2021).
-// Errors: those of ParametersPerRank; InvalidArgument if tp * dp * cp does not split over
-// ep * etp or a byte count overflows.
-Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strategy& strategy, int64_t stage);
+// rounded up to whole parameters. With optimizer offload the (sharded) optimizer states live on the
+// host (ZeRO-Offload, Ren et al. 2021, Section 4.1); with optimizer+params offload the weight shard
+// lives there too, fetched to the GPU layer by layer when ZeRO-3 gathers it (ZeRO-Infinity,
+// Rajbhandari et al. 2021). Errors: those of ParametersPerRank; InvalidArgument if tp * dp * cp
+// does not split over ep * etp or a byte count overflows.
+Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strategy& strategy,
+                                           int64_t stage);
 
 }  // namespace loom
 

@@ -61,9 +61,11 @@ void AppendGrouped(const ExpertLoad& load, OpName name, ShapeOf shape_of, int64_
 }
 
 void AppendEp(const LayerDims& d, OpName name, int64_t bytes, std::vector<Op>* ops) {
-  if (d.ep > 1) ops->push_back(MakeCollective(name, {CollectiveKind::kAllToAll, CommGroup::kEp, bytes}));
+  if (d.ep > 1)
+    ops->push_back(MakeCollective(name, {CollectiveKind::kAllToAll, CommGroup::kEp, bytes}));
 }
-void AppendEtp(const LayerDims& d, OpName name, CollectiveKind kind, int64_t bytes, std::vector<Op>* ops) {
+void AppendEtp(const LayerDims& d, OpName name, CollectiveKind kind, int64_t bytes,
+               std::vector<Op>* ops) {
   if (d.etp > 1) ops->push_back(MakeCollective(name, {kind, CommGroup::kEtp, bytes}));
 }
 
@@ -73,9 +75,11 @@ void AppendDispatch(const LayerDims& d, const ExpertLoad& load, std::vector<Op>*
   const int64_t gathered = GatheredBytes(d, load);
   // Router logits, then softmax (or sigmoid) and top-k; keeps the fp32 scores for their backward.
   const int64_t scores = d.tokens_sp * d.experts * kFp32;
-  f->push_back(MakeGemm(OpName::kRouter, d.Gemm(d.tokens_sp, d.experts, d.hidden), d.Hidden(d.tokens_sp)));
+  f->push_back(
+      MakeGemm(OpName::kRouter, d.Gemm(d.tokens_sp, d.experts, d.hidden), d.Hidden(d.tokens_sp)));
   f->push_back(MakeMemory(OpName::kRouterTopK,
-                          {d.Bytes(d.tokens_sp, d.experts), scores + RoutedRows(d) * kFp32}, scores));
+                          {d.Bytes(d.tokens_sp, d.experts), scores + RoutedRows(d) * kFp32},
+                          scores));
   f->push_back(MakeMemory(OpName::kMoePermute, {d.Hidden(d.tokens_sp), KeptBytes(d, load)}));
   AppendEp(d, OpName::kMoeDispatch, AllToAllBytes(d, load), f);
   AppendEtp(d, OpName::kMoeDispatchAllGather, CollectiveKind::kAllGather, gathered, f);
@@ -87,8 +91,8 @@ void AppendExpertsForward(const LayerDims& d, const ExpertLoad& load, std::vecto
   const int64_t rows = load.rows;
   AppendGrouped(
       load, OpName::kExpertUp, [&](int64_t m) { return d.Gemm(m, up, d.hidden); }, d.Hidden(1), f);
-  f->push_back(MakeMemory(OpName::kExpertActivation, {d.Bytes(rows, up), d.Bytes(rows, d.expert_ffn)},
-                          d.Bytes(rows, up)));
+  f->push_back(MakeMemory(OpName::kExpertActivation,
+                          {d.Bytes(rows, up), d.Bytes(rows, d.expert_ffn)}, d.Bytes(rows, up)));
   AppendGrouped(
       load, OpName::kExpertDown, [&](int64_t m) { return d.Gemm(m, d.hidden, d.expert_ffn); },
       d.Bytes(1, d.expert_ffn), f);
@@ -103,16 +107,18 @@ void AppendCombine(const LayerDims& d, const ExpertLoad& load, std::vector<Op>* 
   // Weights each expert output by its routing probability and sums a token's top_k outputs; keeps
   // both for the probabilities' gradient.
   const int64_t probs = RoutedRows(d) * kFp32;
-  f->push_back(MakeMemory(OpName::kMoeUnpermute, {kept + probs, d.Hidden(d.tokens_sp)}, kept + probs));
+  f->push_back(
+      MakeMemory(OpName::kMoeUnpermute, {kept + probs, d.Hidden(d.tokens_sp)}, kept + probs));
 }
 
 void AppendExpertsBackward(const LayerDims& d, const ExpertLoad& load, std::vector<Op>* b) {
   const int64_t up = ExpertUpWidth(d);
   const int64_t rows = load.rows;
   AppendGrouped(
-      load, OpName::kExpertDownDgrad, [&](int64_t m) { return d.Gemm(m, d.expert_ffn, d.hidden); }, 0, b);
-  b->push_back(
-      MakeMemory(OpName::kExpertActivationGrad, {d.Bytes(rows, d.expert_ffn + up), d.Bytes(rows, up)}));
+      load, OpName::kExpertDownDgrad, [&](int64_t m) { return d.Gemm(m, d.expert_ffn, d.hidden); },
+      0, b);
+  b->push_back(MakeMemory(OpName::kExpertActivationGrad,
+                          {d.Bytes(rows, d.expert_ffn + up), d.Bytes(rows, up)}));
   AppendGrouped(
       load, OpName::kExpertUpDgrad, [&](int64_t m) { return d.Gemm(m, d.hidden, up); }, 0, b);
 }
@@ -122,7 +128,8 @@ void AppendBackward(const LayerDims& d, const ExpertLoad& load, std::vector<Op>*
   const int64_t gathered = GatheredBytes(d, load);
   const int64_t a2a = AllToAllBytes(d, load);
   const int64_t probs = RoutedRows(d) * kFp32;
-  b->push_back(MakeMemory(OpName::kMoeUnpermuteGrad, {d.Hidden(d.tokens_sp) + kept + probs, kept + probs}));
+  b->push_back(
+      MakeMemory(OpName::kMoeUnpermuteGrad, {d.Hidden(d.tokens_sp) + kept + probs, kept + probs}));
   AppendEp(d, OpName::kMoeCombineGrad, a2a, b);
   AppendEtp(d, OpName::kMoeCombineGradAllGather, CollectiveKind::kAllGather, gathered, b);
   if (SortsChunks(d)) b->push_back(Copy(OpName::kMoeUnsortChunksGrad, gathered));
@@ -162,7 +169,8 @@ LayerOps MoeMlpOps(const LayerDims& d) {
   if (shared) AppendMlpWeightGrads(d, d.shared_ffn, &w);
   const int64_t up = ExpertUpWidth(d);
   AppendGrouped(
-      load, OpName::kExpertDownWgrad, [&](int64_t k) { return d.Gemm(d.expert_ffn, d.hidden, k); }, 0, &w);
+      load, OpName::kExpertDownWgrad, [&](int64_t k) { return d.Gemm(d.expert_ffn, d.hidden, k); },
+      0, &w);
   AppendGrouped(
       load, OpName::kExpertUpWgrad, [&](int64_t k) { return d.Gemm(d.hidden, up, k); }, 0, &w);
   w.push_back(MakeGemm(OpName::kRouterWgrad, d.Gemm(d.hidden, d.experts, d.tokens_sp)));

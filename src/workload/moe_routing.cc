@@ -39,12 +39,12 @@ ExpertLoad BusiestRankLoad(const MoeRouting& r) {
   const double others = static_cast<double>(r.local_experts - 1);
   ExpertLoad load;
   // ep routing ranks send to this rank; the etp all-gather then joins etp such streams.
-  load.received_rows = Round(static_cast<double>(r.ep) * (per_rank.busiest + others * per_rank.other));
+  load.received_rows =
+      Round(static_cast<double>(r.ep) * (per_rank.busiest + others * per_rank.other));
   load.rows = r.etp * load.received_rows;
-  load.sent_rows =
-      Round(per_rank.busiest + static_cast<double>(r.experts - 1) * per_rank.other);
-  const int64_t busiest = std::min(
-      load.rows, Round(static_cast<double>(r.ep * r.etp) * per_rank.busiest));
+  load.sent_rows = Round(per_rank.busiest + static_cast<double>(r.experts - 1) * per_rank.other);
+  const int64_t busiest =
+      std::min(load.rows, Round(static_cast<double>(r.ep * r.etp) * per_rank.busiest));
   std::map<int64_t, int64_t, std::greater<>> experts_by_rows;
   if (r.local_experts == 1) {
     experts_by_rows[load.rows] = 1;

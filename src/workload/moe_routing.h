@@ -52,8 +52,8 @@ struct ExpertLoad {
 // --moe-pad-expert-input-to-capacity is not modelled. Rows round to the nearest whole row; the
 // others' rows spread evenly, the first few one row more. With imbalance 1 and no drops this is
 // an even spread of etp * routed_rows rows over the local experts.
-// REQUIRES: every count >= 1 except routed_rows >= 0; local_experts * ep == experts; imbalance >= 1;
-// capacity_factor >= 0.
+// REQUIRES: every count >= 1 except routed_rows >= 0; local_experts * ep == experts; imbalance >=
+// 1; capacity_factor >= 0.
 ExpertLoad BusiestRankLoad(const MoeRouting& routing);
 
 // Expected fraction of the routed (token, expert) rows that the capacity drops under the load

@@ -181,7 +181,8 @@ int64_t GemmFlops(const GemmShape& s) { return 2 * s.batch * s.m * s.n * s.k; }
 
 int64_t AttentionModelFlops(const AttentionShape& s) {
   // Q K^T: 2 * seq_q * seq_kv * head_dim_qk per head; P V: 2 * seq_q * seq_kv * head_dim_v.
-  const int64_t forward = 2 * s.batch * s.heads * s.seq_q * s.seq_kv * (s.head_dim_qk + s.head_dim_v);
+  const int64_t forward =
+      2 * s.batch * s.heads * s.seq_q * s.seq_kv * (s.head_dim_qk + s.head_dim_v);
   return s.backward ? 2 * forward : forward;
 }
 
@@ -195,7 +196,8 @@ double AttentionKernelFlops(const AttentionShape& s) {
 
 int64_t OpFlops(const Op& op) {
   if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) return GemmFlops(*gemm);
-  if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) return AttentionModelFlops(*attention);
+  if (const auto* attention = std::get_if<AttentionShape>(&op.shape))
+    return AttentionModelFlops(*attention);
   return 0;
 }
 

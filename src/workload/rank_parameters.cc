@@ -43,9 +43,11 @@ class ShardedLayer {
     if (m_.mla) return LatentAttention(*m_.mla);
     const int64_t q = m_.num_heads * m_.head_dim;
     const int64_t qkv = q + 2 * m_.num_kv_heads * m_.head_dim;
-    // Query/key norms (Qwen3, Gemma 3, OLMo 2) kept whole on every rank, as spec/model_size.cc counts them.
+    // Query/key norms (Qwen3, Gemma 3, OLMo 2) kept whole on every rank, as spec/model_size.cc
+    // counts them.
     return ColumnLinear(m_.hidden_size, qkv, m_.attention_bias) +
-           RowLinear(q, m_.hidden_size, m_.attention_output_bias) + CheckedInt(m_.q_norm_width) + m_.k_norm_width;
+           RowLinear(q, m_.hidden_size, m_.attention_output_bias) + CheckedInt(m_.q_norm_width) +
+           m_.k_norm_width;
   }
   // DeepSeek-V2 latent attention as Megatron-core's MLASelfAttention splits it (see mla_ops.cc):
   // the down projections and their norms replicated, the up projections (or linear_q_proj)
@@ -56,16 +58,18 @@ class ShardedLayer {
     const bool bias = m_.attention_bias;
     const int64_t q_out = m_.num_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim);
     const int64_t kv_out = m_.num_heads * (a.qk_nope_head_dim + a.v_head_dim);
-    const CheckedInt q = a.q_lora_rank == 0 ? ColumnLinear(h, q_out, false)
-                                            : ReplicatedLinear(h, a.q_lora_rank, bias) + Norm(a.q_lora_rank) +
-                                                  ColumnLinear(a.q_lora_rank, q_out, false);
+    const CheckedInt q = a.q_lora_rank == 0
+                             ? ColumnLinear(h, q_out, false)
+                             : ReplicatedLinear(h, a.q_lora_rank, bias) + Norm(a.q_lora_rank) +
+                                   ColumnLinear(a.q_lora_rank, q_out, false);
     const CheckedInt kv = ReplicatedLinear(h, a.kv_lora_rank + a.qk_rope_head_dim, bias) +
                           Norm(a.kv_lora_rank) + ColumnLinear(a.kv_lora_rank, kv_out, false);
     return q + kv + RowLinear(m_.num_heads * a.v_head_dim, h, m_.attention_output_bias);
   }
   CheckedInt Mlp(int64_t ffn) const {
     const int64_t up = m_.mlp == MlpKind::kGated ? 2 * ffn : ffn;
-    return ColumnLinear(m_.hidden_size, up, m_.mlp_bias) + RowLinear(ffn, m_.hidden_size, m_.mlp_bias);
+    return ColumnLinear(m_.hidden_size, up, m_.mlp_bias) +
+           RowLinear(ffn, m_.hidden_size, m_.mlp_bias);
   }
   // Attention, the layer's norms and the MLP or, in an MoE layer, the router and the shared
   // experts (with Qwen2-MoE's hidden -> 1 gate on them, replicated).
@@ -92,15 +96,18 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
     return Status::InvalidArgument("--tp, --pp, --vpp and --ep must be at least 1");
   }
   if (stage < 0 || stage >= s.pp) {
-    return Status::InvalidArgument("pipeline stage " + Str(stage) + " does not exist with --pp " + Str(s.pp) +
-                                   "; use a stage from 0 to " + Str(s.pp - 1));
+    return Status::InvalidArgument("pipeline stage " + Str(stage) + " does not exist with --pp " +
+                                   Str(s.pp) + "; use a stage from 0 to " + Str(s.pp - 1));
   }
-  if (s.layout.empty() && s.first_stage_layers == 0 && s.last_stage_layers == 0 && m.num_layers % s.pp != 0) {
+  if (s.layout.empty() && s.first_stage_layers == 0 && s.last_stage_layers == 0 &&
+      m.num_layers % s.pp != 0) {
     return Status::InvalidArgument(ModelName(m) + ": num_hidden_layers (" + Str(m.num_layers) +
-                                   ") is not divisible by pp (" + Str(s.pp) + "); use a pp that divides it");
+                                   ") is not divisible by pp (" + Str(s.pp) +
+                                   "); use a pp that divides it");
   }
   if (!s.layout.empty() && static_cast<int64_t>(s.layout.size()) != s.pp * s.vpp) {
-    return Status::InvalidArgument("the pipeline layout has " + Str(static_cast<int64_t>(s.layout.size())) +
+    return Status::InvalidArgument("the pipeline layout has " +
+                                   Str(static_cast<int64_t>(s.layout.size())) +
                                    " virtual stages, not pp * vpp = " + Str(s.pp * s.vpp));
   }
   // Latent attention splits over tp by its heads alone: its latent ranks are replicated.
@@ -111,12 +118,13 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
   if (!split) {
     return Status::InvalidArgument(ModelName(m) + ": num_attention_heads (" + Str(m.num_heads) +
                                    "), num_key_value_heads (" + Str(m.num_kv_heads) +
-                                   ") and the intermediate sizes must all be divisible by --tp " + Str(s.tp));
+                                   ") and the intermediate sizes must all be divisible by --tp " +
+                                   Str(s.tp));
   }
   if (m.moe && (s.ExpertTp() < 1 || m.moe->expert_intermediate_size % s.ExpertTp() != 0)) {
-    return Status::InvalidArgument(ModelName(m) + ": the expert intermediate size (" +
-                                   Str(m.moe->expert_intermediate_size) + ") is not divisible by --etp " +
-                                   Str(s.ExpertTp()) + "; use an etp that divides it");
+    return Status::InvalidArgument(
+        ModelName(m) + ": the expert intermediate size (" + Str(m.moe->expert_intermediate_size) +
+        ") is not divisible by --etp " + Str(s.ExpertTp()) + "; use an etp that divides it");
   }
   if (m.moe && m.moe->num_experts % s.ep != 0) {
     return Status::InvalidArgument(ModelName(m) + ": the " + Str(m.moe->num_experts) +
@@ -132,8 +140,8 @@ struct LayerShare {
   CheckedInt dense = 0;
   CheckedInt expert = 0;
 };
-LayerShare LayerShareOf(const ModelSpec& m, const ShardedLayer& layer, const ShardedLayer& expert_layer, int64_t ep,
-                        int64_t i) {
+LayerShare LayerShareOf(const ModelSpec& m, const ShardedLayer& layer,
+                        const ShardedLayer& expert_layer, int64_t ep, int64_t i) {
   const bool moe = m.moe.has_value() && i >= m.moe->first_dense_layers;
   return {layer.Dense(moe), moe ? expert_layer.RoutedExperts(ep) : CheckedInt(0)};
 }
@@ -157,7 +165,8 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
       expert += share.expert;
     }
   }
-  const CheckedInt vocab_shard = CheckedInt(PaddedVocabSize(m.vocab_size, s.tp) / s.tp) * m.hidden_size;
+  const CheckedInt vocab_shard =
+      CheckedInt(PaddedVocabSize(m.vocab_size, s.tp) / s.tp) * m.hidden_size;
   if (stage == 0) {
     dense += vocab_shard;
     if (m.position == PositionKind::kLearnedAbsolute)
@@ -168,8 +177,8 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
     if (!m.tie_word_embeddings || s.pp > 1) dense += vocab_shard;
   }
   if (dense.overflowed() || expert.overflowed()) {
-    return Status::InvalidArgument(ModelName(m) + ": the parameter count of pipeline stage " + Str(stage) +
-                                   " overflows 64 bits; check the model's sizes");
+    return Status::InvalidArgument(ModelName(m) + ": the parameter count of pipeline stage " +
+                                   Str(stage) + " overflows 64 bits; check the model's sizes");
   }
   return RankParameters{dense.value(), expert.value()};
 }
@@ -179,10 +188,12 @@ Result<int64_t> LayerParametersPerRank(const ModelSpec& m, const Strategy& s, in
     return Status::InvalidArgument("--tp, --ep and --etp must be at least 1");
   }
   if (layer < 0 || layer >= m.num_layers) {
-    return Status::InvalidArgument(ModelName(m) + ": layer " + Str(layer) + " does not exist; the model has " +
-                                   Str(m.num_layers) + " layers");
+    return Status::InvalidArgument(ModelName(m) + ": layer " + Str(layer) +
+                                   " does not exist; the model has " + Str(m.num_layers) +
+                                   " layers");
   }
-  const LayerShare share = LayerShareOf(m, ShardedLayer(m, s.tp), ShardedLayer(m, s.ExpertTp()), s.ep, layer);
+  const LayerShare share =
+      LayerShareOf(m, ShardedLayer(m, s.tp), ShardedLayer(m, s.ExpertTp()), s.ep, layer);
   const CheckedInt params = share.dense + share.expert;
   if (params.overflowed()) {
     return Status::InvalidArgument(ModelName(m) + ": the parameter count of layer " + Str(layer) +

@@ -23,15 +23,17 @@ void AppendEmbeddingForward(const LayerDims& d, std::vector<Op>* f) {
   f->push_back(MakeMemory(OpName::kEmbedding, {ids + rows, rows}, ids));
   if (d.tp > 1) {
     const bool scatter = d.sp && !d.learned_positions;
-    const CollectiveKind kind = scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+    const CollectiveKind kind =
+        scatter ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
     f->push_back(MakeCollective(OpName::kEmbeddingReduce, {kind, CommGroup::kTp, rows}));
   }
   // Learned positions are added after the all-reduce, before the sequence-parallel split.
-  if (d.learned_positions) f->push_back(MakeMemory(OpName::kPositionEmbedding, {2 * rows + ids, rows}, ids));
+  if (d.learned_positions)
+    f->push_back(MakeMemory(OpName::kPositionEmbedding, {2 * rows + ids, rows}, ids));
   if (d.dropout) {
     const int64_t mask = d.tokens_sp * d.hidden;
-    f->push_back(
-        MakeMemory(OpName::kEmbeddingDropout, {d.Hidden(d.tokens_sp), d.Hidden(d.tokens_sp) + mask}, mask));
+    f->push_back(MakeMemory(OpName::kEmbeddingDropout,
+                            {d.Hidden(d.tokens_sp), d.Hidden(d.tokens_sp) + mask}, mask));
   }
 }
 
@@ -57,8 +59,9 @@ Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strat
   // The conjugate of the reduce-scatter, or of the split after the all-reduce, is an all-gather;
   // that of the all-reduce alone is the identity.
   if (d.tp > 1 && d.sp) {
-    ops.backward_input.push_back(MakeCollective(
-        OpName::kEmbeddingGradAllGather, {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
+    ops.backward_input.push_back(
+        MakeCollective(OpName::kEmbeddingGradAllGather,
+                       {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
   }
   const int64_t ids = d.tokens * kTokenIdBytes;
   const int64_t rows = d.Hidden(d.tokens);
@@ -84,29 +87,33 @@ Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy
   std::vector<Op>& f = ops.forward;
   f.push_back(NormOp(d, OpName::kFinalNorm));
   AppendColumnInputForward(d, OpName::kHeadInputAllGather, &f);
-  f.push_back(MakeGemm(OpName::kOutputHead, d.Gemm(d.tokens, d.vocab, d.hidden), ColumnInputSavedBytes(d)));
   f.push_back(
-      MakeMemory(OpName::kCrossEntropyMax, {d.Bytes(d.tokens, d.vocab), (cast ? logits32 : 0) + per_token}));
+      MakeGemm(OpName::kOutputHead, d.Gemm(d.tokens, d.vocab, d.hidden), ColumnInputSavedBytes(d)));
+  f.push_back(MakeMemory(OpName::kCrossEntropyMax,
+                         {d.Bytes(d.tokens, d.vocab), (cast ? logits32 : 0) + per_token}));
   const CollectiveShape one_per_token{CollectiveKind::kAllReduce, CommGroup::kTp, per_token};
   if (d.tp > 1) f.push_back(MakeCollective(OpName::kCrossEntropyMaxAllReduce, one_per_token));
-  f.push_back(MakeMemory(OpName::kCrossEntropyExp, {logits32 + per_token, logits32 + 2 * per_token}));
+  f.push_back(
+      MakeMemory(OpName::kCrossEntropyExp, {logits32 + per_token, logits32 + 2 * per_token}));
   if (d.tp > 1) {
     f.push_back(MakeCollective(OpName::kCrossEntropyPredictedAllReduce, one_per_token));
     f.push_back(MakeCollective(OpName::kCrossEntropySumAllReduce, one_per_token));
   }
   // Keeps the fp32 softmax, the bool target mask and the int64 masked targets.
   const int64_t ce_saved = logits32 + d.tokens * (1 + kTokenIdBytes);
-  f.push_back(
-      MakeMemory(OpName::kCrossEntropyLoss, {logits32 + 2 * per_token, logits32 + per_token}, ce_saved));
+  f.push_back(MakeMemory(OpName::kCrossEntropyLoss,
+                         {logits32 + 2 * per_token, logits32 + per_token}, ce_saved));
 
   std::vector<Op>& b = ops.backward_input;
-  b.push_back(MakeMemory(OpName::kCrossEntropyGrad,
-                         {logits32 * (cast ? 2 : 1), logits32 + (cast ? d.Bytes(d.tokens, d.vocab) : 0)}));
+  b.push_back(
+      MakeMemory(OpName::kCrossEntropyGrad,
+                 {logits32 * (cast ? 2 : 1), logits32 + (cast ? d.Bytes(d.tokens, d.vocab) : 0)}));
   AppendColumnInputRegather(d, OpName::kHeadInputRegather, &b);
   b.push_back(MakeGemm(OpName::kOutputHeadDgrad, d.Gemm(d.tokens, d.hidden, d.vocab)));
   AppendColumnInputGradReduce(d, OpName::kHeadInputGradReduce, &b);
   b.push_back(NormGradOp(d, OpName::kFinalNormGrad));
-  ops.backward_weight.push_back(MakeGemm(OpName::kOutputHeadWgrad, d.Gemm(d.hidden, d.vocab, d.tokens)));
+  ops.backward_weight.push_back(
+      MakeGemm(OpName::kOutputHeadWgrad, d.Gemm(d.hidden, d.vocab, d.tokens)));
   // The final norm and the head's weight shard. With tied embeddings and one pipeline stage the
   // head's weight is the embedding table, whose two gradients per micro-batch each count here and
   // in BuildEmbeddingOps.

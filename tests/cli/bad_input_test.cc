@@ -23,8 +23,8 @@ constexpr size_t kMaxStderrBytes = 64 * 1024;
 
 std::vector<Case> AllCases() {
   std::vector<Case> all;
-  for (auto group : {MalformedJsonCases, KeyCases, SizeCases, FileKindCases, FlagCases, MeasurementCases,
-                     OutputCases, PlanFileCases}) {
+  for (auto group : {MalformedJsonCases, KeyCases, SizeCases, FileKindCases, FlagCases,
+                     MeasurementCases, OutputCases, PlanFileCases}) {
     for (Case& c : group()) all.push_back(std::move(c));
   }
   return all;
@@ -46,7 +46,8 @@ std::string FirstLine(const std::string& text) {
 
 std::string Status(const Outcome& o) {
   if (o.timed_out) return "timed out after " + std::to_string(kDeadline.count()) + " s";
-  if (o.signaled) return "killed by signal " + std::to_string(o.signal) + " (" + strsignal(o.signal) + ")";
+  if (o.signaled)
+    return "killed by signal " + std::to_string(o.signal) + " (" + strsignal(o.signal) + ")";
   return "exit " + std::to_string(o.code);
 }
 
@@ -74,7 +75,8 @@ TEST_P(BadInput, IsRefusedWithAMessageNamingTheInput) {
   ASSERT_FALSE(o.timed_out) << "hang: " << what;
   ASSERT_FALSE(o.signaled) << "crash: " << what;
   ASSERT_LT(o.code, 125) << "crash (or the binary did not start): " << what;
-  EXPECT_TRUE(std::find(c.exits.begin(), c.exits.end(), o.code) != c.exits.end()) << "wrong exit code: " << what;
+  EXPECT_TRUE(std::find(c.exits.begin(), c.exits.end(), o.code) != c.exits.end())
+      << "wrong exit code: " << what;
   if (c.max_s > 0) EXPECT_LE(o.wall_s, c.max_s) << "too slow: " << what;
   if (o.code != 0) {
     if (o.code == 1) EXPECT_NE(o.err.find("loom: error: "), std::string::npos) << what;
@@ -88,7 +90,8 @@ TEST_P(BadInput, IsRefusedWithAMessageNamingTheInput) {
   // CLI11's range message quotes DBL_MAX (1.79769e+308) for a side left open.
   EXPECT_FALSE(HasAny(o.err, "1797693|1.79769e+308")) << what;
   EXPECT_FALSE(HasAny(o.err, "terminate called|runtime error:|AddressSanitizer")) << what;
-  // The command boundary's catch-all: an exception no reader turned into a message naming the input.
+  // The command boundary's catch-all: an exception no reader turned into a message naming the
+  // input.
   EXPECT_FALSE(HasAny(o.err, "unexpected failure|this is a bug")) << what;
   EXPECT_LE(o.err.size(), kMaxStderrBytes) << "the message quotes too much of its input: " << what;
   if (c.check) c.check(wd, o);

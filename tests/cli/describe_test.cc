@@ -26,7 +26,7 @@ TEST(Describe, JsonHasParametersFlopsAndStates) {
 
 TEST(Describe, ClusterAddsTheFewestGpusForModelStates) {
   CommandResult r = Loom({"describe", "--model", Shipped("models/llama3-70b.json"), "--cluster",
-                Shipped("hardware/clusters/dgx-h100.json"), "--seq", "4096", "--json"});
+                          Shipped("hardware/clusters/dgx-h100.json"), "--seq", "4096", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["seq_len"], 4096);
@@ -48,7 +48,8 @@ TEST(Describe, HumanTableNamesTheModelAndCounts) {
 TEST(Describe, MissingModelFileIsABadInputError) {
   CommandResult r = Loom({"describe", "--model", "no/such/model.json"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find("loom: error: no/such/model.json: no such file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("loom: error: no/such/model.json: no such file"), std::string::npos)
+      << r.err;
   EXPECT_TRUE(r.out.empty());
 }
 
@@ -59,7 +60,8 @@ TEST(Describe, NodesWithoutClusterIsAUsageError) {
 }
 
 TEST(Describe, UnknownOptimizerIsAUsageError) {
-  CommandResult r = Loom({"describe", "--model", Shipped("models/llama3-8b.json"), "--optimizer", "adamw"});
+  CommandResult r =
+      Loom({"describe", "--model", Shipped("models/llama3-8b.json"), "--optimizer", "adamw"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("adamw"), std::string::npos) << r.err;
 }

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 // hardware/gpus/a100-sxm4-80gb.json with this calibration (tiles chosen per shape, no operand
 // term, gemm_epilogue_overlap false), times rounded to the nanosecond. Its last 6 samples are 3
 // weight-gradient pairs, each GEMM accumulating into fp32 and plain.
-constexpr double kGemmBf16 = 0.78, kWaveLatencyUs = 4.0, kOverheadUs = 5.5, kAttention = 0.55, kMemory = 0.88;
+constexpr double kGemmBf16 = 0.78, kWaveLatencyUs = 4.0, kOverheadUs = 5.5, kAttention = 0.55,
+                 kMemory = 0.88;
 
 const std::string kProfile = Shipped("tests/cli/data/profile_a100_synthetic.json");
 
@@ -46,22 +47,30 @@ fs::path TestDir() {
 
 // A copy of a shipped GPU file in |dir| with a known calibration, so that the tests do not depend
 // on the calibration shipped today.
-std::string GpuCopy(const fs::path& dir, const std::string& shipped = "hardware/gpus/a100-sxm4-80gb.json") {
+std::string GpuCopy(const fs::path& dir,
+                    const std::string& shipped = "hardware/gpus/a100-sxm4-80gb.json") {
   nlohmann::ordered_json gpu = nlohmann::ordered_json::parse(ReadText(Shipped(shipped)));
-  gpu["calibration"] = {{"gemm_tile_m", 128},           {"gemm_tile_n", 256},       {"gemm_efficiency_fp16", 0.8},
-                        {"gemm_efficiency_tf32", 0.7},   {"gemm_epilogue_overlap", true},
-                        {"kernel_overhead_us", 7},       {"source", "an older fit"}};
+  gpu["calibration"] = {{"gemm_tile_m", 128},
+                        {"gemm_tile_n", 256},
+                        {"gemm_efficiency_fp16", 0.8},
+                        {"gemm_efficiency_tf32", 0.7},
+                        {"gemm_epilogue_overlap", true},
+                        {"kernel_overhead_us", 7},
+                        {"source", "an older fit"}};
   const std::string path = (dir / "gpu.json").string();
   std::ofstream(path) << gpu.dump(2) << "\n";
   return path;
 }
 
-// The shipped DGX A100 cluster file and its GPU file, copied into |dir|/hw/ as they lie in hardware/.
+// The shipped DGX A100 cluster file and its GPU file, copied into |dir|/hw/ as they lie in
+// hardware/.
 std::string ClusterCopy(const fs::path& dir) {
   fs::create_directories(dir / "hw" / "clusters");
   fs::create_directories(dir / "hw" / "gpus");
-  fs::copy_file(Shipped("hardware/gpus/a100-sxm4-80gb.json"), dir / "hw" / "gpus" / "a100-sxm4-80gb.json");
-  fs::copy_file(Shipped("hardware/clusters/dgx-a100.json"), dir / "hw" / "clusters" / "dgx-a100.json");
+  fs::copy_file(Shipped("hardware/gpus/a100-sxm4-80gb.json"),
+                dir / "hw" / "gpus" / "a100-sxm4-80gb.json");
+  fs::copy_file(Shipped("hardware/clusters/dgx-a100.json"),
+                dir / "hw" / "clusters" / "dgx-a100.json");
   return (dir / "hw" / "clusters" / "dgx-a100.json").string();
 }
 
@@ -83,31 +92,38 @@ TEST(Fit, ProfileCalibratesACopyOfTheGpuFile) {
   EXPECT_EQ(c.gemm_tile_m, 0);  // the older fit's fixed tile is gone: tiles are chosen per shape
   EXPECT_EQ(c.gemm_tile_n, 0);
   EXPECT_EQ(c.gemm_efficiency_bf16, kGemmBf16);
-  EXPECT_EQ(c.gemm_efficiency_fp16, kGemmBf16);  // the same tensor cores: one efficiency, as FitGemm fits
+  EXPECT_EQ(c.gemm_efficiency_fp16,
+            kGemmBf16);  // the same tensor cores: one efficiency, as FitGemm fits
   EXPECT_EQ(c.gemm_wave_latency_us, kWaveLatencyUs);
   EXPECT_FALSE(c.gemm_operand_bandwidth_GBps.has_value());
-  EXPECT_FALSE(c.gemm_epilogue_overlap);  // the accumulating pairs say the epilogue follows the main loop
+  EXPECT_FALSE(
+      c.gemm_epilogue_overlap);  // the accumulating pairs say the epilogue follows the main loop
   EXPECT_EQ(c.kernel_overhead_us, kOverheadUs);
   EXPECT_EQ(c.attention_efficiency, kAttention);
   EXPECT_EQ(c.memory_bandwidth_fraction, kMemory);
   EXPECT_EQ(c.gemm_efficiency_tf32, 0.7);  // not in the profile: kept
   EXPECT_EQ(c.fitted_on, (std::vector<std::string>{"profile_a100_synthetic.json"}));
-  EXPECT_NE(c.source.find("profile_a100_synthetic.json (NVIDIA A100-SXM4-80GB, 2025-03-01T10:00:00Z, driver "
-                          "550.54.15, CUDA 12.4, cublaslt 12.4.5.8, nccl 2.21.5): 34 samples"),
+  EXPECT_NE(c.source.find(
+                "profile_a100_synthetic.json (NVIDIA A100-SXM4-80GB, 2025-03-01T10:00:00Z, driver "
+                "550.54.15, CUDA 12.4, cublaslt 12.4.5.8, nccl 2.21.5): 34 samples"),
             std::string::npos)
       << c.source;
-  EXPECT_NE(c.source.find("Kept from the earlier calibration (gemm_efficiency_tf32): an older fit"), std::string::npos)
+  EXPECT_NE(c.source.find("Kept from the earlier calibration (gemm_efficiency_tf32): an older fit"),
+            std::string::npos)
       << c.source;
   EXPECT_EQ(Keys(nlohmann::ordered_json::parse(ReadText(gpu))), keys_before);
   EXPECT_FALSE(fs::exists(gpu + ".loom.tmp"));
   EXPECT_NE(r.out.find("gemm bf16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("memory_bandwidth_fraction"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("kept as they were (nothing measured for them): gemm_efficiency_tf32\n"), std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("GEMM tile and split-K chosen per shape (ChooseGemmTile): gemm_wave_latency_us 4,"),
+  EXPECT_NE(r.out.find("kept as they were (nothing measured for them): gemm_efficiency_tf32\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("gemm_epilogue_overlap false: mean |err| over the 3 GEMMs accumulating into fp32 "),
+  EXPECT_NE(r.out.find(
+                "GEMM tile and split-K chosen per shape (ChooseGemmTile): gemm_wave_latency_us 4,"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(
+                "gemm_epilogue_overlap false: mean |err| over the 3 GEMMs accumulating into fp32 "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(" after the main loop\n"), std::string::npos) << r.out;
@@ -133,10 +149,11 @@ TEST(Fit, DryRunWritesNothingAndJsonHasResidualsPerSample) {
   EXPECT_EQ(j["removed_keys"],
             nlohmann::json::array({"gemm_tile_m", "gemm_tile_n", "gemm_operand_bandwidth_GBps"}));
   EXPECT_EQ(j["gemm_tile"], "chosen per shape");
-  EXPECT_EQ(j["fitted_keys"], nlohmann::json::array({"gemm_wave_latency_us", "gemm_epilogue_overlap",
-                                                     "gemm_efficiency_bf16", "gemm_efficiency_fp16",
-                                                     "kernel_overhead_us", "attention_efficiency",
-                                                     "memory_bandwidth_fraction"}));
+  EXPECT_EQ(
+      j["fitted_keys"],
+      nlohmann::json::array({"gemm_wave_latency_us", "gemm_epilogue_overlap",
+                             "gemm_efficiency_bf16", "gemm_efficiency_fp16", "kernel_overhead_us",
+                             "attention_efficiency", "memory_bandwidth_fraction"}));
   // Both settings' errors over the accumulating samples; the one kept fits them.
   const nlohmann::json& overlap = j["epilogue_overlap"];
   EXPECT_EQ(overlap["overlap"], false);
@@ -183,7 +200,9 @@ TEST(Fit, CheckReportsTheCalibrationsErrorsAndWritesNothing) {
   }
   r = Loom({"fit", kProfile, "--gpu", fitted, "--check"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_NE(r.out.find("nothing fitted); GEMM tiles chosen per shape (ChooseGemmTile)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nothing fitted); GEMM tiles chosen per shape (ChooseGemmTile)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("p90 |err|"), std::string::npos) << r.out;
   EXPECT_EQ(Loom({"fit", kProfile, "--gpu", fitted, "--check", "--output", gpu}).code, kExitUsage);
   r = Loom({"fit", kProfile, "--cluster", ClusterCopy(dir), "--check"});
@@ -196,7 +215,9 @@ TEST(Fit, UnwritableOutputIsABadInputError) {
   const std::string output = (dir / "no" / "such" / "folder.json").string();
   CommandResult r = Loom({"fit", kProfile, "--gpu", GpuCopy(dir), "--output", output});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(output + ": cannot write (creating " + output + ".loom.tmp beside it"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(output + ": cannot write (creating " + output + ".loom.tmp beside it"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Fit, ProfileOfAnotherGpuIsRefusedUnlessForced) {
@@ -205,7 +226,8 @@ TEST(Fit, ProfileOfAnotherGpuIsRefusedUnlessForced) {
   const std::string before = ReadText(gpu);
   CommandResult r = Loom({"fit", kProfile, "--gpu", gpu});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find("loom: error: " + kProfile + ": device.name \"NVIDIA A100-SXM4-80GB\" is not the GPU of " + gpu),
+  EXPECT_NE(r.err.find("loom: error: " + kProfile +
+                       ": device.name \"NVIDIA A100-SXM4-80GB\" is not the GPU of " + gpu),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("or pass --force"), std::string::npos) << r.err;
@@ -220,11 +242,14 @@ TEST(Fit, MalformedProfileNamesTheFileTheSampleAndTheKey) {
   const std::string malformed = Shipped("tests/cli/data/malformed_profile.json");
   CommandResult r = Loom({"fit", malformed, "--gpu", gpu});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(malformed + ": samples[1].kernel: is \"atention\"; did you mean \"attention\"?"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(malformed + ": samples[1].kernel: is \"atention\"; did you mean \"attention\"?"),
+      std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find(malformed + ": samples[2].bytes_writen: is not a known key; did you mean \"bytes_written\"?"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(malformed +
+                 ": samples[2].bytes_writen: is not a known key; did you mean \"bytes_written\"?"),
+      std::string::npos)
       << r.err;
   EXPECT_TRUE(r.out.empty());
 }
@@ -234,24 +259,31 @@ TEST(Fit, NcclTestsOutputGivenWithGpuPointsAtCluster) {
   const std::string log = Shipped("tests/cost/data/all_reduce_perf_h100.txt");
   CommandResult r = Loom({"fit", log, "--gpu", GpuCopy(dir)});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(log + ": is not a profile (JSON, schema loom.profile/2); to fit nccl-tests output, pass the "
-                             "cluster file with --cluster"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(
+          log +
+          ": is not a profile (JSON, schema loom.profile/2); to fit nccl-tests output, pass the "
+          "cluster file with --cluster"),
+      std::string::npos)
       << r.err;
 }
 
 TEST(Fit, ProfileWithTooFewShapesIsRefused) {
   const fs::path dir = TestDir();
   nlohmann::json profile = nlohmann::json::parse(ReadText(kProfile));
-  profile["samples"].erase(profile["samples"].end() - 6, profile["samples"].end());  // the accumulating pairs
-  profile["samples"].erase(profile["samples"].begin() + 24, profile["samples"].begin() + 26);  // 4 attention left
-  profile["samples"].erase(profile["samples"].begin() + 2, profile["samples"].begin() + 24);   // 2 GEMMs left
+  profile["samples"].erase(profile["samples"].end() - 6,
+                           profile["samples"].end());  // the accumulating pairs
+  profile["samples"].erase(profile["samples"].begin() + 24,
+                           profile["samples"].begin() + 26);  // 4 attention left
+  profile["samples"].erase(profile["samples"].begin() + 2,
+                           profile["samples"].begin() + 24);  // 2 GEMMs left
   const std::string path = (dir / "few.json").string();
   std::ofstream(path) << profile.dump();
   CommandResult r = Loom({"fit", path, "--gpu", GpuCopy(dir)});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(path + ": the gemm bf16 samples: 2 distinct shape(s); at least 3 are needed"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(path + ": the gemm bf16 samples: 2 distinct shape(s); at least 3 are needed"),
+      std::string::npos)
       << r.err;
 }
 
@@ -275,8 +307,10 @@ TEST(Fit, NcclTestsOutputCalibratesACopyOfTheClusterFile) {
   // NICs of 25 GB/s each (issue 18), so a fraction near 21.8 / 200.
   EXPECT_GT(*fitted->calibration.inter_node_busbw_fraction, 0.10);
   EXPECT_LT(*fitted->calibration.inter_node_busbw_fraction, 0.12);
-  EXPECT_EQ(fitted->calibration.intra_node_busbw_fraction, before->calibration.intra_node_busbw_fraction);
-  EXPECT_NE(fitted->calibration.source.find("all_gather_perf_2nodes_v2.6.txt (all_gather_perf, 16 ranks on 2 node(s)"),
+  EXPECT_EQ(fitted->calibration.intra_node_busbw_fraction,
+            before->calibration.intra_node_busbw_fraction);
+  EXPECT_NE(fitted->calibration.source.find(
+                "all_gather_perf_2nodes_v2.6.txt (all_gather_perf, 16 ranks on 2 node(s)"),
             std::string::npos)
       << fitted->calibration.source;
   EXPECT_NE(r.out.find("Ring/Simple"), std::string::npos) << r.out;
@@ -299,7 +333,8 @@ std::string ProfileOfRun(const fs::path& dir, const NcclTestsRun& run) {
     s.size_bytes = row.size_bytes;
     s.count = row.count;
     s.redop = row.redop;
-    s.out_of_place = {row.out_of_place->time_us, row.out_of_place->algbw_GBps, row.out_of_place->busbw_GBps};
+    s.out_of_place = {row.out_of_place->time_us, row.out_of_place->algbw_GBps,
+                      row.out_of_place->busbw_GBps};
     s.in_place = {row.in_place->time_us, row.in_place->algbw_GBps, row.in_place->busbw_GBps};
     p.collectives.push_back(s);
   }
@@ -312,7 +347,8 @@ std::string ProfileOfRun(const fs::path& dir, const NcclTestsRun& run) {
 TEST(Fit, ProbeProfileCollectivesFitLikeTheNcclTestsOutputTheyHold) {
   const fs::path dir = TestDir();
   const std::string cluster = ClusterCopy(dir);
-  Result<NcclTestsRun> run = ReadNcclTestsFile(Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt"));
+  Result<NcclTestsRun> run =
+      ReadNcclTestsFile(Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt"));
   ASSERT_TRUE(run.ok());
   const std::string profile = ProfileOfRun(dir, *run);
   CommandResult r = Loom({"fit", profile, "--cluster", cluster, "--json", "--dry-run"});
@@ -340,8 +376,8 @@ TEST(Fit, ClusterWrittenElsewhereStillFindsItsGpuFile) {
   const std::string cluster = ClusterCopy(dir);
   fs::create_directories(dir / "out");
   const std::string output = (dir / "out" / "cluster.json").string();
-  CommandResult r = Loom({"fit", Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt"), "--cluster", cluster,
-                          "--output", output, "--json"});
+  CommandResult r = Loom({"fit", Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt"),
+                          "--cluster", cluster, "--output", output, "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_EQ(nlohmann::json::parse(ReadText(output))["gpu"], "../hw/gpus/a100-sxm4-80gb.json");
   EXPECT_TRUE(LoadClusterSpec(output).ok());
@@ -355,36 +391,45 @@ TEST(Fit, ClusterWrittenElsewhereStillFindsItsGpuFile) {
 
 TEST(Fit, NcclTestsRunWithTooFewSizesIsRefusedNamingTheFile) {
   const std::string log = Shipped("tests/cost/data/all_reduce_perf_h100.txt");
-  CommandResult r = Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
+  CommandResult r =
+      Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(log + ": 2 distinct size(s) of at least 16777216 bytes NVLS"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(log + ": 2 distinct size(s) of at least 16777216 bytes NVLS"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Fit, MalformedNcclTestsOutputNamesTheFile) {
   const std::string log = Shipped("tests/cost/data/malformed_all_reduce_perf_short_row.txt");
-  CommandResult r = Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-a100.json"), "--dry-run"});
+  CommandResult r =
+      Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-a100.json"), "--dry-run"});
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_NE(r.err.find("loom: error: " + log + ":"), std::string::npos) << r.err;
 }
 
 TEST(Fit, NcclTestsOfAnotherGpuIsRefused) {
   const std::string log = Shipped("tests/cost/data/all_reduce_perf_h100.txt");
-  CommandResult r = Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-a100.json"), "--dry-run"});
+  CommandResult r =
+      Loom({"fit", log, "--cluster", Shipped("hardware/clusters/dgx-a100.json"), "--dry-run"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(log + ": ran on \"NVIDIA H100 80GB HBM3\" but the GPU of"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(log + ": ran on \"NVIDIA H100 80GB HBM3\" but the GPU of"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Fit, NeedsExactlyOneOfGpuAndCluster) {
   EXPECT_EQ(Loom({"fit", kProfile}).code, kExitUsage);
   EXPECT_EQ(Loom({"fit", kProfile, "--gpu", "a.json", "--cluster", "b.json"}).code, kExitUsage);
   EXPECT_EQ(Loom({"fit", "--gpu", "a.json"}).code, kExitUsage);
-  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", "a.json", "--dry-run", "--output", "b.json"}).code, kExitUsage);
+  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", "a.json", "--dry-run", "--output", "b.json"}).code,
+            kExitUsage);
 }
 
 TEST(Fit, HelpHasExamples) {
   CommandResult r = Loom({"fit", "--help"});
   EXPECT_EQ(r.code, kExitOk);
-  EXPECT_NE(r.out.find("loom fit tests/reference/nccl-tests/all_reduce_perf_2x8_h100_issue309.txt"), std::string::npos)
+  EXPECT_NE(r.out.find("loom fit tests/reference/nccl-tests/all_reduce_perf_2x8_h100_issue309.txt"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("--in-place"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--cluster"), std::string::npos);
@@ -395,36 +440,41 @@ TEST(Fit, HelpHasExamples) {
 TEST(FitRuns, RecoversTheHostScaleOfSyntheticRunsAndWritesItIntoTheFramework) {
   const fs::path dir = fs::path(::testing::TempDir()) / "fit_runs";
   fs::create_directories(dir);
-  nlohmann::json framework = nlohmann::json::parse(ReadText(Shipped("hardware/frameworks/megatron-core.json")));
+  nlohmann::json framework =
+      nlohmann::json::parse(ReadText(Shipped("hardware/frameworks/megatron-core.json")));
   framework["host"]["scale"] = 1.5;
   const fs::path truth = dir / "truth.json";
   std::ofstream(truth) << framework.dump(2);
   nlohmann::json runs = {{"schema", "loom.runs/1"}, {"runs", nlohmann::json::array()}};
   for (const char* model : {"gpt3-125m", "gpt3-350m"}) {
     for (const char* mb : {"1", "4", "16"}) {
-      CommandResult r = Loom({"simulate", "--model", Shipped(std::string("models/") + model + ".json"), "--cluster",
-                              Shipped("hardware/clusters/dgx-h100.json"), "--micro-batch", mb, "--global-batch", "16",
-                              "--seq", "2048", "--framework", truth.string(), "--json"});
+      CommandResult r =
+          Loom({"simulate", "--model", Shipped(std::string("models/") + model + ".json"),
+                "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--micro-batch", mb,
+                "--global-batch", "16", "--seq", "2048", "--framework", truth.string(), "--json"});
       ASSERT_EQ(r.code, kExitOk) << r.err;
-      runs["runs"].push_back({{"name", std::string(model) + " mb" + mb},
-                              {"model", Shipped(std::string("models/") + model + ".json")},
-                              {"strategy", {{"micro_batch", std::stoi(mb)}, {"global_batch", 16}, {"seq_len", 2048}}},
-                              {"step_time_s", nlohmann::json::parse(r.out)["step_time_s"]}});
+      runs["runs"].push_back(
+          {{"name", std::string(model) + " mb" + mb},
+           {"model", Shipped(std::string("models/") + model + ".json")},
+           {"strategy", {{"micro_batch", std::stoi(mb)}, {"global_batch", 16}, {"seq_len", 2048}}},
+           {"step_time_s", nlohmann::json::parse(r.out)["step_time_s"]}});
     }
   }
   const fs::path runs_file = dir / "runs.json";
   std::ofstream(runs_file) << runs.dump(2);
   const fs::path mine = dir / "mine.json";
-  fs::copy_file(Shipped("hardware/frameworks/megatron-core.json"), mine, fs::copy_options::overwrite_existing);
-  CommandResult dry = Loom({"fit", "--runs", runs_file.string(), "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
-                            "--framework", mine.string(), "--params", "host", "--dry-run"});
+  fs::copy_file(Shipped("hardware/frameworks/megatron-core.json"), mine,
+                fs::copy_options::overwrite_existing);
+  CommandResult dry = Loom({"fit", "--runs", runs_file.string(), "--cluster",
+                            Shipped("hardware/clusters/dgx-h100.json"), "--framework",
+                            mine.string(), "--params", "host", "--dry-run"});
   ASSERT_EQ(dry.code, kExitOk) << dry.err;
   EXPECT_NE(dry.out.find("fitted   host x 1.5"), std::string::npos) << dry.out;
   EXPECT_NE(dry.out.find("leave-one-out 0.0%"), std::string::npos) << dry.out;
   EXPECT_NE(dry.out.find("wrote nothing"), std::string::npos) << dry.out;
   CommandResult wrote = Loom({"fit", "--runs", runs_file.string(), "--cluster",
-                              Shipped("hardware/clusters/dgx-h100.json"), "--framework", mine.string(), "--params",
-                              "host", "--in-place", "--json"});
+                              Shipped("hardware/clusters/dgx-h100.json"), "--framework",
+                              mine.string(), "--params", "host", "--in-place", "--json"});
   ASSERT_EQ(wrote.code, kExitOk) << wrote.err;
   const nlohmann::json j = nlohmann::json::parse(wrote.out);
   EXPECT_EQ(j["schema"], "loom.fit-runs/2");
@@ -438,8 +488,8 @@ TEST(FitRuns, RecoversTheHostScaleOfSyntheticRunsAndWritesItIntoTheFramework) {
 
 // The README's example, as written there.
 TEST(FitRuns, TheReadmeExampleGivesTheHostScaleBack) {
-  CommandResult r = Loom({"fit", "--runs", Shipped("tests/cli/data/runs_synthetic.json"), "--cluster",
-                          Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
+  CommandResult r = Loom({"fit", "--runs", Shipped("tests/cli/data/runs_synthetic.json"),
+                          "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("fitted   host x 1.5\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fitted   compute x 1\n"), std::string::npos) << r.out;
@@ -454,12 +504,14 @@ TEST(FitRuns, RefusesARunsFileThatCannotIdentifyTheParameter) {
   std::ofstream(runs_file) << "name,model,micro_batch,global_batch,seq_len,step_time_s\n"
                            << "a," << Shipped("models/gpt3-125m.json") << ",1,8,1024,0.5\n"
                            << "b," << Shipped("models/gpt3-125m.json") << ",8,8,1024,0.1\n";
-  CommandResult r = Loom({"fit", "--runs", runs_file.string(), "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
-                          "--framework", "none", "--params", "host", "--dry-run"});
+  CommandResult r = Loom({"fit", "--runs", runs_file.string(), "--cluster",
+                          Shipped("hardware/clusters/dgx-h100.json"), "--framework", "none",
+                          "--params", "host", "--dry-run"});
   EXPECT_NE(r.code, kExitOk);
   EXPECT_NE(r.err.find("host: no run depends on it"), std::string::npos) << r.err;
-  CommandResult unknown = Loom({"fit", "--runs", runs_file.string(), "--cluster",
-                                Shipped("hardware/clusters/dgx-h100.json"), "--params", "hosts", "--dry-run"});
+  CommandResult unknown =
+      Loom({"fit", "--runs", runs_file.string(), "--cluster",
+            Shipped("hardware/clusters/dgx-h100.json"), "--params", "hosts", "--dry-run"});
   EXPECT_NE(unknown.code, kExitOk);
   EXPECT_NE(unknown.err.find("inter_node"), std::string::npos) << unknown.err;
 }
@@ -478,7 +530,8 @@ TEST(Fit, WritesAFittedCopyBesideTheInputAndRewritesItOnlyInPlace) {
   EXPECT_TRUE(LoadGpuSpec(fitted).ok());
   CommandResult again = Loom({"fit", kProfile, "--gpu", gpu});
   EXPECT_EQ(again.code, kExitBadInput);
-  EXPECT_NE(again.err.find(fitted + " exists (an earlier fit of " + gpu + "); pass --force"), std::string::npos)
+  EXPECT_NE(again.err.find(fitted + " exists (an earlier fit of " + gpu + "); pass --force"),
+            std::string::npos)
       << again.err;
   EXPECT_EQ(Loom({"fit", kProfile, "--gpu", gpu, "--force"}).code, kExitOk);
   EXPECT_EQ(ReadText(gpu), before);
@@ -486,7 +539,8 @@ TEST(Fit, WritesAFittedCopyBesideTheInputAndRewritesItOnlyInPlace) {
   ASSERT_EQ(in_place.code, kExitOk) << in_place.err;
   EXPECT_EQ(nlohmann::json::parse(in_place.out)["written"], gpu);
   EXPECT_NE(ReadText(gpu), before);
-  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", gpu, "--in-place", "--output", fitted}).code, kExitUsage);
+  EXPECT_EQ(Loom({"fit", kProfile, "--gpu", gpu, "--in-place", "--output", fitted}).code,
+            kExitUsage);
 }
 
 TEST(FitDestination, FittedPathIsBesideTheInput) {
@@ -496,13 +550,15 @@ TEST(FitDestination, FittedPathIsBesideTheInput) {
 
 // The published 2 x 8 H100 all_reduce_perf log (NVIDIA/nccl-tests issue 309) fits as shipped.
 TEST(Fit, ShippedNcclTestsLogFitsTheDgxH100) {
-  CommandResult r = Loom({"fit", Shipped("tests/reference/nccl-tests/all_reduce_perf_2x8_h100_issue309.txt"),
-                          "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--dry-run", "--json"});
+  CommandResult r =
+      Loom({"fit", Shipped("tests/reference/nccl-tests/all_reduce_perf_2x8_h100_issue309.txt"),
+            "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--dry-run", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["written"].is_null());
-  EXPECT_NE(std::find(j["fitted_keys"].begin(), j["fitted_keys"].end(), "inter_node_extra_latency_us"),
-            j["fitted_keys"].end())
+  EXPECT_NE(
+      std::find(j["fitted_keys"].begin(), j["fitted_keys"].end(), "inter_node_extra_latency_us"),
+      j["fitted_keys"].end())
       << r.out;
 }
 
@@ -511,8 +567,10 @@ TEST(Fit, TooFewSizesNamesTheCauseFromTheHeader) {
   CommandResult r = Loom({"fit", Shipped("tests/cost/data/all_reduce_perf_h100.txt"), "--cluster",
                           Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find("-b 1048576 -e 8589934592 -f 4, which has enough sizes, but the output holds fewer"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(
+          "-b 1048576 -e 8589934592 -f 4, which has enough sizes, but the output holds fewer"),
+      std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("-e 8G"), std::string::npos) << r.err;
 }

@@ -39,7 +39,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -105,7 +107,9 @@ class LoomProcess {
     while (Clock::now() < deadline) {
       std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
       for (std::string line; std::getline(status, line);) {
-        if (line.rfind("SigCgt:", 0) == 0 && (std::stoull(line.substr(7), nullptr, 16) & wanted) == wanted) return true;
+        if (line.rfind("SigCgt:", 0) == 0 &&
+            (std::stoull(line.substr(7), nullptr, 16) & wanted) == wanted)
+          return true;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -114,7 +118,8 @@ class LoomProcess {
 
   void Signal(int signal) { ::kill(pid_, signal); }
 
-  // Waits for the child to end; one still running after |timeout_s| is a hang: killed, and the test fails.
+  // Waits for the child to end; one still running after |timeout_s| is a hang: killed, and the test
+  // fails.
   Finished Wait(double timeout_s) {
     Finished f;
     const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
@@ -139,14 +144,20 @@ class LoomProcess {
 
 std::string Describe(const Finished& f) {
   std::string text = WIFEXITED(f.status) ? "exit status " + std::to_string(WEXITSTATUS(f.status))
-                     : WIFSIGNALED(f.status) ? "killed by signal " + std::to_string(WTERMSIG(f.status))
-                                             : "status " + std::to_string(f.status);
-  return text + "\n--- stdout:\n" + f.out.substr(0, 4000) + "\n--- stderr:\n" + f.err.substr(0, 2000);
+                     : WIFSIGNALED(f.status)
+                         ? "killed by signal " + std::to_string(WTERMSIG(f.status))
+                         : "status " + std::to_string(f.status);
+  return text + "\n--- stdout:\n" + f.out.substr(0, 4000) + "\n--- stderr:\n" +
+         f.err.substr(0, 2000);
 }
 
-bool ExitedWith(const Finished& f, int code) { return WIFEXITED(f.status) && WEXITSTATUS(f.status) == code; }
+bool ExitedWith(const Finished& f, int code) {
+  return WIFEXITED(f.status) && WEXITSTATUS(f.status) == code;
+}
 
-int RandomSignal(std::mt19937& rng) { return std::uniform_int_distribution<int>(0, 1)(rng) == 0 ? SIGINT : SIGTERM; }
+int RandomSignal(std::mt19937& rng) {
+  return std::uniform_int_distribution<int>(0, 1)(rng) == 0 ? SIGINT : SIGTERM;
+}
 
 // The rows of the ranked table: the lines after its "rank" header up to the first blank one.
 int TableRows(const std::string& out) {
@@ -171,28 +182,35 @@ constexpr int kTop = 10;
 // spent bounding), and Llama 3 8B on 16 simulated exhaustively (about 35,000 simulations, tens of
 // seconds): a signal after a second or two lands in its simulation phase.
 std::vector<std::string> PlanArgs(bool exhaustive) {
-  std::vector<std::string> args = {"plan", "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--seq", "4096",
-                                   "--threads", "2"};
+  std::vector<std::string> args = {"plan",  "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
+                                   "--seq", "4096",      "--threads",
+                                   "2"};
   const std::vector<std::string> search =
-      exhaustive ? std::vector<std::string>{"--model", Shipped("models/llama3-8b.json"), "--gpus", "16",
-                                            "--global-batch", "32", "--exhaustive"}
-                 : std::vector<std::string>{"--model", Shipped("models/llama3-70b.json"), "--gpus", "64",
+      exhaustive ? std::vector<std::string>{"--model",        Shipped("models/llama3-8b.json"),
+                                            "--gpus",         "16",
+                                            "--global-batch", "32",
+                                            "--exhaustive"}
+                 : std::vector<std::string>{"--model",        Shipped("models/llama3-70b.json"),
+                                            "--gpus",         "64",
                                             "--global-batch", "256"};
   args.insert(args.end(), search.begin(), search.end());
   return args;
 }
 
-// Runs `loom plan`, sends |signal| |delay_s| after its handlers are in place, and returns how it ended.
-Finished InterruptPlan(const std::vector<std::string>& args, int signal, double delay_s, const fs::path& dir) {
+// Runs `loom plan`, sends |signal| |delay_s| after its handlers are in place, and returns how it
+// ended.
+Finished InterruptPlan(const std::vector<std::string>& args, int signal, double delay_s,
+                       const fs::path& dir) {
   LoomProcess loom(args, dir);
-  EXPECT_TRUE(loom.WaitForHandlers(30)) << "loom plan never installed its SIGINT and SIGTERM handlers";
+  EXPECT_TRUE(loom.WaitForHandlers(30))
+      << "loom plan never installed its SIGINT and SIGTERM handlers";
   std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
   loom.Signal(signal);
   return loom.Wait(30);
 }
 
-// The text output of a plan that |signal| interrupted: the partial table marked INTERRUPTED with how
-// far the search got, or (the signal came as it was printing) the whole result; never a crash.
+// The text output of a plan that |signal| interrupted: the partial table marked INTERRUPTED with
+// how far the search got, or (the signal came as it was printing) the whole result; never a crash.
 void ExpectInterruptedText(const Finished& f, int signal) {
   const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
   if (ExitedWith(f, kExitOk)) {  // the search ended before the signal
@@ -208,16 +226,16 @@ void ExpectInterruptedText(const Finished& f, int signal) {
     EXPECT_EQ(rows, kTop) << Describe(f);
     return;
   }
-  // "INTERRUPTED by SIGINT while simulating: a PARTIAL result. 4,414 of 22,088 ..." (parsed by hand:
-  // g++ 12's -Wmaybe-uninitialized misfires inside <regex> under the sanitizers).
+  // "INTERRUPTED by SIGINT while simulating: a PARTIAL result. 4,414 of 22,088 ..." (parsed by
+  // hand: g++ 12's -Wmaybe-uninitialized misfires inside <regex> under the sanitizers).
   const std::string head = "INTERRUPTED by " + name + " while ";
   const size_t at = f.out.find(head);
   ASSERT_NE(at, std::string::npos) << Describe(f);
   std::istringstream rest(f.out.substr(at + head.size()));
   std::string phase, a, partial, result, done, of, total;
   rest >> phase >> a >> partial >> result >> done >> of >> total;
-  ASSERT_TRUE((phase == "bounding:" || phase == "simulating:") && partial == "PARTIAL" && result == "result." &&
-              of == "of")
+  ASSERT_TRUE((phase == "bounding:" || phase == "simulating:") && partial == "PARTIAL" &&
+              result == "result." && of == "of")
       << Describe(f);
   const auto number = [](std::string digits) {
     digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
@@ -227,9 +245,12 @@ void ExpectInterruptedText(const Finished& f, int signal) {
   if (phase == "bounding:") {
     EXPECT_EQ(rows, 0) << Describe(f);
   } else {
-    EXPECT_LE(rows, std::min<int64_t>(kTop, number(done))) << Describe(f);  // the best of those simulated
+    EXPECT_LE(rows, std::min<int64_t>(kTop, number(done)))
+        << Describe(f);  // the best of those simulated
   }
-  EXPECT_NE(f.out.find("\nINTERRUPTED (" + name + "): the ranking above is partial"), std::string::npos) << Describe(f);
+  EXPECT_NE(f.out.find("\nINTERRUPTED (" + name + "): the ranking above is partial"),
+            std::string::npos)
+      << Describe(f);
 }
 
 TEST(PlanInterrupted, PrintsTheBestPlansSoFarMarkedPartialAndExitsWith128PlusTheSignal) {
@@ -237,10 +258,11 @@ TEST(PlanInterrupted, PrintsTheBestPlansSoFarMarkedPartialAndExitsWith128PlusThe
   std::mt19937 rng(20);
   for (int run = 0; run < 5; ++run) {
     const bool exhaustive = run >= 2;
-    const double delay_s = std::uniform_real_distribution<double>(exhaustive ? 1.0 : 0.0, exhaustive ? 2.5 : 1.2)(rng);
+    const double delay_s =
+        std::uniform_real_distribution<double>(exhaustive ? 1.0 : 0.0, exhaustive ? 2.5 : 1.2)(rng);
     const int signal = RandomSignal(rng);
-    SCOPED_TRACE("run " + std::to_string(run) + ": " + SignalName(signal) + " after " + std::to_string(delay_s) + " s" +
-                 (exhaustive ? ", exhaustive search" : ""));
+    SCOPED_TRACE("run " + std::to_string(run) + ": " + SignalName(signal) + " after " +
+                 std::to_string(delay_s) + " s" + (exhaustive ? ", exhaustive search" : ""));
     ExpectInterruptedText(InterruptPlan(PlanArgs(exhaustive), signal, delay_s, dir), signal);
   }
 }
@@ -258,7 +280,8 @@ TEST(PlanInterrupted, JsonSaysHowFarTheSearchGot) {
     ASSERT_TRUE(ExitedWith(f, kExitSignalBase + signal) || ExitedWith(f, kExitOk)) << Describe(f);
     const nlohmann::json j = nlohmann::json::parse(f.out, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << "not one JSON object: " << Describe(f);
-    EXPECT_TRUE(MatchesSchema(j)) << Describe(f);  // an interrupted search keeps the JSON contract too
+    EXPECT_TRUE(MatchesSchema(j)) << Describe(
+        f);  // an interrupted search keeps the JSON contract too
     EXPECT_EQ(j["schema"], "loom.plan/1");
     const nlohmann::json& stop = j["search"]["interrupted"];
     if (stop.is_null()) {  // finished before the signal
@@ -269,7 +292,8 @@ TEST(PlanInterrupted, JsonSaysHowFarTheSearchGot) {
     EXPECT_TRUE(stop["phase"] == "bounding" || stop["phase"] == "simulating") << stop;
     EXPECT_LE(stop["strategies_bounded"].get<int64_t>(), stop["strategies"].get<int64_t>()) << stop;
     EXPECT_EQ(stop["strategies"], j["search"]["enumerated"]);
-    EXPECT_LE(stop["candidates_simulated"].get<int64_t>(), stop["candidates"].get<int64_t>()) << stop;
+    EXPECT_LE(stop["candidates_simulated"].get<int64_t>(), stop["candidates"].get<int64_t>())
+        << stop;
     EXPECT_EQ(stop["candidates_simulated"], j["search"]["simulated"]);
     EXPECT_LE(j["plans"].size(), stop["candidates_simulated"].get<size_t>()) << Describe(f);
     EXPECT_FALSE(j.contains("emit"));
@@ -307,8 +331,10 @@ TEST(FitInterrupted, TheOutputIsTheOldFileOrTheNewOneAndNoTemporaryRemains) {
   fs::copy_file(Shipped("hardware/gpus/a100-sxm4-80gb.json"), gpu);
   const std::string old_text = ReadText(gpu);
   const fs::path output = dir / "calibrated.json";
-  const std::vector<std::string> args = {"fit", Shipped("tests/cli/data/profile_a100_synthetic.json"), "--gpu", gpu,
-                                         "--output", output.string()};
+  const std::vector<std::string> args = {
+      "fit",      Shipped("tests/cli/data/profile_a100_synthetic.json"),
+      "--gpu",    gpu,
+      "--output", output.string()};
   const auto start = Clock::now();
   const Finished reference = LoomProcess(args, dir).Wait(60);
   const double whole_s = std::chrono::duration<double>(Clock::now() - start).count();
@@ -328,8 +354,9 @@ TEST(FitInterrupted, TheOutputIsTheOldFileOrTheNewOneAndNoTemporaryRemains) {
     if (had_old) fs::copy_file(gpu, output);
     const double delay_s = std::uniform_real_distribution<double>(0, 1.2 * whole_s)(rng);
     const int signal = RandomSignal(rng);
-    SCOPED_TRACE("run " + std::to_string(run) + ": " + SignalName(signal) +
-                 (at_the_write ? " as the temporary appears" : " after " + std::to_string(delay_s) + " s"));
+    SCOPED_TRACE(
+        "run " + std::to_string(run) + ": " + SignalName(signal) +
+        (at_the_write ? " as the temporary appears" : " after " + std::to_string(delay_s) + " s"));
     for (char drain[4096]; ::read(inotify, drain, sizeof drain) > 0;) {
     }
     LoomProcess loom(args, dir);
@@ -348,7 +375,9 @@ TEST(FitInterrupted, TheOutputIsTheOldFileOrTheNewOneAndNoTemporaryRemains) {
     EXPECT_TRUE(by_signal || ExitedWith(f, kExitOk)) << Describe(f);
     if (fs::exists(output)) {
       const std::string text = ReadText(output);
-      EXPECT_TRUE(text == new_text || (had_old && text == old_text)) << "a partial or foreign file:\n" << text;
+      EXPECT_TRUE(text == new_text || (had_old && text == old_text))
+          << "a partial or foreign file:\n"
+          << text;
     }
     if (ExitedWith(f, kExitOk) || (at_the_write && sent)) {  // the write in progress was finished
       EXPECT_EQ(ReadText(output), new_text);
@@ -380,7 +409,8 @@ class ProbeInterrupted : public ::testing::Test {
   [[noreturn]] void Probe(testing::FakeKernelBench& kernels) {
     testing::FakeLauncher launcher({"host"});
     kernels.fp8_unsupported = false;  // every point goes through before_each
-    Result<ProbeSummary> s = RunProbe(points_, kernels.Facts(), launcher, &kernels, nullptr, options_, {});
+    Result<ProbeSummary> s =
+        RunProbe(points_, kernels.Facts(), launcher, &kernels, nullptr, options_, {});
     std::exit(s.ok() ? 0 : 1);
   }
 
@@ -407,7 +437,8 @@ TEST_F(ProbeInterrupted, BetweenPointsTheProfileKeepsEveryPointFinished) {
   points_ = thinned;
   std::mt19937 rng(23);
   for (int run = 0; run < 3; ++run) {
-    const int finished = std::uniform_int_distribution<int>(1, static_cast<int>(points_.size()) - 1)(rng);
+    const int finished =
+        std::uniform_int_distribution<int>(1, static_cast<int>(points_.size()) - 1)(rng);
     const int signal = RandomSignal(rng);
     SCOPED_TRACE(SignalName(signal) + " before point " + std::to_string(finished + 1) + " of " +
                  std::to_string(points_.size()));
@@ -445,7 +476,8 @@ TEST_F(ProbeInterrupted, AtAnyMomentTheProfileLoadsAndNoTemporaryRemains) {
           Probe(kernels);
         },
         [signal](int status) {
-          return (WIFSIGNALED(status) && WTERMSIG(status) == signal) || (WIFEXITED(status) && WEXITSTATUS(status) == 0);
+          return (WIFSIGNALED(status) && WTERMSIG(status) == signal) ||
+                 (WIFEXITED(status) && WEXITSTATUS(status) == 0);
         },
         "");
     if (fs::exists(options_.output_path)) {

@@ -47,8 +47,8 @@ struct Command {
 
 TEST(CommandRequest, EchoesTheGivenOptionsAndListsTheInputFiles) {
   Command c;
-  const Json r = c.Request({"fit", "a.json", "b.json", "--gpu", "g.json", "--output", "out.json", "--measure",
-                            "gemm,host", "--json"});
+  const Json r = c.Request({"fit", "a.json", "b.json", "--gpu", "g.json", "--output", "out.json",
+                            "--measure", "gemm,host", "--json"});
   EXPECT_EQ(Keys(r), (std::vector<std::string>{"command", "arguments", "input_files"}));
   EXPECT_EQ(r["command"], "fit");
   EXPECT_EQ(r["arguments"]["inputs"], Json::array({"a.json", "b.json"}));
@@ -75,18 +75,23 @@ TEST(InputFile, HelpSaysFile) {
 
 TEST(Stamped, PutsSchemaVersionAndRequestFirstAndKeepsTheRestInOrder) {
   const Json body = {{"schema", "loom.test/1"}, {"b", 1}, {"a", 2}};
-  const Json request = {{"command", "describe"}, {"arguments", Json::object()}, {"input_files", Json::array()}};
+  const Json request = {
+      {"command", "describe"}, {"arguments", Json::object()}, {"input_files", Json::array()}};
   const Json stamped = Stamped(body, request);
-  EXPECT_EQ(Keys(stamped), (std::vector<std::string>{"schema", "loom_version", "request", "b", "a"}));
+  EXPECT_EQ(Keys(stamped),
+            (std::vector<std::string>{"schema", "loom_version", "request", "b", "a"}));
   EXPECT_EQ(stamped["loom_version"], LOOM_VERSION);
   EXPECT_EQ(stamped["request"], request);
 }
 
 TEST(Stamped, ABodysOwnRequestFollowsTheCommandLine) {
-  const Json body = {{"schema", "loom.plan/1"}, {"request", {{"model", "m.json"}, {"gpus", 8}}}, {"plans", 1}};
-  const Json request = {{"command", "plan"}, {"arguments", {{"gpus", "8"}}}, {"input_files", {"m.json"}}};
+  const Json body = {
+      {"schema", "loom.plan/1"}, {"request", {{"model", "m.json"}, {"gpus", 8}}}, {"plans", 1}};
+  const Json request = {
+      {"command", "plan"}, {"arguments", {{"gpus", "8"}}}, {"input_files", {"m.json"}}};
   const Json stamped = Stamped(body, request);
-  EXPECT_EQ(Keys(stamped), (std::vector<std::string>{"schema", "loom_version", "request", "plans"}));
+  EXPECT_EQ(Keys(stamped),
+            (std::vector<std::string>{"schema", "loom_version", "request", "plans"}));
   EXPECT_EQ(Keys(stamped["request"]),
             (std::vector<std::string>{"command", "arguments", "input_files", "model", "gpus"}));
   EXPECT_EQ(stamped["request"]["gpus"], 8);

@@ -35,7 +35,8 @@ std::vector<fs::path> SchemaFiles() {
   std::vector<fs::path> files;
   for (const fs::directory_entry& e : fs::directory_iterator(SchemaDir())) {
     const std::string name = e.path().filename().string();
-    if (name.size() > 12 && name.substr(name.size() - 12) == ".schema.json") files.push_back(e.path());
+    if (name.size() > 12 && name.substr(name.size() - 12) == ".schema.json")
+      files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -45,7 +46,8 @@ std::vector<fs::path> SchemaFiles() {
 void CollectRefFiles(const nlohmann::json& node, std::set<std::string>& files) {
   if (node.is_object()) {
     if (auto ref = node.find("$ref"); ref != node.end() && ref->is_string()) {
-      const std::string target = ref->get<std::string>().substr(0, ref->get<std::string>().find('#'));
+      const std::string target =
+          ref->get<std::string>().substr(0, ref->get<std::string>().find('#'));
       if (!target.empty()) files.insert(target);
     }
     for (const auto& [key, value] : node.items()) CollectRefFiles(value, files);
@@ -65,8 +67,8 @@ TEST(JsonSchemas, EverySchemaFileIsAWellFormedDraft7Schema) {
   }
 }
 
-// A schema file is named for the "schema" value it checks (loom.<name>/<N> in <name>-<N>.schema.json),
-// or is the target of another's "$ref"; docs/schemas/README.md lists each.
+// A schema file is named for the "schema" value it checks (loom.<name>/<N> in
+// <name>-<N>.schema.json), or is the target of another's "$ref"; docs/schemas/README.md lists each.
 TEST(JsonSchemas, EverySchemaFileIsNamedForItsSchemaAndReferenced) {
   std::set<std::string> referenced;
   for (const fs::path& file : SchemaFiles()) {
@@ -75,17 +77,21 @@ TEST(JsonSchemas, EverySchemaFileIsNamedForItsSchemaAndReferenced) {
   const std::string readme = ReadText(SchemaDir() + "/README.md");
   for (const fs::path& file : SchemaFiles()) {
     const std::string name = file.filename().string();
-    EXPECT_NE(readme.find(name), std::string::npos) << "docs/schemas/README.md does not list " << name;
+    EXPECT_NE(readme.find(name), std::string::npos)
+        << "docs/schemas/README.md does not list " << name;
     for (const std::string& target : referenced) {
-      EXPECT_TRUE(fs::exists(SchemaDir() + "/" + target)) << "a \"$ref\" names " << target << ", which is missing";
+      EXPECT_TRUE(fs::exists(SchemaDir() + "/" + target))
+          << "a \"$ref\" names " << target << ", which is missing";
     }
     if (referenced.count(name) > 0) continue;
     const nlohmann::json schema = nlohmann::json::parse(ReadText(file));
     const nlohmann::json* named = nullptr;
-    if (auto p = schema.find("properties"); p != schema.end() && p->contains("schema")) named = &(*p)["schema"];
+    if (auto p = schema.find("properties"); p != schema.end() && p->contains("schema"))
+      named = &(*p)["schema"];
     ASSERT_NE(named, nullptr) << name << " is neither referenced nor checks a \"schema\" key";
-    const nlohmann::json values = named->contains("const") ? nlohmann::json::array({(*named)["const"]})
-                                                            : named->value("enum", nlohmann::json::array());
+    const nlohmann::json values = named->contains("const")
+                                      ? nlohmann::json::array({(*named)["const"]})
+                                      : named->value("enum", nlohmann::json::array());
     ASSERT_FALSE(values.empty()) << name << ": properties.schema has no const or enum";
     for (const nlohmann::json& value : values) {
       EXPECT_EQ(fs::path(SchemaFileOf(value.get<std::string>())).filename().string(), name)
@@ -127,8 +133,8 @@ TEST(JsonSchemas, ARenamedMissingOrMistypedKeyFails) {
 TEST(JsonContract, OutputsStartWithSchemaVersionAndTheRequest) {
   const std::string model = Shipped("models/llama3-8b.json");
   const std::string cluster = Shipped("hardware/clusters/dgx-h100.json");
-  const CommandResult r =
-      Loom({"describe", "--model", model, "--cluster", cluster, "--seq", "4096", "--optimizer", "sgd", "--json"});
+  const CommandResult r = Loom({"describe", "--model", model, "--cluster", cluster, "--seq", "4096",
+                                "--optimizer", "sgd", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(r.out);
   std::vector<std::string> keys;
@@ -144,15 +150,17 @@ TEST(JsonContract, OutputsStartWithSchemaVersionAndTheRequest) {
   EXPECT_EQ(request["arguments"]["seq"], "4096");
   EXPECT_EQ(request["arguments"]["optimizer"], "sgd");
   EXPECT_EQ(request["arguments"]["json"], true);
-  EXPECT_FALSE(request["arguments"].contains("nodes")) << "options left at their default are not echoed";
+  EXPECT_FALSE(request["arguments"].contains("nodes"))
+      << "options left at their default are not echoed";
   EXPECT_EQ(request["input_files"], nlohmann::ordered_json::array({model, cluster}));
 }
 
 // plan restates the question in the model's terms after the command's own request.
 TEST(JsonContract, PlanKeepsItsRequestKeysAfterTheCommandLine) {
-  const CommandResult r = Loom({"plan", "--model", Shipped("models/llama3-8b.json"), "--cluster",
-                                Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "8", "--global-batch", "16",
-                                "--seq", "2048", "--fix", "tp=8,pp=1", "--top", "1", "--threads", "2", "--json"});
+  const CommandResult r =
+      Loom({"plan", "--model", Shipped("models/llama3-8b.json"), "--cluster",
+            Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "8", "--global-batch", "16",
+            "--seq", "2048", "--fix", "tp=8,pp=1", "--top", "1", "--threads", "2", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["request"]["command"], "plan");
@@ -161,13 +169,32 @@ TEST(JsonContract, PlanKeepsItsRequestKeysAfterTheCommandLine) {
   EXPECT_EQ(j["request"]["global_batch"], 16);
 }
 
-// The plan file is an output too (and validate's input): it carries its writer's version and request.
+// The plan file is an output too (and validate's input): it carries its writer's version and
+// request.
 TEST(JsonSchemas, PlanFileMatchesItsSchema) {
   const std::string path = (fs::temp_directory_path() / "loom_json_schema_plan.json").string();
-  const CommandResult r = Loom({"plan", "--model", Shipped("models/llama3-8b.json"), "--cluster",
-                                Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "4", "--global-batch", "8",
-                                "--seq", "2048", "--fix", "pp=2,tp=2", "--top", "1", "--threads", "2", "--emit",
-                                "plan", "--out", path, "--json"});
+  const CommandResult r = Loom({"plan",
+                                "--model",
+                                Shipped("models/llama3-8b.json"),
+                                "--cluster",
+                                Shipped("hardware/clusters/dgx-h100.json"),
+                                "--gpus",
+                                "4",
+                                "--global-batch",
+                                "8",
+                                "--seq",
+                                "2048",
+                                "--fix",
+                                "pp=2,tp=2",
+                                "--top",
+                                "1",
+                                "--threads",
+                                "2",
+                                "--emit",
+                                "plan",
+                                "--out",
+                                path,
+                                "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json plan = nlohmann::json::parse(ReadText(path));
   EXPECT_TRUE(MatchesSchema(plan));
@@ -186,8 +213,9 @@ TEST(JsonSchemas, FilesFitWritesMatchTheirSchemas) {
   fs::copy_file(Shipped("hardware/gpus/a100-sxm4-80gb.json"), dir / "gpus" / "a100-sxm4-80gb.json");
   fs::copy_file(Shipped("hardware/clusters/dgx-a100.json"), dir / "clusters" / "dgx-a100.json");
   const std::string gpu = (dir / "gpus" / "gpu-fitted.json").string();
-  CommandResult r = Loom({"fit", Shipped("tests/cli/data/profile_a100_synthetic.json"), "--gpu",
-                          (dir / "gpus" / "a100-sxm4-80gb.json").string(), "--output", gpu, "--json"});
+  CommandResult r =
+      Loom({"fit", Shipped("tests/cli/data/profile_a100_synthetic.json"), "--gpu",
+            (dir / "gpus" / "a100-sxm4-80gb.json").string(), "--output", gpu, "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(ReadText(gpu))));
   const std::string cluster = (dir / "clusters" / "cluster-fitted.json").string();
@@ -241,16 +269,20 @@ TEST(JsonSchemas, ShippedFilesMatchTheirSchemas) {
     for (const fs::directory_entry& e : fs::recursive_directory_iterator(Shipped(dir))) {
       if (!e.is_regular_file() || e.path().extension() != ".json") continue;
       const nlohmann::json json = nlohmann::json::parse(ReadText(e.path()), nullptr, false);
-      if (json.is_discarded() || !json.is_object() || !json.contains("schema") || !json["schema"].is_string()) continue;
+      if (json.is_discarded() || !json.is_object() || !json.contains("schema") ||
+          !json["schema"].is_string())
+        continue;
       const std::string schema = json["schema"];
-      if (schema.rfind("loom.", 0) != 0 || e.path().filename() == "malformed_profile.json") continue;
+      if (schema.rfind("loom.", 0) != 0 || e.path().filename() == "malformed_profile.json")
+        continue;
       EXPECT_TRUE(MatchesSchema(json)) << e.path();
       schemas.insert(schema);
       ++checked;
     }
   }
   EXPECT_GE(checked, 20);
-  for (const char* expected : {"loom.gpu/1", "loom.cluster/1", "loom.framework/1", "loom.scenario/1", "loom.runs/1"}) {
+  for (const char* expected :
+       {"loom.gpu/1", "loom.cluster/1", "loom.framework/1", "loom.scenario/1", "loom.runs/1"}) {
     EXPECT_EQ(schemas.count(expected), 1u) << "no shipped file of " << expected << " was checked";
   }
 }

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -26,9 +26,19 @@ namespace {
 
 // `loom plan` of Llama 3 8B on 16 H100s, global batch 32 x 4096 tokens, then |extra|.
 CommandResult PlanSmall(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"plan",  "--model", Shipped("models/llama3-8b.json"),
-                                   "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
-                                   "--gpus", "16", "--global-batch", "32", "--seq", "4096", "--threads", "2"};
+  std::vector<std::string> args = {"plan",
+                                   "--model",
+                                   Shipped("models/llama3-8b.json"),
+                                   "--cluster",
+                                   Shipped("hardware/clusters/dgx-h100.json"),
+                                   "--gpus",
+                                   "16",
+                                   "--global-batch",
+                                   "32",
+                                   "--seq",
+                                   "4096",
+                                   "--threads",
+                                   "2"};
   args.insert(args.end(), extra.begin(), extra.end());
   return Loom(args);
 }
@@ -79,9 +89,13 @@ std::vector<int64_t> WholeNumbers(const std::string& line) {
   std::istringstream words(line);
   std::string word;
   while (words >> word) {
-    word.erase(std::remove_if(word.begin(), word.end(), [](char c) { return c == '(' || c == ')'; }), word.end());
+    word.erase(
+        std::remove_if(word.begin(), word.end(), [](char c) { return c == '(' || c == ')'; }),
+        word.end());
     const bool number = !word.empty() && std::isdigit(static_cast<unsigned char>(word[0])) &&
-                        std::all_of(word.begin(), word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == ','; });
+                        std::all_of(word.begin(), word.end(), [](char c) {
+                          return std::isdigit(static_cast<unsigned char>(c)) || c == ',';
+                        });
     if (number) out.push_back(Digits(word));
   }
   return out;
@@ -122,12 +136,15 @@ TEST(Plan, TableNamesTheQuestionCountsTheSearchAndRanksTopRows) {
   ASSERT_EQ(lines[1].rfind("searched ", 0), 0u) << lines[1];
   EXPECT_NE(lines[1].find(" break a rule, "), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find(" cannot fit (memory bound), "), std::string::npos) << lines[1];
-  EXPECT_NE(lines[1].find(" cannot beat the top 3 (time bound, not simulated), "), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find(" cannot beat the top 3 (time bound, not simulated), "),
+            std::string::npos)
+      << lines[1];
   // enumerated, rules, memory bound, skipped, the 3 of "top 3", simulated, did not fit.
   const std::vector<int64_t> n = WholeNumbers(lines[1]);
   ASSERT_EQ(n.size(), 7u) << lines[1];
   EXPECT_EQ(n[4], 3);
-  const int64_t enumerated = n[0], rules = n[1], memory = n[2], skipped = n[3], simulated = n[5], did_not_fit = n[6];
+  const int64_t enumerated = n[0], rules = n[1], memory = n[2], skipped = n[3], simulated = n[5],
+                did_not_fit = n[6];
   EXPECT_GT(enumerated, 10000);
   EXPECT_EQ(rules + memory + skipped + simulated, enumerated);
   EXPECT_GE(simulated, 3);
@@ -144,11 +161,12 @@ TEST(Plan, TableNamesTheQuestionCountsTheSearchAndRanksTopRows) {
   for (const auto& [rule, count] : rejected) total += count;
   EXPECT_EQ(total, rules + memory + did_not_fit);
   ASSERT_GT(memory, 0) << r.out;
-  const auto memory_rule =
-      std::find_if(rejected.begin(), rejected.end(), [](const auto& rule) { return rule.first == "memory"; });
+  const auto memory_rule = std::find_if(rejected.begin(), rejected.end(),
+                                        [](const auto& rule) { return rule.first == "memory"; });
   ASSERT_NE(memory_rule, rejected.end()) << r.out;
   EXPECT_EQ(memory_rule->second, memory + did_not_fit);
-  for (size_t i = 1; i < rejected.size(); ++i) EXPECT_GE(rejected[i - 1].second, rejected[i].second);
+  for (size_t i = 1; i < rejected.size(); ++i)
+    EXPECT_GE(rejected[i - 1].second, rejected[i].second);
 }
 
 TEST(Plan, JsonPlansAreSortedAndTheirFixReparses) {
@@ -160,7 +178,8 @@ TEST(Plan, JsonPlansAreSortedAndTheirFixReparses) {
   EXPECT_EQ(j["request"]["gpus"], 16);
   EXPECT_EQ(j["request"]["global_batch"], 32);
   const nlohmann::json& search = j["search"];
-  EXPECT_EQ(search["rejected_by_rules"].get<int64_t>() + search["rejected_by_memory_bound"].get<int64_t>() +
+  EXPECT_EQ(search["rejected_by_rules"].get<int64_t>() +
+                search["rejected_by_memory_bound"].get<int64_t>() +
                 search["skipped_by_bound"].get<int64_t>() + search["simulated"].get<int64_t>(),
             search["enumerated"].get<int64_t>());
   const nlohmann::json& plans = j["plans"];
@@ -188,7 +207,8 @@ TEST(Plan, ExplainOfTheBestPlanSaysRankOne) {
   CommandResult human = PlanSmall({"--fix", "pp=1", "--explain", best});
   ASSERT_EQ(human.code, kExitOk) << human.err;
   EXPECT_NE(human.out.find("strategy: " + best + "\n"), std::string::npos) << human.out;
-  EXPECT_NE(human.out.find("rank 1: 0 plans of the search space do better (it is the best plan)"), std::string::npos)
+  EXPECT_NE(human.out.find("rank 1: 0 plans of the search space do better (it is the best plan)"),
+            std::string::npos)
       << human.out;
   EXPECT_EQ(human.out.find("DOES NOT FIT"), std::string::npos) << human.out;
 
@@ -205,7 +225,8 @@ TEST(Plan, ExplainOfTheBestPlanSaysRankOne) {
 // --report draws a search's ranked plans; --explain ranks none, so the pair is refused (naming
 // both flags) rather than the report silently dropped, and no file is written.
 TEST(Plan, ExplainWithReportIsRefusedNamingBothFlags) {
-  const std::string report = (std::filesystem::temp_directory_path() / "loom_plan_explain_report.html").string();
+  const std::string report =
+      (std::filesystem::temp_directory_path() / "loom_plan_explain_report.html").string();
   std::filesystem::remove(report);
   CommandResult r = PlanSmall({"--fix", "pp=1", "--explain", "tp=1,pp=1", "--report", report});
   EXPECT_EQ(r.code, kExitBadInput) << r.out;
@@ -217,16 +238,30 @@ TEST(Plan, ExplainWithReportIsRefusedNamingBothFlags) {
 // Issue 22: the explain of Meta's 405B layout with selective recompute (7 layers on the first and
 // last stage for the embedding and the loss) says what holds the memory and what to cut.
 TEST(Plan, ExplainOf405bThatDoesNotFitShowsWhatToCut) {
-  const std::vector<std::string> args = {
-      "plan", "--model", Shipped("models/llama3-405b.json"), "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
-      "--gpus", "16384", "--global-batch", "2048", "--seq", "8192", "--fix", "tp=8,pp=16,vpp=8", "--explain",
-      "tp=8,pp=16,vpp=8,micro_batch=1,schedule=interleaved,recompute=selective,sp=true,zero_stage=1,"
-      "first_stage_layers=7,last_stage_layers=7"};
+  const std::vector<std::string> args = {"plan",
+                                         "--model",
+                                         Shipped("models/llama3-405b.json"),
+                                         "--cluster",
+                                         Shipped("hardware/clusters/dgx-h100.json"),
+                                         "--gpus",
+                                         "16384",
+                                         "--global-batch",
+                                         "2048",
+                                         "--seq",
+                                         "8192",
+                                         "--fix",
+                                         "tp=8,pp=16,vpp=8",
+                                         "--explain",
+                                         "tp=8,pp=16,vpp=8,micro_batch=1,schedule=interleaved,"
+                                         "recompute=selective,sp=true,zero_stage=1,"
+                                         "first_stage_layers=7,last_stage_layers=7"};
   CommandResult human = Loom(args);
   ASSERT_EQ(human.code, kExitOk) << human.err;
   EXPECT_NE(human.out.find("DOES NOT FIT"), std::string::npos) << human.out;
   EXPECT_NE(human.out.find("memory at each stage's peak"), std::string::npos) << human.out;
-  EXPECT_NE(human.out.find(" allocates\nallocator reserve: 2.00 GiB beside every peak"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find(" allocates\nallocator reserve: 2.00 GiB beside every peak"),
+            std::string::npos)
+      << human.out;
   EXPECT_NE(human.out.find("to fit, change"), std::string::npos) << human.out;
   EXPECT_NE(human.out.find("\n  recompute=full "), std::string::npos) << human.out;
 
@@ -243,14 +278,17 @@ TEST(Plan, ExplainOf405bThatDoesNotFitShowsWhatToCut) {
     for (const auto& [item, bytes] : b["items"].items()) sum += bytes.get<int64_t>();
     EXPECT_EQ(sum, b["peak_bytes"].get<int64_t>()) << b["stage"];
   }
-  EXPECT_EQ(memory["stages"][memory["peak_stage"].get<int>()]["peak_bytes"], j["strategy"]["peak_memory_bytes"]);
+  EXPECT_EQ(memory["stages"][memory["peak_stage"].get<int>()]["peak_bytes"],
+            j["strategy"]["peak_memory_bytes"]);
   ASSERT_FALSE(memory["fit_suggestions"].empty());
   for (const nlohmann::json& f : memory["fit_suggestions"]) {
-    EXPECT_LE(f["peak_memory_bytes"].get<int64_t>(), f["memory_limit_bytes"].get<int64_t>()) << f["changes"];
+    EXPECT_LE(f["peak_memory_bytes"].get<int64_t>(), f["memory_limit_bytes"].get<int64_t>())
+        << f["changes"];
     // Each reads back through --explain.
     CommandResult again = Loom({"plan", "--model", Shipped("models/llama3-405b.json"), "--cluster",
-                                Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "16384", "--global-batch",
-                                "2048", "--seq", "8192", "--fix", "tp=8,pp=16,vpp=8", "--explain", f["fix"], "--json"});
+                                Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "16384",
+                                "--global-batch", "2048", "--seq", "8192", "--fix",
+                                "tp=8,pp=16,vpp=8", "--explain", f["fix"], "--json"});
     ASSERT_EQ(again.code, kExitOk) << again.err;
     EXPECT_EQ(nlohmann::json::parse(again.out)["fits"], true) << f["fix"];
   }
@@ -274,7 +312,8 @@ TEST(Plan, JsonPlansCarryTheirPeakStagesMemoryBreakdown) {
 
 TEST(Plan, ExplainOfAStrategyThatDoesNotFitNamesTheBestPlan) {
   // Llama 3 8B unsharded with Adam: 16 bytes per parameter alone is 120 GiB.
-  CommandResult r = PlanSmall({"--fix", "pp=1", "--explain", "tp=1,pp=1,micro_batch=1,recompute=none,zero_stage=0"});
+  CommandResult r = PlanSmall(
+      {"--fix", "pp=1", "--explain", "tp=1,pp=1,micro_batch=1,recompute=none,zero_stage=0"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("GiB usable: DOES NOT FIT"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("dominated by memory"), std::string::npos) << r.out;
@@ -287,9 +326,10 @@ TEST(Plan, ExplainOfAStrategyThatDoesNotFitNamesTheBestPlan) {
 }
 
 TEST(Plan, TpThatDoesNotDivideTheHeadsIsBadInput) {
-  CommandResult r = Loom({"plan", "--model", Shipped("models/llama3-70b.json"), "--cluster",
-                          Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "24", "--global-batch", "48", "--seq",
-                          "4096", "--threads", "2", "--fix", "tp=3"});
+  CommandResult r =
+      Loom({"plan", "--model", Shipped("models/llama3-70b.json"), "--cluster",
+            Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "24", "--global-batch", "48",
+            "--seq", "4096", "--threads", "2", "--fix", "tp=3"});
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_NE(r.err.find("--tp 3"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("num_attention_heads (64)"), std::string::npos) << r.err;
@@ -305,8 +345,8 @@ TEST(Plan, UnknownFixKeyListsTheKeys) {
 
 TEST(Plan, GpusThatAreNotWholeNodesSuggestTheNearestCounts) {
   CommandResult r = Loom({"plan", "--model", Shipped("models/llama3-8b.json"), "--cluster",
-                          Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "12", "--global-batch", "32",
-                          "--seq", "4096"});
+                          Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "12",
+                          "--global-batch", "32", "--seq", "4096"});
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_NE(r.err.find("--gpus 12"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("use 8 or 16"), std::string::npos) << r.err;
@@ -330,7 +370,8 @@ TEST(Plan, EmitMegatronPrintsTheBestPlansTpAndCountsWhatItCannotRun) {
     if (rule == "--emit megatron") unexpressible = count;
   }
   EXPECT_GT(unexpressible, 0) << r.out;
-  EXPECT_NE(r.out.find("--schedule zb-h1: mainline Megatron-LM has no zero-bubble schedule"), std::string::npos)
+  EXPECT_NE(r.out.find("--schedule zb-h1: mainline Megatron-LM has no zero-bubble schedule"),
+            std::string::npos)
       << r.out;
 }
 
@@ -351,22 +392,26 @@ TEST(Plan, EmitDeepSpeedJsonHasTheGlobalBatch) {
   EXPECT_FALSE(emit["notes"].empty());
   // --grad-accumulation auto: every ranked plan accumulates as DeepSpeed does at its ZeRO stage.
   for (const nlohmann::json& plan : j["plans"]) {
-    const std::string expected = plan["strategy"]["zero_stage"].get<int64_t>() >= 1 ? "add" : "autograd";
+    const std::string expected =
+        plan["strategy"]["zero_stage"].get<int64_t>() >= 1 ? "add" : "autograd";
     EXPECT_EQ(plan["strategy"]["grad_accumulation"], expected) << plan.dump();
   }
   EXPECT_TRUE(config.contains("data_types")) << config.dump();
 }
 
 TEST(Plan, FusedGradientAccumulationCannotBeEmittedForDeepSpeed) {
-  CommandResult r = PlanSmall({"--fix", "pp=1", "--top", "2", "--emit", "deepspeed", "--grad-accumulation", "fused"});
+  CommandResult r = PlanSmall(
+      {"--fix", "pp=1", "--top", "2", "--emit", "deepspeed", "--grad-accumulation", "fused"});
   EXPECT_EQ(r.code, kExitBadInput) << r.out;
-  EXPECT_NE((r.out + r.err).find("--grad-accumulation fused with --zero"), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("--grad-accumulation fused with --zero"), std::string::npos)
+      << r.out << r.err;
 }
 
 TEST(Plan, PickBeyondTopSaysToRaiseTop) {
   CommandResult r = PlanSmall({"--fix", "pp=1", "--emit", "megatron", "--pick", "3", "--top", "2"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find("--pick 3: only 2 plans are ranked; raise --top"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--pick 3: only 2 plans are ranked; raise --top"), std::string::npos)
+      << r.err;
 }
 
 // One unit of cost in the table, the JSON and the help: GPU-hours per 10^9 tokens.
@@ -374,7 +419,8 @@ TEST(Plan, CostObjectiveRanksByGpuHoursPerBillionTokensAtTheGpusAskedFor) {
   CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--objective", "cost", "--top", "3"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("objective cost"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("cost in GPU-hours per 10^9 tokens (GPU-h/Btok)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cost in GPU-hours per 10^9 tokens (GPU-h/Btok)"), std::string::npos)
+      << r.out;
   const std::string header = TableHeader(r.out);
   ASSERT_NE(header.find("GPUs  GPU-h/Btok"), std::string::npos) << r.out;
   const std::vector<std::vector<std::string>> rows = TableRows(r.out);
@@ -385,13 +431,15 @@ TEST(Plan, CostObjectiveRanksByGpuHoursPerBillionTokensAtTheGpusAskedFor) {
       EXPECT_LE(std::stod(rows[i - 1].back()), std::stod(rows[i].back()));
     }
   }
-  CommandResult j = PlanSmall({"--fix", "pp=1,tp=2", "--objective", "cost", "--top", "3", "--json"});
+  CommandResult j =
+      PlanSmall({"--fix", "pp=1,tp=2", "--objective", "cost", "--top", "3", "--json"});
   ASSERT_EQ(j.code, kExitOk) << j.err;
   const nlohmann::json json = nlohmann::json::parse(j.out);
   EXPECT_EQ(json["request"]["score_unit"], "gpu_hours_per_billion_tokens");
   EXPECT_EQ(json["request"]["gpu_counts"], nlohmann::json::array({16}));
   for (const nlohmann::json& plan : json["plans"]) {
-    EXPECT_DOUBLE_EQ(plan["score"].get<double>(), plan["gpu_hours_per_billion_tokens"].get<double>());
+    EXPECT_DOUBLE_EQ(plan["score"].get<double>(),
+                     plan["gpu_hours_per_billion_tokens"].get<double>());
     EXPECT_NEAR(plan["gpu_hours_per_billion_tokens"].get<double>(),
                 plan["step_time_s"].get<double>() * 16 / 3600 / (32.0 * 4096) * 1e9, 1e-9);
   }
@@ -399,7 +447,8 @@ TEST(Plan, CostObjectiveRanksByGpuHoursPerBillionTokensAtTheGpusAskedFor) {
 }
 
 TEST(Plan, MinGpusLetsTheCostObjectiveWeighSmallerJobs) {
-  CommandResult r = PlanSmall({"--fix", "pp=1,tp=1", "--objective", "cost", "--top", "3", "--min-gpus", "4", "--json"});
+  CommandResult r = PlanSmall(
+      {"--fix", "pp=1,tp=1", "--objective", "cost", "--top", "3", "--min-gpus", "4", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json["request"]["gpu_counts"], nlohmann::json::array({16, 8, 4}));
@@ -409,12 +458,14 @@ TEST(Plan, MinGpusLetsTheCostObjectiveWeighSmallerJobs) {
     smaller = smaller || plan["gpus"].get<int64_t>() < 16;
   }
   EXPECT_TRUE(smaller) << r.out;
-  CommandResult text = PlanSmall({"--fix", "pp=1,tp=1", "--objective", "cost", "--top", "1", "--min-gpus", "4"});
+  CommandResult text =
+      PlanSmall({"--fix", "pp=1,tp=1", "--objective", "cost", "--top", "1", "--min-gpus", "4"});
   EXPECT_NE(text.out.find("GPU counts searched 16, 8, 4"), std::string::npos) << text.out;
 }
 
 TEST(Plan, PriceAndTokensGiveTimeToTrainAndDollars) {
-  CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--top", "2", "--price", "2.5", "--tokens", "1e12"});
+  CommandResult r =
+      PlanSmall({"--fix", "pp=1,tp=2", "--top", "2", "--price", "2.5", "--tokens", "1e12"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_NE(r.out.find("$2.50 per GPU-hour (--price)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1.00 T tokens to train"), std::string::npos) << r.out;
@@ -422,7 +473,8 @@ TEST(Plan, PriceAndTokensGiveTimeToTrainAndDollars) {
   for (const char* column : {"GPU-h/Btok", "$/Btok", "train days", "train $"}) {
     EXPECT_NE(header.find(column), std::string::npos) << column << "\n" << r.out;
   }
-  CommandResult j = PlanSmall({"--fix", "pp=1,tp=2", "--top", "2", "--price", "2.5", "--tokens", "1e12", "--json"});
+  CommandResult j = PlanSmall(
+      {"--fix", "pp=1,tp=2", "--top", "2", "--price", "2.5", "--tokens", "1e12", "--json"});
   ASSERT_EQ(j.code, kExitOk) << j.err;
   const nlohmann::json json = nlohmann::json::parse(j.out);
   EXPECT_EQ(json["request"]["price_per_gpu_hour_usd"], 2.5);
@@ -431,10 +483,14 @@ TEST(Plan, PriceAndTokensGiveTimeToTrainAndDollars) {
   const nlohmann::json& plan = json["plans"][0];
   const int64_t steps = (1'000'000'000'000 + 32 * 4096 - 1) / (32 * 4096);
   EXPECT_EQ(plan["steps_to_train"], steps);
-  EXPECT_DOUBLE_EQ(plan["time_to_train_s"].get<double>(), static_cast<double>(steps) * plan["step_time_s"].get<double>());
-  EXPECT_DOUBLE_EQ(plan["gpu_hours_to_train"].get<double>(), plan["time_to_train_s"].get<double>() * 16 / 3600);
-  EXPECT_DOUBLE_EQ(plan["usd_to_train"].get<double>(), plan["gpu_hours_to_train"].get<double>() * 2.5);
-  EXPECT_DOUBLE_EQ(plan["usd_per_billion_tokens"].get<double>(), plan["gpu_hours_per_billion_tokens"].get<double>() * 2.5);
+  EXPECT_DOUBLE_EQ(plan["time_to_train_s"].get<double>(),
+                   static_cast<double>(steps) * plan["step_time_s"].get<double>());
+  EXPECT_DOUBLE_EQ(plan["gpu_hours_to_train"].get<double>(),
+                   plan["time_to_train_s"].get<double>() * 16 / 3600);
+  EXPECT_DOUBLE_EQ(plan["usd_to_train"].get<double>(),
+                   plan["gpu_hours_to_train"].get<double>() * 2.5);
+  EXPECT_DOUBLE_EQ(plan["usd_per_billion_tokens"].get<double>(),
+                   plan["gpu_hours_per_billion_tokens"].get<double>() * 2.5);
   // The table's last column is the dollars to train, rounded.
   const std::vector<std::vector<std::string>> rows = TableRows(r.out);
   ASSERT_FALSE(rows.empty());
@@ -454,16 +510,34 @@ TEST(Plan, WithoutPriceOrTokensTheCostKeysAreNull) {
 }
 
 TEST(Plan, TheClusterFilesPriceIsUsedAndNamed) {
-  nlohmann::json cluster = nlohmann::json::parse(std::ifstream(Shipped("hardware/clusters/dgx-h100.json")));
+  nlohmann::json cluster =
+      nlohmann::json::parse(std::ifstream(Shipped("hardware/clusters/dgx-h100.json")));
   cluster["gpu"] = Shipped("hardware/gpus/h100-sxm5-80gb.json");
   cluster["price_per_gpu_hour_usd"] = 3.0;
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("loom_plan_test_priced_" + std::to_string(::getpid()) + ".json"))
-          .string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("loom_plan_test_priced_" + std::to_string(::getpid()) + ".json"))
+                               .string();
   std::ofstream(path) << cluster.dump();
-  CommandResult r = Loom({"plan", "--model", Shipped("models/llama3-8b.json"), "--cluster", path, "--gpus", "16",
-                          "--global-batch", "32", "--seq", "4096", "--threads", "2", "--fix", "pp=1,tp=2", "--top",
-                          "1", "--framework", "none", "--json"});
+  CommandResult r = Loom({"plan",
+                          "--model",
+                          Shipped("models/llama3-8b.json"),
+                          "--cluster",
+                          path,
+                          "--gpus",
+                          "16",
+                          "--global-batch",
+                          "32",
+                          "--seq",
+                          "4096",
+                          "--threads",
+                          "2",
+                          "--fix",
+                          "pp=1,tp=2",
+                          "--top",
+                          "1",
+                          "--framework",
+                          "none",
+                          "--json"});
   std::filesystem::remove(path);
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
@@ -482,7 +556,8 @@ TEST(Plan, ProgressFlagWritesProgressToANonTerminalStderr) {
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << "a log gets whole lines";
   const std::vector<std::string> lines = Lines(r.err);
   const auto starting = [&](const std::string& prefix) {
-    return std::find_if(lines.rbegin(), lines.rend(), [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
+    return std::find_if(lines.rbegin(), lines.rend(),
+                        [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
   };
   ASSERT_NE(starting("bounding "), lines.rend()) << r.err;
   const auto simulating = starting("simulating ");
@@ -496,7 +571,8 @@ TEST(Plan, ProgressFlagWritesProgressToANonTerminalStderr) {
   const std::vector<std::vector<std::string>> rows = TableRows(r.out);
   ASSERT_FALSE(rows.empty());
   EXPECT_NE(simulating->find("best " + rows[0][rows[0].size() - 7] + " s/step"), std::string::npos)
-      << *simulating << "\n" << r.out;
+      << *simulating << "\n"
+      << r.out;
 }
 
 TEST(Plan, MaxStepTimeRejectsSlowerPlansAndCountsThem) {
@@ -506,17 +582,22 @@ TEST(Plan, MaxStepTimeRejectsSlowerPlansAndCountsThem) {
   const double limit = plans[1]["step_time_s"].get<double>() * 1.0001;
   std::ostringstream text;
   text << limit;
-  CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--top", "4", "--max-step-time", text.str(), "--json"});
+  CommandResult r =
+      PlanSmall({"--fix", "pp=1,tp=2", "--top", "4", "--max-step-time", text.str(), "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json["request"]["max_step_time_s"], std::stod(text.str()));
-  for (const nlohmann::json& plan : json["plans"]) EXPECT_LE(plan["step_time_s"].get<double>(), limit);
+  for (const nlohmann::json& plan : json["plans"])
+    EXPECT_LE(plan["step_time_s"].get<double>(), limit);
   EXPECT_GT(json["search"]["rejected_by_step_time_bound"].get<int64_t>(), 0);
   bool named = false;
-  for (const nlohmann::json& rule : json["search"]["rejections"]) named = named || rule["rule"] == "--max-step-time";
+  for (const nlohmann::json& rule : json["search"]["rejections"])
+    named = named || rule["rule"] == "--max-step-time";
   EXPECT_TRUE(named) << json["search"].dump();
-  CommandResult table = PlanSmall({"--fix", "pp=1,tp=2", "--top", "4", "--max-step-time", text.str()});
-  EXPECT_NE(table.out.find(" over --max-step-time (step time bound), "), std::string::npos) << table.out;
+  CommandResult table =
+      PlanSmall({"--fix", "pp=1,tp=2", "--top", "4", "--max-step-time", text.str()});
+  EXPECT_NE(table.out.find(" over --max-step-time (step time bound), "), std::string::npos)
+      << table.out;
 }
 
 TEST(Plan, DistinctListsEachRowsVariantsInTextAndJson) {
@@ -529,7 +610,8 @@ TEST(Plan, DistinctListsEachRowsVariantsInTextAndJson) {
   for (const nlohmann::json& plan : json["plans"]) {
     for (const nlohmann::json& v : plan["variants"]) {
       ++variants;
-      EXPECT_LT(std::abs(v["step_time_s"].get<double>() / plan["step_time_s"].get<double>() - 1), 0.01);
+      EXPECT_LT(std::abs(v["step_time_s"].get<double>() / plan["step_time_s"].get<double>() - 1),
+                0.01);
       Result<Constraints> fix = ParseConstraints(v["fix"].get<std::string>(), "--fix");
       EXPECT_TRUE(fix.ok()) << v.dump();
       EXPECT_FALSE(v["setting"].get<std::string>().empty());
@@ -539,7 +621,8 @@ TEST(Plan, DistinctListsEachRowsVariantsInTextAndJson) {
   CommandResult text = PlanSmall({"--fix", "pp=1", "--top", "4", "--distinct"});
   ASSERT_EQ(text.code, kExitOk) << text.err;
   size_t variant_lines = 0;
-  for (const std::string& line : Lines(text.out)) variant_lines += line.rfind("      ~ ", 0) == 0 ? 1 : 0;
+  for (const std::string& line : Lines(text.out))
+    variant_lines += line.rfind("      ~ ", 0) == 0 ? 1 : 0;
   EXPECT_EQ(variant_lines, variants) << text.out;
 }
 
@@ -556,14 +639,16 @@ TEST(Plan, GpuRangesOutsideGpusAreRefusedNamingTheFlag) {
 }
 
 TEST(Plan, MemoryHeadroomRanksByAscendingPeakMemory) {
-  CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--objective", "memory-headroom", "--top", "5", "--json"});
+  CommandResult r =
+      PlanSmall({"--fix", "pp=1,tp=2", "--objective", "memory-headroom", "--top", "5", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["request"]["objective"], "memory-headroom");
   const nlohmann::json& plans = j["plans"];
   ASSERT_EQ(plans.size(), 5u);
   for (size_t i = 1; i < plans.size(); ++i) {
-    EXPECT_LE(plans[i - 1]["peak_memory_bytes"].get<int64_t>(), plans[i]["peak_memory_bytes"].get<int64_t>());
+    EXPECT_LE(plans[i - 1]["peak_memory_bytes"].get<int64_t>(),
+              plans[i]["peak_memory_bytes"].get<int64_t>());
   }
   // The time objective's winner uses more memory than the headroom objective's.
   CommandResult fastest = PlanSmall({"--fix", "pp=1,tp=2", "--top", "1", "--json"});
@@ -582,7 +667,8 @@ std::string TempPlanPath(const std::string& name) {
 TEST(Plan, EmitPlanWritesAPlanFileOfThePickedStrategyAndSaysHowToValidateIt) {
   const std::string path = TempPlanPath("emit");
   std::filesystem::remove(path);
-  CommandResult r = PlanSmall({"--fix", "pp=2,tp=4", "--top", "2", "--emit", "plan", "--out", path, "--json"});
+  CommandResult r =
+      PlanSmall({"--fix", "pp=2,tp=4", "--top", "2", "--emit", "plan", "--out", path, "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const nlohmann::json& best = j["plans"][0]["strategy"];
@@ -591,7 +677,8 @@ TEST(Plan, EmitPlanWritesAPlanFileOfThePickedStrategyAndSaysHowToValidateIt) {
   EXPECT_EQ(emit["format"], "plan");
   EXPECT_EQ(emit["plan_file"], path);
   EXPECT_EQ(emit["ranks"], ranks);
-  EXPECT_EQ(emit["validate"], "mpirun -np " + std::to_string(ranks) + " loom validate " + path + " --backend host");
+  EXPECT_EQ(emit["validate"],
+            "mpirun -np " + std::to_string(ranks) + " loom validate " + path + " --backend host");
   Result<PlanFile> plan = ReadPlanFile(path);
   std::filesystem::remove(path);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
@@ -610,14 +697,15 @@ TEST(Plan, EmitPlanWritesAPlanFileOfThePickedStrategyAndSaysHowToValidateIt) {
 // asking for one with it is refused rather than ignored.
 TEST(Plan, EmitPlanModelsNoFrameworkAndRefusesOne) {
   const std::string path = TempPlanPath("framework");
-  CommandResult plain = PlanSmall({"--fix", "pp=2,tp=4", "--top", "1", "--emit", "plan", "--out", path, "--json"});
+  CommandResult plain =
+      PlanSmall({"--fix", "pp=2,tp=4", "--top", "1", "--emit", "plan", "--out", path, "--json"});
   ASSERT_EQ(plain.code, kExitOk) << plain.err;
   EXPECT_EQ(nlohmann::json::parse(plain.out)["request"]["framework"], "none");
   Result<PlanFile> plan = ReadPlanFile(path);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_TRUE(plan->step.host_stream.empty());
-  CommandResult refused = PlanSmall({"--fix", "pp=2,tp=4", "--top", "1", "--emit", "plan", "--out", path,
-                                     "--framework", "megatron-core"});
+  CommandResult refused = PlanSmall({"--fix", "pp=2,tp=4", "--top", "1", "--emit", "plan", "--out",
+                                     path, "--framework", "megatron-core"});
   std::filesystem::remove(path);
   EXPECT_NE(refused.code, kExitOk);
   EXPECT_NE(refused.err.find("leave --framework out"), std::string::npos) << refused.err;
@@ -629,26 +717,28 @@ TEST(Plan, EmitPlanModelsNoFrameworkAndRefusesOne) {
 
 TEST(Plan, EmitPlanPrintsWhereItWroteAndTheMpirunCommand) {
   const std::string path = TempPlanPath("text");
-  CommandResult r = PlanSmall({"--fix", "pp=4,tp=2", "--top", "1", "--emit", "plan", "--out", path});
+  CommandResult r =
+      PlanSmall({"--fix", "pp=4,tp=2", "--top", "1", "--emit", "plan", "--out", path});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   Result<PlanFile> plan = ReadPlanFile(path);
   std::filesystem::remove(path);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   const int32_t ranks = plan->step.graph.num_ranks();
   EXPECT_EQ(ranks, 4 * plan->step.replicas);
-  EXPECT_NE(r.out.find("plan file of plan 1:\nwrote " + path + ": " + std::to_string(ranks) + " ranks (4 stages x " +
-                       std::to_string(plan->step.replicas) + " replicas), " +
-                       std::to_string(plan->step.graph.num_tasks()) + " tasks"),
+  EXPECT_NE(r.out.find("plan file of plan 1:\nwrote " + path + ": " + std::to_string(ranks) +
+                       " ranks (4 stages x " + std::to_string(plan->step.replicas) +
+                       " replicas), " + std::to_string(plan->step.graph.num_tasks()) + " tasks"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("mpirun -np " + std::to_string(ranks) + " loom validate " + path + " --backend host"),
+  EXPECT_NE(r.out.find("mpirun -np " + std::to_string(ranks) + " loom validate " + path +
+                       " --backend host"),
             std::string::npos)
       << r.out;
 }
 
 // issue 23: without --out the plan file is stdout (the table goes to stderr), so that
-// `loom plan ... --emit plan > plan.json` gives a plan file and nothing lands in the working folder;
-// with --json, which needs stdout, --out is required.
+// `loom plan ... --emit plan > plan.json` gives a plan file and nothing lands in the working
+// folder; with --json, which needs stdout, --out is required.
 TEST(Plan, EmitPlanWithoutOutPrintsThePlanFileAndTheTableToStderr) {
   CommandResult r = PlanSmall({"--fix", "pp=4,tp=2", "--top", "1", "--emit", "plan"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
@@ -656,7 +746,9 @@ TEST(Plan, EmitPlanWithoutOutPrintsThePlanFileAndTheTableToStderr) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   const std::string ranks = std::to_string(plan->step.graph.num_ranks());
   EXPECT_NE(r.err.find("wrote the plan file to stdout"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("mpirun -np " + ranks + " loom validate plan.json --backend host"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mpirun -np " + ranks + " loom validate plan.json --backend host"),
+            std::string::npos)
+      << r.err;
   CommandResult json = PlanSmall({"--fix", "pp=4,tp=2", "--top", "1", "--emit", "plan", "--json"});
   EXPECT_EQ(json.code, kExitBadInput);
   EXPECT_NE(json.err.find("add --out FILE"), std::string::npos) << json.err;
@@ -666,23 +758,32 @@ TEST(Plan, EmitPlanIntoAMissingFolderNamesThePath) {
   CommandResult r = PlanSmall({"--fix", "pp=2,tp=8", "--top", "1", "--emit", "plan", "--out",
                                "/nonexistent-loom-folder/plan.json"});
   EXPECT_NE(r.code, kExitOk);
-  EXPECT_NE(r.err.find("/nonexistent-loom-folder/plan.json: cannot write"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent-loom-folder/plan.json: cannot write"), std::string::npos)
+      << r.err;
 }
 
 TEST(Plan, HelpNamesTheOptionsAndAnExample) {
   CommandResult r = Loom({"plan", "--help"});
   EXPECT_EQ(r.code, kExitOk);
-  for (const char* text : {"--fix", "--explain", "--emit", "--objective", "--out", "Examples:", "loom plan --model",
-                           "--emit plan --out plan.json"}) {
+  for (const char* text : {"--fix", "--explain", "--emit", "--objective", "--out",
+                           "Examples:", "loom plan --model", "--emit plan --out plan.json"}) {
     EXPECT_NE(r.out.find(text), std::string::npos) << text;
   }
 }
 
 // --out and --pick mean something only with --emit: refused rather than silently ignored.
 TEST(Plan, OutAndPickWithoutTheirEmitAreRefused) {
-  const std::vector<std::string> base = {"plan", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
-                                         Shipped("hardware/clusters/dgx-h100.json"), "--gpus", "8",
-                                         "--global-batch", "16", "--seq", "1024"};
+  const std::vector<std::string> base = {"plan",
+                                         "--model",
+                                         Shipped("models/gpt3-125m.json"),
+                                         "--cluster",
+                                         Shipped("hardware/clusters/dgx-h100.json"),
+                                         "--gpus",
+                                         "8",
+                                         "--global-batch",
+                                         "16",
+                                         "--seq",
+                                         "1024"};
   std::vector<std::string> out = base;
   out.insert(out.end(), {"--emit", "megatron", "--out", "x.json"});
   CommandResult r = Loom(out);
@@ -697,7 +798,9 @@ TEST(Plan, OutAndPickWithoutTheirEmitAreRefused) {
   threads.insert(threads.end(), {"--threads", "-1"});
   CommandResult t = Loom(threads);
   EXPECT_EQ(t.code, kExitUsage);
-  EXPECT_NE(t.err.find("--threads: got '-1'; it must be a number from 0 to 4096"), std::string::npos) << t.err;
+  EXPECT_NE(t.err.find("--threads: got '-1'; it must be a number from 0 to 4096"),
+            std::string::npos)
+      << t.err;
 }
 
 }  // namespace

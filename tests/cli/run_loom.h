@@ -11,7 +11,8 @@
 namespace loom {
 
 // The exit code and the output of one in-process `loom` run. An output that is one JSON object is
-// checked against the schema it names (docs/schemas/), so that every JSON the tests see keeps its contract.
+// checked against the schema it names (docs/schemas/), so that every JSON the tests see keeps its
+// contract.
 struct CommandResult {
   int code;
   std::string out;
@@ -30,7 +31,9 @@ inline CommandResult Loom(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
-inline std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+inline std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 }  // namespace loom
 

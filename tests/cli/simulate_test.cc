@@ -15,11 +15,23 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(r.out);
   std::vector<std::string> keys;
   for (const auto& [key, value] : j.items()) keys.push_back(key);
-  const std::vector<std::string> expected = {
-      "schema", "loom_version", "request", "framework", "step_time_s", "tokens_per_s", "model_tflops_per_gpu", "mfu",
-      "hfu", "bubble_fraction",
-      "peak_memory_bytes", "fits_in_memory", "stages", "breakdown", "memory_limit_bytes", "critical_path",
-      "memory"};
+  const std::vector<std::string> expected = {"schema",
+                                             "loom_version",
+                                             "request",
+                                             "framework",
+                                             "step_time_s",
+                                             "tokens_per_s",
+                                             "model_tflops_per_gpu",
+                                             "mfu",
+                                             "hfu",
+                                             "bubble_fraction",
+                                             "peak_memory_bytes",
+                                             "fits_in_memory",
+                                             "stages",
+                                             "breakdown",
+                                             "memory_limit_bytes",
+                                             "critical_path",
+                                             "memory"};
   EXPECT_EQ(keys, expected);
   EXPECT_EQ(j["schema"], "loom.simulate/1");
   EXPECT_EQ(j["framework"], "megatron-core");  // the default
@@ -52,7 +64,8 @@ TEST(Simulate, MemoryBreakdownSumsToEachStagesPeak) {
     const nlohmann::json& b = memory["stages"][s];
     EXPECT_EQ(ItemSum(b), b["peak_bytes"].get<int64_t>()) << "stage " << s;
     EXPECT_EQ(b["peak_bytes"], j["stages"][s]["peak_memory_bytes"]) << "stage " << s;
-    for (const char* item : {"weights", "gradients", "optimizer_states", "stashed_activations", "logits"}) {
+    for (const char* item :
+         {"weights", "gradients", "optimizer_states", "stashed_activations", "logits"}) {
       EXPECT_TRUE(b["items"].contains(item)) << item;
     }
     EXPECT_GE(b["stashed_micro_batches"].get<int>(), 1);
@@ -62,24 +75,51 @@ TEST(Simulate, MemoryBreakdownSumsToEachStagesPeak) {
   EXPECT_EQ(memory["stages"][peak]["peak_bytes"], j["peak_memory_bytes"]);
   // The reserve is outside the peak: the limit is the GPU's 80 GiB less it.
   EXPECT_EQ(memory["reserved_bytes"], int64_t{2} << 30);
-  EXPECT_EQ(memory["limit_bytes"].get<int64_t>() + memory["reserved_bytes"].get<int64_t>(), int64_t{80} << 30);
+  EXPECT_EQ(memory["limit_bytes"].get<int64_t>() + memory["reserved_bytes"].get<int64_t>(),
+            int64_t{80} << 30);
   EXPECT_TRUE(memory["fit_suggestions"].empty());
 
   CommandResult human = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json")});
   ASSERT_EQ(human.code, kExitOk) << human.err;
   EXPECT_NE(human.out.find("memory at each stage's peak"), std::string::npos) << human.out;
-  EXPECT_NE(human.out.find("peak: stage " + std::to_string(peak) + ", "), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("peak: stage " + std::to_string(peak) + ", "), std::string::npos)
+      << human.out;
   EXPECT_EQ(human.out.find("to fit, change"), std::string::npos) << human.out;
 }
 
 // Meta's 405B layout with selective instead of full recompute overflows the GPU: simulate says
 // what holds the memory and which nearest strategies fit.
 TEST(Simulate, AStepThatDoesNotFitSaysWhatToChange) {
-  const std::vector<std::string> args = {
-      "simulate", "--model", Shipped("models/llama3-405b.json"), "--cluster", Shipped("hardware/clusters/dgx-h100.json"),
-      "--nodes", "2048", "--tp", "8", "--pp", "16", "--dp", "128", "--vpp", "8", "--sp", "--schedule", "interleaved",
-      "--pipeline-layout", "E|(t|)*126L", "--micro-batch", "1", "--global-batch", "2048", "--seq", "8192",
-      "--recompute", "selective", "--zero", "1"};
+  const std::vector<std::string> args = {"simulate",
+                                         "--model",
+                                         Shipped("models/llama3-405b.json"),
+                                         "--cluster",
+                                         Shipped("hardware/clusters/dgx-h100.json"),
+                                         "--nodes",
+                                         "2048",
+                                         "--tp",
+                                         "8",
+                                         "--pp",
+                                         "16",
+                                         "--dp",
+                                         "128",
+                                         "--vpp",
+                                         "8",
+                                         "--sp",
+                                         "--schedule",
+                                         "interleaved",
+                                         "--pipeline-layout",
+                                         "E|(t|)*126L",
+                                         "--micro-batch",
+                                         "1",
+                                         "--global-batch",
+                                         "2048",
+                                         "--seq",
+                                         "8192",
+                                         "--recompute",
+                                         "selective",
+                                         "--zero",
+                                         "1"};
   CommandResult human = Loom(args);
   ASSERT_EQ(human.code, kExitOk) << human.err;
   EXPECT_NE(human.out.find("DOES NOT FIT"), std::string::npos) << human.out;
@@ -92,22 +132,34 @@ TEST(Simulate, AStepThatDoesNotFitSaysWhatToChange) {
   ASSERT_EQ(json.code, kExitOk) << json.err;
   const nlohmann::json j = nlohmann::json::parse(json.out);
   const nlohmann::json& memory = j["memory"];
-  for (const nlohmann::json& b : memory["stages"]) EXPECT_EQ(ItemSum(b), b["peak_bytes"].get<int64_t>());
+  for (const nlohmann::json& b : memory["stages"])
+    EXPECT_EQ(ItemSum(b), b["peak_bytes"].get<int64_t>());
   // Selective recompute keeps every layer's activations: they, not the model states, overflow.
   const nlohmann::json& peak = memory["stages"][memory["peak_stage"].get<int>()];
-  EXPECT_GT(peak["items"]["stashed_activations"].get<int64_t>(), j["memory_limit_bytes"].get<int64_t>() / 2);
+  EXPECT_GT(peak["items"]["stashed_activations"].get<int64_t>(),
+            j["memory_limit_bytes"].get<int64_t>() / 2);
   ASSERT_FALSE(memory["fit_suggestions"].empty());
   for (const nlohmann::json& f : memory["fit_suggestions"]) {
-    EXPECT_LE(f["peak_memory_bytes"].get<int64_t>(), f["memory_limit_bytes"].get<int64_t>()) << f["changes"];
+    EXPECT_LE(f["peak_memory_bytes"].get<int64_t>(), f["memory_limit_bytes"].get<int64_t>())
+        << f["changes"];
     EXPECT_EQ(f["levers"], 1) << f["changes"];
   }
 }
 
 // The host thread: a small model at micro-batch 1 waits for megatron-core's host, not without one.
 TEST(Simulate, FrameworkNamesTheHostThreadAndNoneFeedsTheGpu) {
-  const std::vector<std::string> base = {"simulate", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
-                                         Shipped("hardware/clusters/dgx-h100.json"), "--micro-batch", "1",
-                                         "--global-batch", "8", "--seq", "1024", "--json"};
+  const std::vector<std::string> base = {"simulate",
+                                         "--model",
+                                         Shipped("models/gpt3-125m.json"),
+                                         "--cluster",
+                                         Shipped("hardware/clusters/dgx-h100.json"),
+                                         "--micro-batch",
+                                         "1",
+                                         "--global-batch",
+                                         "8",
+                                         "--seq",
+                                         "1024",
+                                         "--json"};
   const auto run = [&](const std::string& framework) {
     std::vector<std::string> args = base;
     args.push_back("--framework");
@@ -116,7 +168,8 @@ TEST(Simulate, FrameworkNamesTheHostThreadAndNoneFeedsTheGpu) {
     EXPECT_EQ(r.code, kExitOk) << r.err;
     return nlohmann::json::parse(r.out);
   };
-  const nlohmann::json megatron = run("megatron-core"), none = run("none"), graphs = run("megatron-core-cudagraphs");
+  const nlohmann::json megatron = run("megatron-core"), none = run("none"),
+                       graphs = run("megatron-core-cudagraphs");
   EXPECT_EQ(none["framework"], "none");
   EXPECT_EQ(none["critical_path"]["host_s"].get<double>(), 0.0);
   EXPECT_GT(megatron["critical_path"]["host_s"].get<double>(), 0.0);
@@ -139,7 +192,8 @@ TEST(Simulate, UnknownFrameworkListsTheKnownOnes) {
   EXPECT_NE(r.err.find("pytorch-eager"), std::string::npos) << r.err;
 }
 
-// |json_text| as text again without the request it echoes, for comparing the answers of two requests.
+// |json_text| as text again without the request it echoes, for comparing the answers of two
+// requests.
 std::string WithoutRequest(const std::string& json_text) {
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(json_text);
   json.erase("request");
@@ -149,8 +203,10 @@ std::string WithoutRequest(const std::string& json_text) {
 TEST(Simulate, SameInputGivesByteIdenticalJsonAndTrace) {
   const std::string trace_a = ::testing::TempDir() + "trace_a.json";
   const std::string trace_b = ::testing::TempDir() + "trace_b.json";
-  CommandResult a = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json", "--trace", trace_a});
-  CommandResult b = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json", "--trace", trace_b});
+  CommandResult a =
+      Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json", "--trace", trace_a});
+  CommandResult b =
+      Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json", "--trace", trace_b});
   ASSERT_EQ(a.code, kExitOk) << a.err;
   // The outputs differ only in the request they echo (the trace paths).
   EXPECT_EQ(WithoutRequest(a.out), WithoutRequest(b.out));
@@ -164,12 +220,37 @@ TEST(Simulate, SameInputGivesByteIdenticalJsonAndTrace) {
 }
 
 TEST(Simulate, FlagsGiveTheSameStepAsTheScenario) {
-  CommandResult flags = Loom({"simulate", "--model", Shipped("models/gpt3-175b.json"), "--cluster",
-                              Shipped("hardware/clusters/dgx-a100.json"), "--nodes", "128", "--tp", "8", "--pp", "16",
-                              "--dp", "8", "--vpp", "2", "--sp", "--schedule", "interleaved", "--micro-batch", "1",
-                              "--global-batch", "1536", "--recompute", "selective", "--zero", "1",
-                              "--overlap-grad-reduce", "--overlap-param-gather", "--json"});
-  CommandResult scenario = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json"});
+  CommandResult flags = Loom({"simulate",
+                              "--model",
+                              Shipped("models/gpt3-175b.json"),
+                              "--cluster",
+                              Shipped("hardware/clusters/dgx-a100.json"),
+                              "--nodes",
+                              "128",
+                              "--tp",
+                              "8",
+                              "--pp",
+                              "16",
+                              "--dp",
+                              "8",
+                              "--vpp",
+                              "2",
+                              "--sp",
+                              "--schedule",
+                              "interleaved",
+                              "--micro-batch",
+                              "1",
+                              "--global-batch",
+                              "1536",
+                              "--recompute",
+                              "selective",
+                              "--zero",
+                              "1",
+                              "--overlap-grad-reduce",
+                              "--overlap-param-gather",
+                              "--json"});
+  CommandResult scenario =
+      Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json"});
   ASSERT_EQ(flags.code, kExitOk) << flags.err;
   EXPECT_EQ(WithoutRequest(flags.out), WithoutRequest(scenario.out));
 }
@@ -185,26 +266,31 @@ TEST(Simulate, BrokenRulesAreBadInputNamingTheFlags) {
 TEST(Simulate, NeedsAModelAndAClusterOrAScenario) {
   CommandResult r = Loom({"simulate", "--tp", "8"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find("needs --model and --cluster, or a scenario file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs --model and --cluster, or a scenario file"), std::string::npos)
+      << r.err;
 }
 
 TEST(Simulate, UnknownScheduleIsAUsageError) {
-  CommandResult r = Loom({"simulate", "--model", "m.json", "--cluster", "c.json", "--schedule", "1f1b-int"});
+  CommandResult r =
+      Loom({"simulate", "--model", "m.json", "--cluster", "c.json", "--schedule", "1f1b-int"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("1f1b-int"), std::string::npos) << r.err;
 }
 
-// A scenario sets the model, cluster and strategy: flags that it would override are refused, not dropped.
+// A scenario sets the model, cluster and strategy: flags that it would override are refused, not
+// dropped.
 TEST(Simulate, FlagsAScenarioWouldOverrideAreRefused) {
-  CommandResult r = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--tp", "4", "--model",
-                          Shipped("models/gpt3-125m.json")});
+  CommandResult r = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--tp", "4",
+                          "--model", Shipped("models/gpt3-125m.json")});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find("scenarios/gpt3-175b-1024gpu.json: the scenario sets the model, cluster and strategy, and "
+  EXPECT_NE(r.err.find("scenarios/gpt3-175b-1024gpu.json: the scenario sets the model, cluster and "
+                       "strategy, and "
                        "--model, --tp would be ignored"),
             std::string::npos)
       << r.err;
   // --nodes and --framework override the scenario's keys, as documented.
-  CommandResult nodes = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--nodes", "256"});
+  CommandResult nodes =
+      Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--nodes", "256"});
   EXPECT_EQ(nodes.code, kExitOk) << nodes.err;
 }
 
@@ -218,15 +304,18 @@ TEST(Simulate, AScenariosStrategyErrorsNameTheFileAndKey) {
   std::ofstream(path) << scenario.dump(2);
   CommandResult r = Loom({"simulate", path});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find(path + ": strategy.tp 5: num_attention_heads (96)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(path + ": strategy.tp 5: num_attention_heads (96)"), std::string::npos)
+      << r.err;
   EXPECT_EQ(r.err.find("--tp"), std::string::npos) << r.err;
 }
 
 TEST(Loom, AMisspeltCommandGetsTheNearest) {
   CommandResult r = Loom({"simulat", "--tp", "8"});
   EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_EQ(r.err, "loom: \"simulat\" is not a loom command; did you mean \"simulate\"? The commands are describe, "
-                   "simulate, fit, plan, probe, validate, trace; run `loom --help`.\n");
+  EXPECT_EQ(r.err,
+            "loom: \"simulat\" is not a loom command; did you mean \"simulate\"? The commands are "
+            "describe, "
+            "simulate, fit, plan, probe, validate, trace; run `loom --help`.\n");
   CommandResult far = Loom({"frobnicate"});
   EXPECT_EQ(far.code, kExitUsage);
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
@@ -237,11 +326,14 @@ TEST(Loom, NumericFlagsRefuseNanAndNameTheirBound) {
   CommandResult nan = Loom({"simulate", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
                             Shipped("hardware/clusters/dgx-h100.json"), "--moe-imbalance", "nan"});
   EXPECT_EQ(nan.code, kExitUsage);
-  EXPECT_NE(nan.err.find("--moe-imbalance: got 'nan'; it must be a number from 1 to 1000000"), std::string::npos)
+  EXPECT_NE(nan.err.find("--moe-imbalance: got 'nan'; it must be a number from 1 to 1000000"),
+            std::string::npos)
       << nan.err;
-  CommandResult zero = Loom({"describe", "--model", Shipped("models/gpt3-125m.json"), "--seq", "0"});
+  CommandResult zero =
+      Loom({"describe", "--model", Shipped("models/gpt3-125m.json"), "--seq", "0"});
   EXPECT_EQ(zero.code, kExitUsage);
-  EXPECT_NE(zero.err.find("--seq: got '0'; it must be a number greater than 0"), std::string::npos) << zero.err;
+  EXPECT_NE(zero.err.find("--seq: got '0'; it must be a number greater than 0"), std::string::npos)
+      << zero.err;
   EXPECT_EQ(zero.err.find("1797"), std::string::npos) << zero.err;
 }
 

@@ -13,14 +13,31 @@
 namespace loom {
 namespace {
 
-std::string Temp(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
+std::string Temp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / name).string();
+}
 
 // A Llama 3 8B step on one DGX H100 node, tp 2, pp 4, under |schedule|, traced to |path|.
 void SimulateTrace(const std::string& schedule, const std::string& path) {
-  std::vector<std::string> args = {"simulate", "--model", Shipped("models/llama3-8b.json"), "--cluster",
-                                   Shipped("hardware/clusters/dgx-h100.json"), "--nodes", "1", "--tp", "2", "--pp",
-                                   "4", "--global-batch", "8", "--seq", "2048", "--schedule", schedule,
-                                   "--trace", path};
+  std::vector<std::string> args = {"simulate",
+                                   "--model",
+                                   Shipped("models/llama3-8b.json"),
+                                   "--cluster",
+                                   Shipped("hardware/clusters/dgx-h100.json"),
+                                   "--nodes",
+                                   "1",
+                                   "--tp",
+                                   "2",
+                                   "--pp",
+                                   "4",
+                                   "--global-batch",
+                                   "8",
+                                   "--seq",
+                                   "2048",
+                                   "--schedule",
+                                   schedule,
+                                   "--trace",
+                                   path};
   if (schedule == "interleaved") args.insert(args.end(), {"--vpp", "2"});
   const CommandResult r = Loom(args);
   ASSERT_EQ(r.code, kExitOk) << r.err;
@@ -38,7 +55,8 @@ TEST(TraceMerge, TwoSimulatedSchedulesBecomeLabelledProcessesWithTheirFlowsApart
   std::map<int, std::string> processes;
   std::map<int64_t, int> flow_ends;
   for (const nlohmann::json& e : merged["traceEvents"]) {
-    if (e["ph"] == "M" && e["name"] == "process_name") processes[e["pid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      processes[e["pid"].get<int>()] = e["args"]["name"];
     if (e["ph"] == "s" || e["ph"] == "f") ++flow_ends[e["id"].get<int64_t>()];
   }
   ASSERT_EQ(processes.size(), 8u);  // four stages of each run
@@ -52,9 +70,11 @@ TEST(TraceMerge, TwoSimulatedSchedulesBecomeLabelledProcessesWithTheirFlowsApart
 TEST(TraceMerge, LabelsMustMatchTheFiles) {
   const std::string a = Temp("loom_trace_labels.json");
   SimulateTrace("1f1b", a);
-  const CommandResult r = Loom({"trace", "merge", a, a, "--label", "predicted", "--out", Temp("loom_trace_x.json")});
+  const CommandResult r =
+      Loom({"trace", "merge", a, a, "--label", "predicted", "--out", Temp("loom_trace_x.json")});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find("1 --label for 2 trace files; give one --label per file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 --label for 2 trace files; give one --label per file"), std::string::npos)
+      << r.err;
 }
 
 TEST(TraceMerge, AFileThatIsNoTraceIsNamed) {

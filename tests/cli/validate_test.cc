@@ -53,7 +53,8 @@ TEST(Validate, RefusesAPlanThatWouldDeadlockBeforeRunningAnything) {
   const std::string path = Write(plan, "loom_validate_deadlock.json");
   const CommandResult r = Loom({"validate", path});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find(path + ": the plan's rank programs would deadlock, so nothing was run"), std::string::npos)
+  EXPECT_NE(r.err.find(path + ": the plan's rank programs would deadlock, so nothing was run"),
+            std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("cycle"), std::string::npos) << r.err;
 }
@@ -120,8 +121,8 @@ std::string OneRankPlan(const std::string& name) {
 TEST(Validate, OneRankPlanRunsWithoutMpirun) {
   const std::string path = OneRankPlan("loom_validate_one_rank.json");
   for (int run = 0; run < 2; ++run) {
-    const CommandResult r = Loom({"validate", path, "--backend", "host", "--speedup", "1000", "--steps", "2",
-                                  "--warmup", "0", "--json"});
+    const CommandResult r = Loom({"validate", path, "--backend", "host", "--speedup", "1000",
+                                  "--steps", "2", "--warmup", "0", "--json"});
     ASSERT_EQ(r.code, 0) << r.err;
     const nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["ranks"], 1);
@@ -133,18 +134,20 @@ TEST(Validate, OneRankPlanRunsWithoutMpirun) {
 // slices in each, and flow events that pair up within each run.
 TEST(Validate, TraceMergesPredictedAndMeasuredStepsAsDistinctProcesses) {
   const std::string path = OneRankPlan("loom_validate_trace_plan.json");
-  const std::string trace = (std::filesystem::temp_directory_path() / "loom_validate_merged_trace.json").string();
-  const CommandResult r = Loom({"validate", path, "--backend", "host", "--speedup", "1000", "--steps", "1",
-                                "--warmup", "0", "--trace", trace});
+  const std::string trace =
+      (std::filesystem::temp_directory_path() / "loom_validate_merged_trace.json").string();
+  const CommandResult r = Loom({"validate", path, "--backend", "host", "--speedup", "1000",
+                                "--steps", "1", "--warmup", "0", "--trace", trace});
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream in(trace);
   const nlohmann::json j = nlohmann::json::parse(in);
   EXPECT_EQ(j["displayTimeUnit"], "ms");
   std::map<int, std::string> process;
   std::map<int, std::multiset<std::string>> slices;  // per pid: the slice names
-  std::map<std::string, int> flow_balance;            // per flow id: starts minus finishes
+  std::map<std::string, int> flow_balance;           // per flow id: starts minus finishes
   for (const nlohmann::json& e : j["traceEvents"]) {
-    if (e["ph"] == "M" && e["name"] == "process_name") process[e["pid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      process[e["pid"].get<int>()] = e["args"]["name"];
     if (e["ph"] == "X") slices[e["pid"].get<int>()].insert(e["name"].get<std::string>());
     if (e["ph"] == "s") ++flow_balance[e["id"].dump()];
     if (e["ph"] == "f") --flow_balance[e["id"].dump()];
@@ -192,7 +195,8 @@ TEST(Validate, ReportTableShowsErrorsInPercentAndTheOrderCheck) {
   c.measured_min_step_s = 0.430;
   c.measured_max_step_s = 0.450;
   c.bubble_fraction = {0.10, 0.12, 20.0};
-  c.peak_memory_bytes = {static_cast<double>(int64_t{40} << 30), static_cast<double>(int64_t{38} << 30), -5.0};
+  c.peak_memory_bytes = {static_cast<double>(int64_t{40} << 30),
+                         static_cast<double>(int64_t{38} << 30), -5.0};
   c.classes.push_back({"compute", 64, {1.5, 1.65, 10.0}});
   c.order.pairs_checked = 1234;
   std::ostringstream out;

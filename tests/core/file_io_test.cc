@@ -17,7 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // A fresh folder per test.
 fs::path Folder(const std::string& name) {
@@ -43,10 +45,12 @@ TEST(ReadInputFile, ReadsAFile) {
 }
 
 TEST(ReadInputFile, MissingFileSaysSoAndGivesTheHint) {
-  Result<std::string> text = ReadInputFile("/nonexistent-loom/x.json", "pass models/llama3-70b.json");
+  Result<std::string> text =
+      ReadInputFile("/nonexistent-loom/x.json", "pass models/llama3-70b.json");
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().code(), Status::Code::kNotFound);
-  EXPECT_EQ(text.status().message(), "/nonexistent-loom/x.json: no such file; pass models/llama3-70b.json");
+  EXPECT_EQ(text.status().message(),
+            "/nonexistent-loom/x.json: no such file; pass models/llama3-70b.json");
 }
 
 TEST(ReadInputFile, DirectoryIsNamedAsOne) {
@@ -63,7 +67,8 @@ TEST(ReadInputFile, SymlinkLoopIsNamedAsOne) {
   fs::create_symlink(dir / "a", dir / "b");
   Result<std::string> text = ReadInputFile((dir / "a").string());
   ASSERT_FALSE(text.ok());
-  EXPECT_TRUE(Contains(text.status().message(), "a loop of symbolic links")) << text.status().message();
+  EXPECT_TRUE(Contains(text.status().message(), "a loop of symbolic links"))
+      << text.status().message();
 }
 
 TEST(ReadInputFile, DanglingSymlinkIsNamedAsOne) {
@@ -81,13 +86,15 @@ TEST(ReadInputFile, FifoIsRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   Result<std::string> text = ReadInputFile(fifo.string());
   ASSERT_FALSE(text.ok());
-  EXPECT_TRUE(Contains(text.status().message(), "is a FIFO (named pipe), not a file")) << text.status().message();
+  EXPECT_TRUE(Contains(text.status().message(), "is a FIFO (named pipe), not a file"))
+      << text.status().message();
 }
 
 TEST(ReadInputFile, DeviceIsRefused) {
   Result<std::string> text = ReadInputFile("/dev/zero");
   ASSERT_FALSE(text.ok());
-  EXPECT_TRUE(Contains(text.status().message(), "/dev/zero: is a character device")) << text.status().message();
+  EXPECT_TRUE(Contains(text.status().message(), "/dev/zero: is a character device"))
+      << text.status().message();
 }
 
 // A sparse file: its size is over the bound, its blocks take no disk.
@@ -97,7 +104,8 @@ TEST(ReadInputFile, OversizedFileIsRefusedBeforeReading) {
   fs::resize_file(file, static_cast<uintmax_t>(kMaxInputFileBytes) + 1);
   Result<std::string> text = ReadInputFile(file.string());
   ASSERT_FALSE(text.ok());
-  EXPECT_TRUE(Contains(text.status().message(), "loom's inputs are at most 512 MiB")) << text.status().message();
+  EXPECT_TRUE(Contains(text.status().message(), "loom's inputs are at most 512 MiB"))
+      << text.status().message();
 }
 
 TEST(WriteFileAtomically, WritesAndReplaces) {
@@ -113,8 +121,10 @@ TEST(WriteFileAtomically, WritesAndReplaces) {
 TEST(WriteFileAtomically, RefusesADevice) {
   Status s = WriteFileAtomically("/dev/null", "x", "pass another --out");
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.message(), "/dev/null: is a character device; loom writes its output as a regular file and will not "
-                         "replace this; pass another --out");
+  EXPECT_EQ(
+      s.message(),
+      "/dev/null: is a character device; loom writes its output as a regular file and will not "
+      "replace this; pass another --out");
 }
 
 TEST(WriteFileAtomically, RefusesADirectoryAndAFifo) {
@@ -123,7 +133,8 @@ TEST(WriteFileAtomically, RefusesADirectoryAndAFifo) {
   Status on_dir = WriteFileAtomically(dir.string(), "x", "pass another --out");
   EXPECT_TRUE(Contains(on_dir.message(), ": is a directory; loom writes")) << on_dir.message();
   Status on_fifo = WriteFileAtomically((dir / "pipe").string(), "x", "pass another --out");
-  EXPECT_TRUE(Contains(on_fifo.message(), ": is a FIFO (named pipe); loom writes")) << on_fifo.message();
+  EXPECT_TRUE(Contains(on_fifo.message(), ": is a FIFO (named pipe); loom writes"))
+      << on_fifo.message();
   EXPECT_TRUE(fs::is_fifo(dir / "pipe"));
 }
 

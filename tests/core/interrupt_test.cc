@@ -44,7 +44,8 @@ TEST_F(Interrupts, TheFirstSignalWinsAndASecondTerminatesAtOnce) {
       {
         const InterruptibleScope scope;
         std::raise(SIGINT);
-        if (InterruptSignal() != SIGINT || !HandlerIsDefault(SIGINT) || !HandlerIsDefault(SIGTERM)) ExitWith(false);
+        if (InterruptSignal() != SIGINT || !HandlerIsDefault(SIGINT) || !HandlerIsDefault(SIGTERM))
+          ExitWith(false);
         std::fprintf(stderr, "shutting down");
         std::raise(SIGTERM);
         std::fprintf(stderr, ", survived the second signal");
@@ -57,7 +58,10 @@ TEST_F(Interrupts, TheFirstSignalWinsAndASecondTerminatesAtOnce) {
 TEST_F(Interrupts, AfterASignalLaterScopesInstallNothing) {
   EXPECT_EXIT(
       {
-        { const InterruptibleScope first; std::raise(SIGINT); }
+        {
+          const InterruptibleScope first;
+          std::raise(SIGINT);
+        }
         const InterruptibleScope second;
         ExitWith(HandlerIsDefault(SIGINT) && HandlerIsDefault(SIGTERM));
       },

@@ -19,7 +19,8 @@ TEST(ReadJsonObjectFile, MissingFileNamesThePath) {
   Result<json> r = ReadJsonObjectFile("/nonexistent/dir/model.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Status::Code::kNotFound);
-  EXPECT_NE(r.status().message().find("/nonexistent/dir/model.json: no such file"), std::string::npos);
+  EXPECT_NE(r.status().message().find("/nonexistent/dir/model.json: no such file"),
+            std::string::npos);
   EXPECT_NE(r.status().message().find("check the path"), std::string::npos);
 }
 
@@ -28,7 +29,9 @@ TEST(ReadJsonObjectFile, SyntaxErrorNamesFileAndPosition) {
   Result<json> r = ReadJsonObjectFile(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find(path + ": not valid JSON"), std::string::npos);
-  EXPECT_NE(r.status().message().find(": not valid JSON: parse error at line 1, column 22"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(": not valid JSON: parse error at line 1, column 22"),
+            std::string::npos)
+      << r.status().message();
 }
 
 TEST(ReadJsonObjectFile, TopLevelMustBeAnObject) {
@@ -61,12 +64,19 @@ TEST(JsonReader, ReportsEveryProblemWithFileAndKey) {
   Status s = r.Finish(UnknownKeys::kError);
   ASSERT_FALSE(s.ok());
   const std::string& m = s.message();
-  EXPECT_NE(m.find("models/x.json: hidden_size: must be an integer, got string \"4096\""), std::string::npos) << m;
-  EXPECT_NE(m.find("models/x.json: num_layers: is 0; it must be at least 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("models/x.json: hidden_size: must be an integer, got string \"4096\""),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("models/x.json: num_layers: is 0; it must be at least 1"), std::string::npos)
+      << m;
   EXPECT_NE(m.find("models/x.json: heads: is -2; it must be at least 1"), std::string::npos) << m;
-  EXPECT_NE(m.find("models/x.json: vocab_size: is missing; add \"vocab_size\": <integer>"), std::string::npos) << m;
-  EXPECT_NE(m.find("models/x.json: fabric: is \"nvlink\"; it must be one of \"nvswitch\", \"pcie\""),
-            std::string::npos) << m;
+  EXPECT_NE(m.find("models/x.json: vocab_size: is missing; add \"vocab_size\": <integer>"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(
+      m.find("models/x.json: fabric: is \"nvlink\"; it must be one of \"nvswitch\", \"pcie\""),
+      std::string::npos)
+      << m;
 }
 
 TEST(JsonReader, RejectsIntegersBeyond64Bits) {
@@ -75,7 +85,8 @@ TEST(JsonReader, RejectsIntegersBeyond64Bits) {
   r.Int("n");
   Status s = r.Finish(UnknownKeys::kError);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("f.json: n: 18446744073709551615 does not fit in 64 bits"), std::string::npos)
+  EXPECT_NE(s.message().find("f.json: n: 18446744073709551615 does not fit in 64 bits"),
+            std::string::npos)
       << s.message();
 }
 
@@ -85,8 +96,10 @@ TEST(JsonReader, UnknownKeyIsAnErrorWithSuggestion) {
   r.OptionalInt("gpus_per_node");
   Status s = r.Finish(UnknownKeys::kError);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("c.json: gpus_per_nod: is not a known key; did you mean \"gpus_per_node\"?"),
-            std::string::npos) << s.message();
+  EXPECT_NE(
+      s.message().find("c.json: gpus_per_nod: is not a known key; did you mean \"gpus_per_node\"?"),
+      std::string::npos)
+      << s.message();
   EXPECT_NE(s.message().find("c.json: colour: is not a known key; remove it"), std::string::npos);
 }
 
@@ -97,7 +110,8 @@ TEST(JsonReader, ForeignKeysPassButTyposDoNot) {
   Status s = r.Finish(UnknownKeys::kRejectTypos);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("num_hiden_layers: looks like a misspelling of \"num_hidden_layers\""),
-            std::string::npos) << s.message();
+            std::string::npos)
+      << s.message();
   EXPECT_EQ(s.message().find("rope_theta"), std::string::npos);
 }
 
@@ -110,9 +124,12 @@ TEST(JsonReader, NestedObjectErrorsCarryThePath) {
   r.Object("host");
   Status s = r.Finish(UnknownKeys::kError);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("c.json: intra_node.bandwidth_GBps: is -1"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("c.json: intra_node.latncy_us: is not a known key; did you mean \"latency_us\"?"),
-            std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("c.json: intra_node.bandwidth_GBps: is -1"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find(
+                "c.json: intra_node.latncy_us: is not a known key; did you mean \"latency_us\"?"),
+            std::string::npos)
+      << s.message();
   EXPECT_NE(s.message().find("c.json: host: is missing"), std::string::npos) << s.message();
 }
 
@@ -125,17 +142,20 @@ TEST(EditDistance, CountsInsertionsDeletionsSubstitutions) {
 TEST(ParseJson, ANumberOutOfRangeIsAnErrorNotAnAbort) {
   Result<json> r = ParseJson("{\"hidden_size\": 1e999}", "m.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "m.json: not valid JSON for loom: number overflow parsing '1e999'; numbers must "
-                                  "fit a double (at most about 1.8e308)");
+  EXPECT_EQ(r.status().message(),
+            "m.json: not valid JSON for loom: number overflow parsing '1e999'; numbers must "
+            "fit a double (at most about 1.8e308)");
 }
 
 // 100k levels once overflowed the stack when an error printed the value.
 TEST(ParseJson, NestingIsBounded) {
-  std::string deep = "{\"a\": {\"b\": " + std::string(100000, '[') + std::string(100000, ']') + "}}";
+  std::string deep =
+      "{\"a\": {\"b\": " + std::string(100000, '[') + std::string(100000, ']') + "}}";
   Result<json> r = ParseJson(deep, "m.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "m.json: arrays and objects nest deeper than 64 levels (at a.b); loom's files nest "
-                                  "a few levels, so this is not one");
+  EXPECT_EQ(r.status().message(),
+            "m.json: arrays and objects nest deeper than 64 levels (at a.b); loom's files nest "
+            "a few levels, so this is not one");
   std::string fine = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
   EXPECT_TRUE(ParseJson(fine, "ok.json").ok());
 }
@@ -143,15 +163,20 @@ TEST(ParseJson, NestingIsBounded) {
 TEST(ParseJson, AKeyTwiceInOneObjectIsAnErrorNamingItsPath) {
   Result<json> top = ParseJson("{\"tp\": 2, \"pp\": 1, \"tp\": 4}", "s.json");
   ASSERT_FALSE(top.ok());
-  EXPECT_EQ(top.status().message(), "s.json: key \"tp\" appears twice; JSON does not say which one counts, so keep "
-                                    "only the one you mean");
+  EXPECT_EQ(top.status().message(),
+            "s.json: key \"tp\" appears twice; JSON does not say which one counts, so keep "
+            "only the one you mean");
   Result<json> nested = ParseJson("{\"strategy\": {\"tp\": 2, \"tp\": 2}}", "s.json");
   ASSERT_FALSE(nested.ok());
-  EXPECT_NE(nested.status().message().find("key \"tp\" appears twice in strategy;"), std::string::npos)
+  EXPECT_NE(nested.status().message().find("key \"tp\" appears twice in strategy;"),
+            std::string::npos)
       << nested.status().message();
   // The same key in two objects, or in objects of an array, is fine.
-  EXPECT_TRUE(ParseJson("{\"a\": {\"tp\": 1}, \"b\": {\"tp\": 1}, \"c\": [{\"x\": 1}, {\"x\": 2}]}", "s.json").ok());
-  Result<nlohmann::ordered_json> ordered = ParseOrderedJson("{\"b\": 1, \"a\": 2, \"b\": 3}", "o.json");
+  EXPECT_TRUE(ParseJson("{\"a\": {\"tp\": 1}, \"b\": {\"tp\": 1}, \"c\": [{\"x\": 1}, {\"x\": 2}]}",
+                        "s.json")
+                  .ok());
+  Result<nlohmann::ordered_json> ordered =
+      ParseOrderedJson("{\"b\": 1, \"a\": 2, \"b\": 3}", "o.json");
   EXPECT_FALSE(ordered.ok());
 }
 
@@ -180,10 +205,13 @@ TEST(JsonReader, NumbersBeyondTheirPhysicalRangeNameTheBound) {
   (void)r.PositiveNumber("bandwidth_GBps", {1e-2, 1e6});
   (void)r.OptionalNonNegativeNumber("latency_us", {0, 1e6});
   Status s = r.Finish(UnknownKeys::kError);
-  EXPECT_NE(s.message().find("c.json: bandwidth_GBps: is 1e-300; it must be between 0.01 and 1e+06 (check its unit)"),
-            std::string::npos)
+  EXPECT_NE(
+      s.message().find(
+          "c.json: bandwidth_GBps: is 1e-300; it must be between 0.01 and 1e+06 (check its unit)"),
+      std::string::npos)
       << s.message();
-  EXPECT_NE(s.message().find("c.json: latency_us: is 1e+300; it must be between 0 and 1e+06"), std::string::npos)
+  EXPECT_NE(s.message().find("c.json: latency_us: is 1e+300; it must be between 0 and 1e+06"),
+            std::string::npos)
       << s.message();
 }
 

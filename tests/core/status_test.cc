@@ -20,10 +20,12 @@ TEST(Status, InvalidArgumentKeepsMessage) {
 }
 
 TEST(Status, WithContextPrefixesTheMessageAndKeepsTheCode) {
-  const Status s = Status::ResourceExhausted("cudaMalloc: out of memory").WithContext("the operand arena of 4096 bytes");
+  const Status s = Status::ResourceExhausted("cudaMalloc: out of memory")
+                       .WithContext("the operand arena of 4096 bytes");
   EXPECT_EQ(s.code(), Status::Code::kResourceExhausted);
   EXPECT_EQ(s.message(), "the operand arena of 4096 bytes: cudaMalloc: out of memory");
-  EXPECT_EQ(Status::Unimplemented("no engine").WithContext("sdpa").code(), Status::Code::kUnimplemented);
+  EXPECT_EQ(Status::Unimplemented("no engine").WithContext("sdpa").code(),
+            Status::Code::kUnimplemented);
   EXPECT_TRUE(Status::Ok().WithContext("anything").ok());
   EXPECT_EQ(Status::Ok().WithContext("anything").message(), "");
 }
@@ -32,7 +34,8 @@ TEST(Status, WithSuffixAppendsToTheMessageAndKeepsTheCode) {
   const Status s = Status::Unavailable("no device").WithSuffix("; aborting failed too: gone");
   EXPECT_EQ(s.code(), Status::Code::kUnavailable);
   EXPECT_EQ(s.message(), "no device; aborting failed too: gone");
-  EXPECT_EQ(Status::DeadlineExceeded("late").WithSuffix("!").code(), Status::Code::kDeadlineExceeded);
+  EXPECT_EQ(Status::DeadlineExceeded("late").WithSuffix("!").code(),
+            Status::Code::kDeadlineExceeded);
   EXPECT_TRUE(Status::Ok().WithSuffix("; anything").ok());
   EXPECT_EQ(Status::Ok().WithSuffix("; anything").message(), "");
 }

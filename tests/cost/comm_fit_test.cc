@@ -20,8 +20,10 @@ constexpr int64_t kMiB = int64_t{1} << 20;
   return ::testing::AssertionFailure() << "\n  message: " << text << "\n  lacks:   " << part;
 }
 
-::testing::AssertionResult RelativelyNear(std::optional<double> got, double want, double tolerance = 1e-6) {
-  if (got && std::abs(*got - want) <= tolerance * std::abs(want)) return ::testing::AssertionSuccess();
+::testing::AssertionResult RelativelyNear(std::optional<double> got, double want,
+                                          double tolerance = 1e-6) {
+  if (got && std::abs(*got - want) <= tolerance * std::abs(want))
+    return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "got " << (got ? std::to_string(*got) : "nothing") << ", want " << want;
 }
@@ -39,7 +41,8 @@ ClusterSpec Cluster(double nvlink_GBps, double nic_Gbps, bool sharp) {
 
 // A run of |test| over |ranks| ranks whose times are what |model| predicts, at sizes 1 MiB to
 // 8 GiB in steps of 4x.
-NcclTestsRun SyntheticRun(const NcclCommModel& model, NcclTest test, int64_t ranks, int64_t per_node) {
+NcclTestsRun SyntheticRun(const NcclCommModel& model, NcclTest test, int64_t ranks,
+                          int64_t per_node) {
   NcclTestsRun run;
   run.file = std::string(kNcclTestNames.Name(test)) + ".txt";
   run.test = test;
@@ -48,12 +51,13 @@ NcclTestsRun SyntheticRun(const NcclCommModel& model, NcclTest test, int64_t ran
   const GroupPlacement group{ranks, per_node};
   std::optional<CollectiveKind> kind = CollectiveOf(test);
   for (int64_t size = kMiB; size <= 8192 * kMiB; size *= 4) {
-    const double time_us =
-        kind ? model.CollectiveUs(*kind, size, group) : model.PointToPointUs(size, group.Nodes() > 1);
+    const double time_us = kind ? model.CollectiveUs(*kind, size, group)
+                                : model.PointToPointUs(size, group.Nodes() > 1);
     const double factor = kind ? BusBandwidthFactor(*kind, ranks) : 1.0;
     NcclTestsRow row;
     row.size_bytes = size;
-    row.in_place = NcclTestsTiming{time_us, size / (time_us * 1e3), size * factor / (time_us * 1e3)};
+    row.in_place =
+        NcclTestsTiming{time_us, size / (time_us * 1e3), size * factor / (time_us * 1e3)};
     row.where = run.file + ":" + std::to_string(run.rows.size() + 1);
     run.rows.push_back(row);
   }
@@ -83,9 +87,9 @@ TEST(FitCommCalibration, RecoversNvlsAndRingFractionsWithTheirSharedLatency) {
   truth.calibration.intra_node_busbw_fraction = 0.85;
   truth.calibration.intra_node_extra_latency_us = 30;
   const NcclCommModel model(truth);
-  Result<CommFit> fit = FitCommCalibration(
-      {SyntheticRun(model, NcclTest::kAllReduce, 8, 8), SyntheticRun(model, NcclTest::kAllToAll, 8, 8)},
-      Cluster(450, 400, true));
+  Result<CommFit> fit = FitCommCalibration({SyntheticRun(model, NcclTest::kAllReduce, 8, 8),
+                                            SyntheticRun(model, NcclTest::kAllToAll, 8, 8)},
+                                           Cluster(450, 400, true));
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_TRUE(RelativelyNear(fit->calibration.nvls_busbw_fraction, 0.7));
   EXPECT_TRUE(RelativelyNear(fit->calibration.intra_node_busbw_fraction, 0.85));
@@ -106,8 +110,8 @@ TEST(FitCommCalibration, RecoversTheRingFractionFromTwoSizesRunWithNvlsDisabled)
   disabled.nvls_disabled = true;
   disabled.file = "all_reduce_nvls_off.txt";
   disabled.rows.erase(disabled.rows.begin(), disabled.rows.end() - 2);  // 2 and 8 GiB
-  Result<CommFit> fit = FitCommCalibration({SyntheticRun(nvls, NcclTest::kAllReduce, 8, 8), disabled},
-                                           Cluster(450, 400, true));
+  Result<CommFit> fit = FitCommCalibration(
+      {SyntheticRun(nvls, NcclTest::kAllReduce, 8, 8), disabled}, Cluster(450, 400, true));
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_TRUE(RelativelyNear(fit->calibration.nvls_busbw_fraction, 0.7));
   EXPECT_TRUE(RelativelyNear(fit->calibration.intra_node_busbw_fraction, 0.8));
@@ -132,9 +136,9 @@ TEST(FitCommCalibration, RecoversInterNodeCalibrationFromTwoNodeRuns) {
   // With 8 ranks per node the ring crosses nodes on 8 NICs, so LL128 still wins at 64 MiB: fit
   // the sizes where Simple does.
   options.min_fit_bytes = 256 * kMiB;
-  Result<CommFit> fit = FitCommCalibration(
-      {SyntheticRun(model, NcclTest::kAllReduce, 16, 8), SyntheticRun(model, NcclTest::kSendRecv, 16, 8)},
-      Cluster(300, 200, false), options);
+  Result<CommFit> fit = FitCommCalibration({SyntheticRun(model, NcclTest::kAllReduce, 16, 8),
+                                            SyntheticRun(model, NcclTest::kSendRecv, 16, 8)},
+                                           Cluster(300, 200, false), options);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_TRUE(RelativelyNear(fit->calibration.inter_node_busbw_fraction, 0.9));
   EXPECT_TRUE(RelativelyNear(fit->calibration.inter_node_extra_latency_us, 20));
@@ -167,7 +171,8 @@ TEST(FitCommCalibration, NegativeExtraLatencyIsClampedToZero) {
   truth.calibration.intra_node_busbw_fraction = 0.8;
   const NcclCommModel model(truth);
   NcclTestsRun run = SyntheticRun(model, NcclTest::kAllGather, 8, 8);
-  for (NcclTestsRow& row : run.rows) row.in_place->time_us -= 20;  // faster than NCCL's latency allows
+  for (NcclTestsRow& row : run.rows)
+    row.in_place->time_us -= 20;  // faster than NCCL's latency allows
   Result<CommFit> fit = FitCommCalibration({run}, Cluster(300, 200, false));
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_EQ(fit->calibration.intra_node_extra_latency_us, 0.0);
@@ -192,7 +197,8 @@ TEST(FitCommCalibration, NonPositiveTimeNamesTheRow) {
   run.rows[2].in_place->time_us = 0;
   Result<CommFit> fit = FitCommCalibration({run}, Cluster(300, 200, false));
   ASSERT_FALSE(fit.ok());
-  EXPECT_TRUE(Contains(fit.status().message(), "all_reduce_perf.txt:3: size 16777216 B, time 0 us"));
+  EXPECT_TRUE(
+      Contains(fit.status().message(), "all_reduce_perf.txt:3: size 16777216 B, time 0 us"));
 }
 
 TEST(FitCommCalibration, RankCountThatDoesNotFillNodesIsRefused) {
@@ -206,7 +212,8 @@ TEST(FitCommCalibration, RankCountThatDoesNotFillNodesIsRefused) {
   run.nodes = 1;
   fit = FitCommCalibration({run}, Cluster(300, 200, false));
   ASSERT_FALSE(fit.ok());
-  EXPECT_TRUE(Contains(fit.status().message(), "12 ranks on 1 node(s) do not match test-cluster.json"));
+  EXPECT_TRUE(
+      Contains(fit.status().message(), "12 ranks on 1 node(s) do not match test-cluster.json"));
 }
 
 TEST(FitCommCalibration, RunWithoutRankCountIsRefused) {
@@ -220,8 +227,8 @@ TEST(FitCommCalibration, RunWithoutRankCountIsRefused) {
 
 TEST(FitCommCalibration, MeasurementsFasterThanTheNominalLinkAreRefused) {
   const NcclCommModel fast(Cluster(600, 200, false));
-  Result<CommFit> fit =
-      FitCommCalibration({SyntheticRun(fast, NcclTest::kAllReduce, 8, 8)}, Cluster(300, 200, false));
+  Result<CommFit> fit = FitCommCalibration({SyntheticRun(fast, NcclTest::kAllReduce, 8, 8)},
+                                           Cluster(300, 200, false));
   ASSERT_FALSE(fit.ok());
   EXPECT_TRUE(Contains(fit.status().message(), "times the nominal bandwidth of test-cluster.json"));
   EXPECT_TRUE(Contains(fit.status().message(), "correct the bandwidth keys"));
@@ -243,14 +250,16 @@ CommFit FittedIntraNode() {
 }
 
 TEST(WithCommCalibration, AddsARoundedCalibrationBeforeSources) {
-  nlohmann::ordered_json file = nlohmann::ordered_json::parse(R"({"schema": "loom.cluster/1", "host": {},
+  nlohmann::ordered_json file =
+      nlohmann::ordered_json::parse(R"({"schema": "loom.cluster/1", "host": {},
                                                                    "sources": {}})");
   nlohmann::ordered_json out = WithCommCalibration(file, FittedIntraNode());
   std::vector<std::string> keys;
   for (const auto& [key, value] : out.items()) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"schema", "host", "calibration", "sources"}));
-  EXPECT_EQ(out["calibration"].dump(),
-            R"({"intra_node_busbw_fraction":0.7616,"intra_node_extra_latency_us":90.5,"source":"a test"})");
+  EXPECT_EQ(
+      out["calibration"].dump(),
+      R"({"intra_node_busbw_fraction":0.7616,"intra_node_extra_latency_us":90.5,"source":"a test"})");
 }
 
 TEST(WithCommCalibration, KeepsKeysItDidNotFitWithTheirSourceAndPutsSourceLast) {
@@ -258,14 +267,16 @@ TEST(WithCommCalibration, KeepsKeysItDidNotFitWithTheirSourceAndPutsSourceLast) 
       R"({"calibration": {"source": "old", "inter_node_busbw_fraction": 0.9,)"
       R"( "intra_node_busbw_fraction": 0.5}})");
   nlohmann::ordered_json out = WithCommCalibration(file, FittedIntraNode());
-  EXPECT_EQ(out["calibration"].dump(),
-            R"({"inter_node_busbw_fraction":0.9,"intra_node_busbw_fraction":0.7616,)"
-            R"("intra_node_extra_latency_us":90.5,)"
-            R"("source":"a test Kept from the earlier calibration (inter_node_busbw_fraction): old"})");
+  EXPECT_EQ(
+      out["calibration"].dump(),
+      R"({"inter_node_busbw_fraction":0.9,"intra_node_busbw_fraction":0.7616,)"
+      R"("intra_node_extra_latency_us":90.5,)"
+      R"("source":"a test Kept from the earlier calibration (inter_node_busbw_fraction): old"})");
 }
 
 TEST(WithCommCalibration, WrittenFileLoadsWithTheFittedValues) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "loom_comm_fit_test";
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "loom_comm_fit_test";
   std::filesystem::create_directories(dir);
   std::ifstream shipped(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-a100.json");
   nlohmann::ordered_json file = nlohmann::ordered_json::parse(shipped);
@@ -276,7 +287,8 @@ TEST(WithCommCalibration, WrittenFileLoadsWithTheFittedValues) {
   EXPECT_EQ(cluster->calibration.intra_node_busbw_fraction, 0.7616);
   EXPECT_EQ(cluster->calibration.intra_node_extra_latency_us, 90.5);
   // The shipped file's inter-node values are kept, and the source says where they come from.
-  EXPECT_EQ(cluster->calibration.source.rfind("a test Kept from the earlier calibration (inter_node_busbw_fraction", 0),
+  EXPECT_EQ(cluster->calibration.source.rfind(
+                "a test Kept from the earlier calibration (inter_node_busbw_fraction", 0),
             0u)
       << cluster->calibration.source;
   EXPECT_TRUE(cluster->calibration.inter_node_busbw_fraction.has_value());

@@ -39,8 +39,8 @@ TEST(RingCommModel, IntraNodeAllReduceIsRingLatencyPlusBusBytes) {
   const int64_t bytes = int64_t{1} << 30;
   // 2(n-1) = 14 NVLink hops; 2(n-1)/n = 1.75 bus bytes per byte.
   double expected_s = 14 * 0.6e-6 + bytes * 1.75 / 450e9;
-  EXPECT_NEAR(model.Collective(CollectiveKind::kAllReduce, bytes, PlaceGroup(8, 1, 8)).ToSeconds(), expected_s,
-              1e-9);
+  EXPECT_NEAR(model.Collective(CollectiveKind::kAllReduce, bytes, PlaceGroup(8, 1, 8)).ToSeconds(),
+              expected_s, 1e-9);
 }
 
 TEST(RingCommModel, InterNodeGroupGetsItsNicShare) {
@@ -50,7 +50,8 @@ TEST(RingCommModel, InterNodeGroupGetsItsNicShare) {
   const int64_t bytes = 256 << 20;
   GroupPlacement dp = PlaceGroup(4, 8, 8);  // 4 nodes, one rank each
   double expected_s = 3 * 2.7e-6 + bytes * 0.75 / 50e9;
-  EXPECT_NEAR(model.Collective(CollectiveKind::kReduceScatter, bytes, dp).ToSeconds(), expected_s, 1e-9);
+  EXPECT_NEAR(model.Collective(CollectiveKind::kReduceScatter, bytes, dp).ToSeconds(), expected_s,
+              1e-9);
 }
 
 TEST(RingCommModel, MixedGroupCountsIntraAndInterNodeSteps) {

@@ -80,10 +80,12 @@ TEST(FitGemm, AppliedCalibrationChoosesTilesAndKeepsTheRest) {
 }
 
 TEST(FitGemm, RefusesTooFewSamples) {
-  std::vector<GemmSample> samples = {{{1024, 1024, 1024, 1, Dtype::kFp16}, 1e-5}, {{2048, 2048, 2048, 1, Dtype::kFp16}, 8e-5}};
+  std::vector<GemmSample> samples = {{{1024, 1024, 1024, 1, Dtype::kFp16}, 1e-5},
+                                     {{2048, 2048, 2048, 1, Dtype::kFp16}, 8e-5}};
   Result<GemmFit> fit = FitGemm(samples, A100Like(128, 128, 1, 0));
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("2 samples; at least 3 shapes are needed"), std::string::npos);
+  EXPECT_NE(fit.status().message().find("2 samples; at least 3 shapes are needed"),
+            std::string::npos);
 }
 
 TEST(FitGemm, RefusesNonPositiveTimesAndDtypesWithoutAPeak) {
@@ -92,15 +94,18 @@ TEST(FitGemm, RefusesNonPositiveTimesAndDtypesWithoutAPeak) {
                                      {{4096, 4096, 4096, 1, Dtype::kFp16}, 6e-4}};
   Result<GemmFit> fit = FitGemm(samples, A100Like(128, 128, 1, 0));
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("2048x2048x2048 has a non-positive size or time"), std::string::npos);
+  EXPECT_NE(fit.status().message().find("2048x2048x2048 has a non-positive size or time"),
+            std::string::npos);
   samples[1].time_s = 8e-5;
   samples[2].shape.dtype = Dtype::kFp8;
   fit = FitGemm(samples, A100Like(128, 128, 1, 0));
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("has no peak for fp8"), std::string::npos) << fit.status().message();
+  EXPECT_NE(fit.status().message().find("has no peak for fp8"), std::string::npos)
+      << fit.status().message();
 }
 
-GpuSpec A100WithAttentionAndHbm(double attention_efficiency, double memory_fraction, double overhead_us) {
+GpuSpec A100WithAttentionAndHbm(double attention_efficiency, double memory_fraction,
+                                double overhead_us) {
   GpuSpec gpu = A100Like(128, 128, 1, overhead_us);
   gpu.file = "a100.json";
   gpu.bf16_tflops = 312;
@@ -122,8 +127,8 @@ std::vector<AttentionSample> AttentionSamples(const GpuSpec& truth) {
 }
 
 TEST(FitAttention, RecoversEfficiencyAndOverheadOfSyntheticData) {
-  Result<EfficiencyFit> fit =
-      FitAttention(AttentionSamples(A100WithAttentionAndHbm(0.62, 1, 4.0)), A100WithAttentionAndHbm(1, 1, 0));
+  Result<EfficiencyFit> fit = FitAttention(AttentionSamples(A100WithAttentionAndHbm(0.62, 1, 4.0)),
+                                           A100WithAttentionAndHbm(1, 1, 0));
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_NEAR(fit->efficiency, 0.62, 1e-5);
   EXPECT_NEAR(fit->overhead_us, 4.0, 0.01);
@@ -137,13 +142,15 @@ TEST(FitAttention, RefusesMixedDtypesAndTimesFasterThanThePeak) {
   slower.bf16_tflops = 200;
   Result<EfficiencyFit> fit = FitAttention(samples, slower);
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("the samples run at 1.404x peak_tflops.bf16 of a100.json (200)"),
-            std::string::npos)
+  EXPECT_NE(
+      fit.status().message().find("the samples run at 1.404x peak_tflops.bf16 of a100.json (200)"),
+      std::string::npos)
       << fit.status().message();
   samples[3].shape.dtype = Dtype::kFp16;
   fit = FitAttention(samples, A100WithAttentionAndHbm(1, 1, 0));
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("samples mix dtypes"), std::string::npos) << fit.status().message();
+  EXPECT_NE(fit.status().message().find("samples mix dtypes"), std::string::npos)
+      << fit.status().message();
 }
 
 TEST(FitMemoryBandwidth, RecoversFractionAndOverheadOfSyntheticData) {
@@ -160,24 +167,29 @@ TEST(FitMemoryBandwidth, RecoversFractionAndOverheadOfSyntheticData) {
 }
 
 TEST(FitMemoryBandwidth, RefusesTooFewDistinctSizesAndNoBytes) {
-  std::vector<MemorySample> samples = {{{1 << 20, 1 << 20}, 5e-6}, {{1 << 20, 1 << 20}, 5.1e-6}, {{1 << 24, 0}, 2e-5}};
+  std::vector<MemorySample> samples = {
+      {{1 << 20, 1 << 20}, 5e-6}, {{1 << 20, 1 << 20}, 5.1e-6}, {{1 << 24, 0}, 2e-5}};
   Result<EfficiencyFit> fit = FitMemoryBandwidth(samples, A100WithAttentionAndHbm(1, 1, 0));
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("2 distinct shape(s); at least 3 are needed"), std::string::npos)
+  EXPECT_NE(fit.status().message().find("2 distinct shape(s); at least 3 are needed"),
+            std::string::npos)
       << fit.status().message();
   samples[1].shape = {0, 0};
   fit = FitMemoryBandwidth(samples, A100WithAttentionAndHbm(1, 1, 0));
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("memory 0 B read, 0 B written has a non-positive size or time"),
-            std::string::npos)
+  EXPECT_NE(
+      fit.status().message().find("memory 0 B read, 0 B written has a non-positive size or time"),
+      std::string::npos)
       << fit.status().message();
 }
 
 TEST(FitMemoryBandwidth, RefusesTimesThatDoNotGrowWithTheBytes) {
-  std::vector<MemorySample> samples = {{{1 << 20, 0}, 9e-6}, {{1 << 24, 0}, 6e-6}, {{1 << 28, 0}, 3e-6}};
+  std::vector<MemorySample> samples = {
+      {{1 << 20, 0}, 9e-6}, {{1 << 24, 0}, 6e-6}, {{1 << 28, 0}, 3e-6}};
   Result<EfficiencyFit> fit = FitMemoryBandwidth(samples, A100WithAttentionAndHbm(1, 1, 0));
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("do not take longer as their work grows"), std::string::npos)
+  EXPECT_NE(fit.status().message().find("do not take longer as their work grows"),
+            std::string::npos)
       << fit.status().message();
 }
 

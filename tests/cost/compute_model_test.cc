@@ -32,10 +32,12 @@ TEST(RooflineComputeModel, FullWavesRunAtTheCalibratedEfficiency) {
 
 TEST(RooflineComputeModel, PartialLastWaveCostsAFullWave) {
   RooflineComputeModel model(H100());
-  GemmShape full{128 * 12, 128 * 11, 65536, 1, Dtype::kBf16};    // 132 tiles: one full wave
-  GemmShape one_more{128 * 7, 128 * 19, 65536, 1, Dtype::kBf16};  // 133 tiles: two waves, one tile in the second
+  GemmShape full{128 * 12, 128 * 11, 65536, 1, Dtype::kBf16};  // 132 tiles: one full wave
+  GemmShape one_more{128 * 7, 128 * 19, 65536, 1,
+                     Dtype::kBf16};  // 133 tiles: two waves, one tile in the second
   EXPECT_NEAR(model.Gemm(full).ToSeconds(), Flops(full) / (989e12 * 0.8), 1e-9);
-  EXPECT_NEAR(model.Gemm(one_more).ToSeconds(), Flops(one_more) / (989e12 * 0.8 * 133.0 / 264.0), 1e-9);
+  EXPECT_NEAR(model.Gemm(one_more).ToSeconds(), Flops(one_more) / (989e12 * 0.8 * 133.0 / 264.0),
+              1e-9);
 }
 
 TEST(RooflineComputeModel, OneRowPastATileCostsAWholeTileRow) {
@@ -129,7 +131,8 @@ TEST(RooflineComputeModel, MemoryBoundOpsMoveTheirBytesAtHbmBandwidth) {
 
 TEST(RooflineComputeModel, AttentionBackwardCostsTwoAndAHalfForwards) {
   RooflineComputeModel model(H100());
-  AttentionShape a{1, 16, 16, 4096, 4096, 128, 128, /*causal=*/true, /*backward=*/false, Dtype::kBf16};
+  AttentionShape a{1,           16, 16, 4096, 4096, 128, 128, /*causal=*/true, /*backward=*/false,
+                   Dtype::kBf16};
   AttentionShape b = a;
   b.backward = true;
   EXPECT_NEAR(model.Attention(b).ToSeconds() / model.Attention(a).ToSeconds(), 2.5, 1e-4);
@@ -158,7 +161,8 @@ GemmShape Wgrad(int64_t m, int64_t n, int64_t k, bool accumulate) {
 TEST(RooflineComputeModel, AccumulatingIntoFp32OnAmpereAddsTheEpilogueTraffic) {
   RooflineComputeModel model(A100());
   // A wgrad GEMM of a 4096 x 4096 weight over 8192 tokens: compute-bound.
-  const GemmShape plain = Wgrad(4096, 4096, 8192, false), accumulating = Wgrad(4096, 4096, 8192, true);
+  const GemmShape plain = Wgrad(4096, 4096, 8192, false),
+                  accumulating = Wgrad(4096, 4096, 8192, true);
   const double extra_s = (model.Gemm(accumulating) - model.Gemm(plain)).ToSeconds();
   // Read and write 4096 * 4096 fp32 instead of writing bf16: 6 more bytes per element.
   EXPECT_NEAR(extra_s, 4096.0 * 4096 * 6 / (2039e9 * 0.88), 2e-9);
@@ -169,7 +173,8 @@ TEST(RooflineComputeModel, AccumulationTrafficGrowsWithTheWeightNotTheTokens) {
   auto extra = [&](int64_t m, int64_t n, int64_t k) {
     return (model.Gemm(Wgrad(m, n, k, true)) - model.Gemm(Wgrad(m, n, k, false))).ToSeconds();
   };
-  EXPECT_NEAR(extra(4096, 4096, 2048), extra(4096, 4096, 16384), 2e-9);  // independent of K (tokens)
+  EXPECT_NEAR(extra(4096, 4096, 2048), extra(4096, 4096, 16384),
+              2e-9);  // independent of K (tokens)
   EXPECT_NEAR(extra(8192, 4096, 8192), 2 * extra(4096, 4096, 8192), 2e-9);  // proportional to m * n
 }
 
@@ -182,7 +187,8 @@ TEST(RooflineComputeModel, AccumulationHidesUnderTheMainLoopWhereEpiloguesOverla
   // Without the overlap the same GPU pays for the traffic.
   gpu.calibration.gemm_epilogue_overlap = false;
   RooflineComputeModel serial(gpu);
-  EXPECT_GT(serial.Gemm(Wgrad(4096, 4096, 8192, true)), serial.Gemm(Wgrad(4096, 4096, 8192, false)));
+  EXPECT_GT(serial.Gemm(Wgrad(4096, 4096, 8192, true)),
+            serial.Gemm(Wgrad(4096, 4096, 8192, false)));
 }
 
 TEST(RooflineComputeModel, OverlappedEpilogueStillBoundsAShortMainLoop) {

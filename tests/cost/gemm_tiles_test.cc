@@ -33,7 +33,8 @@ TEST(ChooseGemmTile, ChoiceChangesWithShape) {
   EXPECT_EQ(narrow.tile_m, 256);
   const GemmTileChoice big = ChooseGemmTile({8192, 8192, 8192, 1, Dtype::kBf16}, gpu);
   const GemmTileChoice small = ChooseGemmTile({1024, 1024, 1024, 1, Dtype::kBf16}, gpu);
-  EXPECT_LT(small.tile_m * small.tile_n, big.tile_m * big.tile_n);  // 64 tiles of 128x128 leave 44 SMs idle
+  EXPECT_LT(small.tile_m * small.tile_n,
+            big.tile_m * big.tile_n);  // 64 tiles of 128x128 leave 44 SMs idle
 }
 
 TEST(ChooseGemmTile, SmallOutputWithLongKSplitsK) {
@@ -59,7 +60,8 @@ TEST(ChooseGemmTile, SmallerTilesCostMoreOperandTimePerFlop) {
   const GemmTileChoice large = ChooseGemmTile(g, gpu);
   // Same FLOPs in whole waves; operand bytes per FLOP (tm + tn) / (2 tm tn): 1/64 against 3/512.
   EXPECT_NEAR(small.operand_bytes_per_sm / small.flops_per_sm, 2.0 * 128 / (2.0 * 64 * 64), 1e-12);
-  EXPECT_NEAR(large.operand_bytes_per_sm / large.flops_per_sm, 2.0 * 384 / (2.0 * 256 * 128), 1e-12);
+  EXPECT_NEAR(large.operand_bytes_per_sm / large.flops_per_sm, 2.0 * 384 / (2.0 * 256 * 128),
+              1e-12);
   EXPECT_GT(small.time_s, large.time_s);
 }
 

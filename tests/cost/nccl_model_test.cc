@@ -48,7 +48,8 @@ TEST(NcclCommModel, A100AllReduceFlipsFromRingLlToRingSimpleAsSizeGrows) {
 
 TEST(NcclCommModel, H100AllReduceFlipsFromRingLlToNvls) {
   NcclCommModel model(DgxH100());
-  EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, 4 * kKiB, kOneNode).protocol, NcclProtocol::kLl);
+  EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, 4 * kKiB, kOneNode).protocol,
+            NcclProtocol::kLl);
   NcclChoice large = model.Choose(CollectiveKind::kAllReduce, kGiB, kOneNode);
   EXPECT_EQ(large.algorithm, NcclAlgorithm::kNvls);
   EXPECT_EQ(large.protocol, NcclProtocol::kSimple);
@@ -68,9 +69,12 @@ TEST(NcclCommModel, RingLatencyCountsNvlinkStepsInANode) {
   NcclCommModel model(DgxA100());
   std::vector<NcclChoice> choices = model.Choices(CollectiveKind::kAllReduce, 0, kOneNode);
   // baseLat 8.4 + 2(n-1) = 14 NVLink steps of 3.4 us (NCCL 2.20.3, Ring/Simple).
-  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->latency_us, 8.4 + 14 * 3.4);
-  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->latency_us, 6.6 + 14 * 0.6);
-  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128)->latency_us, 14.0 + 14 * 1.9);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->latency_us,
+                   8.4 + 14 * 3.4);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->latency_us,
+                   6.6 + 14 * 0.6);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128)->latency_us,
+                   14.0 + 14 * 1.9);
 }
 
 TEST(NcclCommModel, RingLatencyCountsInterNodeStepsOverTheNetwork) {
@@ -89,7 +93,8 @@ TEST(NcclCommModel, RingLatencyCountsInterNodeStepsOverTheNetwork) {
 
 TEST(NcclCommModel, TreeLatencyIsTwiceTheChainInANodePlusLogNodesNetworkHops) {
   NcclCommModel model(DgxA100());
-  std::vector<NcclChoice> choices = model.Choices(CollectiveKind::kAllReduce, 0, PlaceGroup(32, 1, 8));
+  std::vector<NcclChoice> choices =
+      model.Choices(CollectiveKind::kAllReduce, 0, PlaceGroup(32, 1, 8));
   // 4 nodes: 2 * (7 NVLink hops of 0.6 + log2(4) = 2 network hops of 5.0) + baseLat 6.8.
   EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kTree, NcclProtocol::kLl)->latency_us,
                    6.8 + 2 * (7 * 0.6 + 2 * 5.0));
@@ -97,8 +102,8 @@ TEST(NcclCommModel, TreeLatencyIsTwiceTheChainInANodePlusLogNodesNetworkHops) {
 
 TEST(NcclCommModel, RingSimpleMovesBusBytesAtTheLinkBandwidth) {
   NcclCommModel model(DgxA100());
-  NcclChoice ring = *Find(model.Choices(CollectiveKind::kAllReduce, kGiB, kOneNode), NcclAlgorithm::kRing,
-                          NcclProtocol::kSimple);
+  NcclChoice ring = *Find(model.Choices(CollectiveKind::kAllReduce, kGiB, kOneNode),
+                          NcclAlgorithm::kRing, NcclProtocol::kSimple);
   EXPECT_DOUBLE_EQ(ring.algbw_GBps, 300.0 * 8 / 14);
   EXPECT_NEAR(ring.time_us, 56.0 + static_cast<double>(kGiB) * 14 / 8 / 300e3, 1e-6);
 }
@@ -107,10 +112,12 @@ TEST(NcclCommModel, ProtocolsScaleTheRingBandwidthLikeNccl) {
   NcclCommModel model(DgxA100());
   std::vector<NcclChoice> choices = model.Choices(CollectiveKind::kAllGather, kGiB, kOneNode);
   const double ratio = 8.0 / 7.0;  // n / (n-1)
-  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->algbw_GBps, 300.0 / 3 * ratio);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->algbw_GBps,
+                   300.0 / 3 * ratio);
   EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128)->algbw_GBps,
                    300.0 * 0.92 * ratio);
-  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->algbw_GBps, 300.0 * ratio);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->algbw_GBps,
+                   300.0 * ratio);
 }
 
 TEST(NcclCommModel, TreeIsOnlyConsideredForAllReduce) {
@@ -118,8 +125,8 @@ TEST(NcclCommModel, TreeIsOnlyConsideredForAllReduce) {
   EXPECT_NE(Find(model.Choices(CollectiveKind::kAllReduce, kGiB, kOneNode), NcclAlgorithm::kTree,
                  NcclProtocol::kSimple),
             nullptr);
-  EXPECT_EQ(Find(model.Choices(CollectiveKind::kReduceScatter, kGiB, kOneNode), NcclAlgorithm::kTree,
-                 NcclProtocol::kSimple),
+  EXPECT_EQ(Find(model.Choices(CollectiveKind::kReduceScatter, kGiB, kOneNode),
+                 NcclAlgorithm::kTree, NcclProtocol::kSimple),
             nullptr);
 }
 
@@ -134,14 +141,15 @@ TEST(NcclCommModel, NvlsNeedsNvlinkSharpAndOneNode) {
   EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(16, 1, 8)));
 }
 
-// NCCL picks NVLS over more than 4 GPUs of a node only (Ring at 4 on 8x H200, nccl_hopper_1node.csv),
-// and never with NCCL_NVLS_ENABLE=0, nor NVLSTree across nodes.
+// NCCL picks NVLS over more than 4 GPUs of a node only (Ring at 4 on 8x H200,
+// nccl_hopper_1node.csv), and never with NCCL_NVLS_ENABLE=0, nor NVLSTree across nodes.
 TEST(NcclCommModel, NvlsNeedsMoreThanFourRanksAndCanBeDisabled) {
   NcclCommModel h100(DgxH100());
   EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(2, 1, 8)));
   EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(4, 1, 8)));
   EXPECT_TRUE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(5, 1, 8)));
-  EXPECT_NE(h100.Choose(CollectiveKind::kAllReduce, kGiB, PlaceGroup(4, 1, 8)).algorithm, NcclAlgorithm::kNvls);
+  EXPECT_NE(h100.Choose(CollectiveKind::kAllReduce, kGiB, PlaceGroup(4, 1, 8)).algorithm,
+            NcclAlgorithm::kNvls);
   NcclCommModel disabled(DgxH100(), /*nvls_enabled=*/false);
   EXPECT_FALSE(disabled.NvlsAvailable(CollectiveKind::kAllReduce, kOneNode));
   for (const GroupPlacement group : {kOneNode, PlaceGroup(16, 1, 8)}) {
@@ -150,15 +158,17 @@ TEST(NcclCommModel, NvlsNeedsMoreThanFourRanksAndCanBeDisabled) {
       EXPECT_NE(c.algorithm, NcclAlgorithm::kNvlsTree);
     }
   }
-  EXPECT_EQ(disabled.BulkTerms(CollectiveKind::kAllReduce, kGiB, kOneNode).path, CommPath::kIntraNode);
+  EXPECT_EQ(disabled.BulkTerms(CollectiveKind::kAllReduce, kGiB, kOneNode).path,
+            CommPath::kIntraNode);
 }
 
 TEST(NcclCommModel, NvlsLatencyAndBandwidthAreNcclsAndTheCalibration) {
   ClusterSpec cluster = DgxH100();
   cluster.calibration.nvls_busbw_fraction = 0.5;
   cluster.calibration.intra_node_extra_latency_us = 10;
-  NcclChoice nvls = *Find(NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, kGiB, kOneNode),
-                          NcclAlgorithm::kNvls, NcclProtocol::kSimple);
+  NcclChoice nvls =
+      *Find(NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, kGiB, kOneNode),
+            NcclAlgorithm::kNvls, NcclProtocol::kSimple);
   EXPECT_DOUBLE_EQ(nvls.latency_us, 23.0 + 10.0);
   EXPECT_DOUBLE_EQ(nvls.algbw_GBps, 450.0 * 0.5 * 5 / 6);
 }
@@ -167,15 +177,16 @@ TEST(NcclCommModel, PatServesAllGatherAcrossSingleGpuNodesAtMidSizes) {
   NcclCommModel model(DgxH100());
   const GroupPlacement one_per_node = PlaceGroup(64, 8, 8);
   ASSERT_EQ(one_per_node.ranks_per_node, 1);
-  const std::vector<NcclChoice> choices = model.Choices(CollectiveKind::kAllGather, 0, one_per_node);
+  const std::vector<NcclChoice> choices =
+      model.Choices(CollectiveKind::kAllGather, 0, one_per_node);
   const NcclChoice* pat = Find(choices, NcclAlgorithm::kPat, NcclProtocol::kSimple);
   ASSERT_NE(pat, nullptr);
   // NCCL 2.23: 8 + log2(64) * 14 / 3.5 + 64 * 2.8 us.
   EXPECT_DOUBLE_EQ(pat->latency_us, 8 + 6 * 14.0 / 3.5 + 64 * 2.8);
   EXPECT_EQ(model.Choose(CollectiveKind::kAllGather, kKiB * kKiB, one_per_node).algorithm,
             NcclAlgorithm::kPat);
-  EXPECT_EQ(Find(model.Choices(CollectiveKind::kAllGather, 0, PlaceGroup(64, 1, 8)), NcclAlgorithm::kPat,
-                 NcclProtocol::kSimple),
+  EXPECT_EQ(Find(model.Choices(CollectiveKind::kAllGather, 0, PlaceGroup(64, 1, 8)),
+                 NcclAlgorithm::kPat, NcclProtocol::kSimple),
             nullptr);
   EXPECT_EQ(Find(model.Choices(CollectiveKind::kAllReduce, 0, one_per_node), NcclAlgorithm::kPat,
                  NcclProtocol::kSimple),
@@ -185,20 +196,24 @@ TEST(NcclCommModel, PatServesAllGatherAcrossSingleGpuNodesAtMidSizes) {
 TEST(NcclCommModel, PcieNodesHaveNoLl128AndUsePciLatencies) {
   ClusterSpec cluster = DgxA100();
   cluster.intra_node = {IntraNodeFabric::kPcie, 32, 1.0, false};
-  std::vector<NcclChoice> choices = NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, 0, kOneNode);
+  std::vector<NcclChoice> choices =
+      NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, 0, kOneNode);
   EXPECT_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128), nullptr);
-  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->latency_us, 8.4 + 14 * 5.7);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple)->latency_us,
+                   8.4 + 14 * 5.7);
 }
 
 TEST(NcclCommModel, CalibrationScalesBandwidthAndAddsLatencyToLl128AndSimpleOnly) {
   ClusterSpec cluster = DgxA100();
   cluster.calibration.intra_node_busbw_fraction = 0.5;
   cluster.calibration.intra_node_extra_latency_us = 100;
-  std::vector<NcclChoice> choices = NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, 0, kOneNode);
+  std::vector<NcclChoice> choices =
+      NcclCommModel(cluster).Choices(CollectiveKind::kAllReduce, 0, kOneNode);
   const NcclChoice* simple = Find(choices, NcclAlgorithm::kRing, NcclProtocol::kSimple);
   EXPECT_DOUBLE_EQ(simple->algbw_GBps, 150.0 * 8 / 14);
   EXPECT_DOUBLE_EQ(simple->latency_us, 56.0 + 100);
-  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128)->latency_us, 40.6 + 100);
+  EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl128)->latency_us,
+                   40.6 + 100);
   EXPECT_DOUBLE_EQ(Find(choices, NcclAlgorithm::kRing, NcclProtocol::kLl)->latency_us, 15.0);
 }
 
@@ -234,8 +249,8 @@ TEST(NcclCommModel, AllReduceOverTwoNodesOfEightRanksReachesAboutEightNics) {
   const GroupPlacement two_nodes = PlaceGroup(16, 1, 8);
   // A ring crosses each node boundary on all 8 members' NICs: 8 x 25 GB/s x0.8 = 160 GB/s, below
   // NVLink's 300.
-  EXPECT_DOUBLE_EQ(Find(model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, two_nodes), NcclAlgorithm::kRing,
-                        NcclProtocol::kSimple)
+  EXPECT_DOUBLE_EQ(Find(model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, two_nodes),
+                        NcclAlgorithm::kRing, NcclProtocol::kSimple)
                        ->algbw_GBps,
                    160.0 * 16 / 30);
   // The fastest choice reaches at least those 8 NICs' bus bandwidth (a 2-node tree more).
@@ -266,12 +281,13 @@ TEST(NcclCommModel, H100AllReduceAcrossNodesRunsNvlsTree) {
   EXPECT_DOUBLE_EQ(two.latency_us, 23.0 + 2 * 1 * 14.0);
   // Beyond 2 nodes the members' 8 x 50 GB/s of NICs bound it, as they bound a ring.
   const double eight_nodes =
-      Find(model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(64, 1, 8)), NcclAlgorithm::kNvlsTree,
-           NcclProtocol::kSimple)
+      Find(model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(64, 1, 8)),
+           NcclAlgorithm::kNvlsTree, NcclProtocol::kSimple)
           ->algbw_GBps;
   EXPECT_DOUBLE_EQ(eight_nodes, 400.0 * 64 / 126);
   // One rank per node has no NVLS part.
-  for (const NcclChoice& c : model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(4, 8, 8))) {
+  for (const NcclChoice& c :
+       model.Choices(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(4, 8, 8))) {
     EXPECT_NE(c.algorithm, NcclAlgorithm::kNvlsTree);
   }
 }
@@ -294,14 +310,17 @@ TEST(NcclCommModel, AllToAllAcrossNodesIsLimitedByTheRemoteShareOverTheNic) {
 
 TEST(NcclCommModel, PointToPointPaysOneSimpleStepOfItsLink) {
   NcclCommModel model(DgxA100());
-  EXPECT_NEAR(model.PointToPointUs(kGiB, false), 8.4 + 3.4 + static_cast<double>(kGiB) / 300e3, 1e-6);
-  EXPECT_NEAR(model.PointToPointUs(kGiB, true), 8.4 + 14.0 + static_cast<double>(kGiB) / 25e3, 1e-6);
+  EXPECT_NEAR(model.PointToPointUs(kGiB, false), 8.4 + 3.4 + static_cast<double>(kGiB) / 300e3,
+              1e-6);
+  EXPECT_NEAR(model.PointToPointUs(kGiB, true), 8.4 + 14.0 + static_cast<double>(kGiB) / 25e3,
+              1e-6);
   EXPECT_EQ(model.PointToPoint(kGiB, true), SimTime::FromMicros(model.PointToPointUs(kGiB, true)));
 }
 
 TEST(NcclCommModel, AGroupOfOneRankCostsNothing) {
   NcclCommModel model(DgxH100());
-  EXPECT_EQ(model.Collective(CollectiveKind::kAllReduce, kGiB, PlaceGroup(1, 1, 8)), SimTime::Zero());
+  EXPECT_EQ(model.Collective(CollectiveKind::kAllReduce, kGiB, PlaceGroup(1, 1, 8)),
+            SimTime::Zero());
   EXPECT_TRUE(model.Choices(CollectiveKind::kAllReduce, kGiB, PlaceGroup(1, 1, 8)).empty());
 }
 
@@ -312,7 +331,8 @@ TEST(NcclCommModel, CollectiveIsTheFastestChoice) {
     for (const NcclChoice& c : model.Choices(CollectiveKind::kAllReduce, bytes, kOneNode)) {
       EXPECT_LE(time_us, c.time_us) << bytes;
     }
-    EXPECT_EQ(model.Collective(CollectiveKind::kAllReduce, bytes, kOneNode), SimTime::FromMicros(time_us));
+    EXPECT_EQ(model.Collective(CollectiveKind::kAllReduce, bytes, kOneNode),
+              SimTime::FromMicros(time_us));
   }
 }
 

@@ -16,7 +16,8 @@ std::string Fixture(const std::string& name) {
   return ::testing::AssertionFailure() << "\n  message: " << text << "\n  lacks:   " << part;
 }
 
-void ExpectTiming(const std::optional<NcclTestsTiming>& t, double time_us, double algbw, double busbw) {
+void ExpectTiming(const std::optional<NcclTestsTiming>& t, double time_us, double algbw,
+                  double busbw) {
   ASSERT_TRUE(t.has_value());
   EXPECT_DOUBLE_EQ(t->time_us, time_us);
   EXPECT_DOUBLE_EQ(t->algbw_GBps, algbw);
@@ -48,19 +49,26 @@ TEST(NcclTestsParser, ReadsAnAllReduceTextRunWithExactNumbers) {
 // NCCL_NVLS_ENABLE=0 is marked, so that the fit costs it without NVLS; any other value is not.
 TEST(NcclTestsParser, NcclsLogLineOfNvlsEnableZeroMarksTheRun) {
   const std::string table =
-      "# nThread 1 nGpus 8 minBytes 8589934592 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "# nThread 1 nGpus 8 minBytes 8589934592 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
+      "iters: 20\n"
       "#\n"
-      "#                                                              out-of-place                       in-place\n"
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
-      "  8589934592    2147483648     float     sum      -1    41100  208.99  365.73      0    41090  209.05  365.84      0\n";
-  const std::string disabled = "h200-node:1234:1234 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.\n";
+      "#                                                              out-of-place                 "
+      "      in-place\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+      "time   algbw   busbw #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            "
+      "(us)  (GB/s)  (GB/s)\n"
+      "  8589934592    2147483648     float     sum      -1    41100  208.99  365.73      0    "
+      "41090  209.05  365.84      0\n";
+  const std::string disabled =
+      "h200-node:1234:1234 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.\n";
   Result<NcclTestsRun> off = ParseNcclTestsText(disabled + table, "all_reduce_perf.txt");
   ASSERT_TRUE(off.ok()) << off.status().message();
   EXPECT_TRUE(off->nvls_disabled);
   ASSERT_EQ(off->rows.size(), 1u);
   Result<NcclTestsRun> on = ParseNcclTestsText(
-      "h200-node:1234:1234 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 1.\n" + table, "all_reduce_perf.txt");
+      "h200-node:1234:1234 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 1.\n" + table,
+      "all_reduce_perf.txt");
   ASSERT_TRUE(on.ok()) << on.status().message();
   EXPECT_FALSE(on->nvls_disabled);
   Result<NcclTestsRun> plain = ParseNcclTestsText(table, "all_reduce_perf.txt");
@@ -141,18 +149,18 @@ TEST(NcclTestsParser, NonNumberNamesFileLineColumnAndToken) {
   const std::string path = Fixture("malformed_all_reduce_perf_bad_value.txt");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(
-      Contains(run.status().message(), path + ":19: expected a time in us in column 10, found '12.3x'"));
+  EXPECT_TRUE(Contains(run.status().message(),
+                       path + ":19: expected a time in us in column 10, found '12.3x'"));
 }
 
 TEST(NcclTestsParser, ShortRowSaysHowManyColumnsWereExpected) {
   const std::string path = Fixture("malformed_all_reduce_perf_short_row.txt");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), path +
-                                                   ":19: expected a data row of 13 columns (size count type "
-                                                   "redop root time algbw busbw #wrong time algbw busbw "
-                                                   "#wrong), found 7"));
+  EXPECT_TRUE(Contains(run.status().message(),
+                       path + ":19: expected a data row of 13 columns (size count type "
+                              "redop root time algbw busbw #wrong time algbw busbw "
+                              "#wrong), found 7"));
 }
 
 TEST(NcclTestsParser, MissingColumnHeaderIsAnError) {
@@ -167,31 +175,36 @@ TEST(NcclTestsParser, UnknownTestAsksForTheBinaryName) {
   const std::string path = Fixture("unnamed_run.txt");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), path + ": cannot tell which nccl-tests binary wrote this"));
+  EXPECT_TRUE(
+      Contains(run.status().message(), path + ": cannot tell which nccl-tests binary wrote this"));
   Result<NcclTestsRun> told = ReadNcclTestsFile(path, NcclTest::kAllReduce);
   ASSERT_TRUE(told.ok()) << told.status().message();
   EXPECT_EQ(told->rows.size(), 4u);
 }
 
 TEST(NcclTestsParser, StatedTestThatContradictsTheOutputIsAnError) {
-  Result<NcclTestsRun> run = ReadNcclTestsFile(Fixture("all_reduce_perf_h100.txt"), NcclTest::kAllGather);
+  Result<NcclTestsRun> run =
+      ReadNcclTestsFile(Fixture("all_reduce_perf_h100.txt"), NcclTest::kAllGather);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), "the output comes from all_reduce_perf, not all_gather_perf"));
+  EXPECT_TRUE(Contains(run.status().message(),
+                       "the output comes from all_reduce_perf, not all_gather_perf"));
 }
 
 TEST(NcclTestsParser, JsonResultWithoutSizeNamesItsIndex) {
   const std::string path = Fixture("malformed_reduce_scatter_perf_missing_size.json");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), path + ": results[1].size: expected the size in bytes"));
+  EXPECT_TRUE(
+      Contains(run.status().message(), path + ": results[1].size: expected the size in bytes"));
 }
 
 TEST(NcclTestsParser, JsonNanTimeIsRejected) {
   const std::string path = Fixture("malformed_reduce_scatter_perf_nan.json");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(),
-                       path + ": results[0].in_place.time: expected a finite number, found \"nan\""));
+  EXPECT_TRUE(
+      Contains(run.status().message(),
+               path + ": results[0].in_place.time: expected a finite number, found \"nan\""));
 }
 
 TEST(NcclTestsParser, TruncatedJsonReportsTheParserPosition) {
@@ -218,31 +231,38 @@ TEST(NcclTestsParser, EmptyTextHasNoHeader) {
 TEST(NcclTestsParser, JsonOfTheWrongShapeSaysWhatWasExpected) {
   Result<NcclTestsRun> run = ParseNcclTestsJson("{\"version\": 2}", "all_reduce_perf.json");
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(
-      Contains(run.status().message(), "all_reduce_perf.json: expected an object with a \"results\" array"));
+  EXPECT_TRUE(Contains(run.status().message(),
+                       "all_reduce_perf.json: expected an object with a \"results\" array"));
 }
 
 // The rows' fields are found by the header's positions: a header in another order than
 // nccl-tests' own once sent the in-place-only row reader past the row's end.
 TEST(NcclTestsParser, AHeaderInAnotherOrderIsRefusedNamingTheLine) {
   const std::string table =
-      "#       size         count      type   redop    root   #wrong  busbw   algbw    time  #wrong  busbw   algbw    time\n"
-      "  1048576    262144     float     sum      -1    42.10  24.91  43.59      0    41.97  24.98  43.72      0\n"
+      "#       size         count      type   redop    root   #wrong  busbw   algbw    time  "
+      "#wrong  busbw   algbw    time\n"
+      "  1048576    262144     float     sum      -1    42.10  24.91  43.59      0    41.97  24.98 "
+      " 43.72      0\n"
       "  1048576    262144     float     sum      -1    41.97  24.98  43.72      0\n";
   Result<NcclTestsRun> run = ParseNcclTestsText(table, "all_reduce_perf.txt");
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), "all_reduce_perf.txt:1: the column header (size count type redop root "
-                                               "#wrong busbw algbw time #wrong busbw algbw time) is not in nccl-tests' order"));
+  EXPECT_TRUE(
+      Contains(run.status().message(),
+               "all_reduce_perf.txt:1: the column header (size count type redop root "
+               "#wrong busbw algbw time #wrong busbw algbw time) is not in nccl-tests' order"));
 }
 
 TEST(NcclTestsParser, NumbersOutOfRangeAndDeepNestingInJsonAreErrors) {
-  Result<NcclTestsRun> huge = ParseNcclTestsJson("{\"results\": [{\"size\": 1e999}]}", "r.json", NcclTest::kAllReduce);
+  Result<NcclTestsRun> huge =
+      ParseNcclTestsJson("{\"results\": [{\"size\": 1e999}]}", "r.json", NcclTest::kAllReduce);
   ASSERT_FALSE(huge.ok());
-  EXPECT_TRUE(Contains(huge.status().message(), "r.json: not valid JSON for loom: number overflow"));
-  Result<NcclTestsRun> deep =
-      ParseNcclTestsJson(std::string(100000, '[') + std::string(100000, ']'), "d.json", NcclTest::kAllReduce);
+  EXPECT_TRUE(
+      Contains(huge.status().message(), "r.json: not valid JSON for loom: number overflow"));
+  Result<NcclTestsRun> deep = ParseNcclTestsJson(
+      std::string(100000, '[') + std::string(100000, ']'), "d.json", NcclTest::kAllReduce);
   ASSERT_FALSE(deep.ok());
-  EXPECT_TRUE(Contains(deep.status().message(), "d.json: arrays and objects nest deeper than 64 levels"));
+  EXPECT_TRUE(
+      Contains(deep.status().message(), "d.json: arrays and objects nest deeper than 64 levels"));
 }
 
 }  // namespace

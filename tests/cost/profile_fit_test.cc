@@ -44,15 +44,19 @@ GpuSpec Truth() {
 }
 
 // Samples of |shapes| timed by |truth|, as p.json's, from samples[|first|] on.
-std::vector<ProfileSample> Timed(const GpuSpec& truth, const std::vector<KernelShape>& shapes, size_t first = 0) {
+std::vector<ProfileSample> Timed(const GpuSpec& truth, const std::vector<KernelShape>& shapes,
+                                 size_t first = 0) {
   const RooflineComputeModel model(truth);
   std::vector<ProfileSample> samples;
   for (const KernelShape& shape : shapes) {
     ProfileSample s;
     s.shape = shape;
-    if (const GemmShape* g = std::get_if<GemmShape>(&shape)) s.median_us = model.GemmKernel(*g).ToMicros();
-    if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) s.median_us = model.Attention(*a).ToMicros();
-    if (const MemoryShape* m = std::get_if<MemoryShape>(&shape)) s.median_us = model.MemoryBound(*m).ToMicros();
+    if (const GemmShape* g = std::get_if<GemmShape>(&shape))
+      s.median_us = model.GemmKernel(*g).ToMicros();
+    if (const AttentionShape* a = std::get_if<AttentionShape>(&shape))
+      s.median_us = model.Attention(*a).ToMicros();
+    if (const MemoryShape* m = std::get_if<MemoryShape>(&shape))
+      s.median_us = model.MemoryBound(*m).ToMicros();
     s.where = "p.json: samples[" + std::to_string(first + samples.size()) + "]";
     samples.push_back(s);
   }
@@ -64,7 +68,8 @@ std::vector<ProfileSample> SyntheticProfile(const GpuSpec& truth) {
   std::vector<KernelShape> shapes;
   for (Dtype dtype : {Dtype::kBf16, Dtype::kFp8}) {
     for (int64_t m : {1000, 1408, 2048, 4864}) {  // tile choices, split-K and waves vary
-      for (int64_t n : {1536, 3000, 7000}) shapes.push_back(GemmShape{m, n, m == 2048 ? 2048 : 8192, 1, dtype, false});
+      for (int64_t n : {1536, 3000, 7000})
+        shapes.push_back(GemmShape{m, n, m == 2048 ? 2048 : 8192, 1, dtype, false});
     }
   }
   for (int64_t seq : {1024, 2048, 4096, 8192}) {
@@ -81,7 +86,8 @@ std::vector<ProfileSample> WithAccumulatingPairs(const GpuSpec& truth) {
   std::vector<ProfileSample> samples = SyntheticProfile(truth);
   std::vector<KernelShape> pairs;
   for (int64_t k : {2048, 4096, 8192}) {
-    for (bool accumulate : {true, false}) pairs.push_back(GemmShape{4096, 5120, k, 1, Dtype::kBf16, accumulate});
+    for (bool accumulate : {true, false})
+      pairs.push_back(GemmShape{4096, 5120, k, 1, Dtype::kBf16, accumulate});
   }
   for (const ProfileSample& s : Timed(truth, pairs, samples.size())) samples.push_back(s);
   return samples;
@@ -105,8 +111,9 @@ TEST(FitComputeCalibration, RecoversEveryParameterOfTheModelsOwnTimes) {
   EXPECT_FALSE(c.gemm_epilogue_overlap);
   EXPECT_FALSE(fit->epilogue_overlap.has_value());  // no accumulating samples: the file's setting
   EXPECT_EQ(fit->fitted_keys,
-            (std::vector<std::string>{"gemm_operand_bandwidth_GBps", "gemm_wave_latency_us", "gemm_efficiency_bf16",
-                                      "gemm_efficiency_fp16", "gemm_efficiency_fp8", "kernel_overhead_us",
+            (std::vector<std::string>{"gemm_operand_bandwidth_GBps", "gemm_wave_latency_us",
+                                      "gemm_efficiency_bf16", "gemm_efficiency_fp16",
+                                      "gemm_efficiency_fp8", "kernel_overhead_us",
                                       "attention_efficiency", "memory_bandwidth_fraction"}));
   EXPECT_EQ(fit->removed_keys, (std::vector<std::string>{"gemm_tile_m", "gemm_tile_n"}));
   ASSERT_EQ(fit->classes.size(), 4u);
@@ -117,7 +124,8 @@ TEST(FitComputeCalibration, RecoversEveryParameterOfTheModelsOwnTimes) {
   EXPECT_EQ(fit->classes[3].residuals.size(), 3u);
   EXPECT_EQ(fit->classes[3].residuals[0].sample, 28u);
   EXPECT_LT(fit->mean_abs_relative_error, 1e-4);
-  for (const KernelClassFit& k : fit->classes) EXPECT_LT(k.max_abs_relative_error, 1e-4) << k.Name();
+  for (const KernelClassFit& k : fit->classes)
+    EXPECT_LT(k.max_abs_relative_error, 1e-4) << k.Name();
 }
 
 TEST(FitComputeCalibration, ReportsSpreadAndResidualsOfTheCalibrationItFitted) {
@@ -136,7 +144,8 @@ TEST(FitComputeCalibration, ReportsSpreadAndResidualsOfTheCalibrationItFitted) {
   fitted.calibration = fit->calibration;
   const MemoryShape& shape = std::get<MemoryShape>(samples[30].shape);
   const double predicted = RooflineComputeModel(fitted).MemoryBound(shape).ToMicros();
-  EXPECT_DOUBLE_EQ(memory.residuals[2].relative_error, (predicted - samples[30].median_us) / samples[30].median_us);
+  EXPECT_DOUBLE_EQ(memory.residuals[2].relative_error,
+                   (predicted - samples[30].median_us) / samples[30].median_us);
   EXPECT_GT(memory.max_abs_relative_error, 0.01);
 }
 
@@ -149,7 +158,8 @@ TEST(CheckComputeCalibration, ReportsTheFilesOwnErrorsWithoutFittingAnything) {
   ASSERT_TRUE(exact.ok()) << exact.status().message();
   EXPECT_TRUE(exact->fitted_keys.empty());
   ASSERT_EQ(exact->classes.size(), 4u);
-  for (const KernelClassFit& k : exact->classes) EXPECT_LT(k.max_abs_relative_error, 1e-9) << k.Name();
+  for (const KernelClassFit& k : exact->classes)
+    EXPECT_LT(k.max_abs_relative_error, 1e-9) << k.Name();
   EXPECT_DOUBLE_EQ(exact->classes[0].value, 0.71);
 
   GpuSpec slow = Truth();
@@ -189,7 +199,8 @@ TEST(FitComputeCalibration, WithoutGemmsKeepsTheGemmKeysAndTheOverheadAndFitsThe
   EXPECT_EQ(fit->calibration.gemm_wave_latency_us, 3.2);
   EXPECT_NEAR(*fit->calibration.attention_efficiency, 0.47, 1e-5);
   EXPECT_NEAR(*fit->calibration.memory_bandwidth_fraction, 0.91, 1e-5);
-  EXPECT_EQ(fit->fitted_keys, (std::vector<std::string>{"attention_efficiency", "memory_bandwidth_fraction"}));
+  EXPECT_EQ(fit->fitted_keys,
+            (std::vector<std::string>{"attention_efficiency", "memory_bandwidth_fraction"}));
   EXPECT_TRUE(fit->removed_keys.empty());
 }
 
@@ -223,8 +234,9 @@ TEST(FitComputeCalibration, RefusesAttentionInTwoDtypes) {
   std::get<AttentionShape>(samples[26].shape).dtype = Dtype::kFp8;
   Result<ComputeFit> fit = FitComputeCalibration(samples, H100Like());
   ASSERT_FALSE(fit.ok());
-  EXPECT_TRUE(Contains(fit.status().message(), "p.json: samples[26]: attention in fp8 after attention in bf16; the "
-                                               "calibration has one attention_efficiency"));
+  EXPECT_TRUE(Contains(fit.status().message(),
+                       "p.json: samples[26]: attention in fp8 after attention in bf16; the "
+                       "calibration has one attention_efficiency"));
 }
 
 TEST(FitComputeCalibration, RefusesAClassWithFewerThanThreeShapes) {
@@ -232,7 +244,8 @@ TEST(FitComputeCalibration, RefusesAClassWithFewerThanThreeShapes) {
   samples.pop_back();
   Result<ComputeFit> fit = FitComputeCalibration(samples, H100Like());
   ASSERT_FALSE(fit.ok());
-  EXPECT_TRUE(Contains(fit.status().message(), "p.json: the memory samples: 2 distinct shape(s); at least 3"));
+  EXPECT_TRUE(Contains(fit.status().message(),
+                       "p.json: the memory samples: 2 distinct shape(s); at least 3"));
 }
 
 TEST(FitComputeCalibration, RefusesADtypeTheGpuHasNoPeakFor) {
@@ -240,8 +253,9 @@ TEST(FitComputeCalibration, RefusesADtypeTheGpuHasNoPeakFor) {
   gpu.fp8_tflops.reset();
   Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), gpu);
   ASSERT_FALSE(fit.ok());
-  EXPECT_TRUE(Contains(fit.status().message(), "p.json: the gemm fp8 samples are fp8 but h100.json has no "
-                                               "peak_tflops.fp8"));
+  EXPECT_TRUE(Contains(fit.status().message(),
+                       "p.json: the gemm fp8 samples are fp8 but h100.json has no "
+                       "peak_tflops.fp8"));
 }
 
 TEST(FitComputeCalibration, RefusesMeasurementsThatBeatTheDatasheet) {
@@ -249,7 +263,8 @@ TEST(FitComputeCalibration, RefusesMeasurementsThatBeatTheDatasheet) {
   gpu.hbm_bandwidth_GBps = 2000;  // the samples moved 0.91 * 3350 GB/s
   Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), gpu);
   ASSERT_FALSE(fit.ok());
-  // 0.91 * 3350 / 2000 = 1.524, less the GEMMs' split-K traffic, which the bound costs at 2000 GB/s.
+  // 0.91 * 3350 / 2000 = 1.524, less the GEMMs' split-K traffic, which the bound costs at 2000
+  // GB/s.
   EXPECT_TRUE(Contains(fit.status().message(), "p.json: the memory samples move bytes at 1.52"));
   EXPECT_TRUE(Contains(fit.status().message(), "x hbm_bandwidth_GBps of h100.json (2000)"));
   gpu = H100Like();
@@ -257,7 +272,8 @@ TEST(FitComputeCalibration, RefusesMeasurementsThatBeatTheDatasheet) {
   fit = FitComputeCalibration(SyntheticProfile(Truth()), gpu);
   ASSERT_FALSE(fit.ok());
   EXPECT_TRUE(Contains(fit.status().message(), "p.json: the gemm bf16 samples run at"));
-  EXPECT_TRUE(Contains(fit.status().message(), "peak_tflops.bf16 of h100.json (500) at every tile size"));
+  EXPECT_TRUE(
+      Contains(fit.status().message(), "peak_tflops.bf16 of h100.json (500) at every tile size"));
 }
 
 TEST(FitComputeCalibration, RefusesAnEmptyProfile) {
@@ -285,23 +301,26 @@ TEST(WithComputeCalibration, ReplacesKeysInPlaceRemovesTheTileAndPutsSourceLast)
   nlohmann::ordered_json out = WithComputeCalibration(file, Fitted());
   std::vector<std::string> keys;
   for (const auto& [key, value] : out["calibration"].items()) keys.push_back(key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"kernel_overhead_us", "gemm_efficiency_tf32", "gemm_operand_bandwidth_GBps",
-                                            "gemm_wave_latency_us", "gemm_efficiency_bf16", "gemm_efficiency_fp16",
-                                            "gemm_efficiency_fp8", "attention_efficiency", "memory_bandwidth_fraction",
-                                            "fitted_on", "source"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"kernel_overhead_us", "gemm_efficiency_tf32",
+                                            "gemm_operand_bandwidth_GBps", "gemm_wave_latency_us",
+                                            "gemm_efficiency_bf16", "gemm_efficiency_fp16",
+                                            "gemm_efficiency_fp8", "attention_efficiency",
+                                            "memory_bandwidth_fraction", "fitted_on", "source"}));
   EXPECT_EQ(out["calibration"]["kernel_overhead_us"], 4.5);
   EXPECT_EQ(out["calibration"]["gemm_wave_latency_us"], 3.2);
   EXPECT_EQ(out["calibration"]["gemm_efficiency_tf32"], 0.8);
   EXPECT_EQ(out["calibration"]["gemm_efficiency_bf16"], 0.71);
   EXPECT_EQ(out["calibration"]["fitted_on"], nlohmann::ordered_json::array({"p.json"}));
-  EXPECT_EQ(out["calibration"]["source"], "a test Kept from the earlier calibration (gemm_efficiency_tf32): old");
+  EXPECT_EQ(out["calibration"]["source"],
+            "a test Kept from the earlier calibration (gemm_efficiency_tf32): old");
   std::vector<std::string> top;
   for (const auto& [key, value] : out.items()) top.push_back(key);
   EXPECT_EQ(top, (std::vector<std::string>{"schema", "calibration", "sources"}));
 }
 
 TEST(WithComputeCalibration, WrittenFileLoadsWithTheFittedValues) {
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "loom_profile_fit_test";
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "loom_profile_fit_test";
   std::filesystem::create_directories(dir);
   std::ifstream shipped(std::string(LOOM_SOURCE_DIR) + "/hardware/gpus/h100-sxm5-80gb.json");
   nlohmann::ordered_json file = nlohmann::ordered_json::parse(shipped);
@@ -336,8 +355,8 @@ TEST(WithComputeCalibration, RemovesTheOperandBandwidthWhenTheFitNeedsNone) {
   Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(truth), H100Like());
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_FALSE(fit->calibration.gemm_operand_bandwidth_GBps.has_value());
-  EXPECT_EQ(fit->removed_keys,
-            (std::vector<std::string>{"gemm_tile_m", "gemm_tile_n", "gemm_operand_bandwidth_GBps"}));
+  EXPECT_EQ(fit->removed_keys, (std::vector<std::string>{"gemm_tile_m", "gemm_tile_n",
+                                                         "gemm_operand_bandwidth_GBps"}));
   nlohmann::ordered_json file = nlohmann::ordered_json::parse(
       R"({"calibration": {"gemm_operand_bandwidth_GBps": 9000, "source": "old"}})");
   ComputeFit written = fit.value();
@@ -368,7 +387,8 @@ TEST(SetFittedOn, NamesTheProfilesAndKeepsTheEarlierTablesOnlyWhenGemmKeysWereKe
   without.fitted_keys = {"attention_efficiency"};
   without.calibration.fitted_on = {"gemm_cublaslt.csv"};
   SetFittedOn({"a/p1.json"}, &without);
-  EXPECT_EQ(without.calibration.fitted_on, (std::vector<std::string>{"gemm_cublaslt.csv", "p1.json"}));
+  EXPECT_EQ(without.calibration.fitted_on,
+            (std::vector<std::string>{"gemm_cublaslt.csv", "p1.json"}));
 }
 
 }  // namespace

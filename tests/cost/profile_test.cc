@@ -64,7 +64,8 @@ TEST(ParseProfile, ReadsHeaderAndEveryKernelClass) {
 TEST(ParseProfile, MissingKeyNamesTheSampleAndTheFix) {
   nlohmann::json j = ValidProfile();
   j["samples"][1].erase("seq_kv");
-  EXPECT_TRUE(Contains(ErrorOf(j), "p.json: samples[1].seq_kv: is missing; add \"seq_kv\": <integer>"));
+  EXPECT_TRUE(
+      Contains(ErrorOf(j), "p.json: samples[1].seq_kv: is missing; add \"seq_kv\": <integer>"));
 }
 
 TEST(ParseProfile, WrongTypeNamesTheKey) {
@@ -79,8 +80,10 @@ TEST(ParseProfile, WrongTypeNamesTheKey) {
 TEST(ParseProfile, UnknownKernelClassSuggestsTheClosest) {
   nlohmann::json j = ValidProfile();
   j["samples"][1]["kernel"] = "atention";
-  EXPECT_TRUE(Contains(ErrorOf(j), "p.json: samples[1].kernel: is \"atention\"; did you mean \"attention\"? it must "
-                                   "be one of \"gemm\", \"attention\", \"memory\""));
+  EXPECT_TRUE(
+      Contains(ErrorOf(j),
+               "p.json: samples[1].kernel: is \"atention\"; did you mean \"attention\"? it must "
+               "be one of \"gemm\", \"attention\", \"memory\""));
   j["samples"][1]["kernel"] = "collective";
   EXPECT_TRUE(Contains(ErrorOf(j), "samples[1].kernel: is \"collective\"; it must be one of"));
 }
@@ -91,8 +94,10 @@ TEST(ParseProfile, MisspelledKeyGetsADidYouMean) {
   j["samples"][0]["repeat"] = 50;
   j["drivr_version"] = "1";
   const std::string m = ErrorOf(j);
-  EXPECT_TRUE(Contains(m, "p.json: samples[0].repeat: is not a known key; did you mean \"repeats\"?"));
-  EXPECT_TRUE(Contains(m, "p.json: drivr_version: is not a known key; did you mean \"driver_version\"?"));
+  EXPECT_TRUE(
+      Contains(m, "p.json: samples[0].repeat: is not a known key; did you mean \"repeats\"?"));
+  EXPECT_TRUE(
+      Contains(m, "p.json: drivr_version: is not a known key; did you mean \"driver_version\"?"));
 }
 
 TEST(ParseProfile, AKeyOfAnotherKernelClassIsUnknown) {
@@ -113,7 +118,8 @@ TEST(ParseProfile, ReportsEveryBrokenSampleAtOnce) {
 TEST(ParseProfile, PercentilesComeInPairsAroundTheMedian) {
   nlohmann::json j = ValidProfile();
   j["samples"][0].erase("p90_us");
-  EXPECT_TRUE(Contains(ErrorOf(j), "samples[0].p90_us: is missing; give p10_us and p90_us together"));
+  EXPECT_TRUE(
+      Contains(ErrorOf(j), "samples[0].p90_us: is missing; give p10_us and p90_us together"));
   j = ValidProfile();
   j["samples"][0]["p10_us"] = 411;
   EXPECT_TRUE(Contains(ErrorOf(j), "samples[0].median_us: is not between p10_us and p90_us"));
@@ -201,8 +207,9 @@ TEST(CheckProfiledGpu, NamesBothFilesOnAMismatch) {
   gpu.sm_count = 132;
   EXPECT_TRUE(CheckProfiledGpu(*p, gpu).ok());
   gpu.sm_count = 114;
-  EXPECT_TRUE(Contains(CheckProfiledGpu(*p, gpu).message(), "p.json: device.sm_count is 132 but h100.json has "
-                                                            "sm_count 114"));
+  EXPECT_TRUE(Contains(CheckProfiledGpu(*p, gpu).message(),
+                       "p.json: device.sm_count is 132 but h100.json has "
+                       "sm_count 114"));
   gpu.name = "NVIDIA A100-SXM4-80GB";
   EXPECT_TRUE(Contains(CheckProfiledGpu(*p, gpu).message(),
                        "p.json: device.name \"NVIDIA H100 80GB HBM3\" is not the GPU of h100.json "
@@ -229,7 +236,8 @@ nlohmann::json ProfileV2() {
     {"collective": "all_reduce", "group": "world", "ranks": 2, "nodes": 1, "size_bytes": 1048576, "count": 262144,
      "type": "float", "redop": "sum", "out_of_place": {"time_us": 20.5, "algbw_GBps": 51.15, "busbw_GBps": 51.15},
      "in_place": {"time_us": 20.1, "algbw_GBps": 52.17, "busbw_GBps": 52.17}, "repeats": 20}])");
-  j["failures"] = nlohmann::json::parse(R"([{"point": "gemm 16x16x16 fp8 [cublasLt]", "error": "unimplemented: x"}])");
+  j["failures"] = nlohmann::json::parse(
+      R"([{"point": "gemm 16x16x16 fp8 [cublasLt]", "error": "unimplemented: x"}])");
   return j;
 }
 
@@ -258,7 +266,8 @@ TEST(ParseProfile, SchemaTwoEntriesNameTheirErrors) {
   j["host_samples"][0]["bytes"] = 5;
   j["collectives"][0]["in_place"].erase("busbw_GBps");
   const std::string e = ErrorOf(j);
-  EXPECT_TRUE(Contains(e, "p.json: collectives[0].collective: is \"allreduce\"; did you mean \"all_reduce\"?"));
+  EXPECT_TRUE(Contains(
+      e, "p.json: collectives[0].collective: is \"allreduce\"; did you mean \"all_reduce\"?"));
   EXPECT_TRUE(Contains(e, "collectives[0].nodes: is more than ranks"));
   EXPECT_TRUE(Contains(e, "host_samples[0].bytes: must be 0 for a launch"));
   EXPECT_TRUE(Contains(e, "collectives[0].in_place.busbw_GBps: is missing"));

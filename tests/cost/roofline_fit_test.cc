@@ -56,15 +56,20 @@ TEST(CheckInverseEfficiency, NamesTheDatasheetKeyTheSamplesBeat) {
   gpu.file = "gpu.json";
   gpu.bf16_tflops = 989;
   gpu.hbm_bandwidth_GBps = 3350;
-  Status s = CheckInverseEfficiency(0.8, "p.json: the gemm bf16 samples", OpKind::kGemm, Dtype::kBf16, gpu);
-  EXPECT_NE(s.message().find("p.json: the gemm bf16 samples run at 1.25x peak_tflops.bf16 of gpu.json (989)"),
+  Status s = CheckInverseEfficiency(0.8, "p.json: the gemm bf16 samples", OpKind::kGemm,
+                                    Dtype::kBf16, gpu);
+  EXPECT_NE(s.message().find(
+                "p.json: the gemm bf16 samples run at 1.25x peak_tflops.bf16 of gpu.json (989)"),
             std::string::npos)
       << s.message();
   s = CheckInverseEfficiency(0.5, "the memory samples", OpKind::kMemoryBound, std::nullopt, gpu);
-  EXPECT_NE(s.message().find("move bytes at 2x hbm_bandwidth_GBps of gpu.json (3350)"), std::string::npos)
+  EXPECT_NE(s.message().find("move bytes at 2x hbm_bandwidth_GBps of gpu.json (3350)"),
+            std::string::npos)
       << s.message();
-  s = CheckInverseEfficiency(-1, "the attention bf16 samples", OpKind::kAttention, Dtype::kBf16, gpu);
-  EXPECT_NE(s.message().find("do not take longer as their work grows"), std::string::npos) << s.message();
+  s = CheckInverseEfficiency(-1, "the attention bf16 samples", OpKind::kAttention, Dtype::kBf16,
+                             gpu);
+  EXPECT_NE(s.message().find("do not take longer as their work grows"), std::string::npos)
+      << s.message();
   EXPECT_TRUE(CheckInverseEfficiency(1.0, "x", OpKind::kGemm, Dtype::kBf16, gpu).ok());
 }
 

@@ -8,10 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "exec/op_operands.h"
-#include "single_gpu_plan.h"
 #include "sim/engine.h"
-#include "sim/simulator.h"
 #include "sim/sim_test_support.h"
+#include "sim/simulator.h"
+#include "single_gpu_plan.h"
 
 namespace loom {
 namespace {
@@ -121,7 +121,8 @@ std::vector<SimTime> Replay(const PlanFile& plan, const std::vector<DeviceProgra
           int32_t receive = -1;
           for (; ps < queues[d.peer].size(); ++ps) {
             const auto& q = queues[d.peer][ps];
-            if (!q.empty() && q.front().receive >= 0 && peer.receives[q.front().receive].send_task == d.task) {
+            if (!q.empty() && q.front().receive >= 0 &&
+                peer.receives[q.front().receive].send_task == d.task) {
               receive = q.front().receive;
               break;
             }
@@ -140,7 +141,8 @@ std::vector<SimTime> Replay(const PlanFile& plan, const std::vector<DeviceProgra
           std::vector<std::pair<size_t, size_t>> heads;
           for (TaskId member : g.group_members(group)) {
             const auto head = head_of_task(member);
-            const std::optional<SimTime> member_at = head ? ready(head->first, head->second) : std::nullopt;
+            const std::optional<SimTime> member_at =
+                head ? ready(head->first, head->second) : std::nullopt;
             if (!member_at) break;
             heads.push_back(*head);
             start = Max(start, *member_at);
@@ -173,7 +175,8 @@ std::vector<SimTime> Replay(const PlanFile& plan, const std::vector<DeviceProgra
 // Enqueued as the programs say, the streams run the whole step without a deadlock and end it
 // when the simulator predicted: the events, receives and collective orders are the step graph's.
 TEST(DeviceProgram, ReplayedOnStreamsEndsTheStepWhenPredicted) {
-  for (ScheduleKind schedule : {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZbV}) {
+  for (ScheduleKind schedule :
+       {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZbV}) {
     for (int64_t dp : {1, 2}) {
       const PlanFile plan = MakePlan(schedule, dp);
       Result<ExecPlan> exec = PlanExecution(plan.step.graph, plan.step.graph.num_ranks());
@@ -211,7 +214,8 @@ TEST(DeviceProgram, MiddleStageReceivesFromBothNeighboursInTheirSendOrder) {
   std::map<PoolId, int64_t> balance;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     const DeviceTask& d = p.tasks[i];
-    for (int32_t w : d.waits) EXPECT_LT(w, static_cast<int32_t>(i)) << "an event is waited for before it is recorded";
+    for (int32_t w : d.waits)
+      EXPECT_LT(w, static_cast<int32_t>(i)) << "an event is waited for before it is recorded";
     sends += d.work == DeviceWork::kSend;
     ops += d.work == DeviceWork::kOps;
     collectives += d.work == DeviceWork::kCollective;
@@ -227,7 +231,8 @@ TEST(DeviceProgram, MiddleStageReceivesFromBothNeighboursInTheirSendOrder) {
   EXPECT_EQ(optimizer, 1);
   EXPECT_EQ(collectives, 0);
   EXPECT_GE(ops, 8);
-  for (const auto& [pool, bytes] : balance) EXPECT_EQ(bytes, 0) << "pool " << pool << " does not free what it takes";
+  for (const auto& [pool, bytes] : balance)
+    EXPECT_EQ(bytes, 0) << "pool " << pool << " does not free what it takes";
   int64_t rank_baseline = 0;  // weights, gradients and optimizer states of rank 1
   for (const MemoryBaseline& b : plan.baselines) rank_baseline += b.rank == 1 ? b.bytes : 0;
   EXPECT_EQ(p.baseline_bytes, rank_baseline);
@@ -269,7 +274,8 @@ TEST(DeviceProgram, SingleGpuPlanRunsOpsOnlyAndItsArenaFitsTheReserve) {
     EXPECT_GT(classes[0], 0) << model;  // GEMMs
     EXPECT_GT(classes[1], 0) << model;  // attention, forward and backward
     EXPECT_GT(classes[2], 0) << model;  // memory-bound
-    EXPECT_LT(single.plan.prediction.peak_memory_bytes + ArenaBytes(p.ops), single.in.cluster.gpu.memory_bytes)
+    EXPECT_LT(single.plan.prediction.peak_memory_bytes + ArenaBytes(p.ops),
+              single.in.cluster.gpu.memory_bytes)
         << model;
   }
 }
@@ -281,7 +287,8 @@ TEST(DeviceProgram, TensorParallelPlansAreRefusedNamingWhatIsMissing) {
   Result<DeviceProgram> p = BuildDeviceProgram(plan, *exec, 0);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), Status::Code::kUnimplemented);
-  EXPECT_NE(p.status().message().find("tp = cp = ep = 1"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("tp = cp = ep = 1"), std::string::npos)
+      << p.status().message();
   EXPECT_NE(p.status().message().find("--backend host"), std::string::npos) << p.status().message();
 }
 

@@ -41,10 +41,12 @@ TEST(ExecPlan, SplitsDependenciesIntoLocalAndRemoteAndSharesCommunicators) {
   EXPECT_EQ(plan->local_waits(f1), 0);
   EXPECT_EQ(plan->local_waits(r0), 1);
   EXPECT_EQ(plan->local_waits(s0), 0);
-  EXPECT_EQ(std::vector<TaskId>(plan->remote_successors(f0).begin(), plan->remote_successors(f0).end()),
-            std::vector<TaskId>{f1});
-  EXPECT_EQ(std::vector<TaskId>(plan->local_successors(f0).begin(), plan->local_successors(f0).end()),
-            std::vector<TaskId>{r0});
+  EXPECT_EQ(
+      std::vector<TaskId>(plan->remote_successors(f0).begin(), plan->remote_successors(f0).end()),
+      std::vector<TaskId>{f1});
+  EXPECT_EQ(
+      std::vector<TaskId>(plan->local_successors(f0).begin(), plan->local_successors(f0).end()),
+      std::vector<TaskId>{r0});
   // Both collectives are between ranks 0 and 1 on their "dp" streams: one communicator.
   ASSERT_EQ(plan->communicators().size(), 1u);
   EXPECT_EQ(plan->communicators()[0].ranks, (std::vector<int32_t>{0, 1}));
@@ -76,7 +78,8 @@ TEST(ExecPlan, RefusesRanksWaitingForEachOther) {
   g.AddDependency(y0, x1);
   Result<ExecPlan> plan = PlanExecution(g, 2);
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("would deadlock"), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find("would deadlock"), std::string::npos)
+      << plan.status().message();
 }
 
 TEST(ExecPlan, RefusesAWorldOfAnotherSizeAndSaysHowToLaunch) {
@@ -98,7 +101,8 @@ TEST(ExecPlan, RefusesACollectiveWithTwoMembersOnOneRank) {
   g.AddCollective(members);
   Result<ExecPlan> plan = PlanExecution(g, 1);
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("two members on rank 0"), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find("two members on rank 0"), std::string::npos)
+      << plan.status().message();
 }
 
 TEST(ExecPlan, RefusesACollectiveAcrossDifferentlyNamedStreams) {
@@ -109,7 +113,8 @@ TEST(ExecPlan, RefusesACollectiveAcrossDifferentlyNamedStreams) {
   g.AddCollective(members);
   Result<ExecPlan> plan = PlanExecution(g, 2);
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("streams 'dp' and 'tp'"), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find("streams 'dp' and 'tp'"), std::string::npos)
+      << plan.status().message();
 }
 
 TEST(ExecPlan, RefusesARankWithNothingToRun) {
@@ -118,7 +123,8 @@ TEST(ExecPlan, RefusesARankWithNothingToRun) {
   g.AddStream(1, "compute");
   Result<ExecPlan> plan = PlanExecution(g, 2);
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("rank 1 has no tasks"), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find("rank 1 has no tasks"), std::string::npos)
+      << plan.status().message();
 }
 
 TEST(ExecPlan, PassesOnTheGraphsBuildError) {

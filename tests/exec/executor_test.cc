@@ -34,7 +34,9 @@ class FakeClock : public Clock {
 // One rank alone: no messages ever.
 class NoTransport : public MessageTransport {
  public:
-  Status PostCollective(TaskId, GroupId, int32_t) override { return Status::Internal("no collectives here"); }
+  Status PostCollective(TaskId, GroupId, int32_t) override {
+    return Status::Internal("no collectives here");
+  }
   Status Send(TaskId, int32_t) override { return Status::Internal("no other ranks"); }
   Status Poll(std::vector<TaskId>*, std::vector<TaskId>*) override { return Status::Ok(); }
   Status Flush() override { return Status::Ok(); }
@@ -132,7 +134,8 @@ TEST(Executor, GivesUpAfterTheTimeoutNamingWhatStillWaits) {
 // A pipeline of |stages| stages and |replicas| data-parallel replicas with F, B and W of
 // 4, 4 and 2 ms per chunk, 0.5 ms transfers and, with replicas, a 1 ms gradient all-reduce per
 // chunk and a 1 ms optimizer step.
-StepGraph Pipeline(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t chunks, int32_t replicas) {
+StepGraph Pipeline(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
+                   int32_t replicas) {
   Result<PipelineSchedule> schedule = BuildSchedule(kind, stages, micro_batches, chunks);
   EXPECT_TRUE(schedule.ok()) << schedule.status().message();
   ChunkCost c;
@@ -186,13 +189,14 @@ TEST_P(ExecutorPipeline, ThreadsRunTheSimulatorsOrder) {
   EXPECT_LT(measured->makespan.ToSeconds(), 1.5 * predicted->makespan.ToSeconds());
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, ExecutorPipeline,
-                         testing::Values(PipelineCase{"OneFOneB", PipelineKind::k1F1B, 4, 8, 1, 1},
-                                         PipelineCase{"Interleaved", PipelineKind::kInterleaved, 4, 8, 2, 1},
-                                         PipelineCase{"ZbH1", PipelineKind::kZbH1, 4, 8, 1, 1},
-                                         PipelineCase{"ZbV", PipelineKind::kZbV, 4, 8, 2, 1},
-                                         PipelineCase{"OneFOneBTwoReplicas", PipelineKind::k1F1B, 2, 4, 1, 2}),
-                         [](const testing::TestParamInfo<PipelineCase>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, ExecutorPipeline,
+    testing::Values(PipelineCase{"OneFOneB", PipelineKind::k1F1B, 4, 8, 1, 1},
+                    PipelineCase{"Interleaved", PipelineKind::kInterleaved, 4, 8, 2, 1},
+                    PipelineCase{"ZbH1", PipelineKind::kZbH1, 4, 8, 1, 1},
+                    PipelineCase{"ZbV", PipelineKind::kZbV, 4, 8, 2, 1},
+                    PipelineCase{"OneFOneBTwoReplicas", PipelineKind::k1F1B, 2, 4, 1, 2}),
+    [](const testing::TestParamInfo<PipelineCase>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace loom

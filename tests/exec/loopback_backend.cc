@@ -39,8 +39,9 @@ class LoopbackTransport : public MessageTransport {
           all = false;
         } else if (posted[p.position] != p.group) {
           return Status::Internal("rank " + std::to_string(member) + " posted group " +
-                                  std::to_string(posted[p.position]) + " where rank " + std::to_string(rank_) +
-                                  " posted group " + std::to_string(p.group));
+                                  std::to_string(posted[p.position]) + " where rank " +
+                                  std::to_string(rank_) + " posted group " +
+                                  std::to_string(p.group));
         }
       }
       if (all) {
@@ -73,7 +74,8 @@ class LoopbackTransport : public MessageTransport {
 LoopbackNetwork::LoopbackNetwork(const ExecPlan& plan) : plan_(plan) {
   const int32_t ranks = static_cast<int32_t>(plan.ranks().size());
   inbox_.resize(static_cast<size_t>(ranks));
-  for (int32_t r = 0; r < ranks; ++r) transports_.push_back(std::make_unique<LoopbackTransport>(*this, r));
+  for (int32_t r = 0; r < ranks; ++r)
+    transports_.push_back(std::make_unique<LoopbackTransport>(*this, r));
 }
 
 Result<StepTimeline> LoopbackNetwork::RunStep(double speedup, SimTime timeout) {
@@ -82,7 +84,8 @@ Result<StepTimeline> LoopbackNetwork::RunStep(double speedup, SimTime timeout) {
   SteadyClock clock;
   std::vector<std::unique_ptr<TimedBackend>> backends;
   for (size_t r = 0; r < ranks; ++r) {
-    backends.push_back(std::make_unique<TimedBackend>(plan_.graph(), *transports_[r], clock, speedup));
+    backends.push_back(
+        std::make_unique<TimedBackend>(plan_.graph(), *transports_[r], clock, speedup));
   }
   std::vector<Result<RankTimes>> results(ranks, Status::Internal("not run"));
   std::vector<std::thread> threads;
@@ -91,7 +94,9 @@ Result<StepTimeline> LoopbackNetwork::RunStep(double speedup, SimTime timeout) {
   const double epoch_s = clock.NowSeconds();
   for (size_t r = 0; r < ranks; ++r) backends[r]->StartEpoch(epoch_s);
   for (size_t r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] { results[r] = RunRankProgram(plan_, static_cast<int32_t>(r), *backends[r], options); });
+    threads.emplace_back([&, r] {
+      results[r] = RunRankProgram(plan_, static_cast<int32_t>(r), *backends[r], options);
+    });
   }
   for (std::thread& t : threads) t.join();
   std::vector<RankTimes> times;

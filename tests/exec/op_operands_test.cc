@@ -14,13 +14,21 @@ namespace {
 
 size_t Index(AttentionTensor tensor) { return static_cast<size_t>(tensor); }
 
-// m=1000 n=3000 k=500 bf16: A 1,000,000 B -> 1,000,192; B 3,000,000 -> 3,000,064; C 6,000,000 -> 6,000,128.
+// m=1000 n=3000 k=500 bf16: A 1,000,000 B -> 1,000,192; B 3,000,000 -> 3,000,064; C 6,000,000 ->
+// 6,000,128.
 constexpr GemmShape kBf16Gemm = {.m = 1000, .n = 3000, .k = 500, .batch = 1, .dtype = Dtype::kBf16};
 constexpr int64_t kBf16GemmBytes = 1'000'192 + 3'000'064 + 6'000'128;
 
 // b=1 h=6 h_kv=2 (GQA) s_q=99 s_kv=77 d_qk=40 d_v=24 bf16.
-constexpr AttentionShape kGqaForward = {.batch = 1, .heads = 6, .kv_heads = 2, .seq_q = 99, .seq_kv = 77,
-                                        .head_dim_qk = 40, .head_dim_v = 24, .causal = true, .backward = false,
+constexpr AttentionShape kGqaForward = {.batch = 1,
+                                        .heads = 6,
+                                        .kv_heads = 2,
+                                        .seq_q = 99,
+                                        .seq_kv = 77,
+                                        .head_dim_qk = 40,
+                                        .head_dim_v = 24,
+                                        .causal = true,
+                                        .backward = false,
                                         .dtype = Dtype::kBf16};
 
 AttentionShape Backward(AttentionShape shape) {
@@ -82,7 +90,8 @@ TEST(OperandBytes, SumsTheForwardAttentionTensorsOfGqa) {
 TEST(OperandBytes, AddsTheGradientsAndScratchOfTheAttentionBackward) {
   // The forward's 98,816, then dO 28,672, dQ 47,616, dK 12,544, dV 7,424, softmax sum 2,560 and
   // the fp32 dQ accumulator 6*99*40*4 = 95,040 -> 95,232.
-  EXPECT_EQ(OperandBytes(MakeAttention(OpName::kFlashAttentionGrad, Backward(kGqaForward))), 292'864);
+  EXPECT_EQ(OperandBytes(MakeAttention(OpName::kFlashAttentionGrad, Backward(kGqaForward))),
+            292'864);
   const AttentionOperands operands = AttentionOperandsOf(Backward(kGqaForward));
   EXPECT_EQ(operands.tensor_bytes[Index(AttentionTensor::kDQAccum)], 95'040);
   EXPECT_EQ(operands.offsets[Index(AttentionTensor::kDQAccum)], 292'864 - 95'232);
@@ -90,8 +99,13 @@ TEST(OperandBytes, AddsTheGradientsAndScratchOfTheAttentionBackward) {
 
 TEST(OperandBytes, SumsALlamaSizedGqaForwardWithoutRounding) {
   // b=1 h=32/8 s=4096 d=128: Q and O 32 MiB each, K and V 8 MiB each, stats 32*4096*4 = 512 KiB.
-  const AttentionShape llama = {.batch = 1, .heads = 32, .kv_heads = 8, .seq_q = 4096, .seq_kv = 4096,
-                                .head_dim_qk = 128, .head_dim_v = 128};
+  const AttentionShape llama = {.batch = 1,
+                                .heads = 32,
+                                .kv_heads = 8,
+                                .seq_q = 4096,
+                                .seq_kv = 4096,
+                                .head_dim_qk = 128,
+                                .head_dim_v = 128};
   EXPECT_EQ(OperandBytes(MakeAttention(OpName::kFlashAttention, llama)), 84'410'368);
 }
 
@@ -102,11 +116,14 @@ TEST(OperandBytes, AMemoryOpRunsInPlaceOverTheLargerOfItsReadAndWrite) {
   EXPECT_EQ(MemoryOperandsOf(shape).src_offset, 0);
   EXPECT_EQ(MemoryOperandsOf(shape).dst_offset, 0);
   // 1000 bytes read, 3000 written: 3000 rounded up to 256.
-  EXPECT_EQ(OperandBytes(MakeMemory(OpName::kAttentionDropout, {.bytes_read = 1000, .bytes_written = 3000})), 3072);
+  EXPECT_EQ(OperandBytes(
+                MakeMemory(OpName::kAttentionDropout, {.bytes_read = 1000, .bytes_written = 3000})),
+            3072);
 }
 
 TEST(OperandBytes, IsZeroForACollective) {
-  const CollectiveShape shape = {.kind = CollectiveKind::kAllReduce, .group = CommGroup::kTp, .bytes = 1 << 30};
+  const CollectiveShape shape = {
+      .kind = CollectiveKind::kAllReduce, .group = CommGroup::kTp, .bytes = 1 << 30};
   EXPECT_EQ(OperandBytes(MakeCollective(OpName::kAttentionOutputReduce, shape)), 0);
 }
 
@@ -127,7 +144,8 @@ TEST(OperandArena, IsFilledAsFp8OnlyWhenAnFp8GemmReadsIt) {
   std::vector<Op> ops = {MakeGemm(OpName::kQkvProj, kBf16Gemm),
                          MakeAttention(OpName::kFlashAttention, kGqaForward)};
   EXPECT_EQ(ArenaFillDtype(ops), Dtype::kBf16);
-  ops.push_back(MakeGemm(OpName::kMlpUp, {.m = 16, .n = 16, .k = 16, .batch = 1, .dtype = Dtype::kFp8}));
+  ops.push_back(
+      MakeGemm(OpName::kMlpUp, {.m = 16, .n = 16, .k = 16, .batch = 1, .dtype = Dtype::kFp8}));
   EXPECT_EQ(ArenaFillDtype(ops), Dtype::kFp8);
 }
 

@@ -25,7 +25,9 @@ constexpr int64_t kH200L2Bytes = 60 * kMiB;  // what this workplace's notes give
 Op Gemm(int64_t m, int64_t n, int64_t k) {
   return MakeGemm(OpName::kQkvProj, {.m = m, .n = n, .k = k, .batch = 1, .dtype = Dtype::kBf16});
 }
-Op Memory(int64_t bytes) { return MakeMemory(OpName::kInputNorm, {.bytes_read = bytes, .bytes_written = bytes}); }
+Op Memory(int64_t bytes) {
+  return MakeMemory(OpName::kInputNorm, {.bytes_read = bytes, .bytes_written = bytes});
+}
 
 struct Placement {
   int64_t offset = 0;
@@ -42,7 +44,8 @@ std::vector<Placement> PlaceAll(OperandRing& ring, const std::vector<Op>& sequen
 // the arena, and between two placements that share a byte, the placements after the first up to
 // and including the second add up to at least flush_bytes(). Returns the number of violations,
 // naming the first.
-int64_t Violations(const std::vector<Placement>& placements, int64_t arena_bytes, int64_t flush_bytes) {
+int64_t Violations(const std::vector<Placement>& placements, int64_t arena_bytes,
+                   int64_t flush_bytes) {
   int64_t violations = 0;
   for (size_t j = 0; j < placements.size(); ++j) {
     const Placement& later = placements[j];
@@ -52,11 +55,12 @@ int64_t Violations(const std::vector<Placement>& placements, int64_t arena_bytes
     int64_t between = later.bytes;  // the placements (i, j]
     for (size_t i = j; i-- > 0;) {
       const Placement& earlier = placements[i];
-      if (earlier.offset < later.offset + later.bytes && later.offset < earlier.offset + earlier.bytes) {
+      if (earlier.offset < later.offset + later.bytes &&
+          later.offset < earlier.offset + earlier.bytes) {
         if (between < flush_bytes && violations++ == 0) {
           ADD_FAILURE() << "placement " << j << " at " << later.offset << " (" << later.bytes
-                        << " B) overlaps placement " << i << " at " << earlier.offset << " (" << earlier.bytes
-                        << " B) with only " << between << " B placed between them";
+                        << " B) overlaps placement " << i << " at " << earlier.offset << " ("
+                        << earlier.bytes << " B) with only " << between << " B placed between them";
         }
         break;  // only the most recent overlapping placement matters; earlier ones are further away
       }
@@ -75,7 +79,8 @@ TEST(OperandRing, ConsecutiveRunsOfOneOpDoNotShareBytesWithinTwiceTheL2) {
   EXPECT_EQ(ring.ring_bytes(), 100 * kMiB + 2 * 24 * kMiB);
   EXPECT_EQ(ring.arena_bytes(), ring.ring_bytes());
   const std::vector<Placement> runs = PlaceAll(ring, std::vector<Op>(40, ops[0]));
-  for (size_t r = 0; r < 6; ++r) EXPECT_EQ(runs[r].offset, static_cast<int64_t>(r) * 24 * kMiB) << "run " << r;
+  for (size_t r = 0; r < 6; ++r)
+    EXPECT_EQ(runs[r].offset, static_cast<int64_t>(r) * 24 * kMiB) << "run " << r;
   // Run 6 would end at 168 MiB, past the ring's 148: it goes back to the start.
   EXPECT_EQ(runs[6].offset, 0);
   EXPECT_EQ(Violations(runs, ring.arena_bytes(), ring.flush_bytes()), 0);
@@ -84,14 +89,26 @@ TEST(OperandRing, ConsecutiveRunsOfOneOpDoNotShareBytesWithinTwiceTheL2) {
 TEST(OperandRing, MixedOpsOfAStepKeepTheGuarantee) {
   // Small GEMMs, attentions and memory ops of many sizes, and two ops larger than twice the L2
   // (an output head's GEMM and the cross entropy over its logits), in a random order.
-  const AttentionShape attention = {.batch = 2, .heads = 16, .kv_heads = 4, .seq_q = 2048, .seq_kv = 2048,
-                                    .head_dim_qk = 128, .head_dim_v = 128};
+  const AttentionShape attention = {.batch = 2,
+                                    .heads = 16,
+                                    .kv_heads = 4,
+                                    .seq_q = 2048,
+                                    .seq_kv = 2048,
+                                    .head_dim_qk = 128,
+                                    .head_dim_v = 128};
   AttentionShape attention_grad = attention;
   attention_grad.backward = true;
   const std::vector<Op> ops = {
-      Gemm(4096, 2048, 2048), Gemm(4096, 8192, 2048), Gemm(256, 256, 256), Gemm(1024, 3072, 1024),
-      MakeAttention(OpName::kFlashAttention, attention), MakeAttention(OpName::kFlashAttentionGrad, attention_grad),
-      Memory(4096), Memory(3 * kMiB), Memory(33 * kMiB), Memory(97 * kMiB),
+      Gemm(4096, 2048, 2048),
+      Gemm(4096, 8192, 2048),
+      Gemm(256, 256, 256),
+      Gemm(1024, 3072, 1024),
+      MakeAttention(OpName::kFlashAttention, attention),
+      MakeAttention(OpName::kFlashAttentionGrad, attention_grad),
+      Memory(4096),
+      Memory(3 * kMiB),
+      Memory(33 * kMiB),
+      Memory(97 * kMiB),
       Gemm(8192, 32768, 2048),  // C alone is 512 MiB
       Memory(1024 * kMiB),
   };
@@ -100,7 +117,8 @@ TEST(OperandRing, MixedOpsOfAStepKeepTheGuarantee) {
     std::mt19937 engine(17);
     std::vector<Op> sequence;
     for (int i = 0; i < 3000; ++i) sequence.push_back(ops[engine() % ops.size()]);
-    EXPECT_EQ(Violations(PlaceAll(ring, sequence), ring.arena_bytes(), ring.flush_bytes()), 0) << "L2 " << l2;
+    EXPECT_EQ(Violations(PlaceAll(ring, sequence), ring.arena_bytes(), ring.flush_bytes()), 0)
+        << "L2 " << l2;
   }
 }
 
@@ -147,7 +165,8 @@ TEST(OperandRing, SingleGpuPlansFitOnAnH100WithTheRing) {
       const OperandRing ring(ops, l2);
       EXPECT_GT(ring.ring_bytes(), 0) << model;
       EXPECT_LE(ring.arena_bytes(), ArenaBytes(ops) + 3 * ring.flush_bytes()) << model;
-      EXPECT_LT(single.plan.prediction.peak_memory_bytes + ring.arena_bytes(), single.in.cluster.gpu.memory_bytes)
+      EXPECT_LT(single.plan.prediction.peak_memory_bytes + ring.arena_bytes(),
+                single.in.cluster.gpu.memory_bytes)
           << model;
     }
   }

@@ -19,7 +19,8 @@
 namespace loom {
 namespace {
 
-// A file of this process under the temporary folder (test binaries of several builds may run at once).
+// A file of this process under the temporary folder (test binaries of several builds may run at
+// once).
 std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
           ("loom_plan_file_" + name + "_" + std::to_string(::getpid()) + ".json"))
@@ -89,24 +90,29 @@ void ExpectSameStep(const StepGraph& a, const StepGraph& b) {
   for (size_t i = 0; i < x.memory_events().size(); ++i) {
     const MemoryEvent& p = x.memory_events()[i];
     const MemoryEvent& q = y.memory_events()[i];
-    EXPECT_TRUE(p.task == q.task && p.phase == q.phase && p.pool == q.pool && p.delta_bytes == q.delta_bytes) << i;
+    EXPECT_TRUE(p.task == q.task && p.phase == q.phase && p.pool == q.pool &&
+                p.delta_bytes == q.delta_bytes)
+        << i;
   }
   ASSERT_EQ(x.num_routes(), y.num_routes());
-  for (RouteId r = 0; r < x.num_routes(); ++r) EXPECT_TRUE(std::ranges::equal(x.route_channels(r), y.route_channels(r)));
+  for (RouteId r = 0; r < x.num_routes(); ++r)
+    EXPECT_TRUE(std::ranges::equal(x.route_channels(r), y.route_channels(r)));
   ASSERT_EQ(x.num_pools(), y.num_pools());
-  for (PoolId p = 0; p < x.num_pools(); ++p) EXPECT_EQ(x.Name(x.pool_name(p)), y.Name(y.pool_name(p)));
+  for (PoolId p = 0; p < x.num_pools(); ++p)
+    EXPECT_EQ(x.Name(x.pool_name(p)), y.Name(y.pool_name(p)));
   EXPECT_EQ(x.num_links(), y.num_links());
   EXPECT_EQ(x.num_channels(), y.num_channels());
   EXPECT_EQ(a.compute_stream, b.compute_stream);
   for (const auto& [p, q] : {std::pair(&a.intra_node_port, &b.intra_node_port),
-                              std::pair(&a.inter_node_port, &b.inter_node_port)}) {
+                             std::pair(&a.inter_node_port, &b.inter_node_port)}) {
     ASSERT_EQ(p->size(), q->size());
-    for (size_t r = 0; r < p->size(); ++r) EXPECT_TRUE((*p)[r].tx == (*q)[r].tx && (*p)[r].rx == (*q)[r].rx) << r;
+    for (size_t r = 0; r < p->size(); ++r)
+      EXPECT_TRUE((*p)[r].tx == (*q)[r].tx && (*p)[r].rx == (*q)[r].rx) << r;
   }
   EXPECT_EQ(a.ring_transfers.size(), b.ring_transfers.size());
   EXPECT_EQ(a.work, b.work);
-  EXPECT_TRUE(a.model_states == b.model_states && a.activations == b.activations && a.recompute == b.recompute &&
-              a.gathered_weights == b.gathered_weights);
+  EXPECT_TRUE(a.model_states == b.model_states && a.activations == b.activations &&
+              a.recompute == b.recompute && a.gathered_weights == b.gathered_weights);
   EXPECT_TRUE(a.compute_category == b.compute_category && a.tp_category == b.tp_category &&
               a.tp_hidden_category == b.tp_hidden_category && a.pp_category == b.pp_category &&
               a.dp_category == b.dp_category && a.optimizer_category == b.optimizer_category &&
@@ -147,11 +153,14 @@ void ExpectRoundTrip(ScheduleKind schedule) {
   Result<MemoryReport> memory = TrackMemory(back->step.graph, *timeline, back->baselines);
   ASSERT_TRUE(memory.ok()) << memory.status().message();
   int64_t peak = 0;
-  for (int32_t s = 0; s < back->step.stages; ++s) peak = std::max(peak, memory->ranks[s].peak_bytes);
+  for (int32_t s = 0; s < back->step.stages; ++s)
+    peak = std::max(peak, memory->ranks[s].peak_bytes);
   EXPECT_EQ(peak, plan.prediction.peak_memory_bytes);
 }
 
-TEST(PlanFile, OneFOneBRoundTripKeepsEveryTableAndThePrediction) { ExpectRoundTrip(ScheduleKind::k1F1B); }
+TEST(PlanFile, OneFOneBRoundTripKeepsEveryTableAndThePrediction) {
+  ExpectRoundTrip(ScheduleKind::k1F1B);
+}
 
 TEST(PlanFile, ZbVRoundTripKeepsEveryTableAndThePrediction) { ExpectRoundTrip(ScheduleKind::kZbV); }
 
@@ -186,7 +195,8 @@ TEST(PlanFile, TextHasOneTaskPerLine) {
   int64_t lines = 0;
   for (char c : text) lines += c == '\n';
   EXPECT_GT(lines, plan.step.graph.num_tasks());
-  EXPECT_LT(lines, 2 * (plan.step.graph.num_tasks() + static_cast<int64_t>(plan.step.graph.dependencies().size())));
+  EXPECT_LT(lines, 2 * (plan.step.graph.num_tasks() +
+                        static_cast<int64_t>(plan.step.graph.dependencies().size())));
 }
 
 TEST(PlanFile, WriteThenReadGivesTheSameSteps) {
@@ -204,11 +214,14 @@ TEST(PlanFile, WriteThenReadGivesTheSameSteps) {
 TEST(PlanFile, WriteIntoAMissingFolderNamesThePath) {
   const Status status = WritePlanFile(PlanFile(), "/nonexistent-loom-folder/plan.json");
   ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("/nonexistent-loom-folder/plan.json"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("/nonexistent-loom-folder/plan.json"), std::string::npos)
+      << status.message();
 }
 
 // The JSON of the 1F1B plan, for editing.
-nlohmann::json SmallPlanJson() { return nlohmann::json::parse(PlanFileText(MakeSmallPlan(ScheduleKind::k1F1B))); }
+nlohmann::json SmallPlanJson() {
+  return nlohmann::json::parse(PlanFileText(MakeSmallPlan(ScheduleKind::k1F1B)));
+}
 
 std::string ParseError(const nlohmann::json& json) {
   Result<PlanFile> plan = ParsePlanFile(json, "plan.json");
@@ -229,7 +242,9 @@ TEST(PlanFile, WrongSchemaSaysWhichSchemaThisLoomReads) {
   json["schema"] = "loom.plan/1";
   const std::string message = ParseError(json);
   EXPECT_NE(message.find("plan.json: schema is \"loom.plan/1\""), std::string::npos) << message;
-  EXPECT_NE(message.find("this loom reads plan files of schema \"loom.plan-file/2\""), std::string::npos) << message;
+  EXPECT_NE(message.find("this loom reads plan files of schema \"loom.plan-file/2\""),
+            std::string::npos)
+      << message;
 }
 
 TEST(PlanFile, CollectiveNamingAMissingTaskSaysHowManyTasksThereAre) {
@@ -259,14 +274,18 @@ TEST(PlanFile, DependencyOutOfRangeIsAnError) {
   nlohmann::json json = SmallPlanJson();
   json["step"]["dependencies"][5][0] = -1;
   const std::string message = ParseError(json);
-  EXPECT_NE(message.find("plan.json: step.dependencies[5] names task -1"), std::string::npos) << message;
+  EXPECT_NE(message.find("plan.json: step.dependencies[5] names task -1"), std::string::npos)
+      << message;
 }
 
 TEST(PlanFile, NegativeDurationIsAnError) {
   nlohmann::json json = SmallPlanJson();
   json["step"]["tasks"][7][1] = -3;
   const std::string message = ParseError(json);
-  EXPECT_NE(message.find("plan.json: step.tasks[7].duration_ns is -3; it must be between 0 and 1000000000000000"), std::string::npos)
+  EXPECT_NE(
+      message.find(
+          "plan.json: step.tasks[7].duration_ns is -3; it must be between 0 and 1000000000000000"),
+      std::string::npos)
       << message;
 }
 
@@ -274,15 +293,18 @@ TEST(PlanFile, StreamOfAnUnknownRankIsAnError) {
   nlohmann::json json = SmallPlanJson();
   json["step"]["streams"][2]["rank"] = 8;
   const std::string message = ParseError(json);
-  EXPECT_NE(message.find("plan.json: step.streams[2].rank is 8, but the step has 8 ranks (stages 4 x replicas 2)"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find(
+          "plan.json: step.streams[2].rank is 8, but the step has 8 ranks (stages 4 x replicas 2)"),
+      std::string::npos)
       << message;
 }
 
 TEST(PlanFile, TwoMembersOnOneStreamPassTheBuildersMessageThrough) {
   nlohmann::json json = SmallPlanJson();
   nlohmann::json& collective = json["step"]["collectives"][0];
-  collective[1] = collective[0].get<int64_t>() + 1;  // the next task: the same stream, or another rank's
+  collective[1] =
+      collective[0].get<int64_t>() + 1;  // the next task: the same stream, or another rank's
   json["step"]["collectives"] = nlohmann::json::array({collective, collective});
   const std::string message = ParseError(json);
   EXPECT_NE(message.find("plan.json: step.collectives["), std::string::npos) << message;
@@ -294,7 +316,9 @@ TEST(PlanFile, BadStagesIsTheOnlyErrorReported) {
   nlohmann::json json = SmallPlanJson();
   json["step"]["stages"] = 0;
   const std::string message = ParseError(json);
-  EXPECT_NE(message.find("plan.json: step.stages: is 0; it must be between 1 and 4096"), std::string::npos) << message;
+  EXPECT_NE(message.find("plan.json: step.stages: is 0; it must be between 1 and 4096"),
+            std::string::npos)
+      << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
@@ -303,12 +327,18 @@ TEST(PlanFile, BadStagesIsTheOnlyErrorReported) {
 TEST(PlanFile, AnyIdOutOfRangeIsAnErrorAtItsKey) {
   const nlohmann::json good = SmallPlanJson();
   std::vector<nlohmann::json::json_pointer> ids = {
-      nlohmann::json::json_pointer("/step/dependencies/2/0"), nlohmann::json::json_pointer("/step/dependencies/2/1"),
-      nlohmann::json::json_pointer("/step/collectives/1/0"),  nlohmann::json::json_pointer("/step/memory_events/0/0"),
-      nlohmann::json::json_pointer("/step/memory_events/0/2"), nlohmann::json::json_pointer("/step/routes/0/0"),
-      nlohmann::json::json_pointer("/step/ports/intra_node/1/0"), nlohmann::json::json_pointer("/step/baselines/0/rank"),
-      nlohmann::json::json_pointer("/step/baselines/0/pool"), nlohmann::json::json_pointer("/step/ring_transfers/0/0")};
-  for (const char* field : {"0", "2", "3", "4", "5", "6"}) {  // stream, name, category, link, route, pool
+      nlohmann::json::json_pointer("/step/dependencies/2/0"),
+      nlohmann::json::json_pointer("/step/dependencies/2/1"),
+      nlohmann::json::json_pointer("/step/collectives/1/0"),
+      nlohmann::json::json_pointer("/step/memory_events/0/0"),
+      nlohmann::json::json_pointer("/step/memory_events/0/2"),
+      nlohmann::json::json_pointer("/step/routes/0/0"),
+      nlohmann::json::json_pointer("/step/ports/intra_node/1/0"),
+      nlohmann::json::json_pointer("/step/baselines/0/rank"),
+      nlohmann::json::json_pointer("/step/baselines/0/pool"),
+      nlohmann::json::json_pointer("/step/ring_transfers/0/0")};
+  for (const char* field :
+       {"0", "2", "3", "4", "5", "6"}) {  // stream, name, category, link, route, pool
     ids.push_back(nlohmann::json::json_pointer(std::string("/step/tasks/3/") + field));
   }
   nlohmann::json with_ring = good;
@@ -327,7 +357,8 @@ TEST(PlanFile, TruncatedTaskRowNamesItsFields) {
   nlohmann::json json = SmallPlanJson();
   json["step"]["tasks"][0].erase(8);
   const std::string message = ParseError(json);
-  EXPECT_NE(message.find("plan.json: step.tasks[0] must be an array of 10 values (task_fields)"), std::string::npos)
+  EXPECT_NE(message.find("plan.json: step.tasks[0] must be an array of 10 values (task_fields)"),
+            std::string::npos)
       << message;
 }
 
@@ -335,9 +366,11 @@ TEST(PlanFile, MissingFileSaysHowToWriteIt) {
   Result<PlanFile> plan = ReadPlanFile("/nonexistent-loom-folder/plan.json");
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), Status::Code::kNotFound);
-  EXPECT_NE(plan.status().message().find("/nonexistent-loom-folder/plan.json: no such file"), std::string::npos)
+  EXPECT_NE(plan.status().message().find("/nonexistent-loom-folder/plan.json: no such file"),
+            std::string::npos)
       << plan.status().message();
-  EXPECT_NE(plan.status().message().find("--emit plan"), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find("--emit plan"), std::string::npos)
+      << plan.status().message();
 }
 
 TEST(PlanFile, NotJsonNamesTheFile) {
@@ -346,7 +379,8 @@ TEST(PlanFile, NotJsonNamesTheFile) {
   Result<PlanFile> plan = ReadPlanFile(path);
   std::filesystem::remove(path);
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find(path + ": not valid JSON"), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find(path + ": not valid JSON"), std::string::npos)
+      << plan.status().message();
 }
 
 }  // namespace

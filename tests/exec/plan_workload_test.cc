@@ -49,7 +49,8 @@ TEST(PlanWorkload, OpsOfEveryPassTaskAddUpToItsPredictedDuration) {
         // A part of a cut pass is predicted as an equal share of it, but runs whole ops.
         if (work.parts == 1) {
           ASSERT_FALSE(ops.ops.empty()) << plan.step.graph.DescribeTask(id);
-          EXPECT_NEAR(sum.nanos(), plan.step.graph.task(id).duration.nanos(), 1) << plan.step.graph.DescribeTask(id);
+          EXPECT_NEAR(sum.nanos(), plan.step.graph.task(id).duration.nanos(), 1)
+              << plan.step.graph.DescribeTask(id);
         }
         ++passes;
       }
@@ -100,7 +101,8 @@ TEST(PlanWorkload, PassesRunTheirBlocksInModelOrderForwardAndReversedBackward) {
   const PassOps bw0 = OpsOfPass(plan.workload, {WorkKind::kPass, Pass::kBW, 0});
   ASSERT_EQ(bw0.ops.size(), b0.ops.size() + w0.ops.size());
   EXPECT_TRUE(std::equal(b0.ops.begin(), b0.ops.end(), bw0.ops.begin()));
-  EXPECT_TRUE(std::equal(w0.ops.begin(), w0.ops.end(), bw0.ops.begin() + static_cast<int64_t>(b0.ops.size())));
+  EXPECT_TRUE(std::equal(w0.ops.begin(), w0.ops.end(),
+                         bw0.ops.begin() + static_cast<int64_t>(b0.ops.size())));
 }
 
 // The payloads are those of the strategy: one micro-batch of activations per send, ZeRO-1
@@ -131,19 +133,23 @@ TEST(PlanWorkload, RoundTripsAndBadValuesAreErrorsAtTheirKey) {
 
   nlohmann::json bad = json;
   bad["blocks"][1]["forward"][2]["shape"]["m"] = -4;
-  EXPECT_NE(ParseError(bad).find("plan.json: workload.blocks[1].forward[2].shape.m"), std::string::npos)
+  EXPECT_NE(ParseError(bad).find("plan.json: workload.blocks[1].forward[2].shape.m"),
+            std::string::npos)
       << ParseError(bad);
   bad = json;
   bad["blocks"][1]["forward"][0]["name"] = "qkv_projection";
-  EXPECT_NE(ParseError(bad).find("workload.blocks[1].forward[0].name: is \"qkv_projection\", which is no op"),
+  EXPECT_NE(ParseError(bad).find(
+                "workload.blocks[1].forward[0].name: is \"qkv_projection\", which is no op"),
             std::string::npos)
       << ParseError(bad);
   bad = json;
   bad["chunks"][0][0] = {99, 1};
-  EXPECT_NE(ParseError(bad).find("workload.chunks[0][0] is [99,1]"), std::string::npos) << ParseError(bad);
+  EXPECT_NE(ParseError(bad).find("workload.chunks[0][0] is [99,1]"), std::string::npos)
+      << ParseError(bad);
   bad = json;
   bad["payloads"]["bucket_bytes"] = {1};
-  EXPECT_NE(ParseError(bad).find("workload.payloads.bucket_bytes has 1 entries, not 2"), std::string::npos)
+  EXPECT_NE(ParseError(bad).find("workload.payloads.bucket_bytes has 1 entries, not 2"),
+            std::string::npos)
       << ParseError(bad);
   bad = json;
   bad["blocks"][0]["forward"][0]["shape"]["colour"] = 1;
@@ -156,7 +162,8 @@ TEST(PlanWorkload, WorkBeyondTheWorkloadIsRefused) {
   plan.workload.chunks.chunks.pop_back();
   Status fits = CheckWorkFits(plan.step, plan.workload, "plan.json");
   ASSERT_FALSE(fits.ok());
-  EXPECT_NE(fits.message().find("of virtual stage 1, but the workload has 1"), std::string::npos) << fits.message();
+  EXPECT_NE(fits.message().find("of virtual stage 1, but the workload has 1"), std::string::npos)
+      << fits.message();
 }
 
 }  // namespace

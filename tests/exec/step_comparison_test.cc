@@ -87,7 +87,9 @@ TwoStages MakeTwoStages() {
 
 // |timeline| with every time multiplied by |numerator| / |denominator|.
 StepTimeline Scaled(const StepTimeline& timeline, int64_t numerator, int64_t denominator) {
-  const auto scale = [&](SimTime t) { return SimTime::FromNanos(t.nanos() * numerator / denominator); };
+  const auto scale = [&](SimTime t) {
+    return SimTime::FromNanos(t.nanos() * numerator / denominator);
+  };
   StepTimeline out = timeline;
   for (SimTime& t : out.start) t = scale(t);
   for (SimTime& t : out.end) t = scale(t);
@@ -101,7 +103,8 @@ void Move(StepTimeline& timeline, TaskId task, int64_t start_us, int64_t end_us)
   timeline.end[task] = Us(end_us);
 }
 
-Result<StepComparison> CompareOne(const TwoStages& s, const StepTimeline& measured, SimTime margin = Us(1),
+Result<StepComparison> CompareOne(const TwoStages& s, const StepTimeline& measured,
+                                  SimTime margin = Us(1),
                                   std::optional<std::vector<int64_t>> peaks = std::nullopt) {
   const std::vector<StepTimeline> steps = {measured};
   return CompareStep(s.step, s.baselines, s.predicted, steps, std::move(peaks), margin);
@@ -140,7 +143,8 @@ TEST(StepUtilization, OneStageCountsTpRingWaitAndOptimizer) {
   step.tp_category = g.Intern("tp");
   step.optimizer_category = g.Intern("optimizer");
   step.cp_category = g.Intern("cp");
-  const StreamId compute = g.AddStream(0, "compute"), tp = g.AddStream(0, "tp"), cp = g.AddStream(0, "cp");
+  const StreamId compute = g.AddStream(0, "compute"), tp = g.AddStream(0, "tp"),
+                 cp = g.AddStream(0, "cp");
   step.compute_stream = {compute};
   const TaskId c1 = g.AddTask(MakeTask(compute, 10, g.Intern("F"), step.compute_category));
   const TaskId ring = g.AddTask(MakeTask(cp, 12, g.Intern("ring"), step.cp_category));
@@ -222,7 +226,8 @@ TEST(CompareStep, MeasuredEqualToSimulatedStepHasNoErrors) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   const std::vector<MemoryBaseline> baselines = ModelStateBaselines(r->step, *prepared);
   const std::vector<StepTimeline> measured = {r->timeline};
-  Result<StepComparison> c = CompareStep(r->step, baselines, r->timeline, measured, std::nullopt, Us(1));
+  Result<StepComparison> c =
+      CompareStep(r->step, baselines, r->timeline, measured, std::nullopt, Us(1));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->step_time_s.predicted, r->step_time_s);
   EXPECT_EQ(c->step_time_s.error_pct, 0);
@@ -299,15 +304,17 @@ TEST(CompareStep, SwappedOrderIsAnInversion) {
   EXPECT_EQ(c->order.order_inversions, 1);
   EXPECT_EQ(c->order.dependency_violations, 0);
   ASSERT_EQ(c->order.examples.size(), 1u);
-  EXPECT_NE(c->order.examples[0].find(g.DescribeTask(a)), std::string::npos) << c->order.examples[0];
-  EXPECT_NE(c->order.examples[0].find(g.DescribeTask(b)), std::string::npos) << c->order.examples[0];
+  EXPECT_NE(c->order.examples[0].find(g.DescribeTask(a)), std::string::npos)
+      << c->order.examples[0];
+  EXPECT_NE(c->order.examples[0].find(g.DescribeTask(b)), std::string::npos)
+      << c->order.examples[0];
   ASSERT_EQ(c->classes.size(), 1u);
   EXPECT_EQ(c->classes[0].name, "other");
 }
 
 // Every pair of tasks on one rank and different streams, counted one by one.
-int64_t BruteForceInversions(const TaskGraph& g, const StepTimeline& predicted, const StepTimeline& measured,
-                             SimTime margin, int64_t& pairs) {
+int64_t BruteForceInversions(const TaskGraph& g, const StepTimeline& predicted,
+                             const StepTimeline& measured, SimTime margin, int64_t& pairs) {
   const SimTime gap = Max(margin, SimTime::FromNanos(1));
   int64_t inversions = 0;
   pairs = 0;
@@ -333,7 +340,8 @@ TEST(CompareStep, InversionCountMatchesBruteForce) {
     for (int32_t i = 0; i < 3; ++i) streams.push_back(g.AddStream(rank, "s" + std::to_string(i)));
   }
   for (int32_t i = 0; i < 300; ++i) {
-    g.AddTask(MakeTask(streams[random() % streams.size()], micros(random), g.Intern("t"), kEmptyName));
+    g.AddTask(
+        MakeTask(streams[random() % streams.size()], micros(random), g.Intern("t"), kEmptyName));
   }
   Result<StepTimeline> predicted = Simulate(g);
   ASSERT_TRUE(predicted.ok()) << predicted.status().message();
@@ -346,7 +354,8 @@ TEST(CompareStep, InversionCountMatchesBruteForce) {
   measured.start_sequence.clear();
   const std::vector<StepTimeline> steps = {measured};
   for (int64_t margin_us : {0, 1, 5}) {
-    Result<StepComparison> c = CompareStep(step, {}, *predicted, steps, std::nullopt, Us(margin_us));
+    Result<StepComparison> c =
+        CompareStep(step, {}, *predicted, steps, std::nullopt, Us(margin_us));
     ASSERT_TRUE(c.ok()) << c.status().message();
     int64_t pairs = 0;
     const int64_t inversions = BruteForceInversions(g, *predicted, measured, Us(margin_us), pairs);
@@ -380,7 +389,8 @@ TEST(CompareStep, StreamOrderIsADependency) {
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->order.dependency_violations, 1);
   ASSERT_FALSE(c->order.examples.empty());
-  EXPECT_NE(c->order.examples[0].find("stream order violated"), std::string::npos) << c->order.examples[0];
+  EXPECT_NE(c->order.examples[0].find("stream order violated"), std::string::npos)
+      << c->order.examples[0];
 }
 
 TEST(CompareStep, CollectiveMembersThatDoNotOverlapBreakRendezvous) {
@@ -402,8 +412,10 @@ TEST(CompareStep, CollectiveMembersThatDoNotOverlapBreakRendezvous) {
 
 TEST(CompareStep, MedianOfThreeStepsIsTheMiddleOne) {
   const TwoStages s = MakeTwoStages();
-  const std::vector<StepTimeline> steps = {s.predicted, Scaled(s.predicted, 13, 10), Scaled(s.predicted, 11, 10)};
-  Result<StepComparison> c = CompareStep(s.step, s.baselines, s.predicted, steps, std::nullopt, Us(1));
+  const std::vector<StepTimeline> steps = {s.predicted, Scaled(s.predicted, 13, 10),
+                                           Scaled(s.predicted, 11, 10)};
+  Result<StepComparison> c =
+      CompareStep(s.step, s.baselines, s.predicted, steps, std::nullopt, Us(1));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->steps, 3);
   EXPECT_NEAR(c->step_time_s.measured, 55e-6, 1e-15);
@@ -414,9 +426,11 @@ TEST(CompareStep, MedianOfThreeStepsIsTheMiddleOne) {
 
 TEST(CompareStep, EvenCountTakesTheLowerMiddleStep) {
   const TwoStages s = MakeTwoStages();
-  const std::vector<StepTimeline> steps = {Scaled(s.predicted, 12, 10), s.predicted, Scaled(s.predicted, 13, 10),
+  const std::vector<StepTimeline> steps = {Scaled(s.predicted, 12, 10), s.predicted,
+                                           Scaled(s.predicted, 13, 10),
                                            Scaled(s.predicted, 11, 10)};
-  Result<StepComparison> c = CompareStep(s.step, s.baselines, s.predicted, steps, std::nullopt, Us(1));
+  Result<StepComparison> c =
+      CompareStep(s.step, s.baselines, s.predicted, steps, std::nullopt, Us(1));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_NEAR(c->step_time_s.measured, 55e-6, 1e-15);
   EXPECT_NEAR(c->classes[1].seconds.error_pct, 10, 1e-9);
@@ -453,7 +467,8 @@ TEST(CompareStep, GivenMeasuredPeaksOverrideTheReplay) {
   Result<StepComparison> wrong = CompareOne(s, s.predicted, Us(1), std::vector<int64_t>{2200});
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.status().code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(wrong.status().message().find("one per rank"), std::string::npos) << wrong.status().message();
+  EXPECT_NE(wrong.status().message().find("one per rank"), std::string::npos)
+      << wrong.status().message();
 }
 
 TEST(CompareStep, NoMeasuredStepsIsInvalid) {
@@ -470,7 +485,8 @@ TEST(CompareStep, TimelineOfAnotherSizeIsInvalid) {
   Result<StepComparison> c = CompareOne(s, measured);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(c.status().message().find("measured step 0"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("measured step 0"), std::string::npos)
+      << c.status().message();
 }
 
 TEST(CompareStep, TaskEndingBeforeItStartsIsInvalid) {
@@ -486,7 +502,8 @@ TEST(CompareStep, ErrorIsInfiniteWhenOnlyTheMeasurementIsNonZero) {
   StepGraph step;
   TaskGraph& g = step.graph;
   step.stages = 1;
-  const TaskId t = g.AddTask(MakeTask(g.AddStream(0, "compute"), 0, g.Intern("t"), g.Intern("marker")));
+  const TaskId t =
+      g.AddTask(MakeTask(g.AddStream(0, "compute"), 0, g.Intern("t"), g.Intern("marker")));
   Result<StepTimeline> predicted = Simulate(g);
   ASSERT_TRUE(predicted.ok()) << predicted.status().message();
   StepTimeline measured = *predicted;
@@ -515,11 +532,13 @@ TEST(StepComparisonJson, WritesSchemaAndKeysWithUnits) {
   EXPECT_DOUBLE_EQ(json["step_time"]["predicted_s"].get<double>(), 50e-6);
   EXPECT_DOUBLE_EQ(json["step_time"]["measured_min_s"].get<double>(), 50e-6);
   EXPECT_TRUE(json["step_time"].contains("measured_max_s"));
-  EXPECT_DOUBLE_EQ(json["bubble_fraction"]["predicted"].get<double>(), c->bubble_fraction.predicted);
+  EXPECT_DOUBLE_EQ(json["bubble_fraction"]["predicted"].get<double>(),
+                   c->bubble_fraction.predicted);
   EXPECT_EQ(json["peak_memory"]["predicted_bytes"], 1100);
   EXPECT_TRUE(json["peak_memory"]["measured_bytes"].is_number_integer());
   EXPECT_EQ(json["peak_memory"]["error_fraction"], 0);
-  EXPECT_NEAR(json["step_time"]["error_fraction"].get<double>(), c->step_time_s.error_pct / 100, 1e-12);
+  EXPECT_NEAR(json["step_time"]["error_fraction"].get<double>(), c->step_time_s.error_pct / 100,
+              1e-12);
   EXPECT_EQ(json["classes"][0]["name"], "compute");
   EXPECT_EQ(json["classes"][0]["tasks"], 4);
   EXPECT_TRUE(json["classes"][0].contains("measured_s"));

@@ -34,13 +34,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   loom::ApplyConstraints(*fixed, pinned);
   const std::string printed = loom::ConstraintText(pinned);
   loom::Result<loom::Constraints> again = loom::ParseConstraints(printed, "--fix");
-  if (!again.ok()) RoundTripBroken(printed, "--fix rejects: " + std::string(again.status().message()));
+  if (!again.ok())
+    RoundTripBroken(printed, "--fix rejects: " + std::string(again.status().message()));
   loom::Strategy repinned;
   loom::ApplyConstraints(*again, repinned);
   const std::string reprinted = loom::ConstraintText(repinned);
   if (reprinted != printed) RoundTripBroken(printed, "reads back as " + reprinted);
 
-  static const loom::Result<loom::ModelSpec> model = loom::LoadModelSpec(loom::fuzz::Shipped("models/gpt3-125m.json"));
+  static const loom::Result<loom::ModelSpec> model =
+      loom::LoadModelSpec(loom::fuzz::Shipped("models/gpt3-125m.json"));
   static const loom::Result<loom::ClusterSpec> cluster =
       loom::LoadClusterSpec(loom::fuzz::Shipped("hardware/clusters/dgx-h100.json"), 1);
   if (!model.ok() || !cluster.ok()) return 0;

@@ -16,8 +16,15 @@ namespace fs = std::filesystem;
 
 // The repository's folders whose files the fuzzed inputs may name.
 constexpr const char* kDataFolders[] = {
-    "models",         "hardware/gpus",   "hardware/clusters", "hardware/frameworks", "hardware/profiles",
-    "scenarios",      "tests/cli/data",  "tests/cost/data",   "tests/fuzz/seeds/training_log",
+    "models",
+    "hardware/gpus",
+    "hardware/clusters",
+    "hardware/frameworks",
+    "hardware/profiles",
+    "scenarios",
+    "tests/cli/data",
+    "tests/cost/data",
+    "tests/fuzz/seeds/training_log",
 };
 
 // Never freed: the atexit handler that removes the sandbox runs after static destructors would.
@@ -69,11 +76,13 @@ std::string WriteText(std::string_view folder, std::string_view name, std::strin
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   out.close();
-  if (!out) HarnessError("cannot write " + path.string(), std::make_error_code(std::errc::io_error));
+  if (!out)
+    HarnessError("cannot write " + path.string(), std::make_error_code(std::errc::io_error));
   return path.string();
 }
 
-std::string WriteInput(std::string_view folder, std::string_view name, const uint8_t* data, size_t size) {
+std::string WriteInput(std::string_view folder, std::string_view name, const uint8_t* data,
+                       size_t size) {
   return WriteText(folder, name, std::string_view(reinterpret_cast<const char*>(data), size));
 }
 

@@ -23,7 +23,8 @@ namespace loom::fuzz {
 // Writes |data| to the file |name| in |folder| of this process's sandbox (one of the folders
 // above, e.g. "hardware/clusters", or a new one), replacing what the previous input wrote there,
 // and returns its path.
-std::string WriteInput(std::string_view folder, std::string_view name, const uint8_t* data, size_t size);
+std::string WriteInput(std::string_view folder, std::string_view name, const uint8_t* data,
+                       size_t size);
 
 // Same, for a text a target composes itself.
 std::string WriteText(std::string_view folder, std::string_view name, std::string_view text);

@@ -23,11 +23,13 @@ bool LooksLikeJson(std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const std::string path =
-      loom::fuzz::WriteText("tests/cli/data", LooksLikeJson(text) ? "fuzz-runs.json" : "fuzz-runs.csv", text);
+  const std::string path = loom::fuzz::WriteText(
+      "tests/cli/data", LooksLikeJson(text) ? "fuzz-runs.json" : "fuzz-runs.csv", text);
   static const std::string cluster = loom::fuzz::Shipped("hardware/clusters/dgx-h100.json");
-  loom::Result<std::vector<loom::MeasuredRun>> runs = loom::LoadRuns(path, cluster, "megatron-core");
+  loom::Result<std::vector<loom::MeasuredRun>> runs =
+      loom::LoadRuns(path, cluster, "megatron-core");
   if (!runs.ok()) return loom::fuzz::Rejected(runs.status());
-  for (const loom::MeasuredRun& run : *runs) (void)loom::StrategyViolations(run.strategy, run.model, run.cluster);
+  for (const loom::MeasuredRun& run : *runs)
+    (void)loom::StrategyViolations(run.strategy, run.model, run.cluster);
   return 0;
 }

@@ -19,9 +19,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!scenario.ok()) return loom::fuzz::Rejected(scenario.status());
   loom::Result<loom::ModelSpec> model = loom::LoadModelSpec(scenario->model_path);
   if (!model.ok()) return loom::fuzz::Rejected(model.status());
-  loom::Result<loom::ClusterSpec> cluster = loom::LoadClusterSpec(scenario->cluster_path, scenario->nodes);
+  loom::Result<loom::ClusterSpec> cluster =
+      loom::LoadClusterSpec(scenario->cluster_path, scenario->nodes);
   if (!cluster.ok()) return loom::fuzz::Rejected(cluster.status());
-  if (scenario->framework) (void)loom::ResolveFramework(*scenario->framework, scenario->cluster_path);
+  if (scenario->framework)
+    (void)loom::ResolveFramework(*scenario->framework, scenario->cluster_path);
   (void)loom::StrategyViolations(scenario->strategy, *model, *cluster);
   return 0;
 }

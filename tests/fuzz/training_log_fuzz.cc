@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       R"({"schema": "loom.runs/1", "runs": [{"name": "fuzzed log", "model": "../../../models/gpt3-125m.json", )"
       R"("log": "fuzz.log"}]})");
   static const std::string cluster = loom::fuzz::Shipped("hardware/clusters/dgx-h100.json");
-  loom::Result<std::vector<loom::MeasuredRun>> read = loom::LoadRuns(runs, cluster, "megatron-core");
+  loom::Result<std::vector<loom::MeasuredRun>> read =
+      loom::LoadRuns(runs, cluster, "megatron-core");
   if (!read.ok()) return loom::fuzz::Rejected(read.status());
   return 0;
 }

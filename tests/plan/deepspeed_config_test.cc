@@ -23,7 +23,8 @@ namespace {
 using Args = std::vector<std::string>;
 
 ModelSpec Load(const std::string& name) {
-  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
+  Result<ModelSpec> model =
+      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return model.ok() ? *model : ModelSpec{};
 }
@@ -88,7 +89,9 @@ TEST(DeepSpeedConfig, Zero3WithExpertsIsRefusedAsDeepSpeedRefusesNativeMoe) {
   const ModelSpec mixtral = Load("mixtral-8x7b");
   const std::string message = Error(mixtral, MixtralStrategy(3));
   EXPECT_NE(message.find("--zero 3 with the experts of"), std::string::npos) << message;
-  EXPECT_NE(message.find("Native DeepSpeed MoE is not supported with ZeRO Stage 3"), std::string::npos) << message;
+  EXPECT_NE(message.find("Native DeepSpeed MoE is not supported with ZeRO Stage 3"),
+            std::string::npos)
+      << message;
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 0) << message;
   // ZeRO-1 of the same plan starts, and ZeRO-3 of a dense model is no MoE.
   EXPECT_EQ(Ok(mixtral, MixtralStrategy(1)).config["zero_optimization"]["stage"], 1);
@@ -105,10 +108,12 @@ TEST(DeepSpeedConfig, SequenceParallelSetsOneDeviceConnectionInEnvAndNotes) {
   s.global_batch = 8;
   s.sp = true;
   const DeepSpeedPlan plan = Ok(model, AsDeepSpeed(s));
-  const std::vector<std::pair<std::string, std::string>> expected = {{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}};
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"CUDA_DEVICE_MAX_CONNECTIONS", "1"}};
   EXPECT_EQ(plan.env, expected);
   EXPECT_TRUE(Has(plan.launcher_args, "--sequence-parallel"));
-  EXPECT_TRUE(AnyContains(plan.notes, "CUDA_DEVICE_MAX_CONNECTIONS=1")) << ::testing::PrintToString(plan.notes);
+  EXPECT_TRUE(AnyContains(plan.notes, "CUDA_DEVICE_MAX_CONNECTIONS=1"))
+      << ::testing::PrintToString(plan.notes);
   s.sp = false;
   const DeepSpeedPlan without = Ok(model, AsDeepSpeed(s));
   EXPECT_TRUE(without.env.empty());
@@ -125,13 +130,15 @@ TEST(DeepSpeedConfig, ExpertsOverPipelineAndTensorParallelTurnPipePartitioningOf
   s.global_batch = 64;
   s.zero_stage = 1;
   s = AsDeepSpeed(s);
-  const nlohmann::ordered_json expected = {{"pipe_partitioned", false}, {"grad_partitioned", false}};
+  const nlohmann::ordered_json expected = {{"pipe_partitioned", false},
+                                           {"grad_partitioned", false}};
   nlohmann::ordered_json config = Ok(mixtral, s).config;
   ASSERT_TRUE(config.contains("pipeline")) << config.dump();
   EXPECT_EQ(config["pipeline"], expected);
   EXPECT_EQ(config.begin().key(), "train_batch_size");
   EXPECT_EQ((--config.end()).key(), "pipeline");
-  // DeepSpeed partitions only over a model-parallel group (tp > 1) and only a pipeline passes tensors.
+  // DeepSpeed partitions only over a model-parallel group (tp > 1) and only a pipeline passes
+  // tensors.
   Strategy no_tp = s;
   no_tp.tp = 1;
   no_tp.dp = 16;
@@ -140,7 +147,8 @@ TEST(DeepSpeedConfig, ExpertsOverPipelineAndTensorParallelTurnPipePartitioningOf
   no_pp.pp = 1;
   no_pp.dp = 32;
   EXPECT_FALSE(Ok(mixtral, AsDeepSpeed(no_pp)).config.contains("pipeline"));
-  EXPECT_FALSE(Ok(Load("llama3-8b"), s).config.contains("pipeline"));  // dense: one tensor needs a gradient
+  EXPECT_FALSE(
+      Ok(Load("llama3-8b"), s).config.contains("pipeline"));  // dense: one tensor needs a gradient
 }
 
 TEST(DeepSpeedConfig, FusedAttentionIsFlashAttention2AndUnfusedIsMegatronDeepSpeedsDefault) {
@@ -153,7 +161,8 @@ TEST(DeepSpeedConfig, FusedAttentionIsFlashAttention2AndUnfusedIsMegatronDeepSpe
   EXPECT_TRUE(Has(fused.launcher_args, "--use-flash-attn-v2"));
   EXPECT_TRUE(AnyContains(fused.notes, "flash-attn")) << ::testing::PrintToString(fused.notes);
   const DeepSpeedPlan unfused = Ok(model, s, Unfused());
-  for (const std::string& arg : unfused.launcher_args) EXPECT_EQ(arg.find("flash"), std::string::npos) << arg;
+  for (const std::string& arg : unfused.launcher_args)
+    EXPECT_EQ(arg.find("flash"), std::string::npos) << arg;
   // FlashSelfAttention asserts fp16 or bf16 inputs.
   s.dtype = Dtype::kFp32;
   const std::string message = Error(model, s);
@@ -173,7 +182,8 @@ TEST(DeepSpeedConfig, Tf32AndFp32PlansSayPyTorchDecidesTf32) {
       << ::testing::PrintToString(tf32.notes);
   EXPECT_EQ(tf32.config["data_types"]["grad_accum_dtype"], "fp32");
   s.dtype = Dtype::kFp32;
-  EXPECT_TRUE(AnyContains(Ok(model, s, Unfused()).notes, "keep torch.backends.cuda.matmul.allow_tf32 off"));
+  EXPECT_TRUE(
+      AnyContains(Ok(model, s, Unfused()).notes, "keep torch.backends.cuda.matmul.allow_tf32 off"));
   s.dtype = Dtype::kBf16;
   EXPECT_FALSE(AnyContains(Ok(model, s).notes, "allow_tf32"));
 }
@@ -206,7 +216,8 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
     if (plan.ok()) {
       EXPECT_TRUE(DeepSpeedProblems(plan->launcher_args, plan->config).empty());
     }
-    return plan.ok() ? plan->config["data_types"]["grad_accum_dtype"].get<std::string>() : std::string();
+    return plan.ok() ? plan->config["data_types"]["grad_accum_dtype"].get<std::string>()
+                     : std::string();
   };
   Strategy t = s;
   t.zero_stage = 2;
@@ -222,15 +233,16 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
   t.zero_stage = 1;
   t.offload = Offload::kOptimizer;
   message = Error(model, AsDeepSpeed(t));
-  EXPECT_NE(message.find("--zero 1 --offload optimizer with fp32 gradient accumulation"), std::string::npos)
+  EXPECT_NE(message.find("--zero 1 --offload optimizer with fp32 gradient accumulation"),
+            std::string::npos)
       << message;
   t.offload = Offload::kNone;
   EXPECT_EQ(accum_dtype(AsDeepSpeed(t)), "fp32");
   t.zero_stage = 3;
   EXPECT_EQ(accum_dtype(AsDeepSpeed(t)), "fp32");
 
-  // Without ZeRO: autograd's .grad in bf16 with one stage; the pipeline engine's BF16_Optimizer adds
-  // into a bf16 buffer with several.
+  // Without ZeRO: autograd's .grad in bf16 with one stage; the pipeline engine's BF16_Optimizer
+  // adds into a bf16 buffer with several.
   t = s;
   EXPECT_EQ(accum_dtype(AsDeepSpeed(t)), "bf16");
   t.pp = 2;
@@ -238,7 +250,8 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
   EXPECT_EQ(DeepSpeedGradAccumulation(t), GradAccumulation::kAdd);
   t = AsDeepSpeed(t);
   message = Error(model, t);
-  EXPECT_NE(message.find("--zero 0 --pp 2 with fp32 gradient accumulation"), std::string::npos) << message;
+  EXPECT_NE(message.find("--zero 0 --pp 2 with fp32 gradient accumulation"), std::string::npos)
+      << message;
   t.grad_reduce_in_bf16 = true;
   EXPECT_EQ(accum_dtype(t), "bf16");
   t.dtype = Dtype::kFp16;
@@ -261,7 +274,8 @@ TEST(DeepSpeedConfig, SelectiveRecomputeIsMegatronDeepSpeedsWithUnfusedAttention
   EXPECT_FALSE(Has(plan.launcher_args, "--checkpoint-activations"));
   EXPECT_FALSE(plan.config.contains("activation_checkpointing"));
   const std::string message = Error(model, s);
-  EXPECT_NE(message.find("--recompute selective with --attention fused"), std::string::npos) << message;
+  EXPECT_NE(message.find("--recompute selective with --attention fused"), std::string::npos)
+      << message;
 }
 
 TEST(DeepSpeedConfig, BlockRecomputeRunsWithoutThePipelineEngineOnly) {
@@ -279,7 +293,7 @@ TEST(DeepSpeedConfig, BlockRecomputeRunsWithoutThePipelineEngineOnly) {
   ASSERT_NE(at, args.end());
   const Args block(at, std::min(at + 6, args.end()));
   const Args expected = {"--recompute-granularity", "full", "--recompute-method", "block",
-                         "--recompute-num-layers", "2"};
+                         "--recompute-num-layers",  "2"};
   EXPECT_EQ(block, expected);
   EXPECT_TRUE(Has(args, "--no-pipeline-parallel"));
   // --checkpoint-activations would take precedence over the block method.

@@ -60,7 +60,8 @@ TEST(Distinct, OffloadTwinsWithinOnePercentAreOneRow) {
   const Strategy a = Base();
   Strategy b = a;
   b.offload = Offload::kOptimizer;
-  const std::vector<RankedPlan> rows = GroupDistinct({PlanOf(a, 1.000, 0), PlanOf(b, 1.005, 1)}, 10);
+  const std::vector<RankedPlan> rows =
+      GroupDistinct({PlanOf(a, 1.000, 0), PlanOf(b, 1.005, 1)}, 10);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].index, 0);
   ASSERT_EQ(rows[0].variants.size(), 1u);
@@ -91,8 +92,8 @@ TEST(Distinct, EveryMemberOfARowIsWithinOnePercentOfEveryOther) {
   b.zero_stage = 0;
   c.zero_stage = 2;
   d.offload = Offload::kOptimizer;  // also within 1 % of a, but in another setting than the row's
-  const std::vector<RankedPlan> rows =
-      GroupDistinct({PlanOf(a, 1.000, 0), PlanOf(b, 1.006, 1), PlanOf(d, 1.007, 3), PlanOf(c, 1.012, 2)}, 10);
+  const std::vector<RankedPlan> rows = GroupDistinct(
+      {PlanOf(a, 1.000, 0), PlanOf(b, 1.006, 1), PlanOf(d, 1.007, 3), PlanOf(c, 1.012, 2)}, 10);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].variant_setting, "zero_stage");
   ASSERT_EQ(rows[0].variants.size(), 1u);
@@ -118,8 +119,10 @@ TEST(Distinct, AtMostMaxRowsAndTheirVariants) {
   b2 = b;
   b2.offload = Offload::kOptimizer;
   c.micro_batch = 4;
-  const std::vector<RankedPlan> rows = GroupDistinct(
-      {PlanOf(a, 1.0, 0), PlanOf(a2, 1.001, 3), PlanOf(b, 1.1, 1), PlanOf(b2, 1.101, 4), PlanOf(c, 1.2, 2)}, 2);
+  const std::vector<RankedPlan> rows =
+      GroupDistinct({PlanOf(a, 1.0, 0), PlanOf(a2, 1.001, 3), PlanOf(b, 1.1, 1),
+                     PlanOf(b2, 1.101, 4), PlanOf(c, 1.2, 2)},
+                    2);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].variants.size(), 1u);
   EXPECT_EQ(rows[1].variants.size(), 1u);

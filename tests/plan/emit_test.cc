@@ -20,7 +20,8 @@ namespace {
 using Args = std::vector<std::string>;
 
 ModelSpec Load(const std::string& name) {
-  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
+  Result<ModelSpec> model =
+      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return model.ok() ? *model : ModelSpec{};
 }
@@ -67,7 +68,8 @@ std::string MegatronError(const ModelSpec& model, const Strategy& strategy) {
   return args.status().message();
 }
 
-// |s| with the gradient accumulation DeepSpeed runs at its ZeRO stage, the only one the emitter takes.
+// |s| with the gradient accumulation DeepSpeed runs at its ZeRO stage, the only one the emitter
+// takes.
 Strategy AsDeepSpeed(Strategy s) {
   s.grad_accumulation = DeepSpeedGradAccumulation(s);
   return s;
@@ -101,16 +103,49 @@ Strategy Gpt3Strategy() {
 }
 
 TEST(MegatronArguments, Gpt3InterleavedGivesExactFlagsInGroupOrder) {
-  const Args expected = {
-      "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "16",
-      "--num-virtual-stages-per-pipeline-rank", "2", "--sequence-parallel", "--context-parallel-size", "1",
-      "--micro-batch-size", "1", "--global-batch-size", "1536", "--seq-length", "2048",
-      "--num-layers", "96", "--hidden-size", "12288", "--ffn-hidden-size", "49152",
-      "--num-attention-heads", "96", "--kv-channels", "128", "--max-position-embeddings", "2048",
-      "--position-embedding-type", "learned_absolute", "--normalization", "LayerNorm",
-      "--norm-epsilon", "1e-05", "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
-      "--bf16", "--optimizer", "adam", "--use-distributed-optimizer",
-      "--overlap-grad-reduce", "--overlap-param-gather"};
+  const Args expected = {"--tensor-model-parallel-size",
+                         "8",
+                         "--pipeline-model-parallel-size",
+                         "16",
+                         "--num-virtual-stages-per-pipeline-rank",
+                         "2",
+                         "--sequence-parallel",
+                         "--context-parallel-size",
+                         "1",
+                         "--micro-batch-size",
+                         "1",
+                         "--global-batch-size",
+                         "1536",
+                         "--seq-length",
+                         "2048",
+                         "--num-layers",
+                         "96",
+                         "--hidden-size",
+                         "12288",
+                         "--ffn-hidden-size",
+                         "49152",
+                         "--num-attention-heads",
+                         "96",
+                         "--kv-channels",
+                         "128",
+                         "--max-position-embeddings",
+                         "2048",
+                         "--position-embedding-type",
+                         "learned_absolute",
+                         "--normalization",
+                         "LayerNorm",
+                         "--norm-epsilon",
+                         "1e-05",
+                         "--attention-dropout",
+                         "0.0",
+                         "--hidden-dropout",
+                         "0.0",
+                         "--bf16",
+                         "--optimizer",
+                         "adam",
+                         "--use-distributed-optimizer",
+                         "--overlap-grad-reduce",
+                         "--overlap-param-gather"};
   EXPECT_EQ(MegatronOk(Load("gpt3-175b"), Gpt3Strategy()), expected);
 }
 
@@ -137,14 +172,21 @@ TEST(MegatronArguments, GroupsComeInDocumentedOrder) {
   Strategy s = Gpt3Strategy();
   s.recompute = Recompute::kSelective;
   const Args args = MegatronOk(Load("gpt3-175b"), s);
-  // The first flag of each group: parallelism, batch, model, precision, optimizer, recompute, overlap.
-  const std::vector<std::string> firsts = {"--tensor-model-parallel-size", "--micro-batch-size",
-                                           "--num-layers", "--bf16", "--optimizer", "--recompute-granularity",
+  // The first flag of each group: parallelism, batch, model, precision, optimizer, recompute,
+  // overlap.
+  const std::vector<std::string> firsts = {"--tensor-model-parallel-size",
+                                           "--micro-batch-size",
+                                           "--num-layers",
+                                           "--bf16",
+                                           "--optimizer",
+                                           "--recompute-granularity",
                                            "--overlap-grad-reduce"};
   for (size_t i = 1; i < firsts.size(); ++i) {
-    EXPECT_LT(IndexOf(args, firsts[i - 1]), IndexOf(args, firsts[i])) << firsts[i - 1] << ", " << firsts[i];
+    EXPECT_LT(IndexOf(args, firsts[i - 1]), IndexOf(args, firsts[i]))
+        << firsts[i - 1] << ", " << firsts[i];
   }
-  EXPECT_LT(IndexOf(args, "--overlap-grad-reduce"), static_cast<std::ptrdiff_t>(args.size()));  // present
+  EXPECT_LT(IndexOf(args, "--overlap-grad-reduce"),
+            static_cast<std::ptrdiff_t>(args.size()));  // present
 }
 
 TEST(MegatronArguments, MixtralGivesExpertsTopKAndAllToAll) {
@@ -272,7 +314,8 @@ TEST(MegatronArguments, ZeroStagesMapToDistributedOptimizerAndMegatronFsdp) {
   EXPECT_TRUE(Has(args, "--use-megatron-fsdp"));
   EXPECT_EQ(ValueAfter(args, "--data-parallel-sharding-strategy"), "optim_grads_params");
   EXPECT_EQ(ValueAfter(args, "--ckpt-format"), "fsdp_dtensor");
-  // Megatron-FSDP keeps gradient-accumulation fusion, what the simulation of the fused default costs.
+  // Megatron-FSDP keeps gradient-accumulation fusion, what the simulation of the fused default
+  // costs.
   EXPECT_FALSE(Has(args, "--no-gradient-accumulation-fusion"));
   EXPECT_TRUE(Has(args, "--use-distributed-optimizer"));
   s.zero_stage = 2;
@@ -292,7 +335,8 @@ TEST(MegatronArguments, GradientAccumulationAddTurnsFusionOffAndAutogradIsAnErro
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
-  EXPECT_FALSE(Has(MegatronOk(model, s), "--no-gradient-accumulation-fusion"));  // fused: the default
+  EXPECT_FALSE(
+      Has(MegatronOk(model, s), "--no-gradient-accumulation-fusion"));  // fused: the default
   s.grad_accumulation = GradAccumulation::kAdd;
   Args args = MegatronOk(model, s);
   EXPECT_EQ(std::count(args.begin(), args.end(), "--no-gradient-accumulation-fusion"), 1);
@@ -383,18 +427,23 @@ TEST(MegatronArguments, ExpertParallelFp16IsAnErrorBeforeCoreV016) {
   Result<Args> args = MegatronArguments(Load("mixtral-8x7b"), s, before);
   ExpectKnown(args);
   ASSERT_FALSE(args.ok());
-  EXPECT_NE(args.status().message().find("--ep 8 with --dtype fp16"), std::string::npos) << args.status().message();
+  EXPECT_NE(args.status().message().find("--ep 8 with --dtype fp16"), std::string::npos)
+      << args.status().message();
 }
 
 TEST(FormatMegatronCommand, OneFlagPerLineWithQuotedPatterns) {
-  const Args args = {"--tensor-model-parallel-size", "2", "--swiglu", "--moe-layer-freq", "([0]*1+[1]*3)"};
+  const Args args = {"--tensor-model-parallel-size", "2", "--swiglu", "--moe-layer-freq",
+                     "([0]*1+[1]*3)"};
   const std::string expected =
-      "# Megatron-LM pretrain_gpt.py: launch tp * pp * cp * dp processes and add the data, tokenizer,\n"
+      "# Megatron-LM pretrain_gpt.py: launch tp * pp * cp * dp processes and add the data, "
+      "tokenizer,\n"
       "# learning-rate and checkpoint arguments of the run.\n"
       "# Needs Megatron-LM core_v0.12 or later (written for --megatron-version latest).\n"
-      "# Attention: Megatron's default backend (auto): Transformer Engine runs FlashAttention or cuDNN's\n"
+      "# Attention: Megatron's default backend (auto): Transformer Engine runs FlashAttention or "
+      "cuDNN's\n"
       "# fused attention, whichever supports the shape; loom simulated a fused kernel.\n"
-      "# fp32: Megatron-LM leaves PyTorch's TF32 switch off, so matmuls run in full fp32, as simulated.\n"
+      "# fp32: Megatron-LM leaves PyTorch's TF32 switch off, so matmuls run in full fp32, as "
+      "simulated.\n"
       "CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nproc_per_node=$GPUS_PER_NODE --nnodes=$NNODES "
       "--node_rank=$NODE_RANK \\\n"
       "    --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT \\\n"
@@ -406,13 +455,15 @@ TEST(FormatMegatronCommand, OneFlagPerLineWithQuotedPatterns) {
 }
 
 TEST(FormatMegatronCommand, LeavesConnectionsAloneWithoutTpOrWithFsdp) {
-  EXPECT_EQ(FormatMegatronCommand({"--tensor-model-parallel-size", "1"}).find("CUDA_DEVICE_MAX_CONNECTIONS"),
+  EXPECT_EQ(FormatMegatronCommand({"--tensor-model-parallel-size", "1"})
+                .find("CUDA_DEVICE_MAX_CONNECTIONS"),
             std::string::npos);
   EXPECT_EQ(FormatMegatronCommand({"--tensor-model-parallel-size", "4", "--use-megatron-fsdp"})
                 .find("CUDA_DEVICE_MAX_CONNECTIONS"),
             std::string::npos);
-  EXPECT_NE(FormatMegatronCommand({"--context-parallel-size", "2"}).find("CUDA_DEVICE_MAX_CONNECTIONS=1"),
-            std::string::npos);
+  EXPECT_NE(
+      FormatMegatronCommand({"--context-parallel-size", "2"}).find("CUDA_DEVICE_MAX_CONNECTIONS=1"),
+      std::string::npos);
 }
 
 TEST(DeepSpeedConfig, Zero3WithOffloadGivesStage3OffloadBlocksAndTheBatchEquation) {
@@ -447,8 +498,9 @@ TEST(DeepSpeedConfig, Zero3WithOffloadGivesStage3OffloadBlocksAndTheBatchEquatio
   })");
   EXPECT_EQ(plan->config.dump(), expected.dump());
   const nlohmann::ordered_json& c = plan->config;
-  EXPECT_EQ(c["train_batch_size"].get<int64_t>(), c["train_micro_batch_size_per_gpu"].get<int64_t>() *
-                                                      c["gradient_accumulation_steps"].get<int64_t>() * s.dp);
+  EXPECT_EQ(c["train_batch_size"].get<int64_t>(),
+            c["train_micro_batch_size_per_gpu"].get<int64_t>() *
+                c["gradient_accumulation_steps"].get<int64_t>() * s.dp);
   EXPECT_TRUE(Has(plan->launcher_args, "--no-pipeline-parallel"));
   EXPECT_EQ(ValueAfter(plan->launcher_args, "--zero-stage"), "3");
   EXPECT_TRUE(Has(plan->launcher_args, "--cpu-optimizer"));
@@ -467,11 +519,28 @@ TEST(DeepSpeedConfig, TensorAndPipelineDegreesGoToMegatronDeepSpeedArguments) {
   Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("gpt3-175b"), AsDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  const Args expected = {"--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "16",
-                         "--micro-batch-size", "1", "--global-batch-size", "1536", "--seq-length", "2048",
-                         "--use-flash-attn-v2", "--bf16", "--optimizer", "adam", "--zero-stage", "1",
-                         "--checkpoint-activations", "--checkpoint-num-layers", "1",
-                         "--deepspeed-activation-checkpointing", "--deepspeed", "--deepspeed_config",
+  const Args expected = {"--tensor-model-parallel-size",
+                         "8",
+                         "--pipeline-model-parallel-size",
+                         "16",
+                         "--micro-batch-size",
+                         "1",
+                         "--global-batch-size",
+                         "1536",
+                         "--seq-length",
+                         "2048",
+                         "--use-flash-attn-v2",
+                         "--bf16",
+                         "--optimizer",
+                         "adam",
+                         "--zero-stage",
+                         "1",
+                         "--checkpoint-activations",
+                         "--checkpoint-num-layers",
+                         "1",
+                         "--deepspeed-activation-checkpointing",
+                         "--deepspeed",
+                         "--deepspeed_config",
                          "ds_config.json"};
   EXPECT_EQ(plan->launcher_args, expected);
   EXPECT_EQ(plan->config["gradient_accumulation_steps"], 192);
@@ -547,7 +616,8 @@ TEST(DeepSpeedConfig, WhatDeepSpeedCannotExpressIsAnErrorNamingTheSettingAndFix)
   s.global_batch = 4;
   s.zero_stage = 2;
   message = DeepSpeedError(model, s);
-  EXPECT_NE(message.find("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"), std::string::npos)
+  EXPECT_NE(message.find("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"),
+            std::string::npos)
       << message;
 
   s = Strategy();
@@ -597,8 +667,8 @@ TEST(DeepSpeedConfig, GradientAccumulationIsDeepSpeedsForTheZeroStageWithItsBuff
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["data_types"]["grad_accum_dtype"], "bf16");
   // ZeRO adds each micro-batch's gradients into its buffer: fp32 for bf16 (Megatron-LM's main_grad,
-  // what the simulation accumulated into; BF16_Optimizer at ZeRO-1), bf16 with --grad-reduce-in-bf16,
-  // fp16 for fp16.
+  // what the simulation accumulated into; BF16_Optimizer at ZeRO-1), bf16 with
+  // --grad-reduce-in-bf16, fp16 for fp16.
   s.zero_stage = 1;
   EXPECT_EQ(DeepSpeedGradAccumulation(s), GradAccumulation::kAdd);
   message = DeepSpeedError(model, s);

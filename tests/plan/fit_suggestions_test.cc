@@ -11,7 +11,9 @@
 namespace loom {
 namespace {
 
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 struct Inputs {
   ModelSpec model;
@@ -39,7 +41,8 @@ Strategy TooBig(int64_t micro_batch) {
   return s;
 }
 
-void ExpectEachFitsAndReadsBack(const Inputs& in, const Strategy& from, const std::vector<FitSuggestion>& fits) {
+void ExpectEachFitsAndReadsBack(const Inputs& in, const Strategy& from,
+                                const std::vector<FitSuggestion>& fits) {
   for (const FitSuggestion& f : fits) {
     SCOPED_TRACE(f.changes);
     Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, f.strategy);
@@ -104,7 +107,8 @@ TEST(SuggestFits, TakesPairsOnlyWhenNoSingleLeverFits) {
   ExpectEachFitsAndReadsBack(in, s, *fits);
   for (const FitSuggestion& f : *fits) EXPECT_EQ(f.levers, 2) << f.changes;
   bool recompute_and_zero = false;
-  for (const FitSuggestion& f : *fits) recompute_and_zero = recompute_and_zero || f.changes == "recompute=full,zero_stage=1";
+  for (const FitSuggestion& f : *fits)
+    recompute_and_zero = recompute_and_zero || f.changes == "recompute=full,zero_stage=1";
   EXPECT_TRUE(recompute_and_zero);
 }
 

@@ -59,7 +59,8 @@ TEST(FlagTable, TablesHoldTheTargetsFlags) {
   EXPECT_EQ(deepspeed.flags.at("--deepspeed").kind, "store_true");
   EXPECT_EQ(deepspeed.flags.at("--deepspeed_config").nargs, "1");
   const ConfigKeyTable keys = Keys();
-  EXPECT_EQ(keys.keys.at("zero_optimization.offload_optimizer.device").choices, (Args{"none", "cpu", "nvme"}));
+  EXPECT_EQ(keys.keys.at("zero_optimization.offload_optimizer.device").choices,
+            (Args{"none", "cpu", "nvme"}));
   EXPECT_EQ(keys.keys.at("zero_optimization.stage").choices, (Args{"0", "1", "2", "3"}));
   EXPECT_TRUE(keys.keys.count("pipeline.pipe_partitioned"));
   EXPECT_TRUE(keys.keys.count("data_types.grad_accum_dtype"));
@@ -67,27 +68,34 @@ TEST(FlagTable, TablesHoldTheTargetsFlags) {
 
 TEST(FlagTable, AcceptsWhatTheParserTakes) {
   const FlagTable megatron = Flags("megatron-lm");
-  EXPECT_EQ(CheckArguments(megatron, {"--tensor-model-parallel-size", "8", "--sequence-parallel",
-                                      "--recompute-granularity", "selective", "--cp-comm-type", "p2p", "a2a",
-                                      "--norm-epsilon", "1e-05", "--rotary-base", "500000"}),
-            Args{});
+  EXPECT_EQ(
+      CheckArguments(megatron, {"--tensor-model-parallel-size", "8", "--sequence-parallel",
+                                "--recompute-granularity", "selective", "--cp-comm-type", "p2p",
+                                "a2a", "--norm-epsilon", "1e-05", "--rotary-base", "500000"}),
+      Args{});
 }
 
 TEST(FlagTable, RefusesAMadeUpFlag) {
-  const std::string problem = OneProblem(CheckArguments(Flags("megatron-lm"), {"--tensor-parallel-size", "8"}));
-  EXPECT_NE(problem.find("--tensor-parallel-size is not an option the parser defines"), std::string::npos);
+  const std::string problem =
+      OneProblem(CheckArguments(Flags("megatron-lm"), {"--tensor-parallel-size", "8"}));
+  EXPECT_NE(problem.find("--tensor-parallel-size is not an option the parser defines"),
+            std::string::npos);
   EXPECT_NE(problem.find("megatron-lm.tsv"), std::string::npos) << problem;
 }
 
 TEST(FlagTable, RefusesAValueAfterAStoreTrueFlag) {
-  const std::string problem = OneProblem(CheckArguments(Flags("megatron-lm"), {"--sequence-parallel", "true"}));
-  EXPECT_NE(problem.find("--sequence-parallel (store_true, nargs 0) given 1 value(s)"), std::string::npos) << problem;
+  const std::string problem =
+      OneProblem(CheckArguments(Flags("megatron-lm"), {"--sequence-parallel", "true"}));
+  EXPECT_NE(problem.find("--sequence-parallel (store_true, nargs 0) given 1 value(s)"),
+            std::string::npos)
+      << problem;
 }
 
 TEST(FlagTable, RefusesAValueMissingAfterAValueFlag) {
-  const std::string problem =
-      OneProblem(CheckArguments(Flags("megatron-lm"), {"--micro-batch-size", "--sequence-parallel"}));
-  EXPECT_NE(problem.find("--micro-batch-size (value, nargs 1) given 0 value(s)"), std::string::npos) << problem;
+  const std::string problem = OneProblem(
+      CheckArguments(Flags("megatron-lm"), {"--micro-batch-size", "--sequence-parallel"}));
+  EXPECT_NE(problem.find("--micro-batch-size (value, nargs 1) given 0 value(s)"), std::string::npos)
+      << problem;
 }
 
 TEST(FlagTable, RefusesAWrongChoice) {
@@ -100,19 +108,23 @@ TEST(FlagTable, RefusesAWrongChoice) {
 
 TEST(FlagTable, RefusesANonIntegerForAnIntFlag) {
   const FlagTable megatron = Flags("megatron-lm");
-  EXPECT_NE(OneProblem(CheckArguments(megatron, {"--rotary-base", "1e+06"})).find("1e+06: not an int"),
-            std::string::npos);
-  EXPECT_NE(OneProblem(CheckArguments(megatron, {"--norm-epsilon", "small"})).find("small: not a float"),
-            std::string::npos);
+  EXPECT_NE(
+      OneProblem(CheckArguments(megatron, {"--rotary-base", "1e+06"})).find("1e+06: not an int"),
+      std::string::npos);
+  EXPECT_NE(
+      OneProblem(CheckArguments(megatron, {"--norm-epsilon", "small"})).find("small: not a float"),
+      std::string::npos);
 }
 
 TEST(FlagTable, RefusesAStrayValue) {
-  const std::string problem = OneProblem(CheckArguments(Flags("megatron-deepspeed"), {"8", "--deepspeed"}));
+  const std::string problem =
+      OneProblem(CheckArguments(Flags("megatron-deepspeed"), {"8", "--deepspeed"}));
   EXPECT_NE(problem.find("'8' where a flag was expected"), std::string::npos) << problem;
 }
 
 TEST(FlagTable, RefusesAFlagOfTheOtherTarget) {
-  // Megatron-DeepSpeed spells its config flag with an underscore and has no --use-distributed-optimizer.
+  // Megatron-DeepSpeed spells its config flag with an underscore and has no
+  // --use-distributed-optimizer.
   const FlagTable deepspeed = Flags("megatron-deepspeed");
   EXPECT_EQ(CheckArguments(deepspeed, {"--deepspeed-config", "ds.json"}).size(), 1u);
   EXPECT_EQ(CheckArguments(Flags("megatron-lm"), {"--deepspeed_config", "ds.json"}).size(), 1u);
@@ -120,24 +132,28 @@ TEST(FlagTable, RefusesAFlagOfTheOtherTarget) {
 
 TEST(FlagTable, RefusesAnUnknownConfigKey) {
   const ConfigKeyTable keys = Keys();
-  Json config = {{"train_batch_size", 64}, {"zero_optimization", {{"stage", 1}, {"overlap_grads", true}}}};
+  Json config = {{"train_batch_size", 64},
+                 {"zero_optimization", {{"stage", 1}, {"overlap_grads", true}}}};
   const std::string problem = OneProblem(CheckConfig(keys, config));
-  EXPECT_NE(problem.find("zero_optimization.overlap_grads is not a key"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("zero_optimization.overlap_grads is not a key"), std::string::npos)
+      << problem;
   EXPECT_NE(problem.find("deepspeed-config.tsv"), std::string::npos) << problem;
 }
 
 TEST(FlagTable, RefusesAConfigValueOfTheWrongTypeOrChoice) {
   const ConfigKeyTable keys = Keys();
-  EXPECT_NE(OneProblem(CheckConfig(keys, {{"zero_optimization", {{"stage", 4}}}})).find("not among 0, 1, 2, 3"),
+  EXPECT_NE(OneProblem(CheckConfig(keys, {{"zero_optimization", {{"stage", 4}}}}))
+                .find("not among 0, 1, 2, 3"),
             std::string::npos);
   EXPECT_NE(OneProblem(CheckConfig(keys, {{"bf16", {{"enabled", "yes"}}}})).find("expected bool"),
             std::string::npos);
   EXPECT_NE(OneProblem(CheckConfig(keys, {{"communication_data_type", "fp8"}})).find("not among"),
             std::string::npos);
-  EXPECT_EQ(CheckConfig(keys, {{"zero_optimization", {{"offload_optimizer", {{"device", "cpu"}}}}},
-                               {"pipeline", {{"pipe_partitioned", false}, {"grad_partitioned", false}}},
-                               {"data_types", {{"grad_accum_dtype", "fp32"}}}}),
-            Args{});
+  EXPECT_EQ(
+      CheckConfig(keys, {{"zero_optimization", {{"offload_optimizer", {{"device", "cpu"}}}}},
+                         {"pipeline", {{"pipe_partitioned", false}, {"grad_partitioned", false}}},
+                         {"data_types", {{"grad_accum_dtype", "fp32"}}}}),
+      Args{});
 }
 
 // The sweep: strategies of the planner's space for every shipped model, on every shipped cluster,
@@ -165,17 +181,19 @@ std::vector<Strategy> Spread(const std::vector<Strategy>& all, size_t cap) {
   return picked;
 }
 
-void Record(const std::vector<std::string>& problems, const ModelSpec& model, const Strategy& s, Sweep& sweep) {
+void Record(const std::vector<std::string>& problems, const ModelSpec& model, const Strategy& s,
+            Sweep& sweep) {
   for (const std::string& problem : problems) {
     sweep.problems.emplace(problem, model.file + " " + ConstraintText(s));
   }
 }
 
-// Up to |cap| strategies of the space for |request| that each emitter accepts, spread over the space.
-// The DeepSpeed plans take the gradient accumulation DeepSpeed runs, as the planner's
+// Up to |cap| strategies of the space for |request| that each emitter accepts, spread over the
+// space. The DeepSpeed plans take the gradient accumulation DeepSpeed runs, as the planner's
 // deepspeed_accumulation does.
 void SweepOne(const ModelSpec& model, const ClusterSpec& cluster, const SearchRequest& request,
-              const FlagTable& megatron, const FlagTable& deepspeed, const ConfigKeyTable& keys, Sweep& sweep) {
+              const FlagTable& megatron, const FlagTable& deepspeed, const ConfigKeyTable& keys,
+              Sweep& sweep) {
   constexpr size_t kCap = 40;
   Result<std::vector<Strategy>> space = EnumerateStrategies(model, cluster, request);
   ASSERT_TRUE(space.ok()) << space.status().message();
@@ -224,11 +242,12 @@ TEST(FlagTable, EveryEmittedConfigurationPassesTheTables) {
       }
     }
   }
-  std::cout << "checked " << sweep.megatron_checked << " Megatron-LM argument lists and " << sweep.deepspeed_checked
-            << " DeepSpeed plans (launcher arguments and ds_config)\n";
+  std::cout << "checked " << sweep.megatron_checked << " Megatron-LM argument lists and "
+            << sweep.deepspeed_checked << " DeepSpeed plans (launcher arguments and ds_config)\n";
   EXPECT_GT(sweep.megatron_checked, 1000);
   EXPECT_GT(sweep.deepspeed_checked, 500);
-  for (const auto& [problem, example] : sweep.problems) ADD_FAILURE() << problem << "\n  e.g. " << example;
+  for (const auto& [problem, example] : sweep.problems)
+    ADD_FAILURE() << problem << "\n  e.g. " << example;
 }
 
 }  // namespace

@@ -27,10 +27,13 @@ std::vector<std::string> Choices(const std::string& field) {
   return field.empty() ? std::vector<std::string>{} : Split(field, '|');
 }
 
-// The rows of a table: tab-separated fields, '#' comment lines skipped, each row padded to |columns|.
+// The rows of a table: tab-separated fields, '#' comment lines skipped, each row padded to
+// |columns|.
 Result<std::vector<std::vector<std::string>>> ReadRows(const std::string& path, size_t columns) {
   std::ifstream in(path);
-  if (!in) return Status::IoError(path + ": cannot read the flag table; regenerate it with tools/flag_tables");
+  if (!in)
+    return Status::IoError(path +
+                           ": cannot read the flag table; regenerate it with tools/flag_tables");
   std::vector<std::vector<std::string>> rows;
   std::string line;
   for (int line_number = 1; std::getline(in, line); ++line_number) {
@@ -38,7 +41,8 @@ Result<std::vector<std::vector<std::string>>> ReadRows(const std::string& path, 
     std::vector<std::string> fields = Split(line, '\t');
     if (fields.empty() || fields.size() > columns || fields[0].empty()) {
       return Status::InvalidArgument(path + ":" + std::to_string(line_number) + ": expected " +
-                                     std::to_string(columns) + " tab-separated fields; regenerate it with "
+                                     std::to_string(columns) +
+                                     " tab-separated fields; regenerate it with "
                                      "tools/flag_tables");
     }
     fields.resize(columns);
@@ -52,7 +56,8 @@ bool IsFlag(const std::string& token) { return token.size() > 2 && token.compare
 bool IsInteger(const std::string& text) {
   int64_t value = 0;
   const char* end = text.data() + text.size();
-  const auto [ptr, error] = std::from_chars(text.data() + (text.size() > 1 && text[0] == '+'), end, value);
+  const auto [ptr, error] =
+      std::from_chars(text.data() + (text.size() > 1 && text[0] == '+'), end, value);
   return error == std::errc() && ptr == end && !text.empty();
 }
 
@@ -83,8 +88,8 @@ bool CountFits(const std::string& nargs, size_t count) {
   return IsInteger(nargs) && static_cast<size_t>(std::stoll(nargs)) == count;
 }
 
-void CheckValue(const std::string& where, const std::string& flag, const FlagSpec& spec, const std::string& value,
-                std::vector<std::string>& out) {
+void CheckValue(const std::string& where, const std::string& flag, const FlagSpec& spec,
+                const std::string& value, std::vector<std::string>& out) {
   if (spec.type == "int" && !IsInteger(value)) {
     out.push_back(where + flag + " " + value + ": not an int (the parser's type=int)");
   } else if (spec.type == "float" && !IsFloat(value)) {
@@ -109,8 +114,8 @@ std::string ChoiceText(const nlohmann::ordered_json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-void CheckObject(const ConfigKeyTable& table, const std::string& prefix, const nlohmann::ordered_json& object,
-                 std::vector<std::string>& out) {
+void CheckObject(const ConfigKeyTable& table, const std::string& prefix,
+                 const nlohmann::ordered_json& object, std::vector<std::string>& out) {
   for (const auto& item : object.items()) {
     const std::string path = prefix + item.key();
     const nlohmann::ordered_json& value = item.value();
@@ -123,13 +128,16 @@ void CheckObject(const ConfigKeyTable& table, const std::string& prefix, const n
     const bool fits = std::any_of(spec.types.begin(), spec.types.end(),
                                   [&](const std::string& type) { return TypeFits(type, value); });
     if (!fits) {
-      out.push_back(table.file + ": " + path + " = " + value.dump() + ": expected " + Joined(spec.types));
+      out.push_back(table.file + ": " + path + " = " + value.dump() + ": expected " +
+                    Joined(spec.types));
       continue;
     }
     if (!spec.choices.empty() && !value.is_object() && !Contains(spec.choices, ChoiceText(value))) {
-      out.push_back(table.file + ": " + path + " = " + value.dump() + ": not among " + Joined(spec.choices));
+      out.push_back(table.file + ": " + path + " = " + value.dump() + ": not among " +
+                    Joined(spec.choices));
     }
-    if (value.is_object() && Contains(spec.types, "object")) CheckObject(table, path + ".", value, out);
+    if (value.is_object() && Contains(spec.types, "object"))
+      CheckObject(table, path + ".", value, out);
   }
 }
 
@@ -161,7 +169,8 @@ Result<ConfigKeyTable> LoadConfigKeyTable(const std::string& path) {
   return table;
 }
 
-std::vector<std::string> CheckArguments(const FlagTable& table, const std::vector<std::string>& args) {
+std::vector<std::string> CheckArguments(const FlagTable& table,
+                                        const std::vector<std::string>& args) {
   std::vector<std::string> out;
   const std::string where = table.file + ": ";
   for (size_t i = 0; i < args.size();) {
@@ -192,7 +201,8 @@ std::vector<std::string> CheckArguments(const FlagTable& table, const std::vecto
   return out;
 }
 
-std::vector<std::string> CheckConfig(const ConfigKeyTable& table, const nlohmann::ordered_json& config) {
+std::vector<std::string> CheckConfig(const ConfigKeyTable& table,
+                                     const nlohmann::ordered_json& config) {
   std::vector<std::string> out;
   if (!config.is_object()) return {table.file + ": the config is not a JSON object"};
   CheckObject(table, "", config, out);
@@ -211,7 +221,8 @@ const Result<Table>& Cached(const std::string& name, Result<Table> (*load)(const
 
 }  // namespace
 
-std::vector<std::string> MegatronProblems(const std::vector<std::string>& args, const std::string& name) {
+std::vector<std::string> MegatronProblems(const std::vector<std::string>& args,
+                                          const std::string& name) {
   const Result<FlagTable>& table = Cached<FlagTable>(name, &LoadFlagTable);
   if (!table.ok()) return {table.status().ToString()};
   return CheckArguments(*table, args);
@@ -220,7 +231,8 @@ std::vector<std::string> MegatronProblems(const std::vector<std::string>& args, 
 std::vector<std::string> DeepSpeedProblems(const std::vector<std::string>& launcher_args,
                                            const nlohmann::ordered_json& config) {
   const Result<FlagTable>& flags = Cached<FlagTable>("megatron-deepspeed", &LoadFlagTable);
-  const Result<ConfigKeyTable>& keys = Cached<ConfigKeyTable>("deepspeed-config", &LoadConfigKeyTable);
+  const Result<ConfigKeyTable>& keys =
+      Cached<ConfigKeyTable>("deepspeed-config", &LoadConfigKeyTable);
   if (!flags.ok()) return {flags.status().ToString()};
   if (!keys.ok()) return {keys.status().ToString()};
   std::vector<std::string> problems = CheckArguments(*flags, launcher_args);

@@ -2,8 +2,8 @@
 #define LOOM_TESTS_PLAN_FLAG_TABLES_H_
 
 // The options the emitters' targets define, read from tests/plan/flag_tables/*.tsv (written by
-// tools/flag_tables from each project's own parser code at a pinned commit; issue 21), and checks of
-// emitted arguments and ds_config objects against them.
+// tools/flag_tables from each project's own parser code at a pinned commit; issue 21), and checks
+// of emitted arguments and ds_config objects against them.
 
 #include <map>
 #include <string>
@@ -57,16 +57,19 @@ Result<ConfigKeyTable> LoadConfigKeyTable(const std::string& path);
 // flag and the table file: a token where a flag was expected, an option the parser does not
 // define, a value after a flag that takes none, a wrong number of values, a value that is not of
 // the option's type or not among its choices. Empty when argparse would accept every token.
-std::vector<std::string> CheckArguments(const FlagTable& table, const std::vector<std::string>& args);
+std::vector<std::string> CheckArguments(const FlagTable& table,
+                                        const std::vector<std::string>& args);
 
 // Every problem of |config| against |table|: key paths the code does not read, values of the wrong
 // JSON type or not among the stated choices, one message each naming the path and the table file.
-std::vector<std::string> CheckConfig(const ConfigKeyTable& table, const nlohmann::ordered_json& config);
+std::vector<std::string> CheckConfig(const ConfigKeyTable& table,
+                                     const nlohmann::ordered_json& config);
 
 // The problems of emitted Megatron-LM arguments against megatron-lm.tsv (NVIDIA/Megatron-LM at the
 // tables' commit), and of a DeepSpeed plan's launcher arguments and config against
 // megatron-deepspeed.tsv and deepspeed-config.tsv; each table is read once. A table that does not
-// load is itself a problem; |table| may name an older release's (megatron-lm-core_v0.12.0). Every test that emits a configuration checks it with these (issue 21).
+// load is itself a problem; |table| may name an older release's (megatron-lm-core_v0.12.0). Every
+// test that emits a configuration checks it with these (issue 21).
 std::vector<std::string> MegatronProblems(const std::vector<std::string>& args,
                                           const std::string& table = "megatron-lm");
 std::vector<std::string> DeepSpeedProblems(const std::vector<std::string>& launcher_args,

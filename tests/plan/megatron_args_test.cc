@@ -18,7 +18,8 @@ namespace {
 using Args = std::vector<std::string>;
 
 ModelSpec Model(const std::string& name) {
-  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
+  Result<ModelSpec> model =
+      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return model.ok() ? *model : ModelSpec{};
 }
@@ -29,7 +30,9 @@ std::optional<std::string> After(const Args& args, const std::string& flag) {
   return *(it + 1);
 }
 
-bool Has(const Args& args, const std::string& flag) { return std::find(args.begin(), args.end(), flag) != args.end(); }
+bool Has(const Args& args, const std::string& flag) {
+  return std::find(args.begin(), args.end(), flag) != args.end();
+}
 
 Args Ok(const ModelSpec& model, const Strategy& s, const MegatronOptions& o = {}) {
   Result<Args> args = MegatronArguments(model, s, o);
@@ -66,13 +69,15 @@ Strategy Plain(int64_t tp = 1) {
   return s;
 }
 
-// Defect 4: offload needs --use-precision-aware-optimizer, which optimizer_config.py allows with adam only.
+// Defect 4: offload needs --use-precision-aware-optimizer, which optimizer_config.py allows with
+// adam only.
 TEST(MegatronArgs, OptimizerOffloadWithSgdIsRefusedAndWithAdamEmitted) {
   Strategy s = Plain();
   s.zero_stage = 1;
   s.offload = Offload::kOptimizer;
   s.optimizer = Optimizer::kSgd;
-  EXPECT_NE(Refusal(Model("llama3-8b"), s).find("--offload optimizer with --optimizer sgd"), std::string::npos);
+  EXPECT_NE(Refusal(Model("llama3-8b"), s).find("--offload optimizer with --optimizer sgd"),
+            std::string::npos);
   s.optimizer = Optimizer::kAdam;
   EXPECT_TRUE(Has(Ok(Model("llama3-8b"), s), "--use-precision-aware-optimizer"));
 }
@@ -82,17 +87,21 @@ TEST(MegatronArgs, MegatronFsdpNeedsCoreV014AndTheCommandSaysSo) {
   Strategy s = Plain();
   s.zero_stage = 3;
   const std::string refusal = Refusal(Model("llama3-8b"), s, At(MegatronVersion::kCore013));
-  EXPECT_NE(refusal.find("--megatron-version core_v0.13: --zero 3 (Megatron-FSDP) needs core_v0.14"), std::string::npos)
+  EXPECT_NE(
+      refusal.find("--megatron-version core_v0.13: --zero 3 (Megatron-FSDP) needs core_v0.14"),
+      std::string::npos)
       << refusal;
   const Args args = Ok(Model("llama3-8b"), s, At(MegatronVersion::kCore014));
   EXPECT_TRUE(Has(args, "--use-megatron-fsdp"));
   EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore014);
-  EXPECT_NE(FormatMegatronCommand(args).find("# Needs Megatron-LM core_v0.14 or later"), std::string::npos);
+  EXPECT_NE(FormatMegatronCommand(args).find("# Needs Megatron-LM core_v0.14 or later"),
+            std::string::npos);
   s.zero_stage = 1;
   EXPECT_EQ(MinimumMegatronVersion(Ok(Model("llama3-8b"), s)), MegatronVersion::kCore012);
 }
 
-// Defect 5: MLA needs --no-rope-fusion at core_r0.12.0 only, and its YaRN needs --rope-type (core_v0.14.0).
+// Defect 5: MLA needs --no-rope-fusion at core_r0.12.0 only, and its YaRN needs --rope-type
+// (core_v0.14.0).
 TEST(MegatronArgs, MlaRopeFusionAndYarnFollowTheVersion) {
   const ModelSpec v3 = Model("deepseek-v3");
   Strategy s = Plain(8);
@@ -101,7 +110,8 @@ TEST(MegatronArgs, MlaRopeFusionAndYarnFollowTheVersion) {
   const Args latest = Ok(v3, s);
   EXPECT_FALSE(Has(latest, "--no-rope-fusion"));
   EXPECT_EQ(After(latest, "--rope-type"), "yarn");
-  EXPECT_NE(Refusal(v3, s, At(MegatronVersion::kCore012)).find("needs core_v0.14"), std::string::npos);
+  EXPECT_NE(Refusal(v3, s, At(MegatronVersion::kCore012)).find("needs core_v0.14"),
+            std::string::npos);
   ModelSpec no_yarn = v3;
   no_yarn.rope_scaling.reset();
   EXPECT_TRUE(Has(Ok(no_yarn, s, At(MegatronVersion::kCore012)), "--no-rope-fusion"));
@@ -124,13 +134,15 @@ TEST(MegatronArgs, EnvironmentHoldsConnectionsAndTf32) {
   const std::vector<EnvVariable> tf32_env = MegatronEnvironment(args, Dtype::kTf32);
   ASSERT_EQ(tf32_env.size(), 1u);
   EXPECT_EQ(tf32_env[0].name, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
-  EXPECT_NE(FormatMegatronCommand(args, {}, Dtype::kTf32).find("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 torchrun"),
+  EXPECT_NE(FormatMegatronCommand(args, {}, Dtype::kTf32)
+                .find("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 torchrun"),
             std::string::npos);
-  EXPECT_NE(FormatMegatronCommand(args, {}, Dtype::kFp32).find("matmuls run in full fp32"), std::string::npos);
+  EXPECT_NE(FormatMegatronCommand(args, {}, Dtype::kFp32).find("matmuls run in full fp32"),
+            std::string::npos);
 }
 
-// Defect 7: unfused simulations launch the unfused backend; fused ones keep auto; no dropout is launched
-// unless it was simulated.
+// Defect 7: unfused simulations launch the unfused backend; fused ones keep auto; no dropout is
+// launched unless it was simulated.
 TEST(MegatronArgs, AttentionBackendAndDropoutFollowTheSimulation) {
   MegatronOptions unfused;
   unfused.attention = AttentionKernel::kUnfused;
@@ -220,8 +232,9 @@ TEST(MegatronArgs, ExpertParallelFp16FollowsTheVersion) {
   s.ep = 8;
   s.dp = 8;
   s.dtype = Dtype::kFp16;
-  EXPECT_NE(Refusal(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore015)).find("needs core_v0.16"),
-            std::string::npos);
+  EXPECT_NE(
+      Refusal(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore015)).find("needs core_v0.16"),
+      std::string::npos);
   const Args args = Ok(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore016));
   EXPECT_TRUE(Has(args, "--fp16"));
   EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore016);
@@ -244,11 +257,13 @@ TEST(MegatronArgs, QwenBiasesQkNormsSharedExpertGateAndPartialRotary) {
   const Args gated = Ok(qwen_moe, moe);
   // The shared expert's own width (shared_expert_intermediate_size), not moe_intermediate_size.
   EXPECT_EQ(After(gated, "--moe-shared-expert-intermediate-size"),
-            std::to_string(qwen_moe.moe->num_shared_experts * qwen_moe.moe->shared_expert_intermediate_size));
+            std::to_string(qwen_moe.moe->num_shared_experts *
+                           qwen_moe.moe->shared_expert_intermediate_size));
   EXPECT_NE(qwen_moe.moe->shared_expert_intermediate_size, qwen_moe.moe->expert_intermediate_size);
   EXPECT_TRUE(Has(gated, "--moe-shared-expert-gate"));
   EXPECT_EQ(MinimumMegatronVersion(gated), MegatronVersion::kCore016);
-  EXPECT_NE(Refusal(qwen_moe, moe, At(MegatronVersion::kCore015)).find("--moe-shared-expert-gate first appears"),
+  EXPECT_NE(Refusal(qwen_moe, moe, At(MegatronVersion::kCore015))
+                .find("--moe-shared-expert-gate first appears"),
             std::string::npos);
   ModelSpec partial = Model("llama3-8b");
   partial.rotary_fraction = 0.5;
@@ -257,10 +272,14 @@ TEST(MegatronArgs, QwenBiasesQkNormsSharedExpertGateAndPartialRotary) {
 }
 
 TEST(MegatronArgs, ArchitecturesMegatronCannotBuildAreRefused) {
-  EXPECT_NE(Refusal(Model("gemma-7b"), Plain(4)).find("Megatron-LM's gated MLP is SwiGLU"), std::string::npos);
-  EXPECT_NE(Refusal(Model("gemma-2-9b"), Plain(4)).find("puts a norm after each block"), std::string::npos);
-  EXPECT_NE(Refusal(Model("olmo-7b"), Plain(4)).find("LayerNorms without weights"), std::string::npos);
-  EXPECT_NE(Refusal(Model("olmo-2-7b"), Plain(4)).find("over the whole projection"), std::string::npos);
+  EXPECT_NE(Refusal(Model("gemma-7b"), Plain(4)).find("Megatron-LM's gated MLP is SwiGLU"),
+            std::string::npos);
+  EXPECT_NE(Refusal(Model("gemma-2-9b"), Plain(4)).find("puts a norm after each block"),
+            std::string::npos);
+  EXPECT_NE(Refusal(Model("olmo-7b"), Plain(4)).find("LayerNorms without weights"),
+            std::string::npos);
+  EXPECT_NE(Refusal(Model("olmo-2-7b"), Plain(4)).find("over the whole projection"),
+            std::string::npos);
   EXPECT_NE(Refusal(Model("pythia-1b"), Plain(1)).find("use_parallel_residual"), std::string::npos);
 }
 

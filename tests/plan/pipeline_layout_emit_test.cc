@@ -24,7 +24,8 @@ namespace {
 using Args = std::vector<std::string>;
 
 ModelSpec Llama405b() {
-  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-405b.json");
+  Result<ModelSpec> model =
+      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-405b.json");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return model.ok() ? *model : ModelSpec{};
 }
@@ -52,7 +53,9 @@ std::optional<std::string> After(const Args& args, const std::string& flag) {
   return *(it + 1);
 }
 
-bool Has(const Args& args, const std::string& flag) { return std::find(args.begin(), args.end(), flag) != args.end(); }
+bool Has(const Args& args, const std::string& flag) {
+  return std::find(args.begin(), args.end(), flag) != args.end();
+}
 
 // Every flag in the table Megatron-LM's own parser gave at the flag tables' commit.
 void ExpectMegatronParses(const Args& args) {
@@ -73,11 +76,13 @@ TEST(PipelineLayoutEmit, UnevenChunksBecomeMegatronsLayoutFlagFromCoreV013) {
   EXPECT_FALSE(Has(*args, "--num-virtual-stages-per-pipeline-rank"));
   EXPECT_FALSE(Has(*args, "--decoder-first-pipeline-num-layers"));
   EXPECT_FALSE(Has(*args, "--decoder-last-pipeline-num-layers"));
-  EXPECT_FALSE(Has(*args, "--microbatch-group-size-per-virtual-pipeline-stage"));  // 16 micro-batches: pp's
+  EXPECT_FALSE(
+      Has(*args, "--microbatch-group-size-per-virtual-pipeline-stage"));  // 16 micro-batches: pp's
   EXPECT_EQ(MinimumMegatronVersion(*args), MegatronVersion::kCore013);
   ExpectMegatronParses(*args);
   // What the flag says parses back to what was simulated.
-  Result<std::vector<int64_t>> back = ParsePipelineLayout(*After(*args, "--pipeline-model-parallel-layout"), s.pp);
+  Result<std::vector<int64_t>> back =
+      ParsePipelineLayout(*After(*args, "--pipeline-model-parallel-layout"), s.pp);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, LayersPerVirtualStage(s, model.num_layers));
 
@@ -85,7 +90,8 @@ TEST(PipelineLayoutEmit, UnevenChunksBecomeMegatronsLayoutFlagFromCoreV013) {
   old.version = MegatronVersion::kCore012;
   Result<Args> refused = MegatronArguments(model, s, old);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("needs core_v0.13"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("needs core_v0.13"), std::string::npos)
+      << refused.status().message();
 }
 
 // 6 and 8 layers over 2 chunks split evenly: Megatron's uneven-stage flags say it, on any release.
@@ -122,7 +128,8 @@ TEST(PipelineLayoutEmit, MicrobatchGroupIsEmittedWhenItIsNotPp) {
 // 8 between, and the best one's layout flag reads back as the layers simulated.
 TEST(PipelineLayoutEmit, Llama405bInterleavedPlansUseSevenEightLayoutsMegatronParses) {
   const ModelSpec model = Llama405b();
-  Result<ClusterSpec> cluster = LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json", 2048);
+  Result<ClusterSpec> cluster =
+      LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json", 2048);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   SearchRequest request;
   request.gpus = 16384;
@@ -163,7 +170,8 @@ TEST(PipelineLayoutEmit, DeepSpeedRefusesAnExplicitLayout) {
   s.grad_accumulation = DeepSpeedGradAccumulation(s);
   Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, s);
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("--pipeline-layout: Megatron-DeepSpeed splits"), std::string::npos)
+  EXPECT_NE(plan.status().message().find("--pipeline-layout: Megatron-DeepSpeed splits"),
+            std::string::npos)
       << plan.status().message();
 }
 

@@ -14,7 +14,9 @@
 namespace loom {
 
 // A file of the source tree, by its path from the repository root.
-inline std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+inline std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 // A request for |gpus| GPUs, |batch| sequences of |seq| tokens, nothing pinned.
 inline SearchRequest Request(int64_t gpus, int64_t batch, int64_t seq) {

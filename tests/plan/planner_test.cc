@@ -31,7 +31,8 @@ SearchRequest SmallRequest() {
 
 std::vector<std::string> Fixes(const PlanReport& report) {
   std::vector<std::string> out;
-  for (const RankedPlan& p : report.ranked) out.push_back(ConstraintText(p.strategy) + " " + std::to_string(p.step_time_s));
+  for (const RankedPlan& p : report.ranked)
+    out.push_back(ConstraintText(p.strategy) + " " + std::to_string(p.step_time_s));
   return out;
 }
 
@@ -109,7 +110,8 @@ TEST(Plan, BetterThanCountsThePlansAheadOfAScore) {
   Result<PlanReport> better = Plan(in.model, in.cluster, SmallRequest(), ahead);
   ASSERT_TRUE(better.ok());
   int64_t strictly_better = 0;
-  for (const RankedPlan& p : top->ranked) strictly_better += p.score < top->ranked[12].score ? 1 : 0;
+  for (const RankedPlan& p : top->ranked)
+    strictly_better += p.score < top->ranked[12].score ? 1 : 0;
   EXPECT_EQ(static_cast<int64_t>(better->ranked.size()), strictly_better);
 }
 
@@ -130,7 +132,9 @@ TEST(Plan, CostObjectiveTriesFewerGpusOnlyDownToMinGpus) {
   ASSERT_FALSE(report->ranked.empty());
   const RankedPlan& best = report->ranked.front();
   // GPU-hours per 10^9 tokens: the step time spread over the tokens of each step, times the GPUs.
-  EXPECT_NEAR(best.score, best.step_time_s * static_cast<double>(best.strategy.WorldSize()) / 3600 / (32.0 * 4096) * 1e9,
+  EXPECT_NEAR(best.score,
+              best.step_time_s * static_cast<double>(best.strategy.WorldSize()) / 3600 /
+                  (32.0 * 4096) * 1e9,
               1e-9);
   EXPECT_DOUBLE_EQ(best.score, best.gpu_hours_per_billion_tokens);
   bool smaller = false;
@@ -219,10 +223,11 @@ TEST(Plan, MaxStepTimeRejectsSlowerPlansUnderItsRuleAndKeepsTheRanking) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   // Exactly the plans of the unconstrained ranking within the limit (its first six), in order.
   ASSERT_EQ(r->ranked.size(), 6u);
-  for (size_t i = 0; i < r->ranked.size(); ++i) EXPECT_EQ(r->ranked[i].index, unconstrained->ranked[i].index);
+  for (size_t i = 0; i < r->ranked.size(); ++i)
+    EXPECT_EQ(r->ranked[i].index, unconstrained->ranked[i].index);
   EXPECT_GT(r->rejected_by_step_time_bound, 0);
-  EXPECT_EQ(r->enumerated, r->rejected_by_rules + r->rejected_by_memory_bound + r->rejected_by_step_time_bound +
-                               r->skipped_by_bound + r->simulated);
+  EXPECT_EQ(r->enumerated, r->rejected_by_rules + r->rejected_by_memory_bound +
+                               r->rejected_by_step_time_bound + r->skipped_by_bound + r->simulated);
   const auto rule = std::find_if(r->rejections.begin(), r->rejections.end(),
                                  [](const Rejection& j) { return j.rule == "--max-step-time"; });
   ASSERT_NE(rule, r->rejections.end());
@@ -238,7 +243,8 @@ TEST(Plan, MaxStepTimeRejectsSlowerPlansUnderItsRuleAndKeepsTheRanking) {
 
 // --distinct's rows: each member differs from every other in the row's one setting only and by
 // under 1 %, and every plan that scores below the last row's best is in some row.
-void ExpectRowsHold(const std::vector<RankedPlan>& rows, const std::vector<RankedPlan>& every_plan) {
+void ExpectRowsHold(const std::vector<RankedPlan>& rows,
+                    const std::vector<RankedPlan>& every_plan) {
   std::set<int64_t> grouped;
   for (const RankedPlan& row : rows) {
     std::vector<RankedPlan> members = {row};
@@ -248,7 +254,8 @@ void ExpectRowsHold(const std::vector<RankedPlan>& rows, const std::vector<Ranke
       for (const RankedPlan& b : members) {
         if (a.index == b.index) continue;
         EXPECT_EQ(OnlyDifferingSetting(a.strategy, b.strategy), row.variant_setting);
-        EXPECT_LT(std::max(a.step_time_s, b.step_time_s), std::min(a.step_time_s, b.step_time_s) * 1.01);
+        EXPECT_LT(std::max(a.step_time_s, b.step_time_s),
+                  std::min(a.step_time_s, b.step_time_s) * 1.01);
       }
     }
   }
@@ -297,7 +304,8 @@ TEST(Plan, AContradictoryPinIsAnErrorThatNamesTheRule) {
   request.fixed = *ParseConstraints("tp=3", "--fix");
   Result<PlanReport> report = Plan(in.model, in.cluster, request, PlanOptions());
   ASSERT_FALSE(report.ok());
-  EXPECT_NE(report.status().message().find("no strategy of the search space is valid"), std::string::npos);
+  EXPECT_NE(report.status().message().find("no strategy of the search space is valid"),
+            std::string::npos);
   EXPECT_NE(report.status().message().find("--tp 3: num_attention_heads (64)"), std::string::npos)
       << report.status().message();
 }
@@ -308,9 +316,11 @@ TEST(Plan, AnEmptySpaceSaysWhyAndTheNearestGpuCountThatHasLayouts) {
   const Inputs in = Load("models/megatron-530b.json", 641);
   Result<PlanReport> report = Plan(in.model, in.cluster, Request(5128, 2520, 2048), PlanOptions());
   ASSERT_FALSE(report.ok());
-  EXPECT_NE(report.status().message().find("--gpus 5128 --global-batch 2520: no layout"), std::string::npos)
+  EXPECT_NE(report.status().message().find("--gpus 5128 --global-batch 2520: no layout"),
+            std::string::npos)
       << report.status().message();
-  EXPECT_NE(report.status().message().find("use --gpus 5120"), std::string::npos) << report.status().message();
+  EXPECT_NE(report.status().message().find("use --gpus 5120"), std::string::npos)
+      << report.status().message();
 }
 
 // With --min-gpus the search covers half the GPUs too, so its plans explain on their own GPU count.
@@ -325,16 +335,18 @@ TEST(Explain, UnderTheCostObjectiveAPlanOnFewerGpusExplains) {
   ASSERT_TRUE(report.ok());
   ASSERT_EQ(report->ranked.size(), 1u);
   ASSERT_LT(report->ranked[0].strategy.WorldSize(), 16);
-  Result<Explanation> e = Explain(in.model, in.cluster, request, options, ConstraintText(report->ranked[0].strategy));
+  Result<Explanation> e =
+      Explain(in.model, in.cluster, request, options, ConstraintText(report->ranked[0].strategy));
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_TRUE(e->fits);
   EXPECT_EQ(e->better_plans, 0);
   request.min_gpus = 0;
-  Result<Explanation> refused = Explain(in.model, in.cluster, request, options, ConstraintText(report->ranked[0].strategy));
+  Result<Explanation> refused =
+      Explain(in.model, in.cluster, request, options, ConstraintText(report->ranked[0].strategy));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("not --gpus 16"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("not --gpus 16"), std::string::npos)
+      << refused.status().message();
 }
-
 
 // A stop_requested that answers false to its first |calls| polls, then true: with one thread, the
 // search stops before strategy (or candidate) |calls| + 1 exactly.
@@ -348,8 +360,9 @@ void ExpectConsistentCounts(const PlanReport& r) {
   EXPECT_EQ(r.bounded, r.rejected_by_rules + r.rejected_by_memory_bound + r.candidates);
   EXPECT_EQ(r.candidates, r.simulated + r.skipped_by_bound + r.unsearched);
   EXPECT_LE(static_cast<int64_t>(r.ranked.size()) + r.rejected_by_simulation, r.simulated);
-  EXPECT_TRUE(std::is_sorted(r.ranked.begin(), r.ranked.end(),
-                             [](const RankedPlan& a, const RankedPlan& b) { return a.score < b.score; }));
+  EXPECT_TRUE(
+      std::is_sorted(r.ranked.begin(), r.ranked.end(),
+                     [](const RankedPlan& a, const RankedPlan& b) { return a.score < b.score; }));
 }
 
 TEST(Plan, AStopWhileBoundingReturnsTheCountsSoFarAndNoPlan) {
@@ -481,7 +494,8 @@ TEST(Plan, Gb200Nvl72PlacesGroupsOnItsNvlinkDomainNotItsTrays) {
   ASSERT_EQ(in.cluster.gpus_per_node, 4);
   ASSERT_EQ(in.cluster.NvlinkDomainGpus(), 72);
   const Strategy s = TensorParallel(8, 8);
-  EXPECT_TRUE(ValidateStrategy(s, in.model, in.cluster).ok()) << ValidateStrategy(s, in.model, in.cluster).message();
+  EXPECT_TRUE(ValidateStrategy(s, in.model, in.cluster).ok())
+      << ValidateStrategy(s, in.model, in.cluster).message();
   const Placements p = PlaceStrategy(s, in.cluster);
   EXPECT_EQ(p.tp.Nodes(), 1);
   EXPECT_EQ(p.dp.Nodes(), 1);
@@ -497,7 +511,8 @@ TEST(Plan, DgxB200KeepsTensorParallelismWithinItsNode) {
   ASSERT_EQ(in.cluster.NvlinkDomainGpus(), 8);
   Strategy s = TensorParallel(16, 1);
   Status refused = ValidateStrategy(s, in.model, in.cluster);
-  EXPECT_NE(refused.message().find("--tp 16: exceeds the 8 GPUs per node of"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("--tp 16: exceeds the 8 GPUs per node of"), std::string::npos)
+      << refused.message();
   s.allow_cross_node_tp = true;
   EXPECT_EQ(PlaceStrategy(s, in.cluster).tp.Nodes(), 2);
 }

@@ -13,7 +13,9 @@
 namespace loom {
 namespace {
 
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   std::string path = ::testing::TempDir() + name;
@@ -23,7 +25,8 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 
 // Single-GPU runs of three GPT-3 sizes at micro-batches 1 to 16 (host-bound to kernel-bound) on a
 // DGX H100 under megatron-core, their "measured" times made by loom with |host| and |compute|.
-std::vector<MeasuredRun> SyntheticRuns(double host, double compute, const std::string& framework = "megatron-core") {
+std::vector<MeasuredRun> SyntheticRuns(double host, double compute,
+                                       const std::string& framework = "megatron-core") {
   std::vector<MeasuredRun> runs;
   Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), 1);
   EXPECT_TRUE(cluster.ok());
@@ -41,8 +44,10 @@ std::vector<MeasuredRun> SyntheticRuns(double host, double compute, const std::s
       run.strategy.global_batch = 16;
       run.strategy.seq_len = 2048;
       run.options.framework = *f;
-      const MeasuredRun truth = WithMultipliers(run, {RunParam::kHost, RunParam::kCompute}, {host, compute});
-      Result<SimulationResult> r = SimulateTrainingStep(truth.model, truth.cluster, truth.strategy, truth.options);
+      const MeasuredRun truth =
+          WithMultipliers(run, {RunParam::kHost, RunParam::kCompute}, {host, compute});
+      Result<SimulationResult> r =
+          SimulateTrainingStep(truth.model, truth.cluster, truth.strategy, truth.options);
       EXPECT_TRUE(r.ok()) << r.status().message();
       run.step_time_s = r.ok() ? r->step_time_s : 1.0;
       runs.push_back(run);
@@ -83,10 +88,11 @@ TEST(FitRuns, RefusesAParameterNoRunDependsOn) {
   // Single-node runs say nothing of the network.
   Result<RunFit> network = FitRuns(runs, {RunParam::kInterNode});
   ASSERT_FALSE(network.ok());
-  EXPECT_NE(network.status().message().find("crosses nodes"), std::string::npos) << network.status().message();
+  EXPECT_NE(network.status().message().find("crosses nodes"), std::string::npos)
+      << network.status().message();
   std::vector<std::string> dropped;
-  Result<std::vector<RunParam>> kept =
-      IdentifiableParams(runs, {RunParam::kHost, RunParam::kCompute, RunParam::kInterNode}, &dropped);
+  Result<std::vector<RunParam>> kept = IdentifiableParams(
+      runs, {RunParam::kHost, RunParam::kCompute, RunParam::kInterNode}, &dropped);
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(*kept, std::vector<RunParam>{RunParam::kCompute});
   EXPECT_EQ(dropped.size(), 2u);
@@ -97,16 +103,21 @@ TEST(FitRuns, RefusesFewerRunsThanParametersPlusOne) {
   runs.resize(2);
   Result<RunFit> fit = FitRuns(runs, {RunParam::kHost, RunParam::kCompute});
   ASSERT_FALSE(fit.ok());
-  EXPECT_NE(fit.status().message().find("at least 3 runs"), std::string::npos) << fit.status().message();
+  EXPECT_NE(fit.status().message().find("at least 3 runs"), std::string::npos)
+      << fit.status().message();
 }
 
 TEST(FitRuns, ReadsJsonAndCsvRunsBesideTheirFile) {
   const std::string cluster = Shipped("hardware/clusters/dgx-h100.json");
   const std::string model = Shipped("models/gpt3-125m.json");
-  const std::string json = WriteTemp("runs.json", R"({"schema": "loom.runs/1", "runs": [
-    {"name": "a", "model": ")" + model + R"(", "strategy": {"micro_batch": 2, "global_batch": 8, "seq_len": 1024},
+  const std::string json = WriteTemp(
+      "runs.json", R"({"schema": "loom.runs/1", "runs": [
+    {"name": "a", "model": ")" +
+                       model +
+                       R"(", "strategy": {"micro_batch": 2, "global_batch": 8, "seq_len": 1024},
      "step_time_s": 0.5, "attention": "unfused", "dropout": true},
-    {"model": ")" + model + R"(", "strategy": {"tp": 2, "dp": 4, "global_batch": 8, "seq_len": 1024},
+    {"model": ")" + model +
+                       R"(", "strategy": {"tp": 2, "dp": 4, "global_batch": 8, "seq_len": 1024},
      "step_time_s": 0.25, "framework": "none"}]})");
   Result<std::vector<MeasuredRun>> runs = LoadRuns(json, cluster, "megatron-core");
   ASSERT_TRUE(runs.ok()) << runs.status().message();
@@ -118,10 +129,14 @@ TEST(FitRuns, ReadsJsonAndCsvRunsBesideTheirFile) {
   EXPECT_EQ((*runs)[0].options.framework->name, "megatron-core");
   EXPECT_FALSE((*runs)[1].options.framework.has_value());
   EXPECT_EQ((*runs)[1].cluster.nodes, 1);
-  const std::string csv = WriteTemp("runs.csv",
-                                    "name,model,tp,dp,micro_batch,global_batch,seq_len,step_time_s\n"
-                                    "b," + model + ",1,1,4,16,2048,0.3\n"
-                                    "c," + model + ",1,16,1,16,2048,0.1\n");
+  const std::string csv =
+      WriteTemp("runs.csv",
+                "name,model,tp,dp,micro_batch,global_batch,seq_len,step_time_s\n"
+                "b," +
+                    model +
+                    ",1,1,4,16,2048,0.3\n"
+                    "c," +
+                    model + ",1,16,1,16,2048,0.1\n");
   Result<std::vector<MeasuredRun>> rows = LoadRuns(csv, cluster, "megatron-core");
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   ASSERT_EQ(rows->size(), 2u);
@@ -140,7 +155,8 @@ TEST(FitRuns, BadRunsNameTheFileTheRunAndTheKey) {
   EXPECT_NE(message.find(bad), std::string::npos) << message;
   EXPECT_NE(message.find("step_time_s"), std::string::npos) << message;
   EXPECT_NE(message.find("stepp"), std::string::npos) << message;
-  const std::string empty = WriteTemp("empty-runs.json", R"({"schema": "loom.runs/1", "runs": []})");
+  const std::string empty =
+      WriteTemp("empty-runs.json", R"({"schema": "loom.runs/1", "runs": []})");
   EXPECT_FALSE(LoadRuns(empty, cluster, "megatron-core").ok());
   const std::string ragged = WriteTemp("ragged.csv", "name,model,step_time_s\nx,m.json\n");
   Result<std::vector<MeasuredRun>> r = LoadRuns(ragged, cluster, "megatron-core");
@@ -153,37 +169,49 @@ TEST(FitRuns, BadRunsNameTheFileTheRunAndTheKey) {
 TEST(FitRuns, ReadsTheStepTimeAndStrategyOfMegatronAndDeepSpeedLogs) {
   const std::string cluster = Shipped("hardware/clusters/dgx-h100.json");
   const std::string model = Shipped("models/gpt3-350m.json");
-  const std::string megatron = WriteTemp("megatron.log",
-      "using world size: 16, data-parallel size: 2, tensor-model-parallel size: 4\n"
-      "------------------------ arguments ------------------------\n"
-      "  bf16 ............................................ True\n"
-      "  data_parallel_size .............................. 2\n"
-      "  global_batch_size ............................... 64\n"
-      "  micro_batch_size ................................ 2\n"
-      "  num_layers ...................................... 24\n"
-      "  num_layers_per_virtual_pipeline_stage ........... 6\n"
-      "  pipeline_model_parallel_size .................... 2\n"
-      "  recompute_granularity ........................... selective\n"
-      "  seq_length ...................................... 2048\n"
-      "  sequence_parallel ............................... True\n"
-      "  tensor_model_parallel_size ...................... 4\n"
-      "  use_distributed_optimizer ....................... True\n"
-      "-------------------- end of arguments ---------------------\n"
-      " iteration       10/     100 | consumed samples:          640 | elapsed time per iteration (ms): 2500.0 |\n"
-      " iteration       20/     100 | consumed samples:         1280 | elapsed time per iteration (ms): 1210.0 |\n"
-      " iteration       30/     100 | consumed samples:         1920 | elapsed time per iteration (ms): 1190.0 |\n"
-      " iteration       40/     100 | consumed samples:         2560 | elapsed time per iteration (ms): 1200.0 |\n");
+  const std::string megatron =
+      WriteTemp("megatron.log",
+                "using world size: 16, data-parallel size: 2, tensor-model-parallel size: 4\n"
+                "------------------------ arguments ------------------------\n"
+                "  bf16 ............................................ True\n"
+                "  data_parallel_size .............................. 2\n"
+                "  global_batch_size ............................... 64\n"
+                "  micro_batch_size ................................ 2\n"
+                "  num_layers ...................................... 24\n"
+                "  num_layers_per_virtual_pipeline_stage ........... 6\n"
+                "  pipeline_model_parallel_size .................... 2\n"
+                "  recompute_granularity ........................... selective\n"
+                "  seq_length ...................................... 2048\n"
+                "  sequence_parallel ............................... True\n"
+                "  tensor_model_parallel_size ...................... 4\n"
+                "  use_distributed_optimizer ....................... True\n"
+                "-------------------- end of arguments ---------------------\n"
+                " iteration       10/     100 | consumed samples:          640 | elapsed time per "
+                "iteration (ms): 2500.0 |\n"
+                " iteration       20/     100 | consumed samples:         1280 | elapsed time per "
+                "iteration (ms): 1210.0 |\n"
+                " iteration       30/     100 | consumed samples:         1920 | elapsed time per "
+                "iteration (ms): 1190.0 |\n"
+                " iteration       40/     100 | consumed samples:         2560 | elapsed time per "
+                "iteration (ms): 1200.0 |\n");
   const std::string deepspeed = WriteTemp("deepspeed.log",
-      "[Rank 0] epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=10.0, CurrSamplesPerSec=8.0, "
-      "MemAllocated=3GB\n"
-      "[Rank 0] epoch=0/micro_step=20/global_step=20, RunningAvgSamplesPerSec=15.0, CurrSamplesPerSec=16.0, "
-      "MemAllocated=3GB\n"
-      "[Rank 0] epoch=0/micro_step=30/global_step=30, RunningAvgSamplesPerSec=15.5, CurrSamplesPerSec=16.0, "
-      "MemAllocated=3GB\n");
+                                          "[Rank 0] epoch=0/micro_step=10/global_step=10, "
+                                          "RunningAvgSamplesPerSec=10.0, CurrSamplesPerSec=8.0, "
+                                          "MemAllocated=3GB\n"
+                                          "[Rank 0] epoch=0/micro_step=20/global_step=20, "
+                                          "RunningAvgSamplesPerSec=15.0, CurrSamplesPerSec=16.0, "
+                                          "MemAllocated=3GB\n"
+                                          "[Rank 0] epoch=0/micro_step=30/global_step=30, "
+                                          "RunningAvgSamplesPerSec=15.5, CurrSamplesPerSec=16.0, "
+                                          "MemAllocated=3GB\n");
   const std::string runs = WriteTemp("log-runs.json", R"({"schema": "loom.runs/1", "runs": [
-    {"name": "megatron", "model": ")" + model + R"(", "log": ")" + megatron + R"("},
-    {"name": "overridden", "model": ")" + model + R"(", "log": ")" + megatron + R"(", "strategy": {"micro_batch": 4}},
-    {"name": "deepspeed", "model": ")" + model + R"(", "log": ")" + deepspeed + R"(",
+    {"name": "megatron", "model": ")" + model + R"(", "log": ")" +
+                                                          megatron + R"("},
+    {"name": "overridden", "model": ")" + model + R"(", "log": ")" +
+                                                          megatron +
+                                                          R"(", "strategy": {"micro_batch": 4}},
+    {"name": "deepspeed", "model": ")" + model + R"(", "log": ")" +
+                                                          deepspeed + R"(",
      "strategy": {"dp": 8, "micro_batch": 4, "global_batch": 32, "seq_len": 2048, "zero_stage": 2}}]})");
   Result<std::vector<MeasuredRun>> read = LoadRuns(runs, cluster, "megatron-core");
   ASSERT_TRUE(read.ok()) << read.status().message();
@@ -209,12 +237,14 @@ TEST(FitRuns, ReadsTheStepTimeAndStrategyOfMegatronAndDeepSpeedLogs) {
     {"model": ")" + model + R"(", "log": ")" + short_log + R"("}]})");
   Result<std::vector<MeasuredRun>> refused = LoadRuns(bad, cluster, "megatron-core");
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("warm-up"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("warm-up"), std::string::npos)
+      << refused.status().message();
   const std::string both = WriteTemp("both-runs.json", R"({"schema": "loom.runs/1", "runs": [
     {"model": ")" + model + R"(", "log": ")" + megatron + R"(", "step_time_s": 1.0}]})");
   Result<std::vector<MeasuredRun>> ambiguous = LoadRuns(both, cluster, "megatron-core");
   ASSERT_FALSE(ambiguous.ok());
-  EXPECT_NE(ambiguous.status().message().find("keep one"), std::string::npos) << ambiguous.status().message();
+  EXPECT_NE(ambiguous.status().message().find("keep one"), std::string::npos)
+      << ambiguous.status().message();
 }
 
 }  // namespace

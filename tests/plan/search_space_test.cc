@@ -11,11 +11,11 @@
 namespace loom {
 namespace {
 
-
 TEST(ParseConstraints, ReadsEveryKindOfValueWithAliasesAndDashes) {
-  Result<Constraints> c = ParseConstraints("tp=8,pp=16,mbs=2,zero=1,schedule=interleaved,sp=true,cp-comm=all_gather,"
-                                           "recompute=full,recompute_layers=3,offload=optimizer,tp_comm_overlap=off",
-                                           "--fix");
+  Result<Constraints> c = ParseConstraints(
+      "tp=8,pp=16,mbs=2,zero=1,schedule=interleaved,sp=true,cp-comm=all_gather,"
+      "recompute=full,recompute_layers=3,offload=optimizer,tp_comm_overlap=off",
+      "--fix");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->tp, 8);
   EXPECT_EQ(c->pp, 16);
@@ -34,15 +34,18 @@ TEST(ParseConstraints, ReadsEveryKindOfValueWithAliasesAndDashes) {
 TEST(ParseConstraints, ErrorsNameThePairAndWhatIsAccepted) {
   Result<Constraints> unknown = ParseConstraints("tp=8,tpp=2", "--fix");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("--fix tpp=2: unknown key 'tpp'; keys are tp, pp"), std::string::npos)
+  EXPECT_NE(unknown.status().message().find("--fix tpp=2: unknown key 'tpp'; keys are tp, pp"),
+            std::string::npos)
       << unknown.status().message();
   Result<Constraints> value = ParseConstraints("schedule=1f1bb", "--fix");
   ASSERT_FALSE(value.ok());
-  EXPECT_NE(value.status().message().find("schedule must be one of gpipe|1f1b|interleaved"), std::string::npos)
+  EXPECT_NE(value.status().message().find("schedule must be one of gpipe|1f1b|interleaved"),
+            std::string::npos)
       << value.status().message();
   Result<Constraints> number = ParseConstraints("tp=eight", "--explain");
   ASSERT_FALSE(number.ok());
-  EXPECT_NE(number.status().message().find("--explain tp=eight: tp must be a whole number"), std::string::npos);
+  EXPECT_NE(number.status().message().find("--explain tp=eight: tp must be a whole number"),
+            std::string::npos);
   Result<Constraints> pair = ParseConstraints("tp8", "--fix");
   ASSERT_FALSE(pair.ok());
   EXPECT_NE(pair.status().message().find("expected key=value"), std::string::npos);
@@ -99,7 +102,8 @@ TEST(EnumerateStrategies, EveryLayoutFillsTheGpusAndDividesTheBatch) {
 TEST(EnumerateStrategies, PinnedSettingsReplaceTheirLists) {
   const Inputs space = Load("models/llama3-70b.json", 8);
   SearchRequest request = Request(64, 128, 4096);
-  Result<Constraints> fixed = ParseConstraints("tp=8,pp=4,cp=1,schedule=interleaved,recompute=selective,zero=1", "--fix");
+  Result<Constraints> fixed =
+      ParseConstraints("tp=8,pp=4,cp=1,schedule=interleaved,recompute=selective,zero=1", "--fix");
   ASSERT_TRUE(fixed.ok());
   request.fixed = *fixed;
   Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
@@ -127,7 +131,8 @@ TEST(EnumerateStrategies, UnevenLayersGetTheMostBalancedFirstAndLastStages) {
   ASSERT_TRUE(all.ok());
   std::set<std::pair<int64_t, int64_t>> splits;
   for (const Strategy& s : *all) splits.insert({s.first_stage_layers, s.last_stage_layers});
-  // 126 layers on 16 stages: 14 stages of 8 between ends of 6 + 8, 7 + 7 or 8 + 6 (Llama 3 ran 7 + 7).
+  // 126 layers on 16 stages: 14 stages of 8 between ends of 6 + 8, 7 + 7 or 8 + 6 (Llama 3 ran 7 +
+  // 7).
   EXPECT_EQ(splits, (std::set<std::pair<int64_t, int64_t>>{{6, 8}, {7, 7}, {8, 6}}));
 }
 
@@ -146,7 +151,8 @@ TEST(EnumerateStrategies, InterleavedSearchesUnevenChunksAndMicrobatchGroups) {
     splits.insert({s.vpp, s.first_stage_layers, s.last_stage_layers});
     EXPECT_EQ(s.microbatch_group, 24);  // 24 micro-batches: groups of 16 would leave 8 < pp
   }
-  EXPECT_EQ(splits, (std::set<std::tuple<int64_t, int64_t, int64_t>>{{2, 7, 7}, {4, 7, 7}, {7, 7, 7}, {8, 7, 7}}));
+  EXPECT_EQ(splits, (std::set<std::tuple<int64_t, int64_t, int64_t>>{
+                        {2, 7, 7}, {4, 7, 7}, {7, 7, 7}, {8, 7, 7}}));
 }
 
 // The V schedules keep whole halves per chunk: 126 layers on 32 stages, 4 a middle stage, leave
@@ -182,7 +188,8 @@ TEST(EnumerateStrategies, PinnedDegreesThatDoNotDivideTheGpusAreAnError) {
   request.fixed = *ParseConstraints("tp=3", "--fix");
   Result<std::vector<Strategy>> all = EnumerateStrategies(space.model, space.cluster, request);
   ASSERT_FALSE(all.ok());
-  EXPECT_NE(all.status().message().find("tp * cp * pp * dp = 3) do not divide --gpus 64"), std::string::npos)
+  EXPECT_NE(all.status().message().find("tp * cp * pp * dp = 3) do not divide --gpus 64"),
+            std::string::npos)
       << all.status().message();
 }
 
@@ -201,14 +208,15 @@ TEST(GpuCounts, OnlyTheGpusAskedForUnlessARangeIsGiven) {
   EXPECT_EQ(CountsFor(512, 0, 0), (std::vector<int64_t>{512}));
   EXPECT_EQ(CountsFor(512, 512, 512), (std::vector<int64_t>{512}));
   EXPECT_EQ(CountsFor(512, 128, 0), (std::vector<int64_t>{512, 256, 128}));
-  EXPECT_EQ(CountsFor(512, 100, 0), (std::vector<int64_t>{512, 256, 128}));  // never below --min-gpus
+  EXPECT_EQ(CountsFor(512, 100, 0),
+            (std::vector<int64_t>{512, 256, 128}));  // never below --min-gpus
   EXPECT_EQ(CountsFor(512, 0, 2048), (std::vector<int64_t>{512, 1024, 2048}));
   EXPECT_EQ(CountsFor(512, 0, 2000), (std::vector<int64_t>{512, 1024}));  // never above --max-gpus
   EXPECT_EQ(CountsFor(16, 1, 32), (std::vector<int64_t>{16, 8, 4, 2, 1, 32}));  // under a node too
 }
 
 TEST(GpuCounts, AHalvingOrDoublingThatIsNotWholeNodesEndsThatDirection) {
-  EXPECT_EQ(CountsFor(24, 1, 0), (std::vector<int64_t>{24}));  // 12 GPUs are 1.5 nodes
+  EXPECT_EQ(CountsFor(24, 1, 0), (std::vector<int64_t>{24}));    // 12 GPUs are 1.5 nodes
   EXPECT_EQ(CountsFor(3, 0, 48), (std::vector<int64_t>{3, 6}));  // 12 GPUs are 1.5 nodes
 }
 
@@ -232,10 +240,12 @@ TEST(ParseConstraints, AKeyGivenTwiceIsAnError) {
   EXPECT_EQ(twice.status().message(), "--fix tp=4: tp is already set by tp=2; give each key once");
   Result<Constraints> alias = ParseConstraints("zero=1,zero_stage=2", "--fix");
   ASSERT_FALSE(alias.ok());
-  EXPECT_EQ(alias.status().message(), "--fix zero_stage=2: zero_stage is already set by zero=1; give each key once");
+  EXPECT_EQ(alias.status().message(),
+            "--fix zero_stage=2: zero_stage is already set by zero=1; give each key once");
   Result<Constraints> dashes = ParseConstraints("micro-batch=1,mbs=2", "--explain");
   ASSERT_FALSE(dashes.ok());
-  EXPECT_NE(dashes.status().message().find("micro_batch is already set by micro-batch=1"), std::string::npos);
+  EXPECT_NE(dashes.status().message().find("micro_batch is already set by micro-batch=1"),
+            std::string::npos);
 }
 
 // A pinned degree of 0 divided the GPUs (SIGFPE), and huge ones overflowed their product to 0
@@ -246,7 +256,8 @@ TEST(ParseConstraints, DegreesAreBoundedLikeAStrategys) {
     EXPECT_FALSE(c.ok()) << text;
   }
   Result<Constraints> zero = ParseConstraints("tp=0", "--fix");
-  EXPECT_NE(zero.status().message().find("--fix tp=0: tp must be a whole number from 1 to 1048576"), std::string::npos)
+  EXPECT_NE(zero.status().message().find("--fix tp=0: tp must be a whole number from 1 to 1048576"),
+            std::string::npos)
       << zero.status().message();
   EXPECT_TRUE(ParseConstraints("etp=0,recompute_layers=0,zero=0", "--fix").ok());
 }

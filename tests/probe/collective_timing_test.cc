@@ -61,7 +61,8 @@ class FakeQueue : public CollectiveQueue {
     }
     Result<bool> reached = done_ >= markers_[static_cast<size_t>(k)];
     if (*reached && k > reached_) reached_ = k;
-    if (k == error_at_marker) reached = Status::Internal("NCCL reported an asynchronous error: remote process exited");
+    if (k == error_at_marker)
+      reached = Status::Internal("NCCL reported an asynchronous error: remote process exited");
     in_reached_ = false;
     return reached;
   }
@@ -82,7 +83,9 @@ class FakeQueue : public CollectiveQueue {
   }
 
   // The end of operation |count| - 1 on the GPU, in us: operations 0..count-1 run back to back.
-  static double EndUs(int64_t count) { return 10.0 * static_cast<double>(count) + count * (count - 1) / 2.0; }
+  static double EndUs(int64_t count) {
+    return 10.0 * static_cast<double>(count) + count * (count - 1) / 2.0;
+  }
 
   // "E E M0 R0 ...": the calls so far, with the calls after an abort marked by "!".
   std::string Log() {
@@ -100,11 +103,11 @@ class FakeQueue : public CollectiveQueue {
     return abort_thread_;
   }
 
-  int64_t hang_at = int64_t{1} << 40;          // operations from this index on never finish
-  int64_t block_enqueue_at = -1;               // this Enqueue blocks until Abort
-  double block_advance_s = 0;                  // the clock's move as it blocks
-  int64_t fail_enqueue_at = -1;                // this Enqueue fails
-  int64_t error_at_marker = -1;                // polling this marker reports an asynchronous error
+  int64_t hang_at = int64_t{1} << 40;  // operations from this index on never finish
+  int64_t block_enqueue_at = -1;       // this Enqueue blocks until Abort
+  double block_advance_s = 0;          // the clock's move as it blocks
+  int64_t fail_enqueue_at = -1;        // this Enqueue fails
+  int64_t error_at_marker = -1;        // polling this marker reports an asynchronous error
   int64_t polls_ = 0;
   int64_t max_batches_ahead_ = 0;  // batches queued and not seen done, when an operation is queued
   std::atomic<bool> overlapped_{false};  // Abort and Reached ran at once
@@ -113,7 +116,8 @@ class FakeQueue : public CollectiveQueue {
   // Batches whose end marker is placed and not yet seen reached by the host.
   int64_t BatchesAhead() const {
     int64_t ahead = 0;
-    for (size_t k = static_cast<size_t>(reached_) + 1; k < markers_.size(); ++k) ahead += markers_[k] >= 0 ? 1 : 0;
+    for (size_t k = static_cast<size_t>(reached_) + 1; k < markers_.size(); ++k)
+      ahead += markers_[k] >= 0 ? 1 : 0;
     return ahead;
   }
   void Log(const std::string& entry) {
@@ -181,7 +185,9 @@ TEST(CollectiveTiming, HungBatchIsAbortedByTheWatchdogAndNamed) {
   queue.hang_at = 5 + 2 * 20 + 7;  // inside batch 2
   Result<std::vector<double>> times = TimeCollective(queue, watchdog, Timing(5, 20, 20));
   ASSERT_EQ(times.status().code(), Status::Code::kDeadlineExceeded) << times.status().ToString();
-  EXPECT_EQ(times.status().message().rfind(std::string(kWhat) + " did not finish within 2 s and was aborted", 0), 0u)
+  EXPECT_EQ(times.status().message().rfind(
+                std::string(kWhat) + " did not finish within 2 s and was aborted", 0),
+            0u)
       << times.status().message();
   EXPECT_EQ(queue.Aborts(), 1);
   EXPECT_NE(queue.AbortThread(), std::this_thread::get_id());

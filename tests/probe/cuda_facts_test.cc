@@ -31,16 +31,18 @@ TEST(DriverVersionFromProc, ReadsTheOpenModulesVersionPastItsArchitecture) {
 }
 
 TEST(DriverVersionFromProc, ReadsTwoPartVersions) {
-  EXPECT_EQ(DriverVersionFromProc("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.142  Release Build  "
-                                  "(dvs-builder@U22-I3-AD05-51-5)  Tue Mar  3 19:14:46 UTC 2026\n"),
+  EXPECT_EQ(DriverVersionFromProc(
+                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.142  Release Build  "
+                "(dvs-builder@U22-I3-AD05-51-5)  Tue Mar  3 19:14:46 UTC 2026\n"),
             "580.142");
 }
 
 TEST(DriverVersionFromProc, IgnoresTheCompilersVersion) {
   EXPECT_EQ(DriverVersionFromProc("GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"), "");
-  EXPECT_EQ(DriverVersionFromProc("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64 malformed\n"
-                                  "GCC version:  gcc version 13.3.0\n"),
-            "");
+  EXPECT_EQ(
+      DriverVersionFromProc("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64 malformed\n"
+                            "GCC version:  gcc version 13.3.0\n"),
+      "");
 }
 
 TEST(DriverVersionFromProc, IsEmptyForAnEmptyFile) { EXPECT_EQ(DriverVersionFromProc(""), ""); }
@@ -59,8 +61,8 @@ TEST(CublasLtVersionString, FormatsTheHeadersVersion) {
 
 TEST(RotationCount, ExceedsTwiceTheL2) {
   constexpr int64_t kMiB = 1 << 20;
-  EXPECT_EQ(RotationCount(10 * kMiB, 50 * kMiB, true), 11);    // 110 MiB > 100 MiB
-  EXPECT_EQ(RotationCount(100 * kMiB, 50 * kMiB, true), 2);    // one copy only equals 2x L2
+  EXPECT_EQ(RotationCount(10 * kMiB, 50 * kMiB, true), 11);  // 110 MiB > 100 MiB
+  EXPECT_EQ(RotationCount(100 * kMiB, 50 * kMiB, true), 2);  // one copy only equals 2x L2
   EXPECT_EQ(RotationCount(1024 * kMiB, 50 * kMiB, true), 1);
 }
 
@@ -73,34 +75,43 @@ TEST(CheckCuda, NamesTheCallTheLineAndCudasError) {
   EXPECT_TRUE(CheckCuda(cudaSuccess, "cudaFree(p)", "a.cc", 1).ok());
   Status status = CheckCuda(cudaErrorMemoryAllocation, "cudaMalloc(&p, n)", "gemm_bench.cc", 12);
   EXPECT_EQ(status.code(), Status::Code::kResourceExhausted);
-  EXPECT_EQ(status.message(), "cudaMalloc(&p, n) failed at gemm_bench.cc:12: cudaErrorMemoryAllocation: " +
-                                  std::string(cudaGetErrorString(cudaErrorMemoryAllocation)));
+  EXPECT_EQ(status.message(),
+            "cudaMalloc(&p, n) failed at gemm_bench.cc:12: cudaErrorMemoryAllocation: " +
+                std::string(cudaGetErrorString(cudaErrorMemoryAllocation)));
 }
 
 TEST(CheckCuda, MapsCodesToStatus) {
-  EXPECT_EQ(CheckCuda(cudaErrorNotSupported, "f()", "a.cc", 1).code(), Status::Code::kUnimplemented);
+  EXPECT_EQ(CheckCuda(cudaErrorNotSupported, "f()", "a.cc", 1).code(),
+            Status::Code::kUnimplemented);
   EXPECT_EQ(CheckCuda(cudaErrorNoDevice, "f()", "a.cc", 1).code(), Status::Code::kUnavailable);
-  EXPECT_EQ(CheckCuda(cudaErrorInsufficientDriver, "f()", "a.cc", 1).code(), Status::Code::kUnavailable);
+  EXPECT_EQ(CheckCuda(cudaErrorInsufficientDriver, "f()", "a.cc", 1).code(),
+            Status::Code::kUnavailable);
   EXPECT_EQ(CheckCuda(cudaErrorIllegalAddress, "f()", "a.cc", 1).code(), Status::Code::kInternal);
 }
 
 TEST(CheckCublas, MapsCodesToStatus) {
   EXPECT_TRUE(CheckCublas(CUBLAS_STATUS_SUCCESS, "f()", "a.cc", 1).ok());
-  EXPECT_EQ(CheckCublas(CUBLAS_STATUS_ALLOC_FAILED, "f()", "a.cc", 1).code(), Status::Code::kResourceExhausted);
+  EXPECT_EQ(CheckCublas(CUBLAS_STATUS_ALLOC_FAILED, "f()", "a.cc", 1).code(),
+            Status::Code::kResourceExhausted);
   Status unsupported = CheckCublas(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul(...)", "a.cc", 7);
   EXPECT_EQ(unsupported.code(), Status::Code::kUnimplemented);
-  EXPECT_NE(unsupported.message().find("cublasLtMatmul(...) failed at a.cc:7: CUBLAS_STATUS_NOT_SUPPORTED"),
+  EXPECT_NE(unsupported.message().find(
+                "cublasLtMatmul(...) failed at a.cc:7: CUBLAS_STATUS_NOT_SUPPORTED"),
             std::string::npos)
       << unsupported.message();
-  EXPECT_EQ(CheckCublas(CUBLAS_STATUS_EXECUTION_FAILED, "f()", "a.cc", 1).code(), Status::Code::kInternal);
+  EXPECT_EQ(CheckCublas(CUBLAS_STATUS_EXECUTION_FAILED, "f()", "a.cc", 1).code(),
+            Status::Code::kInternal);
 }
 
 TEST(CheckCudnn, MapsEveryNotSupportedCodeToUnimplemented) {
   EXPECT_TRUE(CheckCudnn(CUDNN_STATUS_SUCCESS, "f()", "a.cc", 1).ok());
-  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_NOT_SUPPORTED, "f()", "a.cc", 1).code(), Status::Code::kUnimplemented);
-  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_NOT_SUPPORTED_SHAPE, "f()", "a.cc", 1).code(), Status::Code::kUnimplemented);
-  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED, "f()", "a.cc", 1).code(),
-            Status::Code::kResourceExhausted);
+  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_NOT_SUPPORTED, "f()", "a.cc", 1).code(),
+            Status::Code::kUnimplemented);
+  EXPECT_EQ(CheckCudnn(CUDNN_STATUS_NOT_SUPPORTED_SHAPE, "f()", "a.cc", 1).code(),
+            Status::Code::kUnimplemented);
+  EXPECT_EQ(
+      CheckCudnn(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED, "f()", "a.cc", 1).code(),
+      Status::Code::kResourceExhausted);
   EXPECT_EQ(CheckCudnn(CUDNN_STATUS_BAD_PARAM, "f()", "a.cc", 1).code(), Status::Code::kInternal);
 }
 
@@ -109,14 +120,19 @@ constexpr char kLibraryPathFix[] =
     "run loom through the bundle's launcher, or add site-packages/nvidia/cudnn/lib and "
     "site-packages/nvidia/cu13/lib to LD_LIBRARY_PATH";
 
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(CudnnStatusToStatus, MissingNvrtcIsUnavailableWithTheLibraryPath) {
-  Status status = CudnnStatusToStatus(CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING,
-                                      "cudnnBackendFinalize(execution plan) failed at sdpa_graph.cc:92: x");
+  Status status =
+      CudnnStatusToStatus(CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING,
+                          "cudnnBackendFinalize(execution plan) failed at sdpa_graph.cc:92: x");
   EXPECT_EQ(status.code(), Status::Code::kUnavailable);
-  EXPECT_EQ(status.message().rfind("cudnnBackendFinalize(execution plan) failed at sdpa_graph.cc:92: x; cuDNN could "
-                                   "not load NVRTC (libnvrtc.so), which its runtime-compiled engines need: ", 0),
+  EXPECT_EQ(status.message().rfind(
+                "cudnnBackendFinalize(execution plan) failed at sdpa_graph.cc:92: x; cuDNN could "
+                "not load NVRTC (libnvrtc.so), which its runtime-compiled engines need: ",
+                0),
             0u)
       << status.message();
   EXPECT_TRUE(Contains(status.message(), kLibraryPathFix)) << status.message();
@@ -126,16 +142,18 @@ TEST(CudnnStatusToStatus, MissingNvrtcIsUnavailableWithTheLibraryPath) {
 TEST(CudnnStatusToStatus, SublibraryLoadFailureIsUnavailableWithTheLibraryPath) {
   Status status = CudnnStatusToStatus(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED, "f() failed");
   EXPECT_EQ(status.code(), Status::Code::kUnavailable);
-  EXPECT_TRUE(Contains(status.message(), "could not load one of its sub-libraries "
-                                         "(libcudnn_engines_runtime_compiled.so.9"))
+  EXPECT_TRUE(Contains(status.message(),
+                       "could not load one of its sub-libraries "
+                       "(libcudnn_engines_runtime_compiled.so.9"))
       << status.message();
   EXPECT_TRUE(Contains(status.message(), kLibraryPathFix)) << status.message();
   EXPECT_EQ(static_cast<int>(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED), 1008);
 }
 
 TEST(CudnnStatusToStatus, OtherLibraryProblemsAreUnavailableWithTheLibraryPath) {
-  for (cudnnStatus_t code : {CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE,
-                             CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH, CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART}) {
+  for (cudnnStatus_t code :
+       {CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE, CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH,
+        CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART}) {
     Status status = CudnnStatusToStatus(code, "f() failed");
     EXPECT_EQ(status.code(), Status::Code::kUnavailable) << code;
     EXPECT_TRUE(Contains(status.message(), kLibraryPathFix)) << status.message();
@@ -143,15 +161,17 @@ TEST(CudnnStatusToStatus, OtherLibraryProblemsAreUnavailableWithTheLibraryPath) 
 }
 
 TEST(CudnnStatusToStatus, AnOldDriverIsUnavailableWithADriverHint) {
-  Status status = CudnnStatusToStatus(CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER, "cudnnCreate(&h) failed");
+  Status status = CudnnStatusToStatus(CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER,
+                                      "cudnnCreate(&h) failed");
   EXPECT_EQ(status.code(), Status::Code::kUnavailable);
   EXPECT_TRUE(Contains(status.message(), "needs a newer NVIDIA driver")) << status.message();
   EXPECT_FALSE(Contains(status.message(), "LD_LIBRARY_PATH")) << status.message();
 }
 
 TEST(CudnnStatusToStatus, AShapeWithoutAnEngineIsUnimplementedWithoutAHint) {
-  for (cudnnStatus_t code : {CUDNN_STATUS_NOT_SUPPORTED, CUDNN_STATUS_NOT_SUPPORTED_SHAPE,
-                             CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH}) {
+  for (cudnnStatus_t code :
+       {CUDNN_STATUS_NOT_SUPPORTED, CUDNN_STATUS_NOT_SUPPORTED_SHAPE,
+        CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN, CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH}) {
     Status status = CudnnStatusToStatus(code, "cudnnBackendFinalize(plan) failed: why");
     EXPECT_EQ(status.code(), Status::Code::kUnimplemented) << code;
     EXPECT_EQ(status.message(), "cudnnBackendFinalize(plan) failed: why");
@@ -167,8 +187,9 @@ TEST(CudnnStatusToStatus, AllocationFailuresAreResourceExhausted) {
 
 TEST(CudnnStatusToStatus, TheRestAreInternalAndSuccessIsOk) {
   EXPECT_TRUE(CudnnStatusToStatus(CUDNN_STATUS_SUCCESS, "").ok());
-  for (cudnnStatus_t code : {CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_NOT_INITIALIZED, CUDNN_STATUS_INTERNAL_ERROR,
-                             CUDNN_STATUS_EXECUTION_FAILED, CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED}) {
+  for (cudnnStatus_t code :
+       {CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_NOT_INITIALIZED, CUDNN_STATUS_INTERNAL_ERROR,
+        CUDNN_STATUS_EXECUTION_FAILED, CUDNN_STATUS_INTERNAL_ERROR_COMPILATION_FAILED}) {
     Status status = CudnnStatusToStatus(code, "m");
     EXPECT_EQ(status.code(), Status::Code::kInternal) << code;
     EXPECT_EQ(status.message(), "m");
@@ -176,9 +197,11 @@ TEST(CudnnStatusToStatus, TheRestAreInternalAndSuccessIsOk) {
 }
 
 TEST(CheckCudnn, NamesTheCallAndTheCodeBeforeTheHint) {
-  Status status = CheckCudnn(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED, "cudnnBackendFinalize(heuristics)", "a.cc", 3);
+  Status status = CheckCudnn(CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED,
+                             "cudnnBackendFinalize(heuristics)", "a.cc", 3);
   EXPECT_EQ(status.code(), Status::Code::kUnavailable);
-  EXPECT_EQ(status.message().rfind("cudnnBackendFinalize(heuristics) failed at a.cc:3: ", 0), 0u) << status.message();
+  EXPECT_EQ(status.message().rfind("cudnnBackendFinalize(heuristics) failed at a.cc:3: ", 0), 0u)
+      << status.message();
   EXPECT_TRUE(Contains(status.message(), "cudnnStatus_t 1008")) << status.message();
   EXPECT_TRUE(Contains(status.message(), kLibraryPathFix)) << status.message();
 }
@@ -188,7 +211,9 @@ TEST(CheckNccl, NamesTheResultAndTreatsInProgressAsOk) {
   EXPECT_TRUE(CheckNccl(ncclInProgress, "ncclAllReduce(...)", "a.cc", 1).ok());
   Status status = CheckNccl(ncclSystemError, "ncclCommInitRank(...)", "nccl_bench.cc", 40);
   EXPECT_EQ(status.code(), Status::Code::kInternal);
-  EXPECT_EQ(status.message().rfind("ncclCommInitRank(...) failed at nccl_bench.cc:40: ncclSystemError: ", 0), 0u)
+  EXPECT_EQ(status.message().rfind(
+                "ncclCommInitRank(...) failed at nccl_bench.cc:40: ncclSystemError: ", 0),
+            0u)
       << status.message();
 }
 
@@ -203,9 +228,11 @@ TEST(CountDevices, SaysPlainlyWhenNoGpuIsVisible) {
   }
   EXPECT_EQ(status.code(), Status::Code::kUnavailable);
   EXPECT_EQ(count, 0);
-  EXPECT_EQ(status.message().rfind("no CUDA GPU is visible (cudaGetDeviceCount: ", 0), 0u) << status.message();
-  EXPECT_NE(status.message().find("); loom probe measures GPUs and must run on a machine with an NVIDIA GPU and its "
-                                  "driver"),
+  EXPECT_EQ(status.message().rfind("no CUDA GPU is visible (cudaGetDeviceCount: ", 0), 0u)
+      << status.message();
+  EXPECT_NE(status.message().find(
+                "); loom probe measures GPUs and must run on a machine with an NVIDIA GPU and its "
+                "driver"),
             std::string::npos);
 }
 

@@ -31,9 +31,12 @@ TEST(WaitUntilDone, HangIsADeadlineErrorNamingTheOperation) {
   Status s = WaitUntilDone([]() -> Result<bool> { return false; }, clock, 5,
                            "all_reduce of 1073741824 B over group intra_node (8 ranks)");
   ASSERT_EQ(s.code(), Status::Code::kDeadlineExceeded);
-  EXPECT_EQ(s.message().rfind("all_reduce of 1073741824 B over group intra_node (8 ranks) did not finish within 5 s "
-                              "and was aborted", 0),
-            0u)
+  EXPECT_EQ(
+      s.message().rfind(
+          "all_reduce of 1073741824 B over group intra_node (8 ranks) did not finish within 5 s "
+          "and was aborted",
+          0),
+      0u)
       << s.message();
   EXPECT_GE(clock.now - 1000, 5);
   EXPECT_LT(clock.now - 1000, 5.02);  // sleeps are capped at 10 ms
@@ -41,8 +44,9 @@ TEST(WaitUntilDone, HangIsADeadlineErrorNamingTheOperation) {
 
 TEST(WaitUntilDone, PollErrorIsReturnedAtOnce) {
   FakeClock clock;
-  Status s = WaitUntilDone([]() -> Result<bool> { return Status::Internal("ncclCommGetAsyncError: remote error"); },
-                           clock, 5, "x");
+  Status s = WaitUntilDone(
+      []() -> Result<bool> { return Status::Internal("ncclCommGetAsyncError: remote error"); },
+      clock, 5, "x");
   EXPECT_EQ(s.code(), Status::Code::kInternal);
   EXPECT_TRUE(clock.sleeps.empty());
 }

@@ -15,10 +15,14 @@ namespace loom::testing {
 class FakeKernelBench : public KernelBench {
  public:
   DeviceFacts Facts() override;
-  Result<std::vector<double>> TimeGemm(const GemmShape& shape, const BenchSettings& settings) override;
-  Result<std::vector<double>> TimeAttention(const AttentionShape& shape, const BenchSettings& settings) override;
-  Result<std::vector<double>> TimeMemory(MemoryKernel kernel, int64_t bytes, const BenchSettings& settings) override;
-  Result<std::vector<double>> TimeHost(HostMeasure measure, int64_t bytes, const BenchSettings& settings) override;
+  Result<std::vector<double>> TimeGemm(const GemmShape& shape,
+                                       const BenchSettings& settings) override;
+  Result<std::vector<double>> TimeAttention(const AttentionShape& shape,
+                                            const BenchSettings& settings) override;
+  Result<std::vector<double>> TimeMemory(MemoryKernel kernel, int64_t bytes,
+                                         const BenchSettings& settings) override;
+  Result<std::vector<double>> TimeHost(HostMeasure measure, int64_t bytes,
+                                       const BenchSettings& settings) override;
 
   int calls = 0;
   // Called before every measurement with the number of measurements so far; a test throws from it
@@ -36,7 +40,8 @@ class FakeKernelBench : public KernelBench {
 // A point of |hang_collective| at |hang_bytes| times out as a hung NCCL operation does.
 class FakeCollectiveBench : public CollectiveBench {
  public:
-  Result<CollectiveTimes> Time(const CollectivePoint& point, const BenchSettings& settings, double timeout_s) override;
+  Result<CollectiveTimes> Time(const CollectivePoint& point, const BenchSettings& settings,
+                               double timeout_s) override;
 
   int calls = 0;
   ProfiledCollective hang_collective = ProfiledCollective::kAllReduce;

@@ -20,7 +20,8 @@ GemmAlgorithm Algorithm(uint64_t id, int64_t workspace_bytes = 0) {
   return algorithm;
 }
 
-cublasLtMatmulHeuristicResult_t HeuristicResult(uint64_t id, cublasStatus_t state, size_t workspace_bytes) {
+cublasLtMatmulHeuristicResult_t HeuristicResult(uint64_t id, cublasStatus_t state,
+                                                size_t workspace_bytes) {
   cublasLtMatmulHeuristicResult_t result = {};
   result.algo.data[0] = id;
   result.state = state;
@@ -47,7 +48,9 @@ struct FakeMatmul {
       calls.push_back(id);
       if (id == broken) return Status::Internal("cublasLtMatmul: CUBLAS_STATUS_EXECUTION_FAILED");
       for (uint64_t r : refused) {
-        if (r == id) return Status::Unimplemented("cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED for " + std::to_string(id));
+        if (r == id)
+          return Status::Unimplemented("cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED for " +
+                                       std::to_string(id));
       }
       return Status::Ok();
     };
@@ -56,8 +59,10 @@ struct FakeMatmul {
 
 TEST(UsableAlgorithms, KeepsTheOfferedOnesThatFitInTheHeuristicsOrder) {
   const std::vector<cublasLtMatmulHeuristicResult_t> results = {
-      HeuristicResult(1, CUBLAS_STATUS_SUCCESS, 1 << 20), HeuristicResult(2, CUBLAS_STATUS_NOT_SUPPORTED, 0),
-      HeuristicResult(3, CUBLAS_STATUS_SUCCESS, 64 << 20), HeuristicResult(4, CUBLAS_STATUS_SUCCESS, 0),
+      HeuristicResult(1, CUBLAS_STATUS_SUCCESS, 1 << 20),
+      HeuristicResult(2, CUBLAS_STATUS_NOT_SUPPORTED, 0),
+      HeuristicResult(3, CUBLAS_STATUS_SUCCESS, 64 << 20),
+      HeuristicResult(4, CUBLAS_STATUS_SUCCESS, 0),
       HeuristicResult(5, CUBLAS_STATUS_SUCCESS, kGemmWorkspaceBytes)};
   const std::vector<GemmAlgorithm> usable = UsableAlgorithms(results, kGemmWorkspaceBytes);
   EXPECT_EQ(Ids(usable), (std::vector<uint64_t>{1, 4, 5}));
@@ -101,8 +106,9 @@ TEST(RunFirstAccepted, SaysWhatWorkspaceIsNeededWhenNoneFits) {
   FakeMatmul matmul;
   Status status = RunFirstAccepted(algorithms, 1 << 20, matmul.Call());
   EXPECT_EQ(status.code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(status.message(), "RunGemm: the GEMM's algorithms need a workspace of at least 2097152 bytes; 1048576 "
-                              "were given");
+  EXPECT_EQ(status.message(),
+            "RunGemm: the GEMM's algorithms need a workspace of at least 2097152 bytes; 1048576 "
+            "were given");
   EXPECT_TRUE(matmul.calls.empty());
 }
 
@@ -112,8 +118,9 @@ TEST(RunFirstAccepted, ReportsTheFirstRefusalAndKeepsThePlanWhenAllAreRefused) {
   matmul.refused = {1, 2};
   Status status = RunFirstAccepted(algorithms, kGemmWorkspaceBytes, matmul.Call());
   EXPECT_EQ(status.code(), Status::Code::kUnimplemented);
-  EXPECT_EQ(status.message(), "cuBLASLt refused each of the 2 algorithms of the GEMM's plan that fit in the "
-                              "workspace; the first: cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED for 1");
+  EXPECT_EQ(status.message(),
+            "cuBLASLt refused each of the 2 algorithms of the GEMM's plan that fit in the "
+            "workspace; the first: cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED for 1");
   EXPECT_EQ(Ids(algorithms), (std::vector<uint64_t>{1, 2}));
 }
 

@@ -45,8 +45,9 @@ TEST(GroupsToMeasure, LeavesOutGroupsThatAreWorldOrSingleRanks) {
   EXPECT_EQ(GroupsToMeasure({"a"}), std::vector<ProbeGroup>{});
   EXPECT_EQ(GroupsToMeasure({"a", "a", "a", "a"}), std::vector<ProbeGroup>{ProbeGroup::kWorld});
   EXPECT_EQ(GroupsToMeasure({"a", "b"}), std::vector<ProbeGroup>{ProbeGroup::kWorld});
-  EXPECT_EQ(GroupsToMeasure(kTwoNodes),
-            (std::vector<ProbeGroup>{ProbeGroup::kWorld, ProbeGroup::kIntraNode, ProbeGroup::kRails}));
+  EXPECT_EQ(
+      GroupsToMeasure(kTwoNodes),
+      (std::vector<ProbeGroup>{ProbeGroup::kWorld, ProbeGroup::kIntraNode, ProbeGroup::kRails}));
 }
 
 }  // namespace

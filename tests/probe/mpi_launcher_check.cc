@@ -23,10 +23,11 @@ int SizeFromEnvironment() {
 
 Status CheckShape(const Launcher& launcher) {
   const int env_size = SizeFromEnvironment();
-  if (env_size < 1) return Status::InvalidArgument("OMPI_COMM_WORLD_SIZE is not set: run this under mpirun");
+  if (env_size < 1)
+    return Status::InvalidArgument("OMPI_COMM_WORLD_SIZE is not set: run this under mpirun");
   if (launcher.Size() != env_size) {
-    return Status::Internal("Size() is " + std::to_string(launcher.Size()) + ", OMPI_COMM_WORLD_SIZE is " +
-                            std::to_string(env_size));
+    return Status::Internal("Size() is " + std::to_string(launcher.Size()) +
+                            ", OMPI_COMM_WORLD_SIZE is " + std::to_string(env_size));
   }
   if (launcher.Rank() < 0 || launcher.Rank() >= launcher.Size()) {
     return Status::Internal("Rank() " + std::to_string(launcher.Rank()) + " is outside [0, " +
@@ -40,7 +41,8 @@ Status CheckShape(const Launcher& launcher) {
   for (const std::string& host : hosts) {
     // Every rank of this check runs on this machine.
     if (host.empty() || host != hosts[0]) {
-      return Status::Internal("Hosts() differ on one machine: '" + hosts[0] + "' and '" + host + "'");
+      return Status::Internal("Hosts() differ on one machine: '" + hosts[0] + "' and '" + host +
+                              "'");
     }
   }
   return Status::Ok();
@@ -56,8 +58,9 @@ Status CheckBroadcast(Launcher& launcher) {
   LOOM_RETURN_IF_ERROR(launcher.Broadcast(id.data(), static_cast<int64_t>(id.size()), 0));
   for (size_t i = 0; i < id.size(); ++i) {
     if (id[i] != pattern(i)) {
-      return Status::Internal("Broadcast: byte " + std::to_string(i) + " is " + std::to_string(id[i]) +
-                              ", rank 0 sent " + std::to_string(pattern(i)));
+      return Status::Internal("Broadcast: byte " + std::to_string(i) + " is " +
+                              std::to_string(id[i]) + ", rank 0 sent " +
+                              std::to_string(pattern(i)));
     }
   }
   return Status::Ok();
@@ -74,7 +77,8 @@ Status CheckMax(Launcher& launcher) {
 }
 
 Status CheckLauncher() {
-  if (!StartedByMpiLauncher()) return Status::Internal("StartedByMpiLauncher() is false under mpirun");
+  if (!StartedByMpiLauncher())
+    return Status::Internal("StartedByMpiLauncher() is false under mpirun");
   Result<std::unique_ptr<Launcher>> launcher = MakeMpiLauncher();
   if (!launcher.ok()) return launcher.status();
   Launcher& mpi = *launcher.value();

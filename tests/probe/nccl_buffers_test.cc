@@ -95,14 +95,18 @@ TEST(BuffersOf, LessThanOneElementPerRankIsUnimplemented) {
   EXPECT_EQ(buffers.status().code(), Status::Code::kUnimplemented);
   EXPECT_NE(buffers.status().message().find("all_gather of 16 B over 8 ranks"), std::string::npos)
       << buffers.status().message();
-  EXPECT_NE(buffers.status().message().find("smaller than one fp32 element per rank"), std::string::npos);
+  EXPECT_NE(buffers.status().message().find("smaller than one fp32 element per rank"),
+            std::string::npos);
   EXPECT_NE(buffers.status().message().find("from 32 B"), std::string::npos);
-  EXPECT_EQ(BuffersOf(ProfiledCollective::kAllReduce, 3, 1).status().code(), Status::Code::kUnimplemented);
+  EXPECT_EQ(BuffersOf(ProfiledCollective::kAllReduce, 3, 1).status().code(),
+            Status::Code::kUnimplemented);
 }
 
 TEST(BuffersOf, ZeroRanksOrBytesIsInvalid) {
-  EXPECT_EQ(BuffersOf(ProfiledCollective::kAllReduce, kMiB, 0).status().code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(BuffersOf(ProfiledCollective::kAllReduce, 0, 8).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(BuffersOf(ProfiledCollective::kAllReduce, kMiB, 0).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(BuffersOf(ProfiledCollective::kAllReduce, 0, 8).status().code(),
+            Status::Code::kInvalidArgument);
 }
 
 TEST(OperationsPerBatch, TwentyUpTo1MiBFiveUpTo256MiBThenOne) {
@@ -123,8 +127,8 @@ TEST(DecodeNcclVersion, ReadsBothOfNcclsEncodings) {
 
 TEST(NcclVersionString, IsTheLinkedLibrarysVersion) {
   // ncclGetVersion needs no GPU; the library linked here is the one whose header was compiled.
-  EXPECT_EQ(NcclVersionString(), std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." +
-                                     std::to_string(NCCL_PATCH));
+  EXPECT_EQ(NcclVersionString(), std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) +
+                                     "." + std::to_string(NCCL_PATCH));
 }
 
 }  // namespace

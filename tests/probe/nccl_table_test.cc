@@ -25,8 +25,9 @@ CollectiveSample Row(ProfiledCollective c, int64_t size, double oop_us, double i
 const std::vector<std::string> kHosts = {"n0", "n0", "n0", "n0", "n1", "n1", "n1", "n1"};
 
 TEST(NcclTestsTable, ParserReadsBackEveryNumberRanksAndNodes) {
-  const std::vector<CollectiveSample> rows = {Row(ProfiledCollective::kAllReduce, 1048576, 42.1, 41.97),
-                                              Row(ProfiledCollective::kAllReduce, 8589934592, 31420, 31390)};
+  const std::vector<CollectiveSample> rows = {
+      Row(ProfiledCollective::kAllReduce, 1048576, 42.1, 41.97),
+      Row(ProfiledCollective::kAllReduce, 8589934592, 31420, 31390)};
   const std::string text = NcclTestsTable(rows, kHosts, "NVIDIA H100 80GB HBM3");
   Result<NcclTestsRun> run = ParseNcclTestsText(text, "probe.txt");
   ASSERT_TRUE(run.ok()) << run.status().message() << "\n" << text;
@@ -43,12 +44,15 @@ TEST(NcclTestsTable, ParserReadsBackEveryNumberRanksAndNodes) {
   EXPECT_NEAR(run->rows[0].out_of_place->algbw_GBps, 24.91, 0.005);
   ASSERT_TRUE(run->avg_busbw_GBps.has_value());
   EXPECT_NEAR(*run->avg_busbw_GBps,
-              (rows[0].in_place.busbw_GBps + rows[0].out_of_place.busbw_GBps + rows[1].in_place.busbw_GBps +
-               rows[1].out_of_place.busbw_GBps) / 4, 0.01);
+              (rows[0].in_place.busbw_GBps + rows[0].out_of_place.busbw_GBps +
+               rows[1].in_place.busbw_GBps + rows[1].out_of_place.busbw_GBps) /
+                  4,
+              0.01);
 }
 
 TEST(NcclTestsTable, NamesTheBinaryOfEachCollective) {
-  const std::string text = NcclTestsTable({Row(ProfiledCollective::kAllToAll, 1024, 20, 20)}, kHosts, "GPU");
+  const std::string text =
+      NcclTestsTable({Row(ProfiledCollective::kAllToAll, 1024, 20, 20)}, kHosts, "GPU");
   EXPECT_NE(text.find("# Collective test starting: alltoall_perf"), std::string::npos);
   Result<NcclTestsRun> run = ParseNcclTestsText(text, "probe.txt");
   ASSERT_TRUE(run.ok()) << run.status().message();

@@ -15,7 +15,8 @@ namespace {
 const std::string kSource = LOOM_SOURCE_DIR;
 
 ClusterSpec DgxH100(std::optional<int64_t> nodes = std::nullopt) {
-  Result<ClusterSpec> cluster = LoadClusterSpec(kSource + "/hardware/clusters/dgx-h100.json", nodes);
+  Result<ClusterSpec> cluster =
+      LoadClusterSpec(kSource + "/hardware/clusters/dgx-h100.json", nodes);
   EXPECT_TRUE(cluster.ok()) << cluster.status().message();
   return *cluster;
 }
@@ -41,7 +42,8 @@ std::vector<ProbePoint> ValidationStage1(const ClusterSpec& cluster) {
     if (!model.ok()) continue;
     SweepOptions sweep;
     sweep.kinds = {ProbeKind::kGemm, ProbeKind::kAttention};
-    if (first) sweep.kinds = {ProbeKind::kGemm, ProbeKind::kAttention, ProbeKind::kMemory, ProbeKind::kHost};
+    if (first)
+      sweep.kinds = {ProbeKind::kGemm, ProbeKind::kAttention, ProbeKind::kMemory, ProbeKind::kHost};
     first = false;
     sweep.for_model = {&*model, &cluster, 2048, {4}, Dtype::kBf16};
     Result<std::vector<ProbePoint>> points = PlanSweep(sweep);
@@ -76,7 +78,8 @@ TEST(EstimateProbeDuration, ReproducesTheMeasuredH100RunsWithinOneAndAHalf) {
   EXPECT_LT(three->total_s, 37 * 1.5);
   RecordProperty("stage1_s", std::to_string(one->total_s));
   RecordProperty("stage3_s", std::to_string(three->total_s));
-  std::printf("stage 1: %.1f s (measured 14 s), stage 3: %.1f s (measured 37 s)\n", one->total_s, three->total_s);
+  std::printf("stage 1: %.1f s (measured 14 s), stage 3: %.1f s (measured 37 s)\n", one->total_s,
+              three->total_s);
 }
 
 TEST(EstimateProbeDuration, SumsTheClassesAndCountsTheirPoints) {
@@ -136,7 +139,8 @@ TEST(EstimateProbeDuration, CollectivesGrowWithTheLargestSizeAndNeedTheNodeCount
   EXPECT_GT(to_8g - to_1g, 2 * 25 * 8.0 * (1 << 30) / 450e9);
   Result<std::vector<ProbePoint>> points = PlanSweep(small);
   ASSERT_TRUE(points.ok());
-  Result<ProbeDurationEstimate> no_nodes = EstimateProbeDuration(*points, BenchSettings{}, DgxH100());
+  Result<ProbeDurationEstimate> no_nodes =
+      EstimateProbeDuration(*points, BenchSettings{}, DgxH100());
   ASSERT_FALSE(no_nodes.ok());
   EXPECT_NE(no_nodes.status().message().find("dgx-h100.json"), std::string::npos);
   EXPECT_NE(no_nodes.status().message().find("\"nodes\""), std::string::npos);

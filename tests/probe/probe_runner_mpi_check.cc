@@ -24,8 +24,8 @@ std::vector<ProbePoint> Points() {
           CollectivePoint{ProfiledCollective::kAllGather, ProbeGroup::kWorld, 1024}};
 }
 
-#define CHECK(condition, what)                                  \
-  do {                                                          \
+#define CHECK(condition, what)                                    \
+  do {                                                            \
     if (!(condition)) return Status::Internal(std::string(what)); \
   } while (false)
 
@@ -40,8 +40,9 @@ Status Check(Launcher& launcher, const std::string& path) {
   options.date = "2026-11-22";
   if (launcher.Rank() == 0) std::remove(path.c_str());
   LOOM_RETURN_IF_ERROR(launcher.Barrier());
-  Result<ProbeSummary> first = RunProbe(Points(), kernels.Facts(), launcher,
-                                        launcher.Rank() == 0 ? &kernels : nullptr, &collectives, options, {});
+  Result<ProbeSummary> first =
+      RunProbe(Points(), kernels.Facts(), launcher, launcher.Rank() == 0 ? &kernels : nullptr,
+               &collectives, options, {});
   if (!first.ok()) return first.status();
   CHECK(first->hangs.size() == 1, "every rank records the hang");
   CHECK(first->abandoned == 2, "the world group's two later points are abandoned on every rank");
@@ -50,7 +51,8 @@ Status Check(Launcher& launcher, const std::string& path) {
   if (launcher.Rank() == 0) {
     Result<Profile> p = ReadProfile(path);
     if (!p.ok()) return p.status();
-    CHECK(p->collectives.size() == 1 && p->collectives[0].ranks == launcher.Size(), "one collective of every rank");
+    CHECK(p->collectives.size() == 1 && p->collectives[0].ranks == launcher.Size(),
+          "one collective of every rank");
     CHECK(p->failures.size() == 1, "the hang is recorded");
     CHECK(launcher.Size() == 1 || p->failures[0].error.find("another rank") != std::string::npos,
           "rank 0 did not hang: its record says another rank failed");
@@ -58,8 +60,9 @@ Status Check(Launcher& launcher, const std::string& path) {
   // Resumed after the network is fixed: every rank skips the same recorded points.
   options.resume = true;
   testing::FakeCollectiveBench fixed;
-  Result<ProbeSummary> second = RunProbe(Points(), kernels.Facts(), launcher,
-                                         launcher.Rank() == 0 ? &kernels : nullptr, &fixed, options, {});
+  Result<ProbeSummary> second =
+      RunProbe(Points(), kernels.Facts(), launcher, launcher.Rank() == 0 ? &kernels : nullptr,
+               &fixed, options, {});
   if (!second.ok()) return second.status();
   CHECK(second->resumed == 4, "four points were recorded");
   CHECK(fixed.calls == 2, "only the abandoned points are measured again");

@@ -52,7 +52,8 @@ TEST(RunProbe, RecordsEveryPointSampleOrFailure) {
   FakeCollectiveBench collectives;
   FakeLauncher launcher(kTwoNodes);
   const ProbeRunOptions o = Options("probe_records.json");
-  Result<ProbeSummary> s = RunProbe(SmallSweep(), kernels.Facts(), launcher, &kernels, &collectives, o, {});
+  Result<ProbeSummary> s =
+      RunProbe(SmallSweep(), kernels.Facts(), launcher, &kernels, &collectives, o, {});
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->measured, 12);
   EXPECT_EQ(s->failed, 1);
@@ -105,8 +106,9 @@ TEST(RunProbe, KilledProbeResumesWhereItStopped) {
     kernels.before_each = [](int calls) {
       if (calls == 4) throw std::runtime_error("killed");
     };
-    EXPECT_THROW(RunProbe(SmallSweep(), kernels.Facts(), launcher, &kernels, &collectives, first, {}),
-                 std::runtime_error);
+    EXPECT_THROW(
+        RunProbe(SmallSweep(), kernels.Facts(), launcher, &kernels, &collectives, first, {}),
+        std::runtime_error);
   }
   Result<Profile> partial = ReadProfile(first.output_path);
   ASSERT_TRUE(partial.ok()) << partial.status().message();
@@ -117,7 +119,8 @@ TEST(RunProbe, KilledProbeResumesWhereItStopped) {
   again.date = "2026-11-23";
   FakeKernelBench kernels;
   FakeCollectiveBench collectives;
-  Result<ProbeSummary> s = RunProbe(SmallSweep(), kernels.Facts(), launcher, &kernels, &collectives, again, {});
+  Result<ProbeSummary> s =
+      RunProbe(SmallSweep(), kernels.Facts(), launcher, &kernels, &collectives, again, {});
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->resumed, 4);
   EXPECT_EQ(kernels.calls, 4);      // the other 4 kernel and host points
@@ -136,7 +139,8 @@ TEST(RunProbe, ExistingProfileWithoutResumeIsAnError) {
   ASSERT_TRUE(RunProbe(points, kernels.Facts(), launcher, &kernels, nullptr, o, {}).ok());
   Result<ProbeSummary> s = RunProbe(points, kernels.Facts(), launcher, &kernels, nullptr, o, {});
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("probe_exists.json: exists; pass --resume"), std::string::npos);
+  EXPECT_NE(s.status().message().find("probe_exists.json: exists; pass --resume"),
+            std::string::npos);
 }
 
 TEST(RunProbe, ResumeOnAnotherGpuIsRefused) {
@@ -150,7 +154,8 @@ TEST(RunProbe, ResumeOnAnotherGpuIsRefused) {
   o.resume = true;
   Result<ProbeSummary> s = RunProbe(points, other, launcher, &kernels, nullptr, o, {});
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("device.name is \"NVIDIA H100 80GB HBM3\" but this GPU is \"NVIDIA A100"),
+  EXPECT_NE(s.status().message().find(
+                "device.name is \"NVIDIA H100 80GB HBM3\" but this GPU is \"NVIDIA A100"),
             std::string::npos)
       << s.status().message();
 }
@@ -177,21 +182,23 @@ TEST(RunProbe, RetryFailedMeasuresRecordedFailuresAgain) {
 TEST(RunProbe, HungCollectiveAbortsItsGroupAndTheSweepGoesOn) {
   FakeKernelBench kernels;
   FakeCollectiveBench collectives;
-  collectives.hang_bytes = 2048;  // the world all-reduce of 2 KiB hangs; so would intra_node's, not reached
+  collectives.hang_bytes =
+      2048;  // the world all-reduce of 2 KiB hangs; so would intra_node's, not reached
   FakeLauncher launcher(kTwoNodes);
   std::vector<ProbePoint> points = SmallSweep();
   points.pop_back();  // intra_node 2048
   const ProbeRunOptions o = Options("probe_hang.json");
   std::vector<std::string> failed_progress;
-  Result<ProbeSummary> s =
-      RunProbe(points, kernels.Facts(), launcher, &kernels, &collectives, o, [&](const ProbeProgress& p) {
-        if (p.failed) failed_progress.push_back(p.point);
-      });
+  Result<ProbeSummary> s = RunProbe(points, kernels.Facts(), launcher, &kernels, &collectives, o,
+                                    [&](const ProbeProgress& p) {
+                                      if (p.failed) failed_progress.push_back(p.point);
+                                    });
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_EQ(s->hangs.size(), 1u);
-  EXPECT_NE(s->hangs[0].find("all_reduce of 2048 B over group world: did not finish within 120 s"), std::string::npos)
+  EXPECT_NE(s->hangs[0].find("all_reduce of 2048 B over group world: did not finish within 120 s"),
+            std::string::npos)
       << s->hangs[0];
-  EXPECT_EQ(s->abandoned, 1);  // world 4 KiB
+  EXPECT_EQ(s->abandoned, 1);       // world 4 KiB
   EXPECT_EQ(collectives.calls, 3);  // world 1 KiB, world 2 KiB (hung), intra_node 1 KiB
   EXPECT_EQ(failed_progress.back(), "all_reduce world 4 ranks 2048 B");
   Result<Profile> p = ReadProfile(o.output_path);

@@ -24,7 +24,9 @@ AttentionShape Llama(int64_t seq_q = 4096, int64_t seq_kv = 4096) {
   return shape;
 }
 
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(CudnnVersionName, SplitsMajorMinorAndPatch) {
   EXPECT_EQ(CudnnVersionName(91900), "9.19.0");
@@ -46,9 +48,10 @@ TEST(CheckCudnnSdpaSupport, RefusesBothPassesOnCudnn9_10_0And9_10_1) {
     }
   }
   Status status = CheckCudnnSdpaSupport(Llama(), SdpaPass::kBackward, 91001);
-  EXPECT_EQ(status.message(), "attention fwd causal b1 h32/8 s4096/4096 d128/128 bf16 on cuDNN 9.10.1: cuDNN 9.10.0 "
-                              "and 9.10.1 have known bugs in the bf16/fp16 attention backward (cudnn-frontend "
-                              "refuses it there): use cuDNN 9.10.2 or newer");
+  EXPECT_EQ(status.message(),
+            "attention fwd causal b1 h32/8 s4096/4096 d128/128 bf16 on cuDNN 9.10.1: cuDNN 9.10.0 "
+            "and 9.10.1 have known bugs in the bf16/fp16 attention backward (cudnn-frontend "
+            "refuses it there): use cuDNN 9.10.2 or newer");
   EXPECT_TRUE(CheckCudnnSdpaSupport(Llama(), SdpaPass::kBackward, 91002).ok());
   EXPECT_TRUE(CheckCudnnSdpaSupport(Llama(), SdpaPass::kForward, 90900).ok());
 }
@@ -57,10 +60,12 @@ TEST(CheckCudnnSdpaSupport, RefusesTheBackwardWhereTheFrontendAddsAPaddingMask) 
   const AttentionShape ragged_kv = Llama(4096, 4000);  // 4000 % 128 = 32
   Status status = CheckCudnnSdpaSupport(ragged_kv, SdpaPass::kBackward, 91500);
   EXPECT_EQ(status.code(), Status::Code::kUnimplemented);
-  EXPECT_TRUE(Contains(status.message(), "on cuDNN 9.15.0: cuDNN 9.15.0 and older need a padding mask in the "
-                                         "attention backward when s_kv (4000) is not a multiple of 128"))
+  EXPECT_TRUE(Contains(status.message(),
+                       "on cuDNN 9.15.0: cuDNN 9.15.0 and older need a padding mask in the "
+                       "attention backward when s_kv (4000) is not a multiple of 128"))
       << status.message();
-  EXPECT_EQ(CheckCudnnSdpaSupport(ragged_kv, SdpaPass::kBackward, 91100).code(), Status::Code::kUnimplemented);
+  EXPECT_EQ(CheckCudnnSdpaSupport(ragged_kv, SdpaPass::kBackward, 91100).code(),
+            Status::Code::kUnimplemented);
   // Newer cuDNN, the forward, or an s_kv that is a multiple of 128 (whatever s_q is) need no mask.
   EXPECT_TRUE(CheckCudnnSdpaSupport(ragged_kv, SdpaPass::kBackward, 91501).ok());
   EXPECT_TRUE(CheckCudnnSdpaSupport(ragged_kv, SdpaPass::kForward, 91500).ok());
@@ -73,7 +78,8 @@ TEST(CheckCudnnSdpaSupport, RefusesHeadDimsThatAreNotMultiplesOf8) {
   for (SdpaPass pass : {SdpaPass::kForward, SdpaPass::kBackward}) {
     Status status = CheckCudnnSdpaSupport(shape, pass, kCudnn9_19_0);
     EXPECT_EQ(status.code(), Status::Code::kUnimplemented);
-    EXPECT_TRUE(Contains(status.message(), "multiples of 8; d_qk is 128 and d_v 100")) << status.message();
+    EXPECT_TRUE(Contains(status.message(), "multiples of 8; d_qk is 128 and d_v 100"))
+        << status.message();
   }
 }
 
@@ -86,7 +92,8 @@ TEST(CheckCudnnSdpaSupport, RefusesTheBackwardOfOneQueryAndOneKey) {
 
 TEST(CheckCudnnSdpaSupport, RefusesMaskedDecodeOnCudnn9_9AndOlder) {
   AttentionShape decode = Llama(1, 4096);
-  EXPECT_EQ(CheckCudnnSdpaSupport(decode, SdpaPass::kForward, 90900).code(), Status::Code::kUnimplemented);
+  EXPECT_EQ(CheckCudnnSdpaSupport(decode, SdpaPass::kForward, 90900).code(),
+            Status::Code::kUnimplemented);
   EXPECT_TRUE(CheckCudnnSdpaSupport(decode, SdpaPass::kForward, 91002).ok());
   decode.causal = false;
   EXPECT_TRUE(CheckCudnnSdpaSupport(decode, SdpaPass::kForward, 90900).ok());

@@ -49,8 +49,8 @@ TEST(CollectiveBusFactor, FollowsNcclTestsPerformanceDoc) {
 }
 
 TEST(CollectiveTimingOf, AlgbwIsSizeOverTimeInGBps) {
-  // The 8 GiB row of nccl-tests' all_reduce_perf on 8 H100s (tests/cost/data/all_reduce_perf_h100.txt):
-  // 31390 us -> algbw 273.65, busbw 478.89.
+  // The 8 GiB row of nccl-tests' all_reduce_perf on 8 H100s
+  // (tests/cost/data/all_reduce_perf_h100.txt): 31390 us -> algbw 273.65, busbw 478.89.
   CollectiveTiming t = CollectiveTimingOf(ProfiledCollective::kAllReduce, 8589934592, 8, 31390);
   EXPECT_NEAR(t.algbw_GBps, 273.65, 0.01);
   EXPECT_NEAR(t.busbw_GBps, 478.89, 0.01);

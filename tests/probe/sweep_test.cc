@@ -13,13 +13,15 @@ namespace loom {
 namespace {
 
 int64_t Count(const std::vector<ProbePoint>& points, size_t alternative) {
-  return std::count_if(points.begin(), points.end(), [&](const ProbePoint& p) { return p.index() == alternative; });
+  return std::count_if(points.begin(), points.end(),
+                       [&](const ProbePoint& p) { return p.index() == alternative; });
 }
 
 bool HasGemm(const std::vector<ProbePoint>& points, GemmShape want) {
   return std::any_of(points.begin(), points.end(), [&](const ProbePoint& p) {
     const GemmShape* g = std::get_if<GemmShape>(&p);
-    return g && g->m == want.m && g->n == want.n && g->k == want.k && g->batch == want.batch && g->dtype == want.dtype;
+    return g && g->m == want.m && g->n == want.n && g->k == want.k && g->batch == want.batch &&
+           g->dtype == want.dtype;
   });
 }
 
@@ -59,17 +61,20 @@ TEST(PlanSweep, CollectivesDoubleFromMinToMaxOverEachGroup) {
 
 TEST(PlanSweep, ForModelMeasuresTheLayerShapesOfEveryTensorParallelDegree) {
   Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-70b.json");
-  Result<ClusterSpec> cluster = LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json");
+  Result<ClusterSpec> cluster =
+      LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json");
   ASSERT_TRUE(model.ok() && cluster.ok());
   SweepOptions o;
   o.kinds = {ProbeKind::kGemm, ProbeKind::kAttention};
   o.for_model = {&*model, &*cluster, 8192, {1, 2}, Dtype::kBf16};
   Result<std::vector<ProbePoint>> points = PlanSweep(o);
   ASSERT_TRUE(points.ok()) << points.status().message();
-  // QKV of Llama-3-70B (hidden 8192, 64 query and 8 KV heads of 128): (8192 + 2 * 1024) / tp columns.
+  // QKV of Llama-3-70B (hidden 8192, 64 query and 8 KV heads of 128): (8192 + 2 * 1024) / tp
+  // columns.
   for (int64_t tp : {1, 2, 4, 8}) {
     EXPECT_TRUE(HasGemm(*points, {8192, 10240 / tp, 8192, 1, Dtype::kBf16})) << "tp " << tp;
-    EXPECT_TRUE(HasGemm(*points, {16384, 10240 / tp, 8192, 1, Dtype::kBf16})) << "tp " << tp << " mbs 2";
+    EXPECT_TRUE(HasGemm(*points, {16384, 10240 / tp, 8192, 1, Dtype::kBf16}))
+        << "tp " << tp << " mbs 2";
   }
   // Every shape once.
   std::set<std::string> keys;
@@ -81,7 +86,8 @@ TEST(PlanSweep, ForModelMeasuresTheLayerShapesOfEveryTensorParallelDegree) {
 
 TEST(PlanSweep, ForModelMeasuresEachWgradGemmAccumulatingIntoFp32AndPlain) {
   Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-70b.json");
-  Result<ClusterSpec> cluster = LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json");
+  Result<ClusterSpec> cluster =
+      LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json");
   ASSERT_TRUE(model.ok() && cluster.ok());
   SweepOptions o;
   o.kinds = {ProbeKind::kGemm};
@@ -99,7 +105,8 @@ TEST(PlanSweep, ForModelMeasuresEachWgradGemmAccumulatingIntoFp32AndPlain) {
     GemmShape plain = *g;
     plain.accumulate_fp32 = false;
     EXPECT_TRUE(HasGemm(*points, plain)) << DescribeShape(*g);
-    if (g->m == qkv_wgrad.m && g->n == qkv_wgrad.n && g->k == qkv_wgrad.k) qkv_wgrad.batch = 0;  // found
+    if (g->m == qkv_wgrad.m && g->n == qkv_wgrad.n && g->k == qkv_wgrad.k)
+      qkv_wgrad.batch = 0;  // found
   }
   EXPECT_EQ(qkv_wgrad.batch, 0) << "no accumulating QKV weight-gradient point";
   EXPECT_GT(accumulating, 0);
@@ -136,7 +143,8 @@ TEST(PlanSweep, ForModelNeedsClusterAndSequence) {
   o.for_model.seq_len = 4096;
   Result<std::vector<ProbePoint>> points = PlanSweep(o);
   ASSERT_FALSE(points.ok());
-  EXPECT_NE(points.status().message().find("needs --cluster"), std::string::npos) << points.status().message();
+  EXPECT_NE(points.status().message().find("needs --cluster"), std::string::npos)
+      << points.status().message();
 }
 
 TEST(PointKey, MemoryKernelsOfEqualTrafficDifferByLabel) {

@@ -73,7 +73,8 @@ TEST(Watchdog, DisarmedInTimeNeverAborts) {
   clock.Advance(1);
   EXPECT_FALSE(watchdog.Disarm());
   clock.Advance(100);  // far past the first deadline
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a few of the watchdog's 10 ms looks
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(50));  // a few of the watchdog's 10 ms looks
   // A second watch fires; the watchdog has run past the first deadline by then and left it alone.
   BlockedOperation second;
   watchdog.Arm(5, [&] { second.Abort(); });
@@ -123,9 +124,10 @@ TEST(Watchdog, RunOrAbortDeadlineAbortsABlockedStepAndNamesTheOperation) {
         return Status::Ok();
       });
   ASSERT_EQ(s.code(), Status::Code::kDeadlineExceeded) << s.ToString();
-  EXPECT_EQ(s.message().rfind("all_reduce of 1024 B over group world (8 ranks) did not finish within 5 s and was "
-                              "aborted; a rank may have died",
-                              0),
+  EXPECT_EQ(s.message().rfind(
+                "all_reduce of 1024 B over group world (8 ranks) did not finish within 5 s and was "
+                "aborted; a rank may have died",
+                0),
             0u)
       << s.message();
   EXPECT_EQ(operation.Aborts(), 1);
@@ -143,9 +145,10 @@ TEST(Watchdog, RunOrAbortStepErrorAbortsOnceHereWithTheOperationInFront) {
         return Status::Internal("ncclCommAbort(comm): invalid usage");
       });
   EXPECT_EQ(s.code(), Status::Code::kResourceExhausted);
-  EXPECT_EQ(s.message(),
-            "closing the rails communicator: ncclCommFinalize(comm): out of memory; aborting failed too: "
-            "ncclCommAbort(comm): invalid usage");
+  EXPECT_EQ(
+      s.message(),
+      "closing the rails communicator: ncclCommFinalize(comm): out of memory; aborting failed too: "
+      "ncclCommAbort(comm): invalid usage");
   EXPECT_EQ(operation.Aborts(), 1);
   EXPECT_EQ(operation.AbortThread(), std::this_thread::get_id());
 }

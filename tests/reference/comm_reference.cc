@@ -41,16 +41,21 @@ NcclTestsRow BusbwRow(int64_t bytes, double busbw_GBps, int64_t ranks, std::stri
 // DGX H100 runs beyond one node too.
 bool IsHopper(std::string_view cluster) { return cluster == "dgx-h100" || cluster == "hgx-h200"; }
 
-Status AddSingleNode(const std::string& tables_dir, std::string_view cluster, std::vector<CommReferenceRun>* out) {
+Status AddSingleNode(const std::string& tables_dir, std::string_view cluster,
+                     std::vector<CommReferenceRun>* out) {
   const std::string path = tables_dir + "/" + std::string(kSingleNodeAllReduceTable);
   Result<CsvTable> table = ReadReferenceCsv(path);
   if (!table.ok()) return table.status();
   // The table's columns are per GPU: a100_busbw_GBps, h100_busbw_GBps.
-  const std::string column = cluster == "dgx-a100" ? "a100_busbw_GBps" : IsHopper(cluster) ? "h100_busbw_GBps" : "";
+  const std::string column = cluster == "dgx-a100" ? "a100_busbw_GBps"
+                             : IsHopper(cluster)   ? "h100_busbw_GBps"
+                                                   : "";
   if (column.empty()) return Status::Ok();
   constexpr int64_t kRanks = 8;
-  CommReferenceRun run{std::string(kSingleNodeAllReduceTable), "azure_ai_benchmarking_guide",
-                       "azure_ai_benchmarking_guide", {}};
+  CommReferenceRun run{std::string(kSingleNodeAllReduceTable),
+                       "azure_ai_benchmarking_guide",
+                       "azure_ai_benchmarking_guide",
+                       {}};
   run.run.file = path;
   run.run.test = NcclTest::kAllReduce;
   run.run.ranks = kRanks;
@@ -61,13 +66,15 @@ Status AddSingleNode(const std::string& tables_dir, std::string_view cluster, st
     const int64_t bytes = r.Int("size_bytes");
     const double busbw = r.Number(column);
     LOOM_RETURN_IF_ERROR(r.Finish());
-    run.run.rows.push_back(BusbwRow(bytes, busbw, kRanks, path + ":" + std::to_string(first + static_cast<int>(i))));
+    run.run.rows.push_back(
+        BusbwRow(bytes, busbw, kRanks, path + ":" + std::to_string(first + static_cast<int>(i))));
   }
   out->push_back(std::move(run));
   return Status::Ok();
 }
 
-Status AddHopperNode(const std::string& tables_dir, std::string_view cluster, std::vector<CommReferenceRun>* out) {
+Status AddHopperNode(const std::string& tables_dir, std::string_view cluster,
+                     std::vector<CommReferenceRun>* out) {
   if (!IsHopper(cluster)) return Status::Ok();
   const std::string path = tables_dir + "/" + std::string(kHopperNodeTable);
   Result<CsvTable> table = ReadReferenceCsv(path);
@@ -91,12 +98,15 @@ Status AddHopperNode(const std::string& tables_dir, std::string_view cluster, st
                                      "\"; use all_reduce, all_gather or reduce_scatter");
     }
     if (settings != "default" && settings != "nvls_disabled") {
-      return Status::InvalidArgument(where + ": settings is \"" + settings + "\"; use default or nvls_disabled");
+      return Status::InvalidArgument(where + ": settings is \"" + settings +
+                                     "\"; use default or nvls_disabled");
     }
     if (ranks < 2 || ranks > 8) {
-      return Status::InvalidArgument(where + ": ranks is " + std::to_string(ranks) + "; the table is of one 8-GPU node");
+      return Status::InvalidArgument(where + ": ranks is " + std::to_string(ranks) +
+                                     "; the table is of one 8-GPU node");
     }
-    const std::string key = source + " " + std::to_string(ranks) + " " + collective + " " + settings;
+    const std::string key =
+        source + " " + std::to_string(ranks) + " " + collective + " " + settings;
     auto [it, added] = index.try_emplace(key, out->size());
     if (added) {
       CommReferenceRun run{std::string(kHopperNodeTable), source, source, {}};
@@ -112,7 +122,8 @@ Status AddHopperNode(const std::string& tables_dir, std::string_view cluster, st
   return Status::Ok();
 }
 
-Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std::vector<CommReferenceRun>* out) {
+Status AddMultiNode(const std::string& tables_dir, std::string_view cluster,
+                    std::vector<CommReferenceRun>* out) {
   const std::string path = tables_dir + "/" + std::string(kMultiNodeAllReduceTable);
   Result<CsvTable> table = ReadReferenceCsv(path);
   if (!table.ok()) return table.status();
@@ -131,11 +142,13 @@ Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std
     LOOM_RETURN_IF_ERROR(r.Finish());
     const std::string where = path + ":" + std::to_string(first + static_cast<int>(i));
     if (settings != "default" && settings != "tuned" && settings != "forced_ring") {
-      return Status::InvalidArgument(where + ": settings is \"" + settings +
-                                     "\"; use default, tuned or forced_ring (the table's header says which is which)");
+      return Status::InvalidArgument(
+          where + ": settings is \"" + settings +
+          "\"; use default, tuned or forced_ring (the table's header says which is which)");
     }
     // HGX H200 has no multi-node table: its runs are DGX H100's (AddHopperNode).
-    const bool same = row_cluster == cluster || (cluster == "hgx-h200" && row_cluster == "dgx-h100");
+    const bool same =
+        row_cluster == cluster || (cluster == "hgx-h200" && row_cluster == "dgx-h100");
     if (!same || settings != "default") continue;
     auto [it, added] = index.try_emplace(source, out->size());
     if (added) {
@@ -148,11 +161,13 @@ Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std
     }
     NcclTestsRun& run = (*out)[it->second].run;
     if ((*out)[it->second].site != site) {
-      return Status::InvalidArgument(where + ": source " + source + " changes its site; one run ran on one site");
+      return Status::InvalidArgument(where + ": source " + source +
+                                     " changes its site; one run ran on one site");
     }
     if (*run.ranks != nodes * per_node || *run.nodes != nodes) {
-      return Status::InvalidArgument(where + ": source " + source +
-                                     " changes its node or rank count; give each run its own source id");
+      return Status::InvalidArgument(
+          where + ": source " + source +
+          " changes its node or rank count; give each run its own source id");
     }
     run.rows.push_back(BusbwRow(bytes, busbw, *run.ranks, where));
   }
@@ -161,7 +176,8 @@ Status AddMultiNode(const std::string& tables_dir, std::string_view cluster, std
 
 }  // namespace
 
-Result<std::vector<CommReferenceRun>> LoadCommReferenceRuns(const std::string& tables_dir, std::string_view cluster) {
+Result<std::vector<CommReferenceRun>> LoadCommReferenceRuns(const std::string& tables_dir,
+                                                            std::string_view cluster) {
   std::vector<CommReferenceRun> runs;
   LOOM_RETURN_IF_ERROR(AddSingleNode(tables_dir, cluster, &runs));
   LOOM_RETURN_IF_ERROR(AddHopperNode(tables_dir, cluster, &runs));
@@ -169,7 +185,8 @@ Result<std::vector<CommReferenceRun>> LoadCommReferenceRuns(const std::string& t
   return runs;
 }
 
-Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePaths& paths, std::string_view cluster) {
+Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePaths& paths,
+                                                               std::string_view cluster) {
   Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(paths.tables_dir, cluster);
   if (!runs.ok()) return runs.status();
   std::vector<AllReduceCase> cases;
@@ -177,21 +194,23 @@ Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePa
     if (r.table != kMultiNodeAllReduceTable) continue;
     const int64_t nodes = *r.run.nodes;
     const int64_t per_node = *r.run.ranks / nodes;
-    Result<ClusterSpec> spec = LoadClusterSpec(paths.clusters_dir + "/" + std::string(cluster) + ".json", nodes);
+    Result<ClusterSpec> spec =
+        LoadClusterSpec(paths.clusters_dir + "/" + std::string(cluster) + ".json", nodes);
     if (!spec.ok()) return spec.status();
     if (per_node > spec->gpus_per_node) {
-      return Status::InvalidArgument(r.run.file + ": source " + r.source + " has " + std::to_string(per_node) +
-                                     " ranks per node but " + spec->file + " has " +
-                                     std::to_string(spec->gpus_per_node) + " GPUs per node");
+      return Status::InvalidArgument(r.run.file + ": source " + r.source + " has " +
+                                     std::to_string(per_node) + " ranks per node but " +
+                                     spec->file + " has " + std::to_string(spec->gpus_per_node) +
+                                     " GPUs per node");
     }
     // The nccl-tests size convention of the table starts at 16 MiB, like the single-node table.
     constexpr int64_t kMinBytes = int64_t{16} << 20;
     for (const NcclTestsRow& row : r.run.rows) {
       if (row.size_bytes < kMinBytes) continue;
-      cases.push_back({r.source + " " + std::to_string(nodes) + "x" + std::to_string(per_node) + " " +
-                           SizeName(row.size_bytes),
-                       *spec, row.size_bytes, row.in_place->busbw_GBps, GroupPlacement{*r.run.ranks, per_node},
-                       r.site});
+      cases.push_back({r.source + " " + std::to_string(nodes) + "x" + std::to_string(per_node) +
+                           " " + SizeName(row.size_bytes),
+                       *spec, row.size_bytes, row.in_place->busbw_GBps,
+                       GroupPlacement{*r.run.ranks, per_node}, r.site});
     }
   }
   return cases;
@@ -209,10 +228,13 @@ Result<std::vector<AllReduceCase>> LoadHopperNodeCases(const ReferencePaths& pat
     std::string test(kNcclTestNames.Name(r.run.test));
     test = test.substr(0, test.size() - std::string_view("_perf").size());
     for (const NcclTestsRow& row : r.run.rows) {
-      AllReduceCase c{test + " " + std::to_string(*r.run.ranks) + " GPUs" + (r.run.nvls_disabled ? " NVLS off " : " ") +
-                          SizeName(row.size_bytes),
-                      *spec, row.size_bytes, row.in_place->busbw_GBps,
-                      PlaceGroup(*r.run.ranks, 1, spec->gpus_per_node), ""};
+      AllReduceCase c{test + " " + std::to_string(*r.run.ranks) + " GPUs" +
+                          (r.run.nvls_disabled ? " NVLS off " : " ") + SizeName(row.size_bytes),
+                      *spec,
+                      row.size_bytes,
+                      row.in_place->busbw_GBps,
+                      PlaceGroup(*r.run.ranks, 1, spec->gpus_per_node),
+                      ""};
       c.kind = kind;
       c.nvls_disabled = r.run.nvls_disabled;
       cases.push_back(std::move(c));
@@ -222,11 +244,13 @@ Result<std::vector<AllReduceCase>> LoadHopperNodeCases(const ReferencePaths& pat
 }
 
 Result<CommCalibration> FitReferenceCommCalibration(const std::vector<CommReferenceRun>& runs,
-                                                    const ClusterSpec& cluster, std::string_view excluded_table,
+                                                    const ClusterSpec& cluster,
+                                                    std::string_view excluded_table,
                                                     std::string_view excluded_site) {
   std::vector<NcclTestsRun> kept;
   for (const CommReferenceRun& r : runs) {
-    const bool excluded = r.table == excluded_table && (excluded_site.empty() || r.site == excluded_site);
+    const bool excluded =
+        r.table == excluded_table && (excluded_site.empty() || r.site == excluded_site);
     if (!excluded) kept.push_back(r.run);
   }
   if (kept.empty()) return CommCalibration{};

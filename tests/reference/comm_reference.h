@@ -23,10 +23,12 @@ inline constexpr std::string_view kHopperNodeTable = "nccl_hopper_1node.csv";
 
 // One published all-reduce run: one node count and rank count, every size it printed.
 struct CommReferenceRun {
-  std::string table;   // its file name in tests/reference/
-  std::string source;  // the source id within the table ("azure_ai_benchmarking_guide" for the 8-GPU table)
-  std::string site;    // the machines it ran on (the table's "site" column; the source for the 8-GPU table)
-  NcclTestsRun run;    // file = the table's path, rows with in-place timings only
+  std::string table;  // its file name in tests/reference/
+  std::string
+      source;  // the source id within the table ("azure_ai_benchmarking_guide" for the 8-GPU table)
+  std::string
+      site;  // the machines it ran on (the table's "site" column; the source for the 8-GPU table)
+  NcclTestsRun run;  // file = the table's path, rows with in-place timings only
 };
 
 // Every published all-reduce run on |cluster| ("dgx-a100", "dgx-h100" or "hgx-h200"): the cluster's
@@ -35,23 +37,27 @@ struct CommReferenceRun {
 // Hopper clusters also nccl_hopper_1node.csv (8x H200: all-reduce, all-gather and reduce-scatter
 // over 4-8 GPUs of one node, default or with NVLS disabled, a run per source, rank count,
 // collective and setting), whose NVLink 4 fabric H100 and H200 SXM nodes share, and for hgx-h200
-// the DGX H100 runs of the other tables (HGX H200 has no table of its own beyond that node). The time of a
-// row follows from nccl-tests' busbw convention, busbw = size / time * 2(n-1)/n. Errors name the
-// table, row and column.
-Result<std::vector<CommReferenceRun>> LoadCommReferenceRuns(const std::string& tables_dir, std::string_view cluster);
+// the DGX H100 runs of the other tables (HGX H200 has no table of its own beyond that node). The
+// time of a row follows from nccl-tests' busbw convention, busbw = size / time * 2(n-1)/n. Errors
+// name the table, row and column.
+Result<std::vector<CommReferenceRun>> LoadCommReferenceRuns(const std::string& tables_dir,
+                                                            std::string_view cluster);
 
 // FitCommCalibration on |runs| except those from |excluded_table| (none when empty) - only its runs
 // on |excluded_site| when that is given - for |cluster| with its calibration removed; the
 // calibration's fitted_on lists the tables used. A calibration with no value (CommCalibration{}:
 // the nominal bandwidths) when no run remains.
 Result<CommCalibration> FitReferenceCommCalibration(const std::vector<CommReferenceRun>& runs,
-                                                    const ClusterSpec& cluster, std::string_view excluded_table = "",
+                                                    const ClusterSpec& cluster,
+                                                    std::string_view excluded_table = "",
                                                     std::string_view excluded_site = "");
 
 // The rows of nccl_allreduce_multinode.csv on hardware/clusters/<cluster>.json from 16 MiB, the
 // runs with default settings only, each over its nodes x ranks per node (Megatron numbering: the
-// ranks of a node are consecutive), named "<source> <nodes>x<ranks per node> <size>", with its site.
-Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePaths& paths, std::string_view cluster);
+// ranks of a node are consecutive), named "<source> <nodes>x<ranks per node> <size>", with its
+// site.
+Result<std::vector<AllReduceCase>> LoadMultiNodeAllReduceCases(const ReferencePaths& paths,
+                                                               std::string_view cluster);
 
 // The rows of nccl_hopper_1node.csv on hardware/clusters/hgx-h200.json (the GPUs it ran on), each
 // over its ranks of one node with its collective and NVLS setting, named "<collective> <ranks> GPUs

@@ -31,9 +31,9 @@ Result<std::vector<Table3Config>> ReadTable3(const ReferencePaths& paths) {
   std::vector<Table3Config> configs;
   for (size_t i = 0; i < table->rows.size(); ++i) {
     RowReader r(*table, i);
-    Table3Config c{r.Text("model"), r.Int("heads"),        r.Int("hidden"),
-                   r.Int("layers"), r.Int("tp"),           r.Int("pp"),
-                   r.Int("gpus"),   r.Int("global_batch"), r.Int("micro_batch"),
+    Table3Config c{r.Text("model"),        r.Int("heads"),        r.Int("hidden"),
+                   r.Int("layers"),        r.Int("tp"),           r.Int("pp"),
+                   r.Int("gpus"),          r.Int("global_batch"), r.Int("micro_batch"),
                    r.Int("virtual_stages")};
     LOOM_RETURN_IF_ERROR(r.Finish());
     configs.push_back(std::move(c));
@@ -46,8 +46,9 @@ Result<Table3Config> FindConfig(const std::vector<Table3Config>& configs, const 
   for (const Table3Config& c : configs) {
     if (c.model == model) return c;
   }
-  return Status::InvalidArgument(file + ": model " + model +
-                                 " has no row in korthikanti2022_configs.csv (Table 3); add its configuration");
+  return Status::InvalidArgument(
+      file + ": model " + model +
+      " has no row in korthikanti2022_configs.csv (Table 3); add its configuration");
 }
 
 // |file| of hardware/clusters with gpus / gpus_per_node nodes.
@@ -56,7 +57,8 @@ Result<ClusterSpec> LoadNodes(const ReferencePaths& paths, std::string_view file
   if (!cluster.ok()) return cluster.status();
   ClusterSpec c = *cluster;
   if (gpus % c.gpus_per_node != 0) {
-    return Status::InvalidArgument(c.file + ": " + std::to_string(gpus) + " GPUs do not fill whole nodes of " +
+    return Status::InvalidArgument(c.file + ": " + std::to_string(gpus) +
+                                   " GPUs do not fill whole nodes of " +
                                    std::to_string(c.gpus_per_node));
   }
   c.nodes = gpus / c.gpus_per_node;
@@ -66,8 +68,9 @@ Result<ClusterSpec> LoadNodes(const ReferencePaths& paths, std::string_view file
 // The data-parallel size that fills |gpus| with tp * pp ranks per replica.
 Result<int64_t> DataParallel(const Table3Config& c) {
   if (c.gpus % (c.tp * c.pp) != 0) {
-    return Status::InvalidArgument("korthikanti2022_configs.csv: " + c.model + ": gpus (" + std::to_string(c.gpus) +
-                                   ") is not a multiple of tp * pp (" + std::to_string(c.tp * c.pp) + ")");
+    return Status::InvalidArgument("korthikanti2022_configs.csv: " + c.model + ": gpus (" +
+                                   std::to_string(c.gpus) + ") is not a multiple of tp * pp (" +
+                                   std::to_string(c.tp * c.pp) + ")");
   }
   return c.gpus / (c.tp * c.pp);
 }
@@ -137,9 +140,11 @@ Result<StepCase> NarayananCase(const ReferencePaths& paths, const CsvTable& tabl
   const double measured = r.Number("tflops_per_gpu");
   LOOM_RETURN_IF_ERROR(r.Finish());
   const std::string where = table.file + ": " + size;
-  if (s.WorldSize() != gpus) return Status::InvalidArgument(where + ": tp * pp * dp differs from gpus");
+  if (s.WorldSize() != gpus)
+    return Status::InvalidArgument(where + ": tp * pp * dp differs from gpus");
   if (interleaved && layers % (s.pp * layers_per_chunk) != 0) {
-    return Status::InvalidArgument(where + ": layers is not a multiple of pp * layers_per_virtual_stage");
+    return Status::InvalidArgument(where +
+                                   ": layers is not a multiple of pp * layers_per_virtual_stage");
   }
   s.vpp = interleaved ? layers / (s.pp * layers_per_chunk) : 1;
   s.schedule = s.vpp > 1 ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
@@ -153,18 +158,24 @@ Result<StepCase> NarayananCase(const ReferencePaths& paths, const CsvTable& tabl
   // all-reduces after the backward.
   s.overlap_grad_reduce = std::stod(r.Text("params_b")) < 39.0;
   // At the SC21 scripts' commit (NVIDIA/Megatron-LM 6985e589) gradient-accumulation fusion did not
-  // exist yet, and with --fp16 neither DDP kept a main_grad buffer: accumulate_allreduce_grads_in_fp32
-  // is forced for bf16 only and --use-contiguous-buffers-in-ddp is off by default (megatron/
-  // arguments.py), so PyTorch DDP (under no_sync, megatron/schedules.py) and the local DDP
-  // (megatron/model/distributed.py, no hooks without contiguous buffers) both leave autograd to
-  // sum each micro-batch's fp16 gradient into .grad; zero_grad(set_to_none=True) makes the first
-  // micro-batch's a copy-free assignment (megatron/optimizer/optimizer.py).
+  // exist yet, and with --fp16 neither DDP kept a main_grad buffer:
+  // accumulate_allreduce_grads_in_fp32 is forced for bf16 only and --use-contiguous-buffers-in-ddp
+  // is off by default (megatron/ arguments.py), so PyTorch DDP (under no_sync,
+  // megatron/schedules.py) and the local DDP (megatron/model/distributed.py, no hooks without
+  // contiguous buffers) both leave autograd to sum each micro-batch's fp16 gradient into .grad;
+  // zero_grad(set_to_none=True) makes the first micro-batch's a copy-free assignment
+  // (megatron/optimizer/optimizer.py).
   s.grad_accumulation = GradAccumulation::kAutograd;
-  Result<ModelSpec> model = MegatronGpt(heads, hidden, layers, "narayanan2021_table1.csv (" + size + ")");
+  Result<ModelSpec> model =
+      MegatronGpt(heads, hidden, layers, "narayanan2021_table1.csv (" + size + ")");
   if (!model.ok()) return model.status();
   Result<ClusterSpec> cluster = LoadNodes(paths, kSelene, gpus);
   if (!cluster.ok()) return cluster.status();
-  return StepCase{size + " (" + std::to_string(gpus) + " GPUs)", *model, *cluster, s, MegatronLayerKernels(),
+  return StepCase{size + " (" + std::to_string(gpus) + " GPUs)",
+                  *model,
+                  *cluster,
+                  s,
+                  MegatronLayerKernels(),
                   measured};
 }
 
@@ -186,17 +197,19 @@ LayerOpsOptions MegatronLayerKernels() {
 }
 
 ReferencePaths SourceTreePaths(const std::string& source_dir) {
-  return {source_dir + "/tests/reference", source_dir + "/hardware/clusters", source_dir + "/hardware/frameworks"};
+  return {source_dir + "/tests/reference", source_dir + "/hardware/clusters",
+          source_dir + "/hardware/frameworks"};
 }
 
-Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers, const std::string& file) {
+Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers,
+                              const std::string& file) {
   const nlohmann::json config = {
-      {"hidden_size", hidden},        {"intermediate_size", 4 * hidden},
-      {"num_hidden_layers", layers},  {"num_attention_heads", heads},
-      {"vocab_size", kVocab},         {"max_position_embeddings", kSeqLen},
-      {"hidden_act", "gelu"},         {"layer_norm_epsilon", 1e-5},
-      {"attention_bias", true},       {"mlp_bias", true},
-      {"tie_word_embeddings", true},  {"position_embedding_type", "learned_absolute"}};
+      {"hidden_size", hidden},       {"intermediate_size", 4 * hidden},
+      {"num_hidden_layers", layers}, {"num_attention_heads", heads},
+      {"vocab_size", kVocab},        {"max_position_embeddings", kSeqLen},
+      {"hidden_act", "gelu"},        {"layer_norm_epsilon", 1e-5},
+      {"attention_bias", true},      {"mlp_bias", true},
+      {"tie_word_embeddings", true}, {"position_embedding_type", "learned_absolute"}};
   Result<ModelSpec> model = ParseModelSpec(config, file);
   if (!model.ok()) return model.status();
   ModelSpec m = *model;
@@ -208,7 +221,8 @@ namespace {
 
 // Gives every case Megatron-LM's host thread (megatron-core.json), which both papers' runs had.
 Status WithMegatronHost(const ReferencePaths& paths, std::vector<StepCase>& cases) {
-  Result<FrameworkProfile> framework = LoadFrameworkProfile(paths.frameworks_dir + "/megatron-core.json");
+  Result<FrameworkProfile> framework =
+      LoadFrameworkProfile(paths.frameworks_dir + "/megatron-core.json");
   if (!framework.ok()) return framework.status();
   for (StepCase& c : cases) c.framework = *framework;
   return Status::Ok();
@@ -219,7 +233,8 @@ Status WithMegatronHost(const ReferencePaths& paths, std::vector<StepCase>& case
 Result<std::vector<StepCase>> LoadKorthikantiIterationCases(const ReferencePaths& paths) {
   Result<std::vector<Table3Config>> configs = ReadTable3(paths);
   if (!configs.ok()) return configs.status();
-  Result<CsvTable> table = ReadReferenceCsv(paths.tables_dir + "/korthikanti2022_iteration_time.csv");
+  Result<CsvTable> table =
+      ReadReferenceCsv(paths.tables_dir + "/korthikanti2022_iteration_time.csv");
   if (!table.ok()) return table.status();
   std::vector<StepCase> cases;
   for (size_t i = 0; i < table->rows.size(); ++i) {
@@ -236,10 +251,11 @@ Result<std::vector<StepCase>> LoadKorthikantiIterationCases(const ReferencePaths
     Result<ClusterSpec> cluster = LoadNodes(paths, kSelene, config->gpus);
     if (!cluster.ok()) return cluster.status();
     cases.push_back({name + " full recompute", *model, *cluster,
-                     Table3Strategy(*config, *dp, Recompute::kFull, false), MegatronLayerKernels(), full_s});
+                     Table3Strategy(*config, *dp, Recompute::kFull, false), MegatronLayerKernels(),
+                     full_s});
     cases.push_back({name + " selective + sp", *model, *cluster,
-                     Table3Strategy(*config, *dp, Recompute::kSelective, true), MegatronLayerKernels(),
-                     selective_sp_s});
+                     Table3Strategy(*config, *dp, Recompute::kSelective, true),
+                     MegatronLayerKernels(), selective_sp_s});
   }
   LOOM_RETURN_IF_ERROR(WithMegatronHost(paths, cases));
   return cases;
@@ -265,8 +281,9 @@ Result<LayerCases> LoadKorthikantiLayerCases(const ReferencePaths& paths) {
     LOOM_RETURN_IF_ERROR(r.Finish());
     std::optional<Table4Setting> setting = FindSetting(name);
     if (!setting.has_value()) {
-      return Status::InvalidArgument(table->file + ": setting " + name +
-                                     " is not one of Table 4's five; fidelity_cases.cc knows them by name");
+      return Status::InvalidArgument(
+          table->file + ": setting " + name +
+          " is not one of Table 4's five; fidelity_cases.cc knows them by name");
     }
     Table3Config layer = *config;
     layer.pp = 1;
@@ -291,11 +308,13 @@ Result<std::vector<StepCase>> LoadNarayananCases(const ReferencePaths& paths) {
   return cases;
 }
 
-Result<std::vector<AllReduceCase>> LoadAllReduceCases(const ReferencePaths& paths, std::string_view cluster_file,
+Result<std::vector<AllReduceCase>> LoadAllReduceCases(const ReferencePaths& paths,
+                                                      std::string_view cluster_file,
                                                       std::string_view column) {
   Result<CsvTable> table = ReadReferenceCsv(paths.tables_dir + "/nccl_allreduce_8gpu.csv");
   if (!table.ok()) return table.status();
-  Result<ClusterSpec> node = LoadClusterSpec(paths.clusters_dir + "/" + std::string(cluster_file), 1);
+  Result<ClusterSpec> node =
+      LoadClusterSpec(paths.clusters_dir + "/" + std::string(cluster_file), 1);
   if (!node.ok()) return node.status();
   std::vector<AllReduceCase> cases;
   for (size_t i = 0; i < table->rows.size(); ++i) {

@@ -13,9 +13,9 @@
 
 #include "core/status.h"
 #include "cost/comm_model.h"
+#include "reference/reference_csv.h"
 #include "spec/cluster.h"
 #include "spec/framework.h"
-#include "reference/reference_csv.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 #include "workload/layer_ops.h"
@@ -24,8 +24,8 @@ namespace loom {
 
 // Where the reference tables and cluster files are.
 struct ReferencePaths {
-  std::string tables_dir;    // tests/reference
-  std::string clusters_dir;  // hardware/clusters
+  std::string tables_dir;           // tests/reference
+  std::string clusters_dir;         // hardware/clusters
   std::string frameworks_dir = "";  // hardware/frameworks
 };
 
@@ -71,7 +71,7 @@ struct AllReduceCase {
   ClusterSpec cluster;
   int64_t bytes = 0;
   double busbw_GBps = 0;
-  GroupPlacement group;  // the GPUs of one node for nccl_allreduce_8gpu.csv
+  GroupPlacement group;   // the GPUs of one node for nccl_allreduce_8gpu.csv
   std::string site = "";  // the machines it ran on, for tables that hold several (else empty)
   CollectiveKind kind = CollectiveKind::kAllReduce;
   bool nvls_disabled = false;  // run with NCCL_NVLS_ENABLE=0
@@ -101,12 +101,14 @@ std::string SizeName(int64_t bytes);
 // nccl-tests all-reduce bus bandwidth on one node of hardware/clusters/|cluster_file|, from the
 // table column |column|, for the sizes from 16 MiB up (smaller ones are latency-bound, which the
 // report does not target).
-Result<std::vector<AllReduceCase>> LoadAllReduceCases(const ReferencePaths& paths, std::string_view cluster_file,
+Result<std::vector<AllReduceCase>> LoadAllReduceCases(const ReferencePaths& paths,
+                                                      std::string_view cluster_file,
                                                       std::string_view column);
 
 // The GPT model of Megatron-LM (as models/gpt3-175b.json): learned positions, LayerNorm, biases,
 // tied embeddings, GeLU MLP of 4h, vocabulary 51200, seq 2048. |file| names it in messages.
-Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers, const std::string& file);
+Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers,
+                              const std::string& file);
 
 }  // namespace loom
 

@@ -47,7 +47,8 @@ TEST(FidelityCases, KorthikantiTable5HasTwoValidStrategiesPerModel) {
   ASSERT_TRUE(cases.ok()) << cases.status().message();
   ASSERT_EQ(cases->size(), 8u);
   for (const StepCase& c : *cases) ExpectValid(c);
-  // 175B (Table 3): tp 8, pp 8, 64 GPUs, 3 virtual stages; full recompute first, then selective + sp.
+  // 175B (Table 3): tp 8, pp 8, 64 GPUs, 3 virtual stages; full recompute first, then selective +
+  // sp.
   const StepCase& full = (*cases)[2];
   const StepCase& selective = (*cases)[3];
   EXPECT_EQ(full.name, "175B full recompute");
@@ -100,8 +101,10 @@ TEST(FidelityCases, NarayananTable1HasTenValidStrategies) {
 }
 
 TEST(FidelityCases, AllReduceRowsFrom16MiBOnOneNode) {
-  Result<std::vector<AllReduceCase>> a100 = LoadAllReduceCases(Paths(), "dgx-a100.json", "a100_busbw_GBps");
-  Result<std::vector<AllReduceCase>> h100 = LoadAllReduceCases(Paths(), "dgx-h100.json", "h100_busbw_GBps");
+  Result<std::vector<AllReduceCase>> a100 =
+      LoadAllReduceCases(Paths(), "dgx-a100.json", "a100_busbw_GBps");
+  Result<std::vector<AllReduceCase>> h100 =
+      LoadAllReduceCases(Paths(), "dgx-h100.json", "h100_busbw_GBps");
   ASSERT_TRUE(a100.ok()) << a100.status().message();
   ASSERT_TRUE(h100.ok()) << h100.status().message();
   ASSERT_EQ(a100->size(), 5u);
@@ -114,7 +117,8 @@ TEST(FidelityCases, AllReduceRowsFrom16MiBOnOneNode) {
 }
 
 TEST(FidelityCases, UnknownColumnNamesTheTableAndColumn) {
-  Result<std::vector<AllReduceCase>> cases = LoadAllReduceCases(Paths(), "dgx-a100.json", "b200_busbw_GBps");
+  Result<std::vector<AllReduceCase>> cases =
+      LoadAllReduceCases(Paths(), "dgx-a100.json", "b200_busbw_GBps");
   ASSERT_FALSE(cases.ok());
   EXPECT_NE(cases.status().message().find("nccl_allreduce_8gpu.csv"), std::string::npos);
   EXPECT_NE(cases.status().message().find("b200_busbw_GBps"), std::string::npos);
@@ -148,7 +152,8 @@ TEST(FidelityTables, RejectedCaseIsAFailedRowWithTheMessage) {
 }
 
 TEST(FidelityTables, MapeSkipsFailedRows) {
-  FidelityTable table{"t", "t", "s", {{"a", 110, 100, ""}, {"b", 80, 100, ""}, {"c", 0, 100, "rejected"}}};
+  FidelityTable table{
+      "t", "t", "s", {{"a", 110, 100, ""}, {"b", 80, 100, ""}, {"c", 0, 100, "rejected"}}};
   EXPECT_EQ(table.Failed(), 1);
   EXPECT_DOUBLE_EQ(table.rows[1].ErrorPct(), -20.0);
   EXPECT_DOUBLE_EQ(table.MapePct(), 15.0);
@@ -156,7 +161,8 @@ TEST(FidelityTables, MapeSkipsFailedRows) {
 }
 
 TEST(FidelityTables, SummariesGiveMapeMaxAndBiasForBothColumns) {
-  FidelityTable table{"t", "t", "s", {{"a", 110, 100, ""}, {"b", 80, 100, ""}, {"c", 0, 100, "rejected"}}};
+  FidelityTable table{
+      "t", "t", "s", {{"a", 110, 100, ""}, {"b", 80, 100, ""}, {"c", 0, 100, "rejected"}}};
   table.rows[0].loso_predicted = 130;
   table.rows[1].loso_predicted = 100;
   const ErrorSummary in = table.InSample();
@@ -218,18 +224,20 @@ TEST(FidelityReport, MultiNodeTablesLeaveEachSiteOut) {
 TEST(FidelityReport, WithoutTheMultiNodeTableNoInterNodeValueIsFitted) {
   Result<ClusterSpec> cluster = LoadClusterSpec(Paths().clusters_dir + "/dgx-h100.json");
   ASSERT_TRUE(cluster.ok()) << cluster.status().message();
-  Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(Paths().tables_dir, "dgx-h100");
+  Result<std::vector<CommReferenceRun>> runs =
+      LoadCommReferenceRuns(Paths().tables_dir, "dgx-h100");
   ASSERT_TRUE(runs.ok()) << runs.status().message();
   Result<CommCalibration> all = FitReferenceCommCalibration(*runs, *cluster);
   ASSERT_TRUE(all.ok()) << all.status().message();
   EXPECT_TRUE(all->inter_node_busbw_fraction.has_value());
-  Result<CommCalibration> without = FitReferenceCommCalibration(*runs, *cluster, kMultiNodeAllReduceTable);
+  Result<CommCalibration> without =
+      FitReferenceCommCalibration(*runs, *cluster, kMultiNodeAllReduceTable);
   ASSERT_TRUE(without.ok()) << without.status().message();
   EXPECT_FALSE(without->inter_node_busbw_fraction.has_value());
   EXPECT_FALSE(without->inter_node_extra_latency_us.has_value());
   EXPECT_TRUE(without->nvls_busbw_fraction.has_value());
-  EXPECT_EQ(without->fitted_on,
-            (std::vector<std::string>{std::string(kSingleNodeAllReduceTable), std::string(kHopperNodeTable)}));
+  EXPECT_EQ(without->fitted_on, (std::vector<std::string>{std::string(kSingleNodeAllReduceTable),
+                                                          std::string(kHopperNodeTable)}));
   // Without the Hopper node table no run times Ring within the node.
   Result<CommCalibration> no_ring = FitReferenceCommCalibration(*runs, *cluster, kHopperNodeTable);
   ASSERT_TRUE(no_ring.ok()) << no_ring.status().message();
@@ -238,7 +246,8 @@ TEST(FidelityReport, WithoutTheMultiNodeTableNoInterNodeValueIsFitted) {
 }
 
 TEST(FidelityReport, MultiNodeRowsWithTuningAreNotFitted) {
-  Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(Paths().tables_dir, "dgx-h100");
+  Result<std::vector<CommReferenceRun>> runs =
+      LoadCommReferenceRuns(Paths().tables_dir, "dgx-h100");
   ASSERT_TRUE(runs.ok()) << runs.status().message();
   for (const CommReferenceRun& r : *runs) {
     EXPECT_EQ(r.source.find("_tuned"), std::string::npos) << r.source;

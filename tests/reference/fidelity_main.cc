@@ -26,8 +26,10 @@ constexpr const char* kUsage =
     "usage: loom_fidelity [--json]\n"
     "  Compares loom's predictions with the published measurements in tests/reference/.\n"
     "  Per table: in-sample errors (shipped calibrations) and leave-one-source-out errors (every\n"
-    "  calibration fitted on the table's file refitted without it); MAPE, max and bias (mean signed).\n"
-    "  --json  print one JSON object (schema loom.fidelity/3; errors as fractions) instead of tables\n";
+    "  calibration fitted on the table's file refitted without it); MAPE, max and bias (mean "
+    "signed).\n"
+    "  --json  print one JSON object (schema loom.fidelity/3; errors as fractions) instead of "
+    "tables\n";
 
 // Messages of several violations come one per line; a table row holds them on one.
 std::string OneLine(std::string message) {
@@ -40,8 +42,8 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
   for (const FidelityRow& r : table.rows) width = std::max(width, r.name.size());
   width += 2;
   out << number << ". " << table.title << "\n";
-  out << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(12) << "predicted"
-      << std::setw(12) << "measured" << std::setw(10) << "error %";
+  out << std::left << std::setw(static_cast<int>(width)) << "case" << std::right << std::setw(12)
+      << "predicted" << std::setw(12) << "measured" << std::setw(10) << "error %";
   if (table.refitted) out << std::setw(12) << "LOSO pred" << std::setw(10) << "LOSO %";
   if (table.site_refitted) out << std::setw(12) << "site LOSO %";
   out << "\n";
@@ -52,38 +54,43 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
       out << "FAILED: " << OneLine(r.error) << "\n";
       continue;
     }
-    out << std::setw(12) << r.predicted << std::setw(12) << r.measured << std::setw(10) << std::showpos
-        << r.ErrorPct() << std::noshowpos;
+    out << std::setw(12) << r.predicted << std::setw(12) << r.measured << std::setw(10)
+        << std::showpos << r.ErrorPct() << std::noshowpos;
     if (table.refitted) {
-      out << std::setw(12) << r.loso_predicted << std::setw(10) << std::showpos << r.LosoErrorPct() << std::noshowpos;
+      out << std::setw(12) << r.loso_predicted << std::setw(10) << std::showpos << r.LosoErrorPct()
+          << std::noshowpos;
     }
-    if (table.site_refitted) out << std::setw(12) << std::showpos << r.SiteLosoErrorPct() << std::noshowpos;
+    if (table.site_refitted)
+      out << std::setw(12) << std::showpos << r.SiteLosoErrorPct() << std::noshowpos;
     out << "\n";
   }
   const int64_t cases = static_cast<int64_t>(table.rows.size());
   const ErrorSummary in = table.InSample();
-  out << "in-sample: MAPE " << in.mape_pct << "%, max |error| " << in.max_abs_pct << "%, bias " << std::showpos
-      << in.bias_pct << std::noshowpos << "% over " << cases - table.Failed() << " of " << cases << " cases";
+  out << "in-sample: MAPE " << in.mape_pct << "%, max |error| " << in.max_abs_pct << "%, bias "
+      << std::showpos << in.bias_pct << std::noshowpos << "% over " << cases - table.Failed()
+      << " of " << cases << " cases";
   if (table.Failed() > 0) out << " (" << table.Failed() << " FAILED)";
   out << "\n";
   if (table.refitted) {
     const ErrorSummary loso = table.LeaveOneSourceOut();
     out << "leave-one-source-out (calibrations refitted without " << table.source_file << "): MAPE "
-        << loso.mape_pct << "%, max |error| " << loso.max_abs_pct << "%, bias " << std::showpos << loso.bias_pct
-        << std::noshowpos << "%\n";
+        << loso.mape_pct << "%, max |error| " << loso.max_abs_pct << "%, bias " << std::showpos
+        << loso.bias_pct << std::noshowpos << "%\n";
   } else {
-    out << "leave-one-source-out: the same; no calibration is fitted on " << table.source_file << "\n";
+    out << "leave-one-source-out: the same; no calibration is fitted on " << table.source_file
+        << "\n";
   }
   if (table.site_refitted) {
     const ErrorSummary site = table.LeaveOneSiteOut();
-    out << "leave-one-site-out within the table (each site's rows from a fit without them): MAPE " << site.mape_pct
-        << "%, max |error| " << site.max_abs_pct << "%, bias " << std::showpos << site.bias_pct << std::noshowpos
-        << "%\n";
+    out << "leave-one-site-out within the table (each site's rows from a fit without them): MAPE "
+        << site.mape_pct << "%, max |error| " << site.max_abs_pct << "%, bias " << std::showpos
+        << site.bias_pct << std::noshowpos << "%\n";
   }
   out << "\n";
 }
 
-// A percent of the tables as the fraction every loom JSON writes (docs/schemas/README.md); null stays null.
+// A percent of the tables as the fraction every loom JSON writes (docs/schemas/README.md); null
+// stays null.
 nlohmann::ordered_json Fraction(double percent) { return percent / 100; }
 
 nlohmann::ordered_json TableJson(const FidelityTable& table) {
@@ -94,12 +101,15 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
     row["predicted"] = r.ok() ? nlohmann::ordered_json(r.predicted) : nlohmann::ordered_json();
     row["measured"] = r.measured;
     row["error_fraction"] = r.ok() ? Fraction(r.ErrorPct()) : nlohmann::ordered_json();
-    row["loso_predicted"] = r.ok() ? nlohmann::ordered_json(r.loso_predicted) : nlohmann::ordered_json();
+    row["loso_predicted"] =
+        r.ok() ? nlohmann::ordered_json(r.loso_predicted) : nlohmann::ordered_json();
     row["loso_error_fraction"] = r.ok() ? Fraction(r.LosoErrorPct()) : nlohmann::ordered_json();
     if (table.site_refitted) {
       row["site"] = r.site;
-      row["site_loso_predicted"] = r.ok() ? nlohmann::ordered_json(r.site_loso_predicted) : nlohmann::ordered_json();
-      row["site_loso_error_fraction"] = r.ok() ? Fraction(r.SiteLosoErrorPct()) : nlohmann::ordered_json();
+      row["site_loso_predicted"] =
+          r.ok() ? nlohmann::ordered_json(r.site_loso_predicted) : nlohmann::ordered_json();
+      row["site_loso_error_fraction"] =
+          r.ok() ? Fraction(r.SiteLosoErrorPct()) : nlohmann::ordered_json();
     }
     if (!r.ok()) row["error"] = r.error;
     rows.push_back(row);

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "cost/comm_model.h"
-#include "cost/nccl_model.h"
 #include "cost/compute_model.h"
+#include "cost/nccl_model.h"
 #include "reference/comm_reference.h"
 #include "sim/pass_costs.h"
 #include "sim/simulator.h"
@@ -20,7 +20,9 @@ namespace {
 
 // The cost models SimulateTrainingStep builds (src/sim/simulator.cc), so that the op-level and
 // collective tables test what the step tables use.
-RooflineComputeModel SimulatorComputeModel(const ClusterSpec& cluster) { return RooflineComputeModel(cluster.gpu); }
+RooflineComputeModel SimulatorComputeModel(const ClusterSpec& cluster) {
+  return RooflineComputeModel(cluster.gpu);
+}
 NcclCommModel SimulatorCommModel(const ClusterSpec& cluster, bool nvls_enabled = true) {
   return NcclCommModel(cluster, nvls_enabled);
 }
@@ -47,8 +49,9 @@ void AddLayerSetting(const LayerCases& cases, const LayerSetting& setting, Fidel
   const std::string forward_name = setting.name + " forward";
   const std::string backward_name = setting.name + " backward";
   Status valid = ValidateStrategy(setting.strategy, cases.model, cases.cluster);
-  Result<LayerOps> ops = valid.ok() ? BuildTransformerLayerOps(cases.model, setting.strategy, cases.kernels)
-                                    : Result<LayerOps>(valid);
+  Result<LayerOps> ops =
+      valid.ok() ? BuildTransformerLayerOps(cases.model, setting.strategy, cases.kernels)
+                 : Result<LayerOps>(valid);
   if (!ops.ok()) {
     table.rows.push_back(Failed(forward_name, setting.forward_ms, ops.status()));
     table.rows.push_back(Failed(backward_name, setting.backward_ms, ops.status()));
@@ -122,7 +125,9 @@ double FidelityTable::MaxAbsErrorPct() const {
 
 FidelityTable PredictIterationTimes(const std::vector<StepCase>& cases) {
   FidelityTable table{"korthikanti2022_table5",
-                      "Korthikanti et al. 2022, Table 5: seconds per iteration, Selene (DGX A100)", "s", {}};
+                      "Korthikanti et al. 2022, Table 5: seconds per iteration, Selene (DGX A100)",
+                      "s",
+                      {}};
   for (const StepCase& c : cases) {
     Result<SimulationResult> r = SimulateCase(c);
     table.rows.push_back(r.ok() ? FidelityRow{c.name, r->step_time_s, c.measured, ""}
@@ -132,11 +137,12 @@ FidelityTable PredictIterationTimes(const std::vector<StepCase>& cases) {
 }
 
 FidelityTable PredictLayerTimes(const LayerCases& cases) {
-  FidelityTable table{"korthikanti2022_table4",
-                      "Korthikanti et al. 2022, Table 4: one 22B layer (tp 8, micro batch 4), forward and "
-                      "backward ms",
-                      "ms",
-                      {}};
+  FidelityTable table{
+      "korthikanti2022_table4",
+      "Korthikanti et al. 2022, Table 4: one 22B layer (tp 8, micro batch 4), forward and "
+      "backward ms",
+      "ms",
+      {}};
   for (const LayerSetting& setting : cases.settings) AddLayerSetting(cases, setting, table);
   return table;
 }
@@ -151,11 +157,12 @@ double NarayananIterationFlops(const ModelSpec& model, const Strategy& strategy)
 }
 
 FidelityTable PredictNarayananTflops(const std::vector<StepCase>& cases) {
-  FidelityTable table{"narayanan2021_table1",
-                      "Narayanan et al. 2021, Table 1: TFLOP/s per GPU (the paper's FLOP count over the "
-                      "simulated step time), Selene (DGX A100)",
-                      "TFLOP/s",
-                      {}};
+  FidelityTable table{
+      "narayanan2021_table1",
+      "Narayanan et al. 2021, Table 1: TFLOP/s per GPU (the paper's FLOP count over the "
+      "simulated step time), Selene (DGX A100)",
+      "TFLOP/s",
+      {}};
   for (const StepCase& c : cases) {
     Result<SimulationResult> r = SimulateCase(c);
     if (!r.ok()) {
@@ -163,7 +170,8 @@ FidelityTable PredictNarayananTflops(const std::vector<StepCase>& cases) {
       continue;
     }
     const double gpus = static_cast<double>(c.strategy.WorldSize());
-    const double tflops = NarayananIterationFlops(c.model, c.strategy) / (r->step_time_s * gpus) / 1e12;
+    const double tflops =
+        NarayananIterationFlops(c.model, c.strategy) / (r->step_time_s * gpus) / 1e12;
     table.rows.push_back({c.name, tflops, c.measured, ""});
   }
   return table;
@@ -187,12 +195,14 @@ namespace {
 // The cluster files' calibrations refitted without one reference file, by cluster file.
 class Refitter {
  public:
-  Refitter(const ReferencePaths& paths, std::string_view excluded) : paths_(paths), excluded_(excluded) {}
+  Refitter(const ReferencePaths& paths, std::string_view excluded)
+      : paths_(paths), excluded_(excluded) {}
 
   // Replaces |cluster|'s calibration by its refit when it was fitted on the excluded file.
   Status Apply(ClusterSpec& cluster) {
     const std::vector<std::string>& fitted_on = cluster.calibration.fitted_on;
-    if (excluded_.empty() || std::find(fitted_on.begin(), fitted_on.end(), excluded_) == fitted_on.end()) {
+    if (excluded_.empty() ||
+        std::find(fitted_on.begin(), fitted_on.end(), excluded_) == fitted_on.end()) {
       return Status::Ok();
     }
     const std::string key = std::filesystem::path(cluster.file).stem().string();
@@ -201,7 +211,9 @@ class Refitter {
       Result<std::vector<CommReferenceRun>> runs = LoadCommReferenceRuns(paths_.tables_dir, key);
       if (!runs.ok()) return runs.status();
       Result<CommCalibration> fit = FitReferenceCommCalibration(*runs, cluster, excluded_);
-      if (!fit.ok()) return fit.status().WithSuffix(" (refitting " + cluster.file + " without " + excluded_ + ")");
+      if (!fit.ok())
+        return fit.status().WithSuffix(" (refitting " + cluster.file + " without " + excluded_ +
+                                       ")");
       it = refits_.emplace(key, *fit).first;
     }
     cluster.calibration = it->second;
@@ -217,8 +229,8 @@ class Refitter {
 // Each site's rows of |table| (predicted from |cases|, the multi-node cases of |cluster|) predicted
 // again with the cluster's calibration refitted without that site's rows: how well one cluster's
 // runs predict another's. Nothing when the table holds fewer than two sites.
-Status AddSiteLoso(const ReferencePaths& paths, std::string_view cluster, const std::vector<AllReduceCase>& cases,
-                   FidelityTable& table) {
+Status AddSiteLoso(const ReferencePaths& paths, std::string_view cluster,
+                   const std::vector<AllReduceCase>& cases, FidelityTable& table) {
   std::set<std::string> sites;
   for (const AllReduceCase& c : cases) sites.insert(c.site);
   if (sites.size() < 2) return Status::Ok();
@@ -228,13 +240,15 @@ Status AddSiteLoso(const ReferencePaths& paths, std::string_view cluster, const 
     Result<CommCalibration> fit =
         FitReferenceCommCalibration(*runs, cases.front().cluster, kMultiNodeAllReduceTable, site);
     if (!fit.ok()) {
-      return fit.status().WithSuffix(" (refitting " + std::string(cluster) + " without site " + site + ")");
+      return fit.status().WithSuffix(" (refitting " + std::string(cluster) + " without site " +
+                                     site + ")");
     }
     for (size_t i = 0; i < cases.size(); ++i) {
       if (cases[i].site != site) continue;
       AllReduceCase c = cases[i];
       c.cluster.calibration = *fit;
-      table.rows[i].site_loso_predicted = PredictAllReduceBusBandwidth("", "", {c}).rows.front().predicted;
+      table.rows[i].site_loso_predicted =
+          PredictAllReduceBusBandwidth("", "", {c}).rows.front().predicted;
     }
   }
   table.site_refitted = true;
@@ -249,7 +263,8 @@ Status ApplyAll(Refitter& refitter, std::vector<Case>& cases) {
 
 }  // namespace
 
-Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& paths, std::string_view excluded_file) {
+Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& paths,
+                                                       std::string_view excluded_file) {
   Refitter refitter(paths, excluded_file);
   Result<std::vector<StepCase>> iterations = LoadKorthikantiIterationCases(paths);
   if (!iterations.ok()) return iterations.status();
@@ -260,10 +275,12 @@ Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& pat
   Result<std::vector<StepCase>> weak_scaling = LoadNarayananCases(paths);
   if (!weak_scaling.ok()) return weak_scaling.status();
   LOOM_RETURN_IF_ERROR(ApplyAll(refitter, weak_scaling.value()));
-  Result<std::vector<AllReduceCase>> a100 = LoadAllReduceCases(paths, "dgx-a100.json", "a100_busbw_GBps");
+  Result<std::vector<AllReduceCase>> a100 =
+      LoadAllReduceCases(paths, "dgx-a100.json", "a100_busbw_GBps");
   if (!a100.ok()) return a100.status();
   LOOM_RETURN_IF_ERROR(ApplyAll(refitter, a100.value()));
-  Result<std::vector<AllReduceCase>> h100 = LoadAllReduceCases(paths, "dgx-h100.json", "h100_busbw_GBps");
+  Result<std::vector<AllReduceCase>> h100 =
+      LoadAllReduceCases(paths, "dgx-h100.json", "h100_busbw_GBps");
   if (!h100.ok()) return h100.status();
   LOOM_RETURN_IF_ERROR(ApplyAll(refitter, h100.value()));
   Result<std::vector<AllReduceCase>> a100_nodes = LoadMultiNodeAllReduceCases(paths, "dgx-a100");
@@ -284,26 +301,31 @@ Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& pat
   tables.push_back(PredictNarayananTflops(*weak_scaling));
   tables.back().source_file = "narayanan2021_table1.csv";
   tables.push_back(PredictAllReduceBusBandwidth(
-      "nccl_allreduce_dgx-a100", "nccl-tests all-reduce busbw, 8x A100-SXM4-80GB in one node (GB/s)", *a100));
+      "nccl_allreduce_dgx-a100",
+      "nccl-tests all-reduce busbw, 8x A100-SXM4-80GB in one node (GB/s)", *a100));
   tables.back().source_file = std::string(kSingleNodeAllReduceTable);
   tables.push_back(PredictAllReduceBusBandwidth(
-      "nccl_allreduce_dgx-h100", "nccl-tests all-reduce busbw, 8x H100-SXM5-80GB in one node (GB/s)", *h100));
+      "nccl_allreduce_dgx-h100",
+      "nccl-tests all-reduce busbw, 8x H100-SXM5-80GB in one node (GB/s)", *h100));
   tables.back().source_file = std::string(kSingleNodeAllReduceTable);
-  tables.push_back(PredictAllReduceBusBandwidth(
-      "nccl_hopper_1node",
-      "nccl-tests busbw on one 8x H200 node (NVLink 4, as DGX H100's): all-reduce over 4-8 GPUs with NVLS and with it "
-      "disabled (Ring), all-gather, reduce-scatter (GB/s)",
-      *hopper_node));
+  tables.push_back(
+      PredictAllReduceBusBandwidth("nccl_hopper_1node",
+                                   "nccl-tests busbw on one 8x H200 node (NVLink 4, as DGX "
+                                   "H100's): all-reduce over 4-8 GPUs with NVLS and with it "
+                                   "disabled (Ring), all-gather, reduce-scatter (GB/s)",
+                                   *hopper_node));
   tables.back().source_file = std::string(kHopperNodeTable);
-  tables.push_back(PredictAllReduceBusBandwidth(
-      "nccl_allreduce_multinode_dgx-a100",
-      "nccl-tests all-reduce busbw across DGX A100 nodes (8x HDR 200 Gb/s per node), nodes x ranks per node (GB/s)",
-      *a100_nodes));
+  tables.push_back(
+      PredictAllReduceBusBandwidth("nccl_allreduce_multinode_dgx-a100",
+                                   "nccl-tests all-reduce busbw across DGX A100 nodes (8x HDR 200 "
+                                   "Gb/s per node), nodes x ranks per node (GB/s)",
+                                   *a100_nodes));
   tables.back().source_file = std::string(kMultiNodeAllReduceTable);
-  tables.push_back(PredictAllReduceBusBandwidth(
-      "nccl_allreduce_multinode_dgx-h100",
-      "nccl-tests all-reduce busbw across DGX H100 nodes (8x NDR 400 Gb/s per node), nodes x ranks per node (GB/s)",
-      *h100_nodes));
+  tables.push_back(
+      PredictAllReduceBusBandwidth("nccl_allreduce_multinode_dgx-h100",
+                                   "nccl-tests all-reduce busbw across DGX H100 nodes (8x NDR 400 "
+                                   "Gb/s per node), nodes x ranks per node (GB/s)",
+                                   *h100_nodes));
   tables.back().source_file = std::string(kMultiNodeAllReduceTable);
   if (excluded_file.empty()) {
     LOOM_RETURN_IF_ERROR(AddSiteLoso(paths, "dgx-a100", *a100_nodes, tables[tables.size() - 2]));

@@ -97,7 +97,8 @@ Result<std::vector<FidelityTable>> BuildFidelityReport(const ReferencePaths& pat
 
 // The tables with every cluster calibration fitted on |excluded_file| refitted without it (none
 // refitted when empty); loso_predicted is left 0.
-Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& paths, std::string_view excluded_file);
+Result<std::vector<FidelityTable>> BuildFidelityTables(const ReferencePaths& paths,
+                                                       std::string_view excluded_file);
 
 }  // namespace loom
 

@@ -1,7 +1,7 @@
 // The GEMM calibration shipped in hardware/gpus/ must be what FitGemm derives from the public
-// cuBLAS(Lt) measurements (tests/reference/gemm_cublaslt.csv and gemm_shapes.csv), so that no number
-// in a GPU file is typed in by hand; and the fitted model must reproduce every table within its
-// stated error, in-sample and with the table (or the source) left out of the fit.
+// cuBLAS(Lt) measurements (tests/reference/gemm_cublaslt.csv and gemm_shapes.csv), so that no
+// number in a GPU file is typed in by hand; and the fitted model must reproduce every table within
+// its stated error, in-sample and with the table (or the source) left out of the fit.
 
 #include <cmath>
 #include <cstdio>
@@ -42,8 +42,10 @@ std::vector<Row> ReadCublasLt() {
   for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
     RowReader r(*table, i);
     const int64_t m = r.Int("m"), n = r.Int("n"), k = r.Int("k");
-    rows.push_back({"gemm_cublaslt.csv", "azure", "a100-sxm4-80gb", Sample(Dtype::kFp16, m, n, k, r.Number("a100_fp16_tflops"))});
-    rows.push_back({"gemm_cublaslt.csv", "azure", "h100-sxm5-80gb", Sample(Dtype::kFp8, m, n, k, r.Number("h100_fp8_tflops"))});
+    rows.push_back({"gemm_cublaslt.csv", "azure", "a100-sxm4-80gb",
+                    Sample(Dtype::kFp16, m, n, k, r.Number("a100_fp16_tflops"))});
+    rows.push_back({"gemm_cublaslt.csv", "azure", "h100-sxm5-80gb",
+                    Sample(Dtype::kFp8, m, n, k, r.Number("h100_fp8_tflops"))});
     EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
@@ -60,7 +62,8 @@ std::vector<Row> ReadShapes() {
     EXPECT_TRUE(dtype.has_value()) << "row " << i;
     r.Text("layout");
     rows.push_back({"gemm_shapes.csv", r.Text("source"), r.Text("gpu"),
-                    Sample(dtype.value_or(Dtype::kBf16), r.Int("m"), r.Int("n"), r.Int("k"), r.Number("tflops"))});
+                    Sample(dtype.value_or(Dtype::kBf16), r.Int("m"), r.Int("n"), r.Int("k"),
+                           r.Number("tflops"))});
     EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
@@ -80,7 +83,8 @@ std::set<std::string> FittedGpus(const std::string& gpu) {
 }
 
 GpuSpec LoadGpu(const std::string& gpu) {
-  Result<GpuSpec> spec = LoadGpuSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/gpus/" + gpu + ".json");
+  Result<GpuSpec> spec =
+      LoadGpuSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/gpus/" + gpu + ".json");
   EXPECT_TRUE(spec.ok()) << spec.status().message();
   return spec.ok() ? *spec : GpuSpec();
 }
@@ -102,13 +106,16 @@ std::vector<GemmSample> Samples(const std::vector<Row>& rows) {
 }
 
 // |gpu|'s calibration fitted on |rows|; the GPU's other calibration values as shipped.
-Result<GemmFit> Fit(const std::string& gpu, const std::vector<Row>& rows) { return FitGemm(Samples(rows), LoadGpu(gpu)); }
+Result<GemmFit> Fit(const std::string& gpu, const std::vector<Row>& rows) {
+  return FitGemm(Samples(rows), LoadGpu(gpu));
+}
 
 // |shipped| with |fit|'s GEMM values and no other GEMM efficiency: a dtype the fit did not see
 // borrows as the model does (ComputeCalibration::GemmEfficiency), not from the shipped fit.
 ComputeCalibration HeldOut(const ComputeCalibration& shipped, const GemmFit& fit) {
   ComputeCalibration c = shipped;
-  for (const std::string& name : kDtypeNames.Names()) c.GemmEfficiencySlot(*kDtypeNames.Parse(name)).reset();
+  for (const std::string& name : kDtypeNames.Names())
+    c.GemmEfficiencySlot(*kDtypeNames.Parse(name)).reset();
   return fit.Applied(c);
 }
 
@@ -119,7 +126,8 @@ struct TableError {
 
 // Errors of |calibration|'s model on the rows of |gpu| itself that |in| selects.
 template <typename Pred>
-TableError ErrorOn(const std::vector<Row>& all, const std::string& gpu, const ComputeCalibration& calibration, Pred in) {
+TableError ErrorOn(const std::vector<Row>& all, const std::string& gpu,
+                   const ComputeCalibration& calibration, Pred in) {
   GpuSpec spec = LoadGpu(gpu);
   spec.calibration = calibration;
   const RooflineComputeModel model(spec);
@@ -143,10 +151,12 @@ void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   const GpuSpec shipped = LoadGpu(gpu);
   const ComputeCalibration& c = shipped.calibration;
-  std::printf("%s: overhead %.4g us, wave latency %.4g us, operand bandwidth %.4g GB/s", gpu.c_str(),
-              fit->overhead_us, fit->wave_latency_us, fit->operand_bandwidth_GBps.value_or(0));
+  std::printf("%s: overhead %.4g us, wave latency %.4g us, operand bandwidth %.4g GB/s",
+              gpu.c_str(), fit->overhead_us, fit->wave_latency_us,
+              fit->operand_bandwidth_GBps.value_or(0));
   for (const GemmDtypeEfficiency& e : fit->efficiencies) {
-    std::printf(", efficiency %s %.4g", std::string(kDtypeNames.Name(e.dtypes.front())).c_str(), e.efficiency);
+    std::printf(", efficiency %s %.4g", std::string(kDtypeNames.Name(e.dtypes.front())).c_str(),
+                e.efficiency);
   }
   std::printf(", mean |error| %.2f%%\n", 100 * fit->mean_abs_relative_error);
   GpuSpec fitted = shipped;
@@ -155,33 +165,47 @@ void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
     const GemmShape& g = rows[i].sample.shape;
     const GemmTileChoice t = ChooseGemmTile(g, fitted);
     std::printf("  %s %s %s %lldx%lldx%lld: tile %lldx%lld split %lld waves %lld, error %+.1f%%\n",
-                rows[i].table.c_str(), rows[i].gpu.c_str(), std::string(kDtypeNames.Name(g.dtype)).c_str(),
-                static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
-                static_cast<long long>(t.tile_m), static_cast<long long>(t.tile_n), static_cast<long long>(t.split_k),
-                static_cast<long long>(t.waves), 100 * fit->relative_errors[i]);
+                rows[i].table.c_str(), rows[i].gpu.c_str(),
+                std::string(kDtypeNames.Name(g.dtype)).c_str(), static_cast<long long>(g.m),
+                static_cast<long long>(g.n), static_cast<long long>(g.k),
+                static_cast<long long>(t.tile_m), static_cast<long long>(t.tile_n),
+                static_cast<long long>(t.split_k), static_cast<long long>(t.waves),
+                100 * fit->relative_errors[i]);
   }
   EXPECT_EQ(c.gemm_tile_m, 0) << gpu << ": the model chooses the tile per shape";
   EXPECT_EQ(c.gemm_tile_n, 0) << gpu;
   for (const GemmDtypeEfficiency& e : fit->efficiencies) {
     for (Dtype d : e.dtypes) {
       ASSERT_TRUE(c.GemmEfficiencySlot(d).has_value()) << gpu << " " << kDtypeNames.Name(d);
-      EXPECT_NEAR(*c.GemmEfficiencySlot(d), e.efficiency, 5e-4 * e.efficiency) << gpu << " " << kDtypeNames.Name(d);
+      EXPECT_NEAR(*c.GemmEfficiencySlot(d), e.efficiency, 5e-4 * e.efficiency)
+          << gpu << " " << kDtypeNames.Name(d);
     }
   }
-  ASSERT_EQ(c.gemm_operand_bandwidth_GBps.has_value(), fit->operand_bandwidth_GBps.has_value()) << gpu;
+  ASSERT_EQ(c.gemm_operand_bandwidth_GBps.has_value(), fit->operand_bandwidth_GBps.has_value())
+      << gpu;
   if (fit->operand_bandwidth_GBps) {
-    EXPECT_NEAR(*c.gemm_operand_bandwidth_GBps, *fit->operand_bandwidth_GBps, 5e-4 * *fit->operand_bandwidth_GBps);
+    EXPECT_NEAR(*c.gemm_operand_bandwidth_GBps, *fit->operand_bandwidth_GBps,
+                5e-4 * *fit->operand_bandwidth_GBps);
   }
   EXPECT_NEAR(c.kernel_overhead_us, fit->overhead_us, 5e-4 * fit->overhead_us + 1e-3) << gpu;
-  EXPECT_NEAR(c.gemm_wave_latency_us.value_or(0), fit->wave_latency_us, 5e-4 * fit->wave_latency_us + 1e-3) << gpu;
+  EXPECT_NEAR(c.gemm_wave_latency_us.value_or(0), fit->wave_latency_us,
+              5e-4 * fit->wave_latency_us + 1e-3)
+      << gpu;
   std::set<std::string> tables;
   for (const Row& r : rows) tables.insert(r.table);
-  EXPECT_EQ(std::set<std::string>(c.fitted_on.begin(), c.fitted_on.end()), tables) << gpu << ": fitted_on";
+  EXPECT_EQ(std::set<std::string>(c.fitted_on.begin(), c.fitted_on.end()), tables)
+      << gpu << ": fitted_on";
 }
 
-TEST(GemmCalibration, A100IsTheFitOfItsMeasurements) { ExpectShippedCalibrationIsTheFit("a100-sxm4-80gb"); }
-TEST(GemmCalibration, H100IsTheFitOfItsMeasurements) { ExpectShippedCalibrationIsTheFit("h100-sxm5-80gb"); }
-TEST(GemmCalibration, H200IsTheFitOfItsMeasurements) { ExpectShippedCalibrationIsTheFit("h200-sxm-141gb"); }
+TEST(GemmCalibration, A100IsTheFitOfItsMeasurements) {
+  ExpectShippedCalibrationIsTheFit("a100-sxm4-80gb");
+}
+TEST(GemmCalibration, H100IsTheFitOfItsMeasurements) {
+  ExpectShippedCalibrationIsTheFit("h100-sxm5-80gb");
+}
+TEST(GemmCalibration, H200IsTheFitOfItsMeasurements) {
+  ExpectShippedCalibrationIsTheFit("h200-sxm-141gb");
+}
 
 // The stated error of each table: the shipped calibration's mean |error| on a GPU's rows of the
 // table, and the same with the table's rows left out of the fit (leave-one-table-out) and with each
@@ -199,8 +223,9 @@ struct Held {
 
 TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
   const std::vector<Row> all = AllRows();
-  for (const Held& h : {Held{"a100-sxm4-80gb", 0.10, 0.20, 0.50}, Held{"h100-sxm5-80gb", 0.10, 0.30, 0.50},
-                        Held{"h200-sxm-141gb", 0.10, 0.30, 0.50}}) {
+  for (const Held& h :
+       {Held{"a100-sxm4-80gb", 0.10, 0.20, 0.50}, Held{"h100-sxm5-80gb", 0.10, 0.30, 0.50},
+        Held{"h200-sxm-141gb", 0.10, 0.30, 0.50}}) {
     const std::string gpu = h.gpu;
     const ComputeCalibration shipped = LoadGpu(gpu).calibration;
     for (const char* table : {"gemm_cublaslt.csv", "gemm_shapes.csv"}) {
@@ -208,8 +233,8 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
       const TableError in = ErrorOn(all, gpu, shipped, in_table);
       if (in.count == 0) continue;
       Result<GemmFit> held = Fit(gpu, RowsFor(all, gpu, in_table));
-      std::printf("%s %s (%d rows): in-sample mean %.1f%% max %.1f%% bias %+.1f%%", gpu.c_str(), table, in.count,
-                  100 * in.mean_abs, 100 * in.max_abs, 100 * in.bias);
+      std::printf("%s %s (%d rows): in-sample mean %.1f%% max %.1f%% bias %+.1f%%", gpu.c_str(),
+                  table, in.count, 100 * in.mean_abs, 100 * in.max_abs, 100 * in.bias);
       EXPECT_LT(in.mean_abs, h.in_sample_mean) << gpu << " " << table;
       EXPECT_LT(in.max_abs, h.in_sample_max) << gpu << " " << table;
       if (!held.ok()) {
@@ -217,8 +242,8 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
         continue;
       }
       const TableError out = ErrorOn(all, gpu, HeldOut(shipped, *held), in_table);
-      std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs, 100 * out.max_abs,
-                  100 * out.bias);
+      std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs,
+                  100 * out.max_abs, 100 * out.bias);
       EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " " << table << " left out";
     }
     for (const char* source : {"azure", "mamf", "fastcu", "zzc"}) {
@@ -226,15 +251,15 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
       const TableError in = ErrorOn(all, gpu, shipped, in_source);
       if (in.count == 0) continue;
       Result<GemmFit> held = Fit(gpu, RowsFor(all, gpu, in_source));
-      std::printf("%s source %s (%d rows): in-sample mean %.1f%% bias %+.1f%%", gpu.c_str(), source, in.count,
-                  100 * in.mean_abs, 100 * in.bias);
+      std::printf("%s source %s (%d rows): in-sample mean %.1f%% bias %+.1f%%", gpu.c_str(), source,
+                  in.count, 100 * in.mean_abs, 100 * in.bias);
       if (!held.ok()) {
         std::printf("; left out: not determined\n");
         continue;
       }
       const TableError out = ErrorOn(all, gpu, HeldOut(shipped, *held), in_source);
-      std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs, 100 * out.max_abs,
-                  100 * out.bias);
+      std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs,
+                  100 * out.max_abs, 100 * out.bias);
       EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " source " << source << " left out";
     }
   }

@@ -48,7 +48,8 @@ std::vector<TableRow> ReadTable() {
 }
 
 ClusterSpec Shipped(const std::string& name) {
-  Result<ClusterSpec> cluster = LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/" + name);
+  Result<ClusterSpec> cluster =
+      LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/" + name);
   EXPECT_TRUE(cluster.ok()) << cluster.status().message();
   return cluster.ok() ? *cluster : ClusterSpec{};
 }
@@ -70,7 +71,8 @@ void ExpectShippedCalibrationIsTheFit(const std::string& cluster_file, std::stri
   const CommCalibration& got = shipped.calibration;
   // The files hold the fit rounded to 4 significant digits (WithCommCalibration).
   auto near = [](std::optional<double> a, std::optional<double> b) {
-    return a.has_value() == b.has_value() && (!a || std::abs(*a - *b) <= 5e-4 * std::abs(*b) + 1e-12);
+    return a.has_value() == b.has_value() &&
+           (!a || std::abs(*a - *b) <= 5e-4 * std::abs(*b) + 1e-12);
   };
   EXPECT_TRUE(near(got.intra_node_busbw_fraction, want.intra_node_busbw_fraction));
   EXPECT_TRUE(near(got.inter_node_busbw_fraction, want.inter_node_busbw_fraction));
@@ -79,11 +81,12 @@ void ExpectShippedCalibrationIsTheFit(const std::string& cluster_file, std::stri
   EXPECT_TRUE(near(got.inter_node_extra_latency_us, want.inter_node_extra_latency_us));
   EXPECT_EQ(got.fitted_on, want.fitted_on);
   std::printf(
-      "%s fit: intra fraction %.6g, inter fraction %.6g, nvls fraction %.6g, intra extra latency %.6g us, "
+      "%s fit: intra fraction %.6g, inter fraction %.6g, nvls fraction %.6g, intra extra latency "
+      "%.6g us, "
       "inter extra latency %.6g us\n",
-      cluster_file.c_str(), want.intra_node_busbw_fraction.value_or(-1), want.inter_node_busbw_fraction.value_or(-1),
-      want.nvls_busbw_fraction.value_or(-1), want.intra_node_extra_latency_us.value_or(-1),
-      want.inter_node_extra_latency_us.value_or(-1));
+      cluster_file.c_str(), want.intra_node_busbw_fraction.value_or(-1),
+      want.inter_node_busbw_fraction.value_or(-1), want.nvls_busbw_fraction.value_or(-1),
+      want.intra_node_extra_latency_us.value_or(-1), want.inter_node_extra_latency_us.value_or(-1));
 }
 
 TEST(NcclBusbwReference, ShippedDgxA100CalibrationIsTheFitOfItsPublishedRuns) {
@@ -106,7 +109,8 @@ TEST(NcclBusbwReference, HgxH200ShipsTheDgxH100Calibration) {
 }
 
 // The bus bandwidth |model| predicts for |kind| of |bytes| over |group|, in nccl-tests' convention.
-double PredictedBusbw(const NcclCommModel& model, CollectiveKind kind, int64_t bytes, GroupPlacement group) {
+double PredictedBusbw(const NcclCommModel& model, CollectiveKind kind, int64_t bytes,
+                      GroupPlacement group) {
   return static_cast<double>(bytes) * BusBandwidthFactor(kind, group.ranks) /
          (model.CollectiveUs(kind, bytes, group) * 1e3);
 }
@@ -122,11 +126,14 @@ double ScoreMultiNode(const std::string& cluster_file, std::string_view cluster)
     const GroupPlacement group{*r.run.ranks, *r.run.ranks / *r.run.nodes};
     for (const NcclTestsRow& row : r.run.rows) {
       if (row.size_bytes < kTargetFromBytes) continue;
-      const double predicted = PredictedBusbw(model, CollectiveKind::kAllReduce, row.size_bytes, group);
+      const double predicted =
+          PredictedBusbw(model, CollectiveKind::kAllReduce, row.size_bytes, group);
       const double error = (predicted - row.in_place->busbw_GBps) / row.in_place->busbw_GBps;
-      std::printf("%s %-32s %3lld x %lld %12lld B  predicted %8.2f  measured %8.2f  %+6.1f%%\n", cluster_file.c_str(),
-                  r.source.c_str(), static_cast<long long>(group.Nodes()), static_cast<long long>(group.ranks_per_node),
-                  static_cast<long long>(row.size_bytes), predicted, row.in_place->busbw_GBps, 100 * error);
+      std::printf("%s %-32s %3lld x %lld %12lld B  predicted %8.2f  measured %8.2f  %+6.1f%%\n",
+                  cluster_file.c_str(), r.source.c_str(), static_cast<long long>(group.Nodes()),
+                  static_cast<long long>(group.ranks_per_node),
+                  static_cast<long long>(row.size_bytes), predicted, row.in_place->busbw_GBps,
+                  100 * error);
       sum += std::abs(error);
       ++rows;
     }
@@ -151,8 +158,8 @@ double PrintAndScore(const std::string& cluster_file, bool a100) {
   const GroupPlacement node = PlaceGroup(kRanks, 1, kRanks);
   double target_sum = 0, small_sum = 0;
   int target_rows = 0, small_rows = 0;
-  std::printf("%s, all-reduce over 8 GPUs of one node\n%12s  %-12s  %10s  %10s  %8s\n", cluster_file.c_str(),
-              "size_bytes", "choice", "predicted", "measured", "error");
+  std::printf("%s, all-reduce over 8 GPUs of one node\n%12s  %-12s  %10s  %10s  %8s\n",
+              cluster_file.c_str(), "size_bytes", "choice", "predicted", "measured", "error");
   for (const TableRow& r : ReadTable()) {
     const double measured = a100 ? r.a100_busbw_GBps : r.h100_busbw_GBps;
     const double predicted = PredictedBusbw(model, CollectiveKind::kAllReduce, r.size_bytes, node);
@@ -168,8 +175,8 @@ double PrintAndScore(const std::string& cluster_file, bool a100) {
     ++(target ? target_rows : small_rows);
   }
   std::printf("MAPE 16 MiB..8 GiB: %.2f%% over %d rows; below 16 MiB: %.2f%% over %d rows\n",
-              100 * target_sum / target_rows, target_rows, small_rows ? 100 * small_sum / small_rows : 0.0,
-              small_rows);
+              100 * target_sum / target_rows, target_rows,
+              small_rows ? 100 * small_sum / small_rows : 0.0, small_rows);
   EXPECT_EQ(target_rows, 5);
   return target_sum / target_rows;
 }
@@ -190,16 +197,19 @@ TEST(NcclBusbwReference, DgxH100RunsAllReducesFrom16MiBWithNvlsOverMoreThanFourG
   int checked = 0;
   for (const TableRow& r : ReadTable()) {
     if (r.size_bytes < kTargetFromBytes) continue;
-    EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, r.size_bytes, PlaceGroup(kRanks, 1, kRanks)).algorithm,
+    EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, r.size_bytes, PlaceGroup(kRanks, 1, kRanks))
+                  .algorithm,
               NcclAlgorithm::kNvls)
         << r.size_bytes;
-    EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, r.size_bytes, PlaceGroup(4, 1, kRanks)).algorithm,
-              NcclAlgorithm::kRing)
+    EXPECT_EQ(
+        model.Choose(CollectiveKind::kAllReduce, r.size_bytes, PlaceGroup(4, 1, kRanks)).algorithm,
+        NcclAlgorithm::kRing)
         << r.size_bytes;
     ++checked;
   }
   EXPECT_EQ(checked, 5);
-  EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, int64_t{1} << 30, PlaceGroup(5, 1, kRanks)).algorithm,
+  EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, int64_t{1} << 30, PlaceGroup(5, 1, kRanks))
+                .algorithm,
             NcclAlgorithm::kNvls);
 }
 
@@ -222,12 +232,14 @@ TEST(NcclBusbwReference, HopperNodeCollectivesWithin8Percent) {
       const double predicted = PredictedBusbw(model, *kind, row.size_bytes, group);
       const double error = (predicted - row.in_place->busbw_GBps) / row.in_place->busbw_GBps;
       const NcclChoice choice = model.Choose(*kind, row.size_bytes, group);
-      std::printf("%-16s %d ranks %-14s %12lld B  %-12s predicted %8.2f  measured %8.2f  %+6.1f%%\n",
-                  std::string(kNcclTestNames.Name(r.run.test)).c_str(), static_cast<int>(group.ranks),
-                  r.run.nvls_disabled ? "nvls_disabled" : "default", static_cast<long long>(row.size_bytes),
-                  (std::string(kNcclAlgorithmNames.Name(choice.algorithm)) + "/" +
-                   std::string(kNcclProtocolNames.Name(choice.protocol))).c_str(),
-                  predicted, row.in_place->busbw_GBps, 100 * error);
+      std::printf(
+          "%-16s %d ranks %-14s %12lld B  %-12s predicted %8.2f  measured %8.2f  %+6.1f%%\n",
+          std::string(kNcclTestNames.Name(r.run.test)).c_str(), static_cast<int>(group.ranks),
+          r.run.nvls_disabled ? "nvls_disabled" : "default", static_cast<long long>(row.size_bytes),
+          (std::string(kNcclAlgorithmNames.Name(choice.algorithm)) + "/" +
+           std::string(kNcclProtocolNames.Name(choice.protocol)))
+              .c_str(),
+          predicted, row.in_place->busbw_GBps, 100 * error);
       if (*kind != CollectiveKind::kAllReduce) {
         EXPECT_EQ(choice.algorithm, NcclAlgorithm::kRing);
         EXPECT_LE(std::abs(error), 0.05);

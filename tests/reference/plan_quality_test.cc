@@ -58,13 +58,14 @@ constexpr int64_t kSanitizedMaxGpus = 64;
 // (WithThePapersTechniques below). Korthikanti et al.'s rows (data parallel size 1) all rank in
 // the top 1000 and are counted.
 constexpr std::string_view kBelowTopPlans[] = {
-    "1.7B (32 GPUs)",   "3.6B (64 GPUs)",
-    "7.5B (128 GPUs)",    "18.4B (256 GPUs)",    "39.1B (512 GPUs)", "76.1B (1024 GPUs)",
-    "145.6B (1536 GPUs)", "310.1B (1920 GPUs)",  "529.6B (2520 GPUs)", "1008.0B (3072 GPUs)",
+    "1.7B (32 GPUs)",     "3.6B (64 GPUs)",      "7.5B (128 GPUs)",    "18.4B (256 GPUs)",
+    "39.1B (512 GPUs)",   "76.1B (1024 GPUs)",   "145.6B (1536 GPUs)", "310.1B (1920 GPUs)",
+    "529.6B (2520 GPUs)", "1008.0B (3072 GPUs)",
 };
 
 bool RanksBelowTopPlans(const std::string& name) {
-  return std::find(std::begin(kBelowTopPlans), std::end(kBelowTopPlans), name) != std::end(kBelowTopPlans);
+  return std::find(std::begin(kBelowTopPlans), std::end(kBelowTopPlans), name) !=
+         std::end(kBelowTopPlans);
 }
 
 struct PublishedCase {
@@ -75,7 +76,8 @@ struct PublishedCase {
 // Both tables' cases, loaded once: Korthikanti et al. 2022 Table 3 (two settings per model),
 // then Narayanan et al. 2021 Table 1.
 const Result<std::vector<PublishedCase>>& Cases() {
-  static const Result<std::vector<PublishedCase>> cases = []() -> Result<std::vector<PublishedCase>> {
+  static const Result<std::vector<PublishedCase>> cases =
+      []() -> Result<std::vector<PublishedCase>> {
     const ReferencePaths paths = SourceTreePaths(LOOM_SOURCE_DIR);
     Result<std::vector<StepCase>> korthikanti = LoadKorthikantiIterationCases(paths);
     if (!korthikanti.ok()) return korthikanti.status();
@@ -137,10 +139,12 @@ PlanOptions SearchOptions(const StepCase& step) {
 // Whether |a| and |b| are the same strategy: the settings the planner searches (ConstraintText),
 // those the request sets, and those the planner never changes.
 bool SameStrategy(const Strategy& a, const Strategy& b) {
-  return ConstraintText(a) == ConstraintText(b) && a.global_batch == b.global_batch && a.seq_len == b.seq_len &&
-         a.dtype == b.dtype && a.optimizer == b.optimizer && a.allow_cross_node_tp == b.allow_cross_node_tp &&
-         a.grad_reduce_in_bf16 == b.grad_reduce_in_bf16 && a.grad_accumulation == b.grad_accumulation && a.moe_capacity_factor == b.moe_capacity_factor &&
-         a.moe_imbalance == b.moe_imbalance;
+  return ConstraintText(a) == ConstraintText(b) && a.global_batch == b.global_batch &&
+         a.seq_len == b.seq_len && a.dtype == b.dtype && a.optimizer == b.optimizer &&
+         a.allow_cross_node_tp == b.allow_cross_node_tp &&
+         a.grad_reduce_in_bf16 == b.grad_reduce_in_bf16 &&
+         a.grad_accumulation == b.grad_accumulation &&
+         a.moe_capacity_factor == b.moe_capacity_factor && a.moe_imbalance == b.moe_imbalance;
 }
 
 // The published configuration's place among the plans of |request|: the best plan, and its rank
@@ -157,19 +161,22 @@ struct Standing {
 // itself: the simulation is deterministic, and better_than is strict. The search stops at
 // kTopPlans + 1 such plans; then the published one cannot rank in the top kTopPlans (short of
 // exact ties with plans enumerated after it), and this fails.
-void RankPublished(const StepCase& step, const SearchRequest& request, const SimulationResult& published,
-                   Standing& standing) {
+void RankPublished(const StepCase& step, const SearchRequest& request,
+                   const SimulationResult& published, Standing& standing) {
   PlanOptions options = SearchOptions(step);
   options.better_than = published.step_time_s * (1 + 1e-12);
   options.better_than_limit = kTopPlans + 1;
   Result<PlanReport> report = Plan(step.model, step.cluster, request, options);
   ASSERT_TRUE(report.ok()) << step.name << ": " << report.status().message();
-  ASSERT_FALSE(report->saturated) << step.name << ": more than " << kTopPlans << " plans are at most as slow as "
+  ASSERT_FALSE(report->saturated) << step.name << ": more than " << kTopPlans
+                                  << " plans are at most as slow as "
                                   << ConstraintText(step.strategy);
-  const auto found = std::find_if(report->ranked.begin(), report->ranked.end(),
-                                  [&](const RankedPlan& p) { return SameStrategy(p.strategy, step.strategy); });
-  ASSERT_NE(found, report->ranked.end()) << step.name << ": the planner did not rank " << ConstraintText(step.strategy)
-                                         << " among " << report->ranked.size() << " plans at most as slow";
+  const auto found =
+      std::find_if(report->ranked.begin(), report->ranked.end(),
+                   [&](const RankedPlan& p) { return SameStrategy(p.strategy, step.strategy); });
+  ASSERT_NE(found, report->ranked.end())
+      << step.name << ": the planner did not rank " << ConstraintText(step.strategy) << " among "
+      << report->ranked.size() << " plans at most as slow";
   EXPECT_DOUBLE_EQ(found->step_time_s, published.step_time_s) << step.name;
   standing.best = report->ranked.front();
   standing.rank = (found - report->ranked.begin()) + 1;
@@ -191,20 +198,27 @@ void FindBest(const StepCase& step, const SearchRequest& request, Standing& stan
 }
 
 // "plan-quality: Narayanan 1.7B (32 GPUs) full space published 2.924 s (mfu 0.40) best 2.166 s
-// (mfu 0.55) speedup +35.0% ...": the speedup is the best plan's throughput over the published one's.
-void PrintStanding(const PublishedCase& c, std::string_view space, const SimulationResult& published,
-                   const Standing& standing, std::chrono::steady_clock::time_point start) {
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string rank = standing.rank > 0 ? std::to_string(standing.rank) : ">" + std::to_string(kTopPlans);
+// (mfu 0.55) speedup +35.0% ...": the speedup is the best plan's throughput over the published
+// one's.
+void PrintStanding(const PublishedCase& c, std::string_view space,
+                   const SimulationResult& published, const Standing& standing,
+                   std::chrono::steady_clock::time_point start) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string rank =
+      standing.rank > 0 ? std::to_string(standing.rank) : ">" + std::to_string(kTopPlans);
   char line[320];
-  std::snprintf(line, sizeof line,
-                "plan-quality: %-11s %-21s %-18s published %7.3f s (mfu %.2f)  best %7.3f s (mfu %.2f)  "
-                "speedup %+5.1f%%  rank %5s  simulated %5lld of %6lld  %5.1f s",
-                c.source.c_str(), c.step.name.c_str(), std::string(space).c_str(), published.step_time_s,
-                published.mfu, standing.best.step_time_s, standing.best.mfu,
-                100.0 * (published.step_time_s / standing.best.step_time_s - 1), rank.c_str(),
-                static_cast<long long>(standing.simulated), static_cast<long long>(standing.enumerated), seconds);
-  std::cout << line << "\nplan-quality:   best " << ConstraintText(standing.best.strategy) << std::endl;
+  std::snprintf(
+      line, sizeof line,
+      "plan-quality: %-11s %-21s %-18s published %7.3f s (mfu %.2f)  best %7.3f s (mfu %.2f)  "
+      "speedup %+5.1f%%  rank %5s  simulated %5lld of %6lld  %5.1f s",
+      c.source.c_str(), c.step.name.c_str(), std::string(space).c_str(), published.step_time_s,
+      published.mfu, standing.best.step_time_s, standing.best.mfu,
+      100.0 * (published.step_time_s / standing.best.step_time_s - 1), rank.c_str(),
+      static_cast<long long>(standing.simulated), static_cast<long long>(standing.enumerated),
+      seconds);
+  std::cout << line << "\nplan-quality:   best " << ConstraintText(standing.best.strategy)
+            << std::endl;
 }
 
 TEST(PlanQuality, LoadsEveryPublishedConfiguration) {
@@ -222,8 +236,9 @@ class PublishedConfig : public testing::TestWithParam<size_t> {
     Result<SimulationResult> r = SimulateTrainingStep(step.model, step.cluster, step.strategy,
                                                       SearchOptions(step).simulation);
     ASSERT_TRUE(r.ok()) << step.name << ": " << r.status().message();
-    ASSERT_TRUE(r->fits_in_memory) << step.name << ": the published configuration peaks at " << r->peak_memory_bytes
-                                   << " bytes of " << r->memory_limit_bytes << " usable";
+    ASSERT_TRUE(r->fits_in_memory)
+        << step.name << ": the published configuration peaks at " << r->peak_memory_bytes
+        << " bytes of " << r->memory_limit_bytes << " usable";
     result = *r;
   }
 };

@@ -32,9 +32,9 @@ Result<CsvTable> ReadReferenceCsv(const std::string& path) {
       continue;
     }
     if (cells.size() != table.columns.size()) {
-      return Status::InvalidArgument(path + ":" + std::to_string(number) + ": " + std::to_string(cells.size()) +
-                                     " cells, but the header has " + std::to_string(table.columns.size()) +
-                                     " columns");
+      return Status::InvalidArgument(path + ":" + std::to_string(number) + ": " +
+                                     std::to_string(cells.size()) + " cells, but the header has " +
+                                     std::to_string(table.columns.size()) + " columns");
     }
     table.rows.push_back(std::move(cells));
   }

@@ -40,7 +40,8 @@ class RowReader {
   int64_t Int(std::string_view column) {
     int64_t value = 0;
     Parse(column, value, "a positive integer");
-    if (error_.empty() && value < 1) Fail(column, "is " + std::to_string(value) + "; expected a positive integer");
+    if (error_.empty() && value < 1)
+      Fail(column, "is " + std::to_string(value) + "; expected a positive integer");
     return value;
   }
   double Number(std::string_view column) {

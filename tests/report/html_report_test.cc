@@ -17,7 +17,9 @@
 namespace loom {
 namespace {
 
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 // The JSON of the page's data block.
 nlohmann::json PageData(const std::string& html) {
@@ -63,11 +65,13 @@ TEST(HtmlReport, ScriptSafeJsonHasNoAngleBracketsAndReadsBack) {
 }
 
 TEST(HtmlReport, HostileNamesCannotCloseTheScriptOrTheTitle) {
-  ReportView view{"gantt", "</h1><b>view", "gantt", {{"names", {"</script><script>alert(1)</script>"}}}};
+  ReportView view{
+      "gantt", "</h1><b>view", "gantt", {{"names", {"</script><script>alert(1)</script>"}}}};
   const std::string html = HtmlReport("</title><script>x()</script>", "<i>sub</i>", {view});
   // The data block's and the renderer's closing tags, and none from the names.
   EXPECT_EQ(Count(html, "</script>"), 2u);
-  EXPECT_NE(html.find("<title>&lt;/title&gt;&lt;script&gt;x()&lt;/script&gt;</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>&lt;/title&gt;&lt;script&gt;x()&lt;/script&gt;</title>"),
+            std::string::npos);
   EXPECT_NE(html.find("&lt;/h1&gt;&lt;b&gt;view"), std::string::npos);
   EXPECT_EQ(PageData(html)["views"][0]["data"]["names"][0], "</script><script>alert(1)</script>");
   EXPECT_EQ(PageData(html)["title"], "</title><script>x()</script>");
@@ -155,7 +159,8 @@ TEST(ValidationReport, ShowsBothTimelinesAndTheComparison) {
   comparison.steps = 3;
   comparison.step_time_s = CompareValues(1.0, 1.25);
   comparison.classes.push_back({"compute", 10, CompareValues(2.0, 2.5)});
-  const nlohmann::json page = PageData(ValidationReport("t", "s", r.step, r.timeline, measured, comparison));
+  const nlohmann::json page =
+      PageData(ValidationReport("t", "s", r.step, r.timeline, measured, comparison));
   ASSERT_EQ(page["views"].size(), 2u);
   const nlohmann::json& validate = page["views"][0]["data"];
   EXPECT_DOUBLE_EQ(validate["step_time"]["error_fraction"].get<double>(), 0.25);

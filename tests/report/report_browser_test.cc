@@ -20,7 +20,9 @@ namespace {
 
 const char* const kChromium = "/usr/bin/chromium";
 
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 std::string Quoted(const std::string& text) { return "'" + text + "'"; }
 
@@ -41,9 +43,11 @@ class ReportInBrowser : public testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(access(kChromium, X_OK), 0)
-        << kChromium << " is missing: the HTML report tests render in headless Chromium. Run tools/test, which "
+        << kChromium
+        << " is missing: the HTML report tests render in headless Chromium. Run tools/test, which "
         << "installs it (tools/lib/bootstrap.sh: apt-get install chromium fonts-dejavu-core)";
-    dir_ = std::filesystem::temp_directory_path() / ("loom_report_browser_" + std::to_string(getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("loom_report_browser_" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -53,17 +57,19 @@ class ReportInBrowser : public testing::Test {
   // Runs the loom binary with |arguments| (already quoted) and expects it to succeed.
   void Loom(const std::string& arguments) {
     int status = -1;
-    const std::string out = RunCommand(std::string(LOOM_BINARY) + " " + arguments + " 2>&1", status);
+    const std::string out =
+        RunCommand(std::string(LOOM_BINARY) + " " + arguments + " 2>&1", status);
     ASSERT_EQ(status, 0) << arguments << "\n" << out;
   }
 
   // The DOM of |html| after Chromium has loaded it and run its script.
   std::string RenderedDom(const std::string& html) {
     int status = -1;
-    const std::string dom = RunCommand("timeout 60 " + std::string(kChromium) +
-                                    " --headless --no-sandbox --disable-gpu --user-data-dir=" + Quoted(Path("profile")) +
-                                    " --dump-dom " + Quoted("file://" + html) + " 2>/dev/null",
-                                status);
+    const std::string dom = RunCommand(
+        "timeout 60 " + std::string(kChromium) +
+            " --headless --no-sandbox --disable-gpu --user-data-dir=" + Quoted(Path("profile")) +
+            " --dump-dom " + Quoted("file://" + html) + " 2>/dev/null",
+        status);
     EXPECT_EQ(status, 0) << "chromium failed on " << html;
     return dom;
   }
@@ -108,7 +114,8 @@ int64_t Expected(const nlohmann::json& view) {
   int64_t marks = 0;
   if (kind == "gantt") {
     for (const nlohmann::json& t : d["timelines"]) {
-      for (size_t i = 0; i < t["start_ns"].size(); ++i) marks += t["end_ns"][i] > t["start_ns"][i] ? 1 : 0;
+      for (size_t i = 0; i < t["start_ns"].size(); ++i)
+        marks += t["end_ns"][i] > t["start_ns"][i] ? 1 : 0;
     }
   } else if (kind == "memory") {
     for (const nlohmann::json& s : d["stages"]) {
@@ -116,9 +123,11 @@ int64_t Expected(const nlohmann::json& view) {
       for (const nlohmann::json& item : s["items"]) marks += item["bytes"] > 0 ? 1 : 0;
     }
   } else if (kind == "breakdown") {
-    marks = static_cast<int64_t>(d["breakdown"].size() + d["critical_path"].size() + 2 * d["stages"].size());
+    marks = static_cast<int64_t>(d["breakdown"].size() + d["critical_path"].size() +
+                                 2 * d["stages"].size());
   } else if (kind == "plans") {
-    marks = static_cast<int64_t>(d["plans"].size() + d["counts"].size() - 1 + d["rejections"].size());
+    marks =
+        static_cast<int64_t>(d["plans"].size() + d["counts"].size() - 1 + d["rejections"].size());
   } else if (kind == "validate") {
     marks = static_cast<int64_t>(2 * (1 + d["classes"].size() + d["work_classes"].size()));
   }
@@ -126,10 +135,13 @@ int64_t Expected(const nlohmann::json& view) {
 }
 
 // Renders |html| and checks it loaded without errors and drew each of |views| in full.
-void ExpectRendered(const std::string& dom, const std::string& html, const std::vector<std::string>& views) {
-  EXPECT_NE(dom.find("<body data-rendered=\"1\">"), std::string::npos) << html << ": the script did not finish";
+void ExpectRendered(const std::string& dom, const std::string& html,
+                    const std::vector<std::string>& views) {
+  EXPECT_NE(dom.find("<body data-rendered=\"1\">"), std::string::npos)
+      << html << ": the script did not finish";
   EXPECT_NE(dom.find("<div id=\"errors\" data-errors=\"0\"></div>"), std::string::npos)
-      << html << ": script errors:\n" << dom.substr(dom.find("id=\"errors\""), 2000);
+      << html << ": script errors:\n"
+      << dom.substr(dom.find("id=\"errors\""), 2000);
   const nlohmann::json page = PageData(ReadFile(html));
   ASSERT_TRUE(page.is_object()) << html << " has no data block";
   ASSERT_EQ(page["views"].size(), views.size()) << html;
@@ -158,7 +170,8 @@ TEST_F(ReportInBrowser, PlanReportDrawsThePlansAndRejections) {
   const std::string dom = RenderedDom(html);
   ExpectRendered(dom, html, {"plans"});
   size_t rows = 0;
-  for (size_t at = dom.find("class=\"plan-row\""); at != std::string::npos; at = dom.find("class=\"plan-row\"", at + 1)) {
+  for (size_t at = dom.find("class=\"plan-row\""); at != std::string::npos;
+       at = dom.find("class=\"plan-row\"", at + 1)) {
     ++rows;
   }
   EXPECT_EQ(rows, 8u);
@@ -168,8 +181,10 @@ TEST_F(ReportInBrowser, ValidateReportDrawsPredictedAndMeasured) {
   const std::string plan = Path("one.json"), html = Path("validate.html");
   Loom("plan --model " + Quoted(Shipped("models/gpt3-125m.json")) + " --cluster " +
        Quoted(Shipped("hardware/clusters/dgx-h100.json")) +
-       " --gpus 1 --global-batch 16 --seq 2048 --fix tp=1,pp=1,micro_batch=4 --emit plan --out " + Quoted(plan));
-  Loom("validate " + Quoted(plan) + " --backend host --speedup 1000 --steps 2 --warmup 0 --report " + Quoted(html));
+       " --gpus 1 --global-batch 16 --seq 2048 --fix tp=1,pp=1,micro_batch=4 --emit plan --out " +
+       Quoted(plan));
+  Loom("validate " + Quoted(plan) +
+       " --backend host --speedup 1000 --steps 2 --warmup 0 --report " + Quoted(html));
   ExpectRendered(RenderedDom(html), html, {"validate", "gantt"});
 }
 

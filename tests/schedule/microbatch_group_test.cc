@@ -1,6 +1,7 @@
 // The interleaved schedule with Megatron-LM's micro-batch groups
-// (--microbatch-group-size-per-virtual-pipeline-stage; megatron/core/pipeline_parallel/schedules.py,
-// get_schedule_table and the group rules of forward_backward_pipelining_with_interleaving).
+// (--microbatch-group-size-per-virtual-pipeline-stage;
+// megatron/core/pipeline_parallel/schedules.py, get_schedule_table and the group rules of
+// forward_backward_pipelining_with_interleaving).
 
 #include <gtest/gtest.h>
 
@@ -36,7 +37,8 @@ TEST(MicrobatchGroup, BuildsExactlyTheGroupsMegatronAccepts) {
         for (int32_t chunks : {2, 3}) {
           const std::string at = "p=" + std::to_string(p) + " m=" + std::to_string(m) +
                                  " group=" + std::to_string(group) + " v=" + std::to_string(chunks);
-          Result<PipelineSchedule> s = BuildSchedule(PipelineKind::kInterleaved, p, m, chunks, group);
+          Result<PipelineSchedule> s =
+              BuildSchedule(PipelineKind::kInterleaved, p, m, chunks, group);
           ASSERT_EQ(s.ok(), MegatronAccepts(p, m, group)) << at;
           if (!s.ok()) {
             EXPECT_NE(s.status().message().find("--microbatch-group"), std::string::npos) << at;
@@ -45,7 +47,9 @@ TEST(MicrobatchGroup, BuildsExactlyTheGroupsMegatronAccepts) {
           for (int32_t stage = 0; stage < p; ++stage) {
             std::set<std::tuple<int, int, int>> seen;
             for (const PipelineItem& item : s->order[stage]) {
-              EXPECT_TRUE(seen.insert({static_cast<int>(item.pass), item.micro_batch, item.chunk}).second) << at;
+              EXPECT_TRUE(
+                  seen.insert({static_cast<int>(item.pass), item.micro_batch, item.chunk}).second)
+                  << at;
             }
             EXPECT_EQ(seen.size(), static_cast<size_t>(2 * m * chunks)) << at;
           }
@@ -68,14 +72,16 @@ TEST(MicrobatchGroup, DefaultIsPpAndKeepsTheClosedFormBubble) {
       for (int32_t stage = 0; stage < p; ++stage) {
         ASSERT_EQ(by_default->order[stage].size(), explicit_pp->order[stage].size());
         for (size_t i = 0; i < by_default->order[stage].size(); ++i) {
-          EXPECT_EQ(by_default->order[stage][i].micro_batch, explicit_pp->order[stage][i].micro_batch);
+          EXPECT_EQ(by_default->order[stage][i].micro_batch,
+                    explicit_pp->order[stage][i].micro_batch);
           EXPECT_EQ(by_default->order[stage][i].chunk, explicit_pp->order[stage][i].chunk);
         }
       }
       const Execution run = Execute(*by_default, kBackwardTwiceForward);
       ASSERT_TRUE(run.completed);
       // Each chunk pass takes 1/v of a stage's: stage T_F = v, T_B = 2v; idle = (p - 1) * 3.
-      for (int32_t stage = 0; stage < p; ++stage) EXPECT_EQ(run.Idle(stage), (p - 1) * 3) << p << " " << v;
+      for (int32_t stage = 0; stage < p; ++stage)
+        EXPECT_EQ(run.Idle(stage), (p - 1) * 3) << p << " " << v;
     }
   }
 }

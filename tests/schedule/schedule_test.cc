@@ -196,7 +196,8 @@ TEST(BuildScheduleErrors, InterleavedWithMicroBatchesMegatronCannotGroupNamesThe
   EXPECT_TRUE(Contains(message, "--schedule interleaved with --pp 4"));
   EXPECT_TRUE(Contains(message, "6 micro-batches in groups of 4"));
   EXPECT_TRUE(Contains(message, "--microbatch-group"));
-  EXPECT_TRUE(Contains(ErrorOf(PipelineKind::kInterleaved, 4, 3, 2), "3 micro-batches in groups of 4"));
+  EXPECT_TRUE(
+      Contains(ErrorOf(PipelineKind::kInterleaved, 4, 3, 2), "3 micro-batches in groups of 4"));
 }
 
 TEST(BuildScheduleErrors, VShapedWithOtherThanTwoChunksAsksForVppTwo) {

@@ -19,7 +19,9 @@ SimTime Us(double micros) { return SimTime::FromMicros(micros); }
 
 class Step {
  public:
-  StreamId Stream(int32_t rank) { return graph.AddStream(rank, "s" + std::to_string(graph.num_streams())); }
+  StreamId Stream(int32_t rank) {
+    return graph.AddStream(rank, "s" + std::to_string(graph.num_streams()));
+  }
   ChannelId Channel(const std::string& name) { return graph.AddChannel(name); }
   RouteId Route(std::initializer_list<ChannelId> channels) {
     return graph.AddRoute(std::vector<ChannelId>(channels));
@@ -202,8 +204,10 @@ TEST(ChannelSharing, LinkIsHeldExclusivelyWhileTheChannelIsShared) {
   Step step;
   const LinkId link = step.graph.AddLink("stage0->stage1");
   const RouteId nic = step.Route({step.Channel("nic")});
-  const TaskId first = step.graph.AddTask({.stream = step.Stream(0), .link = link, .duration = Us(4), .route = nic});
-  const TaskId second = step.graph.AddTask({.stream = step.Stream(0), .link = link, .duration = Us(4), .route = nic});
+  const TaskId first =
+      step.graph.AddTask({.stream = step.Stream(0), .link = link, .duration = Us(4), .route = nic});
+  const TaskId second =
+      step.graph.AddTask({.stream = step.Stream(0), .link = link, .duration = Us(4), .route = nic});
   const TaskId bulk = step.Run(20, nic);
   const StepTimeline t = step.Simulate();
   // The link serialises the two sends; each shares the NIC with |bulk|.
@@ -224,7 +228,8 @@ TEST(ChannelSharing, DeadlockIsStillReported) {
   step.graph.AddDependency(b, a);
   const Result<StepTimeline> result = Simulate(step.graph);
   ASSERT_FALSE(result.ok());
-  EXPECT_NE(result.status().message().find("deadlock: 2 of 3 tasks never started"), std::string::npos)
+  EXPECT_NE(result.status().message().find("deadlock: 2 of 3 tasks never started"),
+            std::string::npos)
       << result.status().message();
 }
 
@@ -237,11 +242,13 @@ TaskGraph RandomTransfers(uint32_t seed) {
   for (int32_t i = 0; i < 40; ++i) {
     const StreamId stream = graph.AddStream(i % 8, "s" + std::to_string(i));
     const ChannelId own = graph.AddChannel("own" + std::to_string(i));
-    const std::vector<ChannelId> channels = i % 3 == 0 ? std::vector<ChannelId>{shared, own}
-                                                       : std::vector<ChannelId>{shared};
-    const TaskId wait = graph.AddTask({.stream = stream, .duration = SimTime::FromNanos(random() % 50'000)});
-    const TaskId transfer = graph.AddTask(
-        {.stream = stream, .duration = SimTime::FromNanos(1 + random() % 20'000), .route = graph.AddRoute(channels)});
+    const std::vector<ChannelId> channels =
+        i % 3 == 0 ? std::vector<ChannelId>{shared, own} : std::vector<ChannelId>{shared};
+    const TaskId wait =
+        graph.AddTask({.stream = stream, .duration = SimTime::FromNanos(random() % 50'000)});
+    const TaskId transfer = graph.AddTask({.stream = stream,
+                                           .duration = SimTime::FromNanos(1 + random() % 20'000),
+                                           .route = graph.AddRoute(channels)});
     graph.AddDependency(wait, transfer);
   }
   return graph;
@@ -263,7 +270,9 @@ TEST(ChannelSharing, OneChannelDoesAllItsWorkWheneverItIsBusy) {
       EXPECT_GE(t->end[id] - t->start[id], graph.task(id).duration);
       slowed += t->end[id] - t->start[id] > graph.task(id).duration;
     }
-    EXPECT_NEAR(static_cast<double>(t->channel_busy[0].nanos()), static_cast<double>(work), 2.0 * 40) << seed;
+    EXPECT_NEAR(static_cast<double>(t->channel_busy[0].nanos()), static_cast<double>(work),
+                2.0 * 40)
+        << seed;
     EXPECT_GT(t->channel_shared[0], SimTime::Zero());
     EXPECT_GT(slowed, 0);
   }

@@ -24,14 +24,16 @@ Strategy Tp8(GradAccumulation accumulation, int64_t micro_batches) {
 }
 
 // The time the grad_accumulate ops of chunk |v| take in one micro-batch, from PredictOpTimes.
-double AccumulationSeconds(const ClusterSpec& cluster, const Strategy& s, const ChunkBlocks& blocks, size_t v) {
+double AccumulationSeconds(const ClusterSpec& cluster, const Strategy& s, const ChunkBlocks& blocks,
+                           size_t v) {
   const std::vector<BlockTimes> times = PredictOpTimes(cluster, s, blocks);
   double seconds = 0;
   for (const BlockRun& run : blocks.chunks[v]) {
     const LayerOps& ops = blocks.blocks[static_cast<size_t>(run.block)];
     for (size_t i = 0; i < ops.backward_weight.size(); ++i) {
       if (ops.backward_weight[i].name != OpName::kGradAccumulate) continue;
-      seconds += static_cast<double>(run.count) * times[static_cast<size_t>(run.block)].backward_weight[i].ToSeconds();
+      seconds += static_cast<double>(run.count) *
+                 times[static_cast<size_t>(run.block)].backward_weight[i].ToSeconds();
     }
   }
   return seconds;
@@ -46,19 +48,23 @@ TEST(GradAccumulationStep, EveryMicroBatchsWeightPassCarriesTheAdds) {
   EXPECT_GT(adds, 0);
   // Autograd accumulation with one micro-batch adds nothing, and its GEMMs are the same.
   Result<PreparedStep> with = PrepareTrainingStep(in.model, in.cluster, add);
-  Result<PreparedStep> without = PrepareTrainingStep(in.model, in.cluster, Tp8(GradAccumulation::kAutograd, 1));
+  Result<PreparedStep> without =
+      PrepareTrainingStep(in.model, in.cluster, Tp8(GradAccumulation::kAutograd, 1));
   ASSERT_TRUE(with.ok() && without.ok());
-  EXPECT_NEAR(with->costs[0].backward_weight.time.ToSeconds() - without->costs[0].backward_weight.time.ToSeconds(), adds,
-              1e-9);
+  EXPECT_NEAR(with->costs[0].backward_weight.time.ToSeconds() -
+                  without->costs[0].backward_weight.time.ToSeconds(),
+              adds, 1e-9);
   EXPECT_EQ(with->costs[0].forward.time, without->costs[0].forward.time);
   // One stage, no data parallelism: every micro-batch adds its whole F, B and W, adds included.
   const ChunkCost& c = with->costs[0];
   const double per_micro_batch = c.forward.time.ToSeconds() + c.backward_input.time.ToSeconds() +
                                  c.backward_weight.time.ToSeconds();
-  Result<SimulationResult> one = SimulateTrainingStep(in.model, in.cluster, Tp8(GradAccumulation::kAdd, 1));
+  Result<SimulationResult> one =
+      SimulateTrainingStep(in.model, in.cluster, Tp8(GradAccumulation::kAdd, 1));
   Result<SimulationResult> four = SimulateTrainingStep(in.model, in.cluster, add);
   ASSERT_TRUE(one.ok() && four.ok());
-  EXPECT_NEAR(four->step_time_s - one->step_time_s, 3 * per_micro_batch, 0.01 * 3 * per_micro_batch);
+  EXPECT_NEAR(four->step_time_s - one->step_time_s, 3 * per_micro_batch,
+              0.01 * 3 * per_micro_batch);
 }
 
 TEST(GradAccumulationStep, AddsGrowWithParametersPerGpuNotMicroBatchSize) {

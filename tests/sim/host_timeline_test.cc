@@ -52,14 +52,18 @@ int64_t ForwardOps(const ModelSpec& model, const Strategy& s) {
   Result<ChunkBlocks> blocks = BuildChunkBlocks(model, s);
   EXPECT_TRUE(blocks.ok()) << blocks.status().message();
   int64_t ops = 0;
-  for (const BlockRun& run : blocks->chunks[0]) ops += run.count * static_cast<int64_t>(blocks->blocks[run.block].forward.size());
+  for (const BlockRun& run : blocks->chunks[0])
+    ops += run.count * static_cast<int64_t>(blocks->blocks[run.block].forward.size());
   return ops;
 }
 
-ChunkCost CostOneStage(const ModelSpec& model, const Strategy& s, SimTime kernel, const HostCosts& host) {
+ChunkCost CostOneStage(const ModelSpec& model, const Strategy& s, SimTime kernel,
+                       const HostCosts& host) {
   const EveryOpTakes models(kernel);
-  const ClusterSpec cluster = Load("models/gpt3-125m.json", "hardware/clusters/dgx-h100.json", 1).cluster;
-  Result<std::vector<ChunkCost>> costs = CostChunks(model, s, models, models, PlaceStrategy(s, cluster), {}, &host);
+  const ClusterSpec cluster =
+      Load("models/gpt3-125m.json", "hardware/clusters/dgx-h100.json", 1).cluster;
+  Result<std::vector<ChunkCost>> costs =
+      CostChunks(model, s, models, models, PlaceStrategy(s, cluster), {}, &host);
   EXPECT_TRUE(costs.ok()) << costs.status().message();
   return costs.ok() ? costs->front() : ChunkCost{};
 }
@@ -81,8 +85,10 @@ TEST(HostPass, AChainOfLongKernelsWaitsOnlyForTheFirstIssue) {
   const ModelSpec model = Load("models/gpt3-125m.json", "hardware/clusters/dgx-h100.json", 1).model;
   const Strategy s = OneGpu();
   const int64_t n = ForwardOps(model, s);
-  // 1 ms kernels issued at 10 us: the host runs ahead after the first, the kernels run back to back.
-  const ChunkCost c = CostOneStage(model, s, SimTime::FromNanos(kMs), {.forward_op = Us(10), .backward_op = Us(20)});
+  // 1 ms kernels issued at 10 us: the host runs ahead after the first, the kernels run back to
+  // back.
+  const ChunkCost c = CostOneStage(model, s, SimTime::FromNanos(kMs),
+                                   {.forward_op = Us(10), .backward_op = Us(20)});
   EXPECT_EQ(c.forward.time, SimTime::FromNanos(n * kMs));
   EXPECT_EQ(c.forward.host, Us(10 * n));
   EXPECT_EQ(c.forward.host_lead, Us(10));
@@ -93,8 +99,8 @@ TEST(HostPass, CudaGraphLayersLeaveOnlyTheEagerEmbeddingAndHead) {
   const Strategy s = OneGpu();
   Result<ChunkBlocks> blocks = BuildChunkBlocks(model, s);
   ASSERT_TRUE(blocks.ok());
-  const int64_t eager_ops =
-      static_cast<int64_t>(blocks->blocks.front().forward.size() + blocks->blocks.back().forward.size());
+  const int64_t eager_ops = static_cast<int64_t>(blocks->blocks.front().forward.size() +
+                                                 blocks->blocks.back().forward.size());
   const HostCosts eager{.forward_op = Us(10), .backward_op = Us(20)};
   HostCosts graphs = eager;
   graphs.graph_layers = true;
@@ -213,7 +219,8 @@ TEST(HostTimeline, TheHostRunsAheadUntilASyncPointStopsIt) {
           if (h.after != d.after || run.step.work[h.before].kind != WorkKind::kHost) continue;
           ++checked;
           if (sync) {
-            EXPECT_GE(run.timeline.start[h.before], run.timeline.end[transfer]) << g.DescribeTask(h.before);
+            EXPECT_GE(run.timeline.start[h.before], run.timeline.end[transfer])
+                << g.DescribeTask(h.before);
           }
         }
       }
@@ -248,7 +255,8 @@ TEST(HostTimeline, TheTraceHasAHostTrackPerRank) {
 // The shipped megatron-core profile on whole steps: a small model at micro-batch 1 waits for the
 // host, a large one does not.
 TEST(HostTimeline, SmallModelsWaitForTheHostLargeOnesBarelyMove) {
-  Result<FrameworkProfile> megatron = LoadFrameworkProfile(Shipped("hardware/frameworks/megatron-core.json"));
+  Result<FrameworkProfile> megatron =
+      LoadFrameworkProfile(Shipped("hardware/frameworks/megatron-core.json"));
   ASSERT_TRUE(megatron.ok()) << megatron.status().message();
   const auto step_time = [&](const Inputs& in, const Strategy& s, bool host) {
     SimulationOptions options;
@@ -268,8 +276,8 @@ TEST(HostTimeline, SmallModelsWaitForTheHostLargeOnesBarelyMove) {
   // The breakdown says where the step went: mostly waiting for the host, not communication.
   EXPECT_GT(r->breakdown.host_s, 0.5 * r->step_time_s);
   EXPECT_LT(r->breakdown.exposed_comm_s, 0.01 * r->step_time_s);
-  EXPECT_NEAR(r->breakdown.compute_s + r->breakdown.exposed_comm_s + r->breakdown.bubble_s + r->breakdown.optimizer_s +
-                  r->breakdown.host_s,
+  EXPECT_NEAR(r->breakdown.compute_s + r->breakdown.exposed_comm_s + r->breakdown.bubble_s +
+                  r->breakdown.optimizer_s + r->breakdown.host_s,
               r->step_time_s, 0.01 * r->step_time_s);
   const Inputs large = Load("models/llama3-70b.json", "hardware/clusters/dgx-h100.json", 8);
   Strategy l;

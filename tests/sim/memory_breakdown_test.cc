@@ -68,7 +68,8 @@ TEST(MemoryBreakdown, OneFOneBStageStashesPipelineDepthMinusItsIndex) {
     ExpectConsistent(r, s);
     for (const MemoryBreakdown& b : r.memory_by_stage) {
       // Narayanan et al. 2021, Section 2.2.1: stage s of p holds p - s micro-batches in flight.
-      EXPECT_EQ(b.stashed_micro_batches, 4 - b.stage) << kRecomputeNames.Name(recompute) << " stage " << b.stage;
+      EXPECT_EQ(b.stashed_micro_batches, 4 - b.stage)
+          << kRecomputeNames.Name(recompute) << " stage " << b.stage;
     }
   }
 }
@@ -89,9 +90,8 @@ void ExpectForwardsPeak(bool tp_comm_overlap) {
     EXPECT_EQ(t.stream, "compute");
     EXPECT_EQ(t.start, b.peak_time);
     EXPECT_GT(t.end, t.start);
-    EXPECT_EQ(DescribePeakTask(t),
-              "F of micro-batch " + std::to_string(3 - b.stage) + ", chunk 0 (virtual stage " +
-                  std::to_string(b.stage) + ")");
+    EXPECT_EQ(DescribePeakTask(t), "F of micro-batch " + std::to_string(3 - b.stage) +
+                                       ", chunk 0 (virtual stage " + std::to_string(b.stage) + ")");
   }
 }
 
@@ -123,7 +123,8 @@ TEST(MemoryBreakdown, SelectiveAndFullRecomputeHoldReplayBuffers) {
     const SimulationResult r = MustSimulate(s);
     ExpectConsistent(r, s);
     bool any = false;
-    for (const MemoryBreakdown& b : r.memory_by_stage) any = any || b.Bytes(MemoryItem::kRecomputeBuffers) > 0;
+    for (const MemoryBreakdown& b : r.memory_by_stage)
+      any = any || b.Bytes(MemoryItem::kRecomputeBuffers) > 0;
     EXPECT_TRUE(any) << kRecomputeNames.Name(recompute);
   }
 }
@@ -136,7 +137,8 @@ TEST(MemoryBreakdown, InterleavedStashesMegatronsWarmUpPlusOne) {
   const SimulationResult r = MustSimulate(s);
   ExpectConsistent(r, s);
   for (const MemoryBreakdown& b : r.memory_by_stage) {
-    EXPECT_EQ(b.stashed_micro_batches, (4 - b.stage - 1) * 2 + (2 - 1) * 4 + 1) << "stage " << b.stage;
+    EXPECT_EQ(b.stashed_micro_batches, (4 - b.stage - 1) * 2 + (2 - 1) * 4 + 1)
+        << "stage " << b.stage;
   }
 }
 
@@ -169,9 +171,10 @@ TEST(MemoryBreakdown, ItemsFollowTheEnumOrderAndNameEveryPoolOnce) {
   const std::vector<MemoryItemBytes>& items = r.memory_by_stage[0].items;
   std::vector<MemoryItem> kinds;
   for (const MemoryItemBytes& i : items) kinds.push_back(i.item);
-  EXPECT_EQ(kinds, (std::vector<MemoryItem>{MemoryItem::kWeights, MemoryItem::kGradients,
-                                            MemoryItem::kOptimizerStates, MemoryItem::kStashedActivations,
-                                            MemoryItem::kRecomputeBuffers, MemoryItem::kLogits}));
+  EXPECT_EQ(kinds,
+            (std::vector<MemoryItem>{MemoryItem::kWeights, MemoryItem::kGradients,
+                                     MemoryItem::kOptimizerStates, MemoryItem::kStashedActivations,
+                                     MemoryItem::kRecomputeBuffers, MemoryItem::kLogits}));
 }
 
 // A plan file written before the split holds one "model states" pool: read back, its breakdown
@@ -185,9 +188,13 @@ TEST(MemoryBreakdown, PlanFilesWithOneModelStatesPoolKeepIt) {
   g.AddPool("activations");
   NameStepParts(step);
   const StreamId compute = g.AddStream(0, "compute");
-  g.AddTask({.stream = compute, .duration = SimTime::FromMicros(10), .alloc_at_start_bytes = 40,
+  g.AddTask({.stream = compute,
+             .duration = SimTime::FromMicros(10),
+             .alloc_at_start_bytes = 40,
              .pool = step.activations});
-  g.AddTask({.stream = compute, .duration = SimTime::FromMicros(10), .free_at_end_bytes = 40,
+  g.AddTask({.stream = compute,
+             .duration = SimTime::FromMicros(10),
+             .free_at_end_bytes = 40,
              .pool = step.activations});
   const Result<StepTimeline> timeline = Simulate(g);
   ASSERT_TRUE(timeline.ok());

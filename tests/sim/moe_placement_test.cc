@@ -55,8 +55,10 @@ TEST(OpTime, EtpCollectivesRunOverTheEtpGroup) {
   p.etp = GroupPlacement{4, 4};
   p.tp = GroupPlacement{1, 1};
   const int64_t bytes = int64_t{1} << 28;
-  const Op gather = MakeCollective(OpName::kMoeDispatchAllGather, {CollectiveKind::kAllGather, CommGroup::kEtp, bytes});
-  EXPECT_EQ(OpTime(gather, compute, comm, p), comm.Collective(CollectiveKind::kAllGather, bytes, p.etp));
+  const Op gather = MakeCollective(OpName::kMoeDispatchAllGather,
+                                   {CollectiveKind::kAllGather, CommGroup::kEtp, bytes});
+  EXPECT_EQ(OpTime(gather, compute, comm, p),
+            comm.Collective(CollectiveKind::kAllGather, bytes, p.etp));
   EXPECT_GT(OpTime(gather, compute, comm, p), SimTime());
 }
 

@@ -112,7 +112,8 @@ TEST(ParallelismGraph, ZeroTwoReducesEveryMicroBatch) {
     config.reduce_every_micro_batch = each;
     StepRun run = BuildAndRun(3, Chunk(1, 1, 1), config);
     int& count = each ? reductions_each : reductions_once;
-    for (TaskId t = 0; t < run.step.graph.num_tasks(); ++t) count += run.step.graph.task(t).category == run.step.dp_category;
+    for (TaskId t = 0; t < run.step.graph.num_tasks(); ++t)
+      count += run.step.graph.task(t).category == run.step.dp_category;
   }
   EXPECT_EQ(reductions_once, 1);
   EXPECT_EQ(reductions_each, 3);
@@ -147,7 +148,8 @@ TEST(ParallelismGraph, HiddenTensorParallelCommRunsBesideTheKernels) {
   chunk.forward.tp_hidden = Ms(1.5);
   StepRun overlapped = BuildAndRun(1, chunk, OneStage());
   EXPECT_EQ(overlapped.timeline.makespan, Ms(3.5));
-  EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.tp_hidden_category));
+  EXPECT_TRUE(
+      RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.tp_hidden_category));
 }
 
 }  // namespace

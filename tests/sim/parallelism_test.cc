@@ -54,7 +54,8 @@ TEST(Parallelism, RingAttentionOverlapsItsTransfersAndBeatsTheAllGather) {
   EXPECT_TRUE(gather.step.ring_transfers.empty());
   EXPECT_LT(ring.step_time_s, gather.step_time_s);
   // Same kernels either way: the ring changes only how K/V move.
-  EXPECT_NEAR(ring.breakdown.compute_s, gather.breakdown.compute_s, 0.02 * gather.breakdown.compute_s);
+  EXPECT_NEAR(ring.breakdown.compute_s, gather.breakdown.compute_s,
+              0.02 * gather.breakdown.compute_s);
 }
 
 // The hidden share runs beside the kernels: it is neither compute-stream time nor exposed
@@ -70,7 +71,8 @@ TEST(Parallelism, TensorParallelOverlapKeepsTheBreakdownWhole) {
   s.seq_len = 4096;
   SimulationResult r = MustSimulate(in, s);
   const StepBreakdown& b = r.breakdown;
-  EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.bubble_s + b.optimizer_s, r.step_time_s, 1e-6 * r.step_time_s);
+  EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.bubble_s + b.optimizer_s, r.step_time_s,
+              1e-6 * r.step_time_s);
   // 1F1B with 8 micro-batches on 4 stages: about (p - 1) / (m + p - 1) = 3/11 of the step idles.
   EXPECT_GT(r.bubble_fraction, 0.2);
 }
@@ -86,7 +88,8 @@ TEST(Parallelism, TensorParallelOverlapHidesCollectivesUnderGemms) {
   s.tp_comm_overlap = true;
   SimulationResult overlapped = MustSimulate(in, s);
   EXPECT_LT(overlapped.step_time_s, plain.step_time_s);
-  EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.tp_hidden_category));
+  EXPECT_TRUE(
+      RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.tp_hidden_category));
   EXPECT_FALSE(RunsBesideCompute(plain.step, plain.timeline, plain.step.tp_category));
   // Hidden, not removed: the first of tp chunks of each collective stays exposed.
   EXPECT_GT(overlapped.critical_path.tp_comm_s, 0.0);
@@ -135,7 +138,8 @@ TEST(Parallelism, HigherZeroStagesHoldLessAndCommunicateMore) {
   const auto dp_busy = [](const SimulationResult& r) {
     SimTime total;
     for (TaskId t = 0; t < r.step.graph.num_tasks(); ++t) {
-      if (r.step.graph.task(t).category == r.step.dp_category) total += r.step.graph.task(t).duration;
+      if (r.step.graph.task(t).category == r.step.dp_category)
+        total += r.step.graph.task(t).duration;
     }
     return total;
   };
@@ -146,7 +150,8 @@ TEST(Parallelism, HigherZeroStagesHoldLessAndCommunicateMore) {
   int64_t layer_bytes = 0;
   for (TaskId t = 0; t < z3.step.graph.num_tasks(); ++t) {
     const Task& task = z3.step.graph.task(t);
-    if (task.pool == z3.step.gathered_weights) layer_bytes = std::max(layer_bytes, task.alloc_at_start_bytes);
+    if (task.pool == z3.step.gathered_weights)
+      layer_bytes = std::max(layer_bytes, task.alloc_at_start_bytes);
   }
   EXPECT_GT(layer_bytes, 0);
   EXPECT_EQ(gathered, 2 * layer_bytes);

@@ -15,7 +15,9 @@
 namespace loom {
 
 // A file of the source tree, by its path from the repository root.
-inline std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+inline std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 struct Inputs {
   ModelSpec model;
@@ -32,7 +34,8 @@ inline Inputs Load(const std::string& model, const std::string& cluster, int64_t
 }
 
 // Whether a task of |category| on rank 0 runs while a compute task of rank 0 runs.
-inline bool RunsBesideCompute(const StepGraph& step, const StepTimeline& timeline, NameId category) {
+inline bool RunsBesideCompute(const StepGraph& step, const StepTimeline& timeline,
+                              NameId category) {
   const TaskGraph& g = step.graph;
   for (TaskId a = 0; a < g.num_tasks(); ++a) {
     if (g.task(a).category != category || g.rank_of(a) != 0) continue;

@@ -53,7 +53,8 @@ TEST(Simulator, MfuIsModelFlopsOverStepTimeGpusAndPeak) {
   EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.bubble_s + b.optimizer_s, r->step_time_s, 1e-6);
   // The critical path has no gaps: its tasks' times add up to the step.
   const CriticalPathSummary& c = r->critical_path;
-  EXPECT_NEAR(c.compute_s + c.tp_comm_s + c.pp_comm_s + c.dp_comm_s + c.optimizer_s, r->step_time_s, 1e-6);
+  EXPECT_NEAR(c.compute_s + c.tp_comm_s + c.pp_comm_s + c.dp_comm_s + c.optimizer_s, r->step_time_s,
+              1e-6);
   EXPECT_GT(c.tp_comm_s, 0);
   EXPECT_GT(c.optimizer_s, 0);
 }
@@ -66,7 +67,8 @@ TEST(Simulator, GradientBucketsAndPipelineSendsShareTheNics) {
   SimulationOptions alone;
   alone.share_bandwidth = false;
   Result<SimulationResult> shared = SimulateTrainingStep(in.model, in.cluster, Gpt3Interleaved());
-  Result<SimulationResult> apart = SimulateTrainingStep(in.model, in.cluster, Gpt3Interleaved(), alone);
+  Result<SimulationResult> apart =
+      SimulateTrainingStep(in.model, in.cluster, Gpt3Interleaved(), alone);
   ASSERT_TRUE(shared.ok() && apart.ok());
   // Sharing never speeds a step up; whether the slowed sends below lengthen it depends on the
   // pipeline's slack, which the calibration moves.
@@ -104,12 +106,13 @@ TEST(Simulator, GradientBucketsAndPipelineSendsShareTheNics) {
   EXPECT_GT(nic_shared, SimTime::Zero());
   // The tensor-parallel collectives stay inside the node, on NVLink, away from that traffic.
   ASSERT_EQ(step.intra_node_port.size(), 8u);
-  for (const Port& port : step.intra_node_port) EXPECT_EQ(t.channel_shared[port.tx], SimTime::Zero());
+  for (const Port& port : step.intra_node_port)
+    EXPECT_EQ(t.channel_shared[port.tx], SimTime::Zero());
 }
 
 // Llama 3 8B on one DGX H100 with TP4 DP2: both groups inside the node. With
-// --overlap-grad-reduce the gradient buckets of the last backward are reduced over NVLink while the rest of that backward runs its tp
-// collectives over the same ports.
+// --overlap-grad-reduce the gradient buckets of the last backward are reduced over NVLink while the
+// rest of that backward runs its tp collectives over the same ports.
 TEST(Simulator, GradientBucketsAndTensorParallelCollectivesShareNvlink) {
   Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
   Strategy s;
@@ -132,7 +135,8 @@ TEST(Simulator, GradientBucketsAndTensorParallelCollectivesShareNvlink) {
   int32_t slowed_tp = 0;
   for (TaskId id = 0; id < step.graph.num_tasks(); ++id) {
     if (step.graph.task(id).category != step.tp_category) continue;
-    slowed_tp += shared->timeline.end[id] - shared->timeline.start[id] > step.graph.task(id).duration;
+    slowed_tp +=
+        shared->timeline.end[id] - shared->timeline.start[id] > step.graph.task(id).duration;
   }
   EXPECT_GT(slowed_tp, 0);
   EXPECT_TRUE(step.inter_node_port.empty());
@@ -140,7 +144,8 @@ TEST(Simulator, GradientBucketsAndTensorParallelCollectivesShareNvlink) {
   EXPECT_GT(shared->timeline.channel_shared[step.intra_node_port[0].tx], SimTime::Zero());
   // The slowed collectives count as exposed communication, so the breakdown still adds up.
   const StepBreakdown& b = shared->breakdown;
-  EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.bubble_s + b.optimizer_s, shared->step_time_s, 1e-9);
+  EXPECT_NEAR(b.compute_s + b.exposed_comm_s + b.bubble_s + b.optimizer_s, shared->step_time_s,
+              1e-9);
   EXPECT_GT(b.exposed_comm_s, apart->breakdown.exposed_comm_s);
   EXPECT_NEAR(b.compute_s, apart->breakdown.compute_s, 1e-12);
 }
@@ -212,7 +217,8 @@ TEST(Simulator, InvalidStrategyListsEveryViolation) {
   Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, s);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--tp 3"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("--global-batch 63"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("--global-batch 63"), std::string::npos)
+      << r.status().message();
 }
 
 // DeepSeek-V3 as it was trained (DeepSeek-V3 report, Section 3.2): pp 16, ep 64, no tp, on 2048

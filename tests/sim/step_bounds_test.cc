@@ -34,8 +34,9 @@ void ExpectBelowSimulation(const Inputs& in, const Strategy& s) {
 
 TEST(StepBounds, NeverAboveTheSimulationOverSchedulesZeroRecomputeAndOverlap) {
   const Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 4);
-  const ScheduleKind schedules[] = {ScheduleKind::kGpipe, ScheduleKind::k1F1B, ScheduleKind::kInterleaved,
-                                    ScheduleKind::kZbH1, ScheduleKind::kZbV, ScheduleKind::kDualPipeV};
+  const ScheduleKind schedules[] = {ScheduleKind::kGpipe,       ScheduleKind::k1F1B,
+                                    ScheduleKind::kInterleaved, ScheduleKind::kZbH1,
+                                    ScheduleKind::kZbV,         ScheduleKind::kDualPipeV};
   int checked = 0;
   for (ScheduleKind schedule : schedules) {
     for (Recompute recompute : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
@@ -43,12 +44,15 @@ TEST(StepBounds, NeverAboveTheSimulationOverSchedulesZeroRecomputeAndOverlap) {
         Strategy s = Base();
         s.schedule = schedule;
         s.vpp = schedule == ScheduleKind::kInterleaved || schedule == ScheduleKind::kZbV ||
-                        schedule == ScheduleKind::kDualPipeV ? 2 : 1;
+                        schedule == ScheduleKind::kDualPipeV
+                    ? 2
+                    : 1;
         s.recompute = recompute;
         s.zero_stage = schedule == ScheduleKind::kZbH1 ? 0 : 1;
         s.overlap_grad_reduce = overlap;
         s.overlap_param_gather = overlap && s.zero_stage == 1;
-        SCOPED_TRACE(std::string(kScheduleNames.Name(schedule)) + " " + std::string(kRecomputeNames.Name(recompute)));
+        SCOPED_TRACE(std::string(kScheduleNames.Name(schedule)) + " " +
+                     std::string(kRecomputeNames.Name(recompute)));
         ExpectBelowSimulation(in, s);
         ++checked;
       }
@@ -89,7 +93,8 @@ TEST(StepBounds, WithinTenPercentOfOneF1BWithoutDataParallelism) {
   ASSERT_TRUE(sim.ok());
   const StepBounds bounds = BoundStep(*step);
   EXPECT_GT(bounds.step_time.ToSeconds(), 0.9 * sim->step_time_s);
-  EXPECT_GT(static_cast<double>(bounds.peak_memory_bytes), 0.99 * static_cast<double>(sim->peak_memory_bytes));
+  EXPECT_GT(static_cast<double>(bounds.peak_memory_bytes),
+            0.99 * static_cast<double>(sim->peak_memory_bytes));
 }
 
 }  // namespace

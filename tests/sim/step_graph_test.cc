@@ -40,8 +40,8 @@ struct PipelineRun {
   StepTimeline timeline;
 };
 
-PipelineRun BuildAndRun(PipelineKind kind, int32_t p, int32_t m, int32_t chunks, const std::vector<ChunkCost>& costs,
-                const StepGraphConfig& config) {
+PipelineRun BuildAndRun(PipelineKind kind, int32_t p, int32_t m, int32_t chunks,
+                        const std::vector<ChunkCost>& costs, const StepGraphConfig& config) {
   Result<PipelineSchedule> schedule = BuildSchedule(kind, p, m, chunks);
   EXPECT_TRUE(schedule.ok()) << schedule.status().message();
   PipelineRun run{BuildStepGraph(*schedule, costs, config), {}};
@@ -54,7 +54,8 @@ PipelineRun BuildAndRun(PipelineKind kind, int32_t p, int32_t m, int32_t chunks,
 // 1 - busy / (stages * makespan) over the compute streams.
 double BubbleFraction(const PipelineRun& run) {
   double busy = 0;
-  for (int32_t s = 0; s < run.step.stages; ++s) busy += run.timeline.stream_busy[run.step.compute_stream[s]].ToSeconds();
+  for (int32_t s = 0; s < run.step.stages; ++s)
+    busy += run.timeline.stream_busy[run.step.compute_stream[s]].ToSeconds();
   return 1.0 - busy / (run.step.stages * run.timeline.makespan.ToSeconds());
 }
 
@@ -62,7 +63,8 @@ TEST(StepGraph, GpipeAnd1F1BBubbleIsPMinusOneOverMPlusPMinusOne) {
   for (PipelineKind kind : {PipelineKind::kGpipe, PipelineKind::k1F1B}) {
     for (auto [p, m] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{3, 1}}) {
       PipelineRun run = BuildAndRun(kind, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
-      EXPECT_NEAR(BubbleFraction(run), double(p - 1) / (m + p - 1), 1e-9) << "p " << p << " m " << m;
+      EXPECT_NEAR(BubbleFraction(run), double(p - 1) / (m + p - 1), 1e-9)
+          << "p " << p << " m " << m;
       EXPECT_EQ(run.timeline.makespan.nanos(), (m + p - 1) * 3 * kMs);
     }
   }
@@ -70,22 +72,27 @@ TEST(StepGraph, GpipeAnd1F1BBubbleIsPMinusOneOverMPlusPMinusOne) {
 
 TEST(StepGraph, InterleavingDividesTheBubbleTimeByTheChunkCount) {
   const int32_t p = 4, m = 8;
-  PipelineRun plain = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 4, 4, 4), FreeCommunication(p));
+  PipelineRun plain =
+      BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 4, 4, 4), FreeCommunication(p));
   for (int32_t v : {2, 4}) {
     // The same model in v chunks per stage: each chunk does 1/v of the work.
-    PipelineRun inter = BuildAndRun(PipelineKind::kInterleaved, p, m, v, EqualCosts(p * v, 4 / v, 4 / v, 4 / v),
-                            FreeCommunication(p));
+    PipelineRun inter = BuildAndRun(PipelineKind::kInterleaved, p, m, v,
+                                    EqualCosts(p * v, 4 / v, 4 / v, 4 / v), FreeCommunication(p));
     const int64_t busy = int64_t{m} * 12 * kMs;
-    EXPECT_EQ(inter.timeline.makespan.nanos() - busy, (plain.timeline.makespan.nanos() - busy) / v) << "v " << v;
+    EXPECT_EQ(inter.timeline.makespan.nanos() - busy, (plain.timeline.makespan.nanos() - busy) / v)
+        << "v " << v;
   }
 }
 
 TEST(StepGraph, ZeroBubbleH1HasAThirdOf1F1BsBubble) {
   const int32_t p = 8, m = 32;
-  PipelineRun one_f_one_b = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
-  PipelineRun zb = BuildAndRun(PipelineKind::kZbH1, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+  PipelineRun one_f_one_b =
+      BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+  PipelineRun zb =
+      BuildAndRun(PipelineKind::kZbH1, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
   const int64_t busy = int64_t{m} * 3 * kMs;
-  const double ratio = double(zb.timeline.makespan.nanos() - busy) / double(one_f_one_b.timeline.makespan.nanos() - busy);
+  const double ratio = double(zb.timeline.makespan.nanos() - busy) /
+                       double(one_f_one_b.timeline.makespan.nanos() - busy);
   // Qi et al. 2024: (p-1)(T_F + T_B - T_W) versus (p-1)(T_F + T_B + T_W).
   EXPECT_NEAR(ratio, 1.0 / 3.0, 1e-9);
 }
@@ -99,10 +106,13 @@ int64_t PeakActivations(const PipelineRun& run, int32_t rank) {
 TEST(StepGraph, OneFOneBStageHoldsPMinusIMicroBatchesGpipeHoldsAll) {
   const int32_t p = 4;
   for (int32_t m : {2, 8}) {
-    PipelineRun run = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
-    PipelineRun gpipe = BuildAndRun(PipelineKind::kGpipe, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+    PipelineRun run =
+        BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+    PipelineRun gpipe =
+        BuildAndRun(PipelineKind::kGpipe, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
     for (int32_t stage = 0; stage < p; ++stage) {
-      EXPECT_EQ(PeakActivations(run, stage), std::min(p - stage, m)) << "m " << m << " stage " << stage;
+      EXPECT_EQ(PeakActivations(run, stage), std::min(p - stage, m))
+          << "m " << m << " stage " << stage;
       EXPECT_EQ(PeakActivations(gpipe, stage), m);
     }
   }
@@ -125,7 +135,8 @@ TEST(StepGraph, FullReplicasGiveTheSymmetricStepTime) {
   // weight gather come after the pipeline's last pass.
   SimTime pipeline_end;
   for (TaskId id = 0; id < one.step.graph.num_tasks(); ++id) {
-    if (one.step.graph.task(id).category == one.step.compute_category) pipeline_end = Max(pipeline_end, one.timeline.end[id]);
+    if (one.step.graph.task(id).category == one.step.compute_category)
+      pipeline_end = Max(pipeline_end, one.timeline.end[id]);
   }
   EXPECT_EQ((one.timeline.makespan - pipeline_end).nanos(), 700'000 + 500'000 + 200'000);
 }
@@ -217,8 +228,9 @@ TEST(StepGraph, SharedPortsNeverMakeAnyScheduleFaster) {
     int32_t chunks;
   };
   int32_t slower = 0;
-  for (Case c : {Case{PipelineKind::k1F1B, 1}, Case{PipelineKind::kInterleaved, 2}, Case{PipelineKind::kZbH1, 1},
-                 Case{PipelineKind::kZbV, 2}, Case{PipelineKind::kDualPipeV, 2}}) {
+  for (Case c : {Case{PipelineKind::k1F1B, 1}, Case{PipelineKind::kInterleaved, 2},
+                 Case{PipelineKind::kZbH1, 1}, Case{PipelineKind::kZbV, 2},
+                 Case{PipelineKind::kDualPipeV, 2}}) {
     for (int32_t p : {2, 4}) {
       for (int32_t m : {4, 8}) {
         Result<PipelineSchedule> schedule = BuildSchedule(c.kind, p, m, c.chunks);
@@ -241,7 +253,8 @@ TEST(StepGraph, SharedPortsNeverMakeAnyScheduleFaster) {
         Result<StepTimeline> b = Simulate(shared.graph);
         ASSERT_TRUE(a.ok() && b.ok()) << b.status().message();
         for (TaskId id = 0; id < shared.graph.num_tasks(); ++id) {
-          ASSERT_GE(b->end[id], a->end[id]) << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+          ASSERT_GE(b->end[id], a->end[id])
+              << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
         }
         slower += b->makespan > a->makespan;
       }
@@ -254,7 +267,8 @@ TEST(StepGraph, SharedPortsNeverMakeAnyScheduleFaster) {
 std::vector<int64_t> ComputeStarts(const PipelineRun& run, int32_t rank) {
   std::vector<int64_t> starts;
   for (TaskId id = 0; id < run.step.graph.num_tasks(); ++id) {
-    if (run.step.graph.task(id).stream == run.step.compute_stream[rank]) starts.push_back(run.timeline.start[id].nanos());
+    if (run.step.graph.task(id).stream == run.step.compute_stream[rank])
+      starts.push_back(run.timeline.start[id].nanos());
   }
   return starts;
 }
@@ -268,7 +282,8 @@ TEST(StepGraph, BlockingSendHoldsBackTheSendersNextPass) {
   ASSERT_GE(ComputeStarts(blocking, 0).size(), 2u);
   EXPECT_EQ(ComputeStarts(blocking, 0)[1], 2 * kMs);
   config.blocking_sends = false;
-  PipelineRun overlapped = BuildAndRun(PipelineKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
+  PipelineRun overlapped =
+      BuildAndRun(PipelineKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
   EXPECT_EQ(ComputeStarts(overlapped, 0)[1], 1 * kMs);
   EXPECT_GT(blocking.timeline.makespan, overlapped.timeline.makespan);
 }
@@ -278,10 +293,10 @@ TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
     PipelineKind kind;
     int32_t chunks;
   };
-  for (Case c : {Case{PipelineKind::kGpipe, 1}, Case{PipelineKind::k1F1B, 1}, Case{PipelineKind::kInterleaved, 2},
-                 Case{PipelineKind::kInterleaved, 3}, Case{PipelineKind::kInterleaved, 4},
-                 Case{PipelineKind::kZbH1, 1}, Case{PipelineKind::kZbV, 2},
-                 Case{PipelineKind::kDualPipeV, 2}}) {
+  for (Case c : {Case{PipelineKind::kGpipe, 1}, Case{PipelineKind::k1F1B, 1},
+                 Case{PipelineKind::kInterleaved, 2}, Case{PipelineKind::kInterleaved, 3},
+                 Case{PipelineKind::kInterleaved, 4}, Case{PipelineKind::kZbH1, 1},
+                 Case{PipelineKind::kZbV, 2}, Case{PipelineKind::kDualPipeV, 2}}) {
     for (int32_t p = 1; p <= 16; ++p) {
       for (int32_t m = 1; m <= 64; ++m) {
         Result<PipelineSchedule> schedule = BuildSchedule(c.kind, p, m, c.chunks);
@@ -289,7 +304,8 @@ TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
         StepGraphConfig config = FreeCommunication(p);
         config.p2p_time = SimTime::FromMicros(50);
         StepGraph step = BuildStepGraph(*schedule, EqualCosts(p * c.chunks, 3, 2, 1), config);
-        ASSERT_TRUE(step.graph.Validate().ok()) << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+        ASSERT_TRUE(step.graph.Validate().ok())
+            << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
         Result<StepTimeline> t = Simulate(step.graph);
         ASSERT_TRUE(t.ok()) << t.status().message();
         for (const Dependency& d : step.graph.dependencies()) {
@@ -326,17 +342,20 @@ TEST(StepGraph, EveryTaskSaysWhatItRuns) {
   config.bucket_time.assign(p * chunks, SimTime::FromMicros(70));
   config.optimizer_time.assign(p, SimTime::FromMicros(90));
   config.param_gather_time.assign(p, SimTime::FromMicros(20));
-  PipelineRun run = BuildAndRun(PipelineKind::kInterleaved, p, m, chunks, EqualCosts(p * chunks, 3, 2, 1), config);
+  PipelineRun run = BuildAndRun(PipelineKind::kInterleaved, p, m, chunks,
+                                EqualCosts(p * chunks, 3, 2, 1), config);
   const StepGraph& step = run.step;
   ASSERT_EQ(step.work.size(), static_cast<size_t>(step.graph.num_tasks()));
-  std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> bucket_parts;  // (rank, v) -> parts seen
+  std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>>
+      bucket_parts;  // (rank, v) -> parts seen
   for (TaskId id = 0; id < step.graph.num_tasks(); ++id) {
     const Task& task = step.graph.task(id);
     const TaskWork& work = step.work[id];
     const int32_t stage = step.graph.rank_of(id) % p;
     if (task.category == step.compute_category) {
       ASSERT_EQ(work.kind, WorkKind::kPass);
-      const std::string expected = std::string(kPassNames.Name(work.pass)) + " v" + std::to_string(work.index);
+      const std::string expected =
+          std::string(kPassNames.Name(work.pass)) + " v" + std::to_string(work.index);
       EXPECT_EQ(step.graph.Name(task.name), expected);
       EXPECT_EQ(work.index % p, stage);  // interleaved: virtual stage v sits on stage v % p
       EXPECT_LT(work.part, work.parts);
@@ -358,7 +377,8 @@ TEST(StepGraph, EveryTaskSaysWhatItRuns) {
   // Each rank reduces buckets 0, 1, 2 of each of its two chunks, in order.
   EXPECT_EQ(bucket_parts.size(), size_t{8});  // 2 replicas x 2 stages x 2 chunks
   for (const auto& [key, parts] : bucket_parts) {
-    EXPECT_EQ(parts, (std::vector<int32_t>{0, 1, 2})) << "rank " << key.first << " v " << key.second;
+    EXPECT_EQ(parts, (std::vector<int32_t>{0, 1, 2}))
+        << "rank " << key.first << " v " << key.second;
   }
 }
 

@@ -63,7 +63,8 @@ TEST(TaskGraph, RouteNamesDistinctKnownChannels) {
   EXPECT_EQ(route, 0);
   EXPECT_EQ(graph.num_channels(), 2);
   EXPECT_EQ(graph.Name(graph.channel_name(rx)), "rank 1 nic rx");
-  EXPECT_EQ(std::vector<ChannelId>(graph.route_channels(route).begin(), graph.route_channels(route).end()),
+  EXPECT_EQ(std::vector<ChannelId>(graph.route_channels(route).begin(),
+                                   graph.route_channels(route).end()),
             (std::vector<ChannelId>{tx, rx}));
   EXPECT_TRUE(graph.build_status().ok());
 
@@ -74,14 +75,16 @@ TEST(TaskGraph, RouteNamesDistinctKnownChannels) {
     return g.build_status().message();
   };
   EXPECT_EQ(error_of({}), "task graph: route 0 has no channels");
-  EXPECT_EQ(error_of({0, 1}), "task graph: route 0: unknown channel 1; add it with AddChannel() first");
+  EXPECT_EQ(error_of({0, 1}),
+            "task graph: route 0: unknown channel 1; add it with AddChannel() first");
   EXPECT_EQ(error_of({0, 0}), "task graph: route 0: channel 'nic tx' is listed twice");
 }
 
 TEST(TaskGraph, TaskOnAnUnknownRouteIsAnError) {
   TaskGraph graph;
   graph.AddTask({.stream = graph.AddStream(0, "pp"), .route = 0});
-  EXPECT_EQ(graph.build_status().message(), "task graph: task 0: unknown route; add it with AddRoute() first");
+  EXPECT_EQ(graph.build_status().message(),
+            "task graph: task 0: unknown route; add it with AddRoute() first");
   EXPECT_EQ(graph.task(0).route, kNoRoute);
 }
 

@@ -65,7 +65,8 @@ TEST(TaskLabel, NamesThePassMicroBatchAndChunk) {
   EXPECT_EQ(TaskLabel(step, place, forward), "F mb3 c1");
   const TaskId send = Find(step, WorkKind::kTransfer, Pass::kBW, 6, 2);
   ASSERT_GE(send, 0);
-  EXPECT_EQ(TaskLabel(step, PlaceOfTask(step, chunk_of, step.micro_batch, send), send), "send BW mb2 c1");
+  EXPECT_EQ(TaskLabel(step, PlaceOfTask(step, chunk_of, step.micro_batch, send), send),
+            "send BW mb2 c1");
 }
 
 TEST(TaskLabel, GradientBucketsAndOptimizerHaveNoMicroBatch) {
@@ -79,7 +80,8 @@ TEST(TaskLabel, GradientBucketsAndOptimizerHaveNoMicroBatch) {
       ++buckets;
       EXPECT_EQ(place.micro_batch, -1);
       EXPECT_EQ(place.chunk, 0);
-      EXPECT_EQ(TaskLabel(step, place, t).substr(0, 15), "grad reduce c0 ") << TaskLabel(step, place, t);
+      EXPECT_EQ(TaskLabel(step, place, t).substr(0, 15), "grad reduce c0 ")
+          << TaskLabel(step, place, t);
     }
     if (place.kind == WorkKind::kOptimizer) {
       EXPECT_EQ(TaskLabel(step, place, t), "optimizer");
@@ -111,18 +113,20 @@ TEST(TaskLabel, PassMarkersAreNamedAsThePassTheyStart) {
       EXPECT_EQ(place.kind, WorkKind::kPass);
       EXPECT_EQ(place.micro_batch, recorded[pass]);
       EXPECT_EQ(place.virtual_stage, step.work[pass].index);
-      EXPECT_EQ(TaskLabel(step, place, t), std::string(kPassNames.Name(step.work[pass].pass)) + " mb" +
-                                               std::to_string(recorded[pass]) + " c" +
+      EXPECT_EQ(TaskLabel(step, place, t), std::string(kPassNames.Name(step.work[pass].pass)) +
+                                               " mb" + std::to_string(recorded[pass]) + " c" +
                                                std::to_string(chunk_of[step.work[pass].index]));
     }
   }
-  EXPECT_GE(markers, 8 * 4 * 2 * 2);  // at least every F and BW of 8 micro-batches on 8 virtual stages
+  EXPECT_GE(markers,
+            8 * 4 * 2 * 2);  // at least every F and BW of 8 micro-batches on 8 virtual stages
 }
 
 // A plan file carries neither the schedule nor the micro-batches: both read off the graph agree
 // with what the builder recorded, for every schedule.
 TEST(TaskLabel, ChunksAndMicroBatchesReadOffTheGraphMatchTheBuilders) {
-  for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZbV, ScheduleKind::kZbH1}) {
+  for (ScheduleKind kind :
+       {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZbV, ScheduleKind::kZbH1}) {
     SCOPED_TRACE(std::string(kScheduleNames.Name(kind)));
     const Simulated sim = MustSimulate(Pipeline(kind));
     StepGraph step = sim.result.step;

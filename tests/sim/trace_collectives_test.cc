@@ -8,7 +8,8 @@ namespace loom {
 namespace {
 
 Op Collective(CommGroup group, int64_t bytes) {
-  return MakeCollective(OpName::kAttentionInputAllGather, {CollectiveKind::kAllGather, group, bytes});
+  return MakeCollective(OpName::kAttentionInputAllGather,
+                        {CollectiveKind::kAllGather, group, bytes});
 }
 
 int64_t At(const PassCollectiveBytes& stage, Pass pass, CommGroup group) {
@@ -21,7 +22,8 @@ int64_t At(const PassCollectiveBytes& stage, Pass pass, CommGroup group) {
 TEST(PassCollectiveBytes, SumsEachPassOverTheBlockRunsOfAVirtualStage) {
   ChunkBlocks blocks;
   LayerOps layer;
-  layer.forward = {MakeGemm(OpName::kInputNorm, {.m = 8, .n = 8, .k = 8}), Collective(CommGroup::kTp, 100)};
+  layer.forward = {MakeGemm(OpName::kInputNorm, {.m = 8, .n = 8, .k = 8}),
+                   Collective(CommGroup::kTp, 100)};
   layer.backward_input = {Collective(CommGroup::kTp, 100)};
   layer.recompute = {Collective(CommGroup::kTp, 50)};
   layer.backward_weight = {Collective(CommGroup::kCp, 7)};

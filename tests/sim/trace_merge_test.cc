@@ -29,7 +29,8 @@ const char kMeasured[] =
 {"name":"pp-send","ph":"f","id":0,"pid":0,"tid":0,"ts":0.25,"bp":"e"}])";
 
 Result<std::string> Merge(const std::string& a, const std::string& b) {
-  const std::vector<TraceToMerge> inputs = {{"predicted.json", a, "predicted"}, {"measured.json", b, "measured"}};
+  const std::vector<TraceToMerge> inputs = {{"predicted.json", a, "predicted"},
+                                            {"measured.json", b, "measured"}};
   return MergeChromeTraces(inputs);
 }
 
@@ -70,8 +71,10 @@ TEST(MergeChromeTraces, ATraceMergedWithItselfKeepsEveryProcessAndFlowDistinct) 
     }
     if (e.at("ph") == "s" || e.at("ph") == "f") ++flow_ends[e.at("id").get<int64_t>()];
   }
-  const std::map<int64_t, std::string> expected = {
-      {0, "predicted rank 0"}, {1, "predicted pid 1"}, {2, "measured rank 0"}, {3, "measured pid 1"}};
+  const std::map<int64_t, std::string> expected = {{0, "predicted rank 0"},
+                                                   {1, "predicted pid 1"},
+                                                   {2, "measured rank 0"},
+                                                   {3, "measured pid 1"}};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(flow_ends, (std::map<int64_t, int>{{0, 2}, {1, 2}}));
   EXPECT_EQ(*merged, *Merge(kPredicted, kPredicted));  // the same bytes each time
@@ -80,25 +83,31 @@ TEST(MergeChromeTraces, ATraceMergedWithItselfKeepsEveryProcessAndFlowDistinct) 
 TEST(MergeChromeTraces, ErrorsNameTheFileAndTheEvent) {
   Result<std::string> merged = Merge(kPredicted, R"({"events":[]})");
   ASSERT_FALSE(merged.ok());
-  EXPECT_NE(merged.status().message().find("measured.json: no traceEvents array"), std::string::npos)
+  EXPECT_NE(merged.status().message().find("measured.json: no traceEvents array"),
+            std::string::npos)
       << merged.status().message();
   merged = Merge(R"([{"ph":"X","pid":-2}])", kMeasured);
   ASSERT_FALSE(merged.ok());
-  EXPECT_NE(merged.status().message().find("predicted.json: traceEvents[0].pid is -2, not an integer from 0 to 2^48"),
+  EXPECT_NE(merged.status().message().find(
+                "predicted.json: traceEvents[0].pid is -2, not an integer from 0 to 2^48"),
             std::string::npos)
       << merged.status().message();
   merged = Merge(kPredicted, R"([{"ph":"s","id":18446744073709551615,"pid":0}])");
   ASSERT_FALSE(merged.ok());
-  EXPECT_NE(merged.status().message().find("measured.json: traceEvents[0].id is 18446744073709551615"),
-            std::string::npos)
+  EXPECT_NE(
+      merged.status().message().find("measured.json: traceEvents[0].id is 18446744073709551615"),
+      std::string::npos)
       << merged.status().message();
   merged = Merge(kPredicted, "[1]");
   ASSERT_FALSE(merged.ok());
-  EXPECT_NE(merged.status().message().find("measured.json: traceEvents[0] is not an object"), std::string::npos);
+  EXPECT_NE(merged.status().message().find("measured.json: traceEvents[0] is not an object"),
+            std::string::npos);
   // Keys of unexpected types are kept as they are, not misread.
   merged = Merge(R"([{"ph":1,"name":["process_name"],"pid":0,"args":{"name":2}}])", kMeasured);
   ASSERT_TRUE(merged.ok()) << merged.status().message();
-  EXPECT_NE(merged->find(R"({"ph":1,"name":["process_name"],"pid":0,"args":{"name":2}})"), std::string::npos) << *merged;
+  EXPECT_NE(merged->find(R"({"ph":1,"name":["process_name"],"pid":0,"args":{"name":2}})"),
+            std::string::npos)
+      << *merged;
   merged = Merge("{", kMeasured);
   ASSERT_FALSE(merged.ok());
   EXPECT_NE(merged.status().message().find("predicted.json"), std::string::npos);

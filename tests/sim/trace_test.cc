@@ -12,9 +12,9 @@
 
 #include "schedule/schedule.h"
 #include "sim/sim_test_support.h"
+#include "sim/simulator.h"
 #include "sim/step_graph.h"
 #include "sim/task_label.h"
-#include "sim/simulator.h"
 #include "spec/strategy.h"
 
 namespace loom {
@@ -163,14 +163,17 @@ TEST(ChromeTrace, DependenciesAcrossStreamsAreArrowsThatNeverRunBackwards) {
   const std::vector<nlohmann::json> starts =
       EventsWithPhase(nlohmann::json::parse(ChromeTraceJson(graph, *simulated)), "s");
   ASSERT_EQ(starts.size(), 2u);
-  EXPECT_EQ(starts[1].dump(), R"({"cat":"dependency","id":1,"name":"dependency","ph":"s","pid":0,"tid":1,"ts":10.0})");
+  EXPECT_EQ(
+      starts[1].dump(),
+      R"({"cat":"dependency","id":1,"name":"dependency","ph":"s","pid":0,"tid":1,"ts":10.0})");
   StepTimeline skewed = *simulated;
   skewed.start[2] = Us(9);  // rank 1's F "starts" before the send it waits for
   skewed.end[2] = Us(19);
   const nlohmann::json trace = nlohmann::json::parse(ChromeTraceJson(graph, skewed));
   ASSERT_EQ(EventsWithPhase(trace, "s").size(), 1u);
-  EXPECT_EQ(EventsWithPhase(trace, "f").at(0).dump(),
-            R"({"bp":"e","cat":"dependency","id":0,"name":"dependency","ph":"f","pid":0,"tid":1,"ts":10.0})");
+  EXPECT_EQ(
+      EventsWithPhase(trace, "f").at(0).dump(),
+      R"({"bp":"e","cat":"dependency","id":0,"name":"dependency","ph":"f","pid":0,"tid":1,"ts":10.0})");
 }
 
 TEST(ChromeTrace, WithoutMemoryHasNoCounters) {
@@ -234,9 +237,11 @@ std::string TraceOf(const TracedStep& traced) {
 // Every flow start has exactly one finish with its id, not before it; each end lies inside a
 // slice of its process and thread. Returns the number of flows of each category.
 std::map<std::string, int> ExpectFlowsPairUp(const nlohmann::json& trace) {
-  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> slices;  // (pid, tid)
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>>
+      slices;  // (pid, tid)
   for (const nlohmann::json& x : EventsWithPhase(trace, "X")) {
-    slices[{x.at("pid"), x.at("tid")}].emplace_back(x.at("ts"), x.at("ts").get<double>() + x.at("dur").get<double>());
+    slices[{x.at("pid"), x.at("tid")}].emplace_back(
+        x.at("ts"), x.at("ts").get<double>() + x.at("dur").get<double>());
   }
   const auto bound = [&](const nlohmann::json& e) {
     for (const auto& [start, end] : slices[{e.at("pid"), e.at("tid")}]) {
@@ -247,7 +252,8 @@ std::map<std::string, int> ExpectFlowsPairUp(const nlohmann::json& trace) {
   std::map<int64_t, nlohmann::json> starts;
   std::map<std::string, int> by_category;
   for (const nlohmann::json& s : EventsWithPhase(trace, "s")) {
-    EXPECT_TRUE(starts.emplace(s.at("id").get<int64_t>(), s).second) << "two starts with id " << s.at("id");
+    EXPECT_TRUE(starts.emplace(s.at("id").get<int64_t>(), s).second)
+        << "two starts with id " << s.at("id");
     EXPECT_TRUE(bound(s)) << s.dump();
     ++by_category[s.at("cat").get<std::string>()];
   }
@@ -289,7 +295,8 @@ TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
   EXPECT_EQ(trace.at("otherData").at("cluster"), "dgx-h100");
   EXPECT_EQ(trace.at("otherData").at("strategy").at("tp"), 2);
   EXPECT_EQ(trace.at("otherData").at("loom_version"), "9.9.9");
-  // Llama 3 8B's 32 layers in 8 virtual stages of 4: virtual stage 5 (stage 1, chunk 1) holds 20-23.
+  // Llama 3 8B's 32 layers in 8 virtual stages of 4: virtual stage 5 (stage 1, chunk 1) holds
+  // 20-23.
   const std::vector<int64_t> layers = LayersPerVirtualStage(traced.prepared.strategy, 32);
   ASSERT_EQ(layers, std::vector<int64_t>(8, 4));
   int sends = 0, forwards = 0, reductions = 0, tp = 0;
@@ -313,14 +320,16 @@ TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
       ++sends;
       EXPECT_EQ(args.at("bytes"), traced.prepared.payloads.p2p_bytes);
       EXPECT_TRUE(args.contains("micro_batch")) << x.dump();
-      const int64_t peer_stage = (x.at("pid").get<int64_t>() + (x.at("name").get<std::string>()[5] == 'F' ? 1 : 3)) % 4;
-      EXPECT_EQ(args.at("peer"), "rank " + std::to_string(2 * peer_stage) + " (pp " + std::to_string(peer_stage) +
-                                     ", dp 0, cp 0, tp 0)")
+      const int64_t peer_stage =
+          (x.at("pid").get<int64_t>() + (x.at("name").get<std::string>()[5] == 'F' ? 1 : 3)) % 4;
+      EXPECT_EQ(args.at("peer"), "rank " + std::to_string(2 * peer_stage) + " (pp " +
+                                     std::to_string(peer_stage) + ", dp 0, cp 0, tp 0)")
           << x.dump();
     }
     if (x.at("cat") == "dp" && x.at("name").get<std::string>().starts_with("grad reduce")) {
       ++reductions;
-      EXPECT_EQ(args.at("bytes"), traced.prepared.payloads.bucket_bytes.at(args.at("virtual_stage").get<size_t>()));
+      EXPECT_EQ(args.at("bytes"),
+                traced.prepared.payloads.bucket_bytes.at(args.at("virtual_stage").get<size_t>()));
       EXPECT_EQ(args.at("collective"), "reduce_scatter");
       EXPECT_FALSE(args.contains("micro_batch"));
     }
@@ -346,10 +355,12 @@ TEST(ChromeTrace, NamesRanksByMegatronGlobalRanks) {
   for (const nlohmann::json& e : EventsWithPhase(trace, "M")) {
     if (e.at("name") == "process_name") names.push_back(e.at("args").at("name"));
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"rank 0 (pp 0, dp 0, cp 0, tp 0)", "rank 8 (pp 1, dp 0, cp 0, tp 0)",
-                                             "rank 4 (pp 0, dp 1, cp 0, tp 0)", "rank 12 (pp 1, dp 1, cp 0, tp 0)"}));
-  EXPECT_NE(trace.at("otherData").at("processes").get<std::string>().find("tp x cp group of 4 GPUs"),
-            std::string::npos);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "rank 0 (pp 0, dp 0, cp 0, tp 0)", "rank 8 (pp 1, dp 0, cp 0, tp 0)",
+                       "rank 4 (pp 0, dp 1, cp 0, tp 0)", "rank 12 (pp 1, dp 1, cp 0, tp 0)"}));
+  EXPECT_NE(
+      trace.at("otherData").at("processes").get<std::string>().find("tp x cp group of 4 GPUs"),
+      std::string::npos);
   ExpectFlowsPairUp(trace);
 }
 
@@ -448,8 +459,9 @@ TEST(ChromeTrace, SmallStepTraceIsExactlyThisText) {
 
 TEST(ChromeTrace, MergesRunsAsDistinctProcessesWithUniqueFlowIds) {
   const TracedStep traced = MustTrace(Pipeline(ScheduleKind::k1F1B), false, 1);
-  const std::vector<TraceRun> runs = {{&traced.result.timeline, &traced.result.memory, "predicted ", 0},
-                                      {&traced.result.timeline, nullptr, "measured ", 4}};
+  const std::vector<TraceRun> runs = {
+      {&traced.result.timeline, &traced.result.memory, "predicted ", 0},
+      {&traced.result.timeline, nullptr, "measured ", 4}};
   const std::string text = TraceOf(traced, runs);
   const nlohmann::json trace = nlohmann::json::parse(text);
   std::map<int64_t, std::string> processes;
@@ -463,7 +475,8 @@ TEST(ChromeTrace, MergesRunsAsDistinctProcessesWithUniqueFlowIds) {
   EXPECT_EQ(processes.at(7), "measured rank 6 (pp 3, dp 0, cp 0, tp 0)");
   const std::vector<nlohmann::json> slices = EventsWithPhase(trace, "X");
   ASSERT_EQ(slices.size(), 2u * static_cast<size_t>(traced.result.step.graph.num_tasks()));
-  EXPECT_EQ(slices.back().at("pid").get<int64_t>(), 4 + traced.result.step.graph.rank_of(slices.size() / 2 - 1));
+  EXPECT_EQ(slices.back().at("pid").get<int64_t>(),
+            4 + traced.result.step.graph.rank_of(slices.size() / 2 - 1));
   const std::map<std::string, int> flows = ExpectFlowsPairUp(trace);
   EXPECT_EQ(flows.at("pp-send"), 2 * 8 * 2 * 3);
   EXPECT_EQ(text, TraceOf(traced, runs));  // byte-deterministic

@@ -168,9 +168,12 @@ TEST(GpuSpec, ZeroAndNegativeSizesAreRejected) {
   json["l2_cache_bytes"] = -5;
   std::string path;
   Status status = LoadGpu(json, &path);
-  EXPECT_TRUE(Contains(status.message(), path + ": memory_bytes: is 0; it must be between 1 and 1125899906842624"));
+  EXPECT_TRUE(Contains(status.message(),
+                       path + ": memory_bytes: is 0; it must be between 1 and 1125899906842624"));
   EXPECT_TRUE(Contains(status.message(), path + ": hbm_bandwidth_GBps: is -1; it must be"));
-  EXPECT_TRUE(Contains(status.message(), path + ": l2_cache_bytes: is -5; it must be between 1 and 1125899906842624"));
+  EXPECT_TRUE(
+      Contains(status.message(),
+               path + ": l2_cache_bytes: is -5; it must be between 1 and 1125899906842624"));
 }
 
 TEST(GpuSpec, MissingKeySaysWhatToAdd) {
@@ -178,7 +181,9 @@ TEST(GpuSpec, MissingKeySaysWhatToAdd) {
   json.erase("nvlink_bandwidth_GBps");
   std::string path;
   Status status = LoadGpu(json, &path);
-  EXPECT_TRUE(Contains(status.message(), path + ": nvlink_bandwidth_GBps: is missing; add \"nvlink_bandwidth_GBps\""));
+  EXPECT_TRUE(
+      Contains(status.message(),
+               path + ": nvlink_bandwidth_GBps: is missing; add \"nvlink_bandwidth_GBps\""));
 }
 
 TEST(GpuSpec, UnknownKeySuggestsTheClosestKnownKey) {
@@ -187,7 +192,8 @@ TEST(GpuSpec, UnknownKeySuggestsTheClosestKnownKey) {
   json["sm_cout"] = 100;
   std::string path;
   Status status = LoadGpu(json, &path);
-  EXPECT_TRUE(Contains(status.message(), path + ": sm_cout: is not a known key; did you mean \"sm_count\"?"));
+  EXPECT_TRUE(Contains(status.message(),
+                       path + ": sm_cout: is not a known key; did you mean \"sm_count\"?"));
 }
 
 TEST(GpuSpec, UnknownPeakFormatListsTheKnownOnes) {
@@ -229,7 +235,8 @@ TEST(GpuSpec, MissingSchemaSaysWhatToAdd) {
   json.erase("schema");
   std::string path;
   Status status = LoadGpu(json, &path);
-  EXPECT_TRUE(Contains(status.message(), path + ": schema: is missing; add \"schema\": \"loom.gpu/1\""));
+  EXPECT_TRUE(
+      Contains(status.message(), path + ": schema: is missing; add \"schema\": \"loom.gpu/1\""));
 }
 
 TEST(GpuSpec, SourcesMustBeStrings) {
@@ -318,7 +325,8 @@ TEST(ClusterSpec, NodesOverrideBelowOneIsRejected) {
     ASSERT_FALSE(cluster.ok());
     EXPECT_EQ(cluster.status().code(), Status::Code::kInvalidArgument);
     EXPECT_TRUE(Contains(cluster.status().message(), path + ": the node count"));
-    EXPECT_TRUE(Contains(cluster.status().message(), "is " + std::to_string(nodes) + "; it must be between 1 and 1048576"));
+    EXPECT_TRUE(Contains(cluster.status().message(),
+                         "is " + std::to_string(nodes) + "; it must be between 1 and 1048576"));
   }
 }
 
@@ -361,7 +369,8 @@ TEST(ClusterSpec, WrongTypeNamesTheKey) {
   std::string path;
   Status status = ClusterError(json, &path);
   EXPECT_TRUE(Contains(status.message(), path + ": gpus_per_node: must be an integer, got string"));
-  EXPECT_TRUE(Contains(status.message(), path + ": intra_node.bandwidth_GBps: must be a number, got string"));
+  EXPECT_TRUE(Contains(status.message(),
+                       path + ": intra_node.bandwidth_GBps: must be a number, got string"));
 }
 
 TEST(ClusterSpec, ZeroAndNegativeSizesAreRejected) {
@@ -372,9 +381,13 @@ TEST(ClusterSpec, ZeroAndNegativeSizesAreRejected) {
   json["intra_node"]["latency_us"] = -0.5;
   std::string path;
   Status status = ClusterError(json, &path);
-  EXPECT_TRUE(Contains(status.message(), path + ": inter_node.nics_per_node: is 0; it must be between 1 and 4096"));
-  EXPECT_TRUE(Contains(status.message(), path + ": inter_node.nic_bandwidth_Gbps: is 0; it must be greater than 0"));
-  EXPECT_TRUE(Contains(status.message(), path + ": host.cpu_memory_bytes: is -1; it must be between 1 and 36028797018963968"));
+  EXPECT_TRUE(Contains(status.message(),
+                       path + ": inter_node.nics_per_node: is 0; it must be between 1 and 4096"));
+  EXPECT_TRUE(Contains(status.message(),
+                       path + ": inter_node.nic_bandwidth_Gbps: is 0; it must be greater than 0"));
+  EXPECT_TRUE(Contains(
+      status.message(),
+      path + ": host.cpu_memory_bytes: is -1; it must be between 1 and 36028797018963968"));
   EXPECT_TRUE(Contains(status.message(), path + ": intra_node.latency_us: is -0.5; it must be"));
 }
 
@@ -390,7 +403,8 @@ TEST(ClusterSpec, HostMemoryBandwidthIsOptionalAndPositive) {
   EXPECT_EQ(with->host.memory_bandwidth_GBps, 409.6);
   json["host"]["memory_bandwidth_GBps"] = 0;
   Status status = ClusterError(json, &path);
-  EXPECT_TRUE(Contains(status.message(), path + ": host.memory_bandwidth_GBps: is 0; it must be greater than 0"));
+  EXPECT_TRUE(Contains(status.message(),
+                       path + ": host.memory_bandwidth_GBps: is 0; it must be greater than 0"));
 }
 
 TEST(ClusterSpec, NvlinkDomainDefaultsToTheNodeAndSetsTheTensorParallelDegrees) {
@@ -414,16 +428,19 @@ TEST(ClusterSpec, NvlinkDomainMustBeWholeNodesOverNvswitch) {
   nlohmann::json json = ValidCluster();
   json["gpus_per_node"] = 4;
   json["nvlink_domain_gpus"] = 6;
-  EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
-                       path + ": nvlink_domain_gpus: is 6, not a multiple of gpus_per_node (4); an NVLink "
-                              "domain is whole nodes: use 4 times the nodes"));
+  EXPECT_TRUE(
+      Contains(ClusterError(json, &path).message(),
+               path + ": nvlink_domain_gpus: is 6, not a multiple of gpus_per_node (4); an NVLink "
+                      "domain is whole nodes: use 4 times the nodes"));
   json["nvlink_domain_gpus"] = 0;
-  EXPECT_TRUE(Contains(ClusterError(json, &path).message(), path + ": nvlink_domain_gpus: is 0; it must be between 1"));
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
+                       path + ": nvlink_domain_gpus: is 0; it must be between 1"));
   json["nvlink_domain_gpus"] = 8;
   json["intra_node"]["fabric"] = "pcie";
-  EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
-                       path + ": nvlink_domain_gpus: is 8, more than one node of 4, but intra_node.fabric is not "
-                              "\"nvswitch\"; only NVLink switches join nodes into one domain"));
+  EXPECT_TRUE(Contains(
+      ClusterError(json, &path).message(),
+      path + ": nvlink_domain_gpus: is 8, more than one node of 4, but intra_node.fabric is not "
+             "\"nvswitch\"; only NVLink switches join nodes into one domain"));
 }
 
 TEST(ClusterSpec, EveryShippedClusterLoadsWithCitedSources) {
@@ -466,7 +483,8 @@ TEST(ClusterSpec, PricePerGpuHourIsOptionalPositiveAndBounded) {
   ASSERT_TRUE(with.ok()) << with.status().ToString();
   EXPECT_EQ(with->price_per_gpu_hour_usd, 2.49);
   json["price_per_gpu_hour_usd"] = 0;
-  EXPECT_TRUE(Contains(ClusterError(json, &path).message(), path + ": price_per_gpu_hour_usd: is 0; it must be greater than 0"));
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
+                       path + ": price_per_gpu_hour_usd: is 0; it must be greater than 0"));
   // A price per month, not per hour: outside any GPU-hour's price, reported with the bound.
   json["price_per_gpu_hour_usd"] = 1800;
   ASSERT_TRUE(LoadCluster(json, &path).ok());
@@ -474,7 +492,8 @@ TEST(ClusterSpec, PricePerGpuHourIsOptionalPositiveAndBounded) {
   EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
                        path + ": price_per_gpu_hour_usd: is 18000; it must be between"));
   json["price_per_gpu_hour_usd"] = "2.49";
-  EXPECT_TRUE(Contains(ClusterError(json, &path).message(), path + ": price_per_gpu_hour_usd: must be a number"));
+  EXPECT_TRUE(Contains(ClusterError(json, &path).message(),
+                       path + ": price_per_gpu_hour_usd: must be a number"));
 }
 
 TEST(ClusterSpec, UnknownKeySuggestsTheClosestKnownKey) {
@@ -484,7 +503,7 @@ TEST(ClusterSpec, UnknownKeySuggestsTheClosestKnownKey) {
   std::string path;
   Status status = ClusterError(json, &path);
   EXPECT_TRUE(Contains(status.message(), path + ": intra_node.bandwith_GBps: is not a known key; "
-                                                 "did you mean \"bandwidth_GBps\"?"));
+                                                "did you mean \"bandwidth_GBps\"?"));
 }
 
 TEST(ClusterSpec, UnrelatedUnknownKeyListsTheKnownKeys) {
@@ -502,7 +521,7 @@ TEST(ClusterSpec, BadFabricListsTheChoices) {
   std::string path;
   Status status = ClusterError(json, &path);
   EXPECT_TRUE(Contains(status.message(), path + ": intra_node.fabric: is \"nvlink\"; it must be "
-                                                 "one of nvswitch|pcie"));
+                                                "one of nvswitch|pcie"));
 }
 
 TEST(ClusterSpec, BadTopologyListsTheChoices) {
@@ -511,7 +530,7 @@ TEST(ClusterSpec, BadTopologyListsTheChoices) {
   std::string path;
   Status status = ClusterError(json, &path);
   EXPECT_TRUE(Contains(status.message(), path + ": inter_node.topology: is \"dragonfly\"; it must "
-                                                 "be one of fat-tree|rail-optimized"));
+                                                "be one of fat-tree|rail-optimized"));
 }
 
 TEST(ClusterSpec, MissingGpuFileNamesTheClusterTheKeyAndTheResolvedPath) {
@@ -523,7 +542,8 @@ TEST(ClusterSpec, MissingGpuFileNamesTheClusterTheKeyAndTheResolvedPath) {
   EXPECT_EQ(cluster.status().code(), Status::Code::kNotFound);
   std::string resolved =
       (std::filesystem::path(path).parent_path().parent_path() / "gpus" / "b200.json").string();
-  EXPECT_TRUE(Contains(cluster.status().message(), path + ": gpu: \"../gpus/b200.json\" resolves to " + resolved));
+  EXPECT_TRUE(Contains(cluster.status().message(),
+                       path + ": gpu: \"../gpus/b200.json\" resolves to " + resolved));
   EXPECT_TRUE(Contains(cluster.status().message(), "relative to the cluster file's folder"));
 }
 
@@ -566,7 +586,7 @@ TEST(ClusterSpec, OversubscriptionBelowOneIsRejected) {
   std::string path;
   Status status = ClusterError(json, &path);
   EXPECT_TRUE(Contains(status.message(), path + ": inter_node.oversubscription: is 0.5; it must "
-                                                 "be >= 1 (1 = full bisection bandwidth)"));
+                                                "be >= 1 (1 = full bisection bandwidth)"));
 }
 
 TEST(ClusterSpec, OversubscriptionIsRequired) {
@@ -575,7 +595,7 @@ TEST(ClusterSpec, OversubscriptionIsRequired) {
   std::string path;
   Status status = ClusterError(json, &path);
   EXPECT_TRUE(Contains(status.message(), path + ": inter_node.oversubscription: is missing; add "
-                                                 "\"oversubscription\": 1"));
+                                                "\"oversubscription\": 1"));
 }
 
 TEST(ClusterSpec, ReadsOversubscriptionAboveOne) {
@@ -593,7 +613,7 @@ TEST(ClusterSpec, IntraNodeFasterThanTheGpusNvlinkIsRejected) {
   std::string path;
   Status status = ClusterError(json, &path);
   EXPECT_TRUE(Contains(status.message(), path + ": intra_node.bandwidth_GBps (500) exceeds the "
-                                                 "NVLink bandwidth of"));
+                                                "NVLink bandwidth of"));
   EXPECT_TRUE(Contains(status.message(), "lower bandwidth_GBps"));
 }
 
@@ -644,8 +664,9 @@ TEST(ClusterSpec, NvlinkSharpOnPcieIsRejected) {
   std::string path;
   Result<ClusterSpec> cluster = LoadCluster(json, &path, gpu);
   ASSERT_FALSE(cluster.ok());
-  EXPECT_TRUE(Contains(cluster.status().message(),
-                       path + ": intra_node.nvlink_sharp: is true but the fabric is not \"nvswitch\""));
+  EXPECT_TRUE(
+      Contains(cluster.status().message(),
+               path + ": intra_node.nvlink_sharp: is true but the fabric is not \"nvswitch\""));
 }
 
 TEST(ClusterSpec, CalibrationIsReadAndAbsentValuesStayUnset) {
@@ -677,8 +698,9 @@ TEST(ClusterSpec, CalibrationFractionAboveOneSaysToFixTheBandwidth) {
   json["calibration"] = {{"nvls_busbw_fraction", 1.2}, {"source", "x"}};
   std::string path;
   Status status = ClusterError(json, &path);
-  EXPECT_TRUE(Contains(status.message(), path + ": calibration.nvls_busbw_fraction: is 1.2; a fraction of "
-                                                 "the nominal bandwidth must be at most 1"));
+  EXPECT_TRUE(
+      Contains(status.message(), path + ": calibration.nvls_busbw_fraction: is 1.2; a fraction of "
+                                        "the nominal bandwidth must be at most 1"));
 }
 
 TEST(ClusterSpec, CalibrationNeedsASourceAndAValue) {
@@ -692,14 +714,15 @@ TEST(ClusterSpec, CalibrationNeedsASourceAndAValue) {
 
 TEST(ClusterSpec, CalibrationRejectsNegativeLatencyAndMisspelledKeys) {
   nlohmann::json json = ValidCluster();
-  json["calibration"] = {{"inter_node_extra_latency_us", -1},
-                         {"intra_node_busbw_fractoin", 0.5},
-                         {"source", "x"}};
+  json["calibration"] = {
+      {"inter_node_extra_latency_us", -1}, {"intra_node_busbw_fractoin", 0.5}, {"source", "x"}};
   std::string path;
   Status status = ClusterError(json, &path);
-  EXPECT_TRUE(Contains(status.message(), path + ": calibration.inter_node_extra_latency_us: is -1"));
-  EXPECT_TRUE(Contains(status.message(), "calibration.intra_node_busbw_fractoin: is not a known key; did you "
-                                         "mean \"intra_node_busbw_fraction\"?"));
+  EXPECT_TRUE(
+      Contains(status.message(), path + ": calibration.inter_node_extra_latency_us: is -1"));
+  EXPECT_TRUE(Contains(status.message(),
+                       "calibration.intra_node_busbw_fractoin: is not a known key; did you "
+                       "mean \"intra_node_busbw_fraction\"?"));
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 namespace loom {
 namespace {
 
-std::string Shipped(const std::string& relative) { return std::string(LOOM_SOURCE_DIR) + "/" + relative; }
+std::string Shipped(const std::string& relative) {
+  return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
   std::string path = ::testing::TempDir() + name;
@@ -33,7 +35,8 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
     EXPECT_EQ(again->cuda_graph_layers, p->cuda_graph_layers);
     EXPECT_EQ(again->sync_after_p2p, p->sync_after_p2p);
   }
-  Result<FrameworkProfile> graphs = LoadFrameworkProfile(Shipped("hardware/frameworks/megatron-core-cudagraphs.json"));
+  Result<FrameworkProfile> graphs =
+      LoadFrameworkProfile(Shipped("hardware/frameworks/megatron-core-cudagraphs.json"));
   ASSERT_TRUE(graphs.ok());
   EXPECT_TRUE(graphs->cuda_graph_layers);
 }
@@ -61,7 +64,8 @@ TEST(Framework, MissingHostTimeSaysWhatToGive) {
     "sync": {"after_p2p": true, "before_optimizer": false}})");
   Result<FrameworkProfile> p = LoadFrameworkProfile(path);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("backward_us_per_op"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("backward_us_per_op"), std::string::npos)
+      << p.status().message();
   EXPECT_NE(p.status().message().find("microseconds"), std::string::npos) << p.status().message();
 }
 

@@ -8,8 +8,13 @@ namespace {
 using nlohmann::json;
 
 TEST(ComputeCalibration, ReadsEveryKey) {
-  json j = {{"gemm_tile_m", 128}, {"gemm_tile_n", 256}, {"gemm_efficiency_bf16", 0.8}, {"gemm_efficiency_fp8", 0.7},
-            {"kernel_overhead_us", 4.5}, {"attention_efficiency", 0.4}, {"memory_bandwidth_fraction", 0.9},
+  json j = {{"gemm_tile_m", 128},
+            {"gemm_tile_n", 256},
+            {"gemm_efficiency_bf16", 0.8},
+            {"gemm_efficiency_fp8", 0.7},
+            {"kernel_overhead_us", 4.5},
+            {"attention_efficiency", 0.4},
+            {"memory_bandwidth_fraction", 0.9},
             {"source", "profile x"}};
   JsonReader r(j, "gpu.json", "calibration");
   ComputeCalibration c = ReadComputeCalibration(r, j);
@@ -35,7 +40,9 @@ TEST(ComputeCalibration, EfficiencyAboveOneAndMissingSourceAreErrors) {
   EXPECT_NE(m.find("gpu.json: calibration.gemm_efficiency_bf16: is 1.3"), std::string::npos) << m;
   EXPECT_NE(m.find("must be at most 1"), std::string::npos) << m;
   EXPECT_NE(m.find("calibration.kernel_overhead_us: is -1"), std::string::npos) << m;
-  EXPECT_NE(m.find("calibration.gemm_tile_m: is 8; it must be between 16 and 1024"), std::string::npos) << m;
+  EXPECT_NE(m.find("calibration.gemm_tile_m: is 8; it must be between 16 and 1024"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("calibration.source: is missing"), std::string::npos) << m;
 }
 
@@ -54,15 +61,18 @@ TEST(ComputeCalibration, ReadsTheGemmModelKeysAndFittedOn) {
 }
 
 TEST(ComputeCalibration, MalformedFittedOnNamesFileAndKey) {
-  for (const json& bad : {json("gemm_shapes.csv"), json::array(), json({"tests/reference/gemm_shapes.csv"}),
-                          json({"gemm_shapes"}), json({1})}) {
+  for (const json& bad :
+       {json("gemm_shapes.csv"), json::array(), json({"tests/reference/gemm_shapes.csv"}),
+        json({"gemm_shapes"}), json({1})}) {
     json j = {{"fitted_on", bad}, {"source", "tables"}};
     JsonReader r(j, "a100.json", "calibration");
     ReadComputeCalibration(r, j);
     Status s = r.Finish(UnknownKeys::kError);
     ASSERT_FALSE(s.ok()) << bad.dump();
-    EXPECT_NE(s.message().find("a100.json: calibration.fitted_on: is "), std::string::npos) << s.message();
-    EXPECT_NE(s.message().find("non-empty array of the file names"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("a100.json: calibration.fitted_on: is "), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("non-empty array of the file names"), std::string::npos)
+        << s.message();
   }
 }
 

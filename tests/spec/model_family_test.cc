@@ -17,10 +17,13 @@ namespace fs = std::filesystem;
 
 ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\"\n does not contain \"" << part << "\"";
+  return ::testing::AssertionFailure()
+         << "\"" << text << "\"\n does not contain \"" << part << "\"";
 }
 
-std::string Shipped(const std::string& name) { return std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json"; }
+std::string Shipped(const std::string& name) {
+  return std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json";
+}
 
 nlohmann::json ShippedJson(const std::string& name) {
   std::ifstream in(Shipped(name));
@@ -73,7 +76,8 @@ TEST(ModelFolder, AFolderWithoutConfigJsonNamesTheFolderAndTheFix) {
   fs::path empty = TempDir("empty-snapshot");
   Result<ModelSpec> spec = LoadModelSpec(empty.string());
   ASSERT_FALSE(spec.ok());
-  EXPECT_TRUE(Contains(spec.status().message(), empty.string() + ": is a directory without a config.json"));
+  EXPECT_TRUE(
+      Contains(spec.status().message(), empty.string() + ": is a directory without a config.json"));
   EXPECT_TRUE(Contains(spec.status().message(), "snapshot folder (the one holding config.json"));
 }
 
@@ -111,7 +115,8 @@ TEST(ModelFamily, UnknownModelTypeIsAWarningNamingTheFileNotAnError) {
   config["model_type"] = "mistral_next";
   ModelSpec spec = Parse(config);
   ASSERT_EQ(spec.warnings.size(), 1u);
-  EXPECT_TRUE(Contains(spec.warnings[0], "models/x.json: model_type \"mistral_next\" is not one loom knows"));
+  EXPECT_TRUE(Contains(spec.warnings[0],
+                       "models/x.json: model_type \"mistral_next\" is not one loom knows"));
   EXPECT_TRUE(Contains(spec.warnings[0], "compare the parameter count"));
   EXPECT_EQ(spec.mlp, MlpKind::kGated);  // silu, by the activation
   EXPECT_TRUE(Parse(ShippedJson("mistral-7b-v0.3")).warnings.empty());
@@ -153,7 +158,8 @@ TEST(ModelFamily, QwenMoeDenseLayersInFrontAreReadAndAnyOtherPlacementIsRefused)
   EXPECT_EQ(Parse(config).moe->first_dense_layers, 2);
   config["mlp_only_layers"] = {5};
   EXPECT_TRUE(
-      Contains(ParseError(config), "models/x.json: mlp_only_layers: is [5]; loom models dense layers only in front"));
+      Contains(ParseError(config),
+               "models/x.json: mlp_only_layers: is [5]; loom models dense layers only in front"));
   config["mlp_only_layers"] = nlohmann::json::array();
   config["decoder_sparse_step"] = 2;
   EXPECT_TRUE(Contains(ParseError(config), "models/x.json: decoder_sparse_step: is 2"));
@@ -168,18 +174,21 @@ TEST(ModelFamily, Qwen2MoeSharedExpertHasItsOwnWidthAndAGate) {
   EXPECT_EQ(m.moe->expert_intermediate_size, 2560);
   nlohmann::json both = ShippedJson("qwen2-57b-a14b");
   both["n_shared_experts"] = 2;
-  EXPECT_TRUE(Contains(ParseError(both), "shared_expert_intermediate_size: and n_shared_experts are both set"));
+  EXPECT_TRUE(Contains(ParseError(both),
+                       "shared_expert_intermediate_size: and n_shared_experts are both set"));
   nlohmann::json dense = ShippedJson("qwen2-57b-a14b");
   dense.erase("num_experts");
   dense.erase("num_experts_per_tok");
   dense.erase("moe_intermediate_size");
-  EXPECT_TRUE(Contains(ParseError(dense), "shared_expert_intermediate_size: is set but the expert count is not"));
+  EXPECT_TRUE(Contains(ParseError(dense),
+                       "shared_expert_intermediate_size: is set but the expert count is not"));
 }
 
 TEST(ModelFamily, KeysThatChangeTheCountLoomCannotModelAreRefused) {
   nlohmann::json multimodal = ShippedJson("gemma-3-1b");
   multimodal["text_config"] = {{"hidden_size", 2560}};
-  EXPECT_TRUE(Contains(ParseError(multimodal), "models/x.json: text_config: is set: this is a multimodal config"));
+  EXPECT_TRUE(Contains(ParseError(multimodal),
+                       "models/x.json: text_config: is set: this is a multimodal config"));
   nlohmann::json qk = ShippedJson("mistral-7b-v0.3");
   qk["qk_layernorm"] = true;
   EXPECT_TRUE(Contains(ParseError(qk), "models/x.json: qk_layernorm: is true"));

@@ -12,7 +12,8 @@ namespace {
 // Passes if |text| contains |part|; on failure shows both.
 ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\"\n does not contain \"" << part << "\"";
+  return ::testing::AssertionFailure()
+         << "\"" << text << "\"\n does not contain \"" << part << "\"";
 }
 
 std::string ShippedModel(const std::string& name) {
@@ -59,7 +60,8 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 
 TEST(ModelSpec, EveryShippedModelLoadsAndIsNamedByItsFile) {
   int loaded = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(LOOM_SOURCE_DIR) + "/models")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(LOOM_SOURCE_DIR) + "/models")) {
     if (entry.path().extension() != ".json") continue;
     Result<ModelSpec> spec = LoadModelSpec(entry.path().string());
     ASSERT_TRUE(spec.ok()) << spec.status().message();
@@ -170,7 +172,8 @@ TEST(ModelSpec, MlaWithoutQueryCompressionProjectsQueriesDirectly) {
   EXPECT_EQ(direct->mla->q_lora_rank, 0);
   int64_t q_direct = 4096LL * 32 * 192;
   int64_t q_lora = 4096LL * 1536 + 1536 + 1536LL * 32 * 192;
-  EXPECT_EQ(CountParameters(*lora)->total - CountParameters(*direct)->total, 32 * (q_lora - q_direct));
+  EXPECT_EQ(CountParameters(*lora)->total - CountParameters(*direct)->total,
+            32 * (q_lora - q_direct));
 }
 
 TEST(ModelSpec, TrainingFlopsMatchNarayanan2021ForMegatron22b) {
@@ -224,8 +227,8 @@ TEST(ModelError, TopLevelArrayIsRejected) {
   ASSERT_FALSE(spec.ok());
   EXPECT_TRUE(Contains(spec.status().message(), path));
   EXPECT_TRUE(Contains(spec.status().message(), "it must be an object"));
-  EXPECT_TRUE(
-      Contains(ParseError(nlohmann::json::array()), "models/bad.json: the top level is a JSON array"));
+  EXPECT_TRUE(Contains(ParseError(nlohmann::json::array()),
+                       "models/bad.json: the top level is a JSON array"));
 }
 
 TEST(ModelError, QuotedNumberIsAWrongTypeNamingTheKey) {
@@ -241,8 +244,10 @@ TEST(ModelError, ZeroAndNegativeSizesAreRejected) {
   config["num_hidden_layers"] = 0;
   config["intermediate_size"] = -5;
   std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json: num_hidden_layers: is 0; it must be between 1 and 10000"));
-  EXPECT_TRUE(Contains(error, "models/bad.json: intermediate_size: is -5; it must be between 1 and 4194304"));
+  EXPECT_TRUE(
+      Contains(error, "models/bad.json: num_hidden_layers: is 0; it must be between 1 and 10000"));
+  EXPECT_TRUE(Contains(
+      error, "models/bad.json: intermediate_size: is -5; it must be between 1 and 4194304"));
 }
 
 // Each size within its physical bound, the product of them still beyond 64 bits: 65536 experts of
@@ -270,8 +275,11 @@ TEST(ModelError, AnAbsurdSizeNamesItsBound) {
   config["num_hidden_layers"] = int64_t{1} << 40;
   config["vocab_size"] = int64_t{1} << 30;
   std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json: num_hidden_layers: is 1099511627776; it must be between 1 and 10000"));
-  EXPECT_TRUE(Contains(error, "models/bad.json: vocab_size: is 1073741824; it must be between 1 and 16777216"));
+  EXPECT_TRUE(Contains(
+      error,
+      "models/bad.json: num_hidden_layers: is 1099511627776; it must be between 1 and 10000"));
+  EXPECT_TRUE(Contains(
+      error, "models/bad.json: vocab_size: is 1073741824; it must be between 1 and 16777216"));
 }
 
 TEST(ModelError, MisspeltKeyIsATypoNamingTheRealKey) {
@@ -299,7 +307,9 @@ TEST(ModelError, BothExpertCountKeysAreAnError) {
   config["n_routed_experts"] = 8;
   config["num_experts_per_tok"] = 2;
   std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json: n_routed_experts: and num_local_experts or num_experts are set together"));
+  EXPECT_TRUE(Contains(
+      error,
+      "models/bad.json: n_routed_experts: and num_local_experts or num_experts are set together"));
   EXPECT_TRUE(Contains(error, "keep one"));
   config.erase("n_routed_experts");
   config["num_experts"] = 8;  // Qwen MoE's key
@@ -309,9 +319,11 @@ TEST(ModelError, BothExpertCountKeysAreAnError) {
 TEST(ModelError, ExpertsNeedATopKNoLargerThanTheExpertCount) {
   nlohmann::json config = LlamaLike();
   config["num_local_experts"] = 8;
-  EXPECT_TRUE(Contains(ParseError(config), "num_experts_per_tok: is missing; add \"num_experts_per_tok\""));
+  EXPECT_TRUE(
+      Contains(ParseError(config), "num_experts_per_tok: is missing; add \"num_experts_per_tok\""));
   config["num_experts_per_tok"] = 9;
-  EXPECT_TRUE(Contains(ParseError(config), "num_experts_per_tok: (9) exceeds the number of experts (8)"));
+  EXPECT_TRUE(
+      Contains(ParseError(config), "num_experts_per_tok: (9) exceeds the number of experts (8)"));
 }
 
 TEST(ModelError, TopKWithoutAnExpertCountIsAnError) {
@@ -335,8 +347,8 @@ TEST(ModelError, AllLayersDenseIsAnError) {
   config["n_routed_experts"] = 8;
   config["num_experts_per_tok"] = 2;
   config["first_k_dense_replace"] = 32;
-  EXPECT_TRUE(
-      Contains(ParseError(config), "first_k_dense_replace: (32) must be less than num_hidden_layers (32)"));
+  EXPECT_TRUE(Contains(ParseError(config),
+                       "first_k_dense_replace: (32) must be less than num_hidden_layers (32)"));
 }
 
 TEST(ModelError, MissingNormKeyAsksForOne) {
@@ -351,8 +363,8 @@ TEST(ModelError, MissingNormKeyAsksForOne) {
 TEST(ModelError, BothNormKeysAreAnError) {
   nlohmann::json config = LlamaLike();
   config["layer_norm_epsilon"] = 1e-5;
-  EXPECT_TRUE(
-      Contains(ParseError(config), "rms_norm_eps: and layer_norm_eps/layer_norm_epsilon are both set"));
+  EXPECT_TRUE(Contains(ParseError(config),
+                       "rms_norm_eps: and layer_norm_eps/layer_norm_epsilon are both set"));
 }
 
 TEST(ModelError, PositionsNeedATypeOrRopeTheta) {
@@ -380,8 +392,8 @@ TEST(ModelError, IndivisibleHiddenSizeNeedsHeadDim) {
 TEST(ModelError, KeyValueHeadsMustDivideHeads) {
   nlohmann::json config = LlamaLike();
   config["num_key_value_heads"] = 5;
-  EXPECT_TRUE(
-      Contains(ParseError(config), "num_key_value_heads: (5) does not divide num_attention_heads (32)"));
+  EXPECT_TRUE(Contains(ParseError(config),
+                       "num_key_value_heads: (5) does not divide num_attention_heads (32)"));
 }
 
 TEST(ModelError, LatentAttentionNeedsItsHeadDims) {
@@ -400,7 +412,8 @@ TEST(ModelError, LatentAttentionNeedsItsHeadDims) {
 TEST(ModelError, WrongSchemaIsRejected) {
   nlohmann::json config = LlamaLike();
   config["schema"] = "loom.model/2";
-  EXPECT_TRUE(Contains(ParseError(config), "schema: is \"loom.model/2\"; this loom reads \"loom.model/1\""));
+  EXPECT_TRUE(Contains(ParseError(config),
+                       "schema: is \"loom.model/2\"; this loom reads \"loom.model/1\""));
   config["schema"] = "loom.model/1";
   EXPECT_EQ(ParseError(config), "");
 }
@@ -459,7 +472,8 @@ TEST(ModelSpec, DeepSeekV3ReadsItsRouterYarnAndMultiTokenPrediction) {
 TEST(ModelError, RopeScalingAndRouterKeysAreCheckedNamingTheKey) {
   nlohmann::json config = LlamaLike();
   config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-  EXPECT_TRUE(Contains(ParseError(config), "models/bad.json: rope_scaling.low_freq_factor: is missing"));
+  EXPECT_TRUE(
+      Contains(ParseError(config), "models/bad.json: rope_scaling.low_freq_factor: is missing"));
   config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
   EXPECT_EQ(ParseError(config), "");  // kept as kOther: an emitter names what it cannot launch
   config["rope_scaling"] = 3;
@@ -472,7 +486,8 @@ TEST(ModelError, RopeScalingAndRouterKeysAreCheckedNamingTheKey) {
   config["num_experts_per_tok"] = 2;
   config["topk_method"] = "noaux_tc";
   config["n_group"] = 2;
-  EXPECT_TRUE(Contains(ParseError(config), "models/bad.json: topk_group: is missing; topk_method \"noaux_tc\""));
+  EXPECT_TRUE(Contains(ParseError(config),
+                       "models/bad.json: topk_group: is missing; topk_method \"noaux_tc\""));
   config["topk_group"] = 3;
   EXPECT_TRUE(Contains(ParseError(config), "topk_group: (3) exceeds n_group (2)"));
   config["topk_group"] = 1;

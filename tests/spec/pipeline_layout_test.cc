@@ -19,13 +19,15 @@ namespace loom {
 namespace {
 
 ModelSpec Llama405b() {
-  Result<ModelSpec> model = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-405b.json");
+  Result<ModelSpec> model =
+      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/llama3-405b.json");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return model.ok() ? *model : ModelSpec{};
 }
 
 ClusterSpec H100s(int64_t nodes) {
-  Result<ClusterSpec> cluster = LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json", nodes);
+  Result<ClusterSpec> cluster =
+      LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json", nodes);
   EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
   return cluster.ok() ? *cluster : ClusterSpec{};
 }
@@ -63,7 +65,8 @@ TEST(PipelineLayout, TextRoundTripsThroughMegatronSyntax) {
   EXPECT_EQ(PipelineLayoutText(stages), "Et*7|(t*8|)*14t*7L");
   EXPECT_EQ(PipelineLayoutText({4}), "Et*4L");
   for (const std::vector<int64_t>& layers :
-       {llama, stages, std::vector<int64_t>{3, 4, 4, 4, 4, 4, 4, 3}, std::vector<int64_t>{1, 2, 2, 1}}) {
+       {llama, stages, std::vector<int64_t>{3, 4, 4, 4, 4, 4, 4, 3},
+        std::vector<int64_t>{1, 2, 2, 1}}) {
     Result<std::vector<int64_t>> parsed = ParsePipelineLayout(PipelineLayoutText(layers), 2);
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
     EXPECT_EQ(*parsed, layers) << PipelineLayoutText(layers);
@@ -93,7 +96,8 @@ TEST(PipelineLayout, ParserRefusesWhatMegatronRefusesNamingTheFix) {
   for (const auto& c : cases) {
     Result<std::vector<int64_t>> parsed = ParsePipelineLayout(c.text, c.pp);
     ASSERT_FALSE(parsed.ok()) << c.text;
-    EXPECT_NE(parsed.status().message().find(c.says), std::string::npos) << c.text << ": " << parsed.status().message();
+    EXPECT_NE(parsed.status().message().find(c.says), std::string::npos)
+        << c.text << ": " << parsed.status().message();
   }
 }
 
@@ -152,10 +156,12 @@ TEST(PipelineLayout, ExplicitLayoutIsCheckedAgainstTheModelAndDegrees) {
   Strategy empty_middle = s;
   empty_middle.layout[5] = 0;
   empty_middle.layout[6] = 2;
-  EXPECT_NE(violation(empty_middle).find("only the first and the last virtual stage may be empty"), std::string::npos);
+  EXPECT_NE(violation(empty_middle).find("only the first and the last virtual stage may be empty"),
+            std::string::npos);
   Strategy too_many = s;
   too_many.layout[5] = 2;
-  EXPECT_NE(violation(too_many).find("places 127 transformer layers"), std::string::npos) << violation(too_many);
+  EXPECT_NE(violation(too_many).find("places 127 transformer layers"), std::string::npos)
+      << violation(too_many);
   Strategy both = s;
   both.first_stage_layers = 7;
   EXPECT_NE(violation(both).find("drop the stage counts, or the layout"), std::string::npos);

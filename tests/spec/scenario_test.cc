@@ -52,8 +52,9 @@ TEST(Scenario, GradAccumulationIsReadWrittenAndCheckedByName) {
     "strategy": {"grad_accumulation": "fp32"}})");
   s = LoadScenario(path);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find(path + ": strategy.grad_accumulation: is \"fp32\"; it must be one of "
-                                      "fused|add|autograd"),
+  EXPECT_NE(s.status().message().find(
+                path + ": strategy.grad_accumulation: is \"fp32\"; it must be one of "
+                       "fused|add|autograd"),
             std::string::npos)
       << s.status().message();
 }
@@ -67,9 +68,12 @@ TEST(Scenario, BadValuesNameTheFileAndTheKeyPath) {
   const std::string& m = s.status().message();
   EXPECT_NE(m.find(path + ": strategy.tp: is 0; it must be at least 1"), std::string::npos) << m;
   EXPECT_NE(m.find(path + ": strategy.schedule: is \"1f1b-interleaved\"; it must be one of "
-                   "gpipe|1f1b|interleaved|zb-h1|zb-v|dualpipev"),
-            std::string::npos) << m;
-  EXPECT_NE(m.find(path + ": strategy.zero_stage: is 4; it must be between 0 and 3"), std::string::npos) << m;
+                          "gpipe|1f1b|interleaved|zb-h1|zb-v|dualpipev"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(path + ": strategy.zero_stage: is 4; it must be between 0 and 3"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find(path + ": strategy.pipeline: is not a known key"), std::string::npos) << m;
 }
 
@@ -78,7 +82,9 @@ TEST(Scenario, MissingKeysAndWrongSchemaAreErrors) {
   Result<Scenario> s = LoadScenario(path);
   ASSERT_FALSE(s.ok());
   const std::string& m = s.status().message();
-  EXPECT_NE(m.find("schema: is \"loom.scenario/2\"; this loom reads \"loom.scenario/1\""), std::string::npos) << m;
+  EXPECT_NE(m.find("schema: is \"loom.scenario/2\"; this loom reads \"loom.scenario/1\""),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("model: is missing"), std::string::npos) << m;
   EXPECT_NE(m.find("cluster: is missing"), std::string::npos) << m;
   EXPECT_NE(m.find("strategy: is missing"), std::string::npos) << m;
@@ -104,17 +110,20 @@ TEST(Scenario, FrameworkIsANameOrAPathBesideTheFile) {
   EXPECT_FALSE(c->framework.has_value());
 }
 
-// A scenario's strategy errors name the scenario file and its keys, not the flags the user did not type.
+// A scenario's strategy errors name the scenario file and its keys, not the flags the user did not
+// type.
 TEST(InScenarioTerms, NamesTheFileAndTheKeys) {
-  Status flags = Status::InvalidArgument("--tp 3: num_attention_heads (32) is not divisible by it\n"
-                                         "--offload optimizer with --zero 0: needs ZeRO-1 or more (pass --zero 1)\n"
-                                         "--seq 0: must be at least 1; use --seq 1 or more");
+  Status flags = Status::InvalidArgument(
+      "--tp 3: num_attention_heads (32) is not divisible by it\n"
+      "--offload optimizer with --zero 0: needs ZeRO-1 or more (pass --zero 1)\n"
+      "--seq 0: must be at least 1; use --seq 1 or more");
   Status scenario = InScenarioTerms(flags, "s.json");
-  EXPECT_EQ(scenario.message(),
-            "s.json: strategy.tp 3: num_attention_heads (32) is not divisible by it\n"
-            "s.json: strategy.offload optimizer with strategy.zero_stage 0: needs ZeRO-1 or more (pass "
-            "strategy.zero_stage 1)\n"
-            "s.json: strategy.seq_len 0: must be at least 1; use strategy.seq_len 1 or more");
+  EXPECT_EQ(
+      scenario.message(),
+      "s.json: strategy.tp 3: num_attention_heads (32) is not divisible by it\n"
+      "s.json: strategy.offload optimizer with strategy.zero_stage 0: needs ZeRO-1 or more (pass "
+      "strategy.zero_stage 1)\n"
+      "s.json: strategy.seq_len 0: must be at least 1; use strategy.seq_len 1 or more");
   EXPECT_TRUE(InScenarioTerms(Status::Ok(), "s.json").ok());
 }
 

@@ -270,12 +270,15 @@ TEST(Strategy, AcceptsUnevenChunksAndRejectsEmptyOnes) {
   EXPECT_EQ(Gpt3Violations(s), kNone);
   s.vpp = 13;
   EXPECT_EQ(Gpt3Violations(s),
-            (std::vector<std::string>{
-                "--pp 8 --vpp 13: num_hidden_layers (96) of models/gpt3-175b.json does not split evenly over 8 "
-                "stages of 13 chunks each; use a pp that divides 96 (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96) "
-                "with at most 12 chunks a stage, give the first and last stage their own layer counts with "
-                "--first-stage-layers and --last-stage-layers, or place every chunk with --pipeline-layout (there are fewer "
-                "layers than pp * vpp)"}));
+            (std::vector<std::string>{"--pp 8 --vpp 13: num_hidden_layers (96) of "
+                                      "models/gpt3-175b.json does not split evenly over 8 "
+                                      "stages of 13 chunks each; use a pp that divides 96 (1, 2, "
+                                      "3, 4, 6, 8, 12, 16, 24, 32, 48, 96) "
+                                      "with at most 12 chunks a stage, give the first and last "
+                                      "stage their own layer counts with "
+                                      "--first-stage-layers and --last-stage-layers, or place "
+                                      "every chunk with --pipeline-layout (there are fewer "
+                                      "layers than pp * vpp)"}));
 }
 
 TEST(Strategy, RejectsInterleavedWithOneStageOrOneChunk) {
@@ -296,7 +299,8 @@ TEST(Strategy, RejectsInterleavedMicroBatchesBelowPpOrUngrouped) {
         "/ (--micro-batch 1 * --dp 2)) is below pp",
         "use --global-batch 16 or more"}}));
   s.global_batch = 20;  // 10: groups of 8 would leave 2
-  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"micro-batch groups of 8", "use --microbatch-group 10"}}));
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s),
+                              {{"micro-batch groups of 8", "use --microbatch-group 10"}}));
   s.microbatch_group = 10;
   EXPECT_EQ(Gpt3Violations(s), kNone);
 }
@@ -454,8 +458,9 @@ TEST(Strategy, RecomputeLayersNeedFullRecomputeAndFitAStage) {
   Strategy s = Gpt3Baseline();  // pp 8, vpp 2: 6 layers per model chunk
   s.recompute_layers = 4;
   s.recompute = Recompute::kSelective;
-  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--recompute-layers 4 with --recompute selective",
-                                                   "use --recompute full"}}));
+  EXPECT_TRUE(MessagesContain(
+      Gpt3Violations(s),
+      {{"--recompute-layers 4 with --recompute selective", "use --recompute full"}}));
   s.recompute = Recompute::kFull;
   EXPECT_EQ(Gpt3Violations(s), kNone);
   s.recompute_layers = 7;
@@ -522,7 +527,8 @@ TEST(StrategyIssue5, UnevenStagesSplitTheRestEvenly) {
   EXPECT_EQ(Gpt3Violations(s), kNone);
   EXPECT_EQ(LayersPerVirtualStage(s, 96), (std::vector<int64_t>{5, 14, 14, 14, 14, 14, 14, 7}));
   s.last_stage_layers = 8;  // 83 does not split over 6
-  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--first-stage-layers 5", "83", "6 other stages"}}));
+  EXPECT_TRUE(
+      MessagesContain(Gpt3Violations(s), {{"--first-stage-layers 5", "83", "6 other stages"}}));
 }
 
 TEST(StrategyIssue5, UnevenStagesSplitOverTheirChunks) {
@@ -551,8 +557,8 @@ TEST(StrategyIssue5, UnevenStagesSplitOverTheirChunks) {
   s.last_stage_layers = 11;
   EXPECT_EQ(Gpt3Violations(s), kNone);
   s.vpp = 3;
-  EXPECT_TRUE(MessagesContain(Gpt3Violations(s),
-                              {{"--vpp 3 with stages of 1, 14 and 11 layers", "holds at least one layer", "--vpp 2"}}));
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--vpp 3 with stages of 1, 14 and 11 layers",
+                                                   "holds at least one layer", "--vpp 2"}}));
 }
 
 TEST(StrategyIssue5, ZeroTwoAndThreeRefusePipelines) {
@@ -572,10 +578,11 @@ TEST(StrategyIssue5, OffloadAndOverlapSwitchesNeedWhatMegatronNeeds) {
   s.overlap_param_gather = true;
   s.grad_reduce_in_bf16 = true;
   s.dtype = Dtype::kFp16;
-  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--offload optimizer+params with --zero 0", "--zero 3"},
-                                                  {"--overlap-param-gather with --zero 0"},
-                                                  {"--overlap-param-gather without --overlap-grad-reduce"},
-                                                  {"--grad-reduce-in-bf16 with --dtype fp16"}}));
+  EXPECT_TRUE(
+      MessagesContain(Gpt3Violations(s), {{"--offload optimizer+params with --zero 0", "--zero 3"},
+                                          {"--overlap-param-gather with --zero 0"},
+                                          {"--overlap-param-gather without --overlap-grad-reduce"},
+                                          {"--grad-reduce-in-bf16 with --dtype fp16"}}));
   s = Gpt3Baseline();
   s.sp = false;
   s.tp_comm_overlap = true;
@@ -590,8 +597,8 @@ TEST(StrategyIssue5, ExpertTensorParallelMustTileTheStage) {
   s.etp = 4;  // 32 does not divide 16
   EXPECT_TRUE(MessagesContain(MixtralViolations(s), {{"--ep 8 --etp 4", "not divisible by 32"}}));
   s.etp = 3;
-  EXPECT_TRUE(MessagesContain(MixtralViolations(s), {{"--etp 3", "expert intermediate size (14336)"},
-                                                     {"--ep 8 --etp 3"}}));
+  EXPECT_TRUE(MessagesContain(
+      MixtralViolations(s), {{"--etp 3", "expert intermediate size (14336)"}, {"--ep 8 --etp 3"}}));
   s = Gpt3Baseline();
   s.etp = 4;
   EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--etp 4", "dense model"}}));
@@ -601,7 +608,8 @@ TEST(StrategyIssue5, RoutingKnobsNeedExpertsAndSaneValues) {
   Strategy s = MixtralBaseline();
   s.moe_imbalance = 0.5;
   s.moe_capacity_factor = -1;
-  EXPECT_TRUE(MessagesContain(MixtralViolations(s), {{"--moe-capacity-factor -1"}, {"--moe-imbalance 0.5"}}));
+  EXPECT_TRUE(MessagesContain(MixtralViolations(s),
+                              {{"--moe-capacity-factor -1"}, {"--moe-imbalance 0.5"}}));
   s = Gpt3Baseline();
   s.moe_capacity_factor = 1.25;
   EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"dense model with no router"}}));
@@ -621,7 +629,8 @@ TEST(StrategyIssue18, Fp8MayReduceInBf16AndAutogradNeedsNoZero) {
                               {{"--grad-reduce-in-bf16 with --dtype fp32", "bf16 and fp8"}}));
   s = Gpt3Baseline();  // zero_stage 1
   s.grad_accumulation = GradAccumulation::kAutograd;
-  EXPECT_TRUE(MessagesContain(Gpt3Violations(s), {{"--grad-accumulation autograd with --zero 1", "--zero 0"}}));
+  EXPECT_TRUE(MessagesContain(Gpt3Violations(s),
+                              {{"--grad-accumulation autograd with --zero 1", "--zero 0"}}));
   s.zero_stage = 0;
   EXPECT_EQ(Gpt3Violations(s), kNone);
   EXPECT_EQ(kGradAccumulationNames.Parse("add"), GradAccumulation::kAdd);

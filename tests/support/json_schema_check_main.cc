@@ -21,8 +21,9 @@ int main(int argc, char** argv) {
     std::stringstream text;
     text << in.rdbuf();
     const nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
-    const ::testing::AssertionResult result =
-        json.is_discarded() ? ::testing::AssertionFailure() << "is not JSON" : loom::MatchesSchema(json);
+    const ::testing::AssertionResult result = json.is_discarded()
+                                                  ? ::testing::AssertionFailure() << "is not JSON"
+                                                  : loom::MatchesSchema(json);
     if (!result) {
       std::cerr << argv[i] << ": " << result.message() << "\n";
       ++failed;

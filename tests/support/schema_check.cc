@@ -23,13 +23,52 @@ constexpr char kDraft7[] = "http://json-schema.org/draft-07/schema#";
 
 // Every keyword of JSON Schema draft 7 (json-schema-validation and json-schema-core, draft-07).
 const std::set<std::string>& Draft7Keywords() {
-  static const std::set<std::string> keywords = {
-      "$schema", "$id", "$ref", "$comment", "title", "description", "default", "examples", "readOnly", "writeOnly",
-      "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-      "maxLength", "minLength", "pattern", "items", "additionalItems", "maxItems", "minItems", "uniqueItems",
-      "contains", "maxProperties", "minProperties", "required", "properties", "patternProperties",
-      "additionalProperties", "dependencies", "propertyNames", "if", "then", "else", "allOf", "anyOf", "oneOf",
-      "not", "format", "definitions", "contentMediaType", "contentEncoding"};
+  static const std::set<std::string> keywords = {"$schema",
+                                                 "$id",
+                                                 "$ref",
+                                                 "$comment",
+                                                 "title",
+                                                 "description",
+                                                 "default",
+                                                 "examples",
+                                                 "readOnly",
+                                                 "writeOnly",
+                                                 "type",
+                                                 "enum",
+                                                 "const",
+                                                 "multipleOf",
+                                                 "maximum",
+                                                 "exclusiveMaximum",
+                                                 "minimum",
+                                                 "exclusiveMinimum",
+                                                 "maxLength",
+                                                 "minLength",
+                                                 "pattern",
+                                                 "items",
+                                                 "additionalItems",
+                                                 "maxItems",
+                                                 "minItems",
+                                                 "uniqueItems",
+                                                 "contains",
+                                                 "maxProperties",
+                                                 "minProperties",
+                                                 "required",
+                                                 "properties",
+                                                 "patternProperties",
+                                                 "additionalProperties",
+                                                 "dependencies",
+                                                 "propertyNames",
+                                                 "if",
+                                                 "then",
+                                                 "else",
+                                                 "allOf",
+                                                 "anyOf",
+                                                 "oneOf",
+                                                 "not",
+                                                 "format",
+                                                 "definitions",
+                                                 "contentMediaType",
+                                                 "contentEncoding"};
   return keywords;
 }
 
@@ -86,13 +125,15 @@ std::vector<std::pair<std::string, const nlohmann::json*>> Subschemas(const nloh
       }
     }
   }
-  for (const char* key : {"items", "additionalItems", "additionalProperties", "contains", "propertyNames", "if",
-                          "then", "else", "not"}) {
-    if (auto it = node.find(key); it != node.end() && it->is_object()) out.emplace_back(path + "/" + key, &*it);
+  for (const char* key : {"items", "additionalItems", "additionalProperties", "contains",
+                          "propertyNames", "if", "then", "else", "not"}) {
+    if (auto it = node.find(key); it != node.end() && it->is_object())
+      out.emplace_back(path + "/" + key, &*it);
   }
   for (const char* key : {"allOf", "anyOf", "oneOf", "items"}) {
     if (auto it = node.find(key); it != node.end() && it->is_array()) {
-      for (size_t i = 0; i < it->size(); ++i) out.emplace_back(path + "/" + key + "/" + std::to_string(i), &(*it)[i]);
+      for (size_t i = 0; i < it->size(); ++i)
+        out.emplace_back(path + "/" + key + "/" + std::to_string(i), &(*it)[i]);
     }
   }
   return out;
@@ -102,23 +143,28 @@ std::vector<std::pair<std::string, const nlohmann::json*>> Subschemas(const nloh
 void LintSubschema(const nlohmann::json& node, const std::string& path, bool describes,
                    std::vector<std::string>& problems) {
   for (const auto& [key, value] : node.items()) {
-    if (Draft7Keywords().count(key) == 0) problems.push_back(path + ": \"" + key + "\" is not a draft-7 keyword");
+    if (Draft7Keywords().count(key) == 0)
+      problems.push_back(path + ": \"" + key + "\" is not a draft-7 keyword");
   }
   auto properties = node.find("properties");
   if (describes && properties != node.end() && properties->is_object()) {
     for (const auto& [name, sub] : properties->items()) {
       if (sub.is_object() && !sub.contains("description") && !sub.contains("$ref")) {
-        problems.push_back(path + "/properties/" + name + ": has no description (say what it is and its unit)");
+        problems.push_back(path + "/properties/" + name +
+                           ": has no description (say what it is and its unit)");
       }
     }
     if (!node.contains("additionalProperties")) {
-      problems.push_back(path + ": lists properties but does not say whether others may appear "
+      problems.push_back(path +
+                         ": lists properties but does not say whether others may appear "
                          "(\"additionalProperties\": false for loom's own objects)");
     }
   }
   for (const auto& [sub_path, sub] : Subschemas(node, path)) {
-    const bool test = sub_path.size() >= 3 && (sub_path.compare(sub_path.size() - 3, 3, "/if") == 0 ||
-                                                (sub_path.size() >= 4 && sub_path.compare(sub_path.size() - 4, 4, "/not") == 0));
+    const bool test =
+        sub_path.size() >= 3 &&
+        (sub_path.compare(sub_path.size() - 3, 3, "/if") == 0 ||
+         (sub_path.size() >= 4 && sub_path.compare(sub_path.size() - 4, 4, "/not") == 0));
     LintSubschema(*sub, sub_path, describes && !test, problems);
   }
 }
@@ -135,21 +181,25 @@ std::string SchemaFileOf(std::string_view schema) {
 }
 
 ::testing::AssertionResult MatchesSchema(const nlohmann::json& document) {
-  if (!document.is_object()) return ::testing::AssertionFailure() << "not a JSON object: " << document.type_name();
+  if (!document.is_object())
+    return ::testing::AssertionFailure() << "not a JSON object: " << document.type_name();
   auto name = document.find("schema");
   if (name == document.end() || !name->is_string()) {
-    return ::testing::AssertionFailure() << "has no \"schema\" string; every loom JSON names its schema";
+    return ::testing::AssertionFailure()
+           << "has no \"schema\" string; every loom JSON names its schema";
   }
   const std::string file = SchemaFileOf(name->get<std::string>());
   if (file.empty() || !std::filesystem::exists(file)) {
-    return ::testing::AssertionFailure() << "schema " << *name << " has no schema file"
-                                         << (file.empty() ? "" : " (" + file + ")") << " in " << SchemaDir();
+    return ::testing::AssertionFailure()
+           << "schema " << *name << " has no schema file" << (file.empty() ? "" : " (" + file + ")")
+           << " in " << SchemaDir();
   }
   const valijson::Schema* schema = nullptr;
   try {
     schema = &CachedSchema(file);
   } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << file << " does not parse as a draft-7 schema: " << e.what();
+    return ::testing::AssertionFailure()
+           << file << " does not parse as a draft-7 schema: " << e.what();
   }
   valijson::Validator validator;
   valijson::ValidationResults results;
@@ -159,7 +209,8 @@ std::string SchemaFileOf(std::string_view schema) {
   ::testing::AssertionResult failure = ::testing::AssertionFailure();
   failure << "does not match " << file << ":";
   valijson::ValidationResults::Error error;
-  while (results.popError(error)) failure << "\n  " << ContextPath(error.context) << ": " << error.description;
+  while (results.popError(error))
+    failure << "\n  " << ContextPath(error.context) << ": " << error.description;
   return failure;
 }
 
@@ -178,11 +229,14 @@ std::vector<std::string> SchemaFileProblems(const std::string& path) {
   } catch (const std::exception& e) {
     return {std::string("does not parse as a draft-7 schema: ") + e.what()};
   }
-  if (json.value("$schema", "") != kDraft7) problems.push_back(std::string("\"$schema\" is not \"") + kDraft7 + "\"");
+  if (json.value("$schema", "") != kDraft7)
+    problems.push_back(std::string("\"$schema\" is not \"") + kDraft7 + "\"");
   const std::string name = std::filesystem::path(path).filename().string();
-  if (json.value("$id", "") != name) problems.push_back("\"$id\" is not its file name, \"" + name + "\"");
+  if (json.value("$id", "") != name)
+    problems.push_back("\"$id\" is not its file name, \"" + name + "\"");
   for (const char* key : {"title", "description"}) {
-    if (!json.contains(key) || !json[key].is_string()) problems.push_back(std::string("has no \"") + key + "\"");
+    if (!json.contains(key) || !json[key].is_string())
+      problems.push_back(std::string("has no \"") + key + "\"");
   }
   LintSubschema(json, "#", true, problems);
   return problems;

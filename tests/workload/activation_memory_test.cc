@@ -24,8 +24,8 @@ struct Config {
 constexpr int64_t kSeq = 2048;  // the paper's sequence length for every model
 
 std::vector<Config> ReadTable3() {
-  Result<CsvTable> table =
-      ReadReferenceCsv(std::string(LOOM_SOURCE_DIR) + "/tests/reference/korthikanti2022_configs.csv");
+  Result<CsvTable> table = ReadReferenceCsv(std::string(LOOM_SOURCE_DIR) +
+                                            "/tests/reference/korthikanti2022_configs.csv");
   EXPECT_TRUE(table.ok()) << table.status().message();
   std::vector<Config> rows;
   for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
@@ -74,7 +74,8 @@ LayerOpsOptions Megatron() {
   return o;
 }
 
-ActivationBytes Layer(const Config& c, int64_t tp, bool sp, Recompute r, LayerOpsOptions o = Megatron()) {
+ActivationBytes Layer(const Config& c, int64_t tp, bool sp, Recompute r,
+                      LayerOpsOptions o = Megatron()) {
   Result<ActivationBytes> bytes = LayerActivationBytes(Gpt(c), Setting(c, tp, sp, r), o);
   EXPECT_TRUE(bytes.ok()) << (bytes.ok() ? "" : bytes.status().message());
   return bytes.ok() ? *bytes : ActivationBytes{};
@@ -135,7 +136,8 @@ TEST(ActivationBytes, RecomputeReplaysAllocateWhatTheForwardDidNotKeep) {
   // Selective: the replayed core rebuilds the probabilities, mask and dropped probabilities.
   EXPECT_EQ(Layer(c, t, true, Recompute::kSelective).recompute, attention / t);
   // Full: everything a layer keeps without recompute, less the input that was kept.
-  EXPECT_EQ(Layer(c, t, true, Recompute::kFull).recompute, 34 * sbh / t + attention / t - 2 * sbh / t);
+  EXPECT_EQ(Layer(c, t, true, Recompute::kFull).recompute,
+            34 * sbh / t + attention / t - 2 * sbh / t);
   EXPECT_EQ(Layer(c, t, true, Recompute::kNone).recompute, 0);
 }
 
@@ -172,7 +174,8 @@ TEST(ActivationBytes, LlamaLayerSumsItsSavedTensors) {
   const int64_t attention_out = tokens * 8 * 128 * 2;          // the output projection's input
   const int64_t swiglu_inputs = tokens * 2 * (28672 / 8) * 2;  // gate and up
   const int64_t down_input = tokens * (28672 / 8) * 2;
-  EXPECT_EQ(bytes->kept, norms_and_gemm_inputs + qkv + lse + attention_out + swiglu_inputs + down_input);
+  EXPECT_EQ(bytes->kept,
+            norms_and_gemm_inputs + qkv + lse + attention_out + swiglu_inputs + down_input);
   EXPECT_EQ(bytes->kept, 281'280'512);
 }
 
@@ -186,21 +189,22 @@ TEST(ActivationBytes, MixtralLayerSumsItsSavedTensors) {
   Result<ActivationBytes> bytes = LayerActivationBytes(*m, s);
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();
   const int64_t tokens = 4096, h = 4096, rows = 2 * tokens, ffn = 14336;
-  const int64_t attention = 3 * tokens * h * 2             // input norm, QKV input, output projection input
+  const int64_t attention = 3 * tokens * h * 2  // input norm, QKV input, output projection input
                             + tokens * (h + 2 * 1024) * 2  // Q, K, V
                             + 32 * tokens * 4;             // log-sum-exp
   const int64_t router = 2 * tokens * h * 2                // norm input, router input
                          + tokens * 8 * 4;                 // fp32 scores
-  const int64_t experts = rows * h * 2 + rows * 2 * ffn * 2 + rows * ffn * 2;  // up, SwiGLU, down inputs
-  const int64_t combine = rows * h * 2 + rows * 4;  // expert outputs and probabilities
+  const int64_t experts =
+      rows * h * 2 + rows * 2 * ffn * 2 + rows * ffn * 2;  // up, SwiGLU, down inputs
+  const int64_t combine = rows * h * 2 + rows * 4;         // expert outputs and probabilities
   EXPECT_EQ(bytes->kept, attention + router + experts + combine);
 }
 
 TEST(KeptActivationBytes, FullRecomputeOfTheFirstLayersAndSelectiveForTheRest) {
   const Config c{"22B", 64, 6144, 48, 8, 4};
   const auto [sbh, attention, t] = TermsOf(c);
-  Result<int64_t> kept =
-      KeptActivationBytes(Gpt(c), Setting(c, t, true, Recompute::kSelective), 0, 48, 10, Megatron());
+  Result<int64_t> kept = KeptActivationBytes(Gpt(c), Setting(c, t, true, Recompute::kSelective), 0,
+                                             48, 10, Megatron());
   ASSERT_TRUE(kept.ok()) << kept.status().message();
   EXPECT_EQ(*kept, 10 * (2 * sbh / t) + 38 * (34 * sbh / t));
   Result<int64_t> none =
@@ -211,10 +215,13 @@ TEST(KeptActivationBytes, FullRecomputeOfTheFirstLayersAndSelectiveForTheRest) {
 
 TEST(KeptActivationBytes, RangesOutsideTheModelAreErrors) {
   const Config c{"22B", 64, 6144, 48, 8, 4};
-  Result<int64_t> past = KeptActivationBytes(Gpt(c), Setting(c, 8, true, Recompute::kNone), 40, 10, 0);
+  Result<int64_t> past =
+      KeptActivationBytes(Gpt(c), Setting(c, 8, true, Recompute::kNone), 40, 10, 0);
   ASSERT_FALSE(past.ok());
-  EXPECT_NE(past.status().message().find("layers 40 to 49 are not all in the model"), std::string::npos);
-  Result<int64_t> too_many = KeptActivationBytes(Gpt(c), Setting(c, 8, true, Recompute::kNone), 0, 4, 5);
+  EXPECT_NE(past.status().message().find("layers 40 to 49 are not all in the model"),
+            std::string::npos);
+  Result<int64_t> too_many =
+      KeptActivationBytes(Gpt(c), Setting(c, 8, true, Recompute::kNone), 0, 4, 5);
   ASSERT_FALSE(too_many.ok());
   EXPECT_NE(too_many.status().message().find("--recompute-num-layers 5"), std::string::npos);
 }

@@ -12,7 +12,8 @@
 namespace loom {
 namespace {
 
-Strategy Tp(int64_t tp, GradAccumulation accumulation, int64_t micro_batch = 1, int64_t seq = 2048) {
+Strategy Tp(int64_t tp, GradAccumulation accumulation, int64_t micro_batch = 1,
+            int64_t seq = 2048) {
   Strategy s;
   s.tp = tp;
   s.sp = tp > 1;
@@ -92,7 +93,8 @@ TEST(GradAccumulation, TrafficFollowsParametersPerGpuNotTokens) {
   const int64_t tp4 = AddedParams(Layer(m, Tp(4, GradAccumulation::kAdd)), 4);
   EXPECT_NEAR(static_cast<double>(tp4) / static_cast<double>(base), 2.0, 1e-3);
   // A wider model: 12 h^2 + 13 h per layer, so 175B's layer over 22B's (h 6144) is about 4x.
-  const int64_t narrow = AddedParams(Layer(Shipped("megatron-22b"), Tp(8, GradAccumulation::kAdd)), 4);
+  const int64_t narrow =
+      AddedParams(Layer(Shipped("megatron-22b"), Tp(8, GradAccumulation::kAdd)), 4);
   EXPECT_NEAR(static_cast<double>(base) / static_cast<double>(narrow), 4.0, 1e-2);
 }
 

@@ -156,7 +156,8 @@ TEST(TransformerLayerOps, SequenceParallelGathersAndScattersHiddenStates) {
   EXPECT_EQ(Collectives(ops.forward), ag + ", " + rs + ", " + ag + ", " + rs);
   // Per block: gather the output gradient; around the first GEMM's dX, re-gather its saved
   // sequence-sharded input (for W) before it and reduce-scatter dX after it.
-  EXPECT_EQ(Collectives(ops.backward_input), ag + ", " + ag + ", " + rs + ", " + ag + ", " + ag + ", " + rs);
+  EXPECT_EQ(Collectives(ops.backward_input),
+            ag + ", " + ag + ", " + rs + ", " + ag + ", " + ag + ", " + rs);
   // Norms work on s/t tokens.
   const auto& norm = std::get<MemoryShape>(Find(ops.forward, OpName::kInputNorm).shape);
   EXPECT_EQ(norm.bytes_read, 4LL * 2048 / 8 * 6144 * 2);
@@ -211,7 +212,8 @@ TEST(TransformerLayerOps, SelectiveRecomputeReplaysTheAttentionCore) {
   EXPECT_EQ(Names(Build(Shipped("megatron-22b"), s, unfused).recompute),
             (std::vector<std::string>{"attn_scores", "attn_softmax", "attn_dropout", "attn_context",
                                       "attn_context_copy"}));
-  EXPECT_EQ(Names(Build(Shipped("megatron-22b"), s).recompute), std::vector<std::string>{"flash_attention"});
+  EXPECT_EQ(Names(Build(Shipped("megatron-22b"), s).recompute),
+            std::vector<std::string>{"flash_attention"});
   s.recompute = Recompute::kNone;
   EXPECT_TRUE(Build(Shipped("megatron-22b"), s).recompute.empty());
 }
@@ -228,7 +230,8 @@ TEST(TransformerLayerOps, UnfusedCausalSoftmaxReadsOnlyTheKeysAtOrBeforeEachQuer
   EXPECT_EQ(forward.bytes_read, causal);
   EXPECT_EQ(forward.bytes_written, all);
   EXPECT_EQ(Find(ops.forward, OpName::kAttentionSoftmax).saved_bytes, all);  // the probabilities
-  const auto& backward = std::get<MemoryShape>(Find(ops.backward_input, OpName::kAttentionSoftmaxGrad).shape);
+  const auto& backward =
+      std::get<MemoryShape>(Find(ops.backward_input, OpName::kAttentionSoftmaxGrad).shape);
   EXPECT_EQ(backward.bytes_read, 2 * causal);
   EXPECT_EQ(backward.bytes_written, all);
   // The context goes back to [s, b, h / tp] through a copy: 4 * 2048 * 768 elements each way.
@@ -237,7 +240,8 @@ TEST(TransformerLayerOps, UnfusedCausalSoftmaxReadsOnlyTheKeysAtOrBeforeEachQuer
   EXPECT_EQ(copy.bytes_written, copy.bytes_read);
 }
 
-TEST(TransformerLayerOps, MegatronOwnLinearsAddTheQkvBiasAndReduceBiasGradientsInKernelsOfTheirOwn) {
+TEST(TransformerLayerOps,
+     MegatronOwnLinearsAddTheQkvBiasAndReduceBiasGradientsInKernelsOfTheirOwn) {
   // 22B (biases on attention and MLP), tp 8 with sp, micro-batch 4: 8192 tokens, 1024 per rank
   // after the sequence split; QKV 3 * 6144 / 8 = 2304 wide, MLP up 24576 / 8 = 3072.
   LayerOpsOptions unfused;
@@ -250,13 +254,14 @@ TEST(TransformerLayerOps, MegatronOwnLinearsAddTheQkvBiasAndReduceBiasGradientsI
     return std::get<MemoryShape>(Find(ops.backward_weight, name).shape).bytes_read;
   };
   EXPECT_EQ(bytes_read(OpName::kQkvProjBgrad), 8192LL * 2304 * 2);
-  EXPECT_EQ(bytes_read(OpName::kOutProjBgrad), 1024LL * 6144 * 2);   // added on the sequence shard
+  EXPECT_EQ(bytes_read(OpName::kOutProjBgrad), 1024LL * 6144 * 2);  // added on the sequence shard
   EXPECT_EQ(bytes_read(OpName::kMlpUpBgrad), 8192LL * 3072 * 2);
   EXPECT_EQ(bytes_read(OpName::kMlpDownBgrad), 1024LL * 6144 * 2);
   // The bias kernels carry no FLOPs and keep nothing.
   EXPECT_EQ(TotalFlops(ops.backward_weight), 24LL * 4 * 2048 * 6144 * 6144 / 8);
   EXPECT_EQ(Find(ops.forward, OpName::kQkvBias).saved_bytes, 0);
-  // Transformer Engine's fused path folds biases into GEMM epilogues; a model without biases has none.
+  // Transformer Engine's fused path folds biases into GEMM epilogues; a model without biases has
+  // none.
   const auto has = [](const LayerOps& l, std::string_view name) {
     std::vector<std::string> all;
     for (const std::vector<Op>* list : {&l.forward, &l.backward_input, &l.backward_weight}) {
@@ -285,7 +290,8 @@ TEST(TransformerLayerOps, MegatronOwnLinearsAddTheQkvBiasAndReduceBiasGradientsI
 
 TEST(TransformerLayerOps, ShapesTheFusedSoftmaxCannotTakeAreUnimplementedForTheUnfusedKernel) {
   // Megatron-LM falls back to PyTorch's fp32 softmax beyond 4096 keys, for 32-bit scores, and
-  // when micro-batch * heads per rank is not a multiple of 4 (GPT-3 175B at tp 32: 3 heads per rank).
+  // when micro-batch * heads per rank is not a multiple of 4 (GPT-3 175B at tp 32: 3 heads per
+  // rank).
   LayerOpsOptions unfused;
   unfused.attention = AttentionKernel::kUnfused;
   const auto code = [&](const ModelSpec& m, const Strategy& s) {
@@ -293,10 +299,12 @@ TEST(TransformerLayerOps, ShapesTheFusedSoftmaxCannotTakeAreUnimplementedForTheU
     return ops.ok() ? Status::Code::kOk : ops.status().code();
   };
   EXPECT_EQ(code(Shipped("megatron-22b"), Tp(8, false, 1, 4096)), Status::Code::kOk);
-  Result<LayerOps> long_seq = BuildTransformerLayerOps(Shipped("megatron-22b"), Tp(8, false, 1, 8192), unfused);
+  Result<LayerOps> long_seq =
+      BuildTransformerLayerOps(Shipped("megatron-22b"), Tp(8, false, 1, 8192), unfused);
   ASSERT_FALSE(long_seq.ok());
   EXPECT_EQ(long_seq.status().code(), Status::Code::kUnimplemented);
-  EXPECT_NE(long_seq.status().message().find("--seq 8192"), std::string::npos) << long_seq.status().message();
+  EXPECT_NE(long_seq.status().message().find("--seq 8192"), std::string::npos)
+      << long_seq.status().message();
   EXPECT_NE(long_seq.status().message().find("use the fused attention kernel"), std::string::npos);
   Strategy odd = Tp(32, false, 1);
   odd.allow_cross_node_tp = true;
@@ -322,7 +330,8 @@ TEST(EmbeddingOps, VocabParallelLookupIsAllReducedOrReduceScattered) {
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ(Collectives(plain->forward), "all_reduce tp " + std::to_string(hidden_bytes));
   EXPECT_EQ(Collectives(plain->backward_input), "");
-  EXPECT_EQ(Names(plain->backward_weight), (std::vector<std::string>{"embedding.wgrad", "grad_accumulate"}));
+  EXPECT_EQ(Names(plain->backward_weight),
+            (std::vector<std::string>{"embedding.wgrad", "grad_accumulate"}));
   Result<LayerOps> sp = BuildEmbeddingOps(Shipped("llama3-70b"), Tp(8, true));
   ASSERT_TRUE(sp.ok());
   EXPECT_EQ(Collectives(sp->forward), "reduce_scatter tp " + std::to_string(hidden_bytes));
@@ -331,8 +340,9 @@ TEST(EmbeddingOps, VocabParallelLookupIsAllReducedOrReduceScattered) {
   Result<LayerOps> gpt = BuildEmbeddingOps(Shipped("gpt3-175b"), Tp(8, true));
   ASSERT_TRUE(gpt.ok());
   EXPECT_EQ(Collectives(gpt->forward), "all_reduce tp " + std::to_string(2048LL * 12288 * 2));
-  EXPECT_EQ(Names(gpt->backward_weight),
-            (std::vector<std::string>{"position_embedding.wgrad", "embedding.wgrad", "grad_accumulate"}));
+  EXPECT_EQ(
+      Names(gpt->backward_weight),
+      (std::vector<std::string>{"position_embedding.wgrad", "embedding.wgrad", "grad_accumulate"}));
 }
 
 TEST(OutputOps, HeadGemmCoversThePaddedVocabShard) {
@@ -351,7 +361,8 @@ TEST(OutputOps, HeadGemmCoversThePaddedVocabShard) {
   EXPECT_EQ(Collectives(ops->forward), per_token + ", " + per_token + ", " + per_token);
   EXPECT_EQ(Collectives(ops->backward_input), "all_reduce tp " + std::to_string(4096LL * 8192 * 2));
   // It keeps the fp32 softmax of the shard, the target mask and the int64 targets.
-  EXPECT_EQ(Find(ops->forward, OpName::kCrossEntropyLoss).saved_bytes, 4096LL * 16128 * 4 + 4096 * 9);
+  EXPECT_EQ(Find(ops->forward, OpName::kCrossEntropyLoss).saved_bytes,
+            4096LL * 16128 * 4 + 4096 * 9);
 }
 
 TEST(TransformerLayerOps, UnsupportedLayersAreErrorsThatNameTheFeature) {
@@ -383,8 +394,10 @@ TEST(MoeLayerOps, MixtralDispatchesTopTwoTokensOverExpertParallelRanks) {
   EXPECT_EQ(Collectives(ops.backward_input), a2a + ", " + a2a);
   // The experts' forward FLOPs: 3 matrices of 4096 x 14336 for 8192 rows.
   EXPECT_EQ(GemmFlopsOf(ops.forward) - OpFlops(Find(ops.forward, OpName::kRouter)),
-            2LL * 3 * 8192 * 4096 * 14336 + 2LL * 4096 * (4096 + 2 * 1024) * 4096 + 2LL * 4096 * 4096 * 4096);
-  EXPECT_EQ(TotalFlops(ops.backward_input) + TotalFlops(ops.backward_weight), 2 * TotalFlops(ops.forward));
+            2LL * 3 * 8192 * 4096 * 14336 + 2LL * 4096 * (4096 + 2 * 1024) * 4096 +
+                2LL * 4096 * 4096 * 4096);
+  EXPECT_EQ(TotalFlops(ops.backward_input) + TotalFlops(ops.backward_weight),
+            2 * TotalFlops(ops.forward));
 }
 
 TEST(MoeLayerOps, ExpertTensorParallelGathersTokensAfterTheAllToAll) {
@@ -399,8 +412,8 @@ TEST(MoeLayerOps, ExpertTensorParallelGathersTokensAfterTheAllToAll) {
   const std::string a2a = "all_to_all ep " + std::to_string(4096LL * 4096 * 2);
   const std::string gathered = std::to_string(8192LL * 4096 * 2);
   EXPECT_EQ(Collectives(ops.forward), "all_gather" + h + ", reduce_scatter" + h + ", " + a2a +
-                                          ", all_gather etp " + gathered + ", reduce_scatter etp " + gathered +
-                                          ", " + a2a);
+                                          ", all_gather etp " + gathered + ", reduce_scatter etp " +
+                                          gathered + ", " + a2a);
   EXPECT_EQ(Find(ops.forward, OpName::kMoeSortChunks).kind, OpKind::kMemoryBound);
 }
 
@@ -451,15 +464,15 @@ TEST(MoeLayerOps, SettingsMegatronRefusesAreErrors) {
 }
 
 TEST(TransformerLayerOps, SizesThatDoNotSplitAreErrorsWithTheFix) {
-  EXPECT_EQ(
-      ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), Tp(7, false))),
-      std::string(LOOM_SOURCE_DIR) +
-          "/models/gpt3-175b.json: num_attention_heads (96) is not divisible by --tp 7; use a --tp that "
-          "divides 96");
+  EXPECT_EQ(ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), Tp(7, false))),
+            std::string(LOOM_SOURCE_DIR) +
+                "/models/gpt3-175b.json: num_attention_heads (96) is not divisible by --tp 7; use "
+                "a --tp that "
+                "divides 96");
   Strategy s = Tp(8, true, 1, 2052);
-  EXPECT_NE(
-      ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), s)).find("use a --seq divisible by cp * tp = 8"),
-      std::string::npos);
+  EXPECT_NE(ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), s))
+                .find("use a --seq divisible by cp * tp = 8"),
+            std::string::npos);
   s = Tp(8, false, 1, 2050);
   s.cp = 2;
   EXPECT_NE(ErrorOf(BuildTransformerLayerOps(Shipped("gpt3-175b"), s)).find("2 * cp = 4 chunks"),
@@ -474,7 +487,8 @@ TEST(TransformerLayerOps, SizesThatDoNotSplitAreErrorsWithTheFix) {
 TEST(TransformerLayerOps, AbsurdSizesOverflowIntoAnError) {
   ModelSpec m = Shipped("gpt3-175b");
   m.hidden_size = int64_t{1} << 40;
-  EXPECT_NE(ErrorOf(BuildTransformerLayerOps(m, Tp(8, false))).find("overflow 64 bits"), std::string::npos);
+  EXPECT_NE(ErrorOf(BuildTransformerLayerOps(m, Tp(8, false))).find("overflow 64 bits"),
+            std::string::npos);
 }
 
 TEST(AttentionFlops, ModelFlopsIgnoreTheMaskKernelFlopsDoNot) {

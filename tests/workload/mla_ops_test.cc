@@ -140,8 +140,10 @@ TEST(LatentAttentionOps, FlopsSummedOverTpRanksAreTheModelFlops) {
   ASSERT_DOUBLE_EQ(AttentionFlopsPerToken(DeepSeekV3(), 4096), per_token);
   for (int64_t tp : {1, 2, 8}) {
     LayerOps ops = Build(DeepSeekV3(), Tp(tp, tp > 1));
-    EXPECT_DOUBLE_EQ(static_cast<double>(tp * AttentionFlops(ops)), 4096 * per_token) << "tp " << tp;
-    EXPECT_EQ(TotalFlops(ops.backward_input) + TotalFlops(ops.backward_weight), 2 * TotalFlops(ops.forward));
+    EXPECT_DOUBLE_EQ(static_cast<double>(tp * AttentionFlops(ops)), 4096 * per_token)
+        << "tp " << tp;
+    EXPECT_EQ(TotalFlops(ops.backward_input) + TotalFlops(ops.backward_weight),
+              2 * TotalFlops(ops.forward));
   }
   // Without sp the replicated down projections run on every rank: tp - 1 extra copies.
   LayerOps no_sp = Build(DeepSeekV3(), Tp(2, false));
@@ -150,16 +152,19 @@ TEST(LatentAttentionOps, FlopsSummedOverTpRanksAreTheModelFlops) {
 }
 
 TEST(LatentAttentionOps, DirectQueryProjectionWithoutQueryCompression) {
-  // q_lora_rank 0 (DeepSeek-V2-Lite): linear_q_proj is column parallel on the gathered hidden state.
+  // q_lora_rank 0 (DeepSeek-V2-Lite): linear_q_proj is column parallel on the gathered hidden
+  // state.
   ModelSpec m = DeepSeekV3();
   m.mla->q_lora_rank = 0;
   LayerOps ops = Build(m, Tp(2, true));
   ExpectGemm(ops.forward, OpName::kQProj, 4096, 64 * 192, 7168);
   ExpectGemm(ops.backward_weight, OpName::kQProjWgrad, 7168, 64 * 192, 4096);
   for (const Op& op : ops.forward) EXPECT_NE(op.name, OpName::kQDownProj);
-  EXPECT_DOUBLE_EQ(static_cast<double>(2 * AttentionFlops(ops)), 4096 * AttentionFlopsPerToken(m, 4096));
+  EXPECT_DOUBLE_EQ(static_cast<double>(2 * AttentionFlops(ops)),
+                   4096 * AttentionFlopsPerToken(m, 4096));
   const std::string hidden = std::to_string(4096LL * 7168 * 2);
-  EXPECT_EQ(Collectives(ops.forward).rfind("all_gather tp " + hidden + ", all_gather tp 524288", 0), 0u)
+  EXPECT_EQ(Collectives(ops.forward).rfind("all_gather tp " + hidden + ", all_gather tp 524288", 0),
+            0u)
       << Collectives(ops.forward);
 }
 
@@ -168,14 +173,14 @@ TEST(LatentAttentionOps, SequenceParallelGathersTheNormedLatentsNotTheHiddenStat
   // bf16; then the dense MLP's own gather and reduce-scatter.
   LayerOps ops = Build(DeepSeekV3(), Tp(2, true));
   const std::string q = " tp 12582912", rope = " tp 524288", kv = " tp 4194304", h = " tp 58720256";
-  EXPECT_EQ(Collectives(ops.forward), "all_gather" + q + ", all_gather" + rope + ", all_gather" + kv +
-                                          ", reduce_scatter" + h + ", all_gather" + h + ", reduce_scatter" +
-                                          h);
+  EXPECT_EQ(Collectives(ops.forward), "all_gather" + q + ", all_gather" + rope + ", all_gather" +
+                                          kv + ", reduce_scatter" + h + ", all_gather" + h +
+                                          ", reduce_scatter" + h);
   // MLP first, then: output gradient, kv regather and dX, k_pos_emb's dX, q regather and dX.
-  EXPECT_EQ(Collectives(ops.backward_input), "all_gather" + h + ", all_gather" + h + ", reduce_scatter" + h +
-                                                 ", all_gather" + h + ", all_gather" + kv +
-                                                 ", reduce_scatter" + kv + ", reduce_scatter" + rope +
-                                                 ", all_gather" + q + ", reduce_scatter" + q);
+  EXPECT_EQ(Collectives(ops.backward_input),
+            "all_gather" + h + ", all_gather" + h + ", reduce_scatter" + h + ", all_gather" + h +
+                ", all_gather" + kv + ", reduce_scatter" + kv + ", reduce_scatter" + rope +
+                ", all_gather" + q + ", reduce_scatter" + q);
   // Without sp: the f and g all-reduces, and those of the latents' gradients.
   LayerOps no_sp = Build(DeepSeekV3(), Tp(2, false));
   EXPECT_EQ(Collectives(no_sp.forward), "all_reduce" + h + ", all_reduce" + h);
@@ -236,15 +241,17 @@ TEST(LatentAttentionOps, UnfusedKernelAndBadLatentSizesAreErrors) {
   Result<LayerOps> ops = BuildTransformerLayerOps(DeepSeekV3(), Tp(2, true), unfused);
   ASSERT_FALSE(ops.ok());
   EXPECT_EQ(ops.status().code(), Status::Code::kUnimplemented);
-  EXPECT_NE(ops.status().message().find("unfused attention kernel is not modelled for multi-head latent"),
-            std::string::npos)
+  EXPECT_NE(
+      ops.status().message().find("unfused attention kernel is not modelled for multi-head latent"),
+      std::string::npos)
       << ops.status().message();
   ModelSpec m = DeepSeekV3();
   m.mla->kv_lora_rank = 0;
   Result<LayerOps> bad = BuildTransformerLayerOps(m, Tp(2, true));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            std::string(LOOM_SOURCE_DIR) + "/models/deepseek-v3.json: kv_lora_rank (0) must be at least 1");
+            std::string(LOOM_SOURCE_DIR) +
+                "/models/deepseek-v3.json: kv_lora_rank (0) must be at least 1");
   m.mla->kv_lora_rank = int64_t{1} << 40;
   Result<LayerOps> huge = BuildTransformerLayerOps(m, Tp(2, true));
   ASSERT_FALSE(huge.ok());

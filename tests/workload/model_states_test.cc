@@ -113,20 +113,29 @@ TEST(OptimizerStepTraffic, EveryOptimizerAndRecipeMovesItsExactBytes) {
     int64_t read, written;
   };
   const Case cases[] = {
-      {Dtype::kBf16, false, Optimizer::kAdam, 24, 18},      {Dtype::kBf16, false, Optimizer::kSgd, 20, 14},
-      {Dtype::kBf16, false, Optimizer::kAdafactor, 20, 10}, {Dtype::kBf16, true, Optimizer::kAdam, 26, 20},
-      {Dtype::kBf16, true, Optimizer::kSgd, 22, 16},        {Dtype::kBf16, true, Optimizer::kAdafactor, 22, 12},
-      {Dtype::kFp8, false, Optimizer::kAdam, 24, 18},       {Dtype::kFp8, true, Optimizer::kSgd, 22, 16},
-      {Dtype::kFp16, false, Optimizer::kAdam, 30, 24},      {Dtype::kFp16, true, Optimizer::kSgd, 26, 20},
-      {Dtype::kFp16, false, Optimizer::kAdafactor, 26, 16}, {Dtype::kFp32, true, Optimizer::kAdam, 20, 16},
-      {Dtype::kFp32, false, Optimizer::kSgd, 16, 12},       {Dtype::kFp32, false, Optimizer::kAdafactor, 16, 8},
+      {Dtype::kBf16, false, Optimizer::kAdam, 24, 18},
+      {Dtype::kBf16, false, Optimizer::kSgd, 20, 14},
+      {Dtype::kBf16, false, Optimizer::kAdafactor, 20, 10},
+      {Dtype::kBf16, true, Optimizer::kAdam, 26, 20},
+      {Dtype::kBf16, true, Optimizer::kSgd, 22, 16},
+      {Dtype::kBf16, true, Optimizer::kAdafactor, 22, 12},
+      {Dtype::kFp8, false, Optimizer::kAdam, 24, 18},
+      {Dtype::kFp8, true, Optimizer::kSgd, 22, 16},
+      {Dtype::kFp16, false, Optimizer::kAdam, 30, 24},
+      {Dtype::kFp16, true, Optimizer::kSgd, 26, 20},
+      {Dtype::kFp16, false, Optimizer::kAdafactor, 26, 16},
+      {Dtype::kFp32, true, Optimizer::kAdam, 20, 16},
+      {Dtype::kFp32, false, Optimizer::kSgd, 16, 12},
+      {Dtype::kFp32, false, Optimizer::kAdafactor, 16, 8},
   };
   for (const Case& c : cases) {
     const MemoryShape t = OptimizerStepTraffic(1000, c.dtype, c.optimizer, c.bf16_reduce);
-    EXPECT_EQ(t.bytes_read, 1000 * c.read) << kDtypeNames.Name(c.dtype) << " " << kOptimizerNames.Name(c.optimizer)
-                                           << (c.bf16_reduce ? " bf16 reduce" : "");
+    EXPECT_EQ(t.bytes_read, 1000 * c.read)
+        << kDtypeNames.Name(c.dtype) << " " << kOptimizerNames.Name(c.optimizer)
+        << (c.bf16_reduce ? " bf16 reduce" : "");
     EXPECT_EQ(t.bytes_written, 1000 * c.written)
-        << kDtypeNames.Name(c.dtype) << " " << kOptimizerNames.Name(c.optimizer) << (c.bf16_reduce ? " bf16 reduce" : "");
+        << kDtypeNames.Name(c.dtype) << " " << kOptimizerNames.Name(c.optimizer)
+        << (c.bf16_reduce ? " bf16 reduce" : "");
   }
 }
 
@@ -144,7 +153,8 @@ TEST(ModelStates, ScalesWithParameters) {
   EXPECT_EQ(s->gradients, 282'214'825'984);
   EXPECT_EQ(s->optimizer, 846'644'477'952);
   EXPECT_EQ(s->Total(), 1'269'966'716'928);
-  Result<ModelStateBytes> bf16_reduce = ModelStates(70'553'706'496, Dtype::kBf16, Optimizer::kAdam, true);
+  Result<ModelStateBytes> bf16_reduce =
+      ModelStates(70'553'706'496, Dtype::kBf16, Optimizer::kAdam, true);
   ASSERT_TRUE(bf16_reduce.ok());
   EXPECT_EQ(bf16_reduce->gradients, 141'107'412'992);
 }
@@ -247,7 +257,8 @@ TEST(ModelStatesPerRank, Fp16ZeroStagesMatchTheZeroPaper) {
 }
 
 TEST(ModelStatesPerRank, ZeroShardsRoundUpToWholeParameters) {
-  // 96 does not divide Ψ: each shard holds ceil(Ψ / 96) = 83648555 parameters (Ψ / 96 = 83648554.67).
+  // 96 does not divide Ψ: each shard holds ceil(Ψ / 96) = 83648555 parameters (Ψ / 96 =
+  // 83648554.67).
   const ModelSpec m = Shipped("llama3-8b");
   constexpr int64_t psi = kLlama8bParams, shard = 83'648'555;
   ASSERT_EQ(CeilDiv(psi, 96), shard);
@@ -305,7 +316,8 @@ TEST(ModelStatesPerRank, ParameterOffloadMovesTheWeightShardToo) {
 }
 
 TEST(ParametersPerRank, OneRankHoldsExactlyTheCountedModel) {
-  for (const char* name : {"llama3-70b", "llama3-8b", "megatron-22b", "gpt3-175b", "mixtral-8x7b"}) {
+  for (const char* name :
+       {"llama3-70b", "llama3-8b", "megatron-22b", "gpt3-175b", "mixtral-8x7b"}) {
     const ModelSpec m = Shipped(name);
     Result<ParameterCount> count = CountParameters(m);
     ASSERT_TRUE(count.ok());
@@ -340,9 +352,11 @@ TEST(ParametersPerRank, ExpertsSplitOverEpAndShardOverExpertDataParallelRanks) {
 }
 
 TEST(ModelStatesPerRank, UnsupportedOrUnsplittableInputsAreErrors) {
-  Result<RankModelStates> stage = ModelStatesPerRank(Shipped("llama3-70b"), Parallel(8, 4, 8, 0), 4);
+  Result<RankModelStates> stage =
+      ModelStatesPerRank(Shipped("llama3-70b"), Parallel(8, 4, 8, 0), 4);
   ASSERT_FALSE(stage.ok());
-  EXPECT_NE(stage.status().message().find("pipeline stage 4 does not exist with --pp 4"), std::string::npos);
+  EXPECT_NE(stage.status().message().find("pipeline stage 4 does not exist with --pp 4"),
+            std::string::npos);
   Strategy s = Parallel(1, 1, 6, 0);
   s.ep = 4;
   Result<RankModelStates> ep = ModelStatesPerRank(Shipped("mixtral-8x7b"), s, 0);

@@ -109,7 +109,8 @@ TEST(BusiestRankLoad, ExpertTensorParallelRanksGatherTheirPeersRows) {
   EXPECT_EQ(Groups(load), "2x4096");
 }
 
-Strategy Moe(int64_t tp, int64_t ep, int64_t etp, double imbalance = 1.0, double capacity_factor = 0) {
+Strategy Moe(int64_t tp, int64_t ep, int64_t etp, double imbalance = 1.0,
+             double capacity_factor = 0) {
   Strategy s;
   s.tp = tp;
   s.sp = tp > 1;
@@ -167,7 +168,8 @@ TEST(MoeImbalance, MoreImbalanceGivesTheBusiestRankMoreExpertRowsAndFlops) {
     const std::vector<GemmShape> up = GemmsOf(ops.forward, OpName::kExpertUp);
     ASSERT_EQ(up.size(), 1u);
     EXPECT_EQ(up[0].m, rows) << imbalance;
-    const int64_t flops = FlopsOf(ops.forward, OpName::kExpertUp) + FlopsOf(ops.forward, OpName::kExpertDown);
+    const int64_t flops =
+        FlopsOf(ops.forward, OpName::kExpertUp) + FlopsOf(ops.forward, OpName::kExpertDown);
     EXPECT_EQ(flops, 2LL * 3 * rows * 4096 * 14336);
     EXPECT_GT(flops, previous_flops);
     previous_flops = flops;
@@ -231,14 +233,16 @@ TEST(MoeExpertTensorParallel, TheExpertGatherRunsOverTheEtpGroup) {
 TEST(MoeExpertTensorParallel, AnEtpThatDoesNotSplitTheExpertIsAnError) {
   Result<LayerOps> ops = BuildTransformerLayerOps(Shipped("mixtral-8x7b"), Moe(1, 8, 3));
   ASSERT_FALSE(ops.ok());
-  EXPECT_NE(ops.status().message().find("the expert intermediate size (14336) is not divisible by --etp 3"),
+  EXPECT_NE(ops.status().message().find(
+                "the expert intermediate size (14336) is not divisible by --etp 3"),
             std::string::npos)
       << ops.status().message();
 }
 
 // Mixtral 8x7B on tp 2: per layer qkv 4096 * 6144 / 2, out 4096 * 4096 / 2, two norms, the
 // router 8 * 4096; 32 layers, two vocabulary shards of 32000 / 2 * 4096 and the final norm.
-constexpr int64_t kMixtralTp2Dense = 32 * (12'582'912 + 8'388'608 + 8'192 + 32'768) + 2 * 65'536'000 + 4'096;
+constexpr int64_t kMixtralTp2Dense =
+    32 * (12'582'912 + 8'388'608 + 8'192 + 32'768) + 2 * 65'536'000 + 4'096;
 constexpr int64_t kMixtralExpert = 3LL * 4096 * 14336;  // 176160768
 
 Strategy World64(int64_t tp, int64_t etp) {
@@ -256,12 +260,14 @@ TEST(MoeExpertTensorParallel, RoutedExpertsSplitOverEtpAndShardOverExpertDp) {
   EXPECT_EQ(whole->parameters.dense, kMixtralTp2Dense);
   EXPECT_EQ(whole->parameters.expert, 32 * kMixtralExpert);
   const int64_t optimizer = BytesPerParameter(World64(2, 1)).optimizer;
-  EXPECT_EQ(whole->gpu.optimizer, optimizer * ((kMixtralTp2Dense + 31) / 32 + 32 * kMixtralExpert / 8));
+  EXPECT_EQ(whole->gpu.optimizer,
+            optimizer * ((kMixtralTp2Dense + 31) / 32 + 32 * kMixtralExpert / 8));
   // etp = tp = 2: half of each expert, expert dp = 2 * 32 / 16 = 4.
   Result<RankModelStates> split = ModelStatesPerRank(m, World64(2, 0), 0);
   ASSERT_TRUE(split.ok()) << split.status().message();
   EXPECT_EQ(split->parameters.expert, 16 * kMixtralExpert);
-  EXPECT_EQ(split->gpu.optimizer, optimizer * ((kMixtralTp2Dense + 31) / 32 + 16 * kMixtralExpert / 4));
+  EXPECT_EQ(split->gpu.optimizer,
+            optimizer * ((kMixtralTp2Dense + 31) / 32 + 16 * kMixtralExpert / 4));
   EXPECT_EQ(World64(2, 1).ExpertDp(), 8);
   EXPECT_EQ(World64(2, 0).ExpertDp(), 4);
 }
@@ -271,7 +277,9 @@ TEST(MoeExpertTensorParallel, AnExpertGridThatDoesNotDivideTheRanksIsAnError) {
   s.dp = 3;  // 2 * 3 = 6 ranks cannot hold ep * etp = 4
   Result<RankModelStates> states = ModelStatesPerRank(Shipped("mixtral-8x7b"), s, 0);
   ASSERT_FALSE(states.ok());
-  EXPECT_NE(states.status().message().find("--tp 2 * --dp 3 * --cp 1 must be a positive multiple of --ep 4 * --etp 1"), std::string::npos)
+  EXPECT_NE(states.status().message().find(
+                "--tp 2 * --dp 3 * --cp 1 must be a positive multiple of --ep 4 * --etp 1"),
+            std::string::npos)
       << states.status().message();
 }
 

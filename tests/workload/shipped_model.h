@@ -13,7 +13,8 @@ namespace loom {
 
 // models/|name|.json; an empty model (and a test failure) when it does not load.
 inline ModelSpec Shipped(const std::string& name) {
-  Result<ModelSpec> spec = LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
+  Result<ModelSpec> spec =
+      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
   EXPECT_TRUE(spec.ok()) << (spec.ok() ? "" : spec.status().message());
   return spec.ok() ? *spec : ModelSpec();
 }

@@ -31,16 +31,18 @@ Result<int> SelectDevice(const Launcher& launcher) {
     // CountDevices' advice is the probe's; this backend's follows.
     std::string why = counted.message();
     why = why.substr(0, why.find("; loom probe"));
-    return Status::Unavailable("rank " + std::to_string(rank) + " on host " + hosts[rank] + ": " + why +
-                               "; --backend cuda runs each rank on a GPU: run it where NVIDIA GPUs and their driver "
-                               "are, or validate with --backend host");
+    return Status::Unavailable(
+        "rank " + std::to_string(rank) + " on host " + hosts[rank] + ": " + why +
+        "; --backend cuda runs each rank on a GPU: run it where NVIDIA GPUs and their driver "
+        "are, or validate with --backend host");
   }
   const auto local_ranks = std::count(hosts.begin(), hosts.end(), hosts[rank]);
   if (local_ranks > devices) {
-    return Status::Unavailable(std::to_string(local_ranks) + " ranks on host " + hosts[rank] + " but it has " +
-                               std::to_string(devices) + " GPUs: --backend cuda runs one rank per GPU; start at most " +
-                               std::to_string(devices) + " ranks per host (mpirun --map-by ppr:" +
-                               std::to_string(devices) + ":node)");
+    return Status::Unavailable(
+        std::to_string(local_ranks) + " ranks on host " + hosts[rank] + " but it has " +
+        std::to_string(devices) + " GPUs: --backend cuda runs one rank per GPU; start at most " +
+        std::to_string(devices) +
+        " ranks per host (mpirun --map-by ppr:" + std::to_string(devices) + ":node)");
   }
   const int device = LocalIndex(hosts, rank);
   LOOM_CUDA(cudaSetDevice(device));
@@ -61,7 +63,9 @@ std::string DescribeDevice(int device) {
   std::string driver = cuda::DriverVersionFromProc(proc_text.str());
   int version = 0;
   if (driver.empty()) {
-    driver = cudaDriverGetVersion(&version) == cudaSuccess ? "API " + cuda::CudaVersionString(version) : "unknown";
+    driver = cudaDriverGetVersion(&version) == cudaSuccess
+                 ? "API " + cuda::CudaVersionString(version)
+                 : "unknown";
   }
   const std::string runtime =
       cudaRuntimeGetVersion(&version) == cudaSuccess ? cuda::CudaVersionString(version) : "unknown";
@@ -76,14 +80,15 @@ Status Agree(Launcher& launcher, const Status& local, const std::string& what) {
   if (!failures.ok()) return failures.status();
   if (!local.ok()) return local;
   if (*failures > 0) {
-    return Status::Internal("rank " + std::to_string(launcher.Rank()) + " stopped: another rank failed " + what +
-                            " (its error says why)");
+    return Status::Internal("rank " + std::to_string(launcher.Rank()) +
+                            " stopped: another rank failed " + what + " (its error says why)");
   }
   return Status::Ok();
 }
 
 // Rank 0 learns every rank's pool peak: each rank in turn broadcasts {pool peak, baseline + peak}.
-Status GatherPeaks(Launcher& launcher, int64_t pool_peak, int64_t baseline_bytes, CudaRunResult* result) {
+Status GatherPeaks(Launcher& launcher, int64_t pool_peak, int64_t baseline_bytes,
+                   CudaRunResult* result) {
   for (int r = 0; r < launcher.Size(); ++r) {
     int64_t peaks[2] = {pool_peak, baseline_bytes + pool_peak};  // only rank r's travel
     LOOM_RETURN_IF_ERROR(launcher.Broadcast(peaks, static_cast<int64_t>(sizeof peaks), r));
@@ -95,7 +100,8 @@ Status GatherPeaks(Launcher& launcher, int64_t pool_peak, int64_t baseline_bytes
 }
 
 // Rank 0 learns the sums of every rank's class times: each rank in turn broadcasts its own.
-Status GatherClasses(Launcher& launcher, const cuda::DeviceStep::ClassTimes& mine, CudaRunResult* result) {
+Status GatherClasses(Launcher& launcher, const cuda::DeviceStep::ClassTimes& mine,
+                     CudaRunResult* result) {
   constexpr size_t kClasses = kDeviceClasses.size();
   std::array<double, 3 * kClasses> sum{};
   for (int r = 0; r < launcher.Size(); ++r) {
@@ -119,14 +125,15 @@ Status GatherClasses(Launcher& launcher, const cuda::DeviceStep::ClassTimes& min
 
 }  // namespace
 
-Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& program, Launcher& launcher,
-                                const CudaRunOptions& options) {
+Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& program,
+                                Launcher& launcher, const CudaRunOptions& options) {
   const int rank = launcher.Rank(), world = launcher.Size();
   const double timeout_s = options.timeout.ToSeconds();
   Result<int> device = SelectDevice(launcher);
   Status selected = device.ok() ? Status::Ok() : device.status();
   if (selected.ok() && program.rank != rank) {
-    selected = Status::InvalidArgument("rank " + std::to_string(rank) + " was given the device program of rank " +
+    selected = Status::InvalidArgument("rank " + std::to_string(rank) +
+                                       " was given the device program of rank " +
                                        std::to_string(program.rank));
   }
   LOOM_RETURN_IF_ERROR(Agree(launcher, selected, "to select its GPU"));
@@ -135,11 +142,14 @@ Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& progr
   cuda::DeviceStep step(plan, program);
   // Made after |step|, so destroyed before it: the communicators are aborted (their kernels leave
   // the GPU) before the step frees its memory, which waits for the GPU.
-  Result<std::unique_ptr<cuda::NcclComms>> made = cuda::NcclComms::Create(plan, program.edges, launcher);
+  Result<std::unique_ptr<cuda::NcclComms>> made =
+      cuda::NcclComms::Create(plan, program.edges, launcher);
   if (!made.ok()) return made.status();
   std::unique_ptr<cuda::NcclComms> comms = std::move(made).value();
-  LOOM_RETURN_IF_ERROR(Agree(launcher, step.SetUp(*device), "to set up its streams, memory and kernels"));
-  LOOM_RETURN_IF_ERROR(Agree(launcher, step.Connect(*comms, timeout_s), "to connect its NCCL communicators"));
+  LOOM_RETURN_IF_ERROR(
+      Agree(launcher, step.SetUp(*device), "to set up its streams, memory and kernels"));
+  LOOM_RETURN_IF_ERROR(
+      Agree(launcher, step.Connect(*comms, timeout_s), "to connect its NCCL communicators"));
   result.runner_bytes = step.runner_bytes();
   for (int32_t s = 0; s < options.warmup_steps + options.steps; ++s) {
     LOOM_RETURN_IF_ERROR(launcher.Barrier());
@@ -149,19 +159,23 @@ Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& progr
     // Aborting at once lets this rank's NCCL kernels leave its GPU; peers that wait for this rank
     // stop at their own deadline.
     if (!times.ok()) comms->Abort();
-    LOOM_RETURN_IF_ERROR(Agree(launcher, times.ok() ? Status::Ok() : times.status(), "in step " + std::to_string(s)));
+    LOOM_RETURN_IF_ERROR(Agree(launcher, times.ok() ? Status::Ok() : times.status(),
+                               "in step " + std::to_string(s)));
     Result<std::vector<RankTimes>> all = GatherRankTimes(*times, rank, world);
     if (!all.ok()) return all.status();
-    if (rank == 0 && s >= options.warmup_steps) result.steps.push_back(MeasuredTimeline(plan.graph(), *all));
+    if (rank == 0 && s >= options.warmup_steps)
+      result.steps.push_back(MeasuredTimeline(plan.graph(), *all));
   }
   // The peak is read before the profiled step, whose memory is the same but not measured.
   Result<int64_t> peak = step.pool().Peak();
   LOOM_RETURN_IF_ERROR(launcher.Barrier());
   Result<cuda::DeviceStep::ClassTimes> classes = step.Profile(*comms, timeout_s);
   if (!classes.ok()) comms->Abort();
-  LOOM_RETURN_IF_ERROR(Agree(launcher, classes.ok() ? Status::Ok() : classes.status(), "in the profiled step"));
+  LOOM_RETURN_IF_ERROR(
+      Agree(launcher, classes.ok() ? Status::Ok() : classes.status(), "in the profiled step"));
   LOOM_RETURN_IF_ERROR(GatherClasses(launcher, *classes, &result));
-  LOOM_RETURN_IF_ERROR(Agree(launcher, peak.ok() ? Status::Ok() : peak.status(), "to read its memory pool's peak"));
+  LOOM_RETURN_IF_ERROR(
+      Agree(launcher, peak.ok() ? Status::Ok() : peak.status(), "to read its memory pool's peak"));
   LOOM_RETURN_IF_ERROR(GatherPeaks(launcher, *peak, program.baseline_bytes, &result));
   LOOM_RETURN_IF_ERROR(comms->Close());
   return result;

@@ -50,18 +50,19 @@ struct CudaRunResult {
 // Each task's work runs as real kernels on one CUDA stream per DeviceProgram stream: the ops of a
 // pass through cuda::OpRunner, sends and receives as ncclSend/ncclRecv on the communicator of
 // their edge, collectives on one NCCL communicator per plan communicator, the optimizer as HBM
-// traffic (StreamBytes); the tasks' memory comes from a stream-ordered pool (cudaMallocFromPoolAsync
-// before a task starts, cudaFreeAsync after it ends). The host enqueues a whole step at once; a
-// task's start and end are CUDA events, timed from an epoch event that every GPU records as it
-// leaves an all-reduce over the world, so that the ranks share one clock within microseconds.
+// traffic (StreamBytes); the tasks' memory comes from a stream-ordered pool
+// (cudaMallocFromPoolAsync before a task starts, cudaFreeAsync after it ends). The host enqueues a
+// whole step at once; a task's start and end are CUDA events, timed from an epoch event that every
+// GPU records as it leaves an all-reduce over the world, so that the ranks share one clock within
+// microseconds.
 //
 // Runs |options.warmup_steps| unmeasured steps, then |options.steps| measured ones, each after a
 // barrier. Errors: Unavailable when there is no GPU, or fewer than the host's ranks; Internal for
 // an inconsistent program or a CUDA or NCCL failure; ResourceExhausted when memory runs out;
 // DeadlineExceeded, naming the first tasks not finished, for a step past |options.timeout|. When
 // one rank fails, every rank returns an error (the others once their own step ends or times out).
-Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& program, Launcher& launcher,
-                                const CudaRunOptions& options);
+Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& program,
+                                Launcher& launcher, const CudaRunOptions& options);
 
 }  // namespace loom
 

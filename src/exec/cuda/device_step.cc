@@ -28,7 +28,8 @@ Result<bool> Finished(cudaError_t query) {
     cudaGetLastError();  // not an error, yet the next launch's check would report it
     return false;
   }
-  LOOM_RETURN_IF_ERROR(CheckCuda(query, "cudaEventQuery/cudaStreamQuery of the step's work", __FILE__, __LINE__));
+  LOOM_RETURN_IF_ERROR(
+      CheckCuda(query, "cudaEventQuery/cudaStreamQuery of the step's work", __FILE__, __LINE__));
   return true;
 }
 
@@ -71,7 +72,8 @@ Status DeviceStep::SetUp(int device) {
 Status DeviceStep::WarmUp() {
   cudaStream_t compute = StreamOf(compute_);
   LOOM_RETURN_IF_ERROR(runner_->WarmUp(compute));
-  const Status traffic = EnqueueTraffic({.bytes_read = kAlignmentBytes, .bytes_written = kAlignmentBytes}, compute);
+  const Status traffic =
+      EnqueueTraffic({.bytes_read = kAlignmentBytes, .bytes_written = kAlignmentBytes}, compute);
   if (!traffic.ok()) return traffic.WithContext("warming up the optimizer's kernel");
   LOOM_CUDA(cudaStreamSynchronize(compute));
   return Status::Ok();
@@ -84,14 +86,15 @@ Status DeviceStep::CheckProgram() const {
   const std::span<const RankProgram> ranks = plan_.ranks();
   int64_t plan_tasks = 0;
   if (program_.rank >= 0 && program_.rank < Size(ranks)) {
-    for (const std::vector<TaskId>& tasks : ranks[static_cast<size_t>(program_.rank)].stream_tasks) {
+    for (const std::vector<TaskId>& tasks :
+         ranks[static_cast<size_t>(program_.rank)].stream_tasks) {
       plan_tasks += static_cast<int64_t>(tasks.size());
     }
   }
   if (program_.streams.empty() || plan_tasks != Size(program_.tasks)) {
-    return Status::Internal(where + ": it has " + std::to_string(program_.streams.size()) + " streams and " +
-                            std::to_string(program_.tasks.size()) + " tasks, the plan's rank " +
-                            std::to_string(plan_tasks) + " tasks");
+    return Status::Internal(where + ": it has " + std::to_string(program_.streams.size()) +
+                            " streams and " + std::to_string(program_.tasks.size()) +
+                            " tasks, the plan's rank " + std::to_string(plan_tasks) + " tasks");
   }
   std::vector<bool> seen(static_cast<size_t>(plan_.graph().num_tasks()));
   for (size_t i = 0; i < program_.tasks.size(); ++i) {
@@ -105,8 +108,8 @@ Status DeviceStep::CheckProgram() const {
   for (size_t i = 0; i < program_.receives.size(); ++i) {
     const int32_t stream = program_.receives[i].stream;
     if (stream < 0 || stream >= Size(program_.streams)) {
-      return Status::Internal(where + ": receive " + std::to_string(i) + " is on stream " + std::to_string(stream) +
-                              ", which the program has not");
+      return Status::Internal(where + ": receive " + std::to_string(i) + " is on stream " +
+                              std::to_string(stream) + ", which the program has not");
     }
   }
   return Status::Ok();
@@ -117,22 +120,25 @@ Status DeviceStep::FindEdges() {
   for (int32_t e = 0; e < Size(program_.edges); ++e) {
     const P2pEdge& edge = program_.edges[static_cast<size_t>(e)];
     if (!index.try_emplace({edge.from, edge.to}, e).second) {
-      return Status::Internal("device program of rank " + std::to_string(program_.rank) + ": rank " +
-                              std::to_string(edge.from) + " sends to rank " + std::to_string(edge.to) +
+      return Status::Internal("device program of rank " + std::to_string(program_.rank) +
+                              ": rank " + std::to_string(edge.from) + " sends to rank " +
+                              std::to_string(edge.to) +
                               " on two edges; NCCL's order on the edge's communicator needs one");
     }
   }
   const auto find = [&](int32_t from, int32_t to, const std::string& what) -> Result<int32_t> {
     const auto it = index.find({from, to});
     if (it != index.end()) return it->second;
-    return Status::Internal("device program of rank " + std::to_string(program_.rank) + ": " + what +
-                            " has no edge from rank " + std::to_string(from) + " to rank " + std::to_string(to));
+    return Status::Internal("device program of rank " + std::to_string(program_.rank) + ": " +
+                            what + " has no edge from rank " + std::to_string(from) + " to rank " +
+                            std::to_string(to));
   };
   task_edges_.assign(program_.tasks.size(), -1);
   for (size_t i = 0; i < program_.tasks.size(); ++i) {
     const DeviceTask& t = program_.tasks[i];
     if (t.work != DeviceWork::kSend) continue;
-    Result<int32_t> e = find(program_.rank, t.peer, "the send " + plan_.graph().DescribeTask(t.task));
+    Result<int32_t> e =
+        find(program_.rank, t.peer, "the send " + plan_.graph().DescribeTask(t.task));
     if (!e.ok()) return e.status();
     task_edges_[i] = *e;
   }
@@ -148,22 +154,25 @@ Status DeviceStep::FindEdges() {
 Status DeviceStep::CheckTask(size_t index) const {
   const DeviceTask& t = program_.tasks[index];
   const TaskGraph& graph = plan_.graph();
-  const std::string where = "device program of rank " + std::to_string(program_.rank) + ": task " +
-                            std::to_string(index);
-  if (t.task < 0 || t.task >= graph.num_tasks() || graph.rank_of(t.task) != program_.rank || t.stream < 0 ||
-      t.stream >= Size(program_.streams)) {
+  const std::string where =
+      "device program of rank " + std::to_string(program_.rank) + ": task " + std::to_string(index);
+  if (t.task < 0 || t.task >= graph.num_tasks() || graph.rank_of(t.task) != program_.rank ||
+      t.stream < 0 || t.stream >= Size(program_.streams)) {
     return Status::Internal(where + " names task id " + std::to_string(t.task) + " and stream " +
-                            std::to_string(t.stream) + ", not a task of this rank and a stream of the program");
+                            std::to_string(t.stream) +
+                            ", not a task of this rank and a stream of the program");
   }
   const std::string task = where + ", " + graph.DescribeTask(t.task) + ",";
   for (int32_t w : t.waits) {
     if (w < 0 || w >= static_cast<int32_t>(index)) {
-      return Status::Internal(task + " waits for task " + std::to_string(w) + ", which is not enqueued before it");
+      return Status::Internal(task + " waits for task " + std::to_string(w) +
+                              ", which is not enqueued before it");
     }
   }
   for (int32_t r : t.receives) {
     if (r < 0 || r >= Size(program_.receives)) {
-      return Status::Internal(task + " waits for receive " + std::to_string(r) + ", which the program has not");
+      return Status::Internal(task + " waits for receive " + std::to_string(r) +
+                              ", which the program has not");
     }
   }
   if (t.work != DeviceWork::kCollective) return Status::Ok();
@@ -171,11 +180,13 @@ Status DeviceStep::CheckTask(size_t index) const {
   if (t.communicator < 0 || t.communicator >= Size(comms) ||
       std::count(comms[static_cast<size_t>(t.communicator)].ranks.begin(),
                  comms[static_cast<size_t>(t.communicator)].ranks.end(), program_.rank) == 0) {
-    return Status::Internal(task + " is a collective on communicator " + std::to_string(t.communicator) +
+    return Status::Internal(task + " is a collective on communicator " +
+                            std::to_string(t.communicator) +
                             ", which is not one with this rank in it");
   }
   if (t.collective == CollectiveKind::kAllToAll) {
-    return Status::Unimplemented(task + " is an all-to-all, which the cuda backend does not run (expert parallelism)");
+    return Status::Unimplemented(
+        task + " is an all-to-all, which the cuda backend does not run (expert parallelism)");
   }
   return Status::Ok();
 }
@@ -218,18 +229,22 @@ Status DeviceStep::AllocateState() {
     const DeviceTask& task = program_.tasks[i];
     if (task.work == DeviceWork::kSend) largest = std::max(largest, task.bytes);
     if (task.work != DeviceWork::kCollective) continue;
-    const std::vector<int32_t>& ranks = plan_.communicators()[static_cast<size_t>(task.communicator)].ranks;
-    Result<CollectiveBuffers> buffers = BuffersOf(ProfiledOf(task.collective), task.bytes, Size(ranks));
+    const std::vector<int32_t>& ranks =
+        plan_.communicators()[static_cast<size_t>(task.communicator)].ranks;
+    Result<CollectiveBuffers> buffers =
+        BuffersOf(ProfiledOf(task.collective), task.bytes, Size(ranks));
     if (buffers.ok() && ranks.size() >= 2) collectives_[i].buffers = *buffers;
     collectives_[i].key = std::find(ranks.begin(), ranks.end(), program_.rank) - ranks.begin();
     largest = std::max(largest, collectives_[i].buffers.bytes);
   }
   for (const DeviceReceive& receive : program_.receives) largest = std::max(largest, receive.bytes);
   region_bytes_ = RoundUpToOperandAlignment(largest);
-  const int64_t state_bytes = std::max(RoundUpToOperandAlignment(program_.baseline_bytes), 3 * region_bytes_);
+  const int64_t state_bytes =
+      std::max(RoundUpToOperandAlignment(program_.baseline_bytes), 3 * region_bytes_);
   half_bytes_ = state_bytes / 2 / kAlignmentBytes * kAlignmentBytes;
   Result<DeviceBuffer> state = AllocateDevice(state_bytes + kAlignmentBytes);
-  if (!state.ok()) return state.status().WithContext("the state buffer of " + std::to_string(state_bytes) + " B");
+  if (!state.ok())
+    return state.status().WithContext("the state buffer of " + std::to_string(state_bytes) + " B");
   state_ = std::move(state).value();
   epoch_word_ = reinterpret_cast<float*>(Region(0) + state_bytes);
   // Different on every rank; no kernel or reduction runs on zeros.
@@ -242,7 +257,8 @@ Status DeviceStep::AllocateState() {
 
 Status DeviceStep::Connect(const NcclComms& comms, double timeout_s) {
   cudaStream_t stream = StreamOf(compute_);
-  LOOM_NCCL(ncclAllReduce(epoch_word_, epoch_word_, 1, ncclFloat32, ncclMax, comms.world(), stream));
+  LOOM_NCCL(
+      ncclAllReduce(epoch_word_, epoch_word_, 1, ncclFloat32, ncclMax, comms.world(), stream));
   // NCCL connects what an algorithm needs on its first use, and the algorithm depends on the size.
   // The members of a communicator issue its collectives in one order, so each lists the same ones.
   std::map<int32_t, std::vector<size_t>> distinct;  // by communicator, in the plan's order
@@ -256,16 +272,17 @@ Status DeviceStep::Connect(const NcclComms& comms, double timeout_s) {
     if (std::none_of(tasks.begin(), tasks.end(), same)) tasks.push_back(i);
   }
   for (const auto& [communicator, tasks] : distinct) {
-    for (size_t i : tasks) LOOM_RETURN_IF_ERROR(EnqueueCollective(i, comms.communicator(communicator), stream));
+    for (size_t i : tasks)
+      LOOM_RETURN_IF_ERROR(EnqueueCollective(i, comms.communicator(communicator), stream));
   }
   for (int32_t e = 0; e < Size(program_.edges); ++e) {
     const P2pEdge& edge = program_.edges[static_cast<size_t>(e)];
     if (edge.from == program_.rank) {
-      LOOM_NCCL(ncclSend(Region(0), kConnectBytes, ncclInt8, NcclComms::PeerInEdge(edge.to, program_.rank),
-                         comms.edge(e), stream));
+      LOOM_NCCL(ncclSend(Region(0), kConnectBytes, ncclInt8,
+                         NcclComms::PeerInEdge(edge.to, program_.rank), comms.edge(e), stream));
     } else if (edge.to == program_.rank) {
-      LOOM_NCCL(ncclRecv(Region(1), kConnectBytes, ncclInt8, NcclComms::PeerInEdge(edge.from, program_.rank),
-                         comms.edge(e), stream));
+      LOOM_NCCL(ncclRecv(Region(1), kConnectBytes, ncclInt8,
+                         NcclComms::PeerInEdge(edge.from, program_.rank), comms.edge(e), stream));
     }
   }
   auto done = [&]() -> Result<bool> {
@@ -275,8 +292,9 @@ Status DeviceStep::Connect(const NcclComms& comms, double timeout_s) {
     return false;
   };
   SteadyClock clock;
-  return WaitUntilDone(done, clock, timeout_s,
-                       "connecting rank " + std::to_string(program_.rank) + "'s NCCL communicators");
+  return WaitUntilDone(
+      done, clock, timeout_s,
+      "connecting rank " + std::to_string(program_.rank) + "'s NCCL communicators");
 }
 
 Result<RankTimes> DeviceStep::Run(const NcclComms& comms, double timeout_s) {
@@ -289,7 +307,8 @@ Result<RankTimes> DeviceStep::Run(const NcclComms& comms, double timeout_s) {
 
 Status DeviceStep::Enqueue(const NcclComms& comms) {
   cudaStream_t compute = StreamOf(compute_);
-  LOOM_NCCL(ncclAllReduce(epoch_word_, epoch_word_, 1, ncclFloat32, ncclMax, comms.world(), compute));
+  LOOM_NCCL(
+      ncclAllReduce(epoch_word_, epoch_word_, 1, ncclFloat32, ncclMax, comms.world(), compute));
   LOOM_CUDA(cudaEventRecord(epoch_.get(), compute));
   for (int32_t s = 0; s < Size(streams_); ++s) {
     if (s != compute_) LOOM_CUDA(cudaStreamWaitEvent(StreamOf(s), epoch_.get(), 0));
@@ -307,7 +326,8 @@ Status DeviceStep::Enqueue(const NcclComms& comms) {
   }
   for (size_t i = 0; i < program_.tasks.size(); ++i) {
     const Status enqueued = EnqueueTask(i, comms);
-    if (!enqueued.ok()) return enqueued.WithContext(plan_.graph().DescribeTask(program_.tasks[i].task));
+    if (!enqueued.ok())
+      return enqueued.WithContext(plan_.graph().DescribeTask(program_.tasks[i].task));
   }
   return Status::Ok();
 }
@@ -315,13 +335,17 @@ Status DeviceStep::Enqueue(const NcclComms& comms) {
 Status DeviceStep::EnqueueTask(size_t index, const NcclComms& comms) {
   const DeviceTask& task = program_.tasks[index];
   cudaStream_t stream = StreamOf(task.stream);
-  for (int32_t w : task.waits) LOOM_CUDA(cudaStreamWaitEvent(stream, ends_[static_cast<size_t>(w)].get(), 0));
-  for (int32_t r : task.receives) LOOM_CUDA(cudaStreamWaitEvent(stream, received_[static_cast<size_t>(r)].get(), 0));
-  for (const auto& [pool, bytes] : task.alloc_at_start) LOOM_RETURN_IF_ERROR(pool_.Allocate(pool, bytes, stream));
+  for (int32_t w : task.waits)
+    LOOM_CUDA(cudaStreamWaitEvent(stream, ends_[static_cast<size_t>(w)].get(), 0));
+  for (int32_t r : task.receives)
+    LOOM_CUDA(cudaStreamWaitEvent(stream, received_[static_cast<size_t>(r)].get(), 0));
+  for (const auto& [pool, bytes] : task.alloc_at_start)
+    LOOM_RETURN_IF_ERROR(pool_.Allocate(pool, bytes, stream));
   LOOM_CUDA(cudaEventRecord(starts_[index].get(), stream));
   LOOM_RETURN_IF_ERROR(EnqueueWork(index, comms, stream));
   LOOM_CUDA(cudaEventRecord(ends_[index].get(), stream));
-  for (const auto& [pool, bytes] : task.free_at_end) LOOM_RETURN_IF_ERROR(pool_.Free(pool, bytes, stream));
+  for (const auto& [pool, bytes] : task.free_at_end)
+    LOOM_RETURN_IF_ERROR(pool_.Free(pool, bytes, stream));
   return Status::Ok();
 }
 
@@ -337,7 +361,8 @@ Status DeviceStep::EnqueueWork(size_t index, const NcclComms& comms, cudaStream_
       }
       return Status::Ok();
     case DeviceWork::kSend:
-      if (task.bytes <= 0) return Status::Ok();  // its receive, of 0 bytes too, posts nothing either
+      if (task.bytes <= 0)
+        return Status::Ok();  // its receive, of 0 bytes too, posts nothing either
       LOOM_NCCL(ncclSend(Region(0), static_cast<size_t>(task.bytes), ncclInt8,
                          NcclComms::PeerInEdge(task.peer, program_.rank),
                          comms.edge(task_edges_[index]), stream));
@@ -358,12 +383,12 @@ Status DeviceStep::EnqueueCollective(size_t index, ncclComm_t comm, cudaStream_t
   float* data = reinterpret_cast<float*>(Region(2));
   switch (program_.tasks[index].collective) {
     case CollectiveKind::kAllGather:
-      LOOM_NCCL(ncclAllGather(data + call.key * call.buffers.in_place_send_offset, data, count, ncclFloat32, comm,
-                              stream));
+      LOOM_NCCL(ncclAllGather(data + call.key * call.buffers.in_place_send_offset, data, count,
+                              ncclFloat32, comm, stream));
       return Status::Ok();
     case CollectiveKind::kReduceScatter:
-      LOOM_NCCL(ncclReduceScatter(data, data + call.key * call.buffers.in_place_recv_offset, count, ncclFloat32,
-                                  ncclSum, comm, stream));
+      LOOM_NCCL(ncclReduceScatter(data, data + call.key * call.buffers.in_place_recv_offset, count,
+                                  ncclFloat32, ncclSum, comm, stream));
       return Status::Ok();
     case CollectiveKind::kAllReduce:
       LOOM_NCCL(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm, stream));
@@ -406,7 +431,8 @@ Status DeviceStep::Wait(const NcclComms& comms, double timeout_s) {
     return false;
   };
   SteadyClock clock;
-  const Status waited = WaitUntilDone(poll, clock, timeout_s, "rank " + std::to_string(program_.rank) + "'s step");
+  const Status waited =
+      WaitUntilDone(poll, clock, timeout_s, "rank " + std::to_string(program_.rank) + "'s step");
   return waited.code() == Status::Code::kDeadlineExceeded ? NotFinished(waited) : waited;
 }
 
@@ -456,7 +482,8 @@ Result<DeviceStep::ClassTimes> DeviceStep::Profile(const NcclComms& comms, doubl
       float ms = 0;
       LOOM_CUDA(cudaEventElapsedTime(&ms, before, op_ends_[i][o].get()));
       before = op_ends_[i][o].get();
-      add(OpClass(*task.ops.ops[o]), task.ops.predicted[o].ToSeconds(), static_cast<double>(ms) * 1e-3);
+      add(OpClass(*task.ops.ops[o]), task.ops.predicted[o].ToSeconds(),
+          static_cast<double>(ms) * 1e-3);
     }
   }
   return out;

@@ -73,7 +73,9 @@ class DeviceStep {
 
  private:
   struct StreamDestroyer {
-    void operator()(std::remove_pointer_t<cudaStream_t>* stream) const { cudaStreamDestroy(stream); }
+    void operator()(std::remove_pointer_t<cudaStream_t>* stream) const {
+      cudaStreamDestroy(stream);
+    }
   };
   using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroyer>;
   struct EventDestroyer {
@@ -108,7 +110,9 @@ class DeviceStep {
   Status NotFinished(const Status& deadline) const;
   Result<RankTimes> Times() const;
   cudaStream_t StreamOf(int32_t index) const { return streams_[static_cast<size_t>(index)].get(); }
-  char* Region(int64_t index) const { return static_cast<char*>(state_.get()) + index * region_bytes_; }
+  char* Region(int64_t index) const {
+    return static_cast<char*>(state_.get()) + index * region_bytes_;
+  }
 
   // Destroyed in reverse: events and streams first, then the runner and the state buffer (cudaFree
   // waits for the GPU), the pool last.
@@ -121,8 +125,8 @@ class DeviceStep {
   float* epoch_word_ = nullptr;
   std::unique_ptr<OpRunner> runner_;
   std::vector<CollectiveCall> collectives_;  // by task index
-  std::vector<int32_t> task_edges_;           // by task index: a send's index into program.edges
-  std::vector<int32_t> receive_edges_;        // by receive index: its index into program.edges
+  std::vector<int32_t> task_edges_;          // by task index: a send's index into program.edges
+  std::vector<int32_t> receive_edges_;       // by receive index: its index into program.edges
   std::vector<Stream> streams_;
   int32_t compute_ = 0;  // the stream of the plan's "compute" stream; the first if there is none
   Event epoch_;

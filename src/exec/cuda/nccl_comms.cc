@@ -22,7 +22,8 @@ std::string RanksText(const std::vector<int32_t>& ranks) {
 
 }  // namespace
 
-Result<std::unique_ptr<NcclComms>> NcclComms::Create(const ExecPlan& plan, std::span<const P2pEdge> edges,
+Result<std::unique_ptr<NcclComms>> NcclComms::Create(const ExecPlan& plan,
+                                                     std::span<const P2pEdge> edges,
                                                      Launcher& launcher) {
   std::unique_ptr<NcclComms> comms(new NcclComms());
   comms->rank_ = launcher.Rank();
@@ -30,9 +31,11 @@ Result<std::unique_ptr<NcclComms>> NcclComms::Create(const ExecPlan& plan, std::
   const std::span<const Communicator> planned = plan.communicators();
   comms->communicators_.assign(planned.size(), nullptr);
   for (size_t c = 0; c < planned.size(); ++c) {
-    // A communicator of one rank has nothing to communicate: its collectives are DeviceWork::kNothing.
+    // A communicator of one rank has nothing to communicate: its collectives are
+    // DeviceWork::kNothing.
     if (planned[c].ranks.size() < 2) continue;
-    const std::string name = "communicator " + std::to_string(c) + " (ranks " + RanksText(planned[c].ranks) + ")";
+    const std::string name =
+        "communicator " + std::to_string(c) + " (ranks " + RanksText(planned[c].ranks) + ")";
     Result<ncclComm_t> comm = comms->Split(planned[c].ranks, name);
     if (!comm.ok()) return comm.status();
     comms->communicators_[c] = *comm;
@@ -40,14 +43,16 @@ Result<std::unique_ptr<NcclComms>> NcclComms::Create(const ExecPlan& plan, std::
   comms->edges_.assign(edges.size(), nullptr);
   for (size_t e = 0; e < edges.size(); ++e) {
     const P2pEdge& edge = edges[e];
-    if (edge.from == edge.to || std::min(edge.from, edge.to) < 0 || std::max(edge.from, edge.to) >= launcher.Size()) {
-      return Status::Internal("device program: edge " + std::to_string(e) + " from rank " + std::to_string(edge.from) +
-                              " to rank " + std::to_string(edge.to) + " does not join two ranks of the " +
-                              std::to_string(launcher.Size()) + " in the job");
+    if (edge.from == edge.to || std::min(edge.from, edge.to) < 0 ||
+        std::max(edge.from, edge.to) >= launcher.Size()) {
+      return Status::Internal("device program: edge " + std::to_string(e) + " from rank " +
+                              std::to_string(edge.from) + " to rank " + std::to_string(edge.to) +
+                              " does not join two ranks of the " + std::to_string(launcher.Size()) +
+                              " in the job");
     }
     const std::vector<int32_t> ends = {std::min(edge.from, edge.to), std::max(edge.from, edge.to)};
-    const std::string name =
-        "edge " + std::to_string(e) + " (rank " + std::to_string(edge.from) + " to " + std::to_string(edge.to) + ")";
+    const std::string name = "edge " + std::to_string(e) + " (rank " + std::to_string(edge.from) +
+                             " to " + std::to_string(edge.to) + ")";
     Result<ncclComm_t> comm = comms->Split(ends, name);
     if (!comm.ok()) return comm.status();
     comms->edges_[e] = *comm;
@@ -64,17 +69,20 @@ Status NcclComms::InitWorld(Launcher& launcher) {
   } message{};
   Status made = Status::Ok();
   if (launcher.Rank() == 0) {
-    made = CheckNccl(ncclGetUniqueId(&message.id), "ncclGetUniqueId(&message.id)", __FILE__, __LINE__);
+    made =
+        CheckNccl(ncclGetUniqueId(&message.id), "ncclGetUniqueId(&message.id)", __FILE__, __LINE__);
     message.failed = made.ok() ? 0 : 1;
   }
   LOOM_RETURN_IF_ERROR(launcher.Broadcast(&message, static_cast<int64_t>(sizeof message), 0));
   if (!made.ok()) return made;
   if (message.failed != 0) {
-    return Status::Internal("rank 0 could not make NCCL's unique id (ncclGetUniqueId); rank 0's error says why");
+    return Status::Internal(
+        "rank 0 could not make NCCL's unique id (ncclGetUniqueId); rank 0's error says why");
   }
   ncclConfig_t config = BlockingConfig();
   LOOM_NCCL(ncclCommInitRankConfig(&world_, launcher.Size(), message.id, launcher.Rank(), &config));
-  held_.push_back({world_, "the world communicator (" + std::to_string(launcher.Size()) + " ranks)"});
+  held_.push_back(
+      {world_, "the world communicator (" + std::to_string(launcher.Size()) + " ranks)"});
   return Status::Ok();
 }
 
@@ -85,16 +93,18 @@ Result<ncclComm_t> NcclComms::Split(const std::vector<int32_t>& ranks, const std
   ncclComm_t comm = nullptr;
   LOOM_NCCL(ncclCommSplit(world_, member ? 0 : NCCL_SPLIT_NOCOLOR, rank_, &comm, &config));
   if (!member) return comm;  // null: NCCL_SPLIT_NOCOLOR makes no communicator
-  if (comm == nullptr) return Status::Internal("ncclCommSplit of " + name + " returned no communicator");
+  if (comm == nullptr)
+    return Status::Internal("ncclCommSplit of " + name + " returned no communicator");
   held_.push_back({comm, name});
   int count = 0, user_rank = 0;
   LOOM_NCCL(ncclCommCount(comm, &count));
   LOOM_NCCL(ncclCommUserRank(comm, &user_rank));
   const int expected = static_cast<int>(place - ranks.begin());
   if (count != static_cast<int>(ranks.size()) || user_rank != expected) {
-    return Status::Internal("ncclCommSplit of " + name + " made world rank " + std::to_string(rank_) + " rank " +
-                            std::to_string(user_rank) + " of " + std::to_string(count) + ", expected " +
-                            std::to_string(expected) + " of " + std::to_string(ranks.size()));
+    return Status::Internal("ncclCommSplit of " + name + " made world rank " +
+                            std::to_string(rank_) + " rank " + std::to_string(user_rank) + " of " +
+                            std::to_string(count) + ", expected " + std::to_string(expected) +
+                            " of " + std::to_string(ranks.size()));
   }
   return comm;
 }
@@ -124,7 +134,8 @@ Status NcclComms::Close() {
 }
 
 void NcclComms::Abort() {
-  // A destructor's path: abort's own failure has nowhere to go, and the communicator is gone either way.
+  // A destructor's path: abort's own failure has nowhere to go, and the communicator is gone either
+  // way.
   for (auto it = held_.rbegin(); it != held_.rend(); ++it) ncclCommAbort(it->comm);
   held_.clear();
   Forget();

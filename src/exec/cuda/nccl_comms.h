@@ -33,7 +33,8 @@ class NcclComms {
   // one split per edge, of its two ranks. Internal when NCCL fails or places this rank elsewhere
   // than expected; a rank that fails in a split leaves the others waiting in it (blocking calls).
   // REQUIRES: the current device is this rank's GPU.
-  static Result<std::unique_ptr<NcclComms>> Create(const ExecPlan& plan, std::span<const P2pEdge> edges,
+  static Result<std::unique_ptr<NcclComms>> Create(const ExecPlan& plan,
+                                                   std::span<const P2pEdge> edges,
                                                    Launcher& launcher);
 
   ~NcclComms() { Abort(); }
@@ -43,7 +44,9 @@ class NcclComms {
   ncclComm_t world() const { return world_; }
   // The communicator of the plan's communicator |index|; null when this rank is not one of its
   // ranks, or it has one rank only.
-  ncclComm_t communicator(int32_t index) const { return communicators_[static_cast<size_t>(index)]; }
+  ncclComm_t communicator(int32_t index) const {
+    return communicators_[static_cast<size_t>(index)];
+  }
   // The communicator of edge |index|; null when this rank is neither of its ends.
   ncclComm_t edge(int32_t index) const { return edges_[static_cast<size_t>(index)]; }
   // The NCCL rank of |peer| in the communicator of an edge between |peer| and |self| (world

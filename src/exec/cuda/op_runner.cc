@@ -14,13 +14,17 @@ namespace loom::cuda {
 namespace {
 
 // exec/op_operands.h's AttentionTensor t is the tensor of uid t + 1 in sdpa_graph.h.
-constexpr SdpaUid UidOf(AttentionTensor tensor) { return static_cast<SdpaUid>(static_cast<int64_t>(tensor) + 1); }
+constexpr SdpaUid UidOf(AttentionTensor tensor) {
+  return static_cast<SdpaUid>(static_cast<int64_t>(tensor) + 1);
+}
 static_assert(UidOf(AttentionTensor::kQ) == kQ && UidOf(AttentionTensor::kK) == kK &&
                   UidOf(AttentionTensor::kV) == kV && UidOf(AttentionTensor::kO) == kO &&
                   UidOf(AttentionTensor::kStats) == kStats && UidOf(AttentionTensor::kDO) == kDO &&
                   UidOf(AttentionTensor::kDQ) == kDQ && UidOf(AttentionTensor::kDK) == kDK &&
-                  UidOf(AttentionTensor::kDV) == kDV && UidOf(AttentionTensor::kSoftmaxSum) == kSoftmaxSum &&
-                  UidOf(AttentionTensor::kDQAccum) == kDQAccum && size_t{kDQAccum} == kAttentionTensorCount,
+                  UidOf(AttentionTensor::kDV) == kDV &&
+                  UidOf(AttentionTensor::kSoftmaxSum) == kSoftmaxSum &&
+                  UidOf(AttentionTensor::kDQAccum) == kDQAccum &&
+                  size_t{kDQAccum} == kAttentionTensorCount,
               "AttentionTensor must list sdpa_graph.h's tensors in the order of their uids");
 
 // "qkv_proj (gemm 4096x4096x8192 bf16)": the op and its shape, for messages.
@@ -35,26 +39,34 @@ std::string Describe(const Op& op) {
   } else {
     const CollectiveShape& collective = std::get<CollectiveShape>(op.shape);
     shape = std::string(kCollectiveKindNames.Name(collective.kind)) + " over " +
-            std::string(kCommGroupNames.Name(collective.group)) + ", " + std::to_string(collective.bytes) + " B";
+            std::string(kCommGroupNames.Name(collective.group)) + ", " +
+            std::to_string(collective.bytes) + " B";
   }
   return std::string(OpNameString(op.name)) + " (" + shape + ")";
 }
 
 Status NotPlanned() {
-  return Status::NotFound("no op of this shape was given to OpRunner::Create; pass it every op it will run");
+  return Status::NotFound(
+      "no op of this shape was given to OpRunner::Create; pass it every op it will run");
 }
 
 }  // namespace
 
-OpRunner::GemmKey OpRunner::KeyOf(const GemmShape& s) { return {s.m, s.n, s.k, s.batch, s.dtype, s.accumulate_fp32}; }
-
-OpRunner::AttentionKey OpRunner::KeyOf(const AttentionShape& s) {
-  return {s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv, s.head_dim_qk, s.head_dim_v, s.causal, s.backward, s.dtype};
+OpRunner::GemmKey OpRunner::KeyOf(const GemmShape& s) {
+  return {s.m, s.n, s.k, s.batch, s.dtype, s.accumulate_fp32};
 }
 
-OpRunner::MemoryKey OpRunner::KeyOf(const MemoryShape& s) { return {s.bytes_read, s.bytes_written}; }
+OpRunner::AttentionKey OpRunner::KeyOf(const AttentionShape& s) {
+  return {s.batch,       s.heads,      s.kv_heads, s.seq_q,    s.seq_kv,
+          s.head_dim_qk, s.head_dim_v, s.causal,   s.backward, s.dtype};
+}
 
-Result<std::unique_ptr<OpRunner>> OpRunner::Create(std::span<const Op> ops, cudaStream_t setup_stream) {
+OpRunner::MemoryKey OpRunner::KeyOf(const MemoryShape& s) {
+  return {s.bytes_read, s.bytes_written};
+}
+
+Result<std::unique_ptr<OpRunner>> OpRunner::Create(std::span<const Op> ops,
+                                                   cudaStream_t setup_stream) {
   std::unique_ptr<OpRunner> runner(new OpRunner());
   if (Status status = runner->Setup(ops, setup_stream); !status.ok()) {
     // The copies and fills already enqueued finish before the runner frees their memory; the
@@ -71,8 +83,10 @@ Status OpRunner::Setup(std::span<const Op> ops, cudaStream_t setup_stream) {
   compute_capability_ = *compute_capability;
   for (const Op& op : ops) {
     const size_t shapes = gemms_.size() + attentions_.size() + memory_ops_.size();
-    if (Status planned = Plan(op, setup_stream); !planned.ok()) return planned.WithContext(Describe(op));
-    if (gemms_.size() + attentions_.size() + memory_ops_.size() > shapes) warm_up_ops_.push_back(op);
+    if (Status planned = Plan(op, setup_stream); !planned.ok())
+      return planned.WithContext(Describe(op));
+    if (gemms_.size() + attentions_.size() + memory_ops_.size() > shapes)
+      warm_up_ops_.push_back(op);
   }
   LOOM_RETURN_IF_ERROR(Allocate(ops, setup_stream));
   LOOM_CUDA(cudaStreamSynchronize(setup_stream));
@@ -81,10 +95,12 @@ Status OpRunner::Setup(std::span<const Op> ops, cudaStream_t setup_stream) {
 
 Status OpRunner::Plan(const Op& op, cudaStream_t setup_stream) {
   if (const auto* gemm = std::get_if<GemmShape>(&op.shape)) return PlanGemmOp(*gemm, setup_stream);
-  if (const auto* attention = std::get_if<AttentionShape>(&op.shape)) return PlanAttentionOp(*attention);
+  if (const auto* attention = std::get_if<AttentionShape>(&op.shape))
+    return PlanAttentionOp(*attention);
   if (const auto* memory = std::get_if<MemoryShape>(&op.shape)) {
     if (memory->bytes_read < 0 || memory->bytes_written < 0) {
-      return Status::InvalidArgument("a memory-bound op cannot read or write a negative number of bytes");
+      return Status::InvalidArgument(
+          "a memory-bound op cannot read or write a negative number of bytes");
     }
     memory_ops_.insert(KeyOf(*memory));
   }
@@ -98,7 +114,8 @@ Status OpRunner::PlanGemmOp(const GemmShape& shape, cudaStream_t setup_stream) {
   const GemmTypes types = GemmTypesOf(shape.dtype);
   if (types.input_bytes != GemmInputBytesPerElement(shape.dtype) ||
       GemmOutputBytes(shape, Fp32Accumulation::kHonour) != GemmOutputBytesPerElement(shape)) {
-    return Status::Internal("exec/op_operands.cc and probe/cuda/gemm_plan.cc disagree on the bytes per element");
+    return Status::Internal(
+        "exec/op_operands.cc and probe/cuda/gemm_plan.cc disagree on the bytes per element");
   }
   if (cublas_ == nullptr) {
     cublasLtHandle_t handle = nullptr;
@@ -111,8 +128,8 @@ Status OpRunner::PlanGemmOp(const GemmShape& shape, cudaStream_t setup_stream) {
     unit_scale_ = std::move(one).value();
   }
   Result<GemmPlan> plan =
-      PlanGemm(cublas_.get(), shape, compute_capability_, static_cast<const float*>(unit_scale_.get()),
-               Fp32Accumulation::kHonour);
+      PlanGemm(cublas_.get(), shape, compute_capability_,
+               static_cast<const float*>(unit_scale_.get()), Fp32Accumulation::kHonour);
   if (!plan.ok()) return plan.status();
   gemms_.emplace(key, std::move(plan).value());
   return Status::Ok();
@@ -127,8 +144,8 @@ Status OpRunner::PlanAttentionOp(const AttentionShape& shape) {
     LOOM_CUDNN(cudnnCreate(&handle));
     cudnn_.reset(handle);
   }
-  Result<ExecutionPlan> plan = shape.backward ? PlanSdpaBackward(cudnn_.get(), shape)
-                                              : PlanSdpaForward(cudnn_.get(), shape);
+  Result<ExecutionPlan> plan =
+      shape.backward ? PlanSdpaBackward(cudnn_.get(), shape) : PlanSdpaForward(cudnn_.get(), shape);
   if (!plan.ok()) return plan.status();
   // The arena's layout (op_operands.cc) must give each tensor of the graph the bytes cuDNN
   // addresses (SdpaTensorBytesOf).
@@ -136,11 +153,14 @@ Status OpRunner::PlanAttentionOp(const AttentionShape& shape) {
   const AttentionOperands operands = AttentionOperandsOf(shape);
   for (int64_t uid : plan->uids) {
     if (uid < kQ || uid > kDQAccum) continue;  // the scalars, in host memory
-    if (operands.tensor_bytes[static_cast<size_t>(uid - 1)] != graph_bytes[static_cast<size_t>(uid)]) {
-      return Status::Internal("exec/op_operands.cc and probe/cuda/sdpa_graph.cc disagree on the bytes of the "
-                              "tensor of uid " + std::to_string(uid) + ": " +
-                              std::to_string(operands.tensor_bytes[static_cast<size_t>(uid - 1)]) + " against " +
-                              std::to_string(graph_bytes[static_cast<size_t>(uid)]));
+    if (operands.tensor_bytes[static_cast<size_t>(uid - 1)] !=
+        graph_bytes[static_cast<size_t>(uid)]) {
+      return Status::Internal(
+          "exec/op_operands.cc and probe/cuda/sdpa_graph.cc disagree on the bytes of the "
+          "tensor of uid " +
+          std::to_string(uid) + ": " +
+          std::to_string(operands.tensor_bytes[static_cast<size_t>(uid - 1)]) + " against " +
+          std::to_string(graph_bytes[static_cast<size_t>(uid)]));
     }
   }
   attentions_.emplace(key, Attention{shape, std::move(plan).value(), SdpaScalarsOf(shape)});
@@ -161,23 +181,27 @@ Status OpRunner::Allocate(std::span<const Op> ops, cudaStream_t setup_stream) {
   }
   Result<DeviceBuffer> arena = AllocateDevice(arena_bytes_);
   if (!arena.ok()) {
-    return arena.status().WithContext("the operand arena of " + std::to_string(arena_bytes_) + " bytes");
+    return arena.status().WithContext("the operand arena of " + std::to_string(arena_bytes_) +
+                                      " bytes");
   }
   arena_ = std::move(arena).value();
   Result<DeviceBuffer> workspace = AllocateDevice(workspace_bytes_);
   if (!workspace.ok()) {
-    return workspace.status().WithContext("the workspace of " + std::to_string(workspace_bytes_) + " bytes");
+    return workspace.status().WithContext("the workspace of " + std::to_string(workspace_bytes_) +
+                                          " bytes");
   }
   workspace_ = std::move(workspace).value();
   // The arena's size is a multiple of 256 bytes, so of every element size.
   const Dtype fill = ArenaFillDtype(ops);
-  LOOM_CUDA(FillRandom(arena_.get(), arena_bytes_ / BytesPerElement(fill), fill, /*seed=*/1, setup_stream));
+  LOOM_CUDA(FillRandom(arena_.get(), arena_bytes_ / BytesPerElement(fill), fill, /*seed=*/1,
+                       setup_stream));
   return Status::Ok();
 }
 
 Status OpRunner::WarmUp(cudaStream_t stream) {
   for (const Op& op : warm_up_ops_) {
-    if (Status ran = Enqueue(op, stream); !ran.ok()) return ran.WithContext("warming up the op runner");
+    if (Status ran = Enqueue(op, stream); !ran.ok())
+      return ran.WithContext("warming up the op runner");
   }
   LOOM_CUDA(cudaStreamSynchronize(stream));
   return Status::Ok();
@@ -185,7 +209,8 @@ Status OpRunner::WarmUp(cudaStream_t stream) {
 
 Status OpRunner::Enqueue(const Op& op, cudaStream_t stream) {
   if (std::holds_alternative<CollectiveShape>(op.shape)) {
-    return Status::Unimplemented(Describe(op) + ": a collective runs on the executor's communicators, "
+    return Status::Unimplemented(Describe(op) +
+                                 ": a collective runs on the executor's communicators, "
                                  "not on the op runner");
   }
   Status status;
@@ -224,10 +249,11 @@ Status OpRunner::EnqueueAttention(const Op& op, const AttentionShape& shape, cud
   const AttentionOperands operands = AttentionOperandsOf(shape);
   SdpaAddresses addresses{};
   for (size_t i = 0; i < kAttentionTensorCount; ++i) {
-    if (operands.tensor_bytes[i] > 0) addresses[UidOf(static_cast<AttentionTensor>(i))] = base + operands.offsets[i];
+    if (operands.tensor_bytes[i] > 0)
+      addresses[UidOf(static_cast<AttentionTensor>(i))] = base + operands.offsets[i];
   }
-  Result<BackendDescriptor> pack =
-      MakeSdpaVariantPack(attention->second.plan, addresses, workspace_.get(), attention->second.scalars);
+  Result<BackendDescriptor> pack = MakeSdpaVariantPack(attention->second.plan, addresses,
+                                                       workspace_.get(), attention->second.scalars);
   if (!pack.ok()) return pack.status();
   return ExecuteSdpa(cudnn_.get(), attention->second.plan, *pack);
 }
@@ -242,7 +268,8 @@ Status OpRunner::EnqueueMemory(const Op& op, const MemoryShape& shape, cudaStrea
 }
 
 int64_t OpRunner::device_bytes() const {
-  return arena_bytes_ + workspace_bytes_ + (unit_scale_ != nullptr ? static_cast<int64_t>(sizeof(float)) : 0);
+  return arena_bytes_ + workspace_bytes_ +
+         (unit_scale_ != nullptr ? static_cast<int64_t>(sizeof(float)) : 0);
 }
 
 }  // namespace loom::cuda

@@ -51,7 +51,8 @@ class OpRunner {
   // |setup_stream| so that no GEMM runs on zeros, and waits for the fill. Collectives are skipped.
   // Errors name the op and its shape: InvalidArgument or Unimplemented for a shape the libraries
   // cannot run, ResourceExhausted when the memory does not fit, Internal for another library error.
-  static Result<std::unique_ptr<OpRunner>> Create(std::span<const Op> ops, cudaStream_t setup_stream);
+  static Result<std::unique_ptr<OpRunner>> Create(std::span<const Op> ops,
+                                                  cudaStream_t setup_stream);
   // Frees the runner's memory; cudaFree waits for the kernels still using it.
   ~OpRunner() = default;
   OpRunner(const OpRunner&) = delete;
@@ -90,7 +91,8 @@ class OpRunner {
     SdpaScalars scalars;
   };
   using GemmKey = std::tuple<int64_t, int64_t, int64_t, int64_t, Dtype, bool>;  // + accumulate_fp32
-  using AttentionKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, Dtype>;
+  using AttentionKey =
+      std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, Dtype>;
   using MemoryKey = std::tuple<int64_t, int64_t>;
   static GemmKey KeyOf(const GemmShape& shape);
   static AttentionKey KeyOf(const AttentionShape& shape);
@@ -116,14 +118,14 @@ class OpRunner {
   char* Place(const Op& op);
 
   int compute_capability_ = 0;
-  CublasLtHandle cublas_;  // made with the first GEMM
-  CudnnHandle cudnn_;      // made with the first attention
+  CublasLtHandle cublas_;                // made with the first GEMM
+  CudnnHandle cudnn_;                    // made with the first attention
   cudaStream_t cudnn_stream_ = nullptr;  // the stream |cudnn_| launches on
   DeviceBuffer unit_scale_;              // fp8 GEMMs' scale of 1.0, made with the first one
   std::map<GemmKey, GemmPlan> gemms_;
   std::map<AttentionKey, Attention> attentions_;
   std::set<MemoryKey> memory_ops_;
-  std::vector<Op> warm_up_ops_;  // the first op of each planned shape, in Create's order
+  std::vector<Op> warm_up_ops_;      // the first op of each planned shape, in Create's order
   std::optional<OperandRing> ring_;  // made in Allocate
   DeviceBuffer arena_;
   int64_t arena_bytes_ = 0;

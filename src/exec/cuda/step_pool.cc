@@ -28,9 +28,11 @@ Status StepPool::Allocate(PoolId pool, int64_t bytes, cudaStream_t stream) {
 Status StepPool::AllocateBlock(PoolId pool, int64_t bytes, cudaStream_t stream, bool oldest) {
   if (bytes <= 0) return Status::Ok();
   void* data = nullptr;
-  const Status made = CheckCuda(cudaMallocFromPoolAsync(&data, static_cast<size_t>(bytes), pool_.get(), stream),
-                                "cudaMallocFromPoolAsync", __FILE__, __LINE__);
-  if (!made.ok()) return made.WithContext("allocating " + std::to_string(bytes) + " B of pool " + Name(pool));
+  const Status made =
+      CheckCuda(cudaMallocFromPoolAsync(&data, static_cast<size_t>(bytes), pool_.get(), stream),
+                "cudaMallocFromPoolAsync", __FILE__, __LINE__);
+  if (!made.ok())
+    return made.WithContext("allocating " + std::to_string(bytes) + " B of pool " + Name(pool));
   std::deque<Block>& live = live_[pool];
   if (oldest) {
     live.push_front({data, bytes, stream});
@@ -43,7 +45,8 @@ Status StepPool::AllocateBlock(PoolId pool, int64_t bytes, cudaStream_t stream, 
 Status StepPool::Free(PoolId pool, int64_t bytes, cudaStream_t stream) {
   if (bytes <= 0) return Status::Ok();
   std::deque<Block>& live = live_[pool];
-  auto exact = std::find_if(live.begin(), live.end(), [&](const Block& b) { return b.bytes == bytes; });
+  auto exact =
+      std::find_if(live.begin(), live.end(), [&](const Block& b) { return b.bytes == bytes; });
   if (exact != live.end()) {
     LOOM_CUDA(cudaFreeAsync(exact->data, stream));
     live.erase(exact);
@@ -51,13 +54,15 @@ Status StepPool::Free(PoolId pool, int64_t bytes, cudaStream_t stream) {
   }
   for (int64_t left = bytes; left > 0;) {
     if (live.empty()) {
-      return Status::Internal("pool " + Name(pool) + ": a task frees " + std::to_string(left) +
-                              " B more than is allocated: the plan's allocations and frees do not balance");
+      return Status::Internal(
+          "pool " + Name(pool) + ": a task frees " + std::to_string(left) +
+          " B more than is allocated: the plan's allocations and frees do not balance");
     }
     const Block block = live.front();
     live.pop_front();
     LOOM_CUDA(cudaFreeAsync(block.data, stream));
-    if (block.bytes > left) LOOM_RETURN_IF_ERROR(AllocateBlock(pool, block.bytes - left, stream, /*oldest=*/true));
+    if (block.bytes > left)
+      LOOM_RETURN_IF_ERROR(AllocateBlock(pool, block.bytes - left, stream, /*oldest=*/true));
     left -= block.bytes;
   }
   return Status::Ok();
@@ -73,7 +78,8 @@ Status StepPool::FreeLeftovers() {
       bytes += block.bytes;
     }
     live.clear();
-    unbalanced += (unbalanced.empty() ? "" : ", ") + Name(pool) + " (" + std::to_string(bytes) + " B)";
+    unbalanced +=
+        (unbalanced.empty() ? "" : ", ") + Name(pool) + " (" + std::to_string(bytes) + " B)";
   }
   if (unbalanced.empty()) return Status::Ok();
   return Status::Internal("memory still allocated at the end of the step in pools " + unbalanced +
@@ -94,7 +100,8 @@ Result<int64_t> StepPool::Peak() const {
 }
 
 std::string StepPool::Name(PoolId pool) const {
-  if (pool < 0 || pool >= graph_.num_pools()) return std::to_string(pool) + " (no such pool in the plan)";
+  if (pool < 0 || pool >= graph_.num_pools())
+    return std::to_string(pool) + " (no such pool in the plan)";
   return "'" + std::string(graph_.Name(graph_.pool_name(pool))) + "'";
 }
 

@@ -24,10 +24,11 @@ Status CheckNccl(ncclResult_t code, const char* call, const char* file, int line
 
 // The Status of cuDNN's |code|, |message| (what failed and cuDNN's words) kept as it is:
 //   - Unavailable, with a hint that names the library path, when cuDNN could not load a library it
-//     needs: CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING (NVRTC, for its runtime-compiled
-//     engines), CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED and _NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE (a
-//     libcudnn_*.so.9 sub-library), CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (sub-libraries of two
-//     cuDNN installs); and, with a driver hint, _NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER and _CUDART.
+//     needs: CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING (NVRTC, for its
+//     runtime-compiled engines), CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED and
+//     _NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE (a libcudnn_*.so.9 sub-library),
+//     CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH (sub-libraries of two cuDNN installs); and, with a
+//     driver hint, _NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER and _CUDART.
 //   - ResourceExhausted for the two *_ALLOCATION_FAILED codes.
 //   - Unimplemented for the rest of the CUDNN_STATUS_NOT_SUPPORTED category (a shape, layout or
 //     data type cuDNN has no engine for).
@@ -38,9 +39,13 @@ Status CudnnStatusToStatus(cudnnStatus_t code, std::string message);
 }  // namespace loom::cuda
 
 // Evaluates |call|; returns its Status from the enclosing function when it failed.
-#define LOOM_CUDA(call) LOOM_RETURN_IF_ERROR(::loom::cuda::CheckCuda((call), #call, __FILE__, __LINE__))
-#define LOOM_CUBLAS(call) LOOM_RETURN_IF_ERROR(::loom::cuda::CheckCublas((call), #call, __FILE__, __LINE__))
-#define LOOM_CUDNN(call) LOOM_RETURN_IF_ERROR(::loom::cuda::CheckCudnn((call), #call, __FILE__, __LINE__))
-#define LOOM_NCCL(call) LOOM_RETURN_IF_ERROR(::loom::cuda::CheckNccl((call), #call, __FILE__, __LINE__))
+#define LOOM_CUDA(call) \
+  LOOM_RETURN_IF_ERROR(::loom::cuda::CheckCuda((call), #call, __FILE__, __LINE__))
+#define LOOM_CUBLAS(call) \
+  LOOM_RETURN_IF_ERROR(::loom::cuda::CheckCublas((call), #call, __FILE__, __LINE__))
+#define LOOM_CUDNN(call) \
+  LOOM_RETURN_IF_ERROR(::loom::cuda::CheckCudnn((call), #call, __FILE__, __LINE__))
+#define LOOM_NCCL(call) \
+  LOOM_RETURN_IF_ERROR(::loom::cuda::CheckNccl((call), #call, __FILE__, __LINE__))
 
 #endif  // LOOM_PROBE_CUDA_CUDA_CHECK_H_

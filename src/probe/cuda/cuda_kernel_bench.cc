@@ -87,7 +87,8 @@ Status CheckPositive(int64_t bytes, const std::string& what) {
 // asks for (or as fit); Tensor(run, i) is tensor i of the copy run |run| uses.
 class RotatedTensors {
  public:
-  static Result<RotatedTensors> Allocate(int64_t tensor_bytes, int64_t tensors, int64_t l2_bytes, bool rotate) {
+  static Result<RotatedTensors> Allocate(int64_t tensor_bytes, int64_t tensors, int64_t l2_bytes,
+                                         bool rotate) {
     const int64_t stride = (tensor_bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
     Result<std::vector<DeviceBuffer>> copies =
         AllocateCopies(stride * tensors, RotationCount(tensor_bytes * tensors, l2_bytes, rotate));
@@ -105,14 +106,16 @@ class RotatedTensors {
     uint64_t seed = 1;
     for (size_t c = 0; c < copies_.size(); ++c) {
       for (int64_t i = 0; i < inputs; ++i) {
-        LOOM_CUDA(FillRandom(Tensor(static_cast<int64_t>(c), i), elements, Dtype::kBf16, seed++, stream));
+        LOOM_CUDA(
+            FillRandom(Tensor(static_cast<int64_t>(c), i), elements, Dtype::kBf16, seed++, stream));
       }
     }
     return Status::Ok();
   }
 
  private:
-  RotatedTensors(std::vector<DeviceBuffer> copies, int64_t stride) : copies_(std::move(copies)), stride_(stride) {}
+  RotatedTensors(std::vector<DeviceBuffer> copies, int64_t stride)
+      : copies_(std::move(copies)), stride_(stride) {}
 
   std::vector<DeviceBuffer> copies_;
   int64_t stride_;
@@ -132,26 +135,31 @@ class CudaKernelBench : public KernelBench {
 
   DeviceFacts Facts() override;
 
-  Result<std::vector<double>> TimeGemm(const GemmShape& shape, const BenchSettings& settings) override {
+  Result<std::vector<double>> TimeGemm(const GemmShape& shape,
+                                       const BenchSettings& settings) override {
     LOOM_CUDA(cudaSetDevice(device_));
     return gemm_->Time(shape, settings);
   }
 
-  Result<std::vector<double>> TimeAttention(const AttentionShape& shape, const BenchSettings& settings) override {
+  Result<std::vector<double>> TimeAttention(const AttentionShape& shape,
+                                            const BenchSettings& settings) override {
     if (!sdpa_) return sdpa_error_;
     LOOM_CUDA(cudaSetDevice(device_));
     return sdpa_->Time(shape, settings);
   }
 
-  Result<std::vector<double>> TimeMemory(MemoryKernel kernel, int64_t bytes, const BenchSettings& settings) override;
-  Result<std::vector<double>> TimeHost(HostMeasure measure, int64_t bytes, const BenchSettings& settings) override;
+  Result<std::vector<double>> TimeMemory(MemoryKernel kernel, int64_t bytes,
+                                         const BenchSettings& settings) override;
+  Result<std::vector<double>> TimeHost(HostMeasure measure, int64_t bytes,
+                                       const BenchSettings& settings) override;
 
  private:
   Result<std::vector<double>> TimeCopy(int64_t bytes, const BenchSettings& settings);
   Result<std::vector<double>> TimeRmsNorm(int64_t bytes, const BenchSettings& settings);
   Result<std::vector<double>> TimeSwiGlu(int64_t bytes, const BenchSettings& settings);
   Result<std::vector<double>> TimeLaunch(const BenchSettings& settings);
-  Result<std::vector<double>> TimePinnedCopy(HostMeasure direction, int64_t bytes, const BenchSettings& settings);
+  Result<std::vector<double>> TimePinnedCopy(HostMeasure direction, int64_t bytes,
+                                             const BenchSettings& settings);
   // Fills the inputs of |tensors|; on failure waits for the fills already enqueued, so that the
   // caller may free the buffers.
   Status Fill(const RotatedTensors& tensors, int64_t inputs, int64_t elements);
@@ -172,20 +180,23 @@ DeviceFacts CudaKernelBench::Facts() {
     device.name = properties.name;
     device.sm_count = properties.multiProcessorCount;
     device.memory_bytes = static_cast<int64_t>(properties.totalGlobalMem);
-    device.compute_capability = std::to_string(properties.major) + "." + std::to_string(properties.minor);
+    device.compute_capability =
+        std::to_string(properties.major) + "." + std::to_string(properties.minor);
   } else {
     cudaGetLastError();
     device.name = "CUDA device " + std::to_string(device_);
   }
   device.l2_bytes = Attribute(cudaDevAttrL2CacheSize, device_);
   // Both are peak clocks in kHz (driver_types.h); CUDA 13 dropped them from cudaDeviceProp.
-  if (std::optional<int64_t> sm_khz = Attribute(cudaDevAttrClockRate, device_)) device.sm_clock_mhz = *sm_khz / 1000;
+  if (std::optional<int64_t> sm_khz = Attribute(cudaDevAttrClockRate, device_))
+    device.sm_clock_mhz = *sm_khz / 1000;
   if (std::optional<int64_t> memory_khz = Attribute(cudaDevAttrMemoryClockRate, device_)) {
     device.memory_clock_mhz = *memory_khz / 1000;
   }
   facts.driver_version = DriverVersion();
   int runtime = 0;
-  facts.cuda_version = cudaRuntimeGetVersion(&runtime) == cudaSuccess ? CudaVersionString(runtime) : "unknown";
+  facts.cuda_version =
+      cudaRuntimeGetVersion(&runtime) == cudaSuccess ? CudaVersionString(runtime) : "unknown";
   facts.library_versions = {
       {"cublaslt", CublasLtVersionString(cublasLtGetVersion())},
       {"cudnn", CudnnVersionString()},
@@ -228,21 +239,24 @@ Status CudaKernelBench::Fill(const RotatedTensors& tensors, int64_t inputs, int6
 }
 
 // Tensor 0 is the source, 1 the destination.
-Result<std::vector<double>> CudaKernelBench::TimeCopy(int64_t bytes, const BenchSettings& settings) {
+Result<std::vector<double>> CudaKernelBench::TimeCopy(int64_t bytes,
+                                                      const BenchSettings& settings) {
   LOOM_RETURN_IF_ERROR(CheckPositive(bytes, "memory kernel copy"));
-  Result<RotatedTensors> tensors = RotatedTensors::Allocate(bytes, 2, l2_bytes_, settings.rotate_inputs);
+  Result<RotatedTensors> tensors =
+      RotatedTensors::Allocate(bytes, 2, l2_bytes_, settings.rotate_inputs);
   if (!tensors.ok()) return tensors.status();
   cudaStream_t stream = stream_.get();
   auto launch = [&](int64_t run) -> Status {
-    LOOM_CUDA(cudaMemcpyAsync(tensors->Tensor(run, 1), tensors->Tensor(run, 0), static_cast<size_t>(bytes),
-                              cudaMemcpyDeviceToDevice, stream));
+    LOOM_CUDA(cudaMemcpyAsync(tensors->Tensor(run, 1), tensors->Tensor(run, 0),
+                              static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream));
     return Status::Ok();
   };
   return TimeOnStream(stream, launch, settings);
 }
 
 // Rows of 8192 bf16 values: tensor 0 is x, 1 is y; one weight vector for every copy.
-Result<std::vector<double>> CudaKernelBench::TimeRmsNorm(int64_t bytes, const BenchSettings& settings) {
+Result<std::vector<double>> CudaKernelBench::TimeRmsNorm(int64_t bytes,
+                                                         const BenchSettings& settings) {
   if (bytes < kRmsNormRowBytes) {
     return Status::InvalidArgument("memory kernel rmsnorm: bytes (" + std::to_string(bytes) +
                                    ") must be at least 16 KiB, one row of 8192 bf16 values");
@@ -258,25 +272,29 @@ Result<std::vector<double>> CudaKernelBench::TimeRmsNorm(int64_t bytes, const Be
   LOOM_RETURN_IF_ERROR(Fill(*tensors, 1, rows * kRmsNormCols));
   const void* gain = weight->get();
   auto launch = [&](int64_t run) -> Status {
-    LOOM_CUDA(RmsNormBf16(tensors->Tensor(run, 0), gain, tensors->Tensor(run, 1), rows, kRmsNormCols, stream));
+    LOOM_CUDA(RmsNormBf16(tensors->Tensor(run, 0), gain, tensors->Tensor(run, 1), rows,
+                          kRmsNormCols, stream));
     return Status::Ok();
   };
   return TimeOnStream(stream, launch, settings);
 }
 
 // Tensors 0 and 1 are gate and up, each of |bytes|; 2 is the product.
-Result<std::vector<double>> CudaKernelBench::TimeSwiGlu(int64_t bytes, const BenchSettings& settings) {
+Result<std::vector<double>> CudaKernelBench::TimeSwiGlu(int64_t bytes,
+                                                        const BenchSettings& settings) {
   const int64_t elements = bytes / 2;
   if (elements <= 0) {
     return Status::InvalidArgument("memory kernel swiglu: bytes (" + std::to_string(bytes) +
                                    ") must hold at least one bf16 value");
   }
-  Result<RotatedTensors> tensors = RotatedTensors::Allocate(elements * 2, 3, l2_bytes_, settings.rotate_inputs);
+  Result<RotatedTensors> tensors =
+      RotatedTensors::Allocate(elements * 2, 3, l2_bytes_, settings.rotate_inputs);
   if (!tensors.ok()) return tensors.status();
   LOOM_RETURN_IF_ERROR(Fill(*tensors, 2, elements));
   cudaStream_t stream = stream_.get();
   auto launch = [&](int64_t run) -> Status {
-    LOOM_CUDA(SwiGluBf16(tensors->Tensor(run, 0), tensors->Tensor(run, 1), tensors->Tensor(run, 2), elements, stream));
+    LOOM_CUDA(SwiGluBf16(tensors->Tensor(run, 0), tensors->Tensor(run, 1), tensors->Tensor(run, 2),
+                         elements, stream));
     return Status::Ok();
   };
   return TimeOnStream(stream, launch, settings);
@@ -356,8 +374,9 @@ Status CountDevices(int* count) {
   } else {
     return Status::Ok();
   }
-  return Status::Unavailable("no CUDA GPU is visible (cudaGetDeviceCount: " + why +
-                             "); loom probe measures GPUs and must run on a machine with an NVIDIA GPU and its driver");
+  return Status::Unavailable(
+      "no CUDA GPU is visible (cudaGetDeviceCount: " + why +
+      "); loom probe measures GPUs and must run on a machine with an NVIDIA GPU and its driver");
 }
 
 Result<std::unique_ptr<KernelBench>> MakeCudaKernelBench(int device) {
@@ -371,8 +390,8 @@ Result<std::unique_ptr<KernelBench>> MakeCudaKernelBench(int device) {
   if (!gemm.ok()) return gemm.status();
   // Without cuDNN attention the other kernels can still be measured: TimeAttention returns why.
   Result<std::unique_ptr<SdpaBench>> sdpa = SdpaBench::Create(raw_stream);
-  return std::unique_ptr<KernelBench>(
-      new CudaKernelBench(device, std::move(stream), std::move(gemm).value(), std::move(sdpa), l2_bytes));
+  return std::unique_ptr<KernelBench>(new CudaKernelBench(
+      device, std::move(stream), std::move(gemm).value(), std::move(sdpa), l2_bytes));
 }
 
 }  // namespace loom::cuda

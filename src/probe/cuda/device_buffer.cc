@@ -20,7 +20,8 @@ Result<std::vector<DeviceBuffer>> AllocateCopies(int64_t bytes_per_copy, int64_t
       cudaGetLastError();  // out of memory is not sticky: clear it and measure with what fits
       break;
     }
-    LOOM_RETURN_IF_ERROR(CheckCuda(code, "cudaMalloc(&pointer, bytes_per_copy)", __FILE__, __LINE__));
+    LOOM_RETURN_IF_ERROR(
+        CheckCuda(code, "cudaMalloc(&pointer, bytes_per_copy)", __FILE__, __LINE__));
     buffers.emplace_back(pointer);
   }
   return buffers;

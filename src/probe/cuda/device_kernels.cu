@@ -44,14 +44,16 @@ __device__ void Store(float value, __nv_fp8_e4m3* out) { *out = __nv_fp8_e4m3(va
 template <typename T>
 __global__ void FillRandomKernel(T* data, int64_t elements, uint64_t seed) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < elements; i += stride) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < elements;
+       i += stride) {
     Store(UniformFromHash(Mix(seed, static_cast<uint64_t>(i))), &data[i]);
   }
 }
 
 template <typename T>
 cudaError_t LaunchFill(void* data, int64_t elements, uint64_t seed, cudaStream_t stream) {
-  FillRandomKernel<T><<<GridFor(elements), kThreads, 0, stream>>>(static_cast<T*>(data), elements, seed);
+  FillRandomKernel<T>
+      <<<GridFor(elements), kThreads, 0, stream>>>(static_cast<T*>(data), elements, seed);
   return cudaGetLastError();
 }
 
@@ -68,7 +70,8 @@ bool Aligned16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer
 // of 32, and each thread calls this once.
 __device__ float BlockSum(float value) {
   __shared__ float warp_sums[32];
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
   if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = value;
   __syncthreads();
   float total = 0.0f;
@@ -79,7 +82,8 @@ __device__ float BlockSum(float value) {
 // One block per row. The second pass reads the row again: a block's row (16 KiB for 8192 bf16)
 // is still in L1 or L2, so HBM sees it read once.
 template <int kWidth>
-__global__ void RmsNormKernel(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* y, int64_t cols) {
+__global__ void RmsNormKernel(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* y,
+                              int64_t cols) {
   using Pack = Bf16Pack<kWidth>;
   const int64_t packs = cols / kWidth;
   const int64_t row_offset = static_cast<int64_t>(blockIdx.x) * cols;
@@ -107,13 +111,15 @@ __global__ void RmsNormKernel(const __nv_bfloat16* x, const __nv_bfloat16* weigh
 }
 
 template <int kWidth>
-__global__ void SwiGluKernel(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* out, int64_t packs) {
+__global__ void SwiGluKernel(const __nv_bfloat16* gate, const __nv_bfloat16* up, __nv_bfloat16* out,
+                             int64_t packs) {
   using Pack = Bf16Pack<kWidth>;
   const Pack* gate_packs = reinterpret_cast<const Pack*>(gate);
   const Pack* up_packs = reinterpret_cast<const Pack*>(up);
   Pack* out_packs = reinterpret_cast<Pack*>(out);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < packs; p += stride) {
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < packs;
+       p += stride) {
     const Pack g = gate_packs[p];
     const Pack u = up_packs[p];
     Pack result;
@@ -138,7 +144,9 @@ __device__ bool IsSinkKey(uint4 v) {
   return v.x == 0x85EBCA6Bu && v.y == 0xC2B2AE35u && v.z == 0x27D4EB2Fu && v.w == 0x165667B1u;
 }
 
-__device__ uint4 Xor(uint4 a, uint4 b) { return make_uint4(a.x ^ b.x, a.y ^ b.y, a.z ^ b.z, a.w ^ b.w); }
+__device__ uint4 Xor(uint4 a, uint4 b) {
+  return make_uint4(a.x ^ b.x, a.y ^ b.y, a.z ^ b.z, a.w ^ b.w);
+}
 
 // Grid-stride over the 16-byte vectors of the longer of the two ranges: vector i of |src| is read
 // when i < bytes_read / 16 and vector i of |dst| written when i < bytes_written / 16, the value
@@ -147,7 +155,8 @@ __device__ uint4 Xor(uint4 a, uint4 b) { return make_uint4(a.x ^ b.x, a.y ^ b.y,
 // the tails (fewer than 16 bytes each), byte by byte.
 // |src| and |dst| may be the same range (an op in place): vector i is read and then written by one
 // thread, so the traffic is the same either way.
-__global__ void StreamKernel(const uint4* src, int64_t bytes_read, uint4* dst, int64_t bytes_written) {
+__global__ void StreamKernel(const uint4* src, int64_t bytes_read, uint4* dst,
+                             int64_t bytes_written) {
   const int64_t read_vectors = bytes_read / kVectorBytes;
   const int64_t write_vectors = bytes_written / kVectorBytes;
   const int64_t vectors = read_vectors > write_vectors ? read_vectors : write_vectors;
@@ -157,7 +166,8 @@ __global__ void StreamKernel(const uint4* src, int64_t bytes_read, uint4* dst, i
   for (int64_t i = first; i < vectors; i += stride) {
     if (i < read_vectors) fold = Xor(fold, src[i]);
     if (i < write_vectors) {
-      dst[i] = Xor(fold, make_uint4(static_cast<unsigned>(i), static_cast<unsigned>(i >> 32), kStreamSalt, 0));
+      dst[i] = Xor(fold, make_uint4(static_cast<unsigned>(i), static_cast<unsigned>(i >> 32),
+                                    kStreamSalt, 0));
     }
   }
   if (first == 0) {
@@ -177,7 +187,8 @@ __global__ void NothingKernel() {}
 
 }  // namespace
 
-cudaError_t FillRandom(void* data, int64_t elements, Dtype dtype, uint64_t seed, cudaStream_t stream) {
+cudaError_t FillRandom(void* data, int64_t elements, Dtype dtype, uint64_t seed,
+                       cudaStream_t stream) {
   if (elements <= 0) return cudaSuccess;
   switch (dtype) {
     case Dtype::kBf16:
@@ -193,7 +204,8 @@ cudaError_t FillRandom(void* data, int64_t elements, Dtype dtype, uint64_t seed,
   return cudaErrorInvalidValue;
 }
 
-cudaError_t RmsNormBf16(const void* x, const void* weight, void* y, int64_t rows, int64_t cols, cudaStream_t stream) {
+cudaError_t RmsNormBf16(const void* x, const void* weight, void* y, int64_t rows, int64_t cols,
+                        cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (cols <= 0 || rows > INT_MAX) return cudaErrorInvalidValue;
   const auto* in = static_cast<const __nv_bfloat16*>(x);
@@ -208,7 +220,8 @@ cudaError_t RmsNormBf16(const void* x, const void* weight, void* y, int64_t rows
   return cudaGetLastError();
 }
 
-cudaError_t SwiGluBf16(const void* gate, const void* up, void* out, int64_t elements, cudaStream_t stream) {
+cudaError_t SwiGluBf16(const void* gate, const void* up, void* out, int64_t elements,
+                       cudaStream_t stream) {
   if (elements <= 0) return cudaSuccess;
   const auto* g = static_cast<const __nv_bfloat16*>(gate);
   const auto* u = static_cast<const __nv_bfloat16*>(up);
@@ -221,14 +234,17 @@ cudaError_t SwiGluBf16(const void* gate, const void* up, void* out, int64_t elem
   return cudaGetLastError();
 }
 
-cudaError_t StreamBytes(const void* src, int64_t bytes_read, void* dst, int64_t bytes_written, cudaStream_t stream) {
+cudaError_t StreamBytes(const void* src, int64_t bytes_read, void* dst, int64_t bytes_written,
+                        cudaStream_t stream) {
   if (bytes_read < 0 || bytes_written < 0) return cudaErrorInvalidValue;
-  if ((bytes_read > 0 && !Aligned16(src)) || (bytes_written > 0 && !Aligned16(dst))) return cudaErrorInvalidValue;
+  if ((bytes_read > 0 && !Aligned16(src)) || (bytes_written > 0 && !Aligned16(dst)))
+    return cudaErrorInvalidValue;
   if (bytes_read == 0 && bytes_written == 0) return cudaSuccess;
   const int64_t vectors = std::max(bytes_read, bytes_written) / kVectorBytes;
-  const unsigned blocks = std::max(GridFor(vectors), 1u);  // one block for the tails when there is no full vector
-  StreamKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint4*>(src), bytes_read, static_cast<uint4*>(dst),
-                                                bytes_written);
+  const unsigned blocks =
+      std::max(GridFor(vectors), 1u);  // one block for the tails when there is no full vector
+  StreamKernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint4*>(src), bytes_read,
+                                                static_cast<uint4*>(dst), bytes_written);
   return cudaGetLastError();
 }
 

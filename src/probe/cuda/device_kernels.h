@@ -14,14 +14,17 @@ namespace loom::cuda {
 // Fills |elements| values of |dtype| at |data| with uniform random numbers in [-1, 1) from a
 // counter-based hash of (|seed|, index): never zeros (a GEMM on zeros runs faster than on data,
 // as the H200 notes of this workplace measured: 894 against 788 TFLOP/s). fp8 is e4m3.
-cudaError_t FillRandom(void* data, int64_t elements, Dtype dtype, uint64_t seed, cudaStream_t stream);
+cudaError_t FillRandom(void* data, int64_t elements, Dtype dtype, uint64_t seed,
+                       cudaStream_t stream);
 
 // y = x / sqrt(mean(x^2) + 1e-5) * weight over |rows| rows of |cols| bf16 values (weight: cols
 // values). One block per row.
-cudaError_t RmsNormBf16(const void* x, const void* weight, void* y, int64_t rows, int64_t cols, cudaStream_t stream);
+cudaError_t RmsNormBf16(const void* x, const void* weight, void* y, int64_t rows, int64_t cols,
+                        cudaStream_t stream);
 
 // out = silu(gate) * up over |elements| bf16 values.
-cudaError_t SwiGluBf16(const void* gate, const void* up, void* out, int64_t elements, cudaStream_t stream);
+cudaError_t SwiGluBf16(const void* gate, const void* up, void* out, int64_t elements,
+                       cudaStream_t stream);
 
 // Reads |bytes_read| bytes at |src| and writes |bytes_written| bytes at |dst|, each byte once, in
 // coalesced 16-byte accesses (the tails byte by byte): the HBM traffic of a memory-bound op of
@@ -31,7 +34,8 @@ cudaError_t SwiGluBf16(const void* gate, const void* up, void* out, int64_t elem
 // 16-byte aligned (cudaMalloc's are 256-byte aligned).
 // The two ranges may start at one address (an op in place, as the op runner runs them); they must
 // not overlap otherwise.
-cudaError_t StreamBytes(const void* src, int64_t bytes_read, void* dst, int64_t bytes_written, cudaStream_t stream);
+cudaError_t StreamBytes(const void* src, int64_t bytes_read, void* dst, int64_t bytes_written,
+                        cudaStream_t stream);
 
 // A kernel of one block of one thread that does nothing: its time is the launch overhead.
 cudaError_t EmptyKernel(cudaStream_t stream);

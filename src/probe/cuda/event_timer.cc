@@ -23,8 +23,9 @@ Result<Event> MakeEvent() {
 
 // Enqueues the warm-up runs, then each timed run between its pair of events, all back to back:
 // the host never waits for the GPU in between, so the GPU runs the repeats without gaps.
-Status EnqueueRuns(cudaStream_t stream, const std::function<Status(int64_t)>& launch, const BenchSettings& settings,
-                   const std::vector<Event>& starts, const std::vector<Event>& stops) {
+Status EnqueueRuns(cudaStream_t stream, const std::function<Status(int64_t)>& launch,
+                   const BenchSettings& settings, const std::vector<Event>& starts,
+                   const std::vector<Event>& stops) {
   for (int64_t i = 0; i < settings.warmup; ++i) LOOM_RETURN_IF_ERROR(launch(i));
   for (int64_t r = 0; r < settings.repeats; ++r) {
     LOOM_CUDA(cudaEventRecord(starts[r].get(), stream));
@@ -36,7 +37,8 @@ Status EnqueueRuns(cudaStream_t stream, const std::function<Status(int64_t)>& la
 
 }  // namespace
 
-Result<std::vector<double>> TimeOnStream(cudaStream_t stream, const std::function<Status(int64_t)>& launch,
+Result<std::vector<double>> TimeOnStream(cudaStream_t stream,
+                                         const std::function<Status(int64_t)>& launch,
                                          const BenchSettings& settings) {
   std::vector<Event> starts, stops;
   for (int64_t r = 0; r < settings.repeats; ++r) {
@@ -50,7 +52,8 @@ Result<std::vector<double>> TimeOnStream(cudaStream_t stream, const std::functio
   Status enqueued = EnqueueRuns(stream, launch, settings, starts, stops);
   // Synchronise even after a failed launch: the runs already enqueued must finish before the
   // caller frees their buffers.
-  Status synced = CheckCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize(stream)", __FILE__, __LINE__);
+  Status synced =
+      CheckCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize(stream)", __FILE__, __LINE__);
   LOOM_RETURN_IF_ERROR(enqueued);
   LOOM_RETURN_IF_ERROR(synced);
   std::vector<double> times_us;

@@ -17,7 +17,8 @@ namespace loom::cuda {
 // |launch| enqueues one run on |stream| (i counts runs from 0, warm-up included, so that the
 // caller can rotate input buffers by it) and returns its Status; the first error stops the loop
 // and is returned. Synchronises |stream| before returning.
-Result<std::vector<double>> TimeOnStream(cudaStream_t stream, const std::function<Status(int64_t)>& launch,
+Result<std::vector<double>> TimeOnStream(cudaStream_t stream,
+                                         const std::function<Status(int64_t)>& launch,
                                          const BenchSettings& settings);
 
 }  // namespace loom::cuda

@@ -13,7 +13,9 @@ namespace {
 // cudaMalloc's alignment and the alignment cuBLASLt's heuristic assumes of every matrix.
 constexpr int64_t kAlignmentBytes = 256;
 
-int64_t RoundUp(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+int64_t RoundUp(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 
 // Where loom's A and B lie in each rotated copy: A first, B after it on a 256-byte boundary.
 struct CopyLayout {
@@ -60,8 +62,8 @@ Result<std::unique_ptr<GemmBench>> GemmBench::Create(cudaStream_t stream) {
       new GemmBench(stream, handle, std::move(workspace).value(), major * 10 + minor, l2_bytes));
 }
 
-GemmBench::GemmBench(cudaStream_t stream, cublasLtHandle_t handle, DeviceBuffer workspace, int compute_capability,
-                     int64_t l2_bytes)
+GemmBench::GemmBench(cudaStream_t stream, cublasLtHandle_t handle, DeviceBuffer workspace,
+                     int compute_capability, int64_t l2_bytes)
     : stream_(stream),
       handle_(handle),
       workspace_(std::move(workspace)),
@@ -79,31 +81,36 @@ Result<std::vector<double>> GemmBench::Time(const GemmShape& shape, const BenchS
     if (!one.ok()) return one.status();
     unit_scale = std::move(one).value();
   }
-  Result<GemmPlan> plan = PlanGemm(handle_, shape, compute_capability_, static_cast<const float*>(unit_scale.get()),
-                                   Fp32Accumulation::kHonour);
+  Result<GemmPlan> plan =
+      PlanGemm(handle_, shape, compute_capability_, static_cast<const float*>(unit_scale.get()),
+               Fp32Accumulation::kHonour);
   if (!plan.ok()) return plan.status();
 
   const CopyLayout layout = CopyLayoutOf(shape, types);
-  const int64_t output_bytes = shape.batch * shape.m * shape.n * GemmOutputBytes(shape, Fp32Accumulation::kHonour);
+  const int64_t output_bytes =
+      shape.batch * shape.m * shape.n * GemmOutputBytes(shape, Fp32Accumulation::kHonour);
   Result<DeviceBuffer> d = AllocateDevice(output_bytes);
   if (!d.ok()) return d.status();
   // An accumulating GEMM reads C: start it at zero, so that no run reads uninitialised memory.
   // C is one buffer for every run, as main_grad is one buffer for every micro-batch.
-  if (plan->beta != 0.0f) LOOM_CUDA(cudaMemsetAsync(d->get(), 0, static_cast<size_t>(output_bytes), stream_));
+  if (plan->beta != 0.0f)
+    LOOM_CUDA(cudaMemsetAsync(d->get(), 0, static_cast<size_t>(output_bytes), stream_));
   Result<std::vector<DeviceBuffer>> copies =
       AllocateCopies(layout.bytes, RotationCount(layout.bytes, l2_bytes_, settings.rotate_inputs));
   if (!copies.ok()) return copies.status();
   if (Status filled = FillCopies(*copies, layout, types.input_dtype, stream_); !filled.ok()) {
-    cudaStreamSynchronize(stream_);  // the fills already enqueued finish before their buffers are freed
+    cudaStreamSynchronize(
+        stream_);  // the fills already enqueued finish before their buffers are freed
     return filled;
   }
 
-  GemmPlan& p = plan.value();  // RunGemm drops the algorithms cublasLtMatmul refuses, on the first run
+  GemmPlan& p =
+      plan.value();  // RunGemm drops the algorithms cublasLtMatmul refuses, on the first run
   void* output = d->get();
   auto launch = [&](int64_t run) -> Status {
     const char* copy = static_cast<const char*>((*copies)[run % copies->size()].get());
-    return RunGemm(p, handle_, copy, copy + layout.b_offset_bytes, output, workspace_.get(), kGemmWorkspaceBytes,
-                   stream_);
+    return RunGemm(p, handle_, copy, copy + layout.b_offset_bytes, output, workspace_.get(),
+                   kGemmWorkspaceBytes, stream_);
   };
   return TimeOnStream(stream_, launch, settings);
 }

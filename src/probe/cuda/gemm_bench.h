@@ -40,8 +40,8 @@ class GemmBench {
   Result<std::vector<double>> Time(const GemmShape& shape, const BenchSettings& settings);
 
  private:
-  GemmBench(cudaStream_t stream, cublasLtHandle_t handle, DeviceBuffer workspace, int compute_capability,
-            int64_t l2_bytes);
+  GemmBench(cudaStream_t stream, cublasLtHandle_t handle, DeviceBuffer workspace,
+            int compute_capability, int64_t l2_bytes);
 
   cudaStream_t stream_;
   cublasLtHandle_t handle_;

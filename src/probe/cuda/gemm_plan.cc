@@ -15,20 +15,24 @@
 namespace loom::cuda {
 namespace {
 
-using Preference = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, CublasLtDeleter>;
+using Preference =
+    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, CublasLtDeleter>;
 
 // A column-major |rows| x |cols| matrix with leading dimension |ld|, repeated |batch| times
 // |rows| * |cols| elements apart.
-Result<MatrixLayout> MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch) {
+Result<MatrixLayout> MakeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+                                int64_t batch) {
   cublasLtMatrixLayout_t raw = nullptr;
-  LOOM_CUBLAS(cublasLtMatrixLayoutCreate(&raw, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld));
+  LOOM_CUBLAS(cublasLtMatrixLayoutCreate(&raw, type, static_cast<uint64_t>(rows),
+                                         static_cast<uint64_t>(cols), ld));
   MatrixLayout layout(raw);
   if (batch > 1) {
     const int32_t count = static_cast<int32_t>(batch);
     const int64_t stride = rows * cols;
-    LOOM_CUBLAS(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-    LOOM_CUBLAS(
-        cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    LOOM_CUBLAS(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                 sizeof count));
+    LOOM_CUBLAS(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                 &stride, sizeof stride));
   }
   return layout;
 }
@@ -44,13 +48,15 @@ Result<MatmulDesc> MakeDesc(const GemmTypes& types, bool fp8, const float* unit_
   MatmulDesc desc(raw);
   const int32_t trans_a = fp8 ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t trans_b = CUBLAS_OP_N;
-  LOOM_CUBLAS(cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
-  LOOM_CUBLAS(cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
+  LOOM_CUBLAS(
+      cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
+  LOOM_CUBLAS(
+      cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
   if (fp8) {
-    LOOM_CUBLAS(
-        cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &unit_scale, sizeof unit_scale));
-    LOOM_CUBLAS(
-        cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &unit_scale, sizeof unit_scale));
+    LOOM_CUBLAS(cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                               &unit_scale, sizeof unit_scale));
+    LOOM_CUBLAS(cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                               &unit_scale, sizeof unit_scale));
   }
   return desc;
 }
@@ -63,17 +69,20 @@ Result<std::vector<GemmAlgorithm>> AskHeuristic(cublasLtHandle_t handle, const G
   LOOM_CUBLAS(cublasLtMatmulPreferenceCreate(&raw_preference));
   Preference preference(raw_preference);
   const uint64_t workspace_bytes = kGemmWorkspaceBytes;
-  LOOM_CUBLAS(cublasLtMatmulPreferenceSetAttribute(raw_preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+  LOOM_CUBLAS(cublasLtMatmulPreferenceSetAttribute(raw_preference,
+                                                   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                    &workspace_bytes, sizeof workspace_bytes));
   std::array<cublasLtMatmulHeuristicResult_t, kGemmHeuristicAlgorithms> results = {};
   int returned = 0;
-  LOOM_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.a.get(), plan.b.get(), plan.d.get(),
-                                             plan.d.get(), raw_preference, kGemmHeuristicAlgorithms, results.data(),
-                                             &returned));
-  std::vector<GemmAlgorithm> usable = UsableAlgorithms(
-      std::span(results).first(static_cast<size_t>(std::clamp(returned, 0, kGemmHeuristicAlgorithms))),
-      kGemmWorkspaceBytes);
-  if (usable.empty()) return Status::Unimplemented(what + ": cuBLASLt's heuristic found no algorithm for it");
+  LOOM_CUBLAS(cublasLtMatmulAlgoGetHeuristic(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
+                                             plan.d.get(), plan.d.get(), raw_preference,
+                                             kGemmHeuristicAlgorithms, results.data(), &returned));
+  std::vector<GemmAlgorithm> usable =
+      UsableAlgorithms(std::span(results).first(
+                           static_cast<size_t>(std::clamp(returned, 0, kGemmHeuristicAlgorithms))),
+                       kGemmWorkspaceBytes);
+  if (usable.empty())
+    return Status::Unimplemented(what + ": cuBLASLt's heuristic found no algorithm for it");
   return usable;
 }
 
@@ -81,25 +90,30 @@ Result<std::vector<GemmAlgorithm>> AskHeuristic(cublasLtHandle_t handle, const G
 // the workspace it says each needs; Unimplemented, naming |what| and the first refusal, when it
 // accepts none.
 Result<std::vector<GemmAlgorithm>> CheckAlgorithms(cublasLtHandle_t handle, const GemmPlan& plan,
-                                                   const std::vector<GemmAlgorithm>& offered, const std::string& what) {
+                                                   const std::vector<GemmAlgorithm>& offered,
+                                                   const std::string& what) {
   std::vector<GemmAlgorithm> accepted;
   Status first_refusal;
   for (const GemmAlgorithm& algorithm : offered) {
     cublasLtMatmulHeuristicResult_t result = {};
-    Status checked = CheckCublas(cublasLtMatmulAlgoCheck(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
-                                                         plan.d.get(), plan.d.get(), &algorithm.algo, &result),
-                                 "cublasLtMatmulAlgoCheck", __FILE__, __LINE__);
+    Status checked =
+        CheckCublas(cublasLtMatmulAlgoCheck(handle, plan.desc.get(), plan.a.get(), plan.b.get(),
+                                            plan.d.get(), plan.d.get(), &algorithm.algo, &result),
+                    "cublasLtMatmulAlgoCheck", __FILE__, __LINE__);
     const int64_t needed = static_cast<int64_t>(result.workspaceSize);
     if (checked.ok() && needed <= kGemmWorkspaceBytes) {
       accepted.push_back({algorithm.algo, std::max(needed, algorithm.workspace_bytes)});
     } else if (first_refusal.ok()) {
-      first_refusal = checked.ok() ? Status::Unimplemented("cublasLtMatmulAlgoCheck: the algorithm needs a "
-                                                           "workspace of " + std::to_string(needed) + " bytes")
+      first_refusal = checked.ok() ? Status::Unimplemented(
+                                         "cublasLtMatmulAlgoCheck: the algorithm needs a "
+                                         "workspace of " +
+                                         std::to_string(needed) + " bytes")
                                    : checked;
     }
   }
   if (!accepted.empty()) return accepted;
-  return first_refusal.WithContext(what + ": cuBLASLt refused each of the " + std::to_string(offered.size()) +
+  return first_refusal.WithContext(what + ": cuBLASLt refused each of the " +
+                                   std::to_string(offered.size()) +
                                    " algorithms its heuristic offered; the first");
 }
 
@@ -109,8 +123,8 @@ bool Accumulates(const GemmShape& shape, Fp32Accumulation accumulation) {
 
 }  // namespace
 
-std::vector<GemmAlgorithm> UsableAlgorithms(std::span<const cublasLtMatmulHeuristicResult_t> results,
-                                            int64_t max_workspace_bytes) {
+std::vector<GemmAlgorithm> UsableAlgorithms(
+    std::span<const cublasLtMatmulHeuristicResult_t> results, int64_t max_workspace_bytes) {
   std::vector<GemmAlgorithm> usable;
   for (const cublasLtMatmulHeuristicResult_t& result : results) {
     const int64_t workspace_bytes = static_cast<int64_t>(result.workspaceSize);
@@ -129,21 +143,24 @@ Status RunFirstAccepted(std::vector<GemmAlgorithm>& algorithms, int64_t workspac
     if (algorithms[i].workspace_bytes > workspace_bytes) continue;
     Status status = matmul(algorithms[i]);
     if (status.code() != Status::Code::kUnimplemented) {
-      for (auto at = refused.rbegin(); at != refused.rend(); ++at) algorithms.erase(algorithms.begin() + *at);
+      for (auto at = refused.rbegin(); at != refused.rend(); ++at)
+        algorithms.erase(algorithms.begin() + *at);
       return status;
     }
     if (first_refusal.ok()) first_refusal = status;
     refused.push_back(i);
   }
   if (!refused.empty()) {
-    return first_refusal.WithContext("cuBLASLt refused each of the " + std::to_string(refused.size()) +
-                                     " algorithms of the GEMM's plan that fit in the workspace; the first");
+    return first_refusal.WithContext(
+        "cuBLASLt refused each of the " + std::to_string(refused.size()) +
+        " algorithms of the GEMM's plan that fit in the workspace; the first");
   }
   int64_t least_bytes = INT64_MAX;
-  for (const GemmAlgorithm& algorithm : algorithms) least_bytes = std::min(least_bytes, algorithm.workspace_bytes);
+  for (const GemmAlgorithm& algorithm : algorithms)
+    least_bytes = std::min(least_bytes, algorithm.workspace_bytes);
   return Status::InvalidArgument("RunGemm: the GEMM's algorithms need a workspace of at least " +
-                                 std::to_string(least_bytes) + " bytes; " + std::to_string(workspace_bytes) +
-                                 " were given");
+                                 std::to_string(least_bytes) + " bytes; " +
+                                 std::to_string(workspace_bytes) + " were given");
 }
 
 GemmTypes GemmTypesOf(Dtype dtype) {
@@ -166,23 +183,29 @@ Status CheckGemmShape(const GemmShape& shape, int compute_capability) {
   const std::string what = DescribeShape(shape);
   for (int64_t dim : {shape.m, shape.n, shape.k, shape.batch}) {
     if (dim <= 0 || dim > INT_MAX) {
-      return Status::InvalidArgument(what + ": m, n, k and batch must be positive and below 2^31 (cuBLASLt's limit)");
+      return Status::InvalidArgument(
+          what + ": m, n, k and batch must be positive and below 2^31 (cuBLASLt's limit)");
     }
   }
   // Guards the byte counts of the callers against overflow: no GPU holds a matrix of 2^40 elements.
   const double batch = static_cast<double>(shape.batch);
-  const double m = static_cast<double>(shape.m), n = static_cast<double>(shape.n), k = static_cast<double>(shape.k);
+  const double m = static_cast<double>(shape.m), n = static_cast<double>(shape.n),
+               k = static_cast<double>(shape.k);
   if (batch * std::max({m * k, k * n, m * n}) > 0x1p40) {
-    return Status::ResourceExhausted(what + ": a matrix of more than 2^40 elements does not fit in GPU memory");
+    return Status::ResourceExhausted(
+        what + ": a matrix of more than 2^40 elements does not fit in GPU memory");
   }
   if (shape.dtype != Dtype::kFp8) return Status::Ok();
   if (compute_capability < 89) {
-    return Status::Unimplemented(what + ": fp8 GEMMs need a GPU of compute capability 8.9 or newer (Ada, Hopper); "
-                                 "this one is " + std::to_string(compute_capability / 10) + "." +
-                                 std::to_string(compute_capability % 10));
+    return Status::Unimplemented(
+        what +
+        ": fp8 GEMMs need a GPU of compute capability 8.9 or newer (Ada, Hopper); "
+        "this one is " +
+        std::to_string(compute_capability / 10) + "." + std::to_string(compute_capability % 10));
   }
   if (shape.m % 16 != 0 || shape.n % 16 != 0 || shape.k % 16 != 0) {
-    return Status::Unimplemented(what + ": cuBLASLt's fp8 GEMMs need m, n and k to be multiples of 16");
+    return Status::Unimplemented(what +
+                                 ": cuBLASLt's fp8 GEMMs need m, n and k to be multiples of 16");
   }
   return Status::Ok();
 }
@@ -213,7 +236,8 @@ Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int c
   const GemmTypes types = GemmTypesOf(shape.dtype);
   const bool fp8 = shape.dtype == Dtype::kFp8;
   if (fp8 && unit_scale == nullptr) {
-    return Status::InvalidArgument(DescribeShape(shape) + ": an fp8 GEMM needs the device scale of 1.0 "
+    return Status::InvalidArgument(DescribeShape(shape) +
+                                   ": an fp8 GEMM needs the device scale of 1.0 "
                                    "(MakeUnitScale); none was given");
   }
   Result<MatmulDesc> desc = MakeDesc(types, fp8, unit_scale);
@@ -223,15 +247,17 @@ Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int c
   Result<MatrixLayout> a = fp8 ? MakeLayout(types.input, shape.k, shape.n, shape.k, shape.batch)
                                : MakeLayout(types.input, shape.n, shape.k, shape.n, shape.batch);
   if (!a.ok()) return a.status();
-  Result<MatrixLayout> b = MakeLayout(types.input, shape.k, shape.m, shape.k, shape.batch);  // loom's A[m, k]
+  Result<MatrixLayout> b =
+      MakeLayout(types.input, shape.k, shape.m, shape.k, shape.batch);  // loom's A[m, k]
   if (!b.ok()) return b.status();
   const bool accumulate = Accumulates(shape, accumulation);
   const cudaDataType_t output = accumulate ? CUDA_R_32F : types.output;
-  Result<MatrixLayout> d = MakeLayout(output, shape.n, shape.m, shape.n, shape.batch);  // loom's C[m, n]
+  Result<MatrixLayout> d =
+      MakeLayout(output, shape.n, shape.m, shape.n, shape.batch);  // loom's C[m, n]
   if (!d.ok()) return d.status();
 
-  GemmPlan plan{std::move(desc).value(), std::move(a).value(), std::move(b).value(), std::move(d).value(),
-                accumulate ? 1.0f : 0.0f, {}};
+  GemmPlan plan{std::move(desc).value(), std::move(a).value(),     std::move(b).value(),
+                std::move(d).value(),    accumulate ? 1.0f : 0.0f, {}};
   const std::string what = DescribeShape(shape);
   Result<std::vector<GemmAlgorithm>> offered = AskHeuristic(handle, plan, what);
   if (!offered.ok()) return offered.status();
@@ -241,17 +267,18 @@ Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int c
   return plan;
 }
 
-Status RunGemm(GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c, void* workspace,
-               int64_t workspace_bytes, cudaStream_t stream) {
+Status RunGemm(GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c,
+               void* workspace, int64_t workspace_bytes, cudaStream_t stream) {
   // alpha and beta are read from host memory before cublasLtMatmul returns (the default pointer
   // mode, CUBLASLT_POINTER_MODE_HOST). A refusal (CUBLAS_STATUS_NOT_SUPPORTED) comes before any
   // launch, so the next algorithm runs in its place.
   const float alpha = 1.0f, beta = plan.beta;
   const auto matmul = [&](const GemmAlgorithm& algorithm) {
-    return CheckCublas(cublasLtMatmul(handle, plan.desc.get(), &alpha, b, plan.a.get(), a, plan.b.get(), &beta, c,
-                                      plan.d.get(), c, plan.d.get(), &algorithm.algo, workspace,
-                                      static_cast<size_t>(workspace_bytes), stream),
-                       "cublasLtMatmul", __FILE__, __LINE__);
+    return CheckCublas(
+        cublasLtMatmul(handle, plan.desc.get(), &alpha, b, plan.a.get(), a, plan.b.get(), &beta, c,
+                       plan.d.get(), c, plan.d.get(), &algorithm.algo, workspace,
+                       static_cast<size_t>(workspace_bytes), stream),
+        "cublasLtMatmul", __FILE__, __LINE__);
   };
   return RunFirstAccepted(plan.algorithms, workspace_bytes, matmul);
 }

@@ -24,8 +24,8 @@ namespace loom::cuda {
 // C[m, n] = A[m, k] * B[k, n], row-major, |batch| independent products, 256-byte aligned buffers.
 // cuBLASLt is column-major, and a row-major matrix is the column-major view of its transpose, so
 // the plan asks cuBLASLt for C^T[n, m] = B^T[n, k] * A^T[k, m]: cuBLASLt's "A" is loom's B and its
-// "B" is loom's A, with cuBLASLt's (m, n, k) = loom's (n, m, k). The FLOPs are 2 * batch * m * n * k
-// either way (GemmFlops).
+// "B" is loom's A, with cuBLASLt's (m, n, k) = loom's (n, m, k). The FLOPs are 2 * batch * m * n *
+// k either way (GemmFlops).
 //
 // Types: bf16 and fp16 inputs and output with fp32 accumulation; tf32 is fp32 storage with
 // CUBLAS_COMPUTE_32F_FAST_TF32; fp32 is plain CUBLAS_COMPUTE_32F; fp8 is e4m3 A and B with
@@ -43,8 +43,8 @@ struct GemmTypes {
   cudaDataType_t input;   // A and B
   cudaDataType_t output;  // C and D
   cublasComputeType_t compute;
-  Dtype input_dtype;      // what FillRandom writes into A and B
-  int64_t input_bytes;    // per element
+  Dtype input_dtype;    // what FillRandom writes into A and B
+  int64_t input_bytes;  // per element
   int64_t output_bytes;
 };
 GemmTypes GemmTypesOf(Dtype dtype);
@@ -65,15 +65,22 @@ Result<DeviceBuffer> MakeUnitScale(cudaStream_t stream);
 // Owners of cuBLASLt's objects, destroyed with them (the statuses of the destroy calls are not
 // checked there: a destructor cannot return them).
 struct CublasLtDeleter {
-  void operator()(std::remove_pointer_t<cublasLtHandle_t>* handle) const { cublasLtDestroy(handle); }
-  void operator()(std::remove_pointer_t<cublasLtMatmulDesc_t>* desc) const { cublasLtMatmulDescDestroy(desc); }
-  void operator()(std::remove_pointer_t<cublasLtMatrixLayout_t>* layout) const { cublasLtMatrixLayoutDestroy(layout); }
+  void operator()(std::remove_pointer_t<cublasLtHandle_t>* handle) const {
+    cublasLtDestroy(handle);
+  }
+  void operator()(std::remove_pointer_t<cublasLtMatmulDesc_t>* desc) const {
+    cublasLtMatmulDescDestroy(desc);
+  }
+  void operator()(std::remove_pointer_t<cublasLtMatrixLayout_t>* layout) const {
+    cublasLtMatrixLayoutDestroy(layout);
+  }
   void operator()(std::remove_pointer_t<cublasLtMatmulPreference_t>* preference) const {
     cublasLtMatmulPreferenceDestroy(preference);
   }
 };
 using MatmulDesc = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, CublasLtDeleter>;
-using MatrixLayout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, CublasLtDeleter>;
+using MatrixLayout =
+    std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, CublasLtDeleter>;
 using CublasLtHandle = std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, CublasLtDeleter>;
 
 // How many algorithms PlanGemm asks cuBLASLt's heuristic for: the one it ranks first, and the next
@@ -92,15 +99,15 @@ struct GemmAlgorithm {
 // The algorithms among the heuristic's |results| that cuBLASLt offers (state
 // CUBLAS_STATUS_SUCCESS) and that need at most |max_workspace_bytes|, in the heuristic's order,
 // best first.
-std::vector<GemmAlgorithm> UsableAlgorithms(std::span<const cublasLtMatmulHeuristicResult_t> results,
-                                            int64_t max_workspace_bytes);
+std::vector<GemmAlgorithm> UsableAlgorithms(
+    std::span<const cublasLtMatmulHeuristicResult_t> results, int64_t max_workspace_bytes);
 
-// Runs |matmul| with the first of |algorithms| that needs at most |workspace_bytes|. When it returns
-// Unimplemented (cuBLASLt refused the algorithm: CUBLAS_STATUS_NOT_SUPPORTED, _ARCH_MISMATCH), tries
-// the next. Once one runs, the refused ones are dropped from |algorithms|, so that later calls start
-// with the one that ran. Returns the first status that is not Unimplemented; when every algorithm was
-// refused, the first refusal with the count in front, and |algorithms| unchanged; InvalidArgument when
-// none fits in |workspace_bytes|.
+// Runs |matmul| with the first of |algorithms| that needs at most |workspace_bytes|. When it
+// returns Unimplemented (cuBLASLt refused the algorithm: CUBLAS_STATUS_NOT_SUPPORTED,
+// _ARCH_MISMATCH), tries the next. Once one runs, the refused ones are dropped from |algorithms|,
+// so that later calls start with the one that ran. Returns the first status that is not
+// Unimplemented; when every algorithm was refused, the first refusal with the count in front, and
+// |algorithms| unchanged; InvalidArgument when none fits in |workspace_bytes|.
 using GemmMatmulCall = std::function<Status(const GemmAlgorithm&)>;
 Status RunFirstAccepted(std::vector<GemmAlgorithm>& algorithms, int64_t workspace_bytes,
                         const GemmMatmulCall& matmul);
@@ -129,23 +136,25 @@ struct GemmPlan {
   std::vector<GemmAlgorithm> algorithms;
 };
 
-// Plans |shape| on |handle| with up to kGemmHeuristicAlgorithms algorithms that cuBLASLt's heuristic
-// offers within kGemmWorkspaceBytes and that cublasLtMatmulAlgoCheck accepts. |unit_scale| is a
-// device float of 1.0 (MakeUnitScale) that fp8 GEMMs read as the scales of A and B; it is not used
-// for other dtypes and may be null for them. Errors as CheckGemmShape, and Unimplemented when the
-// heuristic has no algorithm for the shape or cuBLASLt refuses each one it has.
-// With Fp32Accumulation::kHonour and shape.accumulate_fp32, C and D are fp32 and beta is 1.
+// Plans |shape| on |handle| with up to kGemmHeuristicAlgorithms algorithms that cuBLASLt's
+// heuristic offers within kGemmWorkspaceBytes and that cublasLtMatmulAlgoCheck accepts.
+// |unit_scale| is a device float of 1.0 (MakeUnitScale) that fp8 GEMMs read as the scales of A and
+// B; it is not used for other dtypes and may be null for them. Errors as CheckGemmShape, and
+// Unimplemented when the heuristic has no algorithm for the shape or cuBLASLt refuses each one it
+// has. With Fp32Accumulation::kHonour and shape.accumulate_fp32, C and D are fp32 and beta is 1.
 // REQUIRES: |unit_scale| outlives the plan.
 Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int compute_capability,
-                          const float* unit_scale, Fp32Accumulation accumulation = Fp32Accumulation::kIgnore);
+                          const float* unit_scale,
+                          Fp32Accumulation accumulation = Fp32Accumulation::kIgnore);
 
-// Enqueues C = A * B (C = A * B + C when |plan| accumulates) of |plan| on |stream|: |a| is loom's A[m, k], |b| loom's B[k, n] ([n, k] for
-// fp8), |c| loom's C[m, n], each |batch| matrices one after another, on 256-byte boundaries. Falls
-// back to the plan's next algorithm when cublasLtMatmul refuses one (RunFirstAccepted), which
-// changes |plan|. InvalidArgument when |workspace_bytes| is less than every algorithm needs.
-// REQUIRES: |plan| was planned on |handle|; no other thread uses |plan| during the call.
-Status RunGemm(GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c, void* workspace,
-               int64_t workspace_bytes, cudaStream_t stream);
+// Enqueues C = A * B (C = A * B + C when |plan| accumulates) of |plan| on |stream|: |a| is loom's
+// A[m, k], |b| loom's B[k, n] ([n, k] for fp8), |c| loom's C[m, n], each |batch| matrices one after
+// another, on 256-byte boundaries. Falls back to the plan's next algorithm when cublasLtMatmul
+// refuses one (RunFirstAccepted), which changes |plan|. InvalidArgument when |workspace_bytes| is
+// less than every algorithm needs. REQUIRES: |plan| was planned on |handle|; no other thread uses
+// |plan| during the call.
+Status RunGemm(GemmPlan& plan, cublasLtHandle_t handle, const void* a, const void* b, void* c,
+               void* workspace, int64_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace loom::cuda
 

@@ -29,7 +29,8 @@ namespace loom::cuda {
 std::string NcclVersionString() {
   int version_code = 0;
   const ncclResult_t code = ncclGetVersion(&version_code);
-  if (code != ncclSuccess) return std::string("unknown (ncclGetVersion: ") + ncclGetErrorString(code) + ")";
+  if (code != ncclSuccess)
+    return std::string("unknown (ncclGetVersion: ") + ncclGetErrorString(code) + ")";
   return DecodeNcclVersion(version_code);
 }
 
@@ -42,7 +43,8 @@ constexpr double kCloseTimeoutS = 30;
 // After ncclCommAbort, NCCL's abort flag makes the aborted kernels return within moments.
 constexpr double kDrainTimeoutS = 30;
 
-// Communicators come in two kinds (NVIDIA/nccl dbc86fd06e8b0c4517b95d8958a09ccacf9520c9 = v2.28.9-1):
+// Communicators come in two kinds (NVIDIA/nccl dbc86fd06e8b0c4517b95d8958a09ccacf9520c9 =
+// v2.28.9-1):
 //   - the world communicator the groups are split from is non-blocking, so that its init and
 //     every split are waited for with a deadline and aborted (docs/userguide/source/usage/
 //     communicators.rst, "Fault Tolerance"). A split runs in the background whenever the parent
@@ -106,10 +108,11 @@ struct GroupComm {
 std::string GroupName(ProbeGroup group) { return std::string(kProbeGroupNames.Name(group)); }
 
 // "all_reduce of 1073741824 B over group intra_node (8 ranks)", for messages.
-std::string Describe(const CollectivePoint& point, const GroupMembership& membership, bool in_place) {
-  return std::string(kProfiledCollectiveNames.Name(point.collective)) + " of " + std::to_string(point.size_bytes) +
-         " B over group " + GroupName(point.group) + " (" + std::to_string(membership.ranks) + " ranks" +
-         (in_place ? ", in place)" : ")");
+std::string Describe(const CollectivePoint& point, const GroupMembership& membership,
+                     bool in_place) {
+  return std::string(kProfiledCollectiveNames.Name(point.collective)) + " of " +
+         std::to_string(point.size_bytes) + " B over group " + GroupName(point.group) + " (" +
+         std::to_string(membership.ranks) + " ranks" + (in_place ? ", in place)" : ")");
 }
 
 // Checks that NCCL placed this rank in |group|'s communicator where MembershipOf did.
@@ -119,8 +122,9 @@ Status CheckPlace(const GroupComm& group, const std::string& what) {
   LOOM_NCCL(ncclCommCount(group.comm, &count));
   LOOM_NCCL(ncclCommUserRank(group.comm, &rank));
   if (count == group.membership.ranks && rank == group.membership.key) return Status::Ok();
-  return Status::Internal(what + ": NCCL made this rank " + std::to_string(rank) + " of " + std::to_string(count) +
-                          ", the group's membership says " + std::to_string(group.membership.key) + " of " +
+  return Status::Internal(what + ": NCCL made this rank " + std::to_string(rank) + " of " +
+                          std::to_string(count) + ", the group's membership says " +
+                          std::to_string(group.membership.key) + " of " +
                           std::to_string(group.membership.ranks));
 }
 
@@ -163,10 +167,12 @@ class NcclCollectiveBench : public CollectiveBench {
   Status Split(ncclComm_t world, ProbeGroup group);
   Status CloseBlocking(ncclComm_t comm, const std::string& what);
   Status Prepare(const CollectiveBuffers& buffers, DeviceBuffer& send, DeviceBuffer& recv);
-  Result<CollectiveTimes> Measure(GroupComm& group, const CollectivePoint& point, const CollectiveBuffers& buffers,
-                                  const DeviceBuffer& send, const DeviceBuffer& recv, const BenchSettings& settings,
+  Result<CollectiveTimes> Measure(GroupComm& group, const CollectivePoint& point,
+                                  const CollectiveBuffers& buffers, const DeviceBuffer& send,
+                                  const DeviceBuffer& recv, const BenchSettings& settings,
                                   double timeout_s);
-  Result<std::vector<double>> TimeOperation(GroupComm& group, const Operation& op, const TimingPlan& timing);
+  Result<std::vector<double>> TimeOperation(GroupComm& group, const Operation& op,
+                                            const TimingPlan& timing);
   Status Abandon(GroupComm& group, const Status& why);
 
   Launcher& launcher_;
@@ -214,8 +220,9 @@ Status NcclCollectiveBench::AgreeOnDevice() {
   if (!failures.ok()) return failures.status();
   if (!local.ok()) return local;
   if (*failures > 0) {
-    return Status::Internal("another rank could not set up its GPU for NCCL (that rank's error says why); no "
-                            "communicator was made");
+    return Status::Internal(
+        "another rank could not set up its GPU for NCCL (that rank's error says why); no "
+        "communicator was made");
   }
   return Status::Ok();
 }
@@ -235,21 +242,26 @@ Result<ncclComm_t> NcclCollectiveBench::InitWorld() {
   } message{};
   Status made = Status::Ok();
   if (launcher_.Rank() == 0) {
-    made = CheckNccl(ncclGetUniqueId(&message.id), "ncclGetUniqueId(&message.id)", __FILE__, __LINE__);
+    made =
+        CheckNccl(ncclGetUniqueId(&message.id), "ncclGetUniqueId(&message.id)", __FILE__, __LINE__);
     message.failed = made.ok() ? 0 : 1;
   }
   LOOM_RETURN_IF_ERROR(launcher_.Broadcast(&message, static_cast<int64_t>(sizeof message), 0));
   if (!made.ok()) return made;
   if (message.failed != 0) {
-    return Status::Internal("rank 0 could not make NCCL's unique id (ncclGetUniqueId); rank 0's error says why");
+    return Status::Internal(
+        "rank 0 could not make NCCL's unique id (ncclGetUniqueId); rank 0's error says why");
   }
-  const std::string what = "NCCL's init of the world communicator (" + std::to_string(launcher_.Size()) + " ranks)";
+  const std::string what =
+      "NCCL's init of the world communicator (" + std::to_string(launcher_.Size()) + " ranks)";
   ncclComm_t world = nullptr;
   ncclConfig_t config = ConfigOf(/*blocking=*/false);
-  const NcclCall call =
-      LOOM_NCCL_CALL(ncclCommInitRankConfig(&world, launcher_.Size(), message.id, launcher_.Rank(), &config));
-  Status status = Failed(call) ? CheckNccl(call.code, call.text, __FILE__, call.line) : Status::Ok();
-  if (status.ok() && world == nullptr) status = Status::Internal(what + ": NCCL returned no communicator");
+  const NcclCall call = LOOM_NCCL_CALL(
+      ncclCommInitRankConfig(&world, launcher_.Size(), message.id, launcher_.Rank(), &config));
+  Status status =
+      Failed(call) ? CheckNccl(call.code, call.text, __FILE__, call.line) : Status::Ok();
+  if (status.ok() && world == nullptr)
+    status = Status::Internal(what + ": NCCL returned no communicator");
   if (status.ok()) status = WaitForComm(world, clock_, kInitTimeoutS, what);
   if (!status.ok()) return world == nullptr ? status : AbortAfter(world, status);
   return world;
@@ -267,10 +279,11 @@ Status NcclCollectiveBench::Split(ncclComm_t world, ProbeGroup group) {
                            std::to_string(child.membership.ranks) + " ranks)";
   ncclComm_t made = nullptr;
   ncclConfig_t config = ConfigOf(/*blocking=*/true);
-  const NcclCall call =
-      LOOM_NCCL_CALL(ncclCommSplit(world, child.membership.color, child.membership.key, &made, &config));
+  const NcclCall call = LOOM_NCCL_CALL(
+      ncclCommSplit(world, child.membership.color, child.membership.key, &made, &config));
   Status status = Failed(call) ? CheckNccl(call.code, call.text, __FILE__, call.line)
-                               : WaitForComm(world, clock_, kInitTimeoutS, what + " (waiting on the world communicator)");
+                               : WaitForComm(world, clock_, kInitTimeoutS,
+                                             what + " (waiting on the world communicator)");
   if (status.ok()) {
     child.comm = std::atomic_ref<ncclComm_t>(made).load(std::memory_order_acquire);
     if (child.comm == nullptr) status = Status::Internal(what + ": NCCL returned no communicator");
@@ -284,33 +297,40 @@ Status NcclCollectiveBench::Split(ncclComm_t world, ProbeGroup group) {
   return made == nullptr ? status : AbortAfter(made, status);
 }
 
-// Finalizes and destroys the blocking |comm|; the watchdog aborts it when finalizing does not finish
-// in time, and it is aborted when finalizing fails.
+// Finalizes and destroys the blocking |comm|; the watchdog aborts it when finalizing does not
+// finish in time, and it is aborted when finalizing fails.
 Status NcclCollectiveBench::CloseBlocking(ncclComm_t comm, const std::string& what) {
-  auto finalize = [comm] { return CheckNccl(ncclCommFinalize(comm), "ncclCommFinalize(comm)", __FILE__, __LINE__); };
-  auto abort = [comm] { return CheckNccl(ncclCommAbort(comm), "ncclCommAbort(comm)", __FILE__, __LINE__); };
+  auto finalize = [comm] {
+    return CheckNccl(ncclCommFinalize(comm), "ncclCommFinalize(comm)", __FILE__, __LINE__);
+  };
+  auto abort = [comm] {
+    return CheckNccl(ncclCommAbort(comm), "ncclCommAbort(comm)", __FILE__, __LINE__);
+  };
   LOOM_RETURN_IF_ERROR(RunOrAbort(watchdog_, kCloseTimeoutS, what, finalize, abort));
   LOOM_NCCL(ncclCommDestroy(comm));
   return Status::Ok();
 }
 
-Result<CollectiveTimes> NcclCollectiveBench::Time(const CollectivePoint& point, const BenchSettings& settings,
-                                                  double timeout_s) {
+Result<CollectiveTimes> NcclCollectiveBench::Time(const CollectivePoint& point,
+                                                  const BenchSettings& settings, double timeout_s) {
   const std::string name = GroupName(point.group);
   auto it = groups_.find(point.group);
   if (it == groups_.end()) {
-    return Status::InvalidArgument("no " + name + " communicator: the group was not among those the NCCL bench was "
-                                   "made for");
+    return Status::InvalidArgument(
+        "no " + name +
+        " communicator: the group was not among those the NCCL bench was "
+        "made for");
   }
   GroupComm& group = it->second;
   if (!wedged_.empty()) return Status::Unavailable(wedged_);
   if (group.comm == nullptr) return Status::Unavailable(group.gone);
   if (settings.repeats < 1 || settings.warmup < 0) {
     return Status::InvalidArgument("bench settings: repeats (" + std::to_string(settings.repeats) +
-                                   ") must be at least 1 and warmup (" + std::to_string(settings.warmup) +
-                                   ") at least 0");
+                                   ") must be at least 1 and warmup (" +
+                                   std::to_string(settings.warmup) + ") at least 0");
   }
-  Result<CollectiveBuffers> buffers = BuffersOf(point.collective, point.size_bytes, group.membership.ranks);
+  Result<CollectiveBuffers> buffers =
+      BuffersOf(point.collective, point.size_bytes, group.membership.ranks);
   if (!buffers.ok()) return buffers.status();
   LOOM_CUDA(cudaSetDevice(device_));
   DeviceBuffer send;
@@ -328,7 +348,8 @@ Result<CollectiveTimes> NcclCollectiveBench::Time(const CollectivePoint& point, 
 // recv_count), which in place holds both (as nccl-tests sizes it), and fills them with random fp32
 // values, different on every rank. settings.rotate_inputs is not used: nccl-tests does
 // not rotate a point's buffers either, and a collective is bound by links, not by the L2 cache.
-Status NcclCollectiveBench::Prepare(const CollectiveBuffers& buffers, DeviceBuffer& send, DeviceBuffer& recv) {
+Status NcclCollectiveBench::Prepare(const CollectiveBuffers& buffers, DeviceBuffer& send,
+                                    DeviceBuffer& recv) {
   const int64_t element_bytes = BytesPerElement(Dtype::kFp32);
   const int64_t recv_count = std::max(buffers.send_count, buffers.recv_count);
   Result<DeviceBuffer> send_memory = AllocateDevice(buffers.send_count * element_bytes);
@@ -345,12 +366,14 @@ Status NcclCollectiveBench::Prepare(const CollectiveBuffers& buffers, DeviceBuff
 
 // Out of place, then in place (nccl-tests' order).
 Result<CollectiveTimes> NcclCollectiveBench::Measure(GroupComm& group, const CollectivePoint& point,
-                                                     const CollectiveBuffers& buffers, const DeviceBuffer& send,
-                                                     const DeviceBuffer& recv, const BenchSettings& settings,
+                                                     const CollectiveBuffers& buffers,
+                                                     const DeviceBuffer& send,
+                                                     const DeviceBuffer& recv,
+                                                     const BenchSettings& settings,
                                                      double timeout_s) {
   const GroupMembership& m = group.membership;
-  TimingPlan timing{settings.warmup, settings.repeats, OperationsPerBatch(point.size_bytes), timeout_s,
-                          Describe(point, m, false)};
+  TimingPlan timing{settings.warmup, settings.repeats, OperationsPerBatch(point.size_bytes),
+                    timeout_s, Describe(point, m, false)};
   Operation op{point.collective, Floats(send), Floats(recv), buffers.count, m.key, m.ranks};
   CollectiveTimes times;
   Result<std::vector<double>> out = TimeOperation(group, op, timing);
@@ -368,10 +391,12 @@ Result<CollectiveTimes> NcclCollectiveBench::Measure(GroupComm& group, const Col
 // Times |op| on |group|'s communicator (TimeCollective says how). Once an operation was queued,
 // any failure leaves the communicator in an unknown state: TimeCollective has aborted it, and it
 // is abandoned.
-Result<std::vector<double>> NcclCollectiveBench::TimeOperation(GroupComm& group, const Operation& op,
+Result<std::vector<double>> NcclCollectiveBench::TimeOperation(GroupComm& group,
+                                                               const Operation& op,
                                                                const TimingPlan& timing) {
   EventChain events;
-  LOOM_RETURN_IF_ERROR(events.Create(timing.repeats + 1));  // nothing queued yet: the communicator is fine
+  LOOM_RETURN_IF_ERROR(
+      events.Create(timing.repeats + 1));  // nothing queued yet: the communicator is fine
   NcclQueue queue(group.comm, stream_, op, events);
   Result<std::vector<double>> times = TimeCollective(queue, watchdog_, timing);
   if (!times.ok()) return Abandon(group, times.status());
@@ -394,15 +419,16 @@ Status NcclCollectiveBench::Abandon(GroupComm& group, const Status& why) {
                                 ? "did not leave its stream within " +
                                       std::to_string(static_cast<int>(kDrainTimeoutS)) + " s"
                                 : "left its stream in error: " + drain.message();
-  wedged_ = "the GPU is wedged: the kernels of the " + name + " communicator, aborted after " + after + ", " +
-            stuck + "; no more points can be measured in this process: rerun loom probe --resume";
+  wedged_ = "the GPU is wedged: the kernels of the " + name + " communicator, aborted after " +
+            after + ", " + stuck +
+            "; no more points can be measured in this process: rerun loom probe --resume";
   return why.WithSuffix("; " + wedged_);
 }
 
 }  // namespace
 
-Result<std::unique_ptr<CollectiveBench>> MakeNcclCollectiveBench(Launcher& launcher, int device,
-                                                                 const std::vector<ProbeGroup>& groups) {
+Result<std::unique_ptr<CollectiveBench>> MakeNcclCollectiveBench(
+    Launcher& launcher, int device, const std::vector<ProbeGroup>& groups) {
   auto bench = std::make_unique<NcclCollectiveBench>(launcher, device);
   LOOM_RETURN_IF_ERROR(bench->Init(groups));
   return std::unique_ptr<CollectiveBench>(std::move(bench));

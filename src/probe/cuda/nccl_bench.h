@@ -28,8 +28,8 @@ namespace loom::cuda {
 // GPU only) leaves the others waiting until they miss the deadline and abort the group. When the
 // kernels of an aborted communicator do not leave the GPU, the GPU is wedged and every later
 // point, of any group, is Unavailable.
-Result<std::unique_ptr<CollectiveBench>> MakeNcclCollectiveBench(Launcher& launcher, int device,
-                                                                 const std::vector<ProbeGroup>& groups);
+Result<std::unique_ptr<CollectiveBench>> MakeNcclCollectiveBench(
+    Launcher& launcher, int device, const std::vector<ProbeGroup>& groups);
 
 // ncclGetVersion as "2.28.9"; "unknown (...)" with NCCL's error when it fails.
 std::string NcclVersionString();

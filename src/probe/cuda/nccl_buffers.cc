@@ -5,7 +5,8 @@ namespace loom::cuda {
 Result<CollectiveBuffers> BuffersOf(ProfiledCollective collective, int64_t size_bytes, int ranks) {
   const std::string name(kProfiledCollectiveNames.Name(collective));
   if (ranks < 1 || size_bytes < 1) {
-    return Status::InvalidArgument(name + " of " + std::to_string(size_bytes) + " B over " + std::to_string(ranks) +
+    return Status::InvalidArgument(name + " of " + std::to_string(size_bytes) + " B over " +
+                                   std::to_string(ranks) +
                                    " ranks: the size and the ranks must be at least 1");
   }
   const int64_t element_bytes = BytesPerElement(Dtype::kFp32);
@@ -35,9 +36,10 @@ Result<CollectiveBuffers> BuffersOf(ProfiledCollective collective, int64_t size_
       break;
   }
   if (b.count < 1) {
-    return Status::Unimplemented(name + " of " + std::to_string(size_bytes) + " B over " + std::to_string(ranks) +
-                                 " ranks: smaller than one fp32 element per rank; measure it from " +
-                                 std::to_string(least_bytes) + " B");
+    return Status::Unimplemented(
+        name + " of " + std::to_string(size_bytes) + " B over " + std::to_string(ranks) +
+        " ranks: smaller than one fp32 element per rank; measure it from " +
+        std::to_string(least_bytes) + " B");
   }
   b.bytes = element_bytes * std::max(b.send_count, b.recv_count);
   return b;
@@ -49,7 +51,8 @@ std::string DecodeNcclVersion(int version_code) {
   const bool wide = version_code >= 10000;
   const int major = wide ? version_code / 10000 : version_code / 1000;
   const int minor = wide ? version_code / 100 % 100 : version_code / 100 % 10;
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(version_code % 100);
+  return std::to_string(major) + "." + std::to_string(minor) + "." +
+         std::to_string(version_code % 100);
 }
 
 }  // namespace loom::cuda

@@ -6,8 +6,8 @@
 namespace loom::cuda {
 
 Status AsyncError(ncclComm_t comm, ncclResult_t code) {
-  return Status::Internal(std::string("NCCL reported an asynchronous error: ") + ncclGetErrorString(code) + ": " +
-                          ncclGetLastError(comm));
+  return Status::Internal(std::string("NCCL reported an asynchronous error: ") +
+                          ncclGetErrorString(code) + ": " + ncclGetLastError(comm));
 }
 
 namespace {
@@ -24,7 +24,8 @@ NcclCall EnqueueAllToAll(const Operation& op, ncclComm_t comm, cudaStream_t stre
   for (int peer = 0; peer < op.ranks && !Failed(result); ++peer) {
     const size_t offset = static_cast<size_t>(peer) * peer_bytes;
     result = LOOM_NCCL_CALL(ncclSend(send + offset, count, ncclFloat32, peer, comm, stream));
-    if (!Failed(result)) result = LOOM_NCCL_CALL(ncclRecv(recv + offset, count, ncclFloat32, peer, comm, stream));
+    if (!Failed(result))
+      result = LOOM_NCCL_CALL(ncclRecv(recv + offset, count, ncclFloat32, peer, comm, stream));
   }
   const NcclCall end = LOOM_NCCL_CALL(ncclGroupEnd());
   return Failed(result) ? result : end;
@@ -39,7 +40,8 @@ NcclCall EnqueueSendRecv(const Operation& op, ncclComm_t comm, cudaStream_t stre
   const int next = (op.key + 1) % op.ranks;
   const int previous = (op.key - 1 + op.ranks) % op.ranks;
   result = LOOM_NCCL_CALL(ncclSend(op.send, count, ncclFloat32, next, comm, stream));
-  if (!Failed(result)) result = LOOM_NCCL_CALL(ncclRecv(op.recv, count, ncclFloat32, previous, comm, stream));
+  if (!Failed(result))
+    result = LOOM_NCCL_CALL(ncclRecv(op.recv, count, ncclFloat32, previous, comm, stream));
   const NcclCall end = LOOM_NCCL_CALL(ncclGroupEnd());
   return Failed(result) ? result : end;
 }
@@ -50,13 +52,16 @@ NcclCall EnqueueOperation(const Operation& op, ncclComm_t comm, cudaStream_t str
   const size_t count = static_cast<size_t>(op.count);
   switch (op.collective) {
     case ProfiledCollective::kAllReduce:
-      return LOOM_NCCL_CALL(ncclAllReduce(op.send, op.recv, count, ncclFloat32, ncclSum, comm, stream));
+      return LOOM_NCCL_CALL(
+          ncclAllReduce(op.send, op.recv, count, ncclFloat32, ncclSum, comm, stream));
     case ProfiledCollective::kAllGather:
       return LOOM_NCCL_CALL(ncclAllGather(op.send, op.recv, count, ncclFloat32, comm, stream));
     case ProfiledCollective::kReduceScatter:
-      return LOOM_NCCL_CALL(ncclReduceScatter(op.send, op.recv, count, ncclFloat32, ncclSum, comm, stream));
+      return LOOM_NCCL_CALL(
+          ncclReduceScatter(op.send, op.recv, count, ncclFloat32, ncclSum, comm, stream));
     case ProfiledCollective::kBroadcast:
-      return LOOM_NCCL_CALL(ncclBroadcast(op.send, op.recv, count, ncclFloat32, /*root=*/0, comm, stream));
+      return LOOM_NCCL_CALL(
+          ncclBroadcast(op.send, op.recv, count, ncclFloat32, /*root=*/0, comm, stream));
     case ProfiledCollective::kAllToAll:
       return EnqueueAllToAll(op, comm, stream);
     case ProfiledCollective::kSendRecv:
@@ -72,16 +77,19 @@ Result<bool> Finished(cudaError_t query) {
     cudaGetLastError();
     return false;
   }
-  LOOM_RETURN_IF_ERROR(CheckCuda(query, "cudaEventQuery/cudaStreamQuery of the queued work", __FILE__, __LINE__));
+  LOOM_RETURN_IF_ERROR(
+      CheckCuda(query, "cudaEventQuery/cudaStreamQuery of the queued work", __FILE__, __LINE__));
   return true;
 }
 
 Status NcclQueue::Enqueue() {
   const NcclCall call = EnqueueOperation(op_, comm_, stream_);
   if (call.code != ncclInProgress) return CheckNccl(call.code, call.text, __FILE__, call.line);
-  return Status::Internal(std::string(call.text) + " returned ncclInProgress: the communicator is non-blocking, "
-                          "though loom makes the ones it times blocking; NCCL_COMM_BLOCKING=0 in the environment "
-                          "overrides that: unset it");
+  return Status::Internal(
+      std::string(call.text) +
+      " returned ncclInProgress: the communicator is non-blocking, "
+      "though loom makes the ones it times blocking; NCCL_COMM_BLOCKING=0 in the environment "
+      "overrides that: unset it");
 }
 
 Status NcclQueue::Mark(int64_t k) {
@@ -104,6 +112,8 @@ Result<double> NcclQueue::MicrosecondsBetween(int64_t from, int64_t to) {
   return 1000.0 * ms;
 }
 
-Status NcclQueue::Abort() { return CheckNccl(ncclCommAbort(comm_), "ncclCommAbort(comm)", __FILE__, __LINE__); }
+Status NcclQueue::Abort() {
+  return CheckNccl(ncclCommAbort(comm_), "ncclCommAbort(comm)", __FILE__, __LINE__);
+}
 
 }  // namespace loom::cuda

@@ -25,10 +25,14 @@ struct NcclCall {
   const char* text = "";
   int line = 0;
 };
-#define LOOM_NCCL_CALL(call) NcclCall{(call), #call, __LINE__}
+#define LOOM_NCCL_CALL(call) \
+  NcclCall { (call), #call, __LINE__ }
 
-// A non-blocking communicator returns ncclInProgress from calls whose work goes on in the background.
-inline bool Failed(const NcclCall& call) { return call.code != ncclSuccess && call.code != ncclInProgress; }
+// A non-blocking communicator returns ncclInProgress from calls whose work goes on in the
+// background.
+inline bool Failed(const NcclCall& call) {
+  return call.code != ncclSuccess && call.code != ncclInProgress;
+}
 
 // "NCCL reported an asynchronous error: <error>: <ncclGetLastError>" of |comm|.
 Status AsyncError(ncclComm_t comm, ncclResult_t code);

@@ -13,8 +13,8 @@
 
 #include "core/dtype.h"
 #include "probe/cuda/cuda_check.h"
-#include "probe/cuda/device_kernels.h"
 #include "probe/cuda/device_buffer.h"
+#include "probe/cuda/device_kernels.h"
 #include "probe/cuda/event_timer.h"
 #include "probe/cuda/sdpa_graph.h"
 #include "probe/cuda/sdpa_run.h"
@@ -23,13 +23,15 @@
 namespace loom::cuda {
 namespace {
 
-using Buffers = std::array<DeviceBuffer, kSdpaUidCount>;  // by uid; the tensors of the other pass stay empty
+using Buffers =
+    std::array<DeviceBuffer, kSdpaUidCount>;  // by uid; the tensors of the other pass stay empty
 
 // What one timed pass reads and writes.
 struct PassTensors {
   std::span<const SdpaUid> rotated;  // inputs, one copy per rotation set
   std::span<const SdpaUid> shared;   // outputs and scratch, one copy for every run
-  std::span<const SdpaUid> random;   // the rotated inputs filled with random numbers; the rest come from the forward
+  std::span<const SdpaUid>
+      random;  // the rotated inputs filled with random numbers; the rest come from the forward
 };
 constexpr SdpaUid kForwardRotated[] = {kQ, kK, kV};
 constexpr SdpaUid kForwardShared[] = {kO, kStats};
@@ -48,8 +50,8 @@ struct PassMemory {
 
 // The shared tensors and the workspace, then |count| rotation sets, fewer (at least one) when the
 // GPU runs out of memory: a shape that fits once is still timed, with less rotation.
-Result<PassMemory> AllocatePass(const PassTensors& pass, const SdpaTensorBytes& bytes, int64_t workspace_bytes,
-                                int64_t count) {
+Result<PassMemory> AllocatePass(const PassTensors& pass, const SdpaTensorBytes& bytes,
+                                int64_t workspace_bytes, int64_t count) {
   PassMemory memory;
   for (SdpaUid uid : pass.shared) {
     Result<DeviceBuffer> buffer = AllocateDevice(bytes[uid]);
@@ -63,7 +65,8 @@ Result<PassMemory> AllocatePass(const PassTensors& pass, const SdpaTensorBytes& 
     Buffers buffers;
     for (SdpaUid uid : pass.rotated) {
       Result<DeviceBuffer> buffer = AllocateDevice(bytes[uid]);
-      if (!buffer.ok() && set > 0 && buffer.status().code() == Status::Code::kResourceExhausted) return memory;
+      if (!buffer.ok() && set > 0 && buffer.status().code() == Status::Code::kResourceExhausted)
+        return memory;
       if (!buffer.ok()) return buffer.status();
       buffers[uid] = std::move(buffer).value();
     }
@@ -74,8 +77,8 @@ Result<PassMemory> AllocatePass(const PassTensors& pass, const SdpaTensorBytes& 
 
 // The variant pack of |plan| for rotation set |set|: the set's own copy of a rotated input, else
 // the shared tensor; the by-value scalars point at |scalars|.
-Result<BackendDescriptor> MakeVariantPack(const ExecutionPlan& plan, const PassMemory& memory, size_t set,
-                                          SdpaScalars& scalars) {
+Result<BackendDescriptor> MakeVariantPack(const ExecutionPlan& plan, const PassMemory& memory,
+                                          size_t set, SdpaScalars& scalars) {
   SdpaAddresses addresses{};
   for (size_t uid = 0; uid < kSdpaUidCount; ++uid) {
     void* own = memory.sets[set][uid].get();
@@ -84,7 +87,8 @@ Result<BackendDescriptor> MakeVariantPack(const ExecutionPlan& plan, const PassM
   return MakeSdpaVariantPack(plan, addresses, memory.workspace.get(), scalars);
 }
 
-Result<std::vector<BackendDescriptor>> MakeVariantPacks(const ExecutionPlan& plan, const PassMemory& memory,
+Result<std::vector<BackendDescriptor>> MakeVariantPacks(const ExecutionPlan& plan,
+                                                        const PassMemory& memory,
                                                         SdpaScalars& scalars) {
   std::vector<BackendDescriptor> packs;
   for (size_t set = 0; set < memory.sets.size(); ++set) {
@@ -97,33 +101,40 @@ Result<std::vector<BackendDescriptor>> MakeVariantPacks(const ExecutionPlan& pla
 
 class CudnnSdpaBench final : public SdpaBench {
  public:
-  CudnnSdpaBench(CudnnHandle handle, cudaStream_t stream) : handle_(std::move(handle)), stream_(stream) {}
+  CudnnSdpaBench(CudnnHandle handle, cudaStream_t stream)
+      : handle_(std::move(handle)), stream_(stream) {}
 
-  Result<std::vector<double>> Time(const AttentionShape& shape, const BenchSettings& settings) override;
+  Result<std::vector<double>> Time(const AttentionShape& shape,
+                                   const BenchSettings& settings) override;
 
  private:
   // The pass's memory with enough rotation sets to exceed the L2 (settings.rotate_inputs), its
   // random inputs filled.
-  Result<PassMemory> Prepare(const AttentionShape& shape, const BenchSettings& settings, const PassTensors& pass,
-                             int64_t workspace_bytes);
-  Result<std::vector<double>> Run(const ExecutionPlan& plan, const std::vector<BackendDescriptor>& packs,
+  Result<PassMemory> Prepare(const AttentionShape& shape, const BenchSettings& settings,
+                             const PassTensors& pass, int64_t workspace_bytes);
+  Result<std::vector<double>> Run(const ExecutionPlan& plan,
+                                  const std::vector<BackendDescriptor>& packs,
                                   const BenchSettings& settings);
-  Result<std::vector<double>> TimeForward(const AttentionShape& shape, const BenchSettings& settings);
-  Result<std::vector<double>> TimeBackward(const AttentionShape& shape, const BenchSettings& settings);
+  Result<std::vector<double>> TimeForward(const AttentionShape& shape,
+                                          const BenchSettings& settings);
+  Result<std::vector<double>> TimeBackward(const AttentionShape& shape,
+                                           const BenchSettings& settings);
 
   CudnnHandle handle_;
   cudaStream_t stream_;
   SdpaScalars scalars_;
 };
 
-Result<std::vector<double>> CudnnSdpaBench::Time(const AttentionShape& shape, const BenchSettings& settings) {
+Result<std::vector<double>> CudnnSdpaBench::Time(const AttentionShape& shape,
+                                                 const BenchSettings& settings) {
   LOOM_RETURN_IF_ERROR(CheckSdpaShape(shape));
   scalars_ = SdpaScalarsOf(shape);
   return shape.backward ? TimeBackward(shape, settings) : TimeForward(shape, settings);
 }
 
-Result<PassMemory> CudnnSdpaBench::Prepare(const AttentionShape& shape, const BenchSettings& settings,
-                                           const PassTensors& pass, int64_t workspace_bytes) {
+Result<PassMemory> CudnnSdpaBench::Prepare(const AttentionShape& shape,
+                                           const BenchSettings& settings, const PassTensors& pass,
+                                           int64_t workspace_bytes) {
   const SdpaTensorBytes bytes = SdpaTensorBytesOf(shape);
   int64_t bytes_per_set = 0;
   for (SdpaUid uid : pass.rotated) bytes_per_set += bytes[uid];
@@ -136,15 +147,16 @@ Result<PassMemory> CudnnSdpaBench::Prepare(const AttentionShape& shape, const Be
   for (size_t set = 0; set < memory->sets.size(); ++set) {
     for (SdpaUid uid : pass.random) {
       const uint64_t seed = set * kSdpaUidCount + static_cast<uint64_t>(uid);
-      LOOM_CUDA(FillRandom(memory->sets[set][uid].get(), bytes[uid] / BytesPerElement(shape.dtype), shape.dtype,
-                           seed, stream_));
+      LOOM_CUDA(FillRandom(memory->sets[set][uid].get(), bytes[uid] / BytesPerElement(shape.dtype),
+                           shape.dtype, seed, stream_));
     }
   }
   return memory;
 }
 
 // Times |plan|, run i on rotation set i % packs.size().
-Result<std::vector<double>> CudnnSdpaBench::Run(const ExecutionPlan& plan, const std::vector<BackendDescriptor>& packs,
+Result<std::vector<double>> CudnnSdpaBench::Run(const ExecutionPlan& plan,
+                                                const std::vector<BackendDescriptor>& packs,
                                                 const BenchSettings& settings) {
   const auto launch = [&](int64_t i) -> Status {
     return ExecuteSdpa(handle_.get(), plan, packs[static_cast<size_t>(i) % packs.size()]);
@@ -152,19 +164,22 @@ Result<std::vector<double>> CudnnSdpaBench::Run(const ExecutionPlan& plan, const
   return TimeOnStream(stream_, launch, settings);
 }
 
-Result<std::vector<double>> CudnnSdpaBench::TimeForward(const AttentionShape& shape, const BenchSettings& settings) {
+Result<std::vector<double>> CudnnSdpaBench::TimeForward(const AttentionShape& shape,
+                                                        const BenchSettings& settings) {
   Result<ExecutionPlan> plan = PlanSdpaForward(handle_.get(), shape);
   if (!plan.ok()) return plan.status();
   Result<PassMemory> memory = Prepare(shape, settings, kForwardPass, plan->workspace_bytes);
   if (!memory.ok()) return memory.status();
-  Result<std::vector<BackendDescriptor>> packs = MakeVariantPacks(plan.value(), memory.value(), scalars_);
+  Result<std::vector<BackendDescriptor>> packs =
+      MakeVariantPacks(plan.value(), memory.value(), scalars_);
   if (!packs.ok()) return packs.status();
   return Run(plan.value(), packs.value(), settings);
 }
 
 // Each rotation set's O and stats come from an untimed forward of its Q, K and V, so that the
 // backward recomputes the probabilities the forward had (random stats would make them overflow).
-Result<std::vector<double>> CudnnSdpaBench::TimeBackward(const AttentionShape& shape, const BenchSettings& settings) {
+Result<std::vector<double>> CudnnSdpaBench::TimeBackward(const AttentionShape& shape,
+                                                         const BenchSettings& settings) {
   Result<ExecutionPlan> forward = PlanSdpaForward(handle_.get(), shape);
   if (!forward.ok()) return forward.status();
   Result<ExecutionPlan> backward = PlanSdpaBackward(handle_.get(), shape);
@@ -172,12 +187,14 @@ Result<std::vector<double>> CudnnSdpaBench::TimeBackward(const AttentionShape& s
   const int64_t workspace_bytes = std::max(forward->workspace_bytes, backward->workspace_bytes);
   Result<PassMemory> memory = Prepare(shape, settings, kBackwardPass, workspace_bytes);
   if (!memory.ok()) return memory.status();
-  Result<std::vector<BackendDescriptor>> forward_packs = MakeVariantPacks(forward.value(), memory.value(), scalars_);
+  Result<std::vector<BackendDescriptor>> forward_packs =
+      MakeVariantPacks(forward.value(), memory.value(), scalars_);
   if (!forward_packs.ok()) return forward_packs.status();
   for (const BackendDescriptor& pack : forward_packs.value()) {
     LOOM_RETURN_IF_ERROR(ExecuteSdpa(handle_.get(), forward.value(), pack));
   }
-  Result<std::vector<BackendDescriptor>> packs = MakeVariantPacks(backward.value(), memory.value(), scalars_);
+  Result<std::vector<BackendDescriptor>> packs =
+      MakeVariantPacks(backward.value(), memory.value(), scalars_);
   if (!packs.ok()) return packs.status();
   return Run(backward.value(), packs.value(), settings);
 }
@@ -193,6 +210,8 @@ Result<std::unique_ptr<SdpaBench>> SdpaBench::Create(cudaStream_t stream) {
   return bench;
 }
 
-std::string CudnnVersionString() { return CudnnVersionName(static_cast<int64_t>(cudnnGetVersion())); }
+std::string CudnnVersionString() {
+  return CudnnVersionName(static_cast<int64_t>(cudnnGetVersion()));
+}
 
 }  // namespace loom::cuda

@@ -29,7 +29,8 @@ class SdpaBench {
   // version has a known bug for it (CheckCudnnSdpaSupport), naming why; Unavailable when cuDNN
   // cannot load a library it needs, naming the library path to fix; ResourceExhausted when its
   // tensors or workspace do not fit.
-  virtual Result<std::vector<double>> Time(const AttentionShape& shape, const BenchSettings& settings) = 0;
+  virtual Result<std::vector<double>> Time(const AttentionShape& shape,
+                                           const BenchSettings& settings) = 0;
 };
 
 // cudnnGetVersion as "9.19.0".

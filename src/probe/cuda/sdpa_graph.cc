@@ -42,16 +42,22 @@ struct Layout {
 // [b, h, s, d] over memory laid out [b, s, h, d] (BSHD), the layout of Q, K, V, O and their
 // gradients; cuDNN runs BHSD and BSHD alike (cuDNN frontend developer guide, Attention, support
 // matrix), and the last stride must be 1.
-Layout Bshd(int64_t b, int64_t h, int64_t s, int64_t d) { return {{b, h, s, d}, {s * h * d, d, h * d, 1}}; }
+Layout Bshd(int64_t b, int64_t h, int64_t s, int64_t d) {
+  return {{b, h, s, d}, {s * h * d, d, h * d, 1}};
+}
 
 // [b, h, d, s], the transpose of a BSHD tensor: the backend takes K^T (and, in the backward, V^T)
-// where the frontend takes K and V (CompositeSDPANode: "cuDNN backend API attention requires Q, KT, V").
+// where the frontend takes K and V (CompositeSDPANode: "cuDNN backend API attention requires Q, KT,
+// V").
 Layout BshdTransposed(int64_t b, int64_t h, int64_t s, int64_t d) {
   return {{b, h, d, s}, {s * h * d, d, 1, h * d}};
 }
 
-// [b, h, r, c] packed row-major: the scores (c = s_kv), per-row statistics (c = 1), dQ's accumulator.
-Layout Packed(int64_t b, int64_t h, int64_t r, int64_t c) { return {{b, h, r, c}, {h * r * c, r * c, c, 1}}; }
+// [b, h, r, c] packed row-major: the scores (c = s_kv), per-row statistics (c = 1), dQ's
+// accumulator.
+Layout Packed(int64_t b, int64_t h, int64_t r, int64_t c) {
+  return {{b, h, r, c}, {h * r * c, r * c, c, 1}};
+}
 
 // [b, h, c, r], the transpose of a Packed(b, h, r, c) tensor.
 Layout PackedTransposed(int64_t b, int64_t h, int64_t r, int64_t c) {
@@ -69,15 +75,16 @@ AttentionDims DimsOf(const AttentionShape& s) {
 
 // "b=2 h=32 h_kv=8 s_q=4096 s_kv=4096 d_qk=128 d_v=128 causal bf16".
 std::string Describe(const AttentionShape& s) {
-  return "b=" + std::to_string(s.batch) + " h=" + std::to_string(s.heads) + " h_kv=" + std::to_string(s.kv_heads) +
-         " s_q=" + std::to_string(s.seq_q) + " s_kv=" + std::to_string(s.seq_kv) + " d_qk=" +
-         std::to_string(s.head_dim_qk) + " d_v=" + std::to_string(s.head_dim_v) + (s.causal ? " causal " : " full ") +
+  return "b=" + std::to_string(s.batch) + " h=" + std::to_string(s.heads) +
+         " h_kv=" + std::to_string(s.kv_heads) + " s_q=" + std::to_string(s.seq_q) +
+         " s_kv=" + std::to_string(s.seq_kv) + " d_qk=" + std::to_string(s.head_dim_qk) +
+         " d_v=" + std::to_string(s.head_dim_v) + (s.causal ? " causal " : " full ") +
          std::string(kDtypeNames.Name(s.dtype));
 }
 
-// cuDNN 9.8 made the graph's handle optional and 9.19 deprecates the attribute; cudnn-frontend still
-// sets it when it has a handle (cudnn_frontend_OperationGraph.h), as here, so that the graph is
-// planned for the handle's device.
+// cuDNN 9.8 made the graph's handle optional and 9.19 deprecates the attribute; cudnn-frontend
+// still sets it when it has a handle (cudnn_frontend_OperationGraph.h), as here, so that the graph
+// is planned for the handle's device.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 constexpr cudnnBackendAttributeName_t kOperationGraphHandle = CUDNN_ATTR_OPERATIONGRAPH_HANDLE;
@@ -88,15 +95,16 @@ constexpr cudnnBackendAttributeName_t kOperationGraphHandle = CUDNN_ATTR_OPERATI
 // first failure that says a library did not load (Unavailable: that engine might have run with
 // it), else the first config's failure; either names cuDNN's reason.
 Result<BackendDescriptor> FirstPlan(const std::vector<Desc>& configs) {
-  Status first_failure = Status::Unimplemented("cuDNN's heuristics (CUDNN_HEUR_MODE_A) offered no engine config");
+  Status first_failure =
+      Status::Unimplemented("cuDNN's heuristics (CUDNN_HEUR_MODE_A) offered no engine config");
   for (size_t i = 0; i < configs.size(); ++i) {
     Result<BackendDescriptor> plan = MakeDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     if (!plan.ok()) return plan.status();
     Status finalized = SetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs[i]);
     if (finalized.ok()) {
-      finalized = CheckCudnn(cudnnBackendFinalize(plan->get()), "cudnnBackendFinalize(execution plan)", __FILE__,
-                             __LINE__);
+      finalized = CheckCudnn(cudnnBackendFinalize(plan->get()),
+                             "cudnnBackendFinalize(execution plan)", __FILE__, __LINE__);
     }
     if (finalized.ok()) return plan;
     const bool first_unavailable = finalized.code() == Status::Code::kUnavailable &&
@@ -118,9 +126,13 @@ struct PointwiseMath {
 class GraphBuilder {
  public:
   // A tensor in device memory, which the variant pack gives an address by |uid|.
-  Desc Tensor(SdpaUid uid, const Layout& layout, cudnnDataType_t type) { return Add(uid, layout, type, false, false); }
+  Desc Tensor(SdpaUid uid, const Layout& layout, cudnnDataType_t type) {
+    return Add(uid, layout, type, false, false);
+  }
   // An fp32 scalar that cuDNN reads by value from host memory at each launch.
-  Desc Scalar(SdpaUid uid) { return Add(uid, {{1, 1, 1, 1}, {1, 1, 1, 1}}, CUDNN_DATA_FLOAT, false, true); }
+  Desc Scalar(SdpaUid uid) {
+    return Add(uid, {{1, 1, 1, 1}, {1, 1, 1, 1}}, CUDNN_DATA_FLOAT, false, true);
+  }
   // A tensor that exists only inside the fused kernel.
   Desc Virtual(const Layout& layout, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
     return Add(next_virtual_uid_++, layout, type, true, false);
@@ -128,11 +140,13 @@ class GraphBuilder {
 
   // y = mode(inputs), the inputs being the X, B and T operands in that order (T: BINARY_SELECT's
   // condition); into |y|, or into a new virtual tensor that it returns.
-  void PointwiseInto(cudnnPointwiseMode_t mode, std::initializer_list<Desc> inputs, Desc y, PointwiseMath math = {}) {
+  void PointwiseInto(cudnnPointwiseMode_t mode, std::initializer_list<Desc> inputs, Desc y,
+                     PointwiseMath math = {}) {
     if (status_.ok()) status_ = AddPointwise(mode, inputs, y, math);
   }
-  Desc Pointwise(cudnnPointwiseMode_t mode, std::initializer_list<Desc> inputs, const Layout& layout,
-                 cudnnDataType_t type = CUDNN_DATA_FLOAT, PointwiseMath math = {}) {
+  Desc Pointwise(cudnnPointwiseMode_t mode, std::initializer_list<Desc> inputs,
+                 const Layout& layout, cudnnDataType_t type = CUDNN_DATA_FLOAT,
+                 PointwiseMath math = {}) {
     Desc y = Virtual(layout, type);
     PointwiseInto(mode, inputs, y, math);
     return y;
@@ -147,8 +161,8 @@ class GraphBuilder {
     MatmulInto(a, b, c);
     return c;
   }
-  // y = op of x over every dimension where y is smaller: to 1 (a row max or sum), or from h heads to
-  // h_kv (the sum over the query heads sharing a K/V head).
+  // y = op of x over every dimension where y is smaller: to 1 (a row max or sum), or from h heads
+  // to h_kv (the sum over the query heads sharing a K/V head).
   void ReduceInto(cudnnReduceTensorOp_t op, Desc x, Desc y) {
     if (status_.ok()) status_ = AddReduction(op, x, y);
   }
@@ -170,9 +184,10 @@ class GraphBuilder {
 
  private:
   Desc Add(int64_t uid, const Layout& layout, cudnnDataType_t type, bool is_virtual, bool by_value);
-  Status MakeTensor(int64_t uid, const Layout& layout, cudnnDataType_t type, bool is_virtual, bool by_value,
-                    Desc* tensor);
-  Status AddPointwise(cudnnPointwiseMode_t mode, std::initializer_list<Desc> inputs, Desc y, PointwiseMath math);
+  Status MakeTensor(int64_t uid, const Layout& layout, cudnnDataType_t type, bool is_virtual,
+                    bool by_value, Desc* tensor);
+  Status AddPointwise(cudnnPointwiseMode_t mode, std::initializer_list<Desc> inputs, Desc y,
+                      PointwiseMath math);
   Status AddMatmul(Desc a, Desc b, Desc c);
   Status AddReduction(cudnnReduceTensorOp_t op, Desc x, Desc y);
   Status AddReshape(Desc x, Desc y);
@@ -189,57 +204,76 @@ class GraphBuilder {
   int64_t next_virtual_uid_ = 1000;  // above every SdpaUid
 };
 
-Desc GraphBuilder::Add(int64_t uid, const Layout& layout, cudnnDataType_t type, bool is_virtual, bool by_value) {
+Desc GraphBuilder::Add(int64_t uid, const Layout& layout, cudnnDataType_t type, bool is_virtual,
+                       bool by_value) {
   Desc tensor = nullptr;
   if (status_.ok()) status_ = MakeTensor(uid, layout, type, is_virtual, by_value, &tensor);
   if (status_.ok() && !is_virtual) uids_.push_back(uid);
   return status_.ok() ? tensor : nullptr;
 }
 
-Status GraphBuilder::MakeTensor(int64_t uid, const Layout& layout, cudnnDataType_t type, bool is_virtual,
-                                bool by_value, Desc* tensor) {
+Status GraphBuilder::MakeTensor(int64_t uid, const Layout& layout, cudnnDataType_t type,
+                                bool is_virtual, bool by_value, Desc* tensor) {
   const int64_t alignment = 16;  // bytes: cudnn-frontend's default for every tensor
   const bool yes = true;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, tensor));
-  LOOM_RETURN_IF_ERROR(SetAttribute(*tensor, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-  LOOM_RETURN_IF_ERROR(SetAttribute(*tensor, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
-  LOOM_RETURN_IF_ERROR(SetAttribute(*tensor, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, layout.dims.data()));
-  LOOM_RETURN_IF_ERROR(SetAttribute(*tensor, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, layout.strides.data()));
-  LOOM_RETURN_IF_ERROR(SetAttribute(*tensor, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment));
-  if (is_virtual) LOOM_RETURN_IF_ERROR(SetAttribute(*tensor, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes));
-  if (by_value) LOOM_RETURN_IF_ERROR(SetAttribute(*tensor, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(*tensor, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(*tensor, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(*tensor, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, layout.dims.data()));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(*tensor, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, layout.strides.data()));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(*tensor, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment));
+  if (is_virtual)
+    LOOM_RETURN_IF_ERROR(
+        SetAttribute(*tensor, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes));
+  if (by_value)
+    LOOM_RETURN_IF_ERROR(
+        SetAttribute(*tensor, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &yes));
   LOOM_CUDNN(cudnnBackendFinalize(*tensor));
   return Status::Ok();
 }
 
-Status GraphBuilder::AddPointwise(cudnnPointwiseMode_t mode, std::initializer_list<Desc> inputs, Desc y,
-                                  PointwiseMath math) {
+Status GraphBuilder::AddPointwise(cudnnPointwiseMode_t mode, std::initializer_list<Desc> inputs,
+                                  Desc y, PointwiseMath math) {
   static constexpr std::array<cudnnBackendAttributeName_t, 3> kOperands = {
-      CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_ATTR_OPERATION_POINTWISE_TDESC};
-  // The operands' scales: the fusion engines take only 1 (cuDNN developer guide, Graph API, "Pointwise"
-  // constraints), and cudnn-frontend always sets them (cudnn_frontend_Operation.h, build_pointwise_op).
+      CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+      CUDNN_ATTR_OPERATION_POINTWISE_TDESC};
+  // The operands' scales: the fusion engines take only 1 (cuDNN developer guide, Graph API,
+  // "Pointwise" constraints), and cudnn-frontend always sets them (cudnn_frontend_Operation.h,
+  // build_pointwise_op).
   const float alpha = 1.0f;
-  if (inputs.size() < 1 || inputs.size() > kOperands.size()) return Status::Internal("pointwise with 1 to 3 inputs");
+  if (inputs.size() < 1 || inputs.size() > kOperands.size())
+    return Status::Internal("pointwise with 1 to 3 inputs");
   Desc descriptor = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &descriptor));
-  LOOM_RETURN_IF_ERROR(SetAttribute(descriptor, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
   LOOM_RETURN_IF_ERROR(
-      SetAttribute(descriptor, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &math.precision));
+      SetAttribute(descriptor, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
+  LOOM_RETURN_IF_ERROR(SetAttribute(descriptor, CUDNN_ATTR_POINTWISE_MATH_PREC,
+                                    CUDNN_TYPE_DATA_TYPE, 1, &math.precision));
   if (math.axis >= 0) {
-    LOOM_RETURN_IF_ERROR(SetAttribute(descriptor, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &math.axis));
+    LOOM_RETURN_IF_ERROR(
+        SetAttribute(descriptor, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &math.axis));
   }
   LOOM_CUDNN(cudnnBackendFinalize(descriptor));
   Desc op = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, &op));
-  LOOM_RETURN_IF_ERROR(
-      SetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descriptor));
+  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descriptor));
   size_t operand = 0;
   for (Desc input : inputs) {
-    LOOM_RETURN_IF_ERROR(SetAttribute(op, kOperands[operand++], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &input));
+    LOOM_RETURN_IF_ERROR(
+        SetAttribute(op, kOperands[operand++], CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &input));
   }
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &alpha));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(op, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_FLOAT, 1, &alpha));
   return Append(op);
 }
 
@@ -247,15 +281,19 @@ Status GraphBuilder::AddMatmul(Desc a, Desc b, Desc c) {
   const cudnnDataType_t accumulate = CUDNN_DATA_FLOAT;
   Desc descriptor = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR, &descriptor));
-  LOOM_RETURN_IF_ERROR(SetAttribute(descriptor, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &accumulate));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(descriptor, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &accumulate));
   LOOM_CUDNN(cudnnBackendFinalize(descriptor));
   Desc op = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &op));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c));
   LOOM_RETURN_IF_ERROR(
-      SetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descriptor));
+      SetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c));
+  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_MATMUL_DESC,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descriptor));
   return Append(op);
 }
 
@@ -263,24 +301,29 @@ Status GraphBuilder::AddReduction(cudnnReduceTensorOp_t op_type, Desc x, Desc y)
   const cudnnDataType_t accumulate = CUDNN_DATA_FLOAT;
   Desc descriptor = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, &descriptor));
-  LOOM_RETURN_IF_ERROR(
-      SetAttribute(descriptor, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &op_type));
-  LOOM_RETURN_IF_ERROR(SetAttribute(descriptor, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &accumulate));
+  LOOM_RETURN_IF_ERROR(SetAttribute(descriptor, CUDNN_ATTR_REDUCTION_OPERATOR,
+                                    CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &op_type));
+  LOOM_RETURN_IF_ERROR(SetAttribute(descriptor, CUDNN_ATTR_REDUCTION_COMP_TYPE,
+                                    CUDNN_TYPE_DATA_TYPE, 1, &accumulate));
   LOOM_CUDNN(cudnnBackendFinalize(descriptor));
   Desc op = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, &op));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
   LOOM_RETURN_IF_ERROR(
-      SetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descriptor));
+      SetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &descriptor));
   return Append(op);
 }
 
 Status GraphBuilder::AddReshape(Desc x, Desc y) {
   Desc op = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, &op));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-  LOOM_RETURN_IF_ERROR(SetAttribute(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
+  LOOM_RETURN_IF_ERROR(
+      SetAttribute(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
   return Append(op);
 }
 
@@ -304,27 +347,31 @@ Status GraphBuilder::MakeGraphAndConfigs(cudnnHandle_t handle, std::vector<Desc>
   const int64_t operation_count = static_cast<int64_t>(operations_.size());
   Desc graph = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
-  LOOM_RETURN_IF_ERROR(SetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                    operation_count, operations_.data()));
+  LOOM_RETURN_IF_ERROR(SetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, operation_count,
+                                    operations_.data()));
   LOOM_RETURN_IF_ERROR(SetAttribute(graph, kOperationGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle));
   LOOM_CUDNN(cudnnBackendFinalize(graph));
   Desc heuristics = nullptr;
   LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heuristics));
+  LOOM_RETURN_IF_ERROR(SetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
   LOOM_RETURN_IF_ERROR(
-      SetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph));
-  LOOM_RETURN_IF_ERROR(SetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
+      SetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
   LOOM_CUDNN(cudnnBackendFinalize(heuristics));
   // How many configs there are (a query for 0 elements), then that many created, unfinalized
   // config descriptors for cuDNN to fill (cudnn_frontend_Heuristics.h does the same).
   int64_t count = 0;
-  LOOM_CUDNN(cudnnBackendGetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                      &count, nullptr));
+  LOOM_CUDNN(cudnnBackendGetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
   configs->assign(static_cast<size_t>(std::max<int64_t>(count, 0)), nullptr);
-  for (Desc& config : *configs) LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &config));
+  for (Desc& config : *configs)
+    LOOM_RETURN_IF_ERROR(Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &config));
   if (configs->empty()) return Status::Ok();
   int64_t returned = 0;
-  LOOM_CUDNN(cudnnBackendGetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
-                                      &returned, configs->data()));
+  LOOM_CUDNN(cudnnBackendGetAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
+                                      configs->data()));
   configs->resize(static_cast<size_t>(std::clamp<int64_t>(returned, 0, count)));
   return Status::Ok();
 }
@@ -337,21 +384,26 @@ Result<ExecutionPlan> GraphBuilder::Finish(cudnnHandle_t handle) && {
   if (!plan.ok()) return plan.status();
   int64_t workspace_bytes = 0;
   int64_t count = 0;
-  LOOM_CUDNN(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                      &count, &workspace_bytes));
-  return ExecutionPlan{std::move(owned_), std::move(plan).value(), std::move(uids_), workspace_bytes};
+  LOOM_CUDNN(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                      CUDNN_TYPE_INT64, 1, &count, &workspace_bytes));
+  return ExecutionPlan{std::move(owned_), std::move(plan).value(), std::move(uids_),
+                       workspace_bytes};
 }
 
 // Keeps score (i, j) where i >= j, query i seeing keys 0..i, and sets the rest to -inf before the
-// softmax: cudnn-frontend's diagonal-band mask with right bound 0, aligned top-left (set_causal_mask),
-// as CompositeDiagonalBandMaskNode lowers it for cuDNN < 9.21. Returns the masked scores.
+// softmax: cudnn-frontend's diagonal-band mask with right bound 0, aligned top-left
+// (set_causal_mask), as CompositeDiagonalBandMaskNode lowers it for cuDNN < 9.21. Returns the
+// masked scores.
 Desc AddCausalMask(GraphBuilder& g, Desc scores, const Layout& layout) {
-  Desc row = g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, {scores}, layout, CUDNN_DATA_INT32, {.axis = 2});
-  Desc column = g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, {scores}, layout, CUDNN_DATA_INT32, {.axis = 3});
+  Desc row =
+      g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, {scores}, layout, CUDNN_DATA_INT32, {.axis = 2});
+  Desc column =
+      g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, {scores}, layout, CUDNN_DATA_INT32, {.axis = 3});
   Desc keep = g.Pointwise(CUDNN_POINTWISE_CMP_GE, {row, column}, layout, CUDNN_DATA_BOOLEAN,
                           {.precision = CUDNN_DATA_BOOLEAN});
   // BINARY_SELECT: y = t ? x : b.
-  return g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, {scores, g.Scalar(kNegativeInfinity), keep}, layout);
+  return g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, {scores, g.Scalar(kNegativeInfinity), keep},
+                     layout);
 }
 
 // O = softmax(scale * Q K^T [masked]) V, and stats = the softmax's log-sum-exp per query row
@@ -398,7 +450,8 @@ Desc AddSoftmaxSum(GraphBuilder& g, Desc d_o, Desc o, const AttentionDims& n) {
 }
 
 // P = exp(scale * Q K^T - stats) [masked]: the forward's probabilities, recomputed from its stats.
-Desc AddProbabilities(GraphBuilder& g, Desc q, Desc k_t, Desc stats, Desc scale, bool causal, const Layout& scores) {
+Desc AddProbabilities(GraphBuilder& g, Desc q, Desc k_t, Desc stats, Desc scale, bool causal,
+                      const Layout& scores) {
   Desc s = g.Matmul(q, k_t, scores);
   s = g.Pointwise(CUDNN_POINTWISE_MUL, {s, scale}, scores);
   s = g.Pointwise(CUDNN_POINTWISE_SUB, {s, stats}, scores);
@@ -406,11 +459,11 @@ Desc AddProbabilities(GraphBuilder& g, Desc q, Desc k_t, Desc stats, Desc scale,
   return g.Pointwise(CUDNN_POINTWISE_EXP, {s}, scores);
 }
 
-// The gradient of K or V, |uid| ([b, h_kv, s_kv, d] BSHD) = x^T y, with x [b, h, s_q, s_kv] (dS or P)
-// and y [b, h, s_q, d] (Q or dO). With GQA the product has h heads, summed over each group of
-// h / h_kv query heads that share a K/V head (CompositeSDPABackwardNode, "red_dK_head").
-void AddKeyValueGradient(GraphBuilder& g, Desc x, Desc y, SdpaUid uid, const AttentionDims& n, int64_t d,
-                         cudnnDataType_t io) {
+// The gradient of K or V, |uid| ([b, h_kv, s_kv, d] BSHD) = x^T y, with x [b, h, s_q, s_kv] (dS or
+// P) and y [b, h, s_q, d] (Q or dO). With GQA the product has h heads, summed over each group of h
+// / h_kv query heads that share a K/V head (CompositeSDPABackwardNode, "red_dK_head").
+void AddKeyValueGradient(GraphBuilder& g, Desc x, Desc y, SdpaUid uid, const AttentionDims& n,
+                         int64_t d, cudnnDataType_t io) {
   Desc x_t = g.Reshape(x, PackedTransposed(n.b, n.h, n.sq, n.skv), io);
   Desc gradient = g.Tensor(uid, Bshd(n.b, n.hk, n.skv, d), io);
   if (n.h == n.hk) {
@@ -424,7 +477,8 @@ void AddKeyValueGradient(GraphBuilder& g, Desc x, Desc y, SdpaUid uid, const Att
 // dQ = dS K, accumulated in fp32 in memory and converted to the I/O type by an identity
 // (CompositeSDPABackwardNode, "matmul_dS_K" into dQ_accum, then "identity_dQ"). K is K^T reshaped
 // back; cudnn-frontend leaves that virtual tensor in the intermediate type, fp32.
-void AddQueryGradient(GraphBuilder& g, Desc d_s, Desc k_t, const AttentionDims& n, cudnnDataType_t io) {
+void AddQueryGradient(GraphBuilder& g, Desc d_s, Desc k_t, const AttentionDims& n,
+                      cudnnDataType_t io) {
   Desc k = g.Reshape(k_t, Bshd(n.b, n.hk, n.skv, n.dqk), CUDNN_DATA_FLOAT);
   Desc accumulator = g.Tensor(kDQAccum, Packed(n.b, n.h, n.sq, n.dqk), CUDNN_DATA_FLOAT);
   g.MatmulInto(d_s, k, accumulator);
@@ -457,7 +511,8 @@ void AddBackward(GraphBuilder& g, const AttentionShape& shape, cudnnDataType_t i
 }
 
 Result<ExecutionPlan> PlanSdpa(cudnnHandle_t handle, const AttentionShape& shape, bool backward) {
-  LOOM_RETURN_IF_ERROR(CheckCudnnSdpaSupport(shape, backward ? SdpaPass::kBackward : SdpaPass::kForward,
+  LOOM_RETURN_IF_ERROR(CheckCudnnSdpaSupport(shape,
+                                             backward ? SdpaPass::kBackward : SdpaPass::kForward,
                                              static_cast<int64_t>(cudnnGetVersion())));
   const cudnnDataType_t io = shape.dtype == Dtype::kBf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
   GraphBuilder graph;
@@ -470,10 +525,11 @@ Result<ExecutionPlan> PlanSdpa(cudnnHandle_t handle, const AttentionShape& shape
   if (plan.ok()) return plan;
   const std::string pass = backward ? "backward" : "forward";
   if (plan.status().code() == Status::Code::kUnavailable) {
-    return plan.status().WithContext("cuDNN cannot run the fused attention " + pass + " on this machine (planning " +
-                                     Describe(shape) + ")");
+    return plan.status().WithContext("cuDNN cannot run the fused attention " + pass +
+                                     " on this machine (planning " + Describe(shape) + ")");
   }
-  return plan.status().WithContext("cuDNN cannot plan the fused attention " + pass + " for " + Describe(shape));
+  return plan.status().WithContext("cuDNN cannot plan the fused attention " + pass + " for " +
+                                   Describe(shape));
 }
 
 }  // namespace
@@ -486,9 +542,10 @@ Result<BackendDescriptor> MakeDescriptor(cudnnBackendDescriptorType_t type) {
 
 Status SetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t name,
                     cudnnBackendAttributeType_t type, int64_t count, const void* values) {
-  const std::string call = "cudnnBackendSetAttribute(attribute " + std::to_string(static_cast<int>(name)) + ")";
-  return CheckCudnn(cudnnBackendSetAttribute(descriptor, name, type, count, values), call.c_str(), __FILE__,
-                    __LINE__);
+  const std::string call =
+      "cudnnBackendSetAttribute(attribute " + std::to_string(static_cast<int>(name)) + ")";
+  return CheckCudnn(cudnnBackendSetAttribute(descriptor, name, type, count, values), call.c_str(),
+                    __FILE__, __LINE__);
 }
 
 SdpaTensorBytes SdpaTensorBytesOf(const AttentionShape& s) {
@@ -506,15 +563,18 @@ SdpaTensorBytes SdpaTensorBytesOf(const AttentionShape& s) {
 Status CheckSdpaShape(const AttentionShape& s) {
   if (s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp16) {
     return Status::Unimplemented("cuDNN's fused attention runs bf16 and fp16; " +
-                                 std::string(kDtypeNames.Name(s.dtype)) + " attention is not probed");
+                                 std::string(kDtypeNames.Name(s.dtype)) +
+                                 " attention is not probed");
   }
-  if (std::min({s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv, s.head_dim_qk, s.head_dim_v}) <= 0) {
+  if (std::min({s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_kv, s.head_dim_qk, s.head_dim_v}) <=
+      0) {
     return Status::InvalidArgument("attention " + Describe(s) + ": every size must be positive");
   }
   if (s.heads % s.kv_heads != 0) {
-    return Status::InvalidArgument("attention " + Describe(s) + ": heads (" + std::to_string(s.heads) +
-                                   ") is not a multiple of kv_heads (" + std::to_string(s.kv_heads) +
-                                   "); grouped-query attention shares each K/V head among heads / kv_heads");
+    return Status::InvalidArgument(
+        "attention " + Describe(s) + ": heads (" + std::to_string(s.heads) +
+        ") is not a multiple of kv_heads (" + std::to_string(s.kv_heads) +
+        "); grouped-query attention shares each K/V head among heads / kv_heads");
   }
   return Status::Ok();
 }

@@ -23,12 +23,14 @@ class BackendDescriptor {
  public:
   BackendDescriptor() = default;
   explicit BackendDescriptor(cudnnBackendDescriptor_t descriptor) : descriptor_(descriptor) {}
-  BackendDescriptor(BackendDescriptor&& other) noexcept : descriptor_(std::exchange(other.descriptor_, nullptr)) {}
+  BackendDescriptor(BackendDescriptor&& other) noexcept
+      : descriptor_(std::exchange(other.descriptor_, nullptr)) {}
   BackendDescriptor& operator=(BackendDescriptor&& other) noexcept {
     std::swap(descriptor_, other.descriptor_);
     return *this;
   }
-  // A destructor cannot report cudnnBackendDestroyDescriptor's status; it fails only on a bad handle.
+  // A destructor cannot report cudnnBackendDestroyDescriptor's status; it fails only on a bad
+  // handle.
   ~BackendDescriptor() {
     if (descriptor_ != nullptr) cudnnBackendDestroyDescriptor(descriptor_);
   }
@@ -49,10 +51,18 @@ Status SetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeNa
 
 // The graphs' tensors in memory, by the unique id the variant pack maps to an address.
 enum SdpaUid : int64_t {
-  kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV,
-  kSoftmaxSum,        // backward scratch: rowsum(dO * O)
-  kDQAccum,           // backward scratch: dQ in fp32
-  kScale,             // the scalars, passed by value from host memory
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  kSoftmaxSum,  // backward scratch: rowsum(dO * O)
+  kDQAccum,     // backward scratch: dQ in fp32
+  kScale,       // the scalars, passed by value from host memory
   kNegativeInfinity,
   kOne,
   kSdpaUidEnd,
@@ -72,21 +82,23 @@ SdpaTensorBytes SdpaTensorBytesOf(const AttentionShape& shape);
 // kv_heads.
 Status CheckSdpaShape(const AttentionShape& shape);
 
-// A finalized execution plan and everything it was made from, kept alive with it as cudnn-frontend's
-// plans keep their graph. Run it with cudnnBackendExecute on the handle it was planned on, with a
-// variant pack that gives an address for each of |uids| and a workspace of |workspace_bytes|.
+// A finalized execution plan and everything it was made from, kept alive with it as
+// cudnn-frontend's plans keep their graph. Run it with cudnnBackendExecute on the handle it was
+// planned on, with a variant pack that gives an address for each of |uids| and a workspace of
+// |workspace_bytes|.
 struct ExecutionPlan {
-  std::vector<BackendDescriptor> graph;  // tensors, operations, the graph, heuristics, engine configs
-  BackendDescriptor plan;                // declared after |graph|: destroyed first
-  std::vector<int64_t> uids;             // the tensors the variant pack must give addresses for
+  std::vector<BackendDescriptor>
+      graph;                  // tensors, operations, the graph, heuristics, engine configs
+  BackendDescriptor plan;     // declared after |graph|: destroyed first
+  std::vector<int64_t> uids;  // the tensors the variant pack must give addresses for
   int64_t workspace_bytes = 0;
 };
 
 // Plans the forward of |shape| on |handle|: O = softmax(scale * Q K^T [causal mask]) V, which also
-// writes the softmax's log-sum-exp per query row to kStats for the backward. Reads kQ, kK, kV and the
-// scalars kScale (and, when causal, kNegativeInfinity); writes kO and kStats. The plan is the first
-// engine config of cuDNN's heuristics (mode A) that cuDNN can build. Unimplemented, before any
-// graph is built, where cudnn-frontend would refuse the shape on this cuDNN version
+// writes the softmax's log-sum-exp per query row to kStats for the backward. Reads kQ, kK, kV and
+// the scalars kScale (and, when causal, kNegativeInfinity); writes kO and kStats. The plan is the
+// first engine config of cuDNN's heuristics (mode A) that cuDNN can build. Unimplemented, before
+// any graph is built, where cudnn-frontend would refuse the shape on this cuDNN version
 // (CheckCudnnSdpaSupport). A failure of cuDNN's keeps its code and reason, preceded by the pass and
 // shape: Unimplemented when cuDNN has no engine for the graph, Unavailable (with the library path
 // to fix) when cuDNN could not load a library it needs (CudnnStatusToStatus).

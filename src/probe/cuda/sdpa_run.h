@@ -43,8 +43,9 @@ using SdpaAddresses = std::array<void*, kSdpaUidCount>;
 // workspace of at least plan.workspace_bytes at |workspace| (null when that is 0). Internal when a
 // tensor the plan uses has no address.
 // REQUIRES: |scalars| and the memory at the addresses outlive the pack.
-Result<BackendDescriptor> MakeSdpaVariantPack(const ExecutionPlan& plan, const SdpaAddresses& addresses,
-                                              void* workspace, SdpaScalars& scalars);
+Result<BackendDescriptor> MakeSdpaVariantPack(const ExecutionPlan& plan,
+                                              const SdpaAddresses& addresses, void* workspace,
+                                              SdpaScalars& scalars);
 
 // Enqueues |plan| with |pack| on the stream of |handle| (cudnnSetStream).
 // REQUIRES: |plan| was planned on |handle| and |pack| made for |plan|.

@@ -27,12 +27,13 @@ inline constexpr char kScenario[] = "scenarios/small.json";  // written by Workd
 inline constexpr char kPlan[] = "plan.json";                 // written by WritePlan
 
 // Command lines that succeed on the shipped inputs; a case adds or breaks one thing.
-inline const std::vector<std::string> kSimulate = {"simulate", "--model", kModel, "--cluster", kCluster,
-                                                   "--global-batch", "4", "--seq", "512"};
-inline const std::vector<std::string> kPlanSmall = {"plan", "--model", kModel, "--cluster", kCluster, "--gpus", "1",
-                                                    "--global-batch", "4", "--seq", "512", "--top", "1"};
-inline const std::vector<std::string> kValidate = {"validate", kPlan, "--steps", "1", "--warmup", "0",
-                                                   "--speedup", "100"};
+inline const std::vector<std::string> kSimulate = {
+    "simulate", "--model", kModel, "--cluster", kCluster, "--global-batch", "4", "--seq", "512"};
+inline const std::vector<std::string> kPlanSmall = {
+    "plan",           "--model", kModel,  "--cluster", kCluster, "--gpus", "1",
+    "--global-batch", "4",       "--seq", "512",       "--top",  "1"};
+inline const std::vector<std::string> kValidate = {"validate", kPlan, "--steps",   "1",
+                                                   "--warmup", "0",   "--speedup", "100"};
 
 using Setup = std::function<void(Workdir&)>;
 using Check = std::function<void(const Workdir&, const Outcome&)>;
@@ -59,7 +60,8 @@ inline std::ostream& operator<<(std::ostream& os, const Case& c) { return os << 
 std::vector<std::string> Args(std::initializer_list<std::vector<std::string>> parts);
 
 // Writes models/bad-model.json (or |to|): kModel with |key| set to the JSON text |raw|.
-Setup ModelWith(const std::string& key, const std::string& raw, const std::string& to = "models/bad-model.json");
+Setup ModelWith(const std::string& key, const std::string& raw,
+                const std::string& to = "models/bad-model.json");
 
 // The plan file `loom plan --emit plan` writes for GPT-3 125M on one rank (or on two
 // data-parallel ranks), made once per process.
@@ -71,14 +73,14 @@ Check StillSymlink(const std::string& relative, const std::string& target);
 Check StillFifo(const std::string& relative);
 
 // The classes, by what is broken.
-std::vector<Case> MalformedJsonCases();    // not JSON, out-of-range numbers, deep nesting
-std::vector<Case> KeyCases();              // duplicate, misspelt and unknown keys and values
-std::vector<Case> SizeCases();             // sizes, bandwidths and counts out of any sensible range
-std::vector<Case> FileKindCases();         // missing files, directories, symlink loops
-std::vector<Case> FlagCases();             // command lines: NaN, ranges, conflicts, resources
-std::vector<Case> MeasurementCases();      // nccl-tests output, profiles
-std::vector<Case> OutputCases();           // where loom writes: symlinks, FIFOs, full and missing places
-std::vector<Case> PlanFileCases();         // plan files for validate
+std::vector<Case> MalformedJsonCases();  // not JSON, out-of-range numbers, deep nesting
+std::vector<Case> KeyCases();            // duplicate, misspelt and unknown keys and values
+std::vector<Case> SizeCases();           // sizes, bandwidths and counts out of any sensible range
+std::vector<Case> FileKindCases();       // missing files, directories, symlink loops
+std::vector<Case> FlagCases();           // command lines: NaN, ranges, conflicts, resources
+std::vector<Case> MeasurementCases();    // nccl-tests output, profiles
+std::vector<Case> OutputCases();    // where loom writes: symlinks, FIFOs, full and missing places
+std::vector<Case> PlanFileCases();  // plan files for validate
 
 }  // namespace loom::bad_input
 

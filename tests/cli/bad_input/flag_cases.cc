@@ -32,18 +32,18 @@ std::vector<Case> FlagCases() {
        .exits = {1, 2},
        .err_has = {"--order-margin-ms"}},
       {.name = "MoeImbalanceNan",
-       .args = {"simulate", "--model", kMoeModel, "--cluster", kCluster, "--ep", "8", "--dp", "8", "--global-batch",
-                "8", "--seq", "512", "--moe-imbalance", "nan"},
+       .args = {"simulate", "--model", kMoeModel, "--cluster", kCluster, "--ep", "8", "--dp", "8",
+                "--global-batch", "8", "--seq", "512", "--moe-imbalance", "nan"},
        .exits = {1, 2},
        .err_has = {"--moe-imbalance"}},
       {.name = "MoeCapacityFactorNan",
-       .args = {"simulate", "--model", kMoeModel, "--cluster", kCluster, "--ep", "8", "--dp", "8", "--global-batch",
-                "8", "--seq", "512", "--moe-capacity-factor", "nan"},
+       .args = {"simulate", "--model", kMoeModel, "--cluster", kCluster, "--ep", "8", "--dp", "8",
+                "--global-batch", "8", "--seq", "512", "--moe-capacity-factor", "nan"},
        .exits = {1, 2},
        .err_has = {"--moe-capacity-factor"}},
       {.name = "MoeImbalanceInfinite",
-       .args = {"simulate", "--model", kMoeModel, "--cluster", kCluster, "--ep", "8", "--dp", "8", "--global-batch",
-                "8", "--seq", "512", "--moe-imbalance", "inf"},
+       .args = {"simulate", "--model", kMoeModel, "--cluster", kCluster, "--ep", "8", "--dp", "8",
+                "--global-batch", "8", "--seq", "512", "--moe-imbalance", "inf"},
        .exits = {1, 2},
        .err_has = {"--moe-imbalance"}},
       {.name = "ProbeTimeoutNan",
@@ -65,18 +65,22 @@ std::vector<Case> FlagCases() {
        .err_has = {"--threads"}},
       {.name = "TenMegabyteUnknownKeyInModel",
        .args = {"describe", "--model", "models/bad-model.json"},
-       .setup = [](Workdir& wd) {
-         wd.DuplicateKey(kModel, "models/bad-model.json", "", std::string(10 << 20, 'k') + "hidden_size", "768");
-       },
+       .setup =
+           [](Workdir& wd) {
+             wd.DuplicateKey(kModel, "models/bad-model.json", "",
+                             std::string(10 << 20, 'k') + "hidden_size", "768");
+           },
        // A Hugging Face config.json may carry keys loom does not know; this one must only be cheap.
        .exits = {0, 1},
        .err_has = {"bad-model.json"},
        .max_s = 10},
       {.name = "TenMegabyteUnknownKeyInCluster",
        .args = {"describe", "--model", kModel, "--cluster", "hardware/clusters/bad-cluster.json"},
-       .setup = [](Workdir& wd) {
-         wd.DuplicateKey(kCluster, "hardware/clusters/bad-cluster.json", "", std::string(10 << 20, 'g') + "pus", "8");
-       },
+       .setup =
+           [](Workdir& wd) {
+             wd.DuplicateKey(kCluster, "hardware/clusters/bad-cluster.json", "",
+                             std::string(10 << 20, 'g') + "pus", "8");
+           },
        .err_has = {"bad-cluster.json"},
        .max_s = 10},
       // Root cause 8: inputs silently ignored.
@@ -105,21 +109,20 @@ std::vector<Case> FlagCases() {
        .args = {"probe", "--dry-run", "--json"},
        .exits = {0, 1, 2},
        .err_has = {"--json"},
-       .check = [](const Workdir&, const Outcome& o) {
-         if (o.code != 0) return;
-         EXPECT_TRUE(Json::accept(o.out)) << "probe --dry-run --json printed what is not JSON:\n"
-                                          << o.out.substr(0, 400);
-         ExpectMatchesSchemaIfJson(o.out, "probe --dry-run --json");
-       }},
+       .check =
+           [](const Workdir&, const Outcome& o) {
+             if (o.code != 0) return;
+             EXPECT_TRUE(Json::accept(o.out))
+                 << "probe --dry-run --json printed what is not JSON:\n"
+                 << o.out.substr(0, 400);
+             ExpectMatchesSchemaIfJson(o.out, "probe --dry-run --json");
+           }},
       // Root cause 9: unclear messages.
       {.name = "MisspeltSubcommand",
        .args = {"simulat", "--model", kModel},
        .exits = {2},
        .err_has = {"simulate"}},
-      {.name = "MisspeltSubcommandPlan",
-       .args = {"plna"},
-       .exits = {2},
-       .err_has = {"plan"}},
+      {.name = "MisspeltSubcommandPlan", .args = {"plna"}, .exits = {2}, .err_has = {"plan"}},
       {.name = "RangeErrorWithoutDblMax",
        .args = {"validate", kPlan, "--order-margin-ms", "-1"},
        .setup = [](Workdir& wd) { WritePlan(wd); },
@@ -153,7 +156,8 @@ std::vector<Case> FlagCases() {
        .exits = {1, 2},
        .err_has = {"--tp"}},
       {.name = "SeqBeyondAnyRun",
-       .args = {"simulate", "--model", kModel, "--cluster", kCluster, "--global-batch", "4", "--seq", "4294967296"},
+       .args = {"simulate", "--model", kModel, "--cluster", kCluster, "--global-batch", "4",
+                "--seq", "4294967296"},
        .err_has = {"--seq"}},
       {.name = "SimulateNodesTrillion",
        .args = Args({kSimulate, {"--nodes", "1000000000000"}}),
@@ -163,7 +167,8 @@ std::vector<Case> FlagCases() {
        .args = Args({kSimulate, {"--pp", "2", "--first-stage-layers", "4294967297"}}),
        .err_has = {"--first-stage-layers"},
        .err_lacks = {"-4294967"}},
-      // Issue 21: pipeline layouts in Megatron-core's syntax, and the interleaved micro-batch group.
+      // Issue 21: pipeline layouts in Megatron-core's syntax, and the interleaved micro-batch
+      // group.
       {.name = "PipelineLayoutUnknownLayer",
        .args = Args({kSimulate, {"--pp", "2", "--pipeline-layout", "Et|mL"}}),
        .err_has = {"--pipeline-layout", "'m'", "multi-token prediction"}},
@@ -174,7 +179,8 @@ std::vector<Case> FlagCases() {
        .args = Args({kSimulate, {"--pp", "2", "--pipeline-layout", "E(t|)*99999999999999999999L"}}),
        .err_has = {"--pipeline-layout", "2^20"}},
       {.name = "PipelineLayoutWithStageCounts",
-       .args = Args({kSimulate, {"--pp", "2", "--first-stage-layers", "1", "--pipeline-layout", "Et|tL"}}),
+       .args = Args(
+           {kSimulate, {"--pp", "2", "--first-stage-layers", "1", "--pipeline-layout", "Et|tL"}}),
        .err_has = {"--pipeline-layout", "drop the stage counts"}},
       {.name = "MicrobatchGroupWithOneFOneB",
        .args = Args({kSimulate, {"--microbatch-group", "4"}}),
@@ -204,8 +210,8 @@ std::vector<Case> FlagCases() {
        .exits = {1, 2},
        .err_has = {"--seq"}},
       {.name = "PlanGpusNotWholeNodes",
-       .args = {"plan", "--model", kModel, "--cluster", kCluster, "--gpus", "12", "--global-batch", "12", "--seq",
-                "512", "--top", "1"},
+       .args = {"plan", "--model", kModel, "--cluster", kCluster, "--gpus", "12", "--global-batch",
+                "12", "--seq", "512", "--top", "1"},
        .err_has = {"--gpus"}},
       {.name = "FixUnknownKey",
        .args = Args({kPlanSmall, {"--fix", "tq=1"}}),
@@ -217,7 +223,8 @@ std::vector<Case> FlagCases() {
        .args = Args({kPlanSmall, {"--fix", "tp"}}),
        .err_has = {"--fix"}},
       {.name = "PickBeyondRanked",
-       .args = Args({kPlanSmall, {"--fix", "tp=1,pp=1,micro_batch=1", "--emit", "megatron", "--pick", "50"}}),
+       .args = Args({kPlanSmall,
+                     {"--fix", "tp=1,pp=1,micro_batch=1", "--emit", "megatron", "--pick", "50"}}),
        .err_has = {"--pick"}},
       {.name = "MegatronVersionUnknown",
        .args = Args({kPlanSmall, {"--emit", "megatron", "--megatron-version", "core_v0.11"}}),
@@ -227,7 +234,8 @@ std::vector<Case> FlagCases() {
        .args = Args({kPlanSmall, {"--megatron-version", "core_v0.13"}}),
        .err_has = {"--megatron-version core_v0.13", "--emit megatron"}},
       {.name = "FrameworkWithEmitPlan",
-       .args = Args({kPlanSmall, {"--emit", "plan", "--framework", "megatron-core", "--out", "x.json"}}),
+       .args = Args(
+           {kPlanSmall, {"--emit", "plan", "--framework", "megatron-core", "--out", "x.json"}}),
        .err_has = {"--framework"}},
       {.name = "UnknownFrameworkName",
        .args = Args({kSimulate, {"--framework", "megatron-cor"}}),
@@ -249,7 +257,8 @@ std::vector<Case> FlagCases() {
        .exits = {1, 2},
        .err_has = {"--seq"}},
       {.name = "ProbeForModelBadModel",
-       .args = {"probe", "--dry-run", "--for-model", "models/bad-model.json", "--cluster", kCluster, "--seq", "512"},
+       .args = {"probe", "--dry-run", "--for-model", "models/bad-model.json", "--cluster", kCluster,
+                "--seq", "512"},
        .setup = ModelWith("hidden_act", "\"gelu_fastest\""),
        .err_has = {"bad-model.json", "hidden_act"}},
       {.name = "ProbeSeqNegative",
@@ -258,7 +267,8 @@ std::vector<Case> FlagCases() {
        .err_has = {"--seq"},
        .err_lacks = {"needs --seq"}},
       {.name = "ProbeSeqBeyondAnyRun",
-       .args = {"probe", "--dry-run", "--for-model", kModel, "--cluster", kCluster, "--seq", "4294967296"},
+       .args = {"probe", "--dry-run", "--for-model", kModel, "--cluster", kCluster, "--seq",
+                "4294967296"},
        .exits = {1, 2},
        .err_has = {"--seq"}},
       {.name = "ProbeMicroBatchesZero",
@@ -317,14 +327,15 @@ std::vector<Case> FlagCases() {
        .args = Args({kPlanSmall, {"--min-gpus", "2"}}),
        .err_has = {"--min-gpus 2", "--gpus 1"}},
       {.name = "PlanMaxGpusBelowGpus",
-       .args = {"plan", "--model", kModel, "--cluster", kCluster, "--gpus", "2", "--global-batch", "4", "--seq",
-                "512", "--top", "1", "--max-gpus", "1"},
+       .args = {"plan", "--model", kModel, "--cluster", kCluster, "--gpus", "2", "--global-batch",
+                "4", "--seq", "512", "--top", "1", "--max-gpus", "1"},
        .err_has = {"--max-gpus 1", "--gpus 2"}},
       {.name = "PlanMaxStepTimeNothingFits",
        .args = Args({kPlanSmall, {"--max-step-time", "1e-6"}}),
        .err_has = {"--max-step-time"}},
       {.name = "FitRunsUnknownParam",
-       .args = {"fit", "--runs", kRuns, "--cluster", kCluster, "--params", "host,memory", "--dry-run"},
+       .args = {"fit", "--runs", kRuns, "--cluster", kCluster, "--params", "host,memory",
+                "--dry-run"},
        .exits = {1, 2},
        .err_has = {"--params", "memory"}},
   };

@@ -35,8 +35,8 @@ std::string ReplaceOnce(std::string text, const std::string& what, const std::st
 }
 
 // The child's side of RunBinary; returns only if it cannot start |binary|.
-void StartChild(const std::string& binary, std::vector<char*>& argv, const fs::path& dir, const fs::path& out_path,
-                const fs::path& err_path) {
+void StartChild(const std::string& binary, std::vector<char*>& argv, const fs::path& dir,
+                const fs::path& out_path, const fs::path& err_path) {
   const int in = open("/dev/null", O_RDONLY);
   const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -47,8 +47,8 @@ void StartChild(const std::string& binary, std::vector<char*>& argv, const fs::p
 
 }  // namespace
 
-Outcome RunBinary(const std::string& binary, const std::vector<std::string>& args, const fs::path& dir,
-                  const std::vector<int>& drain) {
+Outcome RunBinary(const std::string& binary, const std::vector<std::string>& args,
+                  const fs::path& dir, const std::vector<int>& drain) {
   const fs::path out_path = dir.parent_path() / "stdout", err_path = dir.parent_path() / "stderr";
   std::vector<std::string> words = {binary};
   words.insert(words.end(), args.begin(), args.end());
@@ -100,12 +100,13 @@ Workdir::Workdir() {
   root_ = pattern;
   dir_ = root_ / "work";
   const fs::path source = LOOM_SOURCE_DIR;
-  for (const char* folder : {"models", "scenarios", "hardware/gpus", "hardware/clusters", "hardware/frameworks",
-                             "tests/cli/data", "tests/cost/data"}) {
+  for (const char* folder : {"models", "scenarios", "hardware/gpus", "hardware/clusters",
+                             "hardware/frameworks", "tests/cli/data", "tests/cost/data"}) {
     fs::create_directories(dir_ / folder);
     fs::copy(source / folder, dir_ / folder, fs::copy_options::recursive);
   }
-  const Json strategy = {{"tp", 1}, {"pp", 1}, {"dp", 1}, {"micro_batch", 1}, {"global_batch", 4}, {"seq_len", 512}};
+  const Json strategy = {{"tp", 1},          {"pp", 1},           {"dp", 1},
+                         {"micro_batch", 1}, {"global_batch", 4}, {"seq_len", 512}};
   Save("scenarios/small.json", {{"schema", "loom.scenario/1"},
                                 {"model", "../models/gpt3-125m.json"},
                                 {"cluster", "../hardware/clusters/dgx-h100.json"},
@@ -126,11 +127,16 @@ void Workdir::Write(const std::string& relative, const std::string& text) const 
   std::ofstream(Path(relative), std::ios::binary | std::ios::trunc) << text;
 }
 
-Workdir::Json Workdir::Load(const std::string& relative) const { return Json::parse(Read(relative)); }
+Workdir::Json Workdir::Load(const std::string& relative) const {
+  return Json::parse(Read(relative));
+}
 
-void Workdir::Save(const std::string& relative, const Json& json) const { Write(relative, json.dump(2) + "\n"); }
+void Workdir::Save(const std::string& relative, const Json& json) const {
+  Write(relative, json.dump(2) + "\n");
+}
 
-void Workdir::Edit(const std::string& from, const std::string& to, const std::function<void(Json&)>& edit) const {
+void Workdir::Edit(const std::string& from, const std::string& to,
+                   const std::function<void(Json&)>& edit) const {
   Json json = Load(from);
   edit(json);
   Save(to, json);
@@ -147,7 +153,8 @@ void Workdir::DuplicateKey(const std::string& from, const std::string& to, const
                            const std::string& key, const std::string& raw) const {
   Json json = Load(from);
   json[Json::json_pointer(at)][kPlaceholder] = 0;
-  Write(to, ReplaceOnce(json.dump(2), "\"" + std::string(kPlaceholder) + "\": 0", "\"" + key + "\": " + raw));
+  Write(to, ReplaceOnce(json.dump(2), "\"" + std::string(kPlaceholder) + "\": 0",
+                        "\"" + key + "\": " + raw));
 }
 
 void Workdir::Symlink(const std::string& target, const std::string& relative) const {

@@ -28,8 +28,8 @@ struct Outcome {
 // Runs |binary| with |args| in the folder |dir|, stdin /dev/null and stdout and stderr in files
 // beside |dir|, and kills it at kDeadline. |drain| are descriptors read while it runs (the reading
 // ends of FIFOs it may write to).
-Outcome RunBinary(const std::string& binary, const std::vector<std::string>& args, const std::filesystem::path& dir,
-                  const std::vector<int>& drain);
+Outcome RunBinary(const std::string& binary, const std::vector<std::string>& args,
+                  const std::filesystem::path& dir, const std::vector<int>& drain);
 
 // A scratch copy of the shipped inputs (models/, scenarios/, hardware/{gpus,clusters,frameworks}/,
 // tests/cli/data/, tests/cost/data/) in the repository's layout, so that the paths written inside
@@ -52,14 +52,16 @@ class Workdir {
   void Save(const std::string& relative, const Json& json) const;
 
   // Writes |from| to |to| with |edit| applied to its JSON.
-  void Edit(const std::string& from, const std::string& to, const std::function<void(Json&)>& edit) const;
+  void Edit(const std::string& from, const std::string& to,
+            const std::function<void(Json&)>& edit) const;
   // Writes |from| to |to| with the value at JSON pointer |at| replaced by the JSON text |raw|: text
   // that a JSON value cannot hold (1e999) or that is better not built as one (100,000 levels).
-  void SetRaw(const std::string& from, const std::string& to, const std::string& at, const std::string& raw) const;
+  void SetRaw(const std::string& from, const std::string& to, const std::string& at,
+              const std::string& raw) const;
   // Writes |from| to |to| with |key| set a second time, to the JSON text |raw|, at the end of the
   // object at JSON pointer |at|.
-  void DuplicateKey(const std::string& from, const std::string& to, const std::string& at, const std::string& key,
-                    const std::string& raw) const;
+  void DuplicateKey(const std::string& from, const std::string& to, const std::string& at,
+                    const std::string& key, const std::string& raw) const;
 
   void Symlink(const std::string& target, const std::string& relative) const;
   // Makes a FIFO at |relative| whose reading end runs drain, so that loom may write through it.
