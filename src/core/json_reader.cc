@@ -403,6 +403,40 @@ std::string Abbreviated(std::string_view text, size_t limit) {
          std::to_string(text.size()) + " bytes)";
 }
 
+namespace {
+
+std::string ChoiceQuoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string ChoiceList(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + ChoiceQuoted(n);
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> ReadChoice(JsonReader& r, std::string_view key,
+                                      const std::vector<std::string>& names) {
+  if (!r.Has(key)) {
+    r.Allow(key);
+    r.AddError(key, "is missing; add " + ChoiceQuoted(key) + " with one of " + ChoiceList(names));
+    return std::nullopt;
+  }
+  std::optional<std::string> value = r.OptionalString(key);
+  if (!value) return std::nullopt;
+  if (std::find(names.begin(), names.end(), *value) != names.end()) return value;
+  std::string closest;
+  int best = 3;  // two edits catch a dropped, doubled or swapped letter
+  for (const std::string& n : names) {
+    const int d = EditDistance(*value, n);
+    if (d < best) best = d, closest = n;
+  }
+  r.AddError(key, "is " + ChoiceQuoted(*value) + "; " +
+                      (closest.empty() ? "" : "did you mean " + ChoiceQuoted(closest) + "? ") +
+                      "it must be one of " + ChoiceList(names));
+  return std::nullopt;
+}
+
 int EditDistance(std::string_view a, std::string_view b) {
   std::vector<int> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);

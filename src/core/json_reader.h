@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.h"
 #include "core/status.h"
 
 namespace loom {
@@ -125,6 +126,22 @@ class JsonReader {
 // A path written inside |file| (a cluster naming its GPU file, a scenario naming its model),
 // resolved against |file|'s folder unless it is absolute, and normalised.
 std::string PathBeside(const std::string& file, const std::string& path);
+
+// Reads |key| of |r|'s object as one of |names|. A missing key, a value that is not a string or not
+// one of |names| (with a "did you mean" for a near miss) is recorded in |r| and gives nullopt.
+std::optional<std::string> ReadChoice(JsonReader& r, std::string_view key,
+                                      const std::vector<std::string>& names);
+
+// Reads |key| of |r|'s object as a name of |names|; a missing key or an unknown name is recorded in
+// |r| (with the names allowed) and gives Enum{}.
+template <typename Enum, size_t N>
+Enum ReadEnum(JsonReader& r, std::string_view key, const EnumNames<Enum, N>& names) {
+  const std::string text = r.String(key);
+  const std::optional<Enum> value = names.Parse(text);
+  if (!value && !text.empty())
+    r.AddError(key, "is \"" + text + "\"; it must be one of " + names.Choices());
+  return value.value_or(Enum{});
+}
 
 // Levenshtein distance, for "did you mean" hints.
 int EditDistance(std::string_view a, std::string_view b);

@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "core/sim_time.h"
+#include "op/op.h"
 #include "spec/cluster.h"
-#include "workload/ops.h"
 
 namespace loom {
 

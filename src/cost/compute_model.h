@@ -2,8 +2,8 @@
 #define LOOM_COST_COMPUTE_MODEL_H_
 
 #include "core/sim_time.h"
+#include "op/op.h"
 #include "spec/cluster.h"
-#include "workload/ops.h"
 
 namespace loom {
 

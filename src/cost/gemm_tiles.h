@@ -4,8 +4,8 @@
 #include <array>
 #include <cstdint>
 
+#include "op/op.h"
 #include "spec/cluster.h"
-#include "workload/ops.h"
 
 namespace loom {
 

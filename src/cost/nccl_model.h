@@ -9,8 +9,8 @@
 #include "core/enum_names.h"
 #include "core/sim_time.h"
 #include "cost/comm_model.h"
+#include "op/op.h"
 #include "spec/cluster.h"
-#include "workload/ops.h"
 
 namespace loom {
 

@@ -9,7 +9,7 @@
 
 #include "core/enum_names.h"
 #include "core/status.h"
-#include "workload/ops.h"
+#include "op/op.h"
 
 namespace loom {
 

@@ -5,10 +5,10 @@
 
 #include "core/sim_time.h"
 #include "core/status.h"
+#include "op/op.h"
 #include "spec/cluster.h"
+#include "spec/state_bytes.h"
 #include "spec/strategy.h"
-#include "workload/model_states.h"
-#include "workload/ops.h"
 
 namespace loom {
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/file_io.h"
+#include "core/formatted.h"
 #include "core/interrupt.h"
 #include "core/json_reader.h"
 
@@ -17,57 +18,7 @@ constexpr std::string_view kProfileSchema = "loom.profile/2";
 constexpr std::string_view kProfileSchemaV1 = "loom.profile/1";
 constexpr OpKind kSampleKinds[] = {OpKind::kGemm, OpKind::kAttention, OpKind::kMemoryBound};
 
-// "256 MiB" when whole mebibytes, else "1000 B".
-std::string Bytes(int64_t bytes) {
-  constexpr int64_t kMiB = int64_t{1} << 20;
-  return bytes % kMiB == 0 && bytes > 0 ? std::to_string(bytes / kMiB) + " MiB"
-                                        : std::to_string(bytes) + " B";
-}
-
 std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string QuotedList(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + Quoted(n);
-  return out;
-}
-
-// Reads |key| as one of |names|; a near miss gets a "did you mean".
-std::optional<std::string> ReadName(JsonReader& r, std::string_view key,
-                                    const std::vector<std::string>& names) {
-  if (!r.Has(key)) {
-    r.Allow(key);
-    r.AddError(key, "is missing; add " + Quoted(key) + " with one of " + QuotedList(names));
-    return std::nullopt;
-  }
-  std::optional<std::string> value = r.OptionalString(key);
-  if (!value) return std::nullopt;
-  if (std::find(names.begin(), names.end(), *value) != names.end()) return value;
-  std::string closest;
-  int best = 3;  // two edits catch a dropped, doubled or swapped letter
-  for (const std::string& n : names) {
-    const int d = EditDistance(*value, n);
-    if (d < best) best = d, closest = n;
-  }
-  r.AddError(key, "is " + Quoted(*value) + "; " +
-                      (closest.empty() ? "" : "did you mean " + Quoted(closest) + "? ") +
-                      "it must be one of " + QuotedList(names));
-  return std::nullopt;
-}
-
-Dtype ReadDtype(JsonReader& r) {
-  std::optional<std::string> name = ReadName(r, "dtype", kDtypeNames.Names());
-  return name ? *kDtypeNames.Parse(*name) : Dtype::kBf16;
-}
-
-bool ReadBool(JsonReader& r, std::string_view key) {
-  if (!r.Has(key)) {
-    r.Allow(key);
-    r.AddError(key, "is missing; add " + Quoted(key) + ": true or false");
-    return false;
-  }
-  return r.OptionalBool(key).value_or(false);
-}
 
 // ISO 8601: "YYYY-MM-DD", optionally followed by 'T' or ' ' and a time.
 bool IsIsoDate(const std::string& s) {
@@ -111,7 +62,7 @@ Status ParseSample(const nlohmann::json& json, const std::string& file, size_t i
   JsonReader r(json, file, path);
   std::vector<std::string> kinds;
   for (OpKind k : kSampleKinds) kinds.emplace_back(kOpKindNames.Name(k));
-  std::optional<std::string> kernel = ReadName(r, "kernel", kinds);
+  std::optional<std::string> kernel = ReadChoice(r, "kernel", kinds);
   if (kernel) sample->shape = ReadKernelShape(*kOpKindNames.Parse(*kernel), r);
   const MemoryShape* memory = std::get_if<MemoryShape>(&sample->shape);
   if (kernel == "memory" && memory->bytes_read == 0 && memory->bytes_written == 0 &&
@@ -131,7 +82,7 @@ Status ParseSample(const nlohmann::json& json, const std::string& file, size_t i
 Status ParseHostSample(const nlohmann::json& json, const std::string& file, const std::string& path,
                        HostSample* sample) {
   JsonReader r(json, file, path);
-  std::optional<std::string> measure = ReadName(r, "measure", kHostMeasureNames.Names());
+  std::optional<std::string> measure = ReadChoice(r, "measure", kHostMeasureNames.Names());
   if (measure) sample->measure = *kHostMeasureNames.Parse(*measure);
   sample->bytes = r.Int("bytes", {0, INT64_MAX});
   if (measure && (sample->measure == HostMeasure::kLaunch) != (sample->bytes == 0)) {
@@ -163,9 +114,9 @@ Status ParseCollectiveSample(const nlohmann::json& json, const std::string& file
                              const std::string& path, CollectiveSample* sample) {
   JsonReader r(json, file, path);
   std::optional<std::string> collective =
-      ReadName(r, "collective", kProfiledCollectiveNames.Names());
+      ReadChoice(r, "collective", kProfiledCollectiveNames.Names());
   if (collective) sample->collective = *kProfiledCollectiveNames.Parse(*collective);
-  std::optional<std::string> group = ReadName(r, "group", kProbeGroupNames.Names());
+  std::optional<std::string> group = ReadChoice(r, "group", kProbeGroupNames.Names());
   if (group) sample->group = *kProbeGroupNames.Parse(*group);
   sample->ranks = r.Int("ranks");
   sample->nodes = r.Int("nodes");
@@ -282,30 +233,6 @@ void ParseHeader(const nlohmann::json& json, JsonReader& r, Profile* p) {
 
 OpKind ProfileSample::Kind() const { return kSampleKinds[shape.index()]; }
 
-std::string DescribeShape(const KernelShape& shape) {
-  char text[160];
-  if (const GemmShape* g = std::get_if<GemmShape>(&shape)) {
-    std::snprintf(text, sizeof text, "gemm %lldx%lldx%lld%s %s%s", static_cast<long long>(g->m),
-                  static_cast<long long>(g->n), static_cast<long long>(g->k),
-                  g->batch > 1 ? (" x" + std::to_string(g->batch)).c_str() : "",
-                  std::string(kDtypeNames.Name(g->dtype)).c_str(),
-                  g->accumulate_fp32 ? " +=fp32" : "");
-  } else if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) {
-    std::snprintf(text, sizeof text, "attention %s%s b%lld h%lld/%lld s%lld/%lld d%lld/%lld %s",
-                  a->backward ? "bwd" : "fwd", a->causal ? " causal" : "",
-                  static_cast<long long>(a->batch), static_cast<long long>(a->heads),
-                  static_cast<long long>(a->kv_heads), static_cast<long long>(a->seq_q),
-                  static_cast<long long>(a->seq_kv), static_cast<long long>(a->head_dim_qk),
-                  static_cast<long long>(a->head_dim_v),
-                  std::string(kDtypeNames.Name(a->dtype)).c_str());
-  } else {
-    const MemoryShape& m = std::get<MemoryShape>(shape);
-    std::snprintf(text, sizeof text, "memory %s read, %s written", Bytes(m.bytes_read).c_str(),
-                  Bytes(m.bytes_written).c_str());
-  }
-  return text;
-}
-
 Result<Profile> ParseProfile(const nlohmann::json& json, const std::string& file) {
   Profile profile;
   profile.file = file;
@@ -346,89 +273,6 @@ Result<Profile> ReadProfile(const std::string& path) {
       ReadJsonObjectFile(path, "pass a profile written by loom probe (schema loom.profile/2)");
   if (!json.ok()) return json.status();
   return ParseProfile(*json, path);
-}
-
-namespace {
-
-// A measured kernel's dimensions: the largest a GPU can hold (2^24 rows of a GEMM, 2^22 tokens of
-// attention, 2^50 bytes) and more; beyond them a sample is corrupt, and products of them would
-// wrap.
-constexpr IntRange kDimension{1, int64_t{1} << 24};
-constexpr IntRange kBatch{1, int64_t{1} << 20};
-constexpr IntRange kTokens{1, int64_t{1} << 22};
-constexpr IntRange kBytes{0, int64_t{1} << 50};
-
-GemmShape ReadGemm(JsonReader& r) {
-  GemmShape g;
-  g.m = r.Int("m", kDimension);
-  g.n = r.Int("n", kDimension);
-  g.k = r.Int("k", kDimension);
-  g.batch = r.Int("batch", kBatch);
-  g.dtype = ReadDtype(r);
-  if (std::optional<bool> accumulate = r.OptionalBool("accumulate_fp32"))
-    g.accumulate_fp32 = *accumulate;
-  return g;
-}
-
-AttentionShape ReadAttention(JsonReader& r) {
-  AttentionShape a;
-  a.batch = r.Int("batch", kBatch);
-  a.heads = r.Int("heads", kBatch);
-  a.kv_heads = r.Int("kv_heads", kBatch);
-  a.seq_q = r.Int("seq_q", kTokens);
-  a.seq_kv = r.Int("seq_kv", kTokens);
-  a.head_dim_qk = r.Int("head_dim_qk", kDimension);
-  a.head_dim_v = r.Int("head_dim_v", kDimension);
-  a.causal = ReadBool(r, "causal");
-  a.backward = ReadBool(r, "backward");
-  a.dtype = ReadDtype(r);
-  if (a.heads % a.kv_heads != 0) {
-    r.AddError("heads", "(" + std::to_string(a.heads) + ") is not a multiple of kv_heads (" +
-                            std::to_string(a.kv_heads) +
-                            "); grouped-query attention shares each KV head among "
-                            "a whole number of query heads");
-  }
-  return a;
-}
-
-MemoryShape ReadMemory(JsonReader& r) {
-  MemoryShape m;
-  m.bytes_read = r.Int("bytes_read", kBytes);
-  m.bytes_written = r.Int("bytes_written", kBytes);
-  return m;
-}
-}  // namespace
-
-void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j) {
-  if (const GemmShape* g = std::get_if<GemmShape>(&shape)) {
-    j["m"] = g->m;
-    j["n"] = g->n;
-    j["k"] = g->k;
-    j["batch"] = g->batch;
-    j["dtype"] = kDtypeNames.Name(g->dtype);
-    if (g->accumulate_fp32) j["accumulate_fp32"] = true;
-  } else if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) {
-    j["batch"] = a->batch;
-    j["heads"] = a->heads;
-    j["kv_heads"] = a->kv_heads;
-    j["seq_q"] = a->seq_q;
-    j["seq_kv"] = a->seq_kv;
-    j["head_dim_qk"] = a->head_dim_qk;
-    j["head_dim_v"] = a->head_dim_v;
-    j["causal"] = a->causal;
-    j["backward"] = a->backward;
-    j["dtype"] = kDtypeNames.Name(a->dtype);
-  } else {
-    const MemoryShape& m = std::get<MemoryShape>(shape);
-    j["bytes_read"] = m.bytes_read;
-    j["bytes_written"] = m.bytes_written;
-  }
-}
-
-KernelShape ReadKernelShape(OpKind kind, JsonReader& r) {
-  if (kind == OpKind::kGemm) return ReadGemm(r);
-  if (kind == OpKind::kAttention) return ReadAttention(r);
-  return ReadMemory(r);
 }
 
 nlohmann::ordered_json ProfileSampleJson(const ProfileSample& s) {
@@ -581,14 +425,14 @@ std::string ProbePointKey(const KernelShape& shape, const std::string& label) {
 
 std::string ProbePointKey(HostMeasure measure, int64_t bytes) {
   const std::string name(kHostMeasureNames.Name(measure));
-  return measure == HostMeasure::kLaunch ? name : name + " " + Bytes(bytes);
+  return measure == HostMeasure::kLaunch ? name : name + " " + WholeBytes(bytes);
 }
 
 std::string ProbePointKey(ProfiledCollective collective, ProbeGroup group, int64_t ranks,
                           int64_t size_bytes) {
   return std::string(kProfiledCollectiveNames.Name(collective)) + " " +
          std::string(kProbeGroupNames.Name(group)) + " " + std::to_string(ranks) + " ranks " +
-         Bytes(size_bytes);
+         WholeBytes(size_bytes);
 }
 
 std::vector<std::string> RecordedPointKeys(const Profile& profile) {

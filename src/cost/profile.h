@@ -14,8 +14,9 @@
 #include "core/enum_names.h"
 #include "core/json_reader.h"
 #include "core/status.h"
+#include "op/op.h"
+#include "op/op_json.h"
 #include "spec/cluster.h"
-#include "workload/ops.h"
 
 namespace loom {
 
@@ -73,10 +74,9 @@ namespace loom {
 //     "repeats": timed runs behind the times, >= 1
 //   "failures":         optional array of points that could not be measured, each an object with
 //     "point": the point as ProbePointKey names it; "error": the reason ("out of memory: ...")
-// A shape is exactly what the op stream costs (src/workload/ops.h), so a fitted calibration
-// predicts the sample through RooflineComputeModel with no translation.
-
-using KernelShape = std::variant<GemmShape, AttentionShape, MemoryShape>;
+// A shape is exactly what the op stream costs (src/op/op.h, its fields as op/op_json.h spells
+// them), so a fitted calibration predicts the sample through RooflineComputeModel with no
+// translation.
 
 struct ProfileSample {
   KernelShape shape;
@@ -194,11 +194,6 @@ std::string ProbePointKey(ProfiledCollective collective, ProbeGroup group, int64
 // The keys of every sample, host sample, collective and failure of |profile|.
 std::vector<std::string> RecordedPointKeys(const Profile& profile);
 
-// "gemm 4096x4096x8192 bf16" ("gemm 12288x4608x2048 bf16 +=fp32" when it accumulates into fp32),
-// "attention fwd causal b1 h32/8 s4096/4096 d128/128 bf16", "memory 256 MiB read, 256 MiB written":
-// a sample's shape for messages and reports.
-std::string DescribeShape(const KernelShape& shape);
-
 // Parses |json| as a profile read from |file|. Errors name the file, the sample ("samples[3]"),
 // the key and the fix, all of them at once; an unknown kernel class or key gets a "did you mean".
 Result<Profile> ParseProfile(const nlohmann::json& json, const std::string& file);
@@ -212,15 +207,6 @@ nlohmann::ordered_json ProfileJson(const Profile& profile);
 // One entry's JSON object, keys in the order above. ParseProfile reads it back unchanged.
 nlohmann::ordered_json ProfileSampleJson(const ProfileSample& sample);
 
-// A kernel's shape as loom's files spell it (profiles' samples, plan files' ops): GEMM "m", "n",
-// "k", "batch", "dtype", and "accumulate_fp32": true only when set; attention "batch", "heads",
-// "kv_heads", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v", "causal", "backward", "dtype";
-// memory-bound "bytes_read", "bytes_written". Added to |j| in that order.
-void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j);
-// Reads those fields of a kernel of |kind| from |r|'s object. Problems are recorded in |r|: a
-// missing or out-of-range field, a dtype that is not one (with a "did you mean"), heads that are
-// not a multiple of kv_heads. REQUIRES: kind is not OpKind::kCollective.
-KernelShape ReadKernelShape(OpKind kind, JsonReader& r);
 nlohmann::ordered_json HostSampleJson(const HostSample& sample);
 nlohmann::ordered_json CollectiveSampleJson(const CollectiveSample& sample);
 nlohmann::ordered_json ProbeFailureJson(const ProbeFailure& failure);

@@ -8,8 +8,8 @@
 
 #include "core/status.h"
 #include "cost/profile.h"
+#include "op/op.h"
 #include "spec/cluster.h"
-#include "workload/ops.h"
 
 namespace loom {
 

@@ -10,7 +10,7 @@
 #include "exec/exec_plan.h"
 #include "exec/plan_file.h"
 #include "exec/plan_workload.h"
-#include "workload/ops.h"
+#include "op/op.h"
 
 namespace loom {
 

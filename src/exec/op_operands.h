@@ -7,7 +7,7 @@
 #include <span>
 
 #include "core/dtype.h"
-#include "workload/ops.h"
+#include "op/op.h"
 
 namespace loom {
 

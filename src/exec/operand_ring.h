@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "workload/ops.h"
+#include "op/op.h"
 
 namespace loom {
 

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "core/json_reader.h"
-#include "cost/profile.h"
+#include "op/op_json.h"
 
 namespace loom {
 namespace {
@@ -43,49 +43,15 @@ const std::vector<SimTime>& List(const BlockTimes& t, size_t i) {
   return List(const_cast<BlockTimes&>(t), i);
 }
 
-// A kernel's shape as profiles spell it (cost/profile.h); a collective's kind, group and bytes.
-ordered_json ShapeJson(const OpShape& shape) {
-  if (const auto* c = std::get_if<CollectiveShape>(&shape)) {
-    return {{"kind", kCollectiveKindNames.Name(c->kind)},
-            {"group", kCommGroupNames.Name(c->group)},
-            {"bytes", c->bytes}};
-  }
-  ordered_json j = ordered_json::object();
-  std::visit(
-      [&j](const auto& kernel) {
-        if constexpr (!std::is_same_v<std::decay_t<decltype(kernel)>, CollectiveShape>)
-          AddKernelShapeFields(kernel, j);
-      },
-      shape);
-  return j;
-}
-
 ordered_json OpJson(const Op& op, SimTime predicted) {
   return {{"name", OpNameString(op.name)},
           {"kind", kOpKindNames.Name(op.kind)},
-          {"shape", ShapeJson(op.shape)},
+          {"shape", OpShapeJson(op.shape)},
           {"saved_bytes", op.saved_bytes},
           {"predicted_ns", predicted.nanos()}};
 }
 
 ordered_json Int64s(const std::vector<int64_t>& values) { return ordered_json(values); }
-
-template <typename Enum, size_t N>
-Enum Parsed(JsonReader& r, std::string_view key, const EnumNames<Enum, N>& names) {
-  const std::string text = r.String(key);
-  const std::optional<Enum> value = names.Parse(text);
-  if (!value && !text.empty())
-    r.AddError(key, "is \"" + text + "\"; it must be one of " + names.Choices());
-  return value.value_or(Enum{});
-}
-
-OpShape ReadShape(OpKind kind, JsonReader& s) {
-  if (kind == OpKind::kCollective) {
-    return CollectiveShape{Parsed(s, "kind", kCollectiveKindNames),
-                           Parsed(s, "group", kCommGroupNames), s.Int("bytes", kBytes)};
-  }
-  return std::visit([](const auto& kernel) -> OpShape { return kernel; }, ReadKernelShape(kind, s));
-}
 
 // Reads the op at |path| of |file|; its errors go to |errors|.
 std::pair<Op, SimTime> ReadOp(const nlohmann::json& json, const std::string& file,
@@ -104,14 +70,14 @@ std::pair<Op, SimTime> ReadOp(const nlohmann::json& json, const std::string& fil
   } else if (!name.empty()) {
     r.AddError("name", "is \"" + name + "\", which is no op this loom knows; " + kRewrite);
   }
-  op.kind = Parsed(r, "kind", kOpKindNames);
+  op.kind = ReadEnum(r, "kind", kOpKindNames);
   const nlohmann::json* shape =
       r.Has("shape") && json["shape"].is_object() ? &json["shape"] : &kEmpty;
   if (!r.Has("shape") || !json["shape"].is_object())
     r.AddError("shape", "must be an object of the op's sizes");
   r.Allow("shape");
   JsonReader s(*shape, file, path + ".shape");
-  op.shape = ReadShape(op.kind, s);
+  op.shape = ReadOpShape(op.kind, s);
   op.saved_bytes = r.Int("saved_bytes", kBytes);
   const SimTime predicted = SimTime::FromNanos(r.Int("predicted_ns", kBytes));
   for (Status st : {r.Finish(UnknownKeys::kError), s.Finish(UnknownKeys::kError)}) {
@@ -230,7 +196,7 @@ void ReadPayloads(const nlohmann::json& json, const std::string& file, PlanWorkl
   JsonReader r(p != nullptr && p->is_object() ? *p : kEmpty, file, "workload.payloads");
   StepPayloads& payloads = out.payloads;
   payloads.p2p_bytes = r.Int("p2p_bytes", kBytes);
-  payloads.grad_reduce = Parsed(r, "grad_reduce", kCollectiveKindNames);
+  payloads.grad_reduce = ReadEnum(r, "grad_reduce", kCollectiveKindNames);
   const size_t v_count = out.chunks.chunks.size();
   const auto ints = [&](std::string_view key, size_t size) {
     r.Allow(key);

@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "op/op.h"
 #include "sim/pass_costs.h"
 #include "sim/simulator.h"
 #include "sim/step_graph.h"
-#include "workload/ops.h"
 
 namespace loom {
 

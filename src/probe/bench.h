@@ -10,7 +10,7 @@
 #include "core/enum_names.h"
 #include "core/status.h"
 #include "cost/profile.h"
-#include "workload/ops.h"
+#include "op/op.h"
 
 namespace loom {
 

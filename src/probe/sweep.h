@@ -10,10 +10,10 @@
 #include "core/enum_names.h"
 #include "core/status.h"
 #include "cost/profile.h"
+#include "op/op.h"
 #include "probe/bench.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
-#include "workload/ops.h"
 
 namespace loom {
 

@@ -8,12 +8,12 @@
 #include "core/status.h"
 #include "cost/comm_model.h"
 #include "cost/compute_model.h"
+#include "op/op.h"
 #include "spec/cluster.h"
 #include "spec/framework.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 #include "workload/layer_ops.h"
-#include "workload/ops.h"
 
 namespace loom {
 

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <utility>
 
+#include "op/op.h"
 #include "sim/task_label.h"
 #include "spec/strategy.h"
-#include "workload/ops.h"
 
 namespace loom {
 namespace {

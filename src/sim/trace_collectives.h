@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "op/op.h"
 #include "schedule/schedule.h"
 #include "sim/pass_costs.h"
-#include "workload/ops.h"
 
 namespace loom {
 

@@ -4,10 +4,10 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "op/op.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 #include "workload/layer_ops.h"
-#include "workload/ops.h"
 
 namespace loom {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "op/op.h"
 #include "workload/layer_dims.h"
-#include "workload/ops.h"
 
 namespace loom {
 

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
+#include "op/op.h"
 #include "spec/strategy.h"
-#include "workload/ops.h"
 
 namespace loom {
 

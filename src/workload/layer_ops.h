@@ -4,9 +4,9 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "op/op.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
-#include "workload/ops.h"
 
 namespace loom {
 

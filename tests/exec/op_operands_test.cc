@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "workload/ops.h"
+#include "op/op.h"
 
 // The operand arena of the CUDA executor's op runner. Every expected byte count is worked out by
 // hand in the comments: the sizes of the tensors, each rounded up to 256 bytes, added.

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "exec/op_operands.h"
+#include "op/op.h"
 #include "single_gpu_plan.h"
-#include "workload/ops.h"
 
 // The rotation of the CUDA executor's operands through its arena. Sizes are the OperandBytes of
 // exec/op_operands.h, all multiples of 256.

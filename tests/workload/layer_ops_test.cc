@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "workload/ops.h"
+#include "op/op.h"
 #include "workload/shipped_model.h"
 
 namespace loom {

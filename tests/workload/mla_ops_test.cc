@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "op/op.h"
 #include "workload/layer_ops.h"
 #include "workload/model_states.h"
-#include "workload/ops.h"
 
 namespace loom {
 namespace {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "op/op.h"
 #include "workload/layer_ops.h"
 #include "workload/model_states.h"
 #include "workload/moe_routing.h"
-#include "workload/ops.h"
 #include "workload/shipped_model.h"
 
 namespace loom {

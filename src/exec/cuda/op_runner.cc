@@ -5,8 +5,8 @@
 #include <utility>
 #include <variant>
 
-#include "cost/profile.h"
 #include "exec/op_operands.h"
+#include "op/op_json.h"
 #include "probe/cuda/cuda_check.h"
 #include "probe/cuda/device_kernels.h"
 

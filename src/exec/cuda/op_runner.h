@@ -15,11 +15,11 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "exec/operand_ring.h"
+#include "op/op.h"
 #include "probe/cuda/device_buffer.h"
 #include "probe/cuda/gemm_plan.h"
 #include "probe/cuda/sdpa_graph.h"
 #include "probe/cuda/sdpa_run.h"
-#include "workload/ops.h"
 
 namespace loom::cuda {
 

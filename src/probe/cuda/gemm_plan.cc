@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cost/profile.h"
+#include "op/op_json.h"
 #include "probe/cuda/cuda_check.h"
 
 namespace loom::cuda {

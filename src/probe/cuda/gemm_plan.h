@@ -13,8 +13,8 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "op/op.h"
 #include "probe/cuda/device_buffer.h"
-#include "workload/ops.h"
 
 namespace loom::cuda {
 

@@ -8,8 +8,8 @@
 #include <cuda_runtime.h>
 
 #include "core/status.h"
+#include "op/op.h"
 #include "probe/bench.h"
-#include "workload/ops.h"
 
 namespace loom::cuda {
 

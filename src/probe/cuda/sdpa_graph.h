@@ -10,7 +10,7 @@
 #include <cudnn.h>
 
 #include "core/status.h"
-#include "workload/ops.h"
+#include "op/op.h"
 
 namespace loom::cuda {
 

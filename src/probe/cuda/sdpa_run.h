@@ -9,8 +9,8 @@
 #include <cudnn.h>
 
 #include "core/status.h"
+#include "op/op.h"
 #include "probe/cuda/sdpa_graph.h"
-#include "workload/ops.h"
 
 namespace loom::cuda {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "cost/profile.h"
+#include "op/op_json.h"
 
 // Every rule below is cudnn-frontend's, at commit 3929da2ef4c1dba1bb8acb68727b9134f26f40c0
 // (v1.19+, 2026-05-08), where get_backend_version() is cudnnGetVersion():

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "workload/ops.h"
+#include "op/op.h"
 
 namespace loom::cuda {
 

@@ -1,4 +1,4 @@
-#include "workload/ops.h"
+#include "op/op.h"
 
 #include <array>
 #include <utility>

@@ -1,5 +1,5 @@
-#ifndef LOOM_WORKLOAD_OPS_H_
-#define LOOM_WORKLOAD_OPS_H_
+#ifndef LOOM_OP_OP_H_
+#define LOOM_OP_OP_H_
 
 #include <cstdint>
 #include <optional>
@@ -297,4 +297,4 @@ int64_t TotalSavedBytes(const std::vector<Op>& ops);
 
 }  // namespace loom
 
-#endif  // LOOM_WORKLOAD_OPS_H_
+#endif  // LOOM_OP_OP_H_
