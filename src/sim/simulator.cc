@@ -9,6 +9,7 @@
 #include "cost/offload_model.h"
 #include "sim/critical_path.h"
 #include "sim/step_utilization.h"
+#include "workload/layer_dims.h"
 #include "workload/model_states.h"
 
 namespace loom {
@@ -182,14 +183,16 @@ void SetFabrics(const Strategy& strategy, const Placements& placements, StepGrap
 }
 
 // Activation (or gradient) bytes each rank sends to its neighbouring stage per micro-batch:
-// b x s/cp x h split over tp. With sequence parallelism the tensor is already scattered; without
-// it Megatron-LM's scatter/gather optimisation sends each tp rank's 1/tp slice over its own link
-// and all-gathers it over NVLink at the receiver (Narayanan et al. 2021, Section 4.1; on unless
+// b x s/cp x h elements of the activation dtype (ActivationDtype: 4 bytes in fp32 and tf32, 2 in
+// bf16, fp16 and fp8), split over tp. With sequence parallelism the tensor is already scattered;
+// without it Megatron-LM's scatter/gather optimisation sends each tp rank's 1/tp slice over its own
+// link and all-gathers it over NVLink at the receiver (Narayanan et al. 2021, Section 4.1; on
+// unless
 // --no-scatter-gather-tensors-in-pipeline). That all-gather is not timed: 1/tp of the transfer
 // over a link many times faster.
 int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
   const int64_t tokens = s.micro_batch * s.seq_len / s.cp;
-  return CeilDiv(tokens * model.hidden_size * 2, s.tp);
+  return CeilDiv(tokens * model.hidden_size * BytesPerElement(ActivationDtype(s.dtype)), s.tp);
 }
 
 // The host thread of |framework|: its synchronisation points and each stage's optimizer lead: the

@@ -16,10 +16,6 @@ bool IsMoeLayer(const ModelSpec& m, int64_t layer) {
   return m.moe.has_value() && layer >= m.moe->first_dense_layers;
 }
 
-// Activations stay bf16 when the GEMMs run in fp8 (Transformer Engine casts per GEMM;
-// Micikevicius et al. 2022, Section 4); tf32 is a compute mode over fp32 storage.
-Dtype ActivationDtype(Dtype dtype) { return dtype == Dtype::kFp8 ? Dtype::kBf16 : dtype; }
-
 Status CheckMoe(const ModelSpec& m, const Strategy& s) {
   const MoeSpec& e = *m.moe;
   if (e.num_experts < 1 || e.experts_per_token < 1 || e.experts_per_token > e.num_experts ||
@@ -218,6 +214,8 @@ Status SetLatentAttentionDims(const ModelSpec& m, LayerDims* d) {
 }
 
 }  // namespace
+
+Dtype ActivationDtype(Dtype dtype) { return dtype == Dtype::kFp8 ? Dtype::kBf16 : dtype; }
 
 Status CheckLayerSupported(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
   if (o.layer < 0 || o.layer >= m.num_layers) {

@@ -17,6 +17,11 @@
 namespace loom {
 
 // The sizes of one layer's tensors on one tensor-parallel rank for one micro-batch.
+// The dtype activations are kept and sent in when the model trains in |dtype|: bf16 when the
+// GEMMs run in fp8 (Transformer Engine casts per GEMM; Micikevicius et al. 2022, Section 4), else
+// |dtype| itself (tf32 is a compute mode over fp32 storage).
+Dtype ActivationDtype(Dtype dtype);
+
 struct LayerDims {
   int64_t batch = 0;      // sequences in the micro-batch
   int64_t seq = 0;        // queries per sequence on this rank: seq_len / cp

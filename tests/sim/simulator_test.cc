@@ -37,6 +37,21 @@ TEST(Simulator, SameInputGivesIdenticalResultsAndTrace) {
             ChromeTraceJson(b->step.graph, b->timeline, &b->memory));
 }
 
+// A pipeline send carries b x s/cp x h activations split over tp, in the dtype activations are
+// kept in: fp32 sends twice the bytes of bf16, and fp8 GEMMs keep bf16 activations.
+TEST(Simulator, PipelineSendsCarryActivationsInTheirDtype) {
+  Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-h100.json", 16);
+  Strategy s = Gpt3Interleaved();
+  const int64_t elements = int64_t{1} * 2048 * 12288 / 8;  // micro_batch * seq * hidden / tp
+  for (const auto& [dtype, bytes] : {std::pair{Dtype::kBf16, 2}, std::pair{Dtype::kFp32, 4},
+                                     std::pair{Dtype::kTf32, 4}, std::pair{Dtype::kFp8, 2}}) {
+    s.dtype = dtype;
+    Result<PreparedStep> step = PrepareTrainingStep(in.model, in.cluster, s);
+    ASSERT_TRUE(step.ok()) << step.status().message();
+    EXPECT_EQ(step->payloads.p2p_bytes, elements * bytes) << kDtypeNames.Name(dtype);
+  }
+}
+
 TEST(Simulator, MfuIsModelFlopsOverStepTimeGpusAndPeak) {
   Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 16);
   Strategy s = Gpt3Interleaved();
