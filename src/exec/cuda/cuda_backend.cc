@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include "device/launcher.h"
 #include "exec/cuda/device_step.h"
 #include "exec/cuda/nccl_comms.h"
 #include "exec/executor.h"
@@ -16,7 +17,6 @@
 #include "probe/cuda/cuda_check.h"
 #include "probe/cuda/cuda_kernel_bench.h"
 #include "probe/cuda/nccl_bench.h"
-#include "probe/groups.h"
 
 namespace loom {
 namespace {

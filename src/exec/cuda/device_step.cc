@@ -5,10 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "device/deadline.h"
 #include "exec/op_operands.h"
 #include "probe/cuda/cuda_check.h"
 #include "probe/cuda/device_kernels.h"
-#include "probe/deadline.h"
 
 namespace loom::cuda {
 namespace {

@@ -10,9 +10,9 @@
 #include <nccl.h>
 
 #include "core/status.h"
+#include "device/launcher.h"
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
-#include "probe/bench.h"
 
 namespace loom::cuda {
 

@@ -15,14 +15,14 @@
 #include <nccl.h>
 
 #include "core/dtype.h"
+#include "device/deadline.h"
+#include "device/watchdog.h"
 #include "probe/collective_timing.h"
 #include "probe/cuda/cuda_check.h"
 #include "probe/cuda/device_buffer.h"
 #include "probe/cuda/device_kernels.h"
 #include "probe/cuda/nccl_queue.h"
-#include "probe/deadline.h"
 #include "probe/groups.h"
-#include "probe/watchdog.h"
 
 namespace loom::cuda {
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "device/launcher.h"
 #include "probe/bench.h"
 #include "probe/cuda/nccl_buffers.h"
 

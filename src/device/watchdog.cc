@@ -1,4 +1,4 @@
-#include "probe/watchdog.h"
+#include "device/watchdog.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_WATCHDOG_H_
-#define LOOM_PROBE_WATCHDOG_H_
+#ifndef LOOM_DEVICE_WATCHDOG_H_
+#define LOOM_DEVICE_WATCHDOG_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/status.h"
-#include "probe/deadline.h"
+#include "device/deadline.h"
 
 namespace loom {
 
@@ -79,4 +79,4 @@ Status RunOrAbort(Watchdog& watchdog, double timeout_s, const std::string& what,
 
 }  // namespace loom
 
-#endif  // LOOM_PROBE_WATCHDOG_H_
+#endif  // LOOM_DEVICE_WATCHDOG_H_

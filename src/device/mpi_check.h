@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_MPI_CHECK_H_
-#define LOOM_PROBE_MPI_CHECK_H_
+#ifndef LOOM_DEVICE_MPI_CHECK_H_
+#define LOOM_DEVICE_MPI_CHECK_H_
 
 #include "core/status.h"
 
@@ -14,4 +14,4 @@ Status MpiStatus(int code, const char* call, const char* file, int line);
 // Returns from the enclosing function with the error of an MPI call that failed.
 #define LOOM_MPI(call) LOOM_RETURN_IF_ERROR(::loom::MpiStatus((call), #call, __FILE__, __LINE__))
 
-#endif  // LOOM_PROBE_MPI_CHECK_H_
+#endif  // LOOM_DEVICE_MPI_CHECK_H_

@@ -1,9 +1,9 @@
-#ifndef LOOM_TESTS_PROBE_MANUAL_CLOCK_H_
-#define LOOM_TESTS_PROBE_MANUAL_CLOCK_H_
+#ifndef LOOM_TESTS_DEVICE_MANUAL_CLOCK_H_
+#define LOOM_TESTS_DEVICE_MANUAL_CLOCK_H_
 
 #include <atomic>
 
-#include "probe/deadline.h"
+#include "device/deadline.h"
 
 namespace loom::testing {
 
@@ -21,4 +21,4 @@ class ManualClock : public Clock {
 
 }  // namespace loom::testing
 
-#endif  // LOOM_TESTS_PROBE_MANUAL_CLOCK_H_
+#endif  // LOOM_TESTS_DEVICE_MANUAL_CLOCK_H_

@@ -1,10 +1,10 @@
-#ifndef LOOM_PROBE_MPI_LAUNCHER_H_
-#define LOOM_PROBE_MPI_LAUNCHER_H_
+#ifndef LOOM_DEVICE_MPI_LAUNCHER_H_
+#define LOOM_DEVICE_MPI_LAUNCHER_H_
 
 #include <memory>
 
 #include "core/status.h"
-#include "probe/bench.h"
+#include "device/launcher.h"
 
 namespace loom {
 
@@ -30,4 +30,4 @@ Result<std::unique_ptr<Launcher>> MakeProcessLauncher();
 
 }  // namespace loom
 
-#endif  // LOOM_PROBE_MPI_LAUNCHER_H_
+#endif  // LOOM_DEVICE_MPI_LAUNCHER_H_

@@ -1,4 +1,4 @@
-#include "probe/watchdog.h"
+#include "device/watchdog.h"
 
 #include <atomic>
 #include <chrono>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "probe/manual_clock.h"
+#include "device/manual_clock.h"
 
 namespace loom {
 namespace {

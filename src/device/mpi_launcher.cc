@@ -1,4 +1,4 @@
-#include "probe/mpi_launcher.h"
+#include "device/mpi_launcher.h"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #if LOOM_HAVE_MPI
 #include <mpi.h>
 
-#include "probe/mpi_check.h"
+#include "device/mpi_check.h"
 #endif
 
 namespace loom {

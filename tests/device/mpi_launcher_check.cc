@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "probe/mpi_launcher.h"
+#include "device/mpi_launcher.h"
 
 namespace loom {
 namespace {

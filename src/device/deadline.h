@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_DEADLINE_H_
-#define LOOM_PROBE_DEADLINE_H_
+#ifndef LOOM_DEVICE_DEADLINE_H_
+#define LOOM_DEVICE_DEADLINE_H_
 
 #include <functional>
 #include <string>
@@ -37,4 +37,4 @@ Status WaitUntilDone(const std::function<Result<bool>()>& poll, Clock& clock, do
 
 }  // namespace loom
 
-#endif  // LOOM_PROBE_DEADLINE_H_
+#endif  // LOOM_DEVICE_DEADLINE_H_

@@ -1,4 +1,4 @@
-#include "probe/deadline.h"
+#include "device/deadline.h"
 
 #include <gtest/gtest.h>
 
