@@ -28,6 +28,7 @@
 #include "spec/cluster.h"
 #include "spec/model.h"
 #ifdef LOOM_HAVE_CUDA
+#include "device/cuda/cuda_facts.h"
 #include "probe/cuda/cuda_kernel_bench.h"
 #include "probe/cuda/nccl_bench.h"
 #endif

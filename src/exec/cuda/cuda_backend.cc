@@ -9,14 +9,13 @@
 
 #include <cuda_runtime.h>
 
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/cuda_facts.h"
 #include "device/launcher.h"
 #include "exec/cuda/device_step.h"
 #include "exec/cuda/nccl_comms.h"
 #include "exec/executor.h"
 #include "exec/host_backend.h"
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/cuda_kernel_bench.h"
-#include "probe/cuda/nccl_bench.h"
 
 namespace loom {
 namespace {

@@ -6,9 +6,9 @@
 #include <variant>
 
 #include "cost/profile.h"
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/device_kernels.h"
 #include "exec/op_operands.h"
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/device_kernels.h"
 
 namespace loom::cuda {
 namespace {

@@ -9,8 +9,8 @@
 #include <cuda_runtime.h>
 
 #include "core/status.h"
+#include "device/cuda/device_buffer.h"
 #include "probe/bench.h"
-#include "probe/cuda/device_buffer.h"
 #include "workload/ops.h"
 
 namespace loom::cuda {

@@ -1,4 +1,4 @@
-#include "probe/cuda/nccl_buffers.h"
+#include "device/cuda/nccl_buffers.h"
 
 namespace loom::cuda {
 
@@ -43,16 +43,6 @@ Result<CollectiveBuffers> BuffersOf(ProfiledCollective collective, int64_t size_
   }
   b.bytes = element_bytes * std::max(b.send_count, b.recv_count);
   return b;
-}
-
-std::string DecodeNcclVersion(int version_code) {
-  // nccl.h's NCCL_VERSION: major*1000 + minor*100 + patch up to 2.8, major*10000 + minor*100 +
-  // patch from 2.9 on.
-  const bool wide = version_code >= 10000;
-  const int major = wide ? version_code / 10000 : version_code / 1000;
-  const int minor = wide ? version_code / 100 % 100 : version_code / 100 % 10;
-  return std::to_string(major) + "." + std::to_string(minor) + "." +
-         std::to_string(version_code % 100);
 }
 
 }  // namespace loom::cuda

@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_CUDA_CUDA_CHECK_H_
-#define LOOM_PROBE_CUDA_CUDA_CHECK_H_
+#ifndef LOOM_DEVICE_CUDA_CUDA_CHECK_H_
+#define LOOM_DEVICE_CUDA_CUDA_CHECK_H_
 
 #include <string>
 
@@ -48,4 +48,4 @@ Status CudnnStatusToStatus(cudnnStatus_t code, std::string message);
 #define LOOM_NCCL(call) \
   LOOM_RETURN_IF_ERROR(::loom::cuda::CheckNccl((call), #call, __FILE__, __LINE__))
 
-#endif  // LOOM_PROBE_CUDA_CUDA_CHECK_H_
+#endif  // LOOM_DEVICE_CUDA_CUDA_CHECK_H_

@@ -2,12 +2,13 @@
 
 #include <string>
 
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/cuda_kernel_bench.h"
-#include "probe/cuda/event_timer.h"
+#include <nccl.h>
 
-// The parts of the CUDA probe that need no GPU: the device facts' parsing and formatting, the
-// mapping of library codes to Status, and the rotation count.
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/cuda_facts.h"
+
+// The parts of the CUDA runtime that need no GPU: the device facts' parsing and formatting, and the
+// mapping of library codes to Status.
 
 namespace loom::cuda {
 namespace {
@@ -59,16 +60,17 @@ TEST(CublasLtVersionString, FormatsTheHeadersVersion) {
                                                        std::to_string(CUBLAS_VER_PATCH));
 }
 
-TEST(RotationCount, ExceedsTwiceTheL2) {
-  constexpr int64_t kMiB = 1 << 20;
-  EXPECT_EQ(RotationCount(10 * kMiB, 50 * kMiB, true), 11);  // 110 MiB > 100 MiB
-  EXPECT_EQ(RotationCount(100 * kMiB, 50 * kMiB, true), 2);  // one copy only equals 2x L2
-  EXPECT_EQ(RotationCount(1024 * kMiB, 50 * kMiB, true), 1);
+TEST(DecodeNcclVersion, ReadsBothOfNcclsEncodings) {
+  EXPECT_EQ(DecodeNcclVersion(22809), "2.28.9");
+  EXPECT_EQ(DecodeNcclVersion(21903), "2.19.3");
+  EXPECT_EQ(DecodeNcclVersion(20900), "2.9.0");
+  EXPECT_EQ(DecodeNcclVersion(2708), "2.7.8");  // before 2.9: major*1000 + minor*100 + patch
 }
 
-TEST(RotationCount, IsAtMost64AndOneWhenOff) {
-  EXPECT_EQ(RotationCount(1024, 50 << 20, true), 64);
-  EXPECT_EQ(RotationCount(1024, 50 << 20, false), 1);
+TEST(NcclVersionString, IsTheLinkedLibrarysVersion) {
+  // ncclGetVersion needs no GPU; the library linked here is the one whose header was compiled.
+  EXPECT_EQ(NcclVersionString(), std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) +
+                                     "." + std::to_string(NCCL_PATCH));
 }
 
 TEST(CheckCuda, NamesTheCallTheLineAndCudasError) {

@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_CUDA_DEVICE_KERNELS_H_
-#define LOOM_PROBE_CUDA_DEVICE_KERNELS_H_
+#ifndef LOOM_DEVICE_CUDA_DEVICE_KERNELS_H_
+#define LOOM_DEVICE_CUDA_DEVICE_KERNELS_H_
 
 #include <cstdint>
 
@@ -42,4 +42,4 @@ cudaError_t EmptyKernel(cudaStream_t stream);
 
 }  // namespace loom::cuda
 
-#endif  // LOOM_PROBE_CUDA_DEVICE_KERNELS_H_
+#endif  // LOOM_DEVICE_CUDA_DEVICE_KERNELS_H_

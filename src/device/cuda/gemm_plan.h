@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_CUDA_GEMM_PLAN_H_
-#define LOOM_PROBE_CUDA_GEMM_PLAN_H_
+#ifndef LOOM_DEVICE_CUDA_GEMM_PLAN_H_
+#define LOOM_DEVICE_CUDA_GEMM_PLAN_H_
 
 #include <cstdint>
 #include <functional>
@@ -13,7 +13,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
-#include "probe/cuda/device_buffer.h"
+#include "device/cuda/device_buffer.h"
 #include "workload/ops.h"
 
 namespace loom::cuda {
@@ -158,4 +158,4 @@ Status RunGemm(GemmPlan& plan, cublasLtHandle_t handle, const void* a, const voi
 
 }  // namespace loom::cuda
 
-#endif  // LOOM_PROBE_CUDA_GEMM_PLAN_H_
+#endif  // LOOM_DEVICE_CUDA_GEMM_PLAN_H_

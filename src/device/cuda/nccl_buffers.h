@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_CUDA_NCCL_BUFFERS_H_
-#define LOOM_PROBE_CUDA_NCCL_BUFFERS_H_
+#ifndef LOOM_DEVICE_CUDA_NCCL_BUFFERS_H_
+#define LOOM_DEVICE_CUDA_NCCL_BUFFERS_H_
 
 #include <cstdint>
 #include <string>
@@ -9,8 +9,8 @@
 
 namespace loom::cuda {
 
-// The arithmetic of the NCCL bench that needs no GPU: buffer sizes per collective, batch lengths
-// and NCCL's version code.
+// The buffers of NCCL's collectives as nccl-tests sizes them, for the probe's NCCL bench and the
+// CUDA executor's collectives: arithmetic only, tested on a CPU.
 
 // The buffers of one rank for a collective point of |size_bytes| (nccl-tests' size column) over a
 // group of |ranks|, in fp32 elements, as nccl-tests sizes them (src/*.cu, GetCollByteCount):
@@ -39,10 +39,6 @@ struct CollectiveBuffers {
 // |size_bytes| is below 1.
 Result<CollectiveBuffers> BuffersOf(ProfiledCollective collective, int64_t size_bytes, int ranks);
 
-// nccl.h's NCCL_VERSION code as "major.minor.patch": 22809 -> "2.28.9", 2708 -> "2.7.8" (before
-// 2.9 the code had one digit less for the minor version).
-std::string DecodeNcclVersion(int version_code);
-
 }  // namespace loom::cuda
 
-#endif  // LOOM_PROBE_CUDA_NCCL_BUFFERS_H_
+#endif  // LOOM_DEVICE_CUDA_NCCL_BUFFERS_H_

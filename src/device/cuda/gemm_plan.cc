@@ -1,4 +1,4 @@
-#include "probe/cuda/gemm_plan.h"
+#include "device/cuda/gemm_plan.h"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cost/profile.h"
-#include "probe/cuda/cuda_check.h"
+#include "device/cuda/cuda_check.h"
 
 namespace loom::cuda {
 namespace {

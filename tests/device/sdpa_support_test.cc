@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "probe/cuda/sdpa_support.h"
+#include "device/cuda/sdpa_support.h"
 
 // cudnn-frontend's version guards for the SDPA graphs loom builds, checked without a GPU.
 

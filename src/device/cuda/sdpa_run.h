@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_CUDA_SDPA_RUN_H_
-#define LOOM_PROBE_CUDA_SDPA_RUN_H_
+#ifndef LOOM_DEVICE_CUDA_SDPA_RUN_H_
+#define LOOM_DEVICE_CUDA_SDPA_RUN_H_
 
 #include <array>
 #include <limits>
@@ -9,7 +9,7 @@
 #include <cudnn.h>
 
 #include "core/status.h"
-#include "probe/cuda/sdpa_graph.h"
+#include "device/cuda/sdpa_graph.h"
 #include "workload/ops.h"
 
 namespace loom::cuda {
@@ -53,4 +53,4 @@ Status ExecuteSdpa(cudnnHandle_t handle, const ExecutionPlan& plan, const Backen
 
 }  // namespace loom::cuda
 
-#endif  // LOOM_PROBE_CUDA_SDPA_RUN_H_
+#endif  // LOOM_DEVICE_CUDA_SDPA_RUN_H_

@@ -1,4 +1,4 @@
-#include "probe/cuda/sdpa_run.h"
+#include "device/cuda/sdpa_run.h"
 
 #include <cmath>
 #include <cstddef>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "probe/cuda/cuda_check.h"
+#include "device/cuda/cuda_check.h"
 
 namespace loom::cuda {
 

@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_CUDA_SDPA_GRAPH_H_
-#define LOOM_PROBE_CUDA_SDPA_GRAPH_H_
+#ifndef LOOM_DEVICE_CUDA_SDPA_GRAPH_H_
+#define LOOM_DEVICE_CUDA_SDPA_GRAPH_H_
 
 #include <array>
 #include <cstddef>
@@ -113,4 +113,4 @@ Result<ExecutionPlan> PlanSdpaBackward(cudnnHandle_t handle, const AttentionShap
 
 }  // namespace loom::cuda
 
-#endif  // LOOM_PROBE_CUDA_SDPA_GRAPH_H_
+#endif  // LOOM_DEVICE_CUDA_SDPA_GRAPH_H_

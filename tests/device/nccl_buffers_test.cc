@@ -2,10 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <nccl.h>
-
-#include "probe/cuda/nccl_bench.h"
-#include "probe/cuda/nccl_buffers.h"
+#include "device/cuda/nccl_buffers.h"
 
 namespace loom::cuda {
 namespace {
@@ -107,28 +104,6 @@ TEST(BuffersOf, ZeroRanksOrBytesIsInvalid) {
             Status::Code::kInvalidArgument);
   EXPECT_EQ(BuffersOf(ProfiledCollective::kAllReduce, 0, 8).status().code(),
             Status::Code::kInvalidArgument);
-}
-
-TEST(OperationsPerBatch, TwentyUpTo1MiBFiveUpTo256MiBThenOne) {
-  EXPECT_EQ(OperationsPerBatch(8), 20);
-  EXPECT_EQ(OperationsPerBatch(kMiB), 20);
-  EXPECT_EQ(OperationsPerBatch(kMiB + 4), 5);
-  EXPECT_EQ(OperationsPerBatch(256 * kMiB), 5);
-  EXPECT_EQ(OperationsPerBatch(256 * kMiB + 4), 1);
-  EXPECT_EQ(OperationsPerBatch(8192 * kMiB), 1);
-}
-
-TEST(DecodeNcclVersion, ReadsBothOfNcclsEncodings) {
-  EXPECT_EQ(DecodeNcclVersion(22809), "2.28.9");
-  EXPECT_EQ(DecodeNcclVersion(21903), "2.19.3");
-  EXPECT_EQ(DecodeNcclVersion(20900), "2.9.0");
-  EXPECT_EQ(DecodeNcclVersion(2708), "2.7.8");  // before 2.9: major*1000 + minor*100 + patch
-}
-
-TEST(NcclVersionString, IsTheLinkedLibrarysVersion) {
-  // ncclGetVersion needs no GPU; the library linked here is the one whose header was compiled.
-  EXPECT_EQ(NcclVersionString(), std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) +
-                                     "." + std::to_string(NCCL_PATCH));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "probe/cuda/cuda_check.h"
+#include "device/cuda/cuda_check.h"
 
 #include <string>
 #include <utility>

@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_CUDA_DEVICE_BUFFER_H_
-#define LOOM_PROBE_CUDA_DEVICE_BUFFER_H_
+#ifndef LOOM_DEVICE_CUDA_DEVICE_BUFFER_H_
+#define LOOM_DEVICE_CUDA_DEVICE_BUFFER_H_
 
 #include <cstdint>
 #include <memory>
@@ -32,4 +32,4 @@ Result<std::vector<DeviceBuffer>> AllocateCopies(int64_t bytes_per_copy, int64_t
 
 }  // namespace loom::cuda
 
-#endif  // LOOM_PROBE_CUDA_DEVICE_BUFFER_H_
+#endif  // LOOM_DEVICE_CUDA_DEVICE_BUFFER_H_

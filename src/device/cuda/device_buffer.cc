@@ -1,6 +1,6 @@
-#include "probe/cuda/device_buffer.h"
+#include "device/cuda/device_buffer.h"
 
-#include "probe/cuda/cuda_check.h"
+#include "device/cuda/cuda_check.h"
 
 namespace loom::cuda {
 

@@ -1,5 +1,5 @@
-#ifndef LOOM_PROBE_CUDA_SDPA_SUPPORT_H_
-#define LOOM_PROBE_CUDA_SDPA_SUPPORT_H_
+#ifndef LOOM_DEVICE_CUDA_SDPA_SUPPORT_H_
+#define LOOM_DEVICE_CUDA_SDPA_SUPPORT_H_
 
 #include <cstdint>
 #include <string>
@@ -30,4 +30,4 @@ Status CheckCudnnSdpaSupport(const AttentionShape& shape, SdpaPass pass, int64_t
 
 }  // namespace loom::cuda
 
-#endif  // LOOM_PROBE_CUDA_SDPA_SUPPORT_H_
+#endif  // LOOM_DEVICE_CUDA_SDPA_SUPPORT_H_

@@ -1,4 +1,4 @@
-#include "probe/cuda/sdpa_graph.h"
+#include "device/cuda/sdpa_graph.h"
 
 #include <algorithm>
 #include <array>
@@ -11,8 +11,8 @@
 #include <cudnn.h>
 
 #include "core/dtype.h"
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/sdpa_support.h"
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/sdpa_support.h"
 
 // Which graph, and why. cuDNN 9.19's native SDPA operations (CUDNN_BACKEND_OPERATION_SDPA_FWD_ and
 // _BWD_DESCRIPTOR, cudnn_graph_v9.h) take Q, K, V, O, the statistics, the scale, sequence lengths,

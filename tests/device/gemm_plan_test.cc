@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "probe/cuda/gemm_plan.h"
+#include "device/cuda/gemm_plan.h"
 
 // How a GEMM plan chooses among cuBLASLt's heuristic results and falls back when cublasLtMatmul
 // refuses an algorithm, with a fake matmul: no GPU.

@@ -1,4 +1,4 @@
-#include "probe/cuda/sdpa_support.h"
+#include "device/cuda/sdpa_support.h"
 
 #include <string>
 

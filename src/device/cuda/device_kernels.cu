@@ -1,4 +1,4 @@
-#include "probe/cuda/device_kernels.h"
+#include "device/cuda/device_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
