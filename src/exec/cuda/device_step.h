@@ -12,7 +12,7 @@
 #include "core/status.h"
 #include "device/cuda/device_buffer.h"
 #include "device/cuda/nccl_buffers.h"
-#include "exec/cuda/nccl_comms.h"
+#include "device/cuda/nccl_comms.h"
 #include "exec/cuda/op_runner.h"
 #include "exec/cuda/step_pool.h"
 #include "exec/device_program.h"

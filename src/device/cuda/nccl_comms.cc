@@ -1,4 +1,4 @@
-#include "exec/cuda/nccl_comms.h"
+#include "device/cuda/nccl_comms.h"
 
 #include <algorithm>
 #include <utility>
@@ -22,27 +22,26 @@ std::string RanksText(const std::vector<int32_t>& ranks) {
 
 }  // namespace
 
-Result<std::unique_ptr<NcclComms>> NcclComms::Create(const ExecPlan& plan,
-                                                     std::span<const P2pEdge> edges,
-                                                     Launcher& launcher) {
+Result<std::unique_ptr<NcclComms>> NcclComms::Create(
+    std::span<const std::vector<int32_t>> communicators, std::span<const NcclEdge> edges,
+    Launcher& launcher) {
   std::unique_ptr<NcclComms> comms(new NcclComms());
   comms->rank_ = launcher.Rank();
   LOOM_RETURN_IF_ERROR(comms->InitWorld(launcher));
-  const std::span<const Communicator> planned = plan.communicators();
-  comms->communicators_.assign(planned.size(), nullptr);
-  for (size_t c = 0; c < planned.size(); ++c) {
-    // A communicator of one rank has nothing to communicate: its collectives are
-    // DeviceWork::kNothing.
-    if (planned[c].ranks.size() < 2) continue;
+  comms->communicators_.assign(communicators.size(), nullptr);
+  for (size_t c = 0; c < communicators.size(); ++c) {
+    // A communicator of one rank has nothing to communicate (validate's collectives on one are
+    // DeviceWork::kNothing).
+    if (communicators[c].size() < 2) continue;
     const std::string name =
-        "communicator " + std::to_string(c) + " (ranks " + RanksText(planned[c].ranks) + ")";
-    Result<ncclComm_t> comm = comms->Split(planned[c].ranks, name);
+        "communicator " + std::to_string(c) + " (ranks " + RanksText(communicators[c]) + ")";
+    Result<ncclComm_t> comm = comms->Split(communicators[c], name);
     if (!comm.ok()) return comm.status();
     comms->communicators_[c] = *comm;
   }
   comms->edges_.assign(edges.size(), nullptr);
   for (size_t e = 0; e < edges.size(); ++e) {
-    const P2pEdge& edge = edges[e];
+    const NcclEdge& edge = edges[e];
     if (edge.from == edge.to || std::min(edge.from, edge.to) < 0 ||
         std::max(edge.from, edge.to) >= launcher.Size()) {
       return Status::Internal("device program: edge " + std::to_string(e) + " from rank " +

@@ -1,5 +1,5 @@
-#ifndef LOOM_EXEC_CUDA_NCCL_COMMS_H_
-#define LOOM_EXEC_CUDA_NCCL_COMMS_H_
+#ifndef LOOM_DEVICE_CUDA_NCCL_COMMS_H_
+#define LOOM_DEVICE_CUDA_NCCL_COMMS_H_
 
 #include <cstdint>
 #include <memory>
@@ -11,14 +11,19 @@
 
 #include "core/status.h"
 #include "device/launcher.h"
-#include "exec/device_program.h"
-#include "exec/exec_plan.h"
 
 namespace loom::cuda {
 
-// The NCCL communicators one rank of `loom validate --backend cuda` runs its step on: the world,
-// one per communicator of the plan that has two ranks or more, and one per point-to-point edge
-// (DeviceProgram::edges), so that each communicator is used from one stream on each rank.
+// The two ranks of the job that one point-to-point edge joins: |from| sends to |to|.
+struct NcclEdge {
+  int32_t from = -1;
+  int32_t to = -1;
+};
+
+// The NCCL communicators one rank of a job runs on (`loom validate --backend cuda`: the step of
+// its rank program): the world, one per communicator of two ranks or more (the plan's), and one
+// per point-to-point edge (the device program's), so that each communicator is used from one
+// stream on each rank.
 //
 // They are blocking (ncclConfig_t::blocking = 1): every NCCL call returns once its kernel is on
 // the stream, so that an event recorded after it on the stream times it. Destroying the object
@@ -26,24 +31,25 @@ namespace loom::cuda {
 class NcclComms {
  public:
   // Makes the communicators, collectively over every rank of |launcher|, which all pass the same
-  // |plan| and |edges|: the world communicator from rank 0's ncclGetUniqueId, broadcast over
-  // |launcher| (as nccl-tests does); then, in the plan's order, one ncclCommSplit of the world per
-  // communicator of two ranks or more (color 0 for its members, NCCL_SPLIT_NOCOLOR for the
-  // others, key the world rank, so that a communicator's ranks keep their ascending order); then
-  // one split per edge, of its two ranks. Internal when NCCL fails or places this rank elsewhere
-  // than expected; a rank that fails in a split leaves the others waiting in it (blocking calls).
-  // REQUIRES: the current device is this rank's GPU.
-  static Result<std::unique_ptr<NcclComms>> Create(const ExecPlan& plan,
-                                                   std::span<const P2pEdge> edges,
-                                                   Launcher& launcher);
+  // |communicators| (each one's world ranks, ascending) and |edges|: the world communicator from
+  // rank 0's ncclGetUniqueId, broadcast over |launcher| (as nccl-tests does); then, in the order
+  // of |communicators|, one ncclCommSplit of the world per communicator of two ranks or more
+  // (color 0 for its members, NCCL_SPLIT_NOCOLOR for the others, key the world rank, so that a
+  // communicator's ranks keep their ascending order); then one split per edge, of its two ranks.
+  // Internal when NCCL fails or places this rank elsewhere than expected; a rank that fails in a
+  // split leaves the others waiting in it (blocking calls). REQUIRES: the current device is this
+  // rank's GPU.
+  static Result<std::unique_ptr<NcclComms>> Create(
+      std::span<const std::vector<int32_t>> communicators, std::span<const NcclEdge> edges,
+      Launcher& launcher);
 
   ~NcclComms() { Abort(); }
   NcclComms(const NcclComms&) = delete;
   NcclComms& operator=(const NcclComms&) = delete;
 
   ncclComm_t world() const { return world_; }
-  // The communicator of the plan's communicator |index|; null when this rank is not one of its
-  // ranks, or it has one rank only.
+  // The communicator of |communicators|[index]; null when this rank is not one of its ranks, or
+  // it has one rank only.
   ncclComm_t communicator(int32_t index) const {
     return communicators_[static_cast<size_t>(index)];
   }
@@ -89,4 +95,4 @@ class NcclComms {
 
 }  // namespace loom::cuda
 
-#endif  // LOOM_EXEC_CUDA_NCCL_COMMS_H_
+#endif  // LOOM_DEVICE_CUDA_NCCL_COMMS_H_
