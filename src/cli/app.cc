@@ -12,7 +12,7 @@
 #include "cli/command.h"
 #include "core/interrupt.h"
 #include "core/json_reader.h"
-#include "probe/mpi_launcher.h"
+#include "device/mpi_launcher.h"
 
 namespace loom {
 namespace {

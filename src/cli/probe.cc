@@ -19,14 +19,16 @@
 #include "cli/json_contract.h"
 #include "cli/probe_output.h"
 #include "cli/validators.h"
+#include "device/launcher.h"
+#include "device/mpi_launcher.h"
 #include "probe/groups.h"
-#include "probe/mpi_launcher.h"
 #include "probe/probe_estimate.h"
 #include "probe/probe_runner.h"
 #include "probe/sweep.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
 #ifdef LOOM_HAVE_CUDA
+#include "device/cuda/cuda_facts.h"
 #include "probe/cuda/cuda_kernel_bench.h"
 #include "probe/cuda/nccl_bench.h"
 #endif

@@ -107,24 +107,6 @@ struct HostSample {
   std::string where;
 };
 
-// The NCCL operations loom probe measures, one per nccl-tests binary.
-enum class ProfiledCollective {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kAllToAll,
-  kBroadcast,
-  kSendRecv
-};
-inline constexpr EnumNames<ProfiledCollective, 6> kProfiledCollectiveNames({{
-    {ProfiledCollective::kAllReduce, "all_reduce"},
-    {ProfiledCollective::kAllGather, "all_gather"},
-    {ProfiledCollective::kReduceScatter, "reduce_scatter"},
-    {ProfiledCollective::kAllToAll, "all_to_all"},
-    {ProfiledCollective::kBroadcast, "broadcast"},
-    {ProfiledCollective::kSendRecv, "send_recv"},
-}});
-
 // The process groups loom probe measures over.
 enum class ProbeGroup { kWorld, kIntraNode, kRails };
 inline constexpr EnumNames<ProbeGroup, 3> kProbeGroupNames({{

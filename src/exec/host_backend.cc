@@ -4,14 +4,14 @@
 #include <string>
 #include <utility>
 
+#include "device/deadline.h"
 #include "exec/executor.h"
 #include "exec/timed_backend.h"
-#include "probe/deadline.h"
 
 #if LOOM_HAVE_MPI
 #include <mpi.h>
 
-#include "probe/mpi_check.h"
+#include "device/mpi_check.h"
 #endif
 
 namespace loom {

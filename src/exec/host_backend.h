@@ -6,9 +6,9 @@
 
 #include "core/sim_time.h"
 #include "core/status.h"
+#include "device/launcher.h"
 #include "exec/exec_plan.h"
 #include "exec/executor.h"
-#include "probe/bench.h"
 #include "sim/engine.h"
 
 namespace loom {

@@ -50,7 +50,7 @@ GemmOperands GemmOperandsOf(const GemmShape& s) {
 }
 
 AttentionOperands AttentionOperandsOf(const AttentionShape& s) {
-  // SdpaTensorBytesOf's formulas (probe/cuda/sdpa_graph.cc), tensor for tensor.
+  // SdpaTensorBytesOf's formulas (device/cuda/sdpa_graph.cc), tensor for tensor.
   const int64_t io = BytesPerElement(s.dtype), fp32 = 4;
   const int64_t q = s.batch * s.seq_q * s.heads * s.head_dim_qk * io;
   const int64_t k = s.batch * s.seq_kv * s.kv_heads * s.head_dim_qk * io;

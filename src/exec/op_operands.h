@@ -24,7 +24,7 @@ inline constexpr int64_t kOperandAlignmentBytes = 256;
 int64_t RoundUpToOperandAlignment(int64_t bytes);
 
 // Bytes per element of a GEMM's inputs A and B, and of its output C: the types of
-// probe/cuda/gemm_plan.h's GemmTypesOf (fp8 is e4m3 inputs with a bf16 output; tf32 is fp32
+// device/cuda/gemm_plan.h's GemmTypesOf (fp8 is e4m3 inputs with a bf16 output; tf32 is fp32
 // storage) and GemmOutputBytes under Fp32Accumulation::kHonour (a shape with accumulate_fp32
 // reads and writes an fp32 C, Megatron-LM's main_grad); keep the two consistent.
 int64_t GemmInputBytesPerElement(Dtype dtype);
@@ -40,14 +40,14 @@ struct GemmOperands {
 };
 GemmOperands GemmOperandsOf(const GemmShape& shape);
 
-// The device tensors of cuDNN's SDPA graphs, in the order of probe/cuda/sdpa_graph.h's SdpaUid:
+// The device tensors of cuDNN's SDPA graphs, in the order of device/cuda/sdpa_graph.h's SdpaUid:
 // the tensor of uid u is AttentionTensor(u - 1). The forward uses the first five; the backward
 // all eleven (the softmax sum and dQ accumulator are its fp32 scratch).
 enum class AttentionTensor { kQ, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum };
 inline constexpr size_t kAttentionTensorCount = 11;
 inline constexpr size_t kForwardAttentionTensorCount = 5;
 
-// Where the tensors of one attention pass lie. |tensor_bytes| is what probe/cuda/sdpa_graph.cc's
+// Where the tensors of one attention pass lie. |tensor_bytes| is what device/cuda/sdpa_graph.cc's
 // SdpaTensorBytesOf gives each tensor (Q, K, V, O and their gradients in the shape's dtype, BSHD;
 // the statistics, softmax sum and dQ accumulator in fp32), 0 for the tensors the pass does not
 // use; the op runner checks that the two agree.

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "device/cold_l2.h"
 #include "exec/op_operands.h"
-#include "probe/bench.h"
 
 namespace loom {
 

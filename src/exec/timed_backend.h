@@ -6,8 +6,8 @@
 
 #include "core/sim_time.h"
 #include "core/status.h"
+#include "device/deadline.h"
 #include "exec/executor.h"
-#include "probe/deadline.h"
 #include "sim/task_graph.h"
 
 namespace loom {

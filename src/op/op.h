@@ -41,6 +41,25 @@ inline constexpr EnumNames<CommGroup, 5> kCommGroupNames({{
     {CommGroup::kEtp, "etp"},
 }});
 
+// The NCCL operations loom probe measures and its executor runs, one per nccl-tests binary:
+// CollectiveKind's four, broadcast, and the send/receive pairs of pipeline parallelism.
+enum class ProfiledCollective {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kBroadcast,
+  kSendRecv
+};
+inline constexpr EnumNames<ProfiledCollective, 6> kProfiledCollectiveNames({{
+    {ProfiledCollective::kAllReduce, "all_reduce"},
+    {ProfiledCollective::kAllGather, "all_gather"},
+    {ProfiledCollective::kReduceScatter, "reduce_scatter"},
+    {ProfiledCollective::kAllToAll, "all_to_all"},
+    {ProfiledCollective::kBroadcast, "broadcast"},
+    {ProfiledCollective::kSendRecv, "send_recv"},
+}});
+
 // What an op is in the model. Backward ops have their own names: ".dgrad" computes the gradient
 // of an op's input (backward B), ".wgrad" that of its weight (backward W), ".bgrad" that of its
 // bias (backward W), ".grad" the backward of an op without weights. Names are fixed strings, so

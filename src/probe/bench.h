@@ -10,20 +10,16 @@
 #include "core/enum_names.h"
 #include "core/status.h"
 #include "cost/profile.h"
+#include "device/cold_l2.h"
 #include "op/op.h"
 
 namespace loom {
 
-// The interfaces `loom probe` measures through. The GPU (KernelBench), NCCL (CollectiveBench)
-// and the process launcher (Launcher) are behind them so that the sweep, the statistics, the
-// incremental profile and the timeouts run and are tested on a CPU (tests/probe/ has fakes); the
-// CUDA implementations live in src/probe/cuda/ and are built only with CUDA.
-
-// Kernel inputs count as cold (read from HBM, as training reads each weight and activation about
-// once per micro-batch) once this many L2 capacities of other data have gone through the cache
-// since they were last read: the probe's input rotation (RotationCount) and the CUDA executor's
-// operand ring (exec/operand_ring.h) both keep to it, so that both time the same thing.
-inline constexpr int64_t kColdL2Multiple = 2;
+// The interfaces `loom probe` measures through. The GPU (KernelBench) and NCCL (CollectiveBench)
+// are behind them, as the processes are behind device/launcher.h's Launcher, so that the sweep,
+// the statistics, the incremental profile and the timeouts run and are tested on a CPU
+// (tests/probe/ has fakes); the CUDA implementations live in src/probe/cuda/ and are built only
+// with CUDA.
 
 // How many copies of a working set of |bytes_per_copy| to rotate over so that together they
 // exceed kColdL2Multiple times |l2_bytes| (at least 1, at most 64); 1 when rotation is off. The
@@ -120,37 +116,6 @@ class CollectiveBench {
   // on it returns Unavailable. ResourceExhausted when the buffers do not fit.
   virtual Result<CollectiveTimes> Time(const CollectivePoint& point, const BenchSettings& settings,
                                        double timeout_s) = 0;
-};
-
-// The processes of one probe run (MPI ranks, or one process alone).
-class Launcher {
- public:
-  virtual ~Launcher() = default;
-
-  virtual int Rank() const = 0;
-  virtual int Size() const = 0;
-  // The host name of every rank, in rank order (the same on every rank).
-  virtual const std::vector<std::string>& Hosts() const = 0;
-  // Copies |bytes| bytes at |data| from |root| to every rank.
-  virtual Status Broadcast(void* data, int64_t bytes, int root) = 0;
-  // The largest of every rank's |value|.
-  virtual Result<double> MaxOverRanks(double value) = 0;
-  virtual Status Barrier() = 0;
-};
-
-// A launcher of one process, for runs without MPI.
-class SingleProcessLauncher : public Launcher {
- public:
-  explicit SingleProcessLauncher(std::string host) : hosts_{std::move(host)} {}
-  int Rank() const override { return 0; }
-  int Size() const override { return 1; }
-  const std::vector<std::string>& Hosts() const override { return hosts_; }
-  Status Broadcast(void*, int64_t, int) override { return Status::Ok(); }
-  Result<double> MaxOverRanks(double value) override { return value; }
-  Status Barrier() override { return Status::Ok(); }
-
- private:
-  std::vector<std::string> hosts_;
 };
 
 }  // namespace loom

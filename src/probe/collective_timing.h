@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "probe/watchdog.h"
+#include "device/watchdog.h"
 
 namespace loom {
 

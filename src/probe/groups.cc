@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "device/launcher.h"
+
 namespace loom {
 namespace {
 
@@ -26,10 +28,6 @@ int CountNodes(const std::vector<int>& host_of, const std::vector<int>& members)
 }
 
 }  // namespace
-
-int LocalIndex(const std::vector<std::string>& hosts, int rank) {
-  return static_cast<int>(std::count(hosts.begin(), hosts.begin() + rank, hosts[rank]));
-}
 
 GroupMembership MembershipOf(ProbeGroup group, const std::vector<std::string>& hosts, int rank) {
   const std::vector<int> host_of = HostIndices(hosts);

@@ -25,10 +25,6 @@ struct GroupMembership {
 // REQUIRES: 0 <= rank < hosts.size().
 GroupMembership MembershipOf(ProbeGroup group, const std::vector<std::string>& hosts, int rank);
 
-// |rank|'s position among the ranks of its host: the GPU it drives is this index modulo the
-// GPUs the host has.
-int LocalIndex(const std::vector<std::string>& hosts, int rank);
-
 // The groups worth measuring for |hosts|: world when it has 2 ranks or more; intra_node when some
 // host has 2 ranks or more and there is more than one host (on one host it is world); rails when
 // there are 2 hosts or more and some host has 2 ranks or more (with one rank per host it is

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "cost/profile.h"
+#include "device/launcher.h"
 #include "probe/bench.h"
 #include "probe/sweep.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <thread>
 
-#include "probe/deadline.h"
+#include "device/deadline.h"
 
 namespace loom {
 

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "probe/manual_clock.h"
+#include "device/manual_clock.h"
 
 namespace loom {
 namespace {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "device/launcher.h"
 #include "probe/bench.h"
 
 namespace loom::testing {

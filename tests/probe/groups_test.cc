@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "device/launcher.h"
+
 namespace loom {
 namespace {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "device/mpi_launcher.h"
 #include "probe/fake_benches.h"
-#include "probe/mpi_launcher.h"
 #include "probe/probe_runner.h"
 
 namespace loom {

@@ -6,17 +6,17 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <cuda_runtime.h>
 
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/cuda_facts.h"
+#include "device/cuda/nccl_comms.h"
+#include "device/launcher.h"
 #include "exec/cuda/device_step.h"
-#include "exec/cuda/nccl_comms.h"
 #include "exec/executor.h"
 #include "exec/host_backend.h"
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/cuda_kernel_bench.h"
-#include "probe/cuda/nccl_bench.h"
-#include "probe/groups.h"
 
 namespace loom {
 namespace {
@@ -140,10 +140,15 @@ Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& progr
   CudaRunResult result;
   result.device = DescribeDevice(*device);
   cuda::DeviceStep step(plan, program);
+  std::vector<std::vector<int32_t>> communicators;
+  for (const Communicator& communicator : plan.communicators())
+    communicators.push_back(communicator.ranks);
+  std::vector<cuda::NcclEdge> edges;
+  for (const P2pEdge& edge : program.edges) edges.push_back({edge.from, edge.to});
   // Made after |step|, so destroyed before it: the communicators are aborted (their kernels leave
   // the GPU) before the step frees its memory, which waits for the GPU.
   Result<std::unique_ptr<cuda::NcclComms>> made =
-      cuda::NcclComms::Create(plan, program.edges, launcher);
+      cuda::NcclComms::Create(communicators, edges, launcher);
   if (!made.ok()) return made.status();
   std::unique_ptr<cuda::NcclComms> comms = std::move(made).value();
   LOOM_RETURN_IF_ERROR(

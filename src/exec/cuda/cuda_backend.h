@@ -7,10 +7,10 @@
 
 #include "core/sim_time.h"
 #include "core/status.h"
+#include "device/launcher.h"
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
 #include "exec/step_comparison.h"
-#include "probe/bench.h"
 #include "sim/engine.h"
 
 namespace loom {

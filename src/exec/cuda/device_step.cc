@@ -5,10 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/device_kernels.h"
+#include "device/deadline.h"
 #include "exec/op_operands.h"
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/device_kernels.h"
-#include "probe/deadline.h"
 
 namespace loom::cuda {
 namespace {

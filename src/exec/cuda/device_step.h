@@ -10,14 +10,14 @@
 #include <nccl.h>
 
 #include "core/status.h"
-#include "exec/cuda/nccl_comms.h"
+#include "device/cuda/device_buffer.h"
+#include "device/cuda/nccl_buffers.h"
+#include "device/cuda/nccl_comms.h"
 #include "exec/cuda/op_runner.h"
 #include "exec/cuda/step_pool.h"
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
 #include "exec/executor.h"
-#include "probe/cuda/device_buffer.h"
-#include "probe/cuda/nccl_buffers.h"
 
 namespace loom::cuda {
 

@@ -5,10 +5,10 @@
 #include <utility>
 #include <variant>
 
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/device_kernels.h"
 #include "exec/op_operands.h"
 #include "op/op_json.h"
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/device_kernels.h"
 
 namespace loom::cuda {
 namespace {
@@ -115,7 +115,7 @@ Status OpRunner::PlanGemmOp(const GemmShape& shape, cudaStream_t setup_stream) {
   if (types.input_bytes != GemmInputBytesPerElement(shape.dtype) ||
       GemmOutputBytes(shape, Fp32Accumulation::kHonour) != GemmOutputBytesPerElement(shape)) {
     return Status::Internal(
-        "exec/op_operands.cc and probe/cuda/gemm_plan.cc disagree on the bytes per element");
+        "exec/op_operands.cc and device/cuda/gemm_plan.cc disagree on the bytes per element");
   }
   if (cublas_ == nullptr) {
     cublasLtHandle_t handle = nullptr;
@@ -156,7 +156,7 @@ Status OpRunner::PlanAttentionOp(const AttentionShape& shape) {
     if (operands.tensor_bytes[static_cast<size_t>(uid - 1)] !=
         graph_bytes[static_cast<size_t>(uid)]) {
       return Status::Internal(
-          "exec/op_operands.cc and probe/cuda/sdpa_graph.cc disagree on the bytes of the "
+          "exec/op_operands.cc and device/cuda/sdpa_graph.cc disagree on the bytes of the "
           "tensor of uid " +
           std::to_string(uid) + ": " +
           std::to_string(operands.tensor_bytes[static_cast<size_t>(uid - 1)]) + " against " +

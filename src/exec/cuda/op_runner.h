@@ -14,12 +14,12 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "device/cuda/device_buffer.h"
+#include "device/cuda/gemm_plan.h"
+#include "device/cuda/sdpa_graph.h"
+#include "device/cuda/sdpa_run.h"
 #include "exec/operand_ring.h"
 #include "op/op.h"
-#include "probe/cuda/device_buffer.h"
-#include "probe/cuda/gemm_plan.h"
-#include "probe/cuda/sdpa_graph.h"
-#include "probe/cuda/sdpa_run.h"
 
 namespace loom::cuda {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "probe/cuda/cuda_check.h"
+#include "device/cuda/cuda_check.h"
 
 namespace loom::cuda {
 

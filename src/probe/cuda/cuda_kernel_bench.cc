@@ -1,6 +1,5 @@
 #include "probe/cuda/cuda_kernel_bench.h"
 
-#include <cctype>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -11,8 +10,9 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/device_kernels.h"
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/cuda_facts.h"
+#include "device/cuda/device_kernels.h"
 #include "probe/cuda/event_timer.h"
 #include "probe/cuda/gemm_bench.h"
 #include "probe/cuda/nccl_bench.h"
@@ -36,22 +36,6 @@ struct HostFreeDeleter {
   void operator()(void* pointer) const { cudaFreeHost(pointer); }
 };
 using PinnedBuffer = std::unique_ptr<void, HostFreeDeleter>;
-
-bool IsVersionToken(const std::string& token) {
-  int dots = 0;
-  bool digit_before = false;
-  for (char c : token) {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      digit_before = true;
-    } else if (c == '.' && digit_before) {
-      ++dots;
-      digit_before = false;
-    } else {
-      return false;
-    }
-  }
-  return dots >= 1 && digit_before;
-}
 
 std::string ReadFile(const char* path) {
   std::ifstream in(path);
@@ -337,47 +321,6 @@ Result<std::vector<double>> CudaKernelBench::TimePinnedCopy(HostMeasure directio
 }
 
 }  // namespace
-
-std::string DriverVersionFromProc(const std::string& text) {
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("NVRM version:", 0) != 0) continue;
-    std::istringstream tokens(line);
-    std::string token;
-    while (tokens >> token) {
-      if (IsVersionToken(token)) return token;
-    }
-  }
-  return "";
-}
-
-std::string CudaVersionString(int version) {
-  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-}
-
-std::string CublasLtVersionString(size_t version) {
-  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
-         std::to_string(version % 100);
-}
-
-Status CountDevices(int* count) {
-  *count = 0;
-  const cudaError_t code = cudaGetDeviceCount(count);
-  std::string why;
-  if (code != cudaSuccess) {
-    cudaGetLastError();
-    *count = 0;
-    why = cudaGetErrorString(code);
-  } else if (*count == 0) {
-    why = "it found 0 devices";
-  } else {
-    return Status::Ok();
-  }
-  return Status::Unavailable(
-      "no CUDA GPU is visible (cudaGetDeviceCount: " + why +
-      "); loom probe measures GPUs and must run on a machine with an NVIDIA GPU and its driver");
-}
 
 Result<std::unique_ptr<KernelBench>> MakeCudaKernelBench(int device) {
   LOOM_CUDA(cudaSetDevice(device));

@@ -4,8 +4,8 @@
 #include <memory>
 #include <type_traits>
 
+#include "device/cuda/cuda_check.h"
 #include "probe/bench.h"
-#include "probe/cuda/cuda_check.h"
 
 namespace loom::cuda {
 namespace {

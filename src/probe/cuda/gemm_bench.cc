@@ -2,10 +2,10 @@
 
 #include <utility>
 
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/device_kernels.h"
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/device_kernels.h"
+#include "device/cuda/gemm_plan.h"
 #include "probe/cuda/event_timer.h"
-#include "probe/cuda/gemm_plan.h"
 
 namespace loom::cuda {
 namespace {

@@ -9,9 +9,9 @@
 #include <cuda_runtime.h>
 
 #include "core/status.h"
+#include "device/cuda/device_buffer.h"
 #include "op/op.h"
 #include "probe/bench.h"
-#include "probe/cuda/device_buffer.h"
 
 namespace loom::cuda {
 

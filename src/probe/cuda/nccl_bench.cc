@@ -15,25 +15,16 @@
 #include <nccl.h>
 
 #include "core/dtype.h"
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/device_buffer.h"
+#include "device/cuda/device_kernels.h"
+#include "device/deadline.h"
+#include "device/watchdog.h"
 #include "probe/collective_timing.h"
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/device_buffer.h"
-#include "probe/cuda/device_kernels.h"
 #include "probe/cuda/nccl_queue.h"
-#include "probe/deadline.h"
 #include "probe/groups.h"
-#include "probe/watchdog.h"
 
 namespace loom::cuda {
-
-std::string NcclVersionString() {
-  int version_code = 0;
-  const ncclResult_t code = ncclGetVersion(&version_code);
-  if (code != ncclSuccess)
-    return std::string("unknown (ncclGetVersion: ") + ncclGetErrorString(code) + ")";
-  return DecodeNcclVersion(version_code);
-}
-
 namespace {
 
 // Communicator init and split run NCCL's bootstrap over the network: minutes on a large job.

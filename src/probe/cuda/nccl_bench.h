@@ -7,8 +7,9 @@
 #include <vector>
 
 #include "core/status.h"
+#include "device/cuda/nccl_buffers.h"
+#include "device/launcher.h"
 #include "probe/bench.h"
-#include "probe/cuda/nccl_buffers.h"
 
 namespace loom::cuda {
 
@@ -30,9 +31,6 @@ namespace loom::cuda {
 // point, of any group, is Unavailable.
 Result<std::unique_ptr<CollectiveBench>> MakeNcclCollectiveBench(
     Launcher& launcher, int device, const std::vector<ProbeGroup>& groups);
-
-// ncclGetVersion as "2.28.9"; "unknown (...)" with NCCL's error when it fails.
-std::string NcclVersionString();
 
 }  // namespace loom::cuda
 

@@ -10,8 +10,8 @@
 
 #include "core/status.h"
 #include "cost/profile.h"
+#include "device/cuda/cuda_check.h"
 #include "probe/collective_timing.h"
-#include "probe/cuda/cuda_check.h"
 
 namespace loom::cuda {
 

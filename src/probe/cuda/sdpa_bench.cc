@@ -12,13 +12,13 @@
 #include <cudnn.h>
 
 #include "core/dtype.h"
-#include "probe/cuda/cuda_check.h"
-#include "probe/cuda/device_buffer.h"
-#include "probe/cuda/device_kernels.h"
+#include "device/cuda/cuda_check.h"
+#include "device/cuda/device_buffer.h"
+#include "device/cuda/device_kernels.h"
+#include "device/cuda/sdpa_graph.h"
+#include "device/cuda/sdpa_run.h"
+#include "device/cuda/sdpa_support.h"
 #include "probe/cuda/event_timer.h"
-#include "probe/cuda/sdpa_graph.h"
-#include "probe/cuda/sdpa_run.h"
-#include "probe/cuda/sdpa_support.h"
 
 namespace loom::cuda {
 namespace {
