@@ -8,7 +8,7 @@
 #include "core/status.h"
 #include "exec/executor.h"
 #include "probe/deadline.h"
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 namespace loom {
 

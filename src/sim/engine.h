@@ -6,7 +6,7 @@
 
 #include "core/sim_time.h"
 #include "core/status.h"
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 namespace loom {
 

@@ -7,8 +7,8 @@
 
 #include "core/sim_time.h"
 #include "core/status.h"
+#include "program/task_graph.h"
 #include "sim/engine.h"
-#include "sim/task_graph.h"
 
 namespace loom {
 

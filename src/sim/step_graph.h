@@ -6,9 +6,9 @@
 
 #include "core/enum_names.h"
 #include "core/sim_time.h"
+#include "program/task_graph.h"
 #include "schedule/schedule.h"
 #include "sim/pass_costs.h"
-#include "sim/task_graph.h"
 
 namespace loom {
 

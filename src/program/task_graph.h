@@ -1,5 +1,5 @@
-#ifndef LOOM_SIM_TASK_GRAPH_H_
-#define LOOM_SIM_TASK_GRAPH_H_
+#ifndef LOOM_PROGRAM_TASK_GRAPH_H_
+#define LOOM_PROGRAM_TASK_GRAPH_H_
 
 #include <cstdint>
 #include <functional>
@@ -206,4 +206,4 @@ class TaskGraph {
 
 }  // namespace loom
 
-#endif  // LOOM_SIM_TASK_GRAPH_H_
+#endif  // LOOM_PROGRAM_TASK_GRAPH_H_
