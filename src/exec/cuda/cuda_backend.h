@@ -11,7 +11,7 @@
 #include "exec/exec_plan.h"
 #include "exec/step_comparison.h"
 #include "probe/bench.h"
-#include "sim/engine.h"
+#include "program/step_timeline.h"
 
 namespace loom {
 
