@@ -9,9 +9,9 @@
 
 #include "core/status.h"
 #include "exec/plan_workload.h"
+#include "program/step_graph.h"
 #include "sim/memory_tracker.h"
 #include "sim/simulator.h"
-#include "sim/step_graph.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
 #include "spec/strategy.h"

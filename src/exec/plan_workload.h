@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "program/step_graph.h"
 #include "sim/pass_costs.h"
 #include "sim/simulator.h"
-#include "sim/step_graph.h"
 #include "workload/ops.h"
 
 namespace loom {

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
+#include "program/step_graph.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
-#include "sim/step_graph.h"
 
 namespace loom {
 

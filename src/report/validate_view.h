@@ -4,9 +4,9 @@
 #include <string>
 
 #include "exec/step_comparison.h"
+#include "program/step_graph.h"
 #include "report/html_report.h"
 #include "sim/engine.h"
-#include "sim/step_graph.h"
 
 namespace loom {
 

@@ -7,10 +7,10 @@
 
 #include "core/enum_names.h"
 #include "core/sim_time.h"
+#include "program/step_graph.h"
 #include "schedule/schedule.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
-#include "sim/step_graph.h"
 
 namespace loom {
 

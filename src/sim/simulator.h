@@ -11,7 +11,7 @@
 #include "sim/memory_breakdown.h"
 #include "sim/memory_tracker.h"
 #include "sim/pass_costs.h"
-#include "sim/step_graph.h"
+#include "sim/step_builder.h"
 #include "spec/cluster.h"
 #include "spec/framework.h"
 #include "spec/model.h"

@@ -13,7 +13,7 @@
 #include "exec/step_comparison.h"
 #include "exec/timed_backend.h"
 #include "schedule/schedule.h"
-#include "sim/step_graph.h"
+#include "sim/step_builder.h"
 
 namespace loom {
 namespace {
