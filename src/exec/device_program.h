@@ -8,8 +8,8 @@
 
 #include "core/status.h"
 #include "exec/exec_plan.h"
-#include "exec/plan_file.h"
-#include "exec/plan_workload.h"
+#include "program/plan_file.h"
+#include "program/plan_workload.h"
 #include "workload/ops.h"
 
 namespace loom {

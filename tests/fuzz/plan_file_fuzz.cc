@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "exec/exec_plan.h"
-#include "exec/plan_file.h"
 #include "fuzz_input.h"
+#include "program/plan_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = loom::fuzz::WriteInput("plans", "fuzz.plan.json", data, size);
