@@ -9,8 +9,8 @@
 #include "core/status.h"
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
-#include "exec/step_comparison.h"
 #include "probe/bench.h"
+#include "program/comparison.h"
 #include "program/step_timeline.h"
 
 namespace loom {
