@@ -1,6 +1,6 @@
-// Fuzzes the plan file reader (ReadPlanFile, exec/plan_file.h: `loom plan --emit plan` writes it,
-// `loom validate` reads it), then what validate does before it runs anything: plan the execution
-// of the rank programs, which refuses a plan that would deadlock.
+// Fuzzes the plan file reader (ReadPlanFile, program/plan_file.h: `loom plan --emit plan` writes
+// it, `loom validate` reads it), then what validate does before it runs anything: plan the
+// execution of the rank programs, which refuses a plan that would deadlock.
 
 #include <cstddef>
 #include <cstdint>
