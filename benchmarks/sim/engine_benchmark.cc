@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "program/task_graph.h"
 #include "sim/critical_path.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
-#include "sim/task_graph.h"
 #include "sim/trace.h"
 
 namespace loom {

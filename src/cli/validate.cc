@@ -17,11 +17,11 @@
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
 #include "exec/host_backend.h"
-#include "exec/plan_file.h"
-#include "exec/step_comparison.h"
+#include "program/plan_file.h"
 #include "report/validate_view.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
+#include "sim/step_comparison.h"
 #include "sim/task_label.h"
 #include "sim/trace.h"
 

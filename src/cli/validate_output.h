@@ -3,7 +3,7 @@
 
 #include <ostream>
 
-#include "exec/step_comparison.h"
+#include "sim/step_comparison.h"
 
 namespace loom {
 

@@ -8,9 +8,9 @@
 
 #include "core/status.h"
 #include "exec/exec_plan.h"
-#include "exec/plan_file.h"
-#include "exec/plan_workload.h"
 #include "op/op.h"
+#include "program/plan_file.h"
+#include "program/plan_workload.h"
 
 namespace loom {
 

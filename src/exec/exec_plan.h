@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 namespace loom {
 

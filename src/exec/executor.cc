@@ -1,7 +1,6 @@
 #include "exec/executor.h"
 
 #include <algorithm>
-#include <numeric>
 #include <string>
 
 namespace loom {
@@ -145,16 +144,6 @@ Result<RankTimes> RunRankProgram(const ExecPlan& plan, int32_t rank, TaskBackend
                                  const RunOptions& options) {
   RankRun run(plan, rank, backend);
   return run.Run(options);
-}
-
-std::vector<int32_t> StartSequence(const std::vector<SimTime>& start) {
-  std::vector<TaskId> order(start.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](TaskId a, TaskId b) { return start[a] < start[b]; });
-  std::vector<int32_t> sequence(start.size(), 0);
-  for (size_t i = 0; i < order.size(); ++i) sequence[order[i]] = static_cast<int32_t>(i);
-  return sequence;
 }
 
 StepTimeline MeasuredTimeline(const TaskGraph& graph, const std::vector<RankTimes>& times) {

@@ -8,7 +8,8 @@
 #include "core/sim_time.h"
 #include "core/status.h"
 #include "exec/exec_plan.h"
-#include "sim/engine.h"
+#include "program/step_timeline.h"
+#include "program/task_graph.h"
 
 namespace loom {
 
@@ -58,10 +59,6 @@ struct RankTimes {
 // waiting and what each waits for.
 Result<RankTimes> RunRankProgram(const ExecPlan& plan, int32_t rank, TaskBackend& backend,
                                  const RunOptions& options = {});
-
-// The position of each task in the order tasks started (StepTimeline::start_sequence): by |start|,
-// ties to the lower task id.
-std::vector<int32_t> StartSequence(const std::vector<SimTime>& start);
 
 // The measured timeline of a step from every rank's times (the engine's StepTimeline: start and
 // end per task, the order tasks started in, busy time per stream, the makespan), in the ranks'

@@ -9,7 +9,7 @@
 #include "device/launcher.h"
 #include "exec/exec_plan.h"
 #include "exec/executor.h"
-#include "sim/engine.h"
+#include "program/step_timeline.h"
 
 namespace loom {
 

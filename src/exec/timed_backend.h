@@ -8,7 +8,7 @@
 #include "core/status.h"
 #include "device/deadline.h"
 #include "exec/executor.h"
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 namespace loom {
 

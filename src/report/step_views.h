@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "program/step_graph.h"
 #include "report/html_report.h"
 #include "sim/engine.h"
 #include "sim/simulator.h"
-#include "sim/step_graph.h"
 
 namespace loom {
 

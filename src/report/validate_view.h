@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include "exec/step_comparison.h"
+#include "program/step_graph.h"
 #include "report/html_report.h"
 #include "sim/engine.h"
-#include "sim/step_graph.h"
+#include "sim/step_comparison.h"
 
 namespace loom {
 

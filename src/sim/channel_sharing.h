@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/sim_time.h"
+#include "program/task_graph.h"
 #include "sim/graph_index.h"
-#include "sim/task_graph.h"
 
 // The engine's bookkeeping for shared-bandwidth channels (engine.h states the semantics).
 // Internal to src/sim/.

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "program/task_graph.h"
 #include "sim/engine.h"
-#include "sim/task_graph.h"
 
 namespace loom {
 

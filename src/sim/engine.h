@@ -1,33 +1,12 @@
 #ifndef LOOM_SIM_ENGINE_H_
 #define LOOM_SIM_ENGINE_H_
 
-#include <cstdint>
-#include <vector>
-
 #include "core/sim_time.h"
 #include "core/status.h"
-#include "sim/task_graph.h"
+#include "program/step_timeline.h"
+#include "program/task_graph.h"
 
 namespace loom {
-
-// When each task of one step ran, as computed by Simulate().
-struct StepTimeline {
-  // Indexed by TaskId.
-  std::vector<SimTime> start;
-  std::vector<SimTime> end;
-  // Position of each task in the order the engine started them (0 first); orders tasks that
-  // start at the same time, e.g. two zero-length transfers handed the same link in turn.
-  std::vector<int32_t> start_sequence;
-  // Indexed by StreamId: total time the stream ran a task (time spent waiting is not busy).
-  std::vector<SimTime> stream_busy;
-  // Indexed by ChannelId: time with at least one task on the channel, and time with two or more
-  // (each at half its bandwidth or less). A task on a route took end - start instead of its
-  // duration when it shared a channel.
-  std::vector<SimTime> channel_busy;
-  std::vector<SimTime> channel_shared;
-  // End of the last task; zero for an empty graph.
-  SimTime makespan;
-};
 
 // Runs |graph| as a discrete-event simulation from time zero and returns when each task ran.
 //

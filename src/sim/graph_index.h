@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 // Flat lookup tables over a TaskGraph, shared by the engine and the analyses after it.
 // Internal to src/sim/.

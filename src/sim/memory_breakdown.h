@@ -7,14 +7,14 @@
 
 #include "core/enum_names.h"
 #include "core/sim_time.h"
+#include "program/step_graph.h"
 #include "schedule/schedule.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
-#include "sim/step_graph.h"
 
 namespace loom {
 
-// What holds a rank's memory: the pools of the step graph (step_graph.h) by what they hold.
+// What holds a rank's memory: the pools of the step graph (program/step_graph.h) by what they hold.
 enum class MemoryItem : uint8_t {
   kWeights,               // the weights the kernels read (ZeRO-3: this rank's shard)
   kGradients,             // gradient buffers (fp32 main_grad by default; ZeRO-2/3: a shard)

@@ -7,18 +7,11 @@
 
 #include "core/sim_time.h"
 #include "core/status.h"
+#include "program/memory_baseline.h"
+#include "program/task_graph.h"
 #include "sim/engine.h"
-#include "sim/task_graph.h"
 
 namespace loom {
-
-// Memory that is live for the whole step on one rank (weights, gradients, optimizer states),
-// counted in |pool| from time zero.
-struct MemoryBaseline {
-  int32_t rank;
-  PoolId pool;
-  int64_t bytes;
-};
 
 struct MemorySample {
   SimTime time;

@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "core/status.h"
+#include "program/plan_workload.h"
 #include "schedule/schedule.h"
 #include "sim/engine.h"
 #include "sim/memory_breakdown.h"
 #include "sim/memory_tracker.h"
 #include "sim/pass_costs.h"
-#include "sim/step_graph.h"
+#include "sim/step_builder.h"
 #include "spec/cluster.h"
 #include "spec/framework.h"
 #include "spec/model.h"
@@ -93,21 +94,6 @@ struct SimulationResult {
   MemoryReport memory;
 };
 
-// What the communication and optimizer tasks of a step move or touch, beside the times the step
-// graph predicts for them: what an executor of real kernels runs for them (src/exec). Collective
-// sizes follow nccl-tests' size column, as CollectiveShape::bytes does.
-struct StepPayloads {
-  int64_t p2p_bytes = 0;  // one activation (or gradient) send between neighbouring stages
-  // Gradient buckets: all-reduced, or reduce-scattered under ZeRO >= 1.
-  CollectiveKind grad_reduce = CollectiveKind::kAllReduce;
-  // Per virtual stage: one bucket's dense gradients (over the dp * cp ranks) and routed experts'
-  // gradients (over the expert-data-parallel ranks).
-  std::vector<int64_t> bucket_bytes, expert_bucket_bytes;
-  std::vector<MemoryShape> optimizer;  // per stage: the HBM traffic of the optimizer step
-  // Per stage: the all-gather of the updated weights (ZeRO 1 and 2), dense and expert.
-  std::vector<int64_t> param_gather_bytes, expert_param_gather_bytes;
-};
-
 // Everything one step's simulation is built from, computed before any event runs: the pipeline
 // order, what each model chunk costs per micro-batch, the model states each stage keeps on its
 // GPU, and the data-parallel, offload and fabric settings of the step graph. The planner bounds a
@@ -137,11 +123,6 @@ std::vector<MemoryBaseline> ModelStateBaselines(const StepGraph& step,
 // REQUIRES: |step| was prepared for |model| and |cluster|.
 Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const ClusterSpec& cluster,
                                               const PreparedStep& step);
-
-// The predicted time of each op of a block, list by list (parallel to LayerOps' lists).
-struct BlockTimes {
-  std::vector<SimTime> forward, backward_input, backward_weight, recompute;
-};
 
 // The time of every op of |blocks| (one BlockTimes per block) under the cost models and group
 // placements PrepareTrainingStep costs |strategy| with on |cluster|.

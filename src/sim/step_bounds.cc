@@ -7,7 +7,7 @@ namespace loom {
 namespace {
 
 // How long a pass holds its rank's compute stream before the next pass may start: its kernels and
-// the collectives it exposes (step_graph.cc: the next pass waits for them). The part
+// the collectives it exposes (step_builder.cc: the next pass waits for them). The part
 // --tp-comm-overlap hides runs beside the kernels.
 SimTime Serial(const PassCost& pass) { return pass.time - pass.tp_hidden; }
 

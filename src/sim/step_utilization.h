@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "program/step_graph.h"
 #include "sim/engine.h"
-#include "sim/step_graph.h"
 
 namespace loom {
 

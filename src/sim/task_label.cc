@@ -106,7 +106,7 @@ TaskPlace PlaceOfTask(const StepGraph& step, const std::vector<int32_t>& chunk_o
   if (t < micro_batches.size()) place.micro_batch = micro_batches[t];
   if (t >= step.work.size()) return place;
   const TaskWork& work = step.work[t];
-  // The zero-length marker that starts a pass with hidden tp collectives (step_graph.cc, AddPass)
+  // The zero-length marker that starts a pass with hidden tp collectives (step_builder.cc, AddPass)
   // has no work of its own: it is placed as the pass it starts, the next task on its stream.
   if (work.kind == WorkKind::kNone && step.graph.task(task).duration == SimTime()) {
     const TaskId next = NextOnStream(step.graph, task);

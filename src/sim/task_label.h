@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "program/step_graph.h"
 #include "schedule/schedule.h"
-#include "sim/step_graph.h"
 
 namespace loom {
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "program/step_graph.h"
+#include "program/task_graph.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
 #include "sim/simulator.h"
-#include "sim/step_graph.h"
-#include "sim/task_graph.h"
 #include "sim/trace_collectives.h"
 #include "spec/model.h"
 

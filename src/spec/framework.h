@@ -14,7 +14,7 @@ namespace loom {
 // The host side of a training framework (schema "loom.framework/1", hardware/frameworks/): what
 // its CPU thread costs to issue the GPU's work, and where it waits for the GPU. In eager PyTorch
 // every kernel is issued by Python, the dispatcher and autograd; when a layer's kernels are
-// shorter than that, the GPU waits for the CPU (sim/step_graph.h models the host thread).
+// shorter than that, the GPU waits for the CPU (sim/step_builder.h models the host thread).
 //   {"schema": "loom.framework/1", "name": "megatron-core", "source": "...",
 //    "host": {"forward_us_per_op": 157, "backward_us_per_op": 92,
 //             "optimizer_us_per_layer": 600, "optimizer_us_fixed": 3700, "scale": 1.0},

@@ -18,8 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_loom.h"
-#include "exec/plan_file.h"
 #include "plan/search_space.h"
+#include "program/plan_file.h"
 
 namespace loom {
 namespace {

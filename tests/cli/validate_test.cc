@@ -13,8 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/validate_output.h"
-#include "exec/plan_file.h"
+#include "program/plan_file.h"
 #include "run_loom.h"
+#include "sim/simulated_plan.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
 

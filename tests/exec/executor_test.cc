@@ -10,10 +10,11 @@
 
 #include "exec/exec_plan.h"
 #include "exec/loopback_backend.h"
-#include "exec/step_comparison.h"
 #include "exec/timed_backend.h"
 #include "schedule/schedule.h"
-#include "sim/step_graph.h"
+#include "sim/engine.h"
+#include "sim/step_builder.h"
+#include "sim/step_comparison.h"
 
 namespace loom {
 namespace {

@@ -10,7 +10,7 @@
 #include "exec/exec_plan.h"
 #include "exec/executor.h"
 #include "exec/timed_backend.h"
-#include "sim/engine.h"
+#include "program/step_timeline.h"
 
 namespace loom {
 

@@ -7,8 +7,9 @@
 
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
-#include "exec/plan_file.h"
+#include "program/plan_file.h"
 #include "sim/sim_test_support.h"
+#include "sim/simulated_plan.h"
 
 namespace loom {
 

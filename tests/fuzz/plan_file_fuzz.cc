@@ -1,13 +1,13 @@
-// Fuzzes the plan file reader (ReadPlanFile, exec/plan_file.h: `loom plan --emit plan` writes it,
-// `loom validate` reads it), then what validate does before it runs anything: plan the execution
-// of the rank programs, which refuses a plan that would deadlock.
+// Fuzzes the plan file reader (ReadPlanFile, program/plan_file.h: `loom plan --emit plan` writes
+// it, `loom validate` reads it), then what validate does before it runs anything: plan the
+// execution of the rank programs, which refuses a plan that would deadlock.
 
 #include <cstddef>
 #include <cstdint>
 
 #include "exec/exec_plan.h"
-#include "exec/plan_file.h"
 #include "fuzz_input.h"
+#include "program/plan_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = loom::fuzz::WriteInput("plans", "fuzz.plan.json", data, size);

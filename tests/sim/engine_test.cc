@@ -208,6 +208,16 @@ TEST(Engine, CollectivesIssuedInDifferentOrdersDeadlock) {
   EXPECT_NE(result.status().message().find("(stream order)"), std::string::npos);
 }
 
+// TaskGraph::Validate() calls this a cycle (program/task_graph_test.cc); the engine agrees.
+TEST(Engine, DependencyInsideOneCollectiveDeadlocks) {
+  Step step;
+  const TaskId a = step.Run(step.Stream(0, "comm"), 1, "a");
+  const TaskId b = step.Run(step.Stream(1, "comm"), 1, "b");
+  step.graph.AddCollective(std::vector<TaskId>{a, b});
+  step.graph.AddDependency(a, b);  // b must wait for a to end, but a ends only together with b
+  EXPECT_FALSE(Simulate(step.graph).ok());
+}
+
 TEST(Engine, BuildErrorIsReturnedInsteadOfATimeline) {
   Step step;
   step.graph.AddTask({.stream = 3, .duration = Us(1)});

@@ -12,7 +12,7 @@
 #include "sim/engine.h"
 #include "sim/pass_costs.h"
 #include "sim/simulator.h"
-#include "sim/step_graph.h"
+#include "sim/step_builder.h"
 #include "sim/step_utilization.h"
 #include "sim/trace.h"
 #include "sim_test_support.h"

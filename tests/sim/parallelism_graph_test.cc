@@ -7,7 +7,7 @@
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
 #include "sim/sim_test_support.h"
-#include "sim/step_graph.h"
+#include "sim/step_builder.h"
 
 namespace loom {
 namespace {

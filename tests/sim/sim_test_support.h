@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "program/step_graph.h"
 #include "sim/engine.h"
-#include "sim/step_graph.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
 

@@ -13,7 +13,7 @@
 #include "schedule/schedule.h"
 #include "sim/sim_test_support.h"
 #include "sim/simulator.h"
-#include "sim/step_graph.h"
+#include "sim/step_builder.h"
 #include "sim/task_label.h"
 #include "spec/strategy.h"
 

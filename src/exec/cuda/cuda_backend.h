@@ -10,8 +10,8 @@
 #include "device/launcher.h"
 #include "exec/device_program.h"
 #include "exec/exec_plan.h"
-#include "exec/step_comparison.h"
-#include "sim/engine.h"
+#include "program/comparison.h"
+#include "program/step_timeline.h"
 
 namespace loom {
 

@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "core/status.h"
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 namespace loom::cuda {
 

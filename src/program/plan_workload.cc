@@ -1,4 +1,4 @@
-#include "exec/plan_workload.h"
+#include "program/plan_workload.h"
 
 #include <algorithm>
 #include <array>

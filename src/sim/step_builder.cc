@@ -1,4 +1,4 @@
-#include "sim/step_graph.h"
+#include "sim/step_builder.h"
 
 #include <algorithm>
 #include <array>
@@ -12,16 +12,6 @@ namespace loom {
 namespace {
 
 constexpr TaskId kNone = -1;
-
-// The pools of a step, by name (NameStepParts finds them again in a graph read from a file).
-constexpr std::string_view kWeightsPool = "weights";
-constexpr std::string_view kGradientsPool = "gradients";
-constexpr std::string_view kOptimizerStatesPool = "optimizer states";
-constexpr std::string_view kModelStatesPool = "model states";  // plan files before the split
-constexpr std::string_view kActivationsPool = "activations";
-constexpr std::string_view kLogitsPool = "logits";
-constexpr std::string_view kRecomputePool = "recompute";
-constexpr std::string_view kGatheredWeightsPool = "gathered weights";
 
 // Bytes a forward keeps for its backward, by pool.
 struct KeptBytes {
@@ -725,30 +715,6 @@ void Builder::AddOptimizer(int32_t stage, NameId name,
 }
 
 }  // namespace
-
-void NameStepParts(StepGraph& step) {
-  TaskGraph& g = step.graph;
-  for (PoolId p = 0; p < g.num_pools(); ++p) {
-    const std::string_view name = g.Name(g.pool_name(p));
-    if (name == kWeightsPool) step.weights = p;
-    if (name == kGradientsPool) step.gradients = p;
-    if (name == kOptimizerStatesPool) step.optimizer_states = p;
-    if (name == kModelStatesPool) step.model_states = p;
-    if (name == kActivationsPool) step.activations = p;
-    if (name == kLogitsPool) step.logits = p;
-    if (name == kRecomputePool) step.recompute = p;
-    if (name == kGatheredWeightsPool) step.gathered_weights = p;
-  }
-  step.compute_category = g.Intern("compute");
-  step.tp_category = g.Intern("tp");
-  step.tp_hidden_category = g.Intern("tp overlapped");
-  step.pp_category = g.Intern("pp");
-  step.dp_category = g.Intern("dp");
-  step.optimizer_category = g.Intern("optimizer");
-  step.cp_category = g.Intern("cp");
-  step.offload_category = g.Intern("offload");
-  step.host_category = g.Intern("host");
-}
 
 StepGraph BuildStepGraph(const PipelineSchedule& schedule,
                          const std::vector<ChunkCost>& chunk_costs, const StepGraphConfig& config) {

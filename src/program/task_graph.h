@@ -1,5 +1,5 @@
-#ifndef LOOM_SIM_TASK_GRAPH_H_
-#define LOOM_SIM_TASK_GRAPH_H_
+#ifndef LOOM_PROGRAM_TASK_GRAPH_H_
+#define LOOM_PROGRAM_TASK_GRAPH_H_
 
 #include <cstdint>
 #include <functional>
@@ -39,10 +39,10 @@ struct Task {
   // The in-order queue that runs the task; the stream's rank is the task's rank.
   StreamId stream = -1;
   // An exclusive shared resource held for the whole duration; tasks waiting for it are served
-  // first come, first served (see engine.h).
+  // first come, first served (see sim/engine.h).
   LinkId link = kNoLink;
   // Without a route, the time the task takes. With one, its time alone on the route's channels:
-  // concurrent tasks on a channel share its bandwidth and take longer (see engine.h).
+  // concurrent tasks on a channel share its bandwidth and take longer (see sim/engine.h).
   SimTime duration = SimTime::Zero();
   NameId name = kEmptyName;      // shown as the slice name in traces
   NameId category = kEmptyName;  // e.g. "compute", "comm"; the trace's "cat"
@@ -98,7 +98,7 @@ class TaskGraph {
   // Adds an exclusive shared resource, e.g. "stage0->stage1": one task (or collective) at a time.
   LinkId AddLink(std::string_view name);
   // Adds a shared-bandwidth resource, e.g. "rank 3 nic tx" (one direction of one NIC): any number
-  // of tasks use it at once, each at an equal share of its bandwidth (see engine.h).
+  // of tasks use it at once, each at an equal share of its bandwidth (see sim/engine.h).
   ChannelId AddChannel(std::string_view name);
   // Adds the set of channels one transfer crosses, e.g. {sender's nic tx, receiver's nic rx}, for
   // Task::route. Records an error (and returns kNoRoute) if |channels| is empty, names an unknown
@@ -206,4 +206,4 @@ class TaskGraph {
 
 }  // namespace loom
 
-#endif  // LOOM_SIM_TASK_GRAPH_H_
+#endif  // LOOM_PROGRAM_TASK_GRAPH_H_

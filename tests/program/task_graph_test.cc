@@ -1,11 +1,9 @@
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "sim/engine.h"
 
 namespace loom {
 namespace {
@@ -166,7 +164,6 @@ TEST(TaskGraph, ValidateFindsACycleThroughStreamOrder) {
       << message;
   EXPECT_NE(message.find("'b' (task 1, rank 0 stream 's') -[dependency]-> 'a'"), std::string::npos)
       << message;
-  EXPECT_FALSE(Simulate(graph).ok());
 }
 
 TEST(TaskGraph, ValidateFindsCollectivesOrderedDifferentlyOnTwoRanks) {
@@ -194,7 +191,6 @@ TEST(TaskGraph, DependencyInsideOneCollectiveIsACycle) {
             "task graph has a cycle, so the step can never finish: 'a' (task 0, rank 0 stream "
             "'comm') -[dependency]-> 'b' (task 1, rank 1 stream 'comm') =[same collective]= 'a' "
             "(task 0, rank 0 stream 'comm'); reorder the streams or remove a dependency");
-  EXPECT_FALSE(Simulate(graph).ok());
 }
 
 }  // namespace

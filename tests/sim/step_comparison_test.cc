@@ -1,4 +1,4 @@
-#include "exec/step_comparison.h"
+#include "sim/step_comparison.h"
 
 #include <cmath>
 #include <random>

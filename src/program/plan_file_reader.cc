@@ -1,4 +1,4 @@
-#include "exec/plan_file.h"
+#include "program/plan_file.h"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/json_reader.h"
-#include "exec/plan_file_layout.h"
+#include "program/plan_file_layout.h"
 
 namespace loom {
 namespace {

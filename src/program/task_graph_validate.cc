@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 namespace loom {
 namespace {

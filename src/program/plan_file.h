@@ -1,5 +1,5 @@
-#ifndef LOOM_EXEC_PLAN_FILE_H_
-#define LOOM_EXEC_PLAN_FILE_H_
+#ifndef LOOM_PROGRAM_PLAN_FILE_H_
+#define LOOM_PROGRAM_PLAN_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -8,13 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "exec/plan_workload.h"
-#include "sim/memory_tracker.h"
-#include "sim/simulator.h"
-#include "sim/step_graph.h"
-#include "spec/cluster.h"
-#include "spec/model.h"
-#include "spec/strategy.h"
+#include "program/memory_baseline.h"
+#include "program/plan_workload.h"
+#include "program/step_graph.h"
 
 namespace loom {
 
@@ -71,12 +67,6 @@ struct PlanFile {
   PlanWorkload workload;
 };
 
-// Simulates |strategy| in full mode (every replica) and returns its plan file. |source| is stored
-// as it is. Errors: those of PrepareTrainingStep and SimulatePreparedStep.
-Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster,
-                              const Strategy& strategy, const SimulationOptions& options,
-                              nlohmann::ordered_json source);
-
 // The file's JSON; ParsePlanFile reads it back to an equal plan (same tasks, names and name ids,
 // streams, links, channels, routes, pools, dependencies, collectives, memory events, baselines,
 // ports, ring transfers, step categories and prediction).
@@ -90,10 +80,10 @@ Status WritePlanFile(const PlanFile& plan, const std::string& path);
 // Reads a plan file. Every error names |file| and the key (e.g. "plan.json: step.collectives[3]
 // names task 907, but the step has 120 tasks"), and says what to do; unknown keys are errors.
 // The rank programs are checked as TaskGraph's builder checks them (unknown streams, pools, tasks
-// or groups, negative durations); deadlocks are not (see exec_plan.h).
+// or groups, negative durations); deadlocks are not (see exec/exec_plan.h).
 Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& file);
 Result<PlanFile> ReadPlanFile(const std::string& path);
 
 }  // namespace loom
 
-#endif  // LOOM_EXEC_PLAN_FILE_H_
+#endif  // LOOM_PROGRAM_PLAN_FILE_H_

@@ -1,7 +1,7 @@
 // The step graph executed by the engine against the closed forms of pipeline parallelism, with
 // equal stage times and free communication: the bubbles must emerge from the timing.
 
-#include "sim/step_graph.h"
+#include "sim/step_builder.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "sim/task_graph.h"
+#include "program/task_graph.h"
 
 #include <algorithm>
 #include <string>

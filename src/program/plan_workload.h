@@ -1,18 +1,39 @@
-#ifndef LOOM_EXEC_PLAN_WORKLOAD_H_
-#define LOOM_EXEC_PLAN_WORKLOAD_H_
+#ifndef LOOM_PROGRAM_PLAN_WORKLOAD_H_
+#define LOOM_PROGRAM_PLAN_WORKLOAD_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/sim_time.h"
 #include "core/status.h"
 #include "op/op.h"
-#include "sim/pass_costs.h"
-#include "sim/simulator.h"
-#include "sim/step_graph.h"
+#include "program/step_graph.h"
+#include "workload/chunk_blocks.h"
 
 namespace loom {
+
+// What the communication and optimizer tasks of a step move or touch, beside the times the step
+// graph predicts for them: what an executor of real kernels runs for them (src/exec). Collective
+// sizes follow nccl-tests' size column, as CollectiveShape::bytes does.
+struct StepPayloads {
+  int64_t p2p_bytes = 0;  // one activation (or gradient) send between neighbouring stages
+  // Gradient buckets: all-reduced, or reduce-scattered under ZeRO >= 1.
+  CollectiveKind grad_reduce = CollectiveKind::kAllReduce;
+  // Per virtual stage: one bucket's dense gradients (over the dp * cp ranks) and routed experts'
+  // gradients (over the expert-data-parallel ranks).
+  std::vector<int64_t> bucket_bytes, expert_bucket_bytes;
+  std::vector<MemoryShape> optimizer;  // per stage: the HBM traffic of the optimizer step
+  // Per stage: the all-gather of the updated weights (ZeRO 1 and 2), dense and expert.
+  std::vector<int64_t> param_gather_bytes, expert_param_gather_bytes;
+};
+
+// The predicted time of each op of a block, list by list (parallel to LayerOps' lists).
+struct BlockTimes {
+  std::vector<SimTime> forward, backward_input, backward_weight, recompute;
+};
 
 // What the tasks of a plan run, for an executor of real kernels (`loom validate --backend cuda`):
 // the ops of every virtual stage's passes, each with its predicted time, and the bytes of the
@@ -57,4 +78,4 @@ Status CheckWorkFits(const StepGraph& step, const PlanWorkload& workload, const 
 
 }  // namespace loom
 
-#endif  // LOOM_EXEC_PLAN_WORKLOAD_H_
+#endif  // LOOM_PROGRAM_PLAN_WORKLOAD_H_

@@ -1,8 +1,8 @@
-#ifndef LOOM_EXEC_PLAN_FILE_LAYOUT_H_
-#define LOOM_EXEC_PLAN_FILE_LAYOUT_H_
+#ifndef LOOM_PROGRAM_PLAN_FILE_LAYOUT_H_
+#define LOOM_PROGRAM_PLAN_FILE_LAYOUT_H_
 
-// Internal to src/exec: what the plan-file writer (plan_file.cc) and reader (plan_file_reader.cc)
-// must spell the same way. The layout itself is described in plan_file.h.
+// Internal to src/program: what the plan-file writer (plan_file.cc) and reader
+// (plan_file_reader.cc) must spell the same way. The layout itself is described in plan_file.h.
 
 #include <string>
 #include <vector>
@@ -25,4 +25,4 @@ inline const std::vector<std::string> kMemoryEventFields = {"task", "phase", "po
 
 }  // namespace loom::plan_file_layout
 
-#endif  // LOOM_EXEC_PLAN_FILE_LAYOUT_H_
+#endif  // LOOM_PROGRAM_PLAN_FILE_LAYOUT_H_

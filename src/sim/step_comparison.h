@@ -1,5 +1,5 @@
-#ifndef LOOM_EXEC_STEP_COMPARISON_H_
-#define LOOM_EXEC_STEP_COMPARISON_H_
+#ifndef LOOM_SIM_STEP_COMPARISON_H_
+#define LOOM_SIM_STEP_COMPARISON_H_
 
 #include <cstdint>
 #include <optional>
@@ -10,29 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "sim/engine.h"
-#include "sim/memory_tracker.h"
-#include "sim/step_graph.h"
+#include "program/comparison.h"
+#include "program/memory_baseline.h"
+#include "program/step_graph.h"
+#include "program/step_timeline.h"
 
 namespace loom {
-
-// Predicted against measured, for one quantity.
-struct Comparison {
-  double predicted = 0;
-  double measured = 0;
-  // 100 * (measured - predicted) / predicted; 0 when both are 0, and +inf when only predicted is
-  // (written as null in JSON).
-  double error_pct = 0;
-};
-
-// One task class: a task category of the step ("compute", "tp", "pp", "dp", "optimizer", ...),
-// summed over the ranks (time each task ran, end - start). Tasks without a category are the
-// class "other".
-struct ClassComparison {
-  std::string name;
-  int64_t tasks = 0;
-  Comparison seconds;
-};
 
 // Whether the measured timeline ran the rank programs as the simulator did.
 struct OrderCheck {
@@ -68,9 +51,6 @@ struct StepComparison {
   std::vector<ClassComparison> work_classes;
   OrderCheck order;  // of the median step
 };
-
-// 100 * (measured - predicted) / predicted, with both values (see Comparison::error_pct).
-Comparison CompareValues(double predicted, double measured);
 
 // Compares the measured steps with the prediction.
 //  - step time, classes, bubble and order are read off |measured| (the median step by makespan:
@@ -110,4 +90,4 @@ nlohmann::ordered_json StepComparisonJson(const StepComparison& comparison);
 
 }  // namespace loom
 
-#endif  // LOOM_EXEC_STEP_COMPARISON_H_
+#endif  // LOOM_SIM_STEP_COMPARISON_H_

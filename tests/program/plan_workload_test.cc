@@ -1,4 +1,4 @@
-#include "exec/plan_workload.h"
+#include "program/plan_workload.h"
 
 #include <map>
 #include <set>
@@ -7,8 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/plan_file.h"
+#include "program/plan_file.h"
 #include "sim/sim_test_support.h"
+#include "sim/simulated_plan.h"
 
 namespace loom {
 namespace {

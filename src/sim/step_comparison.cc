@@ -1,36 +1,20 @@
-#include "exec/step_comparison.h"
+#include "sim/step_comparison.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "exec/executor.h"
+#include "program/step_timeline.h"
+#include "sim/memory_tracker.h"
 #include "sim/step_utilization.h"
 
 namespace loom {
 namespace {
 
 constexpr size_t kMaxExamples = 5;
-
-}  // namespace
-
-Comparison CompareValues(double predicted, double measured) {
-  Comparison c;
-  c.predicted = predicted;
-  c.measured = measured;
-  if (predicted != 0) {
-    c.error_pct = 100.0 * (measured - predicted) / predicted;
-  } else if (measured != 0) {
-    c.error_pct = std::numeric_limits<double>::infinity();
-  }
-  return c;
-}
-
-namespace {
 
 Comparison Compare(double predicted, double measured) { return CompareValues(predicted, measured); }
 
