@@ -8,20 +8,11 @@
 #include "core/dtype.h"
 #include "core/enum_names.h"
 #include "core/status.h"
+#include "schedule/schedule.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
 
 namespace loom {
-
-enum class ScheduleKind { kGpipe, k1F1B, kInterleaved, kZbH1, kZbV, kDualPipeV };
-inline constexpr EnumNames<ScheduleKind, 6> kScheduleNames({{
-    {ScheduleKind::kGpipe, "gpipe"},
-    {ScheduleKind::k1F1B, "1f1b"},
-    {ScheduleKind::kInterleaved, "interleaved"},
-    {ScheduleKind::kZbH1, "zb-h1"},
-    {ScheduleKind::kZbV, "zb-v"},
-    {ScheduleKind::kDualPipeV, "dualpipev"},
-}});
 
 enum class Recompute { kNone, kSelective, kFull };
 inline constexpr EnumNames<Recompute, 3> kRecomputeNames({{
