@@ -21,8 +21,10 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-// The rule a violation message comes from: its leading flag ("--tp 3: ..." -> "--tp"), or
-// "workload" for the builders' errors.
+// The rule an error of the step's builders (the schedule, the workload, the simulator) comes from,
+// for strategies the rules (StrategyViolations, tallied by their flag) accept: the flag its message
+// leads with ("--schedule dualpipev with --pp 2: ..." -> "--schedule"), else "workload". Those
+// errors carry a Status, not a flag.
 std::string RuleOf(const std::string& message) {
   if (message.rfind("--", 0) != 0) return "workload";
   return message.substr(0, message.find_first_of(" :"));
@@ -178,9 +180,10 @@ std::string StepTimeMessage(const Strategy& s, const char* verb, double step_s, 
 Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* bound) {
   const Strategy& s = search.strategies[i];
   const PlanOptions& options = search.options;
-  const std::vector<std::string> violations = StrategyViolations(s, search.model, search.cluster);
+  const std::vector<StrategyViolation> violations =
+      StrategyViolations(s, search.model, search.cluster);
   if (!violations.empty()) {
-    Count(tallies, RuleOf(violations.front()), i, violations.front());
+    Count(tallies, violations.front().flag, i, violations.front().message);
     return Bounded::kRuleRejected;
   }
   if (options.admit) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "spec/strategy.h"
 #include "workload/layer_ops.h"
 
 namespace loom {
@@ -57,6 +58,10 @@ Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms,
   }
   std::set<std::string> seen;
   std::string last_error;
+  // The layer builders require the strategy's split rules (workload/layer_ops.h); those of the
+  // experts bind only the MoE layers.
+  ModelSpec dense = *m.model;
+  dense.moe.reset();
   // The degrees the planner searches, each with sequence parallelism above 1.
   for (int64_t tp : m.cluster->TensorParallelDegrees()) {
     for (int64_t micro_batch : m.micro_batches) {
@@ -69,6 +74,13 @@ Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms,
       s.dtype = m.dtype;
       // Layer 0 and the last layer: a dense and, past moe.first_dense_layers, an expert layer.
       for (int64_t layer : {int64_t{0}, m.model->num_layers - 1}) {
+        const bool moe = m.model->moe && layer >= m.model->moe->first_dense_layers;
+        const std::vector<StrategyViolation> broken =
+            LayerSplitViolations(s, moe ? *m.model : dense);
+        if (!broken.empty()) {
+          last_error = broken.front().message;
+          continue;
+        }
         Result<LayerOps> ops = BuildTransformerLayerOps(*m.model, s, {.layer = layer});
         if (!ops.ok()) {
           last_error = ops.status().message();
@@ -77,6 +89,7 @@ Status ModelPoints(const ModelShapes& m, std::vector<ProbePoint>* gemms,
         CollectShapes(*ops, &seen, gemms, attention);
       }
       for (auto build : {BuildEmbeddingOps, BuildOutputOps}) {
+        if (!LayerSplitViolations(s, dense).empty()) break;
         Result<LayerOps> ops = build(*m.model, s, {});
         if (ops.ok()) CollectShapes(*ops, &seen, gemms, attention);
       }

@@ -22,16 +22,16 @@ std::string Cat(const Args&... args) {
   return out.str();
 }
 
-bool IsVShaped(PipelineKind kind) {
-  return kind == PipelineKind::kZbV || kind == PipelineKind::kDualPipeV;
+bool IsVShaped(ScheduleKind kind) {
+  return kind == ScheduleKind::kZbV || kind == ScheduleKind::kDualPipeV;
 }
 
 // How the number of micro-batches is set on the command line, for the fixes in messages.
 constexpr const char* kMicroBatchSource = "--global-batch / (--micro-batch * --dp)";
 
-Status CheckChunks(PipelineKind kind, int32_t chunks) {
-  const std::string_view name = kPipelineKindNames.Name(kind);
-  if (kind == PipelineKind::kInterleaved) {
+Status CheckChunks(ScheduleKind kind, int32_t chunks) {
+  const std::string_view name = kScheduleNames.Name(kind);
+  if (kind == ScheduleKind::kInterleaved) {
     if (chunks >= 2) return Status::Ok();
     return Status::InvalidArgument(
         Cat("--vpp ", chunks,
@@ -83,9 +83,9 @@ Status CheckDualPipeVMicroBatches(int32_t stages, int32_t micro_batches) {
           " that DualPipeV needs to fill both arms of its V; ", fix));
 }
 
-Status CheckArguments(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
+Status CheckArguments(ScheduleKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
                       int32_t group) {
-  const std::string_view name = kPipelineKindNames.Name(kind);
+  const std::string_view name = kScheduleNames.Name(kind);
   if (stages < 1) {
     return Status::InvalidArgument(Cat("--pp ", stages, " with --schedule ", name,
                                        ": a pipeline has at least 1 stage; use --pp 1 or more"));
@@ -103,28 +103,28 @@ Status CheckArguments(PipelineKind kind, int32_t stages, int32_t micro_batches, 
             " micro-batches: the step has up to ", passes, " passes, more than loom schedules (",
             kMaxPasses, "); use fewer micro-batches or a smaller --pp"));
   }
-  if (kind == PipelineKind::kInterleaved) {
+  if (kind == ScheduleKind::kInterleaved) {
     return CheckInterleavedMicroBatches(stages, micro_batches, group);
   }
-  if (kind == PipelineKind::kDualPipeV) return CheckDualPipeVMicroBatches(stages, micro_batches);
+  if (kind == ScheduleKind::kDualPipeV) return CheckDualPipeVMicroBatches(stages, micro_batches);
   return Status::Ok();
 }
 
-schedule_internal::StageOrders Orders(PipelineKind kind, int32_t stages, int32_t micro_batches,
+schedule_internal::StageOrders Orders(ScheduleKind kind, int32_t stages, int32_t micro_batches,
                                       int32_t chunks, int32_t group) {
   using namespace schedule_internal;
   switch (kind) {
-    case PipelineKind::kGpipe:
+    case ScheduleKind::kGpipe:
       return GpipeOrder(stages, micro_batches);
-    case PipelineKind::k1F1B:
+    case ScheduleKind::k1F1B:
       return OneFOneBOrder(stages, micro_batches);
-    case PipelineKind::kInterleaved:
+    case ScheduleKind::kInterleaved:
       return InterleavedOrder(stages, micro_batches, chunks, group);
-    case PipelineKind::kZbH1:
+    case ScheduleKind::kZbH1:
       return ZbH1Order(stages, micro_batches);
-    case PipelineKind::kZbV:
+    case ScheduleKind::kZbV:
       return ZbVOrder(stages, micro_batches);
-    case PipelineKind::kDualPipeV:
+    case ScheduleKind::kDualPipeV:
       return DualPipeVOrder(stages, micro_batches);
   }
   return {};
@@ -146,10 +146,10 @@ StageChunk PipelineSchedule::Place(int32_t virtual_stage) const {
   return {virtual_stage % stages, virtual_stage / stages};
 }
 
-Result<PipelineSchedule> BuildSchedule(PipelineKind kind, int32_t stages, int32_t micro_batches,
+Result<PipelineSchedule> BuildSchedule(ScheduleKind kind, int32_t stages, int32_t micro_batches,
                                        int32_t chunks, int32_t group) {
   if (group == 0) group = stages;
-  if (kind != PipelineKind::kInterleaved && group != stages) {
+  if (kind != ScheduleKind::kInterleaved && group != stages) {
     return Status::InvalidArgument(
         Cat("--microbatch-group ", group,
             ": micro-batch groups belong to the interleaved schedule; drop it"));

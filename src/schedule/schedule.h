@@ -29,16 +29,18 @@ namespace loom {
 // Activation memory. The activations of (mb, chunk) stay on the stage from its F until its W or
 // BW finishes, so "F done minus W/BW done" on a stage counts the activation sets it holds.
 
-enum class PipelineKind { kGpipe, k1F1B, kInterleaved, kZbH1, kZbV, kDualPipeV };
+// The pipeline schedules loom builds: the one enum of the strategy (Strategy::schedule), the
+// builders below and the emitters.
+enum class ScheduleKind { kGpipe, k1F1B, kInterleaved, kZbH1, kZbV, kDualPipeV };
 
-// The names users type after --schedule (the same spellings as the strategy's).
-inline constexpr EnumNames<PipelineKind, 6> kPipelineKindNames({{
-    {PipelineKind::kGpipe, "gpipe"},
-    {PipelineKind::k1F1B, "1f1b"},
-    {PipelineKind::kInterleaved, "interleaved"},
-    {PipelineKind::kZbH1, "zb-h1"},
-    {PipelineKind::kZbV, "zb-v"},
-    {PipelineKind::kDualPipeV, "dualpipev"},
+// The names users type after --schedule and in scenario and plan files.
+inline constexpr EnumNames<ScheduleKind, 6> kScheduleNames({{
+    {ScheduleKind::kGpipe, "gpipe"},
+    {ScheduleKind::k1F1B, "1f1b"},
+    {ScheduleKind::kInterleaved, "interleaved"},
+    {ScheduleKind::kZbH1, "zb-h1"},
+    {ScheduleKind::kZbV, "zb-v"},
+    {ScheduleKind::kDualPipeV, "dualpipev"},
 }});
 
 // One kind of pass over one model chunk for one micro-batch.
@@ -78,7 +80,7 @@ struct StageChunk {
 };
 
 struct PipelineSchedule {
-  PipelineKind kind = PipelineKind::k1F1B;
+  ScheduleKind kind = ScheduleKind::k1F1B;
   int32_t stages = 1;
   int32_t chunks = 1;
   int32_t micro_batches = 1;
@@ -118,7 +120,7 @@ struct PipelineSchedule {
 // The passes listed: F and BW for gpipe, 1f1b and interleaved; F, B and W for zb-h1
 // and zb-v; for dualpipev, BW in its overlapped pairs and B with W elsewhere. The same arguments
 // always give the same schedule.
-Result<PipelineSchedule> BuildSchedule(PipelineKind kind, int32_t stages, int32_t micro_batches,
+Result<PipelineSchedule> BuildSchedule(ScheduleKind kind, int32_t stages, int32_t micro_batches,
                                        int32_t chunks, int32_t group = 0);
 
 }  // namespace loom

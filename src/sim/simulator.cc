@@ -281,11 +281,11 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
                                          const Strategy& strategy,
                                          const SimulationOptions& options) {
   LOOM_RETURN_IF_ERROR(ValidateStrategy(strategy, model, cluster));
-  const PipelineKind kind = *kPipelineKindNames.Parse(kScheduleNames.Name(strategy.schedule));
   const int32_t chunks = static_cast<int32_t>(strategy.vpp);
-  Result<PipelineSchedule> schedule = BuildSchedule(
-      kind, static_cast<int32_t>(strategy.pp), static_cast<int32_t>(strategy.NumMicroBatches()),
-      chunks, static_cast<int32_t>(strategy.microbatch_group));
+  Result<PipelineSchedule> schedule =
+      BuildSchedule(strategy.schedule, static_cast<int32_t>(strategy.pp),
+                    static_cast<int32_t>(strategy.NumMicroBatches()), chunks,
+                    static_cast<int32_t>(strategy.microbatch_group));
   if (!schedule.ok()) return schedule.status();
   RooflineComputeModel compute(cluster.gpu);
   NcclCommModel comm(cluster);

@@ -8,20 +8,11 @@
 #include "core/dtype.h"
 #include "core/enum_names.h"
 #include "core/status.h"
+#include "schedule/schedule.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
 
 namespace loom {
-
-enum class ScheduleKind { kGpipe, k1F1B, kInterleaved, kZbH1, kZbV, kDualPipeV };
-inline constexpr EnumNames<ScheduleKind, 6> kScheduleNames({{
-    {ScheduleKind::kGpipe, "gpipe"},
-    {ScheduleKind::k1F1B, "1f1b"},
-    {ScheduleKind::kInterleaved, "interleaved"},
-    {ScheduleKind::kZbH1, "zb-h1"},
-    {ScheduleKind::kZbV, "zb-v"},
-    {ScheduleKind::kDualPipeV, "dualpipev"},
-}});
 
 enum class Recompute { kNone, kSelective, kFull };
 inline constexpr EnumNames<Recompute, 3> kRecomputeNames({{
@@ -174,10 +165,28 @@ struct Strategy {
 // REQUIRES: StrategyViolations(strategy, model, ...) is empty.
 std::vector<int64_t> LayersPerVirtualStage(const Strategy& strategy, int64_t num_layers);
 
-// Every rule |strategy| breaks for |model| on |cluster|, one message each, in a fixed order.
-// Each message names the setting (as its command-line flag), the values and the fix.
-std::vector<std::string> StrategyViolations(const Strategy& strategy, const ModelSpec& model,
-                                            const ClusterSpec& cluster);
+// One rule a strategy breaks. The rules live here only: the layers below (workload/, the
+// simulator) state them as REQUIRES, and the planner tallies rejections by |flag|.
+struct StrategyViolation {
+  // The setting the rule is about, as its command-line flag ("--tp"); |message| starts with it.
+  std::string flag;
+  // Names the setting, the values and the fix: "--tp 3: num_attention_heads (32) of ...".
+  std::string message;
+
+  friend bool operator==(const StrategyViolation&, const StrategyViolation&) = default;
+};
+
+// Every rule |strategy| breaks for |model| on |cluster|, one violation each, in a fixed order.
+std::vector<StrategyViolation> StrategyViolations(const Strategy& strategy, const ModelSpec& model,
+                                                  const ClusterSpec& cluster);
+
+// The rules of StrategyViolations on how one layer of |model| splits over |strategy|'s tensor-,
+// context- and expert-parallel ranks (the ranges of the degrees; heads, query groups and MLP widths
+// over tp and etp, experts over ep, the sequence over cp and, with sp, over tp), in
+// StrategyViolations' order: what the layer builders of workload/ require, for callers that build
+// layers of strategies they made up rather than validated (the probe's shape sweep).
+std::vector<StrategyViolation> LayerSplitViolations(const Strategy& strategy,
+                                                    const ModelSpec& model);
 
 // OK, or InvalidArgument with every violation on its own line.
 Status ValidateStrategy(const Strategy& strategy, const ModelSpec& model,

@@ -16,6 +16,8 @@ bool IsMoeLayer(const ModelSpec& m, int64_t layer) {
   return m.moe.has_value() && layer >= m.moe->first_dense_layers;
 }
 
+// The model's own MoE sizes, and the token routing the MoE ops model; how the sizes split over the
+// strategy is a strategy rule (LayerSplitViolations).
 Status CheckMoe(const ModelSpec& m, const Strategy& s) {
   const MoeSpec& e = *m.moe;
   if (e.num_experts < 1 || e.experts_per_token < 1 || e.experts_per_token > e.num_experts ||
@@ -25,19 +27,6 @@ Status CheckMoe(const ModelSpec& m, const Strategy& s) {
         " experts per token and a positive expert intermediate size (experts " +
         Str(e.num_experts) + ", num_experts_per_tok " + Str(e.experts_per_token) +
         ", moe_intermediate_size " + Str(e.expert_intermediate_size) + ")");
-  }
-  if (s.ep < 1 || e.num_experts % s.ep != 0) {
-    return Status::InvalidArgument(
-        "--ep " + Str(s.ep) + ": the " + Str(e.num_experts) + " experts of " + ModelRef(m) +
-        " do not split over it; use an ep that divides " + Str(e.num_experts));
-  }
-  // Shared experts split over tp, routed experts over etp.
-  for (auto [flag, parts] : {std::pair{"--tp", s.tp}, {"--etp", s.ExpertTp()}}) {
-    if (parts >= 1 && e.expert_intermediate_size % parts == 0) continue;
-    return Status::InvalidArgument(ModelRef(m) + ": the expert intermediate size (" +
-                                   Str(e.expert_intermediate_size) + ") is not divisible by " +
-                                   flag + " " + Str(parts) + "; use a " + flag +
-                                   " that divides it");
   }
   // megatron/core/transformer/transformer_config.py refuses expert and tensor parallelism without
   // sequence parallelism; the token dispatcher expects each tp rank to route its own s/tp tokens.
@@ -71,8 +60,7 @@ Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions&
   // 16 < seq <= 4096, seq a multiple of 4 and micro-batch * heads per rank a multiple of 4; other
   // shapes fall back to PyTorch's fp32 softmax, several kernels whose traffic loom does not model.
   const Dtype act = ActivationDtype(s.dtype);
-  const int64_t attn_batches =
-      s.tp > 0 && m.num_heads % s.tp == 0 ? s.micro_batch * (m.num_heads / s.tp) : 0;
+  const int64_t attn_batches = s.micro_batch * (m.num_heads / s.tp);
   if ((act != Dtype::kBf16 && act != Dtype::kFp16) || s.seq_len <= 16 || s.seq_len > 4096 ||
       s.seq_len % 4 != 0 || attn_batches % 4 != 0) {
     return Status::Unimplemented(
@@ -89,23 +77,9 @@ Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions&
   return Status::Ok();
 }
 
-// "key (value) of model is not divisible by --flag n; fix".
-Status CheckDivides(const ModelSpec& m, const char* key, int64_t size, const char* flag,
-                    int64_t parts, const char* why) {
-  if (size % parts == 0) return Status::Ok();
-  return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(size) +
-                                 ") is not divisible by " + flag + " " + Str(parts) + why +
-                                 "; use a " + flag + " that divides " + Str(size));
-}
-
-Status CheckSplits(const ModelSpec& m, const Strategy& s) {
-  for (auto [name, v] : {std::pair{"--tp", s.tp},
-                         {"--cp", s.cp},
-                         {"--micro-batch", s.micro_batch},
-                         {"--seq", s.seq_len}}) {
-    if (v < 1)
-      return Status::InvalidArgument(std::string(name) + " " + Str(v) + ": must be at least 1");
-  }
+// The model's own sizes; how they split over tp, cp and sp is a strategy rule
+// (LayerSplitViolations).
+Status CheckSizes(const ModelSpec& m) {
   for (auto [key, v] : {std::pair{"hidden_size", m.hidden_size},
                         {"num_attention_heads", m.num_heads},
                         {"num_key_value_heads", m.num_kv_heads},
@@ -116,29 +90,11 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s) {
       return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) +
                                      ") must be at least 1");
   }
-  LOOM_RETURN_IF_ERROR(CheckDivides(m, "num_attention_heads", m.num_heads, "--tp", s.tp, ""));
-  LOOM_RETURN_IF_ERROR(CheckDivides(m, "num_key_value_heads", m.num_kv_heads, "--tp", s.tp,
-                                    " (Megatron-core splits the query groups over tp)"));
-  LOOM_RETURN_IF_ERROR(CheckDivides(m, "intermediate_size", m.intermediate_size, "--tp", s.tp, ""));
   if (m.num_heads % m.num_kv_heads != 0) {
     return Status::InvalidArgument(
         ModelRef(m) + ": num_attention_heads (" + Str(m.num_heads) +
         ") is not a multiple of num_key_value_heads (" + Str(m.num_kv_heads) +
         "); every key/value head must serve the same number of query heads");
-  }
-  // Megatron splits each sequence into 2 * cp chunks and gives rank r chunks r and 2cp-1-r, which
-  // balances causal attention (megatron/core/utils.py, get_batch_on_this_cp_rank).
-  const int64_t cp_chunks = s.cp > 1 ? 2 * s.cp : 1;
-  if (s.seq_len % cp_chunks != 0) {
-    return Status::InvalidArgument("--seq " + Str(s.seq_len) + " with --cp " + Str(s.cp) +
-                                   ": the sequence is split into 2 * cp = " + Str(cp_chunks) +
-                                   " chunks; use a --seq divisible by " + Str(cp_chunks));
-  }
-  if (s.sp && (s.seq_len / s.cp) % s.tp != 0) {
-    return Status::InvalidArgument("--seq " + Str(s.seq_len) + " with --sp: the " +
-                                   Str(s.seq_len / s.cp) +
-                                   " tokens per cp rank do not split over --tp " + Str(s.tp) +
-                                   "; use a --seq divisible by cp * tp = " + Str(s.cp * s.tp));
   }
   return Status::Ok();
 }
@@ -234,7 +190,7 @@ std::string ModelRef(const ModelSpec& model) {
 
 Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
                                    const LayerOpsOptions& o) {
-  LOOM_RETURN_IF_ERROR(CheckSplits(m, s));
+  LOOM_RETURN_IF_ERROR(CheckSizes(m));
   LayerDims d;
   d.batch = s.micro_batch;
   d.seq = s.seq_len / s.cp;
@@ -265,7 +221,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
   d.mlp_bias = m.mlp_bias;
   d.recompute = s.recompute;
   if (m.mla) LOOM_RETURN_IF_ERROR(SetLatentAttentionDims(m, &d));
-  if (IsMoeLayer(m, o.layer) && s.ep >= 1) {
+  if (IsMoeLayer(m, o.layer)) {
     const MoeSpec& e = *m.moe;
     d.moe = true;
     d.experts = e.num_experts;

@@ -84,13 +84,18 @@ struct LayerDims {
   GemmShape Gemm(int64_t m, int64_t n, int64_t k) const { return {m, n, k, 1, gemm_dtype}; }
 };
 
-// OK if |options.layer| exists, its MoE (if any) splits over |strategy|, and its attention kernel
-// is modelled for |strategy| and its attention (the fused kernel only for latent attention).
+// OK if |options.layer| exists, its MoE (if any) has sound sizes and, with tp > 1, sequence
+// parallelism, and its attention kernel is modelled for |strategy| and its attention (the fused
+// kernel only for latent attention).
+// REQUIRES: LayerSplitViolations(strategy, model) is empty (spec/strategy.h).
 Status CheckLayerSupported(const ModelSpec& model, const Strategy& strategy,
                            const LayerOpsOptions& options);
 
-// Derives and checks the sizes; the layer itself is checked by CheckLayerSupported. Errors name the
-// model, the key, the setting and the fix.
+// Derives the sizes, checking the model's own (at least 1, whole query groups, latent attention)
+// and that no product overflows; the layer itself is checked by CheckLayerSupported. Errors name
+// the model, the key and the fix.
+// REQUIRES: LayerSplitViolations(strategy, model) is empty (spec/strategy.h): the sizes split
+// evenly over tp, etp, ep, cp and sp.
 Result<LayerDims> ComputeLayerDims(const ModelSpec& model, const Strategy& strategy,
                                    const LayerOpsOptions& options);
 

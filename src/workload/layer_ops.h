@@ -71,9 +71,10 @@ struct LayerOpsOptions {
 // |strategy.grad_accumulation| how the W list accumulates the layer's weight gradients
 // (AppendGradAccumulation, workload/grad_accumulation.h, over LayerParametersPerRank).
 // Activations are kept in 2-byte bf16 with fp8, whose GEMMs alone are fp8 (Transformer Engine).
-// Errors: InvalidArgument for sizes that do not split over tp/cp/ep or overflow, and for MoE with
-// tp > 1 without sp, and for latent attention sizes below 1; Unimplemented for the unfused kernel
-// with GQA, cp > 1 or multi-head latent attention.
+// Errors: InvalidArgument for model sizes below 1 or that overflow, for MoE with tp > 1 without
+// sp, and for latent attention sizes below 1; Unimplemented for the unfused kernel with GQA, cp > 1
+// or multi-head latent attention. REQUIRES (and of the builders below):
+// LayerSplitViolations(strategy, model) is empty (spec/strategy.h).
 Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy& strategy,
                                           const LayerOpsOptions& options = {});
 

@@ -83,8 +83,8 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& model, const Strategy&
 // Parameters of transformer layer |layer| (0-based) on one rank, split as ParametersPerRank splits
 // them: the attention, the two norms and the MLP or, in an MoE layer, the router, the shared
 // experts and the rank's num_experts / ep routed experts. The sizes are not checked to split over
-// tp, etp and ep (ComputeLayerDims checks them for the layer's ops). Errors: InvalidArgument for a
-// layer outside [0, num_hidden_layers), a degree below 1, or a count that overflows.
+// tp, etp and ep (LayerSplitViolations, spec/strategy.h, states that rule). Errors: InvalidArgument
+// for a layer outside [0, num_hidden_layers), a degree below 1, or a count that overflows.
 Result<int64_t> LayerParametersPerRank(const ModelSpec& model, const Strategy& strategy,
                                        int64_t layer);
 

@@ -135,7 +135,7 @@ TEST(Executor, GivesUpAfterTheTimeoutNamingWhatStillWaits) {
 // A pipeline of |stages| stages and |replicas| data-parallel replicas with F, B and W of
 // 4, 4 and 2 ms per chunk, 0.5 ms transfers and, with replicas, a 1 ms gradient all-reduce per
 // chunk and a 1 ms optimizer step.
-StepGraph Pipeline(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
+StepGraph Pipeline(ScheduleKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
                    int32_t replicas) {
   Result<PipelineSchedule> schedule = BuildSchedule(kind, stages, micro_batches, chunks);
   EXPECT_TRUE(schedule.ok()) << schedule.status().message();
@@ -159,7 +159,7 @@ StepGraph Pipeline(PipelineKind kind, int32_t stages, int32_t micro_batches, int
 
 struct PipelineCase {
   const char* name;
-  PipelineKind kind;
+  ScheduleKind kind;
   int32_t stages, micro_batches, chunks, replicas;
 };
 
@@ -192,11 +192,11 @@ TEST_P(ExecutorPipeline, ThreadsRunTheSimulatorsOrder) {
 
 INSTANTIATE_TEST_SUITE_P(
     Schedules, ExecutorPipeline,
-    testing::Values(PipelineCase{"OneFOneB", PipelineKind::k1F1B, 4, 8, 1, 1},
-                    PipelineCase{"Interleaved", PipelineKind::kInterleaved, 4, 8, 2, 1},
-                    PipelineCase{"ZbH1", PipelineKind::kZbH1, 4, 8, 1, 1},
-                    PipelineCase{"ZbV", PipelineKind::kZbV, 4, 8, 2, 1},
-                    PipelineCase{"OneFOneBTwoReplicas", PipelineKind::k1F1B, 2, 4, 1, 2}),
+    testing::Values(PipelineCase{"OneFOneB", ScheduleKind::k1F1B, 4, 8, 1, 1},
+                    PipelineCase{"Interleaved", ScheduleKind::kInterleaved, 4, 8, 2, 1},
+                    PipelineCase{"ZbH1", ScheduleKind::kZbH1, 4, 8, 1, 1},
+                    PipelineCase{"ZbV", ScheduleKind::kZbV, 4, 8, 2, 1},
+                    PipelineCase{"OneFOneBTwoReplicas", ScheduleKind::k1F1B, 2, 4, 1, 2}),
     [](const testing::TestParamInfo<PipelineCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -17,7 +17,7 @@ using schedule_oracle::Execute;
 using schedule_oracle::Execution;
 using schedule_oracle::PassTimes;
 
-Execution RunSchedule(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
+Execution RunSchedule(ScheduleKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
                       const PassTimes& times) {
   Result<PipelineSchedule> s = BuildSchedule(kind, stages, micro_batches, chunks);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -44,12 +44,12 @@ constexpr PassTimes kBackwardTwiceForward{.forward = 1, .backward = 1, .weight =
 
 // Narayanan et al. 2021, §2.2.1: bubble fraction (p - 1) / (m + p - 1) for GPipe and 1F1B.
 TEST(Bubble, GpipeAndOneFOneBIdlePMinusOneOverMPlusPMinusOne) {
-  for (PipelineKind kind : {PipelineKind::kGpipe, PipelineKind::k1F1B}) {
+  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::k1F1B}) {
     for (int32_t p = 1; p <= 8; ++p) {
       for (int32_t m = 1; m <= 32; ++m) {
         const Execution run = RunSchedule(kind, p, m, 1, kBackwardTwiceForward);
         EXPECT_NEAR(run.BubbleFraction(), static_cast<double>(p - 1) / (m + p - 1), 1e-12)
-            << kPipelineKindNames.Name(kind) << " " << Case(p, m);
+            << kScheduleNames.Name(kind) << " " << Case(p, m);
       }
     }
   }
@@ -62,14 +62,14 @@ TEST(Bubble, InterleavedCutsOneFOneBIdleTimeByTheNumberOfChunks) {
     for (int32_t v : {2, 3, 4}) {
       for (int32_t m = p; m <= 4 * p; m += p) {
         const Execution interleaved =
-            RunSchedule(PipelineKind::kInterleaved, p, m, v, kBackwardTwiceForward);
+            RunSchedule(ScheduleKind::kInterleaved, p, m, v, kBackwardTwiceForward);
         const int64_t stage_f = v;
         const int64_t stage_b = 2 * v;
         for (int32_t stage = 0; stage < p; ++stage) {
           EXPECT_EQ(interleaved.Idle(stage), (p - 1) * (stage_f + stage_b) / v)
               << Case(p, m) << " vpp=" << v << " stage " << stage;
         }
-        const Execution plain = RunSchedule(PipelineKind::k1F1B, p, m, 1, {v, v, v});
+        const Execution plain = RunSchedule(ScheduleKind::k1F1B, p, m, 1, {v, v, v});
         EXPECT_EQ(MaxIdle(plain), v * MaxIdle(interleaved)) << Case(p, m) << " vpp=" << v;
       }
     }
@@ -84,7 +84,7 @@ TEST(Bubble, ZbH1IdlesPMinusOneTimesForwardPlusBackwardMinusWeight) {
        {PassTimes{1, 1, 1}, PassTimes{2, 2, 1}, PassTimes{1, 2, 1}, PassTimes{3, 2, 1}}) {
     for (int32_t p = 1; p <= 8; ++p) {
       for (int32_t m = p; m <= 24; ++m) {
-        const Execution run = RunSchedule(PipelineKind::kZbH1, p, m, 1, t);
+        const Execution run = RunSchedule(ScheduleKind::kZbH1, p, m, 1, t);
         for (int32_t stage = 0; stage < p; ++stage) {
           EXPECT_EQ(run.Idle(stage), (p - 1) * (t.forward + t.backward - t.weight))
               << Case(p, m) << " stage " << stage << " times " << t.forward << "/" << t.backward
@@ -97,8 +97,8 @@ TEST(Bubble, ZbH1IdlesPMinusOneTimesForwardPlusBackwardMinusWeight) {
 
 TEST(Bubble, ZbH1IdlesAThirdOfOneFOneBWhenForwardBackwardAndWeightTakeEqualTime) {
   for (int32_t m : {8, 16, 64}) {
-    const Execution zb = RunSchedule(PipelineKind::kZbH1, 8, m, 1, {1, 1, 1});
-    const Execution plain = RunSchedule(PipelineKind::k1F1B, 8, m, 1, {1, 1, 1});
+    const Execution zb = RunSchedule(ScheduleKind::kZbH1, 8, m, 1, {1, 1, 1});
+    const Execution plain = RunSchedule(ScheduleKind::k1F1B, 8, m, 1, {1, 1, 1});
     EXPECT_EQ(3 * MaxIdle(zb), MaxIdle(plain)) << Case(8, m);
   }
 }
@@ -108,9 +108,9 @@ TEST(Bubble, ZbH1IdlesAThirdOfOneFOneBWhenForwardBackwardAndWeightTakeEqualTime)
 // Asserted: at most 4/3 (p - 1), under a quarter of 1F1B's.
 TEST(Bubble, ZbVIdlesUnderAQuarterOfOneFOneBWithTwoMicroBatchesPerStage) {
   for (int32_t p = 2; p <= 16; ++p) {
-    const Execution plain = RunSchedule(PipelineKind::k1F1B, p, 2 * p, 1, {2, 2, 2});
+    const Execution plain = RunSchedule(ScheduleKind::k1F1B, p, 2 * p, 1, {2, 2, 2});
     for (int32_t m = 2 * p; m <= 64; ++m) {
-      const Execution zbv = RunSchedule(PipelineKind::kZbV, p, m, 2, {1, 1, 1});
+      const Execution zbv = RunSchedule(ScheduleKind::kZbV, p, m, 2, {1, 1, 1});
       EXPECT_LE(3 * MaxIdle(zbv), 4 * (p - 1)) << Case(p, m);
       EXPECT_LT(4 * MaxIdle(zbv), MaxIdle(plain)) << Case(p, m);
     }
@@ -118,7 +118,7 @@ TEST(Bubble, ZbVIdlesUnderAQuarterOfOneFOneBWithTwoMicroBatchesPerStage) {
 }
 
 TEST(Bubble, ZbVIdlesPMinusOneChunkPassesForTheStandardCase) {
-  const Execution run = RunSchedule(PipelineKind::kZbV, 8, 16, 2, {1, 1, 1});
+  const Execution run = RunSchedule(ScheduleKind::kZbV, 8, 16, 2, {1, 1, 1});
   EXPECT_EQ(MaxIdle(run), 7);
 }
 
@@ -127,7 +127,7 @@ TEST(Bubble, ZbVIdlesPMinusOneChunkPassesForTheStandardCase) {
 TEST(Bubble, DualPipeVIdlesPMinusOneChunkPassesOnEveryStage) {
   for (int32_t p = 1; p <= 16; ++p) {
     for (int32_t m = 2 * p; m <= 64; ++m) {
-      const Execution run = RunSchedule(PipelineKind::kDualPipeV, p, m, 2, {1, 1, 1});
+      const Execution run = RunSchedule(ScheduleKind::kDualPipeV, p, m, 2, {1, 1, 1});
       for (int32_t stage = 0; stage < p; ++stage) {
         EXPECT_EQ(run.Idle(stage), p - 1) << Case(p, m) << " stage " << stage;
       }
@@ -140,7 +140,7 @@ TEST(Bubble, DualPipeVIdlesPMinusOneChunkPassesOnEveryStage) {
 TEST(ActivationMemory, OneFOneBStageHoldsMinOfStagesFromItToTheEndAndMicroBatches) {
   for (int32_t p = 1; p <= 8; ++p) {
     for (int32_t m = 1; m <= 16; ++m) {
-      const Execution run = RunSchedule(PipelineKind::k1F1B, p, m, 1, {});
+      const Execution run = RunSchedule(ScheduleKind::k1F1B, p, m, 1, {});
       for (int32_t stage = 0; stage < p; ++stage) {
         EXPECT_EQ(run.peak_activations[stage], std::min(p - stage, m)) << Case(p, m);
       }
@@ -149,7 +149,7 @@ TEST(ActivationMemory, OneFOneBStageHoldsMinOfStagesFromItToTheEndAndMicroBatche
 }
 
 TEST(ActivationMemory, GpipeStageHoldsEveryMicroBatch) {
-  const Execution run = RunSchedule(PipelineKind::kGpipe, 4, 12, 1, {});
+  const Execution run = RunSchedule(ScheduleKind::kGpipe, 4, 12, 1, {});
   EXPECT_EQ(run.peak_activations, (std::vector<int32_t>{12, 12, 12, 12}));
 }
 
@@ -157,7 +157,7 @@ TEST(ActivationMemory, GpipeStageHoldsEveryMicroBatch) {
 TEST(ActivationMemory, ZbH1HoldsOneFOneBsPeakOnEveryStage) {
   for (int32_t p = 1; p <= 8; ++p) {
     for (int32_t m = 1; m <= 16; ++m) {
-      const Execution run = RunSchedule(PipelineKind::kZbH1, p, m, 1, {});
+      const Execution run = RunSchedule(ScheduleKind::kZbH1, p, m, 1, {});
       for (int32_t stage = 0; stage < p; ++stage) {
         EXPECT_EQ(run.peak_activations[stage], std::min(p, m)) << Case(p, m);
       }
@@ -170,8 +170,8 @@ TEST(ActivationMemory, ZbH1HoldsOneFOneBsPeakOnEveryStage) {
 TEST(ActivationMemory, VShapedSchedulesHoldAboutOneFOneBsPeak) {
   for (int32_t p = 1; p <= 8; ++p) {
     for (int32_t m = 2 * p; m <= 24; ++m) {
-      const Execution zbv = RunSchedule(PipelineKind::kZbV, p, m, 2, {});
-      const Execution dualpipev = RunSchedule(PipelineKind::kDualPipeV, p, m, 2, {});
+      const Execution zbv = RunSchedule(ScheduleKind::kZbV, p, m, 2, {});
+      const Execution dualpipev = RunSchedule(ScheduleKind::kDualPipeV, p, m, 2, {});
       for (int32_t stage = 0; stage < p; ++stage) {
         EXPECT_EQ(zbv.peak_activations[stage], 2 * p) << Case(p, m);
         EXPECT_EQ(dualpipev.peak_activations[stage], 2 * p + 1) << Case(p, m);
@@ -185,7 +185,7 @@ TEST(ActivationMemory, InterleavedStageHoldsItsWarmupPlusOneChunkSets) {
   const int32_t p = 4;
   const int32_t v = 2;
   for (int32_t m : {4, 8, 16}) {
-    const Execution run = RunSchedule(PipelineKind::kInterleaved, p, m, v, {});
+    const Execution run = RunSchedule(ScheduleKind::kInterleaved, p, m, v, {});
     for (int32_t stage = 0; stage < p; ++stage) {
       EXPECT_EQ(run.peak_activations[stage], std::min((p - stage - 1) * 2 + (v - 1) * p + 1, m * v))
           << Case(p, m);

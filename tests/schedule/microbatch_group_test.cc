@@ -38,7 +38,7 @@ TEST(MicrobatchGroup, BuildsExactlyTheGroupsMegatronAccepts) {
           const std::string at = "p=" + std::to_string(p) + " m=" + std::to_string(m) +
                                  " group=" + std::to_string(group) + " v=" + std::to_string(chunks);
           Result<PipelineSchedule> s =
-              BuildSchedule(PipelineKind::kInterleaved, p, m, chunks, group);
+              BuildSchedule(ScheduleKind::kInterleaved, p, m, chunks, group);
           ASSERT_EQ(s.ok(), MegatronAccepts(p, m, group)) << at;
           if (!s.ok()) {
             EXPECT_NE(s.status().message().find("--microbatch-group"), std::string::npos) << at;
@@ -66,8 +66,8 @@ TEST(MicrobatchGroup, DefaultIsPpAndKeepsTheClosedFormBubble) {
   for (int32_t p = 2; p <= 6; ++p) {
     for (int32_t v = 2; v <= 4; ++v) {
       const int32_t m = 3 * p;
-      Result<PipelineSchedule> by_default = BuildSchedule(PipelineKind::kInterleaved, p, m, v);
-      Result<PipelineSchedule> explicit_pp = BuildSchedule(PipelineKind::kInterleaved, p, m, v, p);
+      Result<PipelineSchedule> by_default = BuildSchedule(ScheduleKind::kInterleaved, p, m, v);
+      Result<PipelineSchedule> explicit_pp = BuildSchedule(ScheduleKind::kInterleaved, p, m, v, p);
       ASSERT_TRUE(by_default.ok() && explicit_pp.ok());
       for (int32_t stage = 0; stage < p; ++stage) {
         ASSERT_EQ(by_default->order[stage].size(), explicit_pp->order[stage].size());
@@ -90,17 +90,17 @@ TEST(MicrobatchGroup, DefaultIsPpAndKeepsTheClosedFormBubble) {
 // pp 4 and 6 micro-batches, one group of 6. A larger group keeps more micro-batches in flight in
 // the warm-up: the first stage's peak activations grow with it.
 TEST(MicrobatchGroup, LargerGroupsRunNonDivisibleBatchesAndHoldMoreActivations) {
-  Result<PipelineSchedule> six = BuildSchedule(PipelineKind::kInterleaved, 4, 6, 2, 6);
+  Result<PipelineSchedule> six = BuildSchedule(ScheduleKind::kInterleaved, 4, 6, 2, 6);
   ASSERT_TRUE(six.ok()) << six.status().ToString();
-  EXPECT_FALSE(BuildSchedule(PipelineKind::kInterleaved, 4, 6, 2).ok());  // groups of 4 leave 2
-  Result<PipelineSchedule> eight = BuildSchedule(PipelineKind::kInterleaved, 4, 8, 2, 4);
-  Result<PipelineSchedule> eight_whole = BuildSchedule(PipelineKind::kInterleaved, 4, 8, 2, 8);
+  EXPECT_FALSE(BuildSchedule(ScheduleKind::kInterleaved, 4, 6, 2).ok());  // groups of 4 leave 2
+  Result<PipelineSchedule> eight = BuildSchedule(ScheduleKind::kInterleaved, 4, 8, 2, 4);
+  Result<PipelineSchedule> eight_whole = BuildSchedule(ScheduleKind::kInterleaved, 4, 8, 2, 8);
   ASSERT_TRUE(eight.ok() && eight_whole.ok());
   const Execution small = Execute(*eight, kBackwardTwiceForward);
   const Execution large = Execute(*eight_whole, kBackwardTwiceForward);
   ASSERT_TRUE(small.completed && large.completed);
   EXPECT_GT(large.peak_activations[0], small.peak_activations[0]);
-  EXPECT_FALSE(BuildSchedule(PipelineKind::k1F1B, 4, 8, 1, 8).ok());
+  EXPECT_FALSE(BuildSchedule(ScheduleKind::k1F1B, 4, 8, 1, 8).ok());
 }
 
 }  // namespace

@@ -20,29 +20,29 @@ namespace {
 using schedule_oracle::Execute;
 using schedule_oracle::Execution;
 
-constexpr PipelineKind kAllKinds[] = {PipelineKind::kGpipe,       PipelineKind::k1F1B,
-                                      PipelineKind::kInterleaved, PipelineKind::kZbH1,
-                                      PipelineKind::kZbV,         PipelineKind::kDualPipeV};
+constexpr ScheduleKind kAllKinds[] = {ScheduleKind::kGpipe,       ScheduleKind::k1F1B,
+                                      ScheduleKind::kInterleaved, ScheduleKind::kZbH1,
+                                      ScheduleKind::kZbV,         ScheduleKind::kDualPipeV};
 
-std::string Describe(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t chunks) {
+std::string Describe(ScheduleKind kind, int32_t stages, int32_t micro_batches, int32_t chunks) {
   std::ostringstream out;
-  out << kPipelineKindNames.Name(kind) << " pp=" << stages << " m=" << micro_batches
+  out << kScheduleNames.Name(kind) << " pp=" << stages << " m=" << micro_batches
       << " vpp=" << chunks;
   return out.str();
 }
 
 // The combinations each schedule defines, restated from the papers independently of schedule.cc.
-bool Defined(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t chunks) {
+bool Defined(ScheduleKind kind, int32_t stages, int32_t micro_batches, int32_t chunks) {
   switch (kind) {
-    case PipelineKind::kGpipe:
-    case PipelineKind::k1F1B:
-    case PipelineKind::kZbH1:
+    case ScheduleKind::kGpipe:
+    case ScheduleKind::k1F1B:
+    case ScheduleKind::kZbH1:
       return chunks == 1;
-    case PipelineKind::kInterleaved:
+    case ScheduleKind::kInterleaved:
       return chunks >= 2 && micro_batches % stages == 0;
-    case PipelineKind::kZbV:
+    case ScheduleKind::kZbV:
       return chunks == 2;
-    case PipelineKind::kDualPipeV:
+    case ScheduleKind::kDualPipeV:
       return chunks == 2 && micro_batches >= 2 * stages;
   }
   return false;
@@ -51,12 +51,12 @@ bool Defined(PipelineKind kind, int32_t stages, int32_t micro_batches, int32_t c
 // Which backward passes a schedule may list.
 enum class Backward { kFusedOnly, kSplitOnly, kEither };
 
-Backward BackwardOf(PipelineKind kind) {
+Backward BackwardOf(ScheduleKind kind) {
   switch (kind) {
-    case PipelineKind::kZbH1:
-    case PipelineKind::kZbV:
+    case ScheduleKind::kZbH1:
+    case ScheduleKind::kZbV:
       return Backward::kSplitOnly;
-    case PipelineKind::kDualPipeV:
+    case ScheduleKind::kDualPipeV:
       return Backward::kEither;
     default:
       return Backward::kFusedOnly;
@@ -98,7 +98,7 @@ std::string CheckEachPassOnce(const PipelineSchedule& s) {
 
 TEST(ScheduleSweep, EveryDefinedCombinationListsEachPassOnceAndRunsWithoutDeadlock) {
   int32_t built = 0;
-  for (PipelineKind kind : kAllKinds) {
+  for (ScheduleKind kind : kAllKinds) {
     for (int32_t stages = 1; stages <= 16; ++stages) {
       for (int32_t micro_batches = 1; micro_batches <= 64; ++micro_batches) {
         for (int32_t chunks = 1; chunks <= 4; ++chunks) {
@@ -122,7 +122,7 @@ TEST(ScheduleSweep, EveryDefinedCombinationListsEachPassOnceAndRunsWithoutDeadlo
 TEST(ScheduleSweep, ZbVRunsWithoutDeadlockOnLargePipelines) {
   const std::pair<int32_t, int32_t> cases[] = {{32, 100}, {48, 97}, {64, 129}, {64, 7}};
   for (auto [stages, micro_batches] : cases) {
-    Result<PipelineSchedule> s = BuildSchedule(PipelineKind::kZbV, stages, micro_batches, 2);
+    Result<PipelineSchedule> s = BuildSchedule(ScheduleKind::kZbV, stages, micro_batches, 2);
     ASSERT_TRUE(s.ok());
     ASSERT_EQ(CheckEachPassOnce(*s), "");
     EXPECT_TRUE(Execute(*s, {}).completed) << stages << " " << micro_batches;

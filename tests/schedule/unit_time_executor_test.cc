@@ -10,7 +10,7 @@
 namespace loom::schedule_oracle {
 namespace {
 
-PipelineSchedule HandMade(PipelineKind kind, int32_t chunks, int32_t micro_batches,
+PipelineSchedule HandMade(ScheduleKind kind, int32_t chunks, int32_t micro_batches,
                           std::vector<std::vector<PipelineItem>> order) {
   PipelineSchedule s;
   s.kind = kind;
@@ -24,7 +24,7 @@ PipelineSchedule HandMade(PipelineKind kind, int32_t chunks, int32_t micro_batch
 TEST(UnitTimeExecutor, ChainsOneMicroBatchDownAndBackUpTheStages) {
   // Stage 0: F [0,2], stage 1: F [2,4], BW [4,8], stage 0: BW [8,12].
   const PipelineSchedule s =
-      HandMade(PipelineKind::k1F1B, 1, 1,
+      HandMade(ScheduleKind::k1F1B, 1, 1,
                {{{Pass::kF, 0, 0}, {Pass::kBW, 0, 0}}, {{Pass::kF, 0, 0}, {Pass::kBW, 0, 0}}});
   const Execution run = Execute(s, {.forward = 2, .backward = 3, .weight = 1});
   ASSERT_TRUE(run.completed);
@@ -36,17 +36,17 @@ TEST(UnitTimeExecutor, ChainsOneMicroBatchDownAndBackUpTheStages) {
 
 TEST(UnitTimeExecutor, ReportsADeadlockWhenABackwardPrecedesItsOwnForward) {
   const PipelineSchedule s =
-      HandMade(PipelineKind::k1F1B, 1, 1,
+      HandMade(ScheduleKind::k1F1B, 1, 1,
                {{{Pass::kBW, 0, 0}, {Pass::kF, 0, 0}}, {{Pass::kF, 0, 0}, {Pass::kBW, 0, 0}}});
   EXPECT_FALSE(Execute(s, {}).completed);
 }
 
 TEST(UnitTimeExecutor, ReportsADeadlockWhenAWeightPassPrecedesItsInputBackward) {
   const PipelineSchedule bad =
-      HandMade(PipelineKind::kZbH1, 1, 1, {{{Pass::kF, 0, 0}, {Pass::kW, 0, 0}, {Pass::kB, 0, 0}}});
+      HandMade(ScheduleKind::kZbH1, 1, 1, {{{Pass::kF, 0, 0}, {Pass::kW, 0, 0}, {Pass::kB, 0, 0}}});
   EXPECT_FALSE(Execute(bad, {}).completed);
   const PipelineSchedule good =
-      HandMade(PipelineKind::kZbH1, 1, 1, {{{Pass::kF, 0, 0}, {Pass::kB, 0, 0}, {Pass::kW, 0, 0}}});
+      HandMade(ScheduleKind::kZbH1, 1, 1, {{{Pass::kF, 0, 0}, {Pass::kB, 0, 0}, {Pass::kW, 0, 0}}});
   const Execution run = Execute(good, {.forward = 1, .backward = 2, .weight = 4});
   ASSERT_TRUE(run.completed);
   EXPECT_EQ(run.makespan, 7);
@@ -55,7 +55,7 @@ TEST(UnitTimeExecutor, ReportsADeadlockWhenAWeightPassPrecedesItsInputBackward) 
 TEST(UnitTimeExecutor, ReportsADeadlockWhenTwoStagesWaitForEachOther) {
   // Stage 0 runs micro-batch 1 first, stage 1 micro-batch 0 first: each waits for the other.
   const PipelineSchedule s =
-      HandMade(PipelineKind::kGpipe, 1, 2,
+      HandMade(ScheduleKind::kGpipe, 1, 2,
                {{{Pass::kF, 1, 0}, {Pass::kBW, 0, 0}, {Pass::kF, 0, 0}, {Pass::kBW, 1, 0}},
                 {{Pass::kF, 0, 0}, {Pass::kBW, 0, 0}, {Pass::kF, 1, 0}, {Pass::kBW, 1, 0}}});
   EXPECT_FALSE(Execute(s, {}).completed);
@@ -65,7 +65,7 @@ TEST(UnitTimeExecutor, ReportsADeadlockWhenTwoStagesWaitForEachOther) {
 TEST(UnitTimeExecutor, FollowsTheVShapedPlacement) {
   const std::vector<PipelineItem> list = {{Pass::kF, 0, 0}, {Pass::kF, 0, 1}, {Pass::kB, 0, 1},
                                           {Pass::kW, 0, 1}, {Pass::kB, 0, 0}, {Pass::kW, 0, 0}};
-  const PipelineSchedule s = HandMade(PipelineKind::kZbV, 2, 1, {list, list});
+  const PipelineSchedule s = HandMade(ScheduleKind::kZbV, 2, 1, {list, list});
   const Execution run = Execute(s, {});
   ASSERT_TRUE(run.completed);
   // F v0 [0,1] v1 [1,2] v2 [2,3] v3 [3,4]; B v3 [4,5]; B v2 [5,6]; W v2 [6,7]; B v1 [7,8];
@@ -75,7 +75,7 @@ TEST(UnitTimeExecutor, FollowsTheVShapedPlacement) {
 }
 
 TEST(UnitTimeExecutor, CountsActivationsHeldFromForwardToWeightPass) {
-  const PipelineSchedule s = HandMade(PipelineKind::kZbH1, 1, 3,
+  const PipelineSchedule s = HandMade(ScheduleKind::kZbH1, 1, 3,
                                       {{{Pass::kF, 0, 0},
                                         {Pass::kF, 1, 0},
                                         {Pass::kB, 0, 0},

@@ -143,7 +143,7 @@ TEST(HostTimeline, ThePassWaitsForItsLeadAndTheHostIssuesInOrder) {
   config.host = true;
   config.host_sync_before_optimizer = true;
   config.optimizer_host_lead = {Us(50)};
-  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 1, 1, 1);
+  Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 1, 1, 1);
   ASSERT_TRUE(schedule.ok());
   const StepGraph step = BuildStepGraph(*schedule, {c}, config);
   Result<StepTimeline> t = Simulate(step.graph);
@@ -195,7 +195,7 @@ TwoStages RunTwoStages(bool sync_after_p2p) {
   config.host = true;
   config.host_sync_after_p2p = sync_after_p2p;
   config.optimizer_host_lead = {SimTime(), SimTime()};
-  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 2, 2, 1);
+  Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 2, 2, 1);
   EXPECT_TRUE(schedule.ok());
   TwoStages run{BuildStepGraph(*schedule, {c, c}, config), {}};
   Result<StepTimeline> t = Simulate(run.step.graph);

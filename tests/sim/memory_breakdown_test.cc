@@ -201,7 +201,7 @@ TEST(MemoryBreakdown, PlanFilesWithOneModelStatesPoolKeepIt) {
   const MemoryBaseline baseline[] = {{0, step.model_states, 1000}};
   const Result<MemoryReport> memory = TrackMemory(g, *timeline, baseline);
   ASSERT_TRUE(memory.ok()) << memory.status().message();
-  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 1, 1, 1);
+  Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 1, 1, 1);
   ASSERT_TRUE(schedule.ok());
   const std::vector<MemoryBreakdown> b = BreakDownMemory(step, *timeline, *memory, *schedule);
   ASSERT_EQ(b.size(), 1u);

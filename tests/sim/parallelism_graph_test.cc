@@ -38,7 +38,7 @@ struct StepRun {
 };
 
 StepRun BuildAndRun(int32_t m, const ChunkCost& chunk, const StepGraphConfig& config) {
-  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 1, m, 1);
+  Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 1, m, 1);
   EXPECT_TRUE(schedule.ok());
   StepRun run{BuildStepGraph(*schedule, {chunk}, config), {}};
   Result<StepTimeline> timeline = Simulate(run.step.graph);

@@ -40,7 +40,7 @@ struct PipelineRun {
   StepTimeline timeline;
 };
 
-PipelineRun BuildAndRun(PipelineKind kind, int32_t p, int32_t m, int32_t chunks,
+PipelineRun BuildAndRun(ScheduleKind kind, int32_t p, int32_t m, int32_t chunks,
                         const std::vector<ChunkCost>& costs, const StepGraphConfig& config) {
   Result<PipelineSchedule> schedule = BuildSchedule(kind, p, m, chunks);
   EXPECT_TRUE(schedule.ok()) << schedule.status().message();
@@ -60,7 +60,7 @@ double BubbleFraction(const PipelineRun& run) {
 }
 
 TEST(StepGraph, GpipeAnd1F1BBubbleIsPMinusOneOverMPlusPMinusOne) {
-  for (PipelineKind kind : {PipelineKind::kGpipe, PipelineKind::k1F1B}) {
+  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::k1F1B}) {
     for (auto [p, m] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{3, 1}}) {
       PipelineRun run = BuildAndRun(kind, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
       EXPECT_NEAR(BubbleFraction(run), double(p - 1) / (m + p - 1), 1e-9)
@@ -73,10 +73,10 @@ TEST(StepGraph, GpipeAnd1F1BBubbleIsPMinusOneOverMPlusPMinusOne) {
 TEST(StepGraph, InterleavingDividesTheBubbleTimeByTheChunkCount) {
   const int32_t p = 4, m = 8;
   PipelineRun plain =
-      BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 4, 4, 4), FreeCommunication(p));
+      BuildAndRun(ScheduleKind::k1F1B, p, m, 1, EqualCosts(p, 4, 4, 4), FreeCommunication(p));
   for (int32_t v : {2, 4}) {
     // The same model in v chunks per stage: each chunk does 1/v of the work.
-    PipelineRun inter = BuildAndRun(PipelineKind::kInterleaved, p, m, v,
+    PipelineRun inter = BuildAndRun(ScheduleKind::kInterleaved, p, m, v,
                                     EqualCosts(p * v, 4 / v, 4 / v, 4 / v), FreeCommunication(p));
     const int64_t busy = int64_t{m} * 12 * kMs;
     EXPECT_EQ(inter.timeline.makespan.nanos() - busy, (plain.timeline.makespan.nanos() - busy) / v)
@@ -87,9 +87,9 @@ TEST(StepGraph, InterleavingDividesTheBubbleTimeByTheChunkCount) {
 TEST(StepGraph, ZeroBubbleH1HasAThirdOf1F1BsBubble) {
   const int32_t p = 8, m = 32;
   PipelineRun one_f_one_b =
-      BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+      BuildAndRun(ScheduleKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
   PipelineRun zb =
-      BuildAndRun(PipelineKind::kZbH1, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+      BuildAndRun(ScheduleKind::kZbH1, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
   const int64_t busy = int64_t{m} * 3 * kMs;
   const double ratio = double(zb.timeline.makespan.nanos() - busy) /
                        double(one_f_one_b.timeline.makespan.nanos() - busy);
@@ -107,9 +107,9 @@ TEST(StepGraph, OneFOneBStageHoldsPMinusIMicroBatchesGpipeHoldsAll) {
   const int32_t p = 4;
   for (int32_t m : {2, 8}) {
     PipelineRun run =
-        BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+        BuildAndRun(ScheduleKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
     PipelineRun gpipe =
-        BuildAndRun(PipelineKind::kGpipe, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
+        BuildAndRun(ScheduleKind::kGpipe, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
     for (int32_t stage = 0; stage < p; ++stage) {
       EXPECT_EQ(PeakActivations(run, stage), std::min(p - stage, m))
           << "m " << m << " stage " << stage;
@@ -126,9 +126,9 @@ TEST(StepGraph, FullReplicasGiveTheSymmetricStepTime) {
   config.bucket_time.assign(p, SimTime::FromMicros(700));
   config.optimizer_time.assign(p, SimTime::FromMicros(500));
   config.param_gather_time.assign(p, SimTime::FromMicros(200));
-  PipelineRun one = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 2, 2, 2), config);
+  PipelineRun one = BuildAndRun(ScheduleKind::k1F1B, p, m, 1, EqualCosts(p, 2, 2, 2), config);
   config.replicas = 4;
-  PipelineRun all = BuildAndRun(PipelineKind::k1F1B, p, m, 1, EqualCosts(p, 2, 2, 2), config);
+  PipelineRun all = BuildAndRun(ScheduleKind::k1F1B, p, m, 1, EqualCosts(p, 2, 2, 2), config);
   EXPECT_EQ(all.step.graph.num_ranks(), 16);
   EXPECT_EQ(all.timeline.makespan, one.timeline.makespan);
   // The gradient buckets overlap the last backward: only the last bucket, the optimizer and the
@@ -158,10 +158,10 @@ TEST(StepGraph, SendAndGradientBucketOnOneNicShareItsBandwidth) {
   config.buckets.assign(2, 1);
   config.bucket_time.assign(2, SimTime::FromMicros(700));
   const std::vector<ChunkCost> costs = EqualCosts(2, 1, 1, 1);
-  PipelineRun alone = BuildAndRun(PipelineKind::k1F1B, 2, 1, 1, costs, config);
+  PipelineRun alone = BuildAndRun(ScheduleKind::k1F1B, 2, 1, 1, costs, config);
   config.pp_fabric = Fabric::kInterNode;
   config.dp_fabric = Fabric::kInterNode;
-  PipelineRun shared = BuildAndRun(PipelineKind::k1F1B, 2, 1, 1, costs, config);
+  PipelineRun shared = BuildAndRun(ScheduleKind::k1F1B, 2, 1, 1, costs, config);
 
   const std::vector<TaskId> sends = TasksOf(shared.step, shared.step.pp_category);
   const std::vector<TaskId> buckets = TasksOf(shared.step, shared.step.dp_category);
@@ -188,7 +188,7 @@ TEST(StepGraph, SendAndGradientBucketOnOneNicShareItsBandwidth) {
   // Every replica simulated: each bucket is a collective over the replicas' NICs, sharing as the
   // one symmetric replica did.
   config.replicas = 3;
-  PipelineRun all = BuildAndRun(PipelineKind::k1F1B, 2, 1, 1, costs, config);
+  PipelineRun all = BuildAndRun(ScheduleKind::k1F1B, 2, 1, 1, costs, config);
   EXPECT_EQ(all.timeline.makespan, t.makespan);
 }
 
@@ -201,10 +201,10 @@ TEST(StepGraph, TensorParallelCollectivesShareNvlinkWithAnIntraNodeBucket) {
   StepGraphConfig config = FreeCommunication(1);
   config.buckets.assign(1, 2);
   config.bucket_time.assign(1, SimTime::FromMicros(1000));
-  PipelineRun alone = BuildAndRun(PipelineKind::k1F1B, 1, 1, 1, costs, config);
+  PipelineRun alone = BuildAndRun(ScheduleKind::k1F1B, 1, 1, 1, costs, config);
   config.tp_fabric = Fabric::kIntraNode;
   config.dp_fabric = Fabric::kIntraNode;
-  PipelineRun shared = BuildAndRun(PipelineKind::k1F1B, 1, 1, 1, costs, config);
+  PipelineRun shared = BuildAndRun(ScheduleKind::k1F1B, 1, 1, 1, costs, config);
 
   const std::vector<TaskId> tp = TasksOf(shared.step, shared.step.tp_category);
   const std::vector<TaskId> buckets = TasksOf(shared.step, shared.step.dp_category);
@@ -224,13 +224,13 @@ TEST(StepGraph, TensorParallelCollectivesShareNvlinkWithAnIntraNodeBucket) {
 // (every start is a max of ends), so no task may end earlier than with every transfer alone.
 TEST(StepGraph, SharedPortsNeverMakeAnyScheduleFaster) {
   struct Case {
-    PipelineKind kind;
+    ScheduleKind kind;
     int32_t chunks;
   };
   int32_t slower = 0;
-  for (Case c : {Case{PipelineKind::k1F1B, 1}, Case{PipelineKind::kInterleaved, 2},
-                 Case{PipelineKind::kZbH1, 1}, Case{PipelineKind::kZbV, 2},
-                 Case{PipelineKind::kDualPipeV, 2}}) {
+  for (Case c : {Case{ScheduleKind::k1F1B, 1}, Case{ScheduleKind::kInterleaved, 2},
+                 Case{ScheduleKind::kZbH1, 1}, Case{ScheduleKind::kZbV, 2},
+                 Case{ScheduleKind::kDualPipeV, 2}}) {
     for (int32_t p : {2, 4}) {
       for (int32_t m : {4, 8}) {
         Result<PipelineSchedule> schedule = BuildSchedule(c.kind, p, m, c.chunks);
@@ -254,7 +254,7 @@ TEST(StepGraph, SharedPortsNeverMakeAnyScheduleFaster) {
         ASSERT_TRUE(a.ok() && b.ok()) << b.status().message();
         for (TaskId id = 0; id < shared.graph.num_tasks(); ++id) {
           ASSERT_GE(b->end[id], a->end[id])
-              << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+              << kScheduleNames.Name(c.kind) << " p " << p << " m " << m;
         }
         slower += b->makespan > a->makespan;
       }
@@ -278,25 +278,25 @@ TEST(StepGraph, BlockingSendHoldsBackTheSendersNextPass) {
   // (1-2 ms) and only then F1, as Megatron-LM waits on its send requests.
   StepGraphConfig config = FreeCommunication(2);
   config.p2p_time = SimTime::FromNanos(kMs);
-  PipelineRun blocking = BuildAndRun(PipelineKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
+  PipelineRun blocking = BuildAndRun(ScheduleKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
   ASSERT_GE(ComputeStarts(blocking, 0).size(), 2u);
   EXPECT_EQ(ComputeStarts(blocking, 0)[1], 2 * kMs);
   config.blocking_sends = false;
   PipelineRun overlapped =
-      BuildAndRun(PipelineKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
+      BuildAndRun(ScheduleKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
   EXPECT_EQ(ComputeStarts(overlapped, 0)[1], 1 * kMs);
   EXPECT_GT(blocking.timeline.makespan, overlapped.timeline.makespan);
 }
 
 TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
   struct Case {
-    PipelineKind kind;
+    ScheduleKind kind;
     int32_t chunks;
   };
-  for (Case c : {Case{PipelineKind::kGpipe, 1}, Case{PipelineKind::k1F1B, 1},
-                 Case{PipelineKind::kInterleaved, 2}, Case{PipelineKind::kInterleaved, 3},
-                 Case{PipelineKind::kInterleaved, 4}, Case{PipelineKind::kZbH1, 1},
-                 Case{PipelineKind::kZbV, 2}, Case{PipelineKind::kDualPipeV, 2}}) {
+  for (Case c : {Case{ScheduleKind::kGpipe, 1}, Case{ScheduleKind::k1F1B, 1},
+                 Case{ScheduleKind::kInterleaved, 2}, Case{ScheduleKind::kInterleaved, 3},
+                 Case{ScheduleKind::kInterleaved, 4}, Case{ScheduleKind::kZbH1, 1},
+                 Case{ScheduleKind::kZbV, 2}, Case{ScheduleKind::kDualPipeV, 2}}) {
     for (int32_t p = 1; p <= 16; ++p) {
       for (int32_t m = 1; m <= 64; ++m) {
         Result<PipelineSchedule> schedule = BuildSchedule(c.kind, p, m, c.chunks);
@@ -305,7 +305,7 @@ TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
         config.p2p_time = SimTime::FromMicros(50);
         StepGraph step = BuildStepGraph(*schedule, EqualCosts(p * c.chunks, 3, 2, 1), config);
         ASSERT_TRUE(step.graph.Validate().ok())
-            << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+            << kScheduleNames.Name(c.kind) << " p " << p << " m " << m;
         Result<StepTimeline> t = Simulate(step.graph);
         ASSERT_TRUE(t.ok()) << t.status().message();
         for (const Dependency& d : step.graph.dependencies()) {
@@ -322,8 +322,8 @@ TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
           bw += name.starts_with("BW ");
         }
         const int64_t per_pass = int64_t{m} * p * c.chunks;
-        EXPECT_EQ(f, per_pass) << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
-        EXPECT_EQ(b + bw, per_pass) << kPipelineKindNames.Name(c.kind) << " p " << p << " m " << m;
+        EXPECT_EQ(f, per_pass) << kScheduleNames.Name(c.kind) << " p " << p << " m " << m;
+        EXPECT_EQ(b + bw, per_pass) << kScheduleNames.Name(c.kind) << " p " << p << " m " << m;
         EXPECT_EQ(w, b);
       }
     }
@@ -342,7 +342,7 @@ TEST(StepGraph, EveryTaskSaysWhatItRuns) {
   config.bucket_time.assign(p * chunks, SimTime::FromMicros(70));
   config.optimizer_time.assign(p, SimTime::FromMicros(90));
   config.param_gather_time.assign(p, SimTime::FromMicros(20));
-  PipelineRun run = BuildAndRun(PipelineKind::kInterleaved, p, m, chunks,
+  PipelineRun run = BuildAndRun(ScheduleKind::kInterleaved, p, m, chunks,
                                 EqualCosts(p * chunks, 3, 2, 1), config);
   const StepGraph& step = run.step;
   ASSERT_EQ(step.work.size(), static_cast<size_t>(step.graph.num_tasks()));

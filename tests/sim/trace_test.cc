@@ -369,7 +369,7 @@ TEST(ChromeTrace, NamesRanksByMegatronGlobalRanks) {
 // byte for byte: slice names and args, flows (two pipeline sends, the dependencies across
 // streams), process names of tp 2, dp 2, and otherData.
 TEST(ChromeTrace, SmallStepTraceIsExactlyThisText) {
-  Result<PipelineSchedule> schedule = BuildSchedule(PipelineKind::k1F1B, 2, 1, 1);
+  Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 2, 1, 1);
   ASSERT_TRUE(schedule.ok()) << schedule.status().message();
   ChunkCost cost;
   cost.forward.time = Us(3);

@@ -147,8 +147,8 @@ TEST(PipelineLayout, ExplicitLayoutIsCheckedAgainstTheModelAndDegrees) {
   EXPECT_EQ(LayersPerVirtualStage(s, model.num_layers), *layout);
 
   const auto violation = [&](const Strategy& bad) {
-    const std::vector<std::string> v = StrategyViolations(bad, model, cluster);
-    return v.empty() ? std::string() : v.front();
+    const std::vector<StrategyViolation> v = StrategyViolations(bad, model, cluster);
+    return v.empty() ? std::string() : v.front().message;
   };
   Strategy wrong_count = s;
   wrong_count.vpp = 4;
@@ -169,8 +169,8 @@ TEST(PipelineLayout, ExplicitLayoutIsCheckedAgainstTheModelAndDegrees) {
   v_shaped.schedule = ScheduleKind::kZbV;
   v_shaped.vpp = 2;
   bool named = false;
-  for (const std::string& v : StrategyViolations(v_shaped, model, cluster)) {
-    named = named || v.find("--pipeline-layout with --schedule zb-v") != std::string::npos;
+  for (const StrategyViolation& v : StrategyViolations(v_shaped, model, cluster)) {
+    named = named || v.message.find("--pipeline-layout with --schedule zb-v") != std::string::npos;
   }
   EXPECT_TRUE(named);
 }
@@ -210,9 +210,10 @@ TEST(PipelineLayout, InterleavedNeedsAValidMicrobatchGroupNotDivisibility) {
   const ClusterSpec cluster = H100s(2048);
   Strategy s = Llama405bRun(2);
   s.global_batch = 24 * 128;
-  std::vector<std::string> v = StrategyViolations(s, model, cluster);
+  std::vector<StrategyViolation> v = StrategyViolations(s, model, cluster);
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_NE(v[0].find("use --microbatch-group 24"), std::string::npos) << v[0];
+  EXPECT_EQ(v[0].flag, "--schedule");
+  EXPECT_NE(v[0].message.find("use --microbatch-group 24"), std::string::npos) << v[0].message;
   s.microbatch_group = 24;
   EXPECT_TRUE(StrategyViolations(s, model, cluster).empty());
   s.microbatch_group = 20;  // leaves 4 < pp
@@ -221,13 +222,15 @@ TEST(PipelineLayout, InterleavedNeedsAValidMicrobatchGroupNotDivisibility) {
   s.global_batch = 8 * 128;  // 8 micro-batches < pp
   v = StrategyViolations(s, model, cluster);
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_NE(v[0].find("is below pp"), std::string::npos) << v[0];
+  EXPECT_NE(v[0].message.find("is below pp"), std::string::npos) << v[0].message;
   Strategy one_f_one_b = Llama405bRun(1);
   one_f_one_b.schedule = ScheduleKind::k1F1B;
   one_f_one_b.microbatch_group = 16;
   v = StrategyViolations(one_f_one_b, model, cluster);
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_NE(v[0].find("belong to the interleaved schedule"), std::string::npos) << v[0];
+  EXPECT_EQ(v[0].flag, "--microbatch-group");
+  EXPECT_NE(v[0].message.find("belong to the interleaved schedule"), std::string::npos)
+      << v[0].message;
 }
 
 }  // namespace

@@ -96,12 +96,29 @@ Strategy MixtralBaseline() {
   return s;
 }
 
+// The flag a message leads with, as users typed it: "--tp 3: ..." -> "--tp".
+std::string LeadingFlag(const std::string& message) {
+  return message.substr(0, message.find_first_of(" :"));
+}
+
+// The messages of StrategyViolations; every violation's flag must be the one its message leads
+// with, which is what the planner tallies rejections by.
+std::vector<std::string> ViolationMessages(const Strategy& s, const ModelSpec& model,
+                                           const ClusterSpec& cluster) {
+  std::vector<std::string> messages;
+  for (const StrategyViolation& v : StrategyViolations(s, model, cluster)) {
+    EXPECT_EQ(v.flag, LeadingFlag(v.message)) << v.message;
+    messages.push_back(v.message);
+  }
+  return messages;
+}
+
 std::vector<std::string> Gpt3Violations(const Strategy& s) {
-  return StrategyViolations(s, Gpt3(), A100Cluster());
+  return ViolationMessages(s, Gpt3(), A100Cluster());
 }
 
 std::vector<std::string> MixtralViolations(const Strategy& s) {
-  return StrategyViolations(s, Mixtral(), A100Cluster());
+  return ViolationMessages(s, Mixtral(), A100Cluster());
 }
 
 using Pieces = std::vector<std::string>;
@@ -190,7 +207,7 @@ TEST(Strategy, RejectsHeadsNotDivisibleByTp) {
   model.num_heads = model.num_kv_heads = 64;
   Strategy s;
   s.tp = 3;
-  const std::vector<std::string> violations = StrategyViolations(s, model, A100Cluster());
+  const std::vector<std::string> violations = ViolationMessages(s, model, A100Cluster());
   ASSERT_EQ(violations.size(), 2u);
   EXPECT_EQ(violations[0],
             "--tp 3: num_attention_heads (64) of models/x.json is not divisible by it; use a tp "
@@ -216,9 +233,9 @@ TEST(Strategy, RejectsIntermediateSizeNotDivisibleByTp) {
   model.intermediate_size = 49150;  // 2 * 5^2 * 983
   Strategy s;
   s.tp = 2;
-  EXPECT_EQ(StrategyViolations(s, model, A100Cluster()), kNone);
+  EXPECT_EQ(ViolationMessages(s, model, A100Cluster()), kNone);
   s.tp = 4;
-  EXPECT_TRUE(MessagesContain(StrategyViolations(s, model, A100Cluster()),
+  EXPECT_TRUE(MessagesContain(ViolationMessages(s, model, A100Cluster()),
                               {{"--tp 4: intermediate_size (49150)", "column-wise",
                                 "use a tp that divides 49150 (1, 2, 5, 10, 25, 50, ...)"}}));
 }
@@ -230,7 +247,7 @@ TEST(Strategy, RejectsExpertIntermediateSizeNotDivisibleByTp) {
   s.tp = 4;
   s.pp = 2;
   EXPECT_TRUE(MessagesContain(
-      StrategyViolations(s, model, A100Cluster()),
+      ViolationMessages(s, model, A100Cluster()),
       {{"--tp 4: the expert intermediate size (1402)", "use a tp that divides 1402 (1, 2, ...)"}}));
 }
 
@@ -367,7 +384,7 @@ TEST(Strategy, UnknownNodeCountSkipsWorldSizeRule) {
   Strategy s = Gpt3Baseline();
   s.dp = 1000;
   s.global_batch = 16000;
-  EXPECT_EQ(StrategyViolations(s, Gpt3(), cluster), kNone);
+  EXPECT_EQ(ViolationMessages(s, Gpt3(), cluster), kNone);
 }
 
 TEST(Strategy, RejectsSeqNotDivisibleByTwiceCp) {
@@ -441,7 +458,7 @@ TEST(Strategy, RejectsFp8OnGpuWithoutFp8) {
                 "use a --dtype it has (bf16, fp16, tf32, fp32), or a cluster whose GPU has fp8"}));
   ClusterSpec h100 = A100Cluster();
   h100.gpu.fp8_tflops = 1979;
-  EXPECT_EQ(StrategyViolations(s, Gpt3(), h100), kNone);
+  EXPECT_EQ(ViolationMessages(s, Gpt3(), h100), kNone);
 }
 
 TEST(Strategy, Tf32NeedsAGpuPeak) {
@@ -451,7 +468,7 @@ TEST(Strategy, Tf32NeedsAGpuPeak) {
   ClusterSpec cluster = A100Cluster();
   cluster.gpu.tf32_tflops.reset();
   EXPECT_TRUE(
-      MessagesContain(StrategyViolations(s, Gpt3(), cluster), {{"--dtype tf32: A100-SXM4-80GB"}}));
+      MessagesContain(ViolationMessages(s, Gpt3(), cluster), {{"--dtype tf32: A100-SXM4-80GB"}}));
 }
 
 TEST(Strategy, RecomputeLayersNeedFullRecomputeAndFitAStage) {
@@ -623,9 +640,9 @@ TEST(StrategyIssue18, Fp8MayReduceInBf16AndAutogradNeedsNoZero) {
   Strategy s = Gpt3Baseline();
   s.dtype = Dtype::kFp8;
   s.grad_reduce_in_bf16 = true;
-  EXPECT_EQ(StrategyViolations(s, Gpt3(), h100), kNone);
+  EXPECT_EQ(ViolationMessages(s, Gpt3(), h100), kNone);
   s.dtype = Dtype::kFp32;
-  EXPECT_TRUE(MessagesContain(StrategyViolations(s, Gpt3(), h100),
+  EXPECT_TRUE(MessagesContain(ViolationMessages(s, Gpt3(), h100),
                               {{"--grad-reduce-in-bf16 with --dtype fp32", "bf16 and fp8"}}));
   s = Gpt3Baseline();  // zero_stage 1
   s.grad_accumulation = GradAccumulation::kAutograd;
@@ -635,6 +652,42 @@ TEST(StrategyIssue18, Fp8MayReduceInBf16AndAutogradNeedsNoZero) {
   EXPECT_EQ(Gpt3Violations(s), kNone);
   EXPECT_EQ(kGradAccumulationNames.Parse("add"), GradAccumulation::kAdd);
   EXPECT_EQ(kGradAccumulationNames.Name(GradAccumulation::kFused), "fused");
+}
+
+// The planner tallies rejections by |flag|: the setting each message leads with, also where the
+// message names several ("--sp with --tp 1", "--moe-capacity-factor / --moe-imbalance").
+TEST(StrategyViolation, EachCarriesTheFlagOfTheSettingItLeadsWith) {
+  Strategy s = Gpt3Baseline();
+  s.zero_stage = 7;
+  s.tp = 1;
+  s.dp = 16;
+  s.moe_capacity_factor = 1.25;
+  s.grad_accumulation = GradAccumulation::kAutograd;
+  std::vector<std::string> flags;
+  for (const StrategyViolation& v : StrategyViolations(s, Gpt3(), A100Cluster())) {
+    flags.push_back(v.flag);
+  }
+  EXPECT_EQ(flags, (std::vector<std::string>{"--zero", "--sp", "--moe-capacity-factor",
+                                             "--grad-accumulation"}));
+}
+
+// The split rules alone, for callers that build layers of strategies they made up: not the
+// cluster's, the pipeline's or the optimizer's.
+TEST(LayerSplitViolations, AreTheRulesOnHowALayerSplits) {
+  Strategy s = MixtralBaseline();
+  s.tp = 16;
+  s.sp = true;
+  s.ep = 3;
+  s.zero_stage = 2;
+  s.dtype = Dtype::kFp8;
+  std::vector<std::string> all, split;
+  for (const StrategyViolation& v : StrategyViolations(s, Mixtral(), A100Cluster())) {
+    all.push_back(v.flag);
+  }
+  for (const StrategyViolation& v : LayerSplitViolations(s, Mixtral())) split.push_back(v.flag);
+  EXPECT_EQ(all, (std::vector<std::string>{"--tp", "--tp", "--ep", "--ep", "--dtype", "--zero"}));
+  EXPECT_EQ(split, (std::vector<std::string>{"--tp", "--ep", "--ep"}));
+  EXPECT_TRUE(LayerSplitViolations(MixtralBaseline(), Mixtral()).empty());
 }
 
 }  // namespace
