@@ -10,11 +10,15 @@
 namespace loom {
 namespace {
 
-std::string JoinQuoted(std::initializer_list<std::string_view> words) {
+std::string Quoted(std::string_view s) { return '"' + std::string(s) + '"'; }
+
+// "a", "b", "c": |words| (strings or string views) quoted, comma-separated.
+template <typename Words>
+std::string JoinQuoted(const Words& words) {
   std::string out;
   for (std::string_view w : words) {
     if (!out.empty()) out += ", ";
-    out += '"' + std::string(w) + '"';
+    out += Quoted(w);
   }
   return out;
 }
@@ -403,23 +407,11 @@ std::string Abbreviated(std::string_view text, size_t limit) {
          std::to_string(text.size()) + " bytes)";
 }
 
-namespace {
-
-std::string ChoiceQuoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string ChoiceList(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + ChoiceQuoted(n);
-  return out;
-}
-
-}  // namespace
-
 std::optional<std::string> ReadChoice(JsonReader& r, std::string_view key,
                                       const std::vector<std::string>& names) {
   if (!r.Has(key)) {
     r.Allow(key);
-    r.AddError(key, "is missing; add " + ChoiceQuoted(key) + " with one of " + ChoiceList(names));
+    r.AddError(key, "is missing; add " + Quoted(key) + " with one of " + JoinQuoted(names));
     return std::nullopt;
   }
   std::optional<std::string> value = r.OptionalString(key);
@@ -431,9 +423,9 @@ std::optional<std::string> ReadChoice(JsonReader& r, std::string_view key,
     const int d = EditDistance(*value, n);
     if (d < best) best = d, closest = n;
   }
-  r.AddError(key, "is " + ChoiceQuoted(*value) + "; " +
-                      (closest.empty() ? "" : "did you mean " + ChoiceQuoted(closest) + "? ") +
-                      "it must be one of " + ChoiceList(names));
+  r.AddError(key, "is " + Quoted(*value) + "; " +
+                      (closest.empty() ? "" : "did you mean " + Quoted(closest) + "? ") +
+                      "it must be one of " + JoinQuoted(names));
   return std::nullopt;
 }
 
