@@ -113,4 +113,18 @@ class Result {
     if (!loom_status_.ok()) return loom_status_; \
   } while (false)
 
+// Evaluates |rexpr| (a Result<T>); returns its Status from the enclosing function if it is not
+// OK, else moves its value into |lhs|, which may declare a variable:
+//   LOOM_ASSIGN_OR_RETURN(ModelSpec model, LoadModel(path));
+//   LOOM_ASSIGN_OR_RETURN(step.costs, CostChunks(...));
+// |rexpr| may hold commas; |lhs| may not (name such a type through an alias or auto).
+#define LOOM_ASSIGN_OR_RETURN(lhs, ...) \
+  LOOM_ASSIGN_OR_RETURN_IMPL_(LOOM_STATUS_CONCAT_(loom_result_, __LINE__), lhs, __VA_ARGS__)
+#define LOOM_ASSIGN_OR_RETURN_IMPL_(result, lhs, ...) \
+  auto result = (__VA_ARGS__);                        \
+  if (!result.ok()) return result.status();           \
+  lhs = std::move(result).value()
+#define LOOM_STATUS_CONCAT_(a, b) LOOM_STATUS_CONCAT_INNER_(a, b)
+#define LOOM_STATUS_CONCAT_INNER_(a, b) a##b
+
 #endif  // LOOM_CORE_STATUS_H_

@@ -1,5 +1,9 @@
 #include "core/status.h"
 
+#include <algorithm>
+#include <string>
+#include <utility>
+
 #include <gtest/gtest.h>
 
 namespace loom {
@@ -67,6 +71,39 @@ TEST(Result, HoldsValueOrError) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), Status::Code::kNotFound);
   EXPECT_EQ(bad.status().message(), "missing.json: cannot open");
+}
+
+Result<std::string> NameIfPositive(int v) {
+  if (v <= 0) return Status::InvalidArgument("not positive: " + std::to_string(v));
+  return "n" + std::to_string(v);
+}
+
+// Declares a variable from one Result, assigns an existing one from a second (whose expression
+// holds a comma), and returns the first error with its code and message.
+Result<std::string> Join(int a, int b, int* assigned) {
+  LOOM_ASSIGN_OR_RETURN(std::string first, NameIfPositive(a));
+  std::pair<int, int> pair{0, 0};
+  LOOM_ASSIGN_OR_RETURN(pair.second, Result<int>(std::max(b, 0) + 1));
+  LOOM_ASSIGN_OR_RETURN(std::string second, NameIfPositive(b));
+  *assigned = pair.second;
+  return first + "+" + second;
+}
+
+TEST(Result, AssignOrReturnMovesTheValueOrReturnsTheError) {
+  int assigned = 0;
+  Result<std::string> both = Join(2, 3, &assigned);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(*both, "n2+n3");
+  EXPECT_EQ(assigned, 4);
+  assigned = 0;
+  Result<std::string> first_bad = Join(-1, 3, &assigned);
+  ASSERT_FALSE(first_bad.ok());
+  EXPECT_EQ(first_bad.status().message(), "not positive: -1");
+  EXPECT_EQ(first_bad.status().code(), Status::Code::kInvalidArgument);
+  Result<std::string> second_bad = Join(1, 0, &assigned);
+  ASSERT_FALSE(second_bad.ok());
+  EXPECT_EQ(second_bad.status().message(), "not positive: 0");
+  EXPECT_EQ(assigned, 0);
 }
 
 }  // namespace
