@@ -24,6 +24,11 @@ struct GemmTile {
 inline constexpr std::array<GemmTile, 8> kGemmTileCandidates = {
     {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
 
+// The grid's square 128x128 tile, the middle of its ranking: where the compute fit's starting
+// points put the operand loads (FitComputeJointly, cost/roofline_fit.h).
+inline constexpr GemmTile kGemmMiddleTile = kGemmTileCandidates[4];
+static_assert(kGemmMiddleTile.m == 128 && kGemmMiddleTile.n == 128);
+
 // Split-K factors (CUTLASS efficient_gemm.md, "Parallelized Reductions": the K dimension of one
 // output tile split over several CTAs whose partial sums are reduced): tried only while the output
 // tiles alone leave SMs idle, and only while each slice keeps at least kMinSplitKSlice of K.

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "cost/calibration_file.h"
-#include "cost/compute_fit.h"
 #include "cost/compute_model.h"
 #include "cost/gemm_tiles.h"
 #include "cost/roofline_fit.h"
@@ -166,8 +165,8 @@ double AccumulatingError(const std::vector<ProfileSample>& samples, const Comput
   return count == 0 ? 0.0 : sum / static_cast<double>(count);
 }
 
-// bf16 and fp16 GEMMs share one fitted efficiency (FitGemm), so a bound on either is the bf16
-// class's.
+// bf16 and fp16 GEMMs share one fitted efficiency (FitComputeJointly), so a bound on either is the
+// bf16 class's.
 bool SameGemmClass(Dtype a, Dtype b) {
   auto cls = [](Dtype d) { return d == Dtype::kFp16 ? Dtype::kBf16 : d; };
   return cls(a) == cls(b);

@@ -59,8 +59,8 @@ struct ComputeFit {
   // The keys fitted, in the order of ReadComputeCalibration. With GEMMs:
   // gemm_operand_bandwidth_GBps (when the fit needs one), gemm_wave_latency_us,
   // gemm_epilogue_overlap (with accumulating samples), gemm_efficiency_<dtype> (bf16 and fp16
-  // together: one efficiency, as FitGemm fits them), kernel_overhead_us; then attention_efficiency
-  // and memory_bandwidth_fraction (with such samples).
+  // together: one efficiency, as FitComputeJointly fits them), kernel_overhead_us; then
+  // attention_efficiency and memory_bandwidth_fraction (with such samples).
   std::vector<std::string> fitted_keys;
   // The keys the written calibration must not hold: with GEMMs, gemm_tile_m and gemm_tile_n (a
   // fixed tile would switch the model off the per-shape tile choice it was fitted with) and
@@ -72,7 +72,7 @@ struct ComputeFit {
 };
 
 // Fits every compute parameter that |samples| determine on |gpu|, at once, with the model every
-// shipped GPU file uses: FitComputeJointly (compute_fit.h), FitGemm's tile-choosing GEMM model
+// shipped GPU file uses: FitComputeJointly (roofline_fit.h), its tile-choosing GEMM model
 // (cost/gemm_tiles.h) with the efficiencies of attention and memory-bound kernels and one
 // kernel_overhead_us for every class, as RooflineComputeModel charges it. Fitting the classes apart
 // would give several overheads for one key, and the residuals reported would not be those of the

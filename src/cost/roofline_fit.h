@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -13,45 +14,65 @@
 
 namespace loom {
 
-// The compute fits (compute_fit.h, profile_fit.h) see RooflineComputeModel in a linear form:
-//   time = overhead + work_s / efficiency,
-// where work_s is the kernel's time at the datasheet rate (efficiency 1) without the overhead.
-// The memory floors of GEMM and attention are left out: the fits take kernels to be bound by
-// the term they calibrate.
+// RooflineComputeModel's compute calibration fitted to measured kernels (profile_fit.h fits a
+// profile with it). The model's terms in the form the fit sees them: the kernel's time at the
+// datasheet rate (efficiency 1) without the overhead.
 
-// Time of |gemm|'s waves at the dtype's dense peak with a |tile_m| x |tile_n| output tile:
-// waves * 2 * tile_m * tile_n * k / (peak / sm_count), waves = ceil(batch * tiles / sm_count).
-// REQUIRES: |gpu| has a peak for the GEMM's dtype.
-double GemmWorkSeconds(const GemmShape& gemm, int64_t tile_m, int64_t tile_n, const GpuSpec& gpu);
 // AttentionKernelFlops at the dtype's dense peak. REQUIRES: |gpu| has a peak for the dtype.
 double AttentionWorkSeconds(const AttentionShape& attention, const GpuSpec& gpu);
 // Bytes read and written at the datasheet HBM bandwidth.
 double MemoryWorkSeconds(const MemoryShape& memory, const GpuSpec& gpu);
 
-// The samples of one kernel class: work and measured time, in seconds.
-struct WorkGroup {
-  std::vector<double> work_s;
-  std::vector<double> time_s;
+// One measured kernel of any class: its shape and its median time.
+struct KernelSample {
+  KernelShape shape;
+  double time_s = 0;
 };
 
-struct SharedOverheadFit {
-  // False when the work is constant within every group: the overhead cannot be told apart.
-  bool determined = false;
-  double overhead_s = 0;
-  std::vector<double> inverse_efficiency;  // per group
-  double sse = 0;                          // sum of squared relative residuals
+// RooflineComputeModel's calibration fitted to kernels of every class together.
+struct JointComputeFit {
+  // |gpu|'s calibration with the fitted values in place (as FitComputeJointly says which).
+  ComputeCalibration calibration;
+  // The classes whose efficiency (fraction) a bound held at 1, each with the inverse efficiency
+  // the least squares wanted (< 1: the samples beat the datasheet): GEMMs by efficiency class
+  // (bf16 standing for bf16 and fp16), attention and memory-bound kernels.
+  std::vector<std::pair<Dtype, double>> gemm_wanted;
+  std::optional<double> attention_wanted;
+  std::optional<double> memory_wanted;
 };
 
-// Minimises sum over groups c and their samples i of ((o + a_c w_i) / t_i - 1)^2 over one shared
-// overhead o >= 0 and one inverse efficiency a_c per group: weighted linear least squares on
-// relative residuals (weights 1/t^2), so that microsecond and second kernels count alike. For a
-// fixed o each a_c is a one-variable least squares,
-//   a_c(o) = (S_wt - o S_w) / S_ww,   S_x = sum over the group of x / t^2,
-// and setting the derivative in o to zero (the a_c at their optimum) gives o in closed form,
-//   o = sum_c (S_t - S_wt S_w / S_ww) / sum_c (S_1 - S_w^2 / S_ww),
-// clamped to 0 (the a_c then refitted). A closed form recovers the model's own parameters
-// exactly from times the model generated.
-SharedOverheadFit FitSharedOverhead(const std::vector<WorkGroup>& groups);
+// Fits RooflineComputeModel to |samples| on |gpu|, every class at once with one per-kernel
+// overhead: the model charges kernel_overhead_us to every kernel, so the classes are not fitted
+// each with its own (which would leave one key with several values).
+// GEMMs: the tile and split-K come from ChooseGemmTile (cost/gemm_tiles.h); for fixed tile choices
+// the time is linear in the unknowns,
+//   time - split_k_bytes / hbm = overhead + waves * wave_latency + sum over dtype classes c of
+//                                (flops_per_sm * sm_count / peak) * (1 / efficiency_c)
+//                                + operand_bytes_per_sm / (operand bandwidth / sm_count),
+// with one efficiency per class (bf16 and fp16 share one: the same tensor-core instructions at the
+// same datasheet rate, NVIDIA A100 and H100 datasheets). Attention is overhead +
+// AttentionWorkSeconds / efficiency, memory-bound kernels overhead + MemoryWorkSeconds / fraction:
+// rows of the same least squares on relative residuals (weights 1/time^2), under overhead >= 0,
+// wave latency >= 0, operand bandwidth > 0 and efficiencies <= 1 (bounds held by fixing a violating
+// unknown at its bound and solving again). The tile choices depend on the unknowns, so the fit
+// alternates: choose every sample's tile under the current values, solve, choose again, until the
+// choices stop changing, from a few starting points; the values whose predictions have the least
+// squared relative error win. With memory-bound samples the HBM traffic of GEMMs (split-K's
+// partial sums, an accumulating epilogue) is costed at the fitted fraction too. GEMM samples with
+// accumulate_fp32 are costed as RooflineComputeModel::GemmKernel costs them under |gpu|'s
+// gemm_epilogue_overlap (the caller fits both settings to choose one). Memory floors are left out
+// (the samples are taken to be bound by the term they calibrate).
+// Which keys are fitted: with GEMMs, the GEMM efficiencies of the classes sampled,
+// gemm_operand_bandwidth_GBps (removed when its term comes out at its bound of 0),
+// gemm_wave_latency_us and kernel_overhead_us, and the fixed tile (gemm_tile_m/n) removed; without,
+// the overhead stays |gpu|'s (the GEMM calibration was fitted with it, and GEMMs dominate a step);
+// attention_efficiency with attention samples (one dtype, the caller checks), and
+// memory_bandwidth_fraction with memory-bound ones. JointComputeFit says which bound held.
+// Errors: no unknowns or fewer samples than unknowns, and samples that do not determine the
+// unknowns. Takes the samples as given, so that a caller can leave one source's rows out and refit.
+// REQUIRES: every size and time > 0, |gpu| has a peak for every dtype sampled.
+Result<JointComputeFit> FitComputeJointly(const std::vector<KernelSample>& samples,
+                                          const GpuSpec& gpu);
 
 // A fitted efficiency may exceed 1 by rounding only.
 inline constexpr double kEfficiencyTolerance = 1e-6;

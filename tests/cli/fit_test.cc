@@ -93,7 +93,7 @@ TEST(Fit, ProfileCalibratesACopyOfTheGpuFile) {
   EXPECT_EQ(c.gemm_tile_n, 0);
   EXPECT_EQ(c.gemm_efficiency_bf16, kGemmBf16);
   EXPECT_EQ(c.gemm_efficiency_fp16,
-            kGemmBf16);  // the same tensor cores: one efficiency, as FitGemm fits
+            kGemmBf16);  // the same tensor cores: one efficiency, as FitComputeJointly fits
   EXPECT_EQ(c.gemm_wave_latency_us, kWaveLatencyUs);
   EXPECT_FALSE(c.gemm_operand_bandwidth_GBps.has_value());
   EXPECT_FALSE(

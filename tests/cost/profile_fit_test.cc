@@ -33,7 +33,8 @@ GpuSpec Truth() {
   GpuSpec gpu = H100Like();
   ComputeCalibration& c = gpu.calibration;
   c.gemm_efficiency_bf16 = 0.71;
-  c.gemm_efficiency_fp16 = 0.71;  // bf16 and fp16 share one efficiency, as FitGemm fits them
+  c.gemm_efficiency_fp16 =
+      0.71;  // bf16 and fp16 share one efficiency, as FitComputeJointly fits them
   c.gemm_efficiency_fp8 = 0.58;
   c.gemm_wave_latency_us = 3.2;
   c.gemm_operand_bandwidth_GBps = 60000;

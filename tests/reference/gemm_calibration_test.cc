@@ -1,19 +1,21 @@
-// The GEMM calibration shipped in hardware/gpus/ must be what FitGemm derives from the public
-// cuBLAS(Lt) measurements (tests/reference/gemm_cublaslt.csv and gemm_shapes.csv), so that no
-// number in a GPU file is typed in by hand; and the fitted model must reproduce every table within
-// its stated error, in-sample and with the table (or the source) left out of the fit.
+// The GEMM calibration shipped in hardware/gpus/ must be what FitComputeJointly derives from the
+// public cuBLAS(Lt) measurements (tests/reference/gemm_cublaslt.csv and gemm_shapes.csv), so that
+// no number in a GPU file is typed in by hand; and the fitted model must reproduce every table
+// within its stated error, in-sample and with the table (or the source) left out of the fit.
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "cost/compute_fit.h"
 #include "cost/compute_model.h"
 #include "cost/gemm_tiles.h"
+#include "cost/roofline_fit.h"
 #include "reference/reference_csv.h"
 #include "spec/cluster.h"
 
@@ -24,14 +26,18 @@ struct Row {
   std::string table;   // file name
   std::string source;  // who measured it
   std::string gpu;     // hardware/gpus/ file name without .json
-  GemmSample sample;
+  GemmShape shape;
+  double time_s = 0;
 };
 
 std::string Dir() { return std::string(LOOM_SOURCE_DIR) + "/tests/reference/"; }
 
-GemmSample Sample(Dtype dtype, int64_t m, int64_t n, int64_t k, double tflops) {
-  GemmShape g{m, n, k, 1, dtype};
-  return {g, static_cast<double>(GemmFlops(g)) / (tflops * 1e12)};
+// A row of |table| by |source| on |gpu|: the GEMM and its time at the measured TFLOP/s.
+Row MakeRow(std::string table, std::string source, std::string gpu, Dtype dtype, int64_t m,
+            int64_t n, int64_t k, double tflops) {
+  const GemmShape g{m, n, k, 1, dtype};
+  return {std::move(table), std::move(source), std::move(gpu), g,
+          static_cast<double>(GemmFlops(g)) / (tflops * 1e12)};
 }
 
 // gemm_cublaslt.csv: one column per GPU and dtype (Azure AI-benchmarking-guide).
@@ -42,10 +48,10 @@ std::vector<Row> ReadCublasLt() {
   for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
     RowReader r(*table, i);
     const int64_t m = r.Int("m"), n = r.Int("n"), k = r.Int("k");
-    rows.push_back({"gemm_cublaslt.csv", "azure", "a100-sxm4-80gb",
-                    Sample(Dtype::kFp16, m, n, k, r.Number("a100_fp16_tflops"))});
-    rows.push_back({"gemm_cublaslt.csv", "azure", "h100-sxm5-80gb",
-                    Sample(Dtype::kFp8, m, n, k, r.Number("h100_fp8_tflops"))});
+    rows.push_back(MakeRow("gemm_cublaslt.csv", "azure", "a100-sxm4-80gb", Dtype::kFp16, m, n, k,
+                           r.Number("a100_fp16_tflops")));
+    rows.push_back(MakeRow("gemm_cublaslt.csv", "azure", "h100-sxm5-80gb", Dtype::kFp8, m, n, k,
+                           r.Number("h100_fp8_tflops")));
     EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
@@ -61,9 +67,9 @@ std::vector<Row> ReadShapes() {
     const std::optional<Dtype> dtype = kDtypeNames.Parse(r.Text("dtype"));
     EXPECT_TRUE(dtype.has_value()) << "row " << i;
     r.Text("layout");
-    rows.push_back({"gemm_shapes.csv", r.Text("source"), r.Text("gpu"),
-                    Sample(dtype.value_or(Dtype::kBf16), r.Int("m"), r.Int("n"), r.Int("k"),
-                           r.Number("tflops"))});
+    rows.push_back(MakeRow("gemm_shapes.csv", r.Text("source"), r.Text("gpu"),
+                           dtype.value_or(Dtype::kBf16), r.Int("m"), r.Int("n"), r.Int("k"),
+                           r.Number("tflops")));
     EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
   }
   return rows;
@@ -99,24 +105,16 @@ std::vector<Row> RowsFor(const std::vector<Row>& all, const std::string& gpu, Pr
   return rows;
 }
 
-std::vector<GemmSample> Samples(const std::vector<Row>& rows) {
-  std::vector<GemmSample> out;
-  for (const Row& r : rows) out.push_back(r.sample);
-  return out;
-}
-
-// |gpu|'s calibration fitted on |rows|; the GPU's other calibration values as shipped.
-Result<GemmFit> Fit(const std::string& gpu, const std::vector<Row>& rows) {
-  return FitGemm(Samples(rows), LoadGpu(gpu));
-}
-
-// |shipped| with |fit|'s GEMM values and no other GEMM efficiency: a dtype the fit did not see
-// borrows as the model does (ComputeCalibration::GemmEfficiency), not from the shipped fit.
-ComputeCalibration HeldOut(const ComputeCalibration& shipped, const GemmFit& fit) {
-  ComputeCalibration c = shipped;
+// |gpu|'s calibration fitted on |rows| (GEMMs alone: the GEMM keys and the overhead), the GPU's
+// other calibration values as shipped and no GEMM efficiency of a dtype the fit did not see: such a
+// dtype borrows as the model does (ComputeCalibration::GemmEfficiency), not from the shipped fit.
+Result<JointComputeFit> Fit(const std::string& gpu, const std::vector<Row>& rows) {
+  GpuSpec spec = LoadGpu(gpu);
   for (const std::string& name : kDtypeNames.Names())
-    c.GemmEfficiencySlot(*kDtypeNames.Parse(name)).reset();
-  return fit.Applied(c);
+    spec.calibration.GemmEfficiencySlot(*kDtypeNames.Parse(name)).reset();
+  std::vector<KernelSample> samples;
+  for (const Row& r : rows) samples.push_back({r.shape, r.time_s});
+  return FitComputeJointly(samples, spec);
 }
 
 struct TableError {
@@ -134,7 +132,7 @@ TableError ErrorOn(const std::vector<Row>& all, const std::string& gpu,
   TableError e;
   for (const Row& r : all) {
     if (r.gpu != gpu || !in(r)) continue;
-    const double error = model.GemmKernel(r.sample.shape).ToSeconds() / r.sample.time_s - 1.0;
+    const double error = model.GemmKernel(r.shape).ToSeconds() / r.time_s - 1.0;
     e.mean_abs += std::fabs(error);
     e.bias += error;
     e.max_abs = std::max(e.max_abs, std::fabs(error));
@@ -147,50 +145,57 @@ TableError ErrorOn(const std::vector<Row>& all, const std::string& gpu,
 void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
   const std::vector<Row> all = AllRows();
   const std::vector<Row> rows = RowsFor(all, gpu, [](const Row&) { return false; });
-  Result<GemmFit> fit = Fit(gpu, rows);
+  Result<JointComputeFit> fit = Fit(gpu, rows);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
+  const ComputeCalibration& f = fit->calibration;
   const GpuSpec shipped = LoadGpu(gpu);
   const ComputeCalibration& c = shipped.calibration;
-  std::printf("%s: overhead %.4g us, wave latency %.4g us, operand bandwidth %.4g GB/s",
-              gpu.c_str(), fit->overhead_us, fit->wave_latency_us,
-              fit->operand_bandwidth_GBps.value_or(0));
-  for (const GemmDtypeEfficiency& e : fit->efficiencies) {
-    std::printf(", efficiency %s %.4g", std::string(kDtypeNames.Name(e.dtypes.front())).c_str(),
-                e.efficiency);
-  }
-  std::printf(", mean |error| %.2f%%\n", 100 * fit->mean_abs_relative_error);
   GpuSpec fitted = shipped;
-  fitted.calibration = fit->Applied(shipped.calibration);
+  fitted.calibration = f;
+  const RooflineComputeModel model(fitted);
+  std::vector<double> errors;
+  double mean_abs = 0;
+  for (const Row& r : rows) {
+    errors.push_back(model.GemmKernel(r.shape).ToSeconds() / r.time_s - 1.0);
+    mean_abs += std::fabs(errors.back()) / static_cast<double>(rows.size());
+  }
+  std::printf("%s: overhead %.4g us, wave latency %.4g us, operand bandwidth %.4g GB/s",
+              gpu.c_str(), f.kernel_overhead_us, f.gemm_wave_latency_us.value_or(0),
+              f.gemm_operand_bandwidth_GBps.value_or(0));
+  for (const std::string& name : kDtypeNames.Names()) {
+    const std::optional<double>& e = f.GemmEfficiencySlot(*kDtypeNames.Parse(name));
+    if (e) std::printf(", efficiency %s %.4g", name.c_str(), *e);
+  }
+  std::printf(", mean |error| %.2f%%\n", 100 * mean_abs);
   for (size_t i = 0; i < rows.size(); ++i) {
-    const GemmShape& g = rows[i].sample.shape;
+    const GemmShape& g = rows[i].shape;
     const GemmTileChoice t = ChooseGemmTile(g, fitted);
-    std::printf("  %s %s %s %lldx%lldx%lld: tile %lldx%lld split %lld waves %lld, error %+.1f%%\n",
-                rows[i].table.c_str(), rows[i].gpu.c_str(),
-                std::string(kDtypeNames.Name(g.dtype)).c_str(), static_cast<long long>(g.m),
-                static_cast<long long>(g.n), static_cast<long long>(g.k),
-                static_cast<long long>(t.tile_m), static_cast<long long>(t.tile_n),
-                static_cast<long long>(t.split_k), static_cast<long long>(t.waves),
-                100 * fit->relative_errors[i]);
+    std::printf(
+        "  %s %s %s %lldx%lldx%lld: tile %lldx%lld split %lld waves %lld, error %+.1f%%\n",
+        rows[i].table.c_str(), rows[i].gpu.c_str(), std::string(kDtypeNames.Name(g.dtype)).c_str(),
+        static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
+        static_cast<long long>(t.tile_m), static_cast<long long>(t.tile_n),
+        static_cast<long long>(t.split_k), static_cast<long long>(t.waves), 100 * errors[i]);
   }
   EXPECT_EQ(c.gemm_tile_m, 0) << gpu << ": the model chooses the tile per shape";
   EXPECT_EQ(c.gemm_tile_n, 0) << gpu;
-  for (const GemmDtypeEfficiency& e : fit->efficiencies) {
-    for (Dtype d : e.dtypes) {
-      ASSERT_TRUE(c.GemmEfficiencySlot(d).has_value()) << gpu << " " << kDtypeNames.Name(d);
-      EXPECT_NEAR(*c.GemmEfficiencySlot(d), e.efficiency, 5e-4 * e.efficiency)
-          << gpu << " " << kDtypeNames.Name(d);
-    }
+  for (const std::string& name : kDtypeNames.Names()) {
+    const Dtype d = *kDtypeNames.Parse(name);
+    const std::optional<double>& e = f.GemmEfficiencySlot(d);
+    if (!e) continue;
+    ASSERT_TRUE(c.GemmEfficiencySlot(d).has_value()) << gpu << " " << name;
+    EXPECT_NEAR(*c.GemmEfficiencySlot(d), *e, 5e-4 * *e) << gpu << " " << name;
   }
-  ASSERT_EQ(c.gemm_operand_bandwidth_GBps.has_value(), fit->operand_bandwidth_GBps.has_value())
+  ASSERT_EQ(c.gemm_operand_bandwidth_GBps.has_value(), f.gemm_operand_bandwidth_GBps.has_value())
       << gpu;
-  if (fit->operand_bandwidth_GBps) {
-    EXPECT_NEAR(*c.gemm_operand_bandwidth_GBps, *fit->operand_bandwidth_GBps,
-                5e-4 * *fit->operand_bandwidth_GBps);
+  if (f.gemm_operand_bandwidth_GBps) {
+    EXPECT_NEAR(*c.gemm_operand_bandwidth_GBps, *f.gemm_operand_bandwidth_GBps,
+                5e-4 * *f.gemm_operand_bandwidth_GBps);
   }
-  EXPECT_NEAR(c.kernel_overhead_us, fit->overhead_us, 5e-4 * fit->overhead_us + 1e-3) << gpu;
-  EXPECT_NEAR(c.gemm_wave_latency_us.value_or(0), fit->wave_latency_us,
-              5e-4 * fit->wave_latency_us + 1e-3)
+  EXPECT_NEAR(c.kernel_overhead_us, f.kernel_overhead_us, 5e-4 * f.kernel_overhead_us + 1e-3)
       << gpu;
+  const double wave_us = f.gemm_wave_latency_us.value_or(0);
+  EXPECT_NEAR(c.gemm_wave_latency_us.value_or(0), wave_us, 5e-4 * wave_us + 1e-3) << gpu;
   std::set<std::string> tables;
   for (const Row& r : rows) tables.insert(r.table);
   EXPECT_EQ(std::set<std::string>(c.fitted_on.begin(), c.fitted_on.end()), tables)
@@ -232,7 +237,7 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
       auto in_table = [&](const Row& r) { return r.table == table; };
       const TableError in = ErrorOn(all, gpu, shipped, in_table);
       if (in.count == 0) continue;
-      Result<GemmFit> held = Fit(gpu, RowsFor(all, gpu, in_table));
+      Result<JointComputeFit> held = Fit(gpu, RowsFor(all, gpu, in_table));
       std::printf("%s %s (%d rows): in-sample mean %.1f%% max %.1f%% bias %+.1f%%", gpu.c_str(),
                   table, in.count, 100 * in.mean_abs, 100 * in.max_abs, 100 * in.bias);
       EXPECT_LT(in.mean_abs, h.in_sample_mean) << gpu << " " << table;
@@ -241,7 +246,7 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
         std::printf("; left out: not determined (%s)\n", held.status().message().c_str());
         continue;
       }
-      const TableError out = ErrorOn(all, gpu, HeldOut(shipped, *held), in_table);
+      const TableError out = ErrorOn(all, gpu, held->calibration, in_table);
       std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs,
                   100 * out.max_abs, 100 * out.bias);
       EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " " << table << " left out";
@@ -250,14 +255,14 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
       auto in_source = [&](const Row& r) { return r.source == source; };
       const TableError in = ErrorOn(all, gpu, shipped, in_source);
       if (in.count == 0) continue;
-      Result<GemmFit> held = Fit(gpu, RowsFor(all, gpu, in_source));
+      Result<JointComputeFit> held = Fit(gpu, RowsFor(all, gpu, in_source));
       std::printf("%s source %s (%d rows): in-sample mean %.1f%% bias %+.1f%%", gpu.c_str(), source,
                   in.count, 100 * in.mean_abs, 100 * in.bias);
       if (!held.ok()) {
         std::printf("; left out: not determined\n");
         continue;
       }
-      const TableError out = ErrorOn(all, gpu, HeldOut(shipped, *held), in_source);
+      const TableError out = ErrorOn(all, gpu, held->calibration, in_source);
       std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs,
                   100 * out.max_abs, 100 * out.bias);
       EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " source " << source << " left out";
