@@ -21,7 +21,7 @@
 #include "cli/format.h"
 #include "cli/json_contract.h"
 #include "core/file_io.h"
-#include "core/interrupt.h"
+#include "core/formatted.h"
 #include "core/json_reader.h"
 #include "cost/calibration_file.h"
 #include "cost/comm_fit.h"
@@ -54,12 +54,6 @@ struct FitOptions {
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
-std::string Percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
-  return text;
-}
-
 std::string Number(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.4g", value);
@@ -73,12 +67,10 @@ Result<Json> ReadOrderedJson(const std::string& path) {
   return ParseOrderedJson(*text, path);
 }
 
-// Writes |text| over |path| atomically (WriteFileAtomically), after |load| has read the written
-// temporary back, so that a file loom cannot load is never left. A SIGINT or SIGTERM meanwhile ends
-// the process once the file is in place, so that it leaves no temporary beside it.
-Status WriteAtomically(const std::string& path, const std::string& text,
-                       const std::function<Status(const std::string&)>& load) {
-  const DeferredInterrupts hold;
+// Writes the fitted |text| over |path| (WriteFileAtomically) once |load| has read the written
+// temporary back, so that a file loom cannot load is never left.
+Status WriteFitted(const std::string& path, const std::string& text,
+                   const std::function<Status(const std::string&)>& load) {
   return WriteFileAtomically(
       path, text, "pass another --output", [&](const std::string& temporary) {
         Status loaded = load(temporary);
@@ -88,7 +80,7 @@ Status WriteAtomically(const std::string& path, const std::string& text,
       });
 }
 
-// The check WriteAtomically runs on the written file: |load| reads it back.
+// The check WriteFitted runs on the written file: |load| reads it back.
 template <typename Load>
 std::function<Status(const std::string&)> LoadsWith(Load load) {
   return [load](const std::string& path) -> Status {
@@ -360,7 +352,7 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
   const std::string destination = *written;
   if (!destination.empty()) {
     LOOM_RETURN_IF_ERROR(
-        WriteAtomically(destination, JsonText(updated) + "\n", LoadsWith(LoadGpuSpec)));
+        WriteFitted(destination, JsonText(updated) + "\n", LoadsWith(LoadGpuSpec)));
   }
   if (o.json) {
     out << JsonText(Stamped(ComputeJson(o, samples, fit, updated["calibration"], destination),
@@ -517,8 +509,8 @@ Status RunClusterFit(const FitOptions& o, std::ostream& out) {
   const Json updated = Relocated(WithCommCalibration(*file, fit), o.cluster_path, destination);
   if (!destination.empty()) {
     LOOM_RETURN_IF_ERROR(
-        WriteAtomically(destination, JsonText(updated) + "\n",
-                        LoadsWith([](const std::string& path) { return LoadClusterSpec(path); })));
+        WriteFitted(destination, JsonText(updated) + "\n",
+                    LoadsWith([](const std::string& path) { return LoadClusterSpec(path); })));
   }
   if (o.json) {
     out << JsonText(Stamped(CommJson(o, fit, updated["calibration"], destination), o.request))
@@ -561,7 +553,7 @@ Result<std::string> EditFile(const FitOptions& o, const std::string& file,
   if (!read.ok()) return read.status();
   Json json = std::move(read).value();
   edit(json);
-  LOOM_RETURN_IF_ERROR(WriteAtomically(*destination, JsonText(json) + "\n", load));
+  LOOM_RETURN_IF_ERROR(WriteFitted(*destination, JsonText(json) + "\n", load));
   return *destination;
 }
 

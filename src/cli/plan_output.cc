@@ -6,27 +6,13 @@
 
 #include "cli/format.h"
 #include "cli/memory_output.h"
+#include "core/formatted.h"
 #include "plan/distinct.h"
 #include "plan/search_space.h"
 #include "spec/scenario.h"
 
 namespace loom {
 namespace {
-
-std::string Percent(double fraction) {
-  char text[16];
-  // A term that sums to a hair below zero (exposed communication, from differences of times) reads
-  // 0.0%, not -0.0%.
-  if (std::abs(fraction) < 0.0005) fraction = 0;
-  std::snprintf(text, sizeof text, "%.1f%%", fraction * 100);
-  return text;
-}
-
-std::string Fixed(double value, int digits) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
 
 std::string Gib(int64_t bytes) {
   return Fixed(static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), 1);

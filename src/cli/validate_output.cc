@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/format.h"
+#include "core/formatted.h"
 
 namespace loom {
 namespace {
@@ -26,23 +27,15 @@ TimeUnit UnitFor(double seconds) {
   return {1e6, "us"};
 }
 
-std::string Fixed(double value, int digits) {
-  char text[48];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
 std::string Duration(double seconds, TimeUnit unit) {
   return Fixed(seconds * unit.scale, unit.scale == 1 ? 3 : 1) + " " + unit.name;
 }
 
 std::string Duration(double seconds) { return Duration(seconds, UnitFor(seconds)); }
 
-std::string Percent(double fraction) { return Fixed(fraction * 100, 1) + " %"; }
-
 std::string ErrorPct(double error_pct) {
   if (!std::isfinite(error_pct)) return "n/a";
-  return (error_pct >= 0 ? "+" : "") + Fixed(error_pct, 1) + " %";
+  return (error_pct >= 0 ? "+" : "") + Fixed(error_pct, 1) + "%";
 }
 
 void PrintRow(const std::string& label, const std::string& predicted, const std::string& measured,

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/interrupt.h"
+
 namespace loom {
 namespace {
 
@@ -107,6 +109,7 @@ Result<std::string> ReadInputFile(const std::string& path, std::string_view miss
 
 Status WriteFileAtomically(const std::string& path, std::string_view text, std::string_view fix,
                            const std::function<Status(const std::string& temporary)>& check) {
+  const DeferredInterrupts hold;
   const std::string suffix = "; " + std::string(fix);
   // Write through a symbolic link: replace the file it names, keep the link.
   std::string target = path;

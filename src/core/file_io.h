@@ -25,7 +25,9 @@ Result<std::string> ReadInputFile(const std::string& path,
 // (|path|.loom.tmp), flushed and checked (a full disk is an error, not a short file), then renamed
 // over |path|. |path| may be a symbolic link: the file it points to is replaced and the link kept.
 // A |path| that is a directory, FIFO, socket or device is refused, since renaming over it would
-// silently replace it with a regular file. |check|, when given, reads the temporary back before the
+// silently replace it with a regular file. A SIGINT or SIGTERM meanwhile waits (DeferredInterrupts,
+// core/interrupt.h) and ends the process once |path| holds the old file or the new one, complete,
+// with no temporary beside it. |check|, when given, reads the temporary back before the
 // rename; an error from it leaves |path| as it was. |fix| ends every error message ("pass another
 // --out").
 Status WriteFileAtomically(

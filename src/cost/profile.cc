@@ -7,7 +7,6 @@
 
 #include "core/file_io.h"
 #include "core/formatted.h"
-#include "core/interrupt.h"
 #include "core/json_reader.h"
 
 namespace loom {
@@ -412,9 +411,8 @@ Status ProfileWriter::Append(const ProbeFailure& failure) {
 }
 
 Status ProfileWriter::Write() {
-  // A SIGINT or SIGTERM meanwhile ends the probe once the profile is in place: every point
-  // finished is kept and no temporary is left beside it.
-  const DeferredInterrupts hold;
+  // A SIGINT or SIGTERM meanwhile ends the probe once the profile is in place
+  // (WriteFileAtomically): every point finished is kept.
   return WriteFileAtomically(path_, ProfileText(profile_),
                              "pass another --output; what was measured before is kept in " + path_);
 }

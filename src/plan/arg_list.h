@@ -9,6 +9,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/formatted.h"
 #include "spec/model.h"
 
 // Helpers shared by the launch-configuration emitters (megatron_args.cc, deepspeed_config.cc):
@@ -16,13 +17,6 @@
 namespace loom::arg_list {
 
 using Args = std::vector<std::string>;
-
-template <typename... Parts>
-std::string Cat(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
-}
 
 inline void Add(Args& out, std::string_view flag) { out.emplace_back(flag); }
 inline void Add(Args& out, std::string_view flag, std::string_view value) {
@@ -45,12 +39,6 @@ inline std::string JoinLines(const std::vector<std::string>& lines) {
   std::string out;
   for (const std::string& line : lines) out += (out.empty() ? "" : "\n") + line;
   return out;
-}
-
-// How messages name a model: the file it came from, else its name.
-inline std::string ModelRef(const ModelSpec& model) {
-  if (!model.file.empty()) return model.file;
-  return model.name.empty() ? std::string("the model") : model.name;
 }
 
 }  // namespace loom::arg_list

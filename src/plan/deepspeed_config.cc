@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/formatted.h"
 #include "plan/arg_list.h"
 #include "workload/grad_accumulation.h"
 
@@ -17,8 +18,6 @@ namespace {
 
 using arg_list::Add;
 using arg_list::Args;
-using arg_list::Cat;
-using arg_list::ModelRef;
 using Messages = std::vector<std::string>;
 using Json = nlohmann::ordered_json;
 
@@ -67,19 +66,19 @@ void CheckSchedule(const Strategy& s, Messages& out) {
 
 void CheckParallelism(const Strategy& s, Messages& out) {
   if (s.cp > 1) {
-    out.push_back(
-        Cat("--cp ", s.cp,
-            ": DeepSpeed has no ring or all-gather context parallelism; its sequence parallelism "
-            "(DeepSpeed-Ulysses, Megatron-DeepSpeed's --ds-sequence-parallel-size) exchanges "
-            "attention heads by all-to-all, which loom does not simulate; use --emit megatron, or "
-            "--cp 1"));
+    out.push_back(StrCat(
+        "--cp ", s.cp,
+        ": DeepSpeed has no ring or all-gather context parallelism; its sequence parallelism "
+        "(DeepSpeed-Ulysses, Megatron-DeepSpeed's --ds-sequence-parallel-size) exchanges "
+        "attention heads by all-to-all, which loom does not simulate; use --emit megatron, or "
+        "--cp 1"));
   }
   if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
-    out.push_back(Cat("--first-stage-layers ", s.first_stage_layers, " --last-stage-layers ",
-                      s.last_stage_layers,
-                      ": Megatron-DeepSpeed splits the transformer layers evenly over the stages "
-                      "(PipelineModule partition_method \"type:transformer\"); use 0 for both, or "
-                      "--emit megatron"));
+    out.push_back(StrCat(
+        "--first-stage-layers ", s.first_stage_layers, " --last-stage-layers ", s.last_stage_layers,
+        ": Megatron-DeepSpeed splits the transformer layers evenly over the stages "
+        "(PipelineModule partition_method \"type:transformer\"); use 0 for both, or "
+        "--emit megatron"));
   }
   if (!s.layout.empty()) {
     out.push_back(
@@ -92,18 +91,18 @@ void CheckParallelism(const Strategy& s, Messages& out) {
   // deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__.
   if (s.pp > 1 && s.zero_stage >= 2) {
     out.push_back(
-        Cat("--zero ", s.zero_stage, " with --pp ", s.pp,
-            ": DeepSpeed's pipeline engine asserts \"ZeRO-2 and ZeRO-3 are incompatible with "
-            "pipeline parallelism\"; use --zero 1, or --pp 1"));
+        StrCat("--zero ", s.zero_stage, " with --pp ", s.pp,
+               ": DeepSpeed's pipeline engine asserts \"ZeRO-2 and ZeRO-3 are incompatible with "
+               "pipeline parallelism\"; use --zero 1, or --pp 1"));
   }
   if (s.overlap_grad_reduce && s.pp > 1) {
-    out.push_back(Cat(
+    out.push_back(StrCat(
         "--overlap-grad-reduce with --pp ", s.pp,
         ": DeepSpeed's pipeline engine reduces gradients after the step's last backward (its "
         "ReduceGrads instruction), not during it; drop --overlap-grad-reduce, or --emit megatron"));
   }
   if (s.overlap_param_gather && s.zero_stage < 3) {
-    out.push_back(Cat(
+    out.push_back(StrCat(
         "--overlap-param-gather with --zero ", s.zero_stage,
         ": DeepSpeed gathers the updated weights inside the optimizer step below ZeRO-3 and only "
         "ZeRO-3 prefetches them under compute; use --zero 3, drop --overlap-param-gather, or "
@@ -127,9 +126,9 @@ void CheckPrecisionAndOptimizer(const Strategy& s, Messages& out) {
   }
   if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp8) {
     out.push_back(
-        Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
-            ": gradients are reduced in bf16 only in bf16 training; use --dtype bf16, or drop "
-            "--grad-reduce-in-bf16"));
+        StrCat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
+               ": gradients are reduced in bf16 only in bf16 training; use --dtype bf16, or drop "
+               "--grad-reduce-in-bf16"));
   }
   if (s.optimizer == Optimizer::kAdafactor) {
     out.push_back(
@@ -138,13 +137,13 @@ void CheckPrecisionAndOptimizer(const Strategy& s, Messages& out) {
         "adam or sgd");
   }
   if (s.offload != Offload::kNone && s.optimizer != Optimizer::kAdam) {
-    out.push_back(
-        Cat("--offload ", kOffloadNames.Name(s.offload), " with --optimizer ",
-            kOptimizerNames.Name(s.optimizer),
-            ": DeepSpeed's ZeRO-Offload steps the optimizer with its CPU Adam (DeepSpeedCPUAdam, "
-            "Megatron-DeepSpeed's --cpu-optimizer); other optimizers need "
-            "\"zero_force_ds_cpu_optimizer\": "
-            "false and run as plain PyTorch on the CPU; use --optimizer adam, or --offload none"));
+    out.push_back(StrCat(
+        "--offload ", kOffloadNames.Name(s.offload), " with --optimizer ",
+        kOptimizerNames.Name(s.optimizer),
+        ": DeepSpeed's ZeRO-Offload steps the optimizer with its CPU Adam (DeepSpeedCPUAdam, "
+        "Megatron-DeepSpeed's --cpu-optimizer); other optimizers need "
+        "\"zero_force_ds_cpu_optimizer\": "
+        "false and run as plain PyTorch on the CPU; use --optimizer adam, or --offload none"));
   }
 }
 
@@ -169,7 +168,7 @@ void CheckRecompute(const Strategy& s, const DeepSpeedOptions& options, Messages
         "--recompute full, or --emit megatron");
   }
   if (s.recompute == Recompute::kFull && s.recompute_layers > 0 && s.pp > 1) {
-    out.push_back(Cat(
+    out.push_back(StrCat(
         "--recompute-layers ", s.recompute_layers, " with --pp ", s.pp,
         ": Megatron-DeepSpeed recomputes only some layers (--recompute-method block) "
         "without DeepSpeed's pipeline engine; its pipeline model checkpoints every "
@@ -182,9 +181,9 @@ void CheckAttention(const Strategy& s, const DeepSpeedOptions& options, Messages
   const bool half = s.dtype == Dtype::kBf16 || s.dtype == Dtype::kFp16 || s.dtype == Dtype::kFp8;
   if (options.attention == AttentionKernel::kFused && !half) {
     out.push_back(
-        Cat("--dtype ", kDtypeNames.Name(s.dtype),
-            " with --attention fused: Megatron-DeepSpeed's FlashAttention (--use-flash-attn-v2) "
-            "takes fp16 and bf16 only; use --attention unfused, or --dtype bf16"));
+        StrCat("--dtype ", kDtypeNames.Name(s.dtype),
+               " with --attention fused: Megatron-DeepSpeed's FlashAttention (--use-flash-attn-v2) "
+               "takes fp16 and bf16 only; use --attention unfused, or --dtype bf16"));
   }
 }
 
@@ -194,10 +193,10 @@ void CheckGradientDtype(const Strategy& s, Messages& out) {
   if (s.dtype != Dtype::kBf16 || GradAccumulatorBytes(s) != 4 || !DeepSpeedKeepsBf16Gradients(s))
     return;
   const std::string setting =
-      Cat("--zero ", s.zero_stage, s.offload != Offload::kNone ? " --offload " : "",
-          s.offload != Offload::kNone ? kOffloadNames.Name(s.offload) : "",
-          s.pp > 1 ? Cat(" --pp ", s.pp) : "");
-  out.push_back(Cat(
+      StrCat("--zero ", s.zero_stage, s.offload != Offload::kNone ? " --offload " : "",
+             s.offload != Offload::kNone ? kOffloadNames.Name(s.offload) : "",
+             s.pp > 1 ? StrCat(" --pp ", s.pp) : "");
+  out.push_back(StrCat(
       setting,
       " with fp32 gradient accumulation: DeepSpeed sums bf16 gradients in bf16 there, whatever "
       "data_types.grad_accum_dtype says, and fp32 only at ZeRO-1 without offload or ZeRO-3; add "
@@ -210,9 +209,9 @@ void CheckGradientDtype(const Strategy& s, Messages& out) {
 void CheckModel(const ModelSpec& model, const Strategy& s, Messages& out) {
   if (model.mla.has_value()) {
     out.push_back(
-        Cat("kv_lora_rank of ", ModelRef(model),
-            ": Megatron-DeepSpeed has no multi-head latent attention; use --emit megatron "
-            "(--multi-latent-attention)"));
+        StrCat("kv_lora_rank of ", ModelRef(model),
+               ": Megatron-DeepSpeed has no multi-head latent attention; use --emit megatron "
+               "(--multi-latent-attention)"));
   }
   if (!model.moe.has_value()) return;
   const MoeSpec& moe = *model.moe;
@@ -220,34 +219,35 @@ void CheckModel(const ModelSpec& model, const Strategy& s, Messages& out) {
   // edaa72212).
   if (s.zero_stage == 3) {
     out.push_back(
-        Cat("--zero 3 with the experts of ", ModelRef(model),
-            ": DeepSpeed refuses its own MoE layers at ZeRO-3 (\"Native DeepSpeed MoE is not "
-            "supported with ZeRO Stage 3\"); use --zero 1 or 2, or --emit megatron"));
+        StrCat("--zero 3 with the experts of ", ModelRef(model),
+               ": DeepSpeed refuses its own MoE layers at ZeRO-3 (\"Native DeepSpeed MoE is not "
+               "supported with ZeRO Stage 3\"); use --zero 1 or 2, or --emit megatron"));
   }
   if (moe.num_shared_experts > 0) {
-    out.push_back(Cat("n_shared_experts (", moe.num_shared_experts, ") of ", ModelRef(model),
-                      ": DeepSpeed-MoE has no shared experts; use --emit megatron "
-                      "(--moe-shared-expert-intermediate-size)"));
+    out.push_back(StrCat("n_shared_experts (", moe.num_shared_experts, ") of ", ModelRef(model),
+                         ": DeepSpeed-MoE has no shared experts; use --emit megatron "
+                         "(--moe-shared-expert-intermediate-size)"));
   }
   if (moe.first_dense_layers > 0) {
-    out.push_back(Cat(
+    out.push_back(StrCat(
         "first_k_dense_replace (", moe.first_dense_layers, ") of ", ModelRef(model),
         ": Megatron-DeepSpeed places experts every --expert-interval layers and cannot keep the "
         "first layers dense; use --emit megatron (--moe-layer-freq)"));
   }
   const int64_t etp = s.ExpertTp();
   if (etp != 1 && etp != s.tp) {
-    out.push_back(Cat("--etp ", etp,
-                      ": DeepSpeed-MoE splits each expert over the whole tp group "
-                      "(--enable-expert-tensor-parallelism) or not at all; use --etp 1 or --etp ",
-                      s.tp));
+    out.push_back(
+        StrCat("--etp ", etp,
+               ": DeepSpeed-MoE splits each expert over the whole tp group "
+               "(--enable-expert-tensor-parallelism) or not at all; use --etp 1 or --etp ",
+               s.tp));
   }
   if (s.ep > 1 && s.dp % s.ep != 0) {
-    out.push_back(
-        Cat("--ep ", s.ep, " with --dp ", s.dp,
-            ": DeepSpeed carves expert-parallel groups out of the data-parallel group, so ep must "
-            "divide dp; use an ep that divides ",
-            s.dp));
+    out.push_back(StrCat(
+        "--ep ", s.ep, " with --dp ", s.dp,
+        ": DeepSpeed carves expert-parallel groups out of the data-parallel group, so ep must "
+        "divide dp; use an ep that divides ",
+        s.dp));
   }
 }
 
@@ -435,7 +435,8 @@ void AddPrecisionNotes(const Strategy& s, const DeepSpeedOptions& options,
 std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s,
                                const DeepSpeedOptions& options) {
   std::vector<std::string> notes = {
-      Cat("train_batch_size = train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp: ",
+      StrCat(
+          "train_batch_size = train_micro_batch_size_per_gpu * gradient_accumulation_steps * dp: ",
           s.global_batch, " = ", s.micro_batch, " * ", s.NumMicroBatches(), " * ", s.dp,
           ". DeepSpeed's \"number of GPUs\" there is the data-parallel size; launch tp * pp * dp "
           "= ",
@@ -450,9 +451,9 @@ std::vector<std::string> Notes(const ModelSpec& model, const Strategy& s,
       "to deepspeed.initialize; a script that does not must add them.",
   };
   if (model.moe.has_value() && model.moe->expert_intermediate_size != model.intermediate_size) {
-    notes.push_back(
-        Cat("DeepSpeed-MoE experts are as wide as the dense MLP: pass --ffn-hidden-size ",
-            model.moe->expert_intermediate_size, " (the expert width of ", ModelRef(model), ")."));
+    notes.push_back(StrCat(
+        "DeepSpeed-MoE experts are as wide as the dense MLP: pass --ffn-hidden-size ",
+        model.moe->expert_intermediate_size, " (the expert width of ", ModelRef(model), ")."));
   }
   if (!Environment(s).empty()) {
     notes.push_back(
@@ -518,14 +519,14 @@ Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& st
   Messages problems;
   const GradAccumulation accumulation = DeepSpeedGradAccumulation(strategy);
   if (strategy.grad_accumulation != accumulation) {
-    problems.push_back(
-        Cat("--grad-accumulation ", kGradAccumulationNames.Name(strategy.grad_accumulation),
-            " with --zero ", strategy.zero_stage,
-            ": Megatron-DeepSpeed hands every weight gradient to autograd (its fused accumulation "
-            "is commented out) and ",
-            AccumulationReason(strategy), "; use --grad-accumulation ",
-            kGradAccumulationNames.Name(accumulation),
-            " (or auto, which picks it for each ZeRO stage with --emit deepspeed)"));
+    problems.push_back(StrCat(
+        "--grad-accumulation ", kGradAccumulationNames.Name(strategy.grad_accumulation),
+        " with --zero ", strategy.zero_stage,
+        ": Megatron-DeepSpeed hands every weight gradient to autograd (its fused accumulation "
+        "is commented out) and ",
+        AccumulationReason(strategy), "; use --grad-accumulation ",
+        kGradAccumulationNames.Name(accumulation),
+        " (or auto, which picks it for each ZeRO stage with --emit deepspeed)"));
   }
   CheckSchedule(strategy, problems);
   CheckParallelism(strategy, problems);
@@ -536,12 +537,12 @@ Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& st
   CheckModel(model, strategy, problems);
   const int64_t per_step = strategy.micro_batch * strategy.dp;
   if (per_step < 1 || strategy.global_batch % per_step != 0) {
-    problems.push_back(Cat("--global-batch ", strategy.global_batch,
-                           ": DeepSpeed needs train_batch_size = "
-                           "micro-batch * gradient_accumulation_steps * dp, and ",
-                           strategy.global_batch, " is not a multiple of --micro-batch ",
-                           strategy.micro_batch, " * --dp ", strategy.dp, "; use a multiple of ",
-                           per_step));
+    problems.push_back(StrCat("--global-batch ", strategy.global_batch,
+                              ": DeepSpeed needs train_batch_size = "
+                              "micro-batch * gradient_accumulation_steps * dp, and ",
+                              strategy.global_batch, " is not a multiple of --micro-batch ",
+                              strategy.micro_batch, " * --dp ", strategy.dp, "; use a multiple of ",
+                              per_step));
   }
   if (!problems.empty()) return Status::InvalidArgument(arg_list::JoinLines(problems));
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/checked.h"
+#include "core/formatted.h"
 #include "plan/arg_list.h"
 #include "spec/pipeline_layout.h"
 
@@ -26,8 +27,6 @@ namespace {
 
 using arg_list::Add;
 using arg_list::Args;
-using arg_list::Cat;
-using arg_list::ModelRef;
 using Messages = std::vector<std::string>;
 
 // Mainline Megatron-LM runs 1F1B (forward_backward_pipelining_without_interleaving) and, with
@@ -87,30 +86,30 @@ bool QkvBiasOnly(const ModelSpec& model) {
 void CheckArchitecture(const ModelSpec& model, Messages& out) {
   if (model.hidden_act == "relu") {
     out.push_back(
-        Cat("hidden_act \"relu\" of ", ModelRef(model),
-            ": Megatron-LM's GPT has no plain-ReLU MLP (only gelu, --swiglu, --squared-relu "
-            "and --quick-geglu); plan it with another framework, or use a gelu or silu model"));
+        StrCat("hidden_act \"relu\" of ", ModelRef(model),
+               ": Megatron-LM's GPT has no plain-ReLU MLP (only gelu, --swiglu, --squared-relu "
+               "and --quick-geglu); plan it with another framework, or use a gelu or silu model"));
   }
   const bool all_biases = model.attention_bias && model.attention_output_bias && model.mlp_bias;
   const bool no_biases = !model.attention_bias && !model.attention_output_bias && !model.mlp_bias;
   if (!all_biases && !no_biases && !QkvBiasOnly(model)) {
-    out.push_back(
-        Cat("attention_bias (", model.attention_bias ? "true" : "false", ") and mlp_bias (",
-            model.mlp_bias ? "true" : "false", ") of ", ModelRef(model),
-            ": Megatron-LM puts biases on every linear layer (its default), on none "
-            "(--disable-bias-linear) or on the QKV projection only (--add-qkv-bias), never on "
-            "the attention alone or the MLP alone; set both keys alike to plan an approximation"));
+    out.push_back(StrCat(
+        "attention_bias (", model.attention_bias ? "true" : "false", ") and mlp_bias (",
+        model.mlp_bias ? "true" : "false", ") of ", ModelRef(model),
+        ": Megatron-LM puts biases on every linear layer (its default), on none "
+        "(--disable-bias-linear) or on the QKV projection only (--add-qkv-bias), never on "
+        "the attention alone or the MLP alone; set both keys alike to plan an approximation"));
   }
   // --swiglu is the only gated MLP of _add_network_size_args (silu; --quick-geglu is a different,
   // clamped GeGLU of gpt-oss), so Gemma's gelu-gated MLP has no flag.
   if (model.mlp == MlpKind::kGated && model.hidden_act != "silu" && model.hidden_act != "swiglu") {
     out.push_back(
-        Cat("hidden_act \"", model.hidden_act, "\" with a gated MLP (", ModelRef(model),
-            "): Megatron-LM's gated MLP is SwiGLU (--swiglu, silu), and emitting it would train "
-            "another activation; plan it with another framework"));
+        StrCat("hidden_act \"", model.hidden_act, "\" with a gated MLP (", ModelRef(model),
+               "): Megatron-LM's gated MLP is SwiGLU (--swiglu, silu), and emitting it would train "
+               "another activation; plan it with another framework"));
   }
   if (model.norms_per_layer != 2 || !model.norm_weights) {
-    out.push_back(Cat(
+    out.push_back(StrCat(
         ModelRef(model),
         model.norm_weights ? " puts a norm after each block as well as before it (Gemma 2 and 3)"
                            : " has LayerNorms without weights (OLMo 1)",
@@ -122,7 +121,7 @@ void CheckArchitecture(const ModelSpec& model, Messages& out) {
   const bool per_head_qk_norm =
       model.q_norm_width == model.head_dim && model.k_norm_width == model.head_dim;
   if ((model.q_norm_width > 0 || model.k_norm_width > 0) && !per_head_qk_norm) {
-    out.push_back(Cat(
+    out.push_back(StrCat(
         ModelRef(model), " norms its queries and keys over the whole projection (",
         model.q_norm_width, " and ", model.k_norm_width,
         " wide): Megatron-LM's --qk-layernorm norms each head; plan it with another framework"));
@@ -131,9 +130,9 @@ void CheckArchitecture(const ModelSpec& model, Messages& out) {
   // residual has no flag in _add_network_size_args.
   if (model.parallel_residual) {
     out.push_back(
-        Cat("use_parallel_residual of ", ModelRef(model),
-            ": Megatron-LM's GPT layer is sequential (attention, then the MLP); plan it with "
-            "another framework (GPT-NeoX trains it)"));
+        StrCat("use_parallel_residual of ", ModelRef(model),
+               ": Megatron-LM's GPT layer is sequential (attention, then the MLP); plan it with "
+               "another framework (GPT-NeoX trains it)"));
   }
 }
 
@@ -142,11 +141,11 @@ std::string VersionName(MegatronVersion v) { return std::string(kMegatronVersion
 // "--megatron-version X: <what> needs <since> or later (<why>); <fix>".
 std::string TooOld(MegatronVersion have, MegatronVersion since, std::string_view what,
                    std::string_view why, std::string_view fix) {
-  return Cat("--megatron-version ", VersionName(have), ": ", what, " needs ", VersionName(since),
-             " or later (", why, "); pass --megatron-version ", VersionName(since),
-             " or later for a newer "
-             "tree, or ",
-             fix);
+  return StrCat("--megatron-version ", VersionName(have), ": ", what, " needs ", VersionName(since),
+                " or later (", why, "); pass --megatron-version ", VersionName(since),
+                " or later for a newer "
+                "tree, or ",
+                fix);
 }
 
 // Settings validate_args rejects, and loom settings Megatron-LM has no flag for.
@@ -168,25 +167,25 @@ void CheckSettings(const Strategy& s, const MegatronOptions& o, Messages& out) {
   // (OptimizerConfig.__post_init__) allows that only with adam, at every tag from core_r0.12.0.
   if (s.offload == Offload::kOptimizer && s.optimizer != Optimizer::kAdam) {
     out.push_back(
-        Cat("--offload optimizer with --optimizer ", kOptimizerNames.Name(s.optimizer),
-            ": Megatron-LM's optimizer offload (--optimizer-cpu-offload) needs "
-            "--use-precision-aware-optimizer, which optimizer_config.py allows with adam only; "
-            "use --optimizer adam, or drop the offload"));
+        StrCat("--offload optimizer with --optimizer ", kOptimizerNames.Name(s.optimizer),
+               ": Megatron-LM's optimizer offload (--optimizer-cpu-offload) needs "
+               "--use-precision-aware-optimizer, which optimizer_config.py allows with adam only; "
+               "use --optimizer adam, or drop the offload"));
   }
   // Megatron-FSDP (--use-megatron-fsdp, --ckpt-format fsdp_dtensor): in arguments.py from
   // core_v0.14.0 (absent at core_v0.13.0, which had only --use-custom-fsdp).
   if (s.zero_stage >= 2 && o.version < MegatronVersion::kCore014) {
     out.push_back(TooOld(
-        o.version, MegatronVersion::kCore014, Cat("--zero ", s.zero_stage, " (Megatron-FSDP)"),
+        o.version, MegatronVersion::kCore014, StrCat("--zero ", s.zero_stage, " (Megatron-FSDP)"),
         "--use-megatron-fsdp and --ckpt-format fsdp_dtensor first appear in core_v0.14.0",
         "--fix zero_stage=1 (the distributed optimizer)"));
   }
   if (s.overlap_param_gather && s.zero_stage < 1) {
     out.push_back(
-        Cat("--overlap-param-gather with --zero ", s.zero_stage,
-            ": Megatron-LM overlaps the parameter all-gather of its distributed optimizer or "
-            "Megatron-FSDP, and plain data parallelism gathers nothing; use --zero 1 or more, "
-            "or drop --overlap-param-gather"));
+        StrCat("--overlap-param-gather with --zero ", s.zero_stage,
+               ": Megatron-LM overlaps the parameter all-gather of its distributed optimizer or "
+               "Megatron-FSDP, and plain data parallelism gathers nothing; use --zero 1 or more, "
+               "or drop --overlap-param-gather"));
   }
   if (s.overlap_param_gather && !s.overlap_grad_reduce) {
     out.push_back(
@@ -206,7 +205,7 @@ void CheckSettings(const Strategy& s, const MegatronOptions& o, Messages& out) {
   // December 2025) removed it, first in core_v0.16.0.
   if (s.ep > 1 && s.dtype == Dtype::kFp16 && o.version < MegatronVersion::kCore016) {
     out.push_back(TooOld(
-        o.version, MegatronVersion::kCore016, Cat("--ep ", s.ep, " with --dtype fp16"),
+        o.version, MegatronVersion::kCore016, StrCat("--ep ", s.ep, " with --dtype fp16"),
         "validate_args rejects expert parallelism with fp16 up to core_v0.15", "use --dtype bf16"));
   }
   if (s.grad_accumulation == GradAccumulation::kAutograd) {
@@ -221,9 +220,9 @@ void CheckSettings(const Strategy& s, const MegatronOptions& o, Messages& out) {
   }
   if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp8) {
     out.push_back(
-        Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
-            ": Megatron-LM applies it to bf16 training only (validate_args); use --dtype bf16 "
-            "or fp8, or drop --grad-reduce-in-bf16"));
+        StrCat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
+               ": Megatron-LM applies it to bf16 training only (validate_args); use --dtype bf16 "
+               "or fp8, or drop --grad-reduce-in-bf16"));
   }
 }
 
@@ -249,32 +248,33 @@ void CheckRopeScaling(const ModelSpec& model, const MegatronOptions& o, Messages
       if (rs.low_freq_factor != kLlama3LowFreqFactor ||
           rs.high_freq_factor != kLlama3HighFreqFactor ||
           rs.original_max_position_embeddings != kLlama3OriginalContext) {
-        out.push_back(
-            Cat("rope_scaling of ", ModelRef(model), " (low_freq_factor ", rs.low_freq_factor,
-                ", high_freq_factor ", rs.high_freq_factor, ", original_max_position_embeddings ",
-                rs.original_max_position_embeddings,
-                "): Megatron-LM's --use-rope-scaling fixes them at 1, 4 and 8192 "
-                "(rotary_pos_embedding.py, _apply_scaling), so it would train a different model; "
-                "plan it with another framework"));
+        out.push_back(StrCat(
+            "rope_scaling of ", ModelRef(model), " (low_freq_factor ", rs.low_freq_factor,
+            ", high_freq_factor ", rs.high_freq_factor, ", original_max_position_embeddings ",
+            rs.original_max_position_embeddings,
+            "): Megatron-LM's --use-rope-scaling fixes them at 1, 4 and 8192 "
+            "(rotary_pos_embedding.py, _apply_scaling), so it would train a different model; "
+            "plan it with another framework"));
       }
       return;
     case RopeScalingKind::kYarn:
       if (!model.mla.has_value()) {
-        out.push_back(Cat(
+        out.push_back(StrCat(
             "rope_scaling \"yarn\" of ", ModelRef(model),
             ": loom emits YaRN for multi-latent attention only (--rope-type yarn); Megatron-LM's "
             "YaRN for other attention (--position-embedding-type yarn, core_v0.19) is not "
             "emitted"));
       } else if (rs.beta_fast != kMlaYarnBetaFast || rs.beta_slow != kMlaYarnBetaSlow ||
                  rs.original_max_position_embeddings != kMlaYarnOriginalContext) {
-        out.push_back(Cat("rope_scaling of ", ModelRef(model), " (beta_fast ", rs.beta_fast,
-                          ", beta_slow ", rs.beta_slow, ", original_max_position_embeddings ",
-                          rs.original_max_position_embeddings,
-                          "): Megatron-LM's MLA YaRN has no flag for them and uses 32, 1 and 4096 "
-                          "(MLATransformerConfig), so it would train a different model"));
+        out.push_back(
+            StrCat("rope_scaling of ", ModelRef(model), " (beta_fast ", rs.beta_fast,
+                   ", beta_slow ", rs.beta_slow, ", original_max_position_embeddings ",
+                   rs.original_max_position_embeddings,
+                   "): Megatron-LM's MLA YaRN has no flag for them and uses 32, 1 and 4096 "
+                   "(MLATransformerConfig), so it would train a different model"));
       } else if (o.version < MegatronVersion::kCore014) {
         out.push_back(TooOld(
-            o.version, MegatronVersion::kCore014, Cat("YaRN of ", ModelRef(model)),
+            o.version, MegatronVersion::kCore014, StrCat("YaRN of ", ModelRef(model)),
             "before core_v0.14.0 MLA took YaRN's original context from --max-position-embeddings "
             "(multi_latent_attention.py), which validate_args keeps >= --seq-length; "
             "--rope-type arrives in 720c8b40",
@@ -282,11 +282,11 @@ void CheckRopeScaling(const ModelSpec& model, const MegatronOptions& o, Messages
       }
       return;
     case RopeScalingKind::kOther:
-      out.push_back(
-          Cat("rope_scaling \"", rs.type, "\" of ", ModelRef(model),
-              ": Megatron-LM scales rotary positions the Llama 3 way (--use-rope-scaling) or with "
-              "YaRN (MLA's --rope-type yarn) only; without it the launch would train a different "
-              "model, so plan it with another framework"));
+      out.push_back(StrCat(
+          "rope_scaling \"", rs.type, "\" of ", ModelRef(model),
+          ": Megatron-LM scales rotary positions the Llama 3 way (--use-rope-scaling) or with "
+          "YaRN (MLA's --rope-type yarn) only; without it the launch would train a different "
+          "model, so plan it with another framework"));
       return;
   }
 }
@@ -297,9 +297,9 @@ void CheckModelSettings(const ModelSpec& model, const MegatronOptions& o, Messag
   if (model.position == PositionKind::kRotary &&
       (model.rope_theta != std::floor(model.rope_theta) || model.rope_theta > 2e9)) {
     out.push_back(
-        Cat("rope_theta (", model.rope_theta, ") of ", ModelRef(model),
-            ": Megatron-LM's --rotary-base is an integer (type=int in _add_network_size_args); "
-            "plan it with another framework"));
+        StrCat("rope_theta (", model.rope_theta, ") of ", ModelRef(model),
+               ": Megatron-LM's --rotary-base is an integer (type=int in _add_network_size_args); "
+               "plan it with another framework"));
   }
   CheckRopeScaling(model, o, out);
   if (!model.moe.has_value()) return;
@@ -309,16 +309,16 @@ void CheckModelSettings(const ModelSpec& model, const MegatronOptions& o, Messag
   // --moe-router-pre-softmax.
   if (moe.score == RouterScore::kSigmoid && !moe.normalize_top_k && moe.experts_per_token > 1) {
     out.push_back(
-        Cat("norm_topk_prob false with scoring_func \"sigmoid\" of ", ModelRef(model),
-            ": Megatron-LM's sigmoid router always renormalises the top-k weights "
-            "(moe_utils.py, topk_softmax_with_capacity); plan it with another framework"));
+        StrCat("norm_topk_prob false with scoring_func \"sigmoid\" of ", ModelRef(model),
+               ": Megatron-LM's sigmoid router always renormalises the top-k weights "
+               "(moe_utils.py, topk_softmax_with_capacity); plan it with another framework"));
   }
   // TransformerConfig.__post_init__: "moe_router_enable_expert_bias" needs the sigmoid score.
   if (moe.expert_bias && moe.score != RouterScore::kSigmoid) {
-    out.push_back(
-        Cat("topk_method \"noaux_tc\" with scoring_func \"softmax\" of ", ModelRef(model),
-            ": Megatron-LM's expert bias (--moe-router-enable-expert-bias) needs the sigmoid score "
-            "function (transformer_config.py); plan it with another framework"));
+    out.push_back(StrCat(
+        "topk_method \"noaux_tc\" with scoring_func \"softmax\" of ", ModelRef(model),
+        ": Megatron-LM's expert bias (--moe-router-enable-expert-bias) needs the sigmoid score "
+        "function (transformer_config.py); plan it with another framework"));
   }
 }
 
@@ -477,7 +477,7 @@ Status AddMoe(const ModelSpec& model, const Strategy& s, Args& out) {
     const std::optional<int64_t> shared =
         (CheckedInt(moe.num_shared_experts) * moe.shared_expert_intermediate_size).get();
     if (!shared.has_value()) {
-      return Status::InvalidArgument(Cat(
+      return Status::InvalidArgument(StrCat(
           ModelRef(model), ": the shared experts' width overflows 64 bits; fix the model file"));
     }
     Add(out, "--moe-shared-expert-intermediate-size", *shared);
@@ -486,8 +486,8 @@ Status AddMoe(const ModelSpec& model, const Strategy& s, Args& out) {
   }
   if (moe.first_dense_layers > 0) {
     Add(out, "--moe-layer-freq",
-        Cat("([0]*", moe.first_dense_layers, "+[1]*", model.num_layers - moe.first_dense_layers,
-            ")"));
+        StrCat("([0]*", moe.first_dense_layers, "+[1]*", model.num_layers - moe.first_dense_layers,
+               ")"));
   }
   AddRouter(moe, out);
   if (s.ep > 1 || s.moe_capacity_factor > 0) Add(out, "--moe-token-dispatcher-type", "alltoall");
@@ -645,7 +645,7 @@ Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const
   if (model.moe.has_value() && model.moe->shared_expert_gate &&
       options.version < MegatronVersion::kCore016) {
     problems.push_back(TooOld(options.version, MegatronVersion::kCore016,
-                              Cat("the shared expert's gate of ", ModelRef(model)),
+                              StrCat("the shared expert's gate of ", ModelRef(model)),
                               "--moe-shared-expert-gate first appears in core_v0.16.0",
                               "plan it without --emit megatron"));
   }
@@ -676,10 +676,11 @@ Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const
 std::vector<std::string> MegatronNotes(const ModelSpec& model, const MegatronOptions& options) {
   std::vector<std::string> notes;
   if (model.mtp_layers > 0) {
-    notes.push_back(Cat("num_nextn_predict_layers ", model.mtp_layers, " of ", ModelRef(model),
-                        ": the multi-token-prediction module is neither simulated nor emitted; add "
-                        "--mtp-num-layers ",
-                        model.mtp_layers, " to train it, at a cost the plan does not include"));
+    notes.push_back(
+        StrCat("num_nextn_predict_layers ", model.mtp_layers, " of ", ModelRef(model),
+               ": the multi-token-prediction module is neither simulated nor emitted; add "
+               "--mtp-num-layers ",
+               model.mtp_layers, " to train it, at a cost the plan does not include"));
   }
   if (options.dropout) {
     notes.push_back(
@@ -725,8 +726,8 @@ std::string FormatMegatronCommand(const std::vector<std::string>& args,
       "# Megatron-LM pretrain_gpt.py: launch tp * pp * cp * dp processes and add the data, "
       "tokenizer,\n"
       "# learning-rate and checkpoint arguments of the run.\n";
-  out += Cat("# Needs Megatron-LM ", VersionName(MinimumMegatronVersion(args)),
-             " or later (written for --megatron-version ", VersionName(options.version), ").\n");
+  out += StrCat("# Needs Megatron-LM ", VersionName(MinimumMegatronVersion(args)),
+                " or later (written for --megatron-version ", VersionName(options.version), ").\n");
   out += unfused
              ? "# Attention: Transformer Engine's unfused core attention (--attention-backend "
                "unfused), as simulated.\n"

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "core/formatted.h"
 #include "schedule/builders.h"
 
 namespace loom {
@@ -14,13 +15,6 @@ namespace {
 // The most passes one schedule may list: far above any real step (pp 128 with 8 chunks and 4096
 // micro-batches is 12.6M), and it keeps the lists in memory and every index inside int32_t.
 constexpr int64_t kMaxPasses = int64_t{1} << 26;
-
-template <typename... Args>
-std::string Cat(const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return out.str();
-}
 
 bool IsVShaped(ScheduleKind kind) {
   return kind == ScheduleKind::kZbV || kind == ScheduleKind::kDualPipeV;
@@ -34,21 +28,21 @@ Status CheckChunks(ScheduleKind kind, int32_t chunks) {
   if (kind == ScheduleKind::kInterleaved) {
     if (chunks >= 2) return Status::Ok();
     return Status::InvalidArgument(
-        Cat("--vpp ", chunks,
-            " with --schedule interleaved: the interleaved schedule runs at "
-            "least 2 model chunks per stage; use --vpp 2 or more, or --schedule 1f1b"));
+        StrCat("--vpp ", chunks,
+               " with --schedule interleaved: the interleaved schedule runs at "
+               "least 2 model chunks per stage; use --vpp 2 or more, or --schedule 1f1b"));
   }
   if (IsVShaped(kind)) {
     if (chunks == 2) return Status::Ok();
     return Status::InvalidArgument(
-        Cat("--vpp ", chunks, " with --schedule ", name,
-            ": a V-shaped schedule places exactly 2 model chunks on each stage; use --vpp 2"));
+        StrCat("--vpp ", chunks, " with --schedule ", name,
+               ": a V-shaped schedule places exactly 2 model chunks on each stage; use --vpp 2"));
   }
   if (chunks == 1) return Status::Ok();
   return Status::InvalidArgument(
-      Cat("--vpp ", chunks, " with --schedule ", name,
-          ": this schedule runs exactly 1 model chunk per stage; use --vpp 1, or --schedule "
-          "interleaved, zb-v or dualpipev for several chunks"));
+      StrCat("--vpp ", chunks, " with --schedule ", name,
+             ": this schedule runs exactly 1 model chunk per stage; use --vpp 1, or --schedule "
+             "interleaved, zb-v or dualpipev for several chunks"));
 }
 
 // Megatron-LM's interleaved schedule walks the micro-batches in groups of pp
@@ -62,12 +56,13 @@ Status CheckInterleavedMicroBatches(int32_t stages, int32_t micro_batches, int32
   const int32_t rest = group > 0 ? micro_batches % group : 0;
   if (group >= stages && group <= micro_batches && (rest == 0 || rest >= stages))
     return Status::Ok();
-  return Status::InvalidArgument(Cat("--schedule interleaved with --pp ", stages, ": ",
-                                     micro_batches, " micro-batches in groups of ", group,
-                                     "; Megatron-LM's interleaved schedule needs groups of pp to "
-                                     "all the micro-batches, the last whole "
-                                     "or of at least pp (--microbatch-group; ",
-                                     kMicroBatchSource, ")"));
+  return Status::InvalidArgument(
+      StrCat("--schedule interleaved with --pp ", stages, ": ", micro_batches,
+             " micro-batches in groups of ", group,
+             "; Megatron-LM's interleaved schedule needs groups of pp to "
+             "all the micro-batches, the last whole "
+             "or of at least pp (--microbatch-group; ",
+             kMicroBatchSource, ")"));
 }
 
 // DualPipeV's reference implementation (deepseek-ai/DualPipe, dualpipev.py) accepts only
@@ -75,33 +70,33 @@ Status CheckInterleavedMicroBatches(int32_t stages, int32_t micro_batches, int32
 Status CheckDualPipeVMicroBatches(int32_t stages, int32_t micro_batches) {
   if (micro_batches >= 2 * int64_t{stages}) return Status::Ok();
   std::string fix =
-      Cat("use at least ", 2 * int64_t{stages}, " micro-batches (", kMicroBatchSource, ")");
-  if (micro_batches >= 2) fix += Cat(", or --pp ", micro_batches / 2, " or less");
+      StrCat("use at least ", 2 * int64_t{stages}, " micro-batches (", kMicroBatchSource, ")");
+  if (micro_batches >= 2) fix += StrCat(", or --pp ", micro_batches / 2, " or less");
   return Status::InvalidArgument(
-      Cat("--schedule dualpipev with --pp ", stages, ": ", micro_batches,
-          " micro-batches, fewer than the 2 * pp = ", 2 * int64_t{stages},
-          " that DualPipeV needs to fill both arms of its V; ", fix));
+      StrCat("--schedule dualpipev with --pp ", stages, ": ", micro_batches,
+             " micro-batches, fewer than the 2 * pp = ", 2 * int64_t{stages},
+             " that DualPipeV needs to fill both arms of its V; ", fix));
 }
 
 Status CheckArguments(ScheduleKind kind, int32_t stages, int32_t micro_batches, int32_t chunks,
                       int32_t group) {
   const std::string_view name = kScheduleNames.Name(kind);
   if (stages < 1) {
-    return Status::InvalidArgument(Cat("--pp ", stages, " with --schedule ", name,
-                                       ": a pipeline has at least 1 stage; use --pp 1 or more"));
+    return Status::InvalidArgument(StrCat("--pp ", stages, " with --schedule ", name,
+                                          ": a pipeline has at least 1 stage; use --pp 1 or more"));
   }
   if (micro_batches < 1) {
     return Status::InvalidArgument(
-        Cat("--schedule ", name, ": the number of micro-batches (", micro_batches,
-            ") is less than 1; use 1 or more micro-batches (", kMicroBatchSource, ")"));
+        StrCat("--schedule ", name, ": the number of micro-batches (", micro_batches,
+               ") is less than 1; use 1 or more micro-batches (", kMicroBatchSource, ")"));
   }
   LOOM_RETURN_IF_ERROR(CheckChunks(kind, chunks));
   const int64_t passes = int64_t{3} * stages * chunks * micro_batches;
   if (passes > kMaxPasses) {
-    return Status::InvalidArgument(
-        Cat("--schedule ", name, " with --pp ", stages, " --vpp ", chunks, " and ", micro_batches,
-            " micro-batches: the step has up to ", passes, " passes, more than loom schedules (",
-            kMaxPasses, "); use fewer micro-batches or a smaller --pp"));
+    return Status::InvalidArgument(StrCat(
+        "--schedule ", name, " with --pp ", stages, " --vpp ", chunks, " and ", micro_batches,
+        " micro-batches: the step has up to ", passes, " passes, more than loom schedules (",
+        kMaxPasses, "); use fewer micro-batches or a smaller --pp"));
   }
   if (kind == ScheduleKind::kInterleaved) {
     return CheckInterleavedMicroBatches(stages, micro_batches, group);
@@ -151,8 +146,8 @@ Result<PipelineSchedule> BuildSchedule(ScheduleKind kind, int32_t stages, int32_
   if (group == 0) group = stages;
   if (kind != ScheduleKind::kInterleaved && group != stages) {
     return Status::InvalidArgument(
-        Cat("--microbatch-group ", group,
-            ": micro-batch groups belong to the interleaved schedule; drop it"));
+        StrCat("--microbatch-group ", group,
+               ": micro-batch groups belong to the interleaved schedule; drop it"));
   }
   LOOM_RETURN_IF_ERROR(CheckArguments(kind, stages, micro_batches, chunks, group));
   PipelineSchedule schedule;

@@ -349,6 +349,16 @@ std::optional<int64_t> ClusterSpec::TotalGpus() const {
   return (CheckedInt(gpus_per_node) * CheckedInt(*nodes)).get();
 }
 
+std::string ClusterRef(const ClusterSpec& cluster) {
+  if (!cluster.file.empty()) return cluster.file;
+  return cluster.name.empty() ? std::string("the cluster") : cluster.name;
+}
+
+std::string GpuRef(const GpuSpec& gpu) {
+  const std::string name = gpu.name.empty() ? std::string("the GPU") : gpu.name;
+  return gpu.file.empty() ? name : name + " (" + gpu.file + ")";
+}
+
 Result<GpuSpec> LoadGpuSpec(const std::string& path) {
   Result<nlohmann::json> json = ReadHardwareFile(path, "hardware/gpus/h100-sxm5-80gb.json");
   if (!json.ok()) return json.status();

@@ -125,6 +125,11 @@ struct ClusterSpec {
   std::vector<int64_t> TensorParallelDegrees() const;
 };
 
+// How messages name the hardware: a cluster by its file, else its name, else "the cluster"; a GPU
+// by its name (or "the GPU") followed by its file in parentheses when it has one.
+std::string ClusterRef(const ClusterSpec& cluster);
+std::string GpuRef(const GpuSpec& gpu);
+
 // Reads a GPU file.
 Result<GpuSpec> LoadGpuSpec(const std::string& path);
 

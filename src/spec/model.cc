@@ -375,6 +375,11 @@ std::string SnapshotName(const std::filesystem::path& dir) {
 
 }  // namespace
 
+std::string ModelRef(const ModelSpec& model) {
+  if (!model.file.empty()) return model.file;
+  return model.name.empty() ? std::string("the model") : model.name;
+}
+
 Result<ModelSpec> LoadModelSpec(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) {

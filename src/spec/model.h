@@ -149,6 +149,9 @@ Result<ModelSpec> LoadModelSpec(const std::string& path);
 // Same, from an already parsed object; |file| names it in messages.
 Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string& file);
 
+// How messages name |model|: the file it came from, else its name, else "the model".
+std::string ModelRef(const ModelSpec& model);
+
 // Counts parameters; an error if any count overflows 64 bits.
 Result<ParameterCount> CountParameters(const ModelSpec& model);
 

@@ -1,4 +1,5 @@
 #include "spec/pipeline_layout.h"
+#include "core/formatted.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -7,16 +8,7 @@
 #include <vector>
 
 namespace loom {
-namespace {
-
-template <typename... Args>
-std::string Cat(const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return out.str();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string PipelineLayoutText(const std::vector<int64_t>& layers) {
   // One stage's text without its separator: E and L where they belong, t or t*n for the layers.
@@ -48,7 +40,7 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
   constexpr size_t kMaxText = 1 << 16;
   if (text.size() > kMaxText) {
     return Status::InvalidArgument(
-        Cat("--pipeline-layout: ", text.size(), " characters; a layout is at most ", kMaxText));
+        StrCat("--pipeline-layout: ", text.size(), " characters; a layout is at most ", kMaxText));
   }
   // Unrolls "(...)*n" and "x*n" as Megatron-core's parse_str_to_list does, after dropping its
   // cosmetic commas; a repeat count is at most 2^20 and the unrolled text at most 2^24 characters.
@@ -69,9 +61,9 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
     const size_t close = s.find(')', open);
     if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != '*') {
       return Status::InvalidArgument(
-          Cat("--pipeline-layout \"", text.substr(0, 80),
-              "\": every \"(\" needs a \")*n\" (Megatron-core's syntax, e.g. "
-              "\"E|(t*8|)*14t*7L\")"));
+          StrCat("--pipeline-layout \"", text.substr(0, 80),
+                 "\": every \"(\" needs a \")*n\" (Megatron-core's syntax, e.g. "
+                 "\"E|(t*8|)*14t*7L\")"));
     }
     size_t end = 0;
     const int64_t n = count_at(close + 2, &end);
@@ -79,16 +71,16 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
     if (n < 0 || body.find('(') != std::string::npos ||
         body.size() * static_cast<size_t>(n) > kMaxUnrolled) {
       return Status::InvalidArgument(
-          Cat("--pipeline-layout \"", text.substr(0, 80),
-              "\": \"(...)*n\" takes a count from 0 to 2^20 and no nested parentheses"));
+          StrCat("--pipeline-layout \"", text.substr(0, 80),
+                 "\": \"(...)*n\" takes a count from 0 to 2^20 and no nested parentheses"));
     }
     std::string unrolled;
     for (int64_t i = 0; i < n; ++i) unrolled += body;
     s = s.substr(0, open) + unrolled + s.substr(end);
     if (s.size() > kMaxUnrolled) {
-      return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
-                                         "\": unrolls to more than ", kMaxUnrolled,
-                                         " characters; no pipeline has that many stages"));
+      return Status::InvalidArgument(StrCat("--pipeline-layout \"", text.substr(0, 80),
+                                            "\": unrolls to more than ", kMaxUnrolled,
+                                            " characters; no pipeline has that many stages"));
     }
   }
   std::vector<int64_t> layers(1, 0);
@@ -100,8 +92,8 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
       size_t end = 0;
       times = count_at(i + 2, &end);
       if (times < 0) {
-        return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80), "\": \"", c,
-                                           "*\" takes a count from 0 to 2^20"));
+        return Status::InvalidArgument(StrCat("--pipeline-layout \"", text.substr(0, 80), "\": \"",
+                                              c, "*\" takes a count from 0 to 2^20"));
       }
       i = end - 1;
     }
@@ -119,8 +111,8 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
       layers.back() += times;
     } else if (c == 'E') {
       if (embedding || layers.size() > 1 || layers.back() > 0 || times != 1) {
-        return Status::InvalidArgument(Cat("--pipeline-layout \"", text.substr(0, 80),
-                                           "\": \"E\" (the embedding) comes once, first"));
+        return Status::InvalidArgument(StrCat("--pipeline-layout \"", text.substr(0, 80),
+                                              "\": \"E\" (the embedding) comes once, first"));
       }
       embedding = true;
     } else if (c == 'L') {
@@ -129,22 +121,22 @@ Result<std::vector<int64_t>> ParsePipelineLayout(const std::string& text, int64_
       loss = true;
     } else {
       return Status::InvalidArgument(
-          Cat("--pipeline-layout \"", text.substr(0, 80), "\": character '", c,
-              "' is not a layer; Megatron-core's layouts use E (embedding), t "
-              "(transformer layer), L (loss) and | between virtual stages",
-              c == 'm' ? "; m (multi-token prediction) is not modelled by loom" : ""));
+          StrCat("--pipeline-layout \"", text.substr(0, 80), "\": character '", c,
+                 "' is not a layer; Megatron-core's layouts use E (embedding), t "
+                 "(transformer layer), L (loss) and | between virtual stages",
+                 c == 'm' ? "; m (multi-token prediction) is not modelled by loom" : ""));
     }
   }
   if (!embedding || !loss || s.empty() || s.back() != 'L') {
     return Status::InvalidArgument(
-        Cat("--pipeline-layout \"", text.substr(0, 80),
-            "\": a layout starts with E (the embedding) and ends with L (the loss), "
-            "e.g. \"E|(t*8|)*14t*7L\""));
+        StrCat("--pipeline-layout \"", text.substr(0, 80),
+               "\": a layout starts with E (the embedding) and ends with L (the loss), "
+               "e.g. \"E|(t*8|)*14t*7L\""));
   }
   if (pp < 1 || layers.size() % static_cast<size_t>(pp) != 0) {
-    return Status::InvalidArgument(Cat("--pipeline-layout has ", layers.size(),
-                                       " virtual stages, not a multiple of --pp ", pp,
-                                       " (Megatron-core takes pp * vpp of them)"));
+    return Status::InvalidArgument(StrCat("--pipeline-layout has ", layers.size(),
+                                          " virtual stages, not a multiple of --pp ", pp,
+                                          " (Megatron-core takes pp * vpp of them)"));
   }
   return layers;
 }

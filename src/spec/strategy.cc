@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/checked.h"
+#include "core/formatted.h"
 #include "spec/pipeline_layout.h"
 
 namespace loom {
@@ -23,13 +24,6 @@ using Violations = std::vector<StrategyViolation>;
 
 // Divisor lists in messages stop here: no parallel degree in practice exceeds it.
 constexpr int64_t kMaxListedDivisor = 128;
-
-template <typename... Args>
-std::string Cat(const Args&... args) {
-  std::ostringstream out;
-  (out << ... << args);
-  return out.str();
-}
 
 // The product of |factors|, or INT64_MAX when it overflows. A saturated product exceeds every
 // dimension it is compared with, so a rule using it still fires, and nothing wraps.
@@ -62,7 +56,7 @@ std::string NearestMultiples(int64_t value, int64_t step) {
   const int64_t below = value >= step ? value - value % step : 0;
   std::optional<int64_t> above = (CheckedInt(below) + step).get();
   std::string out = below >= 1 ? std::to_string(below) : "";
-  if (above.has_value()) out += Cat(out.empty() ? "" : " or ", *above);
+  if (above.has_value()) out += StrCat(out.empty() ? "" : " or ", *above);
   return out;
 }
 
@@ -72,22 +66,6 @@ std::string Ratio(int64_t numerator, int64_t denominator) {
   out << std::fixed << std::setprecision(2)
       << static_cast<double>(numerator) / static_cast<double>(denominator);
   return out.str();
-}
-
-// How messages name the inputs: the file they came from, else their name.
-std::string ModelRef(const ModelSpec& model) {
-  if (!model.file.empty()) return model.file;
-  return model.name.empty() ? std::string("the model") : model.name;
-}
-
-std::string ClusterRef(const ClusterSpec& cluster) {
-  if (!cluster.file.empty()) return cluster.file;
-  return cluster.name.empty() ? std::string("the cluster") : cluster.name;
-}
-
-std::string GpuRef(const GpuSpec& gpu) {
-  const std::string name = gpu.name.empty() ? std::string("the GPU") : gpu.name;
-  return gpu.file.empty() ? name : Cat(name, " (", gpu.file, ")");
 }
 
 // The most ranks in one parallel group, or GPUs in all: 2^20.
@@ -100,8 +78,8 @@ void CheckRanges(const Strategy& s, Violations& out) {
   if (s.zero_stage < 0 || s.zero_stage > 3) {
     out.push_back(
         {"--zero",
-         Cat("--zero ", s.zero_stage,
-             ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use --zero 0, 1, 2 or 3")});
+         StrCat("--zero ", s.zero_stage,
+                ": ZeRO has stages 0 to 3 (Rajbhandari et al. 2020); use --zero 0, 1, 2 or 3")});
   }
   const std::array<std::pair<std::string_view, int64_t>, 9> positive = {{
       {"--tp", s.tp},
@@ -125,37 +103,38 @@ void CheckRanges(const Strategy& s, Violations& out) {
     const auto& [flag, value] = positive[i];
     if (value < 1) {
       out.push_back({std::string(flag),
-                     Cat(flag, " ", value, ": must be at least 1; use ", flag, " 1 or more")});
+                     StrCat(flag, " ", value, ": must be at least 1; use ", flag, " 1 or more")});
     } else if (value > most[i]) {
-      out.push_back({std::string(flag), Cat(flag, " ", value, ": must be at most ", most[i],
-                                            "; no training run is that large")});
+      out.push_back({std::string(flag), StrCat(flag, " ", value, ": must be at most ", most[i],
+                                               "; no training run is that large")});
     }
     in_range = in_range && value >= 1 && value <= most[i];
   }
   if (!in_range) return;  // the products below would only repeat it
   const CheckedInt gpus = CheckedInt(s.tp) * s.pp * s.dp * s.cp;
   if (!gpus.get() || *gpus.get() > kMaxGroup) {
-    out.push_back({"--tp", Cat("--tp ", s.tp, " --pp ", s.pp, " --dp ", s.dp, " --cp ", s.cp, ": ",
-                               "their product, the GPUs, must be at most ", kMaxGroup)});
+    out.push_back({"--tp", StrCat("--tp ", s.tp, " --pp ", s.pp, " --dp ", s.dp, " --cp ", s.cp,
+                                  ": ", "their product, the GPUs, must be at most ", kMaxGroup)});
   }
   if (s.global_batch / s.micro_batch / s.dp > kMaxMicroBatches) {
     out.push_back(
         {"--global-batch",
-         Cat("--global-batch ", s.global_batch, ": ", s.global_batch / s.micro_batch / s.dp,
+         StrCat(
+             "--global-batch ", s.global_batch, ": ", s.global_batch / s.micro_batch / s.dp,
              " micro-batches per step (global batch / (micro-batch * dp)); loom simulates at most ",
              kMaxMicroBatches, "; raise --micro-batch or --dp")});
   }
   if (s.microbatch_group < 0 || s.microbatch_group > kMaxMicroBatches) {
     out.push_back({"--microbatch-group",
-                   Cat("--microbatch-group ", s.microbatch_group,
-                       ": must be 0 (pp, Megatron-LM's default) to ", kMaxMicroBatches)});
+                   StrCat("--microbatch-group ", s.microbatch_group,
+                          ": must be 0 (pp, Megatron-LM's default) to ", kMaxMicroBatches)});
   }
   const CheckedInt passes = CheckedInt(s.pp) * s.vpp * (s.global_batch / s.micro_batch / s.dp);
   if (!passes.get() || *passes.get() > kMaxPipelinePasses) {
     out.push_back(
-        {"--pp", Cat("--pp ", s.pp, " --vpp ", s.vpp, " --global-batch ", s.global_batch,
-                     ": stages * chunks * micro-batches must be at most ", kMaxPipelinePasses,
-                     " forward passes for loom to simulate the step")});
+        {"--pp", StrCat("--pp ", s.pp, " --vpp ", s.vpp, " --global-batch ", s.global_batch,
+                        ": stages * chunks * micro-batches must be at most ", kMaxPipelinePasses,
+                        " forward passes for loom to simulate the step")});
   }
 }
 
@@ -167,9 +146,9 @@ void CheckTensorSplits(const Strategy& s, const ModelSpec& model, Violations& ou
   if (s.tp < 1) return;
   const auto check = [&](std::string_view key, int64_t size, std::string_view why) {
     if (size % s.tp == 0) return;
-    out.push_back({"--tp", Cat("--tp ", s.tp, ": ", key, " (", size, ") of ", ModelRef(model),
-                               " is not divisible by it", why, "; use a tp that divides ", size,
-                               " (", DivisorList(size), ")")});
+    out.push_back({"--tp", StrCat("--tp ", s.tp, ": ", key, " (", size, ") of ", ModelRef(model),
+                                  " is not divisible by it", why, "; use a tp that divides ", size,
+                                  " (", DivisorList(size), ")")});
   };
   check("num_attention_heads", model.num_heads, "");
   check("num_key_value_heads", model.num_kv_heads,
@@ -186,19 +165,19 @@ void CheckTensorSplits(const Strategy& s, const ModelSpec& model, Violations& ou
 // GPUs that tensor parallelism may span without the network.
 std::string NvlinkDomainWords(const ClusterSpec& cluster) {
   const int64_t domain = cluster.NvlinkDomainGpus();
-  return Cat(domain,
-             domain == cluster.gpus_per_node ? " GPUs per node" : " GPUs per NVLink domain");
+  return StrCat(domain,
+                domain == cluster.gpus_per_node ? " GPUs per node" : " GPUs per NVLink domain");
 }
 
 void CheckTensorPlacement(const Strategy& s, const ClusterSpec& cluster, Violations& out) {
   const int64_t domain = cluster.NvlinkDomainGpus();
   if (s.allow_cross_node_tp || domain < 1 || s.tp <= domain) return;
   out.push_back(
-      {"--tp",
-       Cat("--tp ", s.tp, ": exceeds the ", NvlinkDomainWords(cluster), " of ", ClusterRef(cluster),
-           "; tensor parallelism all-reduces activations in every layer, and over the "
-           "network that is rarely worth it; use --tp ",
-           domain, " or less, or pass --allow-cross-node-tp to accept it")});
+      {"--tp", StrCat("--tp ", s.tp, ": exceeds the ", NvlinkDomainWords(cluster), " of ",
+                      ClusterRef(cluster),
+                      "; tensor parallelism all-reduces activations in every layer, and over the "
+                      "network that is rarely worth it; use --tp ",
+                      domain, " or less, or pass --allow-cross-node-tp to accept it")});
 }
 
 // Megatron-LM's validate_args sets sequence_parallel = False when tp is 1 (megatron/training/
@@ -216,10 +195,10 @@ void CheckSequenceParallel(const Strategy& s, Violations& out) {
   if (!AllPositive({s.cp, s.seq_len})) return;
   const int64_t split = SaturatingProduct({s.cp, s.tp});
   if (s.seq_len % split == 0) return;
-  out.push_back({"--seq", Cat("--seq ", s.seq_len, " with --sp, --tp ", s.tp, " and --cp ", s.cp,
-                              ": each tp rank holds seq / (cp * tp) tokens, and ", s.seq_len,
-                              " is not divisible by ", split, "; use --seq ",
-                              NearestMultiples(s.seq_len, split))});
+  out.push_back({"--seq", StrCat("--seq ", s.seq_len, " with --sp, --tp ", s.tp, " and --cp ", s.cp,
+                                 ": each tp rank holds seq / (cp * tp) tokens, and ", s.seq_len,
+                                 " is not divisible by ", split, "; use --seq ",
+                                 NearestMultiples(s.seq_len, split))});
 }
 
 // An explicit layout (Megatron-core's --pipeline-model-parallel-layout): one entry per virtual
@@ -231,7 +210,8 @@ void CheckLayout(const Strategy& s, const ModelSpec& model, Violations& out) {
   if (s.first_stage_layers != 0 || s.last_stage_layers != 0) {
     out.push_back(
         {"--pipeline-layout",
-         Cat("--pipeline-layout with --first-stage-layers ", s.first_stage_layers,
+         StrCat(
+             "--pipeline-layout with --first-stage-layers ", s.first_stage_layers,
              " --last-stage-layers ", s.last_stage_layers,
              ": a layout places every layer itself (Megatron-core refuses both together); drop the "
              "stage counts, or the layout")});
@@ -240,9 +220,9 @@ void CheckLayout(const Strategy& s, const ModelSpec& model, Violations& out) {
   const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
   if (static_cast<int64_t>(s.layout.size()) != chunks) {
     out.push_back({"--pipeline-layout",
-                   Cat("--pipeline-layout: ", s.layout.size(), " virtual stages, but --pp ", s.pp,
-                       " --vpp ", s.vpp, " makes ", chunks,
-                       "; give one \"|\"-separated entry per stage and model chunk")});
+                   StrCat("--pipeline-layout: ", s.layout.size(), " virtual stages, but --pp ",
+                          s.pp, " --vpp ", s.vpp, " makes ", chunks,
+                          "; give one \"|\"-separated entry per stage and model chunk")});
     return;
   }
   int64_t total = 0;
@@ -252,7 +232,8 @@ void CheckLayout(const Strategy& s, const ModelSpec& model, Violations& out) {
     if (layers < 0 || layers > model.num_layers || (layers == 0 && !end)) {
       out.push_back(
           {"--pipeline-layout",
-           Cat("--pipeline-layout: virtual stage ", v, " (stage ", static_cast<int64_t>(v) % s.pp,
+           StrCat(
+               "--pipeline-layout: virtual stage ", v, " (stage ", static_cast<int64_t>(v) % s.pp,
                ", chunk ", static_cast<int64_t>(v) / s.pp, ") holds ", layers,
                " layers; only the first and the last virtual stage may be empty (the embedding or "
                "the loss alone), the others hold 1 to ",
@@ -264,8 +245,8 @@ void CheckLayout(const Strategy& s, const ModelSpec& model, Violations& out) {
   if (total != model.num_layers) {
     out.push_back(
         {"--pipeline-layout",
-         Cat("--pipeline-layout places ", total, " transformer layers, and ", ModelRef(model),
-             " has ", model.num_layers, " (num_hidden_layers); place each layer once")});
+         StrCat("--pipeline-layout places ", total, " transformer layers, and ", ModelRef(model),
+                " has ", model.num_layers, " (num_hidden_layers); place each layer once")});
   }
 }
 
@@ -283,50 +264,52 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Violations& out)
   }
   const int64_t first = s.first_stage_layers, last = s.last_stage_layers;
   if (s.pp == 1 && (first > 0 || last > 0)) {
-    out.push_back({"--first-stage-layers",
-                   Cat("--first-stage-layers ", first, " --last-stage-layers ", last,
-                       " with --pp 1: one stage holds every layer, so there is nothing to place; "
-                       "drop them, or raise "
-                       "--pp")});
+    out.push_back(
+        {"--first-stage-layers",
+         StrCat("--first-stage-layers ", first, " --last-stage-layers ", last,
+                " with --pp 1: one stage holds every layer, so there is nothing to place; "
+                "drop them, or raise "
+                "--pp")});
     return;
   }
   if (first > model.num_layers || last > model.num_layers || first + last > model.num_layers) {
     out.push_back({"--first-stage-layers",
-                   Cat("--first-stage-layers ", first, " --last-stage-layers ", last, ": ",
-                       ModelRef(model), " has ", model.num_layers,
-                       " layers (num_hidden_layers), fewer than the two stages would hold; give "
-                       "counts that leave layers for the stages between")});
+                   StrCat("--first-stage-layers ", first, " --last-stage-layers ", last, ": ",
+                          ModelRef(model), " has ", model.num_layers,
+                          " layers (num_hidden_layers), fewer than the two stages would hold; give "
+                          "counts that leave layers for the stages between")});
     return;
   }
   if (first < 0 || last < 0) {
     out.push_back({"--first-stage-layers",
-                   Cat("--first-stage-layers ", first, " --last-stage-layers ", last,
-                       ": layer counts cannot be negative; use 0 for an even split")});
+                   StrCat("--first-stage-layers ", first, " --last-stage-layers ", last,
+                          ": layer counts cannot be negative; use 0 for an even split")});
     return;
   }
   if (first == 0 && last == 0) {
     if (model.num_layers % s.pp == 0 && model.num_layers / s.pp >= s.vpp) return;
     const int64_t chunks = SaturatingProduct({s.pp, s.vpp});
     out.push_back(
-        {"--pp", Cat("--pp ", s.pp, " --vpp ", s.vpp, ": num_hidden_layers (", model.num_layers,
-                     ") of ", ModelRef(model), " does not split evenly over ", s.pp, " stages of ",
-                     s.vpp, " chunks each; use a pp that divides ", model.num_layers, " (",
-                     DivisorList(model.num_layers), ") with at most ",
-                     model.num_layers / std::max<int64_t>(1, s.pp),
-                     " chunks a stage, give the first and last stage their own layer counts with "
-                     "--first-stage-layers and --last-stage-layers, or place every chunk with "
-                     "--pipeline-layout",
-                     chunks > model.num_layers ? " (there are fewer layers than pp * vpp)" : "")});
+        {"--pp",
+         StrCat("--pp ", s.pp, " --vpp ", s.vpp, ": num_hidden_layers (", model.num_layers, ") of ",
+                ModelRef(model), " does not split evenly over ", s.pp, " stages of ", s.vpp,
+                " chunks each; use a pp that divides ", model.num_layers, " (",
+                DivisorList(model.num_layers), ") with at most ",
+                model.num_layers / std::max<int64_t>(1, s.pp),
+                " chunks a stage, give the first and last stage their own layer counts with "
+                "--first-stage-layers and --last-stage-layers, or place every chunk with "
+                "--pipeline-layout",
+                chunks > model.num_layers ? " (there are fewer layers than pp * vpp)" : "")});
     return;
   }
   const int64_t fixed_stages = (first > 0) + (last > 0);
   if (s.pp < fixed_stages + (fixed_stages == 2 ? 0 : 1)) {
     out.push_back(
         {"--first-stage-layers",
-         Cat("--first-stage-layers ", first, " --last-stage-layers ", last, " with --pp ", s.pp,
-             ": uneven stages need a stage for each given count and one more for the rest; "
-             "use --pp ",
-             fixed_stages + 1, " or more")});
+         StrCat("--first-stage-layers ", first, " --last-stage-layers ", last, " with --pp ", s.pp,
+                ": uneven stages need a stage for each given count and one more for the rest; "
+                "use --pp ",
+                fixed_stages + 1, " or more")});
     return;
   }
   const int64_t middle_stages = s.pp - fixed_stages;
@@ -334,12 +317,13 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Violations& out)
   const bool splits =
       middle_stages == 0 ? rest == 0 : rest >= middle_stages && rest % middle_stages == 0;
   if (!splits) {
-    out.push_back({"--first-stage-layers",
-                   Cat("--first-stage-layers ", first, " --last-stage-layers ", last,
-                       ": the other ", rest, " of the ", model.num_layers, " layers of ",
-                       ModelRef(model), " do not split evenly over the ", middle_stages,
-                       " other stages of --pp ", s.pp, "; choose counts that leave a multiple of ",
-                       std::max<int64_t>(middle_stages, 1), " layers (at least one per stage)")});
+    out.push_back(
+        {"--first-stage-layers",
+         StrCat("--first-stage-layers ", first, " --last-stage-layers ", last, ": the other ", rest,
+                " of the ", model.num_layers, " layers of ", ModelRef(model),
+                " do not split evenly over the ", middle_stages, " other stages of --pp ", s.pp,
+                "; choose counts that leave a multiple of ", std::max<int64_t>(middle_stages, 1),
+                " layers (at least one per stage)")});
     return;
   }
   // Every chunk holds a layer, but the first chunk of the first stage and the last of the last.
@@ -348,14 +332,14 @@ void CheckLayerSplit(const Strategy& s, const ModelSpec& model, Violations& out)
                        (last > 0 && last < s.vpp - 1);
   if (too_few) {
     out.push_back(
-        {"--vpp", Cat("--vpp ", s.vpp, " with stages of ", first, ", ", middle, " and ", last,
-                      " layers: every model chunk but the first (beside the embedding) and the "
-                      "last (beside the "
-                      "loss) holds at least one layer; use --vpp ",
-                      std::max<int64_t>(1, std::min({middle_stages > 0 ? middle : INT64_MAX,
-                                                     first > 0 ? first + 1 : INT64_MAX,
-                                                     last > 0 ? last + 1 : INT64_MAX})),
-                      " or less")});
+        {"--vpp", StrCat("--vpp ", s.vpp, " with stages of ", first, ", ", middle, " and ", last,
+                         " layers: every model chunk but the first (beside the embedding) and the "
+                         "last (beside the "
+                         "loss) holds at least one layer; use --vpp ",
+                         std::max<int64_t>(1, std::min({middle_stages > 0 ? middle : INT64_MAX,
+                                                        first > 0 ? first + 1 : INT64_MAX,
+                                                        last > 0 ? last + 1 : INT64_MAX})),
+                         " or less")});
   }
 }
 
@@ -382,28 +366,29 @@ void CheckInterleaved(const Strategy& s, Violations& out) {
   if (s.global_batch % per_step != 0) return;  // CheckBatch reports it
   const int64_t micro_batches = s.global_batch / per_step;
   const std::string count =
-      Cat("the number of micro-batches (", micro_batches, " = --global-batch ", s.global_batch,
-          " / (--micro-batch ", s.micro_batch, " * --dp ", s.dp, "))");
+      StrCat("the number of micro-batches (", micro_batches, " = --global-batch ", s.global_batch,
+             " / (--micro-batch ", s.micro_batch, " * --dp ", s.dp, "))");
   if (micro_batches < s.pp) {
     out.push_back(
         {"--schedule",
-         Cat("--schedule interleaved with --pp ", s.pp, ": ", count,
-             " is below pp, and Megatron-LM's interleaved schedule runs groups of at least pp "
-             "micro-batches; use --global-batch ",
-             SaturatingProduct({per_step, s.pp}), " or more, or --schedule 1f1b")});
+         StrCat("--schedule interleaved with --pp ", s.pp, ": ", count,
+                " is below pp, and Megatron-LM's interleaved schedule runs groups of at least pp "
+                "micro-batches; use --global-batch ",
+                SaturatingProduct({per_step, s.pp}), " or more, or --schedule 1f1b")});
     return;
   }
   const int64_t group = s.MicrobatchGroup();
   const int64_t rest = group > 0 ? micro_batches % group : 0;
   if (group >= s.pp && group <= micro_batches && (rest == 0 || rest >= s.pp)) return;
   const int64_t smallest = SmallestMicrobatchGroup(micro_batches, s.pp);
-  out.push_back({"--schedule",
-                 Cat("--schedule interleaved with --pp ", s.pp, " and micro-batch groups of ",
-                     group, ": ", count, " must split into groups of pp to ", micro_batches,
-                     " micro-batches, the last whole or of at least pp (Megatron-LM's "
-                     "--microbatch-group-size-per-virtual-pipeline-stage); use --microbatch-group ",
-                     smallest, ", or --global-batch ",
-                     NearestMultiples(s.global_batch, SaturatingProduct({per_step, s.pp})))});
+  out.push_back(
+      {"--schedule",
+       StrCat("--schedule interleaved with --pp ", s.pp, " and micro-batch groups of ", group, ": ",
+              count, " must split into groups of pp to ", micro_batches,
+              " micro-batches, the last whole or of at least pp (Megatron-LM's "
+              "--microbatch-group-size-per-virtual-pipeline-stage); use --microbatch-group ",
+              smallest, ", or --global-batch ",
+              NearestMultiples(s.global_batch, SaturatingProduct({per_step, s.pp})))});
 }
 
 // ZB-V (Qi et al. 2024, "Zero Bubble Pipeline Parallelism") and DualPipeV (DeepSeek-V3 report)
@@ -411,35 +396,38 @@ void CheckInterleaved(const Strategy& s, Violations& out) {
 void CheckVShaped(const Strategy& s, Violations& out) {
   const std::string_view name = kScheduleNames.Name(s.schedule);
   if (s.pp == 1) {
-    out.push_back({"--schedule", Cat("--schedule ", name,
-                                     " with --pp 1: a V-shaped schedule needs at least 2 "
-                                     "pipeline stages; use --pp 2 or more, or --schedule 1f1b")});
+    out.push_back(
+        {"--schedule", StrCat("--schedule ", name,
+                              " with --pp 1: a V-shaped schedule needs at least 2 "
+                              "pipeline stages; use --pp 2 or more, or --schedule 1f1b")});
   }
   if (s.vpp >= 1 && s.vpp != 2) {
-    out.push_back(
-        {"--schedule", Cat("--schedule ", name, " with --vpp ", s.vpp,
-                           ": a V-shaped schedule places exactly 2 model chunks on each stage; use "
-                           "--vpp 2")});
+    out.push_back({"--schedule",
+                   StrCat("--schedule ", name, " with --vpp ", s.vpp,
+                          ": a V-shaped schedule places exactly 2 model chunks on each stage; use "
+                          "--vpp 2")});
   }
   if (s.microbatch_group != 0) {
     out.push_back({"--microbatch-group",
-                   Cat("--microbatch-group ", s.microbatch_group, " with --schedule ", name,
-                       ": micro-batch groups belong to the interleaved schedule; drop it")});
+                   StrCat("--microbatch-group ", s.microbatch_group, " with --schedule ", name,
+                          ": micro-batch groups belong to the interleaved schedule; drop it")});
   }
   if (!s.layout.empty()) {
-    out.push_back({"--pipeline-layout",
-                   Cat("--pipeline-layout with --schedule ", name,
-                       ": a layout is Megatron-core's, for the 1f1b and interleaved schedules; use "
-                       "--first-stage-layers and --last-stage-layers")});
+    out.push_back(
+        {"--pipeline-layout",
+         StrCat("--pipeline-layout with --schedule ", name,
+                ": a layout is Megatron-core's, for the 1f1b and interleaved schedules; use "
+                "--first-stage-layers and --last-stage-layers")});
     return;
   }
   // The V's two chunks of a stage hold its layers in halves.
   if (!AllPositive({s.pp, s.vpp}) || s.vpp != 2) return;
   for (int64_t stage_layers : {s.first_stage_layers, s.last_stage_layers}) {
     if (stage_layers % 2 == 0) continue;
-    out.push_back({"--schedule",
-                   Cat("--schedule ", name, ": a stage of ", stage_layers,
-                       " layers does not split evenly over its 2 chunks; use even layer counts")});
+    out.push_back(
+        {"--schedule",
+         StrCat("--schedule ", name, ": a stage of ", stage_layers,
+                " layers does not split evenly over its 2 chunks; use even layer counts")});
     return;
   }
 }
@@ -459,16 +447,17 @@ void CheckSchedule(const Strategy& s, Violations& out) {
       if (s.microbatch_group != 0) {
         out.push_back(
             {"--microbatch-group",
-             Cat("--microbatch-group ", s.microbatch_group, " with --schedule ",
-                 kScheduleNames.Name(s.schedule),
-                 ": micro-batch groups belong to the interleaved schedule; drop it, or use "
-                 "--schedule interleaved")});
+             StrCat("--microbatch-group ", s.microbatch_group, " with --schedule ",
+                    kScheduleNames.Name(s.schedule),
+                    ": micro-batch groups belong to the interleaved schedule; drop it, or use "
+                    "--schedule interleaved")});
       }
       if (s.vpp > 1) {
         out.push_back(
-            {"--vpp", Cat("--vpp ", s.vpp, " with --schedule ", kScheduleNames.Name(s.schedule),
-                          ": only the interleaved, zb-v and dualpipev schedules run several model "
-                          "chunks per stage; use --vpp 1, or --schedule interleaved")});
+            {"--vpp",
+             StrCat("--vpp ", s.vpp, " with --schedule ", kScheduleNames.Name(s.schedule),
+                    ": only the interleaved, zb-v and dualpipev schedules run several model "
+                    "chunks per stage; use --vpp 1, or --schedule interleaved")});
       }
       return;
   }
@@ -479,11 +468,11 @@ void CheckBatch(const Strategy& s, Violations& out) {
   const int64_t per_step = SaturatingProduct({s.micro_batch, s.dp});
   if (s.global_batch % per_step == 0) return;
   out.push_back({"--global-batch",
-                 Cat("--global-batch ", s.global_batch, ": not divisible by --micro-batch ",
-                     s.micro_batch, " * --dp ", s.dp, " (", per_step, "); it would be ",
-                     s.global_batch, " / ", per_step, " = ", Ratio(s.global_batch, per_step),
-                     " micro-batches per data-parallel rank; use --global-batch ",
-                     NearestMultiples(s.global_batch, per_step))});
+                 StrCat("--global-batch ", s.global_batch, ": not divisible by --micro-batch ",
+                        s.micro_batch, " * --dp ", s.dp, " (", per_step, "); it would be ",
+                        s.global_batch, " / ", per_step, " = ", Ratio(s.global_batch, per_step),
+                        " micro-batches per data-parallel rank; use --global-batch ",
+                        NearestMultiples(s.global_batch, per_step))});
 }
 
 void CheckWorldSize(const Strategy& s, const ClusterSpec& cluster, Violations& out) {
@@ -495,41 +484,42 @@ void CheckWorldSize(const Strategy& s, const ClusterSpec& cluster, Violations& o
   std::string fix = "use smaller parallel degrees";
   if (cluster.gpus_per_node >= 1) {
     const int64_t nodes = world / cluster.gpus_per_node + (world % cluster.gpus_per_node != 0);
-    fix = Cat("use --nodes ", nodes, " or more, or ", fix);
+    fix = StrCat("use --nodes ", nodes, " or more, or ", fix);
   }
-  out.push_back({"--tp", Cat("--tp ", s.tp, " --pp ", s.pp, " --dp ", s.dp, " --cp ", s.cp,
-                             ": tp * pp * dp * cp = ", world, " GPUs, more than the ", *total,
-                             " of ", ClusterRef(cluster), " (", cluster.nodes.value_or(0),
-                             " nodes of ", cluster.gpus_per_node, " GPUs); ", fix)});
+  out.push_back({"--tp", StrCat("--tp ", s.tp, " --pp ", s.pp, " --dp ", s.dp, " --cp ", s.cp,
+                                ": tp * pp * dp * cp = ", world, " GPUs, more than the ", *total,
+                                " of ", ClusterRef(cluster), " (", cluster.nodes.value_or(0),
+                                " nodes of ", cluster.gpus_per_node, " GPUs); ", fix)});
 }
 
 // Load-balanced causal context parallelism splits the sequence into 2 * cp chunks and gives rank
 // r chunks r and 2cp - 1 - r (Megatron-LM's get_batch_on_this_cp_rank, megatron/core/utils.py).
 void CheckContextParallel(const Strategy& s, Violations& out) {
   if (s.cp == 1 && s.cp_comm != CpComm::kP2p) {
-    out.push_back({"--cp-comm", Cat("--cp-comm ", kCpCommNames.Name(s.cp_comm),
-                                    " with --cp 1: there is no context-parallel exchange to run "
-                                    "this way; drop --cp-comm, or "
-                                    "raise --cp")});
+    out.push_back({"--cp-comm", StrCat("--cp-comm ", kCpCommNames.Name(s.cp_comm),
+                                       " with --cp 1: there is no context-parallel exchange to run "
+                                       "this way; drop --cp-comm, or "
+                                       "raise --cp")});
   }
   if (s.cp < 2 || s.seq_len < 1) return;
   const int64_t chunks = SaturatingProduct({2, s.cp});
   if (s.seq_len % chunks == 0) return;
   out.push_back(
-      {"--seq", Cat("--seq ", s.seq_len, " with --cp ", s.cp,
-                    ": load-balanced causal context parallelism splits the sequence into 2 * cp = ",
-                    chunks, " chunks, and ", s.seq_len, " is not divisible by ", chunks,
-                    "; use --seq ", NearestMultiples(s.seq_len, chunks))});
+      {"--seq",
+       StrCat("--seq ", s.seq_len, " with --cp ", s.cp,
+              ": load-balanced causal context parallelism splits the sequence into 2 * cp = ",
+              chunks, " chunks, and ", s.seq_len, " is not divisible by ", chunks, "; use --seq ",
+              NearestMultiples(s.seq_len, chunks))});
 }
 
 // A learned absolute position table has one row per position; rotary embeddings have no limit.
 void CheckPositions(const Strategy& s, const ModelSpec& model, Violations& out) {
   if (model.position != PositionKind::kLearnedAbsolute) return;
   if (s.seq_len <= model.max_position_embeddings) return;
-  out.push_back({"--seq", Cat("--seq ", s.seq_len, ": exceeds max_position_embeddings (",
-                              model.max_position_embeddings, ") of ", ModelRef(model),
-                              ", whose learned position table has no rows beyond it; use --seq ",
-                              model.max_position_embeddings, " or less")});
+  out.push_back({"--seq", StrCat("--seq ", s.seq_len, ": exceeds max_position_embeddings (",
+                                 model.max_position_embeddings, ") of ", ModelRef(model),
+                                 ", whose learned position table has no rows beyond it; use --seq ",
+                                 model.max_position_embeddings, " or less")});
 }
 
 // Megatron-LM carves the expert-parallel groups out of the data- (and context-) parallel ranks:
@@ -538,26 +528,27 @@ void CheckExperts(const Strategy& s, const ModelSpec& model, Violations& out) {
   if (s.ep < 2) return;
   if (!model.moe.has_value() || model.moe->num_experts < 1) {
     out.push_back(
-        {"--ep", Cat("--ep ", s.ep, ": ", ModelRef(model),
-                     " is a dense model, with no experts to spread over expert-parallel ranks; "
-                     "use --ep 1")});
+        {"--ep", StrCat("--ep ", s.ep, ": ", ModelRef(model),
+                        " is a dense model, with no experts to spread over expert-parallel ranks; "
+                        "use --ep 1")});
     return;
   }
   const int64_t experts = model.moe->num_experts;
   if (experts % s.ep != 0) {
-    out.push_back({"--ep", Cat("--ep ", s.ep, ": num_experts (", experts, ") of ", ModelRef(model),
-                               " is not divisible by it; use an ep that divides ", experts, " (",
-                               DivisorList(experts), ")")});
+    out.push_back(
+        {"--ep", StrCat("--ep ", s.ep, ": num_experts (", experts, ") of ", ModelRef(model),
+                        " is not divisible by it; use an ep that divides ", experts, " (",
+                        DivisorList(experts), ")")});
   }
   if (s.etp != 0) return;  // CheckExpertTensorParallel places the expert groups
   if (!AllPositive({s.dp, s.cp})) return;
   const int64_t replicas = SaturatingProduct({s.dp, s.cp});
   if (replicas % s.ep == 0) return;
-  out.push_back({"--ep", Cat("--ep ", s.ep, " with --dp ", s.dp, " --cp ", s.cp,
-                             ": expert-parallel ranks are carved from the dp * cp = ", replicas,
-                             " data- and context-parallel ranks, and ", replicas,
-                             " is not divisible by ", s.ep, "; use an ep that divides ", replicas,
-                             " (", DivisorList(replicas), "), or raise --dp")});
+  out.push_back({"--ep", StrCat("--ep ", s.ep, " with --dp ", s.dp, " --cp ", s.cp,
+                                ": expert-parallel ranks are carved from the dp * cp = ", replicas,
+                                " data- and context-parallel ranks, and ", replicas,
+                                " is not divisible by ", s.ep, "; use an ep that divides ",
+                                replicas, " (", DivisorList(replicas), "), or raise --dp")});
 }
 
 void CheckDtype(const Strategy& s, const ClusterSpec& cluster, Violations& out) {
@@ -565,14 +556,14 @@ void CheckDtype(const Strategy& s, const ClusterSpec& cluster, Violations& out) 
   std::string available;
   for (Dtype dtype : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
     if (!cluster.gpu.PeakTflops(dtype).has_value()) continue;
-    available += Cat(available.empty() ? "" : ", ", kDtypeNames.Name(dtype));
+    available += StrCat(available.empty() ? "" : ", ", kDtypeNames.Name(dtype));
   }
   const std::string_view name = kDtypeNames.Name(s.dtype);
-  out.push_back({"--dtype", Cat("--dtype ", name, ": ", GpuRef(cluster.gpu), " of ",
-                                ClusterRef(cluster), " lists no ", name, " tensor-core peak (",
-                                name, "_tflops); use a --dtype it has (",
-                                available.empty() ? std::string("none listed") : available,
-                                "), or a cluster whose GPU has ", name)});
+  out.push_back({"--dtype", StrCat("--dtype ", name, ": ", GpuRef(cluster.gpu), " of ",
+                                   ClusterRef(cluster), " lists no ", name, " tensor-core peak (",
+                                   name, "_tflops); use a --dtype it has (",
+                                   available.empty() ? std::string("none listed") : available,
+                                   "), or a cluster whose GPU has ", name)});
 }
 
 // ZeRO-Offload (Ren et al. 2021) keeps the ZeRO-partitioned optimizer state in CPU memory, so it
@@ -583,14 +574,15 @@ void CheckOffload(const Strategy& s, Violations& out) {
   if (s.offload == Offload::kOptimizer && s.zero_stage < 1) {
     out.push_back(
         {"--offload",
-         Cat("--offload optimizer with --zero ", s.zero_stage,
-             ": ZeRO-Offload moves the ZeRO-partitioned optimizer state to the CPU, so it "
-             "runs on top of ZeRO; use --zero 1 or higher, or --offload none")});
+         StrCat("--offload optimizer with --zero ", s.zero_stage,
+                ": ZeRO-Offload moves the ZeRO-partitioned optimizer state to the CPU, so it "
+                "runs on top of ZeRO; use --zero 1 or higher, or --offload none")});
   }
   if (s.offload == Offload::kOptimizerAndParams && s.zero_stage < 3) {
     out.push_back(
         {"--offload",
-         Cat("--offload optimizer+params with --zero ", s.zero_stage,
+         StrCat(
+             "--offload optimizer+params with --zero ", s.zero_stage,
              ": parameters live on the CPU only between ZeRO-3's per-layer gathers; use --zero 3, "
              "or --offload optimizer")});
   }
@@ -601,17 +593,17 @@ void CheckOffload(const Strategy& s, Violations& out) {
 void CheckRecomputeLayers(const Strategy& s, const ModelSpec& model, Violations& out) {
   if (s.recompute_layers == 0) return;
   if (s.recompute_layers < 0) {
-    out.push_back({"--recompute-layers", Cat("--recompute-layers ", s.recompute_layers,
-                                             ": must be at least 0; use 0 for every layer")});
+    out.push_back({"--recompute-layers", StrCat("--recompute-layers ", s.recompute_layers,
+                                                ": must be at least 0; use 0 for every layer")});
     return;
   }
   if (s.recompute != Recompute::kFull) {
     out.push_back(
         {"--recompute-layers",
-         Cat("--recompute-layers ", s.recompute_layers, " with --recompute ",
-             kRecomputeNames.Name(s.recompute),
-             ": the layer count applies to full recompute only; use --recompute full, or drop "
-             "--recompute-layers")});
+         StrCat("--recompute-layers ", s.recompute_layers, " with --recompute ",
+                kRecomputeNames.Name(s.recompute),
+                ": the layer count applies to full recompute only; use --recompute full, or drop "
+                "--recompute-layers")});
     return;
   }
   Violations split;
@@ -622,9 +614,9 @@ void CheckRecomputeLayers(const Strategy& s, const ModelSpec& model, Violations&
   const int64_t most = *std::max_element(layers.begin(), layers.end());
   if (s.recompute_layers > most) {
     out.push_back(
-        {"--recompute-layers", Cat("--recompute-layers ", s.recompute_layers,
-                                   ": the largest model chunk of ", ModelRef(model), " holds ",
-                                   most, " layers; use --recompute-layers ", most, " or less")});
+        {"--recompute-layers", StrCat("--recompute-layers ", s.recompute_layers,
+                                      ": the largest model chunk of ", ModelRef(model), " holds ",
+                                      most, " layers; use --recompute-layers ", most, " or less")});
   }
 }
 
@@ -635,32 +627,32 @@ void CheckExpertTensorParallel(const Strategy& s, const ModelSpec& model, Violat
   if (s.etp == 0) return;
   if (s.etp < 0) {
     out.push_back(
-        {"--etp", Cat("--etp ", s.etp,
-                      ": must be at least 1, or 0 for the tp size (Megatron-LM's default)")});
+        {"--etp", StrCat("--etp ", s.etp,
+                         ": must be at least 1, or 0 for the tp size (Megatron-LM's default)")});
     return;
   }
   if (!model.moe.has_value() || model.moe->num_experts < 1) {
     if (s.etp != 1 && s.etp != s.tp) {
-      out.push_back({"--etp", Cat("--etp ", s.etp, ": ", ModelRef(model),
-                                  " is a dense model with no experts to split; drop --etp")});
+      out.push_back({"--etp", StrCat("--etp ", s.etp, ": ", ModelRef(model),
+                                     " is a dense model with no experts to split; drop --etp")});
     }
     return;
   }
   const int64_t ffn = model.moe->expert_intermediate_size;
   if (ffn > 0 && ffn % s.etp != 0) {
     out.push_back(
-        {"--etp", Cat("--etp ", s.etp, ": the expert intermediate size (", ffn, ") of ",
-                      ModelRef(model), " is not divisible by it; use an etp that divides ", ffn,
-                      " (", DivisorList(ffn), ")")});
+        {"--etp", StrCat("--etp ", s.etp, ": the expert intermediate size (", ffn, ") of ",
+                         ModelRef(model), " is not divisible by it; use an etp that divides ", ffn,
+                         " (", DivisorList(ffn), ")")});
   }
   if (!AllPositive({s.tp, s.dp, s.cp, s.ep})) return;
   const int64_t ranks = SaturatingProduct({s.tp, s.dp, s.cp});
   const int64_t group = SaturatingProduct({s.ep, s.etp});
   if (ranks % group != 0) {
-    out.push_back({"--ep", Cat("--ep ", s.ep, " --etp ", s.etp, ": the expert grid (ep * etp = ",
-                               group, ") is carved from the tp * dp * cp = ", ranks,
-                               " ranks of a stage, and ", ranks, " is not divisible by ", group,
-                               "; use an ep * etp that divides ", ranks)});
+    out.push_back({"--ep", StrCat("--ep ", s.ep, " --etp ", s.etp, ": the expert grid (ep * etp = ",
+                                  group, ") is carved from the tp * dp * cp = ", ranks,
+                                  " ranks of a stage, and ", ranks, " is not divisible by ", group,
+                                  "; use an ep * etp that divides ", ranks)});
   }
 }
 
@@ -673,9 +665,9 @@ void CheckExpertTensorPlacement(const Strategy& s, const ModelSpec& model,
   if (s.etp < 1 || !moe || !AllPositive({s.tp, s.dp, s.cp, s.ep})) return;
   const int64_t domain = cluster.NvlinkDomainGpus();
   if (!s.allow_cross_node_tp && domain >= 1 && s.etp > domain) {
-    out.push_back({"--etp", Cat("--etp ", s.etp, ": exceeds the ", NvlinkDomainWords(cluster),
-                                " of ", ClusterRef(cluster), "; use --etp ", domain,
-                                " or less, or pass --allow-cross-node-tp")});
+    out.push_back({"--etp", StrCat("--etp ", s.etp, ": exceeds the ", NvlinkDomainWords(cluster),
+                                   " of ", ClusterRef(cluster), "; use --etp ", domain,
+                                   " or less, or pass --allow-cross-node-tp")});
   }
 }
 
@@ -683,21 +675,23 @@ void CheckMoeRouting(const Strategy& s, const ModelSpec& model, Violations& out)
   const bool moe = model.moe.has_value() && model.moe->num_experts >= 1;
   // Written so that NaN fails too: every comparison with NaN is false.
   if (!(s.moe_capacity_factor >= 0) || !std::isfinite(s.moe_capacity_factor)) {
-    out.push_back({"--moe-capacity-factor",
-                   Cat("--moe-capacity-factor ", s.moe_capacity_factor,
-                       ": must be positive, or 0 for dropless routing (Megatron-LM's default)")});
+    out.push_back(
+        {"--moe-capacity-factor",
+         StrCat("--moe-capacity-factor ", s.moe_capacity_factor,
+                ": must be positive, or 0 for dropless routing (Megatron-LM's default)")});
   }
   if (!(s.moe_imbalance >= 1) || !std::isfinite(s.moe_imbalance)) {
     out.push_back(
         {"--moe-imbalance",
-         Cat("--moe-imbalance ", s.moe_imbalance,
+         StrCat(
+             "--moe-imbalance ", s.moe_imbalance,
              ": the busiest expert's tokens over the mean cannot be below 1; use 1 for a balanced "
              "router, more for a skewed one")});
   }
   if (!moe && (s.moe_capacity_factor != 0 || s.moe_imbalance != 1.0)) {
-    out.push_back(
-        {"--moe-capacity-factor", Cat("--moe-capacity-factor / --moe-imbalance: ", ModelRef(model),
-                                      " is a dense model with no router; drop them")});
+    out.push_back({"--moe-capacity-factor",
+                   StrCat("--moe-capacity-factor / --moe-imbalance: ", ModelRef(model),
+                          " is a dense model with no router; drop them")});
   }
 }
 
@@ -707,19 +701,20 @@ void CheckMoeRouting(const Strategy& s, const ModelSpec& model, Violations& out)
 void CheckZeroWithPipeline(const Strategy& s, Violations& out) {
   if (s.zero_stage < 2 || s.zero_stage > 3) return;
   if (s.schedule == ScheduleKind::kZbH1) {
-    out.push_back({"--zero", Cat("--zero ", s.zero_stage,
-                                 " with --schedule zb-h1: ZeRO-2 and -3 reduce-scatter each "
-                                 "micro-batch's gradients as its backward produces them, which a "
-                                 "deferred weight-gradient "
-                                 "pass would hold back; use --schedule 1f1b")});
+    out.push_back(
+        {"--zero", StrCat("--zero ", s.zero_stage,
+                          " with --schedule zb-h1: ZeRO-2 and -3 reduce-scatter each "
+                          "micro-batch's gradients as its backward produces them, which a "
+                          "deferred weight-gradient "
+                          "pass would hold back; use --schedule 1f1b")});
   }
   if (s.pp <= 1) return;
   out.push_back(
       {"--zero",
-       Cat("--zero ", s.zero_stage, " with --pp ", s.pp,
-           ": ZeRO stages 2 and 3 shard gradients across micro-batches, which pipeline "
-           "parallelism accumulates (DeepSpeed refuses the pair); use --zero 1 (Megatron-LM's "
-           "distributed optimizer) or --pp 1")});
+       StrCat("--zero ", s.zero_stage, " with --pp ", s.pp,
+              ": ZeRO stages 2 and 3 shard gradients across micro-batches, which pipeline "
+              "parallelism accumulates (DeepSpeed refuses the pair); use --zero 1 (Megatron-LM's "
+              "distributed optimizer) or --pp 1")});
 }
 
 // Megatron-LM's validate_args: --overlap-param-gather needs the distributed optimizer and
@@ -741,9 +736,9 @@ void CheckOverlap(const Strategy& s, Violations& out) {
   if (s.tp_comm_overlap && (s.tp < 2 || !s.sp)) {
     out.push_back(
         {"--tp-comm-overlap",
-         Cat("--tp-comm-overlap with --tp ", s.tp, s.sp ? "" : " and no --sp",
-             ": it overlaps the sequence-parallel all-gathers and reduce-scatters with GEMMs; "
-             "use --tp 2 or more with --sp, or drop --tp-comm-overlap")});
+         StrCat("--tp-comm-overlap with --tp ", s.tp, s.sp ? "" : " and no --sp",
+                ": it overlaps the sequence-parallel all-gathers and reduce-scatters with GEMMs; "
+                "use --tp 2 or more with --sp, or drop --tp-comm-overlap")});
   }
   // fp8 runs on bf16 parameters and gradients (Megatron-LM takes --fp8-format on top of --bf16), so
   // bf16 reduction applies to it as to bf16: megatron/training/arguments.py reads
@@ -751,8 +746,8 @@ void CheckOverlap(const Strategy& s, Violations& out) {
   if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp8) {
     out.push_back(
         {"--grad-reduce-in-bf16",
-         Cat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
-             ": it applies to bf16 and fp8 training; drop it or use --dtype bf16 or fp8")});
+         StrCat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
+                ": it applies to bf16 and fp8 training; drop it or use --dtype bf16 or fp8")});
   }
 }
 
@@ -763,9 +758,9 @@ void CheckGradAccumulation(const Strategy& s, Violations& out) {
   if (s.grad_accumulation == GradAccumulation::kAutograd && s.zero_stage >= 1) {
     out.push_back(
         {"--grad-accumulation",
-         Cat("--grad-accumulation autograd with --zero ", s.zero_stage,
-             ": the sharded optimizer reduces a contiguous main-gradient buffer, which autograd "
-             "accumulation has none of; use --grad-accumulation fused or add, or --zero 0")});
+         StrCat("--grad-accumulation autograd with --zero ", s.zero_stage,
+                ": the sharded optimizer reduces a contiguous main-gradient buffer, which autograd "
+                "accumulation has none of; use --grad-accumulation fused or add, or --zero 0")});
   }
 }
 

@@ -183,11 +183,6 @@ Status CheckLayerSupported(const ModelSpec& m, const Strategy& s, const LayerOps
   return CheckKernel(m, s, o);
 }
 
-std::string ModelRef(const ModelSpec& model) {
-  if (!model.file.empty()) return model.file;
-  return model.name.empty() ? std::string("the model") : model.name;
-}
-
 Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
                                    const LayerOpsOptions& o) {
   LOOM_RETURN_IF_ERROR(CheckSizes(m));

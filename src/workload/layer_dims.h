@@ -99,9 +99,6 @@ Status CheckLayerSupported(const ModelSpec& model, const Strategy& strategy,
 Result<LayerDims> ComputeLayerDims(const ModelSpec& model, const Strategy& strategy,
                                    const LayerOpsOptions& options);
 
-// How messages name |model|: its file, else its name.
-std::string ModelRef(const ModelSpec& model);
-
 // A norm (LayerNorm or RMSNorm) over tokens_sp rows; it keeps its input.
 Op NormOp(const LayerDims& d, OpName name);
 // Its backward: reads dY, X and the residual branch's gradient, writes dX.

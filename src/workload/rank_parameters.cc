@@ -13,11 +13,6 @@ namespace {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
-std::string ModelName(const ModelSpec& m) {
-  if (!m.file.empty()) return m.file;
-  return m.name.empty() ? std::string("the model") : m.name;
-}
-
 // One layer's parameters on one tp rank, in checked integers.
 class ShardedLayer {
  public:
@@ -101,7 +96,7 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
   }
   if (s.layout.empty() && s.first_stage_layers == 0 && s.last_stage_layers == 0 &&
       m.num_layers % s.pp != 0) {
-    return Status::InvalidArgument(ModelName(m) + ": num_hidden_layers (" + Str(m.num_layers) +
+    return Status::InvalidArgument(ModelRef(m) + ": num_hidden_layers (" + Str(m.num_layers) +
                                    ") is not divisible by pp (" + Str(s.pp) +
                                    "); use a pp that divides it");
   }
@@ -116,18 +111,18 @@ Status CheckSplits(const ModelSpec& m, const Strategy& s, int64_t stage) {
                      (!m.moe || (m.moe->expert_intermediate_size % s.tp == 0 &&
                                  m.moe->shared_expert_intermediate_size % s.tp == 0));
   if (!split) {
-    return Status::InvalidArgument(ModelName(m) + ": num_attention_heads (" + Str(m.num_heads) +
+    return Status::InvalidArgument(ModelRef(m) + ": num_attention_heads (" + Str(m.num_heads) +
                                    "), num_key_value_heads (" + Str(m.num_kv_heads) +
                                    ") and the intermediate sizes must all be divisible by --tp " +
                                    Str(s.tp));
   }
   if (m.moe && (s.ExpertTp() < 1 || m.moe->expert_intermediate_size % s.ExpertTp() != 0)) {
     return Status::InvalidArgument(
-        ModelName(m) + ": the expert intermediate size (" + Str(m.moe->expert_intermediate_size) +
+        ModelRef(m) + ": the expert intermediate size (" + Str(m.moe->expert_intermediate_size) +
         ") is not divisible by --etp " + Str(s.ExpertTp()) + "; use an etp that divides it");
   }
   if (m.moe && m.moe->num_experts % s.ep != 0) {
-    return Status::InvalidArgument(ModelName(m) + ": the " + Str(m.moe->num_experts) +
+    return Status::InvalidArgument(ModelRef(m) + ": the " + Str(m.moe->num_experts) +
                                    " routed experts do not split over --ep " + Str(s.ep) +
                                    "; use an ep that divides " + Str(m.moe->num_experts));
   }
@@ -177,7 +172,7 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
     if (!m.tie_word_embeddings || s.pp > 1) dense += vocab_shard;
   }
   if (dense.overflowed() || expert.overflowed()) {
-    return Status::InvalidArgument(ModelName(m) + ": the parameter count of pipeline stage " +
+    return Status::InvalidArgument(ModelRef(m) + ": the parameter count of pipeline stage " +
                                    Str(stage) + " overflows 64 bits; check the model's sizes");
   }
   return RankParameters{dense.value(), expert.value()};
@@ -188,7 +183,7 @@ Result<int64_t> LayerParametersPerRank(const ModelSpec& m, const Strategy& s, in
     return Status::InvalidArgument("--tp, --ep and --etp must be at least 1");
   }
   if (layer < 0 || layer >= m.num_layers) {
-    return Status::InvalidArgument(ModelName(m) + ": layer " + Str(layer) +
+    return Status::InvalidArgument(ModelRef(m) + ": layer " + Str(layer) +
                                    " does not exist; the model has " + Str(m.num_layers) +
                                    " layers");
   }
@@ -196,7 +191,7 @@ Result<int64_t> LayerParametersPerRank(const ModelSpec& m, const Strategy& s, in
       LayerShareOf(m, ShardedLayer(m, s.tp), ShardedLayer(m, s.ExpertTp()), s.ep, layer);
   const CheckedInt params = share.dense + share.expert;
   if (params.overflowed()) {
-    return Status::InvalidArgument(ModelName(m) + ": the parameter count of layer " + Str(layer) +
+    return Status::InvalidArgument(ModelRef(m) + ": the parameter count of layer " + Str(layer) +
                                    " overflows 64 bits; check the model's sizes");
   }
   return params.value();

@@ -204,9 +204,9 @@ TEST(Validate, ReportTableShowsErrorsInPercentAndTheOrderCheck) {
   PrintStepComparison(c, out);
   const std::string text = out.str();
   EXPECT_NE(text.find("step time"), std::string::npos) << text;
-  EXPECT_NE(text.find("+10.0 %"), std::string::npos) << text;
-  EXPECT_NE(text.find("+20.0 %"), std::string::npos) << text;
-  EXPECT_NE(text.find("-5.0 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("+10.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("+20.0%"), std::string::npos) << text;
+  EXPECT_NE(text.find("-5.0%"), std::string::npos) << text;
   EXPECT_NE(text.find("median of 3 steps"), std::string::npos) << text;
   EXPECT_NE(text.find("compute"), std::string::npos) << text;
   EXPECT_NE(text.find("0 inversions in 1,234 pairs"), std::string::npos) << text;
