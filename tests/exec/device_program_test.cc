@@ -20,23 +20,12 @@ namespace {
 // replica. Bandwidth sharing is off, so every task takes its predicted duration whatever runs
 // beside it, as the replay below assumes.
 PlanFile MakePlan(ScheduleKind schedule, int64_t dp, int64_t tp = 1) {
-  Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
-  Strategy s;
-  s.pp = 4;
-  s.dp = dp;
+  Strategy s = PipelineStrategy(4, dp, 4, schedule);
   s.tp = tp;
   s.sp = tp > 1;
-  s.vpp = schedule == ScheduleKind::k1F1B ? 1 : 2;
-  s.schedule = schedule;
-  s.micro_batch = 1;
-  s.global_batch = 4 * dp;
-  s.seq_len = 1024;
-  s.zero_stage = 1;
   SimulationOptions options;
   options.share_bandwidth = false;
-  Result<PlanFile> plan = MakePlanFile(in.model, in.cluster, s, options, {});
-  EXPECT_TRUE(plan.ok()) << plan.status().message();
-  return plan.ok() ? std::move(plan).value() : PlanFile();
+  return Llama8bPlan(s, options);
 }
 
 std::vector<DeviceProgram> Programs(const PlanFile& plan, const ExecPlan& exec) {

@@ -29,25 +29,9 @@ std::string TempPath(const std::string& name) {
 
 // Llama 3 8B on one DGX H100 node: pp = 4, dp = 2, so every step has 8 ranks and data-parallel
 // collectives between the replicas.
-Strategy SmallStrategy(ScheduleKind schedule) {
-  Strategy s;
-  s.pp = 4;
-  s.dp = 2;
-  s.vpp = schedule == ScheduleKind::k1F1B ? 1 : 2;
-  s.schedule = schedule;
-  s.micro_batch = 1;
-  s.global_batch = 16;
-  s.seq_len = 1024;
-  s.zero_stage = 1;
-  return s;
-}
-
 PlanFile MakeSmallPlan(ScheduleKind schedule) {
-  Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
-  const nlohmann::ordered_json source = {{"model", "models/llama3-8b.json"}, {"gpus", 8}};
-  Result<PlanFile> plan = MakePlanFile(in.model, in.cluster, SmallStrategy(schedule), {}, source);
-  EXPECT_TRUE(plan.ok()) << plan.status().message();
-  return plan.ok() ? std::move(plan).value() : PlanFile();
+  return Llama8bPlan(PipelineStrategy(4, 2, 8, schedule), {},
+                     {{"model", "models/llama3-8b.json"}, {"gpus", 8}});
 }
 
 // Every field of every table of |a| and |b| is the same.

@@ -16,20 +16,9 @@ namespace {
 
 // Llama 3 8B on one DGX H100 node, pp = 2, dp = 2, ZeRO-1, with selective or full recompute.
 PlanFile MakePlan(Recompute recompute, ScheduleKind schedule = ScheduleKind::k1F1B) {
-  Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
-  Strategy s;
-  s.pp = 2;
-  s.dp = 2;
-  s.vpp = schedule == ScheduleKind::k1F1B ? 1 : 2;
-  s.schedule = schedule;
-  s.micro_batch = 1;
-  s.global_batch = 8;
-  s.seq_len = 1024;
-  s.zero_stage = 1;
+  Strategy s = PipelineStrategy(2, 2, 4, schedule);
   s.recompute = recompute;
-  Result<PlanFile> plan = MakePlanFile(in.model, in.cluster, s, {}, {});
-  EXPECT_TRUE(plan.ok()) << plan.status().message();
-  return plan.ok() ? std::move(plan).value() : PlanFile();
+  return Llama8bPlan(s);
 }
 
 // What the workload says a pass runs is what the simulator timed: the predicted times of a pass
