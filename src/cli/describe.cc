@@ -48,12 +48,8 @@ struct DescribeReport {
 
 Result<DescribeReport> BuildReport(const DescribeOptions& options) {
   DescribeReport report;
-  Result<ModelSpec> model = LoadModelSpec(options.model_path);
-  if (!model.ok()) return model.status();
-  report.model = *model;
-  Result<ParameterCount> params = CountParameters(report.model);
-  if (!params.ok()) return params.status();
-  report.params = *params;
+  LOOM_ASSIGN_OR_RETURN(report.model, LoadModelSpec(options.model_path));
+  LOOM_ASSIGN_OR_RETURN(report.params, CountParameters(report.model));
   report.seq_from_model = !options.seq_len.has_value();
   report.seq_len = options.seq_len.value_or(report.model.max_position_embeddings);
   report.flops = ModelFlopsPerToken(report.model, report.seq_len);
@@ -65,9 +61,7 @@ Result<DescribeReport> BuildReport(const DescribeOptions& options) {
     report.states.push_back({dtype, *bytes});
   }
   if (!options.cluster_path.empty()) {
-    Result<ClusterSpec> cluster = LoadClusterSpec(options.cluster_path, options.nodes);
-    if (!cluster.ok()) return cluster.status();
-    report.cluster = *cluster;
+    LOOM_ASSIGN_OR_RETURN(report.cluster, LoadClusterSpec(options.cluster_path, options.nodes));
   }
   return report;
 }
@@ -228,14 +222,13 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
       "  loom describe --model ~/.cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/<hash>");
   cmd->callback([options, cmd, &runner] {
     runner = [options, cmd](std::ostream& out, std::ostream& err) -> Status {
-      Result<DescribeReport> report = BuildReport(*options);
-      if (!report.ok()) return report.status();
-      for (const std::string& warning : report->model.warnings)
+      LOOM_ASSIGN_OR_RETURN(DescribeReport report, BuildReport(*options));
+      for (const std::string& warning : report.model.warnings)
         err << "loom: warning: " << warning << "\n";
       if (options->json) {
-        out << JsonText(Stamped(ReportJson(*report), CommandRequest(*cmd))) << "\n";
+        out << JsonText(Stamped(ReportJson(report), CommandRequest(*cmd))) << "\n";
       } else {
-        PrintHuman(*report, out);
+        PrintHuman(report, out);
       }
       return Status::Ok();
     };

@@ -75,9 +75,7 @@ std::vector<std::string> WithAuto(std::vector<std::string> modes) {
 
 // The cluster with enough nodes for |gpus| and for |max_gpus| (--max-gpus; 0 when not given).
 Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus, int64_t max_gpus) {
-  Result<ClusterSpec> loaded = LoadClusterSpec(path, std::nullopt);
-  if (!loaded.ok()) return loaded.status();
-  ClusterSpec cluster = std::move(loaded).value();
+  LOOM_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterSpec(path, std::nullopt));
   const int64_t per_node = cluster.gpus_per_node;
   if (gpus > per_node && gpus % per_node != 0) {
     return Status::InvalidArgument("--gpus " + std::to_string(gpus) + ": not a whole number of " +
@@ -155,17 +153,16 @@ Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& h
       {"simulation",
        {{"attention", o.attention}, {"dropout", simulation.kernels.dropout}, {"full", true}}},
       {"request", o.request}};
-  Result<PlanFile> plan =
-      MakePlanFile(header.model, header.cluster, strategy, simulation, std::move(source));
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(PlanFile plan, MakePlanFile(header.model, header.cluster, strategy,
+                                                    simulation, std::move(source)));
   EmitResult emitted;
   if (!o.out_given) {
-    emitted.file_text = PlanFileText(*plan);
+    emitted.file_text = PlanFileText(plan);
   } else {
-    LOOM_RETURN_IF_ERROR(WritePlanFile(*plan, o.out));
+    LOOM_RETURN_IF_ERROR(WritePlanFile(plan, o.out));
   }
-  const int32_t ranks = plan->step.graph.num_ranks();
-  const int32_t tasks = plan->step.graph.num_tasks();
+  const int32_t ranks = plan.step.graph.num_ranks();
+  const int32_t tasks = plan.step.graph.num_tasks();
   // Without --out the file went to stdout, wherever the shell sent it.
   const std::string file = o.out_given ? o.out : "plan.json";
   const std::string validate =
@@ -177,15 +174,15 @@ Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& h
            ? std::string(
                  "wrote the plan file to stdout (save it: loom plan ... --emit plan > plan.json)")
            : "wrote " + o.out) +
-      ": " + std::to_string(ranks) + " ranks (" + std::to_string(plan->step.stages) + " stages x " +
-      std::to_string(plan->step.replicas) + " replicas), " + std::to_string(tasks) +
+      ": " + std::to_string(ranks) + " ranks (" + std::to_string(plan.step.stages) + " stages x " +
+      std::to_string(plan.step.replicas) + " replicas), " + std::to_string(tasks) +
       " tasks\nrun its rank programs and compare them with the prediction:\n  " + validate + "\n";
   emitted.json = {{"format", "plan"},
                   {"rank", rank},
                   {"plan_file", o.out},
                   {"ranks", ranks},
-                  {"stages", plan->step.stages},
-                  {"replicas", plan->step.replicas},
+                  {"stages", plan.step.stages},
+                  {"replicas", plan.step.replicas},
                   {"tasks", tasks},
                   {"validate", validate}};
   return emitted;
@@ -207,45 +204,43 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header,
   emitted.rank = rank;
   if (emit == "megatron") {
     const MegatronOptions megatron = MegatronOptionsOf(o);
-    Result<std::vector<std::string>> args = MegatronArguments(model, s, megatron);
-    if (!args.ok()) return args.status();
-    emitted.text = FormatMegatronCommand(*args, megatron, s.dtype);
+    LOOM_ASSIGN_OR_RETURN(std::vector<std::string> args, MegatronArguments(model, s, megatron));
+    emitted.text = FormatMegatronCommand(args, megatron, s.dtype);
     emitted.notes = MegatronNotes(model, megatron);
     nlohmann::ordered_json env = nlohmann::ordered_json::object();
-    for (const EnvVariable& v : MegatronEnvironment(*args, s.dtype)) env[v.name] = v.value;
+    for (const EnvVariable& v : MegatronEnvironment(args, s.dtype)) env[v.name] = v.value;
     emitted.json = {
         {"format", "megatron"},
         {"rank", rank},
         {"megatron_version", kMegatronVersionNames.Name(megatron.version)},
-        {"minimum_megatron_version", kMegatronVersionNames.Name(MinimumMegatronVersion(*args))},
+        {"minimum_megatron_version", kMegatronVersionNames.Name(MinimumMegatronVersion(args))},
         {"env", env},
-        {"arguments", *args},
+        {"arguments", args},
         {"notes", emitted.notes}};
     return emitted;
   }
   DeepSpeedOptions ds_options;
   ds_options.attention =
       o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
-  Result<DeepSpeedPlan> ds = DeepSpeedConfig(model, s, ds_options);
-  if (!ds.ok()) return ds.status();
+  LOOM_ASSIGN_OR_RETURN(DeepSpeedPlan ds, DeepSpeedConfig(model, s, ds_options));
   std::string env_text;
   nlohmann::ordered_json env = nlohmann::ordered_json::object();
-  for (const auto& [name, value] : ds->env) {
+  for (const auto& [name, value] : ds.env) {
     env_text += "  export " + name + "=" + value + "\n";
     env[name] = value;
   }
   std::string args;
-  for (const std::string& a : ds->launcher_args)
+  for (const std::string& a : ds.launcher_args)
     args += (a.rfind("--", 0) == 0 && !args.empty() ? " \\\n    " : " ") + a;
   emitted.text = (env_text.empty() ? "" : "environment of every process:\n" + env_text + "\n") +
-                 "ds_config.json:\n" + JsonText(ds->config) +
+                 "ds_config.json:\n" + JsonText(ds.config) +
                  "\n\nMegatron-DeepSpeed pretrain_gpt.py arguments:\n   " + args + "\n";
-  emitted.notes = ds->notes;
+  emitted.notes = ds.notes;
   emitted.json = {{"format", "deepspeed"},
                   {"rank", rank},
                   {"env", env},
-                  {"config", ds->config},
-                  {"launcher_args", ds->launcher_args}};
+                  {"config", ds.config},
+                  {"launcher_args", ds.launcher_args}};
   return emitted;
 }
 
@@ -273,11 +268,9 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
         ": picks the plan that --emit emits; add --emit megatron, deepspeed or plan");
   }
   LOOM_RETURN_IF_ERROR(CheckGpuRange(o));
-  Result<ModelSpec> model = LoadModelSpec(o.model_path);
-  if (!model.ok()) return model.status();
-  for (const std::string& warning : model->warnings) err << "loom: warning: " << warning << "\n";
-  Result<ClusterSpec> cluster = ClusterFor(o.cluster_path, o.gpus, o.max_gpus);
-  if (!cluster.ok()) return cluster.status();
+  LOOM_ASSIGN_OR_RETURN(ModelSpec model, LoadModelSpec(o.model_path));
+  for (const std::string& warning : model.warnings) err << "loom: warning: " << warning << "\n";
+  LOOM_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterFor(o.cluster_path, o.gpus, o.max_gpus));
   SearchRequest request;
   request.gpus = o.gpus;
   request.global_batch = o.global_batch;
@@ -289,9 +282,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   request.grad_accumulation = o.grad_accumulation == "auto"
                                   ? GradAccumulation::kFused
                                   : *kGradAccumulationNames.Parse(o.grad_accumulation);
-  Result<Constraints> fixed = ParseConstraints(JoinedList(o.fix, ","), "--fix");
-  if (!fixed.ok()) return fixed.status();
-  request.fixed = *fixed;
+  LOOM_ASSIGN_OR_RETURN(request.fixed, ParseConstraints(JoinedList(o.fix, ","), "--fix"));
   request.min_gpus = o.min_gpus;
   request.max_gpus = o.max_gpus;
   PlanOptions options;
@@ -300,10 +291,10 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   options.max_step_time_s = o.max_step_time;
   options.distinct = o.distinct;
   options.training.tokens = o.tokens;
-  options.training.price_per_gpu_hour_usd = o.price ? o.price : cluster->price_per_gpu_hour_usd;
-  options.training.price_source = o.price                           ? "--price"
-                                  : cluster->price_per_gpu_hour_usd ? cluster->file
-                                                                    : "";
+  options.training.price_per_gpu_hour_usd = o.price ? o.price : cluster.price_per_gpu_hour_usd;
+  options.training.price_source = o.price                          ? "--price"
+                                  : cluster.price_per_gpu_hour_usd ? cluster.file
+                                                                   : "";
   // More threads than cores only contend: each simulation is CPU-bound.
   const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads = o.threads == 0 ? 0 : std::min(o.threads, cores);
@@ -322,30 +313,29 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   const std::string framework_name = o.framework != "auto" ? o.framework
                                      : o.emit == "plan"    ? "none"
                                                            : kDefaultFramework;
-  Result<std::optional<FrameworkProfile>> framework =
-      ResolveFramework(framework_name, o.cluster_path);
-  if (!framework.ok()) return framework.status();
-  options.simulation.framework = *framework;
+  LOOM_ASSIGN_OR_RETURN(options.simulation.framework,
+                        ResolveFramework(framework_name, o.cluster_path));
   options.progress = Progress(err, o.progress, options.objective);
   if (!o.emit.empty()) {
     // Rank only what the launch settings can express, so that the winner is emitted.
-    options.admit = [emit = o.emit, &model = *model, megatron = MegatronOptionsOf(o)](
-                        const Strategy& s) { return Expressible(emit, model, s, megatron); };
+    options.admit = [emit = o.emit, &model, megatron = MegatronOptionsOf(o)](const Strategy& s) {
+      return Expressible(emit, model, s, megatron);
+    };
     options.admit_rule = "--emit " + o.emit;
   }
-  const PlanHeader header{*model, *cluster, request, options};
+  const PlanHeader header{model, cluster, request, options};
   if (!o.explain.empty() && !o.report.empty()) {
     return Status::InvalidArgument("--report " + o.report +
                                    ": the report draws a search's ranked plans, which "
                                    "--explain does not rank; drop --explain, or drop --report");
   }
   if (!o.explain.empty()) {
-    Result<Explanation> explanation = Explain(*model, *cluster, request, options, o.explain);
-    if (!explanation.ok()) return explanation.status();
+    LOOM_ASSIGN_OR_RETURN(Explanation explanation,
+                          Explain(model, cluster, request, options, o.explain));
     if (o.json) {
-      out << JsonText(Stamped(ExplanationJson(header, *explanation), o.request)) << "\n";
+      out << JsonText(Stamped(ExplanationJson(header, explanation), o.request)) << "\n";
     } else {
-      PrintExplanation(header, *explanation, out);
+      PrintExplanation(header, explanation, out);
     }
     return Status::Ok();
   }
@@ -354,43 +344,40 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   const InterruptibleScope interruptible;
   options.stop_requested = InterruptRequested;
   const auto start = std::chrono::steady_clock::now();
-  Result<PlanReport> report = Plan(*model, *cluster, request, options);
-  if (!report.ok()) return report.status();
+  LOOM_ASSIGN_OR_RETURN(PlanReport report, Plan(model, cluster, request, options));
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string interrupted_by = report->interrupted ? SignalName(InterruptSignal()) : "";
+  const std::string interrupted_by = report.interrupted ? SignalName(InterruptSignal()) : "";
   std::optional<EmitResult> emitted;
-  if (!o.emit.empty() && !report->ranked.empty() && !report->interrupted) {
-    Result<EmitResult> e = Emit(o, header, *report, o.pick);
-    if (!e.ok()) return e.status();
-    emitted = std::move(e).value();
+  if (!o.emit.empty() && !report.ranked.empty() && !report.interrupted) {
+    LOOM_ASSIGN_OR_RETURN(emitted, Emit(o, header, report, o.pick));
   }
   if (!o.report.empty()) {
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
         o.report,
-        PlanSearchReport("loom plan: " + model->name + " on " + std::to_string(o.gpus) + " GPUs (" +
+        PlanSearchReport("loom plan: " + model.name + " on " + std::to_string(o.gpus) + " GPUs (" +
                              o.cluster_path + ")",
                          "global batch " + std::to_string(o.global_batch) + ", seq " +
                              std::to_string(o.seq_len) + ", objective " + o.objective,
-                         *report, options.objective),
+                         report, options.objective),
         "pass another --report"));
   }
   if (o.json) {
-    out << JsonText(Stamped(PlanJson(header, *report, wall_s, emitted, interrupted_by), o.request))
+    out << JsonText(Stamped(PlanJson(header, report, wall_s, emitted, interrupted_by), o.request))
         << "\n";
   } else {
     // --emit plan without --out: stdout holds the plan file alone, the table goes to stderr.
     std::ostream& table = o.emit == "plan" && !o.out_given ? err : out;
-    PrintPlan(header, *report, wall_s, table, interrupted_by);
+    PrintPlan(header, report, wall_s, table, interrupted_by);
     if (emitted) PrintEmitted(*emitted, table);
     if (emitted && !emitted->file_text.empty()) out << emitted->file_text;
-    if (report->interrupted && !o.emit.empty()) {
+    if (report.interrupted && !o.emit.empty()) {
       table << "--emit " << o.emit
             << ": nothing emitted, since the best plan of a partial search may not be the "
             << "best; run the search to the end, or pin the plan with --fix\n";
     }
   }
-  if (report->ranked.empty() && !report->interrupted) {
+  if (report.ranked.empty() && !report.interrupted) {
     if (o.max_step_time) {
       std::ostringstream limit;
       limit << *o.max_step_time;

@@ -100,40 +100,29 @@ Result<SweepOptions> Sweep(const ProbeOptions& o, const std::vector<ProbeGroup>&
                            std::optional<ModelSpec>* model, std::optional<ClusterSpec>* cluster) {
   SweepOptions s;
   if (!o.measure.empty()) {
-    Result<std::vector<ProbeKind>> kinds = ParseNames(o.measure, kProbeKindNames, "--measure");
-    if (!kinds.ok()) return kinds.status();
-    s.kinds = *kinds;
+    LOOM_ASSIGN_OR_RETURN(s.kinds, ParseNames(o.measure, kProbeKindNames, "--measure"));
   }
   if (!o.dtypes.empty()) {
-    Result<std::vector<Dtype>> dtypes = ParseNames(o.dtypes, kDtypeNames, "--dtypes");
-    if (!dtypes.ok()) return dtypes.status();
-    s.gemm_dtypes = *dtypes;
+    LOOM_ASSIGN_OR_RETURN(s.gemm_dtypes, ParseNames(o.dtypes, kDtypeNames, "--dtypes"));
   }
-  Result<int64_t> min_bytes = ParseBytes(o.min_bytes, "--min-bytes");
-  if (!min_bytes.ok()) return min_bytes.status();
-  Result<int64_t> max_bytes = ParseBytes(o.max_bytes, "--max-bytes");
-  if (!max_bytes.ok()) return max_bytes.status();
-  if (*min_bytes > *max_bytes) {
+  LOOM_ASSIGN_OR_RETURN(int64_t min_bytes, ParseBytes(o.min_bytes, "--min-bytes"));
+  LOOM_ASSIGN_OR_RETURN(int64_t max_bytes, ParseBytes(o.max_bytes, "--max-bytes"));
+  if (min_bytes > max_bytes) {
     return Status::InvalidArgument("--min-bytes " + o.min_bytes + " is above --max-bytes " +
                                    o.max_bytes +
                                    "; give the smallest collective size first, e.g. -b 8 -e 8G");
   }
-  s.min_collective_bytes = *min_bytes;
-  s.max_collective_bytes = *max_bytes;
+  s.min_collective_bytes = min_bytes;
+  s.max_collective_bytes = max_bytes;
   s.groups = groups;
   if (!o.for_model.empty()) {
-    Result<ModelSpec> m = LoadModelSpec(o.for_model);
-    if (!m.ok()) return m.status();
-    *model = *m;
+    LOOM_ASSIGN_OR_RETURN(*model, LoadModelSpec(o.for_model));
     if (!o.cluster.empty()) {
-      Result<ClusterSpec> c = LoadClusterSpec(o.cluster);
-      if (!c.ok()) return c.status();
-      *cluster = *c;
+      LOOM_ASSIGN_OR_RETURN(*cluster, LoadClusterSpec(o.cluster));
     }
-    Result<std::vector<Dtype>> dtype = ParseNames({o.dtype}, kDtypeNames, "--dtype");
-    if (!dtype.ok()) return dtype.status();
+    LOOM_ASSIGN_OR_RETURN(std::vector<Dtype> dtype, ParseNames({o.dtype}, kDtypeNames, "--dtype"));
     s.for_model = {&**model, *cluster ? &**cluster : nullptr, o.seq, o.micro_batches,
-                   dtype->front()};
+                   dtype.front()};
   }
   return s;
 }
@@ -141,33 +130,29 @@ Result<SweepOptions> Sweep(const ProbeOptions& o, const std::vector<ProbeGroup>&
 Status DryRun(const ProbeOptions& o, std::ostream& out) {
   std::optional<ModelSpec> model;
   std::optional<ClusterSpec> cluster;
-  Result<SweepOptions> sweep = Sweep(o, {}, &model, &cluster);
-  if (!sweep.ok()) return sweep.status();
-  Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
-  if (!points.ok()) return points.status();
+  LOOM_ASSIGN_OR_RETURN(SweepOptions sweep, Sweep(o, {}, &model, &cluster));
+  LOOM_ASSIGN_OR_RETURN(std::vector<ProbePoint> points, PlanSweep(sweep));
   // The estimate needs the GPU's calibrated model and the host's PCIe: the cluster file's.
   std::optional<SweepEstimate> estimate;
   if (!o.cluster.empty()) {
     if (!cluster) {
-      Result<ClusterSpec> c = LoadClusterSpec(o.cluster);
-      if (!c.ok()) return c.status();
-      cluster = *c;
+      LOOM_ASSIGN_OR_RETURN(cluster, LoadClusterSpec(o.cluster));
     }
     BenchSettings settings;
     settings.repeats = o.repeats;
     settings.warmup = o.warmup;
     settings.rotate_inputs = !o.no_rotate;
-    Result<ProbeDurationEstimate> duration = EstimateProbeDuration(*points, settings, *cluster);
-    if (!duration.ok()) return duration.status();
-    estimate = SweepEstimate{*duration,
+    LOOM_ASSIGN_OR_RETURN(ProbeDurationEstimate duration,
+                          EstimateProbeDuration(points, settings, *cluster));
+    estimate = SweepEstimate{duration,
                              std::filesystem::path(cluster->gpu.file).lexically_normal().string()};
   }
   // Under mpirun every rank lists the same sweep: rank 0 prints it.
   if (LauncherRank() != 0) return Status::Ok();
   if (o.json) {
-    out << JsonText(Stamped(SweepPlanJson(*points, {}, estimate), o.request)) << "\n";
+    out << JsonText(Stamped(SweepPlanJson(points, {}, estimate), o.request)) << "\n";
   } else {
-    PrintSweepPlan(*points, {}, estimate, out);
+    PrintSweepPlan(points, {}, estimate, out);
   }
   return Status::Ok();
 }
@@ -214,9 +199,8 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   int devices = 0;
   if (Status counted = cuda::CountDevices(&devices); !counted.ok())
     return OnRank(LauncherRank(), counted);
-  Result<std::unique_ptr<Launcher>> launcher = MakeProcessLauncher();
-  if (!launcher.ok()) return launcher.status();
-  Launcher& l = **launcher;
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Launcher> launcher, MakeProcessLauncher());
+  Launcher& l = *launcher;
   const int device = LocalIndex(l.Hosts(), l.Rank()) % devices;
   std::unique_ptr<KernelBench> kernels;
   DeviceFacts facts;
@@ -228,15 +212,13 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   }
   std::optional<ModelSpec> model;
   std::optional<ClusterSpec> cluster;
-  Result<SweepOptions> sweep = Sweep(o, GroupsToMeasure(l.Hosts()), &model, &cluster);
-  if (!sweep.ok()) return sweep.status();
-  Result<std::vector<ProbePoint>> points = PlanSweep(*sweep);
-  if (!points.ok()) return points.status();
+  LOOM_ASSIGN_OR_RETURN(SweepOptions sweep, Sweep(o, GroupsToMeasure(l.Hosts()), &model, &cluster));
+  LOOM_ASSIGN_OR_RETURN(std::vector<ProbePoint> points, PlanSweep(sweep));
   std::unique_ptr<CollectiveBench> collectives;
-  if (!sweep->groups.empty() && std::find(sweep->kinds.begin(), sweep->kinds.end(),
-                                          ProbeKind::kCollectives) != sweep->kinds.end()) {
+  if (!sweep.groups.empty() && std::find(sweep.kinds.begin(), sweep.kinds.end(),
+                                         ProbeKind::kCollectives) != sweep.kinds.end()) {
     Result<std::unique_ptr<CollectiveBench>> made =
-        cuda::MakeNcclCollectiveBench(l, device, sweep->groups);
+        cuda::MakeNcclCollectiveBench(l, device, sweep.groups);
     if (!made.ok()) return OnRank(l.Rank(), made.status());
     collectives = std::move(made).value();
   }
@@ -248,19 +230,19 @@ Status Measure(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   run.settings = Settings(o);
   run.collective_timeout_s = o.timeout_s;
   if (l.Rank() == 0)
-    err << "loom probe: " << points->size() << " points; writing " << run.output_path << "\n";
-  Result<ProbeSummary> summary = RunProbe(*points, facts, l, kernels.get(), collectives.get(), run,
-                                          l.Rank() == 0 ? TerminalProgress(err) : nullptr);
-  if (!summary.ok()) return summary.status();
+    err << "loom probe: " << points.size() << " points; writing " << run.output_path << "\n";
+  LOOM_ASSIGN_OR_RETURN(ProbeSummary summary,
+                        RunProbe(points, facts, l, kernels.get(), collectives.get(), run,
+                                 l.Rank() == 0 ? TerminalProgress(err) : nullptr));
   if (l.Rank() != 0) return Status::Ok();
   if (o.json) {
-    out << JsonText(Stamped(ProbeReportJson(*summary, run.output_path), o.request)) << "\n";
+    out << JsonText(Stamped(ProbeReportJson(summary, run.output_path), o.request)) << "\n";
   } else {
-    PrintProbeReport(*summary, out);
+    PrintProbeReport(summary, out);
   }
-  if (!summary->hangs.empty()) {
+  if (!summary.hangs.empty()) {
     std::string message;
-    for (const std::string& h : summary->hangs) message += (message.empty() ? "" : "\n") + h;
+    for (const std::string& h : summary.hangs) message += (message.empty() ? "" : "\n") + h;
     return Status::DeadlineExceeded(
         message +
         "\nthe profile keeps every point measured; rerun with --resume to "

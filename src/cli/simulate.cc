@@ -155,9 +155,8 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   std::optional<int64_t> nodes = options.nodes;
   Strategy strategy = CommandLineStrategy(options);
   if (!options.pipeline_layout.empty()) {
-    Result<std::vector<int64_t>> layout = ParsePipelineLayout(options.pipeline_layout, strategy.pp);
-    if (!layout.ok()) return layout.status();
-    strategy.layout = *std::move(layout);
+    LOOM_ASSIGN_OR_RETURN(strategy.layout,
+                          ParsePipelineLayout(options.pipeline_layout, strategy.pp));
   }
   std::string framework_name = options.framework;
   if (!options.scenario_path.empty()) {
@@ -168,27 +167,23 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
           " would be ignored; edit the scenario's keys, or drop the scenario and give every flag "
           "(--nodes and --framework may be given with a scenario: they override its keys)");
     }
-    Result<Scenario> scenario = LoadScenario(options.scenario_path);
-    if (!scenario.ok()) return scenario.status();
-    model_path = scenario->model_path;
-    cluster_path = scenario->cluster_path;
-    if (!nodes) nodes = scenario->nodes;
-    strategy = scenario->strategy;
-    if (!options.framework_given && scenario->framework) framework_name = *scenario->framework;
+    LOOM_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(options.scenario_path));
+    model_path = scenario.model_path;
+    cluster_path = scenario.cluster_path;
+    if (!nodes) nodes = scenario.nodes;
+    strategy = scenario.strategy;
+    if (!options.framework_given && scenario.framework) framework_name = *scenario.framework;
   } else if (model_path.empty() || cluster_path.empty()) {
     return Status::InvalidArgument(
         "simulate needs --model and --cluster, or a scenario file; see loom simulate --help");
   }
-  Result<ModelSpec> model = LoadModelSpec(model_path);
-  if (!model.ok()) return model.status();
-  for (const std::string& warning : model->warnings) err << "loom: warning: " << warning << "\n";
-  Result<ClusterSpec> cluster = LoadClusterSpec(cluster_path, nodes);
-  if (!cluster.ok()) return cluster.status();
-  Result<std::optional<FrameworkProfile>> framework =
-      ResolveFramework(framework_name, cluster_path);
-  if (!framework.ok()) return framework.status();
+  LOOM_ASSIGN_OR_RETURN(ModelSpec model, LoadModelSpec(model_path));
+  for (const std::string& warning : model.warnings) err << "loom: warning: " << warning << "\n";
+  LOOM_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterSpec(cluster_path, nodes));
+  LOOM_ASSIGN_OR_RETURN(std::optional<FrameworkProfile> framework,
+                        ResolveFramework(framework_name, cluster_path));
   SimulationOptions sim_options;
-  sim_options.framework = *framework;
+  sim_options.framework = framework;
   sim_options.full = options.full;
   sim_options.kernels.attention =
       options.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
@@ -196,23 +191,21 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   if (!options.scenario_path.empty()) {
     // The scenario's strategy: its errors name the scenario file and its keys, not flags.
     LOOM_RETURN_IF_ERROR(
-        InScenarioTerms(ValidateStrategy(strategy, *model, *cluster), options.scenario_path));
+        InScenarioTerms(ValidateStrategy(strategy, model, cluster), options.scenario_path));
   }
-  Result<PreparedStep> prepared = PrepareTrainingStep(*model, *cluster, strategy, sim_options);
-  if (!prepared.ok()) return prepared.status();
-  Result<SimulationResult> result = SimulatePreparedStep(*model, *cluster, *prepared);
-  if (!result.ok()) return result.status();
+  LOOM_ASSIGN_OR_RETURN(PreparedStep prepared,
+                        PrepareTrainingStep(model, cluster, strategy, sim_options));
+  LOOM_ASSIGN_OR_RETURN(SimulationResult result, SimulatePreparedStep(model, cluster, prepared));
   if (!options.trace_path.empty()) {
-    Result<TraceContext> step_context = StepTraceContext(*prepared, *model, sim_options.kernels);
-    if (!step_context.ok()) return step_context.status();
-    TraceContext context = *std::move(step_context);
+    LOOM_ASSIGN_OR_RETURN(TraceContext context,
+                          StepTraceContext(prepared, model, sim_options.kernels));
     context.model = model_path;
     context.cluster = cluster_path;
     context.strategy_json = StrategyJson(strategy).dump();
     context.loom_version = LOOM_VERSION;
-    const TraceRun run{&result->timeline, &result->memory, "", 0};
+    const TraceRun run{&result.timeline, &result.memory, "", 0};
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(options.trace_path,
-                                             ChromeTraceJson(result->step, {&run, 1}, context),
+                                             ChromeTraceJson(result.step, {&run, 1}, context),
                                              "pass another --trace"));
   }
   if (!options.report_path.empty()) {
@@ -220,21 +213,19 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
         options.scenario_path.empty() ? model_path + " on " + cluster_path : options.scenario_path;
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
         options.report_path,
-        SimulationReport("loom simulate: " + source, StrategySummary(strategy), *result),
+        SimulationReport("loom simulate: " + source, StrategySummary(strategy), result),
         "pass another --report"));
   }
   std::vector<FitSuggestion> fits;
-  if (!result->fits_in_memory) {
+  if (!result.fits_in_memory) {
     FitOptions fit;
     fit.simulation = sim_options;
-    Result<std::vector<FitSuggestion>> nearest = SuggestFits(*model, *cluster, strategy, fit);
-    if (!nearest.ok()) return nearest.status();
-    fits = std::move(nearest).value();
+    LOOM_ASSIGN_OR_RETURN(fits, SuggestFits(model, cluster, strategy, fit));
   }
   if (options.json) {
-    out << JsonText(Stamped(ResultJson(*result, *framework, fits), options.request)) << "\n";
+    out << JsonText(Stamped(ResultJson(result, framework, fits), options.request)) << "\n";
   } else {
-    PrintHuman(*result, *framework, fits, out);
+    PrintHuman(result, framework, fits, out);
   }
   return Status::Ok();
 }

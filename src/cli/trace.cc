@@ -29,15 +29,14 @@ Status RunMerge(const TraceMergeOptions& o, std::ostream& out) {
   }
   std::vector<TraceToMerge> traces;
   for (size_t i = 0; i < o.inputs.size(); ++i) {
-    Result<std::string> text = ReadInputFile(o.inputs[i], "check the path of the trace file");
-    if (!text.ok()) return text.status();
+    LOOM_ASSIGN_OR_RETURN(std::string text,
+                          ReadInputFile(o.inputs[i], "check the path of the trace file"));
     const std::string label =
         o.labels.empty() ? std::filesystem::path(o.inputs[i]).stem().string() : o.labels[i];
-    traces.push_back({o.inputs[i], *std::move(text), label});
+    traces.push_back({o.inputs[i], std::move(text), label});
   }
-  Result<std::string> merged = MergeChromeTraces(traces);
-  if (!merged.ok()) return merged.status();
-  LOOM_RETURN_IF_ERROR(WriteFileAtomically(o.out, *merged, "pass another --out"));
+  LOOM_ASSIGN_OR_RETURN(std::string merged, MergeChromeTraces(traces));
+  LOOM_RETURN_IF_ERROR(WriteFileAtomically(o.out, merged, "pass another --out"));
   out << "wrote " << o.out << ": " << o.inputs.size() << " traces merged\n";
   return Status::Ok();
 }

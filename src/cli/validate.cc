@@ -93,13 +93,13 @@ TraceContext PlanTraceContext(const PlanFile& plan) {
 // ("measured rank ...", pids after the predicted ones), each with its memory over time.
 Status WriteTrace(const std::string& path, const PlanFile& plan, const StepTimeline& predicted,
                   const StepTimeline& measured) {
-  Result<MemoryReport> predicted_memory = TrackMemory(plan.step.graph, predicted, plan.baselines);
-  if (!predicted_memory.ok()) return predicted_memory.status();
-  Result<MemoryReport> measured_memory = TrackMemory(plan.step.graph, measured, plan.baselines);
-  if (!measured_memory.ok()) return measured_memory.status();
+  LOOM_ASSIGN_OR_RETURN(MemoryReport predicted_memory,
+                        TrackMemory(plan.step.graph, predicted, plan.baselines));
+  LOOM_ASSIGN_OR_RETURN(MemoryReport measured_memory,
+                        TrackMemory(plan.step.graph, measured, plan.baselines));
   const std::vector<TraceRun> runs = {
-      {&predicted, &*predicted_memory, "predicted ", 0},
-      {&measured, &*measured_memory, "measured ", plan.step.graph.num_ranks()}};
+      {&predicted, &predicted_memory, "predicted ", 0},
+      {&measured, &measured_memory, "measured ", plan.step.graph.num_ranks()}};
   return WriteFileAtomically(path, ChromeTraceJson(plan.step, runs, PlanTraceContext(plan)),
                              "pass another --trace");
 }
@@ -117,16 +117,14 @@ struct Measured {
 // Rank 0's part: the comparison, the report and the trace.
 Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& measured,
               int32_t world, std::ostream& out) {
-  Result<StepTimeline> predicted = Simulate(plan.step.graph);
-  if (!predicted.ok()) return predicted.status();
-  Result<StepComparison> comparison = CompareStep(
-      plan.step, plan.baselines, *predicted, measured.steps, measured.peak_bytes, OrderMargin(o));
-  if (!comparison.ok()) return comparison.status();
-  StepComparison compared = std::move(comparison).value();
+  LOOM_ASSIGN_OR_RETURN(StepTimeline predicted, Simulate(plan.step.graph));
+  LOOM_ASSIGN_OR_RETURN(StepComparison compared,
+                        CompareStep(plan.step, plan.baselines, predicted, measured.steps,
+                                    measured.peak_bytes, OrderMargin(o)));
   compared.work_classes = measured.work_classes;
   if (!o.trace_path.empty()) {
     LOOM_RETURN_IF_ERROR(
-        WriteTrace(o.trace_path, plan, *predicted, measured.steps[compared.median_step]));
+        WriteTrace(o.trace_path, plan, predicted, measured.steps[compared.median_step]));
   }
   if (!o.report_path.empty()) {
     const std::string subtitle = std::to_string(world) + (world == 1 ? " rank" : " ranks") +
@@ -135,7 +133,7 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
                                  std::to_string(compared.steps) + " steps measured";
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
         o.report_path,
-        ValidationReport("loom validate: " + o.plan_path, subtitle, plan.step, *predicted,
+        ValidationReport("loom validate: " + o.plan_path, subtitle, plan.step, predicted,
                          measured.steps[compared.median_step], compared),
         "pass another --report"));
   }
@@ -173,16 +171,14 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
 Result<Measured> RunCuda(const ValidateOptions& o, const PlanFile& plan, const ExecPlan& exec,
                          Launcher& launcher) {
 #ifdef LOOM_HAVE_CUDA
-  Result<DeviceProgram> program = BuildDeviceProgram(plan, exec, launcher.Rank());
-  if (!program.ok()) return program.status();
+  LOOM_ASSIGN_OR_RETURN(DeviceProgram program, BuildDeviceProgram(plan, exec, launcher.Rank()));
   CudaRunOptions run;
   run.warmup_steps = o.warmup;
   run.steps = o.steps;
   run.timeout = StepTimeout(o, plan);
-  Result<CudaRunResult> result = RunOnCuda(exec, *program, launcher, run);
-  if (!result.ok()) return result.status();
-  return Measured{std::move(result->steps), std::move(result->peak_bytes_per_rank), result->device,
-                  std::move(result->work_classes)};
+  LOOM_ASSIGN_OR_RETURN(CudaRunResult result, RunOnCuda(exec, program, launcher, run));
+  return Measured{std::move(result.steps), std::move(result.peak_bytes_per_rank), result.device,
+                  std::move(result.work_classes)};
 #else
   (void)o, (void)plan, (void)exec, (void)launcher;
   return Status::Internal("RunCuda called in a loom built without CUDA");
@@ -204,35 +200,33 @@ Status CheckCudaBackend(const ValidateOptions& o, const PlanFile& plan, const Ex
 }
 
 Status Run(const ValidateOptions& o, std::ostream& out) {
-  Result<PlanFile> plan = ReadPlanFile(o.plan_path);
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(PlanFile plan, ReadPlanFile(o.plan_path));
   // Refuse a plan that would deadlock before joining an MPI job at all.
-  Result<ExecPlan> exec = PlanExecution(plan->step.graph, plan->step.graph.num_ranks());
+  Result<ExecPlan> exec = PlanExecution(plan.step.graph, plan.step.graph.num_ranks());
   if (!exec.ok()) return Status::InvalidArgument(o.plan_path + ": " + exec.status().message());
-  if (o.backend == "cuda") LOOM_RETURN_IF_ERROR(CheckCudaBackend(o, *plan, *exec));
+  if (o.backend == "cuda") LOOM_RETURN_IF_ERROR(CheckCudaBackend(o, plan, *exec));
   // A plan of one rank runs in this process, without mpirun (and without MPI at all).
-  Result<std::unique_ptr<Launcher>> launcher = MakeProcessLauncher();
-  if (!launcher.ok()) return launcher.status();
-  if (Status world = CheckWorldSize(plan->step.graph, (*launcher)->Size()); !world.ok()) {
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<Launcher> launcher, MakeProcessLauncher());
+  if (Status world = CheckWorldSize(plan.step.graph, launcher->Size()); !world.ok()) {
     return Status::InvalidArgument(o.plan_path + ": " + world.message());
   }
   Measured measured;
   if (o.backend == "cuda") {
-    Result<Measured> cuda = RunCuda(o, *plan, *exec, **launcher);
-    if (!cuda.ok()) return OnRank((*launcher)->Rank(), cuda.status());
+    Result<Measured> cuda = RunCuda(o, plan, *exec, *launcher);
+    if (!cuda.ok()) return OnRank(launcher->Rank(), cuda.status());
     measured = std::move(cuda).value();
   } else {
     HostRunOptions run;
     run.warmup_steps = o.warmup;
     run.steps = o.steps;
     run.speedup = o.speedup;
-    run.timeout = StepTimeout(o, *plan);
-    Result<std::vector<StepTimeline>> host = RunOnHost(*exec, **launcher, run);
-    if (!host.ok()) return OnRank((*launcher)->Rank(), host.status());
+    run.timeout = StepTimeout(o, plan);
+    Result<std::vector<StepTimeline>> host = RunOnHost(*exec, *launcher, run);
+    if (!host.ok()) return OnRank(launcher->Rank(), host.status());
     measured.steps = std::move(host).value();
   }
-  if ((*launcher)->Rank() != 0) return Status::Ok();
-  return Report(o, *plan, measured, (*launcher)->Size(), out);
+  if (launcher->Rank() != 0) return Status::Ok();
+  return Report(o, plan, measured, launcher->Size(), out);
 }
 
 }  // namespace

@@ -138,13 +138,11 @@ Result<nlohmann::ordered_json> ParseOrderedJson(std::string_view text, const std
 }
 
 Result<nlohmann::json> ReadJsonObjectFile(const std::string& path, std::string_view missing_hint) {
-  Result<std::string> text = ReadInputFile(path, missing_hint);
-  if (!text.ok()) return text.status();
-  Result<nlohmann::json> parsed = ParseJson(*text, path);
-  if (!parsed.ok()) return parsed.status();
-  if (!parsed->is_object()) {
+  LOOM_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, missing_hint));
+  LOOM_ASSIGN_OR_RETURN(nlohmann::json parsed, ParseJson(text, path));
+  if (!parsed.is_object()) {
     return Status::InvalidArgument(path + ": the top level is a JSON " +
-                                   std::string(parsed->type_name()) +
+                                   std::string(parsed.type_name()) +
                                    "; it must be an object of \"key\": value pairs");
   }
   return parsed;

@@ -157,13 +157,11 @@ Result<std::vector<Sample>> CollectSamples(const std::vector<NcclTestsRun>& runs
   const RunModels models(cluster);
   std::vector<Sample> samples;
   for (size_t r = 0; r < runs.size(); ++r) {
-    Result<GroupPlacement> group = PlaceRun(runs[r], cluster);
-    if (!group.ok()) return group.status();
+    LOOM_ASSIGN_OR_RETURN(GroupPlacement group, PlaceRun(runs[r], cluster));
     for (size_t i = 0; i < runs[r].rows.size(); ++i) {
-      Result<Sample> sample =
-          MakeSample(runs[r], runs[r].rows[i], *group, models.For(runs[r]), options);
-      if (!sample.ok()) return sample.status();
-      samples.push_back(*sample);
+      LOOM_ASSIGN_OR_RETURN(
+          Sample sample, MakeSample(runs[r], runs[r].rows[i], group, models.For(runs[r]), options));
+      samples.push_back(sample);
       samples.back().run = r;
       samples.back().row = i;
     }
@@ -424,12 +422,11 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs,
                                    const ClusterSpec& cluster, const CommFitOptions& options) {
   if (runs.empty())
     return Status::InvalidArgument("no nccl-tests runs to fit; pass at least one result file");
-  Result<std::vector<Sample>> samples = CollectSamples(runs, cluster, options);
-  if (!samples.ok()) return samples.status();
-  LOOM_RETURN_IF_ERROR(CheckSizes(*samples, runs, options));
+  LOOM_ASSIGN_OR_RETURN(std::vector<Sample> samples, CollectSamples(runs, cluster, options));
+  LOOM_RETURN_IF_ERROR(CheckSizes(samples, runs, options));
   std::array<bool, kUnknowns> fitted{};
   std::array<double, kUnknowns> x{};
-  LOOM_RETURN_IF_ERROR(Solve(*samples, &fitted, &x));
+  LOOM_RETURN_IF_ERROR(Solve(samples, &fitted, &x));
   LOOM_RETURN_IF_ERROR(CheckFractions(fitted, x, cluster));
   CommFit fit;
   const auto apply = [&]() {
@@ -453,7 +450,7 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs,
     calibrated.calibration = fit.calibration;
     const RunModels choosers(calibrated);
     bool changed = false;
-    for (Sample& sample : samples.value()) {
+    for (Sample& sample : samples) {
       const std::optional<CollectiveKind> kind = CollectiveOf(runs[sample.run].test);
       if (!sample.fitted || !kind || *kind == CollectiveKind::kAllToAll) continue;
       const NcclCommModel& chooser = choosers.For(runs[sample.run]);
@@ -470,7 +467,7 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs,
     if (!changed) break;
     std::array<bool, kUnknowns> refitted{};
     std::array<double, kUnknowns> rx{};
-    LOOM_RETURN_IF_ERROR(Solve(samples.value(), &refitted, &rx));
+    LOOM_RETURN_IF_ERROR(Solve(samples, &refitted, &rx));
     LOOM_RETURN_IF_ERROR(CheckFractions(refitted, rx, cluster));
     for (int u = 0; u < kUnknowns; ++u) {
       if (refitted[u]) fitted[u] = true, x[u] = rx[u];
@@ -486,7 +483,7 @@ Result<CommFit> FitCommCalibration(const std::vector<NcclTestsRun>& runs,
   const RunModels models(calibrated);
   double error_sum = 0;
   int fitted_rows = 0;
-  for (const Sample& s : *samples) {
+  for (const Sample& s : samples) {
     fit.rows.push_back(Predict(s, runs, models.For(runs[s.run])));
     if (s.fitted) error_sum += std::abs(fit.rows.back().busbw_error), ++fitted_rows;
   }

@@ -337,9 +337,7 @@ Result<NcclTestsRun> ParseNcclTestsText(std::string_view text, const std::string
         ": the column header is followed by no data rows; the run may have "
         "failed before its first size (see its error lines)");
   }
-  Result<NcclTest> resolved = ResolveTest(test, header.stated, file);
-  if (!resolved.ok()) return resolved.status();
-  run.test = *resolved;
+  LOOM_ASSIGN_OR_RETURN(run.test, ResolveTest(test, header.stated, file));
   run.ranks = RankCount(header);
   if (!header.hosts.empty()) run.nodes = static_cast<int64_t>(header.hosts.size());
   run.gpu_name = header.gpu_name;
@@ -463,9 +461,7 @@ std::optional<NcclTest> StatedJsonTest(const Json& doc) {
 
 Result<NcclTestsRun> ParseNcclTestsJson(std::string_view text, const std::string& file,
                                         std::optional<NcclTest> test) {
-  Result<Json> parsed = ParseJson(text, file);
-  if (!parsed.ok()) return parsed.status();
-  const Json& doc = *parsed;
+  LOOM_ASSIGN_OR_RETURN(const Json doc, ParseJson(text, file));
   const bool bare = doc.is_array();
   if (!bare && !(doc.is_object() && doc.contains("results") && doc["results"].is_array())) {
     return Status::InvalidArgument(
@@ -485,9 +481,7 @@ Result<NcclTestsRun> ParseNcclTestsJson(std::string_view text, const std::string
   }
   if (run.rows.empty())
     return Status::InvalidArgument(file + ": \"results\" is empty; the run measured no size");
-  Result<NcclTest> resolved = ResolveTest(test, StatedJsonTest(doc), file);
-  if (!resolved.ok()) return resolved.status();
-  run.test = *resolved;
+  LOOM_ASSIGN_OR_RETURN(run.test, ResolveTest(test, StatedJsonTest(doc), file));
   if (!bare) {
     ReadJsonConfig(doc, &run);
     auto avg = doc.find("average_bus_bandwidth");
@@ -500,9 +494,8 @@ Result<NcclTestsRun> ParseNcclTestsJson(std::string_view text, const std::string
 }
 
 Result<NcclTestsRun> ReadNcclTestsFile(const std::string& path, std::optional<NcclTest> test) {
-  Result<std::string> read = ReadInputFile(path, "check the path of the nccl-tests output");
-  if (!read.ok()) return read.status();
-  const std::string& content = *read;
+  LOOM_ASSIGN_OR_RETURN(const std::string content,
+                        ReadInputFile(path, "check the path of the nccl-tests output"));
   const size_t first = content.find_first_not_of(" \t\r\n");
   const bool json = first != std::string::npos && (content[first] == '{' || content[first] == '[');
   return json ? ParseNcclTestsJson(content, path, test) : ParseNcclTestsText(content, path, test);

@@ -35,9 +35,9 @@ bool Trim(std::string& s) {
 }  // namespace
 
 Result<TrainingLog> ReadTrainingLog(const std::string& path) {
-  Result<std::string> text = ReadInputFile(path, "check the path of the training log");
-  if (!text.ok()) return text.status();
-  std::istringstream in(*text);
+  LOOM_ASSIGN_OR_RETURN(std::string text,
+                        ReadInputFile(path, "check the path of the training log"));
+  std::istringstream in(text);
   TrainingLog log;
   std::vector<double> megatron, deepspeed;
   bool in_arguments = false;

@@ -29,9 +29,8 @@ Status WaitUntilDone(const std::function<Result<bool>()>& poll, Clock& clock, do
   const double start = clock.NowSeconds();
   double pause_s = 50e-6;
   while (true) {
-    Result<bool> done = poll();
-    if (!done.ok()) return done.status();
-    if (*done) return Status::Ok();
+    LOOM_ASSIGN_OR_RETURN(bool done, poll());
+    if (done) return Status::Ok();
     if (clock.NowSeconds() - start >= timeout_s) return DeadlineMissed(what, timeout_s);
     clock.SleepSeconds(pause_s);
     pause_s = std::min(pause_s * 2, 10e-3);

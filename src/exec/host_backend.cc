@@ -232,9 +232,8 @@ Result<double> ClockOffsetFromRankZero(Clock& clock, const Launcher& launcher) {
 Result<RankLinks> LinkRanksOverMpi(const ExecPlan& plan, const Launcher& launcher, Clock& clock) {
   auto transport = std::make_unique<MpiTransport>(plan);
   LOOM_RETURN_IF_ERROR(transport->Init(launcher.Rank()));
-  Result<double> offset_s = ClockOffsetFromRankZero(clock, launcher);
-  if (!offset_s.ok()) return offset_s.status();
-  return RankLinks{std::move(transport), *offset_s};
+  LOOM_ASSIGN_OR_RETURN(double offset_s, ClockOffsetFromRankZero(clock, launcher));
+  return RankLinks{std::move(transport), offset_s};
 }
 
 // Every rank's times travel as (task, start ns, end ns) triples.
@@ -304,9 +303,7 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
   if (world == 1) {
     links.transport = std::make_unique<OneRankTransport>();
   } else {
-    Result<RankLinks> linked = LinkRanksOverMpi(plan, launcher, clock);
-    if (!linked.ok()) return linked.status();
-    links = std::move(linked).value();
+    LOOM_ASSIGN_OR_RETURN(links, LinkRanksOverMpi(plan, launcher, clock));
   }
   TimedBackend backend(plan.graph(), *links.transport, clock, options.speedup);
   RunOptions run;
@@ -322,19 +319,18 @@ Result<std::vector<StepTimeline>> RunOnHost(const ExecPlan& plan, Launcher& laun
     Result<RankTimes> times = RunRankProgram(plan, rank, backend, run);
     Status flushed = times.ok() ? links.transport->Flush() : Status::Ok();
     // Whether every rank's step went well; a rank that failed has already said why.
-    Result<double> failures = launcher.MaxOverRanks(times.ok() && flushed.ok() ? 0.0 : 1.0);
-    if (!failures.ok()) return failures.status();
+    LOOM_ASSIGN_OR_RETURN(double failures,
+                          launcher.MaxOverRanks(times.ok() && flushed.ok() ? 0.0 : 1.0));
     if (!times.ok()) return times.status();
     LOOM_RETURN_IF_ERROR(flushed);
-    if (*failures > 0) {
+    if (failures > 0) {
       return Status::Internal("rank " + std::to_string(rank) +
                               " stopped: another rank failed in step " + std::to_string(step) +
                               " (its error says why)");
     }
-    Result<std::vector<RankTimes>> all = GatherRankTimes(*times, rank, world);
-    if (!all.ok()) return all.status();
+    LOOM_ASSIGN_OR_RETURN(std::vector<RankTimes> all, GatherRankTimes(*times, rank, world));
     if (rank == 0 && step >= options.warmup_steps)
-      measured.push_back(MeasuredTimeline(plan.graph(), *all));
+      measured.push_back(MeasuredTimeline(plan.graph(), all));
   }
   return measured;
 }

@@ -47,20 +47,19 @@ Result<std::vector<FitSuggestion>> NearestFits(const ModelSpec& model, const Clu
 Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
                             const SearchRequest& request, const PlanOptions& options,
                             std::string_view text) {
-  Result<Constraints> given = ParseConstraints(text, "--explain");
-  if (!given.ok()) return given.status();
+  LOOM_ASSIGN_OR_RETURN(Constraints given, ParseConstraints(text, "--explain"));
   Strategy s;
   s.global_batch = request.global_batch;
   s.seq_len = request.seq_len;
   s.dtype = request.dtype;
   s.optimizer = request.optimizer;
   s.grad_accumulation = request.grad_accumulation;
-  ApplyConstraints(*given, s);
+  ApplyConstraints(given, s);
   if (request.deepspeed_accumulation) {
     s.grad_accumulation = DeepSpeedGradAccumulation(s);
     s.grad_reduce_in_bf16 = DeepSpeedBudgetsBf16Gradients(s);
   }
-  if (!given->dp.has_value() && s.tp * s.pp * s.cp > 0)
+  if (!given.dp.has_value() && s.tp * s.pp * s.cp > 0)
     s.dp = std::max<int64_t>(1, request.gpus / (s.tp * s.pp * s.cp));
   // --min-gpus and --max-gpus also search other GPU counts: a plan may use any of them.
   const std::vector<int64_t> counts = GpuCounts(request, cluster);
@@ -72,19 +71,17 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
                                    "; give a dp that fills the GPUs or leave dp out");
   }
   s.allow_cross_node_tp = s.tp > cluster.NvlinkDomainGpus();
-  Result<SimulationResult> result = SimulateTrainingStep(model, cluster, s, options.simulation);
-  if (!result.ok()) return result.status();
+  LOOM_ASSIGN_OR_RETURN(SimulationResult result,
+                        SimulateTrainingStep(model, cluster, s, options.simulation));
   Explanation e;
-  e.plan = RankPlan(-1, s, *result, options.objective);
-  e.fits = result->fits_in_memory;
-  e.dominant = e.fits ? Dominant(result->breakdown) : "memory";
-  e.memory_by_stage = result->memory_by_stage;
-  e.peak_stage = result->peak_stage;
-  e.reserved_bytes = result->reserved_bytes;
+  e.plan = RankPlan(-1, s, result, options.objective);
+  e.fits = result.fits_in_memory;
+  e.dominant = e.fits ? Dominant(result.breakdown) : "memory";
+  e.memory_by_stage = result.memory_by_stage;
+  e.peak_stage = result.peak_stage;
+  e.reserved_bytes = result.reserved_bytes;
   if (!e.fits) {
-    Result<std::vector<FitSuggestion>> fits = NearestFits(model, cluster, request, options, s);
-    if (!fits.ok()) return fits.status();
-    e.fit_suggestions = std::move(fits).value();
+    LOOM_ASSIGN_OR_RETURN(e.fit_suggestions, NearestFits(model, cluster, request, options, s));
   }
   PlanOptions search = options;
   if (e.fits) {
@@ -92,9 +89,7 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
   } else {
     search.top_k = 1;
   }
-  Result<PlanReport> report = Plan(model, cluster, request, search);
-  if (!report.ok()) return report.status();
-  e.search = std::move(report).value();
+  LOOM_ASSIGN_OR_RETURN(e.search, Plan(model, cluster, request, search));
   if (e.fits) {
     e.better_plans = static_cast<int64_t>(e.search.ranked.size());
     e.more_better_plans = e.search.saturated;
@@ -103,9 +98,8 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
     // The count stopped early, so the best plan may not be among those found: search it.
     search.better_than.reset();
     search.top_k = 1;
-    Result<PlanReport> best = Plan(model, cluster, request, search);
-    if (!best.ok()) return best.status();
-    if (!best->ranked.empty()) e.best = best->ranked.front();
+    LOOM_ASSIGN_OR_RETURN(PlanReport best, Plan(model, cluster, request, search));
+    if (!best.ranked.empty()) e.best = best.ranked.front();
   } else if (!e.search.ranked.empty()) {
     e.best = e.search.ranked.front();
   }

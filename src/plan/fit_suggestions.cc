@@ -164,12 +164,10 @@ Result<std::vector<FitSuggestion>> TryCandidates(const ModelSpec& model, const C
   for (const Bounded& b : bounded) {
     if (*budget <= 0) break;
     --*budget;
-    Result<SimulationResult> r = SimulatePreparedStep(model, cluster, b.step);
-    if (!r.ok()) return r.status();
-    if (!r->fits_in_memory) continue;
+    LOOM_ASSIGN_OR_RETURN(SimulationResult r, SimulatePreparedStep(model, cluster, b.step));
+    if (!r.fits_in_memory) continue;
     fits.push_back({b.candidate.strategy, ChangedKeys(from, b.candidate.strategy),
-                    b.candidate.levers, r->step_time_s, r->peak_memory_bytes,
-                    r->memory_limit_bytes});
+                    b.candidate.levers, r.step_time_s, r.peak_memory_bytes, r.memory_limit_bytes});
   }
   return fits;
 }
@@ -199,11 +197,10 @@ std::vector<Candidate> LeverPairs(const Strategy& s) {
 Result<std::vector<FitSuggestion>> SuggestFits(const ModelSpec& model, const ClusterSpec& cluster,
                                                const Strategy& strategy,
                                                const FitOptions& options) {
-  Result<SimulationResult> given =
-      SimulateTrainingStep(model, cluster, strategy, options.simulation);
-  if (!given.ok()) return given.status();
-  if (given->fits_in_memory) return std::vector<FitSuggestion>{};
-  const int64_t limit = given->memory_limit_bytes;
+  LOOM_ASSIGN_OR_RETURN(SimulationResult given,
+                        SimulateTrainingStep(model, cluster, strategy, options.simulation));
+  if (given.fits_in_memory) return std::vector<FitSuggestion>{};
+  const int64_t limit = given.memory_limit_bytes;
   int32_t budget = options.max_simulations;
   Result<std::vector<FitSuggestion>> fits =
       TryCandidates(model, cluster, strategy, SingleLevers(strategy), options, limit, &budget);

@@ -450,14 +450,13 @@ double PlanScoreBound(Objective objective, const Strategy& strategy, double step
 
 Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
                         const SearchRequest& request, const PlanOptions& options) {
-  Result<std::vector<Strategy>> space = EnumerateStrategies(model, cluster, request);
-  if (!space.ok()) return space.status();
-  const int64_t n = static_cast<int64_t>(space->size());
+  LOOM_ASSIGN_OR_RETURN(std::vector<Strategy> space, EnumerateStrategies(model, cluster, request));
+  const int64_t n = static_cast<int64_t>(space.size());
   if (n == 0) return EmptySpaceError(model, cluster, request);
   const Search search{
       model,
       cluster,
-      *space,
+      space,
       options,
       options.threads > 0
           ? options.threads

@@ -156,9 +156,8 @@ std::vector<std::string> SplitCsv(const std::string& line) {
 
 // The runs of a CSV file as JSON run objects; the keys that are not a run's own go to "strategy".
 Result<std::vector<nlohmann::json>> CsvRuns(const std::string& path) {
-  Result<std::string> text = ReadInputFile(path, "check the path of the runs file");
-  if (!text.ok()) return text.status();
-  std::istringstream in(*text);
+  LOOM_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path, "check the path of the runs file"));
+  std::istringstream in(text);
   std::string line;
   std::vector<std::string> header;
   std::vector<nlohmann::json> runs;
@@ -423,13 +422,9 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
   nlohmann::json document;
   const bool csv = path.ends_with(".csv");
   if (csv) {
-    Result<std::vector<nlohmann::json>> rows = CsvRuns(path);
-    if (!rows.ok()) return rows.status();
-    objects = std::move(rows).value();
+    LOOM_ASSIGN_OR_RETURN(objects, CsvRuns(path));
   } else {
-    Result<nlohmann::json> json = ReadJsonObjectFile(path);
-    if (!json.ok()) return json.status();
-    document = std::move(json).value();
+    LOOM_ASSIGN_OR_RETURN(document, ReadJsonObjectFile(path));
     JsonReader top(document, path);
     const std::string schema = top.String("schema");
     if (!schema.empty() && schema != "loom.runs/1") {
@@ -445,8 +440,7 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
     LOOM_RETURN_IF_ERROR(top.Finish(UnknownKeys::kError));
     for (const nlohmann::json& run : document["runs"]) objects.push_back(run);
   }
-  Result<ClusterSpec> base = LoadClusterSpec(cluster_file);
-  if (!base.ok()) return base.status();
+  LOOM_ASSIGN_OR_RETURN(ClusterSpec base, LoadClusterSpec(cluster_file));
   std::map<std::string, ModelSpec> models;
   std::map<std::string, std::optional<FrameworkProfile>> frameworks;
   std::vector<MeasuredRun> runs;
@@ -495,10 +489,10 @@ Result<std::vector<MeasuredRun>> LoadRuns(const std::string& path, const std::st
       models.emplace(source.model_path, *model);
     }
     run.model = models.at(source.model_path);
-    run.cluster = *base;
+    run.cluster = base;
     const int64_t world = run.strategy.WorldSize();
     run.cluster.nodes =
-        source.nodes.value_or((world + base->gpus_per_node - 1) / base->gpus_per_node);
+        source.nodes.value_or((world + base.gpus_per_node - 1) / base.gpus_per_node);
     const std::string framework = source.framework.value_or(default_framework);
     if (!frameworks.contains(framework)) {
       Result<std::optional<FrameworkProfile>> f = ResolveFramework(framework, cluster_file);

@@ -41,9 +41,8 @@ Status Collect(CollectiveQueue& queue, Watchdog& watchdog, const TimingPlan& tim
                std::vector<double>& times_us) {
   LOOM_RETURN_IF_ERROR(WaitFor(queue, watchdog, timing.repeats));
   for (int64_t k = 0; k < timing.repeats; ++k) {
-    Result<double> batch_us = queue.MicrosecondsBetween(k, k + 1);
-    if (!batch_us.ok()) return batch_us.status();
-    times_us.push_back(*batch_us / static_cast<double>(timing.operations_per_batch));
+    LOOM_ASSIGN_OR_RETURN(double batch_us, queue.MicrosecondsBetween(k, k + 1));
+    times_us.push_back(batch_us / static_cast<double>(timing.operations_per_batch));
   }
   return Status::Ok();
 }

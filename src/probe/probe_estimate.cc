@@ -119,13 +119,12 @@ Result<ProbeDurationEstimate> EstimateProbeDuration(const std::vector<ProbePoint
   for (const ProbePoint& point : points) {
     double seconds = 0;
     if (const CollectivePoint* c = std::get_if<CollectivePoint>(&point)) {
-      Result<double> operation_s = CollectiveSeconds(*c, cluster, comm);
-      if (!operation_s.ok()) return operation_s.status();
+      LOOM_ASSIGN_OR_RETURN(double operation_s, CollectiveSeconds(*c, cluster, comm));
       const double batch = static_cast<double>(OperationsPerBatch(c->size_bytes));
       const double operations =
           static_cast<double>(settings.warmup) + static_cast<double>(settings.repeats) * batch;
       // Out of place and in place; the send and receive buffers' fill at the HBM bandwidth.
-      seconds = kPointSetupS + 2 * operations * *operation_s +
+      seconds = kPointSetupS + 2 * operations * operation_s +
                 2 * static_cast<double>(c->size_bytes) / (gpu.hbm_bandwidth_GBps * 1e9);
     } else {
       PointCost cost;

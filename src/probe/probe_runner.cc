@@ -167,20 +167,19 @@ Status MeasureCollectivePoint(RunState& s, const CollectivePoint& point, const s
   const double mine = times.ok()                                                 ? kOk
                       : times.status().code() == Status::Code::kDeadlineExceeded ? kHung
                                                                                  : kFailed;
-  Result<double> worst = s.launcher->MaxOverRanks(mine);
-  if (!worst.ok()) return worst.status();
-  if (*worst != kOk) {
-    if (*worst == kHung) s.dead_groups.insert(point.group);
+  LOOM_ASSIGN_OR_RETURN(double worst, s.launcher->MaxOverRanks(mine));
+  if (worst != kOk) {
+    if (worst == kHung) s.dead_groups.insert(point.group);
     const std::string error = times.ok() ? "failed on another rank (see that rank's error output)"
                                          : times.status().ToString();
-    if (*worst == kHung) s.summary.hangs.push_back(error);
+    if (worst == kHung) s.summary.hangs.push_back(error);
     return RecordFailure(s, key, error);
   }
-  Result<double> out_of_place = s.launcher->MaxOverRanks(MedianOrZero(times->out_of_place_us));
-  if (!out_of_place.ok()) return out_of_place.status();
-  Result<double> in_place = s.launcher->MaxOverRanks(MedianOrZero(times->in_place_us));
-  if (!in_place.ok()) return in_place.status();
-  if (*out_of_place <= 0 || *in_place <= 0)
+  LOOM_ASSIGN_OR_RETURN(double out_of_place,
+                        s.launcher->MaxOverRanks(MedianOrZero(times->out_of_place_us)));
+  LOOM_ASSIGN_OR_RETURN(double in_place,
+                        s.launcher->MaxOverRanks(MedianOrZero(times->in_place_us)));
+  if (out_of_place <= 0 || in_place <= 0)
     return RecordFailure(s, key, "a rank returned no timed repeats");
   const GroupMembership m = MembershipOf(point.group, s.launcher->Hosts(), s.launcher->Rank());
   CollectiveSample sample;
@@ -192,8 +191,8 @@ Status MeasureCollectivePoint(RunState& s, const CollectivePoint& point, const s
   sample.count = CollectiveCount(point.size_bytes);
   sample.redop = CollectiveRedop(point.collective);
   sample.out_of_place =
-      CollectiveTimingOf(point.collective, point.size_bytes, m.ranks, *out_of_place);
-  sample.in_place = CollectiveTimingOf(point.collective, point.size_bytes, m.ranks, *in_place);
+      CollectiveTimingOf(point.collective, point.size_bytes, m.ranks, out_of_place);
+  sample.in_place = CollectiveTimingOf(point.collective, point.size_bytes, m.ranks, in_place);
   sample.repeats = static_cast<int64_t>(times->in_place_us.size());
   ++s.summary.measured;
   Report(s, key, Milliseconds(sample.in_place.time_us), false);
@@ -240,22 +239,20 @@ Result<ProbeSummary> RunProbe(const std::vector<ProbePoint>& points, const Devic
   s.options = &options;
   s.progress = &progress;
   Status opened = s.IsRoot() ? OpenProfile(s) : Status::Ok();
-  Result<double> open_failed = launcher.MaxOverRanks(opened.ok() ? 0 : 1);
-  if (!open_failed.ok()) return open_failed.status();
+  LOOM_ASSIGN_OR_RETURN(double open_failed, launcher.MaxOverRanks(opened.ok() ? 0 : 1));
   if (!opened.ok()) return opened;
-  if (*open_failed > 0)
+  if (open_failed > 0)
     return Status::InvalidArgument("rank 0 could not open the profile; see its error");
-  Result<std::vector<unsigned char>> skip = RecordedPoints(s);
-  if (!skip.ok()) return skip.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<unsigned char> skip, RecordedPoints(s));
   s.summary.planned = static_cast<int64_t>(points.size());
   for (size_t i = 0; i < points.size(); ++i) {
-    if ((*skip)[i]) {
+    if (skip[i]) {
       ++s.summary.resumed;
     } else if (std::holds_alternative<CollectivePoint>(points[i]) || s.IsRoot()) {
       ++s.total;
     }
   }
-  LOOM_RETURN_IF_ERROR(MeasureAll(s, *skip));
+  LOOM_RETURN_IF_ERROR(MeasureAll(s, skip));
   s.summary.profile =
       s.IsRoot() ? s.writer.profile() : Header(facts, launcher.Hosts(), options.date);
   return s.summary;

@@ -601,11 +601,12 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
 }
 
 Result<PlanFile> ReadPlanFile(const std::string& path) {
-  Result<nlohmann::json> json = ReadJsonObjectFile(
-      path,
-      "check the path, or write the plan with `loom plan ... --emit plan --out " + path + "`");
-  if (!json.ok()) return json.status();
-  return ParsePlanFile(*json, path);
+  LOOM_ASSIGN_OR_RETURN(
+      nlohmann::json json,
+      ReadJsonObjectFile(
+          path,
+          "check the path, or write the plan with `loom plan ... --emit plan --out " + path + "`"));
+  return ParsePlanFile(json, path);
 }
 
 }  // namespace loom

@@ -227,19 +227,17 @@ Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy
                                           const ComputeModel& compute, const CommModel& comm,
                                           const Placements& placements,
                                           const LayerOpsOptions& kernels, const HostCosts* host) {
-  Result<ChunkBlocks> blocks = BuildChunkBlocks(model, strategy, kernels);
-  if (!blocks.ok()) return blocks.status();
+  LOOM_ASSIGN_OR_RETURN(ChunkBlocks blocks, BuildChunkBlocks(model, strategy, kernels));
   const CostContext ctx{compute, comm, placements, strategy, host};
   std::vector<BlockCost> block_costs;
   // Block 0 is the embedding and the last the output head (BuildChunkBlocks); the rest are layers.
-  for (size_t i = 0; i < blocks->blocks.size(); ++i) {
-    block_costs.push_back(
-        CostBlock(blocks->blocks[i], ctx, i > 0 && i + 1 < blocks->blocks.size()));
+  for (size_t i = 0; i < blocks.blocks.size(); ++i) {
+    block_costs.push_back(CostBlock(blocks.blocks[i], ctx, i > 0 && i + 1 < blocks.blocks.size()));
   }
-  std::vector<ChunkCost> costs(blocks->chunks.size());
+  std::vector<ChunkCost> costs(blocks.chunks.size());
   for (size_t v = 0; v < costs.size(); ++v) {
-    costs[v].layers = blocks->layers[v];
-    for (const BlockRun& run : blocks->chunks[v]) {
+    costs[v].layers = blocks.layers[v];
+    for (const BlockRun& run : blocks.chunks[v]) {
       for (int64_t i = 0; i < run.count; ++i) AddBlock(costs[v], block_costs[run.block]);
     }
   }

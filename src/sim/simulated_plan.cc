@@ -11,24 +11,20 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
                               nlohmann::ordered_json source) {
   SimulationOptions full = options;
   full.full = true;
-  Result<PreparedStep> prepared = PrepareTrainingStep(model, cluster, strategy, full);
-  if (!prepared.ok()) return prepared.status();
-  Result<SimulationResult> simulated = SimulatePreparedStep(model, cluster, *prepared);
-  if (!simulated.ok()) return simulated.status();
-  SimulationResult result = std::move(simulated).value();
+  LOOM_ASSIGN_OR_RETURN(PreparedStep prepared, PrepareTrainingStep(model, cluster, strategy, full));
+  LOOM_ASSIGN_OR_RETURN(SimulationResult result, SimulatePreparedStep(model, cluster, prepared));
   PlanFile plan;
   plan.source = std::move(source);
   plan.prediction.step_time_s = result.step_time_s;
   plan.prediction.bubble_fraction = result.bubble_fraction;
   plan.prediction.peak_memory_bytes = result.peak_memory_bytes;
   plan.step = std::move(result.step);
-  Result<ChunkBlocks> blocks = BuildChunkBlocks(model, strategy, options.kernels);
-  if (!blocks.ok()) return blocks.status();
-  plan.workload.predicted = PredictOpTimes(cluster, strategy, *blocks);
-  plan.workload.chunks = std::move(blocks).value();
-  plan.workload.payloads = prepared->payloads;
+  LOOM_ASSIGN_OR_RETURN(ChunkBlocks blocks, BuildChunkBlocks(model, strategy, options.kernels));
+  plan.workload.predicted = PredictOpTimes(cluster, strategy, blocks);
+  plan.workload.chunks = std::move(blocks);
+  plan.workload.payloads = prepared.payloads;
   // As SimulatePreparedStep counts them.
-  plan.baselines = ModelStateBaselines(plan.step, *prepared);
+  plan.baselines = ModelStateBaselines(plan.step, prepared);
   return plan;
 }
 

@@ -325,13 +325,12 @@ Result<StepComparison> CompareStep(const StepGraph& step, std::span<const Memory
   }
   c.bubble_fraction = Compare(MeasureUtilization(step, predicted).bubble_fraction,
                               MeasureUtilization(step, chosen).bubble_fraction);
-  Result<int64_t> predicted_peak = PeakBytes(graph, predicted, baselines, "predicted step");
-  if (!predicted_peak.ok()) return predicted_peak.status();
-  Result<int64_t> measured_peak =
-      MeasuredPeakBytes(graph, chosen, baselines, measured_peak_bytes, chosen_name);
-  if (!measured_peak.ok()) return measured_peak.status();
+  LOOM_ASSIGN_OR_RETURN(int64_t predicted_peak,
+                        PeakBytes(graph, predicted, baselines, "predicted step"));
+  LOOM_ASSIGN_OR_RETURN(int64_t measured_peak, MeasuredPeakBytes(graph, chosen, baselines,
+                                                                 measured_peak_bytes, chosen_name));
   c.peak_memory_bytes =
-      Compare(static_cast<double>(*predicted_peak), static_cast<double>(*measured_peak));
+      Compare(static_cast<double>(predicted_peak), static_cast<double>(measured_peak));
   c.classes = CompareClasses(graph, predicted, chosen);
   c.order = CheckOrder(graph, predicted, chosen, margin);
   return c;

@@ -339,10 +339,9 @@ std::string TraceJson(const StepView& view, std::span<const TraceRun> runs) {
 
 Result<TraceContext> StepTraceContext(const PreparedStep& prepared, const ModelSpec& model,
                                       const LayerOpsOptions& kernels) {
-  Result<ChunkBlocks> blocks = BuildChunkBlocks(model, prepared.strategy, kernels);
-  if (!blocks.ok()) return blocks.status();
+  LOOM_ASSIGN_OR_RETURN(ChunkBlocks blocks, BuildChunkBlocks(model, prepared.strategy, kernels));
   TraceContext context;
-  context.pass_collectives = PassCollectiveBytesOf(*blocks);
+  context.pass_collectives = PassCollectiveBytesOf(blocks);
   context.tp = prepared.strategy.tp;
   context.cp = prepared.strategy.cp;
   context.dp = prepared.strategy.dp;

@@ -74,10 +74,9 @@ const Json* EventsOf(const Json& root) {
 }
 
 Result<ParsedTrace> ParseTrace(const TraceToMerge& in) {
-  Result<Json> root = ParseOrderedJson(in.text, in.path);
-  if (!root.ok()) return root.status();
+  LOOM_ASSIGN_OR_RETURN(Json root, ParseOrderedJson(in.text, in.path));
   ParsedTrace trace;
-  trace.root = *std::move(root);
+  trace.root = std::move(root);
   const Json* events = EventsOf(trace.root);
   if (events == nullptr) {
     return Status::InvalidArgument(
@@ -126,23 +125,22 @@ Result<std::string> MergeChromeTraces(std::span<const TraceToMerge> inputs) {
   int64_t next_pid = 0, next_id = 0;
   for (size_t index = 0; index < inputs.size(); ++index) {
     const TraceToMerge& in = inputs[index];
-    Result<ParsedTrace> trace = ParseTrace(in);
-    if (!trace.ok()) return trace.status();
+    LOOM_ASSIGN_OR_RETURN(ParsedTrace trace, ParseTrace(in));
     const int64_t pid_shift = next_pid, id_shift = next_id;
-    for (int64_t pid : trace->pids) {
-      if (trace->named_pids.contains(pid)) continue;
+    for (int64_t pid : trace.pids) {
+      if (trace.named_pids.contains(pid)) continue;
       const Json name = {{"name", "process_name"},
                          {"ph", "M"},
                          {"pid", pid + pid_shift},
                          {"args", {{"name", Labelled(in.label, "pid " + std::to_string(pid))}}}};
       out.append(name.dump()).append(",\n");
     }
-    for (const Json& event : *EventsOf(trace->root)) {
+    for (const Json& event : *EventsOf(trace.root)) {
       out.append(Shifted(event, in, index, pid_shift, id_shift).dump()).append(",\n");
     }
-    next_pid = std::max(next_pid, trace->max_pid + pid_shift + 1);
-    next_id = std::max(next_id, trace->max_id + id_shift + 1);
-    const Json& root = trace->root;
+    next_pid = std::max(next_pid, trace.max_pid + pid_shift + 1);
+    next_id = std::max(next_id, trace.max_id + id_shift + 1);
+    const Json& root = trace.root;
     merged.push_back(
         {{"file", in.path},
          {"label", in.label},

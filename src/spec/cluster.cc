@@ -360,10 +360,10 @@ std::string GpuRef(const GpuSpec& gpu) {
 }
 
 Result<GpuSpec> LoadGpuSpec(const std::string& path) {
-  Result<nlohmann::json> json = ReadHardwareFile(path, "hardware/gpus/h100-sxm5-80gb.json");
-  if (!json.ok()) return json.status();
+  LOOM_ASSIGN_OR_RETURN(nlohmann::json json,
+                        ReadHardwareFile(path, "hardware/gpus/h100-sxm5-80gb.json"));
   GpuSpec gpu;
-  LOOM_RETURN_IF_ERROR(ParseGpu(*json, path, &gpu));
+  LOOM_RETURN_IF_ERROR(ParseGpu(json, path, &gpu));
   return gpu;
 }
 
@@ -374,12 +374,12 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path, std::optional<int64
                                    std::to_string(kNodes.max) +
                                    " (or leave it out to use the file's \"nodes\")");
   }
-  Result<nlohmann::json> json = ReadHardwareFile(path, "hardware/clusters/dgx-h100.json");
-  if (!json.ok()) return json.status();
+  LOOM_ASSIGN_OR_RETURN(nlohmann::json json,
+                        ReadHardwareFile(path, "hardware/clusters/dgx-h100.json"));
   ClusterSpec spec;
   spec.file = path;
-  JsonReader reader(*json, path);
-  std::string gpu_ref = ParseClusterKeys(*json, reader, &spec);
+  JsonReader reader(json, path);
+  std::string gpu_ref = ParseClusterKeys(json, reader, &spec);
   Status own = reader.Finish(UnknownKeys::kError);
   Status gpu = gpu_ref.empty() ? Status::Ok() : LoadClusterGpu(path, gpu_ref, &spec.gpu);
   LOOM_RETURN_IF_ERROR(Join(own, gpu));

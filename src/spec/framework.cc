@@ -29,9 +29,8 @@ bool RequiredBool(JsonReader& r, std::string_view key) {
 }  // namespace
 
 Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
-  Result<nlohmann::json> json = ReadJsonObjectFile(path);
-  if (!json.ok()) return json.status();
-  JsonReader r(*json, path);
+  LOOM_ASSIGN_OR_RETURN(nlohmann::json json, ReadJsonObjectFile(path));
+  JsonReader r(json, path);
   FrameworkProfile p;
   p.file = path;
   const std::string schema = r.String("schema");
@@ -90,9 +89,8 @@ Result<std::optional<FrameworkProfile>> ResolveFramework(const std::string& name
                               "; or give a framework file's path, or none");
     }
   }
-  Result<FrameworkProfile> profile = LoadFrameworkProfile(path);
-  if (!profile.ok()) return profile.status();
-  return std::optional<FrameworkProfile>(std::move(profile).value());
+  LOOM_ASSIGN_OR_RETURN(FrameworkProfile profile, LoadFrameworkProfile(path));
+  return std::optional<FrameworkProfile>(std::move(profile));
 }
 
 nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {

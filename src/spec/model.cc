@@ -383,9 +383,8 @@ std::string ModelRef(const ModelSpec& model) {
 Result<ModelSpec> LoadModelSpec(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) {
-    Result<nlohmann::json> config = ReadJsonObjectFile(path);
-    if (!config.ok()) return config.status();
-    return ParseModelSpec(*config, path);
+    LOOM_ASSIGN_OR_RETURN(nlohmann::json config, ReadJsonObjectFile(path));
+    return ParseModelSpec(config, path);
   }
   std::string file = (std::filesystem::path(path) / "config.json").string();
   if (!std::filesystem::is_regular_file(file, ec)) {
@@ -396,11 +395,8 @@ Result<ModelSpec> LoadModelSpec(const std::string& path) {
         "~/.cache/huggingface/hub/models--org--name/snapshots/<hash>) or at a "
         "config .json file");
   }
-  Result<nlohmann::json> config = ReadJsonObjectFile(file);
-  if (!config.ok()) return config.status();
-  Result<ModelSpec> model = ParseModelSpec(*config, file);
-  if (!model.ok()) return model.status();
-  ModelSpec spec = *model;
+  LOOM_ASSIGN_OR_RETURN(nlohmann::json config, ReadJsonObjectFile(file));
+  LOOM_ASSIGN_OR_RETURN(ModelSpec spec, ParseModelSpec(config, file));
   spec.name = SnapshotName(path);
   return spec;
 }

@@ -82,9 +82,8 @@ void ReadStrategyObject(JsonReader& r, Strategy* s) {
 }
 
 Result<Scenario> LoadScenario(const std::string& path) {
-  Result<nlohmann::json> json = ReadJsonObjectFile(path);
-  if (!json.ok()) return json.status();
-  JsonReader r(*json, path);
+  LOOM_ASSIGN_OR_RETURN(nlohmann::json json, ReadJsonObjectFile(path));
+  JsonReader r(json, path);
   Scenario scenario;
   scenario.file = path;
   std::string schema = r.String("schema");

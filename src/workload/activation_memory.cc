@@ -38,9 +38,8 @@ ActivationBytes SumActivationBytes(const LayerOps& ops) {
 
 Result<ActivationBytes> LayerActivationBytes(const ModelSpec& model, const Strategy& strategy,
                                              const LayerOpsOptions& options) {
-  Result<LayerOps> ops = BuildTransformerLayerOps(model, strategy, options);
-  if (!ops.ok()) return ops.status();
-  return SumActivationBytes(*ops);
+  LOOM_ASSIGN_OR_RETURN(LayerOps ops, BuildTransformerLayerOps(model, strategy, options));
+  return SumActivationBytes(ops);
 }
 
 Result<int64_t> KeptActivationBytes(const ModelSpec& model, const Strategy& strategy,
@@ -60,10 +59,10 @@ Result<int64_t> KeptActivationBytes(const ModelSpec& model, const Strategy& stra
     if (kept < 0) {
       LayerOpsOptions layer_options = options;
       layer_options.layer = layer;
-      Result<ActivationBytes> bytes =
-          LayerActivationBytes(model, recomputed ? full : strategy, layer_options);
-      if (!bytes.ok()) return bytes.status();
-      kept = bytes->kept;
+      LOOM_ASSIGN_OR_RETURN(
+          ActivationBytes bytes,
+          LayerActivationBytes(model, recomputed ? full : strategy, layer_options));
+      kept = bytes.kept;
     }
     total += kept;
   }

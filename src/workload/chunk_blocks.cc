@@ -14,9 +14,8 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
   full.recompute = Recompute::kFull;
   Strategy kept = strategy;
   if (strategy.recompute_layers > 0) kept.recompute = Recompute::kNone;
-  Result<LayerOps> embedding = BuildEmbeddingOps(model, strategy, kernels);
-  if (!embedding.ok()) return embedding.status();
-  out.blocks.push_back(*std::move(embedding));
+  LOOM_ASSIGN_OR_RETURN(LayerOps embedding, BuildEmbeddingOps(model, strategy, kernels));
+  out.blocks.push_back(std::move(embedding));
   out.chunks.resize(out.layers.size());
   out.chunks.front().push_back({0, 1});
   // Layers differ only by dense/MoE and by recompute setting: one block of each kind.
@@ -35,9 +34,9 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
       if (added) {
         LayerOpsOptions options = kernels;
         options.layer = layer;
-        Result<LayerOps> ops = BuildTransformerLayerOps(model, recomputed ? full : kept, options);
-        if (!ops.ok()) return ops.status();
-        out.blocks.push_back(*std::move(ops));
+        LOOM_ASSIGN_OR_RETURN(LayerOps ops,
+                              BuildTransformerLayerOps(model, recomputed ? full : kept, options));
+        out.blocks.push_back(std::move(ops));
       }
       if (!runs.empty() && runs.back().block == it->second) {
         ++runs.back().count;
@@ -46,10 +45,9 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
       }
     }
   }
-  Result<LayerOps> head = BuildOutputOps(model, strategy, kernels);
-  if (!head.ok()) return head.status();
+  LOOM_ASSIGN_OR_RETURN(LayerOps head, BuildOutputOps(model, strategy, kernels));
   out.chunks.back().push_back({static_cast<int32_t>(out.blocks.size()), 1});
-  out.blocks.push_back(*std::move(head));
+  out.blocks.push_back(std::move(head));
   return out;
 }
 

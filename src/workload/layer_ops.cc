@@ -25,9 +25,7 @@ void ApplyFullRecompute(LayerOps* ops) {
 Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy& strategy,
                                           const LayerOpsOptions& options) {
   LOOM_RETURN_IF_ERROR(CheckLayerSupported(model, strategy, options));
-  Result<LayerDims> dims = ComputeLayerDims(model, strategy, options);
-  if (!dims.ok()) return dims.status();
-  LayerDims d = *dims;
+  LOOM_ASSIGN_OR_RETURN(LayerDims d, ComputeLayerDims(model, strategy, options));
   const bool full = d.recompute == Recompute::kFull;
   if (full) d.recompute = Recompute::kNone;  // build what the forward would keep, then drop it
 
@@ -42,9 +40,8 @@ Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy
   Append(attention.backward_weight, &layer.backward_weight);
   layer.recompute = std::move(attention.recompute);
   if (full) ApplyFullRecompute(&layer);
-  Result<int64_t> params = LayerParametersPerRank(model, strategy, options.layer);
-  if (!params.ok()) return params.status();
-  AppendGradAccumulation(strategy, *params, &layer);
+  LOOM_ASSIGN_OR_RETURN(int64_t params, LayerParametersPerRank(model, strategy, options.layer));
+  AppendGradAccumulation(strategy, params, &layer);
   return layer;
 }
 

@@ -46,9 +46,7 @@ int64_t PaddedVocabSize(int64_t vocab_size, int64_t tp) {
 
 Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strategy,
                                    const LayerOpsOptions& options) {
-  Result<LayerDims> dims = ComputeLayerDims(model, strategy, options);
-  if (!dims.ok()) return dims.status();
-  const LayerDims& d = *dims;
+  LOOM_ASSIGN_OR_RETURN(const LayerDims d, ComputeLayerDims(model, strategy, options));
   LayerOps ops;
   AppendEmbeddingForward(d, &ops.forward);
   if (d.dropout) {
@@ -77,9 +75,7 @@ Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strat
 
 Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy,
                                 const LayerOpsOptions& options) {
-  Result<LayerDims> dims = ComputeLayerDims(model, strategy, options);
-  if (!dims.ok()) return dims.status();
-  const LayerDims& d = *dims;
+  LOOM_ASSIGN_OR_RETURN(const LayerDims d, ComputeLayerDims(model, strategy, options));
   const int64_t logits32 = d.tokens * d.vocab * kFp32;
   const int64_t per_token = d.tokens * kFp32;
   const bool cast = d.act_bytes != kFp32;  // .float() copies unless the logits are fp32 already

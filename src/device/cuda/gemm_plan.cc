@@ -240,30 +240,24 @@ Result<GemmPlan> PlanGemm(cublasLtHandle_t handle, const GemmShape& shape, int c
                                    ": an fp8 GEMM needs the device scale of 1.0 "
                                    "(MakeUnitScale); none was given");
   }
-  Result<MatmulDesc> desc = MakeDesc(types, fp8, unit_scale);
-  if (!desc.ok()) return desc.status();
+  LOOM_ASSIGN_OR_RETURN(MatmulDesc desc, MakeDesc(types, fp8, unit_scale));
   // loom's B: [k, n] row-major is column-major n x k (ld n); for fp8, [n, k] row-major is
   // column-major k x n (ld k), which cuBLASLt transposes.
-  Result<MatrixLayout> a = fp8 ? MakeLayout(types.input, shape.k, shape.n, shape.k, shape.batch)
-                               : MakeLayout(types.input, shape.n, shape.k, shape.n, shape.batch);
-  if (!a.ok()) return a.status();
-  Result<MatrixLayout> b =
-      MakeLayout(types.input, shape.k, shape.m, shape.k, shape.batch);  // loom's A[m, k]
-  if (!b.ok()) return b.status();
+  LOOM_ASSIGN_OR_RETURN(MatrixLayout a,
+                        fp8 ? MakeLayout(types.input, shape.k, shape.n, shape.k, shape.batch)
+                            : MakeLayout(types.input, shape.n, shape.k, shape.n, shape.batch));
+  LOOM_ASSIGN_OR_RETURN(MatrixLayout b, MakeLayout(types.input, shape.k, shape.m, shape.k,
+                                                   shape.batch));  // loom's A[m, k]
   const bool accumulate = Accumulates(shape, accumulation);
   const cudaDataType_t output = accumulate ? CUDA_R_32F : types.output;
-  Result<MatrixLayout> d =
-      MakeLayout(output, shape.n, shape.m, shape.n, shape.batch);  // loom's C[m, n]
-  if (!d.ok()) return d.status();
+  LOOM_ASSIGN_OR_RETURN(MatrixLayout d, MakeLayout(output, shape.n, shape.m, shape.n,
+                                                   shape.batch));  // loom's C[m, n]
 
-  GemmPlan plan{std::move(desc).value(), std::move(a).value(),     std::move(b).value(),
-                std::move(d).value(),    accumulate ? 1.0f : 0.0f, {}};
+  GemmPlan plan{
+      std::move(desc), std::move(a), std::move(b), std::move(d), accumulate ? 1.0f : 0.0f, {}};
   const std::string what = DescribeShape(shape);
-  Result<std::vector<GemmAlgorithm>> offered = AskHeuristic(handle, plan, what);
-  if (!offered.ok()) return offered.status();
-  Result<std::vector<GemmAlgorithm>> accepted = CheckAlgorithms(handle, plan, *offered, what);
-  if (!accepted.ok()) return accepted.status();
-  plan.algorithms = std::move(accepted).value();
+  LOOM_ASSIGN_OR_RETURN(std::vector<GemmAlgorithm> offered, AskHeuristic(handle, plan, what));
+  LOOM_ASSIGN_OR_RETURN(plan.algorithms, CheckAlgorithms(handle, plan, offered, what));
   return plan;
 }
 

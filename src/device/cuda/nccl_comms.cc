@@ -35,9 +35,8 @@ Result<std::unique_ptr<NcclComms>> NcclComms::Create(
     if (communicators[c].size() < 2) continue;
     const std::string name =
         "communicator " + std::to_string(c) + " (ranks " + RanksText(communicators[c]) + ")";
-    Result<ncclComm_t> comm = comms->Split(communicators[c], name);
-    if (!comm.ok()) return comm.status();
-    comms->communicators_[c] = *comm;
+    LOOM_ASSIGN_OR_RETURN(ncclComm_t comm, comms->Split(communicators[c], name));
+    comms->communicators_[c] = comm;
   }
   comms->edges_.assign(edges.size(), nullptr);
   for (size_t e = 0; e < edges.size(); ++e) {
@@ -52,9 +51,8 @@ Result<std::unique_ptr<NcclComms>> NcclComms::Create(
     const std::vector<int32_t> ends = {std::min(edge.from, edge.to), std::max(edge.from, edge.to)};
     const std::string name = "edge " + std::to_string(e) + " (rank " + std::to_string(edge.from) +
                              " to " + std::to_string(edge.to) + ")";
-    Result<ncclComm_t> comm = comms->Split(ends, name);
-    if (!comm.ok()) return comm.status();
-    comms->edges_[e] = *comm;
+    LOOM_ASSIGN_OR_RETURN(ncclComm_t comm, comms->Split(ends, name));
+    comms->edges_[e] = comm;
   }
   return comms;
 }

@@ -98,12 +98,12 @@ Result<BackendDescriptor> FirstPlan(const std::vector<Desc>& configs) {
   Status first_failure =
       Status::Unimplemented("cuDNN's heuristics (CUDNN_HEUR_MODE_A) offered no engine config");
   for (size_t i = 0; i < configs.size(); ++i) {
-    Result<BackendDescriptor> plan = MakeDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    if (!plan.ok()) return plan.status();
-    Status finalized = SetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+    LOOM_ASSIGN_OR_RETURN(BackendDescriptor plan,
+                          MakeDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+    Status finalized = SetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs[i]);
     if (finalized.ok()) {
-      finalized = CheckCudnn(cudnnBackendFinalize(plan->get()),
+      finalized = CheckCudnn(cudnnBackendFinalize(plan.get()),
                              "cudnnBackendFinalize(execution plan)", __FILE__, __LINE__);
     }
     if (finalized.ok()) return plan;
@@ -328,10 +328,9 @@ Status GraphBuilder::AddReshape(Desc x, Desc y) {
 }
 
 Status GraphBuilder::Make(cudnnBackendDescriptorType_t type, Desc* descriptor) {
-  Result<BackendDescriptor> made = MakeDescriptor(type);
-  if (!made.ok()) return made.status();
-  *descriptor = made->get();
-  owned_.push_back(std::move(made).value());
+  LOOM_ASSIGN_OR_RETURN(BackendDescriptor made, MakeDescriptor(type));
+  *descriptor = made.get();
+  owned_.push_back(std::move(made));
   return Status::Ok();
 }
 
@@ -380,14 +379,12 @@ Result<ExecutionPlan> GraphBuilder::Finish(cudnnHandle_t handle) && {
   LOOM_RETURN_IF_ERROR(status_);
   std::vector<Desc> configs;
   LOOM_RETURN_IF_ERROR(MakeGraphAndConfigs(handle, &configs));
-  Result<BackendDescriptor> plan = FirstPlan(configs);
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(BackendDescriptor plan, FirstPlan(configs));
   int64_t workspace_bytes = 0;
   int64_t count = 0;
-  LOOM_CUDNN(cudnnBackendGetAttribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+  LOOM_CUDNN(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                       CUDNN_TYPE_INT64, 1, &count, &workspace_bytes));
-  return ExecutionPlan{std::move(owned_), std::move(plan).value(), std::move(uids_),
-                       workspace_bytes};
+  return ExecutionPlan{std::move(owned_), std::move(plan), std::move(uids_), workspace_bytes};
 }
 
 // Keeps score (i, j) where i >= j, query i seeing keys 0..i, and sets the rest to -inf before the

@@ -34,15 +34,15 @@ Result<BackendDescriptor> MakeSdpaVariantPack(const ExecutionPlan& plan,
     pointers.push_back(all[static_cast<size_t>(uid)]);
   }
   const int64_t count = static_cast<int64_t>(pointers.size());
-  Result<BackendDescriptor> pack = MakeDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  if (!pack.ok()) return pack.status();
-  LOOM_RETURN_IF_ERROR(SetAttribute(pack->get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+  LOOM_ASSIGN_OR_RETURN(BackendDescriptor pack,
+                        MakeDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR));
+  LOOM_RETURN_IF_ERROR(SetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
                                     CUDNN_TYPE_INT64, count, plan.uids.data()));
-  LOOM_RETURN_IF_ERROR(SetAttribute(pack->get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+  LOOM_RETURN_IF_ERROR(SetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
                                     CUDNN_TYPE_VOID_PTR, count, pointers.data()));
-  LOOM_RETURN_IF_ERROR(SetAttribute(pack->get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+  LOOM_RETURN_IF_ERROR(SetAttribute(pack.get(), CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
                                     CUDNN_TYPE_VOID_PTR, 1, &workspace));
-  LOOM_CUDNN(cudnnBackendFinalize(pack->get()));
+  LOOM_CUDNN(cudnnBackendFinalize(pack.get()));
   return pack;
 }
 

@@ -76,10 +76,9 @@ std::string DescribeDevice(int device) {
 // Every rank learns whether every rank got through |what|: |local| where it failed, Internal on
 // the others, so that no rank goes on to wait for one that has stopped.
 Status Agree(Launcher& launcher, const Status& local, const std::string& what) {
-  Result<double> failures = launcher.MaxOverRanks(local.ok() ? 0.0 : 1.0);
-  if (!failures.ok()) return failures.status();
+  LOOM_ASSIGN_OR_RETURN(double failures, launcher.MaxOverRanks(local.ok() ? 0.0 : 1.0));
   if (!local.ok()) return local;
-  if (*failures > 0) {
+  if (failures > 0) {
     return Status::Internal("rank " + std::to_string(launcher.Rank()) +
                             " stopped: another rank failed " + what + " (its error says why)");
   }
@@ -147,10 +146,8 @@ Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& progr
   for (const P2pEdge& edge : program.edges) edges.push_back({edge.from, edge.to});
   // Made after |step|, so destroyed before it: the communicators are aborted (their kernels leave
   // the GPU) before the step frees its memory, which waits for the GPU.
-  Result<std::unique_ptr<cuda::NcclComms>> made =
-      cuda::NcclComms::Create(communicators, edges, launcher);
-  if (!made.ok()) return made.status();
-  std::unique_ptr<cuda::NcclComms> comms = std::move(made).value();
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<cuda::NcclComms> comms,
+                        cuda::NcclComms::Create(communicators, edges, launcher));
   LOOM_RETURN_IF_ERROR(
       Agree(launcher, step.SetUp(*device), "to set up its streams, memory and kernels"));
   LOOM_RETURN_IF_ERROR(
@@ -166,10 +163,9 @@ Result<CudaRunResult> RunOnCuda(const ExecPlan& plan, const DeviceProgram& progr
     if (!times.ok()) comms->Abort();
     LOOM_RETURN_IF_ERROR(Agree(launcher, times.ok() ? Status::Ok() : times.status(),
                                "in step " + std::to_string(s)));
-    Result<std::vector<RankTimes>> all = GatherRankTimes(*times, rank, world);
-    if (!all.ok()) return all.status();
+    LOOM_ASSIGN_OR_RETURN(std::vector<RankTimes> all, GatherRankTimes(*times, rank, world));
     if (rank == 0 && s >= options.warmup_steps)
-      result.steps.push_back(MeasuredTimeline(plan.graph(), *all));
+      result.steps.push_back(MeasuredTimeline(plan.graph(), all));
   }
   // The peak is read before the profiled step, whose memory is the same but not measured.
   Result<int64_t> peak = step.pool().Peak();

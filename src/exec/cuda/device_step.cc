@@ -55,9 +55,7 @@ Status DeviceStep::SetUp(int device) {
   LOOM_RETURN_IF_ERROR(MakeStreamsAndEvents());
   LOOM_RETURN_IF_ERROR(pool_.Create(device));
   LOOM_RETURN_IF_ERROR(AllocateState());
-  Result<std::unique_ptr<OpRunner>> runner = OpRunner::Create(program_.ops, StreamOf(compute_));
-  if (!runner.ok()) return runner.status();
-  runner_ = std::move(runner).value();
+  LOOM_ASSIGN_OR_RETURN(runner_, OpRunner::Create(program_.ops, StreamOf(compute_)));
   return WarmUp();
 }
 
@@ -137,16 +135,15 @@ Status DeviceStep::FindEdges() {
   for (size_t i = 0; i < program_.tasks.size(); ++i) {
     const DeviceTask& t = program_.tasks[i];
     if (t.work != DeviceWork::kSend) continue;
-    Result<int32_t> e =
-        find(program_.rank, t.peer, "the send " + plan_.graph().DescribeTask(t.task));
-    if (!e.ok()) return e.status();
-    task_edges_[i] = *e;
+    LOOM_ASSIGN_OR_RETURN(
+        int32_t e, find(program_.rank, t.peer, "the send " + plan_.graph().DescribeTask(t.task)));
+    task_edges_[i] = e;
   }
   for (size_t i = 0; i < program_.receives.size(); ++i) {
     const DeviceReceive& r = program_.receives[i];
-    Result<int32_t> e = find(r.from_rank, program_.rank, "receive " + std::to_string(i));
-    if (!e.ok()) return e.status();
-    receive_edges_.push_back(*e);
+    LOOM_ASSIGN_OR_RETURN(int32_t e,
+                          find(r.from_rank, program_.rank, "receive " + std::to_string(i)));
+    receive_edges_.push_back(e);
   }
   return Status::Ok();
 }
@@ -497,13 +494,11 @@ Result<RankTimes> DeviceStep::Times() const {
     return SimTime::FromMicros(static_cast<double>(ms) * 1e3);
   };
   for (size_t i = 0; i < program_.tasks.size(); ++i) {
-    Result<SimTime> start = since_epoch(starts_[i]);
-    if (!start.ok()) return start.status();
-    Result<SimTime> end = since_epoch(ends_[i]);
-    if (!end.ok()) return end.status();
+    LOOM_ASSIGN_OR_RETURN(SimTime start, since_epoch(starts_[i]));
+    LOOM_ASSIGN_OR_RETURN(SimTime end, since_epoch(ends_[i]));
     times.tasks.push_back(program_.tasks[i].task);
-    times.start.push_back(*start);
-    times.end.push_back(*end);
+    times.start.push_back(start);
+    times.end.push_back(end);
   }
   return times;
 }

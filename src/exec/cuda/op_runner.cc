@@ -78,9 +78,7 @@ Result<std::unique_ptr<OpRunner>> OpRunner::Create(std::span<const Op> ops,
 }
 
 Status OpRunner::Setup(std::span<const Op> ops, cudaStream_t setup_stream) {
-  Result<int> compute_capability = CurrentComputeCapability();
-  if (!compute_capability.ok()) return compute_capability.status();
-  compute_capability_ = *compute_capability;
+  LOOM_ASSIGN_OR_RETURN(compute_capability_, CurrentComputeCapability());
   for (const Op& op : ops) {
     const size_t shapes = gemms_.size() + attentions_.size() + memory_ops_.size();
     if (Status planned = Plan(op, setup_stream); !planned.ok())
@@ -123,15 +121,12 @@ Status OpRunner::PlanGemmOp(const GemmShape& shape, cudaStream_t setup_stream) {
     cublas_.reset(handle);
   }
   if (shape.dtype == Dtype::kFp8 && unit_scale_ == nullptr) {
-    Result<DeviceBuffer> one = MakeUnitScale(setup_stream);
-    if (!one.ok()) return one.status();
-    unit_scale_ = std::move(one).value();
+    LOOM_ASSIGN_OR_RETURN(unit_scale_, MakeUnitScale(setup_stream));
   }
-  Result<GemmPlan> plan =
-      PlanGemm(cublas_.get(), shape, compute_capability_,
-               static_cast<const float*>(unit_scale_.get()), Fp32Accumulation::kHonour);
-  if (!plan.ok()) return plan.status();
-  gemms_.emplace(key, std::move(plan).value());
+  LOOM_ASSIGN_OR_RETURN(GemmPlan plan, PlanGemm(cublas_.get(), shape, compute_capability_,
+                                                static_cast<const float*>(unit_scale_.get()),
+                                                Fp32Accumulation::kHonour));
+  gemms_.emplace(key, std::move(plan));
   return Status::Ok();
 }
 
@@ -144,14 +139,13 @@ Status OpRunner::PlanAttentionOp(const AttentionShape& shape) {
     LOOM_CUDNN(cudnnCreate(&handle));
     cudnn_.reset(handle);
   }
-  Result<ExecutionPlan> plan =
-      shape.backward ? PlanSdpaBackward(cudnn_.get(), shape) : PlanSdpaForward(cudnn_.get(), shape);
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(ExecutionPlan plan, shape.backward ? PlanSdpaBackward(cudnn_.get(), shape)
+                                                           : PlanSdpaForward(cudnn_.get(), shape));
   // The arena's layout (op_operands.cc) must give each tensor of the graph the bytes cuDNN
   // addresses (SdpaTensorBytesOf).
   const SdpaTensorBytes graph_bytes = SdpaTensorBytesOf(shape);
   const AttentionOperands operands = AttentionOperandsOf(shape);
-  for (int64_t uid : plan->uids) {
+  for (int64_t uid : plan.uids) {
     if (uid < kQ || uid > kDQAccum) continue;  // the scalars, in host memory
     if (operands.tensor_bytes[static_cast<size_t>(uid - 1)] !=
         graph_bytes[static_cast<size_t>(uid)]) {
@@ -163,7 +157,7 @@ Status OpRunner::PlanAttentionOp(const AttentionShape& shape) {
           std::to_string(graph_bytes[static_cast<size_t>(uid)]));
     }
   }
-  attentions_.emplace(key, Attention{shape, std::move(plan).value(), SdpaScalarsOf(shape)});
+  attentions_.emplace(key, Attention{shape, std::move(plan), SdpaScalarsOf(shape)});
   return Status::Ok();
 }
 
@@ -252,10 +246,10 @@ Status OpRunner::EnqueueAttention(const Op& op, const AttentionShape& shape, cud
     if (operands.tensor_bytes[i] > 0)
       addresses[UidOf(static_cast<AttentionTensor>(i))] = base + operands.offsets[i];
   }
-  Result<BackendDescriptor> pack = MakeSdpaVariantPack(attention->second.plan, addresses,
-                                                       workspace_.get(), attention->second.scalars);
-  if (!pack.ok()) return pack.status();
-  return ExecuteSdpa(cudnn_.get(), attention->second.plan, *pack);
+  LOOM_ASSIGN_OR_RETURN(BackendDescriptor pack,
+                        MakeSdpaVariantPack(attention->second.plan, addresses, workspace_.get(),
+                                            attention->second.scalars));
+  return ExecuteSdpa(cudnn_.get(), attention->second.plan, pack);
 }
 
 Status OpRunner::EnqueueMemory(const Op& op, const MemoryShape& shape, cudaStream_t stream) {

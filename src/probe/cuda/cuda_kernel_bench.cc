@@ -74,10 +74,10 @@ class RotatedTensors {
   static Result<RotatedTensors> Allocate(int64_t tensor_bytes, int64_t tensors, int64_t l2_bytes,
                                          bool rotate) {
     const int64_t stride = (tensor_bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes;
-    Result<std::vector<DeviceBuffer>> copies =
-        AllocateCopies(stride * tensors, RotationCount(tensor_bytes * tensors, l2_bytes, rotate));
-    if (!copies.ok()) return copies.status();
-    return RotatedTensors(std::move(copies).value(), stride);
+    LOOM_ASSIGN_OR_RETURN(
+        std::vector<DeviceBuffer> copies,
+        AllocateCopies(stride * tensors, RotationCount(tensor_bytes * tensors, l2_bytes, rotate)));
+    return RotatedTensors(std::move(copies), stride);
   }
 
   void* Tensor(int64_t run, int64_t index) const {
@@ -226,12 +226,11 @@ Status CudaKernelBench::Fill(const RotatedTensors& tensors, int64_t inputs, int6
 Result<std::vector<double>> CudaKernelBench::TimeCopy(int64_t bytes,
                                                       const BenchSettings& settings) {
   LOOM_RETURN_IF_ERROR(CheckPositive(bytes, "memory kernel copy"));
-  Result<RotatedTensors> tensors =
-      RotatedTensors::Allocate(bytes, 2, l2_bytes_, settings.rotate_inputs);
-  if (!tensors.ok()) return tensors.status();
+  LOOM_ASSIGN_OR_RETURN(RotatedTensors tensors,
+                        RotatedTensors::Allocate(bytes, 2, l2_bytes_, settings.rotate_inputs));
   cudaStream_t stream = stream_.get();
   auto launch = [&](int64_t run) -> Status {
-    LOOM_CUDA(cudaMemcpyAsync(tensors->Tensor(run, 1), tensors->Tensor(run, 0),
+    LOOM_CUDA(cudaMemcpyAsync(tensors.Tensor(run, 1), tensors.Tensor(run, 0),
                               static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream));
     return Status::Ok();
   };
@@ -246,18 +245,17 @@ Result<std::vector<double>> CudaKernelBench::TimeRmsNorm(int64_t bytes,
                                    ") must be at least 16 KiB, one row of 8192 bf16 values");
   }
   const int64_t rows = (bytes + kRmsNormRowBytes / 2) / kRmsNormRowBytes;  // nearest whole row
-  Result<RotatedTensors> tensors =
-      RotatedTensors::Allocate(rows * kRmsNormRowBytes, 2, l2_bytes_, settings.rotate_inputs);
-  if (!tensors.ok()) return tensors.status();
-  Result<DeviceBuffer> weight = AllocateDevice(kRmsNormRowBytes);
-  if (!weight.ok()) return weight.status();
+  LOOM_ASSIGN_OR_RETURN(
+      RotatedTensors tensors,
+      RotatedTensors::Allocate(rows * kRmsNormRowBytes, 2, l2_bytes_, settings.rotate_inputs));
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer weight, AllocateDevice(kRmsNormRowBytes));
   cudaStream_t stream = stream_.get();
-  LOOM_CUDA(FillRandom(weight->get(), kRmsNormCols, Dtype::kBf16, 0, stream));
-  LOOM_RETURN_IF_ERROR(Fill(*tensors, 1, rows * kRmsNormCols));
-  const void* gain = weight->get();
+  LOOM_CUDA(FillRandom(weight.get(), kRmsNormCols, Dtype::kBf16, 0, stream));
+  LOOM_RETURN_IF_ERROR(Fill(tensors, 1, rows * kRmsNormCols));
+  const void* gain = weight.get();
   auto launch = [&](int64_t run) -> Status {
-    LOOM_CUDA(RmsNormBf16(tensors->Tensor(run, 0), gain, tensors->Tensor(run, 1), rows,
-                          kRmsNormCols, stream));
+    LOOM_CUDA(RmsNormBf16(tensors.Tensor(run, 0), gain, tensors.Tensor(run, 1), rows, kRmsNormCols,
+                          stream));
     return Status::Ok();
   };
   return TimeOnStream(stream, launch, settings);
@@ -271,13 +269,12 @@ Result<std::vector<double>> CudaKernelBench::TimeSwiGlu(int64_t bytes,
     return Status::InvalidArgument("memory kernel swiglu: bytes (" + std::to_string(bytes) +
                                    ") must hold at least one bf16 value");
   }
-  Result<RotatedTensors> tensors =
-      RotatedTensors::Allocate(elements * 2, 3, l2_bytes_, settings.rotate_inputs);
-  if (!tensors.ok()) return tensors.status();
-  LOOM_RETURN_IF_ERROR(Fill(*tensors, 2, elements));
+  LOOM_ASSIGN_OR_RETURN(RotatedTensors tensors, RotatedTensors::Allocate(elements * 2, 3, l2_bytes_,
+                                                                         settings.rotate_inputs));
+  LOOM_RETURN_IF_ERROR(Fill(tensors, 2, elements));
   cudaStream_t stream = stream_.get();
   auto launch = [&](int64_t run) -> Status {
-    LOOM_CUDA(SwiGluBf16(tensors->Tensor(run, 0), tensors->Tensor(run, 1), tensors->Tensor(run, 2),
+    LOOM_CUDA(SwiGluBf16(tensors.Tensor(run, 0), tensors.Tensor(run, 1), tensors.Tensor(run, 2),
                          elements, stream));
     return Status::Ok();
   };
@@ -307,10 +304,9 @@ Result<std::vector<double>> CudaKernelBench::TimePinnedCopy(HostMeasure directio
   void* host = nullptr;
   LOOM_CUDA(cudaMallocHost(&host, static_cast<size_t>(bytes)));
   PinnedBuffer pinned(host);
-  Result<DeviceBuffer> device = AllocateDevice(bytes);
-  if (!device.ok()) return device.status();
-  void* destination = to_device ? device->get() : host;
-  const void* source = to_device ? static_cast<const void*>(host) : device->get();
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer device, AllocateDevice(bytes));
+  void* destination = to_device ? device.get() : host;
+  const void* source = to_device ? static_cast<const void*>(host) : device.get();
   const cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   cudaStream_t stream = stream_.get();
   auto launch = [&](int64_t) -> Status {
@@ -329,12 +325,11 @@ Result<std::unique_ptr<KernelBench>> MakeCudaKernelBench(int device) {
   Stream stream(raw_stream);
   int l2_bytes = 0;
   LOOM_CUDA(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
-  Result<std::unique_ptr<GemmBench>> gemm = GemmBench::Create(raw_stream);
-  if (!gemm.ok()) return gemm.status();
+  LOOM_ASSIGN_OR_RETURN(std::unique_ptr<GemmBench> gemm, GemmBench::Create(raw_stream));
   // Without cuDNN attention the other kernels can still be measured: TimeAttention returns why.
   Result<std::unique_ptr<SdpaBench>> sdpa = SdpaBench::Create(raw_stream);
-  return std::unique_ptr<KernelBench>(new CudaKernelBench(
-      device, std::move(stream), std::move(gemm).value(), std::move(sdpa), l2_bytes));
+  return std::unique_ptr<KernelBench>(
+      new CudaKernelBench(device, std::move(stream), std::move(gemm), std::move(sdpa), l2_bytes));
 }
 
 }  // namespace loom::cuda

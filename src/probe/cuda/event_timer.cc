@@ -42,12 +42,10 @@ Result<std::vector<double>> TimeOnStream(cudaStream_t stream,
                                          const BenchSettings& settings) {
   std::vector<Event> starts, stops;
   for (int64_t r = 0; r < settings.repeats; ++r) {
-    Result<Event> start = MakeEvent();
-    if (!start.ok()) return start.status();
-    Result<Event> stop = MakeEvent();
-    if (!stop.ok()) return stop.status();
-    starts.push_back(std::move(start).value());
-    stops.push_back(std::move(stop).value());
+    LOOM_ASSIGN_OR_RETURN(Event start, MakeEvent());
+    LOOM_ASSIGN_OR_RETURN(Event stop, MakeEvent());
+    starts.push_back(std::move(start));
+    stops.push_back(std::move(stop));
   }
   Status enqueued = EnqueueRuns(stream, launch, settings, starts, stops);
   // Synchronise even after a failed launch: the runs already enqueued must finish before the

@@ -54,12 +54,11 @@ Result<std::unique_ptr<GemmBench>> GemmBench::Create(cudaStream_t stream) {
   LOOM_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   LOOM_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   LOOM_CUDA(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
-  Result<DeviceBuffer> workspace = AllocateDevice(kGemmWorkspaceBytes);
-  if (!workspace.ok()) return workspace.status();
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer workspace, AllocateDevice(kGemmWorkspaceBytes));
   cublasLtHandle_t handle = nullptr;
   LOOM_CUBLAS(cublasLtCreate(&handle));
   return std::unique_ptr<GemmBench>(
-      new GemmBench(stream, handle, std::move(workspace).value(), major * 10 + minor, l2_bytes));
+      new GemmBench(stream, handle, std::move(workspace), major * 10 + minor, l2_bytes));
 }
 
 GemmBench::GemmBench(cudaStream_t stream, cublasLtHandle_t handle, DeviceBuffer workspace,
@@ -77,38 +76,33 @@ Result<std::vector<double>> GemmBench::Time(const GemmShape& shape, const BenchS
   const GemmTypes types = GemmTypesOf(shape.dtype);
   DeviceBuffer unit_scale;
   if (shape.dtype == Dtype::kFp8) {
-    Result<DeviceBuffer> one = MakeUnitScale(stream_);
-    if (!one.ok()) return one.status();
-    unit_scale = std::move(one).value();
+    LOOM_ASSIGN_OR_RETURN(unit_scale, MakeUnitScale(stream_));
   }
-  Result<GemmPlan> plan =
-      PlanGemm(handle_, shape, compute_capability_, static_cast<const float*>(unit_scale.get()),
-               Fp32Accumulation::kHonour);
-  if (!plan.ok()) return plan.status();
+  LOOM_ASSIGN_OR_RETURN(GemmPlan plan, PlanGemm(handle_, shape, compute_capability_,
+                                                static_cast<const float*>(unit_scale.get()),
+                                                Fp32Accumulation::kHonour));
 
   const CopyLayout layout = CopyLayoutOf(shape, types);
   const int64_t output_bytes =
       shape.batch * shape.m * shape.n * GemmOutputBytes(shape, Fp32Accumulation::kHonour);
-  Result<DeviceBuffer> d = AllocateDevice(output_bytes);
-  if (!d.ok()) return d.status();
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer d, AllocateDevice(output_bytes));
   // An accumulating GEMM reads C: start it at zero, so that no run reads uninitialised memory.
   // C is one buffer for every run, as main_grad is one buffer for every micro-batch.
-  if (plan->beta != 0.0f)
-    LOOM_CUDA(cudaMemsetAsync(d->get(), 0, static_cast<size_t>(output_bytes), stream_));
-  Result<std::vector<DeviceBuffer>> copies =
-      AllocateCopies(layout.bytes, RotationCount(layout.bytes, l2_bytes_, settings.rotate_inputs));
-  if (!copies.ok()) return copies.status();
-  if (Status filled = FillCopies(*copies, layout, types.input_dtype, stream_); !filled.ok()) {
+  if (plan.beta != 0.0f)
+    LOOM_CUDA(cudaMemsetAsync(d.get(), 0, static_cast<size_t>(output_bytes), stream_));
+  LOOM_ASSIGN_OR_RETURN(
+      std::vector<DeviceBuffer> copies,
+      AllocateCopies(layout.bytes, RotationCount(layout.bytes, l2_bytes_, settings.rotate_inputs)));
+  if (Status filled = FillCopies(copies, layout, types.input_dtype, stream_); !filled.ok()) {
     cudaStreamSynchronize(
         stream_);  // the fills already enqueued finish before their buffers are freed
     return filled;
   }
 
-  GemmPlan& p =
-      plan.value();  // RunGemm drops the algorithms cublasLtMatmul refuses, on the first run
-  void* output = d->get();
+  GemmPlan& p = plan;  // RunGemm drops the algorithms cublasLtMatmul refuses, on the first run
+  void* output = d.get();
   auto launch = [&](int64_t run) -> Status {
-    const char* copy = static_cast<const char*>((*copies)[run % copies->size()].get());
+    const char* copy = static_cast<const char*>(copies[run % copies.size()].get());
     return RunGemm(p, handle_, copy, copy + layout.b_offset_bytes, output, workspace_.get(),
                    kGemmWorkspaceBytes, stream_);
   };

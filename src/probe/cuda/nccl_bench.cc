@@ -195,22 +195,20 @@ NcclCollectiveBench::~NcclCollectiveBench() {
 // communicator (ConfigOf says why), which is closed once the splits are made.
 Status NcclCollectiveBench::Init(const std::vector<ProbeGroup>& groups) {
   LOOM_RETURN_IF_ERROR(AgreeOnDevice());
-  Result<ncclComm_t> world = InitWorld();
-  if (!world.ok()) return world.status();
+  LOOM_ASSIGN_OR_RETURN(ncclComm_t world, InitWorld());
   for (ProbeGroup group : groups) {
-    if (groups_.count(group) == 0) LOOM_RETURN_IF_ERROR(Split(*world, group));
+    if (groups_.count(group) == 0) LOOM_RETURN_IF_ERROR(Split(world, group));
   }
-  return CloseComm(*world, clock_, "closing the world communicator the groups were split from");
+  return CloseComm(world, clock_, "closing the world communicator the groups were split from");
 }
 
 // Every rank learns whether every rank could select its GPU before any rank waits in an NCCL init
 // that a failed rank would never join.
 Status NcclCollectiveBench::AgreeOnDevice() {
   const Status local = SetUpDevice();
-  Result<double> failures = launcher_.MaxOverRanks(local.ok() ? 0.0 : 1.0);
-  if (!failures.ok()) return failures.status();
+  LOOM_ASSIGN_OR_RETURN(double failures, launcher_.MaxOverRanks(local.ok() ? 0.0 : 1.0));
   if (!local.ok()) return local;
-  if (*failures > 0) {
+  if (failures > 0) {
     return Status::Internal(
         "another rank could not set up its GPU for NCCL (that rank's error says why); no "
         "communicator was made");
@@ -320,14 +318,13 @@ Result<CollectiveTimes> NcclCollectiveBench::Time(const CollectivePoint& point,
                                    ") must be at least 1 and warmup (" +
                                    std::to_string(settings.warmup) + ") at least 0");
   }
-  Result<CollectiveBuffers> buffers =
-      BuffersOf(point.collective, point.size_bytes, group.membership.ranks);
-  if (!buffers.ok()) return buffers.status();
+  LOOM_ASSIGN_OR_RETURN(CollectiveBuffers buffers,
+                        BuffersOf(point.collective, point.size_bytes, group.membership.ranks));
   LOOM_CUDA(cudaSetDevice(device_));
   DeviceBuffer send;
   DeviceBuffer recv;
-  LOOM_RETURN_IF_ERROR(Prepare(*buffers, send, recv));
-  Result<CollectiveTimes> times = Measure(group, point, *buffers, send, recv, settings, timeout_s);
+  LOOM_RETURN_IF_ERROR(Prepare(buffers, send, recv));
+  Result<CollectiveTimes> times = Measure(group, point, buffers, send, recv, settings, timeout_s);
   if (!wedged_.empty()) {
     send.release();  // cudaFree would wait behind the kernel the abort did not stop
     recv.release();
@@ -343,12 +340,11 @@ Status NcclCollectiveBench::Prepare(const CollectiveBuffers& buffers, DeviceBuff
                                     DeviceBuffer& recv) {
   const int64_t element_bytes = BytesPerElement(Dtype::kFp32);
   const int64_t recv_count = std::max(buffers.send_count, buffers.recv_count);
-  Result<DeviceBuffer> send_memory = AllocateDevice(buffers.send_count * element_bytes);
-  if (!send_memory.ok()) return send_memory.status();
-  Result<DeviceBuffer> recv_memory = AllocateDevice(recv_count * element_bytes);
-  if (!recv_memory.ok()) return recv_memory.status();
-  send = std::move(send_memory).value();
-  recv = std::move(recv_memory).value();
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer send_memory,
+                        AllocateDevice(buffers.send_count * element_bytes));
+  LOOM_ASSIGN_OR_RETURN(DeviceBuffer recv_memory, AllocateDevice(recv_count * element_bytes));
+  send = std::move(send_memory);
+  recv = std::move(recv_memory);
   const uint64_t seed = 2 * static_cast<uint64_t>(launcher_.Rank());
   LOOM_CUDA(FillRandom(send.get(), buffers.send_count, Dtype::kFp32, seed, stream_));
   LOOM_CUDA(FillRandom(recv.get(), recv_count, Dtype::kFp32, seed + 1, stream_));
@@ -367,15 +363,11 @@ Result<CollectiveTimes> NcclCollectiveBench::Measure(GroupComm& group, const Col
                     timeout_s, Describe(point, m, false)};
   Operation op{point.collective, Floats(send), Floats(recv), buffers.count, m.key, m.ranks};
   CollectiveTimes times;
-  Result<std::vector<double>> out = TimeOperation(group, op, timing);
-  if (!out.ok()) return out.status();
-  times.out_of_place_us = std::move(out).value();
+  LOOM_ASSIGN_OR_RETURN(times.out_of_place_us, TimeOperation(group, op, timing));
   op.send = Floats(recv) + m.key * buffers.in_place_send_offset;
   op.recv = Floats(recv) + m.key * buffers.in_place_recv_offset;
   timing.what = Describe(point, m, true);
-  Result<std::vector<double>> in = TimeOperation(group, op, timing);
-  if (!in.ok()) return in.status();
-  times.in_place_us = std::move(in).value();
+  LOOM_ASSIGN_OR_RETURN(times.in_place_us, TimeOperation(group, op, timing));
   return times;
 }
 

@@ -54,13 +54,10 @@ Result<PassMemory> AllocatePass(const PassTensors& pass, const SdpaTensorBytes& 
                                 int64_t workspace_bytes, int64_t count) {
   PassMemory memory;
   for (SdpaUid uid : pass.shared) {
-    Result<DeviceBuffer> buffer = AllocateDevice(bytes[uid]);
-    if (!buffer.ok()) return buffer.status();
-    memory.shared[uid] = std::move(buffer).value();
+    LOOM_ASSIGN_OR_RETURN(DeviceBuffer buffer, AllocateDevice(bytes[uid]));
+    memory.shared[uid] = std::move(buffer);
   }
-  Result<DeviceBuffer> workspace = AllocateDevice(workspace_bytes);
-  if (!workspace.ok()) return workspace.status();
-  memory.workspace = std::move(workspace).value();
+  LOOM_ASSIGN_OR_RETURN(memory.workspace, AllocateDevice(workspace_bytes));
   for (int64_t set = 0; set < count; ++set) {
     Buffers buffers;
     for (SdpaUid uid : pass.rotated) {
@@ -92,9 +89,8 @@ Result<std::vector<BackendDescriptor>> MakeVariantPacks(const ExecutionPlan& pla
                                                         SdpaScalars& scalars) {
   std::vector<BackendDescriptor> packs;
   for (size_t set = 0; set < memory.sets.size(); ++set) {
-    Result<BackendDescriptor> pack = MakeVariantPack(plan, memory, set, scalars);
-    if (!pack.ok()) return pack.status();
-    packs.push_back(std::move(pack).value());
+    LOOM_ASSIGN_OR_RETURN(BackendDescriptor pack, MakeVariantPack(plan, memory, set, scalars));
+    packs.push_back(std::move(pack));
   }
   return packs;
 }
@@ -142,12 +138,11 @@ Result<PassMemory> CudnnSdpaBench::Prepare(const AttentionShape& shape,
   LOOM_CUDA(cudaGetDevice(&device));
   LOOM_CUDA(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
   const int64_t count = RotationCount(bytes_per_set, l2_bytes, settings.rotate_inputs);
-  Result<PassMemory> memory = AllocatePass(pass, bytes, workspace_bytes, count);
-  if (!memory.ok()) return memory.status();
-  for (size_t set = 0; set < memory->sets.size(); ++set) {
+  LOOM_ASSIGN_OR_RETURN(PassMemory memory, AllocatePass(pass, bytes, workspace_bytes, count));
+  for (size_t set = 0; set < memory.sets.size(); ++set) {
     for (SdpaUid uid : pass.random) {
       const uint64_t seed = set * kSdpaUidCount + static_cast<uint64_t>(uid);
-      LOOM_CUDA(FillRandom(memory->sets[set][uid].get(), bytes[uid] / BytesPerElement(shape.dtype),
+      LOOM_CUDA(FillRandom(memory.sets[set][uid].get(), bytes[uid] / BytesPerElement(shape.dtype),
                            shape.dtype, seed, stream_));
     }
   }
@@ -166,37 +161,31 @@ Result<std::vector<double>> CudnnSdpaBench::Run(const ExecutionPlan& plan,
 
 Result<std::vector<double>> CudnnSdpaBench::TimeForward(const AttentionShape& shape,
                                                         const BenchSettings& settings) {
-  Result<ExecutionPlan> plan = PlanSdpaForward(handle_.get(), shape);
-  if (!plan.ok()) return plan.status();
-  Result<PassMemory> memory = Prepare(shape, settings, kForwardPass, plan->workspace_bytes);
-  if (!memory.ok()) return memory.status();
-  Result<std::vector<BackendDescriptor>> packs =
-      MakeVariantPacks(plan.value(), memory.value(), scalars_);
-  if (!packs.ok()) return packs.status();
-  return Run(plan.value(), packs.value(), settings);
+  LOOM_ASSIGN_OR_RETURN(ExecutionPlan plan, PlanSdpaForward(handle_.get(), shape));
+  LOOM_ASSIGN_OR_RETURN(PassMemory memory,
+                        Prepare(shape, settings, kForwardPass, plan.workspace_bytes));
+  LOOM_ASSIGN_OR_RETURN(std::vector<BackendDescriptor> packs,
+                        MakeVariantPacks(plan, memory, scalars_));
+  return Run(plan, packs, settings);
 }
 
 // Each rotation set's O and stats come from an untimed forward of its Q, K and V, so that the
 // backward recomputes the probabilities the forward had (random stats would make them overflow).
 Result<std::vector<double>> CudnnSdpaBench::TimeBackward(const AttentionShape& shape,
                                                          const BenchSettings& settings) {
-  Result<ExecutionPlan> forward = PlanSdpaForward(handle_.get(), shape);
-  if (!forward.ok()) return forward.status();
-  Result<ExecutionPlan> backward = PlanSdpaBackward(handle_.get(), shape);
-  if (!backward.ok()) return backward.status();
-  const int64_t workspace_bytes = std::max(forward->workspace_bytes, backward->workspace_bytes);
-  Result<PassMemory> memory = Prepare(shape, settings, kBackwardPass, workspace_bytes);
-  if (!memory.ok()) return memory.status();
-  Result<std::vector<BackendDescriptor>> forward_packs =
-      MakeVariantPacks(forward.value(), memory.value(), scalars_);
-  if (!forward_packs.ok()) return forward_packs.status();
-  for (const BackendDescriptor& pack : forward_packs.value()) {
-    LOOM_RETURN_IF_ERROR(ExecuteSdpa(handle_.get(), forward.value(), pack));
+  LOOM_ASSIGN_OR_RETURN(ExecutionPlan forward, PlanSdpaForward(handle_.get(), shape));
+  LOOM_ASSIGN_OR_RETURN(ExecutionPlan backward, PlanSdpaBackward(handle_.get(), shape));
+  const int64_t workspace_bytes = std::max(forward.workspace_bytes, backward.workspace_bytes);
+  LOOM_ASSIGN_OR_RETURN(PassMemory memory,
+                        Prepare(shape, settings, kBackwardPass, workspace_bytes));
+  LOOM_ASSIGN_OR_RETURN(std::vector<BackendDescriptor> forward_packs,
+                        MakeVariantPacks(forward, memory, scalars_));
+  for (const BackendDescriptor& pack : forward_packs) {
+    LOOM_RETURN_IF_ERROR(ExecuteSdpa(handle_.get(), forward, pack));
   }
-  Result<std::vector<BackendDescriptor>> packs =
-      MakeVariantPacks(backward.value(), memory.value(), scalars_);
-  if (!packs.ok()) return packs.status();
-  return Run(backward.value(), packs.value(), settings);
+  LOOM_ASSIGN_OR_RETURN(std::vector<BackendDescriptor> packs,
+                        MakeVariantPacks(backward, memory, scalars_));
+  return Run(backward, packs, settings);
 }
 
 }  // namespace
