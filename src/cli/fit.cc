@@ -62,9 +62,8 @@ std::string Number(double value) {
 
 // The file as ordered JSON, so that a rewrite keeps its key order.
 Result<Json> ReadOrderedJson(const std::string& path) {
-  Result<std::string> text = ReadInputFile(path);
-  if (!text.ok()) return text.status();
-  return ParseOrderedJson(*text, path);
+  LOOM_ASSIGN_OR_RETURN(std::string text, ReadInputFile(path));
+  return ParseOrderedJson(text, path);
 }
 
 // Writes the fitted |text| over |path| (WriteFileAtomically) once |load| has read the written
@@ -301,10 +300,8 @@ void PrintCheck(const std::vector<Profile>& profiles, const std::vector<ProfileS
 }
 
 Status RunGpuFit(const FitOptions& o, std::ostream& out) {
-  Result<GpuSpec> gpu = LoadGpuSpec(o.gpu_path);
-  if (!gpu.ok()) return gpu.status();
-  Result<std::string> written = Destination(o, o.gpu_path);
-  if (!written.ok()) return written.status();
+  LOOM_ASSIGN_OR_RETURN(GpuSpec gpu, LoadGpuSpec(o.gpu_path));
+  LOOM_ASSIGN_OR_RETURN(std::string written, Destination(o, o.gpu_path));
   std::vector<Profile> profiles;
   std::vector<ProfileSample> samples;
   for (const std::string& input : o.inputs) {
@@ -316,7 +313,7 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
           "output, pass the cluster file with --cluster instead of --gpu");
     }
     if (!profile.ok()) return profile.status();
-    if (Status same = CheckProfiledGpu(*profile, *gpu); !same.ok() && !o.force) {
+    if (Status same = CheckProfiledGpu(*profile, gpu); !same.ok() && !o.force) {
       return Status::InvalidArgument(same.message() + ", or pass --force to fit anyway");
     }
     samples.insert(samples.end(), profile->samples.begin(), profile->samples.end());
@@ -330,26 +327,22 @@ Status RunGpuFit(const FitOptions& o, std::ostream& out) {
         "--measure gemm,attention,memory");
   }
   if (o.check) {
-    Result<ComputeFit> check = CheckComputeCalibration(samples, *gpu);
-    if (!check.ok()) return check.status();
+    LOOM_ASSIGN_OR_RETURN(ComputeFit check, CheckComputeCalibration(samples, gpu));
     if (o.json) {
-      Json j = ComputeJson(o, samples, *check, Json(nullptr), "");
+      Json j = ComputeJson(o, samples, check, Json(nullptr), "");
       j["check"] = true;
       out << JsonText(Stamped(j, o.request)) << "\n";
     } else {
-      PrintCheck(profiles, samples, *check, o.gpu_path, out);
+      PrintCheck(profiles, samples, check, o.gpu_path, out);
     }
     return Status::Ok();
   }
-  Result<ComputeFit> fitted = FitComputeCalibration(samples, *gpu);
-  if (!fitted.ok()) return fitted.status();
-  ComputeFit fit = fitted.value();
+  LOOM_ASSIGN_OR_RETURN(ComputeFit fit, FitComputeCalibration(samples, gpu));
   fit.calibration.source = ProfileSource(profiles, fit, samples.size());
   SetFittedOn(o.inputs, &fit);
-  Result<Json> file = ReadOrderedJson(o.gpu_path);
-  if (!file.ok()) return file.status();
-  const Json updated = WithComputeCalibration(*file, fit);
-  const std::string destination = *written;
+  LOOM_ASSIGN_OR_RETURN(Json file, ReadOrderedJson(o.gpu_path));
+  const Json updated = WithComputeCalibration(file, fit);
+  const std::string destination = written;
   if (!destination.empty()) {
     LOOM_RETURN_IF_ERROR(
         WriteFitted(destination, JsonText(updated) + "\n", LoadsWith(LoadGpuSpec)));
@@ -463,9 +456,8 @@ bool IsLoomProfile(const std::string& path) {
 // The nccl-tests runs of |path|: the collectives of a loom probe profile, or one nccl-tests output.
 Result<std::vector<NcclTestsRun>> ReadCollectiveRuns(const std::string& path) {
   if (IsLoomProfile(path)) {
-    Result<Profile> profile = ReadProfile(path);
-    if (!profile.ok()) return profile.status();
-    std::vector<NcclTestsRun> runs = NcclTestsRunsOf(*profile);
+    LOOM_ASSIGN_OR_RETURN(Profile profile, ReadProfile(path));
+    std::vector<NcclTestsRun> runs = NcclTestsRunsOf(profile);
     if (runs.empty()) {
       return Status::InvalidArgument(
           path +
@@ -475,38 +467,31 @@ Result<std::vector<NcclTestsRun>> ReadCollectiveRuns(const std::string& path) {
     }
     return runs;
   }
-  Result<NcclTestsRun> run = ReadNcclTestsFile(path);
-  if (!run.ok()) return run.status();
-  return std::vector<NcclTestsRun>{*run};
+  LOOM_ASSIGN_OR_RETURN(NcclTestsRun run, ReadNcclTestsFile(path));
+  return std::vector<NcclTestsRun>{run};
 }
 
 Status RunClusterFit(const FitOptions& o, std::ostream& out) {
-  Result<ClusterSpec> cluster = LoadClusterSpec(o.cluster_path);
-  if (!cluster.ok()) return cluster.status();
-  Result<std::string> written = Destination(o, o.cluster_path);
-  if (!written.ok()) return written.status();
+  LOOM_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterSpec(o.cluster_path));
+  LOOM_ASSIGN_OR_RETURN(std::string written, Destination(o, o.cluster_path));
   std::vector<NcclTestsRun> runs;
   for (const std::string& input : o.inputs) {
-    Result<std::vector<NcclTestsRun>> read = ReadCollectiveRuns(input);
-    if (!read.ok()) return read.status();
-    for (const NcclTestsRun& run : *read) {
-      if (!run.gpu_name.empty() && !DeviceMatchesGpu(run.gpu_name, cluster->gpu.name) && !o.force) {
+    LOOM_ASSIGN_OR_RETURN(std::vector<NcclTestsRun> read, ReadCollectiveRuns(input));
+    for (const NcclTestsRun& run : read) {
+      if (!run.gpu_name.empty() && !DeviceMatchesGpu(run.gpu_name, cluster.gpu.name) && !o.force) {
         return Status::InvalidArgument(
             input + ": ran on \"" + run.gpu_name + "\" but the GPU of " + o.cluster_path +
-            " is \"" + cluster->gpu.name + "\" (" + cluster->gpu.file +
+            " is \"" + cluster.gpu.name + "\" (" + cluster.gpu.file +
             "); fit with the cluster file of the machine that ran it, or pass --force");
       }
       runs.push_back(run);
     }
   }
-  Result<CommFit> fitted = FitCommCalibration(runs, *cluster);
-  if (!fitted.ok()) return fitted.status();
-  CommFit fit = fitted.value();
+  LOOM_ASSIGN_OR_RETURN(CommFit fit, FitCommCalibration(runs, cluster));
   fit.calibration.source = CommSource(runs, fit);
-  Result<Json> file = ReadOrderedJson(o.cluster_path);
-  if (!file.ok()) return file.status();
-  const std::string destination = *written;
-  const Json updated = Relocated(WithCommCalibration(*file, fit), o.cluster_path, destination);
+  LOOM_ASSIGN_OR_RETURN(Json file, ReadOrderedJson(o.cluster_path));
+  const std::string destination = written;
+  const Json updated = Relocated(WithCommCalibration(file, fit), o.cluster_path, destination);
   if (!destination.empty()) {
     LOOM_RETURN_IF_ERROR(
         WriteFitted(destination, JsonText(updated) + "\n",
@@ -547,14 +532,11 @@ Result<std::vector<RunParam>> ParseRunParams(const std::string& text, bool* auto
 Result<std::string> EditFile(const FitOptions& o, const std::string& file,
                              const std::function<void(Json&)>& edit,
                              const std::function<Status(const std::string&)>& load) {
-  Result<std::string> destination = Destination(o, file);
-  if (!destination.ok()) return destination.status();
-  Result<Json> read = ReadOrderedJson(file);
-  if (!read.ok()) return read.status();
-  Json json = std::move(read).value();
+  LOOM_ASSIGN_OR_RETURN(std::string destination, Destination(o, file));
+  LOOM_ASSIGN_OR_RETURN(Json json, ReadOrderedJson(file));
   edit(json);
-  LOOM_RETURN_IF_ERROR(WriteFitted(*destination, JsonText(json) + "\n", load));
-  return *destination;
+  LOOM_RETURN_IF_ERROR(WriteFitted(destination, JsonText(json) + "\n", load));
+  return destination;
 }
 
 // Writes each fitted multiplier into the file that holds its parameter: the values of the runs
@@ -579,18 +561,16 @@ Result<std::vector<std::string>> WriteRunFit(const FitOptions& o, const RunFit& 
           files.push_back(run.options.framework->file);
           const double scale =
               WithMultipliers(run, fit.params, fit.values).options.framework->scale;
-          Result<std::string> to = EditFile(
-              o, files.back(),
-              [&](Json& file) {
-                Json& host = file["host"];
-                host["scale"] = scale;
-                Json fitted = host.value("fitted_on", Json::array());
-                fitted.push_back(runs_path);
-                host["fitted_on"] = fitted;
-              },
-              LoadsWith(LoadFrameworkProfile));
-          if (!to.ok()) return to.status();
-          written.push_back(*to + ": host.scale" + multiplier);
+          const auto edit = [&](Json& file) {
+            Json& host = file["host"];
+            host["scale"] = scale;
+            Json fitted = host.value("fitted_on", Json::array());
+            fitted.push_back(runs_path);
+            host["fitted_on"] = fitted;
+          };
+          LOOM_ASSIGN_OR_RETURN(std::string to,
+                                EditFile(o, files.back(), edit, LoadsWith(LoadFrameworkProfile)));
+          written.push_back(to + ": host.scale" + multiplier);
         }
         break;
       }
@@ -606,16 +586,13 @@ Result<std::vector<std::string>> WriteRunFit(const FitOptions& o, const RunFit& 
         values["memory_bandwidth_fraction"] =
             RoundSignificant(c.memory_bandwidth_fraction.value_or(1.0), 4);
         const std::string file = scaled.cluster.gpu.file;
-        Result<std::string> to = EditFile(
-            o, file,
-            [&](Json& json) {
-              json = WithCalibration(
-                  json, values,
-                  note + ": GEMM and attention efficiencies and HBM fraction" + multiplier + ".");
-            },
-            LoadsWith(LoadGpuSpec));
-        if (!to.ok()) return to.status();
-        written.push_back(*to + ": compute efficiencies" + multiplier);
+        const auto edit = [&](Json& json) {
+          json = WithCalibration(
+              json, values,
+              note + ": GEMM and attention efficiencies and HBM fraction" + multiplier + ".");
+        };
+        LOOM_ASSIGN_OR_RETURN(std::string to, EditFile(o, file, edit, LoadsWith(LoadGpuSpec)));
+        written.push_back(to + ": compute efficiencies" + multiplier);
         break;
       }
       case RunParam::kInterNode: {
@@ -625,15 +602,15 @@ Result<std::vector<std::string>> WriteRunFit(const FitOptions& o, const RunFit& 
              RoundSignificant(scaled.cluster.calibration.inter_node_busbw_fraction.value_or(1.0),
                               4)}};
         const std::string file = scaled.cluster.file;
-        Result<std::string> to = EditFile(
-            o, file,
-            [&](Json& json) {
-              json = WithCalibration(json, values,
-                                     note + ": inter_node_busbw_fraction" + multiplier + ".");
-            },
-            LoadsWith([](const std::string& path) { return LoadClusterSpec(path); }));
-        if (!to.ok()) return to.status();
-        written.push_back(*to + ": inter_node_busbw_fraction" + multiplier);
+        const auto edit = [&](Json& json) {
+          json = WithCalibration(json, values,
+                                 note + ": inter_node_busbw_fraction" + multiplier + ".");
+        };
+        LOOM_ASSIGN_OR_RETURN(std::string to,
+                              EditFile(o, file, edit, LoadsWith([](const std::string& path) {
+                                         return LoadClusterSpec(path);
+                                       })));
+        written.push_back(to + ": inter_node_busbw_fraction" + multiplier);
         break;
       }
     }
@@ -649,28 +626,22 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
         "--cluster and --framework at copies");
   }
   bool automatic = false;
-  Result<std::vector<RunParam>> asked = ParseRunParams(o.params, &automatic);
-  if (!asked.ok()) return asked.status();
-  Result<std::vector<MeasuredRun>> runs = LoadRuns(o.runs_path, o.cluster_path, o.framework);
-  if (!runs.ok()) return runs.status();
+  LOOM_ASSIGN_OR_RETURN(std::vector<RunParam> asked, ParseRunParams(o.params, &automatic));
+  LOOM_ASSIGN_OR_RETURN(std::vector<MeasuredRun> runs,
+                        LoadRuns(o.runs_path, o.cluster_path, o.framework));
   std::vector<std::string> dropped;
-  std::vector<RunParam> params = *asked;
+  std::vector<RunParam> params = asked;
   if (automatic) {
-    Result<std::vector<RunParam>> kept = IdentifiableParams(*runs, *asked, &dropped);
-    if (!kept.ok()) return kept.status();
-    params = *kept;
+    LOOM_ASSIGN_OR_RETURN(params, IdentifiableParams(runs, asked, &dropped));
     if (params.empty()) {
       return Status::InvalidArgument("fit --runs: the runs identify no parameter: " +
                                      JoinedList(dropped, "; "));
     }
   }
-  Result<RunFit> fit = FitRuns(*runs, params);
-  if (!fit.ok()) return fit.status();
+  LOOM_ASSIGN_OR_RETURN(RunFit fit, FitRuns(runs, params));
   std::vector<std::string> written;
   if (!o.dry_run) {
-    Result<std::vector<std::string>> w = WriteRunFit(o, *fit, *runs, o.runs_path);
-    if (!w.ok()) return w.status();
-    written = *w;
+    LOOM_ASSIGN_OR_RETURN(written, WriteRunFit(o, fit, runs, o.runs_path));
   }
   const auto pct = [](double predicted, double measured) {
     return 100 * (predicted / measured - 1);
@@ -680,18 +651,18 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
     j["schema"] = "loom.fit-runs/2";
     j["runs_file"] = o.runs_path;
     Json params_json = Json::array();
-    for (size_t k = 0; k < fit->params.size(); ++k) {
+    for (size_t k = 0; k < fit.params.size(); ++k) {
       params_json.push_back(
-          {{"name", kRunParamNames.Name(fit->params[k])}, {"multiplier", fit->values[k]}});
+          {{"name", kRunParamNames.Name(fit.params[k])}, {"multiplier", fit.values[k]}});
     }
     j["params"] = params_json;
     j["not_fitted"] = dropped;
     Json rows = Json::array();
-    for (size_t i = 0; i < fit->rows.size(); ++i) {
-      const RunFitRow& r = fit->rows[i];
+    for (size_t i = 0; i < fit.rows.size(); ++i) {
+      const RunFitRow& r = fit.rows[i];
       Json sens = Json::object();
-      for (size_t k = 0; k < fit->params.size(); ++k)
-        sens[std::string(kRunParamNames.Name(fit->params[k]))] = fit->sensitivity[i][k];
+      for (size_t k = 0; k < fit.params.size(); ++k)
+        sens[std::string(kRunParamNames.Name(fit.params[k]))] = fit.sensitivity[i][k];
       rows.push_back({{"name", r.name},
                       {"measured_s", r.measured_s},
                       {"before_s", r.before_s},
@@ -701,17 +672,17 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
     }
     j["runs"] = rows;
     // Fractions, as every loom JSON (docs/schemas/README.md); RunFit keeps percent.
-    j["before_mape"] = fit->before_mape / 100;
-    j["fitted_mape"] = fit->fitted_mape / 100;
-    j["left_out_mape"] = fit->left_out_mape ? Json(*fit->left_out_mape / 100) : Json(nullptr);
+    j["before_mape"] = fit.before_mape / 100;
+    j["fitted_mape"] = fit.fitted_mape / 100;
+    j["left_out_mape"] = fit.left_out_mape ? Json(*fit.left_out_mape / 100) : Json(nullptr);
     j["written"] = written;
     out << JsonText(Stamped(j, o.request)) << "\n";
     return Status::Ok();
   }
-  out << "runs     " << o.runs_path << ": " << fit->rows.size() << " runs on " << o.cluster_path
+  out << "runs     " << o.runs_path << ": " << fit.rows.size() << " runs on " << o.cluster_path
       << "\n";
-  for (size_t k = 0; k < fit->params.size(); ++k) {
-    out << "fitted   " << kRunParamNames.Name(fit->params[k]) << " x " << Number(fit->values[k])
+  for (size_t k = 0; k < fit.params.size(); ++k) {
+    out << "fitted   " << kRunParamNames.Name(fit.params[k]) << " x " << Number(fit.values[k])
         << "\n";
   }
   for (const std::string& d : dropped) out << "not fitted  " << d << "\n";
@@ -720,7 +691,7 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
   std::snprintf(line, sizeof line, "%-28s %10s %10s %8s %10s %8s %12s %8s\n", "run", "measured s",
                 "before s", "err %", "fitted s", "err %", "left out s", "err %");
   out << line;
-  for (const RunFitRow& r : fit->rows) {
+  for (const RunFitRow& r : fit.rows) {
     char left[64] = "-", left_err[32] = "-";
     if (r.left_out_s) {
       std::snprintf(left, sizeof left, "%.4g", *r.left_out_s);
@@ -732,10 +703,10 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
                   left_err);
     out << line;
   }
-  out << "\nmean |error|: before " << Percent(fit->before_mape / 100) << ", fitted (in-sample) "
-      << Percent(fit->fitted_mape / 100) << ", leave-one-out "
-      << (fit->left_out_mape ? Percent(*fit->left_out_mape / 100)
-                             : std::string("- (no run can be left out)"))
+  out << "\nmean |error|: before " << Percent(fit.before_mape / 100) << ", fitted (in-sample) "
+      << Percent(fit.fitted_mape / 100) << ", leave-one-out "
+      << (fit.left_out_mape ? Percent(*fit.left_out_mape / 100)
+                            : std::string("- (no run can be left out)"))
       << "\n";
   if (written.empty()) {
     out << "wrote nothing (--dry-run)\n";

@@ -268,10 +268,10 @@ Result<Profile> ParseProfile(const nlohmann::json& json, const std::string& file
 }
 
 Result<Profile> ReadProfile(const std::string& path) {
-  Result<nlohmann::json> json =
-      ReadJsonObjectFile(path, "pass a profile written by loom probe (schema loom.profile/2)");
-  if (!json.ok()) return json.status();
-  return ParseProfile(*json, path);
+  LOOM_ASSIGN_OR_RETURN(
+      nlohmann::json json,
+      ReadJsonObjectFile(path, "pass a profile written by loom probe (schema loom.profile/2)"));
+  return ParseProfile(json, path);
 }
 
 nlohmann::ordered_json ProfileSampleJson(const ProfileSample& s) {
