@@ -9,45 +9,14 @@
 #include "cost/offload_model.h"
 #include "sim/critical_path.h"
 #include "sim/step_utilization.h"
+#include "workload/data_parallel_plan.h"
 #include "workload/layer_dims.h"
 #include "workload/model_states.h"
 
 namespace loom {
 namespace {
 
-// Megatron-core's default gradient bucket: max(40M, 1M * dp) parameters
-// (megatron/core/distributed/distributed_data_parallel.py, bucket_size).
-int64_t BucketParams(int64_t dp_ranks) {
-  return std::max<int64_t>(40'000'000, 1'000'000 * dp_ranks);
-}
-
 using ChunkLayers = std::vector<int64_t>;
-
-struct StageStates {
-  std::vector<RankModelStates> per_stage;
-};
-
-Result<StageStates> StatesPerStage(const ModelSpec& model, const Strategy& strategy) {
-  StageStates states;
-  for (int64_t stage = 0; stage < strategy.pp; ++stage) {
-    Result<RankModelStates> s = ModelStatesPerRank(model, strategy, stage);
-    if (!s.ok()) return s.status();
-    states.per_stage.push_back(*s);
-  }
-  return states;
-}
-
-// The parameters of one stage (or chunk) by the group that reduces their gradients: dense ones
-// over the dp * cp ranks, routed experts over the expert-data-parallel ranks.
-struct ParamGroups {
-  int64_t dense = 0;
-  int64_t expert = 0;
-};
-
-// The parameters a rank updates under ZeRO >= 1: its shard of each group.
-int64_t ShardParams(const RankParameters& p, const Strategy& strategy) {
-  return CeilDiv(p.dense, strategy.dp * strategy.cp) + CeilDiv(p.expert, strategy.ExpertDp());
-}
 
 // One data-parallel collective over both groups of |params|, |bytes| each.
 SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamGroups& params,
@@ -58,110 +27,58 @@ SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamG
   return t;
 }
 
-// Gradient reduction, optimizer and weight all-gather of every stage, with Megatron-LM's overlap
-// switches and ZeRO's stages (Rajbhandari et al. 2020, Section 5): stage 1 reduce-scatters the
-// gradients once per step and all-gathers the updated weights; stage 2 reduce-scatters after every
-// micro-batch, keeping only its shard; stage 3 also gathers every layer's weights before its
-// forward and backward, and reduce-scatters layer by layer.
-StepGraphConfig DataParallelConfig(const Strategy& strategy, const StageStates& states,
-                                   const ChunkLayers& layers, const PipelineSchedule& schedule,
+// |plan|'s gradient reduction, optimizer and weight all-gathers timed, with Megatron-LM's overlap
+// switches; its bytes in |payloads|.
+StepGraphConfig DataParallelConfig(const Strategy& strategy, const DataParallelPlan& plan,
                                    const ComputeModel& compute, const CommModel& comm,
                                    const Placements& placements, StepPayloads& payloads) {
   StepGraphConfig config;
-  const int64_t dp_ranks = strategy.dp * strategy.cp;
-  const StateBytesPerParam bytes = BytesPerParameter(strategy);
-  const int32_t v_count = schedule.VirtualStages();
-  const int32_t chunks = schedule.chunks;
-  const int64_t zero = strategy.zero_stage;
+  const int64_t gradient = plan.bytes.gradient;
+  const int64_t weight = plan.bytes.weight;
   config.overlap_grad_reduce = strategy.overlap_grad_reduce;
   config.overlap_param_gather = strategy.overlap_param_gather;
-  config.reduce_every_micro_batch = zero >= 2;
-  config.buckets.assign(static_cast<size_t>(v_count), 1);
-  config.bucket_time.assign(static_cast<size_t>(v_count), SimTime());
-  // Megatron's distributed optimizer (ZeRO >= 1) reduce-scatters gradients and all-gathers the
-  // updated weights; plain data parallelism all-reduces gradients.
-  const CollectiveKind reduce =
-      zero >= 1 ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-  payloads.grad_reduce = reduce;
-  payloads.bucket_bytes.assign(static_cast<size_t>(v_count), 0);
-  payloads.expert_bucket_bytes.assign(static_cast<size_t>(v_count), 0);
-  for (int32_t stage = 0; stage < schedule.stages; ++stage) {
-    const RankParameters& p = states.per_stage[stage].parameters;
-    // A chunk's share of the stage's parameters: an equal one when the chunks hold equal layers;
-    // else in proportion to its layers, the embedding and the output layer counting as one each
-    // (unequal chunks, as Llama 3's first chunk with the embedding alone).
-    int64_t stage_weight = 0;
-    bool equal = true;
-    for (int32_t chunk = 0; chunk < chunks; ++chunk) {
-      const int32_t v = schedule.VirtualStage(stage, chunk);
-      stage_weight += layers[v] + (v == 0) + (v + 1 == v_count);
-      equal = equal && layers[v] == layers[schedule.VirtualStage(stage, 0)];
-    }
-    for (int32_t chunk = 0; chunk < chunks; ++chunk) {
-      const int32_t v = schedule.VirtualStage(stage, chunk);
-      const int64_t weight = layers[v] + (v == 0) + (v + 1 == v_count);
-      const ParamGroups chunk_params =
-          equal || stage_weight == 0
-              ? ParamGroups{CeilDiv(p.dense, chunks), CeilDiv(p.expert, chunks)}
-              : ParamGroups{CeilDiv(p.dense * weight, stage_weight),
-                            CeilDiv(p.expert * weight, stage_weight)};
-      const int64_t buckets =
-          zero == 3 ? std::max<int64_t>(1, layers[v])
-                    : CeilDiv(chunk_params.dense + chunk_params.expert, BucketParams(dp_ranks));
-      const ParamGroups bucket{CeilDiv(chunk_params.dense, buckets),
-                               CeilDiv(chunk_params.expert, buckets)};
-      config.buckets[v] = static_cast<int32_t>(buckets);
-      config.bucket_time[v] = GroupCollective(comm, reduce, bucket, bytes.gradient, placements);
-      payloads.bucket_bytes[v] = bucket.dense * bytes.gradient;
-      payloads.expert_bucket_bytes[v] = bucket.expert * bytes.gradient;
-    }
-    // Megatron's optimizer passes over the parameters this rank updates (its ZeRO shard).
-    const int64_t updated = zero >= 1 ? ShardParams(p, strategy) : p.Total();
-    payloads.optimizer.push_back(OptimizerStepTraffic(updated, strategy.dtype, strategy.optimizer,
-                                                      strategy.grad_reduce_in_bf16));
-    config.optimizer_time.push_back(compute.MemoryBound(payloads.optimizer.back()));
-    const ParamGroups stage_params{p.dense, p.expert};
-    const bool gathers = zero == 1 || zero == 2;
-    config.param_gather_time.push_back(gathers
-                                           ? GroupCollective(comm, CollectiveKind::kAllGather,
-                                                             stage_params, bytes.weight, placements)
-                                           : SimTime());
-    payloads.param_gather_bytes.push_back(gathers ? p.dense * bytes.weight : 0);
-    payloads.expert_param_gather_bytes.push_back(gathers ? p.expert * bytes.weight : 0);
+  config.reduce_every_micro_batch = plan.reduce_every_micro_batch;
+  config.buckets = plan.buckets;
+  payloads.grad_reduce = plan.grad_reduce;
+  for (const ParamGroups& bucket : plan.bucket_params) {
+    config.bucket_time.push_back(
+        GroupCollective(comm, plan.grad_reduce, bucket, gradient, placements));
+    payloads.bucket_bytes.push_back(bucket.dense * gradient);
+    payloads.expert_bucket_bytes.push_back(bucket.expert * gradient);
   }
-  if (zero == 3) {
-    // ZeRO-3 is refused with pp > 1, so the one stage's one chunk holds every layer.
-    const RankParameters& p = states.per_stage[0].parameters;
-    const int64_t layer_count = std::max<int64_t>(1, layers[0]);
-    const ParamGroups layer{CeilDiv(p.dense, layer_count), CeilDiv(p.expert, layer_count)};
-    config.layer_gathers = static_cast<int32_t>(layer_count);
+  for (size_t stage = 0; stage < plan.optimizer.size(); ++stage) {
+    payloads.optimizer.push_back(plan.optimizer[stage]);
+    config.optimizer_time.push_back(compute.MemoryBound(plan.optimizer[stage]));
+    const ParamGroups& gather = plan.param_gather[stage];
+    config.param_gather_time.push_back(
+        GroupCollective(comm, CollectiveKind::kAllGather, gather, weight, placements));
+    payloads.param_gather_bytes.push_back(gather.dense * weight);
+    payloads.expert_param_gather_bytes.push_back(gather.expert * weight);
+  }
+  if (plan.layer_gathers > 0) {
+    config.layer_gathers = plan.layer_gathers;
     config.layer_gather_time =
-        GroupCollective(comm, CollectiveKind::kAllGather, layer, bytes.weight, placements);
-    config.layer_gather_bytes = (layer.dense + layer.expert) * bytes.weight;
+        GroupCollective(comm, CollectiveKind::kAllGather, plan.layer_params, weight, placements);
+    config.layer_gather_bytes = plan.layer_params.Total() * weight;
   }
   return config;
 }
 
 // ZeRO-Offload's copies and CPU step per stage, and with parameter offload each layer's fetch.
 // The GPU runs no optimizer step of its own then.
-Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy, const StageStates& states,
-                  StepGraphConfig& config) {
-  if (strategy.offload == Offload::kNone) return Status::Ok();
-  for (size_t stage = 0; stage < states.per_stage.size(); ++stage) {
-    Result<OffloadCost> cost = CostOptimizerOffload(
-        cluster, strategy, ShardParams(states.per_stage[stage].parameters, strategy));
-    if (!cost.ok()) return cost.status();
-    config.grad_to_host.push_back(cost->grad_to_host);
-    config.cpu_step.push_back(cost->cpu_step);
-    config.params_to_gpu.push_back(cost->params_to_gpu);
+Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy,
+                  const DataParallelPlan& plan, StepGraphConfig& config) {
+  for (size_t stage = 0; stage < plan.offload_params.size(); ++stage) {
+    LOOM_ASSIGN_OR_RETURN(OffloadCost cost,
+                          CostOptimizerOffload(cluster, strategy, plan.offload_params[stage]));
+    config.grad_to_host.push_back(cost.grad_to_host);
+    config.cpu_step.push_back(cost.cpu_step);
+    config.params_to_gpu.push_back(cost.params_to_gpu);
     config.optimizer_time[stage] = SimTime();
   }
-  if (strategy.offload == Offload::kOptimizerAndParams && config.layer_gathers > 0) {
-    const int64_t layer_shard = CeilDiv(ShardParams(states.per_stage[0].parameters, strategy),
-                                        int64_t{config.layer_gathers});
-    Result<SimTime> fetch = CostParameterFetch(cluster, strategy, layer_shard);
-    if (!fetch.ok()) return fetch.status();
-    config.layer_fetch_time = *fetch;
+  if (plan.layer_shard_params > 0) {
+    LOOM_ASSIGN_OR_RETURN(config.layer_fetch_time,
+                          CostParameterFetch(cluster, strategy, plan.layer_shard_params));
   }
   return Status::Ok();
 }
@@ -282,25 +199,22 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
                                          const SimulationOptions& options) {
   LOOM_RETURN_IF_ERROR(ValidateStrategy(strategy, model, cluster));
   const int32_t chunks = static_cast<int32_t>(strategy.vpp);
-  Result<PipelineSchedule> schedule =
-      BuildSchedule(strategy.schedule, static_cast<int32_t>(strategy.pp),
-                    static_cast<int32_t>(strategy.NumMicroBatches()), chunks,
-                    static_cast<int32_t>(strategy.microbatch_group));
-  if (!schedule.ok()) return schedule.status();
+  PreparedStep step;
+  LOOM_ASSIGN_OR_RETURN(step.schedule,
+                        BuildSchedule(strategy.schedule, static_cast<int32_t>(strategy.pp),
+                                      static_cast<int32_t>(strategy.NumMicroBatches()), chunks,
+                                      static_cast<int32_t>(strategy.microbatch_group)));
   RooflineComputeModel compute(cluster.gpu);
   NcclCommModel comm(cluster);
   const Placements placements = PlaceStrategy(strategy, cluster);
   const std::optional<HostCosts> host =
       options.framework ? std::optional<HostCosts>(HostCostsOf(*options.framework)) : std::nullopt;
-  Result<std::vector<ChunkCost>> costs = CostChunks(model, strategy, compute, comm, placements,
-                                                    options.kernels, host ? &*host : nullptr);
-  if (!costs.ok()) return costs.status();
-  Result<StageStates> states = StatesPerStage(model, strategy);
-  if (!states.ok()) return states.status();
+  LOOM_ASSIGN_OR_RETURN(step.costs, CostChunks(model, strategy, compute, comm, placements,
+                                               options.kernels, host ? &*host : nullptr));
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
-  PreparedStep step;
-  step.config = DataParallelConfig(strategy, *states, layers, *schedule, compute, comm, placements,
-                                   step.payloads);
+  LOOM_ASSIGN_OR_RETURN(const DataParallelPlan plan,
+                        PlanDataParallel(model, strategy, layers, step.schedule));
+  step.config = DataParallelConfig(strategy, plan, compute, comm, placements, step.payloads);
   if (options.full) {
     // Every replica is a copy of the pipeline's graph: bound the whole, as ValidateStrategy bounds
     // one.
@@ -317,13 +231,11 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   step.payloads.p2p_bytes = P2pBytes(model, strategy);
   step.config.p2p_time = comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
   step.config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
-  LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, *states, step.config));
+  LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, plan, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);
-  if (options.framework) SetHost(*options.framework, layers, *schedule, step.config);
-  for (const RankModelStates& s : states->per_stage) step.model_states.push_back(s.gpu);
+  if (options.framework) SetHost(*options.framework, layers, step.schedule, step.config);
+  for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;
-  step.schedule = std::move(schedule).value();
-  step.costs = std::move(costs).value();
   return step;
 }
 
@@ -343,9 +255,7 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
                                               const PreparedStep& step) {
   SimulationResult result;
   result.step = BuildStepGraph(step.schedule, step.costs, step.config);
-  Result<StepTimeline> timeline = Simulate(result.step.graph);
-  if (!timeline.ok()) return timeline.status();
-  result.timeline = std::move(timeline).value();
+  LOOM_ASSIGN_OR_RETURN(result.timeline, Simulate(result.step.graph));
   // A step of weeks is no training run: a rate in the hardware files is off by orders of magnitude
   // (a bandwidth of 1e-9 GB/s). Times beyond 146 years have saturated (SimTime::Forever) and mean
   // nothing.
@@ -360,9 +270,7 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
         "nic_bandwidth_Gbps");
   }
   const std::vector<MemoryBaseline> baselines = ModelStateBaselines(result.step, step);
-  Result<MemoryReport> memory = TrackMemory(result.step.graph, result.timeline, baselines);
-  if (!memory.ok()) return memory.status();
-  result.memory = std::move(memory).value();
+  LOOM_ASSIGN_OR_RETURN(result.memory, TrackMemory(result.step.graph, result.timeline, baselines));
   Summarize(model, cluster, step.strategy, step.costs, result);
   result.memory_by_stage =
       BreakDownMemory(result.step, result.timeline, result.memory, step.schedule);
@@ -393,9 +301,9 @@ std::vector<BlockTimes> PredictOpTimes(const ClusterSpec& cluster, const Strateg
 Result<SimulationResult> SimulateTrainingStep(const ModelSpec& model, const ClusterSpec& cluster,
                                               const Strategy& strategy,
                                               const SimulationOptions& options) {
-  Result<PreparedStep> step = PrepareTrainingStep(model, cluster, strategy, options);
-  if (!step.ok()) return step.status();
-  return SimulatePreparedStep(model, cluster, *step);
+  LOOM_ASSIGN_OR_RETURN(const PreparedStep step,
+                        PrepareTrainingStep(model, cluster, strategy, options));
+  return SimulatePreparedStep(model, cluster, step);
 }
 
 }  // namespace loom
