@@ -29,37 +29,37 @@ SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamG
 
 // |plan|'s gradient reduction, optimizer and weight all-gathers timed, with Megatron-LM's overlap
 // switches; its bytes in |payloads|.
-StepGraphConfig DataParallelConfig(const Strategy& strategy, const DataParallelPlan& plan,
+StepGraphConfig TimeDataParallel(const Strategy& strategy, const DataParallelPlan& plan,
                                    const ComputeModel& compute, const CommModel& comm,
                                    const Placements& placements, StepPayloads& payloads) {
   StepGraphConfig config;
   const int64_t gradient = plan.bytes.gradient;
   const int64_t weight = plan.bytes.weight;
-  config.overlap_grad_reduce = strategy.overlap_grad_reduce;
-  config.overlap_param_gather = strategy.overlap_param_gather;
-  config.reduce_every_micro_batch = plan.reduce_every_micro_batch;
-  config.buckets = plan.buckets;
+  config.dp.overlap_grad_reduce = strategy.overlap_grad_reduce;
+  config.dp.overlap_param_gather = strategy.overlap_param_gather;
+  config.dp.reduce_every_micro_batch = plan.reduce_every_micro_batch;
+  config.dp.buckets = plan.buckets;
   payloads.grad_reduce = plan.grad_reduce;
   for (const ParamGroups& bucket : plan.bucket_params) {
-    config.bucket_time.push_back(
+    config.dp.bucket_time.push_back(
         GroupCollective(comm, plan.grad_reduce, bucket, gradient, placements));
     payloads.bucket_bytes.push_back(bucket.dense * gradient);
     payloads.expert_bucket_bytes.push_back(bucket.expert * gradient);
   }
   for (size_t stage = 0; stage < plan.optimizer.size(); ++stage) {
     payloads.optimizer.push_back(plan.optimizer[stage]);
-    config.optimizer_time.push_back(compute.MemoryBound(plan.optimizer[stage]));
+    config.dp.optimizer_time.push_back(compute.MemoryBound(plan.optimizer[stage]));
     const ParamGroups& gather = plan.param_gather[stage];
-    config.param_gather_time.push_back(
+    config.dp.param_gather_time.push_back(
         GroupCollective(comm, CollectiveKind::kAllGather, gather, weight, placements));
     payloads.param_gather_bytes.push_back(gather.dense * weight);
     payloads.expert_param_gather_bytes.push_back(gather.expert * weight);
   }
   if (plan.layer_gathers > 0) {
-    config.layer_gathers = plan.layer_gathers;
-    config.layer_gather_time =
+    config.zero3.layer_gathers = plan.layer_gathers;
+    config.zero3.layer_gather_time =
         GroupCollective(comm, CollectiveKind::kAllGather, plan.layer_params, weight, placements);
-    config.layer_gather_bytes = plan.layer_params.Total() * weight;
+    config.zero3.layer_gather_bytes = plan.layer_params.Total() * weight;
   }
   return config;
 }
@@ -71,13 +71,13 @@ Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy,
   for (size_t stage = 0; stage < plan.offload_params.size(); ++stage) {
     LOOM_ASSIGN_OR_RETURN(OffloadCost cost,
                           CostOptimizerOffload(cluster, strategy, plan.offload_params[stage]));
-    config.grad_to_host.push_back(cost.grad_to_host);
-    config.cpu_step.push_back(cost.cpu_step);
-    config.params_to_gpu.push_back(cost.params_to_gpu);
-    config.optimizer_time[stage] = SimTime();
+    config.offload.grad_to_host.push_back(cost.grad_to_host);
+    config.offload.cpu_step.push_back(cost.cpu_step);
+    config.offload.params_to_gpu.push_back(cost.params_to_gpu);
+    config.dp.optimizer_time[stage] = SimTime();
   }
   if (plan.layer_shard_params > 0) {
-    LOOM_ASSIGN_OR_RETURN(config.layer_fetch_time,
+    LOOM_ASSIGN_OR_RETURN(config.zero3.layer_fetch_time,
                           CostParameterFetch(cluster, strategy, plan.layer_shard_params));
   }
   return Status::Ok();
@@ -90,13 +90,13 @@ void SetFabrics(const Strategy& strategy, const Placements& placements, StepGrap
   const auto fabric = [](bool across_nodes) {
     return across_nodes ? Fabric::kInterNode : Fabric::kIntraNode;
   };
-  config.pp_fabric = strategy.pp > 1 ? fabric(placements.pp_across_nodes) : Fabric::kNone;
-  config.dp_fabric = fabric(placements.dp.Nodes() > 1);
+  config.fabrics.pp = strategy.pp > 1 ? fabric(placements.pp_across_nodes) : Fabric::kNone;
+  config.fabrics.dp = fabric(placements.dp.Nodes() > 1);
   // The tp task of a pass holds its tp, cp and ep collectives together: one that crosses nodes
   // dominates its time.
-  config.tp_fabric =
+  config.fabrics.tp =
       fabric(placements.tp.Nodes() > 1 || placements.cp.Nodes() > 1 || placements.ep.Nodes() > 1);
-  if (config.cp_ring) config.cp_fabric = fabric(placements.cp.Nodes() > 1);
+  if (config.cp_ring) config.fabrics.cp = fabric(placements.cp.Nodes() > 1);
 }
 
 // Activation (or gradient) bytes each rank sends to its neighbouring stage per micro-batch:
@@ -117,17 +117,17 @@ int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
 // the per-layer issue as the GPU's optimizer kernels do not cover.
 void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers,
              const PipelineSchedule& schedule, StepGraphConfig& config) {
-  config.host = true;
-  config.host_sync_after_p2p = framework.sync_after_p2p;
-  config.host_sync_before_optimizer = framework.sync_before_optimizer;
+  config.host.enabled = true;
+  config.host.sync_after_p2p = framework.sync_after_p2p;
+  config.host.sync_before_optimizer = framework.sync_before_optimizer;
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
     int64_t stage_layers = 0;
     for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk)
       stage_layers += layers[schedule.VirtualStage(stage, chunk)];
     const SimTime issue = ScaledHostTime(
         framework, framework.optimizer_us_per_layer * static_cast<double>(stage_layers));
-    const SimTime gpu = config.optimizer_time[stage];
-    config.optimizer_host_lead.push_back(ScaledHostTime(framework, framework.optimizer_us_fixed) +
+    const SimTime gpu = config.dp.optimizer_time[stage];
+    config.host.optimizer_lead.push_back(ScaledHostTime(framework, framework.optimizer_us_fixed) +
                                          std::max(SimTime(), issue - gpu));
   }
 }
@@ -214,7 +214,7 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   LOOM_ASSIGN_OR_RETURN(const DataParallelPlan plan,
                         PlanDataParallel(model, strategy, layers, step.schedule));
-  step.config = DataParallelConfig(strategy, plan, compute, comm, placements, step.payloads);
+  step.config = TimeDataParallel(strategy, plan, compute, comm, placements, step.payloads);
   if (options.full) {
     // Every replica is a copy of the pipeline's graph: bound the whole, as ValidateStrategy bounds
     // one.
@@ -229,7 +229,7 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   }
   step.config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
   step.payloads.p2p_bytes = P2pBytes(model, strategy);
-  step.config.p2p_time = comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
+  step.config.pipeline.p2p_time = comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
   step.config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, plan, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);

@@ -34,21 +34,21 @@ SimTime AfterLastBackward(const PreparedStep& step, int32_t stage, int32_t last_
   const StepGraphConfig& c = step.config;
   const PipelineSchedule& schedule = step.schedule;
   SimTime after;
-  const auto all_buckets = [&c](int32_t v) { return c.bucket_time[v] * c.buckets[v]; };
-  if (!c.buckets.empty() && last_chunk >= 0) {
+  const auto all_buckets = [&c](int32_t v) { return c.dp.bucket_time[v] * c.dp.buckets[v]; };
+  if (!c.dp.buckets.empty() && last_chunk >= 0) {
     const int32_t last_v = schedule.VirtualStage(stage, last_chunk);
-    if (c.overlap_grad_reduce) {
-      after += c.bucket_time[last_v];
-    } else if (c.reduce_every_micro_batch) {
+    if (c.dp.overlap_grad_reduce) {
+      after += c.dp.bucket_time[last_v];
+    } else if (c.dp.reduce_every_micro_batch) {
       after += all_buckets(last_v);
     } else {
       for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk)
         after += all_buckets(schedule.VirtualStage(stage, chunk));
     }
   }
-  if (!c.optimizer_time.empty()) after += c.optimizer_time[stage];
-  if (!c.cpu_step.empty()) after += c.cpu_step[stage] + c.params_to_gpu[stage];
-  if (!c.param_gather_time.empty() && !c.overlap_param_gather) after += c.param_gather_time[stage];
+  if (!c.dp.optimizer_time.empty()) after += c.dp.optimizer_time[stage];
+  if (!c.offload.cpu_step.empty()) after += c.offload.cpu_step[stage] + c.offload.params_to_gpu[stage];
+  if (!c.dp.param_gather_time.empty() && !c.dp.overlap_param_gather) after += c.dp.param_gather_time[stage];
   return after;
 }
 
@@ -58,7 +58,7 @@ StepBounds BoundStep(const PreparedStep& step) {
   const PipelineSchedule& schedule = step.schedule;
   const std::vector<ChunkCost>& costs = step.costs;
   const int32_t v_count = schedule.VirtualStages();
-  const SimTime p2p = step.schedule.stages > 1 ? step.config.p2p_time : SimTime();
+  const SimTime p2p = step.schedule.stages > 1 ? step.config.pipeline.p2p_time : SimTime();
   // ahead_f[v]: the forward of one micro-batch through virtual stages 0..v-1 and the transfers
   // between them; behind_b[v]: its input-gradient backward through v-1..0 after v.
   std::vector<SimTime> ahead_f(static_cast<size_t>(v_count) + 1),

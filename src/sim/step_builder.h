@@ -11,12 +11,8 @@
 
 namespace loom {
 
-// What the step graph needs beyond the schedule and the per-chunk pass costs.
-struct StepGraphConfig {
-  // Data-parallel replicas simulated, each a full pipeline. 1 is the symmetric default: one
-  // replica, its gradient collectives timed for the whole group. More simulate every replica, with
-  // the collectives as rendezvous among them; both give the same step on symmetric inputs.
-  int32_t replicas = 1;
+// Sends between neighbouring pipeline stages.
+struct PipelineConfig {
   // One activation (forward) or gradient (backward) transfer between neighbouring stages.
   SimTime p2p_time;
   // Whether the sender's next pass waits for its send to finish. Megatron-LM's pipeline schedules
@@ -25,6 +21,11 @@ struct StepGraphConfig {
   // schedule overlaps p2p, --overlap-p2p-communication, off by default), so a send costs its
   // sender compute time, not only its receiver.
   bool blocking_sends = true;
+};
+
+// Gradient reduction, the optimizer step and the all-gather of the updated weights, timed
+// (DataParallelPlan, workload/data_parallel_plan.h, says what they move).
+struct DataParallelConfig {
   // Gradient reduction per virtual stage (indexed like the chunk costs): the chunk's gradients go
   // in |buckets| equal buckets, each reduced in |bucket_time| on the data-parallel stream as soon
   // as the last backward of the chunk has produced it (Megatron-LM's overlapped, bucketed
@@ -48,48 +49,77 @@ struct StepGraphConfig {
   // waiting for its bucket (in a run of steps: under the forward of the next step), instead of
   // after the optimizer.
   bool overlap_param_gather = false;
-  // ZeRO-3: each forward and each backward pass runs as |layer_gathers| equal layer segments, and
-  // each segment waits for the all-gather of its layer's weights (|layer_gather_time|, on a
-  // gather stream, |layer_gather_bytes| held from its start to the end of the segment). A gather
-  // starts once the segment two before it has freed its weights: one layer prefetched ahead
+};
+
+// ZeRO-3's per-layer weight gathers, and parameter offload's fetches before them.
+struct ZeroThreeConfig {
+  // Each forward and each backward pass runs as |layer_gathers| equal layer segments, and each
+  // segment waits for the all-gather of its layer's weights (|layer_gather_time|, on a gather
+  // stream, |layer_gather_bytes| held from its start to the end of the segment). A gather starts
+  // once the segment two before it has freed its weights: one layer prefetched ahead
   // (Rajbhandari et al. 2020, Section 5.3; PyTorch FSDP's backward prefetch). The buckets are
-  // then the layers: set buckets to layer_gathers. 0: no per-layer gathers.
+  // then the layers: set DataParallelConfig::buckets to layer_gathers. 0: no per-layer gathers.
   int32_t layer_gathers = 0;
   SimTime layer_gather_time;
   int64_t layer_gather_bytes = 0;
-  // ZeRO-Offload (Ren et al. 2021): per stage, the copy of the gradient shard to the host over
-  // PCIe (one slice after each bucket's reduction), the optimizer step on the CPU after the last
-  // one, and the copy of the updated weights back, before their all-gather. Empty: no offload.
-  std::vector<SimTime> grad_to_host, cpu_step, params_to_gpu;
   // Parameter offload (ZeRO-Infinity): each layer's weight shard comes from the host over PCIe
   // before its gather. Zero: the weights stay on the GPU.
   SimTime layer_fetch_time;
-  // The fabric of each kind of transfer: sends between neighbouring stages, data-parallel
-  // collectives (gradient buckets, weight all-gathers), and the tensor-parallel task of each pass
-  // (its tp, cp and ep collectives). Transfers on one port share its bandwidth (engine.h). A
-  // port has a send (tx) and a receive (rx) channel, each direction of a full-duplex link: a
-  // send uses the sender's tx and the receiver's rx, a collective both channels of its rank.
-  Fabric pp_fabric = Fabric::kNone;
-  Fabric dp_fabric = Fabric::kNone;
-  Fabric tp_fabric = Fabric::kNone;
-  // Ring attention: whether passes may carry ring transfers (PassCost::ring_steps), which run on
-  // a cp stream per rank over |cp_fabric|.
-  bool cp_ring = false;
-  Fabric cp_fabric = Fabric::kNone;
-  // The host thread of each rank (spec/framework.h). Off: the GPU is always fed. On: a "host"
-  // stream per rank issues every pass in the rank's order, first its lead (PassCost::host_lead),
-  // which the pass's GPU work waits for, then the rest of its host time; so the host runs ahead of
-  // the GPU as far as it can, and a pass of short ops waits for the host.
-  bool host = false;
+};
+
+// ZeRO-Offload (Ren et al. 2021): per stage, the copy of the gradient shard to the host over PCIe
+// (one slice after each bucket's reduction), the optimizer step on the CPU after the last one, and
+// the copy of the updated weights back, before their all-gather. Empty: no offload.
+struct OffloadConfig {
+  std::vector<SimTime> grad_to_host, cpu_step, params_to_gpu;
+};
+
+// The fabric of each kind of transfer: sends between neighbouring stages, data-parallel
+// collectives (gradient buckets, weight all-gathers), the tensor-parallel task of each pass (its
+// tp, cp and ep collectives) and ring-attention transfers. Transfers on one port share its
+// bandwidth (engine.h). A port has a send (tx) and a receive (rx) channel, each direction of a
+// full-duplex link: a send uses the sender's tx and the receiver's rx, a collective both channels
+// of its rank. kNone everywhere: no sharing.
+struct FabricConfig {
+  Fabric pp = Fabric::kNone;
+  Fabric dp = Fabric::kNone;
+  Fabric tp = Fabric::kNone;
+  Fabric cp = Fabric::kNone;
+};
+
+// The host thread of each rank (spec/framework.h).
+struct HostConfig {
+  // Off: the GPU is always fed. On: a "host" stream per rank issues every pass in the rank's
+  // order, first its lead (PassCost::host_lead), which the pass's GPU work waits for, then the rest
+  // of its host time; so the host runs ahead of the GPU as far as it can, and a pass of short ops
+  // waits for the host.
+  bool enabled = false;
   // Where the host waits for the GPU: after every pipeline send and receive (the sender's next
   // pass and the receiver's pass are issued only once the transfer has ended; Megatron-LM's
   // torch.cuda.synchronize() after batch_isend_irecv, megatron/core/pipeline_parallel/
   // p2p_communication.py), and before each stage's optimizer step, once every gradient is reduced
   // (the gradient norm's and found-inf's .item()).
-  bool host_sync_after_p2p = false;
-  bool host_sync_before_optimizer = false;
-  // Per stage: the optimizer step's host time before its kernels may start (the lead), when host.
-  std::vector<SimTime> optimizer_host_lead;
+  bool sync_after_p2p = false;
+  bool sync_before_optimizer = false;
+  // Per stage: the optimizer step's host time before its kernels may start (the lead).
+  std::vector<SimTime> optimizer_lead;
+};
+
+// What the step graph needs beyond the schedule and the per-chunk pass costs, by feature.
+struct StepGraphConfig {
+  // Data-parallel replicas simulated, each a full pipeline. 1 is the symmetric default: one
+  // replica, its gradient collectives timed for the whole group. More simulate every replica, with
+  // the collectives as rendezvous among them; both give the same step on symmetric inputs.
+  int32_t replicas = 1;
+  // Ring attention: whether passes may carry ring transfers (PassCost::ring_steps), which run on
+  // a cp stream per rank over FabricConfig::cp.
+  bool cp_ring = false;
+  PipelineConfig pipeline;
+  DataParallelConfig dp;
+  ZeroThreeConfig zero3;
+  OffloadConfig offload;
+  FabricConfig fabrics;
+  HostConfig host;
 };
 
 // Builds the step: every stage runs |schedule|'s order on its compute stream, each pass's

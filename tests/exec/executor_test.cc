@@ -147,12 +147,12 @@ StepGraph Pipeline(ScheduleKind kind, int32_t stages, int32_t micro_batches, int
   const int32_t v = stages * chunks;
   StepGraphConfig config;
   config.replicas = replicas;
-  config.p2p_time = Ms(0.5);
-  config.optimizer_time.assign(static_cast<size_t>(stages), Ms(1));
-  config.param_gather_time.assign(static_cast<size_t>(stages), SimTime());
+  config.pipeline.p2p_time = Ms(0.5);
+  config.dp.optimizer_time.assign(static_cast<size_t>(stages), Ms(1));
+  config.dp.param_gather_time.assign(static_cast<size_t>(stages), SimTime());
   if (replicas > 1) {
-    config.buckets.assign(static_cast<size_t>(v), 1);
-    config.bucket_time.assign(static_cast<size_t>(v), Ms(1));
+    config.dp.buckets.assign(static_cast<size_t>(v), 1);
+    config.dp.bucket_time.assign(static_cast<size_t>(v), Ms(1));
   }
   return BuildStepGraph(*schedule, std::vector<ChunkCost>(static_cast<size_t>(v), c), config);
 }

@@ -103,7 +103,7 @@ TEST(GradReduceInBf16, Fp8ReducesTwoBytesPerGradient) {
   ASSERT_TRUE(fp32.ok()) << fp32.status().message();
   ASSERT_TRUE(bf16.ok()) << bf16.status().message();
   EXPECT_EQ(2 * bf16->payloads.bucket_bytes[0], fp32->payloads.bucket_bytes[0]);
-  EXPECT_LT(bf16->config.bucket_time[0], fp32->config.bucket_time[0]);
+  EXPECT_LT(bf16->config.dp.bucket_time[0], fp32->config.dp.bucket_time[0]);
 }
 
 }  // namespace

@@ -138,11 +138,11 @@ TEST(HostTimeline, ThePassWaitsForItsLeadAndTheHostIssuesInOrder) {
   c.backward_input.host = SimTime::FromNanos(1 * kMs);
   c.backward_input.host_lead = Us(100);
   StepGraphConfig config;
-  config.optimizer_time = {Us(300)};
-  config.param_gather_time = {SimTime()};
-  config.host = true;
-  config.host_sync_before_optimizer = true;
-  config.optimizer_host_lead = {Us(50)};
+  config.dp.optimizer_time = {Us(300)};
+  config.dp.param_gather_time = {SimTime()};
+  config.host.enabled = true;
+  config.host.sync_before_optimizer = true;
+  config.host.optimizer_lead = {Us(50)};
   Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 1, 1, 1);
   ASSERT_TRUE(schedule.ok());
   const StepGraph step = BuildStepGraph(*schedule, {c}, config);
@@ -189,12 +189,12 @@ TwoStages RunTwoStages(bool sync_after_p2p) {
     p->host_lead = Us(100);
   }
   StepGraphConfig config;
-  config.optimizer_time = {SimTime(), SimTime()};
-  config.param_gather_time = {SimTime(), SimTime()};
-  config.p2p_time = Us(200);
-  config.host = true;
-  config.host_sync_after_p2p = sync_after_p2p;
-  config.optimizer_host_lead = {SimTime(), SimTime()};
+  config.dp.optimizer_time = {SimTime(), SimTime()};
+  config.dp.param_gather_time = {SimTime(), SimTime()};
+  config.pipeline.p2p_time = Us(200);
+  config.host.enabled = true;
+  config.host.sync_after_p2p = sync_after_p2p;
+  config.host.optimizer_lead = {SimTime(), SimTime()};
   Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 2, 2, 1);
   EXPECT_TRUE(schedule.ok());
   TwoStages run{BuildStepGraph(*schedule, {c, c}, config), {}};

@@ -27,8 +27,8 @@ ChunkCost Chunk(double f, double b, double w) {
 
 StepGraphConfig OneStage() {
   StepGraphConfig config;
-  config.optimizer_time = {SimTime()};
-  config.param_gather_time = {SimTime()};
+  config.dp.optimizer_time = {SimTime()};
+  config.dp.param_gather_time = {SimTime()};
   return config;
 }
 
@@ -52,13 +52,13 @@ StepRun BuildAndRun(int32_t m, const ChunkCost& chunk, const StepGraphConfig& co
 // Not overlapped: both wait for the end of the backward at 6 ms: 6..7 and 7..8, step 8 ms.
 TEST(ParallelismGraph, GradReduceOverlapHidesAllButTheLastBucket) {
   StepGraphConfig config = OneStage();
-  config.buckets = {2};
-  config.bucket_time = {Ms(1)};
-  config.overlap_grad_reduce = true;
+  config.dp.buckets = {2};
+  config.dp.bucket_time = {Ms(1)};
+  config.dp.overlap_grad_reduce = true;
   StepRun overlapped = BuildAndRun(2, Chunk(1, 1, 1), config);
   EXPECT_EQ(overlapped.timeline.makespan, Ms(7));
   EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.dp_category));
-  config.overlap_grad_reduce = false;
+  config.dp.overlap_grad_reduce = false;
   StepRun serial = BuildAndRun(2, Chunk(1, 1, 1), config);
   EXPECT_EQ(serial.timeline.makespan, Ms(8));
   EXPECT_FALSE(RunsBesideCompute(serial.step, serial.timeline, serial.step.dp_category));
@@ -69,12 +69,12 @@ TEST(ParallelismGraph, GradReduceOverlapHidesAllButTheLastBucket) {
 // each behind its bucket, then BW 4..6: 6 ms.
 TEST(ParallelismGraph, ParamGatherOverlapRunsBucketsUnderTheForward) {
   StepGraphConfig config = OneStage();
-  config.buckets = {3};
-  config.bucket_time = {SimTime()};
-  config.param_gather_time = {Ms(3)};
+  config.dp.buckets = {3};
+  config.dp.bucket_time = {SimTime()};
+  config.dp.param_gather_time = {Ms(3)};
   StepRun after = BuildAndRun(1, Chunk(3, 1, 1), config);
   EXPECT_EQ(after.timeline.makespan, Ms(8));
-  config.overlap_param_gather = true;
+  config.dp.overlap_param_gather = true;
   StepRun overlapped = BuildAndRun(1, Chunk(3, 1, 1), config);
   EXPECT_EQ(overlapped.timeline.makespan, Ms(6));
   EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.dp_category));
@@ -87,12 +87,12 @@ TEST(ParallelismGraph, ParamGatherOverlapRunsBucketsUnderTheForward) {
 // are gathered at once.
 TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
   StepGraphConfig config = OneStage();
-  config.buckets = {2};
-  config.bucket_time = {Ms(1)};
-  config.reduce_every_micro_batch = true;
-  config.layer_gathers = 2;
-  config.layer_gather_time = Ms(1);
-  config.layer_gather_bytes = 1000;
+  config.dp.buckets = {2};
+  config.dp.bucket_time = {Ms(1)};
+  config.dp.reduce_every_micro_batch = true;
+  config.zero3.layer_gathers = 2;
+  config.zero3.layer_gather_time = Ms(1);
+  config.zero3.layer_gather_bytes = 1000;
   StepRun run = BuildAndRun(1, Chunk(2, 2, 2), config);
   EXPECT_EQ(run.timeline.makespan, Ms(8));
   Result<MemoryReport> memory = TrackMemory(run.step.graph, run.timeline, {});
@@ -105,11 +105,11 @@ TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
 // ZeRO-2 reduce-scatters every micro-batch's gradients: m = 3 with one bucket gives 3 reductions.
 TEST(ParallelismGraph, ZeroTwoReducesEveryMicroBatch) {
   StepGraphConfig config = OneStage();
-  config.buckets = {1};
-  config.bucket_time = {Ms(1)};
+  config.dp.buckets = {1};
+  config.dp.bucket_time = {Ms(1)};
   int reductions_once = 0, reductions_each = 0;
   for (bool each : {false, true}) {
-    config.reduce_every_micro_batch = each;
+    config.dp.reduce_every_micro_batch = each;
     StepRun run = BuildAndRun(3, Chunk(1, 1, 1), config);
     int& count = each ? reductions_each : reductions_once;
     for (TaskId t = 0; t < run.step.graph.num_tasks(); ++t)

@@ -30,8 +30,8 @@ std::vector<ChunkCost> EqualCosts(int32_t virtual_stages, int64_t f, int64_t b, 
 
 StepGraphConfig FreeCommunication(int32_t stages) {
   StepGraphConfig config;
-  config.optimizer_time.assign(static_cast<size_t>(stages), SimTime());
-  config.param_gather_time.assign(static_cast<size_t>(stages), SimTime());
+  config.dp.optimizer_time.assign(static_cast<size_t>(stages), SimTime());
+  config.dp.param_gather_time.assign(static_cast<size_t>(stages), SimTime());
   return config;
 }
 
@@ -121,11 +121,11 @@ TEST(StepGraph, OneFOneBStageHoldsPMinusIMicroBatchesGpipeHoldsAll) {
 TEST(StepGraph, FullReplicasGiveTheSymmetricStepTime) {
   const int32_t p = 4, m = 8;
   StepGraphConfig config = FreeCommunication(p);
-  config.p2p_time = SimTime::FromMicros(300);
-  config.buckets.assign(p, 3);
-  config.bucket_time.assign(p, SimTime::FromMicros(700));
-  config.optimizer_time.assign(p, SimTime::FromMicros(500));
-  config.param_gather_time.assign(p, SimTime::FromMicros(200));
+  config.pipeline.p2p_time = SimTime::FromMicros(300);
+  config.dp.buckets.assign(p, 3);
+  config.dp.bucket_time.assign(p, SimTime::FromMicros(700));
+  config.dp.optimizer_time.assign(p, SimTime::FromMicros(500));
+  config.dp.param_gather_time.assign(p, SimTime::FromMicros(200));
   PipelineRun one = BuildAndRun(ScheduleKind::k1F1B, p, m, 1, EqualCosts(p, 2, 2, 2), config);
   config.replicas = 4;
   PipelineRun all = BuildAndRun(ScheduleKind::k1F1B, p, m, 1, EqualCosts(p, 2, 2, 2), config);
@@ -154,13 +154,13 @@ std::vector<TaskId> TasksOf(const StepGraph& step, NameId category) {
 // back to stage 0 (300 us alone) and its gradient bucket (700 us alone) leave through its NIC.
 TEST(StepGraph, SendAndGradientBucketOnOneNicShareItsBandwidth) {
   StepGraphConfig config = FreeCommunication(2);
-  config.p2p_time = SimTime::FromMicros(300);
-  config.buckets.assign(2, 1);
-  config.bucket_time.assign(2, SimTime::FromMicros(700));
+  config.pipeline.p2p_time = SimTime::FromMicros(300);
+  config.dp.buckets.assign(2, 1);
+  config.dp.bucket_time.assign(2, SimTime::FromMicros(700));
   const std::vector<ChunkCost> costs = EqualCosts(2, 1, 1, 1);
   PipelineRun alone = BuildAndRun(ScheduleKind::k1F1B, 2, 1, 1, costs, config);
-  config.pp_fabric = Fabric::kInterNode;
-  config.dp_fabric = Fabric::kInterNode;
+  config.fabrics.pp = Fabric::kInterNode;
+  config.fabrics.dp = Fabric::kInterNode;
   PipelineRun shared = BuildAndRun(ScheduleKind::k1F1B, 2, 1, 1, costs, config);
 
   const std::vector<TaskId> sends = TasksOf(shared.step, shared.step.pp_category);
@@ -199,11 +199,11 @@ TEST(StepGraph, TensorParallelCollectivesShareNvlinkWithAnIntraNodeBucket) {
   std::vector<ChunkCost> costs = EqualCosts(1, 1, 2, 0);
   costs[0].backward_input.tp_comm = SimTime::FromMicros(400);
   StepGraphConfig config = FreeCommunication(1);
-  config.buckets.assign(1, 2);
-  config.bucket_time.assign(1, SimTime::FromMicros(1000));
+  config.dp.buckets.assign(1, 2);
+  config.dp.bucket_time.assign(1, SimTime::FromMicros(1000));
   PipelineRun alone = BuildAndRun(ScheduleKind::k1F1B, 1, 1, 1, costs, config);
-  config.tp_fabric = Fabric::kIntraNode;
-  config.dp_fabric = Fabric::kIntraNode;
+  config.fabrics.tp = Fabric::kIntraNode;
+  config.fabrics.dp = Fabric::kIntraNode;
   PipelineRun shared = BuildAndRun(ScheduleKind::k1F1B, 1, 1, 1, costs, config);
 
   const std::vector<TaskId> tp = TasksOf(shared.step, shared.step.tp_category);
@@ -238,14 +238,14 @@ TEST(StepGraph, SharedPortsNeverMakeAnyScheduleFaster) {
         std::vector<ChunkCost> costs = EqualCosts(p * c.chunks, 3, 2, 1);
         for (ChunkCost& cost : costs) cost.backward_input.tp_comm = SimTime::FromMicros(500);
         StepGraphConfig config = FreeCommunication(p);
-        config.p2p_time = SimTime::FromMicros(400);
-        config.buckets.assign(static_cast<size_t>(p * c.chunks), 3);
-        config.bucket_time.assign(static_cast<size_t>(p * c.chunks), SimTime::FromMicros(900));
-        config.param_gather_time.assign(static_cast<size_t>(p), SimTime::FromMicros(300));
+        config.pipeline.p2p_time = SimTime::FromMicros(400);
+        config.dp.buckets.assign(static_cast<size_t>(p * c.chunks), 3);
+        config.dp.bucket_time.assign(static_cast<size_t>(p * c.chunks), SimTime::FromMicros(900));
+        config.dp.param_gather_time.assign(static_cast<size_t>(p), SimTime::FromMicros(300));
         const StepGraph alone = BuildStepGraph(*schedule, costs, config);
-        config.pp_fabric = Fabric::kInterNode;
-        config.dp_fabric = Fabric::kInterNode;
-        config.tp_fabric = Fabric::kIntraNode;
+        config.fabrics.pp = Fabric::kInterNode;
+        config.fabrics.dp = Fabric::kInterNode;
+        config.fabrics.tp = Fabric::kIntraNode;
         const StepGraph shared = BuildStepGraph(*schedule, costs, config);
         ASSERT_EQ(shared.graph.num_tasks(), alone.graph.num_tasks());
         ASSERT_TRUE(shared.graph.Validate().ok());
@@ -277,11 +277,11 @@ TEST(StepGraph, BlockingSendHoldsBackTheSendersNextPass) {
   // GPipe, 2 stages, 2 micro-batches, 1 ms per pass and per send: stage 0 runs F0, sends it
   // (1-2 ms) and only then F1, as Megatron-LM waits on its send requests.
   StepGraphConfig config = FreeCommunication(2);
-  config.p2p_time = SimTime::FromNanos(kMs);
+  config.pipeline.p2p_time = SimTime::FromNanos(kMs);
   PipelineRun blocking = BuildAndRun(ScheduleKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
   ASSERT_GE(ComputeStarts(blocking, 0).size(), 2u);
   EXPECT_EQ(ComputeStarts(blocking, 0)[1], 2 * kMs);
-  config.blocking_sends = false;
+  config.pipeline.blocking_sends = false;
   PipelineRun overlapped =
       BuildAndRun(ScheduleKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
   EXPECT_EQ(ComputeStarts(overlapped, 0)[1], 1 * kMs);
@@ -302,7 +302,7 @@ TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
         Result<PipelineSchedule> schedule = BuildSchedule(c.kind, p, m, c.chunks);
         if (!schedule.ok()) continue;  // a combination the schedule rejects, with a message
         StepGraphConfig config = FreeCommunication(p);
-        config.p2p_time = SimTime::FromMicros(50);
+        config.pipeline.p2p_time = SimTime::FromMicros(50);
         StepGraph step = BuildStepGraph(*schedule, EqualCosts(p * c.chunks, 3, 2, 1), config);
         ASSERT_TRUE(step.graph.Validate().ok())
             << kScheduleNames.Name(c.kind) << " p " << p << " m " << m;
@@ -337,11 +337,11 @@ TEST(StepGraph, EveryTaskSaysWhatItRuns) {
   const int32_t p = 2, m = 4, chunks = 2;
   StepGraphConfig config = FreeCommunication(p);
   config.replicas = 2;
-  config.p2p_time = SimTime::FromMicros(50);
-  config.buckets.assign(p * chunks, 3);
-  config.bucket_time.assign(p * chunks, SimTime::FromMicros(70));
-  config.optimizer_time.assign(p, SimTime::FromMicros(90));
-  config.param_gather_time.assign(p, SimTime::FromMicros(20));
+  config.pipeline.p2p_time = SimTime::FromMicros(50);
+  config.dp.buckets.assign(p * chunks, 3);
+  config.dp.bucket_time.assign(p * chunks, SimTime::FromMicros(70));
+  config.dp.optimizer_time.assign(p, SimTime::FromMicros(90));
+  config.dp.param_gather_time.assign(p, SimTime::FromMicros(20));
   PipelineRun run = BuildAndRun(ScheduleKind::kInterleaved, p, m, chunks,
                                 EqualCosts(p * chunks, 3, 2, 1), config);
   const StepGraph& step = run.step;

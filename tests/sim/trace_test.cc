@@ -376,11 +376,11 @@ TEST(ChromeTrace, SmallStepTraceIsExactlyThisText) {
   cost.backward_input.time = Us(5);
   cost.layers = 2;
   StepGraphConfig config;
-  config.p2p_time = Us(1);
-  config.buckets = {1, 1};
-  config.bucket_time = {Us(2), Us(2)};
-  config.optimizer_time = {Us(1), Us(1)};
-  config.param_gather_time = {SimTime(), SimTime()};
+  config.pipeline.p2p_time = Us(1);
+  config.dp.buckets = {1, 1};
+  config.dp.bucket_time = {Us(2), Us(2)};
+  config.dp.optimizer_time = {Us(1), Us(1)};
+  config.dp.param_gather_time = {SimTime(), SimTime()};
   StepGraph step = BuildStepGraph(*schedule, {cost, cost}, config);
   const Result<StepTimeline> timeline = Simulate(step.graph);
   ASSERT_TRUE(timeline.ok()) << timeline.status().message();
