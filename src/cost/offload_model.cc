@@ -103,21 +103,17 @@ Result<OffloadCost> CostOptimizerOffload(const ClusterSpec& cluster, const Strat
   const double cpu_GBps =
       *cluster.host.memory_bandwidth_GBps / static_cast<double>(cluster.gpus_per_node);
   OffloadCost cost;
-  Result<SimTime> grad = TransferTime(params * static_cast<double>(bytes.gradient), pcie_GBps,
-                                      "the gradient shard's copy to the host");
-  if (!grad.ok()) return grad.status();
-  cost.grad_to_host = *grad;
-  Result<SimTime> step =
+  LOOM_ASSIGN_OR_RETURN(cost.grad_to_host,
+                        TransferTime(params * static_cast<double>(bytes.gradient), pcie_GBps,
+                                     "the gradient shard's copy to the host"));
+  LOOM_ASSIGN_OR_RETURN(
+      cost.cpu_step,
       TransferTime(Total(CpuOptimizerStepTraffic(shard_params, bytes, strategy.optimizer)),
-                   cpu_GBps, "the CPU optimizer step");
-  if (!step.ok()) return step.status();
-  cost.cpu_step = *step;
+                   cpu_GBps, "the CPU optimizer step"));
   if (strategy.offload == Offload::kOptimizer) {
-    Result<SimTime> params_back =
-        TransferTime(params * static_cast<double>(bytes.weight), pcie_GBps,
-                     "the updated weight shard's copy to the GPU");
-    if (!params_back.ok()) return params_back.status();
-    cost.params_to_gpu = *params_back;
+    LOOM_ASSIGN_OR_RETURN(cost.params_to_gpu,
+                          TransferTime(params * static_cast<double>(bytes.weight), pcie_GBps,
+                                       "the updated weight shard's copy to the GPU"));
   }
   return cost;
 }

@@ -79,8 +79,7 @@ CheckedInt StateBytes(const RankParameters& p, int64_t dense_ranks, int64_t expe
 
 Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strategy& strategy,
                                            int64_t stage) {
-  Result<RankParameters> params = ParametersPerRank(model, strategy, stage);
-  if (!params.ok()) return params.status();
+  LOOM_ASSIGN_OR_RETURN(RankParameters params, ParametersPerRank(model, strategy, stage));
   if (strategy.zero_stage < 0 || strategy.zero_stage > 3) {
     return Status::InvalidArgument(
         "--zero " + std::to_string(strategy.zero_stage) +
@@ -99,15 +98,15 @@ Result<RankModelStates> ModelStatesPerRank(const ModelSpec& model, const Strateg
   const int64_t expert_ranks = strategy.ExpertDp();
   const StateBytesPerParam per = BytesPerParameter(strategy);
   const int64_t zero = strategy.zero_stage;
-  CheckedInt weights = StateBytes(*params, dense_ranks, expert_ranks, zero >= 3, per.weight);
-  CheckedInt gradients = StateBytes(*params, dense_ranks, expert_ranks, zero >= 2, per.gradient);
-  CheckedInt optimizer = StateBytes(*params, dense_ranks, expert_ranks, zero >= 1, per.optimizer);
+  CheckedInt weights = StateBytes(params, dense_ranks, expert_ranks, zero >= 3, per.weight);
+  CheckedInt gradients = StateBytes(params, dense_ranks, expert_ranks, zero >= 2, per.gradient);
+  CheckedInt optimizer = StateBytes(params, dense_ranks, expert_ranks, zero >= 1, per.optimizer);
   if ((weights + gradients + optimizer).overflowed()) {
     return Status::InvalidArgument("model-state bytes of pipeline stage " + std::to_string(stage) +
                                    " overflow 64-bit byte counts; check the model's sizes");
   }
   RankModelStates states;
-  states.parameters = *params;
+  states.parameters = params;
   states.gpu = {weights.value(), gradients.value(), optimizer.value()};
   if (strategy.offload != Offload::kNone) {
     states.host.optimizer = states.gpu.optimizer;
