@@ -1,6 +1,7 @@
 #include "core/status.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -78,12 +79,17 @@ Result<std::string> NameIfPositive(int v) {
   return "n" + std::to_string(v);
 }
 
+Result<int> CheckedSum(int a, int b) {
+  if (b > 0 && a > std::numeric_limits<int>::max() - b) return Status::InvalidArgument("overflow");
+  return a + b;
+}
+
 // Declares a variable from one Result, assigns an existing one from a second (whose expression
-// holds a comma), and returns the first error with its code and message.
+// holds commas), and returns the first error with its code and message.
 Result<std::string> Join(int a, int b, int* assigned) {
   LOOM_ASSIGN_OR_RETURN(std::string first, NameIfPositive(a));
   std::pair<int, int> pair{0, 0};
-  LOOM_ASSIGN_OR_RETURN(pair.second, Result<int>(std::max(b, 0) + 1));
+  LOOM_ASSIGN_OR_RETURN(pair.second, CheckedSum(std::max(b, 0), 1));
   LOOM_ASSIGN_OR_RETURN(std::string second, NameIfPositive(b));
   *assigned = pair.second;
   return first + "+" + second;
@@ -103,6 +109,10 @@ TEST(Result, AssignOrReturnMovesTheValueOrReturnsTheError) {
   Result<std::string> second_bad = Join(1, 0, &assigned);
   ASSERT_FALSE(second_bad.ok());
   EXPECT_EQ(second_bad.status().message(), "not positive: 0");
+  EXPECT_EQ(assigned, 0);
+  Result<std::string> sum_bad = Join(1, std::numeric_limits<int>::max(), &assigned);
+  ASSERT_FALSE(sum_bad.ok());
+  EXPECT_EQ(sum_bad.status().message(), "overflow");
   EXPECT_EQ(assigned, 0);
 }
 
