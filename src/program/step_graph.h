@@ -84,7 +84,7 @@ struct StepGraph {
   int32_t replicas = 0;
   // Rank r is stage r % stages of replica r / stages. Streams of rank r: compute, tp, pp, dp.
   std::vector<StreamId> compute_stream;  // indexed by rank
-  std::vector<StreamId> host_stream;     // indexed by rank; empty when the step models no host thread
+  std::vector<StreamId> host_stream;  // indexed by rank; empty when the step models no host thread
   // Indexed by rank; empty when no transfer crosses the fabric.
   std::vector<Port> intra_node_port, inter_node_port;
   // The memory pools (kDefaultPool: the step has no such pool). Weights, gradients and optimizer

@@ -30,8 +30,8 @@ SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamG
 // |plan|'s gradient reduction, optimizer and weight all-gathers timed, with Megatron-LM's overlap
 // switches; its bytes in |payloads|.
 StepGraphConfig TimeDataParallel(const Strategy& strategy, const DataParallelPlan& plan,
-                                   const ComputeModel& compute, const CommModel& comm,
-                                   const Placements& placements, StepPayloads& payloads) {
+                                 const ComputeModel& compute, const CommModel& comm,
+                                 const Placements& placements, StepPayloads& payloads) {
   StepGraphConfig config;
   const int64_t gradient = plan.bytes.gradient;
   const int64_t weight = plan.bytes.weight;
@@ -68,9 +68,10 @@ StepGraphConfig TimeDataParallel(const Strategy& strategy, const DataParallelPla
 // The GPU runs no optimizer step of its own then.
 Status AddOffload(const ClusterSpec& cluster, const Strategy& strategy,
                   const DataParallelPlan& plan, StepGraphConfig& config) {
-  for (size_t stage = 0; stage < plan.offload_params.size(); ++stage) {
+  if (strategy.offload == Offload::kNone) return Status::Ok();
+  for (size_t stage = 0; stage < plan.updated_params.size(); ++stage) {
     LOOM_ASSIGN_OR_RETURN(OffloadCost cost,
-                          CostOptimizerOffload(cluster, strategy, plan.offload_params[stage]));
+                          CostOptimizerOffload(cluster, strategy, plan.updated_params[stage]));
     config.offload.grad_to_host.push_back(cost.grad_to_host);
     config.offload.cpu_step.push_back(cost.cpu_step);
     config.offload.params_to_gpu.push_back(cost.params_to_gpu);
@@ -229,7 +230,8 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   }
   step.config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
   step.payloads.p2p_bytes = P2pBytes(model, strategy);
-  step.config.pipeline.p2p_time = comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
+  step.config.pipeline.p2p_time =
+      comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
   step.config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, plan, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);

@@ -47,8 +47,10 @@ SimTime AfterLastBackward(const PreparedStep& step, int32_t stage, int32_t last_
     }
   }
   if (!c.dp.optimizer_time.empty()) after += c.dp.optimizer_time[stage];
-  if (!c.offload.cpu_step.empty()) after += c.offload.cpu_step[stage] + c.offload.params_to_gpu[stage];
-  if (!c.dp.param_gather_time.empty() && !c.dp.overlap_param_gather) after += c.dp.param_gather_time[stage];
+  if (!c.offload.cpu_step.empty())
+    after += c.offload.cpu_step[stage] + c.offload.params_to_gpu[stage];
+  if (!c.dp.param_gather_time.empty() && !c.dp.overlap_param_gather)
+    after += c.dp.param_gather_time[stage];
   return after;
 }
 

@@ -25,9 +25,10 @@ struct StepUtilization {
   // (nothing waits on a pipeline then, so an idle compute stream waits for communication:
   // ZeRO-3's layer gathers, the weights' all-gather at the start).
   std::vector<double> comm_wait_s;
-  // Time the compute stream sat idle waiting for the host thread (HostConfig::enabled, sim/step_builder.h) to issue
-  // a task whose start its host lead decided: from the end of the stream's previous task to the
-  // task's start. Within the span, and after it (the optimizer's issue after the last pass).
+  // Time the compute stream sat idle waiting for the host thread (HostConfig::enabled,
+  // sim/step_builder.h) to issue a task whose start its host lead decided: from the end of the
+  // stream's previous task to the task's start. Within the span, and after it (the optimizer's
+  // issue after the last pass).
   std::vector<double> host_wait_s;
   std::vector<double> host_wait_after_s;
   // Idle on the compute stream within the span, neither busy nor waiting for communication or the

@@ -72,7 +72,6 @@ Result<DataParallelPlan> PlanDataParallel(const ModelSpec& model, const Strategy
                                                   strategy.grad_reduce_in_bf16));
     const bool gathers = zero == 1 || zero == 2;
     plan.param_gather.push_back(gathers ? ParamGroups{p.dense, p.expert} : ParamGroups{});
-    if (strategy.offload != Offload::kNone) plan.offload_params.push_back(ShardParams(p, strategy));
     plan.stage_states.push_back(std::move(states));
   }
   if (zero == 3) {
@@ -81,7 +80,7 @@ Result<DataParallelPlan> PlanDataParallel(const ModelSpec& model, const Strategy
     plan.layer_gathers = static_cast<int32_t>(layer_count);
     plan.layer_params = {CeilDiv(p.dense, layer_count), CeilDiv(p.expert, layer_count)};
     if (strategy.offload == Offload::kOptimizerAndParams) {
-      plan.layer_shard_params = CeilDiv(ShardParams(p, strategy), layer_count);
+      plan.layer_shard_params = CeilDiv(plan.updated_params[0], layer_count);
     }
   }
   return plan;

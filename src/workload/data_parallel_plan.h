@@ -53,8 +53,9 @@ struct DataParallelPlan {
   std::vector<int32_t> buckets;
   std::vector<ParamGroups> bucket_params;
   // Per stage: the parameters this rank updates (its ZeRO shard under ZeRO >= 1, else all of
-  // them), the HBM traffic of the optimizer step over them (OptimizerStepTraffic), and the
-  // all-gather of the updated weights after it (ZeRO 1 and 2; zero otherwise).
+  // them; ZeRO-Offload, which needs ZeRO >= 1, steps the same shard on the host), the HBM traffic
+  // of the optimizer step over them (OptimizerStepTraffic), and the all-gather of the updated
+  // weights after it (ZeRO 1 and 2; zero otherwise).
   std::vector<int64_t> updated_params;
   std::vector<MemoryShape> optimizer;
   std::vector<ParamGroups> param_gather;
@@ -64,9 +65,6 @@ struct DataParallelPlan {
   int32_t layer_gathers = 0;
   ParamGroups layer_params;
   int64_t layer_shard_params = 0;
-  // Per stage: the parameters whose optimizer step ZeRO-Offload runs on the host (the rank's ZeRO
-  // shard); empty without offload.
-  std::vector<int64_t> offload_params;
 };
 
 // |strategy|'s DataParallelPlan for |model|, with |layers| transformer layers per virtual stage

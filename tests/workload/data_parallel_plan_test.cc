@@ -61,7 +61,6 @@ TEST(DataParallelPlan, OneStageSplitsTheWholeModelIntoEqualBuckets) {
   EXPECT_EQ(plan.updated_params[0], p);
   EXPECT_EQ(plan.param_gather[0].Total(), 0);
   EXPECT_EQ(plan.layer_gathers, 0);
-  EXPECT_TRUE(plan.offload_params.empty());
   // fp32 gradient buffers and bf16 weights, Megatron-LM's defaults for bf16.
   EXPECT_EQ(plan.bytes.gradient, 4);
   EXPECT_EQ(plan.bytes.weight, 2);
@@ -97,12 +96,12 @@ TEST(DataParallelPlan, OffloadMovesTheShardAndEachLayersPartOfIt) {
   Strategy s = Dp8(3);
   s.offload = Offload::kOptimizerAndParams;
   const DataParallelPlan plan = Plan(model, s);
-  ASSERT_EQ(plan.offload_params.size(), 1u);
-  EXPECT_EQ(plan.offload_params[0], shard);
+  ASSERT_EQ(plan.updated_params.size(), 1u);
+  EXPECT_EQ(plan.updated_params[0], shard);
   EXPECT_EQ(plan.layer_shard_params, CeilDiv(shard, int64_t{32}));
   s.offload = Offload::kOptimizer;
   const DataParallelPlan optimizer_only = Plan(model, s);
-  EXPECT_EQ(optimizer_only.offload_params, plan.offload_params);
+  EXPECT_EQ(optimizer_only.updated_params, plan.updated_params);
   EXPECT_EQ(optimizer_only.layer_shard_params, 0);
 }
 
