@@ -1,10 +1,14 @@
 // `loom simulate`: one training step of one strategy, as a discrete-event simulation.
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,10 +19,12 @@
 #include "cli/memory_output.h"
 #include "cli/validators.h"
 #include "core/file_io.h"
+#include "core/formatted.h"
 #include "plan/fit_suggestions.h"
 #include "report/plan_view.h"
 #include "report/step_views.h"
 #include "sim/simulator.h"
+#include "sim/stragglers.h"
 #include "sim/trace.h"
 #include "spec/cluster.h"
 #include "spec/framework.h"
@@ -46,6 +52,12 @@ struct SimulateOptions {
   bool dropout = false;
   bool full = false;
   bool json = false;
+  // What-ifs (sim/stragglers.h): --straggler, --slow-link, --jitter with --draws and --seed.
+  std::vector<std::string> stragglers, slow_links;
+  std::string jitter;
+  int32_t draws = 1000;
+  uint64_t seed = 1;
+  bool draws_or_seed_given = false;
   // The flags given that a scenario file also sets (the model, the cluster, the strategy).
   std::vector<std::string> scenario_flags_given;
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
@@ -137,6 +149,194 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
   PrintMemory(Memory(r, fits), out);
 }
 
+// The what-ifs a run asked for, and their answers.
+struct WhatIfs {
+  std::vector<SlowPart> stragglers, slow_links;
+  std::optional<StragglerReport> report;
+  std::optional<JitterOptions> jitter;
+  std::optional<MonteCarloResult> monte_carlo;
+};
+
+std::string DescribeParts(const std::vector<SlowPart>& parts, const char* unit) {
+  std::string text;
+  for (const SlowPart& p : parts) {
+    if (!text.empty()) text += ", ";
+    text += StrCat(p.scope == SlowPart::Scope::kNode ? "node " : "GPU ", p.index, " ",
+                   Fixed(p.factor, 2), unit);
+  }
+  return text;
+}
+
+nlohmann::ordered_json PartsJson(const std::vector<SlowPart>& parts) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const SlowPart& p : parts) {
+    j.push_back({{"scope", p.scope == SlowPart::Scope::kNode ? "node" : "rank"},
+                 {"index", p.index},
+                 {"factor", p.factor}});
+  }
+  return j;
+}
+
+void AddWhatIfJson(const WhatIfs& w, nlohmann::ordered_json& j) {
+  if (w.report) {
+    const StragglerReport& r = *w.report;
+    nlohmann::ordered_json absorbed = nlohmann::ordered_json::array();
+    for (const WaitGrowth& a : r.absorbed) {
+      absorbed.push_back(
+          {{"category", a.category}, {"added_wait_s", a.added_wait_s}, {"tasks", a.tasks}});
+    }
+    nlohmann::ordered_json collectives = nlohmann::ordered_json::array();
+    for (const CollectiveDelay& c : r.collectives) {
+      collectives.push_back(
+          {{"name", c.name}, {"members", c.members}, {"added_wait_s", c.added_wait_s}});
+    }
+    nlohmann::ordered_json idle = nlohmann::ordered_json::array();
+    for (const RankIdle& i : r.most_idle)
+      idle.push_back({{"rank", i.rank}, {"added_idle_s", i.added_idle_s}});
+    j["what_if"] = {{"stragglers", PartsJson(w.stragglers)},
+                    {"slow_links", PartsJson(w.slow_links)},
+                    {"baseline_step_s", r.baseline_step_s},
+                    {"step_time_s", r.step_s},
+                    {"slowest_rank", r.slowest_rank},
+                    {"slowest_rank_extra_work_s", r.slowest_rank_extra_work_s},
+                    {"critical_extra_s", r.critical_extra_s},
+                    {"absorbed", absorbed},
+                    {"collectives", collectives},
+                    {"ranks_waiting", r.ranks_waiting},
+                    {"most_idle", idle}};
+  }
+  if (w.monte_carlo) {
+    const MonteCarloResult& m = *w.monte_carlo;
+    j["jitter"] = {{"sigma_fraction", w.jitter->sigma},
+                   {"draws", w.jitter->draws},
+                   {"seed", w.jitter->seed},
+                   {"baseline_step_s", m.baseline_step_s},
+                   {"mean_s", m.mean_s},
+                   {"p50_s", m.p50_s},
+                   {"p90_s", m.p90_s},
+                   {"p99_s", m.p99_s},
+                   {"min_s", m.min_s},
+                   {"max_s", m.max_s},
+                   {"mean_slowest_factor", m.mean_slowest_factor}};
+  }
+}
+
+// A rank of the step graph in the user's terms.
+std::string StepRankName(int32_t rank, int32_t stages) {
+  return StrCat("stage ", rank % stages, " of replica ", rank / stages);
+}
+
+void PrintWhatIfs(const WhatIfs& w, int32_t stages, std::ostream& out) {
+  const auto row = [&out](const char* name) -> std::ostream& {
+    return out << std::left << std::setw(22) << name;
+  };
+  out << std::fixed << std::setprecision(3);
+  if (w.report) {
+    const StragglerReport& r = *w.report;
+    std::string parts = DescribeParts(w.stragglers, "x kernel time");
+    const std::string links = DescribeParts(w.slow_links, "x NIC bandwidth");
+    if (!links.empty()) parts += (parts.empty() ? "" : "; ") + links;
+    out << "\n";
+    row("what-if") << parts << "\n";
+    row("  step time") << r.step_s << " s against " << r.baseline_step_s << " s ("
+                       << (r.step_s >= r.baseline_step_s ? "+" : "")
+                       << Percent(r.step_s / r.baseline_step_s - 1) << ")\n";
+    if (r.slowest_rank >= 0) {
+      row("  slowest rank") << StepRankName(r.slowest_rank, stages) << ": "
+                            << r.slowest_rank_extra_work_s << " s more kernel time, "
+                            << r.critical_extra_s << " s of it on the critical path\n";
+    }
+    if (r.ranks_waiting > 0) {
+      row("  ranks waiting") << r.ranks_waiting << " idle longer, the most:";
+      for (size_t i = 0; i < r.most_idle.size(); ++i) {
+        out << (i == 0 ? " " : ", ") << StepRankName(r.most_idle[i].rank, stages) << " +"
+            << r.most_idle[i].added_idle_s << " s";
+      }
+      out << "\n";
+    }
+    for (const WaitGrowth& a : r.absorbed) {
+      row("  waited in") << a.category << ": " << a.added_wait_s << " s more over " << a.tasks
+                         << " tasks\n";
+    }
+    for (const CollectiveDelay& c : r.collectives) {
+      row("  collective") << "'" << c.name << "' (" << c.members << " members): " << c.added_wait_s
+                          << " s more waiting\n";
+    }
+  }
+  if (w.monte_carlo) {
+    const MonteCarloResult& m = *w.monte_carlo;
+    out << "\n";
+    row("jitter") << Percent(w.jitter->sigma) << " per GPU, " << w.jitter->draws << " draws (seed "
+                  << w.jitter->seed << ")\n";
+    row("  step time") << "p50 " << m.p50_s << " s, p90 " << m.p90_s << " s, p99 " << m.p99_s
+                       << " s, mean " << m.mean_s << " s (no jitter: " << m.baseline_step_s
+                       << " s)\n";
+    row("  slowest GPU") << "mean factor " << Fixed(m.mean_slowest_factor, 3)
+                         << ": the step follows it\n";
+  }
+}
+
+// --jitter as a fraction: "2%" or "0.02".
+Result<double> ParseJitter(const std::string& text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  char* end = nullptr;
+  const double value = number.empty() ? NAN : std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(value)) {
+    return Status::InvalidArgument("--jitter '" + text +
+                                   "': give the spread of GPU speed as a percentage (2%) or a "
+                                   "fraction (0.02)");
+  }
+  return percent ? value / 100 : value;
+}
+
+// Runs the what-ifs |options| asks for on the simulated |result|.
+Result<WhatIfs> RunWhatIfs(const SimulateOptions& options, const ClusterSpec& cluster,
+                           const Strategy& strategy, const SimulationResult& result) {
+  WhatIfs w;
+  for (const std::string& text : options.stragglers) {
+    LOOM_ASSIGN_OR_RETURN(SlowPart part, ParseSlowPart(text, SlowKind::kCompute, "--straggler"));
+    w.stragglers.push_back(part);
+  }
+  for (const std::string& text : options.slow_links) {
+    LOOM_ASSIGN_OR_RETURN(SlowPart part, ParseSlowPart(text, SlowKind::kLink, "--slow-link"));
+    w.slow_links.push_back(part);
+  }
+  const GpuFolding folding = FoldingOf(strategy, cluster.gpus_per_node,
+                                       result.step.graph.num_ranks() / result.step.stages);
+  if (!w.slow_links.empty() && result.step.inter_node_port.empty()) {
+    return Status::InvalidArgument(
+        "--slow-link: no transfer of this step crosses a NIC (every group fits in a node), so a "
+        "slow NIC changes nothing; drop --slow-link, or simulate more nodes");
+  }
+  if (!w.stragglers.empty() || !w.slow_links.empty()) {
+    LOOM_ASSIGN_OR_RETURN(
+        const RankFactors factors,
+        FoldSlowParts(folding, w.stragglers, w.slow_links, "--straggler", "--slow-link"));
+    LOOM_ASSIGN_OR_RETURN(w.report, AnalyzeStragglers(result.step, result.timeline, factors));
+  }
+  if (options.jitter.empty() && options.draws_or_seed_given) {
+    return Status::InvalidArgument(
+        "--draws and --seed set the Monte Carlo of --jitter, which was not given; add --jitter "
+        "2% (say), or drop them");
+  }
+  if (!options.jitter.empty()) {
+    if (!options.full && strategy.dp > 1) {
+      return Status::InvalidArgument(
+          "--jitter draws every GPU, and the step follows the slowest replica; add --full so that "
+          "all " +
+          std::to_string(strategy.dp) + " data-parallel replicas are simulated");
+    }
+    LOOM_ASSIGN_OR_RETURN(const double sigma, ParseJitter(options.jitter));
+    const unsigned cores = std::thread::hardware_concurrency();
+    w.jitter = JitterOptions{sigma, options.draws, options.seed,
+                             static_cast<int32_t>(std::max(1u, cores))};
+    LOOM_ASSIGN_OR_RETURN(w.monte_carlo,
+                          RunJitterMonteCarlo(result.step, result.timeline, folding, *w.jitter));
+  }
+  return w;
+}
+
 // The strategy from the command line; enum flags were checked by CLI11 against the same names.
 Strategy CommandLineStrategy(const SimulateOptions& o) {
   Strategy s = o.strategy;
@@ -222,10 +422,14 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     fit.simulation = sim_options;
     LOOM_ASSIGN_OR_RETURN(fits, SuggestFits(model, cluster, strategy, fit));
   }
+  LOOM_ASSIGN_OR_RETURN(const WhatIfs what_ifs, RunWhatIfs(options, cluster, strategy, result));
   if (options.json) {
-    out << JsonText(Stamped(ResultJson(result, framework, fits), options.request)) << "\n";
+    nlohmann::ordered_json j = ResultJson(result, framework, fits);
+    AddWhatIfJson(what_ifs, j);
+    out << JsonText(Stamped(j, options.request)) << "\n";
   } else {
     PrintHuman(result, framework, fits, out);
+    PrintWhatIfs(what_ifs, result.step.stages, out);
   }
   return Status::Ok();
 }
@@ -359,6 +563,28 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
                   "Gantt, memory per stage "
                   "and the step breakdown; FILE.html#gantt, #memory or #breakdown shows one view");
   cmd->add_flag("--full", options->full, "Simulate every data-parallel replica, not one");
+  cmd->add_option(
+      "--straggler", options->stragglers,
+      "What if a GPU is slow: rank=GPU:FACTOR (GPU in Megatron-LM's global rank order) or "
+      "node=NODE:FACTOR, its kernels taking FACTOR times as long (1.2: 20% slower); repeat for "
+      "more. Prints the step with it, the slow rank's extra work, and where the other ranks "
+      "wait for it (a slow GPU outside replica 0 needs --full)");
+  cmd->add_option("--slow-link", options->slow_links,
+                  "What if a NIC is degraded: rank=GPU:FRACTION or node=NODE:FRACTION of its "
+                  "bandwidth left (0.5: half); transfers across it take as long as it allows");
+  cmd->add_option(
+      "--jitter", options->jitter,
+      "Monte Carlo of GPU-to-GPU speed spread: each draw gives every GPU a log-normal kernel "
+      "time factor of this spread (2% or 0.02) for the whole step; prints p50/p90/p99 step "
+      "time over --draws draws (needs --full when --dp > 1)");
+  cmd->add_option("--draws", options->draws, "Monte Carlo draws for --jitter")
+      ->check(Between(1, 1000000))
+      ->each([options](const std::string&) { options->draws_or_seed_given = true; })
+      ->capture_default_str();
+  cmd->add_option("--seed", options->seed,
+                  "Seed of the --jitter draws: the same seed gives the same draws")
+      ->each([options](const std::string&) { options->draws_or_seed_given = true; })
+      ->capture_default_str();
   cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");
   cmd->footer(
       "Examples:\n"
@@ -370,7 +596,8 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
     // Flags a scenario file would override; --nodes, --framework and the output flags are not among
     // them.
     static const std::set<std::string> kWithScenario = {
-        "--nodes", "--framework", "--trace", "--report", "--full", "--json", "--help", "scenario"};
+        "--nodes",     "--framework", "--trace", "--report", "--full", "--json",  "--straggler",
+        "--slow-link", "--jitter",    "--draws", "--seed",   "--help", "scenario"};
     options->request = CommandRequest(*cmd);
     options->scenario_flags_given.clear();
     for (const CLI::Option* option : cmd->get_options()) {

@@ -40,7 +40,8 @@ Status DeadlockError(const TaskGraph& graph, const StepTimeline& timeline,
 // of a graph without routes.
 class EngineRun {
  public:
-  explicit EngineRun(const TaskGraph& graph) : graph_(graph), tasks_(graph.tasks()) {}
+  EngineRun(const TaskGraph& graph, std::span<const SimTime> durations)
+      : graph_(graph), tasks_(graph.tasks()), durations_(durations) {}
 
   Result<StepTimeline> Run();
 
@@ -67,6 +68,7 @@ class EngineRun {
 
   const TaskGraph& graph_;
   const std::span<const Task> tasks_;
+  const std::span<const SimTime> durations_;  // per task: its time alone
 
   FlatRows successors_;              // dependencies, then the next task on the same stream
   std::vector<int32_t> waiting_on_;  // per task: predecessors that have not ended
@@ -178,7 +180,7 @@ void EngineRun::BuildCollectives() {
     const std::span<const TaskId> members = graph_.group_members(g);
     collective_order_[g] = *std::min_element(members.begin(), members.end());
     for (TaskId m : members) {
-      collective_duration_[g] = Max(collective_duration_[g], tasks_[m].duration);
+      collective_duration_[g] = Max(collective_duration_[g], durations_[m]);
       const LinkId link = tasks_[m].link;
       if (link != kNoLink && last_group_on_link[link] != g) {
         last_group_on_link[link] = g;
@@ -225,7 +227,7 @@ void EngineRun::OnReady(TaskId id, SimTime now) {
   }
   const Task& task = tasks_[id];
   if (task.link == kNoLink) {
-    Start(id, now, task.duration);
+    Start(id, now, durations_[id]);
   } else {
     Enqueue(task.link, {now, id, id});
   }
@@ -330,7 +332,7 @@ void EngineRun::TryDispatch(LinkId link, SimTime now) {
   if (head.handle >= 0) {
     std::pop_heap(queue.begin(), queue.end(), ServedLater);
     queue.pop_back();
-    Start(head.handle, now, tasks_[head.handle].duration);
+    Start(head.handle, now, durations_[head.handle]);
     return;
   }
   // A collective takes all its links at once, when it heads every one of their queues; requests
@@ -427,6 +429,26 @@ Status DeadlockError(const TaskGraph& graph, const StepTimeline& timeline,
 
 }  // namespace
 
-Result<StepTimeline> Simulate(const TaskGraph& graph) { return EngineRun(graph).Run(); }
+Result<StepTimeline> Simulate(const TaskGraph& graph) {
+  std::vector<SimTime> durations;
+  durations.reserve(graph.num_tasks());
+  for (const Task& task : graph.tasks()) durations.push_back(task.duration);
+  return EngineRun(graph, durations).Run();
+}
+
+Result<StepTimeline> Simulate(const TaskGraph& graph, std::span<const SimTime> durations) {
+  if (static_cast<int64_t>(durations.size()) != graph.num_tasks()) {
+    return Status::InvalidArgument("Simulate: " + std::to_string(durations.size()) +
+                                   " durations for a graph of " +
+                                   std::to_string(graph.num_tasks()) + " tasks; give one per task");
+  }
+  for (size_t t = 0; t < durations.size(); ++t) {
+    if (durations[t] < SimTime::Zero()) {
+      return Status::InvalidArgument("Simulate: negative duration for " +
+                                     graph.DescribeTask(static_cast<TaskId>(t)));
+    }
+  }
+  return EngineRun(graph, durations).Run();
+}
 
 }  // namespace loom

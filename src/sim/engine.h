@@ -1,6 +1,8 @@
 #ifndef LOOM_SIM_ENGINE_H_
 #define LOOM_SIM_ENGINE_H_
 
+#include <span>
+
 #include "core/sim_time.h"
 #include "core/status.h"
 #include "program/step_timeline.h"
@@ -45,6 +47,12 @@ namespace loom {
 // 1-2 ms for 50k tasks and 100k edges on one core. A task on a route adds, at its start and end,
 // work for each task on its channels whose share changes.
 Result<StepTimeline> Simulate(const TaskGraph& graph);
+
+// Simulate() with |durations| (one per task, in task id order) in place of each Task::duration:
+// for runs of one graph that differ only in how long tasks take (a straggler, Monte Carlo draws
+// of per-GPU speed, sim/stragglers.h), so the graph is built once. Errors: InvalidArgument if
+// |durations| is not one per task or holds a negative time; else those of Simulate().
+Result<StepTimeline> Simulate(const TaskGraph& graph, std::span<const SimTime> durations);
 
 }  // namespace loom
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/app.h"
 #include "cli/run_loom.h"
+#include "support/schema_check.h"
 
 namespace loom {
 namespace {
@@ -335,6 +337,101 @@ TEST(Loom, NumericFlagsRefuseNanAndNameTheirBound) {
   EXPECT_NE(zero.err.find("--seq: got '0'; it must be a number greater than 0"), std::string::npos)
       << zero.err;
   EXPECT_EQ(zero.err.find("1797"), std::string::npos) << zero.err;
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+// Issue 25: the what-ifs of `loom simulate`, on Llama 3 8B over two DGX H100 nodes (tp 4, pp 2,
+// dp 2, every replica simulated).
+std::vector<std::string> TwoNodeLlama(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"simulate",
+                                   "--model",
+                                   Shipped("models/llama3-8b.json"),
+                                   "--cluster",
+                                   Shipped("hardware/clusters/dgx-h100.json"),
+                                   "--nodes",
+                                   "2",
+                                   "--tp",
+                                   "4",
+                                   "--pp",
+                                   "2",
+                                   "--dp",
+                                   "2",
+                                   "--global-batch",
+                                   "16",
+                                   "--seq",
+                                   "4096",
+                                   "--overlap-grad-reduce"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(SimulateWhatIf, AStragglerSlowsTheStepAndSaysWhoWaited) {
+  CommandResult r = Loom(TwoNodeLlama({"--full", "--straggler", "node=1:1.2", "--json"}));
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(MatchesSchema(j));
+  const nlohmann::json& w = j["what_if"];
+  EXPECT_EQ(w["baseline_step_s"], j["step_time_s"]);
+  EXPECT_GT(w["step_time_s"].get<double>(), w["baseline_step_s"].get<double>());
+  // Node 1 holds stage 1 of both replicas: ranks 1 and 3 of the step graph, equally slow.
+  EXPECT_TRUE(w["slowest_rank"] == 1 || w["slowest_rank"] == 3) << w["slowest_rank"];
+  EXPECT_LE(w["step_time_s"].get<double>() - w["baseline_step_s"].get<double>(),
+            w["critical_extra_s"].get<double>() + 1e-9);
+  EXPECT_GT(w["ranks_waiting"].get<int>(), 0);
+  EXPECT_EQ(w["stragglers"][0]["scope"], "node");
+  EXPECT_EQ(w["stragglers"][0]["index"], 1);
+}
+
+TEST(SimulateWhatIf, JitterGivesQuantilesThatRepeatWithTheSeed) {
+  const std::vector<std::string> args =
+      TwoNodeLlama({"--full", "--jitter", "3%", "--draws", "50", "--seed", "9", "--json"});
+  CommandResult a = Loom(args), b = Loom(args);
+  ASSERT_EQ(a.code, kExitOk) << a.err;
+  const nlohmann::json j = nlohmann::json::parse(a.out);
+  EXPECT_TRUE(MatchesSchema(j));
+  EXPECT_EQ(j["jitter"], nlohmann::json::parse(b.out)["jitter"]);
+  EXPECT_DOUBLE_EQ(j["jitter"]["sigma_fraction"].get<double>(), 0.03);
+  EXPECT_EQ(j["jitter"]["draws"], 50);
+  EXPECT_LE(j["jitter"]["p50_s"].get<double>(), j["jitter"]["p99_s"].get<double>());
+  EXPECT_FALSE(j.contains("what_if"));
+
+  CommandResult text = Loom(TwoNodeLlama({"--full", "--jitter", "0.03", "--draws", "50"}));
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_NE(text.out.find("3.0% per GPU, 50 draws (seed 1)"), std::string::npos) << text.out;
+}
+
+TEST(SimulateWhatIf, BadWhatIfsAreRefusedWithTheFix) {
+  const struct {
+    std::vector<std::string> extra;
+    const char* says;
+  } cases[] = {
+      {{"--straggler", "rank=99:1.2", "--full"}, "--straggler rank=99: the job has 16 GPUs"},
+      {{"--straggler", "rank=4:1.2"}, "add --full"},
+      {{"--straggler", "gpu=4:1.2"}, "unknown scope 'gpu'"},
+      {{"--slow-link", "node=1:2"}, "fraction of its bandwidth"},
+      {{"--jitter", "2%"}, "add --full"},
+      {{"--jitter", "two", "--full"}, "--jitter 'two'"},
+      {{"--draws", "10"}, "--draws and --seed set the Monte Carlo of --jitter"},
+      {{"--seed", "3", "--full"}, "--draws and --seed set the Monte Carlo of --jitter"},
+  };
+  for (const auto& c : cases) {
+    CommandResult r = Loom(TwoNodeLlama(c.extra));
+    EXPECT_EQ(r.code, kExitBadInput) << c.says;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
+TEST(SimulateWhatIf, ASlowLinkInsideOneNodeIsRefused) {
+  CommandResult r = Loom({"simulate", "--model", Shipped("models/llama3-8b.json"), "--cluster",
+                          Shipped("hardware/clusters/dgx-h100.json"), "--nodes", "1", "--tp", "8",
+                          "--global-batch", "8", "--slow-link", "rank=0:0.5"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("no transfer of this step crosses a NIC"), std::string::npos) << r.err;
 }
 
 }  // namespace
