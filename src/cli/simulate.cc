@@ -11,11 +11,13 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/goodput_output.h"
 #include "cli/json_contract.h"
 #include "cli/memory_output.h"
 #include "cli/validators.h"
 #include "core/file_io.h"
 #include "plan/fit_suggestions.h"
+#include "plan/goodput.h"
 #include "report/plan_view.h"
 #include "report/step_views.h"
 #include "sim/simulator.h"
@@ -222,10 +224,19 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     fit.simulation = sim_options;
     LOOM_ASSIGN_OR_RETURN(fits, SuggestFits(model, cluster, strategy, fit));
   }
+  // Only a cluster with a "reliability" object gets a goodput: the output of one without stays
+  // as it was.
+  std::optional<GoodputEstimate> goodput;
+  if (cluster.reliability) {
+    LOOM_ASSIGN_OR_RETURN(goodput, EstimateGoodput(model, cluster, strategy));
+  }
   if (options.json) {
-    out << JsonText(Stamped(ResultJson(result, framework, fits), options.request)) << "\n";
+    nlohmann::ordered_json body = ResultJson(result, framework, fits);
+    if (goodput) body["goodput"] = GoodputJson(*goodput, result.tokens_per_s, cluster);
+    out << JsonText(Stamped(body, options.request)) << "\n";
   } else {
     PrintHuman(result, framework, fits, out);
+    if (goodput) PrintGoodput(*goodput, result.tokens_per_s, cluster, out);
   }
   return Status::Ok();
 }
@@ -359,13 +370,23 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
                   "Gantt, memory per stage "
                   "and the step breakdown; FILE.html#gantt, #memory or #breakdown shows one view");
   cmd->add_flag("--full", options->full, "Simulate every data-parallel replica, not one");
-  cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");
+  cmd->add_flag("--json", options->json,
+                "Print one JSON object (schema loom.simulate/1; \"goodput\" when the cluster has "
+                "a reliability object)");
   cmd->footer(
       "Examples:\n"
       "  loom simulate --model models/gpt3-175b.json --cluster hardware/clusters/dgx-a100.json \\\n"
       "      --tp 8 --pp 16 --dp 8 --vpp 2 --schedule interleaved --sp --micro-batch 1 "
       "--global-batch 1536\n"
-      "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json");
+      "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json\n"
+      "\n"
+      "Goodput: when the cluster file has a \"reliability\" object (hardware/README.md), a last "
+      "section says how often a job of this many GPUs fails (MTBF: the component rates times the "
+      "GPUs, nodes and NICs it spans), what a checkpoint of the weights and optimizer states "
+      "costs to write and read at the file's storage bandwidth, how much training to do between "
+      "checkpoints (Daly's optimum, Young's beside it) and the expected goodput, the share of wall "
+      "time that trains, with the effective tokens/s it leaves. A key the file lacks is named "
+      "instead of guessed.");
   cmd->callback([options, cmd, &runner] {
     // Flags a scenario file would override; --nodes, --framework and the output flags are not among
     // them.
