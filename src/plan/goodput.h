@@ -38,13 +38,13 @@ JobFailures FailuresOfJob(const Reliability& reliability, int64_t gpus, int64_t 
 double YoungInterval(double checkpoint_s, double mtbf_s);
 
 // Daly's higher-order optimum (J. T. Daly, "A higher order estimate of the optimum checkpoint
-// interval for restart dumps", FGCS 22(3), 2006, eq. 37):
+// interval for restart dumps", FGCS 22(3), 2006):
 //   tau = sqrt(2 delta M) * [1 + (1/3) sqrt(delta / (2M)) + (1/9) (delta / (2M))] - delta
 // for delta < 2M, else tau = M. REQUIRES: both > 0.
 double DalyInterval(double checkpoint_s, double mtbf_s);
 
 // The fraction of wall time that advances training (T_s / T_w) under exponential failures, with
-// Daly's wall time (2006, eq. 13) for |interval_s| (tau) of compute between checkpoints of
+// Daly's wall time (2006) for |interval_s| (tau) of compute between checkpoints of
 // |checkpoint_s| (delta), |recovery_s| (R: restart plus checkpoint read) after each failure:
 //   T_w = M e^(R/M) (e^((tau + delta)/M) - 1) T_s / tau.
 // It tends to tau / (tau + delta) as failures vanish and falls as M does.
