@@ -447,7 +447,12 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--objective", o->objective,
                   "time: step time (s); cost: GPU-hours per 10^9 tokens, loom's one unit of cost "
                   "(dollars beside it "
-                  "with a price); memory-headroom: the lowest peak memory, then time. Every "
+                  "with a price); memory-headroom: the lowest peak memory, then time; goodput: "
+                  "the most effective tokens/s, tokens/s x the expected share of wall time that "
+                  "trains once failures (the cluster file's \"reliability\" rates for the plan's "
+                  "GPUs, nodes and NICs), checkpoints (written every Daly-optimal interval, "
+                  "their size from the dtype and optimizer) and restarts are paid for; a larger "
+                  "job fails more often, so give --min-gpus to let a smaller one win. Every "
                   "objective answers for "
                   "--gpus GPUs: at one GPU count cost ranks as time does, so to weigh smaller or "
                   "larger jobs give "

@@ -140,6 +140,8 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
       << std::setw(7) << "zero" << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right
       << std::setw(9) << "step s" << std::setw(10) << "tokens/s" << std::setw(7) << "MFU"
       << std::setw(14) << "memory GiB" << std::setw(8) << "bubble" << std::setw(10) << "exp.comm";
+  const bool goodput = h.options.objective == Objective::kGoodput;
+  if (goodput) out << std::setw(9) << "goodput" << std::setw(11) << "eff.tok/s";
   if (columns.gpus) out << std::setw(7) << "GPUs";
   if (columns.cost) out << std::setw(12) << "GPU-h/Btok";
   if (columns.price) out << std::setw(10) << "$/Btok";
@@ -159,6 +161,12 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
         << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes)) << std::setw(8)
         << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
     const TrainingCost cost = CostOf(p, h.options.training);
+    if (goodput) {
+      const double fraction = p.goodput.value_or(0);
+      // Two decimals: at a few nodes goodput sits within a tenth of a percent of 1.
+      out << std::setw(9) << Fixed(fraction * 100, 2) + "%" << std::setw(11)
+          << HumanCount(p.tokens_per_s * fraction);
+    }
     if (columns.gpus) out << std::setw(7) << s.WorldSize();
     if (columns.cost) out << std::setw(12) << Fixed(cost.gpu_hours_per_billion_tokens, 1);
     if (columns.price) out << std::setw(10) << Fixed(*cost.usd_per_billion_tokens, 2);
@@ -204,6 +212,10 @@ nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank, const Traini
   j["exposed_comm_fraction"] = p.exposed_comm_fraction;
   j["breakdown"] = BreakdownJson(p.breakdown);
   j["memory_breakdown"] = MemoryBreakdownJson(p.memory);
+  if (p.goodput) {
+    j["goodput"] = *p.goodput;
+    j["effective_tokens_per_s"] = p.tokens_per_s * *p.goodput;
+  }
   j["gpus"] = p.strategy.WorldSize();
   j["gpu_hours_per_billion_tokens"] = cost.gpu_hours_per_billion_tokens;
   j["usd_per_billion_tokens"] = OrNull(cost.usd_per_billion_tokens);
@@ -225,6 +237,8 @@ const char* ScoreUnit(Objective objective) {
       return "gpu_hours_per_billion_tokens";
     case Objective::kMemoryHeadroom:
       return "fraction";
+    case Objective::kGoodput:
+      return "effective_s";
   }
   return "s";
 }
@@ -332,6 +346,12 @@ void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s
         << (columns.price ? ", $/Btok = its dollars" : "")
         << (columns.tokens ? "; train days and GPU-hours over whole steps of the global batch" : "")
         << ".\n";
+  }
+  if (header.options.objective == Objective::kGoodput) {
+    out << "goodput: the expected share of wall time that trains, with failures at the rates of "
+        << header.cluster.file
+        << " for the plan's GPUs and nodes, checkpoints at Daly's interval and a restart after "
+           "each failure; eff.tok/s = tokens/s x goodput, which the ranking maximises.\n";
   }
   if (header.options.distinct) {
     out << "--distinct: a \"~\" line is a variant of the row above: it differs only in the setting "

@@ -26,6 +26,9 @@ std::string BestText(const RankedPlan& best, Objective objective) {
     case Objective::kMemoryHeadroom:
       score = Number("%.1f%% of memory", best.score * 100);
       break;
+    case Objective::kGoodput:
+      score = Number("%.3f effective s/step", best.score);
+      break;
   }
   const Strategy& s = best.strategy;
   return "best " + score + " (tp " + std::to_string(s.tp) + ", pp " + std::to_string(s.pp) +

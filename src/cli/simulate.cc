@@ -15,12 +15,14 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/goodput_output.h"
 #include "cli/json_contract.h"
 #include "cli/memory_output.h"
 #include "cli/validators.h"
 #include "core/file_io.h"
 #include "core/formatted.h"
 #include "plan/fit_suggestions.h"
+#include "plan/goodput.h"
 #include "report/plan_view.h"
 #include "report/step_views.h"
 #include "sim/simulator.h"
@@ -422,13 +424,21 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     fit.simulation = sim_options;
     LOOM_ASSIGN_OR_RETURN(fits, SuggestFits(model, cluster, strategy, fit));
   }
+  // Only a cluster with a "reliability" object gets a goodput: the output of one without stays
+  // as it was.
+  std::optional<GoodputEstimate> goodput;
+  if (cluster.reliability) {
+    LOOM_ASSIGN_OR_RETURN(goodput, EstimateGoodput(model, cluster, strategy));
+  }
   LOOM_ASSIGN_OR_RETURN(const WhatIfs what_ifs, RunWhatIfs(options, cluster, strategy, result));
   if (options.json) {
-    nlohmann::ordered_json j = ResultJson(result, framework, fits);
-    AddWhatIfJson(what_ifs, j);
-    out << JsonText(Stamped(j, options.request)) << "\n";
+    nlohmann::ordered_json body = ResultJson(result, framework, fits);
+    if (goodput) body["goodput"] = GoodputJson(*goodput, result.tokens_per_s, cluster);
+    AddWhatIfJson(what_ifs, body);
+    out << JsonText(Stamped(body, options.request)) << "\n";
   } else {
     PrintHuman(result, framework, fits, out);
+    if (goodput) PrintGoodput(*goodput, result.tokens_per_s, cluster, out);
     PrintWhatIfs(what_ifs, result.step.stages, out);
   }
   return Status::Ok();
@@ -585,13 +595,23 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
                   "Seed of the --jitter draws: the same seed gives the same draws")
       ->each([options](const std::string&) { options->draws_or_seed_given = true; })
       ->capture_default_str();
-  cmd->add_flag("--json", options->json, "Print one JSON object (schema loom.simulate/1)");
+  cmd->add_flag("--json", options->json,
+                "Print one JSON object (schema loom.simulate/1; \"goodput\" when the cluster has "
+                "a reliability object)");
   cmd->footer(
       "Examples:\n"
       "  loom simulate --model models/gpt3-175b.json --cluster hardware/clusters/dgx-a100.json \\\n"
       "      --tp 8 --pp 16 --dp 8 --vpp 2 --schedule interleaved --sp --micro-batch 1 "
       "--global-batch 1536\n"
-      "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json");
+      "  loom simulate scenarios/gpt3-175b-1024gpu.json --trace step.json --json\n"
+      "\n"
+      "Goodput: when the cluster file has a \"reliability\" object (hardware/README.md), a last "
+      "section says how often a job of this many GPUs fails (MTBF: the component rates times the "
+      "GPUs, nodes and NICs it spans), what a checkpoint of the weights and optimizer states "
+      "costs to write and read at the file's storage bandwidth, how much training to do between "
+      "checkpoints (Daly's optimum, Young's beside it) and the expected goodput, the share of wall "
+      "time that trains, with the effective tokens/s it leaves. A key the file lacks is named "
+      "instead of guessed.");
   cmd->callback([options, cmd, &runner] {
     // Flags a scenario file would override; --nodes, --framework and the output flags are not among
     // them.

@@ -73,8 +73,13 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
   s.allow_cross_node_tp = s.tp > cluster.NvlinkDomainGpus();
   LOOM_ASSIGN_OR_RETURN(SimulationResult result,
                         SimulateTrainingStep(model, cluster, s, options.simulation));
+  std::optional<double> goodput;
+  if (options.objective == Objective::kGoodput) {
+    LOOM_ASSIGN_OR_RETURN(ParameterCount count, CountParameters(model));
+    LOOM_ASSIGN_OR_RETURN(goodput, ObjectiveGoodput(options.objective, cluster, count.total, s));
+  }
   Explanation e;
-  e.plan = RankPlan(-1, s, result, options.objective);
+  e.plan = RankPlan(-1, s, result, options.objective, goodput);
   e.fits = result.fits_in_memory;
   e.dominant = e.fits ? Dominant(result.breakdown) : "memory";
   e.memory_by_stage = result.memory_by_stage;

@@ -13,6 +13,7 @@
 
 #include "core/checked.h"
 #include "plan/distinct.h"
+#include "plan/goodput.h"
 #include "plan/leaderboard.h"
 #include "sim/step_bounds.h"
 
@@ -153,6 +154,7 @@ struct Search {
   const PlanOptions& options;
   int32_t threads;
   int64_t limit_bytes;  // usable memory per GPU
+  int64_t params;       // the model's parameters, which a checkpoint holds (goodput objective)
 };
 
 bool StopRequested(const PlanOptions& options) {
@@ -210,8 +212,14 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
           StepTimeMessage(s, "a step takes at least", b.step_time.ToSeconds(), *max_step_s));
     return Bounded::kStepTimeRejected;
   }
+  Result<std::optional<double>> goodput =
+      ObjectiveGoodput(options.objective, search.cluster, search.params, s);
+  if (!goodput.ok()) {
+    Count(tallies, "--objective", i, goodput.status().message());
+    return Bounded::kRuleRejected;
+  }
   *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds(), b.peak_memory_bytes,
-                          search.limit_bytes);
+                          search.limit_bytes, *goodput);
   return Bounded::kCandidate;
 }
 
@@ -317,7 +325,13 @@ bool SimulateOne(const Search& search, const Survivor& c, Tallies& tallies, Lead
           StepTimeMessage(s, "a step takes", r->step_time_s, *options.max_step_time_s));
     return false;
   }
-  board.Offer(RankPlan(c.index, s, *r, options.objective));
+  Result<std::optional<double>> goodput =
+      ObjectiveGoodput(options.objective, search.cluster, search.params, s);
+  if (!goodput.ok()) {
+    Count(tallies, "--objective", c.index, goodput.status().message());
+    return true;
+  }
+  board.Offer(RankPlan(c.index, s, *r, options.objective, *goodput));
   return true;
 }
 
@@ -403,12 +417,21 @@ Leaderboard DistinctLeaderboard(const Search& search, const std::vector<Survivor
 
 }  // namespace
 
+Result<std::optional<double>> ObjectiveGoodput(Objective objective, const ClusterSpec& cluster,
+                                               int64_t params, const Strategy& strategy) {
+  if (objective != Objective::kGoodput) return std::optional<double>();
+  LOOM_RETURN_IF_ERROR(CheckGoodputInputs(cluster));
+  LOOM_ASSIGN_OR_RETURN(GoodputEstimate estimate, EstimateGoodput(cluster, params, strategy));
+  return estimate.goodput;
+}
+
 RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r,
-                    Objective objective) {
+                    Objective objective, std::optional<double> goodput) {
   RankedPlan p;
   p.index = index;
   p.strategy = s;
-  p.score = PlanScore(objective, s, r);
+  p.score = PlanScore(objective, s, r, goodput);
+  p.goodput = goodput;
   p.step_time_s = r.step_time_s;
   p.tokens_per_s = r.tokens_per_s;
   p.mfu = r.mfu;
@@ -429,13 +452,14 @@ std::optional<double> RemainingSeconds(const PlanProgress& p) {
   return static_cast<double>(p.total - p.done) * p.elapsed_s / static_cast<double>(worked);
 }
 
-double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result) {
+double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result,
+                 std::optional<double> goodput) {
   return PlanScoreBound(objective, strategy, result.step_time_s, result.peak_memory_bytes,
-                        result.memory_limit_bytes);
+                        result.memory_limit_bytes, goodput);
 }
 
 double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s,
-                      int64_t peak_bytes, int64_t limit_bytes) {
+                      int64_t peak_bytes, int64_t limit_bytes, std::optional<double> goodput) {
   switch (objective) {
     case Objective::kTime:
       return step_time_s;
@@ -444,12 +468,21 @@ double PlanScoreBound(Objective objective, const Strategy& strategy, double step
                                       strategy.global_batch * strategy.seq_len);
     case Objective::kMemoryHeadroom:
       return static_cast<double>(peak_bytes) / static_cast<double>(limit_bytes);
+    case Objective::kGoodput:
+      // A goodput of 0 (failures faster than checkpoints) never finishes: the worst score.
+      return goodput && *goodput > 0 ? step_time_s / *goodput : kNever;
   }
   return step_time_s;
 }
 
 Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
                         const SearchRequest& request, const PlanOptions& options) {
+  int64_t params = 0;
+  if (options.objective == Objective::kGoodput) {
+    LOOM_RETURN_IF_ERROR(CheckGoodputInputs(cluster));
+    LOOM_ASSIGN_OR_RETURN(ParameterCount count, CountParameters(model));
+    params = count.total;
+  }
   LOOM_ASSIGN_OR_RETURN(std::vector<Strategy> space, EnumerateStrategies(model, cluster, request));
   const int64_t n = static_cast<int64_t>(space.size());
   if (n == 0) return EmptySpaceError(model, cluster, request);
@@ -461,7 +494,8 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
       options.threads > 0
           ? options.threads
           : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
-      cluster.gpu.memory_bytes - kReservedBytesPerGpu};
+      cluster.gpu.memory_bytes - kReservedBytesPerGpu,
+      params};
   Bounding bounding = BoundEvery(search);
   const int64_t top_k = std::max<int64_t>(1, options.top_k);
   const bool distinct = options.distinct && !options.better_than.has_value();

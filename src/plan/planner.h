@@ -23,11 +23,17 @@ namespace loom {
 //                    one GPU count it ranks as time does; over SearchRequest's min_gpus..max_gpus a
 //                    smaller job may win by wasting less of each GPU.
 //   memory-headroom: the peak memory's share of the usable memory (a fraction), then the step time.
-enum class Objective { kTime, kCost, kMemoryHeadroom };
-inline constexpr EnumNames<Objective, 3> kObjectiveNames({{
+//   goodput:         the effective step time, step time / expected goodput (plan/goodput.h): wall
+//                    seconds per step once failures, checkpoints and restarts are paid for. It
+//                    ranks as effective throughput (tokens/s x goodput) does, which falls with the
+//                    GPUs a job spans and the checkpoint it writes. Needs the cluster file's
+//                    "reliability" object.
+enum class Objective { kTime, kCost, kMemoryHeadroom, kGoodput };
+inline constexpr EnumNames<Objective, 4> kObjectiveNames({{
     {Objective::kTime, "time"},
     {Objective::kCost, "cost"},
     {Objective::kMemoryHeadroom, "memory-headroom"},
+    {Objective::kGoodput, "goodput"},
 }});
 
 struct PlanProgress;
@@ -81,6 +87,8 @@ struct RankedPlan {
   int64_t peak_memory_bytes = 0;
   int64_t memory_limit_bytes = 0;
   double gpu_hours_per_billion_tokens = 0;  // loom's unit of cost (plan/training_cost.h)
+  // Under Objective::kGoodput: the expected goodput (plan/goodput.h); unset under the others.
+  std::optional<double> goodput;
   StepBreakdown breakdown;
   MemoryBreakdown memory;  // what holds the peak stage's memory at its peak
   // With PlanOptions::distinct: the plans of this one's row, best first, that differ from it only
@@ -144,14 +152,24 @@ struct PlanReport {
       0;  // candidates the interrupt left: candidates = simulated + skipped_by_bound + unsearched
 };
 
-// |result| of the strategy at |index| of the space as a ranked plan under |objective|.
+// Under Objective::kGoodput, the expected goodput of |strategy| on |cluster| for a model of
+// |params| parameters (EstimateGoodput, plan/goodput.h); nullopt under the other objectives.
+// Errors: those of CheckGoodputInputs and EstimateGoodput.
+Result<std::optional<double>> ObjectiveGoodput(Objective objective, const ClusterSpec& cluster,
+                                               int64_t params, const Strategy& strategy);
+
+// |result| of the strategy at |index| of the space as a ranked plan under |objective|, with its
+// ObjectiveGoodput |goodput|.
 RankedPlan RankPlan(int64_t index, const Strategy& strategy, const SimulationResult& result,
-                    Objective objective);
+                    Objective objective, std::optional<double> goodput);
 
 // The objective's value of a simulated plan, and the lowest a plan can score given its bounds.
-double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result);
+// |goodput| is the plan's ObjectiveGoodput: a step's bound divided by it bounds the effective step,
+// since goodput does not depend on the step time.
+double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result,
+                 std::optional<double> goodput);
 double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s,
-                      int64_t peak_bytes, int64_t limit_bytes);
+                      int64_t peak_bytes, int64_t limit_bytes, std::optional<double> goodput);
 
 // Searches the space of |request| (EnumerateStrategies): rejects what the strategy rules and the
 // memory bound reject, bounds the rest, and simulates them best bound first on |options.threads|
@@ -161,6 +179,7 @@ double PlanScoreBound(Objective objective, const Strategy& strategy, double step
 // threads' timing. Errors: those of EnumerateStrategies; InvalidArgument naming the most common
 // rule when nothing in the space is valid (the pinned settings contradict the model or cluster).
 // An interrupted search (options.stop_requested) is never an error: its report says how far it got.
+// Under Objective::kGoodput, the errors of CheckGoodputInputs come before any search.
 Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
                         const SearchRequest& request, const PlanOptions& options);
 

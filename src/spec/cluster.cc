@@ -289,6 +289,7 @@ std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, Clu
     ReadCommCalibration(reader.Object("calibration"), &spec->calibration);
   spec->price_per_gpu_hour_usd =
       reader.OptionalPositiveNumber("price_per_gpu_hour_usd", kPricePerGpuHourUsd);
+  if (reader.Has("reliability")) spec->reliability = ReadReliability(reader.Object("reliability"));
   CheckSources(reader, json);
   return gpu_ref;
 }

@@ -10,6 +10,7 @@
 #include "core/enum_names.h"
 #include "core/status.h"
 #include "spec/gpu_calibration.h"
+#include "spec/reliability.h"
 
 namespace loom {
 
@@ -111,6 +112,9 @@ struct ClusterSpec {
   // What one GPU-hour of this cluster costs, in US dollars (the file's optional
   // "price_per_gpu_hour_usd"): `loom plan` turns GPU-hours into dollars with it. Unset: no price.
   std::optional<double> price_per_gpu_hour_usd;
+  // Failure rates, checkpoint storage and restart time (the file's optional "reliability"
+  // object): what `loom simulate`'s goodput and `loom plan --objective goodput` need. Unset: none.
+  std::optional<Reliability> reliability;
 
   // gpus_per_node * nodes, or nullopt when the node count is not known.
   std::optional<int64_t> TotalGpus() const;

@@ -115,6 +115,26 @@ TEST(Plan, BetterThanCountsThePlansAheadOfAScore) {
   EXPECT_EQ(static_cast<int64_t>(better->ranked.size()), strictly_better);
 }
 
+TEST(Plan, GoodputObjectiveScoresTheStepOverTheGoodput) {
+  Strategy s;
+  // A 2 s step that trains 80 % of the wall time takes 2 / 0.8 = 2.5 s of wall time per step.
+  EXPECT_DOUBLE_EQ(PlanScoreBound(Objective::kGoodput, s, 2.0, 0, 1, 0.8), 2.5);
+  // The other objectives ignore it.
+  EXPECT_DOUBLE_EQ(PlanScoreBound(Objective::kTime, s, 2.0, 0, 1, std::nullopt), 2.0);
+}
+
+TEST(Plan, GoodputObjectiveNeedsTheClustersReliabilityBeforeSearching) {
+  Inputs in = Load("models/llama3-8b.json", 2);
+  in.cluster.reliability.reset();
+  PlanOptions options;
+  options.objective = Objective::kGoodput;
+  Result<PlanReport> report = Plan(in.model, in.cluster, SmallRequest(), options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("dgx-h100.json: has no \"reliability\" object"),
+            std::string::npos)
+      << report.status().message();
+}
+
 TEST(Plan, CostObjectiveTriesFewerGpusOnlyDownToMinGpus) {
   const Inputs in = Load("models/llama3-8b.json", 2);
   SearchRequest request = SmallRequest();

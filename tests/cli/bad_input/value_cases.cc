@@ -53,6 +53,25 @@ std::vector<Case> SizeCases() {
                        "1e300");
            },
        .err_has = {"bad-cluster.json", "latency_us"}},
+      // A restart that would take centuries, and storage of a byte a second: unit errors.
+      {.name = "ClusterRestartCenturies",
+       .args = {"simulate", "--model", kModel, "--cluster", "hardware/clusters/bad-cluster.json",
+                "--global-batch", "4", "--seq", "512"},
+       .setup =
+           [](Workdir& wd) {
+             wd.SetRaw(kCluster, "hardware/clusters/bad-cluster.json", "/reliability/restart_s",
+                       "1e300");
+           },
+       .err_has = {"bad-cluster.json", "reliability.restart_s"}},
+      {.name = "ClusterCheckpointStorageTiny",
+       .args = {"simulate", "--model", kModel, "--cluster", "hardware/clusters/bad-cluster.json",
+                "--global-batch", "4", "--seq", "512"},
+       .setup =
+           [](Workdir& wd) {
+             wd.SetRaw(kCluster, "hardware/clusters/bad-cluster.json",
+                       "/reliability/checkpoint_write_GBps", "1e-9");
+           },
+       .err_has = {"bad-cluster.json", "reliability.checkpoint_write_GBps"}},
       {.name = "BillionLayers",
        .args = {"simulate", "--model", "models/bad-model.json", "--cluster", kCluster,
                 "--global-batch", "4", "--seq", "512"},
