@@ -75,4 +75,16 @@ nlohmann::ordered_json GoodputJson(const GoodputEstimate& e, double tokens_per_s
   return j;
 }
 
+Status ApplyRestartTime(std::optional<double> restart_s, ClusterSpec& cluster) {
+  if (!restart_s) return Status::Ok();
+  if (!cluster.reliability) {
+    return Status::InvalidArgument(
+        "--restart-s: " + ClusterRef(cluster) +
+        " has no \"reliability\" object (failure rates, checkpoint bandwidths) for a restart time "
+        "to complete; add one (hardware/README.md, Reliability), or drop --restart-s");
+  }
+  cluster.reliability->restart_s = *restart_s;
+  return Status::Ok();
+}
+
 }  // namespace loom

@@ -1,10 +1,12 @@
 #ifndef LOOM_CLI_GOODPUT_OUTPUT_H_
 #define LOOM_CLI_GOODPUT_OUTPUT_H_
 
+#include <optional>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/status.h"
 #include "plan/goodput.h"
 #include "spec/cluster.h"
 
@@ -24,6 +26,16 @@ void PrintGoodput(const GoodputEstimate& estimate, double tokens_per_s, const Cl
 // "missing_keys" as "reliability.<key>").
 nlohmann::ordered_json GoodputJson(const GoodputEstimate& estimate, double tokens_per_s,
                                    const ClusterSpec& cluster);
+
+// The help of --restart-s, which simulate and plan share.
+inline constexpr char kRestartHelp[] =
+    "Seconds from a failure to training again (detection, rescheduling, process start, "
+    "communicator set-up; loom adds the checkpoint read), in place of the cluster file's "
+    "reliability.restart_s: what the goodput needs when the file has none";
+
+// |cluster| with --restart-s (when given) as its reliability.restart_s. Errors: InvalidArgument,
+// naming the file, when the cluster has no "reliability" object for the time to complete.
+Status ApplyRestartTime(std::optional<double> restart_s, ClusterSpec& cluster);
 
 }  // namespace loom
 

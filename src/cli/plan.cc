@@ -19,6 +19,7 @@
 
 #include "cli/command.h"
 #include "cli/format.h"
+#include "cli/goodput_output.h"
 #include "cli/json_contract.h"
 #include "cli/plan_output.h"
 #include "cli/plan_progress.h"
@@ -57,6 +58,7 @@ struct PlanCommandOptions {
   std::string attention = "fused";
   std::string megatron_version = "latest";
   std::string framework = "auto";
+  std::optional<double> restart_s;  // --restart-s
   bool dropout = false;
   bool exhaustive = false;
   bool json = false;
@@ -271,6 +273,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   LOOM_ASSIGN_OR_RETURN(ModelSpec model, LoadModelSpec(o.model_path));
   for (const std::string& warning : model.warnings) err << "loom: warning: " << warning << "\n";
   LOOM_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterFor(o.cluster_path, o.gpus, o.max_gpus));
+  LOOM_RETURN_IF_ERROR(ApplyRestartTime(o.restart_s, cluster));
   SearchRequest request;
   request.gpus = o.gpus;
   request.global_batch = o.global_batch;
@@ -459,6 +462,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "--min-gpus or --max-gpus (loom never widens the question on its own)")
       ->check(CLI::IsMember(kObjectiveNames.Names()))
       ->capture_default_str();
+  cmd->add_option("--restart-s", o->restart_s, kRestartHelp)->check(NonNegative());
   cmd->add_option("--min-gpus", o->min_gpus,
                   "Also search --gpus / 2, / 4, ... down to no fewer than this many GPUs (whole "
                   "nodes, or under a "

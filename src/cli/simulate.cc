@@ -60,6 +60,7 @@ struct SimulateOptions {
   int32_t draws = 1000;
   uint64_t seed = 1;
   bool draws_or_seed_given = false;
+  std::optional<double> restart_s;  // --restart-s
   // The flags given that a scenario file also sets (the model, the cluster, the strategy).
   std::vector<std::string> scenario_flags_given;
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
@@ -382,6 +383,7 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   LOOM_ASSIGN_OR_RETURN(ModelSpec model, LoadModelSpec(model_path));
   for (const std::string& warning : model.warnings) err << "loom: warning: " << warning << "\n";
   LOOM_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterSpec(cluster_path, nodes));
+  LOOM_RETURN_IF_ERROR(ApplyRestartTime(options.restart_s, cluster));
   LOOM_ASSIGN_OR_RETURN(std::optional<FrameworkProfile> framework,
                         ResolveFramework(framework_name, cluster_path));
   SimulationOptions sim_options;
@@ -595,6 +597,7 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
                   "Seed of the --jitter draws: the same seed gives the same draws")
       ->each([options](const std::string&) { options->draws_or_seed_given = true; })
       ->capture_default_str();
+  cmd->add_option("--restart-s", options->restart_s, kRestartHelp)->check(NonNegative());
   cmd->add_flag("--json", options->json,
                 "Print one JSON object (schema loom.simulate/1; \"goodput\" when the cluster has "
                 "a reliability object)");
@@ -616,8 +619,8 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
     // Flags a scenario file would override; --nodes, --framework and the output flags are not among
     // them.
     static const std::set<std::string> kWithScenario = {
-        "--nodes",     "--framework", "--trace", "--report", "--full", "--json",  "--straggler",
-        "--slow-link", "--jitter",    "--draws", "--seed",   "--help", "scenario"};
+        "--nodes",     "--framework", "--trace", "--report", "--full",      "--json", "--straggler",
+        "--slow-link", "--jitter",    "--draws", "--seed",   "--restart-s", "--help", "scenario"};
     options->request = CommandRequest(*cmd);
     options->scenario_flags_given.clear();
     for (const CLI::Option* option : cmd->get_options()) {

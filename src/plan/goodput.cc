@@ -119,7 +119,8 @@ std::string MissingReliabilityKeyMessage(const ClusterSpec& cluster, const std::
   }
   return ClusterRef(cluster) + ": reliability." + key +
          " is missing, which the goodput needs; add \"" + key + "\": " + what +
-         " with its source under \"sources\"";
+         " with its source under \"sources\"" +
+         (key == kRestartKey ? std::string(", or give loom the time with --restart-s") : "");
 }
 
 Status CheckGoodputInputs(const ClusterSpec& cluster) {

@@ -150,6 +150,35 @@ TEST(PlanGoodput, NeedsEveryKeyOfTheEstimate) {
       << r.err;
 }
 
+// --restart-s completes the shipped file's reliability on the command line: the same ranking as a
+// copy of the file with the key.
+TEST(PlanGoodput, RestartSecondsOnTheCommandLineCompleteTheFile) {
+  std::vector<std::string> flag = PlanLlama8b(Shipped("hardware/clusters/dgx-h100.json"));
+  flag.insert(flag.end(), {"--restart-s", "600", "--json"});
+  std::vector<std::string> file = PlanLlama8b(DgxH100WithRestart(600));
+  file.push_back("--json");
+  CommandResult a = Loom(flag), b = Loom(file);
+  ASSERT_EQ(a.code, kExitOk) << a.err;
+  ASSERT_EQ(b.code, kExitOk) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["plans"], nlohmann::json::parse(b.out)["plans"]);
+
+  std::vector<std::string> no_reliability = PlanLlama8b(Shipped("hardware/clusters/dgx-a100.json"));
+  no_reliability.insert(no_reliability.end(), {"--restart-s", "600"});
+  CommandResult r = Loom(no_reliability);
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("dgx-a100.json has no \"reliability\" object"), std::string::npos) << r.err;
+}
+
+TEST(SimulateGoodput, RestartSecondsOnTheCommandLineGiveTheGoodput) {
+  std::vector<std::string> args = SimulateLlama8b(Shipped("hardware/clusters/dgx-h100.json"));
+  args.insert(args.end(), {"--restart-s", "600", "--json"});
+  CommandResult r = Loom(args);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["goodput"]["goodput"].is_number()) << j["goodput"];
+  EXPECT_TRUE(j["goodput"]["missing_keys"].empty()) << j["goodput"];
+}
+
 TEST(PlanGoodput, RanksByEffectiveThroughput) {
   std::vector<std::string> args = PlanLlama8b(DgxH100WithRestart(600));
   args.push_back("--json");
