@@ -159,13 +159,16 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
   for (size_t i = 0; i < plans.size(); ++i) {
     const RankedPlan& p = plans[i];
     const Strategy& s = p.strategy;
+    // A schedule wider than its column ("interleaved 30/30/11/9") keeps a space before the next.
+    std::string schedule = Schedule(s);
+    if (schedule.size() >= 17) schedule += ' ';
     out << std::right << std::setw(4) << i + 1 << std::setw(4) << s.tp << std::setw(4) << s.pp
         << std::setw(6) << s.dp << std::setw(5) << ContextParallel(s) << std::setw(4) << s.ep
         << std::setw(4) << s.vpp << std::setw(4) << s.micro_batch << "  " << std::left
-        << std::setw(17) << Schedule(s) << std::setw(13) << Recomputation(s) << std::setw(7)
-        << Zero(s) << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right
-        << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s)
-        << std::setw(7) << Percent(p.mfu) << std::setw(14)
+        << std::setw(17) << schedule << std::setw(13) << Recomputation(s) << std::setw(7) << Zero(s)
+        << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right << std::setw(9)
+        << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7)
+        << Percent(p.mfu) << std::setw(14)
         << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes)) << std::setw(8)
         << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
     const TrainingCost cost = CostOf(p, h.options.training);
