@@ -86,7 +86,17 @@ Result<ClusterSpec> ClusterFor(const std::string& path, int64_t gpus, int64_t ma
                                    std::to_string(gpus / per_node * per_node) + " or " +
                                    std::to_string((gpus / per_node + 1) * per_node));
   }
-  cluster.nodes = std::max<int64_t>(1, std::max(gpus, max_gpus) / per_node);
+  const int64_t nodes = std::max<int64_t>(1, std::max(gpus, max_gpus) / per_node);
+  // Node groups hold the ranks in the file's order and have no GPU beyond their last node.
+  if (!cluster.node_groups.empty() && nodes > cluster.nodes.value_or(0)) {
+    const int64_t total = cluster.TotalGpus().value_or(0);
+    return Status::InvalidArgument((max_gpus > gpus ? "--max-gpus " + std::to_string(max_gpus)
+                                                    : "--gpus " + std::to_string(gpus)) +
+                                   ": more GPUs than the " + std::to_string(total) + " of " + path +
+                                   "'s node_groups; use " + std::to_string(total) +
+                                   " or fewer, or add nodes to a group");
+  }
+  cluster.nodes = nodes;
   return cluster;
 }
 

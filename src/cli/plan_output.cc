@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <vector>
 
 #include "cli/format.h"
 #include "cli/memory_output.h"
@@ -52,6 +53,15 @@ std::string Schedule(const Strategy& s) {
   std::string name(kScheduleNames.Name(s.schedule));
   if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
     name += " " + std::to_string(s.first_stage_layers) + "/" + std::to_string(s.last_stage_layers);
+  }
+  // A layout (the planner balances stages on different GPUs): each stage's layers, "22/10"; the
+  // JSON's strategy.pipeline_layout has every chunk.
+  if (!s.layout.empty() && s.pp > 0) {
+    std::vector<int64_t> stages(static_cast<size_t>(s.pp), 0);
+    for (size_t v = 0; v < s.layout.size(); ++v) stages[v % stages.size()] += s.layout[v];
+    for (size_t i = 0; i < stages.size(); ++i) {
+      name += (i == 0 ? " " : "/") + std::to_string(stages[i]);
+    }
   }
   return name;
 }
@@ -103,7 +113,7 @@ void PrintTerms(const PlanHeader& h, std::ostream& out) {
 
 void PrintHeader(const PlanHeader& h, std::ostream& out) {
   const SearchRequest& r = h.request;
-  out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << h.cluster.gpu.name << " ("
+  out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << GpuNames(h.cluster) << " ("
       << h.cluster.name << "), global batch " << r.global_batch << " x " << r.seq_len << " tokens, "
       << kDtypeNames.Name(r.dtype) << ", " << kOptimizerNames.Name(r.optimizer) << ", objective "
       << kObjectiveNames.Name(h.options.objective) << ", host "
@@ -151,13 +161,16 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
   for (size_t i = 0; i < plans.size(); ++i) {
     const RankedPlan& p = plans[i];
     const Strategy& s = p.strategy;
+    // A schedule wider than its column ("interleaved 30/30/11/9") keeps a space before the next.
+    std::string schedule = Schedule(s);
+    if (schedule.size() >= 17) schedule += ' ';
     out << std::right << std::setw(4) << i + 1 << std::setw(4) << s.tp << std::setw(4) << s.pp
         << std::setw(6) << s.dp << std::setw(5) << ContextParallel(s) << std::setw(4) << s.ep
         << std::setw(4) << s.vpp << std::setw(4) << s.micro_batch << "  " << std::left
-        << std::setw(17) << Schedule(s) << std::setw(13) << Recomputation(s) << std::setw(7)
-        << Zero(s) << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right
-        << std::setw(9) << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s)
-        << std::setw(7) << Percent(p.mfu) << std::setw(14)
+        << std::setw(17) << schedule << std::setw(13) << Recomputation(s) << std::setw(7) << Zero(s)
+        << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right << std::setw(9)
+        << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7)
+        << Percent(p.mfu) << std::setw(14)
         << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes)) << std::setw(8)
         << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
     const TrainingCost cost = CostOf(p, h.options.training);

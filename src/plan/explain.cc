@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plan/deepspeed_config.h"
+#include "sim/stage_balance.h"
 
 namespace loom {
 namespace {
@@ -71,6 +72,13 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
                                    "; give a dp that fills the GPUs or leave dp out");
   }
   s.allow_cross_node_tp = s.tp > cluster.NvlinkDomainGpus();
+  // As the search does (planner.cc): stages on different GPUs take a balanced layout, unless
+  // they cannot (then the rules say why).
+  if (PlannerBalancesLayers(cluster, s)) {
+    Result<std::vector<int64_t>> layout =
+        BalancedPipelineLayout(model, cluster, s, options.simulation.kernels);
+    if (layout.ok()) s.layout = *layout;
+  }
   LOOM_ASSIGN_OR_RETURN(SimulationResult result,
                         SimulateTrainingStep(model, cluster, s, options.simulation));
   std::optional<double> goodput;

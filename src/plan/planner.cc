@@ -15,6 +15,7 @@
 #include "plan/distinct.h"
 #include "plan/goodput.h"
 #include "plan/leaderboard.h"
+#include "sim/stage_balance.h"
 #include "sim/step_bounds.h"
 
 namespace loom {
@@ -150,12 +151,27 @@ Status EmptySpaceError(const ModelSpec& model, const ClusterSpec& cluster,
 struct Search {
   const ModelSpec& model;
   const ClusterSpec& cluster;
-  const std::vector<Strategy>& strategies;
+  // The space; bounding gives a strategy whose stages run on different GPUs its balanced layout
+  // (each strategy written by the one thread that bounds it, read by the simulations after).
+  std::vector<Strategy>& strategies;
   const PlanOptions& options;
   int32_t threads;
-  int64_t limit_bytes;  // usable memory per GPU
-  int64_t params;       // the model's parameters, which a checkpoint holds (goodput objective)
+  // Usable memory per GPU: with node groups the largest GPU's, so that the memory bound, a bound
+  // on the highest stage peak, rejects only what fits on no GPU; the simulation then holds each
+  // stage to its own GPU's memory.
+  int64_t limit_bytes;
+  int64_t params;  // the model's parameters, which a checkpoint holds (goodput objective)
 };
+
+// Stages on GPUs of different speeds (node groups) take the layers in proportion to their speed
+// (BalancedPipelineLayout) rather than an even split, which would leave the faster GPUs waiting on
+// the slower. A strategy the balance cannot place is left as it is, for the rules to judge.
+void BalanceLayers(const Search& search, Strategy& s) {
+  if (!PlannerBalancesLayers(search.cluster, s)) return;
+  Result<std::vector<int64_t>> layout =
+      BalancedPipelineLayout(search.model, search.cluster, s, search.options.simulation.kernels);
+  if (layout.ok()) s.layout = *layout;
+}
 
 bool StopRequested(const PlanOptions& options) {
   return options.stop_requested && options.stop_requested();
@@ -180,6 +196,7 @@ std::string StepTimeMessage(const Strategy& s, const char* verb, double step_s, 
 // Puts strategy |i| through the rules, the --emit admission and the memory bound; a candidate gets
 // the lowest score it can reach in |bound|.
 Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* bound) {
+  BalanceLayers(search, search.strategies[i]);
   const Strategy& s = search.strategies[i];
   const PlanOptions& options = search.options;
   const std::vector<StrategyViolation> violations =
@@ -486,6 +503,10 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
   LOOM_ASSIGN_OR_RETURN(std::vector<Strategy> space, EnumerateStrategies(model, cluster, request));
   const int64_t n = static_cast<int64_t>(space.size());
   if (n == 0) return EmptySpaceError(model, cluster, request);
+  int64_t largest_gpu_bytes = cluster.gpu.memory_bytes;
+  for (const NodeGroup& group : cluster.node_groups) {
+    largest_gpu_bytes = std::max(largest_gpu_bytes, group.gpu.memory_bytes);
+  }
   const Search search{
       model,
       cluster,
@@ -494,7 +515,7 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
       options.threads > 0
           ? options.threads
           : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
-      cluster.gpu.memory_bytes - kReservedBytesPerGpu,
+      largest_gpu_bytes - kReservedBytesPerGpu,
       params};
   Bounding bounding = BoundEvery(search);
   const int64_t top_k = std::max<int64_t>(1, options.top_k);

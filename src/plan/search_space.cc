@@ -10,6 +10,7 @@
 
 #include "core/checked.h"
 #include "plan/deepspeed_config.h"
+#include "sim/stage_balance.h"
 #include "spec/pipeline_layout.h"
 
 namespace loom {
@@ -299,7 +300,17 @@ void AddSettings(const Space& space, Strategy s) {
           schedule.kind == ScheduleKind::kInterleaved
               ? MicrobatchGroup(fixed, space.request.global_batch / (mbs * s.dp), s.pp)
               : fixed.microbatch_group.value_or(0);
-      for (const auto& [first, last] : StageSplits(fixed, layers, s.pp, s.vpp, s.schedule)) {
+      // Stages on different GPUs get a balanced layout when bounded (PlannerBalancesLayers),
+      // which replaces any split of the layers: one candidate, not one per split.
+      Strategy unsplit = s;
+      unsplit.first_stage_layers = unsplit.last_stage_layers = 0;
+      const bool balanced = !fixed.first_stage_layers.has_value() &&
+                            !fixed.last_stage_layers.has_value() &&
+                            PlannerBalancesLayers(space.cluster, unsplit);
+      const std::vector<std::pair<int64_t, int64_t>> splits =
+          balanced ? std::vector<std::pair<int64_t, int64_t>>{{0, 0}}
+                   : StageSplits(fixed, layers, s.pp, s.vpp, s.schedule);
+      for (const auto& [first, last] : splits) {
         s.first_stage_layers = first;
         s.last_stage_layers = last;
         for (const RecomputeChoice& recompute : RecomputeChoices(fixed, layers / (s.pp * s.vpp))) {

@@ -223,6 +223,19 @@ SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
   return SimTime();
 }
 
+std::vector<PassCost> CostBlocks(const ChunkBlocks& blocks, const Strategy& strategy,
+                                 const ComputeModel& compute, const CommModel& comm,
+                                 const Placements& placements) {
+  const CostContext ctx{compute, comm, placements, strategy, nullptr};
+  std::vector<PassCost> costs;
+  for (size_t i = 0; i < blocks.blocks.size(); ++i) {
+    const BlockCost block = CostBlock(blocks.blocks[i], ctx, i > 0 && i + 1 < blocks.blocks.size());
+    costs.push_back(
+        CombinePasses(CombinePasses(block.forward, block.backward_input), block.backward_weight));
+  }
+  return costs;
+}
+
 Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy& strategy,
                                           const ComputeModel& compute, const CommModel& comm,
                                           const Placements& placements,

@@ -112,6 +112,13 @@ Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy
                                           const LayerOpsOptions& kernels = {},
                                           const HostCosts* host = nullptr);
 
+// What each block of |blocks| (the embedding, each kind of layer, the output head) costs per
+// micro-batch under |compute| and |comm|: its forward, backward-input and backward-weight passes
+// as one (CombinePasses), without a host thread.
+std::vector<PassCost> CostBlocks(const ChunkBlocks& blocks, const Strategy& strategy,
+                                 const ComputeModel& compute, const CommModel& comm,
+                                 const Placements& placements);
+
 }  // namespace loom
 
 #endif  // LOOM_SIM_PASS_COSTS_H_

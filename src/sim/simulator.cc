@@ -8,7 +8,9 @@
 #include "cost/nccl_model.h"
 #include "cost/offload_model.h"
 #include "sim/critical_path.h"
+#include "sim/stage_models.h"
 #include "sim/step_utilization.h"
+#include "spec/stage_gpus.h"
 #include "workload/data_parallel_plan.h"
 #include "workload/layer_dims.h"
 #include "workload/model_states.h"
@@ -28,10 +30,10 @@ SimTime GroupCollective(const CommModel& comm, CollectiveKind kind, const ParamG
 }
 
 // |plan|'s gradient reduction, optimizer and weight all-gathers timed, with Megatron-LM's overlap
-// switches; its bytes in |payloads|.
+// switches, each on the models of the stage it runs on; its bytes in |payloads|.
 StepGraphConfig TimeDataParallel(const Strategy& strategy, const DataParallelPlan& plan,
-                                 const ComputeModel& compute, const CommModel& comm,
-                                 const Placements& placements, StepPayloads& payloads) {
+                                 const StageModels& models, const Placements& placements,
+                                 StepPayloads& payloads) {
   StepGraphConfig config;
   const int64_t gradient = plan.bytes.gradient;
   const int64_t weight = plan.bytes.weight;
@@ -40,7 +42,9 @@ StepGraphConfig TimeDataParallel(const Strategy& strategy, const DataParallelPla
   config.dp.reduce_every_micro_batch = plan.reduce_every_micro_batch;
   config.dp.buckets = plan.buckets;
   payloads.grad_reduce = plan.grad_reduce;
-  for (const ParamGroups& bucket : plan.bucket_params) {
+  for (size_t v = 0; v < plan.bucket_params.size(); ++v) {
+    const ParamGroups& bucket = plan.bucket_params[v];
+    const CommModel& comm = models.StageComm(static_cast<int64_t>(v) % strategy.pp);
     config.dp.bucket_time.push_back(
         GroupCollective(comm, plan.grad_reduce, bucket, gradient, placements));
     payloads.bucket_bytes.push_back(bucket.dense * gradient);
@@ -48,17 +52,20 @@ StepGraphConfig TimeDataParallel(const Strategy& strategy, const DataParallelPla
   }
   for (size_t stage = 0; stage < plan.optimizer.size(); ++stage) {
     payloads.optimizer.push_back(plan.optimizer[stage]);
-    config.dp.optimizer_time.push_back(compute.MemoryBound(plan.optimizer[stage]));
+    const int64_t pipeline_stage = static_cast<int64_t>(stage);
+    config.dp.optimizer_time.push_back(
+        models.StageCompute(pipeline_stage).MemoryBound(plan.optimizer[stage]));
     const ParamGroups& gather = plan.param_gather[stage];
-    config.dp.param_gather_time.push_back(
-        GroupCollective(comm, CollectiveKind::kAllGather, gather, weight, placements));
+    config.dp.param_gather_time.push_back(GroupCollective(
+        models.StageComm(pipeline_stage), CollectiveKind::kAllGather, gather, weight, placements));
     payloads.param_gather_bytes.push_back(gather.dense * weight);
     payloads.expert_param_gather_bytes.push_back(gather.expert * weight);
   }
   if (plan.layer_gathers > 0) {
     config.zero3.layer_gathers = plan.layer_gathers;
-    config.zero3.layer_gather_time =
-        GroupCollective(comm, CollectiveKind::kAllGather, plan.layer_params, weight, placements);
+    // ZeRO-3 runs without pipelining (ValidateStrategy): one stage.
+    config.zero3.layer_gather_time = GroupCollective(
+        models.StageComm(0), CollectiveKind::kAllGather, plan.layer_params, weight, placements);
     config.zero3.layer_gather_bytes = plan.layer_params.Total() * weight;
   }
   return config;
@@ -133,6 +140,36 @@ void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers,
   }
 }
 
+// The mean peak FLOP/s of the step's GPUs in |strategy.dtype|: the one GPU's peak, or with node
+// groups every stage's GPU's peak weighted by its ranks (the same count a stage). MFU and HFU
+// divide by world * this, the sum of every GPU's own peak: a mixed fleet's utilisation is of what
+// all its GPUs together could do.
+double PeakFlopsPerGpu(const ClusterSpec& cluster, const Strategy& strategy) {
+  if (cluster.node_groups.empty()) return cluster.gpu.PeakTflops(strategy.dtype).value_or(0) * 1e12;
+  double sum = 0;
+  for (int64_t stage = 0; stage < strategy.pp; ++stage) {
+    sum += GpuOfStage(cluster, strategy, stage).PeakTflops(strategy.dtype).value_or(0) * 1e12;
+  }
+  return sum / static_cast<double>(strategy.pp);
+}
+
+// With node groups each stage has its own GPU's memory: the peak and the limit |r| reports are
+// those of the stage with the least headroom (the highest peak over its usable memory), so that
+// peak <= limit says whether every stage fits. With one GPU type that is the highest peak.
+void TightestStage(const ClusterSpec& cluster, const Strategy& strategy, SimulationResult& r) {
+  double tightest = -1;
+  for (size_t s = 0; s < r.stages.size(); ++s) {
+    const int64_t stage = static_cast<int64_t>(s) % strategy.pp;
+    const int64_t limit = GpuOfStage(cluster, strategy, stage).memory_bytes - kReservedBytesPerGpu;
+    const double ratio = static_cast<double>(r.stages[s].peak_memory_bytes) /
+                         static_cast<double>(std::max<int64_t>(1, limit));
+    if (ratio <= tightest) continue;
+    tightest = ratio;
+    r.peak_memory_bytes = r.stages[s].peak_memory_bytes;
+    r.memory_limit_bytes = limit;
+  }
+}
+
 void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
                const std::vector<ChunkCost>& costs, SimulationResult& r) {
   const StepGraph& step = r.step;
@@ -153,7 +190,7 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
   r.bubble_fraction = u.bubble_fraction;
   const double world = static_cast<double>(strategy.WorldSize());
   const double tokens = static_cast<double>(strategy.global_batch * strategy.seq_len);
-  const double peak = cluster.gpu.PeakTflops(strategy.dtype).value_or(0) * 1e12;
+  const double peak = PeakFlopsPerGpu(cluster, strategy);
   const double model_flops = ModelFlopsPerToken(model, strategy.seq_len).training * tokens;
   // Hardware FLOPs: every pass's ops on every tp and cp rank of every replica, recompute included.
   double pass_flops = 0;
@@ -167,6 +204,7 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
   r.mfu = model_flops / (r.step_time_s * world * peak);
   r.hfu = hardware_flops / (r.step_time_s * world * peak);
   r.memory_limit_bytes = cluster.gpu.memory_bytes - kReservedBytesPerGpu;
+  if (!cluster.node_groups.empty()) TightestStage(cluster, strategy, r);
   r.fits_in_memory = r.peak_memory_bytes <= r.memory_limit_bytes;
 }
 
@@ -205,17 +243,19 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
                         BuildSchedule(strategy.schedule, static_cast<int32_t>(strategy.pp),
                                       static_cast<int32_t>(strategy.NumMicroBatches()), chunks,
                                       static_cast<int32_t>(strategy.microbatch_group)));
-  RooflineComputeModel compute(cluster.gpu);
+  // Each stage is costed on its own GPU (StageModels); the sends between stages cross the
+  // cluster's network.
+  const StageModels models(cluster, strategy);
   NcclCommModel comm(cluster);
   const Placements placements = PlaceStrategy(strategy, cluster);
   const std::optional<HostCosts> host =
       options.framework ? std::optional<HostCosts>(HostCostsOf(*options.framework)) : std::nullopt;
-  LOOM_ASSIGN_OR_RETURN(step.costs, CostChunks(model, strategy, compute, comm, placements,
-                                               options.kernels, host ? &*host : nullptr));
+  LOOM_ASSIGN_OR_RETURN(step.costs, CostStageChunks(model, strategy, models, placements,
+                                                    options.kernels, host ? &*host : nullptr));
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   LOOM_ASSIGN_OR_RETURN(const DataParallelPlan plan,
                         PlanDataParallel(model, strategy, layers, step.schedule));
-  step.config = TimeDataParallel(strategy, plan, compute, comm, placements, step.payloads);
+  step.config = TimeDataParallel(strategy, plan, models, placements, step.payloads);
   if (options.full) {
     // Every replica is a copy of the pipeline's graph: bound the whole, as ValidateStrategy bounds
     // one.

@@ -125,7 +125,10 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
                                               const PreparedStep& step);
 
 // The time of every op of |blocks| (one BlockTimes per block) under the cost models and group
-// placements PrepareTrainingStep costs |strategy| with on |cluster|.
+// placements PrepareTrainingStep costs |strategy| with on |cluster|. A block has one time for
+// every stage that runs it, so on a cluster of node groups these are the first group's GPU's
+// (cluster.gpu): a plan file's per-op predictions for stages on another GPU are not their own
+// (issue 25 times the step per stage; per-stage op predictions remain to do).
 std::vector<BlockTimes> PredictOpTimes(const ClusterSpec& cluster, const Strategy& strategy,
                                        const ChunkBlocks& blocks);
 

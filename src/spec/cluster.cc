@@ -66,6 +66,10 @@ constexpr IntRange kNicsPerNode{1, 4096};
 // outside a thousandfold of that is a unit error (cents, or a node-hour or a month).
 constexpr NumberRange kPricePerGpuHourUsd{1e-3, 1e4};
 
+// A fleet has a handful of GPU types; each group loads a GPU file, so a file of a million groups
+// (a generated or corrupted one) would take minutes to refuse.
+constexpr size_t kMaxNodeGroups = 256;
+
 // A required number that may be 0 (a latency, or a GPU without NVLink).
 double NonNegativeNumber(JsonReader& reader, std::string_view key, NumberRange range = {}) {
   if (!reader.Has(key)) {
@@ -273,14 +277,83 @@ void CheckNvlinkDomain(JsonReader& reader, const ClusterSpec& spec) {
   }
 }
 
-// Reads every key of a cluster file but the GPU file's contents; returns the "gpu" value.
-std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, ClusterSpec* spec) {
+// A GPU file a cluster file names: the key that names it ("gpu", "node_groups[1].gpu"), the path
+// as written, and with node groups the group's node count.
+struct GpuFileRef {
+  std::string key;
+  std::string path;
+  int64_t nodes = 0;
+};
+
+// The file's "node_groups": a non-empty array of {"gpu", "nodes"} objects. Problems of the array
+// go to |reader|; those of its entries, read with readers of their own, to |entries|.
+std::vector<GpuFileRef> ReadNodeGroups(const nlohmann::json& json, JsonReader& reader,
+                                       Status* entries) {
+  reader.Allow("node_groups");
+  const nlohmann::json& groups = json.at("node_groups");
+  const std::string shape =
+      "a non-empty array of {\"gpu\": \"../gpus/<file>.json\", \"nodes\": <count>}, one per "
+      "GPU type in rank order (for nodes of one GPU type, give \"gpu\" and \"nodes\" instead)";
+  if (!groups.is_array() || groups.empty()) {
+    reader.AddError("node_groups", (groups.is_array() ? "is empty" : "is not an array") +
+                                       std::string("; it must be ") + shape);
+    return {};
+  }
+  if (groups.size() > kMaxNodeGroups) {
+    reader.AddError("node_groups", "has " + std::to_string(groups.size()) + " entries, more than " +
+                                       std::to_string(kMaxNodeGroups) +
+                                       "; use one per GPU type (a group may hold many nodes)");
+    return {};
+  }
+  std::vector<GpuFileRef> refs;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string key = "node_groups[" + std::to_string(i) + "]";
+    if (!groups[i].is_object()) {
+      reader.AddError(key,
+                      "is not an object; each entry must be {\"gpu\": "
+                      "\"../gpus/<file>.json\", \"nodes\": <count>}");
+      continue;
+    }
+    JsonReader entry(groups[i], reader.file(), key);
+    GpuFileRef ref{key + ".gpu", NonEmptyString(entry, "gpu"), entry.Int("nodes", kNodes)};
+    Status status = entry.Finish(UnknownKeys::kError);
+    *entries = Join(*entries, status);
+    if (status.ok()) refs.push_back(std::move(ref));
+  }
+  return refs;
+}
+
+// The GPU keys: "node_groups", or "gpu" (with the optional "nodes", which the caller reads);
+// never both ways at once.
+std::vector<GpuFileRef> ReadGpuKeys(const nlohmann::json& json, JsonReader& reader,
+                                    Status* entries) {
+  if (!reader.Has("node_groups")) {
+    std::string path = NonEmptyString(reader, "gpu");
+    if (path.empty()) return {};
+    return {GpuFileRef{"gpu", std::move(path)}};
+  }
+  for (std::string_view key : {"gpu", "nodes"}) {
+    if (!reader.Has(key)) continue;
+    reader.Allow(key);
+    reader.AddError(key,
+                    "is given with \"node_groups\", which names each group's GPU and node "
+                    "count itself; remove \"" +
+                        std::string(key) +
+                        "\", or remove \"node_groups\" for a cluster of one GPU type");
+  }
+  return ReadNodeGroups(json, reader, entries);
+}
+
+// Reads every key of a cluster file but the GPU files' contents; returns the GPU files it names.
+// Problems of node-group entries go to |entries|, the others to |reader|.
+std::vector<GpuFileRef> ParseClusterKeys(const nlohmann::json& json, JsonReader& reader,
+                                         ClusterSpec* spec, Status* entries) {
   CheckSchema(reader, kClusterSchema);
   spec->name = NonEmptyString(reader, "name");
-  std::string gpu_ref = NonEmptyString(reader, "gpu");
+  std::vector<GpuFileRef> gpu_refs = ReadGpuKeys(json, reader, entries);
   spec->gpus_per_node = reader.Int("gpus_per_node", kGpusPerNode);
   spec->nvlink_domain_gpus = reader.OptionalInt("nvlink_domain_gpus", kGpusPerNode);
-  spec->nodes = reader.OptionalInt("nodes", kNodes);
+  if (!reader.Has("node_groups")) spec->nodes = reader.OptionalInt("nodes", kNodes);
   ReadIntraNode(reader.Object("intra_node"), &spec->intra_node);
   CheckNvlinkDomain(reader, *spec);
   ReadInterNode(reader.Object("inter_node"), &spec->inter_node);
@@ -291,16 +364,17 @@ std::string ParseClusterKeys(const nlohmann::json& json, JsonReader& reader, Clu
       reader.OptionalPositiveNumber("price_per_gpu_hour_usd", kPricePerGpuHourUsd);
   if (reader.Has("reliability")) spec->reliability = ReadReliability(reader.Object("reliability"));
   CheckSources(reader, json);
-  return gpu_ref;
+  return gpu_refs;
 }
 
 // Loads the GPU file that |cluster_path| names as |gpu_ref|, relative to the cluster's folder.
-Status LoadClusterGpu(const std::string& cluster_path, const std::string& gpu_ref, GpuSpec* gpu) {
+Status LoadClusterGpu(const std::string& cluster_path, const GpuFileRef& gpu_ref, GpuSpec* gpu) {
   namespace fs = std::filesystem;
-  fs::path resolved = PathBeside(cluster_path, gpu_ref);
+  fs::path resolved = PathBeside(cluster_path, gpu_ref.path);
   std::error_code ignored;
+  const std::string& key = gpu_ref.key;
   if (!fs::is_regular_file(resolved, ignored)) {
-    return Status::NotFound(cluster_path + ": gpu: \"" + gpu_ref + "\" resolves to " +
+    return Status::NotFound(cluster_path + ": " + key + ": \"" + gpu_ref.path + "\" resolves to " +
                             resolved.string() +
                             ", which is not a file; the path is relative to the cluster file's "
                             "folder (shipped GPUs are hardware/gpus/*.json, e.g. "
@@ -311,21 +385,52 @@ Status LoadClusterGpu(const std::string& cluster_path, const std::string& gpu_re
     *gpu = *loaded;
     return Status::Ok();
   }
-  std::string message = cluster_path + ": gpu: the GPU file " + resolved.string() +
+  std::string message = cluster_path + ": " + key + ": the GPU file " + resolved.string() +
                         " has errors:\n" + loaded.status().message();
   if (loaded.status().code() == Status::Code::kNotFound) return Status::NotFound(message);
   return Status::InvalidArgument(message);
 }
 
-// Rules between the cluster and its GPU.
+// Loads every GPU file of |refs| into |spec|: its one GPU, or its node groups (|gpu| the first's,
+// |nodes| their sum). Every missing or bad file is reported, not only the first.
+Status LoadClusterGpus(const std::string& path, const std::vector<GpuFileRef>& refs,
+                       ClusterSpec* spec) {
+  Status status;
+  std::vector<NodeGroup> groups;
+  for (const GpuFileRef& ref : refs) {
+    NodeGroup group{GpuSpec(), ref.nodes};
+    status = Join(status, LoadClusterGpu(path, ref, &group.gpu));
+    groups.push_back(std::move(group));
+  }
+  if (!status.ok() || groups.empty()) return status;
+  spec->gpu = groups.front().gpu;
+  if (refs.front().key == "gpu") return status;
+  int64_t nodes = 0;
+  for (const NodeGroup& group : groups) nodes += group.nodes;
+  if (nodes > kNodes.max) {
+    return Status::InvalidArgument(path + ": node_groups: the groups hold " +
+                                   std::to_string(nodes) + " nodes, more than " +
+                                   std::to_string(kNodes.max) + "; use realistic node counts");
+  }
+  spec->nodes = nodes;
+  spec->node_groups = std::move(groups);
+  return status;
+}
+
+// Rules between the cluster and its GPU. With node groups, the NVSwitch is the fastest group's:
+// each group's collectives run at the lesser of it and the group's own NVLink (ClusterSpec).
 Status CheckClusterAgainstGpu(const ClusterSpec& spec) {
   const IntraNode& intra = spec.intra_node;
   if (intra.fabric != IntraNodeFabric::kNvSwitch) return Status::Ok();
-  if (intra.bandwidth_GBps <= spec.gpu.nvlink_bandwidth_GBps) return Status::Ok();
+  const GpuSpec* fastest = &spec.gpu;
+  for (const NodeGroup& group : spec.node_groups) {
+    if (group.gpu.nvlink_bandwidth_GBps > fastest->nvlink_bandwidth_GBps) fastest = &group.gpu;
+  }
+  if (intra.bandwidth_GBps <= fastest->nvlink_bandwidth_GBps) return Status::Ok();
   return Status::InvalidArgument(
       spec.file + ": intra_node.bandwidth_GBps (" + Show(intra.bandwidth_GBps) +
-      ") exceeds the NVLink bandwidth of " + spec.gpu.file + " (" +
-      Show(spec.gpu.nvlink_bandwidth_GBps) +
+      ") exceeds the NVLink bandwidth of " + fastest->file + " (" +
+      Show(fastest->nvlink_bandwidth_GBps) +
       " GB/s per direction); a GPU cannot reach the NVSwitch faster than its own links: lower "
       "bandwidth_GBps, or use fabric \"pcie\" for a GPU without NVLink");
 }
@@ -350,6 +455,20 @@ std::optional<int64_t> ClusterSpec::TotalGpus() const {
   return (CheckedInt(gpus_per_node) * CheckedInt(*nodes)).get();
 }
 
+int64_t ClusterSpec::NodeGroupOfRank(int64_t rank) const {
+  int64_t end = 0;
+  for (size_t g = 0; g < node_groups.size(); ++g) {
+    end += node_groups[g].nodes * gpus_per_node;
+    if (rank < end) return static_cast<int64_t>(g);
+  }
+  return node_groups.empty() ? 0 : static_cast<int64_t>(node_groups.size()) - 1;
+}
+
+const GpuSpec& ClusterSpec::GpuOfRank(int64_t rank) const {
+  if (node_groups.empty()) return gpu;
+  return node_groups[static_cast<size_t>(NodeGroupOfRank(rank))].gpu;
+}
+
 std::string ClusterRef(const ClusterSpec& cluster) {
   if (!cluster.file.empty()) return cluster.file;
   return cluster.name.empty() ? std::string("the cluster") : cluster.name;
@@ -358,6 +477,15 @@ std::string ClusterRef(const ClusterSpec& cluster) {
 std::string GpuRef(const GpuSpec& gpu) {
   const std::string name = gpu.name.empty() ? std::string("the GPU") : gpu.name;
   return gpu.file.empty() ? name : name + " (" + gpu.file + ")";
+}
+
+std::string GpuNames(const ClusterSpec& cluster) {
+  if (cluster.node_groups.empty()) return cluster.gpu.name;
+  std::string names;
+  for (const NodeGroup& group : cluster.node_groups) {
+    names += (names.empty() ? "" : " + ") + group.gpu.name;
+  }
+  return names;
 }
 
 Result<GpuSpec> LoadGpuSpec(const std::string& path) {
@@ -380,11 +508,19 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path, std::optional<int64
   ClusterSpec spec;
   spec.file = path;
   JsonReader reader(json, path);
-  std::string gpu_ref = ParseClusterKeys(json, reader, &spec);
-  Status own = reader.Finish(UnknownKeys::kError);
-  Status gpu = gpu_ref.empty() ? Status::Ok() : LoadClusterGpu(path, gpu_ref, &spec.gpu);
+  Status entries;
+  const std::vector<GpuFileRef> gpu_refs = ParseClusterKeys(json, reader, &spec, &entries);
+  Status own = Join(reader.Finish(UnknownKeys::kError), entries);
+  Status gpu = LoadClusterGpus(path, gpu_refs, &spec);
   LOOM_RETURN_IF_ERROR(Join(own, gpu));
   LOOM_RETURN_IF_ERROR(CheckClusterAgainstGpu(spec));
+  if (nodes && !spec.node_groups.empty() && *nodes > *spec.nodes) {
+    return Status::InvalidArgument(
+        path + ": the node count given to run on (--nodes) is " + std::to_string(*nodes) +
+        ", more than the " + std::to_string(*spec.nodes) +
+        " nodes its node_groups hold; use --nodes " + std::to_string(*spec.nodes) +
+        " or fewer (the ranks fill the groups in the file's order), or add nodes to a group");
+  }
   if (nodes) spec.nodes = nodes;
   if (spec.nodes && !spec.TotalGpus()) {
     return Status::InvalidArgument(path +

@@ -93,11 +93,31 @@ struct Host {
   std::optional<double> memory_bandwidth_GBps;
 };
 
-// A cluster (hardware/clusters/*.json, schema "loom.cluster/1"): nodes of identical GPUs.
+// Nodes of one GPU type within a heterogeneous cluster (one entry of the file's "node_groups").
+struct NodeGroup {
+  GpuSpec gpu;
+  int64_t nodes = 0;  // of ClusterSpec::gpus_per_node GPUs each
+};
+
+// A cluster (hardware/clusters/*.json, schema "loom.cluster/1"): nodes of identical GPUs, or with
+// "node_groups" groups of nodes of different GPUs (A100 and H100 nodes in one fleet).
 struct ClusterSpec {
   std::string name;
   std::string file;
+  // The GPU of every node; in a heterogeneous cluster the first group's (what the uses that need
+  // one GPU for the whole cluster, a describe or a fit, take). Whatever runs on particular ranks
+  // takes the GPU of their group instead: GpuOfRank here, GpuOfStage (spec/stage_gpus.h).
   GpuSpec gpu;
+  // Heterogeneous clusters: the file's "node_groups", in its order, in place of its "gpu" and
+  // "nodes"; empty for a cluster of one GPU type. The groups hold consecutive GPU ranks in that
+  // order (group 0 ranks [0, nodes_0 * gpus_per_node), group 1 the next, ...), |gpu| is the first
+  // group's GPU and |nodes| the groups' sum. Everything else in the file is the whole cluster's:
+  // gpus_per_node, the fabrics and the host. A mixed fleet shares one network (the NICs, the
+  // switches and their calibration), so inter_node holds; its NVLink differs per GPU generation,
+  // so intra_node.bandwidth_GBps is the fastest group's and each group's collectives run at the
+  // lesser of it and its GPU's nvlink_bandwidth_GBps (sim/stage_models.h). Still shared, an
+  // approximation: nvlink_sharp, the intra-node calibration, the host's PCIe and CPU memory.
+  std::vector<NodeGroup> node_groups;
   // GPUs in one node (host): what the per-node keys below (NICs, host memory) are shared by.
   int64_t gpus_per_node = 0;
   // GPUs that reach one another over NVLink switches (the scale-up domain): the file's optional
@@ -118,6 +138,11 @@ struct ClusterSpec {
 
   // gpus_per_node * nodes, or nullopt when the node count is not known.
   std::optional<int64_t> TotalGpus() const;
+  // The node group that holds GPU rank |rank| (an index into node_groups), 0 in a cluster of one
+  // GPU type. A rank past the groups' last GPU gets the last group. REQUIRES: rank >= 0.
+  int64_t NodeGroupOfRank(int64_t rank) const;
+  // The GPU of rank |rank|: its node group's, or |gpu| in a cluster of one GPU type.
+  const GpuSpec& GpuOfRank(int64_t rank) const;
   // GPUs of one NVLink domain: nvlink_domain_gpus, or gpus_per_node when unset. A communicator
   // whose members share a domain runs over NVLink (the "intra_node" keys, the model's intra-node
   // path); one that spans domains runs over the NICs. Tensor and expert-tensor parallelism stay
@@ -133,12 +158,16 @@ struct ClusterSpec {
 // by its name (or "the GPU") followed by its file in parentheses when it has one.
 std::string ClusterRef(const ClusterSpec& cluster);
 std::string GpuRef(const GpuSpec& gpu);
+// The cluster's GPUs by name for a title: its GPU's name, or with node groups the groups' names
+// joined by " + " in the file's order.
+std::string GpuNames(const ClusterSpec& cluster);
 
 // Reads a GPU file.
 Result<GpuSpec> LoadGpuSpec(const std::string& path);
 
-// Reads a cluster file and the GPU file it names (a path relative to the cluster file's folder).
-// |nodes|, when given, overrides the file's "nodes".
+// Reads a cluster file and the GPU files it names (paths relative to the cluster file's folder).
+// |nodes|, when given, overrides the file's "nodes"; with "node_groups" it may only lower their
+// sum (the ranks then fill the groups in the file's order).
 Result<ClusterSpec> LoadClusterSpec(const std::string& path,
                                     std::optional<int64_t> nodes = std::nullopt);
 

@@ -16,6 +16,7 @@
 #include "core/checked.h"
 #include "core/formatted.h"
 #include "spec/pipeline_layout.h"
+#include "spec/stage_gpus.h"
 
 namespace loom {
 namespace {
@@ -551,19 +552,48 @@ void CheckExperts(const Strategy& s, const ModelSpec& model, Violations& out) {
                                 replicas, " (", DivisorList(replicas), "), or raise --dp")});
 }
 
-void CheckDtype(const Strategy& s, const ClusterSpec& cluster, Violations& out) {
-  if (cluster.gpu.PeakTflops(s.dtype).has_value()) return;
+// Whether |s|'s ranks fit in |cluster| (CheckWorldSize), so that they name GPUs of its groups.
+bool RanksInCluster(const Strategy& s, const ClusterSpec& cluster) {
+  if (!AllPositive({s.tp, s.pp, s.dp, s.cp})) return false;
+  return SaturatingProduct({s.tp, s.pp, s.dp, s.cp}) <= cluster.TotalGpus().value_or(INT64_MAX);
+}
+
+// A pipeline stage runs on the GPUs of one node group (StageAcrossGroups).
+void CheckStageGroups(const Strategy& s, const ClusterSpec& cluster, Violations& out) {
+  if (!RanksInCluster(s, cluster)) return;
+  if (std::optional<StrategyViolation> v = StageAcrossGroups(cluster, s)) out.push_back(*v);
+}
+
+void CheckGpuDtype(const Strategy& s, const GpuSpec& gpu, const ClusterSpec& cluster,
+                   Violations& out) {
+  if (gpu.PeakTflops(s.dtype).has_value()) return;
   std::string available;
   for (Dtype dtype : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
-    if (!cluster.gpu.PeakTflops(dtype).has_value()) continue;
+    if (!gpu.PeakTflops(dtype).has_value()) continue;
     available += StrCat(available.empty() ? "" : ", ", kDtypeNames.Name(dtype));
   }
   const std::string_view name = kDtypeNames.Name(s.dtype);
-  out.push_back({"--dtype", StrCat("--dtype ", name, ": ", GpuRef(cluster.gpu), " of ",
-                                   ClusterRef(cluster), " lists no ", name, " tensor-core peak (",
-                                   name, "_tflops); use a --dtype it has (",
+  out.push_back({"--dtype", StrCat("--dtype ", name, ": ", GpuRef(gpu), " of ", ClusterRef(cluster),
+                                   " lists no ", name, " tensor-core peak (", name,
+                                   "_tflops); use a --dtype it has (",
                                    available.empty() ? std::string("none listed") : available,
                                    "), or a cluster whose GPU has ", name)});
+}
+
+// Every stage's GPU runs |s|'s dtype: the cluster's one GPU, or each node group's that holds a
+// stage.
+void CheckDtype(const Strategy& s, const ClusterSpec& cluster, Violations& out) {
+  if (cluster.node_groups.size() < 2 || !RanksInCluster(s, cluster)) {
+    CheckGpuDtype(s, cluster.gpu, cluster, out);
+    return;
+  }
+  std::vector<const GpuSpec*> checked;
+  for (int64_t stage = 0; stage < s.pp; ++stage) {
+    const GpuSpec* gpu = &GpuOfStage(cluster, s, stage);
+    if (std::find(checked.begin(), checked.end(), gpu) != checked.end()) continue;
+    checked.push_back(gpu);
+    CheckGpuDtype(s, *gpu, cluster, out);
+  }
 }
 
 // ZeRO-Offload (Ren et al. 2021) keeps the ZeRO-partitioned optimizer state in CPU memory, so it
@@ -777,6 +807,7 @@ std::vector<StrategyViolation> StrategyViolations(const Strategy& strategy, cons
   CheckSchedule(strategy, out);
   CheckBatch(strategy, out);
   CheckWorldSize(strategy, cluster, out);
+  CheckStageGroups(strategy, cluster, out);
   CheckContextParallel(strategy, out);
   CheckPositions(strategy, model, out);
   CheckExperts(strategy, model, out);
@@ -813,14 +844,19 @@ std::vector<int64_t> LayersPerVirtualStage(const Strategy& s, int64_t num_layers
   std::vector<int64_t> per_stage(static_cast<size_t>(s.pp), middle);
   if (s.first_stage_layers > 0) per_stage.front() = s.first_stage_layers;
   if (s.last_stage_layers > 0) per_stage.back() = s.last_stage_layers;
-  std::vector<int64_t> layers(static_cast<size_t>(s.pp * s.vpp), 0);
-  for (int64_t stage = 0; stage < s.pp; ++stage) {
-    const int64_t base = per_stage[stage] / s.vpp, extra = per_stage[stage] % s.vpp;
-    for (int64_t chunk = 0; chunk < s.vpp; ++chunk) {
+  return SplitStagesIntoChunks(per_stage, s.vpp);
+}
+
+std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_layers, int64_t vpp) {
+  const int64_t pp = static_cast<int64_t>(stage_layers.size());
+  std::vector<int64_t> layers(static_cast<size_t>(pp * vpp), 0);
+  for (int64_t stage = 0; stage < pp; ++stage) {
+    const int64_t base = stage_layers[stage] / vpp, extra = stage_layers[stage] % vpp;
+    for (int64_t chunk = 0; chunk < vpp; ++chunk) {
       // The first stage's lighter chunks come first (beside the embedding); every other stage's
       // come last (the last stage's beside the loss).
-      const bool heavier = stage == 0 && s.pp > 1 ? chunk >= s.vpp - extra : chunk < extra;
-      layers[static_cast<size_t>(chunk * s.pp + stage)] = base + (heavier ? 1 : 0);
+      const bool heavier = stage == 0 && pp > 1 ? chunk >= vpp - extra : chunk < extra;
+      layers[static_cast<size_t>(chunk * pp + stage)] = base + (heavier ? 1 : 0);
     }
   }
   return layers;

@@ -165,6 +165,10 @@ struct Strategy {
 // REQUIRES: StrategyViolations(strategy, model, ...) is empty.
 std::vector<int64_t> LayersPerVirtualStage(const Strategy& strategy, int64_t num_layers);
 
+// The layers of each pipeline stage (|stage_layers|, pp of them) split over its |vpp| chunks as
+// LayersPerVirtualStage splits them, in its order. REQUIRES: vpp >= 1, every entry >= 0.
+std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_layers, int64_t vpp);
+
 // One rule a strategy breaks. The rules live here only: the layers below (workload/, the
 // simulator) state them as REQUIRES, and the planner tallies rejections by |flag|.
 struct StrategyViolation {

@@ -803,5 +803,51 @@ TEST(Plan, OutAndPickWithoutTheirEmitAreRefused) {
       << t.err;
 }
 
+// On the mixed H100 + A100 cluster the header names both GPUs, the plan's schedule column shows
+// the balanced layers of each stage, and more GPUs than the node groups hold are refused.
+TEST(Plan, MixedClusterShowsBothGpusAndEachStagesLayers) {
+  const std::vector<std::string> mixed = {"plan",
+                                          "--model",
+                                          Shipped("models/llama3-8b.json"),
+                                          "--cluster",
+                                          Shipped("hardware/clusters/mixed-h100-a100.json"),
+                                          "--global-batch",
+                                          "64",
+                                          "--seq",
+                                          "4096",
+                                          "--threads",
+                                          "2",
+                                          "--top",
+                                          "1"};
+  std::vector<std::string> args = mixed;
+  args.insert(args.end(), {"--gpus", "64", "--fix", "tp=8,pp=2,schedule=1f1b,micro_batch=1"});
+  CommandResult r = Loom(args);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(Lines(r.out)[0].find(" on 64 x NVIDIA H100 80GB HBM3 (SXM5) + NVIDIA A100-SXM4-80GB "),
+            std::string::npos)
+      << r.out;
+  const std::vector<std::vector<std::string>> rows = TableRows(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  // rank tp pp dp cp ep vpp mbs schedule LAYERS: the H100 stage holds more of the 32 layers.
+  ASSERT_GE(rows[0].size(), 10u);
+  const std::string layers = rows[0][9];
+  const size_t slash = layers.find('/');
+  ASSERT_NE(slash, std::string::npos) << r.out;
+  const int64_t first = std::stoll(layers.substr(0, slash));
+  const int64_t second = std::stoll(layers.substr(slash + 1));
+  EXPECT_EQ(first + second, 32);
+  EXPECT_GT(first, second);
+
+  args = mixed;
+  args.insert(args.end(), {"--gpus", "128"});
+  r = Loom(args);
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("--gpus 128: more GPUs than the 64 of " +
+                       Shipped("hardware/clusters/mixed-h100-a100.json") +
+                       "'s node_groups; use 64 or fewer"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace loom

@@ -725,5 +725,145 @@ TEST(ClusterSpec, CalibrationRejectsNegativeLatencyAndMisspelledKeys) {
                        "mean \"intra_node_busbw_fraction\"?"));
 }
 
+// A cluster of two node groups: |fast_nodes| nodes of gpus/fast.json, then |slow_nodes| of
+// gpus/slow.json (ValidGpu at half the rates), written beside it.
+Result<ClusterSpec> LoadTwoGroups(nlohmann::json cluster, std::string* path,
+                                  std::optional<int64_t> nodes = std::nullopt) {
+  std::filesystem::path dir = TestDir();
+  nlohmann::json slow = ValidGpu();
+  slow["name"] = "Slow GPU";
+  slow["peak_tflops"]["bf16"] = 150;
+  WriteFile(dir / "gpus" / "fast.json", ValidGpu().dump());
+  WriteFile(dir / "gpus" / "slow.json", slow.dump());
+  *path = WriteFile(dir / "clusters" / "cluster.json", cluster.dump());
+  return LoadClusterSpec(*path, nodes);
+}
+
+nlohmann::json TwoGroups() {
+  nlohmann::json cluster = ValidCluster();
+  cluster.erase("gpu");
+  cluster["node_groups"] = nlohmann::json::parse(
+      R"([{"gpu": "../gpus/fast.json", "nodes": 2}, {"gpu": "../gpus/slow.json", "nodes": 3}])");
+  return cluster;
+}
+
+TEST(ClusterSpec, NodeGroupsHoldConsecutiveRanksInTheFilesOrder) {
+  std::string path;
+  Result<ClusterSpec> c = LoadTwoGroups(TwoGroups(), &path);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->node_groups.size(), 2u);
+  EXPECT_EQ(c->node_groups[0].nodes, 2);
+  EXPECT_EQ(c->node_groups[1].gpu.name, "Slow GPU");
+  EXPECT_EQ(c->nodes, 5);  // the groups' sum
+  EXPECT_EQ(c->TotalGpus(), 40);
+  EXPECT_EQ(c->gpu.name, "Test GPU");  // the first group's
+  // 2 nodes of 8: ranks 0-15 fast, 16-39 slow.
+  EXPECT_EQ(c->NodeGroupOfRank(15), 0);
+  EXPECT_EQ(c->NodeGroupOfRank(16), 1);
+  EXPECT_EQ(c->GpuOfRank(39).PeakTflops(Dtype::kBf16), 150);
+  EXPECT_EQ(c->GpuOfRank(0).PeakTflops(Dtype::kBf16), 300);
+  EXPECT_EQ(GpuNames(*c), "Test GPU + Slow GPU");
+}
+
+TEST(ClusterSpec, NodesOverrideMayOnlyLowerTheNodeGroupsSum) {
+  std::string path;
+  Result<ClusterSpec> fewer = LoadTwoGroups(TwoGroups(), &path, 3);
+  ASSERT_TRUE(fewer.ok()) << fewer.status().ToString();
+  EXPECT_EQ(fewer->TotalGpus(), 24);
+  Result<ClusterSpec> more = LoadTwoGroups(TwoGroups(), &path, 6);
+  ASSERT_FALSE(more.ok());
+  EXPECT_TRUE(Contains(more.status().message(),
+                       path + ": the node count given to run on (--nodes) is 6, more than the 5 "
+                              "nodes its node_groups hold; use --nodes 5 or fewer"));
+}
+
+TEST(ClusterSpec, GpuBesideNodeGroupsNamesTheKeyAndTheFix) {
+  nlohmann::json cluster = TwoGroups();
+  cluster["gpu"] = "../gpus/fast.json";
+  cluster["nodes"] = 4;
+  std::string path;
+  Result<ClusterSpec> c = LoadTwoGroups(cluster, &path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(Contains(c.status().message(),
+                       path + ": gpu: is given with \"node_groups\", which names each group's "
+                              "GPU and node count itself; remove \"gpu\", or remove "
+                              "\"node_groups\" for a cluster of one GPU type"));
+  EXPECT_TRUE(Contains(c.status().message(), path + ": nodes: is given with \"node_groups\""));
+}
+
+TEST(ClusterSpec, EmptyOrMistypedNodeGroupsSayWhatAGroupIs) {
+  for (const char* groups : {"[]", "{}", "\"fast\""}) {
+    nlohmann::json cluster = TwoGroups();
+    cluster["node_groups"] = nlohmann::json::parse(groups);
+    std::string path;
+    Result<ClusterSpec> c = LoadTwoGroups(cluster, &path);
+    ASSERT_FALSE(c.ok()) << groups;
+    EXPECT_TRUE(Contains(c.status().message(),
+                         path + ": node_groups: is " +
+                             (std::string(groups) == "[]" ? "empty" : "not an array") +
+                             "; it must be a non-empty array of {\"gpu\": "
+                             "\"../gpus/<file>.json\", \"nodes\": <count>}"))
+        << groups;
+  }
+}
+
+TEST(ClusterSpec, BadNodeGroupEntriesNameTheEntryAndTheKey) {
+  nlohmann::json cluster = TwoGroups();
+  cluster["node_groups"][0]["nodes"] = 0;
+  cluster["node_groups"][1]["nodes"] = -2;
+  cluster["node_groups"][1]["gpus"] = "x";
+  std::string path;
+  Result<ClusterSpec> c = LoadTwoGroups(cluster, &path);
+  ASSERT_FALSE(c.ok());
+  const std::string message = c.status().message();
+  EXPECT_TRUE(Contains(message, path + ": node_groups[0].nodes: "));
+  EXPECT_TRUE(Contains(message, path + ": node_groups[1].nodes: "));
+  EXPECT_TRUE(Contains(message, path + ": node_groups[1].gpus"));
+  nlohmann::json not_object = TwoGroups();
+  not_object["node_groups"][1] = 4;
+  Result<ClusterSpec> n = LoadTwoGroups(not_object, &path);
+  ASSERT_FALSE(n.ok());
+  EXPECT_TRUE(Contains(n.status().message(), path + ": node_groups[1]: is not an object"));
+}
+
+TEST(ClusterSpec, UnknownNodeGroupGpuFileNamesTheEntryAndTheResolvedPath) {
+  nlohmann::json cluster = TwoGroups();
+  cluster["node_groups"][1]["gpu"] = "../gpus/missing.json";
+  std::string path;
+  Result<ClusterSpec> c = LoadTwoGroups(cluster, &path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Status::Code::kNotFound);
+  EXPECT_TRUE(Contains(c.status().message(),
+                       path + ": node_groups[1].gpu: \"../gpus/missing.json\" resolves to "));
+  EXPECT_TRUE(Contains(c.status().message(),
+                       "which is not a file; the path is relative to the "
+                       "cluster file's folder"));
+}
+
+// The NVSwitch may run at the fastest group's NVLink; faster than every group's is an error.
+TEST(ClusterSpec, NodeGroupsIntraNodeBandwidthIsBoundByTheFastestGroupsNvlink) {
+  nlohmann::json cluster = TwoGroups();
+  cluster["intra_node"]["bandwidth_GBps"] = 300;  // fast.json's and slow.json's NVLink
+  std::string path;
+  EXPECT_TRUE(LoadTwoGroups(cluster, &path).ok());
+  cluster["intra_node"]["bandwidth_GBps"] = 400;
+  Result<ClusterSpec> c = LoadTwoGroups(cluster, &path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(Contains(c.status().message(),
+                       "intra_node.bandwidth_GBps (400) exceeds the NVLink "
+                       "bandwidth of "));
+}
+
+TEST(ClusterSpec, ShippedMixedClusterIsFourH100NodesThenFourA100Nodes) {
+  Result<ClusterSpec> c = LoadClusterSpec(Shipped("clusters/mixed-h100-a100.json"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->node_groups.size(), 2u);
+  EXPECT_EQ(c->TotalGpus(), 64);
+  EXPECT_EQ(c->GpuOfRank(31).PeakTflops(Dtype::kBf16), 989);  // H100
+  EXPECT_EQ(c->GpuOfRank(32).PeakTflops(Dtype::kBf16), 312);  // A100
+  EXPECT_EQ(c->gpu.name, c->node_groups[0].gpu.name);
+  EXPECT_DOUBLE_EQ(c->intra_node.bandwidth_GBps, 450);
+}
+
 }  // namespace
 }  // namespace loom
