@@ -429,11 +429,15 @@ Status DeadlockError(const TaskGraph& graph, const StepTimeline& timeline,
 
 }  // namespace
 
-Result<StepTimeline> Simulate(const TaskGraph& graph) {
+std::vector<SimTime> TaskDurations(const TaskGraph& graph) {
   std::vector<SimTime> durations;
   durations.reserve(graph.num_tasks());
   for (const Task& task : graph.tasks()) durations.push_back(task.duration);
-  return EngineRun(graph, durations).Run();
+  return durations;
+}
+
+Result<StepTimeline> Simulate(const TaskGraph& graph) {
+  return EngineRun(graph, TaskDurations(graph)).Run();
 }
 
 Result<StepTimeline> Simulate(const TaskGraph& graph, std::span<const SimTime> durations) {

@@ -2,6 +2,7 @@
 #define LOOM_SIM_ENGINE_H_
 
 #include <span>
+#include <vector>
 
 #include "core/sim_time.h"
 #include "core/status.h"
@@ -47,6 +48,10 @@ namespace loom {
 // 1-2 ms for 50k tasks and 100k edges on one core. A task on a route adds, at its start and end,
 // work for each task on its channels whose share changes.
 Result<StepTimeline> Simulate(const TaskGraph& graph);
+
+// Every task's Task::duration, in task id order: what Simulate() runs the graph with, and the
+// base that what-ifs change (sim/stragglers.h).
+std::vector<SimTime> TaskDurations(const TaskGraph& graph);
 
 // Simulate() with |durations| (one per task, in task id order) in place of each Task::duration:
 // for runs of one graph that differ only in how long tasks take (a straggler, Monte Carlo draws

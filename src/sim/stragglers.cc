@@ -46,24 +46,19 @@ uint64_t MixSeed(uint64_t seed, uint64_t draw) {
   return z ^ (z >> 31);
 }
 
-// Per task: the channels of its route that are some rank's NIC, as (rank) - the ranks whose NIC
-// factor bounds the task. Built once for all draws.
-struct NicRoutes {
-  std::vector<int32_t> channel_rank;  // per channel: the rank whose NIC it is, or -1
-};
-
-NicRoutes IndexNics(const StepGraph& step) {
-  NicRoutes out;
-  out.channel_rank.assign(step.graph.num_channels(), -1);
+// Per channel: the rank whose NIC it is, or -1. A transfer's route crosses the NICs of the ranks
+// whose factors bound it.
+std::vector<int32_t> NicOwners(const StepGraph& step) {
+  std::vector<int32_t> owner(step.graph.num_channels(), -1);
   for (size_t rank = 0; rank < step.inter_node_port.size(); ++rank) {
     const Port& port = step.inter_node_port[rank];
-    if (port.tx != kNoChannel) out.channel_rank[port.tx] = static_cast<int32_t>(rank);
-    if (port.rx != kNoChannel) out.channel_rank[port.rx] = static_cast<int32_t>(rank);
+    if (port.tx != kNoChannel) owner[port.tx] = static_cast<int32_t>(rank);
+    if (port.rx != kNoChannel) owner[port.rx] = static_cast<int32_t>(rank);
   }
-  return out;
+  return owner;
 }
 
-void Apply(const StepGraph& step, const NicRoutes& nics, const RankFactors& factors,
+void Apply(const StepGraph& step, const std::vector<int32_t>& nic_owner, const RankFactors& factors,
            const std::vector<SimTime>& base, std::vector<SimTime>& out) {
   const TaskGraph& g = step.graph;
   out.resize(base.size());
@@ -76,7 +71,7 @@ void Apply(const StepGraph& step, const NicRoutes& nics, const RankFactors& fact
     } else if (any_nic && task.route != kNoRoute) {
       double fraction = 1;
       for (ChannelId c : g.route_channels(task.route)) {
-        if (const int32_t rank = nics.channel_rank[c]; rank >= 0)
+        if (const int32_t rank = nic_owner[c]; rank >= 0)
           fraction = std::min(fraction, factors.nic[rank]);
       }
       scale = 1 / fraction;
@@ -107,13 +102,6 @@ std::string CollectiveName(const StepGraph& step, TaskId t) {
   const char* what = w.kind == WorkKind::kGradReduce ? "virtual stage " : "stage ";
   if (w.parts <= 1) return StrCat(name, " (", what, w.index, ")");
   return StrCat(name, " (", what, w.index, ", bucket ", w.part + 1, " of ", w.parts, ")");
-}
-
-std::vector<SimTime> BaseDurations(const TaskGraph& g) {
-  std::vector<SimTime> base;
-  base.reserve(g.num_tasks());
-  for (const Task& task : g.tasks()) base.push_back(task.duration);
-  return base;
 }
 
 // The baseline step replayed with other kernel times, in the order the engine started its tasks.
@@ -327,13 +315,13 @@ Result<RankFactors> FoldSlowParts(const GpuFolding& folding, const std::vector<S
 
 void ApplyRankFactors(const StepGraph& step, const RankFactors& factors,
                       const std::vector<SimTime>& base, std::vector<SimTime>& out) {
-  Apply(step, IndexNics(step), factors, base, out);
+  Apply(step, NicOwners(step), factors, base, out);
 }
 
 Result<StragglerReport> AnalyzeStragglers(const StepGraph& step, const StepTimeline& baseline,
                                           const RankFactors& factors) {
   const TaskGraph& g = step.graph;
-  const std::vector<SimTime> base = BaseDurations(g);
+  const std::vector<SimTime> base = TaskDurations(g);
   std::vector<SimTime> slowed;
   ApplyRankFactors(step, factors, base, slowed);
   LOOM_ASSIGN_OR_RETURN(const StepTimeline timeline, Simulate(g, slowed));
@@ -432,8 +420,8 @@ Result<MonteCarloResult> RunJitterMonteCarlo(const StepGraph& step, const StepTi
   if (options.draws < 1)
     return Status::InvalidArgument(StrCat("--draws ", options.draws, ": draw at least once"));
   const TaskGraph& g = step.graph;
-  const std::vector<SimTime> base = BaseDurations(g);
-  const NicRoutes nics = IndexNics(step);
+  // Only exact draws run the engine on scaled task times; a replay scales its own.
+  const std::vector<SimTime> base = options.exact ? TaskDurations(g) : std::vector<SimTime>();
   const int64_t gpus = folding.gpus();
   // The GPUs each graph rank folds: a draw's rank factor is the largest of theirs.
   std::vector<int32_t> rank_of_gpu(gpus);
@@ -475,7 +463,7 @@ Result<MonteCarloResult> RunJitterMonteCarlo(const StepGraph& step, const StepTi
         result.step_s[draw] = replay->Makespan(factors.compute, scratch).ToSeconds();
         continue;
       }
-      Apply(step, nics, factors, base, durations);
+      Apply(step, /*nic_owner=*/{}, factors, base, durations);  // jitter leaves NICs alone
       Result<StepTimeline> run = Simulate(g, durations);
       if (!run.ok()) {
         errors[thread] = run.status();

@@ -169,11 +169,7 @@ TEST(Stragglers, ASlowReplicaHoldsEveryMemberOfItsGradientCollectives) {
 
   // The collectives themselves: every member starts and ends with the slow replica.
   std::vector<SimTime> durations;
-  const std::vector<SimTime> base = [&] {
-    std::vector<SimTime> b;
-    for (const Task& t : sim->step.graph.tasks()) b.push_back(t.duration);
-    return b;
-  }();
+  const std::vector<SimTime> base = TaskDurations(sim->step.graph);
   ApplyRankFactors(sim->step, *factors, base, durations);
   Result<StepTimeline> slowed = Simulate(sim->step.graph, durations);
   ASSERT_TRUE(slowed.ok());
@@ -210,8 +206,8 @@ TEST(Stragglers, ASlowNicStretchesTheTransfersThatCrossIt) {
       FoldingOf(s, 8, 1), {}, {{SlowPart::Scope::kNode, 1, 0.5}}, "--straggler", "--slow-link");
   ASSERT_TRUE(factors.ok()) << factors.status().message();
   EXPECT_EQ(factors->nic, (std::vector<double>{1.0, 0.5}));
-  std::vector<SimTime> base, durations;
-  for (const Task& t : sim->step.graph.tasks()) base.push_back(t.duration);
+  const std::vector<SimTime> base = TaskDurations(sim->step.graph);
+  std::vector<SimTime> durations;
   ApplyRankFactors(sim->step, *factors, base, durations);
   int32_t transfers = 0;
   for (TaskId t = 0; t < sim->step.graph.num_tasks(); ++t) {
