@@ -153,7 +153,8 @@ Status Expressible(const std::string& emit, const ModelSpec& model, const Strate
 }
 
 // Writes the plan file of |strategy| (plan |rank|) to --out: its rank programs as the planner
-// simulated them, every data-parallel replica included.
+// simulated them, one data-parallel replica with its tp and cp GPUs folded; validate unfolds it to
+// every GPU.
 Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& header,
                                 const Strategy& strategy, int64_t rank) {
   const SimulationOptions& simulation = header.options.simulation;
@@ -163,7 +164,7 @@ Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& h
       {"gpus", o.gpus},
       {"strategy", StrategyJson(strategy)},
       {"simulation",
-       {{"attention", o.attention}, {"dropout", simulation.kernels.dropout}, {"full", true}}},
+       {{"attention", o.attention}, {"dropout", simulation.kernels.dropout}, {"full", simulation.full}}},
       {"request", o.request}};
   LOOM_ASSIGN_OR_RETURN(PlanFile plan, MakePlanFile(header.model, header.cluster, strategy,
                                                     simulation, std::move(source)));
@@ -173,7 +174,8 @@ Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& h
   } else {
     LOOM_RETURN_IF_ERROR(WritePlanFile(plan, o.out));
   }
-  const int32_t ranks = plan.step.graph.num_ranks();
+  const int32_t programs = plan.step.graph.num_ranks();
+  const int64_t ranks = int64_t{plan.step.stages} * plan.gpus.lanes();  // one process per GPU
   const int32_t tasks = plan.step.graph.num_tasks();
   // Without --out the file went to stdout, wherever the shell sent it.
   const std::string file = o.out_given ? o.out : "plan.json";
@@ -186,13 +188,16 @@ Result<EmitResult> EmitPlanFile(const PlanCommandOptions& o, const PlanHeader& h
            ? std::string(
                  "wrote the plan file to stdout (save it: loom plan ... --emit plan > plan.json)")
            : "wrote " + o.out) +
-      ": " + std::to_string(ranks) + " ranks (" + std::to_string(plan.step.stages) + " stages x " +
-      std::to_string(plan.step.replicas) + " replicas), " + std::to_string(tasks) +
-      " tasks\nrun its rank programs and compare them with the prediction:\n  " + validate + "\n";
+      ": " + std::to_string(programs) + " rank programs (" + std::to_string(plan.step.stages) +
+      " stages x " + std::to_string(plan.step.replicas) + " replicas, tp " +
+      std::to_string(plan.gpus.tp) + " cp " + std::to_string(plan.gpus.cp) + " folded), " +
+      std::to_string(tasks) + " tasks, for " + std::to_string(ranks) +
+      " GPUs\nrun them on every GPU and compare them with the prediction:\n  " + validate + "\n";
   emitted.json = {{"format", "plan"},
                   {"rank", rank},
                   {"plan_file", o.out},
                   {"ranks", ranks},
+                  {"rank_programs", programs},
                   {"stages", plan.step.stages},
                   {"replicas", plan.step.replicas},
                   {"tasks", tasks},
@@ -528,7 +533,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
           ->check(Positive());
   CLI::Option* out = cmd->add_option(
       "--out", o->out,
-      "With --emit plan: the plan file to write (schema loom.plan-file/2); without it "
+      "With --emit plan: the plan file to write (schema loom.plan-file/3); without it "
       "the plan file goes to stdout and the ranked table to stderr (needed with --json)");
   CLI::Option* megatron_version =
       cmd->add_option(

@@ -18,6 +18,7 @@
 #include "exec/exec_plan.h"
 #include "exec/host_backend.h"
 #include "program/plan_file.h"
+#include "program/unfold.h"
 #include "report/validate_view.h"
 #include "sim/engine.h"
 #include "sim/memory_tracker.h"
@@ -60,7 +61,7 @@ SimTime OrderMargin(const ValidateOptions& o) {
 }
 
 // The trace's context from what the plan file carries: its source's model, cluster and strategy
-// (for people, and the group sizes of the global ranks), the chunks and micro-batches read off
+// (for people), the group sizes of the GPUs (its layout), the chunks and micro-batches read off
 // its graph, the layers and payloads of its workload.
 TraceContext PlanTraceContext(const PlanFile& plan) {
   TraceContext context;
@@ -74,13 +75,12 @@ TraceContext PlanTraceContext(const PlanFile& plan) {
   context.cluster = text("cluster");
   if (const auto it = plan.source.find("strategy"); it != plan.source.end() && it->is_object()) {
     context.strategy_json = it->dump();
-    const auto size = [&](const char* key) -> int64_t {
-      return it->contains(key) && it->at(key).is_number_integer() ? it->at(key).get<int64_t>() : 1;
-    };
-    context.tp = size("tp");
-    context.cp = size("cp");
-    context.dp = size("dp");
   }
+  // validate runs the step unfolded: a graph rank is one GPU.
+  context.tp = plan.gpus.tp;
+  context.cp = plan.gpus.cp;
+  context.dp = plan.gpus.dp;
+  context.unfolded = true;
   context.loom_version = LOOM_VERSION;
   context.chunk_of_virtual_stage = ChunkOfVirtualStages(plan.step);
   context.layers_per_virtual_stage = plan.workload.chunks.layers;
@@ -200,7 +200,9 @@ Status CheckCudaBackend(const ValidateOptions& o, const PlanFile& plan, const Ex
 }
 
 Status Run(const ValidateOptions& o, std::ostream& out) {
-  LOOM_ASSIGN_OR_RETURN(PlanFile plan, ReadPlanFile(o.plan_path));
+  LOOM_ASSIGN_OR_RETURN(const PlanFile folded, ReadPlanFile(o.plan_path));
+  // Every GPU runs its own program: its kernels, its collectives on its real groups.
+  LOOM_ASSIGN_OR_RETURN(const PlanFile plan, UnfoldPlan(folded));
   // Refuse a plan that would deadlock before joining an MPI job at all.
   Result<ExecPlan> exec = PlanExecution(plan.step.graph, plan.step.graph.num_ranks());
   if (!exec.ok()) return Status::InvalidArgument(o.plan_path + ": " + exec.status().message());
@@ -238,13 +240,16 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
                                      "compare the measured step with the "
                                      "prediction: step time, time per task class, pipeline bubble, "
                                      "peak memory, and whether every task ran "
-                                     "in the order the simulator predicted. An MPI program: one "
-                                     "process per rank of the plan (mpirun -np N); a "
-                                     "plan of one rank runs without mpirun.");
+                                     "in the order the simulator predicted. The plan's tensor-, "
+                                     "context- and expert-parallel groups are unfolded: every GPU "
+                                     "runs its own program, its collectives on its real groups. An "
+                                     "MPI program: one process per GPU of the plan (mpirun -np N, "
+                                     "N = tp x cp x dp x pp, as loom plan prints it); a plan of one "
+                                     "GPU runs without mpirun.");
   ValidateOptions& o = *options;
   InputFile(
       cmd->add_option("plan", o.plan_path,
-                      "Plan file (schema loom.plan-file/2), from loom plan --emit plan --out FILE"))
+                      "Plan file (schema loom.plan-file/3), from loom plan --emit plan --out FILE"))
       ->required();
   cmd->add_option("--backend", o.backend,
                   "host: MPI ranks on CPUs, each task a timed wait of its predicted duration, real "

@@ -161,11 +161,16 @@ nlohmann::ordered_json PlanFileJson(const PlanFile& plan) {
   ordered_json j;
   j["schema"] = kPlanFileSchema;
   j["loom_version"] =
-      LOOM_VERSION;  // the writer; any loom that reads loom.plan-file/2 reads the file
+      LOOM_VERSION;  // the writer; any loom that reads its schema reads the file
   j["source"] = plan.source.is_null() ? ordered_json::object() : plan.source;
   j["prediction"] = {{"step_time_s", plan.prediction.step_time_s},
                      {"bubble_fraction", plan.prediction.bubble_fraction},
                      {"peak_memory_bytes", plan.prediction.peak_memory_bytes}};
+  j["gpus"] = {{"tp", plan.gpus.tp},
+               {"cp", plan.gpus.cp},
+               {"dp", plan.gpus.dp},
+               {"ep", plan.gpus.ep},
+               {"etp", plan.gpus.etp}};
   ordered_json step;
   step["stages"] = plan.step.stages;
   step["replicas"] = plan.step.replicas;

@@ -576,6 +576,13 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
   plan.prediction.step_time_s = RequiredNumber(prediction, "step_time_s");
   plan.prediction.bubble_fraction = RequiredNumber(prediction, "bubble_fraction");
   plan.prediction.peak_memory_bytes = prediction.Int("peak_memory_bytes", {0});
+  JsonReader& gpus = r.Object("gpus");
+  constexpr IntRange kGroup{1, 1 << 24};
+  plan.gpus.tp = static_cast<int32_t>(gpus.Int("tp", kGroup));
+  plan.gpus.cp = static_cast<int32_t>(gpus.Int("cp", kGroup));
+  plan.gpus.dp = static_cast<int32_t>(gpus.Int("dp", kGroup));
+  plan.gpus.ep = static_cast<int32_t>(gpus.Int("ep", kGroup));
+  plan.gpus.etp = static_cast<int32_t>(gpus.Int("etp", kGroup));
   r.Allow("workload");
   std::string workload_error;
   if (auto workload = json.find("workload"); workload == json.end()) {
@@ -597,6 +604,14 @@ Result<PlanFile> ParsePlanFile(const nlohmann::json& json, const std::string& fi
   if (!workload_error.empty()) message += (message.empty() ? "" : "\n") + workload_error;
   if (!message.empty()) return Status::InvalidArgument(message);
   LOOM_RETURN_IF_ERROR(CheckWorkFits(plan.step, plan.workload, file));
+  LOOM_RETURN_IF_ERROR(CheckGpuLayout(plan.gpus, file + ": gpus"));
+  if (plan.step.replicas != 1 && plan.step.replicas != plan.gpus.dp) {
+    return Status::InvalidArgument(file + ": step.replicas is " +
+                                   std::to_string(plan.step.replicas) + " but gpus.dp is " +
+                                   std::to_string(plan.gpus.dp) +
+                                   ": a plan holds one data-parallel replica or all of them; " +
+                                   kRewrite);
+  }
   return plan;
 }
 

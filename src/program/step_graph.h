@@ -57,6 +57,11 @@ struct TaskWork {
   int32_t index = -1;  // the virtual stage, or for kOptimizer and kParamGather the stage
   int32_t part = 0;
   int32_t parts = 1;
+  // Only in a step unfolded to its GPUs (program/unfold.h), never in a plan file: the group whose
+  // collectives a collectives task runs (an UnfoldedGroup: for a pass's tp collectives task, the
+  // share of them on one group; for a gradient bucket or a weight all-gather, its dense or its
+  // experts' share). -1: not a collective of an unfolded step.
+  int32_t group = -1;
 
   friend bool operator==(const TaskWork&, const TaskWork&) = default;
 };

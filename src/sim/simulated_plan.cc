@@ -9,9 +9,8 @@ namespace loom {
 Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster,
                               const Strategy& strategy, const SimulationOptions& options,
                               nlohmann::ordered_json source) {
-  SimulationOptions full = options;
-  full.full = true;
-  LOOM_ASSIGN_OR_RETURN(PreparedStep prepared, PrepareTrainingStep(model, cluster, strategy, full));
+  LOOM_ASSIGN_OR_RETURN(PreparedStep prepared,
+                        PrepareTrainingStep(model, cluster, strategy, options));
   LOOM_ASSIGN_OR_RETURN(SimulationResult result, SimulatePreparedStep(model, cluster, prepared));
   PlanFile plan;
   plan.source = std::move(source);
@@ -25,6 +24,11 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
   plan.workload.payloads = prepared.payloads;
   // As SimulatePreparedStep counts them.
   plan.baselines = ModelStateBaselines(plan.step, prepared);
+  plan.gpus = {.tp = static_cast<int32_t>(strategy.tp),
+               .cp = static_cast<int32_t>(strategy.cp),
+               .dp = static_cast<int32_t>(strategy.dp),
+               .ep = static_cast<int32_t>(strategy.ep),
+               .etp = static_cast<int32_t>(strategy.ExpertTp())};
   return plan;
 }
 

@@ -12,7 +12,8 @@
 
 namespace loom {
 
-// Simulates |strategy| in full mode (every replica) and returns its plan file. |source| is stored
+// Simulates |strategy| as |options| say (one data-parallel replica unless options.full) and
+// returns its plan file: each distinct rank program once, and the layout that unfolds it. |source| is stored
 // as it is. Errors: those of PrepareTrainingStep and SimulatePreparedStep.
 Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster,
                               const Strategy& strategy, const SimulationOptions& options,

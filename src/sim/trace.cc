@@ -302,7 +302,15 @@ void WriteOtherData(const StepView& view, JsonWriter& json) {
   json.Raw("\"model\":").String(c.model).Raw(",\"cluster\":").String(c.cluster);
   json.Raw(",\"strategy\":").Raw(c.strategy_json.empty() ? "null" : c.strategy_json);
   json.Raw(",\"loom_version\":").String(c.loom_version);
-  json.Raw(",\"processes\":")
+  json.Raw(",\"processes\":");
+  if (c.unfolded) {
+    json.String(
+        "each process is one GPU, named by its Megatron-LM global rank (order tp-cp-ep-dp-pp) and "
+        "its place in the pipeline, data-parallel, context-parallel and tensor-parallel groups");
+    json.Raw("}");
+    return;
+  }
+  json
       .String(
           "each process is one pipeline stage of one data-parallel replica (all replicas with "
           "--full, "
@@ -354,6 +362,13 @@ Result<TraceContext> StepTraceContext(const PreparedStep& prepared, const ModelS
 std::string TraceRankName(const StepGraph& step, const TraceContext& context, int32_t rank) {
   const int64_t stages = std::max<int64_t>(step.stages, 1);
   const int64_t pp_rank = rank % stages, dp_rank = rank / stages;
+  if (context.unfolded) {
+    const int64_t lane = dp_rank, tp = std::max<int64_t>(context.tp, 1),
+                  cp = std::max<int64_t>(context.cp, 1);
+    return "rank " + std::to_string(lane + tp * cp * context.dp * pp_rank) + " (pp " +
+           std::to_string(pp_rank) + ", dp " + std::to_string(lane / (tp * cp)) + ", cp " +
+           std::to_string(lane / tp % cp) + ", tp " + std::to_string(lane % tp) + ")";
+  }
   const int64_t global = context.tp * context.cp * (dp_rank + context.dp * pp_rank);
   return "rank " + std::to_string(global) + " (pp " + std::to_string(pp_rank) + ", dp " +
          std::to_string(dp_rank) + ", cp 0, tp 0)";

@@ -24,6 +24,9 @@ struct TraceContext {
   std::string model, cluster, strategy_json, loom_version;
   // Megatron-LM's group sizes, for the global rank of each graph rank (TraceRankName).
   int64_t tp = 1, cp = 1, dp = 1;
+  // The step is unfolded to its GPUs (program/unfold.h): graph rank u is one GPU, lane u / stages
+  // of stage u % stages, and not a tp x cp group.
+  bool unfolded = false;
   // Per virtual stage: its chunk (ChunkOfVirtualStages) and its transformer layers
   // (LayersPerVirtualStage; ChunkBlocks::layers). Empty: slices carry no chunk or layers.
   std::vector<int32_t> chunk_of_virtual_stage;

@@ -105,7 +105,7 @@ TEST(JsonSchemas, AMissingOrUnknownSchemaFails) {
   EXPECT_FALSE(MatchesSchema({{"schema", "loom.no-such-output/1"}}));
   EXPECT_FALSE(MatchesSchema({{"schema", "not a loom schema"}}));
   EXPECT_FALSE(MatchesSchema(nlohmann::json::array()));
-  EXPECT_EQ(fs::path(SchemaFileOf("loom.plan-file/2")).filename(), "plan-file-2.schema.json");
+  EXPECT_EQ(fs::path(SchemaFileOf("loom.plan-file/3")).filename(), "plan-file-3.schema.json");
   EXPECT_EQ(SchemaFileOf("loom.plan"), "");
 }
 

@@ -672,23 +672,28 @@ TEST(Plan, EmitPlanWritesAPlanFileOfThePickedStrategyAndSaysHowToValidateIt) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   const nlohmann::json& best = j["plans"][0]["strategy"];
-  const int64_t ranks = best["pp"].get<int64_t>() * best["dp"].get<int64_t>();
+  // One process per GPU; the file holds one replica's stages, tp folded.
+  const int64_t ranks = best["pp"].get<int64_t>() * best["dp"].get<int64_t>() * 4;
   const nlohmann::json& emit = j["emit"];
   EXPECT_EQ(emit["format"], "plan");
   EXPECT_EQ(emit["plan_file"], path);
   EXPECT_EQ(emit["ranks"], ranks);
+  EXPECT_EQ(emit["rank_programs"], 2);
   EXPECT_EQ(emit["validate"],
             "mpirun -np " + std::to_string(ranks) + " loom validate " + path + " --backend host");
   Result<PlanFile> plan = ReadPlanFile(path);
   std::filesystem::remove(path);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  EXPECT_EQ(plan->step.graph.num_ranks(), ranks);
+  EXPECT_EQ(plan->step.graph.num_ranks(), 2);
   EXPECT_EQ(plan->step.stages, 2);
+  EXPECT_EQ(plan->step.replicas, 1);
+  EXPECT_EQ(plan->gpus.tp, 4);
+  EXPECT_EQ(plan->gpus.dp, best["dp"]);
   EXPECT_EQ(emit["tasks"], plan->step.graph.num_tasks());
   EXPECT_EQ(plan->source["strategy"]["tp"], 4);
   EXPECT_EQ(plan->source["strategy"]["dp"], best["dp"]);
   EXPECT_EQ(plan->source["gpus"], 16);
-  EXPECT_EQ(plan->source["simulation"]["full"], true);
+  EXPECT_EQ(plan->source["simulation"]["full"], false);
   // The file predicts what the planner ranked.
   EXPECT_NEAR(plan->prediction.step_time_s, j["plans"][0]["step_time_s"].get<double>(), 1e-9);
 }
@@ -723,11 +728,12 @@ TEST(Plan, EmitPlanPrintsWhereItWroteAndTheMpirunCommand) {
   Result<PlanFile> plan = ReadPlanFile(path);
   std::filesystem::remove(path);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  const int32_t ranks = plan->step.graph.num_ranks();
-  EXPECT_EQ(ranks, 4 * plan->step.replicas);
-  EXPECT_NE(r.out.find("plan file of plan 1:\nwrote " + path + ": " + std::to_string(ranks) +
-                       " ranks (4 stages x " + std::to_string(plan->step.replicas) +
-                       " replicas), " + std::to_string(plan->step.graph.num_tasks()) + " tasks"),
+  EXPECT_EQ(plan->step.graph.num_ranks(), 4);
+  const int32_t ranks = 4 * 2 * plan->gpus.dp;  // pp x tp x dp GPUs
+  EXPECT_NE(r.out.find("plan file of plan 1:\nwrote " + path + ": 4 rank programs (4 stages x 1 "
+                       "replicas, tp 2 cp 1 folded), " +
+                       std::to_string(plan->step.graph.num_tasks()) + " tasks, for " +
+                       std::to_string(ranks) + " GPUs"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("mpirun -np " + std::to_string(ranks) + " loom validate " + path +
@@ -744,7 +750,8 @@ TEST(Plan, EmitPlanWithoutOutPrintsThePlanFileAndTheTableToStderr) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   Result<PlanFile> plan = ParsePlanFile(nlohmann::json::parse(r.out), "stdout");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  const std::string ranks = std::to_string(plan->step.graph.num_ranks());
+  // One process per GPU: pp 4 x tp 2 x dp.
+  const std::string ranks = std::to_string(4 * 2 * plan->gpus.dp);
   EXPECT_NE(r.err.find("wrote the plan file to stdout"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("mpirun -np " + ranks + " loom validate plan.json --backend host"),
             std::string::npos)

@@ -22,7 +22,8 @@
 namespace loom {
 namespace {
 
-// A 1F1B plan of Llama 3 8B over two pipeline stages and two replicas, as loom plan writes it.
+// A 1F1B plan of Llama 3 8B over two pipeline stages and two replicas, both in the file (as loom
+// plan writes it with --full), so that it has data-parallel collectives of its own.
 nlohmann::ordered_json TwoStagePlanJson() {
   Result<ModelSpec> model = LoadModelSpec(Shipped("models/llama3-8b.json"));
   Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"));
@@ -34,7 +35,9 @@ nlohmann::ordered_json TwoStagePlanJson() {
   s.micro_batch = 1;
   s.global_batch = 8;
   s.seq_len = 2048;
-  Result<PlanFile> plan = MakePlanFile(*model, *cluster, s, {}, {{"test", true}});
+  SimulationOptions full;
+  full.full = true;
+  Result<PlanFile> plan = MakePlanFile(*model, *cluster, s, full, {{"test", true}});
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   return PlanFileJson(*plan);
 }
@@ -49,8 +52,9 @@ TEST(Validate, RefusesAPlanThatWouldDeadlockBeforeRunningAnything) {
   nlohmann::ordered_json plan = TwoStagePlanJson();
   // Rank 0's first task waits for the last task of rank 1, which waits for it through the pipeline.
   auto& step = plan["step"];
-  const int64_t tasks = static_cast<int64_t>(step["tasks"].size());
-  step["dependencies"].push_back({tasks - 1, 0});
+  int64_t last = static_cast<int64_t>(step["tasks"].size()) - 1;  // rank 1's last task
+  while (step["streams"][step["tasks"][last][0].get<size_t>()]["rank"] != 1) --last;
+  step["dependencies"].push_back({last, 0});
   const std::string path = Write(plan, "loom_validate_deadlock.json");
   const CommandResult r = Loom({"validate", path});
   EXPECT_EQ(r.code, 1);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "exec/op_operands.h"
+#include "program/unfold.h"
 #include "sim/engine.h"
 #include "sim/sim_test_support.h"
 #include "sim/simulator.h"
@@ -17,15 +18,17 @@ namespace loom {
 namespace {
 
 // Llama 3 8B on one DGX H100 node with pp = 4 and |dp| replicas, ZeRO-1, 4 micro-batches per
-// replica. Bandwidth sharing is off, so every task takes its predicted duration whatever runs
-// beside it, as the replay below assumes.
+// replica, unfolded to its GPUs as validate runs it. Bandwidth sharing is off, so every task takes
+// its predicted duration whatever runs beside it, as the replay below assumes.
 PlanFile MakePlan(ScheduleKind schedule, int64_t dp, int64_t tp = 1) {
   Strategy s = PipelineStrategy(4, dp, 4, schedule);
   s.tp = tp;
   s.sp = tp > 1;
   SimulationOptions options;
   options.share_bandwidth = false;
-  return Llama8bPlan(s, options);
+  Result<PlanFile> unfolded = UnfoldPlan(Llama8bPlan(s, options));
+  EXPECT_TRUE(unfolded.ok()) << unfolded.status().message();
+  return unfolded.ok() ? std::move(unfolded).value() : PlanFile();
 }
 
 std::vector<DeviceProgram> Programs(const PlanFile& plan, const ExecPlan& exec) {
@@ -271,7 +274,7 @@ TEST(DeviceProgram, SingleGpuPlanRunsOpsOnlyAndItsArenaFitsTheReserve) {
 
 TEST(DeviceProgram, TensorParallelPlansAreRefusedNamingWhatIsMissing) {
   const PlanFile plan = MakePlan(ScheduleKind::k1F1B, 1, 2);
-  Result<ExecPlan> exec = PlanExecution(plan.step.graph, 4);
+  Result<ExecPlan> exec = PlanExecution(plan.step.graph, 8);
   ASSERT_TRUE(exec.ok());
   Result<DeviceProgram> p = BuildDeviceProgram(plan, *exec, 0);
   ASSERT_FALSE(p.ok());

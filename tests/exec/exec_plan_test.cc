@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "program/plan_file.h"
+#include "program/unfold.h"
 #include "sim/sim_test_support.h"
 #include "sim/simulated_plan.h"
 
@@ -141,16 +142,21 @@ TEST(ExecPlan, PassesOnTheGraphsBuildError) {
   EXPECT_EQ(plan.status().message(), g.build_status().message());
 }
 
-// validate runs a plan file as it reads it back: Llama 3 8B on one DGX H100 node with pp = 4 and
-// dp = 2 plans on one process per rank, with no deadlock, under 1F1B and under ZB-V.
+// validate runs a plan file as it reads it back, unfolded to its GPUs: Llama 3 8B on one DGX H100
+// node with pp = 4 and dp = 2 plans on one process per GPU, with no deadlock, under 1F1B and under
+// ZB-V.
 TEST(ExecPlan, PlansAPlanFileReadBackFromItsText) {
   for (ScheduleKind schedule : {ScheduleKind::k1F1B, ScheduleKind::kZbV}) {
     const PlanFile plan = Llama8bPlan(PipelineStrategy(4, 2, 8, schedule));
     ASSERT_GT(plan.step.graph.num_tasks(), 0);
     Result<PlanFile> back = ParsePlanFile(nlohmann::json::parse(PlanFileText(plan)), "plan.json");
     ASSERT_TRUE(back.ok()) << back.status().message();
-    Result<ExecPlan> exec = PlanExecution(back->step.graph, 8);
+    Result<PlanFile> unfolded = UnfoldPlan(*back);
+    ASSERT_TRUE(unfolded.ok()) << unfolded.status().message();
+    Result<ExecPlan> exec = PlanExecution(unfolded->step.graph, 8);
     EXPECT_TRUE(exec.ok()) << exec.status().message();
+    // The replicas reduce their gradients together.
+    EXPECT_GT(exec->communicators().size(), 0u);
   }
 }
 

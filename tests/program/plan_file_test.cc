@@ -27,10 +27,12 @@ std::string TempPath(const std::string& name) {
       .string();
 }
 
-// Llama 3 8B on one DGX H100 node: pp = 4, dp = 2, so every step has 8 ranks and data-parallel
-// collectives between the replicas.
+// Llama 3 8B on one DGX H100 node: pp = 4, dp = 2, every replica simulated (--full), so every
+// step has 8 ranks and data-parallel collectives between the replicas.
 PlanFile MakeSmallPlan(ScheduleKind schedule) {
-  return Llama8bPlan(PipelineStrategy(4, 2, 8, schedule), {},
+  SimulationOptions full;
+  full.full = true;
+  return Llama8bPlan(PipelineStrategy(4, 2, 8, schedule), full,
                      {{"model", "models/llama3-8b.json"}, {"gpus", 8}});
 }
 
@@ -171,7 +173,7 @@ TEST(PlanFile, TextHasOneTaskPerLine) {
   const std::string text = PlanFileText(plan);
   if (const char* dump = std::getenv("LOOM_DUMP_PLAN")) std::ofstream(dump) << text;
   const nlohmann::json json = nlohmann::json::parse(text);
-  EXPECT_EQ(json["schema"], "loom.plan-file/2");
+  EXPECT_EQ(json["schema"], "loom.plan-file/3");
   EXPECT_EQ(json["step"]["task_fields"][1], "duration_ns");
   int64_t lines = 0;
   for (char c : text) lines += c == '\n';
@@ -223,7 +225,7 @@ TEST(PlanFile, WrongSchemaSaysWhichSchemaThisLoomReads) {
   json["schema"] = "loom.plan/1";
   const std::string message = ParseError(json);
   EXPECT_NE(message.find("plan.json: schema is \"loom.plan/1\""), std::string::npos) << message;
-  EXPECT_NE(message.find("this loom reads plan files of schema \"loom.plan-file/2\""),
+  EXPECT_NE(message.find("this loom reads plan files of schema \"loom.plan-file/3\""),
             std::string::npos)
       << message;
 }

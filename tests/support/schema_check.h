@@ -15,8 +15,8 @@ namespace loom {
 // docs/schemas/ of this source tree.
 std::string SchemaDir();
 
-// The schema file of a "schema" value: "loom.plan-file/2" ->
-// "<SchemaDir()>/plan-file-2.schema.json". Empty when |schema| is not of the form loom.<name>/<N>.
+// The schema file of a "schema" value: "loom.plan-file/3" ->
+// "<SchemaDir()>/plan-file-3.schema.json". Empty when |schema| is not of the form loom.<name>/<N>.
 std::string SchemaFileOf(std::string_view schema);
 
 // Whether |document| matches the schema its "schema" key names; the failure message names the
