@@ -11,9 +11,9 @@ namespace loom {
 namespace {
 
 constexpr char kSupported[] =
-    "the cuda backend runs plans whose ranks are one GPU each (tp = cp = ep = 1) without ring "
-    "attention, "
-    "ZeRO-3 or offload; validate this plan with --backend host";
+    "the cuda backend runs plans unfolded to their GPUs (tp, cp, ep and data parallelism, ring "
+    "attention, expert all-to-alls), without ZeRO-3 layer gathers or offload; validate this plan "
+    "with --backend host";
 
 Status NotRunnable(const TaskGraph& g, TaskId task, const std::string& what) {
   return Status::Unimplemented("task " + g.DescribeTask(task) + " " + what + "; " + kSupported);
@@ -33,6 +33,8 @@ class ProgramBuilder {
   Status Order();
   Status SetWork(DeviceTask& task);
   Status SetMemory();
+  // The bytes a send task moves: a pipeline transfer's activations, or a ring step's K/V blocks.
+  int64_t SendBytes(TaskId send) const;
 
   const PlanFile& plan_;
   const ExecPlan& exec_;
@@ -42,7 +44,47 @@ class ProgramBuilder {
   std::map<TaskId, int32_t> receive_of_send_;  // a send to this rank -> its receive
   std::map<TaskId, int32_t> edge_of_send_;     // every send of the step -> its edge
   std::vector<int32_t> index_of_;              // task id -> DeviceTask index (-1: other rank)
+  bool ring_ = false;  // the cp collectives of the passes are ring sends (kRingSend tasks)
 };
+
+// The whole pass that |work| is a part of.
+TaskWork WholePass(TaskWork work) {
+  work.kind = WorkKind::kPass;
+  work.group = -1;
+  work.part = 0;
+  work.parts = 1;
+  return work;
+}
+
+// The group an unfolded task's TaskWork::group names, as the op vocabulary's CommGroup (the
+// expert data-parallel group is data-parallel: the communicator says which GPUs).
+CommGroup CommGroupOf(int32_t group) {
+  switch (static_cast<UnfoldedGroup>(group)) {
+    case UnfoldedGroup::kTp: return CommGroup::kTp;
+    case UnfoldedGroup::kCp: return CommGroup::kCp;
+    case UnfoldedGroup::kEp: return CommGroup::kEp;
+    case UnfoldedGroup::kEtp: return CommGroup::kEtp;
+    case UnfoldedGroup::kDp:
+    case UnfoldedGroup::kEdp: break;
+  }
+  return CommGroup::kDp;
+}
+
+int64_t ProgramBuilder::SendBytes(TaskId send) const {
+  const TaskWork& work = plan_.step.work[send];
+  if (work.kind != WorkKind::kRingSend) return plan_.workload.payloads.p2p_bytes;
+  // One ring step passes this GPU's block of each layer's gathered K/V (or of their gradients) to
+  // the next context rank: 1/cp of each cp collective of the pass, as the cost model times it;
+  // a part of the pass sends its share.
+  const PassOps ops = OpsOfPass(plan_.workload, WholePass(work));
+  int64_t bytes = 0;
+  for (const Op* op : ops.ops) {
+    if (op->kind != OpKind::kCollective) continue;
+    const CollectiveShape& shape = std::get<CollectiveShape>(op->shape);
+    if (shape.group == CommGroup::kCp) bytes += shape.bytes / std::max(plan_.gpus.cp, 1);
+  }
+  return bytes / std::max(work.parts, 1);
+}
 
 // Every send of the step, and the edge (sender, receiver) it travels; the edges in the order of
 // their first send's task id, which every rank computes alike. A dependency between ranks must
@@ -52,9 +94,11 @@ Status ProgramBuilder::FindEdges() {
   for (TaskId t = 0; t < g_.num_tasks(); ++t) {
     const std::span<const TaskId> remote = exec_.remote_successors(t);
     if (remote.empty()) continue;
-    if (plan_.step.work[t].kind != WorkKind::kTransfer) {
-      return NotRunnable(
-          g_, t, "has successors on another rank but is not a send between pipeline stages");
+    const WorkKind kind = plan_.step.work[t].kind;
+    if (kind != WorkKind::kTransfer && kind != WorkKind::kRingSend) {
+      return NotRunnable(g_, t,
+                         "has successors on another rank but is not a send between pipeline "
+                         "stages or around the context-parallel ring");
     }
     const int32_t to = g_.rank_of(remote.front());
     for (TaskId s : remote) {
@@ -92,10 +136,9 @@ Status ProgramBuilder::AddReceives() {
         }
         send_stream = sender.streams[s];
         receive_of_send_[t] = static_cast<int32_t>(out_.receives.size());
-        out_.receives.push_back(
-            {out_.edges[e].from, t, stream, e, plan_.workload.payloads.p2p_bytes});
-        out_.largest_transfer_bytes =
-            std::max(out_.largest_transfer_bytes, plan_.workload.payloads.p2p_bytes);
+        const int64_t bytes = SendBytes(t);
+        out_.receives.push_back({out_.edges[e].from, t, stream, e, bytes});
+        out_.largest_transfer_bytes = std::max(out_.largest_transfer_bytes, bytes);
       }
     }
   }
@@ -155,52 +198,76 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
   const TaskWork& work = plan_.step.work[d.task];
   const StepPayloads& payloads = plan_.workload.payloads;
   const GroupId group = g_.group_of(d.task);
-  const auto collective = [&](CollectiveKind kind, int64_t bytes, int64_t expert_bytes) -> Status {
-    if (expert_bytes > 0) {
-      return NotRunnable(
-          g_, d.task, "moves routed experts' gradients or weights over expert-data-parallel ranks");
-    }
-    if (group == kNoGroup) return Status::Ok();  // one replica: nothing to reduce or gather
+  const auto run = [&](std::vector<CollectiveShape> collectives) {
+    // A group of one GPU moves nothing (one replica, one context rank); an empty share is nothing.
+    if (group == kNoGroup || collectives.empty()) return Status::Ok();
     d.work = DeviceWork::kCollective;
-    d.collective = kind;
     d.communicator = exec_.communicator_of(group);
-    d.bytes = bytes;
-    out_.largest_transfer_bytes = std::max(out_.largest_transfer_bytes, bytes);
+    for (const CollectiveShape& c : collectives) {
+      out_.largest_transfer_bytes = std::max(out_.largest_transfer_bytes, c.bytes);
+    }
+    d.collectives = std::move(collectives);
     return Status::Ok();
+  };
+  // A gradient bucket or weight all-gather: its dense share, its experts' share, or (folded) both.
+  const auto data_parallel = [&](CollectiveKind kind, int64_t dense, int64_t experts) -> Status {
+    const bool expert_share = work.group == static_cast<int32_t>(UnfoldedGroup::kEdp);
+    if (work.group < 0 && experts > 0) {
+      return NotRunnable(g_, d.task,
+                         "moves dense and routed experts' gradients or weights as one task (a "
+                         "plan not unfolded to its GPUs)");
+    }
+    return run({{kind, CommGroup::kDp, expert_share ? experts : dense}});
   };
   switch (work.kind) {
     case WorkKind::kNone:
       return Status::Ok();
-    case WorkKind::kPass:
+    case WorkKind::kPass: {
       d.work = DeviceWork::kOps;
-      d.ops = OpsOfPass(plan_.workload, work);
-      for (const Op* op : d.ops.ops) {
-        if (op->kind == OpKind::kCollective) {
-          return NotRunnable(g_, d.task,
-                             "runs the collective " + std::string(OpNameString(op->name)));
-        }
+      // The pass's collectives run on its collectives tasks (tp, cp, ep, etp) or as ring sends.
+      const PassOps all = OpsOfPass(plan_.workload, work);
+      for (size_t i = 0; i < all.ops.size(); ++i) {
+        if (all.ops[i]->kind == OpKind::kCollective) continue;
+        d.ops.ops.push_back(all.ops[i]);
+        d.ops.predicted.push_back(all.predicted[i]);
       }
       return Status::Ok();
+    }
+    case WorkKind::kTpComm: {
+      if (work.group < 0) {
+        return NotRunnable(g_, d.task,
+                           "runs a pass's collectives folded over its tensor-parallel group (a "
+                           "plan not unfolded to its GPUs: UnfoldPlan)");
+      }
+      // This part's own collectives on the task's group, in pass order.
+      const CommGroup on = CommGroupOf(work.group);
+      std::vector<CollectiveShape> collectives;
+      for (const Op* op : OpsOfPass(plan_.workload, work).ops) {
+        if (op->kind != OpKind::kCollective) continue;
+        const CollectiveShape& shape = std::get<CollectiveShape>(op->shape);
+        if (shape.group == on && !(ring_ && on == CommGroup::kCp)) collectives.push_back(shape);
+      }
+      return run(std::move(collectives));
+    }
     case WorkKind::kTransfer:
+    case WorkKind::kRingSend:
       d.work = DeviceWork::kSend;
       d.edge = edge_of_send_.at(d.task);
       d.peer = out_.edges[d.edge].to;
-      d.bytes = payloads.p2p_bytes;
+      d.bytes = SendBytes(d.task);
       out_.largest_transfer_bytes = std::max(out_.largest_transfer_bytes, d.bytes);
       return Status::Ok();
     case WorkKind::kGradReduce:
-      return collective(payloads.grad_reduce, payloads.bucket_bytes[work.index],
-                        payloads.expert_bucket_bytes[work.index]);
+      return data_parallel(payloads.grad_reduce, payloads.bucket_bytes[work.index],
+                           payloads.expert_bucket_bytes[work.index]);
     case WorkKind::kParamGather:
-      return collective(CollectiveKind::kAllGather,
-                        payloads.param_gather_bytes[work.index] / work.parts,
-                        payloads.expert_param_gather_bytes[work.index]);
+      return data_parallel(CollectiveKind::kAllGather,
+                           payloads.param_gather_bytes[work.index] / work.parts,
+                           payloads.expert_param_gather_bytes[work.index] / work.parts);
     case WorkKind::kOptimizer:
       d.work = DeviceWork::kOptimizer;
       d.traffic = payloads.optimizer[work.index];
       return Status::Ok();
-    case WorkKind::kTpComm:
-    case WorkKind::kRingSend:
     case WorkKind::kLayerGather:
     case WorkKind::kOffload:
     case WorkKind::kHost:
@@ -209,16 +276,17 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
   return NotRunnable(g_, d.task, "is " + std::string(kWorkKindNames.Name(work.kind)));
 }
 
-// Allocations at start and frees at end, on the task's stream; the stream-ordered allocator
-// accounts them in that stream's order, which is the order they run in only on one stream: the
-// compute stream, where every pass allocates and frees its activations.
+// Allocations at start and frees at end, on the task's stream. Allocations are on the compute
+// stream only, where every pass allocates its activations, so that the stream-ordered allocator
+// takes them in the order they run; a free may be on another stream (the tp stream frees what a
+// pass kept once its collectives end), which returns the memory when that stream gets there.
 Status ProgramBuilder::SetMemory() {
   const StreamId compute = plan_.step.compute_stream[rank_];
   const auto add = [&](TaskId task, MemoryPhase phase, PoolId pool, int64_t delta) -> Status {
     if (delta == 0) return Status::Ok();
     DeviceTask& d = out_.tasks[index_of_[task]];
-    if (g_.task(task).stream != compute) {
-      return NotRunnable(g_, task, "allocates or frees memory off its rank's compute stream");
+    if (g_.task(task).stream != compute && delta > 0) {
+      return NotRunnable(g_, task, "allocates memory off its rank's compute stream");
     }
     if ((phase == MemoryPhase::kAtStart) != (delta > 0)) {
       return NotRunnable(g_, task, "frees memory when it starts or allocates when it ends");
@@ -248,6 +316,7 @@ Result<DeviceProgram> ProgramBuilder::Build() {
   }
   out_.rank = rank_;
   out_.streams = exec_.ranks()[rank_].streams;
+  for (const TaskWork& work : plan_.step.work) ring_ = ring_ || work.kind == WorkKind::kRingSend;
   LOOM_RETURN_IF_ERROR(FindEdges());
   LOOM_RETURN_IF_ERROR(AddReceives());
   LOOM_RETURN_IF_ERROR(Order());
@@ -285,11 +354,25 @@ int32_t TaskClass(const DeviceTask& task) {
   switch (task.work) {
     case DeviceWork::kSend:
       return 3;
-    case DeviceWork::kCollective:
-      return task.collective == CollectiveKind::kAllReduce       ? 4
-             : task.collective == CollectiveKind::kReduceScatter ? 5
-             : task.collective == CollectiveKind::kAllGather     ? 6
-                                                                 : -1;
+    case DeviceWork::kCollective: {
+      if (task.collectives.empty()) break;
+      const CollectiveShape& first = task.collectives.front();
+      switch (first.group) {
+        case CommGroup::kTp:
+        case CommGroup::kEtp:
+          return 8;
+        case CommGroup::kCp:
+          return 9;
+        case CommGroup::kEp:
+          return 10;
+        case CommGroup::kDp:
+          break;
+      }
+      return first.kind == CollectiveKind::kAllReduce       ? 4
+             : first.kind == CollectiveKind::kReduceScatter ? 5
+             : first.kind == CollectiveKind::kAllGather     ? 6
+                                                            : -1;
+    }
     case DeviceWork::kOptimizer:
       return 7;
     case DeviceWork::kNothing:

@@ -29,10 +29,11 @@ namespace loom {
 
 // What one task enqueues.
 enum class DeviceWork : uint8_t {
-  kNothing,     // zero-length markers and collectives of a group of one rank (dp = 1)
-  kOps,         // the ops of a pass part (OpsOfPass)
-  kSend,        // ncclSend of |bytes| to |peer|
-  kCollective,  // |collective| of |bytes| (nccl-tests' size) on communicator |communicator|
+  kNothing,     // zero-length markers and collectives of a group of one GPU (dp = 1)
+  kOps,         // the ops of a pass part (OpsOfPass), less its collectives (their own tasks run
+                // them)
+  kSend,        // ncclSend of |bytes| to |peer|: a pipeline transfer or a ring-attention K/V block
+  kCollective,  // |collectives|, in order, on communicator |communicator|
   kOptimizer,   // |traffic|: HBM reads and writes of the optimizer step over the model states
 };
 
@@ -40,13 +41,17 @@ struct DeviceTask {
   TaskId task = -1;
   int32_t stream = 0;  // index into DeviceProgram::streams
   DeviceWork work = DeviceWork::kNothing;
-  PassOps ops;                                             // kOps
-  int32_t peer = -1;                                       // kSend: the receiving rank
-  int32_t edge = -1;                                       // kSend: index into DeviceProgram::edges
-  CollectiveKind collective = CollectiveKind::kAllReduce;  // kCollective
-  int32_t communicator = -1;                               // kCollective: ExecPlan's communicator
-  int64_t bytes = 0;                                       // kSend, kCollective
-  MemoryShape traffic;                                     // kOptimizer
+  PassOps ops;        // kOps
+  int32_t peer = -1;  // kSend: the receiving rank
+  int32_t edge = -1;  // kSend: index into DeviceProgram::edges
+  // kCollective, each of nccl-tests' size: a gradient bucket's reduction or a weight all-gather
+  // (group dp: on the dense or the expert data-parallel GPUs, as the communicator says), or the
+  // collectives of one pass part on one tp, cp, ep or etp group (all-to-alls of expert dispatch
+  // and combine among them).
+  std::vector<CollectiveShape> collectives;
+  int32_t communicator = -1;  // kCollective: ExecPlan's communicator
+  int64_t bytes = 0;          // kSend
+  MemoryShape traffic;        // kOptimizer
   // Tasks of this rank on other streams whose end events it waits for (their DeviceTask index).
   std::vector<int32_t> waits;
   // Receives (index into DeviceProgram::receives) it waits for.
@@ -93,20 +98,23 @@ struct DeviceProgram {
 };
 
 // The classes a cuda run reports its time in, beside the step's task categories: each op kind of
-// the passes, the sends between stages, each kind of data-parallel collective, the optimizer.
-inline constexpr std::array<std::string_view, 8> kDeviceClasses = {
-    "gemm",       "attention",      "memory",     "send",
-    "all_reduce", "reduce_scatter", "all_gather", "optimizer"};
+// the passes, the sends (between stages and around the context-parallel ring), each kind of
+// data-parallel collective, the optimizer, and the collectives of the passes on their tensor-,
+// context- and expert-parallel groups (etp with tp).
+inline constexpr std::array<std::string_view, 11> kDeviceClasses = {
+    "gemm",      "attention",      "memory",         "send",
+    "all_reduce", "reduce_scatter", "all_gather",    "optimizer",
+    "tp_collectives", "cp_collectives", "ep_collectives"};
 // The index in kDeviceClasses of |op| (a GEMM, attention or memory-bound op), or -1.
 int32_t OpClass(const Op& op);
 // The index in kDeviceClasses of a task that is not kOps, or -1 (kNothing, kOps).
 int32_t TaskClass(const DeviceTask& task);
 
-// Builds rank |rank|'s program. Unimplemented, naming the task and what is missing, for what the
-// cuda backend does not run: tasks of tensor-, context- or expert-parallel collectives (a plan
-// rank is one GPU only when tp = cp = ep = 1), ring attention, ZeRO-3 layer gathers, offload, a
-// pass whose ops include a collective, a dependency between ranks that does not leave a send,
-// memory events on a task off its rank's compute stream.
+// Builds GPU |rank|'s program of |plan|, a plan unfolded to its GPUs (UnfoldPlan). Unimplemented,
+// naming the task and what is missing, for what the cuda backend does not run: a pass's
+// collectives still folded (a plan that was not unfolded), ZeRO-3 layer gathers, offload, a
+// dependency between ranks that does not leave a send, an allocation off its rank's compute
+// stream, a free when a task starts or an allocation when it ends.
 // REQUIRES: |exec| was planned from |plan.step.graph|.
 Result<DeviceProgram> BuildDeviceProgram(const PlanFile& plan, const ExecPlan& exec, int32_t rank);
 

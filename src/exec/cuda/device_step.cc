@@ -181,10 +181,6 @@ Status DeviceStep::CheckTask(size_t index) const {
                             std::to_string(t.communicator) +
                             ", which is not one with this rank in it");
   }
-  if (t.collective == CollectiveKind::kAllToAll) {
-    return Status::Unimplemented(
-        task + " is an all-to-all, which the cuda backend does not run (expert parallelism)");
-  }
   return Status::Ok();
 }
 
@@ -228,11 +224,19 @@ Status DeviceStep::AllocateState() {
     if (task.work != DeviceWork::kCollective) continue;
     const std::vector<int32_t>& ranks =
         plan_.communicators()[static_cast<size_t>(task.communicator)].ranks;
-    Result<CollectiveBuffers> buffers =
-        BuffersOf(ProfiledOf(task.collective), task.bytes, Size(ranks));
-    if (buffers.ok() && ranks.size() >= 2) collectives_[i].buffers = *buffers;
-    collectives_[i].key = std::find(ranks.begin(), ranks.end(), program_.rank) - ranks.begin();
-    largest = std::max(largest, collectives_[i].buffers.bytes);
+    for (const CollectiveShape& shape : task.collectives) {
+      CollectiveCall call;
+      call.kind = shape.kind;
+      call.ranks = Size(ranks);
+      Result<CollectiveBuffers> buffers = BuffersOf(ProfiledOf(shape.kind), shape.bytes, call.ranks);
+      if (buffers.ok() && ranks.size() >= 2) call.buffers = *buffers;
+      call.key = std::find(ranks.begin(), ranks.end(), program_.rank) - ranks.begin();
+      // An all-to-all sends from the front of its region and receives behind what it sends.
+      const int64_t footprint =
+          shape.kind == CollectiveKind::kAllToAll ? 2 * call.buffers.bytes : call.buffers.bytes;
+      largest = std::max(largest, footprint);
+      collectives_[i].push_back(call);
+    }
   }
   for (const DeviceReceive& receive : program_.receives) largest = std::max(largest, receive.bytes);
   region_bytes_ = RoundUpToOperandAlignment(largest);
@@ -258,19 +262,21 @@ Status DeviceStep::Connect(const NcclComms& comms, double timeout_s) {
       ncclAllReduce(epoch_word_, epoch_word_, 1, ncclFloat32, ncclMax, comms.world(), stream));
   // NCCL connects what an algorithm needs on its first use, and the algorithm depends on the size.
   // The members of a communicator issue its collectives in one order, so each lists the same ones.
-  std::map<int32_t, std::vector<size_t>> distinct;  // by communicator, in the plan's order
+  std::map<int32_t, std::vector<CollectiveCall>> distinct;  // by communicator, in the plan's order
   for (size_t i = 0; i < program_.tasks.size(); ++i) {
     const DeviceTask& t = program_.tasks[i];
     if (t.work != DeviceWork::kCollective) continue;
-    std::vector<size_t>& tasks = distinct[t.communicator];
-    const auto same = [&](size_t j) {
-      return program_.tasks[j].collective == t.collective && program_.tasks[j].bytes == t.bytes;
-    };
-    if (std::none_of(tasks.begin(), tasks.end(), same)) tasks.push_back(i);
+    std::vector<CollectiveCall>& calls = distinct[t.communicator];
+    for (const CollectiveCall& call : collectives_[i]) {
+      const auto same = [&](const CollectiveCall& c) {
+        return c.kind == call.kind && c.buffers.bytes == call.buffers.bytes;
+      };
+      if (std::none_of(calls.begin(), calls.end(), same)) calls.push_back(call);
+    }
   }
-  for (const auto& [communicator, tasks] : distinct) {
-    for (size_t i : tasks)
-      LOOM_RETURN_IF_ERROR(EnqueueCollective(i, comms.communicator(communicator), stream));
+  for (const auto& [communicator, calls] : distinct) {
+    for (const CollectiveCall& call : calls)
+      LOOM_RETURN_IF_ERROR(EnqueueCall(call, comms.communicator(communicator), stream));
   }
   for (int32_t e = 0; e < Size(program_.edges); ++e) {
     const P2pEdge& edge = program_.edges[static_cast<size_t>(e)];
@@ -372,13 +378,19 @@ Status DeviceStep::EnqueueWork(size_t index, const NcclComms& comms, cudaStream_
   return Status::Internal("unknown DeviceWork " + std::to_string(static_cast<int>(task.work)));
 }
 
-// In place at nccl-tests' offsets, in fp32 (nccl-tests' "float", whose elements its sizes count).
 Status DeviceStep::EnqueueCollective(size_t index, ncclComm_t comm, cudaStream_t stream) {
-  const CollectiveCall& call = collectives_[index];
+  for (const CollectiveCall& call : collectives_[index])
+    LOOM_RETURN_IF_ERROR(EnqueueCall(call, comm, stream));
+  return Status::Ok();
+}
+
+// In place at nccl-tests' offsets, in fp32 (nccl-tests' "float", whose elements its sizes count);
+// an all-to-all out of place, count elements to and from each peer (alltoall_perf's layout).
+Status DeviceStep::EnqueueCall(const CollectiveCall& call, ncclComm_t comm, cudaStream_t stream) {
   const size_t count = static_cast<size_t>(call.buffers.count);
   if (count == 0) return Status::Ok();
   float* data = reinterpret_cast<float*>(Region(2));
-  switch (program_.tasks[index].collective) {
+  switch (call.kind) {
     case CollectiveKind::kAllGather:
       LOOM_NCCL(ncclAllGather(data + call.key * call.buffers.in_place_send_offset, data, count,
                               ncclFloat32, comm, stream));
@@ -390,10 +402,19 @@ Status DeviceStep::EnqueueCollective(size_t index, ncclComm_t comm, cudaStream_t
     case CollectiveKind::kAllReduce:
       LOOM_NCCL(ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm, stream));
       return Status::Ok();
-    case CollectiveKind::kAllToAll:
-      break;  // refused by CheckTask
+    case CollectiveKind::kAllToAll: {
+      float* received = data + call.buffers.send_count;
+      LOOM_NCCL(ncclGroupStart());
+      for (int32_t peer = 0; peer < call.ranks; ++peer) {
+        const size_t at = static_cast<size_t>(peer) * count;
+        LOOM_NCCL(ncclSend(data + at, count, ncclFloat32, peer, comm, stream));
+        LOOM_NCCL(ncclRecv(received + at, count, ncclFloat32, peer, comm, stream));
+      }
+      LOOM_NCCL(ncclGroupEnd());
+      return Status::Ok();
+    }
   }
-  return Status::Unimplemented("the cuda backend does not run all-to-all collectives");
+  return Status::Internal("unknown collective kind " + std::to_string(static_cast<int>(call.kind)));
 }
 
 // The optimizer's HBM traffic over the model states: StreamBytes reading the first half of the

@@ -82,12 +82,14 @@ class DeviceStep {
     void operator()(std::remove_pointer_t<cudaEvent_t>* event) const { cudaEventDestroy(event); }
   };
   using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestroyer>;
-  // One collective task's call: nccl-tests' buffers of its size (count 0 when there is nothing to
-  // move: a communicator of one rank, or under one fp32 element per rank), and this rank's place
-  // in its communicator.
+  // One call of a collective task: its kind, nccl-tests' buffers of its size (count 0 when there
+  // is nothing to move: a communicator of one rank, or under one fp32 element per rank), and this
+  // rank's place in its communicator and the communicator's size.
   struct CollectiveCall {
+    CollectiveKind kind = CollectiveKind::kAllReduce;
     CollectiveBuffers buffers;
     int64_t key = 0;
+    int32_t ranks = 1;
   };
 
   Status CheckProgram() const;
@@ -103,7 +105,10 @@ class DeviceStep {
   Status Enqueue(const NcclComms& comms);
   Status EnqueueTask(size_t index, const NcclComms& comms);
   Status EnqueueWork(size_t index, const NcclComms& comms, cudaStream_t stream);
+  // Every call of collective task |index|, in order; an all-to-all as grouped sends and receives
+  // (NCCL has no all-to-all call; nccl-tests' alltoall_perf does the same).
   Status EnqueueCollective(size_t index, ncclComm_t comm, cudaStream_t stream);
+  Status EnqueueCall(const CollectiveCall& call, ncclComm_t comm, cudaStream_t stream);
   Status EnqueueTraffic(const MemoryShape& traffic, cudaStream_t stream);
   Status Wait(const NcclComms& comms, double timeout_s);
   // |deadline| with the first tasks whose end event has not completed.
@@ -124,7 +129,7 @@ class DeviceStep {
   int64_t half_bytes_ = 0;
   float* epoch_word_ = nullptr;
   std::unique_ptr<OpRunner> runner_;
-  std::vector<CollectiveCall> collectives_;  // by task index
+  std::vector<std::vector<CollectiveCall>> collectives_;  // by task index
   std::vector<int32_t> task_edges_;          // by task index: a send's index into program.edges
   std::vector<int32_t> receive_edges_;       // by receive index: its index into program.edges
   std::vector<Stream> streams_;
