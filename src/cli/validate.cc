@@ -44,6 +44,8 @@ struct ValidateOptions {
   std::string trace_path;
   std::string report_path;  // --report: the HTML report
   bool json = false;
+  int32_t one_gpu = -1;  // --one-gpu: run this GPU's program alone
+  int32_t gpus = 0;      // the plan's GPUs, for what --one-gpu says
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
 
@@ -142,6 +144,7 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
     j["plan_file"] = o.plan_path;
     j["backend"] = o.backend;
     j["ranks"] = world;
+    if (o.one_gpu >= 0) j["one_gpu"] = o.one_gpu;
     if (o.backend == "host") j["speedup"] = o.speedup;
     if (!measured.device.empty()) j["device"] = measured.device;
     j["order_margin_s"] = OrderMargin(o).ToSeconds();
@@ -153,6 +156,12 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
     if (o.backend == "host")
       out << " (timed waits at " << o.speedup << "x, real MPI messages and collectives)";
     if (!measured.device.empty()) out << " on " << measured.device;
+    if (o.one_gpu >= 0) {
+      out << "\nGPU " << o.one_gpu << " of " << o.gpus
+          << " alone: its kernels run, its sends, collectives and offload copies are stand-ins "
+             "that wait their predicted time, and nothing waits for the other GPUs; compare its "
+             "kernel classes (gemm, attention, memory, optimizer)";
+    }
     out << "\n\n";
     PrintStepComparison(compared, out);
   }
@@ -171,7 +180,8 @@ Status Report(const ValidateOptions& o, const PlanFile& plan, const Measured& me
 Result<Measured> RunCuda(const ValidateOptions& o, const PlanFile& plan, const ExecPlan& exec,
                          Launcher& launcher) {
 #ifdef LOOM_HAVE_CUDA
-  LOOM_ASSIGN_OR_RETURN(DeviceProgram program, BuildDeviceProgram(plan, exec, launcher.Rank()));
+  LOOM_ASSIGN_OR_RETURN(DeviceProgram program,
+                        BuildDeviceProgram(plan, exec, launcher.Rank(), o.one_gpu >= 0));
   CudaRunOptions run;
   run.warmup_steps = o.warmup;
   run.steps = o.steps;
@@ -194,15 +204,24 @@ Status CheckCudaBackend(const ValidateOptions& o, const PlanFile& plan, const Ex
       "it has no cuda "
       "backend; build it where the CUDA toolkit is installed, or use --backend host");
 #else
-  Result<DeviceProgram> first = BuildDeviceProgram(plan, exec, 0);
+  Result<DeviceProgram> first = BuildDeviceProgram(plan, exec, 0, o.one_gpu >= 0);
   return first.ok() ? Status::Ok() : first.status().WithContext(o.plan_path);
 #endif
 }
 
-Status Run(const ValidateOptions& o, std::ostream& out) {
+Status Run(ValidateOptions o, std::ostream& out) {
   LOOM_ASSIGN_OR_RETURN(const PlanFile folded, ReadPlanFile(o.plan_path));
   // Every GPU runs its own program: its kernels, its collectives on its real groups.
-  LOOM_ASSIGN_OR_RETURN(const PlanFile plan, UnfoldPlan(folded));
+  LOOM_ASSIGN_OR_RETURN(PlanFile plan, UnfoldPlan(folded));
+  o.gpus = plan.step.graph.num_ranks();
+  if (o.one_gpu >= 0) {
+    if (o.backend != "cuda") {
+      return Status::InvalidArgument(
+          "--one-gpu runs one GPU's kernels alone on a GPU: add --backend cuda (the host backend "
+          "runs every GPU's program under mpirun)");
+    }
+    LOOM_ASSIGN_OR_RETURN(plan, OneGpuPlan(plan, o.one_gpu));
+  }
   // Refuse a plan that would deadlock before joining an MPI job at all.
   Result<ExecPlan> exec = PlanExecution(plan.step.graph, plan.step.graph.num_ranks());
   if (!exec.ok()) return Status::InvalidArgument(o.plan_path + ": " + exec.status().message());
@@ -291,6 +310,12 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
                   "Write an HTML report (one file, opens offline in a browser): predicted and "
                   "measured step time, "
                   "bubble, peak memory and task classes side by side, and both steps as Gantts");
+  cmd->add_option("--one-gpu", o.one_gpu,
+                  "cuda: run only this GPU's program (a rank from 0, as --trace names them) on "
+                  "this machine's GPU, without mpirun: its kernels for real, its sends, "
+                  "collectives and offload copies as stand-ins that wait their predicted time "
+                  "(one GPU cannot host its groups); compares the kernels of that GPU's share")
+      ->check(CLI::Range(0, 1 << 24));
   cmd->add_flag("--json", o.json, "Print one JSON object (schema loom.validate/2)");
   cmd->footer(
       "Example:\n"
@@ -303,6 +328,7 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
       "      --global-batch 16 --seq 2048 --fix tp=1,pp=1,micro_batch=4 --emit plan --out "
       "one.json\n"
       "  loom validate one.json --backend cuda        (one rank: no mpirun)\n"
+      "  loom validate plan.json --backend cuda --one-gpu 0   (GPU 0 of a larger plan, alone)\n"
       "Exit status: 0 when the run completed (whatever the errors), 1 for a bad plan or a failed "
       "run, 2 for a "
       "bad command line, 3 when --backend cuda finds no GPU (or loom was built without CUDA).");

@@ -22,8 +22,8 @@ Status NotRunnable(const TaskGraph& g, TaskId task, const std::string& what) {
 // Builds a DeviceProgram step by step; each step may fail.
 class ProgramBuilder {
  public:
-  ProgramBuilder(const PlanFile& plan, const ExecPlan& exec, int32_t rank)
-      : plan_(plan), exec_(exec), g_(plan.step.graph), rank_(rank) {}
+  ProgramBuilder(const PlanFile& plan, const ExecPlan& exec, int32_t rank, bool stand_ins)
+      : plan_(plan), exec_(exec), g_(plan.step.graph), rank_(rank), stand_ins_(stand_ins) {}
 
   Result<DeviceProgram> Build();
 
@@ -40,6 +40,7 @@ class ProgramBuilder {
   const ExecPlan& exec_;
   const TaskGraph& g_;
   const int32_t rank_;
+  const bool stand_ins_;
   DeviceProgram out_;
   std::map<TaskId, int32_t> receive_of_send_;  // a send to this rank -> its receive
   std::map<TaskId, int32_t> edge_of_send_;     // every send of the step -> its edge
@@ -219,6 +220,16 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
     }
     return run({{kind, CommGroup::kDp, expert_share ? experts : dense}});
   };
+  const bool communication =
+      work.kind == WorkKind::kTpComm || work.kind == WorkKind::kRingSend ||
+      work.kind == WorkKind::kTransfer || work.kind == WorkKind::kGradReduce ||
+      work.kind == WorkKind::kParamGather || work.kind == WorkKind::kLayerGather ||
+      work.kind == WorkKind::kOffload;
+  if (stand_ins_ && communication) {
+    d.work = DeviceWork::kStandIn;
+    d.stand_in = g_.task(d.task).duration;
+    return Status::Ok();
+  }
   switch (work.kind) {
     case WorkKind::kNone:
       return Status::Ok();
@@ -250,13 +261,18 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
       return run(std::move(collectives));
     }
     case WorkKind::kTransfer:
-    case WorkKind::kRingSend:
+    case WorkKind::kRingSend: {
+      const auto edge = edge_of_send_.find(d.task);
+      if (edge == edge_of_send_.end()) {
+        return NotRunnable(g_, d.task, "sends to no other GPU of the plan (a GPU's program alone)");
+      }
       d.work = DeviceWork::kSend;
-      d.edge = edge_of_send_.at(d.task);
+      d.edge = edge->second;
       d.peer = out_.edges[d.edge].to;
       d.bytes = SendBytes(d.task);
       out_.largest_transfer_bytes = std::max(out_.largest_transfer_bytes, d.bytes);
       return Status::Ok();
+    }
     case WorkKind::kGradReduce:
       return data_parallel(payloads.grad_reduce, payloads.bucket_bytes[work.index],
                            payloads.expert_bucket_bytes[work.index]);
@@ -375,6 +391,8 @@ int32_t TaskClass(const DeviceTask& task) {
     }
     case DeviceWork::kOptimizer:
       return 7;
+    case DeviceWork::kStandIn:
+      return 11;
     case DeviceWork::kNothing:
     case DeviceWork::kOps:
       break;
@@ -382,8 +400,9 @@ int32_t TaskClass(const DeviceTask& task) {
   return -1;
 }
 
-Result<DeviceProgram> BuildDeviceProgram(const PlanFile& plan, const ExecPlan& exec, int32_t rank) {
-  return ProgramBuilder(plan, exec, rank).Build();
+Result<DeviceProgram> BuildDeviceProgram(const PlanFile& plan, const ExecPlan& exec, int32_t rank,
+                                         bool stand_ins) {
+  return ProgramBuilder(plan, exec, rank, stand_ins).Build();
 }
 
 }  // namespace loom

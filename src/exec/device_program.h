@@ -35,6 +35,7 @@ enum class DeviceWork : uint8_t {
   kSend,        // ncclSend of |bytes| to |peer|: a pipeline transfer or a ring-attention K/V block
   kCollective,  // |collectives|, in order, on communicator |communicator|
   kOptimizer,   // |traffic|: HBM reads and writes of the optimizer step over the model states
+  kStandIn,     // a wait of |stand_in| on the GPU, for communication a lone GPU cannot run
 };
 
 struct DeviceTask {
@@ -52,6 +53,7 @@ struct DeviceTask {
   int32_t communicator = -1;  // kCollective: ExecPlan's communicator
   int64_t bytes = 0;          // kSend
   MemoryShape traffic;        // kOptimizer
+  SimTime stand_in;           // kStandIn: the task's predicted time
   // Tasks of this rank on other streams whose end events it waits for (their DeviceTask index).
   std::vector<int32_t> waits;
   // Receives (index into DeviceProgram::receives) it waits for.
@@ -99,12 +101,13 @@ struct DeviceProgram {
 
 // The classes a cuda run reports its time in, beside the step's task categories: each op kind of
 // the passes, the sends (between stages and around the context-parallel ring), each kind of
-// data-parallel collective, the optimizer, and the collectives of the passes on their tensor-,
-// context- and expert-parallel groups (etp with tp).
-inline constexpr std::array<std::string_view, 11> kDeviceClasses = {
-    "gemm",      "attention",      "memory",         "send",
-    "all_reduce", "reduce_scatter", "all_gather",    "optimizer",
-    "tp_collectives", "cp_collectives", "ep_collectives"};
+// data-parallel collective, the optimizer, the collectives of the passes on their tensor-,
+// context- and expert-parallel groups (etp with tp); and the stand-ins of a lone GPU's
+// communication (validate --one-gpu), which take their predicted time by construction.
+inline constexpr std::array<std::string_view, 12> kDeviceClasses = {
+    "gemm",           "attention",      "memory",         "send",
+    "all_reduce",     "reduce_scatter", "all_gather",     "optimizer",
+    "tp_collectives", "cp_collectives", "ep_collectives", "stand_in"};
 // The index in kDeviceClasses of |op| (a GEMM, attention or memory-bound op), or -1.
 int32_t OpClass(const Op& op);
 // The index in kDeviceClasses of a task that is not kOps, or -1 (kNothing, kOps).
@@ -115,8 +118,11 @@ int32_t TaskClass(const DeviceTask& task);
 // collectives still folded (a plan that was not unfolded), ZeRO-3 layer gathers, offload, a
 // dependency between ranks that does not leave a send, an allocation off its rank's compute
 // stream, a free when a task starts or an allocation when it ends.
+// With |stand_ins| (the program of a lone GPU, OneGpuPlan), every communication task - sends,
+// collectives, ZeRO-3 gathers, offload copies - is a kStandIn of its predicted time instead.
 // REQUIRES: |exec| was planned from |plan.step.graph|.
-Result<DeviceProgram> BuildDeviceProgram(const PlanFile& plan, const ExecPlan& exec, int32_t rank);
+Result<DeviceProgram> BuildDeviceProgram(const PlanFile& plan, const ExecPlan& exec, int32_t rank,
+                                         bool stand_ins = false);
 
 }  // namespace loom
 

@@ -56,6 +56,11 @@ UnfoldedGroup GroupOf(CommGroup group) {
   return UnfoldedGroup::kTp;
 }
 
+// What validate unfolds at most: every GPU is one process, and every task of every GPU is in each
+// process's memory (about 100 bytes a task with its dependencies).
+constexpr int64_t kMaxGpus = int64_t{1} << 20;
+constexpr int64_t kMaxUnfoldedTasks = int64_t{1} << 23;
+
 int64_t At(const std::vector<int64_t>& v, int32_t i) {
   return i >= 0 && static_cast<size_t>(i) < v.size() ? v[static_cast<size_t>(i)] : 0;
 }
@@ -160,9 +165,10 @@ Status Unfolder::Check() {
                                    std::to_string(fg_.num_tasks()) + " tasks run");
   }
   const int64_t world = int64_t{stages_} * layout_.lanes();
-  if (world > (int64_t{1} << 24)) {
+  if (world > kMaxGpus) {
     return Status::InvalidArgument(where_ + ": " + std::to_string(world) +
-                                   " GPUs are more than loom unfolds (2^24)");
+                                   " GPUs are more than loom unfolds (" + std::to_string(kMaxGpus) +
+                                   "); validate a plan of fewer GPUs");
   }
   world_ = static_cast<int32_t>(world);
   for (GroupId gr = 0; gr < fg_.num_groups(); ++gr) {
@@ -478,6 +484,16 @@ void Unfolder::AddMemory() {
 Result<PlanFile> Unfolder::Run() {
   LOOM_RETURN_IF_ERROR(Check());
   IndexFolded();
+  int64_t tasks = 0;
+  for (size_t fr = 0; fr < rank_tasks_.size(); ++fr) {
+    tasks += static_cast<int64_t>(rank_tasks_[fr].size()) * static_cast<int64_t>(users_[fr].size());
+  }
+  if (tasks > kMaxUnfoldedTasks) {
+    return Status::InvalidArgument(
+        where_ + ": its " + std::to_string(world_) + " GPUs would run " + std::to_string(tasks) +
+        " tasks together, more than loom unfolds (" + std::to_string(kMaxUnfoldedTasks) +
+        "); validate a plan of fewer GPUs (a smaller dp runs the same rank programs)");
+  }
   out_.file = in_.file;
   out_.source = in_.source;
   out_.prediction = in_.prediction;
@@ -515,5 +531,90 @@ Result<PlanFile> Unfolder::Run() {
 }  // namespace
 
 Result<PlanFile> UnfoldPlan(const PlanFile& folded) { return Unfolder(folded).Run(); }
+
+Result<PlanFile> OneGpuPlan(const PlanFile& unfolded, int32_t rank) {
+  const StepGraph& in = unfolded.step;
+  const TaskGraph& g = in.graph;
+  if (rank < 0 || rank >= g.num_ranks()) {
+    return Status::InvalidArgument(
+        (unfolded.file.empty() ? std::string("plan") : unfolded.file) + ": GPU " +
+        std::to_string(rank) + " is not one of its " + std::to_string(g.num_ranks()) +
+        " GPUs; give --one-gpu a rank from 0 to " + std::to_string(g.num_ranks() - 1));
+  }
+  if (in.work.size() != static_cast<size_t>(g.num_tasks())) {
+    return Status::InvalidArgument(unfolded.file + ": the step does not say what its tasks run");
+  }
+  PlanFile out;
+  out.file = unfolded.file;
+  out.source = unfolded.source;
+  out.prediction = unfolded.prediction;
+  out.workload = unfolded.workload;
+  out.gpus = unfolded.gpus;
+  StepGraph& step = out.step;
+  TaskGraph& o = step.graph;
+  step.stages = 1;
+  step.replicas = 1;
+  for (PoolId p = 1; p < g.num_pools(); ++p) o.AddPool(g.Name(g.pool_name(p)));
+  std::map<NameId, NameId> names;
+  const auto name = [&](NameId id) {
+    auto [it, added] = names.try_emplace(id, 0);
+    if (added) it->second = o.Intern(g.Name(id));
+    return it->second;
+  };
+  std::vector<StreamId> stream_of(static_cast<size_t>(g.num_streams()), -1);
+  for (StreamId s = 0; s < g.num_streams(); ++s) {
+    if (g.stream_rank(s) == rank) stream_of[s] = o.AddStream(0, g.Name(g.stream_name(s)));
+  }
+  std::vector<TaskId> task_of(static_cast<size_t>(g.num_tasks()), -1);
+  for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    if (g.rank_of(t) != rank) continue;
+    Task task = g.task(t);
+    task.stream = stream_of[task.stream];
+    task.name = name(task.name);
+    task.category = name(task.category);
+    task.link = kNoLink;
+    task.route = kNoRoute;
+    task_of[t] = o.AddTask(task);
+    step.work.push_back(in.work[t]);
+    if (!in.micro_batch.empty()) step.micro_batch.push_back(in.micro_batch[t]);
+  }
+  for (const Dependency& d : g.dependencies()) {
+    if (task_of[d.before] >= 0 && task_of[d.after] >= 0) {
+      o.AddDependency(task_of[d.before], task_of[d.after]);
+    }
+  }
+  for (const MemoryEvent& e : g.memory_events()) {
+    if (task_of[e.task] >= 0) o.AddMemoryEvent(task_of[e.task], e.phase, e.pool, e.delta_bytes);
+  }
+  for (const StepGraph::RingTransfer& rt : in.ring_transfers) {
+    if (task_of[rt.transfer] >= 0 && task_of[rt.beside] >= 0) {
+      step.ring_transfers.push_back({task_of[rt.transfer], task_of[rt.beside]});
+    }
+  }
+  for (const MemoryBaseline& b : unfolded.baselines) {
+    if (b.rank == rank) out.baselines.push_back({0, b.pool, b.bytes});
+  }
+  step.compute_stream.push_back(stream_of[in.compute_stream[rank]]);
+  if (!in.host_stream.empty()) step.host_stream.push_back(stream_of[in.host_stream[rank]]);
+  step.weights = in.weights;
+  step.gradients = in.gradients;
+  step.optimizer_states = in.optimizer_states;
+  step.model_states = in.model_states;
+  step.activations = in.activations;
+  step.logits = in.logits;
+  step.recompute = in.recompute;
+  step.gathered_weights = in.gathered_weights;
+  step.compute_category = name(in.compute_category);
+  step.tp_category = name(in.tp_category);
+  step.pp_category = name(in.pp_category);
+  step.dp_category = name(in.dp_category);
+  step.optimizer_category = name(in.optimizer_category);
+  step.cp_category = name(in.cp_category);
+  step.offload_category = name(in.offload_category);
+  step.host_category = name(in.host_category);
+  step.tp_hidden_category = name(in.tp_hidden_category);
+  LOOM_RETURN_IF_ERROR(o.build_status());
+  return out;
+}
 
 }  // namespace loom

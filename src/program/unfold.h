@@ -41,6 +41,14 @@ namespace loom {
 // that is not a data-parallel one; a channel on no rank's port.
 Result<PlanFile> UnfoldPlan(const PlanFile& folded);
 
+// The program of GPU |rank| of |unfolded| alone, as one GPU runs it when it cannot host its
+// groups (validate --one-gpu): rank 0 of a step of one rank with GPU |rank|'s streams, tasks (the
+// same durations and work), memory events and baselines. Its dependencies on other GPUs are
+// dropped and its collectives dissolved, so every communication task is a task of its own that
+// takes its predicted time on its stream; transfers share no bandwidth. The source, prediction,
+// workload and layout are kept. InvalidArgument when |rank| is not a rank of |unfolded|.
+Result<PlanFile> OneGpuPlan(const PlanFile& unfolded, int32_t rank);
+
 }  // namespace loom
 
 #endif  // LOOM_PROGRAM_UNFOLD_H_

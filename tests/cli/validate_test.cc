@@ -64,6 +64,22 @@ TEST(Validate, RefusesAPlanThatWouldDeadlockBeforeRunningAnything) {
   EXPECT_NE(r.err.find("cycle"), std::string::npos) << r.err;
 }
 
+// --one-gpu runs one GPU of a plan alone on the cuda backend: with the host backend, or a GPU the
+// plan has not, it is refused before anything runs.
+TEST(Validate, OneGpuNeedsTheCudaBackendAndAGpuOfThePlan) {
+  const std::string path = Write(TwoStagePlanJson(), "loom_validate_one_gpu.json");
+  CommandResult r = Loom({"validate", path, "--one-gpu", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--one-gpu runs one GPU's kernels alone on a GPU: add --backend cuda"),
+            std::string::npos)
+      << r.err;
+  r = Loom({"validate", path, "--one-gpu", "4", "--backend", "cuda"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(path + ": GPU 4 is not one of its 4 GPUs; give --one-gpu a rank from 0 to 3"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Validate, RefusesACollectiveOfATaskThatDoesNotExist) {
   nlohmann::ordered_json plan = TwoStagePlanJson();
   ASSERT_FALSE(plan["step"]["collectives"].empty());
@@ -76,9 +92,11 @@ TEST(Validate, RefusesACollectiveOfATaskThatDoesNotExist) {
   EXPECT_NE(r.err.find("999999"), std::string::npos) << r.err;
 }
 
-// A plan rank is one GPU only without tensor parallelism; the cuda backend says so before it
-// starts MPI or touches a GPU (without CUDA, that it was not built).
-TEST(Validate, CudaBackendRefusesATensorParallelPlanBeforeRunning) {
+// The cuda backend runs tensor-parallel plans unfolded, one process per GPU: a tp 2 x pp 2 plan
+// on one process is refused with the command that launches it. What it does not run, ZeRO-3's
+// layer gathers, it refuses before it starts MPI or touches a GPU (without CUDA: that it was not
+// built).
+TEST(Validate, CudaBackendRunsTensorParallelPlansUnfoldedAndRefusesZero3) {
   Result<ModelSpec> model = LoadModelSpec(Shipped("models/llama3-8b.json"));
   Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"));
   ASSERT_TRUE(model.ok() && cluster.ok());
@@ -92,11 +110,24 @@ TEST(Validate, CudaBackendRefusesATensorParallelPlanBeforeRunning) {
   Result<PlanFile> plan = MakePlanFile(*model, *cluster, s, {}, {});
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   const std::string path = Write(PlanFileJson(*plan), "loom_validate_cuda_tp.json");
-  const CommandResult r = Loom({"validate", path, "--backend", "cuda"});
+  CommandResult r = Loom({"validate", path, "--backend", "cuda"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("mpirun -np 4 loom validate"), std::string::npos) << r.err;
+
+  Strategy zero3;
+  zero3.dp = 2;
+  zero3.zero_stage = 3;
+  zero3.micro_batch = 1;
+  zero3.global_batch = 4;
+  zero3.seq_len = 2048;
+  plan = MakePlanFile(*model, *cluster, zero3, {}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const std::string zero3_path = Write(PlanFileJson(*plan), "loom_validate_cuda_zero3.json");
+  r = Loom({"validate", zero3_path, "--backend", "cuda"});
 #ifdef LOOM_HAVE_CUDA
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find(path + ": task "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("tp = cp = ep = 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(zero3_path + ": task "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("layer_gather"), std::string::npos) << r.err;
 #else
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("built without CUDA"), std::string::npos) << r.err;

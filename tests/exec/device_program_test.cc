@@ -429,6 +429,39 @@ TEST(DeviceProgram, ExpertAllToAllsAndExpertGradientsRunOnTheirGroups) {
   }
 }
 
+// One GPU of a tp 2 plan alone (validate --one-gpu): its passes run their kernels, and every
+// send and collective is a stand-in of its predicted time; nothing needs another GPU.
+TEST(DeviceProgram, OneGpuStandsInForItsCommunication) {
+  const PlanFile plan = UnfoldedPlan("models/llama3-8b.json", EightGpus(2, 1, 1, 2));
+  Result<PlanFile> one = OneGpuPlan(plan, 5);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  Result<ExecPlan> exec = PlanExecution(one->step.graph, 1);
+  ASSERT_TRUE(exec.ok()) << exec.status().message();
+  Result<DeviceProgram> p = BuildDeviceProgram(*one, *exec, 0, /*stand_ins=*/true);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_TRUE(p->receives.empty());
+  EXPECT_TRUE(p->edges.empty());
+  int32_t stand_ins = 0, passes = 0;
+  for (const DeviceTask& d : p->tasks) {
+    EXPECT_NE(d.work, DeviceWork::kSend);
+    EXPECT_NE(d.work, DeviceWork::kCollective);
+    const WorkKind kind = one->step.work[d.task].kind;
+    if (d.work == DeviceWork::kStandIn) {
+      ++stand_ins;
+      EXPECT_EQ(d.stand_in, one->step.graph.task(d.task).duration);
+      EXPECT_EQ(kDeviceClasses[TaskClass(d)], "stand_in");
+      EXPECT_TRUE(kind == WorkKind::kTpComm || kind == WorkKind::kTransfer ||
+                  kind == WorkKind::kGradReduce || kind == WorkKind::kParamGather)
+          << kWorkKindNames.Name(kind);
+    }
+    passes += d.work == DeviceWork::kOps ? 1 : 0;
+  }
+  EXPECT_GT(stand_ins, 0);
+  EXPECT_GT(passes, 0);
+  // Without stand-ins, the lone GPU's sends have nowhere to go.
+  EXPECT_FALSE(BuildDeviceProgram(*one, *exec, 0).ok());
+}
+
 // A plan that was not unfolded (its ranks are tp groups) is refused naming what is missing.
 TEST(DeviceProgram, FoldedTensorParallelPlansAreRefusedNamingWhatIsMissing) {
   Strategy s = PipelineStrategy(4, 1, 4, ScheduleKind::k1F1B);

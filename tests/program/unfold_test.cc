@@ -259,6 +259,57 @@ TEST(UnfoldTest, RefusesGroupsThatDoNotTileTheGpus) {
       << unfolded.status().message();
 }
 
+// One GPU of the tp 2 x pp 2 x dp 2 plan alone: its own tasks, same durations and work, no
+// collective and nothing from another GPU; its model states; and its step runs.
+TEST(UnfoldTest, OneGpuPlanKeepsThatGpusTasksAlone) {
+  Result<PlanFile> unfolded = UnfoldPlan(PlanOf("models/llama3-8b.json", 1, TpPpDp(), false));
+  ASSERT_TRUE(unfolded.ok()) << unfolded.status().message();
+  const TaskGraph& all = unfolded->step.graph;
+  Result<PlanFile> one = OneGpuPlan(*unfolded, 3);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  const TaskGraph& g = one->step.graph;
+  EXPECT_EQ(g.num_ranks(), 1);
+  EXPECT_EQ(g.num_groups(), 0);
+  std::vector<TaskId> mine;
+  for (TaskId t = 0; t < all.num_tasks(); ++t) {
+    if (all.rank_of(t) == 3) mine.push_back(t);
+  }
+  ASSERT_EQ(g.num_tasks(), static_cast<int32_t>(mine.size()));
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const TaskId t = static_cast<TaskId>(i);
+    EXPECT_EQ(g.task(t).duration, all.task(mine[i]).duration) << g.DescribeTask(t);
+    EXPECT_EQ(one->step.work[t], unfolded->step.work[mine[i]]) << g.DescribeTask(t);
+    EXPECT_EQ(g.Name(g.stream_name(g.task(t).stream)),
+              all.Name(all.stream_name(all.task(mine[i]).stream)));
+  }
+  int64_t states = 0, expected = 0;
+  for (const MemoryBaseline& b : one->baselines) states += b.rank == 0 ? b.bytes : -1;
+  for (const MemoryBaseline& b : unfolded->baselines) expected += b.rank == 3 ? b.bytes : 0;
+  EXPECT_EQ(states, expected);
+  EXPECT_GT(StepTime(one->step), SimTime());
+  // Alone, it waits for no other GPU: its step is no longer than the whole step.
+  EXPECT_LE(StepTime(one->step), StepTime(unfolded->step));
+
+  Result<PlanFile> none = OneGpuPlan(*unfolded, 8);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("GPU 8 is not one of its 8 GPUs"), std::string::npos)
+      << none.status().message();
+}
+
+// A layout of 131,072 GPUs would unfold to about 23 M tasks in every validate process: refused,
+// naming the file and the fix, before anything is copied.
+TEST(UnfoldTest, RefusesAStepTooLargeToUnfold) {
+  PlanFile folded = PlanOf("models/llama3-8b.json", 1, TpPpDp(), false);
+  folded.file = "plan.json";
+  folded.gpus.dp = 32768;
+  Result<PlanFile> unfolded = UnfoldPlan(folded);
+  ASSERT_FALSE(unfolded.ok());
+  EXPECT_NE(unfolded.status().message().find("plan.json: its 131072 GPUs would run"),
+            std::string::npos)
+      << unfolded.status().message();
+  EXPECT_NE(unfolded.status().message().find("validate a plan of fewer GPUs"), std::string::npos);
+}
+
 TEST(UnfoldTest, CoordinatesFollowMegatronOrder) {
   const GpuLayout layout{.tp = 2, .cp = 2, .dp = 2, .ep = 2, .etp = 1};
   // Graph rank u = stage + 2 * lane; Megatron rank = stage * 8 + lane, lane = t + 2 (c + 2 r).

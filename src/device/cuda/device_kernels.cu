@@ -248,6 +248,27 @@ cudaError_t StreamBytes(const void* src, int64_t bytes_read, void* dst, int64_t 
   return cudaGetLastError();
 }
 
+namespace {
+
+__device__ unsigned long long GlobalTimer() {
+  unsigned long long now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
+__global__ void SpinKernel(unsigned long long nanoseconds) {
+  const unsigned long long start = GlobalTimer();
+  while (GlobalTimer() - start < nanoseconds) __nanosleep(256);
+}
+
+}  // namespace
+
+cudaError_t SpinFor(int64_t nanoseconds, cudaStream_t stream) {
+  if (nanoseconds <= 0) return cudaSuccess;
+  SpinKernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(nanoseconds));
+  return cudaGetLastError();
+}
+
 cudaError_t EmptyKernel(cudaStream_t stream) {
   NothingKernel<<<1, 1, 0, stream>>>();
   return cudaGetLastError();

@@ -40,6 +40,12 @@ cudaError_t StreamBytes(const void* src, int64_t bytes_read, void* dst, int64_t 
 // A kernel of one block of one thread that does nothing: its time is the launch overhead.
 cudaError_t EmptyKernel(cudaStream_t stream);
 
+// A kernel of one block of one thread that returns once the GPU's global timer (%globaltimer, in
+// nanoseconds) has advanced |nanoseconds| past its start: a stand-in that takes a given time on
+// its stream and holds one SM's slot, for communication a lone GPU cannot run. Nothing for
+// |nanoseconds| <= 0.
+cudaError_t SpinFor(int64_t nanoseconds, cudaStream_t stream);
+
 }  // namespace loom::cuda
 
 #endif  // LOOM_DEVICE_CUDA_DEVICE_KERNELS_H_

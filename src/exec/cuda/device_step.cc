@@ -374,6 +374,9 @@ Status DeviceStep::EnqueueWork(size_t index, const NcclComms& comms, cudaStream_
       return EnqueueCollective(index, comms.communicator(task.communicator), stream);
     case DeviceWork::kOptimizer:
       return EnqueueTraffic(task.traffic, stream);
+    case DeviceWork::kStandIn:
+      LOOM_CUDA(SpinFor(task.stand_in.nanos(), stream));
+      return Status::Ok();
   }
   return Status::Internal("unknown DeviceWork " + std::to_string(static_cast<int>(task.work)));
 }
