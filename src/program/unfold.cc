@@ -61,6 +61,29 @@ UnfoldedGroup GroupOf(CommGroup group) {
 constexpr int64_t kMaxGpus = int64_t{1} << 20;
 constexpr int64_t kMaxUnfoldedTasks = int64_t{1} << 23;
 
+// |to|'s pool ids are |from|'s (its graph has the same pools, in order) and its categories are
+// |from|'s, by name in |to|'s string table (|name| maps an id of |from|'s to one of |to|'s).
+template <typename NameMap>
+void CopyPoolsAndCategories(const StepGraph& from, StepGraph& to, NameMap&& name) {
+  to.weights = from.weights;
+  to.gradients = from.gradients;
+  to.optimizer_states = from.optimizer_states;
+  to.model_states = from.model_states;
+  to.activations = from.activations;
+  to.logits = from.logits;
+  to.recompute = from.recompute;
+  to.gathered_weights = from.gathered_weights;
+  to.compute_category = name(from.compute_category);
+  to.tp_category = name(from.tp_category);
+  to.pp_category = name(from.pp_category);
+  to.dp_category = name(from.dp_category);
+  to.optimizer_category = name(from.optimizer_category);
+  to.cp_category = name(from.cp_category);
+  to.offload_category = name(from.offload_category);
+  to.host_category = name(from.host_category);
+  to.tp_hidden_category = name(from.tp_hidden_category);
+}
+
 int64_t At(const std::vector<int64_t>& v, int32_t i) {
   return i >= 0 && static_cast<size_t>(i) < v.size() ? v[static_cast<size_t>(i)] : 0;
 }
@@ -507,23 +530,7 @@ Result<PlanFile> Unfolder::Run() {
   LOOM_RETURN_IF_ERROR(AddDependencies());
   LOOM_RETURN_IF_ERROR(AddGroups());
   AddMemory();
-  step.weights = fs_.weights;
-  step.gradients = fs_.gradients;
-  step.optimizer_states = fs_.optimizer_states;
-  step.model_states = fs_.model_states;
-  step.activations = fs_.activations;
-  step.logits = fs_.logits;
-  step.recompute = fs_.recompute;
-  step.gathered_weights = fs_.gathered_weights;
-  step.compute_category = Name(fs_.compute_category);
-  step.tp_category = Name(fs_.tp_category);
-  step.pp_category = Name(fs_.pp_category);
-  step.dp_category = Name(fs_.dp_category);
-  step.optimizer_category = Name(fs_.optimizer_category);
-  step.cp_category = Name(fs_.cp_category);
-  step.offload_category = Name(fs_.offload_category);
-  step.host_category = Name(fs_.host_category);
-  step.tp_hidden_category = Name(fs_.tp_hidden_category);
+  CopyPoolsAndCategories(fs_, step, [this](NameId id) { return Name(id); });
   LOOM_RETURN_IF_ERROR(g_.build_status());
   return std::move(out_);
 }
@@ -596,23 +603,7 @@ Result<PlanFile> OneGpuPlan(const PlanFile& unfolded, int32_t rank) {
   }
   step.compute_stream.push_back(stream_of[in.compute_stream[rank]]);
   if (!in.host_stream.empty()) step.host_stream.push_back(stream_of[in.host_stream[rank]]);
-  step.weights = in.weights;
-  step.gradients = in.gradients;
-  step.optimizer_states = in.optimizer_states;
-  step.model_states = in.model_states;
-  step.activations = in.activations;
-  step.logits = in.logits;
-  step.recompute = in.recompute;
-  step.gathered_weights = in.gathered_weights;
-  step.compute_category = name(in.compute_category);
-  step.tp_category = name(in.tp_category);
-  step.pp_category = name(in.pp_category);
-  step.dp_category = name(in.dp_category);
-  step.optimizer_category = name(in.optimizer_category);
-  step.cp_category = name(in.cp_category);
-  step.offload_category = name(in.offload_category);
-  step.host_category = name(in.host_category);
-  step.tp_hidden_category = name(in.tp_hidden_category);
+  CopyPoolsAndCategories(in, step, name);
   LOOM_RETURN_IF_ERROR(o.build_status());
   return out;
 }
