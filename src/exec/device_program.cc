@@ -12,8 +12,9 @@ namespace {
 
 constexpr char kSupported[] =
     "the cuda backend runs plans unfolded to their GPUs (tp, cp, ep and data parallelism, ring "
-    "attention, expert all-to-alls), without ZeRO-3 layer gathers or offload; validate this plan "
-    "with --backend host";
+    "attention, expert all-to-alls, ZeRO-3 layer gathers), without offload; validate this plan "
+    "with --backend host, or run one GPU's kernels with --backend cuda --one-gpu, which stands in "
+    "for its copies";
 
 Status NotRunnable(const TaskGraph& g, TaskId task, const std::string& what) {
   return Status::Unimplemented("task " + g.DescribeTask(task) + " " + what + "; " + kSupported);
@@ -285,6 +286,12 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
       d.traffic = payloads.optimizer[work.index];
       return Status::Ok();
     case WorkKind::kLayerGather:
+      // ZeRO-3's all-gather of one layer's weights: its output is the gathered weights the task
+      // allocates (nccl-tests' all_gather size is the output).
+      if (work.group < 0 && group != kNoGroup) {
+        return NotRunnable(g_, d.task, "gathers weights across replicas of a plan not unfolded");
+      }
+      return run({{CollectiveKind::kAllGather, CommGroup::kDp, g_.task(d.task).alloc_at_start_bytes}});
     case WorkKind::kOffload:
     case WorkKind::kHost:
       break;
@@ -293,15 +300,18 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
 }
 
 // Allocations at start and frees at end, on the task's stream. Allocations are on the compute
-// stream only, where every pass allocates its activations, so that the stream-ordered allocator
-// takes them in the order they run; a free may be on another stream (the tp stream frees what a
-// pass kept once its collectives end), which returns the memory when that stream gets there.
+// stream, where every pass allocates its activations, so that the stream-ordered allocator takes
+// them in the order they run, or are a ZeRO-3 gather's buffer on its own stream (one pool, in that
+// stream's order); a free may be on another stream (the tp stream frees what a pass kept once its
+// collectives end, the compute stream a layer's gathered weights), which returns the memory when
+// that stream gets there.
 Status ProgramBuilder::SetMemory() {
   const StreamId compute = plan_.step.compute_stream[rank_];
   const auto add = [&](TaskId task, MemoryPhase phase, PoolId pool, int64_t delta) -> Status {
     if (delta == 0) return Status::Ok();
     DeviceTask& d = out_.tasks[index_of_[task]];
-    if (g_.task(task).stream != compute && delta > 0) {
+    if (g_.task(task).stream != compute && delta > 0 &&
+        plan_.step.work[task].kind != WorkKind::kLayerGather) {
       return NotRunnable(g_, task, "allocates memory off its rank's compute stream");
     }
     if ((phase == MemoryPhase::kAtStart) != (delta > 0)) {

@@ -115,9 +115,9 @@ int32_t TaskClass(const DeviceTask& task);
 
 // Builds GPU |rank|'s program of |plan|, a plan unfolded to its GPUs (UnfoldPlan). Unimplemented,
 // naming the task and what is missing, for what the cuda backend does not run: a pass's
-// collectives still folded (a plan that was not unfolded), ZeRO-3 layer gathers, offload, a
-// dependency between ranks that does not leave a send, an allocation off its rank's compute
-// stream, a free when a task starts or an allocation when it ends.
+// collectives still folded (a plan that was not unfolded), offload copies, a dependency between
+// ranks that does not leave a send, an allocation off its rank's compute stream (but for a ZeRO-3
+// gather's buffer), a free when a task starts or an allocation when it ends.
 // With |stand_ins| (the program of a lone GPU, OneGpuPlan), every communication task - sends,
 // collectives, ZeRO-3 gathers, offload copies - is a kStandIn of its predicted time instead.
 // REQUIRES: |exec| was planned from |plan.step.graph|.

@@ -93,10 +93,9 @@ TEST(Validate, RefusesACollectiveOfATaskThatDoesNotExist) {
 }
 
 // The cuda backend runs tensor-parallel plans unfolded, one process per GPU: a tp 2 x pp 2 plan
-// on one process is refused with the command that launches it. What it does not run, ZeRO-3's
-// layer gathers, it refuses before it starts MPI or touches a GPU (without CUDA: that it was not
-// built).
-TEST(Validate, CudaBackendRunsTensorParallelPlansUnfoldedAndRefusesZero3) {
+// on one process is refused with the command that launches it. What it does not run, ZeRO-Offload's
+// copies, it refuses before it starts MPI or touches a GPU (without CUDA: that it was not built).
+TEST(Validate, CudaBackendRunsTensorParallelPlansUnfoldedAndRefusesOffload) {
   Result<ModelSpec> model = LoadModelSpec(Shipped("models/llama3-8b.json"));
   Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"));
   ASSERT_TRUE(model.ok() && cluster.ok());
@@ -114,20 +113,21 @@ TEST(Validate, CudaBackendRunsTensorParallelPlansUnfoldedAndRefusesZero3) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("mpirun -np 4 loom validate"), std::string::npos) << r.err;
 
-  Strategy zero3;
-  zero3.dp = 2;
-  zero3.zero_stage = 3;
-  zero3.micro_batch = 1;
-  zero3.global_batch = 4;
-  zero3.seq_len = 2048;
-  plan = MakePlanFile(*model, *cluster, zero3, {}, {});
+  Strategy offload;
+  offload.dp = 2;
+  offload.zero_stage = 2;
+  offload.offload = Offload::kOptimizer;
+  offload.micro_batch = 1;
+  offload.global_batch = 4;
+  offload.seq_len = 2048;
+  plan = MakePlanFile(*model, *cluster, offload, {}, {});
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  const std::string zero3_path = Write(PlanFileJson(*plan), "loom_validate_cuda_zero3.json");
-  r = Loom({"validate", zero3_path, "--backend", "cuda"});
+  const std::string offload_path = Write(PlanFileJson(*plan), "loom_validate_cuda_offload.json");
+  r = Loom({"validate", offload_path, "--backend", "cuda"});
 #ifdef LOOM_HAVE_CUDA
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find(zero3_path + ": task "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("layer_gather"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(offload_path + ": task "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is offload"), std::string::npos) << r.err;
 #else
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("built without CUDA"), std::string::npos) << r.err;

@@ -308,14 +308,20 @@ std::vector<DeviceProgram> AllPrograms(const PlanFile& plan, Result<ExecPlan>& e
   return Programs(plan, *exec);
 }
 
-// Enqueued as the programs say, the streams of the 8 GPUs of the tp 2 x pp 2 x dp 2, cp 2 ring
-// and ep 4 MoE plans run the whole step without a deadlock and end every task when the simulator
-// predicted: sends, receives, collective orders and events are the unfolded step's.
+// Enqueued as the programs say, the streams of the 8 GPUs of the tp 2 x pp 2 x dp 2, cp 2 ring,
+// ep 4 MoE and tp 2 x dp 4 ZeRO-3 plans run the whole step without a deadlock and end every task
+// when the simulator predicted: sends, receives, collective orders and events are the unfolded
+// step's.
 TEST(DeviceProgram, UnfoldedProgramsReplayedOnStreamsEndTheStepWhenPredicted) {
+  Strategy zero3 = EightGpus(2, 1, 1, 4);  // tp 2 x dp 4, ZeRO-3's layer gathers over dp
+  zero3.pp = 1;
+  zero3.vpp = 1;
+  zero3.zero_stage = 3;
   const std::vector<std::pair<std::string, Strategy>> plans = {
       {"models/llama3-8b.json", EightGpus(2, 1, 1, 2)},
       {"models/llama3-8b.json", EightGpus(1, 2, 1, 2)},
-      {"models/qwen3-30b-a3b.json", EightGpus(1, 1, 4, 4)}};
+      {"models/qwen3-30b-a3b.json", EightGpus(1, 1, 4, 4)},
+      {"models/llama3-8b.json", zero3}};
   for (const auto& [model, strategy] : plans) {
     SCOPED_TRACE(model + " tp " + std::to_string(strategy.tp) + " cp " +
                  std::to_string(strategy.cp) + " ep " + std::to_string(strategy.ep));
@@ -329,6 +335,20 @@ TEST(DeviceProgram, UnfoldedProgramsReplayedOnStreamsEndTheStepWhenPredicted) {
     ASSERT_TRUE(predicted.ok());
     for (TaskId t = 0; t < plan.step.graph.num_tasks(); ++t) {
       ASSERT_EQ(end[t], predicted->end[t]) << plan.step.graph.DescribeTask(t);
+    }
+    if (strategy.zero_stage == 3) {
+      // Its layer gathers are all-gathers of the gathered weights over the 4 replicas.
+      int32_t gathers = 0;
+      for (const DeviceTask& d : programs[0].tasks) {
+        if (plan.step.work[d.task].kind != WorkKind::kLayerGather) continue;
+        ++gathers;
+        ASSERT_EQ(d.work, DeviceWork::kCollective);
+        EXPECT_EQ(exec->communicators()[d.communicator].ranks.size(), 4u);
+        EXPECT_EQ(d.collectives.at(0).kind, CollectiveKind::kAllGather);
+        EXPECT_EQ(d.collectives.at(0).bytes, plan.step.graph.task(d.task).alloc_at_start_bytes);
+        EXPECT_EQ(d.alloc_at_start.size(), 1u);
+      }
+      EXPECT_GT(gathers, 0);
     }
   }
 }
