@@ -49,29 +49,6 @@ class ProgramBuilder {
   bool ring_ = false;  // the cp collectives of the passes are ring sends (kRingSend tasks)
 };
 
-// The whole pass that |work| is a part of.
-TaskWork WholePass(TaskWork work) {
-  work.kind = WorkKind::kPass;
-  work.group = -1;
-  work.part = 0;
-  work.parts = 1;
-  return work;
-}
-
-// The group an unfolded task's TaskWork::group names, as the op vocabulary's CommGroup (the
-// expert data-parallel group is data-parallel: the communicator says which GPUs).
-CommGroup CommGroupOf(int32_t group) {
-  switch (static_cast<UnfoldedGroup>(group)) {
-    case UnfoldedGroup::kTp: return CommGroup::kTp;
-    case UnfoldedGroup::kCp: return CommGroup::kCp;
-    case UnfoldedGroup::kEp: return CommGroup::kEp;
-    case UnfoldedGroup::kEtp: return CommGroup::kEtp;
-    case UnfoldedGroup::kDp:
-    case UnfoldedGroup::kEdp: break;
-  }
-  return CommGroup::kDp;
-}
-
 int64_t ProgramBuilder::SendBytes(TaskId send) const {
   const TaskWork& work = plan_.step.work[send];
   if (work.kind != WorkKind::kRingSend) return plan_.workload.payloads.p2p_bytes;
@@ -252,7 +229,7 @@ Status ProgramBuilder::SetWork(DeviceTask& d) {
                            "plan not unfolded to its GPUs: UnfoldPlan)");
       }
       // This part's own collectives on the task's group, in pass order.
-      const CommGroup on = CommGroupOf(work.group);
+      const CommGroup on = CommGroupOf(static_cast<UnfoldedGroup>(work.group));
       std::vector<CollectiveShape> collectives;
       for (const Op* op : OpsOfPass(plan_.workload, work).ops) {
         if (op->kind != OpKind::kCollective) continue;

@@ -64,6 +64,29 @@ std::string_view UnfoldedGroupName(UnfoldedGroup kind) {
   return "?";
 }
 
+UnfoldedGroup UnfoldedGroupOf(CommGroup group) {
+  switch (group) {
+    case CommGroup::kTp: return UnfoldedGroup::kTp;
+    case CommGroup::kCp: return UnfoldedGroup::kCp;
+    case CommGroup::kEp: return UnfoldedGroup::kEp;
+    case CommGroup::kEtp: return UnfoldedGroup::kEtp;
+    case CommGroup::kDp: return UnfoldedGroup::kDp;
+  }
+  return UnfoldedGroup::kDp;
+}
+
+CommGroup CommGroupOf(UnfoldedGroup group) {
+  switch (group) {
+    case UnfoldedGroup::kTp: return CommGroup::kTp;
+    case UnfoldedGroup::kCp: return CommGroup::kCp;
+    case UnfoldedGroup::kEp: return CommGroup::kEp;
+    case UnfoldedGroup::kEtp: return CommGroup::kEtp;
+    case UnfoldedGroup::kDp:
+    case UnfoldedGroup::kEdp: break;
+  }
+  return CommGroup::kDp;
+}
+
 int32_t GroupSize(const GpuLayout& layout, UnfoldedGroup kind) {
   switch (kind) {
     case UnfoldedGroup::kTp: return layout.tp;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "op/op.h"
 
 namespace loom {
 
@@ -62,6 +63,10 @@ int32_t GroupSize(const GpuLayout& layout, UnfoldedGroup kind);
 // The lane of the first member (the one whose varying ranks are all 0) of the group of |kind| that
 // lane |lane| is in: together with the stage, it names the group.
 int32_t GroupLeaderLane(const GpuLayout& layout, int32_t lane, UnfoldedGroup kind);
+// The group of the op vocabulary's |group| (kDp: the dense data-parallel group), and back (kEdp,
+// the expert data-parallel group, is data-parallel: kDp).
+UnfoldedGroup UnfoldedGroupOf(CommGroup group);
+CommGroup CommGroupOf(UnfoldedGroup group);
 // The ranks of the group of |kind| that graph rank |rank| belongs to, ascending.
 std::vector<int32_t> GroupRanks(const GpuLayout& layout, int32_t stages, int32_t rank,
                                 UnfoldedGroup kind);

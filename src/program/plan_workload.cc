@@ -234,6 +234,14 @@ void ReadPayloads(const nlohmann::json& json, const std::string& file, PlanWorkl
 
 }  // namespace
 
+TaskWork WholePass(TaskWork work) {
+  work.kind = WorkKind::kPass;
+  work.group = -1;
+  work.part = 0;
+  work.parts = 1;
+  return work;
+}
+
 PassOps OpsOfPass(const PlanWorkload& workload, const TaskWork& work) {
   PassOps all;
   const std::vector<BlockRun>& runs = workload.chunks.chunks[work.index];

@@ -56,6 +56,10 @@ struct PassOps {
 // REQUIRES: work.kind == WorkKind::kPass and work.index a virtual stage of |workload|.
 PassOps OpsOfPass(const PlanWorkload& workload, const TaskWork& work);
 
+// The whole pass (part 0 of 1, kind kPass) that |work| - a pass part, its collectives, a ring send
+// - belongs to, for OpsOfPass.
+TaskWork WholePass(TaskWork work);
+
 // The "workload" object of a plan file:
 //   {"blocks": [{"forward": [op], "backward_input": [op], "backward_weight": [op], "recompute":
 //   [op]}],

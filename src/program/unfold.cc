@@ -45,17 +45,6 @@ std::vector<SimTime> Share(SimTime total, const std::vector<int64_t>& weights) {
   return out;
 }
 
-UnfoldedGroup GroupOf(CommGroup group) {
-  switch (group) {
-    case CommGroup::kTp: return UnfoldedGroup::kTp;
-    case CommGroup::kCp: return UnfoldedGroup::kCp;
-    case CommGroup::kEp: return UnfoldedGroup::kEp;
-    case CommGroup::kEtp: return UnfoldedGroup::kEtp;
-    case CommGroup::kDp: return UnfoldedGroup::kDp;
-  }
-  return UnfoldedGroup::kTp;
-}
-
 // What validate unfolds at most: every GPU is one process, and every task of every GPU is in each
 // process's memory (about 100 bytes a task with its dependencies).
 constexpr int64_t kMaxGpus = int64_t{1} << 20;
@@ -332,18 +321,14 @@ const std::vector<SubCollective>& Unfolder::SubsOf(TaskId ft) {
     // first uses it, holding the time of all its collectives on that group. The builder gives
     // each part of a pass an equal slice of the pass's collectives time (SlicePass), so a part
     // holds its share of every one: the groups are those of the whole pass.
-    TaskWork pass = work;
-    pass.kind = WorkKind::kPass;
-    pass.part = 0;
-    pass.parts = 1;
-    const PassOps ops = OpsOfPass(in_.workload, pass);
+    const PassOps ops = OpsOfPass(in_.workload, WholePass(work));
     for (size_t i = 0; i < ops.ops.size(); ++i) {
       const Op& op = *ops.ops[i];
       if (op.kind != OpKind::kCollective) continue;
       const CollectiveShape& shape = std::get<CollectiveShape>(op.shape);
       // With ring attention the cp collectives are the ring sends, tasks of their own.
       if (ring_ && shape.group == CommGroup::kCp) continue;
-      const UnfoldedGroup group = GroupOf(shape.group);
+      const UnfoldedGroup group = UnfoldedGroupOf(shape.group);
       size_t at = 0;
       while (at < subs.size() && subs[at].group != group) ++at;
       if (at == subs.size()) {

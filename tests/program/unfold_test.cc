@@ -56,17 +56,6 @@ Strategy Ep4Moe() {
   return s;
 }
 
-UnfoldedGroup GroupOf(CommGroup group) {
-  switch (group) {
-    case CommGroup::kTp: return UnfoldedGroup::kTp;
-    case CommGroup::kCp: return UnfoldedGroup::kCp;
-    case CommGroup::kEp: return UnfoldedGroup::kEp;
-    case CommGroup::kEtp: return UnfoldedGroup::kEtp;
-    case CommGroup::kDp: return UnfoldedGroup::kDp;
-  }
-  return UnfoldedGroup::kDp;
-}
-
 // The group a task of |unfolded| is a member of, as its TaskWork says, checked against what it
 // runs: a pass's collectives task runs collectives of that group; a data-parallel task's experts
 // share exists only where the stage has expert gradients or weights.
@@ -75,16 +64,11 @@ UnfoldedGroup ExpectedGroup(const PlanFile& unfolded, TaskId task) {
   EXPECT_GE(work.group, 0) << unfolded.step.graph.DescribeTask(task);
   const auto group = static_cast<UnfoldedGroup>(std::max(work.group, 0));
   if (work.kind == WorkKind::kTpComm) {
-    TaskWork pass = work;
-    pass.kind = WorkKind::kPass;
-    pass.group = -1;
-    pass.part = 0;
-    pass.parts = 1;
-    const PassOps ops = OpsOfPass(unfolded.workload, pass);
+    const PassOps ops = OpsOfPass(unfolded.workload, WholePass(work));
     bool runs = false;
     for (const Op* op : ops.ops) {
       runs = runs || (op->kind == OpKind::kCollective &&
-                      GroupOf(std::get<CollectiveShape>(op->shape).group) == group);
+                      UnfoldedGroupOf(std::get<CollectiveShape>(op->shape).group) == group);
     }
     EXPECT_TRUE(runs) << unfolded.step.graph.DescribeTask(task) << " runs no "
                       << UnfoldedGroupName(group) << " collective";
