@@ -4,6 +4,7 @@
 // execution (PlanExecution). Making the plan file is excluded.
 
 #include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
 
 #include "exec/exec_plan.h"
 #include "program/unfold.h"

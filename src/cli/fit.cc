@@ -38,7 +38,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-struct FitOptions {
+struct FitCommandOptions {
   std::vector<std::string> inputs;
   std::string gpu_path;
   std::string cluster_path;
@@ -90,7 +90,7 @@ std::function<Status(const std::string&)> LoadsWith(Load load) {
 
 // Where the result goes (FitDestination): "" with --dry-run, --output, the file itself with
 // --in-place, else a new file beside it.
-Result<std::string> Destination(const FitOptions& o, const std::string& hardware_file) {
+Result<std::string> Destination(const FitCommandOptions& o, const std::string& hardware_file) {
   return FitDestination({o.dry_run || o.check, o.output_path, o.in_place, o.force}, hardware_file);
 }
 
@@ -123,7 +123,7 @@ void PrintCalibration(const Json& calibration, const std::vector<std::string>& f
 }
 
 // The keys of loom.fit/1 that both models share.
-Json FitJsonHeader(const FitOptions& o, std::string_view model, const std::string& target,
+Json FitJsonHeader(const FitCommandOptions& o, std::string_view model, const std::string& target,
                    const std::vector<std::string>& fitted_keys, const Json& calibration,
                    const std::string& destination) {
   Json j;
@@ -162,7 +162,7 @@ std::string ProfileSource(const std::vector<Profile>& profiles, const ComputeFit
          Percent(fit.mean_abs_relative_error) + ".";
 }
 
-Json ComputeJson(const FitOptions& o, const std::vector<ProfileSample>& samples,
+Json ComputeJson(const FitCommandOptions& o, const std::vector<ProfileSample>& samples,
                  const ComputeFit& fit, const Json& calibration, const std::string& destination) {
   Json j = FitJsonHeader(o, "compute", o.gpu_path, fit.fitted_keys, calibration, destination);
   j["classes"] = Json::array();
@@ -299,7 +299,7 @@ void PrintCheck(const std::vector<Profile>& profiles, const std::vector<ProfileS
          "samples it was not fitted to, they are its held-out error\n";
 }
 
-Status RunGpuFit(const FitOptions& o, std::ostream& out) {
+Status RunGpuFit(const FitCommandOptions& o, std::ostream& out) {
   LOOM_ASSIGN_OR_RETURN(GpuSpec gpu, LoadGpuSpec(o.gpu_path));
   LOOM_ASSIGN_OR_RETURN(std::string written, Destination(o, o.gpu_path));
   std::vector<Profile> profiles;
@@ -376,7 +376,7 @@ std::string CommSource(const std::vector<NcclTestsRun>& runs, const CommFit& fit
          ": mean |busbw error| " + Percent(fit.busbw_mape) + ".";
 }
 
-Json CommJson(const FitOptions& o, const CommFit& fit, const Json& calibration,
+Json CommJson(const FitCommandOptions& o, const CommFit& fit, const Json& calibration,
               const std::string& destination) {
   Json j =
       FitJsonHeader(o, "communication", o.cluster_path, fit.fitted_keys, calibration, destination);
@@ -471,7 +471,7 @@ Result<std::vector<NcclTestsRun>> ReadCollectiveRuns(const std::string& path) {
   return std::vector<NcclTestsRun>{run};
 }
 
-Status RunClusterFit(const FitOptions& o, std::ostream& out) {
+Status RunClusterFit(const FitCommandOptions& o, std::ostream& out) {
   LOOM_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterSpec(o.cluster_path));
   LOOM_ASSIGN_OR_RETURN(std::string written, Destination(o, o.cluster_path));
   std::vector<NcclTestsRun> runs;
@@ -529,7 +529,7 @@ Result<std::vector<RunParam>> ParseRunParams(const std::string& text, bool* auto
 
 // |file|'s JSON with |edit| applied, written atomically to its Destination and checked by |load|.
 // Returns the file written.
-Result<std::string> EditFile(const FitOptions& o, const std::string& file,
+Result<std::string> EditFile(const FitCommandOptions& o, const std::string& file,
                              const std::function<void(Json&)>& edit,
                              const std::function<Status(const std::string&)>& load) {
   LOOM_ASSIGN_OR_RETURN(std::string destination, Destination(o, file));
@@ -542,7 +542,7 @@ Result<std::string> EditFile(const FitOptions& o, const std::string& file,
 // Writes each fitted multiplier into the file that holds its parameter: the values of the runs
 // with the multipliers applied (WithMultipliers), so that the files say what the fit simulated.
 // Returns what it wrote.
-Result<std::vector<std::string>> WriteRunFit(const FitOptions& o, const RunFit& fit,
+Result<std::vector<std::string>> WriteRunFit(const FitCommandOptions& o, const RunFit& fit,
                                              const std::vector<MeasuredRun>& runs,
                                              const std::string& runs_path) {
   std::vector<std::string> written;
@@ -618,7 +618,7 @@ Result<std::vector<std::string>> WriteRunFit(const FitOptions& o, const RunFit& 
   return written;
 }
 
-Status RunRunsFit(const FitOptions& o, std::ostream& out) {
+Status RunRunsFit(const FitCommandOptions& o, std::ostream& out) {
   if (!o.output_path.empty()) {
     return Status::InvalidArgument(
         "--output with --runs: the fit writes each parameter into its own file (the "
@@ -719,7 +719,7 @@ Status RunRunsFit(const FitOptions& o, std::ostream& out) {
 }  // namespace
 
 void AddFitCommand(CLI::App& app, CommandRunner& runner) {
-  auto options = std::make_shared<FitOptions>();
+  auto options = std::make_shared<FitCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "fit",
       "Fit the cost models to measurements and write the calibration into the GPU or cluster file");
@@ -814,7 +814,7 @@ void AddFitCommand(CLI::App& app, CommandRunner& runner) {
       "Megatron/DeepSpeed log)");
   cmd->callback([options, cmd, &runner] {
     // Which fit the options ask for, checked while parsing: a wrong combination is a usage error.
-    const FitOptions& o = *options;
+    const FitCommandOptions& o = *options;
     if (!o.runs_path.empty()) {
       if (!o.gpu_path.empty()) {
         throw CLI::ValidationError(

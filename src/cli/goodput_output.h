@@ -4,7 +4,7 @@
 #include <optional>
 #include <ostream>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
 #include "plan/goodput.h"

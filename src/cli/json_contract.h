@@ -1,7 +1,7 @@
 #ifndef LOOM_CLI_JSON_CONTRACT_H_
 #define LOOM_CLI_JSON_CONTRACT_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/search_space.h"
 
 namespace loom {

@@ -5,7 +5,7 @@
 #include <ostream>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "plan/fit_suggestions.h"
 #include "sim/memory_breakdown.h"

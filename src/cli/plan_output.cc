@@ -5,6 +5,8 @@
 #include <iomanip>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/format.h"
 #include "cli/memory_output.h"
 #include "core/formatted.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // full header: EmitResult holds its json as a value
 
 #include "plan/explain.h"
 #include "plan/planner.h"

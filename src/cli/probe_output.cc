@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/formatted.h"
 #include "probe/nccl_table.h"
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 namespace loom {
 
 double RoundSignificant(double value, int digits) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "cost/calibration_file.h"
 #include "cost/nccl_model.h"
 

@@ -2,7 +2,7 @@
 #define LOOM_COST_COMM_FIT_H_
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

@@ -16,7 +16,7 @@ std::string ClusterFile(const ClusterSpec& cluster) {
   return cluster.file.empty() ? "the cluster file" : cluster.file;
 }
 
-std::string Show(double value) {
+std::string ShowQuantity(double value) {
   std::ostringstream out;
   out << value;
   return out.str();
@@ -26,7 +26,7 @@ Status CheckPcie(const ClusterSpec& cluster) {
   if (cluster.host.pcie_bandwidth_GBps > 0) return Status::Ok();
   return Status::InvalidArgument(
       ClusterFile(cluster) + ": host.pcie_bandwidth_GBps is " +
-      Show(cluster.host.pcie_bandwidth_GBps) +
+      ShowQuantity(cluster.host.pcie_bandwidth_GBps) +
       "; offload copies over PCIe: set it to the GPU-to-host bandwidth per "
       "GPU and direction (PCIe Gen5 x16: 63.0)");
 }
@@ -36,7 +36,7 @@ Result<SimTime> TransferTime(double bytes, double GBps, const std::string& what)
   const double seconds = bytes / (GBps * 1e9);
   if (!(seconds < kMaxSeconds)) {
     return Status::InvalidArgument(
-        what + " takes " + Show(seconds) +
+        what + " takes " + ShowQuantity(seconds) +
         " s, past the simulator's clock range; check the parameter count");
   }
   return SimTime::FromSeconds(seconds);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "core/file_io.h"
 #include "core/formatted.h"
 #include "core/json_reader.h"

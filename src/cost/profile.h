@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/enum_names.h"
 #include "core/json_reader.h"

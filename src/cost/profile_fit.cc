@@ -8,6 +8,8 @@
 #include <set>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "cost/calibration_file.h"
 #include "cost/compute_model.h"
 #include "cost/gemm_tiles.h"

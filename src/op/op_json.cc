@@ -4,6 +4,8 @@
 #include <optional>
 #include <type_traits>
 
+#include <nlohmann/json.hpp>
+
 #include "core/formatted.h"
 
 namespace loom {

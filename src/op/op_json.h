@@ -4,7 +4,7 @@
 #include <string>
 #include <variant>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/json_reader.h"
 #include "op/op.h"

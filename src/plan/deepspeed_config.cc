@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/formatted.h"
 #include "plan/arg_list.h"
 #include "workload/grad_accumulation.h"

@@ -1,7 +1,7 @@
 #ifndef LOOM_PLAN_DEEPSPEED_CONFIG_H_
 #define LOOM_PLAN_DEEPSPEED_CONFIG_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // full header: DeepSpeedPlan holds its config as a value
 #include <string>
 #include <utility>
 #include <vector>

@@ -31,7 +31,7 @@ using Messages = std::vector<std::string>;
 
 // Mainline Megatron-LM runs 1F1B (forward_backward_pipelining_without_interleaving) and, with
 // virtual stages, interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py); nothing else.
-void CheckSchedule(const Strategy& s, Messages& out) {
+void CheckMegatronSchedule(const Strategy& s, Messages& out) {
   switch (s.schedule) {
     case ScheduleKind::k1F1B:
     case ScheduleKind::kInterleaved:
@@ -638,7 +638,7 @@ std::string ShellQuoted(const std::string& token) {
 Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const Strategy& strategy,
                                                    const MegatronOptions& options) {
   Messages problems;
-  CheckSchedule(strategy, problems);
+  CheckMegatronSchedule(strategy, problems);
   CheckArchitecture(model, problems);
   CheckModelSettings(model, options, problems);
   CheckSettings(strategy, options, problems);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // full header: PlanFile holds its source as a value
 
 #include "core/status.h"
 #include "program/gpu_layout.h"

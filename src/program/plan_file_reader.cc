@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/json_reader.h"
 #include "program/plan_file_layout.h"
 

@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "core/json_reader.h"
 #include "op/op_json.h"
 
@@ -19,7 +21,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr char kRewrite[] = "write the plan again with `loom plan ... --emit plan`";
+constexpr char kWriteWorkloadAgain[] = "write the plan again with `loom plan ... --emit plan`";
 constexpr IntRange kBytes{0, INT64_MAX};
 
 // The four op lists of a block, by their names in the file.
@@ -59,7 +61,8 @@ std::pair<Op, SimTime> ReadOp(const nlohmann::json& json, const std::string& fil
   static const nlohmann::json kEmpty = nlohmann::json::object();
   if (!json.is_object()) {
     errors.push_back(file + ": " + path +
-                     " must be an object {\"name\", \"kind\", \"shape\", ...}; " + kRewrite);
+                     " must be an object {\"name\", \"kind\", \"shape\", ...}; " +
+                     kWriteWorkloadAgain);
     return {};
   }
   JsonReader r(json, file, path);
@@ -68,7 +71,8 @@ std::pair<Op, SimTime> ReadOp(const nlohmann::json& json, const std::string& fil
   if (const std::optional<OpName> parsed = ParseOpName(name)) {
     op.name = *parsed;
   } else if (!name.empty()) {
-    r.AddError("name", "is \"" + name + "\", which is no op this loom knows; " + kRewrite);
+    r.AddError("name",
+               "is \"" + name + "\", which is no op this loom knows; " + kWriteWorkloadAgain);
   }
   op.kind = ReadEnum(r, "kind", kOpKindNames);
   const nlohmann::json* shape =
@@ -91,14 +95,14 @@ std::vector<int64_t> ReadInts(const nlohmann::json* json, const std::string& whe
                               std::vector<std::string>& errors) {
   std::vector<int64_t> out;
   if (json == nullptr || !json->is_array()) {
-    errors.push_back(where + " must be an array of integers; " + kRewrite);
+    errors.push_back(where + " must be an array of integers; " + kWriteWorkloadAgain);
     return out;
   }
   for (const nlohmann::json& v : *json) {
     if (!v.is_number_integer() || v.get<int64_t>() < min) {
       errors.push_back(where + " holds " + v.dump() +
                        "; every value must be an integer of at least " + std::to_string(min) +
-                       "; " + kRewrite);
+                       "; " + kWriteWorkloadAgain);
       return out;
     }
     out.push_back(v.get<int64_t>());
@@ -115,7 +119,7 @@ void ReadBlocks(const nlohmann::json& json, const std::string& file, PlanWorkloa
                 std::vector<std::string>& errors) {
   const nlohmann::json* blocks = Member(json, "blocks");
   if (blocks == nullptr || !blocks->is_array()) {
-    errors.push_back(file + ": workload.blocks must be an array of blocks; " + kRewrite);
+    errors.push_back(file + ": workload.blocks must be an array of blocks; " + kWriteWorkloadAgain);
     return;
   }
   for (size_t b = 0; b < blocks->size(); ++b) {
@@ -127,7 +131,8 @@ void ReadBlocks(const nlohmann::json& json, const std::string& file, PlanWorkloa
       const nlohmann::json* list = block.is_object() ? Member(block, kLists[l]) : nullptr;
       const std::string list_where = where + "." + std::string(kLists[l]);
       if (list == nullptr || !list->is_array()) {
-        errors.push_back(file + ": " + list_where + " must be an array of ops; " + kRewrite);
+        errors.push_back(file + ": " + list_where + " must be an array of ops; " +
+                         kWriteWorkloadAgain);
         return;
       }
       for (size_t i = 0; i < list->size(); ++i) {
@@ -141,7 +146,7 @@ void ReadBlocks(const nlohmann::json& json, const std::string& file, PlanWorkloa
       errors.push_back(file + ": " + where +
                        " must hold exactly forward, backward_input, backward_weight and "
                        "recompute; " +
-                       kRewrite);
+                       kWriteWorkloadAgain);
     }
   }
 }
@@ -154,7 +159,7 @@ void ReadChunks(const nlohmann::json& json, const std::string& file, PlanWorkloa
         file +
         ": workload.chunks must be an array with one list of [block, count] per virtual "
         "stage; " +
-        kRewrite);
+        kWriteWorkloadAgain);
     return;
   }
   const int64_t blocks = static_cast<int64_t>(out.chunks.blocks.size());
@@ -167,17 +172,17 @@ void ReadChunks(const nlohmann::json& json, const std::string& file, PlanWorkloa
                       run[1].is_number_integer() && run[0].get<int64_t>() >= 0 &&
                       run[0].get<int64_t>() < blocks && run[1].get<int64_t>() >= 1;
       if (!ok) {
-        errors.push_back(file + ": workload.chunks[" + std::to_string(v) + "][" +
-                         std::to_string(i) + "] is " + run.dump() +
-                         "; it must be [block, count] with a block below " +
-                         std::to_string(blocks) + " and a count of at least 1; " + kRewrite);
+        errors.push_back(
+            file + ": workload.chunks[" + std::to_string(v) + "][" + std::to_string(i) + "] is " +
+            run.dump() + "; it must be [block, count] with a block below " +
+            std::to_string(blocks) + " and a count of at least 1; " + kWriteWorkloadAgain);
         return;
       }
       runs.push_back({run[0].get<int32_t>(), run[1].get<int64_t>()});
     }
     if (!list.is_array()) {
       errors.push_back(file + ": workload.chunks[" + std::to_string(v) + "] must be an array; " +
-                       kRewrite);
+                       kWriteWorkloadAgain);
       return;
     }
   }
@@ -185,7 +190,7 @@ void ReadChunks(const nlohmann::json& json, const std::string& file, PlanWorkloa
   if (out.chunks.layers.size() != out.chunks.chunks.size() && errors.empty()) {
     errors.push_back(file + ": workload.layers has " + std::to_string(out.chunks.layers.size()) +
                      " entries for " + std::to_string(out.chunks.chunks.size()) +
-                     " virtual stages; " + kRewrite);
+                     " virtual stages; " + kWriteWorkloadAgain);
   }
 }
 
@@ -204,7 +209,7 @@ void ReadPayloads(const nlohmann::json& json, const std::string& file, PlanWorkl
         ReadInts(p != nullptr ? Member(*p, key) : nullptr, r.Where(key), 0, errors);
     if (values.size() != size && errors.empty()) {
       errors.push_back(r.Where(key) + " has " + std::to_string(values.size()) + " entries, not " +
-                       std::to_string(size) + "; " + kRewrite);
+                       std::to_string(size) + "; " + kWriteWorkloadAgain);
     }
     return values;
   };
@@ -215,7 +220,7 @@ void ReadPayloads(const nlohmann::json& json, const std::string& file, PlanWorkl
   if (optimizer == nullptr || !optimizer->is_array()) {
     errors.push_back(r.Where("optimizer") +
                      " must be an array of {\"bytes_read\", \"bytes_written\"} per stage; " +
-                     kRewrite);
+                     kWriteWorkloadAgain);
   } else {
     for (size_t s = 0; s < optimizer->size(); ++s) {
       JsonReader o((*optimizer)[s].is_object() ? (*optimizer)[s] : kEmpty, file,
@@ -335,7 +340,7 @@ Result<PlanWorkload> ParseWorkload(const nlohmann::json& json, const std::string
         file +
         ": workload must be an object {\"blocks\", \"chunks\", \"layers\", "
         "\"payloads\"}; " +
-        kRewrite);
+        kWriteWorkloadAgain);
   }
   PlanWorkload out;
   std::vector<std::string> errors;
@@ -346,7 +351,7 @@ Result<PlanWorkload> ParseWorkload(const nlohmann::json& json, const std::string
     if (item.key() != "blocks" && item.key() != "chunks" && item.key() != "layers" &&
         item.key() != "payloads") {
       errors.push_back(file + ": workload." + item.key() + " is not a key this loom reads; " +
-                       kRewrite);
+                       kWriteWorkloadAgain);
     }
   }
   if (errors.empty()) return out;
@@ -381,12 +386,12 @@ Status CheckCollectivesWhole(const StepGraph& step, const std::string& file) {
     } else {
       const size_t members = step.graph.group_members(group).size();
       if (seen.grouped != kNone && members != seen.members) {
-        return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(id) +
-                                       " runs its " + std::string(kWorkKindNames.Name(w.kind)) +
-                                       " in a collective of " + std::to_string(members) +
-                                       " members, task " + step.graph.DescribeTask(seen.grouped) +
-                                       " the same work in one of " + std::to_string(seen.members) +
-                                       ": a member is missing from \"collectives\"; " + kRewrite);
+        return Status::InvalidArgument(
+            file + ": task " + step.graph.DescribeTask(id) + " runs its " +
+            std::string(kWorkKindNames.Name(w.kind)) + " in a collective of " +
+            std::to_string(members) + " members, task " + step.graph.DescribeTask(seen.grouped) +
+            " the same work in one of " + std::to_string(seen.members) +
+            ": a member is missing from \"collectives\"; " + kWriteWorkloadAgain);
       }
       if (seen.grouped == kNone) seen.grouped = id, seen.members = members;
     }
@@ -398,7 +403,7 @@ Status CheckCollectivesWhole(const StepGraph& step, const std::string& file) {
                                      " the same work in one of " + std::to_string(seen.members) +
                                      " members: a member is missing from "
                                      "\"collectives\"; " +
-                                     kRewrite);
+                                     kWriteWorkloadAgain);
     }
   }
   return Status::Ok();
@@ -421,12 +426,12 @@ Status CheckWorkFits(const StepGraph& step, const PlanWorkload& workload, const 
                                      std::string(kWorkKindNames.Name(w.kind)) + " of " +
                                      (staged ? "stage " : "virtual stage ") +
                                      std::to_string(w.index) + ", but the workload has " +
-                                     std::to_string(limit) + "; " + kRewrite);
+                                     std::to_string(limit) + "; " + kWriteWorkloadAgain);
     }
     if (w.parts < 1 || w.part < 0 || w.part >= w.parts) {
       return Status::InvalidArgument(file + ": task " + step.graph.DescribeTask(id) + " is part " +
                                      std::to_string(w.part) + " of " + std::to_string(w.parts) +
-                                     "; " + kRewrite);
+                                     "; " + kWriteWorkloadAgain);
     }
   }
   return CheckCollectivesWhole(step, file);

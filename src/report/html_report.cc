@@ -1,5 +1,7 @@
 #include "report/html_report.h"
 
+#include <nlohmann/json.hpp>
+
 #include "report/report_script.h"
 
 namespace loom {

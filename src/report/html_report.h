@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // full header: ReportView holds its data as a value
 
 namespace loom {
 

@@ -1,5 +1,7 @@
 #include "report/plan_view.h"
 
+#include <nlohmann/json.hpp>
+
 #include "spec/scenario.h"
 
 namespace loom {

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/task_label.h"
 
 namespace loom {

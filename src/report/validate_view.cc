@@ -1,5 +1,7 @@
 #include "report/validate_view.h"
 
+#include <nlohmann/json.hpp>
+
 #include "report/step_views.h"
 
 namespace loom {

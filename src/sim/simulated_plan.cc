@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "workload/chunk_blocks.h"
 
 namespace loom {

@@ -1,7 +1,7 @@
 #ifndef LOOM_SIM_SIMULATED_PLAN_H_
 #define LOOM_SIM_SIMULATED_PLAN_H_
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
 #include "program/plan_file.h"

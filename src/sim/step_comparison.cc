@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "program/step_timeline.h"
 #include "sim/memory_tracker.h"
 #include "sim/step_utilization.h"

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 namespace loom {
 
 const std::optional<double>& ComputeCalibration::GemmEfficiencySlot(Dtype dtype) const {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "core/json_reader.h"
 #include "spec/model_family.h"
 #include "spec/model_reader.h"
@@ -28,7 +30,7 @@ using model_reader::kWidthRange;
 using model_reader::Quote;
 using model_reader::ReadMoe;
 
-constexpr std::string_view kSchema = "loom.model/1";
+constexpr std::string_view kModelSchema = "loom.model/1";
 
 struct Activation {
   std::string_view name;
@@ -77,8 +79,8 @@ std::optional<int64_t> RequiredInt(JsonReader& r, std::string_view key, IntRange
 
 void ReadHeader(JsonReader& r) {
   std::optional<std::string> schema = r.OptionalString("schema");
-  if (schema && *schema != kSchema) {
-    r.AddError("schema", "is " + Quote(*schema) + "; this loom reads " + Quote(kSchema) +
+  if (schema && *schema != kModelSchema) {
+    r.AddError("schema", "is " + Quote(*schema) + "; this loom reads " + Quote(kModelSchema) +
                              " (or a Hugging Face config.json without \"schema\")");
   }
   // Where a loom-authored file's numbers come from (a paper, a table); not used.

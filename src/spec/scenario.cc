@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "core/json_reader.h"
 #include "spec/framework.h"
 #include "spec/pipeline_layout.h"

@@ -10,9 +10,9 @@
 namespace loom {
 namespace {
 
-std::string Str(int64_t v) { return std::to_string(v); }
+std::string DimText(int64_t v) { return std::to_string(v); }
 
-bool IsMoeLayer(const ModelSpec& m, int64_t layer) {
+bool IsMoeLayerIndex(const ModelSpec& m, int64_t layer) {
   return m.moe.has_value() && layer >= m.moe->first_dense_layers;
 }
 
@@ -23,15 +23,15 @@ Status CheckMoe(const ModelSpec& m, const Strategy& s) {
   if (e.num_experts < 1 || e.experts_per_token < 1 || e.experts_per_token > e.num_experts ||
       e.expert_intermediate_size < 1) {
     return Status::InvalidArgument(
-        ModelRef(m) + ": the MoE needs at least one expert, 1 to " + Str(e.num_experts) +
+        ModelRef(m) + ": the MoE needs at least one expert, 1 to " + DimText(e.num_experts) +
         " experts per token and a positive expert intermediate size (experts " +
-        Str(e.num_experts) + ", num_experts_per_tok " + Str(e.experts_per_token) +
-        ", moe_intermediate_size " + Str(e.expert_intermediate_size) + ")");
+        DimText(e.num_experts) + ", num_experts_per_tok " + DimText(e.experts_per_token) +
+        ", moe_intermediate_size " + DimText(e.expert_intermediate_size) + ")");
   }
   // megatron/core/transformer/transformer_config.py refuses expert and tensor parallelism without
   // sequence parallelism; the token dispatcher expects each tp rank to route its own s/tp tokens.
   if (s.tp > 1 && !s.sp) {
-    return Status::InvalidArgument("--tp " + Str(s.tp) + " without --sp: the MoE layers of " +
+    return Status::InvalidArgument("--tp " + DimText(s.tp) + " without --sp: the MoE layers of " +
                                    ModelRef(m) +
                                    " route sequence-parallel tokens (Megatron-LM requires sequence "
                                    "parallelism with MoE and tensor parallelism); add --sp");
@@ -46,14 +46,14 @@ Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions&
         ModelRef(m) +
         ": the unfused attention kernel is not modelled for multi-head latent "
         "attention (kv_lora_rank " +
-        Str(m.mla->kv_lora_rank) + "); use the fused kernel");
+        DimText(m.mla->kv_lora_rank) + "); use the fused kernel");
   }
   if (m.num_kv_heads != m.num_heads || s.cp > 1) {
     return Status::Unimplemented(
         ModelRef(m) +
         ": the unfused attention kernel is modelled for multi-head attention "
         "without context parallelism only (num_key_value_heads " +
-        Str(m.num_kv_heads) + ", --cp " + Str(s.cp) + "); use the fused kernel");
+        DimText(m.num_kv_heads) + ", --cp " + DimText(s.cp) + "); use the fused kernel");
   }
   // Megatron-LM's causal softmax kernel (FusedScaleMaskSoftmax.is_kernel_available,
   // megatron/core/fusions/fused_softmax.py at NVIDIA/Megatron-LM d98e8a64) takes 16-bit scores,
@@ -68,8 +68,9 @@ Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions&
         ": Megatron-LM's fused causal softmax needs bf16 or fp16 scores, 16 < --seq <= 4096 "
         "with --seq a multiple of 4, and --micro-batch * heads per tp rank a multiple of 4 "
         "(--dtype " +
-        std::string(kDtypeNames.Name(s.dtype)) + ", --seq " + Str(s.seq_len) + ", --micro-batch " +
-        Str(s.micro_batch) + ", " + Str(m.num_heads) + " heads over --tp " + Str(s.tp) +
+        std::string(kDtypeNames.Name(s.dtype)) + ", --seq " + DimText(s.seq_len) +
+        ", --micro-batch " + DimText(s.micro_batch) + ", " + DimText(m.num_heads) +
+        " heads over --tp " + DimText(s.tp) +
         "); elsewhere it falls back to PyTorch's fp32 softmax, which loom does not model; use the "
         "fused "
         "attention kernel or such a shape");
@@ -87,13 +88,13 @@ Status CheckSizes(const ModelSpec& m) {
                         {"intermediate_size", m.intermediate_size},
                         {"vocab_size", m.vocab_size}}) {
     if (v < 1)
-      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) +
+      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + DimText(v) +
                                      ") must be at least 1");
   }
   if (m.num_heads % m.num_kv_heads != 0) {
     return Status::InvalidArgument(
-        ModelRef(m) + ": num_attention_heads (" + Str(m.num_heads) +
-        ") is not a multiple of num_key_value_heads (" + Str(m.num_kv_heads) +
+        ModelRef(m) + ": num_attention_heads (" + DimText(m.num_heads) +
+        ") is not a multiple of num_key_value_heads (" + DimText(m.num_kv_heads) +
         "); every key/value head must serve the same number of query heads");
   }
   return Status::Ok();
@@ -118,8 +119,8 @@ Status CheckOverflow(const ModelSpec& m, const LayerDims& d) {
   }
   return Status::InvalidArgument(
       ModelRef(m) + ": the layer's FLOP or byte counts overflow 64 bits (hidden_size " +
-      Str(d.hidden) + ", intermediate_size " + Str(m.intermediate_size) +
-      ", tokens per micro-batch " + Str(d.tokens) +
+      DimText(d.hidden) + ", intermediate_size " + DimText(m.intermediate_size) +
+      ", tokens per micro-batch " + DimText(d.tokens) +
       "); check the model's sizes and --micro-batch/--seq");
 }
 
@@ -132,11 +133,11 @@ Status CheckLatentAttention(const ModelSpec& m) {
                         {"qk_nope_head_dim", a.qk_nope_head_dim},
                         {"v_head_dim", a.v_head_dim}}) {
     if (v < 1)
-      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + Str(v) +
+      return Status::InvalidArgument(ModelRef(m) + ": " + key + " (" + DimText(v) +
                                      ") must be at least 1");
   }
   if (a.q_lora_rank < 0) {
-    return Status::InvalidArgument(ModelRef(m) + ": q_lora_rank (" + Str(a.q_lora_rank) +
+    return Status::InvalidArgument(ModelRef(m) + ": q_lora_rank (" + DimText(a.q_lora_rank) +
                                    ") must be 0 (no query compression) or more");
   }
   return Status::Ok();
@@ -165,8 +166,9 @@ Status SetLatentAttentionDims(const ModelSpec& m, LayerDims* d) {
     return Status::Ok();
   return Status::InvalidArgument(
       ModelRef(m) + ": the latent attention's FLOP or byte counts overflow 64 bits (q_lora_rank " +
-      Str(a.q_lora_rank) + ", kv_lora_rank " + Str(a.kv_lora_rank) + ", tokens per micro-batch " +
-      Str(d->tokens) + "); check the model's sizes and --micro-batch/--seq");
+      DimText(a.q_lora_rank) + ", kv_lora_rank " + DimText(a.kv_lora_rank) +
+      ", tokens per micro-batch " + DimText(d->tokens) +
+      "); check the model's sizes and --micro-batch/--seq");
 }
 
 }  // namespace
@@ -175,11 +177,11 @@ Dtype ActivationDtype(Dtype dtype) { return dtype == Dtype::kFp8 ? Dtype::kBf16 
 
 Status CheckLayerSupported(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
   if (o.layer < 0 || o.layer >= m.num_layers) {
-    return Status::InvalidArgument(ModelRef(m) + ": layer " + Str(o.layer) +
-                                   " does not exist; num_hidden_layers is " + Str(m.num_layers) +
-                                   ", so use a layer from 0 to " + Str(m.num_layers - 1));
+    return Status::InvalidArgument(
+        ModelRef(m) + ": layer " + DimText(o.layer) + " does not exist; num_hidden_layers is " +
+        DimText(m.num_layers) + ", so use a layer from 0 to " + DimText(m.num_layers - 1));
   }
-  if (IsMoeLayer(m, o.layer)) LOOM_RETURN_IF_ERROR(CheckMoe(m, s));
+  if (IsMoeLayerIndex(m, o.layer)) LOOM_RETURN_IF_ERROR(CheckMoe(m, s));
   return CheckKernel(m, s, o);
 }
 
@@ -216,7 +218,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
   d.mlp_bias = m.mlp_bias;
   d.recompute = s.recompute;
   if (m.mla) LOOM_RETURN_IF_ERROR(SetLatentAttentionDims(m, &d));
-  if (IsMoeLayer(m, o.layer)) {
+  if (IsMoeLayerIndex(m, o.layer)) {
     const MoeSpec& e = *m.moe;
     d.moe = true;
     d.experts = e.num_experts;

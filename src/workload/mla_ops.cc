@@ -30,7 +30,7 @@ namespace loom {
 namespace {
 
 // What the core's forward ops keep for backward (as in attention_ops.cc).
-enum class CoreSaves {
+enum class MlaCoreSaves {
   kAll,               // no recompute: Q, K, V and the log-sum-exp; O is kept by linear_proj
   kCheckpointInputs,  // selective recompute: only Q, K and V, the checkpoint's inputs
   kReplay,            // the recompute replay: its new O and log-sum-exp
@@ -42,14 +42,14 @@ int64_t KvUpWidth(const LayerDims& d) { return d.heads * (d.qk_nope_dim + d.v_he
 int64_t KvDownWidth(const LayerDims& d) { return d.kv_lora_rank + d.qk_rope_dim; }
 int64_t OutWidth(const LayerDims& d) { return d.heads * d.v_head_dim; }
 // Megatron makes Q, K (the rope part broadcast over the heads) and V contiguous for the core.
-int64_t QkvBytes(const LayerDims& d) {
+int64_t MlaQkvBytes(const LayerDims& d) {
   return d.Bytes(d.tokens, d.heads * (2 * QkHeadDim(d) + d.v_head_dim));
 }
 // FlashAttention-2 keeps one fp32 log-sum-exp per query row and head (Dao 2023, Algorithm 1).
-int64_t LogSumExpBytes(const LayerDims& d) { return d.batch * d.heads * d.seq * 4; }
+int64_t MlaLogSumExpBytes(const LayerDims& d) { return d.batch * d.heads * d.seq * 4; }
 
 // Every head has keys and values of its own: kv_heads = heads.
-AttentionShape FlashShape(const LayerDims& d, bool backward) {
+AttentionShape MlaFlashShape(const LayerDims& d, bool backward) {
   return {.batch = d.batch,
           .heads = d.heads,
           .kv_heads = d.heads,
@@ -64,31 +64,31 @@ AttentionShape FlashShape(const LayerDims& d, bool backward) {
 
 // K and V of the whole sequence for context parallelism; MLA's K is qk_nope + qk_rope wide per
 // head, its V v_head_dim.
-CollectiveShape CpKvGather(const LayerDims& d, CollectiveKind kind) {
+CollectiveShape MlaCpKvGather(const LayerDims& d, CollectiveKind kind) {
   return {kind, CommGroup::kCp,
           d.Bytes(d.batch * d.seq_kv, d.heads * (QkHeadDim(d) + d.v_head_dim))};
 }
 
-std::vector<Op> CoreForward(const LayerDims& d, CoreSaves saves) {
+std::vector<Op> MlaCoreForward(const LayerDims& d, MlaCoreSaves saves) {
   std::vector<Op> ops;
   if (d.cp > 1)
     ops.push_back(
-        MakeCollective(OpName::kCpKvAllGather, CpKvGather(d, CollectiveKind::kAllGather)));
-  int64_t saved = QkvBytes(d) + LogSumExpBytes(d);
-  if (saves == CoreSaves::kCheckpointInputs) saved = QkvBytes(d);
-  if (saves == CoreSaves::kReplay) saved = d.Bytes(d.tokens, OutWidth(d)) + LogSumExpBytes(d);
-  ops.push_back(MakeAttention(OpName::kFlashAttention, FlashShape(d, false), saved));
+        MakeCollective(OpName::kCpKvAllGather, MlaCpKvGather(d, CollectiveKind::kAllGather)));
+  int64_t saved = MlaQkvBytes(d) + MlaLogSumExpBytes(d);
+  if (saves == MlaCoreSaves::kCheckpointInputs) saved = MlaQkvBytes(d);
+  if (saves == MlaCoreSaves::kReplay) saved = d.Bytes(d.tokens, OutWidth(d)) + MlaLogSumExpBytes(d);
+  ops.push_back(MakeAttention(OpName::kFlashAttention, MlaFlashShape(d, false), saved));
   return ops;
 }
 
-void AppendCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
+void AppendMlaCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
   if (d.cp > 1)
     ops->push_back(
-        MakeCollective(OpName::kCpKvRegather, CpKvGather(d, CollectiveKind::kAllGather)));
-  ops->push_back(MakeAttention(OpName::kFlashAttentionGrad, FlashShape(d, true)));
+        MakeCollective(OpName::kCpKvRegather, MlaCpKvGather(d, CollectiveKind::kAllGather)));
+  ops->push_back(MakeAttention(OpName::kFlashAttentionGrad, MlaFlashShape(d, true)));
   if (d.cp > 1) {
     ops->push_back(MakeCollective(OpName::kCpKvGradReduceScatter,
-                                  CpKvGather(d, CollectiveKind::kReduceScatter)));
+                                  MlaCpKvGather(d, CollectiveKind::kReduceScatter)));
   }
 }
 
@@ -107,7 +107,7 @@ Op LatentNormGradOp(const LayerDims& d, OpName name, int64_t width) {
 // copies into contiguous Q, K and V; its backward moves the same bytes the other way.
 Op RotaryOp(const LayerDims& d, OpName name, bool backward) {
   const int64_t parts = d.Bytes(d.tokens, QUpWidth(d) + KvUpWidth(d) + d.qk_rope_dim);
-  const int64_t qkv = QkvBytes(d);
+  const int64_t qkv = MlaQkvBytes(d);
   return backward ? MakeMemory(name, {qkv, parts}) : MakeMemory(name, {parts, qkv});
 }
 
@@ -188,8 +188,8 @@ LayerOps LatentAttentionBlockOps(const LayerDims& d) {
   AppendKeyValueForward(d, &f);
   f.push_back(RotaryOp(d, OpName::kRotary, /*backward=*/false));
   const bool selective = d.recompute == Recompute::kSelective;
-  Append(CoreForward(d, selective ? CoreSaves::kCheckpointInputs : CoreSaves::kAll), &f);
-  if (selective) ops.recompute = CoreForward(d, CoreSaves::kReplay);
+  Append(MlaCoreForward(d, selective ? MlaCoreSaves::kCheckpointInputs : MlaCoreSaves::kAll), &f);
+  if (selective) ops.recompute = MlaCoreForward(d, MlaCoreSaves::kReplay);
   f.push_back(MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, OutWidth(d)),
                        d.Bytes(d.tokens, OutWidth(d))));
   AppendRowOutputForward(d, OpName::kAttentionOutputReduce, &f);
@@ -199,7 +199,7 @@ LayerOps LatentAttentionBlockOps(const LayerDims& d) {
   if (d.dropout) b.push_back(ResidualGradOp(d, OpName::kAttentionResidualGrad));
   AppendRowOutputBackward(d, OpName::kAttentionOutputGradAllGather, &b);
   b.push_back(MakeGemm(OpName::kOutProjDgrad, d.Gemm(d.tokens, OutWidth(d), d.hidden)));
-  AppendCoreBackward(d, &b);
+  AppendMlaCoreBackward(d, &b);
   b.push_back(RotaryOp(d, OpName::kRotaryGrad, /*backward=*/true));
   AppendKeyValueBackward(d, &b);
   AppendQueryBackward(d, &b);

@@ -14,7 +14,7 @@ namespace loom {
 namespace {
 
 constexpr int64_t kTokenIdBytes = 8;  // int64 token and position ids, as torch indexes
-constexpr int64_t kFp32 = 4;
+constexpr int64_t kFp32Bytes = 4;
 
 // The embedding reads each token's row and keeps the token ids for the scatter-add of W.
 void AppendEmbeddingForward(const LayerDims& d, std::vector<Op>* f) {
@@ -76,9 +76,10 @@ Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strat
 Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy,
                                 const LayerOpsOptions& options) {
   LOOM_ASSIGN_OR_RETURN(const LayerDims d, ComputeLayerDims(model, strategy, options));
-  const int64_t logits32 = d.tokens * d.vocab * kFp32;
-  const int64_t per_token = d.tokens * kFp32;
-  const bool cast = d.act_bytes != kFp32;  // .float() copies unless the logits are fp32 already
+  const int64_t logits32 = d.tokens * d.vocab * kFp32Bytes;
+  const int64_t per_token = d.tokens * kFp32Bytes;
+  const bool cast =
+      d.act_bytes != kFp32Bytes;  // .float() copies unless the logits are fp32 already
   LayerOps ops;
   std::vector<Op>& f = ops.forward;
   f.push_back(NormOp(d, OpName::kFinalNorm));

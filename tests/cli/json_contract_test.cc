@@ -4,13 +4,14 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace loom {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::vector<std::string> Keys(const Json& json) {
+std::vector<std::string> KeysOf(const Json& json) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : json.items()) keys.push_back(key);
   return keys;
@@ -49,7 +50,7 @@ TEST(CommandRequest, EchoesTheGivenOptionsAndListsTheInputFiles) {
   Command c;
   const Json r = c.Request({"fit", "a.json", "b.json", "--gpu", "g.json", "--output", "out.json",
                             "--measure", "gemm,host", "--json"});
-  EXPECT_EQ(Keys(r), (std::vector<std::string>{"command", "arguments", "input_files"}));
+  EXPECT_EQ(KeysOf(r), (std::vector<std::string>{"command", "arguments", "input_files"}));
   EXPECT_EQ(r["command"], "fit");
   EXPECT_EQ(r["arguments"]["inputs"], Json::array({"a.json", "b.json"}));
   EXPECT_EQ(r["arguments"]["gpu"], "g.json");  // an option of an option group
@@ -78,7 +79,7 @@ TEST(Stamped, PutsSchemaVersionAndRequestFirstAndKeepsTheRestInOrder) {
   const Json request = {
       {"command", "describe"}, {"arguments", Json::object()}, {"input_files", Json::array()}};
   const Json stamped = Stamped(body, request);
-  EXPECT_EQ(Keys(stamped),
+  EXPECT_EQ(KeysOf(stamped),
             (std::vector<std::string>{"schema", "loom_version", "request", "b", "a"}));
   EXPECT_EQ(stamped["loom_version"], LOOM_VERSION);
   EXPECT_EQ(stamped["request"], request);
@@ -90,9 +91,9 @@ TEST(Stamped, ABodysOwnRequestFollowsTheCommandLine) {
   const Json request = {
       {"command", "plan"}, {"arguments", {{"gpus", "8"}}}, {"input_files", {"m.json"}}};
   const Json stamped = Stamped(body, request);
-  EXPECT_EQ(Keys(stamped),
+  EXPECT_EQ(KeysOf(stamped),
             (std::vector<std::string>{"schema", "loom_version", "request", "plans"}));
-  EXPECT_EQ(Keys(stamped["request"]),
+  EXPECT_EQ(KeysOf(stamped["request"]),
             (std::vector<std::string>{"command", "arguments", "input_files", "model", "gpus"}));
   EXPECT_EQ(stamped["request"]["gpus"], 8);
 }

@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadText(const fs::path& path) {
+std::string ReadSchemaFile(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -72,9 +72,9 @@ TEST(JsonSchemas, EverySchemaFileIsAWellFormedDraft7Schema) {
 TEST(JsonSchemas, EverySchemaFileIsNamedForItsSchemaAndReferenced) {
   std::set<std::string> referenced;
   for (const fs::path& file : SchemaFiles()) {
-    CollectRefFiles(nlohmann::json::parse(ReadText(file)), referenced);
+    CollectRefFiles(nlohmann::json::parse(ReadSchemaFile(file)), referenced);
   }
-  const std::string readme = ReadText(SchemaDir() + "/README.md");
+  const std::string readme = ReadSchemaFile(SchemaDir() + "/README.md");
   for (const fs::path& file : SchemaFiles()) {
     const std::string name = file.filename().string();
     EXPECT_NE(readme.find(name), std::string::npos)
@@ -84,7 +84,7 @@ TEST(JsonSchemas, EverySchemaFileIsNamedForItsSchemaAndReferenced) {
           << "a \"$ref\" names " << target << ", which is missing";
     }
     if (referenced.count(name) > 0) continue;
-    const nlohmann::json schema = nlohmann::json::parse(ReadText(file));
+    const nlohmann::json schema = nlohmann::json::parse(ReadSchemaFile(file));
     const nlohmann::json* named = nullptr;
     if (auto p = schema.find("properties"); p != schema.end() && p->contains("schema"))
       named = &(*p)["schema"];
@@ -196,7 +196,7 @@ TEST(JsonSchemas, PlanFileMatchesItsSchema) {
                                 path,
                                 "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  const nlohmann::json plan = nlohmann::json::parse(ReadText(path));
+  const nlohmann::json plan = nlohmann::json::parse(ReadSchemaFile(path));
   EXPECT_TRUE(MatchesSchema(plan));
   EXPECT_EQ(plan["loom_version"], LOOM_VERSION);
   EXPECT_EQ(plan["source"]["request"]["command"], "plan");
@@ -217,12 +217,12 @@ TEST(JsonSchemas, FilesFitWritesMatchTheirSchemas) {
       Loom({"fit", Shipped("tests/cli/data/profile_a100_synthetic.json"), "--gpu",
             (dir / "gpus" / "a100-sxm4-80gb.json").string(), "--output", gpu, "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(ReadText(gpu))));
+  EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(ReadSchemaFile(gpu))));
   const std::string cluster = (dir / "clusters" / "cluster-fitted.json").string();
   r = Loom({"fit", Shipped("tests/cost/data/all_gather_perf_2nodes_v2.6.txt"), "--cluster",
             (dir / "clusters" / "dgx-a100.json").string(), "--output", cluster, "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(ReadText(cluster))));
+  EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(ReadSchemaFile(cluster))));
   fs::remove_all(dir);
 }
 
@@ -268,7 +268,7 @@ TEST(JsonSchemas, ShippedFilesMatchTheirSchemas) {
   for (const char* dir : {"hardware", "scenarios", "models", "tests"}) {
     for (const fs::directory_entry& e : fs::recursive_directory_iterator(Shipped(dir))) {
       if (!e.is_regular_file() || e.path().extension() != ".json") continue;
-      const nlohmann::json json = nlohmann::json::parse(ReadText(e.path()), nullptr, false);
+      const nlohmann::json json = nlohmann::json::parse(ReadSchemaFile(e.path()), nullptr, false);
       if (json.is_discarded() || !json.is_object() || !json.contains("schema") ||
           !json["schema"].is_string())
         continue;
@@ -293,7 +293,7 @@ TEST(JsonSchemas, ShippedModelsMatchTheModelSchema) {
   int checked = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(Shipped("models"))) {
     if (e.path().extension() != ".json") continue;
-    nlohmann::json json = nlohmann::json::parse(ReadText(e.path()));
+    nlohmann::json json = nlohmann::json::parse(ReadSchemaFile(e.path()));
     json["schema"] = "loom.model/1";
     EXPECT_TRUE(MatchesSchema(json)) << e.path();
     ++checked;

@@ -1,6 +1,7 @@
 #include "cost/calibration_file.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace loom {
 namespace {

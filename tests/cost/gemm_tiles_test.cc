@@ -7,7 +7,7 @@ namespace {
 
 // An A100-like GPU whose operand loads cost a fifth of a 128x128 tile's math: large tiles are the
 // most efficient, as the cuBLAS guide ranks them.
-GpuSpec A100() {
+GpuSpec A100LikeGpu() {
   GpuSpec gpu;
   gpu.name = "a100";
   gpu.sm_count = 108;
@@ -19,14 +19,14 @@ GpuSpec A100() {
 }
 
 TEST(ChooseGemmTile, LargeGemmTakesTheLargestTile) {
-  const GemmTileChoice c = ChooseGemmTile({8192, 8192, 8192, 1, Dtype::kBf16}, A100());
+  const GemmTileChoice c = ChooseGemmTile({8192, 8192, 8192, 1, Dtype::kBf16}, A100LikeGpu());
   EXPECT_EQ(c.tile_m * c.tile_n, 256 * 128);
   EXPECT_EQ(c.split_k, 1);
   EXPECT_EQ(c.waves, 19);  // 32 x 64 = 2048 tiles over 108 SMs
 }
 
 TEST(ChooseGemmTile, ChoiceChangesWithShape) {
-  const GpuSpec gpu = A100();
+  const GpuSpec gpu = A100LikeGpu();
   // N = 192: a 64-wide tile covers it exactly where 128 and 256 waste a third or a quarter.
   const GemmTileChoice narrow = ChooseGemmTile({65536, 192, 4096, 1, Dtype::kBf16}, gpu);
   EXPECT_EQ(narrow.tile_n, 64);
@@ -40,17 +40,17 @@ TEST(ChooseGemmTile, ChoiceChangesWithShape) {
 TEST(ChooseGemmTile, SmallOutputWithLongKSplitsK) {
   // A 512 x 512 output is 8 tiles of 256x128 (or 64 of 64x64) on 108 SMs; with K = 65536 splitting
   // K keeps the SMs busy.
-  const GemmTileChoice c = ChooseGemmTile({512, 512, 65536, 1, Dtype::kBf16}, A100());
+  const GemmTileChoice c = ChooseGemmTile({512, 512, 65536, 1, Dtype::kBf16}, A100LikeGpu());
   EXPECT_GT(c.split_k, 1);
   EXPECT_GT(c.split_k_bytes, 0);
   // The same output with a short K does not split (each slice would be under kMinSplitKSlice).
-  EXPECT_EQ(ChooseGemmTile({512, 512, 256, 1, Dtype::kBf16}, A100()).split_k, 1);
+  EXPECT_EQ(ChooseGemmTile({512, 512, 256, 1, Dtype::kBf16}, A100LikeGpu()).split_k, 1);
   // Nor does a large output: its tiles fill the SMs.
-  EXPECT_EQ(ChooseGemmTile({8192, 8192, 65536, 1, Dtype::kBf16}, A100()).split_k, 1);
+  EXPECT_EQ(ChooseGemmTile({8192, 8192, 65536, 1, Dtype::kBf16}, A100LikeGpu()).split_k, 1);
 }
 
 TEST(ChooseGemmTile, SmallerTilesCostMoreOperandTimePerFlop) {
-  GpuSpec gpu = A100();
+  GpuSpec gpu = A100LikeGpu();
   gpu.calibration.gemm_tile_m = 64;
   gpu.calibration.gemm_tile_n = 64;
   const GemmShape g{8192, 8192, 4096, 1, Dtype::kBf16};
@@ -66,7 +66,7 @@ TEST(ChooseGemmTile, SmallerTilesCostMoreOperandTimePerFlop) {
 }
 
 TEST(ChooseGemmTile, AFixedTileIsHonoured) {
-  GpuSpec gpu = A100();
+  GpuSpec gpu = A100LikeGpu();
   gpu.calibration.gemm_tile_m = 128;
   gpu.calibration.gemm_tile_n = 64;
   const GemmTileChoice c = ChooseGemmTile({512, 512, 65536, 1, Dtype::kBf16}, gpu);

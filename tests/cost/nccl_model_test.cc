@@ -20,7 +20,7 @@ ClusterSpec DgxA100() {
 }
 
 // DGX H100: NVLink 450 GB/s with NVLink SHARP, 8 x 400 Gb/s NICs.
-ClusterSpec DgxH100() {
+ClusterSpec DgxH100Cluster() {
   ClusterSpec c = DgxA100();
   c.intra_node = {IntraNodeFabric::kNvSwitch, 450, 0.6, true};
   c.inter_node.nic_bandwidth_Gbps = 400;
@@ -47,7 +47,7 @@ TEST(NcclCommModel, A100AllReduceFlipsFromRingLlToRingSimpleAsSizeGrows) {
 }
 
 TEST(NcclCommModel, H100AllReduceFlipsFromRingLlToNvls) {
-  NcclCommModel model(DgxH100());
+  NcclCommModel model(DgxH100Cluster());
   EXPECT_EQ(model.Choose(CollectiveKind::kAllReduce, 4 * kKiB, kOneNode).protocol,
             NcclProtocol::kLl);
   NcclChoice large = model.Choose(CollectiveKind::kAllReduce, kGiB, kOneNode);
@@ -132,7 +132,7 @@ TEST(NcclCommModel, TreeIsOnlyConsideredForAllReduce) {
 
 TEST(NcclCommModel, NvlsNeedsNvlinkSharpAndOneNode) {
   NcclCommModel a100(DgxA100());
-  NcclCommModel h100(DgxH100());
+  NcclCommModel h100(DgxH100Cluster());
   EXPECT_FALSE(a100.NvlsAvailable(CollectiveKind::kAllReduce, kOneNode));
   EXPECT_TRUE(h100.NvlsAvailable(CollectiveKind::kAllReduce, kOneNode));
   EXPECT_TRUE(h100.NvlsAvailable(CollectiveKind::kAllGather, kOneNode));
@@ -144,13 +144,13 @@ TEST(NcclCommModel, NvlsNeedsNvlinkSharpAndOneNode) {
 // NCCL picks NVLS over more than 4 GPUs of a node only (Ring at 4 on 8x H200,
 // nccl_hopper_1node.csv), and never with NCCL_NVLS_ENABLE=0, nor NVLSTree across nodes.
 TEST(NcclCommModel, NvlsNeedsMoreThanFourRanksAndCanBeDisabled) {
-  NcclCommModel h100(DgxH100());
+  NcclCommModel h100(DgxH100Cluster());
   EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(2, 1, 8)));
   EXPECT_FALSE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(4, 1, 8)));
   EXPECT_TRUE(h100.NvlsAvailable(CollectiveKind::kAllReduce, PlaceGroup(5, 1, 8)));
   EXPECT_NE(h100.Choose(CollectiveKind::kAllReduce, kGiB, PlaceGroup(4, 1, 8)).algorithm,
             NcclAlgorithm::kNvls);
-  NcclCommModel disabled(DgxH100(), /*nvls_enabled=*/false);
+  NcclCommModel disabled(DgxH100Cluster(), /*nvls_enabled=*/false);
   EXPECT_FALSE(disabled.NvlsAvailable(CollectiveKind::kAllReduce, kOneNode));
   for (const GroupPlacement group : {kOneNode, PlaceGroup(16, 1, 8)}) {
     for (const NcclChoice& c : disabled.Choices(CollectiveKind::kAllReduce, kGiB, group)) {
@@ -163,7 +163,7 @@ TEST(NcclCommModel, NvlsNeedsMoreThanFourRanksAndCanBeDisabled) {
 }
 
 TEST(NcclCommModel, NvlsLatencyAndBandwidthAreNcclsAndTheCalibration) {
-  ClusterSpec cluster = DgxH100();
+  ClusterSpec cluster = DgxH100Cluster();
   cluster.calibration.nvls_busbw_fraction = 0.5;
   cluster.calibration.intra_node_extra_latency_us = 10;
   NcclChoice nvls =
@@ -174,7 +174,7 @@ TEST(NcclCommModel, NvlsLatencyAndBandwidthAreNcclsAndTheCalibration) {
 }
 
 TEST(NcclCommModel, PatServesAllGatherAcrossSingleGpuNodesAtMidSizes) {
-  NcclCommModel model(DgxH100());
+  NcclCommModel model(DgxH100Cluster());
   const GroupPlacement one_per_node = PlaceGroup(64, 8, 8);
   ASSERT_EQ(one_per_node.ranks_per_node, 1);
   const std::vector<NcclChoice> choices =
@@ -273,7 +273,7 @@ TEST(NcclCommModel, ManyRanksPerNodeAreBoundedByNvlink) {
 }
 
 TEST(NcclCommModel, H100AllReduceAcrossNodesRunsNvlsTree) {
-  NcclCommModel model(DgxH100());
+  NcclCommModel model(DgxH100Cluster());
   // 2 nodes swap their reduced data over all 16 NICs: more than NVLS's 450 x 5/6 within the node.
   NcclChoice two = model.Choose(CollectiveKind::kAllReduce, 8 * kGiB, PlaceGroup(16, 1, 8));
   EXPECT_EQ(two.algorithm, NcclAlgorithm::kNvlsTree);
@@ -318,14 +318,14 @@ TEST(NcclCommModel, PointToPointPaysOneSimpleStepOfItsLink) {
 }
 
 TEST(NcclCommModel, AGroupOfOneRankCostsNothing) {
-  NcclCommModel model(DgxH100());
+  NcclCommModel model(DgxH100Cluster());
   EXPECT_EQ(model.Collective(CollectiveKind::kAllReduce, kGiB, PlaceGroup(1, 1, 8)),
             SimTime::Zero());
   EXPECT_TRUE(model.Choices(CollectiveKind::kAllReduce, kGiB, PlaceGroup(1, 1, 8)).empty());
 }
 
 TEST(NcclCommModel, CollectiveIsTheFastestChoice) {
-  NcclCommModel model(DgxH100());
+  NcclCommModel model(DgxH100Cluster());
   for (int64_t bytes : {int64_t{1024}, 64 * kKiB, kGiB}) {
     const double time_us = model.CollectiveUs(CollectiveKind::kAllReduce, bytes, kOneNode);
     for (const NcclChoice& c : model.Choices(CollectiveKind::kAllReduce, bytes, kOneNode)) {
@@ -337,7 +337,7 @@ TEST(NcclCommModel, CollectiveIsTheFastestChoice) {
 }
 
 TEST(NcclCommModel, BulkTermsAddUpToTheLargeMessageTime) {
-  ClusterSpec cluster = DgxH100();
+  ClusterSpec cluster = DgxH100Cluster();
   cluster.calibration.nvls_busbw_fraction = 0.7;
   cluster.calibration.intra_node_extra_latency_us = 40;
   NcclCommModel model(cluster);
@@ -357,7 +357,7 @@ TEST(NcclCommModel, BulkTermsOfAMultiNodeRingUseTheNetworkPath) {
 }
 
 TEST(NcclCommModel, BulkTermsOfAMultiNodeNvlsTreeAddUpToItsTime) {
-  ClusterSpec cluster = DgxH100();
+  ClusterSpec cluster = DgxH100Cluster();
   cluster.calibration.inter_node_busbw_fraction = 0.9;
   cluster.calibration.inter_node_extra_latency_us = 30;
   NcclCommModel model(cluster);

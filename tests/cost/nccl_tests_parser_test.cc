@@ -11,7 +11,7 @@ std::string Fixture(const std::string& name) {
   return std::string(LOOM_SOURCE_DIR) + "/tests/cost/data/" + name;
 }
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+::testing::AssertionResult OutputContains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "\n  message: " << text << "\n  lacks:   " << part;
 }
@@ -149,34 +149,34 @@ TEST(NcclTestsParser, NonNumberNamesFileLineColumnAndToken) {
   const std::string path = Fixture("malformed_all_reduce_perf_bad_value.txt");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(),
-                       path + ":19: expected a time in us in column 10, found '12.3x'"));
+  EXPECT_TRUE(OutputContains(run.status().message(),
+                             path + ":19: expected a time in us in column 10, found '12.3x'"));
 }
 
 TEST(NcclTestsParser, ShortRowSaysHowManyColumnsWereExpected) {
   const std::string path = Fixture("malformed_all_reduce_perf_short_row.txt");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(),
-                       path + ":19: expected a data row of 13 columns (size count type "
-                              "redop root time algbw busbw #wrong time algbw busbw "
-                              "#wrong), found 7"));
+  EXPECT_TRUE(OutputContains(run.status().message(),
+                             path + ":19: expected a data row of 13 columns (size count type "
+                                    "redop root time algbw busbw #wrong time algbw busbw "
+                                    "#wrong), found 7"));
 }
 
 TEST(NcclTestsParser, MissingColumnHeaderIsAnError) {
   const std::string path = Fixture("malformed_all_reduce_perf_no_header.txt");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), path + ": no column header line"));
-  EXPECT_TRUE(Contains(run.status().message(), "is this nccl-tests output?"));
+  EXPECT_TRUE(OutputContains(run.status().message(), path + ": no column header line"));
+  EXPECT_TRUE(OutputContains(run.status().message(), "is this nccl-tests output?"));
 }
 
 TEST(NcclTestsParser, UnknownTestAsksForTheBinaryName) {
   const std::string path = Fixture("unnamed_run.txt");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(
-      Contains(run.status().message(), path + ": cannot tell which nccl-tests binary wrote this"));
+  EXPECT_TRUE(OutputContains(run.status().message(),
+                             path + ": cannot tell which nccl-tests binary wrote this"));
   Result<NcclTestsRun> told = ReadNcclTestsFile(path, NcclTest::kAllReduce);
   ASSERT_TRUE(told.ok()) << told.status().message();
   EXPECT_EQ(told->rows.size(), 4u);
@@ -186,16 +186,16 @@ TEST(NcclTestsParser, StatedTestThatContradictsTheOutputIsAnError) {
   Result<NcclTestsRun> run =
       ReadNcclTestsFile(Fixture("all_reduce_perf_h100.txt"), NcclTest::kAllGather);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(),
-                       "the output comes from all_reduce_perf, not all_gather_perf"));
+  EXPECT_TRUE(OutputContains(run.status().message(),
+                             "the output comes from all_reduce_perf, not all_gather_perf"));
 }
 
 TEST(NcclTestsParser, JsonResultWithoutSizeNamesItsIndex) {
   const std::string path = Fixture("malformed_reduce_scatter_perf_missing_size.json");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(
-      Contains(run.status().message(), path + ": results[1].size: expected the size in bytes"));
+  EXPECT_TRUE(OutputContains(run.status().message(),
+                             path + ": results[1].size: expected the size in bytes"));
 }
 
 TEST(NcclTestsParser, JsonNanTimeIsRejected) {
@@ -203,36 +203,36 @@ TEST(NcclTestsParser, JsonNanTimeIsRejected) {
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
   EXPECT_TRUE(
-      Contains(run.status().message(),
-               path + ": results[0].in_place.time: expected a finite number, found \"nan\""));
+      OutputContains(run.status().message(),
+                     path + ": results[0].in_place.time: expected a finite number, found \"nan\""));
 }
 
 TEST(NcclTestsParser, TruncatedJsonReportsTheParserPosition) {
   const std::string path = Fixture("malformed_reduce_scatter_perf_truncated.json");
   Result<NcclTestsRun> run = ReadNcclTestsFile(path);
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), path + ": not valid JSON: "));
-  EXPECT_TRUE(Contains(run.status().message(), "line 1, column"));
+  EXPECT_TRUE(OutputContains(run.status().message(), path + ": not valid JSON: "));
+  EXPECT_TRUE(OutputContains(run.status().message(), "line 1, column"));
 }
 
 TEST(NcclTestsParser, MissingFileIsNotFound) {
   Result<NcclTestsRun> run = ReadNcclTestsFile(Fixture("nope.txt"));
   ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().code(), Status::Code::kNotFound);
-  EXPECT_TRUE(Contains(run.status().message(), "nope.txt: no such file"));
+  EXPECT_TRUE(OutputContains(run.status().message(), "nope.txt: no such file"));
 }
 
 TEST(NcclTestsParser, EmptyTextHasNoHeader) {
   Result<NcclTestsRun> run = ParseNcclTestsText("", "all_reduce_perf.txt");
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(), "all_reduce_perf.txt: no column header line"));
+  EXPECT_TRUE(OutputContains(run.status().message(), "all_reduce_perf.txt: no column header line"));
 }
 
 TEST(NcclTestsParser, JsonOfTheWrongShapeSaysWhatWasExpected) {
   Result<NcclTestsRun> run = ParseNcclTestsJson("{\"version\": 2}", "all_reduce_perf.json");
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(Contains(run.status().message(),
-                       "all_reduce_perf.json: expected an object with a \"results\" array"));
+  EXPECT_TRUE(OutputContains(run.status().message(),
+                             "all_reduce_perf.json: expected an object with a \"results\" array"));
 }
 
 // The rows' fields are found by the header's positions: a header in another order than
@@ -246,10 +246,10 @@ TEST(NcclTestsParser, AHeaderInAnotherOrderIsRefusedNamingTheLine) {
       "  1048576    262144     float     sum      -1    41.97  24.98  43.72      0\n";
   Result<NcclTestsRun> run = ParseNcclTestsText(table, "all_reduce_perf.txt");
   ASSERT_FALSE(run.ok());
-  EXPECT_TRUE(
-      Contains(run.status().message(),
-               "all_reduce_perf.txt:1: the column header (size count type redop root "
-               "#wrong busbw algbw time #wrong busbw algbw time) is not in nccl-tests' order"));
+  EXPECT_TRUE(OutputContains(
+      run.status().message(),
+      "all_reduce_perf.txt:1: the column header (size count type redop root "
+      "#wrong busbw algbw time #wrong busbw algbw time) is not in nccl-tests' order"));
 }
 
 TEST(NcclTestsParser, NumbersOutOfRangeAndDeepNestingInJsonAreErrors) {
@@ -257,12 +257,12 @@ TEST(NcclTestsParser, NumbersOutOfRangeAndDeepNestingInJsonAreErrors) {
       ParseNcclTestsJson("{\"results\": [{\"size\": 1e999}]}", "r.json", NcclTest::kAllReduce);
   ASSERT_FALSE(huge.ok());
   EXPECT_TRUE(
-      Contains(huge.status().message(), "r.json: not valid JSON for loom: number overflow"));
+      OutputContains(huge.status().message(), "r.json: not valid JSON for loom: number overflow"));
   Result<NcclTestsRun> deep = ParseNcclTestsJson(
       std::string(100000, '[') + std::string(100000, ']'), "d.json", NcclTest::kAllReduce);
   ASSERT_FALSE(deep.ok());
-  EXPECT_TRUE(
-      Contains(deep.status().message(), "d.json: arrays and objects nest deeper than 64 levels"));
+  EXPECT_TRUE(OutputContains(deep.status().message(),
+                             "d.json: arrays and objects nest deeper than 64 levels"));
 }
 
 }  // namespace

@@ -7,10 +7,12 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace loom {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+::testing::AssertionResult MessageContains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "\n  message: " << text << "\n  lacks:   " << part;
 }
@@ -64,8 +66,8 @@ TEST(ParseProfile, ReadsHeaderAndEveryKernelClass) {
 TEST(ParseProfile, MissingKeyNamesTheSampleAndTheFix) {
   nlohmann::json j = ValidProfile();
   j["samples"][1].erase("seq_kv");
-  EXPECT_TRUE(
-      Contains(ErrorOf(j), "p.json: samples[1].seq_kv: is missing; add \"seq_kv\": <integer>"));
+  EXPECT_TRUE(MessageContains(ErrorOf(j),
+                              "p.json: samples[1].seq_kv: is missing; add \"seq_kv\": <integer>"));
 }
 
 TEST(ParseProfile, WrongTypeNamesTheKey) {
@@ -73,19 +75,21 @@ TEST(ParseProfile, WrongTypeNamesTheKey) {
   j["samples"][0]["m"] = "4096";
   j["samples"][2]["median_us"] = -3;
   const std::string m = ErrorOf(j);
-  EXPECT_TRUE(Contains(m, "p.json: samples[0].m: must be an integer, got string \"4096\""));
-  EXPECT_TRUE(Contains(m, "p.json: samples[2].median_us: is -3; it must be a finite number >= 0"));
+  EXPECT_TRUE(MessageContains(m, "p.json: samples[0].m: must be an integer, got string \"4096\""));
+  EXPECT_TRUE(
+      MessageContains(m, "p.json: samples[2].median_us: is -3; it must be a finite number >= 0"));
 }
 
 TEST(ParseProfile, UnknownKernelClassSuggestsTheClosest) {
   nlohmann::json j = ValidProfile();
   j["samples"][1]["kernel"] = "atention";
-  EXPECT_TRUE(
-      Contains(ErrorOf(j),
-               "p.json: samples[1].kernel: is \"atention\"; did you mean \"attention\"? it must "
-               "be one of \"gemm\", \"attention\", \"memory\""));
+  EXPECT_TRUE(MessageContains(
+      ErrorOf(j),
+      "p.json: samples[1].kernel: is \"atention\"; did you mean \"attention\"? it must "
+      "be one of \"gemm\", \"attention\", \"memory\""));
   j["samples"][1]["kernel"] = "collective";
-  EXPECT_TRUE(Contains(ErrorOf(j), "samples[1].kernel: is \"collective\"; it must be one of"));
+  EXPECT_TRUE(
+      MessageContains(ErrorOf(j), "samples[1].kernel: is \"collective\"; it must be one of"));
 }
 
 TEST(ParseProfile, MisspelledKeyGetsADidYouMean) {
@@ -94,16 +98,17 @@ TEST(ParseProfile, MisspelledKeyGetsADidYouMean) {
   j["samples"][0]["repeat"] = 50;
   j["drivr_version"] = "1";
   const std::string m = ErrorOf(j);
-  EXPECT_TRUE(
-      Contains(m, "p.json: samples[0].repeat: is not a known key; did you mean \"repeats\"?"));
-  EXPECT_TRUE(
-      Contains(m, "p.json: drivr_version: is not a known key; did you mean \"driver_version\"?"));
+  EXPECT_TRUE(MessageContains(
+      m, "p.json: samples[0].repeat: is not a known key; did you mean \"repeats\"?"));
+  EXPECT_TRUE(MessageContains(
+      m, "p.json: drivr_version: is not a known key; did you mean \"driver_version\"?"));
 }
 
 TEST(ParseProfile, AKeyOfAnotherKernelClassIsUnknown) {
   nlohmann::json j = ValidProfile();
   j["samples"][2]["dtype"] = "bf16";
-  EXPECT_TRUE(Contains(ErrorOf(j), "p.json: samples[2].dtype: is not a known key; remove it"));
+  EXPECT_TRUE(
+      MessageContains(ErrorOf(j), "p.json: samples[2].dtype: is not a known key; remove it"));
 }
 
 TEST(ParseProfile, ReportsEveryBrokenSampleAtOnce) {
@@ -111,18 +116,19 @@ TEST(ParseProfile, ReportsEveryBrokenSampleAtOnce) {
   j["samples"][0]["dtype"] = "bf61";
   j["samples"][1]["heads"] = 30;
   const std::string m = ErrorOf(j);
-  EXPECT_TRUE(Contains(m, "samples[0].dtype: is \"bf61\"; did you mean \"bf16\"?"));
-  EXPECT_TRUE(Contains(m, "samples[1].heads: (30) is not a multiple of kv_heads (8)"));
+  EXPECT_TRUE(MessageContains(m, "samples[0].dtype: is \"bf61\"; did you mean \"bf16\"?"));
+  EXPECT_TRUE(MessageContains(m, "samples[1].heads: (30) is not a multiple of kv_heads (8)"));
 }
 
 TEST(ParseProfile, PercentilesComeInPairsAroundTheMedian) {
   nlohmann::json j = ValidProfile();
   j["samples"][0].erase("p90_us");
-  EXPECT_TRUE(
-      Contains(ErrorOf(j), "samples[0].p90_us: is missing; give p10_us and p90_us together"));
+  EXPECT_TRUE(MessageContains(ErrorOf(j),
+                              "samples[0].p90_us: is missing; give p10_us and p90_us together"));
   j = ValidProfile();
   j["samples"][0]["p10_us"] = 411;
-  EXPECT_TRUE(Contains(ErrorOf(j), "samples[0].median_us: is not between p10_us and p90_us"));
+  EXPECT_TRUE(
+      MessageContains(ErrorOf(j), "samples[0].median_us: is not between p10_us and p90_us"));
 }
 
 TEST(ParseProfile, HeaderErrors) {
@@ -133,11 +139,14 @@ TEST(ParseProfile, HeaderErrors) {
   j["samples"] = nlohmann::json::object();
   j["device"].erase("name");
   const std::string m = ErrorOf(j);
-  EXPECT_TRUE(Contains(m, "p.json: schema: is \"loom.gpu/1\" but this file is read as a profile"));
-  EXPECT_TRUE(Contains(m, "p.json: date: is \"March 2025\"; write an ISO 8601 date"));
-  EXPECT_TRUE(Contains(m, "p.json: library_versions.nccl: must be a version string, got number"));
-  EXPECT_TRUE(Contains(m, "p.json: samples: must be an array of sample objects, got object"));
-  EXPECT_TRUE(Contains(m, "p.json: device.name: is missing"));
+  EXPECT_TRUE(
+      MessageContains(m, "p.json: schema: is \"loom.gpu/1\" but this file is read as a profile"));
+  EXPECT_TRUE(MessageContains(m, "p.json: date: is \"March 2025\"; write an ISO 8601 date"));
+  EXPECT_TRUE(
+      MessageContains(m, "p.json: library_versions.nccl: must be a version string, got number"));
+  EXPECT_TRUE(
+      MessageContains(m, "p.json: samples: must be an array of sample objects, got object"));
+  EXPECT_TRUE(MessageContains(m, "p.json: device.name: is missing"));
 }
 
 TEST(ParseProfile, DateMayCarryATime) {
@@ -145,13 +154,13 @@ TEST(ParseProfile, DateMayCarryATime) {
   j["date"] = "2025-03-01T10:00:00Z";
   EXPECT_EQ(ErrorOf(j), "(parsed)");
   j["date"] = "2025-13-01";
-  EXPECT_TRUE(Contains(ErrorOf(j), "date: is \"2025-13-01\""));
+  EXPECT_TRUE(MessageContains(ErrorOf(j), "date: is \"2025-13-01\""));
 }
 
 TEST(ReadProfile, MissingFileNamesIt) {
   Result<Profile> p = ReadProfile("no/such/profile.json");
   ASSERT_FALSE(p.ok());
-  EXPECT_TRUE(Contains(p.status().message(), "no/such/profile.json: no such file"));
+  EXPECT_TRUE(MessageContains(p.status().message(), "no/such/profile.json: no such file"));
 }
 
 TEST(ProfileWriter, FileIsAValidProfileAfterEveryAppend) {
@@ -179,15 +188,16 @@ TEST(ProfileWriter, FileIsAValidProfileAfterEveryAppend) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_TRUE(Contains(text.str(), "  \"samples\": [\n    {\"kernel\":\"gemm\",\"m\":4096,"));
-  EXPECT_TRUE(Contains(text.str(), "\"repeats\":100}\n  ],\n  \"host_samples\": [],\n"));
+  EXPECT_TRUE(
+      MessageContains(text.str(), "  \"samples\": [\n    {\"kernel\":\"gemm\",\"m\":4096,"));
+  EXPECT_TRUE(MessageContains(text.str(), "\"repeats\":100}\n  ],\n  \"host_samples\": [],\n"));
 }
 
 TEST(ProfileWriter, UnwritableFolderIsAnError) {
   ProfileWriter writer;
   Status s = writer.Open("/no/such/folder/p.json", Profile{});
   ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(Contains(s.message(), "/no/such/folder/p.json: cannot write"));
+  EXPECT_TRUE(MessageContains(s.message(), "/no/such/folder/p.json: cannot write"));
 }
 
 TEST(DeviceMatchesGpu, IgnoresVendorPrefixFileNoteAndCase) {
@@ -207,13 +217,14 @@ TEST(CheckProfiledGpu, NamesBothFilesOnAMismatch) {
   gpu.sm_count = 132;
   EXPECT_TRUE(CheckProfiledGpu(*p, gpu).ok());
   gpu.sm_count = 114;
-  EXPECT_TRUE(Contains(CheckProfiledGpu(*p, gpu).message(),
-                       "p.json: device.sm_count is 132 but h100.json has "
-                       "sm_count 114"));
+  EXPECT_TRUE(MessageContains(CheckProfiledGpu(*p, gpu).message(),
+                              "p.json: device.sm_count is 132 but h100.json has "
+                              "sm_count 114"));
   gpu.name = "NVIDIA A100-SXM4-80GB";
-  EXPECT_TRUE(Contains(CheckProfiledGpu(*p, gpu).message(),
-                       "p.json: device.name \"NVIDIA H100 80GB HBM3\" is not the GPU of h100.json "
-                       "(\"NVIDIA A100-SXM4-80GB\")"));
+  EXPECT_TRUE(
+      MessageContains(CheckProfiledGpu(*p, gpu).message(),
+                      "p.json: device.name \"NVIDIA H100 80GB HBM3\" is not the GPU of h100.json "
+                      "(\"NVIDIA A100-SXM4-80GB\")"));
 }
 
 }  // namespace
@@ -266,14 +277,14 @@ TEST(ParseProfile, SchemaTwoEntriesNameTheirErrors) {
   j["host_samples"][0]["bytes"] = 5;
   j["collectives"][0]["in_place"].erase("busbw_GBps");
   const std::string e = ErrorOf(j);
-  EXPECT_TRUE(Contains(
+  EXPECT_TRUE(MessageContains(
       e, "p.json: collectives[0].collective: is \"allreduce\"; did you mean \"all_reduce\"?"));
-  EXPECT_TRUE(Contains(e, "collectives[0].nodes: is more than ranks"));
-  EXPECT_TRUE(Contains(e, "host_samples[0].bytes: must be 0 for a launch"));
-  EXPECT_TRUE(Contains(e, "collectives[0].in_place.busbw_GBps: is missing"));
+  EXPECT_TRUE(MessageContains(e, "collectives[0].nodes: is more than ranks"));
+  EXPECT_TRUE(MessageContains(e, "host_samples[0].bytes: must be 0 for a launch"));
+  EXPECT_TRUE(MessageContains(e, "collectives[0].in_place.busbw_GBps: is missing"));
   j = ProfileV2();
   j["schema"] = "loom.profile/3";
-  EXPECT_TRUE(Contains(ErrorOf(j), "schema: is \"loom.profile/3\""));
+  EXPECT_TRUE(MessageContains(ErrorOf(j), "schema: is \"loom.profile/3\""));
 }
 
 TEST(RecordedPointKeys, NameEveryEntryAsTheProbePlansIt) {

@@ -24,7 +24,7 @@ AttentionShape Llama(int64_t seq_q = 4096, int64_t seq_kv = 4096) {
   return shape;
 }
 
-bool Contains(const std::string& text, const std::string& part) {
+bool ReasonContains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -44,7 +44,8 @@ TEST(CheckCudnnSdpaSupport, RefusesBothPassesOnCudnn9_10_0And9_10_1) {
     for (SdpaPass pass : {SdpaPass::kForward, SdpaPass::kBackward}) {
       Status status = CheckCudnnSdpaSupport(Llama(), pass, version);
       EXPECT_EQ(status.code(), Status::Code::kUnimplemented) << version;
-      EXPECT_TRUE(Contains(status.message(), "use cuDNN 9.10.2 or newer")) << status.message();
+      EXPECT_TRUE(ReasonContains(status.message(), "use cuDNN 9.10.2 or newer"))
+          << status.message();
     }
   }
   Status status = CheckCudnnSdpaSupport(Llama(), SdpaPass::kBackward, 91001);
@@ -60,9 +61,9 @@ TEST(CheckCudnnSdpaSupport, RefusesTheBackwardWhereTheFrontendAddsAPaddingMask) 
   const AttentionShape ragged_kv = Llama(4096, 4000);  // 4000 % 128 = 32
   Status status = CheckCudnnSdpaSupport(ragged_kv, SdpaPass::kBackward, 91500);
   EXPECT_EQ(status.code(), Status::Code::kUnimplemented);
-  EXPECT_TRUE(Contains(status.message(),
-                       "on cuDNN 9.15.0: cuDNN 9.15.0 and older need a padding mask in the "
-                       "attention backward when s_kv (4000) is not a multiple of 128"))
+  EXPECT_TRUE(ReasonContains(status.message(),
+                             "on cuDNN 9.15.0: cuDNN 9.15.0 and older need a padding mask in the "
+                             "attention backward when s_kv (4000) is not a multiple of 128"))
       << status.message();
   EXPECT_EQ(CheckCudnnSdpaSupport(ragged_kv, SdpaPass::kBackward, 91100).code(),
             Status::Code::kUnimplemented);
@@ -78,15 +79,16 @@ TEST(CheckCudnnSdpaSupport, RefusesHeadDimsThatAreNotMultiplesOf8) {
   for (SdpaPass pass : {SdpaPass::kForward, SdpaPass::kBackward}) {
     Status status = CheckCudnnSdpaSupport(shape, pass, kCudnn9_19_0);
     EXPECT_EQ(status.code(), Status::Code::kUnimplemented);
-    EXPECT_TRUE(Contains(status.message(), "multiples of 8; d_qk is 128 and d_v 100"))
+    EXPECT_TRUE(ReasonContains(status.message(), "multiples of 8; d_qk is 128 and d_v 100"))
         << status.message();
   }
 }
 
 TEST(CheckCudnnSdpaSupport, RefusesTheBackwardOfOneQueryAndOneKey) {
   const AttentionShape single = Llama(1, 1);
-  EXPECT_TRUE(Contains(CheckCudnnSdpaSupport(single, SdpaPass::kBackward, kCudnn9_19_0).message(),
-                       "does not run s_q = s_kv = 1"));
+  EXPECT_TRUE(
+      ReasonContains(CheckCudnnSdpaSupport(single, SdpaPass::kBackward, kCudnn9_19_0).message(),
+                     "does not run s_q = s_kv = 1"));
   EXPECT_TRUE(CheckCudnnSdpaSupport(single, SdpaPass::kForward, kCudnn9_19_0).ok());
 }
 

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz_input.h"
 #include "spec/framework.h"
 

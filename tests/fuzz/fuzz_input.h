@@ -34,7 +34,7 @@ std::string Shipped(std::string_view relative);
 
 // What a target returns for an input its reader refused: 0, libFuzzer's "keep going". With
 // LOOM_FUZZ_VERBOSE=1 in the environment it first prints |status|, to see why a seed is refused:
-//   LOOM_FUZZ_VERBOSE=1 build-fuzz/fuzz/model models/*.json
+//   LOOM_FUZZ_VERBOSE=1 build-sanitize/fuzz/model models/*.json
 int Rejected(const Status& status);
 
 }  // namespace loom::fuzz

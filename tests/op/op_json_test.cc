@@ -1,6 +1,7 @@
 #include "op/op_json.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace loom {
 namespace {

@@ -19,7 +19,7 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-ModelSpec Load(const std::string& name) {
+ModelSpec EmittedModel(const std::string& name) {
   Result<ModelSpec> model =
       LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
@@ -27,13 +27,13 @@ ModelSpec Load(const std::string& name) {
 }
 
 // The value token after |flag|, or nullopt when |flag| is absent or last.
-std::optional<std::string> ValueAfter(const Args& args, const std::string& flag) {
+std::optional<std::string> FlagValue(const Args& args, const std::string& flag) {
   const auto it = std::find(args.begin(), args.end(), flag);
   if (it == args.end() || it + 1 == args.end()) return std::nullopt;
   return *(it + 1);
 }
 
-bool Has(const Args& args, const std::string& flag) {
+bool HasFlag(const Args& args, const std::string& flag) {
   return std::find(args.begin(), args.end(), flag) != args.end();
 }
 
@@ -70,7 +70,7 @@ std::string MegatronError(const ModelSpec& model, const Strategy& strategy) {
 
 // |s| with the gradient accumulation DeepSpeed runs at its ZeRO stage, the only one the emitter
 // takes.
-Strategy AsDeepSpeed(Strategy s) {
+Strategy WithDeepSpeed(Strategy s) {
   s.grad_accumulation = DeepSpeedGradAccumulation(s);
   return s;
 }
@@ -146,7 +146,7 @@ TEST(MegatronArguments, Gpt3InterleavedGivesExactFlagsInGroupOrder) {
                          "--use-distributed-optimizer",
                          "--overlap-grad-reduce",
                          "--overlap-param-gather"};
-  EXPECT_EQ(MegatronOk(Load("gpt3-175b"), Gpt3Strategy()), expected);
+  EXPECT_EQ(MegatronOk(EmittedModel("gpt3-175b"), Gpt3Strategy()), expected);
 }
 
 TEST(MegatronArguments, Llama3GqaGivesQueryGroupsAndLlamaArchitecture) {
@@ -155,23 +155,23 @@ TEST(MegatronArguments, Llama3GqaGivesQueryGroupsAndLlamaArchitecture) {
   s.dp = 4;
   s.global_batch = 32;
   s.seq_len = 8192;
-  const Args args = MegatronOk(Load("llama3-70b"), s);
+  const Args args = MegatronOk(EmittedModel("llama3-70b"), s);
   EXPECT_EQ(IndexOf(args, "--group-query-attention") + 1, IndexOf(args, "--num-query-groups"));
-  EXPECT_EQ(ValueAfter(args, "--num-query-groups"), "8");
-  EXPECT_EQ(ValueAfter(args, "--kv-channels"), "128");
-  EXPECT_EQ(ValueAfter(args, "--ffn-hidden-size"), "28672");
-  EXPECT_EQ(ValueAfter(args, "--normalization"), "RMSNorm");
-  EXPECT_EQ(ValueAfter(args, "--position-embedding-type"), "rope");
-  EXPECT_TRUE(Has(args, "--swiglu"));
-  EXPECT_TRUE(Has(args, "--untie-embeddings-and-output-weights"));
-  EXPECT_TRUE(Has(args, "--disable-bias-linear"));
-  EXPECT_FALSE(Has(args, "--num-experts"));
+  EXPECT_EQ(FlagValue(args, "--num-query-groups"), "8");
+  EXPECT_EQ(FlagValue(args, "--kv-channels"), "128");
+  EXPECT_EQ(FlagValue(args, "--ffn-hidden-size"), "28672");
+  EXPECT_EQ(FlagValue(args, "--normalization"), "RMSNorm");
+  EXPECT_EQ(FlagValue(args, "--position-embedding-type"), "rope");
+  EXPECT_TRUE(HasFlag(args, "--swiglu"));
+  EXPECT_TRUE(HasFlag(args, "--untie-embeddings-and-output-weights"));
+  EXPECT_TRUE(HasFlag(args, "--disable-bias-linear"));
+  EXPECT_FALSE(HasFlag(args, "--num-experts"));
 }
 
 TEST(MegatronArguments, GroupsComeInDocumentedOrder) {
   Strategy s = Gpt3Strategy();
   s.recompute = Recompute::kSelective;
-  const Args args = MegatronOk(Load("gpt3-175b"), s);
+  const Args args = MegatronOk(EmittedModel("gpt3-175b"), s);
   // The first flag of each group: parallelism, batch, model, precision, optimizer, recompute,
   // overlap.
   const std::vector<std::string> firsts = {"--tensor-model-parallel-size",
@@ -197,16 +197,16 @@ TEST(MegatronArguments, MixtralGivesExpertsTopKAndAllToAll) {
   s.etp = 1;
   s.global_batch = 64;
   s.seq_len = 4096;
-  const Args args = MegatronOk(Load("mixtral-8x7b"), s);
-  EXPECT_EQ(ValueAfter(args, "--num-experts"), "8");
-  EXPECT_EQ(ValueAfter(args, "--moe-router-topk"), "2");
-  EXPECT_EQ(ValueAfter(args, "--moe-ffn-hidden-size"), "14336");
-  EXPECT_EQ(ValueAfter(args, "--expert-model-parallel-size"), "8");
-  EXPECT_EQ(ValueAfter(args, "--expert-tensor-parallel-size"), "1");
-  EXPECT_EQ(ValueAfter(args, "--moe-token-dispatcher-type"), "alltoall");
-  EXPECT_FALSE(Has(args, "--moe-layer-freq"));
-  EXPECT_FALSE(Has(args, "--moe-shared-expert-intermediate-size"));
-  EXPECT_FALSE(Has(args, "--moe-expert-capacity-factor"));
+  const Args args = MegatronOk(EmittedModel("mixtral-8x7b"), s);
+  EXPECT_EQ(FlagValue(args, "--num-experts"), "8");
+  EXPECT_EQ(FlagValue(args, "--moe-router-topk"), "2");
+  EXPECT_EQ(FlagValue(args, "--moe-ffn-hidden-size"), "14336");
+  EXPECT_EQ(FlagValue(args, "--expert-model-parallel-size"), "8");
+  EXPECT_EQ(FlagValue(args, "--expert-tensor-parallel-size"), "1");
+  EXPECT_EQ(FlagValue(args, "--moe-token-dispatcher-type"), "alltoall");
+  EXPECT_FALSE(HasFlag(args, "--moe-layer-freq"));
+  EXPECT_FALSE(HasFlag(args, "--moe-shared-expert-intermediate-size"));
+  EXPECT_FALSE(HasFlag(args, "--moe-expert-capacity-factor"));
 }
 
 TEST(MegatronArguments, CapacityFactorNeedsTheAllToAllDispatcherEvenWithoutEp) {
@@ -214,10 +214,10 @@ TEST(MegatronArguments, CapacityFactorNeedsTheAllToAllDispatcherEvenWithoutEp) {
   s.dp = 8;
   s.global_batch = 64;
   s.moe_capacity_factor = 1.25;
-  const Args args = MegatronOk(Load("mixtral-8x7b"), s);
-  EXPECT_EQ(ValueAfter(args, "--moe-expert-capacity-factor"), "1.25");
-  EXPECT_EQ(ValueAfter(args, "--moe-token-dispatcher-type"), "alltoall");
-  EXPECT_EQ(ValueAfter(args, "--expert-tensor-parallel-size"), "1");  // etp 0 means tp, which is 1
+  const Args args = MegatronOk(EmittedModel("mixtral-8x7b"), s);
+  EXPECT_EQ(FlagValue(args, "--moe-expert-capacity-factor"), "1.25");
+  EXPECT_EQ(FlagValue(args, "--moe-token-dispatcher-type"), "alltoall");
+  EXPECT_EQ(FlagValue(args, "--expert-tensor-parallel-size"), "1");  // etp 0 means tp, which is 1
 }
 
 TEST(MegatronArguments, DeepSeekV3GivesMlaSharedExpertAndThreeLeadingDenseLayers) {
@@ -231,23 +231,23 @@ TEST(MegatronArguments, DeepSeekV3GivesMlaSharedExpertAndThreeLeadingDenseLayers
   s.seq_len = 4096;
   s.first_stage_layers = 31;
   s.last_stage_layers = 30;
-  const Args args = MegatronOk(Load("deepseek-v3"), s);
-  EXPECT_TRUE(Has(args, "--multi-latent-attention"));
-  EXPECT_EQ(ValueAfter(args, "--q-lora-rank"), "1536");
-  EXPECT_EQ(ValueAfter(args, "--kv-lora-rank"), "512");
-  EXPECT_EQ(ValueAfter(args, "--qk-head-dim"), "128");
-  EXPECT_EQ(ValueAfter(args, "--qk-pos-emb-head-dim"), "64");
-  EXPECT_EQ(ValueAfter(args, "--v-head-dim"), "128");
-  EXPECT_FALSE(Has(args, "--kv-channels"));
-  EXPECT_FALSE(Has(args, "--group-query-attention"));
-  EXPECT_EQ(ValueAfter(args, "--num-experts"), "256");
-  EXPECT_EQ(ValueAfter(args, "--moe-router-topk"), "8");
-  EXPECT_EQ(ValueAfter(args, "--moe-ffn-hidden-size"), "2048");
-  EXPECT_EQ(ValueAfter(args, "--ffn-hidden-size"), "18432");
-  EXPECT_EQ(ValueAfter(args, "--moe-shared-expert-intermediate-size"), "2048");
-  EXPECT_EQ(ValueAfter(args, "--moe-layer-freq"), "([0]*3+[1]*58)");
-  EXPECT_EQ(ValueAfter(args, "--decoder-first-pipeline-num-layers"), "31");
-  EXPECT_EQ(ValueAfter(args, "--decoder-last-pipeline-num-layers"), "30");
+  const Args args = MegatronOk(EmittedModel("deepseek-v3"), s);
+  EXPECT_TRUE(HasFlag(args, "--multi-latent-attention"));
+  EXPECT_EQ(FlagValue(args, "--q-lora-rank"), "1536");
+  EXPECT_EQ(FlagValue(args, "--kv-lora-rank"), "512");
+  EXPECT_EQ(FlagValue(args, "--qk-head-dim"), "128");
+  EXPECT_EQ(FlagValue(args, "--qk-pos-emb-head-dim"), "64");
+  EXPECT_EQ(FlagValue(args, "--v-head-dim"), "128");
+  EXPECT_FALSE(HasFlag(args, "--kv-channels"));
+  EXPECT_FALSE(HasFlag(args, "--group-query-attention"));
+  EXPECT_EQ(FlagValue(args, "--num-experts"), "256");
+  EXPECT_EQ(FlagValue(args, "--moe-router-topk"), "8");
+  EXPECT_EQ(FlagValue(args, "--moe-ffn-hidden-size"), "2048");
+  EXPECT_EQ(FlagValue(args, "--ffn-hidden-size"), "18432");
+  EXPECT_EQ(FlagValue(args, "--moe-shared-expert-intermediate-size"), "2048");
+  EXPECT_EQ(FlagValue(args, "--moe-layer-freq"), "([0]*3+[1]*58)");
+  EXPECT_EQ(FlagValue(args, "--decoder-first-pipeline-num-layers"), "31");
+  EXPECT_EQ(FlagValue(args, "--decoder-last-pipeline-num-layers"), "30");
 }
 
 TEST(MegatronArguments, UnevenInterleavedStagesUseVirtualStagesPerRank) {
@@ -259,29 +259,29 @@ TEST(MegatronArguments, UnevenInterleavedStagesUseVirtualStagesPerRank) {
   s.global_batch = 16;
   s.first_stage_layers = 6;
   s.last_stage_layers = 6;  // 20 layers left for the two middle stages
-  const Args args = MegatronOk(Load("llama3-8b"), s);
-  EXPECT_EQ(ValueAfter(args, "--num-virtual-stages-per-pipeline-rank"), "2");
-  EXPECT_FALSE(Has(args, "--num-layers-per-virtual-pipeline-stage"));
-  EXPECT_EQ(ValueAfter(args, "--decoder-first-pipeline-num-layers"), "6");
+  const Args args = MegatronOk(EmittedModel("llama3-8b"), s);
+  EXPECT_EQ(FlagValue(args, "--num-virtual-stages-per-pipeline-rank"), "2");
+  EXPECT_FALSE(HasFlag(args, "--num-layers-per-virtual-pipeline-stage"));
+  EXPECT_EQ(FlagValue(args, "--decoder-first-pipeline-num-layers"), "6");
 }
 
 TEST(MegatronArguments, RecomputeFullIsUniformOverAllLayersOrBlockOverSome) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = EmittedModel("llama3-8b");
   Strategy s;
   s.recompute = Recompute::kFull;
   Args args = MegatronOk(model, s);
-  EXPECT_EQ(ValueAfter(args, "--recompute-granularity"), "full");
-  EXPECT_EQ(ValueAfter(args, "--recompute-method"), "uniform");
-  EXPECT_EQ(ValueAfter(args, "--recompute-num-layers"), "1");
+  EXPECT_EQ(FlagValue(args, "--recompute-granularity"), "full");
+  EXPECT_EQ(FlagValue(args, "--recompute-method"), "uniform");
+  EXPECT_EQ(FlagValue(args, "--recompute-num-layers"), "1");
   s.recompute_layers = 5;
   args = MegatronOk(model, s);
-  EXPECT_EQ(ValueAfter(args, "--recompute-method"), "block");
-  EXPECT_EQ(ValueAfter(args, "--recompute-num-layers"), "5");
+  EXPECT_EQ(FlagValue(args, "--recompute-method"), "block");
+  EXPECT_EQ(FlagValue(args, "--recompute-num-layers"), "5");
   s.recompute = Recompute::kSelective;
   s.recompute_layers = 0;
   args = MegatronOk(model, s);
-  EXPECT_EQ(ValueAfter(args, "--recompute-granularity"), "selective");
-  EXPECT_FALSE(Has(args, "--recompute-method"));
+  EXPECT_EQ(FlagValue(args, "--recompute-granularity"), "selective");
+  EXPECT_FALSE(HasFlag(args, "--recompute-method"));
 }
 
 TEST(MegatronArguments, PrecisionContextAndRotaryBound) {
@@ -294,49 +294,49 @@ TEST(MegatronArguments, PrecisionContextAndRotaryBound) {
   s.dtype = Dtype::kFp8;
   s.grad_reduce_in_bf16 = true;
   s.tp_comm_overlap = true;
-  const Args args = MegatronOk(Load("llama3-8b"), s);
-  EXPECT_EQ(ValueAfter(args, "--context-parallel-size"), "4");
-  EXPECT_EQ(ValueAfter(args, "--cp-comm-type"), "allgather");
-  EXPECT_EQ(ValueAfter(args, "--max-position-embeddings"), "32768");
+  const Args args = MegatronOk(EmittedModel("llama3-8b"), s);
+  EXPECT_EQ(FlagValue(args, "--context-parallel-size"), "4");
+  EXPECT_EQ(FlagValue(args, "--cp-comm-type"), "allgather");
+  EXPECT_EQ(FlagValue(args, "--max-position-embeddings"), "32768");
   EXPECT_EQ(IndexOf(args, "--bf16") + 1, IndexOf(args, "--fp8-format"));
-  EXPECT_EQ(ValueAfter(args, "--fp8-format"), "hybrid");
-  EXPECT_TRUE(Has(args, "--grad-reduce-in-bf16"));
-  EXPECT_TRUE(Has(args, "--tp-comm-overlap"));
+  EXPECT_EQ(FlagValue(args, "--fp8-format"), "hybrid");
+  EXPECT_TRUE(HasFlag(args, "--grad-reduce-in-bf16"));
+  EXPECT_TRUE(HasFlag(args, "--tp-comm-overlap"));
 }
 
 TEST(MegatronArguments, ZeroStagesMapToDistributedOptimizerAndMegatronFsdp) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = EmittedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
   s.zero_stage = 3;
   Args args = MegatronOk(model, s);
-  EXPECT_TRUE(Has(args, "--use-megatron-fsdp"));
-  EXPECT_EQ(ValueAfter(args, "--data-parallel-sharding-strategy"), "optim_grads_params");
-  EXPECT_EQ(ValueAfter(args, "--ckpt-format"), "fsdp_dtensor");
+  EXPECT_TRUE(HasFlag(args, "--use-megatron-fsdp"));
+  EXPECT_EQ(FlagValue(args, "--data-parallel-sharding-strategy"), "optim_grads_params");
+  EXPECT_EQ(FlagValue(args, "--ckpt-format"), "fsdp_dtensor");
   // Megatron-FSDP keeps gradient-accumulation fusion, what the simulation of the fused default
   // costs.
-  EXPECT_FALSE(Has(args, "--no-gradient-accumulation-fusion"));
-  EXPECT_TRUE(Has(args, "--use-distributed-optimizer"));
+  EXPECT_FALSE(HasFlag(args, "--no-gradient-accumulation-fusion"));
+  EXPECT_TRUE(HasFlag(args, "--use-distributed-optimizer"));
   s.zero_stage = 2;
-  EXPECT_EQ(ValueAfter(MegatronOk(model, s), "--data-parallel-sharding-strategy"), "optim_grads");
+  EXPECT_EQ(FlagValue(MegatronOk(model, s), "--data-parallel-sharding-strategy"), "optim_grads");
   s.zero_stage = 1;
   s.offload = Offload::kOptimizer;
   args = MegatronOk(model, s);
-  EXPECT_FALSE(Has(args, "--use-megatron-fsdp"));
-  EXPECT_TRUE(Has(args, "--use-distributed-optimizer"));
-  EXPECT_TRUE(Has(args, "--optimizer-cpu-offload"));
-  EXPECT_EQ(ValueAfter(args, "--optimizer-offload-fraction"), "1.0");
-  EXPECT_TRUE(Has(args, "--use-precision-aware-optimizer"));
+  EXPECT_FALSE(HasFlag(args, "--use-megatron-fsdp"));
+  EXPECT_TRUE(HasFlag(args, "--use-distributed-optimizer"));
+  EXPECT_TRUE(HasFlag(args, "--optimizer-cpu-offload"));
+  EXPECT_EQ(FlagValue(args, "--optimizer-offload-fraction"), "1.0");
+  EXPECT_TRUE(HasFlag(args, "--use-precision-aware-optimizer"));
 }
 
 TEST(MegatronArguments, GradientAccumulationAddTurnsFusionOffAndAutogradIsAnError) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = EmittedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
   EXPECT_FALSE(
-      Has(MegatronOk(model, s), "--no-gradient-accumulation-fusion"));  // fused: the default
+      HasFlag(MegatronOk(model, s), "--no-gradient-accumulation-fusion"));  // fused: the default
   s.grad_accumulation = GradAccumulation::kAdd;
   Args args = MegatronOk(model, s);
   EXPECT_EQ(std::count(args.begin(), args.end(), "--no-gradient-accumulation-fusion"), 1);
@@ -357,14 +357,14 @@ TEST(MegatronArguments, Fp8WithBf16ReductionGivesBothFlags) {
   s.global_batch = 8;
   s.dtype = Dtype::kFp8;
   s.grad_reduce_in_bf16 = true;
-  const Args args = MegatronOk(Load("llama3-8b"), s);
-  EXPECT_EQ(ValueAfter(args, "--fp8-format"), "hybrid");
-  EXPECT_TRUE(Has(args, "--bf16"));
+  const Args args = MegatronOk(EmittedModel("llama3-8b"), s);
+  EXPECT_EQ(FlagValue(args, "--fp8-format"), "hybrid");
+  EXPECT_TRUE(HasFlag(args, "--bf16"));
   EXPECT_EQ(IndexOf(args, "--fp8-format") + 2, IndexOf(args, "--grad-reduce-in-bf16"));
 }
 
 TEST(MegatronArguments, SchedulesOutsideMainlineAreErrorsNamingWhereTheyLive) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = EmittedModel("llama3-8b");
   Strategy s;
   s.pp = 4;
   s.global_batch = 8;
@@ -389,7 +389,7 @@ TEST(MegatronArguments, SchedulesOutsideMainlineAreErrorsNamingWhereTheyLive) {
 }
 
 TEST(MegatronArguments, UnsupportedSettingsAreErrorsNamingTheSetting) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = EmittedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -424,7 +424,7 @@ TEST(MegatronArguments, ExpertParallelFp16IsAnErrorBeforeCoreV016) {
   s.dtype = Dtype::kFp16;
   MegatronOptions before;
   before.version = MegatronVersion::kCore015;
-  Result<Args> args = MegatronArguments(Load("mixtral-8x7b"), s, before);
+  Result<Args> args = MegatronArguments(EmittedModel("mixtral-8x7b"), s, before);
   ExpectKnown(args);
   ASSERT_FALSE(args.ok());
   EXPECT_NE(args.status().message().find("--ep 8 with --dtype fp16"), std::string::npos)
@@ -475,8 +475,8 @@ TEST(DeepSpeedConfig, Zero3WithOffloadGivesStage3OffloadBlocksAndTheBatchEquatio
   s.offload = Offload::kOptimizerAndParams;
   s.overlap_grad_reduce = true;
   s.overlap_param_gather = true;
-  s = AsDeepSpeed(s);
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), s);
+  s = WithDeepSpeed(s);
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("llama3-8b"), s);
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const nlohmann::ordered_json expected = nlohmann::ordered_json::parse(R"({
@@ -501,9 +501,9 @@ TEST(DeepSpeedConfig, Zero3WithOffloadGivesStage3OffloadBlocksAndTheBatchEquatio
   EXPECT_EQ(c["train_batch_size"].get<int64_t>(),
             c["train_micro_batch_size_per_gpu"].get<int64_t>() *
                 c["gradient_accumulation_steps"].get<int64_t>() * s.dp);
-  EXPECT_TRUE(Has(plan->launcher_args, "--no-pipeline-parallel"));
-  EXPECT_EQ(ValueAfter(plan->launcher_args, "--zero-stage"), "3");
-  EXPECT_TRUE(Has(plan->launcher_args, "--cpu-optimizer"));
+  EXPECT_TRUE(HasFlag(plan->launcher_args, "--no-pipeline-parallel"));
+  EXPECT_EQ(FlagValue(plan->launcher_args, "--zero-stage"), "3");
+  EXPECT_TRUE(HasFlag(plan->launcher_args, "--cpu-optimizer"));
   ASSERT_FALSE(plan->notes.empty());
   EXPECT_NE(plan->notes[0].find("512 = 2 * 4 * 64"), std::string::npos) << plan->notes[0];
 }
@@ -516,7 +516,7 @@ TEST(DeepSpeedConfig, TensorAndPipelineDegreesGoToMegatronDeepSpeedArguments) {
   s.global_batch = 1536;
   s.zero_stage = 1;
   s.recompute = Recompute::kFull;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("gpt3-175b"), AsDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("gpt3-175b"), WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Args expected = {"--tensor-model-parallel-size",
@@ -558,17 +558,17 @@ TEST(DeepSpeedConfig, ZbH1AndMixtralExpertsBecomeMegatronDeepSpeedFlags) {
   s.global_batch = 64;
   s.zero_stage = 1;  // without ZeRO the pipeline engine would sum bf16 gradients in bf16
   s.schedule = ScheduleKind::kZbH1;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("mixtral-8x7b"), AsDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("mixtral-8x7b"), WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Args& args = plan->launcher_args;
-  EXPECT_TRUE(Has(args, "--enable-zbh1-pipeline"));
-  EXPECT_EQ(ValueAfter(args, "--num-experts"), "8");
-  EXPECT_EQ(ValueAfter(args, "--moe-expert-parallel-size"), "4");
-  EXPECT_EQ(ValueAfter(args, "--topk"), "2");
-  EXPECT_EQ(ValueAfter(args, "--expert-interval"), "1");
-  EXPECT_TRUE(Has(args, "--enable-expert-tensor-parallelism"));  // etp 0 means tp
-  EXPECT_TRUE(Has(args, "--disable-moe-token-dropping"));
+  EXPECT_TRUE(HasFlag(args, "--enable-zbh1-pipeline"));
+  EXPECT_EQ(FlagValue(args, "--num-experts"), "8");
+  EXPECT_EQ(FlagValue(args, "--moe-expert-parallel-size"), "4");
+  EXPECT_EQ(FlagValue(args, "--topk"), "2");
+  EXPECT_EQ(FlagValue(args, "--expert-interval"), "1");
+  EXPECT_TRUE(HasFlag(args, "--enable-expert-tensor-parallelism"));  // etp 0 means tp
+  EXPECT_TRUE(HasFlag(args, "--disable-moe-token-dropping"));
 }
 
 TEST(DeepSpeedConfig, SgdIsAnUntestedZeroOptimizerAndBf16ReductionIsExplicit) {
@@ -578,13 +578,13 @@ TEST(DeepSpeedConfig, SgdIsAnUntestedZeroOptimizerAndBf16ReductionIsExplicit) {
   s.zero_stage = 1;
   s.optimizer = Optimizer::kSgd;
   s.grad_reduce_in_bf16 = true;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), AsDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("llama3-8b"), WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["optimizer"]["type"], "SGD");
   EXPECT_EQ(plan->config["zero_allow_untested_optimizer"], true);
   EXPECT_EQ(plan->config["communication_data_type"], "bf16");
-  EXPECT_EQ(ValueAfter(plan->launcher_args, "--optimizer"), "sgd");
+  EXPECT_EQ(FlagValue(plan->launcher_args, "--optimizer"), "sgd");
 }
 
 TEST(DeepSpeedConfig, Zero3WithoutParamGatherOverlapTurnsPrefetchOff) {
@@ -592,20 +592,20 @@ TEST(DeepSpeedConfig, Zero3WithoutParamGatherOverlapTurnsPrefetchOff) {
   s.dp = 8;
   s.global_batch = 8;
   s.zero_stage = 3;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(Load("llama3-8b"), AsDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("llama3-8b"), WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["zero_optimization"]["stage3_prefetch_bucket_size"], 0);
 }
 
 TEST(DeepSpeedConfig, WhatDeepSpeedCannotExpressIsAnErrorNamingTheSettingAndFix) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = EmittedModel("llama3-8b");
   Strategy s;
   s.cp = 2;
   EXPECT_NE(DeepSpeedError(model, s).find("--cp 2"), std::string::npos);
 
   s = Gpt3Strategy();  // interleaved, sp, overlap of the param gather at ZeRO-1, with pp
-  std::string message = DeepSpeedError(Load("gpt3-175b"), s);
+  std::string message = DeepSpeedError(EmittedModel("gpt3-175b"), s);
   EXPECT_NE(message.find("--schedule interleaved"), std::string::npos) << message;
   EXPECT_NE(message.find("--overlap-grad-reduce with --pp 16"), std::string::npos) << message;
   EXPECT_NE(message.find("--overlap-param-gather with --zero 1"), std::string::npos) << message;
@@ -645,7 +645,7 @@ TEST(DeepSpeedConfig, DeepSeekV3ArchitectureIsAnErrorForEachMissingFeature) {
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
-  const std::string message = DeepSpeedError(Load("deepseek-v3"), AsDeepSpeed(s));
+  const std::string message = DeepSpeedError(EmittedModel("deepseek-v3"), WithDeepSpeed(s));
   EXPECT_NE(message.find("multi-head latent attention"), std::string::npos) << message;
   EXPECT_NE(message.find("n_shared_experts (1)"), std::string::npos) << message;
   EXPECT_NE(message.find("first_k_dense_replace (3)"), std::string::npos) << message;
@@ -653,7 +653,7 @@ TEST(DeepSpeedConfig, DeepSeekV3ArchitectureIsAnErrorForEachMissingFeature) {
 }
 
 TEST(DeepSpeedConfig, GradientAccumulationIsDeepSpeedsForTheZeroStageWithItsBufferDtype) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = EmittedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 16;
@@ -662,7 +662,7 @@ TEST(DeepSpeedConfig, GradientAccumulationIsDeepSpeedsForTheZeroStageWithItsBuff
   std::string message = DeepSpeedError(model, s);  // Megatron-LM's fused default
   EXPECT_NE(message.find("--grad-accumulation fused with --zero 0"), std::string::npos) << message;
   EXPECT_NE(message.find("use --grad-accumulation autograd"), std::string::npos) << message;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, AsDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["data_types"]["grad_accum_dtype"], "bf16");
@@ -673,7 +673,7 @@ TEST(DeepSpeedConfig, GradientAccumulationIsDeepSpeedsForTheZeroStageWithItsBuff
   EXPECT_EQ(DeepSpeedGradAccumulation(s), GradAccumulation::kAdd);
   message = DeepSpeedError(model, s);
   EXPECT_NE(message.find("use --grad-accumulation add"), std::string::npos) << message;
-  s = AsDeepSpeed(s);
+  s = WithDeepSpeed(s);
   const auto accum_dtype = [&](const Strategy& strategy) {
     Result<DeepSpeedPlan> p = DeepSpeedConfig(model, strategy);
     ExpectKnown(p);
@@ -695,7 +695,7 @@ TEST(DeepSpeedConfig, ExpertTensorParallelMustBeOneOrTp) {
   s.dp = 4;
   s.ep = 2;
   s.global_batch = 4;
-  const std::string message = DeepSpeedError(Load("mixtral-8x7b"), s);
+  const std::string message = DeepSpeedError(EmittedModel("mixtral-8x7b"), s);
   EXPECT_NE(message.find("--etp 2"), std::string::npos) << message;
 }
 

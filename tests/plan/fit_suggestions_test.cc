@@ -11,7 +11,7 @@
 namespace loom {
 namespace {
 
-std::string Shipped(const std::string& relative) {
+std::string ShippedFile(const std::string& relative) {
   return std::string(LOOM_SOURCE_DIR) + "/" + relative;
 }
 
@@ -21,8 +21,8 @@ struct Inputs {
 };
 
 Inputs Llama8bOnOneNode() {
-  Result<ModelSpec> m = LoadModelSpec(Shipped("models/llama3-8b.json"));
-  Result<ClusterSpec> c = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), 1);
+  Result<ModelSpec> m = LoadModelSpec(ShippedFile("models/llama3-8b.json"));
+  Result<ClusterSpec> c = LoadClusterSpec(ShippedFile("hardware/clusters/dgx-h100.json"), 1);
   EXPECT_TRUE(m.ok() && c.ok());
   return {m.ok() ? *m : ModelSpec(), c.ok() ? *c : ClusterSpec()};
 }

@@ -11,6 +11,8 @@
 #include <system_error>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 namespace loom {
 namespace {
 

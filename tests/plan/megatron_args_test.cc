@@ -30,11 +30,11 @@ std::optional<std::string> After(const Args& args, const std::string& flag) {
   return *(it + 1);
 }
 
-bool Has(const Args& args, const std::string& flag) {
+bool HasArg(const Args& args, const std::string& flag) {
   return std::find(args.begin(), args.end(), flag) != args.end();
 }
 
-Args Ok(const ModelSpec& model, const Strategy& s, const MegatronOptions& o = {}) {
+Args ArgsOf(const ModelSpec& model, const Strategy& s, const MegatronOptions& o = {}) {
   Result<Args> args = MegatronArguments(model, s, o);
   EXPECT_TRUE(args.ok()) << args.status().ToString();
   if (!args.ok()) return Args{};
@@ -79,7 +79,7 @@ TEST(MegatronArgs, OptimizerOffloadWithSgdIsRefusedAndWithAdamEmitted) {
   EXPECT_NE(Refusal(Model("llama3-8b"), s).find("--offload optimizer with --optimizer sgd"),
             std::string::npos);
   s.optimizer = Optimizer::kAdam;
-  EXPECT_TRUE(Has(Ok(Model("llama3-8b"), s), "--use-precision-aware-optimizer"));
+  EXPECT_TRUE(HasArg(ArgsOf(Model("llama3-8b"), s), "--use-precision-aware-optimizer"));
 }
 
 // Defect 5: Megatron-FSDP flags exist from core_v0.14.0; older trees get a refusal naming it.
@@ -91,13 +91,13 @@ TEST(MegatronArgs, MegatronFsdpNeedsCoreV014AndTheCommandSaysSo) {
       refusal.find("--megatron-version core_v0.13: --zero 3 (Megatron-FSDP) needs core_v0.14"),
       std::string::npos)
       << refusal;
-  const Args args = Ok(Model("llama3-8b"), s, At(MegatronVersion::kCore014));
-  EXPECT_TRUE(Has(args, "--use-megatron-fsdp"));
+  const Args args = ArgsOf(Model("llama3-8b"), s, At(MegatronVersion::kCore014));
+  EXPECT_TRUE(HasArg(args, "--use-megatron-fsdp"));
   EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore014);
   EXPECT_NE(FormatMegatronCommand(args).find("# Needs Megatron-LM core_v0.14 or later"),
             std::string::npos);
   s.zero_stage = 1;
-  EXPECT_EQ(MinimumMegatronVersion(Ok(Model("llama3-8b"), s)), MegatronVersion::kCore012);
+  EXPECT_EQ(MinimumMegatronVersion(ArgsOf(Model("llama3-8b"), s)), MegatronVersion::kCore012);
 }
 
 // Defect 5: MLA needs --no-rope-fusion at core_r0.12.0 only, and its YaRN needs --rope-type
@@ -107,30 +107,30 @@ TEST(MegatronArgs, MlaRopeFusionAndYarnFollowTheVersion) {
   Strategy s = Plain(8);
   s.ep = 8;
   s.dp = 8;
-  const Args latest = Ok(v3, s);
-  EXPECT_FALSE(Has(latest, "--no-rope-fusion"));
+  const Args latest = ArgsOf(v3, s);
+  EXPECT_FALSE(HasArg(latest, "--no-rope-fusion"));
   EXPECT_EQ(After(latest, "--rope-type"), "yarn");
   EXPECT_NE(Refusal(v3, s, At(MegatronVersion::kCore012)).find("needs core_v0.14"),
             std::string::npos);
   ModelSpec no_yarn = v3;
   no_yarn.rope_scaling.reset();
-  EXPECT_TRUE(Has(Ok(no_yarn, s, At(MegatronVersion::kCore012)), "--no-rope-fusion"));
-  EXPECT_FALSE(Has(Ok(no_yarn, s, At(MegatronVersion::kCore013)), "--no-rope-fusion"));
-  EXPECT_FALSE(Has(Ok(no_yarn, s, At(MegatronVersion::kCore013)), "--rope-type"));
-  EXPECT_EQ(After(Ok(no_yarn, s), "--rope-type"), "rope");
+  EXPECT_TRUE(HasArg(ArgsOf(no_yarn, s, At(MegatronVersion::kCore012)), "--no-rope-fusion"));
+  EXPECT_FALSE(HasArg(ArgsOf(no_yarn, s, At(MegatronVersion::kCore013)), "--no-rope-fusion"));
+  EXPECT_FALSE(HasArg(ArgsOf(no_yarn, s, At(MegatronVersion::kCore013)), "--rope-type"));
+  EXPECT_EQ(After(ArgsOf(no_yarn, s), "--rope-type"), "rope");
 }
 
 // Defect 6: the environment is decided once, for the command and the JSON alike.
 TEST(MegatronArgs, EnvironmentHoldsConnectionsAndTf32) {
-  const Args tp = Ok(Model("llama3-8b"), Plain(8));
+  const Args tp = ArgsOf(Model("llama3-8b"), Plain(8));
   const std::vector<EnvVariable> env = MegatronEnvironment(tp);
   ASSERT_EQ(env.size(), 1u);
   EXPECT_EQ(env[0].name, "CUDA_DEVICE_MAX_CONNECTIONS");
   EXPECT_EQ(env[0].value, "1");
-  EXPECT_TRUE(MegatronEnvironment(Ok(Model("llama3-8b"), Plain(1))).empty());
+  EXPECT_TRUE(MegatronEnvironment(ArgsOf(Model("llama3-8b"), Plain(1))).empty());
   Strategy tf32 = Plain(1);
   tf32.dtype = Dtype::kTf32;
-  const Args args = Ok(Model("llama3-8b"), tf32);
+  const Args args = ArgsOf(Model("llama3-8b"), tf32);
   const std::vector<EnvVariable> tf32_env = MegatronEnvironment(args, Dtype::kTf32);
   ASSERT_EQ(tf32_env.size(), 1u);
   EXPECT_EQ(tf32_env[0].name, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
@@ -146,32 +146,32 @@ TEST(MegatronArgs, EnvironmentHoldsConnectionsAndTf32) {
 TEST(MegatronArgs, AttentionBackendAndDropoutFollowTheSimulation) {
   MegatronOptions unfused;
   unfused.attention = AttentionKernel::kUnfused;
-  const Args u = Ok(Model("gpt3-1.3b"), Plain(1), unfused);
+  const Args u = ArgsOf(Model("gpt3-1.3b"), Plain(1), unfused);
   EXPECT_EQ(After(u, "--attention-backend"), "unfused");
   EXPECT_EQ(After(u, "--attention-dropout"), "0.0");
   EXPECT_EQ(After(u, "--hidden-dropout"), "0.0");
-  const Args fused = Ok(Model("gpt3-1.3b"), Plain(1));
-  EXPECT_FALSE(Has(fused, "--attention-backend"));
+  const Args fused = ArgsOf(Model("gpt3-1.3b"), Plain(1));
+  EXPECT_FALSE(HasArg(fused, "--attention-backend"));
   EXPECT_NE(FormatMegatronCommand(fused).find("FlashAttention or cuDNN's"), std::string::npos);
   MegatronOptions dropout;
   dropout.dropout = true;
-  EXPECT_FALSE(Has(Ok(Model("gpt3-1.3b"), Plain(1), dropout), "--attention-dropout"));
+  EXPECT_FALSE(HasArg(ArgsOf(Model("gpt3-1.3b"), Plain(1), dropout), "--attention-dropout"));
   EXPECT_EQ(MegatronNotes(Model("gpt3-1.3b"), dropout).size(), 1u);
 }
 
 // Defect 8: rotary base, norm epsilon and Llama 3.1's rope scaling.
 TEST(MegatronArgs, RotaryBaseEpsilonAndLlamaRopeScaling) {
-  const Args llama = Ok(Model("llama3-405b"), Plain(8));
+  const Args llama = ArgsOf(Model("llama3-405b"), Plain(8));
   EXPECT_EQ(After(llama, "--rotary-base"), "500000");
   EXPECT_EQ(After(llama, "--norm-epsilon"), "1e-05");
-  EXPECT_TRUE(Has(llama, "--use-rope-scaling"));
+  EXPECT_TRUE(HasArg(llama, "--use-rope-scaling"));
   EXPECT_EQ(After(llama, "--rope-scaling-factor"), "8");
-  EXPECT_FALSE(Has(Ok(Model("llama3-70b"), Plain(8)), "--use-rope-scaling"));
+  EXPECT_FALSE(HasArg(ArgsOf(Model("llama3-70b"), Plain(8)), "--use-rope-scaling"));
   Strategy moe = Plain(1);
   moe.ep = 8;
   moe.dp = 8;
-  EXPECT_EQ(After(Ok(Model("mixtral-8x7b"), moe), "--rotary-base"), "1000000");
-  EXPECT_FALSE(Has(Ok(Model("gpt3-1.3b"), Plain(1)), "--rotary-base"));
+  EXPECT_EQ(After(ArgsOf(Model("mixtral-8x7b"), moe), "--rotary-base"), "1000000");
+  EXPECT_FALSE(HasArg(ArgsOf(Model("gpt3-1.3b"), Plain(1)), "--rotary-base"));
 }
 
 TEST(MegatronArgs, RopeScalingMegatronCannotExpressIsRefused) {
@@ -191,11 +191,11 @@ TEST(MegatronArgs, DeepSeekV3RouterYarnAndLatentNorms) {
   Strategy s = Plain(8);
   s.ep = 8;
   s.dp = 8;
-  const Args args = Ok(Model("deepseek-v3"), s);
+  const Args args = ArgsOf(Model("deepseek-v3"), s);
   EXPECT_EQ(After(args, "--moe-router-score-function"), "sigmoid");
   EXPECT_EQ(After(args, "--moe-router-num-groups"), "8");
   EXPECT_EQ(After(args, "--moe-router-group-topk"), "4");
-  EXPECT_TRUE(Has(args, "--moe-router-enable-expert-bias"));
+  EXPECT_TRUE(HasArg(args, "--moe-router-enable-expert-bias"));
   EXPECT_EQ(After(args, "--moe-router-topk-scaling-factor"), "2.5");
   EXPECT_EQ(After(args, "--moe-router-load-balancing-type"), "seq_aux_loss");
   EXPECT_EQ(After(args, "--moe-aux-loss-coeff"), "0.001");
@@ -203,7 +203,7 @@ TEST(MegatronArgs, DeepSeekV3RouterYarnAndLatentNorms) {
   EXPECT_EQ(After(args, "--mscale"), "1");
   EXPECT_EQ(After(args, "--mscale-all-dim"), "1");
   EXPECT_EQ(After(args, "--norm-epsilon"), "1e-06");
-  EXPECT_TRUE(Has(args, "--qk-layernorm"));
+  EXPECT_TRUE(HasArg(args, "--qk-layernorm"));
   const std::vector<std::string> notes = MegatronNotes(Model("deepseek-v3"), {});
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("--mtp-num-layers 1"), std::string::npos);
@@ -221,9 +221,9 @@ TEST(MegatronArgs, RoutersMegatronCannotExpressAreRefused) {
   EXPECT_NE(Refusal(yarn, s).find("uses 32, 1 and 4096"), std::string::npos);
   ModelSpec mixtral = Model("mixtral-8x7b");
   mixtral.moe->normalize_top_k = false;
-  EXPECT_TRUE(Has(Ok(mixtral, s), "--moe-router-pre-softmax"));
-  EXPECT_FALSE(Has(Ok(Model("mixtral-8x7b"), s), "--moe-router-pre-softmax"));
-  EXPECT_EQ(After(Ok(Model("mixtral-8x7b"), s), "--moe-aux-loss-coeff"), "0.02");
+  EXPECT_TRUE(HasArg(ArgsOf(mixtral, s), "--moe-router-pre-softmax"));
+  EXPECT_FALSE(HasArg(ArgsOf(Model("mixtral-8x7b"), s), "--moe-router-pre-softmax"));
+  EXPECT_EQ(After(ArgsOf(Model("mixtral-8x7b"), s), "--moe-aux-loss-coeff"), "0.02");
 }
 
 // Defect 9: expert parallelism with fp16 is refused up to core_v0.15 and allowed from core_v0.16.
@@ -235,40 +235,40 @@ TEST(MegatronArgs, ExpertParallelFp16FollowsTheVersion) {
   EXPECT_NE(
       Refusal(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore015)).find("needs core_v0.16"),
       std::string::npos);
-  const Args args = Ok(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore016));
-  EXPECT_TRUE(Has(args, "--fp16"));
+  const Args args = ArgsOf(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore016));
+  EXPECT_TRUE(HasArg(args, "--fp16"));
   EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore016);
 }
 
 // Issue 23: the Hugging Face architectures loom now reads either map to Megatron-LM flags or are
 // refused, never emitted as another model.
 TEST(MegatronArgs, QwenBiasesQkNormsSharedExpertGateAndPartialRotary) {
-  const Args qwen2 = Ok(Model("qwen2.5-7b"), Plain(4));
-  EXPECT_TRUE(Has(qwen2, "--disable-bias-linear"));
-  EXPECT_TRUE(Has(qwen2, "--add-qkv-bias"));
-  EXPECT_FALSE(Has(qwen2, "--qk-layernorm"));
-  const Args qwen3 = Ok(Model("qwen3-8b"), Plain(4));
-  EXPECT_TRUE(Has(qwen3, "--qk-layernorm"));
-  EXPECT_FALSE(Has(qwen3, "--add-qkv-bias"));
+  const Args qwen2 = ArgsOf(Model("qwen2.5-7b"), Plain(4));
+  EXPECT_TRUE(HasArg(qwen2, "--disable-bias-linear"));
+  EXPECT_TRUE(HasArg(qwen2, "--add-qkv-bias"));
+  EXPECT_FALSE(HasArg(qwen2, "--qk-layernorm"));
+  const Args qwen3 = ArgsOf(Model("qwen3-8b"), Plain(4));
+  EXPECT_TRUE(HasArg(qwen3, "--qk-layernorm"));
+  EXPECT_FALSE(HasArg(qwen3, "--add-qkv-bias"));
   Strategy moe = Plain(1);
   moe.ep = 8;
   moe.dp = 8;
   const ModelSpec qwen_moe = Model("qwen2-57b-a14b");
-  const Args gated = Ok(qwen_moe, moe);
+  const Args gated = ArgsOf(qwen_moe, moe);
   // The shared expert's own width (shared_expert_intermediate_size), not moe_intermediate_size.
   EXPECT_EQ(After(gated, "--moe-shared-expert-intermediate-size"),
             std::to_string(qwen_moe.moe->num_shared_experts *
                            qwen_moe.moe->shared_expert_intermediate_size));
   EXPECT_NE(qwen_moe.moe->shared_expert_intermediate_size, qwen_moe.moe->expert_intermediate_size);
-  EXPECT_TRUE(Has(gated, "--moe-shared-expert-gate"));
+  EXPECT_TRUE(HasArg(gated, "--moe-shared-expert-gate"));
   EXPECT_EQ(MinimumMegatronVersion(gated), MegatronVersion::kCore016);
   EXPECT_NE(Refusal(qwen_moe, moe, At(MegatronVersion::kCore015))
                 .find("--moe-shared-expert-gate first appears"),
             std::string::npos);
   ModelSpec partial = Model("llama3-8b");
   partial.rotary_fraction = 0.5;
-  EXPECT_EQ(After(Ok(partial, Plain(4)), "--rotary-percent"), "0.5");
-  EXPECT_FALSE(Has(Ok(Model("llama3-8b"), Plain(4)), "--rotary-percent"));
+  EXPECT_EQ(After(ArgsOf(partial, Plain(4)), "--rotary-percent"), "0.5");
+  EXPECT_FALSE(HasArg(ArgsOf(Model("llama3-8b"), Plain(4)), "--rotary-percent"));
 }
 
 TEST(MegatronArgs, ArchitecturesMegatronCannotBuildAreRefused) {

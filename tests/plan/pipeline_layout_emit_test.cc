@@ -47,7 +47,7 @@ Strategy Llama405bRun(int64_t vpp) {
   return s;
 }
 
-std::optional<std::string> After(const Args& args, const std::string& flag) {
+std::optional<std::string> ValueOfFlag(const Args& args, const std::string& flag) {
   const auto it = std::find(args.begin(), args.end(), flag);
   if (it == args.end() || it + 1 == args.end()) return std::nullopt;
   return *(it + 1);
@@ -72,7 +72,7 @@ TEST(PipelineLayoutEmit, UnevenChunksBecomeMegatronsLayoutFlagFromCoreV013) {
   EXPECT_TRUE(NeedsLayoutFlag(model, s));
   Result<Args> args = MegatronArguments(model, s);
   ASSERT_TRUE(args.ok()) << args.status().ToString();
-  EXPECT_EQ(After(*args, "--pipeline-model-parallel-layout"), "E|(t|)*126L");
+  EXPECT_EQ(ValueOfFlag(*args, "--pipeline-model-parallel-layout"), "E|(t|)*126L");
   EXPECT_FALSE(Has(*args, "--num-virtual-stages-per-pipeline-rank"));
   EXPECT_FALSE(Has(*args, "--decoder-first-pipeline-num-layers"));
   EXPECT_FALSE(Has(*args, "--decoder-last-pipeline-num-layers"));
@@ -82,7 +82,7 @@ TEST(PipelineLayoutEmit, UnevenChunksBecomeMegatronsLayoutFlagFromCoreV013) {
   ExpectMegatronParses(*args);
   // What the flag says parses back to what was simulated.
   Result<std::vector<int64_t>> back =
-      ParsePipelineLayout(*After(*args, "--pipeline-model-parallel-layout"), s.pp);
+      ParsePipelineLayout(*ValueOfFlag(*args, "--pipeline-model-parallel-layout"), s.pp);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, LayersPerVirtualStage(s, model.num_layers));
 
@@ -103,9 +103,9 @@ TEST(PipelineLayoutEmit, EvenChunksKeepTheUnevenStageFlags) {
   EXPECT_FALSE(NeedsLayoutFlag(model, s));
   Result<Args> args = MegatronArguments(model, s);
   ASSERT_TRUE(args.ok()) << args.status().ToString();
-  EXPECT_EQ(After(*args, "--num-virtual-stages-per-pipeline-rank"), "2");
-  EXPECT_EQ(After(*args, "--decoder-first-pipeline-num-layers"), "6");
-  EXPECT_EQ(After(*args, "--decoder-last-pipeline-num-layers"), "8");
+  EXPECT_EQ(ValueOfFlag(*args, "--num-virtual-stages-per-pipeline-rank"), "2");
+  EXPECT_EQ(ValueOfFlag(*args, "--decoder-first-pipeline-num-layers"), "6");
+  EXPECT_EQ(ValueOfFlag(*args, "--decoder-last-pipeline-num-layers"), "8");
   EXPECT_FALSE(Has(*args, "--pipeline-model-parallel-layout"));
   ExpectMegatronParses(*args);
 }
@@ -118,7 +118,7 @@ TEST(PipelineLayoutEmit, MicrobatchGroupIsEmittedWhenItIsNotPp) {
   s.microbatch_group = 24;
   Result<Args> args = MegatronArguments(model, s);
   ASSERT_TRUE(args.ok()) << args.status().ToString();
-  EXPECT_EQ(After(*args, "--microbatch-group-size-per-virtual-pipeline-stage"), "24");
+  EXPECT_EQ(ValueOfFlag(*args, "--microbatch-group-size-per-virtual-pipeline-stage"), "24");
   ExpectMegatronParses(*args);
 }
 
@@ -152,7 +152,7 @@ TEST(PipelineLayoutEmit, Llama405bInterleavedPlansUseSevenEightLayoutsMegatronPa
   Result<Args> args = MegatronArguments(model, best);
   ASSERT_TRUE(args.ok()) << args.status().ToString();
   ExpectMegatronParses(*args);
-  const std::optional<std::string> layout = After(*args, "--pipeline-model-parallel-layout");
+  const std::optional<std::string> layout = ValueOfFlag(*args, "--pipeline-model-parallel-layout");
   ASSERT_TRUE(layout.has_value()) << "vpp " << best.vpp;
   Result<std::vector<int64_t>> back = ParsePipelineLayout(*layout, best.pp);
   ASSERT_TRUE(back.ok()) << back.status().ToString();

@@ -13,7 +13,7 @@
 namespace loom {
 namespace {
 
-std::string Shipped(const std::string& relative) {
+std::string ShippedPath(const std::string& relative) {
   return std::string(LOOM_SOURCE_DIR) + "/" + relative;
 }
 
@@ -28,12 +28,12 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 std::vector<MeasuredRun> SyntheticRuns(double host, double compute,
                                        const std::string& framework = "megatron-core") {
   std::vector<MeasuredRun> runs;
-  Result<ClusterSpec> cluster = LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), 1);
+  Result<ClusterSpec> cluster = LoadClusterSpec(ShippedPath("hardware/clusters/dgx-h100.json"), 1);
   EXPECT_TRUE(cluster.ok());
   Result<std::optional<FrameworkProfile>> f = ResolveFramework(framework, cluster->file);
   EXPECT_TRUE(f.ok());
   for (const char* model : {"gpt3-125m", "gpt3-350m", "gpt3-1.3b"}) {
-    Result<ModelSpec> m = LoadModelSpec(Shipped(std::string("models/") + model + ".json"));
+    Result<ModelSpec> m = LoadModelSpec(ShippedPath(std::string("models/") + model + ".json"));
     EXPECT_TRUE(m.ok());
     for (int64_t mb : {1, 4, 16}) {
       MeasuredRun run;
@@ -108,8 +108,8 @@ TEST(FitRuns, RefusesFewerRunsThanParametersPlusOne) {
 }
 
 TEST(FitRuns, ReadsJsonAndCsvRunsBesideTheirFile) {
-  const std::string cluster = Shipped("hardware/clusters/dgx-h100.json");
-  const std::string model = Shipped("models/gpt3-125m.json");
+  const std::string cluster = ShippedPath("hardware/clusters/dgx-h100.json");
+  const std::string model = ShippedPath("models/gpt3-125m.json");
   const std::string json = WriteTemp(
       "runs.json", R"({"schema": "loom.runs/1", "runs": [
     {"name": "a", "model": ")" +
@@ -146,7 +146,7 @@ TEST(FitRuns, ReadsJsonAndCsvRunsBesideTheirFile) {
 }
 
 TEST(FitRuns, BadRunsNameTheFileTheRunAndTheKey) {
-  const std::string cluster = Shipped("hardware/clusters/dgx-h100.json");
+  const std::string cluster = ShippedPath("hardware/clusters/dgx-h100.json");
   const std::string bad = WriteTemp("bad-runs.json", R"({"schema": "loom.runs/1", "runs": [
     {"model": "nowhere.json", "strategy": {"micro_batch": 1}, "step_time_s": -1, "stepp": 2}]})");
   Result<std::vector<MeasuredRun>> runs = LoadRuns(bad, cluster, "megatron-core");
@@ -167,8 +167,8 @@ TEST(FitRuns, BadRunsNameTheFileTheRunAndTheKey) {
 // A Megatron-LM log: its argument dump gives the strategy, its iteration lines the step time
 // (the median after the first interval, which carries the warm-up).
 TEST(FitRuns, ReadsTheStepTimeAndStrategyOfMegatronAndDeepSpeedLogs) {
-  const std::string cluster = Shipped("hardware/clusters/dgx-h100.json");
-  const std::string model = Shipped("models/gpt3-350m.json");
+  const std::string cluster = ShippedPath("hardware/clusters/dgx-h100.json");
+  const std::string model = ShippedPath("models/gpt3-350m.json");
   const std::string megatron =
       WriteTemp("megatron.log",
                 "using world size: 16, data-parallel size: 2, tensor-model-parallel size: 4\n"

@@ -14,7 +14,7 @@ using testing::FakeCollectiveBench;
 using testing::FakeKernelBench;
 using testing::FakeLauncher;
 
-const std::vector<std::string> kTwoNodes = {"a", "a", "b", "b"};
+const std::vector<std::string> kTwoNodeHosts = {"a", "a", "b", "b"};
 
 std::vector<ProbePoint> SmallSweep() {
   return {
@@ -50,7 +50,7 @@ size_t Entries(const Profile& p) {
 TEST(RunProbe, RecordsEveryPointSampleOrFailure) {
   FakeKernelBench kernels;
   FakeCollectiveBench collectives;
-  FakeLauncher launcher(kTwoNodes);
+  FakeLauncher launcher(kTwoNodeHosts);
   const ProbeRunOptions o = Options("probe_records.json");
   Result<ProbeSummary> s =
       RunProbe(SmallSweep(), kernels.Facts(), launcher, &kernels, &collectives, o, {});
@@ -65,7 +65,7 @@ TEST(RunProbe, RecordsEveryPointSampleOrFailure) {
   ASSERT_EQ(p->failures.size(), 1u);
   EXPECT_EQ(p->failures[0].point, "gemm 4096x4096x4096 fp8 [cublasLt]");
   EXPECT_NE(p->failures[0].error.find("fp8 GEMMs need compute capability 8.9"), std::string::npos);
-  EXPECT_EQ(p->hosts, kTwoNodes);
+  EXPECT_EQ(p->hosts, kTwoNodeHosts);
   EXPECT_EQ(p->device.name, "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(p->samples[3].label, "copy");
   // Fake spread: +-10 % around the time, so the median is the time and p10 < median < p90.
@@ -99,7 +99,7 @@ TEST(RunProbe, FileIsAValidProfileAfterEveryPoint) {
 
 TEST(RunProbe, KilledProbeResumesWhereItStopped) {
   const ProbeRunOptions first = Options("probe_resume.json");
-  FakeLauncher launcher(kTwoNodes);
+  FakeLauncher launcher(kTwoNodeHosts);
   {
     FakeKernelBench kernels;
     FakeCollectiveBench collectives;
@@ -184,7 +184,7 @@ TEST(RunProbe, HungCollectiveAbortsItsGroupAndTheSweepGoesOn) {
   FakeCollectiveBench collectives;
   collectives.hang_bytes =
       2048;  // the world all-reduce of 2 KiB hangs; so would intra_node's, not reached
-  FakeLauncher launcher(kTwoNodes);
+  FakeLauncher launcher(kTwoNodeHosts);
   std::vector<ProbePoint> points = SmallSweep();
   points.pop_back();  // intra_node 2048
   const ProbeRunOptions o = Options("probe_hang.json");

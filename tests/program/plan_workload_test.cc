@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "program/plan_file.h"
 #include "sim/sim_test_support.h"
@@ -108,7 +109,7 @@ TEST(PlanWorkload, PayloadsFollowTheStrategy) {
   for (int64_t bytes : p.bucket_bytes) EXPECT_GT(bytes, 0);
 }
 
-std::string ParseError(const nlohmann::json& json) {
+std::string WorkloadParseError(const nlohmann::json& json) {
   Result<PlanWorkload> parsed = ParseWorkload(json, "plan.json");
   EXPECT_FALSE(parsed.ok());
   return parsed.ok() ? "" : std::string(parsed.status().message());
@@ -123,27 +124,27 @@ TEST(PlanWorkload, RoundTripsAndBadValuesAreErrorsAtTheirKey) {
 
   nlohmann::json bad = json;
   bad["blocks"][1]["forward"][2]["shape"]["m"] = -4;
-  EXPECT_NE(ParseError(bad).find("plan.json: workload.blocks[1].forward[2].shape.m"),
+  EXPECT_NE(WorkloadParseError(bad).find("plan.json: workload.blocks[1].forward[2].shape.m"),
             std::string::npos)
-      << ParseError(bad);
+      << WorkloadParseError(bad);
   bad = json;
   bad["blocks"][1]["forward"][0]["name"] = "qkv_projection";
-  EXPECT_NE(ParseError(bad).find(
+  EXPECT_NE(WorkloadParseError(bad).find(
                 "workload.blocks[1].forward[0].name: is \"qkv_projection\", which is no op"),
             std::string::npos)
-      << ParseError(bad);
+      << WorkloadParseError(bad);
   bad = json;
   bad["chunks"][0][0] = {99, 1};
-  EXPECT_NE(ParseError(bad).find("workload.chunks[0][0] is [99,1]"), std::string::npos)
-      << ParseError(bad);
+  EXPECT_NE(WorkloadParseError(bad).find("workload.chunks[0][0] is [99,1]"), std::string::npos)
+      << WorkloadParseError(bad);
   bad = json;
   bad["payloads"]["bucket_bytes"] = {1};
-  EXPECT_NE(ParseError(bad).find("workload.payloads.bucket_bytes has 1 entries, not 2"),
+  EXPECT_NE(WorkloadParseError(bad).find("workload.payloads.bucket_bytes has 1 entries, not 2"),
             std::string::npos)
-      << ParseError(bad);
+      << WorkloadParseError(bad);
   bad = json;
   bad["blocks"][0]["forward"][0]["shape"]["colour"] = 1;
-  EXPECT_NE(ParseError(bad).find("colour"), std::string::npos) << ParseError(bad);
+  EXPECT_NE(WorkloadParseError(bad).find("colour"), std::string::npos) << WorkloadParseError(bad);
 }
 
 // A task naming a virtual stage the workload does not have is refused when the plan is read.

@@ -16,16 +16,16 @@
 namespace loom {
 namespace {
 
-struct Row {
+struct Table1Row {
   double params_b;
   int64_t heads, hidden, layers;
 };
 
-std::vector<Row> ReadTable1() {
+std::vector<Table1Row> ReadTable1() {
   Result<CsvTable> table =
       ReadReferenceCsv(std::string(LOOM_SOURCE_DIR) + "/tests/reference/narayanan2021_table1.csv");
   EXPECT_TRUE(table.ok()) << table.status().message();
-  std::vector<Row> rows;
+  std::vector<Table1Row> rows;
   for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
     RowReader r(*table, i);
     rows.push_back({r.Number("params_b"), r.Int("heads"), r.Int("hidden"), r.Int("layers")});
@@ -35,7 +35,7 @@ std::vector<Row> ReadTable1() {
 }
 
 // The GPT architecture of Megatron-LM: learned positions, LayerNorm, biases, tied embeddings.
-nlohmann::json GptConfig(const Row& row) {
+nlohmann::json GptConfig(const Table1Row& row) {
   return {{"hidden_size", row.hidden},
           {"intermediate_size", 4 * row.hidden},
           {"num_hidden_layers", row.layers},
@@ -51,9 +51,9 @@ nlohmann::json GptConfig(const Row& row) {
 }
 
 TEST(Narayanan2021Table1, ParameterCountsRoundToThePublishedSizes) {
-  std::vector<Row> rows = ReadTable1();
+  std::vector<Table1Row> rows = ReadTable1();
   ASSERT_EQ(rows.size(), 10u);
-  for (const Row& row : rows) {
+  for (const Table1Row& row : rows) {
     Result<ModelSpec> model =
         ParseModelSpec(GptConfig(row), "table1-" + std::to_string(row.hidden));
     ASSERT_TRUE(model.ok()) << model.status().message();

@@ -20,7 +20,7 @@ using schedule_oracle::Execute;
 using schedule_oracle::Execution;
 using schedule_oracle::PassTimes;
 
-constexpr PassTimes kBackwardTwiceForward{.forward = 1, .backward = 1, .weight = 1};
+constexpr PassTimes kSplitBackwardTwiceForward{.forward = 1, .backward = 1, .weight = 1};
 
 // Megatron's rule: pp <= group <= micro-batches and the last group whole or of at least pp.
 bool MegatronAccepts(int32_t p, int32_t m, int32_t group) {
@@ -53,7 +53,7 @@ TEST(MicrobatchGroup, BuildsExactlyTheGroupsMegatronAccepts) {
             }
             EXPECT_EQ(seen.size(), static_cast<size_t>(2 * m * chunks)) << at;
           }
-          EXPECT_TRUE(Execute(*s, kBackwardTwiceForward).completed) << at;
+          EXPECT_TRUE(Execute(*s, kSplitBackwardTwiceForward).completed) << at;
         }
       }
     }
@@ -77,7 +77,7 @@ TEST(MicrobatchGroup, DefaultIsPpAndKeepsTheClosedFormBubble) {
           EXPECT_EQ(by_default->order[stage][i].chunk, explicit_pp->order[stage][i].chunk);
         }
       }
-      const Execution run = Execute(*by_default, kBackwardTwiceForward);
+      const Execution run = Execute(*by_default, kSplitBackwardTwiceForward);
       ASSERT_TRUE(run.completed);
       // Each chunk pass takes 1/v of a stage's: stage T_F = v, T_B = 2v; idle = (p - 1) * 3.
       for (int32_t stage = 0; stage < p; ++stage)
@@ -96,8 +96,8 @@ TEST(MicrobatchGroup, LargerGroupsRunNonDivisibleBatchesAndHoldMoreActivations) 
   Result<PipelineSchedule> eight = BuildSchedule(ScheduleKind::kInterleaved, 4, 8, 2, 4);
   Result<PipelineSchedule> eight_whole = BuildSchedule(ScheduleKind::kInterleaved, 4, 8, 2, 8);
   ASSERT_TRUE(eight.ok() && eight_whole.ok());
-  const Execution small = Execute(*eight, kBackwardTwiceForward);
-  const Execution large = Execute(*eight_whole, kBackwardTwiceForward);
+  const Execution small = Execute(*eight, kSplitBackwardTwiceForward);
+  const Execution large = Execute(*eight_whole, kSplitBackwardTwiceForward);
   ASSERT_TRUE(small.completed && large.completed);
   EXPECT_GT(large.peak_activations[0], small.peak_activations[0]);
   EXPECT_FALSE(BuildSchedule(ScheduleKind::k1F1B, 4, 8, 1, 8).ok());

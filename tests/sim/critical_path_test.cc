@@ -7,10 +7,10 @@
 namespace loom {
 namespace {
 
-SimTime Us(double micros) { return SimTime::FromMicros(micros); }
+SimTime PathMicros(double micros) { return SimTime::FromMicros(micros); }
 
 TaskId Add(TaskGraph& graph, StreamId stream, double micros, LinkId link = kNoLink) {
-  return graph.AddTask({.stream = stream, .link = link, .duration = Us(micros)});
+  return graph.AddTask({.stream = stream, .link = link, .duration = PathMicros(micros)});
 }
 
 std::vector<CriticalStep> PathOf(const TaskGraph& graph, SimTime* makespan = nullptr) {
@@ -58,14 +58,14 @@ TEST(CriticalPath, FollowsDependenciesThroughASend) {
   SimTime makespan;
   ExpectPath(PathOf(g.graph, &makespan), {g.a, g.send, g.b},
              {Binding::kStepStart, Binding::kDependency, Binding::kDependency});
-  EXPECT_EQ(makespan, Us(35));
+  EXPECT_EQ(makespan, PathMicros(35));
 }
 
 TEST(CriticalPath, FollowsStreamOrderWhenTheStreamWasBusyLonger) {
   const SendGraph g(/*c_micros=*/30);
   SimTime makespan;
   ExpectPath(PathOf(g.graph, &makespan), {g.c, g.b}, {Binding::kStepStart, Binding::kStreamOrder});
-  EXPECT_EQ(makespan, Us(50));
+  EXPECT_EQ(makespan, PathMicros(50));
 }
 
 TEST(CriticalPath, FollowsTheLinksPreviousHolder) {

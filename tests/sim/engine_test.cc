@@ -10,17 +10,19 @@
 namespace loom {
 namespace {
 
-SimTime Us(double micros) { return SimTime::FromMicros(micros); }
+SimTime EngineMicros(double micros) { return SimTime::FromMicros(micros); }
 
 // A graph with helpers that keep the tests to the point: one stream per call, named tasks.
-class Step {
+class EngineStep {
  public:
   StreamId Stream(int32_t rank, const std::string& name = "s") {
     return graph.AddStream(rank, name);
   }
   TaskId Run(StreamId stream, double micros, const std::string& name, LinkId link = kNoLink) {
-    return graph.AddTask(
-        {.stream = stream, .link = link, .duration = Us(micros), .name = graph.Intern(name)});
+    return graph.AddTask({.stream = stream,
+                          .link = link,
+                          .duration = EngineMicros(micros),
+                          .name = graph.Intern(name)});
   }
   StepTimeline Simulate() {
     Result<StepTimeline> result = loom::Simulate(graph);
@@ -32,7 +34,7 @@ class Step {
 };
 
 TEST(Engine, TiesRunInInsertionOrder) {
-  Step step;
+  EngineStep step;
   const TaskId a = step.Run(step.Stream(0), 5, "a");
   const TaskId b = step.Run(step.Stream(1), 5, "b");
   const TaskId c = step.Run(step.Stream(2), 1, "c");  // after b
@@ -43,23 +45,23 @@ TEST(Engine, TiesRunInInsertionOrder) {
   // a and b start at 0 in id order; both end at 5 us, a's end event was queued first, so d (its
   // successor) starts before c.
   EXPECT_EQ(timeline.start_sequence, (std::vector<int32_t>{0, 1, 3, 2}));
-  EXPECT_EQ(timeline.start[c], Us(5));
-  EXPECT_EQ(timeline.start[d], Us(5));
+  EXPECT_EQ(timeline.start[c], EngineMicros(5));
+  EXPECT_EQ(timeline.start[d], EngineMicros(5));
 }
 
 TEST(Engine, DependencyDelaysStartUntilItEnds) {
-  Step step;
+  EngineStep step;
   const TaskId a = step.Run(step.Stream(0), 10, "a");
   const TaskId b = step.Run(step.Stream(1), 4, "b");
   step.graph.AddDependency(a, b);
   const StepTimeline timeline = step.Simulate();
-  EXPECT_EQ(timeline.start[b], Us(10));
-  EXPECT_EQ(timeline.end[b], Us(14));
-  EXPECT_EQ(timeline.makespan, Us(14));
+  EXPECT_EQ(timeline.start[b], EngineMicros(10));
+  EXPECT_EQ(timeline.end[b], EngineMicros(14));
+  EXPECT_EQ(timeline.makespan, EngineMicros(14));
 }
 
 TEST(Engine, StreamRunsTasksInTheOrderTheyWereAdded) {
-  Step step;
+  EngineStep step;
   const StreamId other = step.Stream(1);
   const StreamId stream = step.Stream(0);
   const TaskId blocker = step.Run(other, 30, "blocker");
@@ -67,13 +69,13 @@ TEST(Engine, StreamRunsTasksInTheOrderTheyWereAdded) {
   const TaskId second = step.Run(stream, 2, "second");  // ready at 0, but may not overtake
   step.graph.AddDependency(blocker, first);
   const StepTimeline timeline = step.Simulate();
-  EXPECT_EQ(timeline.start[first], Us(30));
-  EXPECT_EQ(timeline.start[second], Us(35));
-  EXPECT_EQ(timeline.end[second], Us(37));
+  EXPECT_EQ(timeline.start[first], EngineMicros(30));
+  EXPECT_EQ(timeline.start[second], EngineMicros(35));
+  EXPECT_EQ(timeline.end[second], EngineMicros(37));
 }
 
 TEST(Engine, StreamBusyCountsRunningTimeNotWaiting) {
-  Step step;
+  EngineStep step;
   const StreamId a = step.Stream(0);
   const StreamId b = step.Stream(1);
   const TaskId x = step.Run(a, 10, "x");
@@ -81,24 +83,24 @@ TEST(Engine, StreamBusyCountsRunningTimeNotWaiting) {
   step.Run(b, 4, "z");
   step.graph.AddDependency(x, y);
   const StepTimeline timeline = step.Simulate();
-  EXPECT_EQ(timeline.stream_busy, (std::vector<SimTime>{Us(10), Us(7)}));
-  EXPECT_EQ(timeline.makespan, Us(17));
+  EXPECT_EQ(timeline.stream_busy, (std::vector<SimTime>{EngineMicros(10), EngineMicros(7)}));
+  EXPECT_EQ(timeline.makespan, EngineMicros(17));
 }
 
 TEST(Engine, TwoTransfersShareALinkFirstComeFirstServed) {
-  Step step;
+  EngineStep step;
   const LinkId nic = step.graph.AddLink("nic");
   const TaskId first = step.Run(step.Stream(0), 10, "first", nic);
   const TaskId second = step.Run(step.Stream(1), 10, "second", nic);
   const StepTimeline timeline = step.Simulate();
-  EXPECT_EQ(timeline.start[first], Us(0));
-  EXPECT_EQ(timeline.end[first], Us(10));
-  EXPECT_EQ(timeline.start[second], Us(10));
-  EXPECT_EQ(timeline.end[second], Us(20));
+  EXPECT_EQ(timeline.start[first], EngineMicros(0));
+  EXPECT_EQ(timeline.end[first], EngineMicros(10));
+  EXPECT_EQ(timeline.start[second], EngineMicros(10));
+  EXPECT_EQ(timeline.end[second], EngineMicros(20));
 }
 
 TEST(Engine, LinkGoesToTheRequestReadyFirst) {
-  Step step;
+  EngineStep step;
   const LinkId nic = step.graph.AddLink("nic");
   const TaskId holder = step.Run(step.Stream(0), 10, "holder", nic);
   const TaskId late = step.Run(step.Stream(1), 2, "late", nic);    // lower id, ready at 3 us
@@ -106,13 +108,13 @@ TEST(Engine, LinkGoesToTheRequestReadyFirst) {
   step.graph.AddDependency(step.Run(step.Stream(3), 3, "before late"), late);
   step.graph.AddDependency(step.Run(step.Stream(4), 1, "before early"), early);
   const StepTimeline timeline = step.Simulate();
-  EXPECT_EQ(timeline.end[holder], Us(10));
-  EXPECT_EQ(timeline.start[early], Us(10));
-  EXPECT_EQ(timeline.start[late], Us(12));
+  EXPECT_EQ(timeline.end[holder], EngineMicros(10));
+  EXPECT_EQ(timeline.start[early], EngineMicros(10));
+  EXPECT_EQ(timeline.start[late], EngineMicros(12));
 }
 
 TEST(Engine, LinkTiesGoToTheTaskAddedFirstWhateverTheEventOrder) {
-  Step step;
+  EngineStep step;
   const LinkId nic = step.graph.AddLink("nic");
   const TaskId p0 = step.Run(step.Stream(0), 5, "p0");
   const TaskId p1 = step.Run(step.Stream(1), 5, "p1");
@@ -122,12 +124,12 @@ TEST(Engine, LinkTiesGoToTheTaskAddedFirstWhateverTheEventOrder) {
   step.graph.AddDependency(p1, low);
   step.graph.AddDependency(p0, high);
   const StepTimeline timeline = step.Simulate();
-  EXPECT_EQ(timeline.start[low], Us(5));
-  EXPECT_EQ(timeline.start[high], Us(15));
+  EXPECT_EQ(timeline.start[low], EngineMicros(5));
+  EXPECT_EQ(timeline.start[high], EngineMicros(15));
 }
 
 TEST(Engine, CollectiveStartsWhenItsLastMemberIsReady) {
-  Step step;
+  EngineStep step;
   std::vector<TaskId> members;
   const double ready_us[] = {5, 12, 8};
   const double duration_us[] = {4, 4, 6};
@@ -139,13 +141,13 @@ TEST(Engine, CollectiveStartsWhenItsLastMemberIsReady) {
   EXPECT_EQ(step.graph.AddCollective(members), 0);
   const StepTimeline timeline = step.Simulate();
   for (TaskId m : members) {
-    EXPECT_EQ(timeline.start[m], Us(12));
-    EXPECT_EQ(timeline.end[m], Us(18));  // the longest member's duration
+    EXPECT_EQ(timeline.start[m], EngineMicros(12));
+    EXPECT_EQ(timeline.end[m], EngineMicros(18));  // the longest member's duration
   }
 }
 
 TEST(Engine, CollectiveWaitsForEveryMembersStream) {
-  Step step;
+  EngineStep step;
   const StreamId comm0 = step.Stream(0, "comm");
   const StreamId comm1 = step.Stream(1, "comm");
   step.Run(comm1, 7, "earlier transfer");
@@ -153,12 +155,12 @@ TEST(Engine, CollectiveWaitsForEveryMembersStream) {
   const TaskId m1 = step.Run(comm1, 2, "all-gather");
   step.graph.AddCollective(std::vector<TaskId>{m0, m1});
   const StepTimeline timeline = step.Simulate();
-  EXPECT_EQ(timeline.start[m0], Us(7));
-  EXPECT_EQ(timeline.start[m1], Us(7));
+  EXPECT_EQ(timeline.start[m0], EngineMicros(7));
+  EXPECT_EQ(timeline.start[m1], EngineMicros(7));
 }
 
 TEST(Engine, CollectiveTakesAllItsLinksAtOnce) {
-  Step step;
+  EngineStep step;
   const LinkId nic0 = step.graph.AddLink("nic0");
   const LinkId nic1 = step.graph.AddLink("nic1");
   const TaskId busy = step.Run(step.Stream(2), 15, "other transfer", nic1);
@@ -167,15 +169,15 @@ TEST(Engine, CollectiveTakesAllItsLinksAtOnce) {
   step.graph.AddCollective(std::vector<TaskId>{m0, m1});
   const TaskId after = step.Run(step.Stream(3), 1, "uses nic0", nic0);
   const StepTimeline timeline = step.Simulate();
-  EXPECT_EQ(timeline.end[busy], Us(15));
-  EXPECT_EQ(timeline.start[m0], Us(15));
-  EXPECT_EQ(timeline.start[m1], Us(15));
+  EXPECT_EQ(timeline.end[busy], EngineMicros(15));
+  EXPECT_EQ(timeline.start[m0], EngineMicros(15));
+  EXPECT_EQ(timeline.start[m1], EngineMicros(15));
   // nic0 waited, idle, for the collective at the head of its queue: strict FIFO.
-  EXPECT_EQ(timeline.start[after], Us(18));
+  EXPECT_EQ(timeline.start[after], EngineMicros(18));
 }
 
 TEST(Engine, DeadlockFromStreamOrderIsAnErrorThatNamesTheWaits) {
-  Step step;
+  EngineStep step;
   const StreamId stream = step.Stream(0, "compute");
   const TaskId a = step.Run(stream, 1, "A");
   const TaskId b = step.Run(stream, 1, "B");
@@ -192,7 +194,7 @@ TEST(Engine, DeadlockFromStreamOrderIsAnErrorThatNamesTheWaits) {
 }
 
 TEST(Engine, CollectivesIssuedInDifferentOrdersDeadlock) {
-  Step step;
+  EngineStep step;
   const StreamId comm0 = step.Stream(0, "comm");
   const StreamId comm1 = step.Stream(1, "comm");
   const TaskId x0 = step.Run(comm0, 1, "X");
@@ -210,7 +212,7 @@ TEST(Engine, CollectivesIssuedInDifferentOrdersDeadlock) {
 
 // TaskGraph::Validate() calls this a cycle (program/task_graph_test.cc); the engine agrees.
 TEST(Engine, DependencyInsideOneCollectiveDeadlocks) {
-  Step step;
+  EngineStep step;
   const TaskId a = step.Run(step.Stream(0, "comm"), 1, "a");
   const TaskId b = step.Run(step.Stream(1, "comm"), 1, "b");
   step.graph.AddCollective(std::vector<TaskId>{a, b});
@@ -219,8 +221,8 @@ TEST(Engine, DependencyInsideOneCollectiveDeadlocks) {
 }
 
 TEST(Engine, BuildErrorIsReturnedInsteadOfATimeline) {
-  Step step;
-  step.graph.AddTask({.stream = 3, .duration = Us(1)});
+  EngineStep step;
+  step.graph.AddTask({.stream = 3, .duration = EngineMicros(1)});
   const Result<StepTimeline> result = Simulate(step.graph);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().message(),
@@ -239,7 +241,7 @@ TEST(Engine, EmptyGraphTakesNoTime) {
 // take (m + p - 1)(t_f + t_b), so each stage idles a bubble fraction of (p - 1) / (m + p - 1)
 // (Narayanan et al. 2021, section 2.2).
 StepTimeline SimulatePipeline(int32_t p, int32_t m, bool one_f_one_b) {
-  Step step;
+  EngineStep step;
   std::vector<std::vector<TaskId>> fwd(p, std::vector<TaskId>(m));
   std::vector<std::vector<TaskId>> bwd(p, std::vector<TaskId>(m));
   for (int32_t s = 0; s < p; ++s) {
@@ -270,13 +272,13 @@ StepTimeline SimulatePipeline(int32_t p, int32_t m, bool one_f_one_b) {
 
 TEST(Engine, GPipeMakespanMatchesTheClosedForm) {
   const StepTimeline timeline = SimulatePipeline(/*p=*/4, /*m=*/8, /*one_f_one_b=*/false);
-  EXPECT_EQ(timeline.makespan, Us((8 + 4 - 1) * (2 + 3)));
-  for (SimTime busy : timeline.stream_busy) EXPECT_EQ(busy, Us(8 * (2 + 3)));
+  EXPECT_EQ(timeline.makespan, EngineMicros((8 + 4 - 1) * (2 + 3)));
+  for (SimTime busy : timeline.stream_busy) EXPECT_EQ(busy, EngineMicros(8 * (2 + 3)));
 }
 
 TEST(Engine, OneFOneBMakespanMatchesTheClosedForm) {
   const StepTimeline timeline = SimulatePipeline(/*p=*/4, /*m=*/8, /*one_f_one_b=*/true);
-  EXPECT_EQ(timeline.makespan, Us((8 + 4 - 1) * (2 + 3)));
+  EXPECT_EQ(timeline.makespan, EngineMicros((8 + 4 - 1) * (2 + 3)));
 }
 
 // A random step: tasks on 8 streams of 4 ranks, a third of them on one of 3 links, dependencies

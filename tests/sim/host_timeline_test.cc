@@ -23,7 +23,7 @@ namespace {
 constexpr int64_t kUs = 1'000;
 constexpr int64_t kMs = 1'000'000;
 
-SimTime Us(int64_t us) { return SimTime::FromNanos(us * kUs); }
+SimTime UsOf(int64_t us) { return SimTime::FromNanos(us * kUs); }
 
 // Every kernel takes |kernel| and every collective |kernel| too: op times the test can count.
 class EveryOpTakes : public ComputeModel, public CommModel {
@@ -75,10 +75,11 @@ TEST(HostPass, AChainOfTinyKernelsCostsTheHostsTimeNotTheKernels) {
   ASSERT_GT(n, 100);
   // 1 us kernels issued at 10 us each: the GPU waits for every one, so the pass ends one kernel
   // after the host has issued the last: n * 10 us + 1 us from the host's start.
-  const ChunkCost c = CostOneStage(model, s, Us(1), {.forward_op = Us(10), .backward_op = Us(20)});
-  EXPECT_EQ(c.forward.time, Us(n));
-  EXPECT_EQ(c.forward.host, Us(10 * n));
-  EXPECT_EQ(c.forward.host_lead + c.forward.time, Us(10 * n + 1));
+  const ChunkCost c =
+      CostOneStage(model, s, UsOf(1), {.forward_op = UsOf(10), .backward_op = UsOf(20)});
+  EXPECT_EQ(c.forward.time, UsOf(n));
+  EXPECT_EQ(c.forward.host, UsOf(10 * n));
+  EXPECT_EQ(c.forward.host_lead + c.forward.time, UsOf(10 * n + 1));
 }
 
 TEST(HostPass, AChainOfLongKernelsWaitsOnlyForTheFirstIssue) {
@@ -88,10 +89,10 @@ TEST(HostPass, AChainOfLongKernelsWaitsOnlyForTheFirstIssue) {
   // 1 ms kernels issued at 10 us: the host runs ahead after the first, the kernels run back to
   // back.
   const ChunkCost c = CostOneStage(model, s, SimTime::FromNanos(kMs),
-                                   {.forward_op = Us(10), .backward_op = Us(20)});
+                                   {.forward_op = UsOf(10), .backward_op = UsOf(20)});
   EXPECT_EQ(c.forward.time, SimTime::FromNanos(n * kMs));
-  EXPECT_EQ(c.forward.host, Us(10 * n));
-  EXPECT_EQ(c.forward.host_lead, Us(10));
+  EXPECT_EQ(c.forward.host, UsOf(10 * n));
+  EXPECT_EQ(c.forward.host_lead, UsOf(10));
 }
 
 TEST(HostPass, CudaGraphLayersLeaveOnlyTheEagerEmbeddingAndHead) {
@@ -101,14 +102,14 @@ TEST(HostPass, CudaGraphLayersLeaveOnlyTheEagerEmbeddingAndHead) {
   ASSERT_TRUE(blocks.ok());
   const int64_t eager_ops = static_cast<int64_t>(blocks->blocks.front().forward.size() +
                                                  blocks->blocks.back().forward.size());
-  const HostCosts eager{.forward_op = Us(10), .backward_op = Us(20)};
+  const HostCosts eager{.forward_op = UsOf(10), .backward_op = UsOf(20)};
   HostCosts graphs = eager;
   graphs.graph_layers = true;
-  graphs.graph_launch = Us(4);
-  const ChunkCost e = CostOneStage(model, s, Us(1), eager);
-  const ChunkCost g = CostOneStage(model, s, Us(1), graphs);
+  graphs.graph_launch = UsOf(4);
+  const ChunkCost e = CostOneStage(model, s, UsOf(1), eager);
+  const ChunkCost g = CostOneStage(model, s, UsOf(1), graphs);
   // One launch per layer instead of its ops: the floor of many short kernels goes.
-  EXPECT_EQ(g.forward.host, Us(10 * eager_ops + 4 * model.num_layers));
+  EXPECT_EQ(g.forward.host, UsOf(10 * eager_ops + 4 * model.num_layers));
   EXPECT_LT(g.forward.host.nanos() * 5, e.forward.host.nanos());
   EXPECT_EQ(g.forward.time, e.forward.time);
 }
@@ -133,16 +134,16 @@ TEST(HostTimeline, ThePassWaitsForItsLeadAndTheHostIssuesInOrder) {
   ChunkCost c;
   c.forward.time = SimTime::FromNanos(1 * kMs);
   c.forward.host = SimTime::FromNanos(5 * kMs);
-  c.forward.host_lead = Us(4500);
+  c.forward.host_lead = UsOf(4500);
   c.backward_input.time = SimTime::FromNanos(2 * kMs);
   c.backward_input.host = SimTime::FromNanos(1 * kMs);
-  c.backward_input.host_lead = Us(100);
+  c.backward_input.host_lead = UsOf(100);
   StepGraphConfig config;
-  config.dp.optimizer_time = {Us(300)};
+  config.dp.optimizer_time = {UsOf(300)};
   config.dp.param_gather_time = {SimTime()};
   config.host.enabled = true;
   config.host.sync_before_optimizer = true;
-  config.host.optimizer_lead = {Us(50)};
+  config.host.optimizer_lead = {UsOf(50)};
   Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 1, 1, 1);
   ASSERT_TRUE(schedule.ok());
   const StepGraph step = BuildStepGraph(*schedule, {c}, config);
@@ -158,14 +159,14 @@ TEST(HostTimeline, ThePassWaitsForItsLeadAndTheHostIssuesInOrder) {
     }
   }
   ASSERT_EQ(gpu.size(), 3u);
-  EXPECT_EQ(t->start[gpu[0].second], Us(4500));
-  EXPECT_EQ(t->end[gpu[0].second], Us(5500));
-  EXPECT_EQ(t->start[gpu[1].second], Us(5500));
-  EXPECT_EQ(t->end[gpu[1].second], Us(7500));
-  EXPECT_EQ(t->start[gpu[2].second], Us(7550));
-  EXPECT_EQ(t->makespan, Us(7850));
+  EXPECT_EQ(t->start[gpu[0].second], UsOf(4500));
+  EXPECT_EQ(t->end[gpu[0].second], UsOf(5500));
+  EXPECT_EQ(t->start[gpu[1].second], UsOf(5500));
+  EXPECT_EQ(t->end[gpu[1].second], UsOf(7500));
+  EXPECT_EQ(t->start[gpu[2].second], UsOf(7550));
+  EXPECT_EQ(t->makespan, UsOf(7850));
   // The host stream was busy for both passes' host times and the optimizer's lead.
-  EXPECT_EQ(t->stream_busy[step.host_stream[0]], Us(5000 + 1000 + 50));
+  EXPECT_EQ(t->stream_busy[step.host_stream[0]], UsOf(5000 + 1000 + 50));
   // The GPU waited for the host before F (4.5 ms, in the span) and before the optimizer (0.05 ms,
   // after it); B waited for F, not for its lead.
   const StepUtilization u = MeasureUtilization(step, *t);
@@ -185,13 +186,13 @@ TwoStages RunTwoStages(bool sync_after_p2p) {
   c.forward.time = SimTime::FromNanos(kMs);
   c.backward_input.time = SimTime::FromNanos(2 * kMs);
   for (PassCost* p : {&c.forward, &c.backward_input}) {
-    p->host = Us(100);
-    p->host_lead = Us(100);
+    p->host = UsOf(100);
+    p->host_lead = UsOf(100);
   }
   StepGraphConfig config;
   config.dp.optimizer_time = {SimTime(), SimTime()};
   config.dp.param_gather_time = {SimTime(), SimTime()};
-  config.pipeline.p2p_time = Us(200);
+  config.pipeline.p2p_time = UsOf(200);
   config.host.enabled = true;
   config.host.sync_after_p2p = sync_after_p2p;
   config.host.optimizer_lead = {SimTime(), SimTime()};

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // full header: Llama8bPlan's source defaults to {}
 
 #include "program/plan_file.h"
 #include "program/step_graph.h"

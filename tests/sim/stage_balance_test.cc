@@ -56,7 +56,7 @@ Strategy TwoStages() {
   return s;
 }
 
-SimulationResult Simulate(const Inputs& in, const Strategy& s) {
+SimulationResult SimulateBalanced(const Inputs& in, const Strategy& s) {
   Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, s);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? *r : SimulationResult{};
@@ -64,7 +64,7 @@ SimulationResult Simulate(const Inputs& in, const Strategy& s) {
 
 TEST(StageBalance, EachStageIsTimedOnItsOwnGroupsGpu) {
   const Inputs in = TwoSpeeds();
-  const SimulationResult even = Simulate(in, TwoStages());
+  const SimulationResult even = SimulateBalanced(in, TwoStages());
   ASSERT_EQ(even.stages.size(), 2u);
   // 12 layers each: the slow GPU's stage computes twice as long (the output layer adds little).
   EXPECT_NEAR(even.stages[1].compute_s / even.stages[0].compute_s, 2.0, 0.05);
@@ -90,8 +90,8 @@ TEST(StageBalance, TheFasterGroupTakesMoreLayersAndTheStepShortens) {
   EXPECT_EQ(*layout, (std::vector<int64_t>{16, 8}));
   Strategy balanced = TwoStages();
   balanced.layout = *layout;
-  const SimulationResult even = Simulate(in, TwoStages());
-  const SimulationResult better = Simulate(in, balanced);
+  const SimulationResult even = SimulateBalanced(in, TwoStages());
+  const SimulationResult better = SimulateBalanced(in, balanced);
   EXPECT_LT(better.step_time_s, even.step_time_s);
   EXPECT_NEAR(better.step_time_s / even.step_time_s, 272.0 / 396.0, 0.03);
   // Balanced, the two stages compute about as long.
@@ -116,8 +116,8 @@ TEST(StageBalance, GroupsOfOneGpuTypeSimulateAsTheClusterOfIt) {
   Inputs groups = TwoSpeeds(1.0);
   Inputs plain = groups;
   plain.cluster.node_groups.clear();
-  const SimulationResult a = Simulate(groups, TwoStages());
-  const SimulationResult b = Simulate(plain, TwoStages());
+  const SimulationResult a = SimulateBalanced(groups, TwoStages());
+  const SimulationResult b = SimulateBalanced(plain, TwoStages());
   EXPECT_EQ(a.timeline.makespan, b.timeline.makespan);
   EXPECT_DOUBLE_EQ(a.mfu, b.mfu);
   EXPECT_EQ(a.peak_memory_bytes, b.peak_memory_bytes);
@@ -131,7 +131,7 @@ TEST(StageBalance, GroupsOfOneGpuTypeSimulateAsTheClusterOfIt) {
 // denominator 3/4 of the fast cluster's, for the same model FLOPs and step.
 TEST(StageBalance, MfuDividesByTheSumOfEveryGpusPeak) {
   const Inputs in = TwoSpeeds();
-  const SimulationResult r = Simulate(in, TwoStages());
+  const SimulationResult r = SimulateBalanced(in, TwoStages());
   const double peak = in.cluster.gpu.PeakTflops(Dtype::kBf16).value() * 1e12;
   EXPECT_NEAR(r.mfu, r.model_tflops_per_gpu * 1e12 / (0.75 * peak), 1e-12);
 }
@@ -140,11 +140,11 @@ TEST(StageBalance, MfuDividesByTheSumOfEveryGpusPeak) {
 // the peak and limit reported are that stage's.
 TEST(StageBalance, EachStageFitsInItsOwnGpusMemory) {
   Inputs in = TwoSpeeds();
-  const SimulationResult roomy = Simulate(in, TwoStages());
+  const SimulationResult roomy = SimulateBalanced(in, TwoStages());
   ASSERT_TRUE(roomy.fits_in_memory);
   GpuSpec& slow = in.cluster.node_groups[1].gpu;
   slow.memory_bytes = roomy.stages[1].peak_memory_bytes + kReservedBytesPerGpu - 1;
-  const SimulationResult tight = Simulate(in, TwoStages());
+  const SimulationResult tight = SimulateBalanced(in, TwoStages());
   EXPECT_FALSE(tight.fits_in_memory);
   EXPECT_EQ(tight.peak_memory_bytes, tight.stages[1].peak_memory_bytes);
   EXPECT_EQ(tight.memory_limit_bytes, slow.memory_bytes - kReservedBytesPerGpu);

@@ -15,15 +15,15 @@
 namespace loom {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kOneMsNanos = 1'000'000;
 
 // Every virtual stage costs |f| forward, |b| input-backward and |w| weight-backward (ms), and
 // keeps one byte of activations per micro-batch.
 std::vector<ChunkCost> EqualCosts(int32_t virtual_stages, int64_t f, int64_t b, int64_t w) {
   ChunkCost c;
-  c.forward.time = SimTime::FromNanos(f * kMs);
-  c.backward_input.time = SimTime::FromNanos(b * kMs);
-  c.backward_weight.time = SimTime::FromNanos(w * kMs);
+  c.forward.time = SimTime::FromNanos(f * kOneMsNanos);
+  c.backward_input.time = SimTime::FromNanos(b * kOneMsNanos);
+  c.backward_weight.time = SimTime::FromNanos(w * kOneMsNanos);
   c.kept_activation_bytes = 1;
   return std::vector<ChunkCost>(static_cast<size_t>(virtual_stages), c);
 }
@@ -65,7 +65,7 @@ TEST(StepGraph, GpipeAnd1F1BBubbleIsPMinusOneOverMPlusPMinusOne) {
       PipelineRun run = BuildAndRun(kind, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
       EXPECT_NEAR(BubbleFraction(run), double(p - 1) / (m + p - 1), 1e-9)
           << "p " << p << " m " << m;
-      EXPECT_EQ(run.timeline.makespan.nanos(), (m + p - 1) * 3 * kMs);
+      EXPECT_EQ(run.timeline.makespan.nanos(), (m + p - 1) * 3 * kOneMsNanos);
     }
   }
 }
@@ -78,7 +78,7 @@ TEST(StepGraph, InterleavingDividesTheBubbleTimeByTheChunkCount) {
     // The same model in v chunks per stage: each chunk does 1/v of the work.
     PipelineRun inter = BuildAndRun(ScheduleKind::kInterleaved, p, m, v,
                                     EqualCosts(p * v, 4 / v, 4 / v, 4 / v), FreeCommunication(p));
-    const int64_t busy = int64_t{m} * 12 * kMs;
+    const int64_t busy = int64_t{m} * 12 * kOneMsNanos;
     EXPECT_EQ(inter.timeline.makespan.nanos() - busy, (plain.timeline.makespan.nanos() - busy) / v)
         << "v " << v;
   }
@@ -90,7 +90,7 @@ TEST(StepGraph, ZeroBubbleH1HasAThirdOf1F1BsBubble) {
       BuildAndRun(ScheduleKind::k1F1B, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
   PipelineRun zb =
       BuildAndRun(ScheduleKind::kZbH1, p, m, 1, EqualCosts(p, 1, 1, 1), FreeCommunication(p));
-  const int64_t busy = int64_t{m} * 3 * kMs;
+  const int64_t busy = int64_t{m} * 3 * kOneMsNanos;
   const double ratio = double(zb.timeline.makespan.nanos() - busy) /
                        double(one_f_one_b.timeline.makespan.nanos() - busy);
   // Qi et al. 2024: (p-1)(T_F + T_B - T_W) versus (p-1)(T_F + T_B + T_W).
@@ -277,14 +277,14 @@ TEST(StepGraph, BlockingSendHoldsBackTheSendersNextPass) {
   // GPipe, 2 stages, 2 micro-batches, 1 ms per pass and per send: stage 0 runs F0, sends it
   // (1-2 ms) and only then F1, as Megatron-LM waits on its send requests.
   StepGraphConfig config = FreeCommunication(2);
-  config.pipeline.p2p_time = SimTime::FromNanos(kMs);
+  config.pipeline.p2p_time = SimTime::FromNanos(kOneMsNanos);
   PipelineRun blocking = BuildAndRun(ScheduleKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
   ASSERT_GE(ComputeStarts(blocking, 0).size(), 2u);
-  EXPECT_EQ(ComputeStarts(blocking, 0)[1], 2 * kMs);
+  EXPECT_EQ(ComputeStarts(blocking, 0)[1], 2 * kOneMsNanos);
   config.pipeline.blocking_sends = false;
   PipelineRun overlapped =
       BuildAndRun(ScheduleKind::kGpipe, 2, 2, 1, EqualCosts(2, 1, 1, 1), config);
-  EXPECT_EQ(ComputeStarts(overlapped, 0)[1], 1 * kMs);
+  EXPECT_EQ(ComputeStarts(overlapped, 0)[1], 1 * kOneMsNanos);
   EXPECT_GT(blocking.timeline.makespan, overlapped.timeline.makespan);
 }
 

@@ -20,7 +20,7 @@
 namespace loom {
 namespace {
 
-SimTime Us(double micros) { return SimTime::FromMicros(micros); }
+SimTime TraceMicros(double micros) { return SimTime::FromMicros(micros); }
 
 // Rank 0 computes F (10 us, 64 bytes of activations) and sends it over a link (2.5 us); rank 1
 // runs F after the send.
@@ -31,17 +31,19 @@ TaskGraph TwoRankGraph() {
   const StreamId compute1 = graph.AddStream(1, "compute");
   const NameId compute = graph.Intern("compute");
   const TaskId f0 = graph.AddTask({.stream = compute0,
-                                   .duration = Us(10),
+                                   .duration = TraceMicros(10),
                                    .name = graph.Intern("F mb0"),
                                    .category = compute,
                                    .alloc_at_start_bytes = 64});
   const TaskId send = graph.AddTask({.stream = comm0,
                                      .link = graph.AddLink("0->1"),
-                                     .duration = Us(2.5),
+                                     .duration = TraceMicros(2.5),
                                      .name = graph.Intern("send \"mb0\"\n"),
                                      .category = graph.Intern("p2p")});
-  const TaskId f1 = graph.AddTask(
-      {.stream = compute1, .duration = Us(10), .name = graph.Intern("F mb0"), .category = compute});
+  const TaskId f1 = graph.AddTask({.stream = compute1,
+                                   .duration = TraceMicros(10),
+                                   .name = graph.Intern("F mb0"),
+                                   .category = compute});
   graph.AddDependency(f0, send);
   graph.AddDependency(send, f1);
   return graph;
@@ -138,8 +140,8 @@ TEST(ChromeTrace, TransferOnSharedChannelsShowsThemAndItsTimeAlone) {
   const ChannelId rx = graph.AddChannel("rank 1 nic rx");
   const RouteId send = graph.AddRoute(std::vector<ChannelId>{tx, rx});
   const RouteId reduce = graph.AddRoute(std::vector<ChannelId>{tx});
-  graph.AddTask({.stream = graph.AddStream(0, "pp"), .duration = Us(2), .route = send});
-  graph.AddTask({.stream = graph.AddStream(0, "dp"), .duration = Us(6), .route = reduce});
+  graph.AddTask({.stream = graph.AddStream(0, "pp"), .duration = TraceMicros(2), .route = send});
+  graph.AddTask({.stream = graph.AddStream(0, "dp"), .duration = TraceMicros(6), .route = reduce});
   const Result<StepTimeline> timeline = Simulate(graph);
   ASSERT_TRUE(timeline.ok());
   const std::vector<nlohmann::json> slices =
@@ -167,8 +169,8 @@ TEST(ChromeTrace, DependenciesAcrossStreamsAreArrowsThatNeverRunBackwards) {
       starts[1].dump(),
       R"({"cat":"dependency","id":1,"name":"dependency","ph":"s","pid":0,"tid":1,"ts":10.0})");
   StepTimeline skewed = *simulated;
-  skewed.start[2] = Us(9);  // rank 1's F "starts" before the send it waits for
-  skewed.end[2] = Us(19);
+  skewed.start[2] = TraceMicros(9);  // rank 1's F "starts" before the send it waits for
+  skewed.end[2] = TraceMicros(19);
   const nlohmann::json trace = nlohmann::json::parse(ChromeTraceJson(graph, skewed));
   ASSERT_EQ(EventsWithPhase(trace, "s").size(), 1u);
   EXPECT_EQ(
@@ -204,7 +206,7 @@ TracedStep MustTrace(const Strategy& s, bool full, int64_t nodes) {
   return {*std::move(prepared), *std::move(r)};
 }
 
-Strategy Pipeline(ScheduleKind schedule) {
+Strategy TracedPipeline(ScheduleKind schedule) {
   Strategy s;
   s.tp = 2;
   s.pp = 4;
@@ -277,7 +279,7 @@ std::map<std::string, int> ExpectFlowsPairUp(const nlohmann::json& trace) {
 TEST(ChromeTrace, FlowsPairUpOnSimulatedPipelines) {
   for (ScheduleKind kind : {ScheduleKind::k1F1B, ScheduleKind::kInterleaved}) {
     SCOPED_TRACE(std::string(kScheduleNames.Name(kind)));
-    const TracedStep traced = MustTrace(Pipeline(kind), false, 1);
+    const TracedStep traced = MustTrace(TracedPipeline(kind), false, 1);
     const nlohmann::json trace = nlohmann::json::parse(TraceOf(traced));
     const std::map<std::string, int> flows = ExpectFlowsPairUp(trace);
     // One send per micro-batch, direction and boundary between virtual stages.
@@ -288,7 +290,7 @@ TEST(ChromeTrace, FlowsPairUpOnSimulatedPipelines) {
 }
 
 TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
-  const TracedStep traced = MustTrace(Pipeline(ScheduleKind::kInterleaved), false, 1);
+  const TracedStep traced = MustTrace(TracedPipeline(ScheduleKind::kInterleaved), false, 1);
   const nlohmann::json trace = nlohmann::json::parse(TraceOf(traced));
   EXPECT_EQ(trace.at("displayTimeUnit"), "ms");
   EXPECT_EQ(trace.at("otherData").at("model"), "llama3-8b");
@@ -344,7 +346,7 @@ TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
 // rank 0 is [0, 8] and its data-parallel group [0, 4] (megatron/core/parallel_state.py,
 // RankGenerator), so the four simulated ranks are 0, 8 (stage 1) and 4, 12 (replica 1).
 TEST(ChromeTrace, NamesRanksByMegatronGlobalRanks) {
-  Strategy s = Pipeline(ScheduleKind::k1F1B);
+  Strategy s = TracedPipeline(ScheduleKind::k1F1B);
   s.cp = 2;
   s.dp = 2;
   s.pp = 2;
@@ -372,14 +374,14 @@ TEST(ChromeTrace, SmallStepTraceIsExactlyThisText) {
   Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 2, 1, 1);
   ASSERT_TRUE(schedule.ok()) << schedule.status().message();
   ChunkCost cost;
-  cost.forward.time = Us(3);
-  cost.backward_input.time = Us(5);
+  cost.forward.time = TraceMicros(3);
+  cost.backward_input.time = TraceMicros(5);
   cost.layers = 2;
   StepGraphConfig config;
-  config.pipeline.p2p_time = Us(1);
+  config.pipeline.p2p_time = TraceMicros(1);
   config.dp.buckets = {1, 1};
-  config.dp.bucket_time = {Us(2), Us(2)};
-  config.dp.optimizer_time = {Us(1), Us(1)};
+  config.dp.bucket_time = {TraceMicros(2), TraceMicros(2)};
+  config.dp.optimizer_time = {TraceMicros(1), TraceMicros(1)};
   config.dp.param_gather_time = {SimTime(), SimTime()};
   StepGraph step = BuildStepGraph(*schedule, {cost, cost}, config);
   const Result<StepTimeline> timeline = Simulate(step.graph);
@@ -458,7 +460,7 @@ TEST(ChromeTrace, SmallStepTraceIsExactlyThisText) {
 }
 
 TEST(ChromeTrace, MergesRunsAsDistinctProcessesWithUniqueFlowIds) {
-  const TracedStep traced = MustTrace(Pipeline(ScheduleKind::k1F1B), false, 1);
+  const TracedStep traced = MustTrace(TracedPipeline(ScheduleKind::k1F1B), false, 1);
   const std::vector<TraceRun> runs = {
       {&traced.result.timeline, &traced.result.memory, "predicted ", 0},
       {&traced.result.timeline, nullptr, "measured ", 4}};

@@ -5,11 +5,12 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace loom {
 namespace {
 
-std::string Shipped(const std::string& relative) {
+std::string ShippedFramework(const std::string& relative) {
   return std::string(LOOM_SOURCE_DIR) + "/" + relative;
 }
 
@@ -21,7 +22,7 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 
 TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
   for (const char* name : {"megatron-core", "megatron-core-cudagraphs", "pytorch-eager"}) {
-    const std::string path = Shipped(std::string("hardware/frameworks/") + name + ".json");
+    const std::string path = ShippedFramework(std::string("hardware/frameworks/") + name + ".json");
     Result<FrameworkProfile> p = LoadFrameworkProfile(path);
     ASSERT_TRUE(p.ok()) << p.status().message();
     EXPECT_EQ(p->name, name);
@@ -36,7 +37,7 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
     EXPECT_EQ(again->sync_after_p2p, p->sync_after_p2p);
   }
   Result<FrameworkProfile> graphs =
-      LoadFrameworkProfile(Shipped("hardware/frameworks/megatron-core-cudagraphs.json"));
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core-cudagraphs.json"));
   ASSERT_TRUE(graphs.ok());
   EXPECT_TRUE(graphs->cuda_graph_layers);
 }
@@ -70,7 +71,7 @@ TEST(Framework, MissingHostTimeSaysWhatToGive) {
 }
 
 TEST(Framework, ResolvesNamesBesideTheClusterFolderPathsAndNone) {
-  const std::string cluster = Shipped("hardware/clusters/dgx-h100.json");
+  const std::string cluster = ShippedFramework("hardware/clusters/dgx-h100.json");
   Result<std::optional<FrameworkProfile>> none = ResolveFramework("none", cluster);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
@@ -79,7 +80,7 @@ TEST(Framework, ResolvesNamesBesideTheClusterFolderPathsAndNone) {
   ASSERT_TRUE(named->has_value());
   EXPECT_EQ((*named)->name, "megatron-core");
   Result<std::optional<FrameworkProfile>> by_path =
-      ResolveFramework(Shipped("hardware/frameworks/pytorch-eager.json"), cluster);
+      ResolveFramework(ShippedFramework("hardware/frameworks/pytorch-eager.json"), cluster);
   ASSERT_TRUE(by_path.ok()) << by_path.status().message();
   EXPECT_EQ((*by_path)->name, "pytorch-eager");
   Result<std::optional<FrameworkProfile>> unknown = ResolveFramework("megatron-cor", cluster);

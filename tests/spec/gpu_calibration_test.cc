@@ -1,6 +1,7 @@
 #include "spec/gpu_calibration.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace loom {
 namespace {

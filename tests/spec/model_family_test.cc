@@ -15,18 +15,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+::testing::AssertionResult TextContains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "\"" << text << "\"\n does not contain \"" << part << "\"";
 }
 
-std::string Shipped(const std::string& name) {
+std::string ShippedModelFile(const std::string& name) {
   return std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json";
 }
 
 nlohmann::json ShippedJson(const std::string& name) {
-  std::ifstream in(Shipped(name));
+  std::ifstream in(ShippedModelFile(name));
   return nlohmann::json::parse(in);
 }
 
@@ -58,15 +58,15 @@ fs::path TempDir(const std::string& name) {
 TEST(ModelFolder, ReadsConfigJsonOfASnapshotFolderAndNamesTheModelByItsRepository) {
   fs::path snapshot = TempDir("hub") / "models--google--gemma-7b" / "snapshots" / "0123abc";
   fs::create_directories(snapshot);
-  fs::copy_file(Shipped("gemma-7b"), snapshot / "config.json");
+  fs::copy_file(ShippedModelFile("gemma-7b"), snapshot / "config.json");
   Result<ModelSpec> spec = LoadModelSpec(snapshot.string());
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->name, "gemma-7b");
   EXPECT_EQ(spec->file, (snapshot / "config.json").string());
-  EXPECT_EQ(Total(*spec), Total(*LoadModelSpec(Shipped("gemma-7b"))));
+  EXPECT_EQ(Total(*spec), Total(*LoadModelSpec(ShippedModelFile("gemma-7b"))));
 
   fs::path plain = TempDir("my-model");
-  fs::copy_file(Shipped("qwen3-8b"), plain / "config.json");
+  fs::copy_file(ShippedModelFile("qwen3-8b"), plain / "config.json");
   Result<ModelSpec> named = LoadModelSpec(plain.string() + "/");
   ASSERT_TRUE(named.ok()) << named.status().message();
   EXPECT_EQ(named->name, "my-model");
@@ -76,9 +76,10 @@ TEST(ModelFolder, AFolderWithoutConfigJsonNamesTheFolderAndTheFix) {
   fs::path empty = TempDir("empty-snapshot");
   Result<ModelSpec> spec = LoadModelSpec(empty.string());
   ASSERT_FALSE(spec.ok());
+  EXPECT_TRUE(TextContains(spec.status().message(),
+                           empty.string() + ": is a directory without a config.json"));
   EXPECT_TRUE(
-      Contains(spec.status().message(), empty.string() + ": is a directory without a config.json"));
-  EXPECT_TRUE(Contains(spec.status().message(), "snapshot folder (the one holding config.json"));
+      TextContains(spec.status().message(), "snapshot folder (the one holding config.json"));
 }
 
 TEST(ModelFamily, GemmaGeluMlpIsGatedByItsModelTypeNotItsActivation) {
@@ -115,9 +116,9 @@ TEST(ModelFamily, UnknownModelTypeIsAWarningNamingTheFileNotAnError) {
   config["model_type"] = "mistral_next";
   ModelSpec spec = Parse(config);
   ASSERT_EQ(spec.warnings.size(), 1u);
-  EXPECT_TRUE(Contains(spec.warnings[0],
-                       "models/x.json: model_type \"mistral_next\" is not one loom knows"));
-  EXPECT_TRUE(Contains(spec.warnings[0], "compare the parameter count"));
+  EXPECT_TRUE(TextContains(spec.warnings[0],
+                           "models/x.json: model_type \"mistral_next\" is not one loom knows"));
+  EXPECT_TRUE(TextContains(spec.warnings[0], "compare the parameter count"));
   EXPECT_EQ(spec.mlp, MlpKind::kGated);  // silu, by the activation
   EXPECT_TRUE(Parse(ShippedJson("mistral-7b-v0.3")).warnings.empty());
 }
@@ -157,12 +158,12 @@ TEST(ModelFamily, QwenMoeDenseLayersInFrontAreReadAndAnyOtherPlacementIsRefused)
   config["mlp_only_layers"] = {0, 1};
   EXPECT_EQ(Parse(config).moe->first_dense_layers, 2);
   config["mlp_only_layers"] = {5};
-  EXPECT_TRUE(
-      Contains(ParseError(config),
-               "models/x.json: mlp_only_layers: is [5]; loom models dense layers only in front"));
+  EXPECT_TRUE(TextContains(
+      ParseError(config),
+      "models/x.json: mlp_only_layers: is [5]; loom models dense layers only in front"));
   config["mlp_only_layers"] = nlohmann::json::array();
   config["decoder_sparse_step"] = 2;
-  EXPECT_TRUE(Contains(ParseError(config), "models/x.json: decoder_sparse_step: is 2"));
+  EXPECT_TRUE(TextContains(ParseError(config), "models/x.json: decoder_sparse_step: is 2"));
 }
 
 TEST(ModelFamily, Qwen2MoeSharedExpertHasItsOwnWidthAndAGate) {
@@ -174,24 +175,24 @@ TEST(ModelFamily, Qwen2MoeSharedExpertHasItsOwnWidthAndAGate) {
   EXPECT_EQ(m.moe->expert_intermediate_size, 2560);
   nlohmann::json both = ShippedJson("qwen2-57b-a14b");
   both["n_shared_experts"] = 2;
-  EXPECT_TRUE(Contains(ParseError(both),
-                       "shared_expert_intermediate_size: and n_shared_experts are both set"));
+  EXPECT_TRUE(TextContains(ParseError(both),
+                           "shared_expert_intermediate_size: and n_shared_experts are both set"));
   nlohmann::json dense = ShippedJson("qwen2-57b-a14b");
   dense.erase("num_experts");
   dense.erase("num_experts_per_tok");
   dense.erase("moe_intermediate_size");
-  EXPECT_TRUE(Contains(ParseError(dense),
-                       "shared_expert_intermediate_size: is set but the expert count is not"));
+  EXPECT_TRUE(TextContains(ParseError(dense),
+                           "shared_expert_intermediate_size: is set but the expert count is not"));
 }
 
 TEST(ModelFamily, KeysThatChangeTheCountLoomCannotModelAreRefused) {
   nlohmann::json multimodal = ShippedJson("gemma-3-1b");
   multimodal["text_config"] = {{"hidden_size", 2560}};
-  EXPECT_TRUE(Contains(ParseError(multimodal),
-                       "models/x.json: text_config: is set: this is a multimodal config"));
+  EXPECT_TRUE(TextContains(ParseError(multimodal),
+                           "models/x.json: text_config: is set: this is a multimodal config"));
   nlohmann::json qk = ShippedJson("mistral-7b-v0.3");
   qk["qk_layernorm"] = true;
-  EXPECT_TRUE(Contains(ParseError(qk), "models/x.json: qk_layernorm: is true"));
+  EXPECT_TRUE(TextContains(ParseError(qk), "models/x.json: qk_layernorm: is true"));
   qk["qk_layernorm"] = false;
   EXPECT_EQ(ParseError(qk), "");
 }
@@ -202,7 +203,7 @@ TEST(ModelFamily, ArchitectureNamesMapToModelTypes) {
   EXPECT_EQ(ModelTypeOfArchitecture("GPTNeoXForCausalLM"), "gpt_neox");
   EXPECT_EQ(ModelTypeOfArchitecture("FalconForCausalLM"), "");
   EXPECT_FALSE(FindModelFamily("falcon").has_value());
-  EXPECT_TRUE(Contains(KnownModelTypes(), "gemma3_text"));
+  EXPECT_TRUE(TextContains(KnownModelTypes(), "gemma3_text"));
 }
 
 // GPT-NeoX rotates a quarter of each head and runs attention and the MLP in parallel unless its
@@ -225,7 +226,7 @@ TEST(ModelFamily, GptNeoxRotaryShareAndParallelResidual) {
   llama["partial_rotary_factor"] = 0.5;
   EXPECT_DOUBLE_EQ(Parse(llama).rotary_fraction, 0.5);
   llama["partial_rotary_factor"] = 2;
-  EXPECT_TRUE(Contains(ParseError(llama), "partial_rotary_factor"));
+  EXPECT_TRUE(TextContains(ParseError(llama), "partial_rotary_factor"));
 }
 
 }  // namespace

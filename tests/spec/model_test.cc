@@ -6,11 +6,13 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace loom {
 namespace {
 
 // Passes if |text| contains |part|; on failure shows both.
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+::testing::AssertionResult ErrorContains(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "\"" << text << "\"\n does not contain \"" << part << "\"";
@@ -47,12 +49,12 @@ nlohmann::json LlamaLike() {
 }
 
 // Parses |config| as "bad.json" and returns the error message ("" if it parsed).
-std::string ParseError(const nlohmann::json& config) {
+std::string ModelParseError(const nlohmann::json& config) {
   Result<ModelSpec> spec = ParseModelSpec(config, "models/bad.json");
   return spec.ok() ? "" : spec.status().message();
 }
 
-std::string WriteTemp(const std::string& name, const std::string& text) {
+std::string WriteTempConfig(const std::string& name, const std::string& text) {
   std::string path = ::testing::TempDir() + name;
   std::ofstream(path) << text;
   return path;
@@ -208,45 +210,45 @@ TEST(ModelError, MissingFileNamesThePathAndSuggestsAShippedModel) {
   Result<ModelSpec> spec = LoadModelSpec("models/no-such-model.json");
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), Status::Code::kNotFound);
-  EXPECT_TRUE(Contains(spec.status().message(), "models/no-such-model.json"));
-  EXPECT_TRUE(Contains(spec.status().message(), "check the path"));
+  EXPECT_TRUE(ErrorContains(spec.status().message(), "models/no-such-model.json"));
+  EXPECT_TRUE(ErrorContains(spec.status().message(), "check the path"));
 }
 
 TEST(ModelError, TextThatIsNotJsonIsRejectedWithTheParserPosition) {
-  std::string path = WriteTemp("not-json.json", "{\"hidden_size\": 4096,");
+  std::string path = WriteTempConfig("not-json.json", "{\"hidden_size\": 4096,");
   Result<ModelSpec> spec = LoadModelSpec(path);
   ASSERT_FALSE(spec.ok());
-  EXPECT_TRUE(Contains(spec.status().message(), path));
-  EXPECT_TRUE(Contains(spec.status().message(), "not valid JSON"));
-  EXPECT_TRUE(Contains(spec.status().message(), "fix the syntax"));
+  EXPECT_TRUE(ErrorContains(spec.status().message(), path));
+  EXPECT_TRUE(ErrorContains(spec.status().message(), "not valid JSON"));
+  EXPECT_TRUE(ErrorContains(spec.status().message(), "fix the syntax"));
 }
 
 TEST(ModelError, TopLevelArrayIsRejected) {
-  std::string path = WriteTemp("array.json", "[1, 2]");
+  std::string path = WriteTempConfig("array.json", "[1, 2]");
   Result<ModelSpec> spec = LoadModelSpec(path);
   ASSERT_FALSE(spec.ok());
-  EXPECT_TRUE(Contains(spec.status().message(), path));
-  EXPECT_TRUE(Contains(spec.status().message(), "it must be an object"));
-  EXPECT_TRUE(Contains(ParseError(nlohmann::json::array()),
-                       "models/bad.json: the top level is a JSON array"));
+  EXPECT_TRUE(ErrorContains(spec.status().message(), path));
+  EXPECT_TRUE(ErrorContains(spec.status().message(), "it must be an object"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(nlohmann::json::array()),
+                            "models/bad.json: the top level is a JSON array"));
 }
 
 TEST(ModelError, QuotedNumberIsAWrongTypeNamingTheKey) {
   nlohmann::json config = LlamaLike();
   config["hidden_size"] = "4096";
-  std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json: hidden_size: must be an integer"));
-  EXPECT_TRUE(Contains(error, "without quotes"));
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(error, "models/bad.json: hidden_size: must be an integer"));
+  EXPECT_TRUE(ErrorContains(error, "without quotes"));
 }
 
 TEST(ModelError, ZeroAndNegativeSizesAreRejected) {
   nlohmann::json config = LlamaLike();
   config["num_hidden_layers"] = 0;
   config["intermediate_size"] = -5;
-  std::string error = ParseError(config);
-  EXPECT_TRUE(
-      Contains(error, "models/bad.json: num_hidden_layers: is 0; it must be between 1 and 10000"));
-  EXPECT_TRUE(Contains(
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(
+      error, "models/bad.json: num_hidden_layers: is 0; it must be between 1 and 10000"));
+  EXPECT_TRUE(ErrorContains(
       error, "models/bad.json: intermediate_size: is -5; it must be between 1 and 4194304"));
 }
 
@@ -262,11 +264,11 @@ TEST(ModelError, OverflowingSizesAreAnErrorNamingTheKeys) {
   config["num_local_experts"] = 65536;
   config["num_experts_per_tok"] = 1;
   config["moe_intermediate_size"] = int64_t{1} << 22;
-  std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json"));
-  EXPECT_TRUE(Contains(error, "overflows 64 bits"));
-  EXPECT_TRUE(Contains(error, "hidden_size 1048576"));
-  EXPECT_TRUE(Contains(error, "check these keys"));
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(error, "models/bad.json"));
+  EXPECT_TRUE(ErrorContains(error, "overflows 64 bits"));
+  EXPECT_TRUE(ErrorContains(error, "hidden_size 1048576"));
+  EXPECT_TRUE(ErrorContains(error, "check these keys"));
 }
 
 // A size beyond any model is refused with its bound before anything is computed from it.
@@ -274,11 +276,11 @@ TEST(ModelError, AnAbsurdSizeNamesItsBound) {
   nlohmann::json config = LlamaLike();
   config["num_hidden_layers"] = int64_t{1} << 40;
   config["vocab_size"] = int64_t{1} << 30;
-  std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(
       error,
       "models/bad.json: num_hidden_layers: is 1099511627776; it must be between 1 and 10000"));
-  EXPECT_TRUE(Contains(
+  EXPECT_TRUE(ErrorContains(
       error, "models/bad.json: vocab_size: is 1073741824; it must be between 1 and 16777216"));
 }
 
@@ -286,19 +288,19 @@ TEST(ModelError, MisspeltKeyIsATypoNamingTheRealKey) {
   nlohmann::json config = LlamaLike();
   config.erase("num_hidden_layers");
   config["num_hiden_layers"] = 32;
-  std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error,
-                       "models/bad.json: num_hiden_layers: looks like a misspelling of "
-                       "\"num_hidden_layers\""));
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(error,
+                            "models/bad.json: num_hiden_layers: looks like a misspelling of "
+                            "\"num_hidden_layers\""));
 }
 
 TEST(ModelError, UnknownActivationListsTheAcceptedOnes) {
   nlohmann::json config = LlamaLike();
   config["hidden_act"] = "mish";
-  std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json: hidden_act: is \"mish\""));
-  EXPECT_TRUE(Contains(error, "\"gelu_pytorch_tanh\""));
-  EXPECT_TRUE(Contains(error, "\"swiglu\""));
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(error, "models/bad.json: hidden_act: is \"mish\""));
+  EXPECT_TRUE(ErrorContains(error, "\"gelu_pytorch_tanh\""));
+  EXPECT_TRUE(ErrorContains(error, "\"swiglu\""));
 }
 
 TEST(ModelError, BothExpertCountKeysAreAnError) {
@@ -306,32 +308,32 @@ TEST(ModelError, BothExpertCountKeysAreAnError) {
   config["num_local_experts"] = 8;
   config["n_routed_experts"] = 8;
   config["num_experts_per_tok"] = 2;
-  std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(
       error,
       "models/bad.json: n_routed_experts: and num_local_experts or num_experts are set together"));
-  EXPECT_TRUE(Contains(error, "keep one"));
+  EXPECT_TRUE(ErrorContains(error, "keep one"));
   config.erase("n_routed_experts");
   config["num_experts"] = 8;  // Qwen MoE's key
-  EXPECT_TRUE(Contains(ParseError(config), "are set together; keep one"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config), "are set together; keep one"));
 }
 
 TEST(ModelError, ExpertsNeedATopKNoLargerThanTheExpertCount) {
   nlohmann::json config = LlamaLike();
   config["num_local_experts"] = 8;
-  EXPECT_TRUE(
-      Contains(ParseError(config), "num_experts_per_tok: is missing; add \"num_experts_per_tok\""));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "num_experts_per_tok: is missing; add \"num_experts_per_tok\""));
   config["num_experts_per_tok"] = 9;
-  EXPECT_TRUE(
-      Contains(ParseError(config), "num_experts_per_tok: (9) exceeds the number of experts (8)"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "num_experts_per_tok: (9) exceeds the number of experts (8)"));
 }
 
 TEST(ModelError, TopKWithoutAnExpertCountIsAnError) {
   nlohmann::json config = LlamaLike();
   config["num_experts_per_tok"] = 2;
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "num_experts_per_tok: is set but the expert count is not; add "
-                       "\"num_local_experts\""));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "num_experts_per_tok: is set but the expert count is not; add "
+                            "\"num_local_experts\""));
 }
 
 TEST(ModelError, UnsupportedMoeLayerFrequencyIsAnError) {
@@ -339,7 +341,7 @@ TEST(ModelError, UnsupportedMoeLayerFrequencyIsAnError) {
   config["n_routed_experts"] = 8;
   config["num_experts_per_tok"] = 2;
   config["moe_layer_freq"] = 2;
-  EXPECT_TRUE(Contains(ParseError(config), "moe_layer_freq: is 2; loom supports only 1"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config), "moe_layer_freq: is 2; loom supports only 1"));
 }
 
 TEST(ModelError, AllLayersDenseIsAnError) {
@@ -347,53 +349,54 @@ TEST(ModelError, AllLayersDenseIsAnError) {
   config["n_routed_experts"] = 8;
   config["num_experts_per_tok"] = 2;
   config["first_k_dense_replace"] = 32;
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "first_k_dense_replace: (32) must be less than num_hidden_layers (32)"));
+  EXPECT_TRUE(
+      ErrorContains(ModelParseError(config),
+                    "first_k_dense_replace: (32) must be less than num_hidden_layers (32)"));
 }
 
 TEST(ModelError, MissingNormKeyAsksForOne) {
   nlohmann::json config = LlamaLike();
   config.erase("rms_norm_eps");
-  std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "models/bad.json: rms_norm_eps: is missing"));
-  EXPECT_TRUE(Contains(error, "add \"rms_norm_eps\""));
-  EXPECT_TRUE(Contains(error, "\"layer_norm_eps\""));
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(error, "models/bad.json: rms_norm_eps: is missing"));
+  EXPECT_TRUE(ErrorContains(error, "add \"rms_norm_eps\""));
+  EXPECT_TRUE(ErrorContains(error, "\"layer_norm_eps\""));
 }
 
 TEST(ModelError, BothNormKeysAreAnError) {
   nlohmann::json config = LlamaLike();
   config["layer_norm_epsilon"] = 1e-5;
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "rms_norm_eps: and layer_norm_eps/layer_norm_epsilon are both set"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "rms_norm_eps: and layer_norm_eps/layer_norm_epsilon are both set"));
 }
 
 TEST(ModelError, PositionsNeedATypeOrRopeTheta) {
   nlohmann::json config = LlamaLike();
   config.erase("rope_theta");
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "position_embedding_type: is missing and there is no rope_theta; "
-                       "add \"position_embedding_type\""));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "position_embedding_type: is missing and there is no rope_theta; "
+                            "add \"position_embedding_type\""));
   config["position_embedding_type"] = "alibi";
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "position_embedding_type: is \"alibi\"; it must be one of "
-                       "rope|learned_absolute"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "position_embedding_type: is \"alibi\"; it must be one of "
+                            "rope|learned_absolute"));
 }
 
 TEST(ModelError, IndivisibleHiddenSizeNeedsHeadDim) {
   nlohmann::json config = LlamaLike();
   config["num_attention_heads"] = 24;
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "head_dim: is missing and hidden_size (4096) is not divisible by "
-                       "num_attention_heads (24); add \"head_dim\""));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "head_dim: is missing and hidden_size (4096) is not divisible by "
+                            "num_attention_heads (24); add \"head_dim\""));
   config["head_dim"] = 128;
-  EXPECT_EQ(ParseError(config), "");
+  EXPECT_EQ(ModelParseError(config), "");
 }
 
 TEST(ModelError, KeyValueHeadsMustDivideHeads) {
   nlohmann::json config = LlamaLike();
   config["num_key_value_heads"] = 5;
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "num_key_value_heads: (5) does not divide num_attention_heads (32)"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "num_key_value_heads: (5) does not divide num_attention_heads (32)"));
 }
 
 TEST(ModelError, LatentAttentionNeedsItsHeadDims) {
@@ -401,21 +404,21 @@ TEST(ModelError, LatentAttentionNeedsItsHeadDims) {
   config["kv_lora_rank"] = 512;
   config["qk_rope_head_dim"] = 64;
   config["qk_nope_head_dim"] = 128;
-  EXPECT_TRUE(Contains(ParseError(config), "v_head_dim: is missing; add \"v_head_dim\""));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config), "v_head_dim: is missing; add \"v_head_dim\""));
   config.erase("kv_lora_rank");
   config["v_head_dim"] = 128;
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "v_head_dim: is a multi-head latent attention key but kv_lora_rank "
-                       "is missing"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "v_head_dim: is a multi-head latent attention key but kv_lora_rank "
+                            "is missing"));
 }
 
 TEST(ModelError, WrongSchemaIsRejected) {
   nlohmann::json config = LlamaLike();
   config["schema"] = "loom.model/2";
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "schema: is \"loom.model/2\"; this loom reads \"loom.model/1\""));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "schema: is \"loom.model/2\"; this loom reads \"loom.model/1\""));
   config["schema"] = "loom.model/1";
-  EXPECT_EQ(ParseError(config), "");
+  EXPECT_EQ(ModelParseError(config), "");
 }
 
 TEST(ModelError, EveryProblemOfAFileIsReportedAtOnce) {
@@ -423,12 +426,12 @@ TEST(ModelError, EveryProblemOfAFileIsReportedAtOnce) {
   config["hidden_size"] = "4096";
   config.erase("vocab_size");
   config["hidden_act"] = "mish";
-  std::string error = ParseError(config);
-  EXPECT_TRUE(Contains(error, "hidden_size"));
-  EXPECT_TRUE(Contains(error, "vocab_size: is missing"));
-  EXPECT_TRUE(Contains(error, "hidden_act"));
+  std::string error = ModelParseError(config);
+  EXPECT_TRUE(ErrorContains(error, "hidden_size"));
+  EXPECT_TRUE(ErrorContains(error, "vocab_size: is missing"));
+  EXPECT_TRUE(ErrorContains(error, "hidden_act"));
   // The bad hidden_size is reported once, not again by the head_dim rule.
-  EXPECT_FALSE(Contains(error, "head_dim"));
+  EXPECT_FALSE(ErrorContains(error, "head_dim"));
 }
 
 TEST(ModelSpec, ReadsRotaryBaseEpsilonAndRopeScaling) {
@@ -472,27 +475,27 @@ TEST(ModelSpec, DeepSeekV3ReadsItsRouterYarnAndMultiTokenPrediction) {
 TEST(ModelError, RopeScalingAndRouterKeysAreCheckedNamingTheKey) {
   nlohmann::json config = LlamaLike();
   config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-  EXPECT_TRUE(
-      Contains(ParseError(config), "models/bad.json: rope_scaling.low_freq_factor: is missing"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "models/bad.json: rope_scaling.low_freq_factor: is missing"));
   config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
-  EXPECT_EQ(ParseError(config), "");  // kept as kOther: an emitter names what it cannot launch
+  EXPECT_EQ(ModelParseError(config), "");  // kept as kOther: an emitter names what it cannot launch
   config["rope_scaling"] = 3;
-  EXPECT_TRUE(Contains(ParseError(config), "rope_scaling: must be an object"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config), "rope_scaling: must be an object"));
   config = LlamaLike();
   config["rms_norm_eps"] = 2;
-  EXPECT_TRUE(Contains(ParseError(config), "rms_norm_eps"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config), "rms_norm_eps"));
   config = LlamaLike();
   config["num_local_experts"] = 8;
   config["num_experts_per_tok"] = 2;
   config["topk_method"] = "noaux_tc";
   config["n_group"] = 2;
-  EXPECT_TRUE(Contains(ParseError(config),
-                       "models/bad.json: topk_group: is missing; topk_method \"noaux_tc\""));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config),
+                            "models/bad.json: topk_group: is missing; topk_method \"noaux_tc\""));
   config["topk_group"] = 3;
-  EXPECT_TRUE(Contains(ParseError(config), "topk_group: (3) exceeds n_group (2)"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config), "topk_group: (3) exceeds n_group (2)"));
   config["topk_group"] = 1;
   config["scoring_func"] = "tanh";
-  EXPECT_TRUE(Contains(ParseError(config), "scoring_func"));
+  EXPECT_TRUE(ErrorContains(ModelParseError(config), "scoring_func"));
 }
 
 }  // namespace

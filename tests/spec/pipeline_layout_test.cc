@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/json_reader.h"
 #include "spec/cluster.h"
 #include "spec/model.h"

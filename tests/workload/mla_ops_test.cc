@@ -20,7 +20,7 @@ ModelSpec DeepSeekV3() {
   return spec.ok() ? *spec : ModelSpec();
 }
 
-Strategy Tp(int64_t tp, bool sp, int64_t seq = 4096) {
+Strategy MlaTp(int64_t tp, bool sp, int64_t seq = 4096) {
   Strategy s;
   s.tp = tp;
   s.sp = sp;
@@ -28,13 +28,13 @@ Strategy Tp(int64_t tp, bool sp, int64_t seq = 4096) {
   return s;
 }
 
-LayerOps Build(const ModelSpec& m, const Strategy& s, LayerOpsOptions o = {}) {
+LayerOps BuildMla(const ModelSpec& m, const Strategy& s, LayerOpsOptions o = {}) {
   Result<LayerOps> ops = BuildTransformerLayerOps(m, s, o);
   EXPECT_TRUE(ops.ok()) << (ops.ok() ? "" : ops.status().message());
   return ops.ok() ? *ops : LayerOps();
 }
 
-const Op& Find(const std::vector<Op>& ops, OpName name) {
+const Op& FindOp(const std::vector<Op>& ops, OpName name) {
   for (const Op& op : ops) {
     if (op.name == name) return op;
   }
@@ -44,7 +44,7 @@ const Op& Find(const std::vector<Op>& ops, OpName name) {
 }
 
 void ExpectGemm(const std::vector<Op>& ops, OpName name, int64_t m, int64_t n, int64_t k) {
-  const auto* g = std::get_if<GemmShape>(&Find(ops, name).shape);
+  const auto* g = std::get_if<GemmShape>(&FindOp(ops, name).shape);
   ASSERT_NE(g, nullptr) << OpNameString(name);
   EXPECT_EQ(g->m, m) << OpNameString(name);
   EXPECT_EQ(g->n, n) << OpNameString(name);
@@ -52,7 +52,7 @@ void ExpectGemm(const std::vector<Op>& ops, OpName name, int64_t m, int64_t n, i
 }
 
 // "all_gather tp 12582912, ..." for every collective of |ops|, in order.
-std::string Collectives(const std::vector<Op>& ops) {
+std::string CollectiveNames(const std::vector<Op>& ops) {
   std::string out;
   for (const Op& op : ops) {
     if (op.kind != OpKind::kCollective) continue;
@@ -63,7 +63,7 @@ std::string Collectives(const std::vector<Op>& ops) {
   return out;
 }
 
-std::vector<std::string> Names(const std::vector<Op>& ops) {
+std::vector<std::string> NamesOf(const std::vector<Op>& ops) {
   std::vector<std::string> names;
   for (const Op& op : ops) names.emplace_back(OpNameString(op.name));
   return names;
@@ -71,8 +71,8 @@ std::vector<std::string> Names(const std::vector<Op>& ops) {
 
 // Forward FLOPs of the attention block: the layer's minus its dense MLP's.
 int64_t AttentionFlops(const LayerOps& ops) {
-  return TotalFlops(ops.forward) - OpFlops(Find(ops.forward, OpName::kMlpUp)) -
-         OpFlops(Find(ops.forward, OpName::kMlpDown));
+  return TotalFlops(ops.forward) - OpFlops(FindOp(ops.forward, OpName::kMlpUp)) -
+         OpFlops(FindOp(ops.forward, OpName::kMlpDown));
 }
 
 // ModelFlopsPerToken's forward FLOPs per token of one dense layer of |m|'s attention: a one-layer
@@ -89,7 +89,7 @@ double AttentionFlopsPerToken(ModelSpec m, int64_t seq) {
 TEST(LatentAttentionOps, DeepSeekV3GemmShapesAreExactForTheTpShard) {
   // tp 2 with sp, one sequence of 4096: 2048 tokens per rank for the replicated down projections,
   // 4096 gathered rows and 64 heads for the up projections, the core and linear_proj.
-  LayerOps ops = Build(DeepSeekV3(), Tp(2, true));
+  LayerOps ops = BuildMla(DeepSeekV3(), MlaTp(2, true));
   ExpectGemm(ops.forward, OpName::kQDownProj, 2048, 1536, 7168);
   ExpectGemm(ops.forward, OpName::kKvDownProj, 2048, 512 + 64, 7168);
   ExpectGemm(ops.forward, OpName::kQUpProj, 4096, 64 * (128 + 64), 1536);
@@ -105,7 +105,7 @@ TEST(LatentAttentionOps, DeepSeekV3GemmShapesAreExactForTheTpShard) {
   ExpectGemm(ops.backward_weight, OpName::kQUpProjWgrad, 1536, 12288, 4096);
   ExpectGemm(ops.backward_weight, OpName::kKvUpProjWgrad, 512, 16384, 4096);
   ExpectGemm(ops.backward_weight, OpName::kOutProjWgrad, 8192, 7168, 4096);
-  const auto& a = std::get<AttentionShape>(Find(ops.forward, OpName::kFlashAttention).shape);
+  const auto& a = std::get<AttentionShape>(FindOp(ops.forward, OpName::kFlashAttention).shape);
   EXPECT_EQ(a.heads, 64);
   EXPECT_EQ(a.kv_heads, 64);
   EXPECT_EQ(a.seq_q, 4096);
@@ -119,8 +119,8 @@ TEST(LatentAttentionOps, DeepSeekV3GemmShapesAreExactForTheTpShard) {
 
 TEST(LatentAttentionOps, TpHalvesTheUpProjectionsAndKeepsTheDownProjectionsWhole) {
   // Without sp every rank projects all 4096 tokens down, whatever tp.
-  LayerOps one = Build(DeepSeekV3(), Tp(1, false));
-  LayerOps two = Build(DeepSeekV3(), Tp(2, false));
+  LayerOps one = BuildMla(DeepSeekV3(), MlaTp(1, false));
+  LayerOps two = BuildMla(DeepSeekV3(), MlaTp(2, false));
   ExpectGemm(one.forward, OpName::kQDownProj, 4096, 1536, 7168);
   ExpectGemm(two.forward, OpName::kQDownProj, 4096, 1536, 7168);
   ExpectGemm(one.forward, OpName::kKvDownProj, 4096, 576, 7168);
@@ -139,14 +139,14 @@ TEST(LatentAttentionOps, FlopsSummedOverTpRanksAreTheModelFlops) {
   const double per_token = 2.0 * 187'105'280 + 2.0 * 4096 * 128 * 320;
   ASSERT_DOUBLE_EQ(AttentionFlopsPerToken(DeepSeekV3(), 4096), per_token);
   for (int64_t tp : {1, 2, 8}) {
-    LayerOps ops = Build(DeepSeekV3(), Tp(tp, tp > 1));
+    LayerOps ops = BuildMla(DeepSeekV3(), MlaTp(tp, tp > 1));
     EXPECT_DOUBLE_EQ(static_cast<double>(tp * AttentionFlops(ops)), 4096 * per_token)
         << "tp " << tp;
     EXPECT_EQ(TotalFlops(ops.backward_input) + TotalFlops(ops.backward_weight),
               2 * TotalFlops(ops.forward));
   }
   // Without sp the replicated down projections run on every rank: tp - 1 extra copies.
-  LayerOps no_sp = Build(DeepSeekV3(), Tp(2, false));
+  LayerOps no_sp = BuildMla(DeepSeekV3(), MlaTp(2, false));
   EXPECT_EQ(2 * AttentionFlops(no_sp) - static_cast<int64_t>(4096 * per_token),
             2LL * 4096 * 7168 * (1536 + 576));
 }
@@ -156,89 +156,90 @@ TEST(LatentAttentionOps, DirectQueryProjectionWithoutQueryCompression) {
   // state.
   ModelSpec m = DeepSeekV3();
   m.mla->q_lora_rank = 0;
-  LayerOps ops = Build(m, Tp(2, true));
+  LayerOps ops = BuildMla(m, MlaTp(2, true));
   ExpectGemm(ops.forward, OpName::kQProj, 4096, 64 * 192, 7168);
   ExpectGemm(ops.backward_weight, OpName::kQProjWgrad, 7168, 64 * 192, 4096);
   for (const Op& op : ops.forward) EXPECT_NE(op.name, OpName::kQDownProj);
   EXPECT_DOUBLE_EQ(static_cast<double>(2 * AttentionFlops(ops)),
                    4096 * AttentionFlopsPerToken(m, 4096));
   const std::string hidden = std::to_string(4096LL * 7168 * 2);
-  EXPECT_EQ(Collectives(ops.forward).rfind("all_gather tp " + hidden + ", all_gather tp 524288", 0),
-            0u)
-      << Collectives(ops.forward);
+  EXPECT_EQ(
+      CollectiveNames(ops.forward).rfind("all_gather tp " + hidden + ", all_gather tp 524288", 0),
+      0u)
+      << CollectiveNames(ops.forward);
 }
 
 TEST(LatentAttentionOps, SequenceParallelGathersTheNormedLatentsNotTheHiddenState) {
   // tp 2: q latent 4096 x 1536, k_pos_emb 4096 x 64, kv latent 4096 x 512, hidden 4096 x 7168, in
   // bf16; then the dense MLP's own gather and reduce-scatter.
-  LayerOps ops = Build(DeepSeekV3(), Tp(2, true));
+  LayerOps ops = BuildMla(DeepSeekV3(), MlaTp(2, true));
   const std::string q = " tp 12582912", rope = " tp 524288", kv = " tp 4194304", h = " tp 58720256";
-  EXPECT_EQ(Collectives(ops.forward), "all_gather" + q + ", all_gather" + rope + ", all_gather" +
-                                          kv + ", reduce_scatter" + h + ", all_gather" + h +
-                                          ", reduce_scatter" + h);
+  EXPECT_EQ(CollectiveNames(ops.forward), "all_gather" + q + ", all_gather" + rope +
+                                              ", all_gather" + kv + ", reduce_scatter" + h +
+                                              ", all_gather" + h + ", reduce_scatter" + h);
   // MLP first, then: output gradient, kv regather and dX, k_pos_emb's dX, q regather and dX.
-  EXPECT_EQ(Collectives(ops.backward_input),
+  EXPECT_EQ(CollectiveNames(ops.backward_input),
             "all_gather" + h + ", all_gather" + h + ", reduce_scatter" + h + ", all_gather" + h +
                 ", all_gather" + kv + ", reduce_scatter" + kv + ", reduce_scatter" + rope +
                 ", all_gather" + q + ", reduce_scatter" + q);
   // Without sp: the f and g all-reduces, and those of the latents' gradients.
-  LayerOps no_sp = Build(DeepSeekV3(), Tp(2, false));
-  EXPECT_EQ(Collectives(no_sp.forward), "all_reduce" + h + ", all_reduce" + h);
-  EXPECT_EQ(Collectives(no_sp.backward_input),
+  LayerOps no_sp = BuildMla(DeepSeekV3(), MlaTp(2, false));
+  EXPECT_EQ(CollectiveNames(no_sp.forward), "all_reduce" + h + ", all_reduce" + h);
+  EXPECT_EQ(CollectiveNames(no_sp.backward_input),
             "all_reduce" + h + ", all_reduce" + kv + ", all_reduce" + rope + ", all_reduce" + q);
-  EXPECT_EQ(Collectives(Build(DeepSeekV3(), Tp(1, false)).forward), "");
+  EXPECT_EQ(CollectiveNames(BuildMla(DeepSeekV3(), MlaTp(1, false)).forward), "");
 }
 
 TEST(LatentAttentionOps, SavedBytesAreTheTensorsBackwardReads) {
-  LayerOps ops = Build(DeepSeekV3(), Tp(2, true));
+  LayerOps ops = BuildMla(DeepSeekV3(), MlaTp(2, true));
   const std::vector<Op>& f = ops.forward;
   // Sequence-sharded: the norm inputs and the down and up projections' inputs.
-  EXPECT_EQ(Find(f, OpName::kInputNorm).saved_bytes, 2048LL * 7168 * 2);
-  EXPECT_EQ(Find(f, OpName::kQDownProj).saved_bytes, 2048LL * 7168 * 2);
-  EXPECT_EQ(Find(f, OpName::kKvDownProj).saved_bytes, 0);  // the same input as q_down_proj
-  EXPECT_EQ(Find(f, OpName::kQNorm).saved_bytes, 2048LL * 1536 * 2);
-  EXPECT_EQ(Find(f, OpName::kQUpProj).saved_bytes, 2048LL * 1536 * 2);
-  EXPECT_EQ(Find(f, OpName::kKvNorm).saved_bytes, 2048LL * 512 * 2);
-  EXPECT_EQ(Find(f, OpName::kKvUpProj).saved_bytes, 2048LL * 512 * 2);
+  EXPECT_EQ(FindOp(f, OpName::kInputNorm).saved_bytes, 2048LL * 7168 * 2);
+  EXPECT_EQ(FindOp(f, OpName::kQDownProj).saved_bytes, 2048LL * 7168 * 2);
+  EXPECT_EQ(FindOp(f, OpName::kKvDownProj).saved_bytes, 0);  // the same input as q_down_proj
+  EXPECT_EQ(FindOp(f, OpName::kQNorm).saved_bytes, 2048LL * 1536 * 2);
+  EXPECT_EQ(FindOp(f, OpName::kQUpProj).saved_bytes, 2048LL * 1536 * 2);
+  EXPECT_EQ(FindOp(f, OpName::kKvNorm).saved_bytes, 2048LL * 512 * 2);
+  EXPECT_EQ(FindOp(f, OpName::kKvUpProj).saved_bytes, 2048LL * 512 * 2);
   // Contiguous Q and K (64 heads of 192) and V (64 of 128), and the fp32 log-sum-exp.
-  EXPECT_EQ(Find(f, OpName::kFlashAttention).saved_bytes, 4096LL * 64 * 512 * 2 + 64 * 4096 * 4);
-  EXPECT_EQ(Find(f, OpName::kOutProj).saved_bytes, 4096LL * 64 * 128 * 2);
-  EXPECT_EQ(Find(f, OpName::kRotary).saved_bytes, 0);
-  const auto& rotary = std::get<MemoryShape>(Find(f, OpName::kRotary).shape);
+  EXPECT_EQ(FindOp(f, OpName::kFlashAttention).saved_bytes, 4096LL * 64 * 512 * 2 + 64 * 4096 * 4);
+  EXPECT_EQ(FindOp(f, OpName::kOutProj).saved_bytes, 4096LL * 64 * 128 * 2);
+  EXPECT_EQ(FindOp(f, OpName::kRotary).saved_bytes, 0);
+  const auto& rotary = std::get<MemoryShape>(FindOp(f, OpName::kRotary).shape);
   EXPECT_EQ(rotary.bytes_read, 4096LL * (12288 + 16384 + 64) * 2);
   EXPECT_EQ(rotary.bytes_written, 4096LL * 64 * 512 * 2);
 }
 
 TEST(LatentAttentionOps, SelectiveRecomputeReplaysTheFusedCore) {
-  Strategy s = Tp(2, true);
+  Strategy s = MlaTp(2, true);
   s.recompute = Recompute::kSelective;
-  LayerOps ops = Build(DeepSeekV3(), s);
-  EXPECT_EQ(Names(ops.recompute), std::vector<std::string>{"flash_attention"});
-  EXPECT_EQ(Find(ops.forward, OpName::kFlashAttention).saved_bytes, 4096LL * 64 * 512 * 2);
+  LayerOps ops = BuildMla(DeepSeekV3(), s);
+  EXPECT_EQ(NamesOf(ops.recompute), std::vector<std::string>{"flash_attention"});
+  EXPECT_EQ(FindOp(ops.forward, OpName::kFlashAttention).saved_bytes, 4096LL * 64 * 512 * 2);
   EXPECT_EQ(ops.recompute.front().saved_bytes, 4096LL * 64 * 128 * 2 + 64 * 4096 * 4);
   s.recompute = Recompute::kFull;
-  LayerOps full = Build(DeepSeekV3(), s);
-  EXPECT_EQ(Names(full.recompute), Names(full.forward));
+  LayerOps full = BuildMla(DeepSeekV3(), s);
+  EXPECT_EQ(NamesOf(full.recompute), NamesOf(full.forward));
   EXPECT_EQ(TotalSavedBytes(full.forward), 2048LL * 7168 * 2);  // the layer's input
 }
 
 TEST(LatentAttentionOps, ContextParallelGathersTheLatentAttentionsKeysAndValues) {
-  Strategy s = Tp(1, false, 8192);
+  Strategy s = MlaTp(1, false, 8192);
   s.cp = 2;
-  LayerOps ops = Build(DeepSeekV3(), s);
-  const auto& a = std::get<AttentionShape>(Find(ops.forward, OpName::kFlashAttention).shape);
+  LayerOps ops = BuildMla(DeepSeekV3(), s);
+  const auto& a = std::get<AttentionShape>(FindOp(ops.forward, OpName::kFlashAttention).shape);
   EXPECT_EQ(a.seq_q, 4096);
   EXPECT_EQ(a.seq_kv, 8192);
   // K of 128 heads of 192 and V of 128 heads of 128 over the whole sequence of 8192, in bf16.
   const std::string kv = "cp " + std::to_string(8192LL * 128 * 320 * 2);
-  EXPECT_EQ(Collectives(ops.forward), "all_gather " + kv);
-  EXPECT_EQ(Collectives(ops.backward_input), "all_gather " + kv + ", reduce_scatter " + kv);
+  EXPECT_EQ(CollectiveNames(ops.forward), "all_gather " + kv);
+  EXPECT_EQ(CollectiveNames(ops.backward_input), "all_gather " + kv + ", reduce_scatter " + kv);
 }
 
 TEST(LatentAttentionOps, UnfusedKernelAndBadLatentSizesAreErrors) {
   LayerOpsOptions unfused;
   unfused.attention = AttentionKernel::kUnfused;
-  Result<LayerOps> ops = BuildTransformerLayerOps(DeepSeekV3(), Tp(2, true), unfused);
+  Result<LayerOps> ops = BuildTransformerLayerOps(DeepSeekV3(), MlaTp(2, true), unfused);
   ASSERT_FALSE(ops.ok());
   EXPECT_EQ(ops.status().code(), Status::Code::kUnimplemented);
   EXPECT_NE(
@@ -247,13 +248,13 @@ TEST(LatentAttentionOps, UnfusedKernelAndBadLatentSizesAreErrors) {
       << ops.status().message();
   ModelSpec m = DeepSeekV3();
   m.mla->kv_lora_rank = 0;
-  Result<LayerOps> bad = BuildTransformerLayerOps(m, Tp(2, true));
+  Result<LayerOps> bad = BuildTransformerLayerOps(m, MlaTp(2, true));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             std::string(LOOM_SOURCE_DIR) +
                 "/models/deepseek-v3.json: kv_lora_rank (0) must be at least 1");
   m.mla->kv_lora_rank = int64_t{1} << 40;
-  Result<LayerOps> huge = BuildTransformerLayerOps(m, Tp(2, true));
+  Result<LayerOps> huge = BuildTransformerLayerOps(m, MlaTp(2, true));
   ASSERT_FALSE(huge.ok());
   EXPECT_NE(huge.status().message().find("latent attention's FLOP or byte counts overflow 64 bits"),
             std::string::npos)

@@ -109,8 +109,8 @@ TEST(BusiestRankLoad, ExpertTensorParallelRanksGatherTheirPeersRows) {
   EXPECT_EQ(Groups(load), "2x4096");
 }
 
-Strategy Moe(int64_t tp, int64_t ep, int64_t etp, double imbalance = 1.0,
-             double capacity_factor = 0) {
+Strategy MoeStrategy(int64_t tp, int64_t ep, int64_t etp, double imbalance = 1.0,
+                     double capacity_factor = 0) {
   Strategy s;
   s.tp = tp;
   s.sp = tp > 1;
@@ -164,7 +164,7 @@ TEST(MoeImbalance, MoreImbalanceGivesTheBusiestRankMoreExpertRowsAndFlops) {
   // Mixtral, tp 1, ep 8: one expert per rank; 8192 rows balanced, 9830 at 1.2, 16384 at 2.
   int64_t previous_flops = 0;
   for (auto [imbalance, rows] : {std::pair{1.0, 8192}, {1.2, 9830}, {2.0, 16384}}) {
-    const LayerOps ops = Build(Moe(1, 8, 0, imbalance));
+    const LayerOps ops = Build(MoeStrategy(1, 8, 0, imbalance));
     const std::vector<GemmShape> up = GemmsOf(ops.forward, OpName::kExpertUp);
     ASSERT_EQ(up.size(), 1u);
     EXPECT_EQ(up[0].m, rows) << imbalance;
@@ -182,7 +182,7 @@ TEST(MoeImbalance, MoreImbalanceGivesTheBusiestRankMoreExpertRowsAndFlops) {
 TEST(MoeCapacity, CapacityFactorOneWithImbalanceTwoDropsTheExcess) {
   // Capacity 1024 rows per routing rank: the busiest expert processes 8 * 1024 = 8192 rows
   // instead of 16384; the rank permutes only the 7168 rows it keeps.
-  const LayerOps ops = Build(Moe(1, 8, 0, 2.0, 1.0));
+  const LayerOps ops = Build(MoeStrategy(1, 8, 0, 2.0, 1.0));
   const std::vector<GemmShape> up = GemmsOf(ops.forward, OpName::kExpertUp);
   ASSERT_EQ(up.size(), 1u);
   EXPECT_EQ(up[0].m, 8192);
@@ -195,13 +195,13 @@ TEST(MoeCapacity, CapacityFactorOneWithImbalanceTwoDropsTheExcess) {
   const std::string a2a = "all_to_all ep " + std::to_string(8192LL * 4096 * 2);
   EXPECT_EQ(MoeCollectives(ops.forward), a2a + ", " + a2a);
   // A capacity the busiest expert never reaches changes nothing.
-  EXPECT_EQ(GemmsOf(Build(Moe(1, 8, 0, 2.0, 3.0)).forward, OpName::kExpertUp)[0].m, 16384);
+  EXPECT_EQ(GemmsOf(Build(MoeStrategy(1, 8, 0, 2.0, 3.0)).forward, OpName::kExpertUp)[0].m, 16384);
 }
 
 TEST(MoeExpertTensorParallel, EtpOneWithTpTwoKeepsExpertsWholeAndGathersNothing) {
   // tp 2 with sp, etp 1, ep 8: each rank routes its 2048 tokens (4096 rows) to the 8 experts; the
   // busiest rank's one expert gets 4096 rows, unsplit: 2 * 14336 gate+up columns.
-  const LayerOps ops = Build(Moe(2, 8, 1));
+  const LayerOps ops = Build(MoeStrategy(2, 8, 1));
   const std::vector<GemmShape> up = GemmsOf(ops.forward, OpName::kExpertUp);
   ASSERT_EQ(up.size(), 1u);
   EXPECT_EQ(up[0].m, 4096);
@@ -216,7 +216,7 @@ TEST(MoeExpertTensorParallel, EtpOneWithTpTwoKeepsExpertsWholeAndGathersNothing)
 TEST(MoeExpertTensorParallel, TheExpertGatherRunsOverTheEtpGroup) {
   // tp 1, etp 2, ep 4: 8192 rows routed and received, 16384 gathered over etp for the 2 local
   // experts (8192 each), each split over 2 ranks: 14336 / 2 columns.
-  const LayerOps ops = Build(Moe(1, 4, 2));
+  const LayerOps ops = Build(MoeStrategy(1, 4, 2));
   const std::vector<GemmShape> up = GemmsOf(ops.forward, OpName::kExpertUp);
   ASSERT_EQ(up.size(), 1u);
   EXPECT_EQ(up[0].batch, 2);
@@ -237,7 +237,7 @@ constexpr int64_t kMixtralTp2Dense =
 constexpr int64_t kMixtralExpert = 3LL * 4096 * 14336;  // 176160768
 
 Strategy World64(int64_t tp, int64_t etp) {
-  Strategy s = Moe(tp, 8, etp);
+  Strategy s = MoeStrategy(tp, 8, etp);
   s.dp = 64 / tp;
   s.zero_stage = 1;
   return s;
@@ -264,7 +264,7 @@ TEST(MoeExpertTensorParallel, RoutedExpertsSplitOverEtpAndShardOverExpertDp) {
 }
 
 TEST(MoeExpertTensorParallel, AnExpertGridThatDoesNotDivideTheRanksIsAnError) {
-  Strategy s = Moe(2, 4, 1);
+  Strategy s = MoeStrategy(2, 4, 1);
   s.dp = 3;  // 2 * 3 = 6 ranks cannot hold ep * etp = 4
   Result<RankModelStates> states = ModelStatesPerRank(Shipped("mixtral-8x7b"), s, 0);
   ASSERT_FALSE(states.ok());

@@ -11,7 +11,7 @@ namespace loom::cuda {
 namespace {
 
 // cudaMalloc's alignment and the alignment cuBLASLt's heuristic assumes of every matrix.
-constexpr int64_t kAlignmentBytes = 256;
+constexpr int64_t kGemmAlignmentBytes = 256;
 
 int64_t RoundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -29,7 +29,7 @@ CopyLayout CopyLayoutOf(const GemmShape& shape, const GemmTypes& types) {
   CopyLayout layout;
   layout.a_elements = shape.batch * shape.m * shape.k;
   layout.b_elements = shape.batch * shape.k * shape.n;
-  layout.b_offset_bytes = RoundUp(layout.a_elements * types.input_bytes, kAlignmentBytes);
+  layout.b_offset_bytes = RoundUp(layout.a_elements * types.input_bytes, kGemmAlignmentBytes);
   layout.bytes = layout.b_offset_bytes + layout.b_elements * types.input_bytes;
   return layout;
 }

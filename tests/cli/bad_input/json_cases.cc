@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/bad_input/cases.h"
 
 namespace loom::bad_input {
