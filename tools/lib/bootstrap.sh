@@ -1,4 +1,5 @@
-# Shared by tools/loom and tools/test: install what is missing, configure and build when stale.
+# Shared by tools/loom, tools/test and tools/fuzz: install what is missing, configure and build when
+# stale.
 # Everything here writes to stderr, so that stdout carries only loom's own output.
 
 LOOM_ROOT=$(cd -P "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
@@ -12,6 +13,7 @@ LOOM_PACKAGES=(
   libvalijson-dev
   chromium fonts-dejavu-core
   jq
+  ccache mold
 )
 
 loom_log() { echo "loom-tools: $*" >&2; }
@@ -45,11 +47,44 @@ loom_ensure_packages() {
     { loom_log "apt-get install failed for: ${missing[*]}"; exit 1; }
 }
 
+# The one sanitizer build, build-sanitize/, that serves both `tools/test --sanitize` (the tests under
+# AddressSanitizer and UndefinedBehaviorSanitizer) and `tools/fuzz` (the libFuzzer targets): clang 14,
+# since only clang has libFuzzer, with -fsanitize=fuzzer-no-link on every source (the coverage that
+# guides libFuzzer; in a test program it costs a counter per branch and calls nothing, the sanitizer
+# runtime's hooks being empty). One compile of the sources serves both checks, where a g++ build
+# for the tests and a clang build for the fuzzers compiled them twice.
+# -O1 -g1 in place of RelWithDebInfo's -O2 -g: -g1 keeps the line tables, inlined frames included,
+# which is all that the sanitizers' stack traces read (function, file:line per frame), and
+# AddressSanitizer's own docs advise -O1. Unity (jumbo) sources: each batch of 8 files of a target is
+# one compiler run, which parses the shared headers (the standard library, nlohmann/json,
+# GoogleTest) once a batch instead of once a file; the Release build stays one file a run, so that
+# every file is checked to include what it uses. No benchmarks/ (timings under the sanitizers mean
+# nothing, and no test runs them): the Release build compiles them.
+LOOM_SANITIZE_DIR=build-sanitize
+LOOM_SANITIZE_ARGS=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+  -DLOOM_SANITIZE=address,undefined -DLOOM_FUZZ=ON -DLOOM_WITH_CUDA=OFF -DLOOM_BUILD_BENCHMARKS=OFF
+  -DCMAKE_UNITY_BUILD=ON)
+# libFuzzer and the sanitizer runtimes come with clang (libclang-rt-14-dev).
+LOOM_SANITIZE_PACKAGES=(clang-14 libclang-rt-14-dev)
+
+# The compiler cache: every build folder compiles through ccache (installed above), so that a
+# rebuild on the same machine (another build folder, a fresh clone, a branch switched back)
+# compiles only what changed. Its cache is ccache's own (~/.cache/ccache); CCACHE_DIR moves it,
+# LOOM_CCACHE=0 turns it off.
+loom_launcher_args() {
+  if [ "${LOOM_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+    echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+  fi
+}
+
 # loom_ensure_configured DIR [CMAKE_ARGS...]: configures DIR once (or when its arguments change);
 # cmake's output goes to DIR/configure.log, shown when configuring fails.
 loom_ensure_configured() {
   local dir="$LOOM_ROOT/$1"
   shift
+  # shellcheck disable=SC2046  # the launcher arguments are words without spaces
+  set -- "$@" $(loom_launcher_args)
   local args="$*"
   if [ ! -f "$dir/CMakeCache.txt" ] || [ "$(cat "$dir/.loom-configure-args" 2>/dev/null)" != "$args" ]; then
     loom_log "configuring $dir"
