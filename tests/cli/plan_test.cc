@@ -691,7 +691,7 @@ TEST(Plan, EmitPlanWritesAPlanFileOfThePickedStrategyAndSaysHowToValidateIt) {
   EXPECT_EQ(plan->gpus.dp, best["dp"]);
   EXPECT_EQ(emit["tasks"], plan->step.graph.num_tasks());
   EXPECT_EQ(plan->source["strategy"]["tp"], 4);
-  EXPECT_EQ(plan->source["strategy"]["dp"], best["dp"]);
+  EXPECT_EQ(plan->source["strategy"]["dp"].get<int64_t>(), best["dp"].get<int64_t>());
   EXPECT_EQ(plan->source["gpus"], 16);
   EXPECT_EQ(plan->source["simulation"]["full"], false);
   // The file predicts what the planner ranked.

@@ -22,7 +22,7 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-ModelSpec Load(const std::string& name) {
+ModelSpec DeepSpeedModel(const std::string& name) {
   Result<ModelSpec> model =
       LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
@@ -86,7 +86,7 @@ Strategy MixtralStrategy(int64_t zero_stage) {
 }
 
 TEST(DeepSpeedConfig, Zero3WithExpertsIsRefusedAsDeepSpeedRefusesNativeMoe) {
-  const ModelSpec mixtral = Load("mixtral-8x7b");
+  const ModelSpec mixtral = DeepSpeedModel("mixtral-8x7b");
   const std::string message = Error(mixtral, MixtralStrategy(3));
   EXPECT_NE(message.find("--zero 3 with the experts of"), std::string::npos) << message;
   EXPECT_NE(message.find("Native DeepSpeed MoE is not supported with ZeRO Stage 3"),
@@ -97,11 +97,11 @@ TEST(DeepSpeedConfig, Zero3WithExpertsIsRefusedAsDeepSpeedRefusesNativeMoe) {
   EXPECT_EQ(Ok(mixtral, MixtralStrategy(1)).config["zero_optimization"]["stage"], 1);
   Strategy dense = MixtralStrategy(3);
   dense.ep = 1;
-  EXPECT_EQ(Ok(Load("llama3-8b"), dense).config["zero_optimization"]["stage"], 3);
+  EXPECT_EQ(Ok(DeepSpeedModel("llama3-8b"), dense).config["zero_optimization"]["stage"], 3);
 }
 
 TEST(DeepSpeedConfig, SequenceParallelSetsOneDeviceConnectionInEnvAndNotes) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = DeepSpeedModel("llama3-8b");
   Strategy s;
   s.tp = 2;
   s.dp = 4;
@@ -121,7 +121,7 @@ TEST(DeepSpeedConfig, SequenceParallelSetsOneDeviceConnectionInEnvAndNotes) {
 }
 
 TEST(DeepSpeedConfig, ExpertsOverPipelineAndTensorParallelTurnPipePartitioningOff) {
-  const ModelSpec mixtral = Load("mixtral-8x7b");
+  const ModelSpec mixtral = DeepSpeedModel("mixtral-8x7b");
   Strategy s;
   s.tp = 2;
   s.pp = 4;
@@ -147,12 +147,12 @@ TEST(DeepSpeedConfig, ExpertsOverPipelineAndTensorParallelTurnPipePartitioningOf
   no_pp.pp = 1;
   no_pp.dp = 32;
   EXPECT_FALSE(Ok(mixtral, AsDeepSpeed(no_pp)).config.contains("pipeline"));
-  EXPECT_FALSE(
-      Ok(Load("llama3-8b"), s).config.contains("pipeline"));  // dense: one tensor needs a gradient
+  EXPECT_FALSE(Ok(DeepSpeedModel("llama3-8b"), s)
+                   .config.contains("pipeline"));  // dense: one tensor needs a gradient
 }
 
 TEST(DeepSpeedConfig, FusedAttentionIsFlashAttention2AndUnfusedIsMegatronDeepSpeedsDefault) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = DeepSpeedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -171,7 +171,7 @@ TEST(DeepSpeedConfig, FusedAttentionIsFlashAttention2AndUnfusedIsMegatronDeepSpe
 }
 
 TEST(DeepSpeedConfig, Tf32AndFp32PlansSayPyTorchDecidesTf32) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = DeepSpeedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -189,7 +189,7 @@ TEST(DeepSpeedConfig, Tf32AndFp32PlansSayPyTorchDecidesTf32) {
 }
 
 TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = DeepSpeedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 16;
@@ -260,7 +260,7 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
 }
 
 TEST(DeepSpeedConfig, SelectiveRecomputeIsMegatronDeepSpeedsWithUnfusedAttentionOnly) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = DeepSpeedModel("llama3-8b");
   Strategy s;
   s.pp = 2;
   s.dp = 4;
@@ -279,7 +279,7 @@ TEST(DeepSpeedConfig, SelectiveRecomputeIsMegatronDeepSpeedsWithUnfusedAttention
 }
 
 TEST(DeepSpeedConfig, BlockRecomputeRunsWithoutThePipelineEngineOnly) {
-  const ModelSpec model = Load("llama3-8b");
+  const ModelSpec model = DeepSpeedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;

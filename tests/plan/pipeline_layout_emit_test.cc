@@ -53,7 +53,7 @@ std::optional<std::string> ValueOfFlag(const Args& args, const std::string& flag
   return *(it + 1);
 }
 
-bool Has(const Args& args, const std::string& flag) {
+bool HasLayoutFlag(const Args& args, const std::string& flag) {
   return std::find(args.begin(), args.end(), flag) != args.end();
 }
 
@@ -73,11 +73,11 @@ TEST(PipelineLayoutEmit, UnevenChunksBecomeMegatronsLayoutFlagFromCoreV013) {
   Result<Args> args = MegatronArguments(model, s);
   ASSERT_TRUE(args.ok()) << args.status().ToString();
   EXPECT_EQ(ValueOfFlag(*args, "--pipeline-model-parallel-layout"), "E|(t|)*126L");
-  EXPECT_FALSE(Has(*args, "--num-virtual-stages-per-pipeline-rank"));
-  EXPECT_FALSE(Has(*args, "--decoder-first-pipeline-num-layers"));
-  EXPECT_FALSE(Has(*args, "--decoder-last-pipeline-num-layers"));
-  EXPECT_FALSE(
-      Has(*args, "--microbatch-group-size-per-virtual-pipeline-stage"));  // 16 micro-batches: pp's
+  EXPECT_FALSE(HasLayoutFlag(*args, "--num-virtual-stages-per-pipeline-rank"));
+  EXPECT_FALSE(HasLayoutFlag(*args, "--decoder-first-pipeline-num-layers"));
+  EXPECT_FALSE(HasLayoutFlag(*args, "--decoder-last-pipeline-num-layers"));
+  EXPECT_FALSE(HasLayoutFlag(
+      *args, "--microbatch-group-size-per-virtual-pipeline-stage"));  // 16 micro-batches: pp's
   EXPECT_EQ(MinimumMegatronVersion(*args), MegatronVersion::kCore013);
   ExpectMegatronParses(*args);
   // What the flag says parses back to what was simulated.
@@ -106,7 +106,7 @@ TEST(PipelineLayoutEmit, EvenChunksKeepTheUnevenStageFlags) {
   EXPECT_EQ(ValueOfFlag(*args, "--num-virtual-stages-per-pipeline-rank"), "2");
   EXPECT_EQ(ValueOfFlag(*args, "--decoder-first-pipeline-num-layers"), "6");
   EXPECT_EQ(ValueOfFlag(*args, "--decoder-last-pipeline-num-layers"), "8");
-  EXPECT_FALSE(Has(*args, "--pipeline-model-parallel-layout"));
+  EXPECT_FALSE(HasLayoutFlag(*args, "--pipeline-model-parallel-layout"));
   ExpectMegatronParses(*args);
 }
 
