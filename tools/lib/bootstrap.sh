@@ -71,11 +71,14 @@ LOOM_SANITIZE_PACKAGES=(clang-14 libclang-rt-14-dev)
 # The compiler cache: every build folder compiles through ccache (installed above), so that a
 # rebuild on the same machine (another build folder, a fresh clone, a branch switched back)
 # compiles only what changed. Its cache is ccache's own (~/.cache/ccache); CCACHE_DIR moves it,
-# LOOM_CCACHE=0 turns it off.
+# LOOM_CCACHE=0 turns it off: the launchers are then set empty, since a folder configured with
+# ccache keeps it in its CMake cache until told otherwise.
 loom_launcher_args() {
+  local launcher=""
   if [ "${LOOM_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
-    echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache"
+    launcher=ccache
   fi
+  echo "-DCMAKE_C_COMPILER_LAUNCHER=$launcher -DCMAKE_CXX_COMPILER_LAUNCHER=$launcher -DCMAKE_CUDA_COMPILER_LAUNCHER=$launcher"
 }
 
 # loom_ensure_configured DIR [CMAKE_ARGS...]: configures DIR once (or when its arguments change);
