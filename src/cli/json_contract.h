@@ -3,7 +3,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include <CLI/CLI.hpp>
+// CLI11 declared only: the full header (~6 s a file at -O3) goes to the files that declare options.
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace loom {
 
