@@ -58,7 +58,9 @@ loom_ensure_packages() {
 # AddressSanitizer's own docs advise -O1. Unity (jumbo) sources: each batch of 8 files of a target is
 # one compiler run, which parses the shared headers (the standard library, nlohmann/json,
 # GoogleTest) once a batch instead of once a file; the Release build stays one file a run, so that
-# every file is checked to include what it uses. No benchmarks/ (timings under the sanitizers mean
+# every file is checked to include what it uses. The tests' own sources at -O0
+# (LOOM_TEST_OPTIMIZATION, tests/CMakeLists.txt): the code under test keeps -O1, and a test body
+# gains nothing from the optimizer but a compile three times as long. No benchmarks/ (timings under the sanitizers mean
 # nothing, and no test runs them): the Release build compiles them.
 LOOM_SANITIZE_DIR=build-sanitize
 LOOM_SANITIZE_ARGS=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
