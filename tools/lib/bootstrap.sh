@@ -49,9 +49,9 @@ loom_ensure_packages() {
 
 # The one sanitizer build, build-sanitize/, that serves both `tools/test --sanitize` (the tests under
 # AddressSanitizer and UndefinedBehaviorSanitizer) and `tools/fuzz` (the libFuzzer targets): clang 14,
-# since only clang has libFuzzer, with -fsanitize=fuzzer-no-link on every source (the coverage that
-# guides libFuzzer; in a test program it costs a counter per branch and calls nothing, the sanitizer
-# runtime's hooks being empty). One compile of the sources serves both checks, where a g++ build
+# since only clang has libFuzzer, with -fsanitize=fuzzer-no-link on every source of src/ and
+# tests/fuzz (the coverage that guides libFuzzer; in a test program it costs a counter per branch
+# and calls nothing, the sanitizer runtime's hooks being empty; the tests' own sources go without). One compile of the sources serves both checks, where a g++ build
 # for the tests and a clang build for the fuzzers compiled them twice.
 # -O1 -g1 in place of RelWithDebInfo's -O2 -g: -g1 keeps the line tables, inlined frames included,
 # which is all that the sanitizers' stack traces read (function, file:line per frame), and
