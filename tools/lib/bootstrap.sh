@@ -51,8 +51,9 @@ loom_ensure_packages() {
 # AddressSanitizer and UndefinedBehaviorSanitizer) and `tools/fuzz` (the libFuzzer targets): clang 14,
 # since only clang has libFuzzer, with -fsanitize=fuzzer-no-link on every source of src/ and
 # tests/fuzz (the coverage that guides libFuzzer; in a test program it costs a counter per branch
-# and calls nothing, the sanitizer runtime's hooks being empty; the tests' own sources go without). One compile of the sources serves both checks, where a g++ build
-# for the tests and a clang build for the fuzzers compiled them twice.
+# and calls nothing, the sanitizer runtime's hooks being empty; the tests' own sources go without).
+# One compile of the sources serves both checks, where a g++ build for the tests and a clang build
+# for the fuzzers compiled them twice.
 # -O1 -g1 in place of RelWithDebInfo's -O2 -g: -g1 keeps the line tables, inlined frames included,
 # which is all that the sanitizers' stack traces read (function, file:line per frame), and
 # AddressSanitizer's own docs advise -O1. Unity (jumbo) sources: each batch of 8 files of a target is
@@ -60,8 +61,8 @@ loom_ensure_packages() {
 # GoogleTest) once a batch instead of once a file; the Release build stays one file a run, so that
 # every file is checked to include what it uses. The tests' own sources at -O0
 # (LOOM_TEST_OPTIMIZATION, tests/CMakeLists.txt): the code under test keeps -O1, and a test body
-# gains nothing from the optimizer but a compile three times as long. No benchmarks/ (timings under the sanitizers mean
-# nothing, and no test runs them): the Release build compiles them.
+# gains nothing from the optimizer but a compile three times as long. No benchmarks/ (timings under
+# the sanitizers mean nothing, and no test runs them): the Release build compiles them.
 LOOM_SANITIZE_DIR=build-sanitize
 LOOM_SANITIZE_ARGS=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
