@@ -66,16 +66,17 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
   }
   const int64_t cases = static_cast<int64_t>(table.rows.size());
   const ErrorSummary in = table.InSample();
-  out << "in-sample: MAPE " << in.mape_pct << "%, max |error| " << in.max_abs_pct << "%, bias "
-      << std::showpos << in.bias_pct << std::noshowpos << "% over " << cases - table.Failed()
-      << " of " << cases << " cases";
+  out << "in-sample: MAPE " << in.mape_pct << "%, median |error| " << in.median_abs_pct
+      << "%, max |error| " << in.max_abs_pct << "%, bias " << std::showpos << in.bias_pct
+      << std::noshowpos << "% over " << cases - table.Failed() << " of " << cases << " cases";
   if (table.Failed() > 0) out << " (" << table.Failed() << " FAILED)";
   out << "\n";
   if (table.refitted) {
     const ErrorSummary loso = table.LeaveOneSourceOut();
     out << "leave-one-source-out (calibrations refitted without " << table.source_file << "): MAPE "
-        << loso.mape_pct << "%, max |error| " << loso.max_abs_pct << "%, bias " << std::showpos
-        << loso.bias_pct << std::noshowpos << "%\n";
+        << loso.mape_pct << "%, median |error| " << loso.median_abs_pct << "%, max |error| "
+        << loso.max_abs_pct << "%, bias " << std::showpos << loso.bias_pct << std::noshowpos
+        << "%\n";
   } else {
     out << "leave-one-source-out: the same; no calibration is fitted on " << table.source_file
         << "\n";
@@ -85,6 +86,17 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
     out << "leave-one-site-out within the table (each site's rows from a fit without them): MAPE "
         << site.mape_pct << "%, max |error| " << site.max_abs_pct << "%, bias " << std::showpos
         << site.bias_pct << std::noshowpos << "%\n";
+  }
+  if (table.has_ordering && table.ordering.jobs == 0) {
+    out << "ordering: no job of this table has two predicted rows\n";
+  } else if (table.has_ordering) {
+    const Ordering& o = table.ordering;
+    out << "ordering: " << o.pairs_in_order << " of " << o.pairs << " pairs of " << o.jobs
+        << " jobs measured several ways in measured order (" << 100 * o.InOrderShare()
+        << "%); top-1 regret mean " << 100 * o.mean_regret << "%, max " << 100 * o.max_regret
+        << "%";
+    if (!o.worst_job.empty()) out << " (" << o.worst_job << ")";
+    out << "\n";
   }
   out << "\n";
 }
@@ -135,6 +147,18 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
     j["site_loso_mape"] = Fraction(site.mape_pct);
     j["site_loso_max_abs_error"] = Fraction(site.max_abs_pct);
     j["site_loso_bias"] = Fraction(site.bias_pct);
+  }
+  j["median_abs_error"] = Fraction(in.median_abs_pct);
+  j["loso_median_abs_error"] = Fraction(loso.median_abs_pct);
+  if (table.has_ordering) {
+    const Ordering& o = table.ordering;
+    j["ordering"] = {{"jobs", o.jobs},
+                     {"pairs", o.pairs},
+                     {"pairs_in_order", o.pairs_in_order},
+                     {"in_order_fraction", o.InOrderShare()},
+                     {"mean_top1_regret", o.mean_regret},
+                     {"max_top1_regret", o.max_regret},
+                     {"worst_job", o.worst_job}};
   }
   j["failed"] = table.Failed();
   return j;

@@ -35,11 +35,30 @@ struct FidelityRow {
   double SiteLosoErrorPct() const { return 100.0 * (site_loso_predicted - measured) / measured; }
 };
 
-// Mean |error|, largest |error| and mean signed error (bias) of a table's predicted rows, in %.
+// Mean and median |error|, largest |error| and mean signed error (bias) of a table's predicted
+// rows, in %.
 struct ErrorSummary {
   double mape_pct = 0;
+  double median_abs_pct = 0;  // the median |error|
   double max_abs_pct = 0;
   double bias_pct = 0;
+};
+
+// How loom orders a table's jobs measured several ways (rows of one CorpusCase::job): over every
+// pair of predicted rows of one job whose measured times differ, the share that loom's predictions
+// order the same way; per job, the top-1 regret, how much slower (measured) loom's fastest
+// predicted row is than the measured fastest: measured(loom's pick) / measured best - 1.
+struct Ordering {
+  int64_t jobs = 0;   // jobs with two or more predicted rows
+  int64_t pairs = 0;  // pairs whose measured times differ
+  int64_t pairs_in_order = 0;
+  double mean_regret = 0;  // over |jobs|, a fraction
+  double max_regret = 0;
+  std::string worst_job = "";  // where max_regret is
+
+  double InOrderShare() const {
+    return pairs == 0 ? 0 : static_cast<double>(pairs_in_order) / static_cast<double>(pairs);
+  }
 };
 
 struct FidelityTable {
@@ -54,6 +73,9 @@ struct FidelityTable {
   bool refitted = false;
   // Whether the rows have sites and site_loso_predicted (each site left out of the fit in turn).
   bool site_refitted = false;
+  // Whether the table's rows hold jobs measured several ways, and how loom orders them.
+  bool has_ordering = false;
+  Ordering ordering = {};
 
   int64_t Failed() const;
   ErrorSummary InSample() const;

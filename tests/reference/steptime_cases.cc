@@ -1,0 +1,424 @@
+#include "reference/steptime_cases.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "reference/fidelity_tables.h"
+
+#include "spec/framework.h"
+#include "spec/strategy.h"
+
+namespace loom {
+namespace {
+
+// MAPPING.md, "Every source": the shipped files each source's rows run on.
+constexpr const char* kSelene = "dgx-a100.json";
+constexpr const char* kDgxH100 = "dgx-h100.json";
+
+std::string Dir(const ReferencePaths& paths) { return paths.tables_dir + "/steptime"; }
+
+// The files the rows use, each read once.
+struct Inputs {
+  ClusterSpec selene, vtrain, h100, a100_40gb;
+  FrameworkProfile megatron, pytorch;
+};
+
+Result<Inputs> LoadInputs(const ReferencePaths& paths) {
+  Inputs in;
+  Result<ClusterSpec> selene = LoadClusterSpec(paths.clusters_dir + "/" + kSelene);
+  if (!selene.ok()) return selene.status();
+  Result<ClusterSpec> vtrain = LoadClusterSpec(Dir(paths) + "/clusters/vtrain-a100.json");
+  if (!vtrain.ok()) return vtrain.status();
+  Result<ClusterSpec> h100 = LoadClusterSpec(paths.clusters_dir + "/" + kDgxH100);
+  if (!h100.ok()) return h100.status();
+  Result<ClusterSpec> a100_40gb = LoadClusterSpec(Dir(paths) + "/clusters/a100-40gb-roce.json");
+  if (!a100_40gb.ok()) return a100_40gb.status();
+  Result<FrameworkProfile> megatron =
+      LoadFrameworkProfile(paths.frameworks_dir + "/megatron-core.json");
+  if (!megatron.ok()) return megatron.status();
+  Result<FrameworkProfile> pytorch =
+      LoadFrameworkProfile(paths.frameworks_dir + "/pytorch-eager.json");
+  if (!pytorch.ok()) return pytorch.status();
+  in.selene = *selene;
+  in.vtrain = *vtrain;
+  in.h100 = *h100;
+  in.a100_40gb = *a100_40gb;
+  in.megatron = *megatron;
+  in.pytorch = *pytorch;
+  return in;
+}
+
+ClusterSpec WithGpus(ClusterSpec c, int64_t gpus) {
+  const int64_t per_node = c.gpus_per_node;
+  c.nodes = gpus <= per_node ? 1 : (gpus + per_node - 1) / per_node;
+  return c;
+}
+
+// A GPT of Megatron-LM's legacy model (learned positions, LayerNorm, biases, GeLU MLP of
+// |ffn_ratio| h) with |vocab| rows in its embedding.
+Result<ModelSpec> Gpt(int64_t heads, int64_t hidden, int64_t layers, int64_t vocab, int64_t seq,
+                      int64_t ffn_ratio, bool tied, const std::string& name) {
+  const nlohmann::json config = {
+      {"hidden_size", hidden},       {"intermediate_size", ffn_ratio * hidden},
+      {"num_hidden_layers", layers}, {"num_attention_heads", heads},
+      {"vocab_size", vocab},         {"max_position_embeddings", seq},
+      {"hidden_act", "gelu"},        {"layer_norm_epsilon", 1e-5},
+      {"attention_bias", true},      {"mlp_bias", true},
+      {"tie_word_embeddings", tied}, {"position_embedding_type", "learned_absolute"}};
+  Result<ModelSpec> model = ParseModelSpec(config, name);
+  if (!model.ok()) return model.status();
+  ModelSpec m = *model;
+  m.name = name;
+  return m;
+}
+
+std::string StrategyName(const Strategy& s) {
+  std::string name = "tp" + std::to_string(s.tp) + " pp" + std::to_string(s.pp) + " dp" +
+                     std::to_string(s.dp) + " mb" + std::to_string(s.micro_batch);
+  if (s.zero_stage > 0) name += " zero" + std::to_string(s.zero_stage);
+  if (s.recompute == Recompute::kFull) name += " ckpt";
+  return name;
+}
+
+// Adds the case, or a refusal when loom's rules refuse its strategy.
+void Add(Corpus& corpus, const std::string& source, const std::string& job, StepCase step) {
+  Status valid = ValidateStrategy(step.strategy, step.model, step.cluster);
+  if (!valid.ok()) {
+    corpus.refused.push_back({source, step.name, valid.message()});
+    return;
+  }
+  corpus.cases.push_back({std::move(step), source, job});
+}
+
+void Refuse(Corpus& corpus, const std::string& source, const std::string& row,
+            const std::string& reason) {
+  corpus.refused.push_back({source, row, reason});
+}
+
+// vTrain's ground truth (MAPPING.md, "vTrain"): Megatron-DeepSpeed, fp16, full recompute, 1F1B, the
+// gradient all-reduce after the backward, Megatron-LM's unfused attention with dropout.
+Status LoadVtrain(const ReferencePaths& paths, const Inputs& in, const std::string& source,
+                  bool multi, Corpus& corpus) {
+  Result<CsvTable> table = ReadReferenceCsv(Dir(paths) + "/" + source);
+  if (!table.ok()) return table.status();
+  for (size_t i = 0; i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    const int64_t gpus = r.Int("GPUs"), global = r.Int("global batch"), mb = r.Int("micro batch");
+    const int64_t hidden = r.Int("hidden size"), heads = r.Int("attention heads");
+    const int64_t layers = r.Int("layers"), seq = r.Int("sequence length");
+    Strategy s;
+    s.tp = r.Int("tensor parallelism");
+    s.dp = r.Int("data parallelism");
+    s.pp = r.Int("pipeline parallelism");
+    const double ms = r.Number("iteration time (ms)");
+    LOOM_RETURN_IF_ERROR(r.Finish());
+    const std::string job = "h" + std::to_string(hidden) + " L" + std::to_string(layers) + " s" +
+                            std::to_string(seq) + ", " + std::to_string(gpus) + " GPUs, batch " +
+                            std::to_string(global);
+    s.micro_batch = mb;
+    s.global_batch = global;
+    s.seq_len = seq;
+    s.schedule = ScheduleKind::k1F1B;
+    s.recompute = Recompute::kFull;
+    s.dtype = Dtype::kFp16;
+    s.overlap_grad_reduce = false;
+    s.grad_accumulation = GradAccumulation::kAutograd;
+    const std::string name = job + ": " + StrategyName(s) + " (row " + std::to_string(i + 1) + ")";
+    if (s.WorldSize() != gpus) {
+      Refuse(corpus, source, name, "tp * pp * dp differs from the row's GPUs");
+      continue;
+    }
+    if (global % (mb * s.dp) != 0) {
+      Refuse(corpus, source, name,
+             "the global batch is not a whole number of micro-batches per data-parallel rank");
+      continue;
+    }
+    Result<ModelSpec> model = Gpt(heads, hidden, layers, MegatronPaddedVocab(50257, s.tp), seq, 4,
+                                  true, source + " (" + job + ")");
+    if (!model.ok()) return model.status();
+    StepCase step{name,
+                  *model,
+                  WithGpus(multi ? in.vtrain : in.selene, gpus),
+                  s,
+                  MegatronLayerKernels(),
+                  ms / 1e3,
+                  in.megatron};
+    Add(corpus, source, job, std::move(step));
+  }
+  return Status::Ok();
+}
+
+// Narayanan et al. 2021, Table 2 (MAPPING.md): seconds = the paper's FLOPs (eq. 3) over the
+// measured TFLOP/s and the GPUs.
+Status LoadNarayananTable2(const ReferencePaths& paths, const Inputs& in, Corpus& corpus) {
+  const std::string source = "narayanan2021_table2_ptdp_vs_zero3.csv";
+  Result<CsvTable> table = ReadReferenceCsv(Dir(paths) + "/" + source);
+  if (!table.ok()) return table.status();
+  for (size_t i = 0; i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    const std::string scheme = r.Text("scheme"), size = r.Text("params_b");
+    const int64_t mp = r.Int("model_parallel"), gpus = r.Int("gpus");
+    Strategy s;
+    s.global_batch = r.Int("global_batch");
+    s.micro_batch = r.Int("micro_batch");
+    const double tflops = r.Number("tflops_per_gpu");
+    LOOM_RETURN_IF_ERROR(r.Finish());
+    const bool is_175b = size == "174.6";
+    if (!is_175b && size != "529.6") {
+      return Status::InvalidArgument(table->file + ": row " + std::to_string(i + 1) +
+                                     ": params_b " + size +
+                                     " is neither of the header's models (174.6, 529.6)");
+    }
+    const int64_t layers = is_175b ? 96 : 105, hidden = is_175b ? 12288 : 20480;
+    const int64_t heads = is_175b ? 96 : 128;
+    s.seq_len = 2048;
+    s.recompute = Recompute::kFull;
+    s.dtype = Dtype::kFp16;
+    s.grad_accumulation = GradAccumulation::kAutograd;
+    const std::string job =
+        size + "B, " + std::to_string(gpus) + " GPUs, batch " + std::to_string(s.global_batch);
+    std::optional<FrameworkProfile> framework;
+    if (scheme == "ptdp") {
+      s.tp = 8;
+      s.pp = mp / 8;
+      s.dp = gpus / mp;
+      // The 529.6B model on 35 stages of 3 layers as Table 1 runs it, one layer a chunk.
+      s.vpp = is_175b ? 1 : 3;
+      s.schedule = s.vpp > 1 ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
+      s.overlap_grad_reduce = false;  // Megatron's local DDP from the 39B row on (Table 1's note)
+      framework = in.megatron;
+    } else if (scheme == "zero3") {
+      s.dp = gpus;
+      s.zero_stage = 3;
+      s.overlap_grad_reduce = true;  // DeepSpeed stage 3: overlap_comm defaults on
+      s.overlap_param_gather = true;
+      // Stage 3 adds each micro-batch's reduced gradient into its partition's fp32 buffer.
+      s.grad_accumulation = GradAccumulation::kAdd;
+      framework = in.pytorch;
+    } else {
+      return Status::InvalidArgument(table->file + ": row " + std::to_string(i + 1) + ": scheme " +
+                                     scheme + " is neither ptdp nor zero3");
+    }
+    const std::string name = job + ": " + scheme + " " + StrategyName(s);
+    if (s.WorldSize() != gpus || (scheme == "ptdp" && mp % 8 != 0)) {
+      Refuse(corpus, source, name, "model_parallel and gpus do not give whole tp, pp and dp");
+      continue;
+    }
+    Result<ModelSpec> model = MegatronGpt(heads, hidden, layers, source + " (" + size + "B)");
+    if (!model.ok()) return model.status();
+    const double seconds =
+        NarayananIterationFlops(*model, s) / (tflops * 1e12 * static_cast<double>(gpus));
+    StepCase step{name,    *model,   WithGpus(in.selene, gpus), s, MegatronLayerKernels(),
+                  seconds, framework};
+    Add(corpus, source, job, std::move(step));
+  }
+  return Status::Ok();
+}
+
+// Qi et al. 2024's GPT models (their Table 2): Megatron-LM with untied embeddings, fp16,
+// FlashAttention with Megatron's dropout, pure pipeline; each model has pp * k - 2 layers, the
+// first and last stage one layer fewer (MAPPING.md, "Zero Bubble").
+struct ZbModel {
+  std::string name;
+  int64_t layers, heads, hidden;
+};
+constexpr int64_t kZbVocab = 32000;
+constexpr int64_t kZbSeq = 1024;
+
+Result<ZbModel> FindZbModel(const std::vector<ZbModel>& models, const std::string& name,
+                            const std::string& file) {
+  for (const ZbModel& m : models) {
+    if (m.name == name) return m;
+  }
+  return Status::InvalidArgument(file + ": model " + name +
+                                 " has no row in qi2024_zero_bubble_table3_5.csv");
+}
+
+StepCase ZbStep(const ZbModel& zb, const ModelSpec& model, const ClusterSpec& cluster,
+                const FrameworkProfile& framework, int64_t gpus, int64_t mb, int64_t micro_batches,
+                ScheduleKind schedule, int64_t vpp, double samples_per_gpu_s,
+                const std::string& schedule_name) {
+  Strategy s;
+  s.pp = gpus;
+  s.micro_batch = mb;
+  s.global_batch = mb * micro_batches;
+  s.seq_len = kZbSeq;
+  s.schedule = schedule;
+  s.vpp = vpp;
+  s.dtype = Dtype::kFp16;
+  if ((zb.layers + 2) % gpus == 0) {
+    s.first_stage_layers = (zb.layers + 2) / gpus - 1;
+    s.last_stage_layers = s.first_stage_layers;
+  }
+  LayerOpsOptions kernels;
+  kernels.attention = AttentionKernel::kFused;
+  kernels.dropout = true;
+  const double seconds =
+      static_cast<double>(s.global_batch) / (samples_per_gpu_s * static_cast<double>(gpus));
+  const std::string name = zb.name + ", " + std::to_string(gpus) + " GPUs, " +
+                           std::to_string(micro_batches) + " micro-batches of " +
+                           std::to_string(mb) + ": " + schedule_name;
+  return StepCase{name, model, WithGpus(cluster, gpus), s, kernels, seconds, framework};
+}
+
+Status LoadZeroBubble(const ReferencePaths& paths, const Inputs& in, Corpus& corpus) {
+  const std::string source3 = "qi2024_zero_bubble_table3_5.csv";
+  Result<CsvTable> t3 = ReadReferenceCsv(Dir(paths) + "/" + source3);
+  if (!t3.ok()) return t3.status();
+  std::vector<ZbModel> models;
+  std::vector<ModelSpec> specs;
+  for (size_t i = 0; i < t3->rows.size(); ++i) {
+    RowReader r(*t3, i);
+    ZbModel zb{r.Text("model"), r.Int("layers"), r.Int("heads"), r.Int("hidden")};
+    const int64_t gpus = r.Int("gpus"), mb = r.Int("micro_batch"), n = r.Int("num_microbatches");
+    const double zb2p = r.Number("zb2p"), zb1p = r.Number("zb1p"), f1b = r.Number("1f1b");
+    const double interleaved = r.Number("1f1b_interleaved");
+    LOOM_RETURN_IF_ERROR(r.Finish());
+    Result<ModelSpec> model = Gpt(zb.heads, zb.hidden, zb.layers, kZbVocab, kZbSeq, 4, false,
+                                  source3 + " (" + zb.name + ")");
+    if (!model.ok()) return model.status();
+    bool known = false;
+    for (const ZbModel& m : models) known = known || m.name == zb.name;
+    if (!known) {
+      models.push_back(zb);
+      specs.push_back(*model);
+    }
+    const std::string job = zb.name + ", " + std::to_string(gpus) + " GPUs, " + std::to_string(n) +
+                            " x " + std::to_string(mb);
+    auto add = [&](ScheduleKind kind, int64_t vpp, double rate, const char* label) {
+      Add(corpus, source3, job,
+          ZbStep(zb, *model, in.selene, in.megatron, gpus, mb, n, kind, vpp, rate, label));
+    };
+    add(ScheduleKind::k1F1B, 1, f1b, "1f1b");
+    add(ScheduleKind::kZbH1, 1, zb1p, "zb-h1");
+    // --num-layers-per-virtual-pipeline-stage 1 (the repository's INTERLEAVED_1F1B option).
+    add(ScheduleKind::kInterleaved, (zb.layers + 2) / gpus, interleaved, "interleaved");
+    Refuse(corpus, source3,
+           zb.name + ", " + std::to_string(gpus) + " GPUs, " + std::to_string(n) +
+               " micro-batches of " + std::to_string(mb) + ": zb-h2 (" + std::to_string(zb2p) +
+               " samples/GPU/s)",
+           "loom has no ZB-H2 schedule (its zero-bubble schedules are zb-h1 and zb-v)");
+  }
+  const std::string source6 = "qi2024_zero_bubble_table6_zbv.csv";
+  Result<CsvTable> t6 = ReadReferenceCsv(Dir(paths) + "/" + source6);
+  if (!t6.ok()) return t6.status();
+  for (size_t i = 0; i < t6->rows.size(); ++i) {
+    RowReader r(*t6, i);
+    const std::string name = r.Text("model");
+    const int64_t gpus = r.Int("gpus"), mb = r.Int("micro_batch"), n = r.Int("num_microbatches");
+    const double zbv = r.Number("zbv"), f1b = r.Number("1f1b");
+    LOOM_RETURN_IF_ERROR(r.Finish());
+    Result<ZbModel> zb = FindZbModel(models, name, t6->file);
+    if (!zb.ok()) return zb.status();
+    size_t k = 0;
+    while (models[k].name != name) ++k;
+    const ModelSpec& model = specs[k];
+    const std::string job = name + ", " + std::to_string(gpus) + " GPUs, " + std::to_string(n) +
+                            " x " + std::to_string(mb);
+    Add(corpus, source6, job,
+        ZbStep(*zb, model, in.selene, in.megatron, gpus, mb, n, ScheduleKind::k1F1B, 1, f1b,
+               "1f1b"));
+    Add(corpus, source6, job,
+        ZbStep(*zb, model, in.selene, in.megatron, gpus, mb, n, ScheduleKind::kZbV, 2, zbv,
+               "zb-v"));
+  }
+  return Status::Ok();
+}
+
+// llm-foundry's MPT benchmarks (MAPPING.md, "llm-foundry"): Composer with PyTorch FSDP, seconds =
+// global_batch_tokens / tput_tokens_s.
+Status LoadLlmFoundry(const ReferencePaths& paths, const Inputs& in, Corpus& corpus) {
+  const std::string source = "mosaicml_llmfoundry_mpt_throughput.csv";
+  Result<CsvTable> table = ReadReferenceCsv(Dir(paths) + "/" + source);
+  if (!table.ok()) return table.status();
+  for (size_t i = 0; i < table->rows.size(); ++i) {
+    RowReader r(*table, i);
+    const std::string section = r.Text("table"), size = r.Text("model"), gpu = r.Text("gpu");
+    const int64_t hidden = r.Int("d_model"), layers = r.Int("n_layers"), heads = r.Int("n_heads");
+    const int64_t ratio = r.Int("expansion_ratio"), vocab = r.Int("vocab"), seq = r.Int("seq");
+    const int64_t gpus = r.Int("gpus"), mb = r.Int("micro_batch"), accum = r.Int("grad_accum");
+    const int64_t global = r.Int("global_batch"), tokens = r.Int("global_batch_tokens");
+    const double tokens_per_s = r.Number("tput_tokens_s");
+    const std::string precision = r.Text("precision"), mp_mode = r.Text("mp_mode");
+    const std::string sharding = r.Text("sharding"), ckpt = r.Text("act_ckpt");
+    const std::string offload = r.Text("act_cpu_offload");
+    LOOM_RETURN_IF_ERROR(r.Finish());
+    Strategy s;
+    s.dp = gpus;
+    s.micro_batch = mb;
+    s.global_batch = global;
+    s.seq_len = seq;
+    s.zero_stage = sharding == "FULL_SHARD" ? 3 : 2;
+    s.recompute = ckpt == "True" ? Recompute::kFull : Recompute::kNone;
+    s.dtype = precision == "amp_fp8" ? Dtype::kFp8 : Dtype::kBf16;
+    s.overlap_grad_reduce = true;
+    s.overlap_param_gather = s.zero_stage == 3;
+    s.grad_reduce_in_bf16 = mp_mode == "PURE";
+    // FSDP reduce-scatters each micro-batch's gradients and adds them into the sharded .grad.
+    s.grad_accumulation = GradAccumulation::kAdd;
+    const std::string job = "MPT-" + size + " " + gpu + " " + precision + ", seq " +
+                            std::to_string(seq) + ", " + std::to_string(gpus) + " GPUs, batch " +
+                            std::to_string(global);
+    const std::string name = job + ": " + StrategyName(s) + " " + mp_mode + " (" + section + ")";
+    if (sharding != "FULL_SHARD" && sharding != "SHARD_GRAD_OP") {
+      Refuse(corpus, source, name,
+             "sharding " + sharding + " is neither FULL_SHARD nor SHARD_GRAD_OP");
+      continue;
+    }
+    if (offload == "True") {
+      Refuse(corpus, source, name, "activation CPU offload is not a loom strategy");
+      continue;
+    }
+    if (global != mb * accum * gpus || tokens != global * seq) {
+      Refuse(corpus, source, name,
+             "micro_batch * grad_accum * gpus or global_batch * seq disagrees with the row's "
+             "global batch");
+      continue;
+    }
+    const ClusterSpec* cluster = gpu == "h100_80gb"   ? &in.h100
+                                 : gpu == "a100_80gb" ? &in.selene
+                                 : gpu == "a100_40gb" ? &in.a100_40gb
+                                                      : nullptr;
+    if (cluster == nullptr) {
+      Refuse(corpus, source, name, "gpu " + gpu + " has no cluster file");
+      continue;
+    }
+    Result<ModelSpec> model =
+        Gpt(heads, hidden, layers, vocab, seq, ratio, true, source + " (MPT-" + size + ")");
+    if (!model.ok()) return model.status();
+    LayerOpsOptions kernels;
+    kernels.attention = AttentionKernel::kFused;
+    kernels.dropout = false;
+    StepCase step{name,      *model,  WithGpus(*cluster, gpus),
+                  s,         kernels, static_cast<double>(tokens) / tokens_per_s,
+                  in.pytorch};
+    Add(corpus, source, job, std::move(step));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int64_t MegatronPaddedVocab(int64_t vocab, int64_t tp) {
+  const int64_t multiple = 128 * tp;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+Result<Corpus> LoadStepTimeCorpus(const ReferencePaths& paths) {
+  Result<Inputs> in = LoadInputs(paths);
+  if (!in.ok()) return in.status();
+  Corpus corpus;
+  LOOM_RETURN_IF_ERROR(
+      LoadVtrain(paths, *in, "vtrain_ground_truth_single.csv", /*multi=*/false, corpus));
+  LOOM_RETURN_IF_ERROR(
+      LoadVtrain(paths, *in, "vtrain_ground_truth_multi.csv", /*multi=*/true, corpus));
+  LOOM_RETURN_IF_ERROR(LoadNarayananTable2(paths, *in, corpus));
+  LOOM_RETURN_IF_ERROR(LoadZeroBubble(paths, *in, corpus));
+  LOOM_RETURN_IF_ERROR(LoadLlmFoundry(paths, *in, corpus));
+  return corpus;
+}
+
+}  // namespace loom

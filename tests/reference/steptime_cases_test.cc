@@ -1,0 +1,169 @@
+// The corpus of measured steps (issue 41): every row of every source is a loom case or refused with
+// its reason, each measured quantity becomes seconds per step as MAPPING.md says, and the ordering
+// of a job's alternatives counts pairs and regret as defined.
+
+#include "reference/steptime_cases.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "reference/fidelity_tables.h"
+#include "reference/steptime_tables.h"
+
+namespace loom {
+namespace {
+
+const Corpus& TheCorpus() {
+  static const Corpus* corpus = [] {
+    Result<Corpus> c = LoadStepTimeCorpus(SourceTreePaths(LOOM_SOURCE_DIR));
+    EXPECT_TRUE(c.ok()) << c.status().message();
+    return new Corpus(c.ok() ? *c : Corpus{});
+  }();
+  return *corpus;
+}
+
+const CorpusCase* Find(const std::string& source, const std::string& name_start) {
+  for (const CorpusCase& c : TheCorpus().cases) {
+    if (c.source == source && c.step.name.rfind(name_start, 0) == 0) return &c;
+  }
+  return nullptr;
+}
+
+TEST(StepTimeCorpus, EveryRowIsACaseOrRefusedWithItsReason) {
+  // Rows each source publishes (the Zero Bubble tables: one per schedule column).
+  const std::map<std::string, size_t> published = {{"vtrain_ground_truth_single.csv", 1440},
+                                                   {"vtrain_ground_truth_multi.csv", 109},
+                                                   {"narayanan2021_table2_ptdp_vs_zero3.csv", 12},
+                                                   {"qi2024_zero_bubble_table3_5.csv", 12 * 4},
+                                                   {"qi2024_zero_bubble_table6_zbv.csv", 9 * 2},
+                                                   {"mosaicml_llmfoundry_mpt_throughput.csv", 216}};
+  std::map<std::string, size_t> seen;
+  for (const CorpusCase& c : TheCorpus().cases) {
+    ++seen[c.source];
+    EXPECT_GT(c.step.measured, 0) << c.step.name;
+    EXPECT_FALSE(c.job.empty()) << c.step.name;
+  }
+  for (const RefusedRow& r : TheCorpus().refused) {
+    ++seen[r.source];
+    EXPECT_FALSE(r.reason.empty()) << r.row;
+  }
+  EXPECT_EQ(seen, published);
+  for (const char* source : kCorpusSources) EXPECT_EQ(seen.count(source), 1u) << source;
+}
+
+TEST(StepTimeCorpus, MeasuredQuantitiesBecomeSecondsPerStep) {
+  // vTrain: milliseconds (single, row 1: 2 GPUs, tp1 pp2 dp1, mb 8).
+  const CorpusCase* v =
+      Find("vtrain_ground_truth_single.csv", "h1024 L24 s1024, 2 GPUs, batch 16: tp1 pp2 dp1 mb8");
+  ASSERT_NE(v, nullptr);
+  EXPECT_DOUBLE_EQ(v->step.measured, 0.372160408);
+  // llm-foundry: global_batch_tokens / tput_tokens_s (MPT-70B on 512 H100).
+  const CorpusCase* f = Find("mosaicml_llmfoundry_mpt_throughput.csv",
+                             "MPT-70b h100_80gb amp_bf16, seq 2048, 512 GPUs");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->step.measured, 8388608.0 / 515636.0);
+  // Zero Bubble: micro-batches x micro-batch over (samples per GPU per second x GPUs).
+  const CorpusCase* z =
+      Find("qi2024_zero_bubble_table3_5.csv", "1.5B, 8 GPUs, 24 micro-batches of 6: 1f1b");
+  ASSERT_NE(z, nullptr);
+  EXPECT_DOUBLE_EQ(z->step.measured, 24.0 * 6.0 / (11.8 * 8.0));
+  // Narayanan Table 2: the paper's FLOPs (eq. 3) over TFLOP/s x GPUs.
+  const CorpusCase* n =
+      Find("narayanan2021_table2_ptdp_vs_zero3.csv", "174.6B, 384 GPUs, batch 1536: ptdp");
+  ASSERT_NE(n, nullptr);
+  EXPECT_DOUBLE_EQ(n->step.measured,
+                   NarayananIterationFlops(n->step.model, n->step.strategy) / (153e12 * 384));
+}
+
+TEST(StepTimeCorpus, StrategiesFollowTheMapping) {
+  const CorpusCase* v =
+      Find("vtrain_ground_truth_single.csv", "h1024 L24 s1024, 8 GPUs, batch 32: tp2 pp2 dp2 mb4");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->step.strategy.tp, 2);
+  EXPECT_EQ(v->step.model.vocab_size, 50432);  // 50257 padded to 128 x tp 2
+  EXPECT_EQ(v->step.strategy.recompute, Recompute::kFull);
+  EXPECT_EQ(v->step.strategy.dtype, Dtype::kFp16);
+  EXPECT_FALSE(v->step.strategy.overlap_grad_reduce);  // no gradient bucketing
+  const CorpusCase* z =
+      Find("qi2024_zero_bubble_table3_5.csv", "1.5B, 8 GPUs, 24 micro-batches of 6: zb-h1");
+  ASSERT_NE(z, nullptr);
+  EXPECT_EQ(z->step.strategy.schedule, ScheduleKind::kZbH1);
+  EXPECT_EQ(z->step.strategy.pp, 8);
+  // 22 layers = 8 stages x 3 - 2: the first and last stage hold 2.
+  EXPECT_EQ(z->step.strategy.first_stage_layers, 2);
+  EXPECT_EQ(z->step.strategy.last_stage_layers, 2);
+  const CorpusCase* f = Find("mosaicml_llmfoundry_mpt_throughput.csv",
+                             "MPT-70b h100_80gb amp_bf16, seq 2048, 512 GPUs");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->step.strategy.zero_stage, 3);  // FULL_SHARD
+  EXPECT_EQ(f->step.strategy.dp, 512);
+  EXPECT_EQ(f->step.model.vocab_size, 50368);
+  const CorpusCase* z3 =
+      Find("narayanan2021_table2_ptdp_vs_zero3.csv", "174.6B, 768 GPUs, batch 1536: zero3");
+  ASSERT_NE(z3, nullptr);
+  EXPECT_EQ(z3->step.strategy.zero_stage, 3);
+  EXPECT_EQ(z3->step.strategy.dp, 768);
+  EXPECT_EQ(z3->step.strategy.micro_batch, 2);
+  const CorpusCase* p =
+      Find("narayanan2021_table2_ptdp_vs_zero3.csv", "174.6B, 768 GPUs, batch 1536: ptdp");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(z3->job, p->job);  // the two ways of one job
+  EXPECT_EQ(p->step.strategy.pp, 12);
+}
+
+TEST(StepTimeCorpus, ZeroBubbleH2IsRefusedNotDropped) {
+  int64_t h2 = 0;
+  for (const RefusedRow& r : TheCorpus().refused) {
+    if (r.row.find("zb-h2") != std::string::npos) {
+      ++h2;
+      EXPECT_NE(r.reason.find("ZB-H2"), std::string::npos) << r.reason;
+    }
+  }
+  EXPECT_EQ(h2, 12);
+}
+
+TEST(MegatronVocab, PadsToAMultipleOf128TimesTp) {
+  EXPECT_EQ(MegatronPaddedVocab(50257, 1), 50304);
+  EXPECT_EQ(MegatronPaddedVocab(50257, 8), 51200);
+  EXPECT_EQ(MegatronPaddedVocab(32000, 2), 32000);
+}
+
+FidelityRow Row(double predicted, double measured) { return {"", predicted, measured, ""}; }
+
+TEST(CorpusOrdering, CountsPairsInMeasuredOrderAndTheRegretOfLoomsPick) {
+  FidelityTable table;
+  // Job a: loom orders x < y < z, measured y < x < z: pairs (x,y) wrong, (x,z) and (y,z) right;
+  // loom picks x (measured 2.0) where y (1.0) was best: regret 1.0.
+  table.rows = {Row(1.0, 2.0),
+                Row(1.5, 1.0),
+                Row(3.0, 4.0),
+                // Job b: in order, regret 0; a failed row and a tie in measured time add no pair.
+                Row(1.0, 1.0),
+                Row(2.0, 2.0),
+                Row(2.5, 2.0),
+                {"failed", 0, 0.5, "refused"}};
+  const std::vector<std::string> jobs = {"a", "a", "a", "b", "b", "b", "b"};
+  const Ordering o = OrderingOf(table, jobs);
+  EXPECT_EQ(o.jobs, 2);
+  EXPECT_EQ(o.pairs, 3 + 2);
+  EXPECT_EQ(o.pairs_in_order, 2 + 2);
+  EXPECT_DOUBLE_EQ(o.max_regret, 1.0);
+  EXPECT_EQ(o.worst_job, "a");
+  EXPECT_DOUBLE_EQ(o.mean_regret, 0.5);
+  EXPECT_DOUBLE_EQ(o.InOrderShare(), 0.8);
+}
+
+TEST(CorpusOrdering, AJobOfOneRowIsNoJob) {
+  FidelityTable table;
+  table.rows = {Row(1.0, 2.0), Row(1.0, 3.0)};
+  const Ordering o = OrderingOf(table, {"a", "b"});
+  EXPECT_EQ(o.jobs, 0);
+  EXPECT_EQ(o.pairs, 0);
+  EXPECT_DOUBLE_EQ(o.InOrderShare(), 0);
+}
+
+}  // namespace
+}  // namespace loom
