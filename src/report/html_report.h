@@ -10,8 +10,8 @@
 namespace loom {
 
 // One view of a report: a section of the page that the embedded renderer (report.js) draws from
-// |data| according to |kind| ("gantt", "memory", "breakdown", "plans", "validate"). |id| names
-// the section (id "view-<id>"), and report.html#<id> shows that view alone.
+// |data| according to |kind| ("gantt", "memory", "breakdown", "plans", "validate", "residuals").
+// |id| names the section (id "view-<id>"), and report.html#<id> shows that view alone.
 struct ReportView {
   std::string id;
   std::string title;

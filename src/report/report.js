@@ -375,8 +375,59 @@
     return barChart(section, rows, ["predicted", "measured"], seconds);
   }
 
+  // Fidelity residuals (loom_fidelity --report): each predicted case at its measured value (log
+  // scale) and loom's signed error, in-sample (filled) and leave-one-source-out (hollow) where a
+  // refit moved it; zero error is the dark line.
+  function renderResiduals(section, data) {
+    const points = data.points;
+    element("p", section, {class: "note"}, points.length + " cases predicted, " + data.failed +
+            " not (listed in the text report); in-sample mean |error| " + percent(data.mape) + ", bias " +
+            percent(data.bias) + "; leave-one-source-out " + percent(data.loso_mape) + ", bias " +
+            percent(data.loso_bias) + " (" + data.source_file + ")");
+    if (points.length === 0) return 0;
+    const width = 1140, plot = {left: 70, top: 10, width: width - 100, height: 260};
+    const svg = svgElement("svg", section, {width: width, height: plot.height + 44});
+    const logs = points.map(function (p) { return Math.log10(p.measured); });
+    let xMin = Math.min.apply(null, logs), xMax = Math.max.apply(null, logs);
+    if (!(xMax > xMin)) { xMin -= 0.5; xMax += 0.5; }
+    const errors = points.map(function (p) { return p.error_fraction; }).concat(
+      points.map(function (p) { return p.loso_error_fraction; }));
+    const yAbs = Math.max(0.05, Math.max.apply(null, errors.map(Math.abs))) * 1.1;
+    const x = function (v) { return plot.left + (Math.log10(v) - xMin) / (xMax - xMin) * plot.width; };
+    const y = function (e) { return plot.top + (yAbs - e) / (2 * yAbs) * plot.height; };
+    ticks(yAbs, 4).forEach(function (t) {
+      [t, -t].forEach(function (e) {
+        svgElement("line", svg, {x1: plot.left, x2: plot.left + plot.width, y1: y(e), y2: y(e), stroke: "#eef1f4"});
+        svgElement("text", svg, {x: plot.left - 4, y: y(e) + 4, "text-anchor": "end"}, percent(e));
+      });
+    });
+    for (let d = Math.ceil(xMin); d <= Math.floor(xMax); d++) {
+      svgElement("line", svg, {x1: x(Math.pow(10, d)), x2: x(Math.pow(10, d)), y1: plot.top, y2: plot.top + plot.height,
+                               stroke: "#eef1f4"});
+      svgElement("text", svg, {x: x(Math.pow(10, d)), y: plot.top + plot.height + 14, "text-anchor": "middle"},
+                 String(Math.pow(10, d)) + " " + data.unit);
+    }
+    svgElement("line", svg, {x1: plot.left, x2: plot.left + plot.width, y1: y(0), y2: y(0), stroke: "#333"});
+    svgElement("text", svg, {x: plot.left + plot.width / 2, y: plot.top + plot.height + 32, "text-anchor": "middle"},
+               "measured (" + data.unit + ", log scale); up: loom predicts more than measured");
+    let drawn = 0;
+    points.forEach(function (p) {
+      if (data.refitted && p.loso_error_fraction !== p.error_fraction) {
+        svgElement("circle", svg, {cx: x(p.measured), cy: y(p.loso_error_fraction), r: 3, fill: "none",
+                                   stroke: PALETTE[1], class: "loso-point"});
+      }
+      const dot = svgElement("circle", svg, {cx: x(p.measured), cy: y(p.error_fraction), r: 3, fill: PALETTE[0],
+                                             "fill-opacity": 0.7, class: "point"});
+      svgElement("title", dot, {}, p["case"] + ": predicted " + p.predicted.toPrecision(4) + ", measured " +
+                 p.measured.toPrecision(4) + " " + data.unit + " (" + percent(p.error_fraction) + ")");
+      drawn += 1;
+    });
+    if (data.refitted) legend(section, [["in-sample", PALETTE[0]], ["leave-one-source-out", PALETTE[1]]]);
+    return drawn;
+  }
+
   const RENDERERS = {gantt: renderGantt, memory: renderMemory, breakdown: renderBreakdown, plans: renderPlans,
-                     validate: renderValidate};
+                     validate: renderValidate, residuals: renderResiduals};
 
   // report.html#<view> shows that view alone, under the page's header; no fragment (or an unknown
   // one) shows them all. The sections' ids are "view-<view>", so the browser does not scroll the

@@ -6,30 +6,37 @@
 // exit status is 0 whenever the tables were produced, whatever their errors (targets are checked
 // elsewhere).
 //
-// Usage: loom_fidelity [--json]
+// Usage: loom_fidelity [--json | --csv] [--report FILE]
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "reference/fidelity_tables.h"
+#include "report/html_report.h"
 
 namespace loom {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: loom_fidelity [--json]\n"
+    "usage: loom_fidelity [--json | --csv] [--report FILE]\n"
     "  Compares loom's predictions with the published measurements in tests/reference/.\n"
     "  Per table: in-sample errors (shipped calibrations) and leave-one-source-out errors (every\n"
     "  calibration fitted on the table's file refitted without it); MAPE, max and bias (mean "
     "signed).\n"
     "  --json  print one JSON object (schema loom.fidelity/3; errors as fractions) instead of "
-    "tables\n";
+    "tables\n"
+    "  --csv   print one CSV row per case instead (table, case, predicted, measured, errors, and\n"
+    "          for simulated steps what ran: GPUs, strategy, model shape, ...), to plot residuals\n"
+    "  --report FILE  also write an HTML page with one residual plot per table\n";
 
 // Messages of several violations come one per line; a table row holds them on one.
 std::string OneLine(std::string message) {
@@ -164,11 +171,106 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
   return j;
 }
 
+// |text| as one CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180).
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+std::string Number(double value) {
+  std::ostringstream out;
+  out << std::setprecision(9) << value;
+  return out.str();
+}
+
+// Every row of every table, one CSV line each; the feature columns are the union of the rows'
+// feature names, in the order they first appear, empty where a row has none.
+void PrintCsv(const std::vector<FidelityTable>& tables, std::ostream& out) {
+  std::vector<std::string> features;
+  std::set<std::string> known;
+  for (const FidelityTable& t : tables) {
+    for (const FidelityRow& r : t.rows) {
+      for (const auto& [name, value] : r.features) {
+        if (known.insert(name).second) features.push_back(name);
+      }
+    }
+  }
+  out << "table,case,predicted,measured,error_fraction,loso_predicted,loso_error_fraction,error";
+  for (const std::string& f : features) out << "," << f;
+  out << "\n";
+  for (const FidelityTable& t : tables) {
+    for (const FidelityRow& r : t.rows) {
+      out << CsvField(t.name) << "," << CsvField(r.name) << ",";
+      if (r.ok()) {
+        out << Number(r.predicted) << "," << Number(r.measured) << "," << Number(r.ErrorPct() / 100)
+            << "," << Number(r.loso_predicted) << "," << Number(r.LosoErrorPct() / 100) << ",";
+      } else {
+        out << "," << Number(r.measured) << ",,,," << CsvField(OneLine(r.error));
+      }
+      for (const std::string& f : features) {
+        out << ",";
+        for (const auto& [name, value] : r.features) {
+          if (name == f) out << CsvField(value);
+        }
+      }
+      out << "\n";
+    }
+  }
+}
+
+// The HTML page: per table, its predicted rows as (measured, signed error) points.
+std::string ReportPage(const std::vector<FidelityTable>& tables) {
+  std::vector<ReportView> views;
+  for (const FidelityTable& t : tables) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const FidelityRow& r : t.rows) {
+      if (!r.ok()) continue;
+      points.push_back({{"case", r.name},
+                        {"measured", r.measured},
+                        {"predicted", r.predicted},
+                        {"error_fraction", r.ErrorPct() / 100},
+                        {"loso_error_fraction", r.LosoErrorPct() / 100}});
+    }
+    const ErrorSummary in = t.InSample();
+    const ErrorSummary loso = t.LeaveOneSourceOut();
+    nlohmann::ordered_json data = {{"unit", t.unit},
+                                   {"source_file", t.source_file},
+                                   {"points", points},
+                                   {"failed", t.Failed()},
+                                   {"mape", in.mape_pct / 100},
+                                   {"bias", in.bias_pct / 100},
+                                   {"loso_mape", loso.mape_pct / 100},
+                                   {"loso_bias", loso.bias_pct / 100},
+                                   {"refitted", t.refitted}};
+    views.push_back({t.name, t.title, "residuals", data});
+  }
+  return HtmlReport("loom fidelity: predicted against measured",
+                    "Each point is one published case: its measured value (log scale) and loom's "
+                    "signed error, in-sample and leave-one-source-out",
+                    views);
+}
+
 int Run(int argc, char** argv) {
   bool json = false;
+  bool csv = false;
+  std::string report;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--csv") == 0) {
+      csv = true;
+    } else if (std::strcmp(argv[i], "--report") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+        std::cerr << "loom_fidelity: --report needs a file name (--report fidelity.html)\n"
+                  << kUsage;
+        return 2;
+      }
+      report = argv[++i];
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::cout << kUsage;
       return 0;
@@ -177,18 +279,39 @@ int Run(int argc, char** argv) {
       return 2;
     }
   }
+  if (json && csv) {
+    std::cerr << "loom_fidelity: --json and --csv are two formats of one output; pick one\n"
+              << kUsage;
+    return 2;
+  }
   Result<std::vector<FidelityTable>> tables = BuildFidelityReport(SourceTreePaths(LOOM_SOURCE_DIR));
   if (!tables.ok()) {
     std::cerr << "loom_fidelity: " << tables.status().message() << "\n";
     return 1;
   }
+  if (!report.empty()) {
+    std::ofstream page(report, std::ios::binary);
+    page << ReportPage(*tables);
+    page.close();
+    if (!page) {
+      std::cerr << "loom_fidelity: cannot write --report " << report
+                << " (check that its folder exists and is writable)\n";
+      return 1;
+    }
+  }
+  if (csv) {
+    PrintCsv(*tables, std::cout);
+    return 0;
+  }
   if (json) {
     nlohmann::ordered_json report;
     report["schema"] = "loom.fidelity/3";
     report["loom_version"] = LOOM_VERSION;
-    report["request"] = {{"command", "fidelity"},
-                         {"arguments", {{"json", true}}},
-                         {"input_files", nlohmann::ordered_json::array()}};
+    report["request"] = {
+        {"command", "fidelity"},
+        {"arguments", report.empty() ? nlohmann::ordered_json{{"json", true}}
+                                     : nlohmann::ordered_json{{"json", true}, {"report", report}}},
+        {"input_files", nlohmann::ordered_json::array()}};
     report["tables"] = nlohmann::ordered_json::array();
     for (const FidelityTable& t : *tables) report["tables"].push_back(TableJson(t));
     std::cout << report.dump(2) << "\n";

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -27,6 +28,9 @@ struct FidelityRow {
   // prediction with the calibration refitted without that site's rows of the table.
   std::string site = "";
   double site_loso_predicted = 0;
+  // What the case ran, for plotting residuals against it (`loom_fidelity --csv`): (name, value)
+  // pairs, for the rows of a simulated step; empty elsewhere.
+  std::vector<std::pair<std::string, std::string>> features = {};
 
   bool ok() const { return error.empty(); }
   // 100 * (predicted - measured) / measured. REQUIRES: ok() and measured != 0.

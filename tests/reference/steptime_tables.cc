@@ -64,6 +64,32 @@ const char* Title(const std::string& source) {
   return "llm-foundry MPT benchmarks: Composer FSDP on A100 and H100, seconds per step";
 }
 
+// The columns of `loom_fidelity --csv` for a corpus row: what ran, in loom's terms.
+std::vector<std::pair<std::string, std::string>> Features(const CorpusCase& c) {
+  const Strategy& s = c.step.strategy;
+  const ModelSpec& m = c.step.model;
+  auto n = [](int64_t v) { return std::to_string(v); };
+  return {{"job", c.job},
+          {"gpu", c.step.cluster.gpu.name},
+          {"cluster", c.step.cluster.name},
+          {"framework", c.step.framework ? c.step.framework->name : "none"},
+          {"gpus", n(s.WorldSize())},
+          {"tp", n(s.tp)},
+          {"pp", n(s.pp)},
+          {"dp", n(s.dp)},
+          {"vpp", n(s.vpp)},
+          {"micro_batch", n(s.micro_batch)},
+          {"global_batch", n(s.global_batch)},
+          {"seq", n(s.seq_len)},
+          {"schedule", std::string(kScheduleNames.Name(s.schedule))},
+          {"recompute", std::string(kRecomputeNames.Name(s.recompute))},
+          {"zero_stage", n(s.zero_stage)},
+          {"dtype", std::string(kDtypeNames.Name(s.dtype))},
+          {"layers", n(m.num_layers)},
+          {"hidden", n(m.hidden_size)},
+          {"tokens_per_gpu", n(s.global_batch * s.seq_len / std::max<int64_t>(1, s.WorldSize()))}};
+}
+
 std::string TableName(const std::string& source) {
   return "steptime_" + source.substr(0, source.size() - 4);  // without ".csv"
 }
@@ -89,6 +115,7 @@ std::vector<FidelityTable> PredictCorpus(const Corpus& corpus) {
       Result<SimulationResult> r =
           SimulateTrainingStep(c.step.model, c.step.cluster, c.step.strategy, options);
       FidelityRow row{c.step.name, 0, c.step.measured, ""};
+      row.features = Features(c);
       if (r.ok()) {
         row.predicted = r->step_time_s;
         row.loso_predicted = r->step_time_s;

@@ -5,11 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -128,6 +130,8 @@ int64_t Expected(const nlohmann::json& view) {
   } else if (kind == "plans") {
     marks =
         static_cast<int64_t>(d["plans"].size() + d["counts"].size() - 1 + d["rejections"].size());
+  } else if (kind == "residuals") {
+    marks = static_cast<int64_t>(d["points"].size());
   } else if (kind == "validate") {
     marks = static_cast<int64_t>(2 * (1 + d["classes"].size() + d["work_classes"].size()));
   }
@@ -152,6 +156,29 @@ void ExpectRendered(const std::string& dom, const std::string& html,
     EXPECT_GT(expected, 0) << html << "#" << views[i] << " has nothing to draw";
     EXPECT_EQ(Drawn(dom, views[i]), expected) << html << "#" << views[i];
   }
+}
+
+// loom_fidelity --report: one residual plot per table, a point per predicted case, the corpus of
+// measured steps among them. A fixture of its own, labelled reference with the fidelity report
+// (tests/CMakeLists.txt), since it predicts every published case.
+class FidelityInBrowser : public ReportInBrowser {};
+
+TEST_F(FidelityInBrowser, ReportDrawsAResidualPointPerPredictedCase) {
+  const std::string html = Path("fidelity.html");
+  int status = -1;
+  const std::string out =
+      RunCommand(std::string(LOOM_FIDELITY) + " --report " + Quoted(html) + " 2>&1", status);
+  ASSERT_EQ(status, 0) << out;
+  const nlohmann::json page = PageData(ReadFile(html));
+  ASSERT_TRUE(page.is_object()) << html << " has no data block";
+  std::vector<std::string> views;
+  for (const nlohmann::json& view : page["views"]) views.push_back(view["id"]);
+  for (const char* corpus :
+       {"steptime_vtrain_ground_truth_single", "steptime_narayanan2021_table2_ptdp_vs_zero3",
+        "steptime_mosaicml_llmfoundry_mpt_throughput"}) {
+    EXPECT_NE(std::find(views.begin(), views.end(), corpus), views.end()) << corpus;
+  }
+  ExpectRendered(RenderedDom(html), html, views);
 }
 
 TEST_F(ReportInBrowser, SimulateReportDrawsGanttMemoryAndBreakdown) {
