@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reference/fidelity_tables.h"
+#include "reference/steptime_intervals.h"
 #include "report/html_report.h"
 
 namespace loom {
@@ -255,10 +256,62 @@ std::string ReportPage(const std::vector<FidelityTable>& tables) {
                     views);
 }
 
+// The 80 % intervals of the corpus, each source held out (steptime_intervals.h).
+Result<std::vector<SourceCoverage>> IntervalCoverage(const std::vector<FidelityTable>& tables) {
+  Result<Corpus> corpus = LoadStepTimeCorpus(SourceTreePaths(LOOM_SOURCE_DIR));
+  if (!corpus.ok()) return corpus.status();
+  std::vector<FidelityTable> corpus_tables;
+  for (const FidelityTable& t : tables) {
+    if (t.source_file.rfind("steptime/", 0) == 0) corpus_tables.push_back(t);
+  }
+  return LeaveOneSourceOutCoverage(CorpusResiduals(*corpus, corpus_tables));
+}
+
+constexpr const char* kLevelNames[] = {"gpu_framework_parallelism", "gpu_framework", "gpu", "all"};
+
+void PrintCoverage(const std::vector<SourceCoverage>& coverage, std::ostream& out) {
+  out << "Step-time intervals (" << 100 * (kIntervalHigh - kIntervalLow)
+      << " %), leave-one-source-out: each corpus source's rows get the interval of their regime\n"
+      << "from the other sources' log residuals (steptime_intervals.h); coverage is the share of "
+         "its\n"
+      << "measured times inside, the target 75-85 %\n";
+  size_t width = 6;
+  for (const SourceCoverage& c : coverage) width = std::max(width, c.source.size());
+  width += 2;
+  out << std::left << std::setw(static_cast<int>(width)) << "source" << std::right << std::setw(7)
+      << "rows" << std::setw(11) << "coverage" << std::setw(14) << "median width"
+      << "  regime used (gpu+framework+parallelism / gpu+framework / gpu / all)\n";
+  for (const SourceCoverage& c : coverage) {
+    out << std::left << std::setw(static_cast<int>(width)) << c.source << std::right << std::setw(7)
+        << c.rows << std::setw(10) << 100 * c.Coverage() << "%" << std::setw(13)
+        << 100 * c.median_width << "%  " << c.by_level[0] << " / " << c.by_level[1] << " / "
+        << c.by_level[2] << " / " << c.by_level[3];
+    if (c.uncalibrated > 0) out << " (" << c.uncalibrated << " without any)";
+    out << "\n";
+  }
+  out << "\n";
+}
+
+nlohmann::ordered_json CoverageJson(const std::vector<SourceCoverage>& coverage) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const SourceCoverage& c : coverage) {
+    nlohmann::ordered_json levels;
+    for (size_t i = 0; i < 4; ++i) levels[kLevelNames[i]] = c.by_level[i];
+    out.push_back({{"source", c.source},
+                   {"rows", c.rows},
+                   {"covered", c.covered},
+                   {"coverage", c.Coverage()},
+                   {"median_width_fraction", c.median_width},
+                   {"rows_by_regime", levels},
+                   {"uncalibrated", c.uncalibrated}});
+  }
+  return out;
+}
+
 int Run(int argc, char** argv) {
   bool json = false;
   bool csv = false;
-  std::string report;
+  std::string report_file;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
@@ -270,7 +323,7 @@ int Run(int argc, char** argv) {
                   << kUsage;
         return 2;
       }
-      report = argv[++i];
+      report_file = argv[++i];
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::cout << kUsage;
       return 0;
@@ -289,12 +342,12 @@ int Run(int argc, char** argv) {
     std::cerr << "loom_fidelity: " << tables.status().message() << "\n";
     return 1;
   }
-  if (!report.empty()) {
-    std::ofstream page(report, std::ios::binary);
+  if (!report_file.empty()) {
+    std::ofstream page(report_file, std::ios::binary);
     page << ReportPage(*tables);
     page.close();
     if (!page) {
-      std::cerr << "loom_fidelity: cannot write --report " << report
+      std::cerr << "loom_fidelity: cannot write --report " << report_file
                 << " (check that its folder exists and is writable)\n";
       return 1;
     }
@@ -303,22 +356,30 @@ int Run(int argc, char** argv) {
     PrintCsv(*tables, std::cout);
     return 0;
   }
+  Result<std::vector<SourceCoverage>> coverage = IntervalCoverage(*tables);
+  if (!coverage.ok()) {
+    std::cerr << "loom_fidelity: " << coverage.status().message() << "\n";
+    return 1;
+  }
   if (json) {
     nlohmann::ordered_json report;
     report["schema"] = "loom.fidelity/3";
     report["loom_version"] = LOOM_VERSION;
     report["request"] = {
         {"command", "fidelity"},
-        {"arguments", report.empty() ? nlohmann::ordered_json{{"json", true}}
-                                     : nlohmann::ordered_json{{"json", true}, {"report", report}}},
+        {"arguments", report_file.empty()
+                          ? nlohmann::ordered_json{{"json", true}}
+                          : nlohmann::ordered_json{{"json", true}, {"report", report_file}}},
         {"input_files", nlohmann::ordered_json::array()}};
     report["tables"] = nlohmann::ordered_json::array();
     for (const FidelityTable& t : *tables) report["tables"].push_back(TableJson(t));
+    report["interval_coverage"] = CoverageJson(*coverage);
     std::cout << report.dump(2) << "\n";
     return 0;
   }
   int number = 0;
   for (const FidelityTable& t : *tables) PrintTable(t, ++number, std::cout);
+  PrintCoverage(*coverage, std::cout);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "reference/fidelity_tables.h"
+#include "reference/steptime_intervals.h"
 #include "reference/steptime_tables.h"
 
 namespace loom {
@@ -163,6 +164,55 @@ TEST(CorpusOrdering, AJobOfOneRowIsNoJob) {
   EXPECT_EQ(o.jobs, 0);
   EXPECT_EQ(o.pairs, 0);
   EXPECT_DOUBLE_EQ(o.InOrderShare(), 0);
+}
+
+TEST(StepTimeIntervals, WeightedQuantileReachesItsShareOfTheWeight) {
+  EXPECT_DOUBLE_EQ(WeightedQuantile({{3, 1}, {1, 1}, {4, 1}, {2, 1}}, 0.5), 2);
+  EXPECT_DOUBLE_EQ(WeightedQuantile({{3, 1}, {1, 1}, {4, 1}, {2, 1}}, 0.9), 4);
+  EXPECT_DOUBLE_EQ(WeightedQuantile({{3, 1}, {1, 1}, {4, 1}, {2, 1}}, 0.1), 1);
+  EXPECT_DOUBLE_EQ(WeightedQuantile({{1, 3}, {2, 1}}, 0.5), 1);
+  EXPECT_DOUBLE_EQ(WeightedQuantile({{1, 3}, {2, 1}}, 0.8), 2);
+}
+
+Residual Made(const std::string& source, const std::string& regime, double ratio) {
+  return {source, {regime, regime, regime, "all"}, 1.0, ratio};
+}
+
+TEST(StepTimeIntervals, AHeldOutSourceIsCoveredOnlyWhereTheOthersErrLikeIt) {
+  std::vector<Residual> residuals;
+  // Sources a and b: loom is right to within -10 %..+10 % in regime r; c errs 2x in regime r.
+  for (int i = 0; i < 40; ++i) {
+    const double ratio = 0.9 + 0.2 * i / 39.0;
+    residuals.push_back(Made("a", "r", ratio));
+    residuals.push_back(Made("b", "r", ratio));
+  }
+  for (int i = 0; i < 10; ++i) residuals.push_back(Made("c", "r", 2.0));
+  const std::vector<SourceCoverage> coverage = LeaveOneSourceOutCoverage(residuals);
+  ASSERT_EQ(coverage.size(), 3u);
+  // c held out: a and b's interval (about 0.92-1.08) misses every 2x row.
+  EXPECT_EQ(coverage[2].source, "c");
+  EXPECT_EQ(coverage[2].rows, 10);
+  EXPECT_EQ(coverage[2].covered, 0);
+  EXPECT_NEAR(coverage[2].median_width, 0.16, 0.03);
+  EXPECT_EQ(coverage[2].by_level[0], 10);
+  // a held out: b and c weigh the same, so the interval stretches to c's 2x and holds a's rows.
+  EXPECT_EQ(coverage[0].source, "a");
+  EXPECT_GE(coverage[0].Coverage(), 0.75);
+  EXPECT_GT(coverage[0].median_width, 0.5);
+}
+
+TEST(StepTimeIntervals, ARegimeNoOtherSourceMeasuredFallsBackToACoarserOne) {
+  std::vector<Residual> residuals;
+  for (int i = 0; i < 30; ++i) {
+    residuals.push_back(Made("a", "r", 1.0));
+    residuals.push_back(Made("b", "r", 1.0));
+  }
+  for (int i = 0; i < 5; ++i) residuals.push_back(Made("c", "new", 1.0));
+  const std::vector<SourceCoverage> coverage = LeaveOneSourceOutCoverage(residuals);
+  ASSERT_EQ(coverage.size(), 3u);
+  EXPECT_EQ(coverage[2].by_level[0], 0);
+  EXPECT_EQ(coverage[2].by_level[3], 5);  // "all": a and b
+  EXPECT_EQ(coverage[2].covered, 5);
 }
 
 }  // namespace
