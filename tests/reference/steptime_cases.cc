@@ -15,8 +15,8 @@ namespace loom {
 namespace {
 
 // MAPPING.md, "Every source": the shipped files each source's rows run on.
-constexpr const char* kSelene = "dgx-a100.json";
-constexpr const char* kDgxH100 = "dgx-h100.json";
+constexpr const char* kCorpusSelene = "dgx-a100.json";
+constexpr const char* kCorpusDgxH100 = "dgx-h100.json";
 
 std::string Dir(const ReferencePaths& paths) { return paths.tables_dir + "/steptime"; }
 
@@ -28,11 +28,11 @@ struct Inputs {
 
 Result<Inputs> LoadInputs(const ReferencePaths& paths) {
   Inputs in;
-  Result<ClusterSpec> selene = LoadClusterSpec(paths.clusters_dir + "/" + kSelene);
+  Result<ClusterSpec> selene = LoadClusterSpec(paths.clusters_dir + "/" + kCorpusSelene);
   if (!selene.ok()) return selene.status();
   Result<ClusterSpec> vtrain = LoadClusterSpec(Dir(paths) + "/clusters/vtrain-a100.json");
   if (!vtrain.ok()) return vtrain.status();
-  Result<ClusterSpec> h100 = LoadClusterSpec(paths.clusters_dir + "/" + kDgxH100);
+  Result<ClusterSpec> h100 = LoadClusterSpec(paths.clusters_dir + "/" + kCorpusDgxH100);
   if (!h100.ok()) return h100.status();
   Result<ClusterSpec> a100_40gb = LoadClusterSpec(Dir(paths) + "/clusters/a100-40gb-roce.json");
   if (!a100_40gb.ok()) return a100_40gb.status();
