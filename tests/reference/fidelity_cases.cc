@@ -201,20 +201,29 @@ ReferencePaths SourceTreePaths(const std::string& source_dir) {
           source_dir + "/hardware/frameworks"};
 }
 
-Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers,
-                              const std::string& file) {
-  const nlohmann::json config = {
-      {"hidden_size", hidden},       {"intermediate_size", 4 * hidden},
-      {"num_hidden_layers", layers}, {"num_attention_heads", heads},
-      {"vocab_size", kVocab},        {"max_position_embeddings", kSeqLen},
-      {"hidden_act", "gelu"},        {"layer_norm_epsilon", 1e-5},
-      {"attention_bias", true},      {"mlp_bias", true},
-      {"tie_word_embeddings", true}, {"position_embedding_type", "learned_absolute"}};
+Result<ModelSpec> LegacyGpt(const LegacyGptShape& shape, const std::string& file) {
+  const nlohmann::json config = {{"hidden_size", shape.hidden},
+                                 {"intermediate_size", shape.ffn_ratio * shape.hidden},
+                                 {"num_hidden_layers", shape.layers},
+                                 {"num_attention_heads", shape.heads},
+                                 {"vocab_size", shape.vocab},
+                                 {"max_position_embeddings", shape.seq},
+                                 {"hidden_act", "gelu"},
+                                 {"layer_norm_epsilon", 1e-5},
+                                 {"attention_bias", true},
+                                 {"mlp_bias", true},
+                                 {"tie_word_embeddings", shape.tied},
+                                 {"position_embedding_type", "learned_absolute"}};
   Result<ModelSpec> model = ParseModelSpec(config, file);
   if (!model.ok()) return model.status();
   ModelSpec m = *model;
   m.name = file;
   return m;
+}
+
+Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers,
+                              const std::string& file) {
+  return LegacyGpt({heads, hidden, layers, kVocab, kSeqLen}, file);
 }
 
 namespace {

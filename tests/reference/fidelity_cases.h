@@ -105,8 +105,18 @@ Result<std::vector<AllReduceCase>> LoadAllReduceCases(const ReferencePaths& path
                                                       std::string_view cluster_file,
                                                       std::string_view column);
 
-// The GPT model of Megatron-LM (as models/gpt3-175b.json): learned positions, LayerNorm, biases,
-// tied embeddings, GeLU MLP of 4h, vocabulary 51200, seq 2048. |file| names it in messages.
+// A GPT of Megatron-LM's legacy model and of the models built like it (MPT): learned positions,
+// LayerNorm, biases, a GeLU MLP of |ffn_ratio| x hidden, |vocab| rows in the embedding, positions
+// for |seq| tokens, the head tied to the embedding or not. |file| names it in messages.
+struct LegacyGptShape {
+  int64_t heads = 0, hidden = 0, layers = 0, vocab = 0, seq = 0;
+  int64_t ffn_ratio = 4;
+  bool tied = true;
+};
+Result<ModelSpec> LegacyGpt(const LegacyGptShape& shape, const std::string& file);
+
+// The GPT model of Megatron-LM (as models/gpt3-175b.json): LegacyGpt with a GeLU MLP of 4h,
+// vocabulary 51200, seq 2048, tied embeddings. |file| names it in messages.
 Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers,
                               const std::string& file);
 

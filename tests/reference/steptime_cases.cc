@@ -4,10 +4,7 @@
 #include <string>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "reference/fidelity_tables.h"
-
 #include "spec/framework.h"
 #include "spec/strategy.h"
 
@@ -55,24 +52,6 @@ ClusterSpec WithGpus(ClusterSpec c, int64_t gpus) {
   const int64_t per_node = c.gpus_per_node;
   c.nodes = gpus <= per_node ? 1 : (gpus + per_node - 1) / per_node;
   return c;
-}
-
-// A GPT of Megatron-LM's legacy model (learned positions, LayerNorm, biases, GeLU MLP of
-// |ffn_ratio| h) with |vocab| rows in its embedding.
-Result<ModelSpec> Gpt(int64_t heads, int64_t hidden, int64_t layers, int64_t vocab, int64_t seq,
-                      int64_t ffn_ratio, bool tied, const std::string& name) {
-  const nlohmann::json config = {
-      {"hidden_size", hidden},       {"intermediate_size", ffn_ratio * hidden},
-      {"num_hidden_layers", layers}, {"num_attention_heads", heads},
-      {"vocab_size", vocab},         {"max_position_embeddings", seq},
-      {"hidden_act", "gelu"},        {"layer_norm_epsilon", 1e-5},
-      {"attention_bias", true},      {"mlp_bias", true},
-      {"tie_word_embeddings", tied}, {"position_embedding_type", "learned_absolute"}};
-  Result<ModelSpec> model = ParseModelSpec(config, name);
-  if (!model.ok()) return model.status();
-  ModelSpec m = *model;
-  m.name = name;
-  return m;
 }
 
 std::string StrategyName(const Strategy& s) {
@@ -136,8 +115,8 @@ Status LoadVtrain(const ReferencePaths& paths, const Inputs& in, const std::stri
              "the global batch is not a whole number of micro-batches per data-parallel rank");
       continue;
     }
-    Result<ModelSpec> model = Gpt(heads, hidden, layers, MegatronPaddedVocab(50257, s.tp), seq, 4,
-                                  true, source + " (" + job + ")");
+    Result<ModelSpec> model = LegacyGpt(
+        {heads, hidden, layers, MegatronPaddedVocab(50257, s.tp), seq}, source + " (" + job + ")");
     if (!model.ok()) return model.status();
     StepCase step{name,
                   *model,
@@ -277,8 +256,9 @@ Status LoadZeroBubble(const ReferencePaths& paths, const Inputs& in, Corpus& cor
     const double zb2p = r.Number("zb2p"), zb1p = r.Number("zb1p"), f1b = r.Number("1f1b");
     const double interleaved = r.Number("1f1b_interleaved");
     LOOM_RETURN_IF_ERROR(r.Finish());
-    Result<ModelSpec> model = Gpt(zb.heads, zb.hidden, zb.layers, kZbVocab, kZbSeq, 4, false,
-                                  source3 + " (" + zb.name + ")");
+    Result<ModelSpec> model =
+        LegacyGpt({zb.heads, zb.hidden, zb.layers, kZbVocab, kZbSeq, 4, /*tied=*/false},
+                  source3 + " (" + zb.name + ")");
     if (!model.ok()) return model.status();
     bool known = false;
     for (const ZbModel& m : models) known = known || m.name == zb.name;
@@ -387,7 +367,7 @@ Status LoadLlmFoundry(const ReferencePaths& paths, const Inputs& in, Corpus& cor
       continue;
     }
     Result<ModelSpec> model =
-        Gpt(heads, hidden, layers, vocab, seq, ratio, true, source + " (MPT-" + size + ")");
+        LegacyGpt({heads, hidden, layers, vocab, seq, ratio}, source + " (MPT-" + size + ")");
     if (!model.ok()) return model.status();
     LayerOpsOptions kernels;
     kernels.attention = AttentionKernel::kFused;
