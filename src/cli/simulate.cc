@@ -33,6 +33,7 @@
 #include "spec/model.h"
 #include "spec/pipeline_layout.h"
 #include "spec/scenario.h"
+#include "spec/step_intervals.h"
 
 namespace loom {
 namespace {
@@ -74,12 +75,18 @@ MemoryView Memory(const SimulationResult& r, const std::vector<FitSuggestion>& f
 
 nlohmann::ordered_json ResultJson(const SimulationResult& r,
                                   const std::optional<FrameworkProfile>& framework,
-                                  const std::vector<FitSuggestion>& fits) {
+                                  const std::vector<FitSuggestion>& fits,
+                                  const std::optional<StepInterval>& interval) {
   nlohmann::ordered_json j;
   j["schema"] = "loom.simulate/1";
   j["framework"] =
       framework ? nlohmann::ordered_json(framework->name) : nlohmann::ordered_json("none");
   j["step_time_s"] = r.step_time_s;
+  j["step_time_interval_s"] =
+      interval ? nlohmann::ordered_json::array({interval->low_s, interval->high_s})
+               : nlohmann::ordered_json();
+  j["interval_basis"] =
+      interval ? interval->basis : std::string("no step-time interval: the shipped fit is empty");
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["mfu"] = r.mfu;
@@ -111,12 +118,20 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r,
 }
 
 void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>& framework,
-                const std::vector<FitSuggestion>& fits, std::ostream& out) {
+                const std::vector<FitSuggestion>& fits, const std::optional<StepInterval>& interval,
+                std::ostream& out) {
   const auto row = [&out](const char* name) -> std::ostream& {
     return out << std::left << std::setw(22) << name;
   };
   out << std::fixed << std::setprecision(3);
-  row("step time") << r.step_time_s << " s\n";
+  row("step time") << r.step_time_s << " s";
+  if (interval) {
+    out << " (" << std::setprecision(interval->high_s < 10 ? 2 : 1) << interval->low_s << "-"
+        << interval->high_s << std::setprecision(3) << ", 80 % interval of measured steps)\n";
+    row("  interval basis") << interval->basis << "\n";
+  } else {
+    out << "\n";
+  }
   row("throughput") << std::setprecision(0) << r.tokens_per_s << " tokens/s, "
                     << std::setprecision(1) << r.model_tflops_per_gpu << " model TFLOP/s per GPU\n";
   row("MFU / HFU") << r.mfu * 100 << "% / " << r.hfu * 100 << "%\n";
@@ -433,13 +448,18 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     LOOM_ASSIGN_OR_RETURN(goodput, EstimateGoodput(model, cluster, strategy));
   }
   LOOM_ASSIGN_OR_RETURN(const WhatIfs what_ifs, RunWhatIfs(options, cluster, strategy, result));
+  // How sure: the regime's spread of measured against predicted steps (spec/step_intervals.h).
+  const std::optional<StepInterval> interval =
+      IntervalFor(ShippedStepIntervals(),
+                  StepRegimeKeys(cluster.gpu.name, framework ? framework->name : "none", strategy),
+                  result.step_time_s);
   if (options.json) {
-    nlohmann::ordered_json body = ResultJson(result, framework, fits);
+    nlohmann::ordered_json body = ResultJson(result, framework, fits, interval);
     if (goodput) body["goodput"] = GoodputJson(*goodput, result.tokens_per_s, cluster);
     AddWhatIfJson(what_ifs, body);
     out << JsonText(Stamped(body, options.request)) << "\n";
   } else {
-    PrintHuman(result, framework, fits, out);
+    PrintHuman(result, framework, fits, interval, out);
     if (goodput) PrintGoodput(*goodput, result.tokens_per_s, cluster, out);
     PrintWhatIfs(what_ifs, result.step.stages, out);
   }

@@ -22,6 +22,8 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
                                              "request",
                                              "framework",
                                              "step_time_s",
+                                             "step_time_interval_s",
+                                             "interval_basis",
                                              "tokens_per_s",
                                              "model_tflops_per_gpu",
                                              "mfu",
@@ -38,6 +40,12 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
   EXPECT_EQ(j["schema"], "loom.simulate/1");
   EXPECT_EQ(j["framework"], "megatron-core");  // the default
   EXPECT_TRUE(j["critical_path"].contains("host_s"));
+  // An A100 Megatron-LM step: an interval of the measured steps of its regime around it.
+  ASSERT_TRUE(j["step_time_interval_s"].is_array());
+  EXPECT_LT(j["step_time_interval_s"][0].get<double>(), j["step_time_s"].get<double>());
+  EXPECT_GT(j["step_time_interval_s"][1].get<double>(), j["step_time_s"].get<double>());
+  EXPECT_NE(j["interval_basis"].get<std::string>().find("megatron-core"), std::string::npos)
+      << j["interval_basis"];
   EXPECT_EQ(j["stages"].size(), 16u);
   for (const char* key : {"stage", "peak_memory_bytes", "compute_s", "bubble_s"}) {
     EXPECT_TRUE(j["stages"][0].contains(key)) << key;

@@ -37,7 +37,9 @@ constexpr const char* kUsage =
     "tables\n"
     "  --csv   print one CSV row per case instead (table, case, predicted, measured, errors, and\n"
     "          for simulated steps what ran: GPUs, strategy, model shape, ...), to plot residuals\n"
-    "  --report FILE  also write an HTML page with one residual plot per table\n";
+    "  --report FILE  also write an HTML page with one residual plot per table\n"
+    "  --write-intervals FILE  also write the step-time intervals fitted on the whole corpus\n"
+    "          (hardware/intervals/step-time.json is the file loom compiles in)\n";
 
 // Messages of several violations come one per line; a table row holds them on one.
 std::string OneLine(std::string message) {
@@ -256,21 +258,19 @@ std::string ReportPage(const std::vector<FidelityTable>& tables) {
                     views);
 }
 
-// The 80 % intervals of the corpus, each source held out (steptime_intervals.h).
-Result<std::vector<SourceCoverage>> IntervalCoverage(const std::vector<FidelityTable>& tables) {
+// The residuals of the corpus tables among |tables|.
+Result<std::vector<Residual>> Residuals(const std::vector<FidelityTable>& tables) {
   Result<Corpus> corpus = LoadStepTimeCorpus(SourceTreePaths(LOOM_SOURCE_DIR));
   if (!corpus.ok()) return corpus.status();
   std::vector<FidelityTable> corpus_tables;
   for (const FidelityTable& t : tables) {
     if (t.source_file.rfind("steptime/", 0) == 0) corpus_tables.push_back(t);
   }
-  return LeaveOneSourceOutCoverage(CorpusResiduals(*corpus, corpus_tables));
+  return CorpusResiduals(*corpus, corpus_tables);
 }
 
-constexpr const char* kLevelNames[] = {"gpu_framework_parallelism", "gpu_framework", "gpu", "all"};
-
 void PrintCoverage(const std::vector<SourceCoverage>& coverage, std::ostream& out) {
-  out << "Step-time intervals (" << 100 * (kIntervalHigh - kIntervalLow)
+  out << "Step-time intervals (" << 100 * (kStepIntervalHigh - kStepIntervalLow)
       << " %), leave-one-source-out: each corpus source's rows get the interval of their regime\n"
       << "from the other sources' log residuals (steptime_intervals.h); coverage is the share of "
          "its\n"
@@ -280,7 +280,7 @@ void PrintCoverage(const std::vector<SourceCoverage>& coverage, std::ostream& ou
   width += 2;
   out << std::left << std::setw(static_cast<int>(width)) << "source" << std::right << std::setw(7)
       << "rows" << std::setw(11) << "coverage" << std::setw(14) << "median width"
-      << "  regime used (gpu+framework+parallelism / gpu+framework / gpu / all)\n";
+      << "  regime used (gpu+framework+parallelism / gpu+framework / gpu / outside)\n";
   for (const SourceCoverage& c : coverage) {
     out << std::left << std::setw(static_cast<int>(width)) << c.source << std::right << std::setw(7)
         << c.rows << std::setw(10) << 100 * c.Coverage() << "%" << std::setw(13)
@@ -296,7 +296,7 @@ nlohmann::ordered_json CoverageJson(const std::vector<SourceCoverage>& coverage)
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const SourceCoverage& c : coverage) {
     nlohmann::ordered_json levels;
-    for (size_t i = 0; i < 4; ++i) levels[kLevelNames[i]] = c.by_level[i];
+    for (size_t i = 0; i < 4; ++i) levels[kStepRegimeLevels[i]] = c.by_level[i];
     out.push_back({{"source", c.source},
                    {"rows", c.rows},
                    {"covered", c.covered},
@@ -312,6 +312,7 @@ int Run(int argc, char** argv) {
   bool json = false;
   bool csv = false;
   std::string report_file;
+  std::string intervals_file;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
@@ -324,6 +325,14 @@ int Run(int argc, char** argv) {
         return 2;
       }
       report_file = argv[++i];
+    } else if (std::strcmp(argv[i], "--write-intervals") == 0) {
+      if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+        std::cerr << "loom_fidelity: --write-intervals needs a file name "
+                     "(--write-intervals hardware/intervals/step-time.json)\n"
+                  << kUsage;
+        return 2;
+      }
+      intervals_file = argv[++i];
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::cout << kUsage;
       return 0;
@@ -352,25 +361,37 @@ int Run(int argc, char** argv) {
       return 1;
     }
   }
+  Result<std::vector<Residual>> residuals = Residuals(*tables);
+  if (!residuals.ok()) {
+    std::cerr << "loom_fidelity: " << residuals.status().message() << "\n";
+    return 1;
+  }
+  if (!intervals_file.empty()) {
+    std::ofstream file(intervals_file, std::ios::binary);
+    file << StepIntervalsJson(FitCorpusIntervals(*residuals)).dump(2) << "\n";
+    file.close();
+    if (!file) {
+      std::cerr << "loom_fidelity: cannot write --write-intervals " << intervals_file
+                << " (check that its folder exists and is writable)\n";
+      return 1;
+    }
+  }
   if (csv) {
     PrintCsv(*tables, std::cout);
     return 0;
   }
-  Result<std::vector<SourceCoverage>> coverage = IntervalCoverage(*tables);
-  if (!coverage.ok()) {
-    std::cerr << "loom_fidelity: " << coverage.status().message() << "\n";
-    return 1;
-  }
+  const std::vector<SourceCoverage> coverage_rows = LeaveOneSourceOutCoverage(*residuals);
+  const std::vector<SourceCoverage>* coverage = &coverage_rows;
   if (json) {
     nlohmann::ordered_json report;
     report["schema"] = "loom.fidelity/3";
     report["loom_version"] = LOOM_VERSION;
-    report["request"] = {
-        {"command", "fidelity"},
-        {"arguments", report_file.empty()
-                          ? nlohmann::ordered_json{{"json", true}}
-                          : nlohmann::ordered_json{{"json", true}, {"report", report_file}}},
-        {"input_files", nlohmann::ordered_json::array()}};
+    nlohmann::ordered_json arguments = {{"json", true}};
+    if (!report_file.empty()) arguments["report"] = report_file;
+    if (!intervals_file.empty()) arguments["write_intervals"] = intervals_file;
+    report["request"] = {{"command", "fidelity"},
+                         {"arguments", arguments},
+                         {"input_files", nlohmann::ordered_json::array()}};
     report["tables"] = nlohmann::ordered_json::array();
     for (const FidelityTable& t : *tables) report["tables"].push_back(TableJson(t));
     report["interval_coverage"] = CoverageJson(*coverage);

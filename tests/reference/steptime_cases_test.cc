@@ -4,11 +4,13 @@
 
 #include "reference/steptime_cases.h"
 
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "reference/fidelity_tables.h"
 #include "reference/steptime_intervals.h"
@@ -166,6 +168,22 @@ TEST(CorpusOrdering, AJobOfOneRowIsNoJob) {
   EXPECT_DOUBLE_EQ(o.InOrderShare(), 0);
 }
 
+// hardware/intervals/step-time.json is the fit of the corpus as loom predicts it now: a change
+// that moves the predictions must write the intervals again (a FidelityReport test: it simulates
+// the whole corpus, so it runs with the reference tests, not under the sanitizers).
+TEST(FidelityReport, ShippedIntervalsAreTheFitOfTheCorpus) {
+  const std::vector<FidelityTable> tables = PredictCorpus(TheCorpus());
+  const StepIntervalTable fit = FitCorpusIntervals(CorpusResiduals(TheCorpus(), tables));
+  const std::string path = std::string(LOOM_SOURCE_DIR) + "/hardware/intervals/step-time.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  const nlohmann::json shipped = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json fitted = nlohmann::json::parse(StepIntervalsJson(fit).dump());
+  EXPECT_EQ(shipped, fitted) << path
+                             << " is not the fit of the corpus as loom predicts it now; run "
+                                "tools/fidelity --write-intervals hardware/intervals/step-time.json";
+}
+
 TEST(StepTimeIntervals, WeightedQuantileReachesItsShareOfTheWeight) {
   EXPECT_DOUBLE_EQ(WeightedQuantile({{3, 1}, {1, 1}, {4, 1}, {2, 1}}, 0.5), 2);
   EXPECT_DOUBLE_EQ(WeightedQuantile({{3, 1}, {1, 1}, {4, 1}, {2, 1}}, 0.9), 4);
@@ -175,7 +193,7 @@ TEST(StepTimeIntervals, WeightedQuantileReachesItsShareOfTheWeight) {
 }
 
 Residual Made(const std::string& source, const std::string& regime, double ratio) {
-  return {source, {regime, regime, regime, "all"}, 1.0, ratio};
+  return {source, {regime, regime, regime, "outside"}, 1.0, ratio};
 }
 
 TEST(StepTimeIntervals, AHeldOutSourceIsCoveredOnlyWhereTheOthersErrLikeIt) {
@@ -211,7 +229,7 @@ TEST(StepTimeIntervals, ARegimeNoOtherSourceMeasuredFallsBackToACoarserOne) {
   const std::vector<SourceCoverage> coverage = LeaveOneSourceOutCoverage(residuals);
   ASSERT_EQ(coverage.size(), 3u);
   EXPECT_EQ(coverage[2].by_level[0], 0);
-  EXPECT_EQ(coverage[2].by_level[3], 5);  // "all": a and b
+  EXPECT_EQ(coverage[2].by_level[3], 5);  // the envelope of a and b
   EXPECT_EQ(coverage[2].covered, 5);
 }
 
