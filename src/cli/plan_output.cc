@@ -13,8 +13,39 @@
 #include "plan/distinct.h"
 #include "plan/search_space.h"
 #include "spec/scenario.h"
+#include "spec/step_intervals.h"
 
 namespace loom {
+namespace {
+
+// The 80 % interval of a plan's measured step time (spec/step_intervals.h): its GPU (the first
+// group's, for a mixed fleet), the framework of the search and the plan's parallelism.
+std::optional<StepInterval> PlanInterval(const PlanHeader& h, const RankedPlan& p) {
+  const std::optional<FrameworkProfile>& framework = h.options.simulation.framework;
+  return IntervalFor(
+      ShippedStepIntervals(),
+      StepRegimeKeys(h.cluster.gpu.name, framework ? framework->name : "none", p.strategy),
+      p.step_time_s);
+}
+
+// Whether |plan|'s interval overlaps |best|'s by at most half of |best|'s width: loom's errors
+// can tell the two apart. Without both intervals, nothing is known: nullopt.
+std::optional<bool> DistinguishableFrom(const std::optional<StepInterval>& best,
+                                        const std::optional<StepInterval>& plan) {
+  if (!best || !plan) return std::nullopt;
+  const double overlap =
+      std::max(0.0, std::min(best->high_s, plan->high_s) - std::max(best->low_s, plan->low_s));
+  return overlap <= 0.5 * (best->high_s - best->low_s);
+}
+
+std::string IntervalText(const std::optional<StepInterval>& interval) {
+  if (!interval) return "-";
+  const int digits = interval->high_s < 10 ? 2 : 1;
+  return Fixed(interval->low_s, digits) + "-" + Fixed(interval->high_s, digits);
+}
+
+}  // namespace
+
 namespace {
 
 std::string Gib(int64_t bytes) {
@@ -150,8 +181,9 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
       << "vpp" << std::setw(4) << "mbs"
       << "  " << std::left << std::setw(17) << "schedule" << std::setw(13) << "recompute"
       << std::setw(7) << "zero" << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right
-      << std::setw(9) << "step s" << std::setw(10) << "tokens/s" << std::setw(7) << "MFU"
-      << std::setw(14) << "memory GiB" << std::setw(8) << "bubble" << std::setw(10) << "exp.comm";
+      << std::setw(9) << "step s" << std::setw(13) << "80% interval" << std::setw(9) << "vs best"
+      << std::setw(10) << "tokens/s" << std::setw(7) << "MFU" << std::setw(14) << "memory GiB"
+      << std::setw(8) << "bubble" << std::setw(10) << "exp.comm";
   const bool goodput = h.options.objective == Objective::kGoodput;
   if (goodput) out << std::setw(9) << "goodput" << std::setw(11) << "eff.tok/s";
   if (columns.gpus) out << std::setw(7) << "GPUs";
@@ -160,9 +192,14 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
   if (columns.tokens) out << std::setw(11) << "train days";
   if (columns.tokens && columns.price) out << std::setw(16) << "train $";
   out << "\n";
+  const std::optional<StepInterval> best =
+      plans.empty() ? std::nullopt : PlanInterval(h, plans.front());
   for (size_t i = 0; i < plans.size(); ++i) {
     const RankedPlan& p = plans[i];
     const Strategy& s = p.strategy;
+    const std::optional<StepInterval> interval = PlanInterval(h, p);
+    const std::optional<bool> distinct = DistinguishableFrom(best, interval);
+    const char* versus = i == 0 ? "best" : !distinct ? "-" : *distinct ? "distinct" : "within";
     // A schedule wider than its column ("interleaved 30/30/11/9") keeps a space before the next.
     std::string schedule = Schedule(s);
     if (schedule.size() >= 17) schedule += ' ';
@@ -171,10 +208,11 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
         << std::setw(4) << s.vpp << std::setw(4) << s.micro_batch << "  " << std::left
         << std::setw(17) << schedule << std::setw(13) << Recomputation(s) << std::setw(7) << Zero(s)
         << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right << std::setw(9)
-        << Fixed(p.step_time_s, 3) << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7)
-        << Percent(p.mfu) << std::setw(14)
-        << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes)) << std::setw(8)
-        << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
+        << Fixed(p.step_time_s, 3) << std::setw(13) << IntervalText(interval) << std::setw(9)
+        << versus << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7) << Percent(p.mfu)
+        << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
+        << std::setw(8) << Percent(p.bubble_fraction) << std::setw(10)
+        << Percent(p.exposed_comm_fraction);
     const TrainingCost cost = CostOf(p, h.options.training);
     if (goodput) {
       const double fraction = p.goodput.value_or(0);
@@ -211,14 +249,27 @@ nlohmann::ordered_json VariantsJson(const RankedPlan& p) {
   return variants;
 }
 
-nlohmann::ordered_json PlanEntry(const RankedPlan& p, int64_t rank, const TrainingRun& run) {
+// |best|: the best plan's interval, for distinguishable_from_best (null for the best itself and
+// where either interval is unknown).
+nlohmann::ordered_json PlanEntry(const PlanHeader& h, const RankedPlan& p, int64_t rank,
+                                 const std::optional<StepInterval>& best, bool is_best) {
+  const TrainingRun& run = h.options.training;
   const TrainingCost cost = CostOf(p, run);
+  const std::optional<StepInterval> interval = PlanInterval(h, p);
   nlohmann::ordered_json j;
   j["rank"] = rank;
   j["fix"] = ConstraintText(p.strategy);
   j["strategy"] = StrategyJson(p.strategy);
   j["score"] = p.score;
   j["step_time_s"] = p.step_time_s;
+  j["step_time_interval_s"] =
+      interval ? nlohmann::ordered_json::array({interval->low_s, interval->high_s})
+               : nlohmann::ordered_json();
+  j["interval_basis"] =
+      interval ? interval->basis : std::string("no step-time interval: the shipped fit is empty");
+  const std::optional<bool> distinct = is_best ? std::nullopt : DistinguishableFrom(best, interval);
+  j["distinguishable_from_best"] =
+      distinct ? nlohmann::ordered_json(*distinct) : nlohmann::ordered_json();
   j["tokens_per_s"] = p.tokens_per_s;
   j["mfu"] = p.mfu;
   j["peak_memory_bytes"] = p.peak_memory_bytes;
@@ -354,7 +405,10 @@ void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s
          "= also "
          "parameters; ovl g/p/t = overlap grad reduce / param gather / tp comm; schedule a/b = "
          "layers on the first/"
-         "last stage. Paste a plan into --explain with `--json` (its \"fix\").\n";
+         "last stage; 80% interval = where the measured step time falls, from loom's errors on "
+         "measured steps of the plan's regime (README, Fidelity); vs best: within = that interval "
+         "overlaps the best plan's by more than half, so loom's errors cannot tell the two apart. "
+         "Paste a plan into --explain with `--json` (its \"fix\").\n";
   const CostColumns columns = CostColumnsOf(header);
   if (columns.cost) {
     out << "cost: GPU-h/Btok = GPU-hours per 10^9 tokens"
@@ -410,10 +464,11 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
   const RankedPlan& p = e.plan;
   const StepBreakdown& b = p.breakdown;
   out << "strategy: " << ConstraintText(p.strategy) << "\n";
-  out << "step " << Fixed(p.step_time_s, 3) << " s, " << HumanCount(p.tokens_per_s)
-      << " tokens/s, MFU " << Percent(p.mfu) << ", peak memory " << Gib(p.peak_memory_bytes)
-      << " of " << Gib(p.memory_limit_bytes) << " GiB usable" << (e.fits ? "" : ": DOES NOT FIT")
-      << "\n";
+  const std::optional<StepInterval> interval = PlanInterval(header, p);
+  out << "step " << Fixed(p.step_time_s, 3) << " s (80% interval " << IntervalText(interval)
+      << " s), " << HumanCount(p.tokens_per_s) << " tokens/s, MFU " << Percent(p.mfu)
+      << ", peak memory " << Gib(p.peak_memory_bytes) << " of " << Gib(p.memory_limit_bytes)
+      << " GiB usable" << (e.fits ? "" : ": DOES NOT FIT") << "\n";
   const double step = p.step_time_s > 0 ? p.step_time_s : 1;
   out << "the step: compute " << Fixed(b.compute_s, 3) << " s (" << Percent(b.compute_s / step)
       << "), bubble " << Fixed(b.bubble_s, 3) << " s (" << Percent(b.bubble_s / step)
@@ -434,9 +489,16 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
   }
   if (e.best.has_value() && e.best->score < p.score) {
     const RankedPlan& best = *e.best;
+    const std::optional<StepInterval> best_interval = PlanInterval(header, best);
+    const std::optional<bool> distinct = DistinguishableFrom(best_interval, interval);
     out << "best plan: " << ConstraintText(best.strategy) << "\n  step "
-        << Fixed(best.step_time_s, 3) << " s (" << Percent(best.step_time_s / step - 1) << "), MFU "
-        << Percent(best.mfu) << ", peak " << Gib(best.peak_memory_bytes)
+        << Fixed(best.step_time_s, 3) << " s (" << Percent(best.step_time_s / step - 1)
+        << "; 80% interval " << IntervalText(best_interval) << " s"
+        << (!distinct   ? ""
+            : *distinct ? ", apart from this strategy's"
+                        : ", overlapping this strategy's by more than half: loom's errors cannot "
+                          "tell the two apart")
+        << "), MFU " << Percent(best.mfu) << ", peak " << Gib(best.peak_memory_bytes)
         << " GiB; against this strategy: compute "
         << Fixed(best.breakdown.compute_s - b.compute_s, 3) << " s, bubble "
         << Fixed(best.breakdown.bubble_s - b.bubble_s, 3) << " s, exposed communication "
@@ -455,9 +517,10 @@ nlohmann::ordered_json PlanJson(const PlanHeader& header, const PlanReport& repo
   j["search"]["wall_s"] = wall_s;
   j["search"]["interrupted"] = InterruptedJson(report, interrupted_by);
   nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  const std::optional<StepInterval> best =
+      report.ranked.empty() ? std::nullopt : PlanInterval(header, report.ranked.front());
   for (size_t i = 0; i < report.ranked.size(); ++i) {
-    plans.push_back(
-        PlanEntry(report.ranked[i], static_cast<int64_t>(i) + 1, header.options.training));
+    plans.push_back(PlanEntry(header, report.ranked[i], static_cast<int64_t>(i) + 1, best, i == 0));
   }
   j["plans"] = plans;
   if (emitted.has_value()) {
@@ -471,13 +534,16 @@ nlohmann::ordered_json ExplanationJson(const PlanHeader& header, const Explanati
   nlohmann::ordered_json j;
   j["schema"] = "loom.explain/1";
   j["request"] = RequestJson(header);
-  j["strategy"] = PlanEntry(e.plan, e.fits ? e.better_plans + 1 : 0, header.options.training);
+  const std::optional<StepInterval> best =
+      e.best.has_value() ? PlanInterval(header, *e.best) : std::nullopt;
+  const bool is_best = !e.best.has_value() || e.better_plans == 0;
+  j["strategy"] = PlanEntry(header, e.plan, e.fits ? e.better_plans + 1 : 0, best, is_best);
   j["fits"] = e.fits;
   j["dominant"] = e.dominant;
   j["better_plans"] = e.better_plans;
   j["better_plans_is_lower_bound"] = e.more_better_plans;
   j["memory"] = MemoryJson(ExplainedMemory(e));
-  if (e.best.has_value()) j["best"] = PlanEntry(*e.best, 1, header.options.training);
+  if (e.best.has_value()) j["best"] = PlanEntry(header, *e.best, 1, best, true);
   j["search"] = SearchJson(e.search);
   return j;
 }

@@ -169,6 +169,39 @@ TEST(Plan, TableNamesTheQuestionCountsTheSearchAndRanksTopRows) {
     EXPECT_GE(rejected[i - 1].second, rejected[i].second);
 }
 
+// Each plan says where its measured step time would fall (an 80 % interval of loom's errors on
+// measured steps of its regime) and whether that interval sets it apart from the best plan's.
+TEST(Plan, PlansCarryAnIntervalAndWhetherTheBestOneIsDistinguishable) {
+  CommandResult r = PlanSmall({"--json", "--top", "6"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json plans = nlohmann::json::parse(r.out)["plans"];
+  ASSERT_GE(plans.size(), 2u);
+  const nlohmann::json& best = plans[0]["step_time_interval_s"];
+  ASSERT_TRUE(best.is_array()) << plans[0];
+  EXPECT_TRUE(plans[0]["distinguishable_from_best"].is_null());
+  for (const nlohmann::json& plan : plans) {
+    const nlohmann::json& interval = plan["step_time_interval_s"];
+    ASSERT_TRUE(interval.is_array()) << plan;
+    EXPECT_LT(interval[0].get<double>(), plan["step_time_s"].get<double>());
+    EXPECT_GT(interval[1].get<double>(), plan["step_time_s"].get<double>());
+    // H100 under Megatron-LM: measured by one source of the corpus only, so the envelope.
+    EXPECT_NE(plan["interval_basis"].get<std::string>().find("no source of the corpus measured"),
+              std::string::npos)
+        << plan["interval_basis"];
+    if (plan["rank"] == 1) continue;
+    const double overlap =
+        std::max(0.0, std::min(best[1].get<double>(), interval[1].get<double>()) -
+                          std::max(best[0].get<double>(), interval[0].get<double>()));
+    const bool distinct = overlap <= 0.5 * (best[1].get<double>() - best[0].get<double>());
+    EXPECT_EQ(plan["distinguishable_from_best"], distinct) << plan;
+  }
+  // The table shows them too.
+  CommandResult text = PlanSmall({"--top", "3"});
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_NE(text.out.find("80% interval"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("within"), std::string::npos) << text.out;
+}
+
 TEST(Plan, JsonPlansAreSortedAndTheirFixReparses) {
   CommandResult r = PlanSmall({"--fix", "pp=1", "--json", "--top", "5"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
@@ -570,7 +603,8 @@ TEST(Plan, ProgressFlagWritesProgressToANonTerminalStderr) {
   EXPECT_EQ(n[0], n[1]) << *simulating;
   const std::vector<std::vector<std::string>> rows = TableRows(r.out);
   ASSERT_FALSE(rows.empty());
-  EXPECT_NE(simulating->find("best " + rows[0][rows[0].size() - 7] + " s/step"), std::string::npos)
+  // The step time: the ninth column from the right (then the interval, vs best, tokens/s, ...).
+  EXPECT_NE(simulating->find("best " + rows[0][rows[0].size() - 9] + " s/step"), std::string::npos)
       << *simulating << "\n"
       << r.out;
 }
@@ -730,7 +764,8 @@ TEST(Plan, EmitPlanPrintsWhereItWroteAndTheMpirunCommand) {
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->step.graph.num_ranks(), 4);
   const int32_t ranks = 4 * 2 * plan->gpus.dp;  // pp x tp x dp GPUs
-  EXPECT_NE(r.out.find("plan file of plan 1:\nwrote " + path + ": 4 rank programs (4 stages x 1 "
+  EXPECT_NE(r.out.find("plan file of plan 1:\nwrote " + path +
+                       ": 4 rank programs (4 stages x 1 "
                        "replicas, tp 2 cp 1 folded), " +
                        std::to_string(plan->step.graph.num_tasks()) + " tasks, for " +
                        std::to_string(ranks) + " GPUs"),
