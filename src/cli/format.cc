@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/formatted.h"
+
 namespace loom {
 namespace {
 
@@ -54,6 +56,20 @@ nlohmann::ordered_json BreakdownJson(const StepBreakdown& b) {
           {"bubble_s", b.bubble_s},
           {"optimizer_s", b.optimizer_s},
           {"host_s", b.host_s}};
+}
+
+std::string IntervalText(const std::optional<StepInterval>& interval) {
+  if (!interval) return "-";
+  const int digits = interval->high_s < 10 ? 2 : 1;
+  return Fixed(interval->low_s, digits) + "-" + Fixed(interval->high_s, digits);
+}
+
+void AddIntervalJson(const std::optional<StepInterval>& interval, nlohmann::ordered_json& j) {
+  j["step_time_interval_s"] =
+      interval ? nlohmann::ordered_json::array({interval->low_s, interval->high_s})
+               : nlohmann::ordered_json();
+  j["interval_basis"] =
+      interval ? interval->basis : std::string("no step-time interval: the shipped fit is empty");
 }
 
 std::string JoinedList(const std::vector<std::string>& items, std::string_view separator) {

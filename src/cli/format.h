@@ -2,6 +2,7 @@
 #define LOOM_CLI_FORMAT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "sim/simulator.h"
+#include "spec/step_intervals.h"
 
 namespace loom {
 
@@ -46,6 +48,13 @@ std::string JoinedList(const std::vector<std::string>& items, std::string_view s
 // {"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "host_s"}: where a simulated step
 // went, as `loom simulate --json` and `loom plan --json` write it.
 nlohmann::ordered_json BreakdownJson(const StepBreakdown& breakdown);
+
+// A step-time interval as the tables print it: "10.52-25.09" (one decimal from 10 s up), "-"
+// without one.
+std::string IntervalText(const std::optional<StepInterval>& interval);
+
+// Adds "step_time_interval_s" ([low, high], or null) and "interval_basis" to |j|.
+void AddIntervalJson(const std::optional<StepInterval>& interval, nlohmann::ordered_json& j);
 
 }  // namespace loom
 

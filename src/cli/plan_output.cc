@@ -18,14 +18,10 @@
 namespace loom {
 namespace {
 
-// The 80 % interval of a plan's measured step time (spec/step_intervals.h): its GPU (the first
-// group's, for a mixed fleet), the framework of the search and the plan's parallelism.
+// The 80 % interval of a plan's measured step time (spec/step_intervals.h), under the search's
+// framework.
 std::optional<StepInterval> PlanInterval(const PlanHeader& h, const RankedPlan& p) {
-  const std::optional<FrameworkProfile>& framework = h.options.simulation.framework;
-  return IntervalFor(
-      ShippedStepIntervals(),
-      StepRegimeKeys(h.cluster.gpu.name, framework ? framework->name : "none", p.strategy),
-      p.step_time_s);
+  return ShippedStepInterval(h.cluster, h.options.simulation.framework, p.strategy, p.step_time_s);
 }
 
 // Whether |plan|'s interval overlaps |best|'s by at most half of |best|'s width: loom's errors
@@ -37,16 +33,6 @@ std::optional<bool> DistinguishableFrom(const std::optional<StepInterval>& best,
       std::max(0.0, std::min(best->high_s, plan->high_s) - std::max(best->low_s, plan->low_s));
   return overlap <= 0.5 * (best->high_s - best->low_s);
 }
-
-std::string IntervalText(const std::optional<StepInterval>& interval) {
-  if (!interval) return "-";
-  const int digits = interval->high_s < 10 ? 2 : 1;
-  return Fixed(interval->low_s, digits) + "-" + Fixed(interval->high_s, digits);
-}
-
-}  // namespace
-
-namespace {
 
 std::string Gib(int64_t bytes) {
   return Fixed(static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30), 1);
@@ -262,11 +248,7 @@ nlohmann::ordered_json PlanEntry(const PlanHeader& h, const RankedPlan& p, int64
   j["strategy"] = StrategyJson(p.strategy);
   j["score"] = p.score;
   j["step_time_s"] = p.step_time_s;
-  j["step_time_interval_s"] =
-      interval ? nlohmann::ordered_json::array({interval->low_s, interval->high_s})
-               : nlohmann::ordered_json();
-  j["interval_basis"] =
-      interval ? interval->basis : std::string("no step-time interval: the shipped fit is empty");
+  AddIntervalJson(interval, j);
   const std::optional<bool> distinct = is_best ? std::nullopt : DistinguishableFrom(best, interval);
   j["distinguishable_from_best"] =
       distinct ? nlohmann::ordered_json(*distinct) : nlohmann::ordered_json();

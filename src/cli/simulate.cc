@@ -82,11 +82,7 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r,
   j["framework"] =
       framework ? nlohmann::ordered_json(framework->name) : nlohmann::ordered_json("none");
   j["step_time_s"] = r.step_time_s;
-  j["step_time_interval_s"] =
-      interval ? nlohmann::ordered_json::array({interval->low_s, interval->high_s})
-               : nlohmann::ordered_json();
-  j["interval_basis"] =
-      interval ? interval->basis : std::string("no step-time interval: the shipped fit is empty");
+  AddIntervalJson(interval, j);
   j["tokens_per_s"] = r.tokens_per_s;
   j["model_tflops_per_gpu"] = r.model_tflops_per_gpu;
   j["mfu"] = r.mfu;
@@ -126,8 +122,7 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
   out << std::fixed << std::setprecision(3);
   row("step time") << r.step_time_s << " s";
   if (interval) {
-    out << " (" << std::setprecision(interval->high_s < 10 ? 2 : 1) << interval->low_s << "-"
-        << interval->high_s << std::setprecision(3) << ", 80 % interval of measured steps)\n";
+    out << " (" << IntervalText(interval) << ", 80 % interval of measured steps)\n";
     row("  interval basis") << interval->basis << "\n";
   } else {
     out << "\n";
@@ -450,9 +445,7 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   LOOM_ASSIGN_OR_RETURN(const WhatIfs what_ifs, RunWhatIfs(options, cluster, strategy, result));
   // How sure: the regime's spread of measured against predicted steps (spec/step_intervals.h).
   const std::optional<StepInterval> interval =
-      IntervalFor(ShippedStepIntervals(),
-                  StepRegimeKeys(cluster.gpu.name, framework ? framework->name : "none", strategy),
-                  result.step_time_s);
+      ShippedStepInterval(cluster, framework, strategy, result.step_time_s);
   if (options.json) {
     nlohmann::ordered_json body = ResultJson(result, framework, fits, interval);
     if (goodput) body["goodput"] = GoodputJson(*goodput, result.tokens_per_s, cluster);

@@ -49,6 +49,10 @@ std::array<std::string, 4> StepRegimeKeys(const std::string& gpu, const std::str
   return {gpu + " / " + framework + " / " + parallelism, gpu + " / " + framework, gpu, "outside"};
 }
 
+std::string RegimeFramework(const std::optional<FrameworkProfile>& framework) {
+  return framework ? framework->name : "none";
+}
+
 double WeightedQuantile(std::vector<std::pair<double, double>> values_and_weights, double q) {
   std::sort(values_and_weights.begin(), values_and_weights.end());
   double total = 0;
@@ -215,6 +219,14 @@ const StepIntervalTable& ShippedStepIntervals() {
     return new StepIntervalTable(t.ok() ? *t : StepIntervalTable{});
   }();
   return *table;
+}
+
+std::optional<StepInterval> ShippedStepInterval(const ClusterSpec& cluster,
+                                                const std::optional<FrameworkProfile>& framework,
+                                                const Strategy& strategy, double predicted_s) {
+  return IntervalFor(ShippedStepIntervals(),
+                     StepRegimeKeys(cluster.gpu.name, RegimeFramework(framework), strategy),
+                     predicted_s);
 }
 
 }  // namespace loom

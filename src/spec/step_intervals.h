@@ -20,6 +20,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
+#include "spec/cluster.h"
+#include "spec/framework.h"
 #include "spec/strategy.h"
 
 namespace loom {
@@ -37,6 +39,9 @@ inline constexpr std::array<const char*, 4> kStepRegimeLevels = {"gpu_framework_
 // |framework|: the host thread's framework name, "none" without one.
 std::array<std::string, 4> StepRegimeKeys(const std::string& gpu, const std::string& framework,
                                           const Strategy& strategy);
+
+// The framework as the regime keys name it: its name, "none" without a host thread.
+std::string RegimeFramework(const std::optional<FrameworkProfile>& framework);
 
 struct StepIntervalRegime {
   int level = 0;  // index into kStepRegimeLevels
@@ -88,6 +93,12 @@ nlohmann::ordered_json StepIntervalsJson(const StepIntervalTable& table);
 
 // hardware/intervals/step-time.json as compiled into loom. REQUIRES: it parses (a test checks).
 const StepIntervalTable& ShippedStepIntervals();
+
+// The shipped interval of a step of |strategy| predicted at |predicted_s| on |cluster|'s GPU (the
+// first group's, for a mixed fleet) under |framework|'s host thread.
+std::optional<StepInterval> ShippedStepInterval(const ClusterSpec& cluster,
+                                                const std::optional<FrameworkProfile>& framework,
+                                                const Strategy& strategy, double predicted_s);
 
 }  // namespace loom
 

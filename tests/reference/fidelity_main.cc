@@ -258,15 +258,11 @@ std::string ReportPage(const std::vector<FidelityTable>& tables) {
                     views);
 }
 
-// The residuals of the corpus tables among |tables|.
+// The residuals of the corpus tables among |tables| (CorpusResiduals reads only those).
 Result<std::vector<Residual>> Residuals(const std::vector<FidelityTable>& tables) {
   Result<Corpus> corpus = LoadStepTimeCorpus(SourceTreePaths(LOOM_SOURCE_DIR));
   if (!corpus.ok()) return corpus.status();
-  std::vector<FidelityTable> corpus_tables;
-  for (const FidelityTable& t : tables) {
-    if (t.source_file.rfind("steptime/", 0) == 0) corpus_tables.push_back(t);
-  }
-  return CorpusResiduals(*corpus, corpus_tables);
+  return CorpusResiduals(*corpus, tables);
 }
 
 void PrintCoverage(const std::vector<SourceCoverage>& coverage, std::ostream& out) {
@@ -380,8 +376,7 @@ int Run(int argc, char** argv) {
     PrintCsv(*tables, std::cout);
     return 0;
   }
-  const std::vector<SourceCoverage> coverage_rows = LeaveOneSourceOutCoverage(*residuals);
-  const std::vector<SourceCoverage>* coverage = &coverage_rows;
+  const std::vector<SourceCoverage> coverage = LeaveOneSourceOutCoverage(*residuals);
   if (json) {
     nlohmann::ordered_json report;
     report["schema"] = "loom.fidelity/3";
@@ -394,13 +389,13 @@ int Run(int argc, char** argv) {
                          {"input_files", nlohmann::ordered_json::array()}};
     report["tables"] = nlohmann::ordered_json::array();
     for (const FidelityTable& t : *tables) report["tables"].push_back(TableJson(t));
-    report["interval_coverage"] = CoverageJson(*coverage);
+    report["interval_coverage"] = CoverageJson(coverage);
     std::cout << report.dump(2) << "\n";
     return 0;
   }
   int number = 0;
   for (const FidelityTable& t : *tables) PrintTable(t, ++number, std::cout);
-  PrintCoverage(*coverage, std::cout);
+  PrintCoverage(coverage, std::cout);
   return 0;
 }
 

@@ -39,13 +39,6 @@ double SumMs(const std::vector<Op>& ops, const ComputeModel& compute, const Comm
   return total.ToSeconds() * 1e3;
 }
 
-Result<SimulationResult> SimulateCase(const StepCase& c) {
-  SimulationOptions options;
-  options.kernels = c.kernels;
-  options.framework = c.framework;
-  return SimulateTrainingStep(c.model, c.cluster, c.strategy, options);
-}
-
 void AddLayerSetting(const LayerCases& cases, const LayerSetting& setting, FidelityTable& table) {
   const std::string forward_name = setting.name + " forward";
   const std::string backward_name = setting.name + " backward";
@@ -70,6 +63,13 @@ void AddLayerSetting(const LayerCases& cases, const LayerSetting& setting, Fidel
 }
 
 }  // namespace
+
+Result<SimulationResult> SimulateCase(const StepCase& c) {
+  SimulationOptions options;
+  options.kernels = c.kernels;
+  options.framework = c.framework;
+  return SimulateTrainingStep(c.model, c.cluster, c.strategy, options);
+}
 
 int64_t FidelityTable::Failed() const {
   return std::count_if(rows.begin(), rows.end(), [](const FidelityRow& r) { return !r.ok(); });

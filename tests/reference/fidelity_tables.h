@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "reference/fidelity_cases.h"
+#include "sim/simulator.h"
 
 namespace loom {
 
@@ -90,6 +91,9 @@ struct FidelityTable {
   // Largest |ErrorPct()| over the rows that were predicted; 0 when none was.
   double MaxAbsErrorPct() const;
 };
+
+// The case's step as SimulateTrainingStep simulates it, with its kernels and framework.
+Result<SimulationResult> SimulateCase(const StepCase& c);
 
 // Korthikanti et al. 2022, Table 5: simulated step time (SimulateTrainingStep with each case's
 // kernels) against measured seconds per iteration.

@@ -62,19 +62,19 @@ std::string StrategyName(const Strategy& s) {
   return name;
 }
 
+void Refuse(Corpus& corpus, const std::string& source, const std::string& row,
+            const std::string& reason) {
+  corpus.refused.push_back({source, row, reason});
+}
+
 // Adds the case, or a refusal when loom's rules refuse its strategy.
 void Add(Corpus& corpus, const std::string& source, const std::string& job, StepCase step) {
   Status valid = ValidateStrategy(step.strategy, step.model, step.cluster);
   if (!valid.ok()) {
-    corpus.refused.push_back({source, step.name, valid.message()});
+    Refuse(corpus, source, step.name, valid.message());
     return;
   }
   corpus.cases.push_back({std::move(step), source, job});
-}
-
-void Refuse(Corpus& corpus, const std::string& source, const std::string& row,
-            const std::string& reason) {
-  corpus.refused.push_back({source, row, reason});
 }
 
 // vTrain's ground truth (MAPPING.md, "vTrain"): Megatron-DeepSpeed, fp16, full recompute, 1F1B, the
@@ -203,23 +203,35 @@ Status LoadNarayananTable2(const ReferencePaths& paths, const Inputs& in, Corpus
 struct ZbModel {
   std::string name;
   int64_t layers, heads, hidden;
+  ModelSpec spec;
 };
 constexpr int64_t kZbVocab = 32000;
 constexpr int64_t kZbSeq = 1024;
 
-Result<ZbModel> FindZbModel(const std::vector<ZbModel>& models, const std::string& name,
-                            const std::string& file) {
+// The model of |name|, or nullptr.
+const ZbModel* FindZbModel(const std::vector<ZbModel>& models, const std::string& name) {
   for (const ZbModel& m : models) {
-    if (m.name == name) return m;
+    if (m.name == name) return &m;
   }
-  return Status::InvalidArgument(file + ": model " + name +
-                                 " has no row in qi2024_zero_bubble_table3_5.csv");
+  return nullptr;
 }
 
-StepCase ZbStep(const ZbModel& zb, const ModelSpec& model, const ClusterSpec& cluster,
-                const FrameworkProfile& framework, int64_t gpus, int64_t mb, int64_t micro_batches,
-                ScheduleKind schedule, int64_t vpp, double samples_per_gpu_s,
-                const std::string& schedule_name) {
+// A row's job: the model and its pipeline of micro-batches, what the schedules are compared on.
+std::string ZbJob(const ZbModel& zb, int64_t gpus, int64_t mb, int64_t micro_batches) {
+  return zb.name + ", " + std::to_string(gpus) + " GPUs, " + std::to_string(micro_batches) + " x " +
+         std::to_string(mb);
+}
+
+// A row's case name: the model, the pipeline and the schedule.
+std::string ZbName(const ZbModel& zb, int64_t gpus, int64_t mb, int64_t micro_batches,
+                   const std::string& schedule_name) {
+  return zb.name + ", " + std::to_string(gpus) + " GPUs, " + std::to_string(micro_batches) +
+         " micro-batches of " + std::to_string(mb) + ": " + schedule_name;
+}
+
+StepCase ZbStep(const ZbModel& zb, const ClusterSpec& cluster, const FrameworkProfile& framework,
+                int64_t gpus, int64_t mb, int64_t micro_batches, ScheduleKind schedule, int64_t vpp,
+                double samples_per_gpu_s, const std::string& schedule_name) {
   Strategy s;
   s.pp = gpus;
   s.micro_batch = mb;
@@ -237,10 +249,13 @@ StepCase ZbStep(const ZbModel& zb, const ModelSpec& model, const ClusterSpec& cl
   kernels.dropout = true;
   const double seconds =
       static_cast<double>(s.global_batch) / (samples_per_gpu_s * static_cast<double>(gpus));
-  const std::string name = zb.name + ", " + std::to_string(gpus) + " GPUs, " +
-                           std::to_string(micro_batches) + " micro-batches of " +
-                           std::to_string(mb) + ": " + schedule_name;
-  return StepCase{name, model, WithGpus(cluster, gpus), s, kernels, seconds, framework};
+  return StepCase{ZbName(zb, gpus, mb, micro_batches, schedule_name),
+                  zb.spec,
+                  WithGpus(cluster, gpus),
+                  s,
+                  kernels,
+                  seconds,
+                  framework};
 }
 
 Status LoadZeroBubble(const ReferencePaths& paths, const Inputs& in, Corpus& corpus) {
@@ -248,38 +263,33 @@ Status LoadZeroBubble(const ReferencePaths& paths, const Inputs& in, Corpus& cor
   Result<CsvTable> t3 = ReadReferenceCsv(Dir(paths) + "/" + source3);
   if (!t3.ok()) return t3.status();
   std::vector<ZbModel> models;
-  std::vector<ModelSpec> specs;
   for (size_t i = 0; i < t3->rows.size(); ++i) {
     RowReader r(*t3, i);
-    ZbModel zb{r.Text("model"), r.Int("layers"), r.Int("heads"), r.Int("hidden")};
+    const std::string name = r.Text("model");
+    const int64_t layers = r.Int("layers"), heads = r.Int("heads"), hidden = r.Int("hidden");
     const int64_t gpus = r.Int("gpus"), mb = r.Int("micro_batch"), n = r.Int("num_microbatches");
     const double zb2p = r.Number("zb2p"), zb1p = r.Number("zb1p"), f1b = r.Number("1f1b");
     const double interleaved = r.Number("1f1b_interleaved");
     LOOM_RETURN_IF_ERROR(r.Finish());
-    Result<ModelSpec> model =
-        LegacyGpt({zb.heads, zb.hidden, zb.layers, kZbVocab, kZbSeq, 4, /*tied=*/false},
-                  source3 + " (" + zb.name + ")");
-    if (!model.ok()) return model.status();
-    bool known = false;
-    for (const ZbModel& m : models) known = known || m.name == zb.name;
-    if (!known) {
-      models.push_back(zb);
-      specs.push_back(*model);
+    if (FindZbModel(models, name) == nullptr) {
+      Result<ModelSpec> spec =
+          LegacyGpt({heads, hidden, layers, kZbVocab, kZbSeq, 4, /*tied=*/false},
+                    source3 + " (" + name + ")");
+      if (!spec.ok()) return spec.status();
+      models.push_back({name, layers, heads, hidden, *spec});
     }
-    const std::string job = zb.name + ", " + std::to_string(gpus) + " GPUs, " + std::to_string(n) +
-                            " x " + std::to_string(mb);
+    const ZbModel& zb = *FindZbModel(models, name);
+    const std::string job = ZbJob(zb, gpus, mb, n);
     auto add = [&](ScheduleKind kind, int64_t vpp, double rate, const char* label) {
       Add(corpus, source3, job,
-          ZbStep(zb, *model, in.selene, in.megatron, gpus, mb, n, kind, vpp, rate, label));
+          ZbStep(zb, in.selene, in.megatron, gpus, mb, n, kind, vpp, rate, label));
     };
     add(ScheduleKind::k1F1B, 1, f1b, "1f1b");
     add(ScheduleKind::kZbH1, 1, zb1p, "zb-h1");
     // --num-layers-per-virtual-pipeline-stage 1 (the repository's INTERLEAVED_1F1B option).
     add(ScheduleKind::kInterleaved, (zb.layers + 2) / gpus, interleaved, "interleaved");
     Refuse(corpus, source3,
-           zb.name + ", " + std::to_string(gpus) + " GPUs, " + std::to_string(n) +
-               " micro-batches of " + std::to_string(mb) + ": zb-h2 (" + std::to_string(zb2p) +
-               " samples/GPU/s)",
+           ZbName(zb, gpus, mb, n, "zb-h2") + " (" + std::to_string(zb2p) + " samples/GPU/s)",
            "loom has no ZB-H2 schedule (its zero-bubble schedules are zb-h1 and zb-v)");
   }
   const std::string source6 = "qi2024_zero_bubble_table6_zbv.csv";
@@ -291,19 +301,15 @@ Status LoadZeroBubble(const ReferencePaths& paths, const Inputs& in, Corpus& cor
     const int64_t gpus = r.Int("gpus"), mb = r.Int("micro_batch"), n = r.Int("num_microbatches");
     const double zbv = r.Number("zbv"), f1b = r.Number("1f1b");
     LOOM_RETURN_IF_ERROR(r.Finish());
-    Result<ZbModel> zb = FindZbModel(models, name, t6->file);
-    if (!zb.ok()) return zb.status();
-    size_t k = 0;
-    while (models[k].name != name) ++k;
-    const ModelSpec& model = specs[k];
-    const std::string job = name + ", " + std::to_string(gpus) + " GPUs, " + std::to_string(n) +
-                            " x " + std::to_string(mb);
+    const ZbModel* zb = FindZbModel(models, name);
+    if (zb == nullptr) {
+      return Status::InvalidArgument(t6->file + ": model " + name + " has no row in " + source3);
+    }
+    const std::string job = ZbJob(*zb, gpus, mb, n);
     Add(corpus, source6, job,
-        ZbStep(*zb, model, in.selene, in.megatron, gpus, mb, n, ScheduleKind::k1F1B, 1, f1b,
-               "1f1b"));
+        ZbStep(*zb, in.selene, in.megatron, gpus, mb, n, ScheduleKind::k1F1B, 1, f1b, "1f1b"));
     Add(corpus, source6, job,
-        ZbStep(*zb, model, in.selene, in.megatron, gpus, mb, n, ScheduleKind::kZbV, 2, zbv,
-               "zb-v"));
+        ZbStep(*zb, in.selene, in.megatron, gpus, mb, n, ScheduleKind::kZbV, 2, zbv, "zb-v"));
   }
   return Status::Ok();
 }

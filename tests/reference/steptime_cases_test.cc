@@ -179,9 +179,10 @@ TEST(FidelityReport, ShippedIntervalsAreTheFitOfTheCorpus) {
   ASSERT_TRUE(in.good()) << path;
   const nlohmann::json shipped = nlohmann::json::parse(in, nullptr, false);
   const nlohmann::json fitted = nlohmann::json::parse(StepIntervalsJson(fit).dump());
-  EXPECT_EQ(shipped, fitted) << path
-                             << " is not the fit of the corpus as loom predicts it now; run "
-                                "tools/fidelity --write-intervals hardware/intervals/step-time.json";
+  EXPECT_EQ(shipped, fitted)
+      << path
+      << " is not the fit of the corpus as loom predicts it now; run "
+         "tools/fidelity --write-intervals hardware/intervals/step-time.json";
 }
 
 TEST(StepTimeIntervals, WeightedQuantileReachesItsShareOfTheWeight) {

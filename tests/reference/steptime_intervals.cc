@@ -19,7 +19,7 @@ std::vector<RegimeResidual> ForFit(const std::vector<Residual>& residuals,
 }  // namespace
 
 std::array<std::string, 4> RegimeKeys(const CorpusCase& c) {
-  return StepRegimeKeys(c.step.cluster.gpu.name, c.step.framework ? c.step.framework->name : "none",
+  return StepRegimeKeys(c.step.cluster.gpu.name, RegimeFramework(c.step.framework),
                         c.step.strategy);
 }
 

@@ -41,8 +41,8 @@ struct SourceCoverage {
   }
 };
 
-// Residuals of the corpus tables' predicted rows (|tables| from PredictCorpus, whose rows follow
-// |corpus.cases| per source, refused rows last).
+// Residuals of the corpus tables' predicted rows (the tables of PredictCorpus among |tables|, whose
+// rows follow |corpus.cases| per source, refused rows last; other tables are left alone).
 std::vector<Residual> CorpusResiduals(const Corpus& corpus,
                                       const std::vector<FidelityTable>& tables);
 

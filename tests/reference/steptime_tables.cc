@@ -1,11 +1,10 @@
 #include "reference/steptime_tables.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <utility>
 
-#include "sim/simulator.h"
+#include "spec/step_intervals.h"
 
 namespace loom {
 
@@ -72,7 +71,7 @@ std::vector<std::pair<std::string, std::string>> Features(const CorpusCase& c) {
   return {{"job", c.job},
           {"gpu", c.step.cluster.gpu.name},
           {"cluster", c.step.cluster.name},
-          {"framework", c.step.framework ? c.step.framework->name : "none"},
+          {"framework", RegimeFramework(c.step.framework)},
           {"gpus", n(s.WorldSize())},
           {"tp", n(s.tp)},
           {"pp", n(s.pp)},
@@ -99,21 +98,15 @@ std::string TableName(const std::string& source) {
 std::vector<FidelityTable> PredictCorpus(const Corpus& corpus) {
   std::vector<FidelityTable> tables;
   for (const char* source : kCorpusSources) {
-    struct {
-      FidelityTable table;
-      std::vector<std::string> jobs;
-    } t;
-    t.table.name = TableName(source);
-    t.table.title = Title(source);
-    t.table.unit = "s";
-    t.table.source_file = std::string("steptime/") + source;
+    FidelityTable table;
+    std::vector<std::string> jobs;  // per row, for the ordering
+    table.name = TableName(source);
+    table.title = Title(source);
+    table.unit = "s";
+    table.source_file = std::string("steptime/") + source;
     for (const CorpusCase& c : corpus.cases) {
       if (c.source != source) continue;
-      SimulationOptions options;
-      options.kernels = c.step.kernels;
-      options.framework = c.step.framework;
-      Result<SimulationResult> r =
-          SimulateTrainingStep(c.step.model, c.step.cluster, c.step.strategy, options);
+      Result<SimulationResult> r = SimulateCase(c.step);
       FidelityRow row{c.step.name, 0, c.step.measured, ""};
       row.features = Features(c);
       if (r.ok()) {
@@ -122,17 +115,17 @@ std::vector<FidelityTable> PredictCorpus(const Corpus& corpus) {
       } else {
         row.error = r.status().message();
       }
-      t.table.rows.push_back(std::move(row));
-      t.jobs.push_back(c.job);
+      table.rows.push_back(std::move(row));
+      jobs.push_back(c.job);
     }
     for (const RefusedRow& refused : corpus.refused) {
       if (refused.source != source) continue;
-      t.table.rows.push_back({refused.row, 0, 0, "not expressed: " + refused.reason});
-      t.jobs.push_back("");
+      table.rows.push_back({refused.row, 0, 0, "not expressed: " + refused.reason});
+      jobs.push_back("");
     }
-    t.table.has_ordering = true;
-    t.table.ordering = OrderingOf(t.table, t.jobs);
-    tables.push_back(std::move(t.table));
+    table.has_ordering = true;
+    table.ordering = OrderingOf(table, jobs);
+    tables.push_back(std::move(table));
   }
   return tables;
 }
