@@ -25,6 +25,7 @@
 #include "cli/plan_progress.h"
 #include "cli/validators.h"
 #include "core/file_io.h"
+#include "core/formatted.h"
 #include "core/interrupt.h"
 #include "plan/deepspeed_config.h"
 #include "plan/explain.h"
@@ -53,6 +54,8 @@ struct PlanCommandOptions {
   std::string out;     // --emit plan's file; none: the plan file goes to stdout
   std::string report;  // --report: the HTML report of the search
   bool out_given = false, pick_given = false;  // whether --out and --pick are on the command line
+  double risk = 0.5;        // --risk: the quantile of the step time plans are ranked by
+  bool risk_given = false;  // whether --risk is on the command line
   bool megatron_version_given = false;
   int64_t pick = 1;
   std::string attention = "fused";
@@ -279,6 +282,13 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
         ": names the Megatron-LM release that --emit megatron writes for; add --emit "
         "megatron, or drop --megatron-version");
   }
+  if (o.risk_given && o.objective == "memory-headroom") {
+    return Status::InvalidArgument(
+        "--risk " + Fixed(o.risk, 2) +
+        ": ranks by a quantile of the step time, and --objective memory-headroom ranks by the "
+        "peak memory; drop --risk, or rank by --objective time, cost or goodput");
+  }
+  LOOM_RETURN_IF_ERROR(CheckStepQuantile(o.risk, "--risk"));
   if (o.pick_given && o.emit.empty()) {
     return Status::InvalidArgument(
         "--pick " + std::to_string(o.pick) +
@@ -306,6 +316,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   PlanOptions options;
   options.top_k = o.top;
   options.objective = *kObjectiveNames.Parse(o.objective);
+  options.risk = o.risk;
   options.max_step_time_s = o.max_step_time;
   options.distinct = o.distinct;
   options.training.tokens = o.tokens;
@@ -477,6 +488,15 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "--min-gpus or --max-gpus (loom never widens the question on its own)")
       ->check(CLI::IsMember(kObjectiveNames.Names()))
       ->capture_default_str();
+  CLI::Option* risk = cmd->add_option(
+      "--risk", o->risk,
+      "Rank by this quantile of the step time a plan would measure: loom's prediction as the "
+      "median, spread as loom's errors on the measured steps of the corpus spread in the plan's "
+      "regime (GPU, framework, the parallelism in play; README, Fidelity). 0.5 ranks by loom's "
+      "prediction; 0.9 by the bad case, for a cautious user: a plan whose regime loom predicts "
+      "less surely falls behind. Within 0.05 and 0.95; the time, cost and goodput objectives "
+      "take it");
+  risk->capture_default_str();
   cmd->add_option("--restart-s", o->restart_s, kRestartHelp)->check(NonNegative());
   cmd->add_option("--min-gpus", o->min_gpus,
                   "Also search --gpus / 2, / 4, ... down to no fewer than this many GPUs (whole "
@@ -581,9 +601,10 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       "were bounded and candidates simulated), emits nothing and exits with status 130 (SIGINT) or "
       "143 (SIGTERM).\n"
       "A second signal ends it at once.");
-  cmd->callback([o, cmd, out, pick, megatron_version, &runner] {
+  cmd->callback([o, cmd, out, pick, risk, megatron_version, &runner] {
     o->request = CommandRequest(*cmd);
     o->out_given = out->count() > 0;
+    o->risk_given = risk->count() > 0;
     o->pick_given = pick->count() > 0;
     o->megatron_version_given = megatron_version->count() > 0;
     runner = [o](std::ostream& out, std::ostream& err) { return Run(*o, out, err); };

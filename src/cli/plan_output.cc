@@ -130,12 +130,27 @@ void PrintTerms(const PlanHeader& h, std::ostream& out) {
   out << "\n";
 }
 
+// Whether the plans are ranked by a step time other than loom's prediction (--risk, not 0.5).
+bool RiskRanked(const PlanHeader& h) {
+  return h.options.objective != Objective::kMemoryHeadroom &&
+         std::abs(h.options.risk - 0.5) > 1e-12;
+}
+
+// The ranked quantile as a percentile: "p90", "p87.5".
+std::string RiskName(double risk) {
+  const double percent = 100 * risk;
+  const bool whole = std::abs(percent - std::round(percent)) < 1e-9;
+  return "p" + Fixed(percent, whole ? 0 : 1);
+}
+
 void PrintHeader(const PlanHeader& h, std::ostream& out) {
   const SearchRequest& r = h.request;
   out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << GpuNames(h.cluster) << " ("
       << h.cluster.name << "), global batch " << r.global_batch << " x " << r.seq_len << " tokens, "
       << kDtypeNames.Name(r.dtype) << ", " << kOptimizerNames.Name(r.optimizer) << ", objective "
-      << kObjectiveNames.Name(h.options.objective) << ", host "
+      << kObjectiveNames.Name(h.options.objective)
+      << (RiskRanked(h) ? " at the " + RiskName(h.options.risk) + " step time" : std::string())
+      << ", host "
       << (h.options.simulation.framework ? h.options.simulation.framework->name
                                          : std::string("none (always fed)"))
       << "\n";
@@ -167,7 +182,11 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
       << "vpp" << std::setw(4) << "mbs"
       << "  " << std::left << std::setw(17) << "schedule" << std::setw(13) << "recompute"
       << std::setw(7) << "zero" << std::setw(4) << "sp" << std::setw(5) << "ovl" << std::right
-      << std::setw(9) << "step s" << std::setw(13) << "80% interval" << std::setw(9) << "vs best"
+      << std::setw(9) << "step s" << std::setw(13) << "80% interval";
+  // At --risk 0.5 the ranked step time is the prediction: no column of its own.
+  const bool risk = RiskRanked(h);
+  if (risk) out << std::setw(9) << RiskName(h.options.risk) + " s";
+  out << std::setw(9) << "vs best"
       << std::setw(10) << "tokens/s" << std::setw(7) << "MFU" << std::setw(14) << "memory GiB"
       << std::setw(8) << "bubble" << std::setw(10) << "exp.comm";
   const bool goodput = h.options.objective == Objective::kGoodput;
@@ -194,8 +213,9 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
         << std::setw(4) << s.vpp << std::setw(4) << s.micro_batch << "  " << std::left
         << std::setw(17) << schedule << std::setw(13) << Recomputation(s) << std::setw(7) << Zero(s)
         << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right << std::setw(9)
-        << Fixed(p.step_time_s, 3) << std::setw(13) << IntervalText(interval) << std::setw(9)
-        << versus << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7) << Percent(p.mfu)
+        << Fixed(p.step_time_s, 3) << std::setw(13) << IntervalText(interval);
+    if (risk) out << std::setw(9) << Fixed(p.risk_step_time_s, 3);
+    out << std::setw(9) << versus << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7) << Percent(p.mfu)
         << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
         << std::setw(8) << Percent(p.bubble_fraction) << std::setw(10)
         << Percent(p.exposed_comm_fraction);
@@ -249,6 +269,7 @@ nlohmann::ordered_json PlanEntry(const PlanHeader& h, const RankedPlan& p, int64
   j["score"] = p.score;
   j["step_time_s"] = p.step_time_s;
   AddIntervalJson(interval, j);
+  j["risk_step_time_s"] = p.risk_step_time_s;
   const std::optional<bool> distinct = is_best ? std::nullopt : DistinguishableFrom(best, interval);
   j["distinguishable_from_best"] =
       distinct ? nlohmann::ordered_json(*distinct) : nlohmann::ordered_json();
@@ -302,6 +323,7 @@ nlohmann::ordered_json RequestJson(const PlanHeader& h) {
           {"dtype", kDtypeNames.Name(r.dtype)},
           {"optimizer", kOptimizerNames.Name(r.optimizer)},
           {"objective", kObjectiveNames.Name(h.options.objective)},
+          {"risk", h.options.risk},
           {"framework", h.options.simulation.framework ? h.options.simulation.framework->name
                                                        : std::string("none")},
           {"top", h.options.top_k},
@@ -388,7 +410,13 @@ void PrintPlan(const PlanHeader& header, const PlanReport& report, double wall_s
          "parameters; ovl g/p/t = overlap grad reduce / param gather / tp comm; schedule a/b = "
          "layers on the first/"
          "last stage; 80% interval = where the measured step time falls, from loom's errors on "
-         "measured steps of the plan's regime (README, Fidelity); vs best: within = that interval "
+         "measured steps of the plan's regime (README, Fidelity); "
+      << (RiskRanked(header)
+              ? RiskName(header.options.risk) +
+                    " s = the step time at that quantile (--risk), loom's prediction as the median "
+                    "and spread as its errors in the regime, what the plans are ranked by; "
+              : std::string())
+      << "vs best: within = that interval "
          "overlaps the best plan's by more than half, so loom's errors cannot tell the two apart. "
          "Paste a plan into --explain with `--json` (its \"fix\").\n";
   const CostColumns columns = CostColumnsOf(header);

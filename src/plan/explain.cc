@@ -87,7 +87,7 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
     LOOM_ASSIGN_OR_RETURN(goodput, ObjectiveGoodput(options.objective, cluster, count.total, s));
   }
   Explanation e;
-  e.plan = RankPlan(-1, s, result, options.objective, goodput);
+  e.plan = RankPlan(-1, s, result, options.objective, goodput, RiskFactor(cluster, options, s));
   e.fits = result.fits_in_memory;
   e.dominant = e.fits ? Dominant(result.breakdown) : "memory";
   e.memory_by_stage = result.memory_by_stage;

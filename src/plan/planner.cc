@@ -1,6 +1,7 @@
 #include "plan/planner.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -161,7 +162,23 @@ struct Search {
   // stage to its own GPU's memory.
   int64_t limit_bytes;
   int64_t params;  // the model's parameters, which a checkpoint holds (goodput objective)
+  // RiskFactor of each StepParallelismRegime: the GPU and framework are the search's.
+  std::array<double, kStepParallelismRegimes> risk_factors;
+
+  double RiskOf(const Strategy& s) const {
+    return risk_factors[static_cast<size_t>(StepParallelismRegime(s))];
+  }
 };
+
+std::array<double, kStepParallelismRegimes> RiskFactors(const ClusterSpec& cluster,
+                                                        const PlanOptions& options) {
+  std::array<double, kStepParallelismRegimes> factors = {};
+  for (int p = 0; p < kStepParallelismRegimes; ++p) {
+    factors[static_cast<size_t>(p)] =
+        ShippedRiskFactor(cluster, options.simulation.framework, p, options.risk);
+  }
+  return factors;
+}
 
 // Stages on GPUs of different speeds (node groups) take the layers in proportion to their speed
 // (BalancedPipelineLayout) rather than an even split, which would leave the faster GPUs waiting on
@@ -235,8 +252,8 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
     Count(tallies, "--objective", i, goodput.status().message());
     return Bounded::kRuleRejected;
   }
-  *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds(), b.peak_memory_bytes,
-                          search.limit_bytes, *goodput);
+  *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds() * search.RiskOf(s),
+                          b.peak_memory_bytes, search.limit_bytes, *goodput);
   return Bounded::kCandidate;
 }
 
@@ -348,7 +365,7 @@ bool SimulateOne(const Search& search, const Survivor& c, Tallies& tallies, Lead
     Count(tallies, "--objective", c.index, goodput.status().message());
     return true;
   }
-  board.Offer(RankPlan(c.index, s, *r, options.objective, *goodput));
+  board.Offer(RankPlan(c.index, s, *r, options.objective, *goodput, search.RiskOf(s)));
   return true;
 }
 
@@ -442,14 +459,20 @@ Result<std::optional<double>> ObjectiveGoodput(Objective objective, const Cluste
   return estimate.goodput;
 }
 
+double RiskFactor(const ClusterSpec& cluster, const PlanOptions& options, const Strategy& s) {
+  return ShippedRiskFactor(cluster, options.simulation.framework, StepParallelismRegime(s),
+                               options.risk);
+}
+
 RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r,
-                    Objective objective, std::optional<double> goodput) {
+                    Objective objective, std::optional<double> goodput, double risk_factor) {
   RankedPlan p;
   p.index = index;
   p.strategy = s;
-  p.score = PlanScore(objective, s, r, goodput);
+  p.score = PlanScore(objective, s, r, goodput, risk_factor);
   p.goodput = goodput;
   p.step_time_s = r.step_time_s;
+  p.risk_step_time_s = r.step_time_s * risk_factor;
   p.tokens_per_s = r.tokens_per_s;
   p.mfu = r.mfu;
   p.bubble_fraction = r.bubble_fraction;
@@ -470,9 +493,9 @@ std::optional<double> RemainingSeconds(const PlanProgress& p) {
 }
 
 double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result,
-                 std::optional<double> goodput) {
-  return PlanScoreBound(objective, strategy, result.step_time_s, result.peak_memory_bytes,
-                        result.memory_limit_bytes, goodput);
+                 std::optional<double> goodput, double risk_factor) {
+  return PlanScoreBound(objective, strategy, result.step_time_s * risk_factor,
+                        result.peak_memory_bytes, result.memory_limit_bytes, goodput);
 }
 
 double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s,
@@ -494,6 +517,7 @@ double PlanScoreBound(Objective objective, const Strategy& strategy, double step
 
 Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
                         const SearchRequest& request, const PlanOptions& options) {
+  LOOM_RETURN_IF_ERROR(CheckStepQuantile(options.risk, "--risk"));
   int64_t params = 0;
   if (options.objective == Objective::kGoodput) {
     LOOM_RETURN_IF_ERROR(CheckGoodputInputs(cluster));
@@ -516,7 +540,8 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
           ? options.threads
           : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
       largest_gpu_bytes - kReservedBytesPerGpu,
-      params};
+      params,
+      RiskFactors(cluster, options)};
   Bounding bounding = BoundEvery(search);
   const int64_t top_k = std::max<int64_t>(1, options.top_k);
   const bool distinct = options.distinct && !options.better_than.has_value();

@@ -14,6 +14,7 @@
 #include "sim/simulator.h"
 #include "spec/cluster.h"
 #include "spec/model.h"
+#include "spec/step_intervals.h"
 
 namespace loom {
 
@@ -41,6 +42,11 @@ struct PlanProgress;
 struct PlanOptions {
   int64_t top_k = 10;
   Objective objective = Objective::kTime;
+  // The time, cost and goodput objectives take the step time at this quantile of the measured
+  // step times, loom's prediction taken as their median and its regime's spread about it
+  // (RiskFactor, ShippedRiskFactor in spec/step_intervals.h). 0.5: loom's prediction; 0.9 ranks
+  // each plan by its bad case. Within [kStepQuantileLowest, kStepQuantileHighest].
+  double risk = 0.5;
   int32_t threads = 0;  // 0: every hardware thread
   // Off: every strategy the rules accept is simulated, and the memory is judged by the simulation
   // alone (the exhaustive search that the pruned one must agree with).
@@ -79,7 +85,10 @@ struct RankedPlan {
   int64_t index = 0;  // position in EnumerateStrategies' order (ties rank by it)
   Strategy strategy;
   double score = 0;  // the objective's value: lower is better
-  double step_time_s = 0;
+  double step_time_s = 0;  // loom's prediction
+  // The PlanOptions::risk quantile of the measured step time: step_time_s * RiskFactor, what the
+  // time, cost and goodput objectives score.
+  double risk_step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;
   double bubble_fraction = 0;
@@ -158,16 +167,24 @@ struct PlanReport {
 Result<std::optional<double>> ObjectiveGoodput(Objective objective, const ClusterSpec& cluster,
                                                int64_t params, const Strategy& strategy);
 
+// What a prediction of |strategy|'s step on |cluster| is multiplied by to give the options.risk
+// quantile of its measured step time: ShippedRiskFactor of its regime (the GPU, the host thread's
+// framework, the parallelism in play).
+double RiskFactor(const ClusterSpec& cluster, const PlanOptions& options,
+                  const Strategy& strategy);
+
 // |result| of the strategy at |index| of the space as a ranked plan under |objective|, with its
-// ObjectiveGoodput |goodput|.
+// ObjectiveGoodput |goodput| and its RiskFactor |risk_factor|.
 RankedPlan RankPlan(int64_t index, const Strategy& strategy, const SimulationResult& result,
-                    Objective objective, std::optional<double> goodput);
+                    Objective objective, std::optional<double> goodput, double risk_factor);
 
 // The objective's value of a simulated plan, and the lowest a plan can score given its bounds.
 // |goodput| is the plan's ObjectiveGoodput: a step's bound divided by it bounds the effective step,
-// since goodput does not depend on the step time.
+// since goodput does not depend on the step time. PlanScore scores the step time at the risk
+// quantile (result.step_time_s * |risk_factor|); a bound times the same factor bounds it, since
+// the factor depends on the strategy alone.
 double PlanScore(Objective objective, const Strategy& strategy, const SimulationResult& result,
-                 std::optional<double> goodput);
+                 std::optional<double> goodput, double risk_factor);
 double PlanScoreBound(Objective objective, const Strategy& strategy, double step_time_s,
                       int64_t peak_bytes, int64_t limit_bytes, std::optional<double> goodput);
 
@@ -179,7 +196,8 @@ double PlanScoreBound(Objective objective, const Strategy& strategy, double step
 // threads' timing. Errors: those of EnumerateStrategies; InvalidArgument naming the most common
 // rule when nothing in the space is valid (the pinned settings contradict the model or cluster).
 // An interrupted search (options.stop_requested) is never an error: its report says how far it got.
-// Under Objective::kGoodput, the errors of CheckGoodputInputs come before any search.
+// Under Objective::kGoodput, the errors of CheckGoodputInputs come before any search; an
+// options.risk outside the quantiles of CheckStepQuantile is an InvalidArgument naming --risk.
 Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
                         const SearchRequest& request, const PlanOptions& options);
 

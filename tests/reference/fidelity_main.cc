@@ -115,6 +115,16 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
 // stays null.
 nlohmann::ordered_json Fraction(double percent) { return percent / 100; }
 
+nlohmann::ordered_json OrderingJson(const Ordering& o) {
+  return {{"jobs", o.jobs},
+          {"pairs", o.pairs},
+          {"pairs_in_order", o.pairs_in_order},
+          {"in_order_fraction", o.InOrderShare()},
+          {"mean_top1_regret", o.mean_regret},
+          {"max_top1_regret", o.max_regret},
+          {"worst_job", o.worst_job}};
+}
+
 nlohmann::ordered_json TableJson(const FidelityTable& table) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const FidelityRow& r : table.rows) {
@@ -160,16 +170,7 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
   }
   j["median_abs_error"] = Fraction(in.median_abs_pct);
   j["loso_median_abs_error"] = Fraction(loso.median_abs_pct);
-  if (table.has_ordering) {
-    const Ordering& o = table.ordering;
-    j["ordering"] = {{"jobs", o.jobs},
-                     {"pairs", o.pairs},
-                     {"pairs_in_order", o.pairs_in_order},
-                     {"in_order_fraction", o.InOrderShare()},
-                     {"mean_top1_regret", o.mean_regret},
-                     {"max_top1_regret", o.max_regret},
-                     {"worst_job", o.worst_job}};
-  }
+  if (table.has_ordering) j["ordering"] = OrderingJson(table.ordering);
   j["failed"] = table.Failed();
   return j;
 }
@@ -285,8 +286,28 @@ void PrintCoverage(const std::vector<SourceCoverage>& coverage, std::ostream& ou
     if (c.uncalibrated > 0) out << " (" << c.uncalibrated << " without any)";
     out << "\n";
   }
+  out << "\nRanked at a quantile, leave-one-source-out: pairs of one job's alternatives in the "
+         "measured order\nand the mean top-1 regret, as loom predicts (loom plan), with each "
+         "prediction moved to the median\nof its regime fitted without its source, and at that "
+         "regime's p90 about loom's prediction\n(loom plan --risk 0.9)\n";
+  out << std::left << std::setw(static_cast<int>(width)) << "source" << std::right << std::setw(7)
+      << "pairs" << std::setw(18) << "as predicted" << std::setw(18) << "to the median"
+      << std::setw(18) << "at p90" << "\n";
+  auto cell = [](const Ordering& o) {
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(1) << 100 * o.InOrderShare() << "% / "
+         << 100 * o.mean_regret << "%";
+    return text.str();
+  };
+  for (const SourceCoverage& c : coverage) {
+    if (c.as_predicted.pairs == 0) continue;
+    out << std::left << std::setw(static_cast<int>(width)) << c.source << std::right << std::setw(7)
+        << c.as_predicted.pairs << std::setw(18) << cell(c.as_predicted) << std::setw(18)
+        << cell(c.at_median) << std::setw(18) << cell(c.at_p90) << "\n";
+  }
   out << "\n";
 }
+
 
 nlohmann::ordered_json CoverageJson(const std::vector<SourceCoverage>& coverage) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -299,7 +320,10 @@ nlohmann::ordered_json CoverageJson(const std::vector<SourceCoverage>& coverage)
                    {"coverage", c.Coverage()},
                    {"median_width_fraction", c.median_width},
                    {"rows_by_regime", levels},
-                   {"uncalibrated", c.uncalibrated}});
+                   {"uncalibrated", c.uncalibrated},
+                   {"ordering_as_predicted", OrderingJson(c.as_predicted)},
+                   {"ordering_at_median", OrderingJson(c.at_median)},
+                   {"ordering_at_p90", OrderingJson(c.at_p90)}});
   }
   return out;
 }

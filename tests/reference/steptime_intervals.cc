@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "reference/steptime_tables.h"
+
 namespace loom {
 namespace {
 
@@ -35,7 +37,7 @@ std::vector<Residual> CorpusResiduals(const Corpus& corpus,
       if (row >= table.rows.size()) break;
       const FidelityRow& r = table.rows[row++];
       if (!r.ok() || r.predicted <= 0 || r.measured <= 0) continue;
-      out.push_back({c.source, RegimeKeys(c), r.predicted, r.measured});
+      out.push_back({c.source, c.job, RegimeKeys(c), r.predicted, r.measured});
     }
   }
   return out;
@@ -54,10 +56,21 @@ std::vector<SourceCoverage> LeaveOneSourceOutCoverage(const std::vector<Residual
   std::vector<SourceCoverage> out;
   for (const std::string& held_out : sources) {
     const StepIntervalTable table = FitStepIntervals(ForFit(residuals, held_out));
-    SourceCoverage coverage{held_out};
+    SourceCoverage coverage;
+    coverage.source = held_out;
     std::vector<double> widths;
+    FidelityTable predicted, at_median, at_p90;  // the held-out rows, ranked three ways
+    std::vector<std::string> jobs;
     for (const Residual& r : residuals) {
       if (r.source != held_out) continue;
+      const StepIntervalRegime* regime = RegimeFor(table, r.regime);
+      auto at = [&](double q) {
+        return regime == nullptr ? r.predicted : r.predicted * std::exp(regime->LogQuantile(q));
+      };
+      predicted.rows.push_back({r.job, r.predicted, r.measured, ""});
+      at_median.rows.push_back({r.job, at(0.5), r.measured, ""});
+      at_p90.rows.push_back({r.job, r.predicted * at(0.9) / at(0.5), r.measured, ""});
+      jobs.push_back(r.job);
       ++coverage.rows;
       const std::optional<StepInterval> interval = IntervalFor(table, r.regime, r.predicted);
       if (!interval) {
@@ -72,6 +85,9 @@ std::vector<SourceCoverage> LeaveOneSourceOutCoverage(const std::vector<Residual
       std::sort(widths.begin(), widths.end());
       coverage.median_width = widths[widths.size() / 2];
     }
+    coverage.as_predicted = OrderingOf(predicted, jobs);
+    coverage.at_median = OrderingOf(at_median, jobs);
+    coverage.at_p90 = OrderingOf(at_p90, jobs);
     out.push_back(coverage);
   }
   return out;

@@ -23,6 +23,7 @@ std::array<std::string, 4> RegimeKeys(const CorpusCase& c);
 // One predicted row with its residual and regime.
 struct Residual {
   std::string source;
+  std::string job;  // CorpusCase::job: rows of one job are alternatives of one another
   std::array<std::string, 4> regime;
   double predicted = 0;
   double measured = 0;
@@ -36,6 +37,13 @@ struct SourceCoverage {
   double median_width = 0;                         // median of (hi - lo) / predicted
   std::array<int64_t, 4> by_level = {0, 0, 0, 0};  // rows by kStepRegimeLevels
   int64_t uncalibrated = 0;  // rows for which the other sources gave no interval at all
+  // How the source's jobs are ordered (Ordering) by loom's predictions (`loom plan`'s default);
+  // by the predictions moved to their regime's median fitted without the source (what
+  // ShippedRiskFactor leaves out, because it orders worse); and at the 90th percentile with loom's
+  // prediction as the median (`loom plan --risk 0.9`).
+  Ordering as_predicted;
+  Ordering at_median;
+  Ordering at_p90;
   double Coverage() const {
     return rows == 0 ? 0 : static_cast<double>(covered) / static_cast<double>(rows);
   }

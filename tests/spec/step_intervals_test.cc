@@ -5,7 +5,9 @@
 #include "spec/step_intervals.h"
 
 #include <cmath>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,6 +15,17 @@
 
 namespace loom {
 namespace {
+
+// A regime whose log quantiles run straight from |low| at q10 to |high| at q90.
+StepIntervalRegime Straight(int level, const std::string& key, double low, double high,
+                            int64_t rows, std::vector<std::string> sources) {
+  StepIntervalRegime r{level, key, {}, rows, std::move(sources)};
+  for (int i = 0; i < kStepQuantileCount; ++i) {
+    r.log_quantiles[static_cast<size_t>(i)] =
+        low + (high - low) * (StepQuantileLevel(i) - 0.1) / 0.8;
+  }
+  return r;
+}
 
 RegimeResidual At(const std::string& source, const std::string& fine, const std::string& gpu,
                   double ratio) {
@@ -37,6 +50,20 @@ TEST(StepRegimeKeys, NameTheGpuFrameworkAndTheParallelismInPlay) {
   EXPECT_EQ(StepRegimeKeys("H100", "none", Strategy{})[0], "H100 / none / one GPU");
 }
 
+TEST(StepParallelismRegime, NamesEachRegimeOnceAndAsTheKeysDo) {
+  std::set<std::string> names;
+  for (int p = 0; p < kStepParallelismRegimes; ++p)
+    names.insert(StepRegimeKeys("G", "f", p)[0]);
+  EXPECT_EQ(names.size(), static_cast<size_t>(kStepParallelismRegimes));
+  Strategy s;
+  s.dp = 4;
+  EXPECT_EQ(StepParallelismRegime(s), 0);
+  s.ep = 2;
+  s.zero_stage = 2;
+  EXPECT_EQ(StepRegimeKeys("G", "f", StepParallelismRegime(s))[0], "G / f / ep+zero2");
+  EXPECT_EQ(StepParallelismRegime(Strategy{}), kStepParallelismRegimes - 1);
+}
+
 TEST(FitStepIntervals, KeepsOnlyRegimesOfTwoSourcesAndEnoughRows) {
   std::vector<RegimeResidual> residuals;
   for (int i = 0; i < 15; ++i) {
@@ -52,19 +79,45 @@ TEST(FitStepIntervals, KeepsOnlyRegimesOfTwoSourcesAndEnoughRows) {
   const StepIntervalRegime& fine = t.regimes.front();
   EXPECT_EQ(fine.rows, 30);
   // Each source weighs half: p10 is a's third value or so, p90 just above b's 1.1.
-  EXPECT_GE(fine.log_low, std::log(1.01));
-  EXPECT_LE(fine.log_low, std::log(1.035));
-  EXPECT_GE(fine.log_high, std::log(1.095));
-  EXPECT_LE(fine.log_high, std::log(1.13));
-  // The envelope: the widest of each source's own p10 and p90.
-  EXPECT_NEAR(t.regimes.back().log_low, std::log(1.01), 1e-9);
-  EXPECT_NEAR(t.regimes.back().log_high, std::log(2.0), 1e-9);
+  EXPECT_GE(fine.LogLow(), std::log(1.01));
+  EXPECT_LE(fine.LogLow(), std::log(1.035));
+  EXPECT_GE(fine.LogHigh(), std::log(1.095));
+  EXPECT_LE(fine.LogHigh(), std::log(1.13));
+  for (size_t i = 1; i < fine.log_quantiles.size(); ++i)
+    EXPECT_LE(fine.log_quantiles[i - 1], fine.log_quantiles[i]);
+  // The envelope: the widest of each source's own p10 and p90; its median, every row's with each
+  // source weighing a third (a's values all lie below b's 1.1, and c's 2.0 above it).
+  const StepIntervalRegime& outside = t.regimes.back();
+  EXPECT_NEAR(outside.LogLow(), std::log(1.01), 1e-9);
+  EXPECT_NEAR(outside.LogHigh(), std::log(2.0), 1e-9);
+  EXPECT_NEAR(outside.LogQuantile(0.5), std::log(1.1), 1e-9);
+}
+
+TEST(StepIntervalRegime, ReadsQuantilesBetweenTheLevelsItHolds) {
+  const StepIntervalRegime r = Straight(0, "k", -0.2, 0.6, 40, {"a", "b"});
+  EXPECT_NEAR(r.LogQuantile(0.1), -0.2, 1e-12);
+  EXPECT_NEAR(r.LogQuantile(0.5), 0.2, 1e-12);
+  EXPECT_NEAR(r.LogQuantile(0.9), 0.6, 1e-12);
+  EXPECT_NEAR(r.LogQuantile(0.125), -0.175, 1e-12);  // between the levels 0.10 and 0.15
+  EXPECT_NEAR(r.LogQuantile(0.95), 0.65, 1e-12);
+}
+
+TEST(CheckStepQuantile, NamesTheFlagAndTheRange) {
+  EXPECT_TRUE(CheckStepQuantile(0.5, "--risk").ok());
+  EXPECT_TRUE(CheckStepQuantile(0.95, "--risk").ok());
+  const Status low = CheckStepQuantile(0.01, "--risk");
+  ASSERT_FALSE(low.ok());
+  EXPECT_NE(low.message().find("--risk is 0.01: it must lie within 0.05 and 0.95"),
+            std::string::npos)
+      << low.message();
+  EXPECT_FALSE(CheckStepQuantile(std::nan(""), "--risk").ok());
+  EXPECT_FALSE(CheckStepQuantile(1.0, "--risk").ok());
 }
 
 TEST(IntervalFor, TakesTheFinestFittedRegimeAndSaysWhy) {
   StepIntervalTable t;
-  t.regimes = {{1, "A100 / fw", std::log(0.8), std::log(1.25), 100, {"a", "b"}},
-               {3, "outside", std::log(0.5), std::log(3.0), 300, {"a", "b", "c"}}};
+  t.regimes = {Straight(1, "A100 / fw", std::log(0.8), std::log(1.25), 100, {"a", "b"}),
+               Straight(3, "outside", std::log(0.5), std::log(3.0), 300, {"a", "b", "c"})};
   const std::optional<StepInterval> fine =
       IntervalFor(t, {"A100 / fw / tp", "A100 / fw", "A100", "outside"}, 10.0);
   ASSERT_TRUE(fine.has_value());
@@ -85,8 +138,8 @@ TEST(IntervalFor, TakesTheFinestFittedRegimeAndSaysWhy) {
 TEST(ParseStepIntervals, ReadsBackWhatItWrites) {
   StepIntervalTable t;
   t.fitted_on = {"a.csv", "b.csv"};
-  t.regimes = {{0, "A100 / fw / tp", -0.2, 0.3, 40, {"a.csv", "b.csv"}},
-               {3, "outside", -0.5, 1.0, 80, {"a.csv", "b.csv"}}};
+  t.regimes = {Straight(0, "A100 / fw / tp", -0.2, 0.3, 40, {"a.csv", "b.csv"}),
+               Straight(3, "outside", -0.5, 1.0, 80, {"a.csv", "b.csv"})};
   const nlohmann::json json = nlohmann::json::parse(StepIntervalsJson(t).dump());
   Result<StepIntervalTable> back = ParseStepIntervals(json, "x.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -94,22 +147,33 @@ TEST(ParseStepIntervals, ReadsBackWhatItWrites) {
   ASSERT_EQ(back->regimes.size(), 2u);
   EXPECT_EQ(back->regimes[0].key, "A100 / fw / tp");
   EXPECT_EQ(back->regimes[1].level, 3);
-  EXPECT_DOUBLE_EQ(back->regimes[1].log_high, 1.0);
+  EXPECT_EQ(back->regimes[1].log_quantiles, t.regimes[1].log_quantiles);
 }
 
 TEST(ParseStepIntervals, ABadFileNamesTheKeyAndTheFix) {
-  nlohmann::json json = nlohmann::json::parse(
-      R"({"schema": "loom.step-intervals/1", "fitted_on": [],
-          "regimes": [{"level": "gpu", "key": "A100", "log_low": 0.5, "log_high": 0.1,
-                       "rows": 3, "sources": ["a"]}]})");
+  StepIntervalTable good;
+  good.regimes = {Straight(2, "A100", -0.2, 0.3, 40, {"a"})};
+  nlohmann::json json = nlohmann::json::parse(StepIntervalsJson(good).dump());
+  json["regimes"][0]["log_quantiles"][3] = -1.0;
   Result<StepIntervalTable> t = ParseStepIntervals(json, "x.json");
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("x.json: regimes[0] has log_low above log_high"),
+  EXPECT_NE(t.status().message().find(
+                "x.json: regimes[0].log_quantiles[3] is below the quantile before it"),
             std::string::npos)
       << t.status().message();
   EXPECT_NE(t.status().message().find("tools/fidelity --write-intervals"), std::string::npos);
+  json["regimes"][0]["log_quantiles"].erase(0);
+  EXPECT_NE(ParseStepIntervals(json, "x.json")
+                .status()
+                .message()
+                .find("regimes[0].log_quantiles is missing or not a list of 19 numbers"),
+            std::string::npos);
   json["regimes"][0]["level"] = "rack";
   EXPECT_NE(ParseStepIntervals(json, "x.json").status().message().find("regimes[0].level"),
+            std::string::npos);
+  nlohmann::json levels = nlohmann::json::parse(StepIntervalsJson(good).dump());
+  levels["quantile_levels"] = {0.1, 0.9};
+  EXPECT_NE(ParseStepIntervals(levels, "x.json").status().message().find("x.json: quantile_levels"),
             std::string::npos);
   EXPECT_FALSE(ParseStepIntervals(nlohmann::json{{"schema", "other/1"}}, "x.json").ok());
 }
