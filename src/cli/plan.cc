@@ -288,7 +288,6 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
         ": ranks by a quantile of the step time, and --objective memory-headroom ranks by the "
         "peak memory; drop --risk, or rank by --objective time, cost or goodput");
   }
-  LOOM_RETURN_IF_ERROR(CheckStepQuantile(o.risk, "--risk"));
   if (o.pick_given && o.emit.empty()) {
     return Status::InvalidArgument(
         "--pick " + std::to_string(o.pick) +

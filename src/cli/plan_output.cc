@@ -186,9 +186,8 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
   // At --risk 0.5 the ranked step time is the prediction: no column of its own.
   const bool risk = RiskRanked(h);
   if (risk) out << std::setw(9) << RiskName(h.options.risk) + " s";
-  out << std::setw(9) << "vs best"
-      << std::setw(10) << "tokens/s" << std::setw(7) << "MFU" << std::setw(14) << "memory GiB"
-      << std::setw(8) << "bubble" << std::setw(10) << "exp.comm";
+  out << std::setw(9) << "vs best" << std::setw(10) << "tokens/s" << std::setw(7) << "MFU"
+      << std::setw(14) << "memory GiB" << std::setw(8) << "bubble" << std::setw(10) << "exp.comm";
   const bool goodput = h.options.objective == Objective::kGoodput;
   if (goodput) out << std::setw(9) << "goodput" << std::setw(11) << "eff.tok/s";
   if (columns.gpus) out << std::setw(7) << "GPUs";
@@ -215,10 +214,10 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
         << std::setw(4) << OnOff(s.sp) << std::setw(5) << Overlap(s) << std::right << std::setw(9)
         << Fixed(p.step_time_s, 3) << std::setw(13) << IntervalText(interval);
     if (risk) out << std::setw(9) << Fixed(p.risk_step_time_s, 3);
-    out << std::setw(9) << versus << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7) << Percent(p.mfu)
-        << std::setw(14) << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes))
-        << std::setw(8) << Percent(p.bubble_fraction) << std::setw(10)
-        << Percent(p.exposed_comm_fraction);
+    out << std::setw(9) << versus << std::setw(10) << HumanCount(p.tokens_per_s) << std::setw(7)
+        << Percent(p.mfu) << std::setw(14)
+        << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes)) << std::setw(8)
+        << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
     const TrainingCost cost = CostOf(p, h.options.training);
     if (goodput) {
       const double fraction = p.goodput.value_or(0);

@@ -461,7 +461,7 @@ Result<std::optional<double>> ObjectiveGoodput(Objective objective, const Cluste
 
 double RiskFactor(const ClusterSpec& cluster, const PlanOptions& options, const Strategy& s) {
   return ShippedRiskFactor(cluster, options.simulation.framework, StepParallelismRegime(s),
-                               options.risk);
+                           options.risk);
 }
 
 RankedPlan RankPlan(int64_t index, const Strategy& s, const SimulationResult& r,

@@ -84,7 +84,7 @@ struct PlanOptions {
 struct RankedPlan {
   int64_t index = 0;  // position in EnumerateStrategies' order (ties rank by it)
   Strategy strategy;
-  double score = 0;  // the objective's value: lower is better
+  double score = 0;        // the objective's value: lower is better
   double step_time_s = 0;  // loom's prediction
   // The PlanOptions::risk quantile of the measured step time: step_time_s * RiskFactor, what the
   // time, cost and goodput objectives score.
@@ -170,8 +170,7 @@ Result<std::optional<double>> ObjectiveGoodput(Objective objective, const Cluste
 // What a prediction of |strategy|'s step on |cluster| is multiplied by to give the options.risk
 // quantile of its measured step time: ShippedRiskFactor of its regime (the GPU, the host thread's
 // framework, the parallelism in play).
-double RiskFactor(const ClusterSpec& cluster, const PlanOptions& options,
-                  const Strategy& strategy);
+double RiskFactor(const ClusterSpec& cluster, const PlanOptions& options, const Strategy& strategy);
 
 // |result| of the strategy at |index| of the space as a ranked plan under |objective|, with its
 // ObjectiveGoodput |goodput| and its RiskFactor |risk_factor|.

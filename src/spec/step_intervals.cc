@@ -89,6 +89,10 @@ double StepIntervalRegime::LogQuantile(double q) const {
          t * log_quantiles[static_cast<size_t>(i + 1)];
 }
 
+double StepIntervalRegime::RiskFactor(double q) const {
+  return std::exp(LogQuantile(q) - LogQuantile(0.5));
+}
+
 StepIntervalTable FitStepIntervals(const std::vector<RegimeResidual>& residuals) {
   StepIntervalTable table;
   std::map<std::string, int64_t> rows_of_source;
@@ -171,7 +175,8 @@ std::optional<StepInterval> IntervalFor(const StepIntervalTable& table,
   out.low_s = predicted_s * std::exp(g->LogLow());
   out.high_s = predicted_s * std::exp(g->LogHigh());
   out.level = g->level;
-  const std::string measured = IntervalPercent(g->LogLow()) + " to " + IntervalPercent(g->LogHigh());
+  const std::string measured =
+      IntervalPercent(g->LogLow()) + " to " + IntervalPercent(g->LogHigh());
   if (g->level == 3) {
     out.basis = "no source of the corpus measured " + keys[2] +
                 " with two or more sources: the widest of every source's own 80 % errors (" +
@@ -249,8 +254,9 @@ nlohmann::ordered_json StepIntervalsJson(const StepIntervalTable& table) {
   j["schema"] = kStepIntervalsSchema;
   j["source"] =
       "tools/fidelity --write-intervals: the quantile_levels of log(measured / predicted) over the "
-      "rows of each regime of the corpus of measured training steps (tests/reference/steptime/), each "
-      "source weighing the same; src/spec/step_intervals.h says how a prediction finds its regime";
+      "rows of each regime of the corpus of measured training steps (tests/reference/steptime/), "
+      "each source weighing the same; src/spec/step_intervals.h says how a prediction finds its "
+      "regime";
   j["quantile_levels"] = QuantileLevelsJson();
   j["fitted_on"] = table.fitted_on;
   nlohmann::ordered_json regimes = nlohmann::ordered_json::array();
@@ -286,10 +292,10 @@ std::optional<StepInterval> ShippedStepInterval(const ClusterSpec& cluster,
 double ShippedRiskFactor(const ClusterSpec& cluster,
                          const std::optional<FrameworkProfile>& framework, int parallelism,
                          double q) {
-  const StepIntervalRegime* g = RegimeFor(
-      ShippedStepIntervals(),
-      StepRegimeKeys(cluster.gpu.name, RegimeFramework(framework), parallelism));
-  return g == nullptr ? 1.0 : std::exp(g->LogQuantile(q) - g->LogQuantile(0.5));
+  const StepIntervalRegime* g =
+      RegimeFor(ShippedStepIntervals(),
+                StepRegimeKeys(cluster.gpu.name, RegimeFramework(framework), parallelism));
+  return g == nullptr ? 1.0 : g->RiskFactor(q);
 }
 
 Status CheckStepQuantile(double q, const std::string& flag) {
@@ -298,9 +304,9 @@ Status CheckStepQuantile(double q, const std::string& flag) {
   std::ostringstream out;
   out << flag << " is " << q << ": it must lie within " << kStepQuantileLowest << " and "
       << kStepQuantileHighest
-      << " (the quantiles of the step time the corpus of measured steps gives; a regime of 20 "
-         "rows says nothing beyond them), e.g. "
-      << flag << " 0.9 to rank by the 90th percentile";
+      << " (the quantiles of the step time the corpus of measured steps gives; a regime of "
+      << kStepIntervalMinRows << " rows says nothing beyond them), e.g. " << flag
+      << " 0.9 to rank by the 90th percentile";
   return Status::InvalidArgument(out.str());
 }
 

@@ -34,7 +34,7 @@ inline constexpr int kStepQuantileCount = 19;
 inline constexpr double kStepQuantileSpacing = 0.05;
 // The quantile level of index |i| of a regime's log_quantiles.
 constexpr double StepQuantileLevel(int i) { return (i + 1) * kStepQuantileSpacing; }
-// The quantiles StepTimeQuantile reads: those the regimes hold and every level between them.
+// The quantiles LogQuantile reads: those the regimes hold and every level between them.
 inline constexpr double kStepQuantileLowest = StepQuantileLevel(0);
 inline constexpr double kStepQuantileHighest = StepQuantileLevel(kStepQuantileCount - 1);
 // A regime (below the GPU) needs rows of at least two sources and this many rows in all.
@@ -75,6 +75,10 @@ struct StepIntervalRegime {
   double LogQuantile(double q) const;
   double LogLow() const { return LogQuantile(kStepIntervalLow); }
   double LogHigh() const { return LogQuantile(kStepIntervalHigh); }
+  // The |q| quantile of measured / predicted with the prediction taken as the median:
+  // exp(LogQuantile(q) - LogQuantile(0.5)), what `loom plan --risk q` multiplies a prediction by
+  // (ShippedRiskFactor says why the median is the prediction's). Same REQUIRES.
+  double RiskFactor(double q) const;
 };
 
 struct StepIntervalTable {
@@ -129,10 +133,9 @@ std::optional<StepInterval> ShippedStepInterval(const ClusterSpec& cluster,
                                                 const std::optional<FrameworkProfile>& framework,
                                                 const Strategy& strategy, double predicted_s);
 
-// What `loom plan --risk q` multiplies a prediction by: the |q| quantile of the measured step time
-// with loom's prediction taken as its median, exp(LogQuantile(q) - LogQuantile(0.5)) in the shipped
-// regime of |parallelism| (StepParallelismRegime) on |cluster|'s GPU under |framework|; 1 when the
-// shipped fit is empty, and at q = 0.5. The spread about the regime's median, not the median
+// What `loom plan --risk q` multiplies a prediction by: RiskFactor(q) of the shipped regime of
+// |parallelism| (StepParallelismRegime) on |cluster|'s GPU under |framework|; 1 when the shipped
+// fit is empty, and at q = 0.5. The spread about the regime's median, not the median
 // itself: moving each prediction to its regime's median (fitted without its source) orders the
 // corpus's alternatives worse than loom's predictions do (loom_fidelity, "Ranked at a quantile":
 // vTrain one node 83.2 % of pairs against 84.8 %, 64-512 GPUs 79.3 % against 80.3 %), since a
@@ -142,7 +145,7 @@ double ShippedRiskFactor(const ClusterSpec& cluster,
                          const std::optional<FrameworkProfile>& framework, int parallelism,
                          double q);
 
-// Whether |q| is a quantile ShippedQuantileFactor reads; else an error naming |flag|, the range and
+// Whether |q| is a quantile LogQuantile reads; else an error naming |flag|, the range and
 // why it ends there.
 Status CheckStepQuantile(double q, const std::string& flag);
 

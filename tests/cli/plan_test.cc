@@ -202,6 +202,50 @@ TEST(Plan, PlansCarryAnIntervalAndWhetherTheBestOneIsDistinguishable) {
   EXPECT_NE(text.out.find("within"), std::string::npos) << text.out;
 }
 
+// --risk 0.9 ranks by the 90th percentile of each plan's step time, loom's prediction as the
+// median: the JSON says so for the request and every plan, the table adds the column, and a
+// quantile the corpus cannot give or an objective that does not rank by time is refused.
+TEST(Plan, RiskRanksByTheQuantileOfTheStepTimeAndSaysSo) {
+  CommandResult r = PlanSmall({"--json", "--top", "4", "--risk", "0.9"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["request"]["risk"].get<double>(), 0.9);
+  const nlohmann::json& plans = j["plans"];
+  ASSERT_GE(plans.size(), 2u);
+  double previous = 0;
+  for (const nlohmann::json& plan : plans) {
+    const double step = plan["step_time_s"].get<double>();
+    const double risk = plan["risk_step_time_s"].get<double>();
+    // H100 under Megatron-LM takes the envelope, whose p90 lies above its median.
+    EXPECT_GT(risk, step * 1.2) << plan;
+    EXPECT_LT(risk, plan["step_time_interval_s"][1].get<double>()) << plan;
+    EXPECT_DOUBLE_EQ(plan["score"].get<double>(), risk) << plan;
+    EXPECT_GE(risk, previous) << plan;
+    previous = risk;
+  }
+  CommandResult median = PlanSmall({"--json", "--top", "1"});
+  ASSERT_EQ(median.code, kExitOk) << median.err;
+  const nlohmann::json best = nlohmann::json::parse(median.out)["plans"][0];
+  EXPECT_DOUBLE_EQ(best["risk_step_time_s"].get<double>(), best["step_time_s"].get<double>());
+
+  CommandResult text = PlanSmall({"--top", "2", "--risk", "0.9"});
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_NE(TableHeader(text.out).find("p90 s"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("objective time at the p90 step time"), std::string::npos) << text.out;
+  CommandResult plain = PlanSmall({"--top", "2"});
+  ASSERT_EQ(plain.code, kExitOk) << plain.err;
+  EXPECT_EQ(TableHeader(plain.out).find("p50 s"), std::string::npos) << plain.out;
+
+  CommandResult low = PlanSmall({"--risk", "0.01"});
+  EXPECT_EQ(low.code, kExitBadInput) << low.out;
+  EXPECT_NE(low.err.find("--risk is 0.01: it must lie within 0.05 and 0.95"), std::string::npos)
+      << low.err;
+  CommandResult memory = PlanSmall({"--risk", "0.9", "--objective", "memory-headroom"});
+  EXPECT_EQ(memory.code, kExitBadInput) << memory.out;
+  EXPECT_NE(memory.err.find("--risk 0.90: ranks by a quantile of the step time"), std::string::npos)
+      << memory.err;
+}
+
 TEST(Plan, JsonPlansAreSortedAndTheirFixReparses) {
   CommandResult r = PlanSmall({"--fix", "pp=1", "--json", "--top", "5"});
   ASSERT_EQ(r.code, kExitOk) << r.err;

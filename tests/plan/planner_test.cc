@@ -16,6 +16,7 @@
 #include "plan/plan_test_support.h"
 #include "sim/pass_costs.h"
 #include "sim/step_bounds.h"
+#include "spec/framework.h"
 #include "spec/strategy.h"
 
 namespace loom {
@@ -535,6 +536,54 @@ TEST(Plan, DgxB200KeepsTensorParallelismWithinItsNode) {
       << refused.message();
   s.allow_cross_node_tp = true;
   EXPECT_EQ(PlaceStrategy(s, in.cluster).tp.Nodes(), 2);
+}
+
+// --risk 0.9 scores each plan by its regime's spread (on A100 under megatron-core the regimes of
+// the corpus differ by the parallelism in play); the bounds, scaled by the same factor,
+// still prune soundly, and a quantile outside the corpus's is refused before any search.
+TEST(Plan, RiskScoresEachPlanAtItsRegimesQuantileAndStillPrunesSoundly) {
+  const Inputs in = LoadOn("dgx-a100.json", 2);
+  PlanOptions pruned;
+  pruned.top_k = 8;
+  pruned.threads = 2;
+  pruned.risk = 0.9;
+  PlanOptions exhaustive = pruned;
+  exhaustive.prune = false;
+  Result<PlanReport> a = Plan(in.model, in.cluster, SmallRequest(), pruned);
+  Result<PlanReport> b = Plan(in.model, in.cluster, SmallRequest(), exhaustive);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().message() << b.status().message();
+  ASSERT_EQ(a->ranked.size(), 8u);
+  EXPECT_EQ(Fixes(*a), Fixes(*b));
+  EXPECT_LT(a->simulated, b->simulated);
+  for (const RankedPlan& p : b->ranked) {
+    const double factor = RiskFactor(in.cluster, pruned, p.strategy);
+    EXPECT_GT(factor, 1.0) << ConstraintText(p.strategy);
+    EXPECT_DOUBLE_EQ(p.risk_step_time_s, p.step_time_s * factor);
+    EXPECT_DOUBLE_EQ(p.score, p.risk_step_time_s);
+  }
+  for (size_t i = 1; i < b->ranked.size(); ++i)
+    EXPECT_LE(b->ranked[i - 1].score, b->ranked[i].score);
+  // Under megatron-core's host thread, plans of different regimes (tp, dp, ...) are weighed by
+  // different spreads; without a host thread the search above took the GPU's one regime.
+  PlanOptions megatron = pruned;
+  Result<std::optional<FrameworkProfile>> framework =
+      ResolveFramework("megatron-core", Shipped("hardware/clusters/dgx-a100.json"));
+  ASSERT_TRUE(framework.ok()) << framework.status().message();
+  megatron.simulation.framework = *framework;
+  const Strategy tp = TensorParallel(8, 2);
+  const Strategy dp = TensorParallel(1, 16);
+  EXPECT_NE(RiskFactor(in.cluster, megatron, tp), RiskFactor(in.cluster, megatron, dp));
+  EXPECT_EQ(RiskFactor(in.cluster, pruned, tp), RiskFactor(in.cluster, pruned, dp));
+  PlanOptions median = megatron;
+  median.risk = 0.5;
+  EXPECT_DOUBLE_EQ(RiskFactor(in.cluster, median, tp), 1.0);
+
+  PlanOptions bad = pruned;
+  bad.risk = 0.99;
+  Result<PlanReport> refused = Plan(in.model, in.cluster, SmallRequest(), bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--risk is 0.99"), std::string::npos)
+      << refused.status().message();
 }
 
 }  // namespace

@@ -292,7 +292,8 @@ void PrintCoverage(const std::vector<SourceCoverage>& coverage, std::ostream& ou
          "regime's p90 about loom's prediction\n(loom plan --risk 0.9)\n";
   out << std::left << std::setw(static_cast<int>(width)) << "source" << std::right << std::setw(7)
       << "pairs" << std::setw(18) << "as predicted" << std::setw(18) << "to the median"
-      << std::setw(18) << "at p90" << "\n";
+      << std::setw(18) << "at p90"
+      << "\n";
   auto cell = [](const Ordering& o) {
     std::ostringstream text;
     text << std::fixed << std::setprecision(1) << 100 * o.InOrderShare() << "% / "
@@ -307,7 +308,6 @@ void PrintCoverage(const std::vector<SourceCoverage>& coverage, std::ostream& ou
   }
   out << "\n";
 }
-
 
 nlohmann::ordered_json CoverageJson(const std::vector<SourceCoverage>& coverage) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();

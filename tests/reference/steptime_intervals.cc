@@ -64,12 +64,11 @@ std::vector<SourceCoverage> LeaveOneSourceOutCoverage(const std::vector<Residual
     for (const Residual& r : residuals) {
       if (r.source != held_out) continue;
       const StepIntervalRegime* regime = RegimeFor(table, r.regime);
-      auto at = [&](double q) {
-        return regime == nullptr ? r.predicted : r.predicted * std::exp(regime->LogQuantile(q));
-      };
+      const double median = regime == nullptr ? 1.0 : std::exp(regime->LogQuantile(0.5));
+      const double p90 = regime == nullptr ? 1.0 : regime->RiskFactor(0.9);
       predicted.rows.push_back({r.job, r.predicted, r.measured, ""});
-      at_median.rows.push_back({r.job, at(0.5), r.measured, ""});
-      at_p90.rows.push_back({r.job, r.predicted * at(0.9) / at(0.5), r.measured, ""});
+      at_median.rows.push_back({r.job, r.predicted * median, r.measured, ""});
+      at_p90.rows.push_back({r.job, r.predicted * p90, r.measured, ""});
       jobs.push_back(r.job);
       ++coverage.rows;
       const std::optional<StepInterval> interval = IntervalFor(table, r.regime, r.predicted);

@@ -52,8 +52,7 @@ TEST(StepRegimeKeys, NameTheGpuFrameworkAndTheParallelismInPlay) {
 
 TEST(StepParallelismRegime, NamesEachRegimeOnceAndAsTheKeysDo) {
   std::set<std::string> names;
-  for (int p = 0; p < kStepParallelismRegimes; ++p)
-    names.insert(StepRegimeKeys("G", "f", p)[0]);
+  for (int p = 0; p < kStepParallelismRegimes; ++p) names.insert(StepRegimeKeys("G", "f", p)[0]);
   EXPECT_EQ(names.size(), static_cast<size_t>(kStepParallelismRegimes));
   Strategy s;
   s.dp = 4;
@@ -100,6 +99,10 @@ TEST(StepIntervalRegime, ReadsQuantilesBetweenTheLevelsItHolds) {
   EXPECT_NEAR(r.LogQuantile(0.9), 0.6, 1e-12);
   EXPECT_NEAR(r.LogQuantile(0.125), -0.175, 1e-12);  // between the levels 0.10 and 0.15
   EXPECT_NEAR(r.LogQuantile(0.95), 0.65, 1e-12);
+  // The risk factor takes the median as the prediction's.
+  EXPECT_NEAR(r.RiskFactor(0.5), 1.0, 1e-12);
+  EXPECT_NEAR(r.RiskFactor(0.9), std::exp(0.4), 1e-12);
+  EXPECT_NEAR(r.RiskFactor(0.1), std::exp(-0.4), 1e-12);
 }
 
 TEST(CheckStepQuantile, NamesTheFlagAndTheRange) {
