@@ -193,8 +193,9 @@ TEST(StepTimeIntervals, WeightedQuantileReachesItsShareOfTheWeight) {
   EXPECT_DOUBLE_EQ(WeightedQuantile({{1, 3}, {2, 1}}, 0.8), 2);
 }
 
-Residual Made(const std::string& source, const std::string& regime, double ratio) {
-  return {source, {regime, regime, regime, "outside"}, 1.0, ratio};
+Residual Made(const std::string& source, const std::string& regime, double ratio,
+              const std::string& job = "", double predicted = 1.0) {
+  return {source, job, {regime, regime, regime, "outside"}, predicted, predicted * ratio};
 }
 
 TEST(StepTimeIntervals, AHeldOutSourceIsCoveredOnlyWhereTheOthersErrLikeIt) {
@@ -218,6 +219,33 @@ TEST(StepTimeIntervals, AHeldOutSourceIsCoveredOnlyWhereTheOthersErrLikeIt) {
   EXPECT_EQ(coverage[0].source, "a");
   EXPECT_GE(coverage[0].Coverage(), 0.75);
   EXPECT_GT(coverage[0].median_width, 0.5);
+}
+
+// The held-out source's job ranked three ways: a and b measured regime "slow" at 2x loom's
+// prediction and "fast" at 1x, with the same spread. Moving c's rows to their regime's median
+// flips the order loom's predictions had right; at p90 about the prediction both rows take the
+// same factor and keep it.
+TEST(StepTimeIntervals, TheHeldOutJobsAreOrderedAsPredictedAtTheMedianAndAtP90) {
+  std::vector<Residual> residuals;
+  for (const char* source : {"a", "b"}) {
+    for (int i = 0; i < 20; ++i) {
+      const double spread = 0.9 + 0.2 * i / 19.0;
+      residuals.push_back(Made(source, "slow", 2.0 * spread));
+      residuals.push_back(Made(source, "fast", spread));
+    }
+  }
+  residuals.push_back(Made("c", "slow", 1.2, "job", 1.0));        // measured 1.2
+  residuals.push_back(Made("c", "fast", 1.4 / 1.5, "job", 1.5));  // measured 1.4
+  const std::vector<SourceCoverage> coverage = LeaveOneSourceOutCoverage(residuals);
+  ASSERT_EQ(coverage.size(), 3u);
+  const SourceCoverage& c = coverage[2];
+  ASSERT_EQ(c.source, "c");
+  EXPECT_EQ(c.as_predicted.pairs, 1);
+  EXPECT_EQ(c.as_predicted.pairs_in_order, 1);
+  EXPECT_EQ(c.at_median.pairs_in_order, 0);
+  EXPECT_NEAR(c.at_median.mean_regret, 1.4 / 1.2 - 1, 1e-12);
+  EXPECT_EQ(c.at_p90.pairs_in_order, 1);
+  EXPECT_EQ(c.at_p90.mean_regret, 0);
 }
 
 TEST(StepTimeIntervals, ARegimeNoOtherSourceMeasuredFallsBackToACoarserOne) {
