@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cost/attention_tiles.h"
 #include "cost/gemm_tiles.h"
 
 namespace loom {
@@ -59,8 +60,15 @@ SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
 
 SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {
   const ComputeCalibration& c = gpu_.calibration;
+  const std::optional<AttentionTileParams>& tiles =
+      a.backward ? c.attention_backward_tiles : c.attention_forward_tiles;
+  // The tile model's fitted latency is the whole kernel's fixed time: no kernel overhead on top.
+  const double overhead_s = tiles ? 0.0 : c.kernel_overhead_us * 1e-6;
   const double compute_s =
-      AttentionKernelFlops(a) / (PeakFlopsPerS(a.dtype) * c.attention_efficiency.value_or(1.0));
+      tiles ? AttentionTileSeconds(CountAttentionTiles(a, gpu_.sm_count, PeakFlopsPerS(a.dtype)),
+                                   *tiles)
+            : AttentionKernelFlops(a) /
+                  (PeakFlopsPerS(a.dtype) * c.attention_efficiency.value_or(1.0));
   // Q, K, V and O read or written once (forward); the backward also reads dO and writes dQ, dK, dV.
   const double element_bytes = static_cast<double>(BytesPerElement(a.dtype));
   const double q = static_cast<double>(a.batch * a.heads * a.seq_q);
@@ -68,8 +76,7 @@ SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {
   double tensor_bytes = element_bytes * (q * static_cast<double>(a.head_dim_qk + a.head_dim_v) +
                                          kv * static_cast<double>(a.head_dim_qk + a.head_dim_v));
   if (a.backward) tensor_bytes *= 2.0;
-  return SimTime::FromSeconds(c.kernel_overhead_us * 1e-6 +
-                              std::max(compute_s, tensor_bytes / HbmBytesPerS()));
+  return SimTime::FromSeconds(overhead_s + std::max(compute_s, tensor_bytes / HbmBytesPerS()));
 }
 
 SimTime RooflineComputeModel::MemoryBound(const MemoryShape& memory) const {

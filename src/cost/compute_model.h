@@ -54,8 +54,11 @@ double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s,
 //   (gemm_epilogue_overlap: CUTLASS 3 warp-specialised persistent ping-pong and cooperative kernels
 //   on Hopper, efficient_gemm.md "Warp Specialization"), the kernel takes the longer of its main
 //   loop and its epilogue traffic.
-// - Fused attention: its executed FLOPs (causal masking halves them; the backward recomputes the
-//   scores) at the fitted attention efficiency, with the same memory floor.
+// - Fused attention: where the calibration has the pass's attention tiles, the tile model of
+//   cost/attention_tiles.h (CTAs over SMs, products and softmax per score, diagonal blocks, waves,
+//   a fixed latency that stands for the kernel overhead); otherwise its executed FLOPs (causal
+//   masking halves them; the backward recomputes the scores) at the fitted attention efficiency.
+//   Either with the same memory floor.
 // - fp8 GEMM: the kernel above at the fp8 peak and efficiency, preceded by Transformer Engine's
 //   casts of its bf16 operands to fp8 (GemmCastBytes), memory-bound at the achieved HBM bandwidth
 //   (the casts add no per-kernel overhead of their own).

@@ -242,6 +242,16 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
                                   bool overlap) {
   GpuSpec trial = gpu;
   trial.calibration.gemm_epilogue_overlap = overlap;
+  // A profile's attention samples fit the single attention_efficiency, which the file's attention
+  // tiles (cost/attention_tiles.h) would override: the fit drops them (SetKeys removes the key).
+  const bool drops_tiles =
+      std::any_of(classes.begin(), classes.end(),
+                  [](const ClassSamples& c) { return c.kind == OpKind::kAttention; }) &&
+      (gpu.calibration.attention_forward_tiles || gpu.calibration.attention_backward_tiles);
+  if (drops_tiles) {
+    trial.calibration.attention_forward_tiles.reset();
+    trial.calibration.attention_backward_tiles.reset();
+  }
   std::vector<KernelSample> kernels;
   for (const ProfileSample& s : samples) kernels.push_back({s.shape, s.median_us * 1e-6});
   Result<JointComputeFit> joint = FitComputeJointly(kernels, trial);
@@ -265,6 +275,7 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
       out.value = fit.calibration.memory_bandwidth_fraction.value_or(0);
   }
   SetKeys(classes, &fit);
+  if (drops_tiles) fit.removed_keys.push_back("attention_tiles");
   Score(samples, classes, gpu, &fit);
   return fit;
 }

@@ -74,6 +74,28 @@ std::vector<std::string> FittedOn(JsonReader& r, const nlohmann::json& object) {
   return names;
 }
 
+// One pass's object of "attention_tiles": every field required.
+AttentionTileParams ReadAttentionTileParams(JsonReader& r) {
+  AttentionTileParams p;
+  p.matmul_efficiency = Fraction(r, "matmul_efficiency").value_or(0.0);
+  if (!r.Has("matmul_efficiency"))
+    r.AddError("matmul_efficiency",
+               "is missing; give the fraction of the tensor peak the block loop reaches");
+  p.score_ps = r.OptionalNonNegativeNumber("score_ps", {0, 1e6}).value_or(0.0);
+  p.masked_score_ps = r.OptionalNonNegativeNumber("masked_score_ps", {0, 1e6}).value_or(0.0);
+  p.element_ps = r.OptionalNonNegativeNumber("element_ps", {0, 1e6}).value_or(0.0);
+  p.wave_us = r.OptionalNonNegativeNumber("wave_us", {0, 1e6}).value_or(0.0);
+  p.latency_us = r.OptionalNonNegativeNumber("latency_us", {0, 1e6}).value_or(0.0);
+  for (std::string_view key :
+       {"score_ps", "masked_score_ps", "element_ps", "wave_us", "latency_us"}) {
+    if (!r.Has(key))
+      r.AddError(key,
+                 "is missing; every field of an attention_tiles pass is fitted together (loom fit "
+                 "writes them all; 0 where the fit found none)");
+  }
+  return p;
+}
+
 }  // namespace
 
 std::string GemmEfficiencyKey(Dtype dtype) {
@@ -100,6 +122,13 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
   }
   c.kernel_overhead_us = r.OptionalNonNegativeNumber("kernel_overhead_us", {0, 1e6}).value_or(0.0);
   c.attention_efficiency = Fraction(r, "attention_efficiency");
+  if (r.Has("attention_tiles")) {
+    JsonReader& tiles = r.Object("attention_tiles");
+    if (tiles.Has("forward"))
+      c.attention_forward_tiles = ReadAttentionTileParams(tiles.Object("forward"));
+    if (tiles.Has("backward"))
+      c.attention_backward_tiles = ReadAttentionTileParams(tiles.Object("backward"));
+  }
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");
   c.source = r.String("source");
   c.fitted_on = FittedOn(r, object);

@@ -13,6 +13,29 @@
 
 namespace loom {
 
+// The fitted rates of one pass (forward or backward) of fused attention as a tile model
+// (cost/attention_tiles.h): what the block loop of each CTA costs per score, on top of its
+// tensor-core work, and the fixed costs of its waves and of the kernel.
+struct AttentionTileParams {
+  // Fraction of the per-SM dense tensor peak the block loop's matrix products reach.
+  double matmul_efficiency = 1.0;
+  // Time per score element per SM beyond the products: the softmax, whose exponential runs on the
+  // special-function units at a small fraction of the tensor rate (FlashAttention-3, Shah et al.
+  // 2024, Section 3: 3.9 TFLOPS of special functions against 989 of FP16 matmul on H100 SXM5).
+  double score_ps = 0;
+  // Extra time per score element of a block on the causal diagonal (the mask is applied there).
+  double masked_score_ps = 0;
+  // Time per element of Q (batch x heads x queries x head dim) over the whole GPU: the passes
+  // that are linear in the sequence, not quadratic: the backward's preprocessing (rowsum of dO * O)
+  // and its fp32 dQ accumulator's conversion (FlashAttention-2, Dao 2023, Algorithm 2), the
+  // forward's output and log-sum-exp writes.
+  double element_ps = 0;
+  // Time per wave of CTAs over the SMs (prologue: Q or K/V tile loads; epilogue: the output).
+  double wave_us = 0;
+  // Fixed time of the kernel.
+  double latency_us = 0;
+};
+
 // Fitted parameters of the compute model of one GPU: the "calibration" object of a GPU file.
 // Every value has a source (a profile file or a public table). Absent values fall back to the
 // datasheet: efficiency 1, no overhead, the full HBM bandwidth.
@@ -41,6 +64,10 @@ struct ComputeCalibration {
   double kernel_overhead_us = 0;
   // Fraction of the dense peak fused attention reaches.
   std::optional<double> attention_efficiency;
+  // Fused attention as a tile model (cost/attention_tiles.h), per pass; where a pass has none,
+  // attention_efficiency times the whole kernel's FLOPs. The "attention_tiles" object of the file:
+  // {"forward": {...}, "backward": {...}}, keys as AttentionTileParams's fields.
+  std::optional<AttentionTileParams> attention_forward_tiles, attention_backward_tiles;
   // Fraction of the datasheet HBM bandwidth that memory-bound kernels reach.
   std::optional<double> memory_bandwidth_fraction;
   // Where the numbers come from.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -94,6 +95,38 @@ std::vector<ProfileSample> WithAccumulatingPairs(const GpuSpec& truth) {
   }
   for (const ProfileSample& s : Timed(truth, pairs, samples.size())) samples.push_back(s);
   return samples;
+}
+
+// A GPU file with attention tiles (cost/attention_tiles.h) fitted on a profile's attention: the
+// profile fits the single attention_efficiency, which the tiles would override, so the fit
+// drops them from the model it fits with and from the file it writes (no value left unused).
+TEST(FitComputeCalibration, AttentionSamplesReplaceTheFilesAttentionTiles) {
+  GpuSpec file = H100Like();
+  file.calibration.attention_forward_tiles = AttentionTileParams{.matmul_efficiency = 0.9};
+  file.calibration.attention_backward_tiles = AttentionTileParams{.matmul_efficiency = 0.6};
+  Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), file);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_NEAR(*fit->calibration.attention_efficiency, 0.47, 1e-5);
+  EXPECT_FALSE(fit->calibration.attention_forward_tiles.has_value());
+  EXPECT_FALSE(fit->calibration.attention_backward_tiles.has_value());
+  EXPECT_NE(std::find(fit->removed_keys.begin(), fit->removed_keys.end(), "attention_tiles"),
+            fit->removed_keys.end());
+  nlohmann::ordered_json written = WithComputeCalibration(
+      {{"calibration",
+        {{"attention_tiles", {{"forward", {{"matmul_efficiency", 0.9}}}}}, {"source", "old"}}}},
+      *fit);
+  EXPECT_FALSE(written["calibration"].contains("attention_tiles")) << written.dump();
+  // Without attention samples the tiles stay: a GEMM-only profile says nothing about them.
+  std::vector<ProfileSample> gemms;
+  for (const ProfileSample& s : SyntheticProfile(Truth())) {
+    if (std::holds_alternative<GemmShape>(s.shape)) gemms.push_back(s);
+  }
+  Result<ComputeFit> gemm_fit = FitComputeCalibration(gemms, file);
+  ASSERT_TRUE(gemm_fit.ok()) << gemm_fit.status().message();
+  EXPECT_EQ(
+      std::find(gemm_fit->removed_keys.begin(), gemm_fit->removed_keys.end(), "attention_tiles"),
+      gemm_fit->removed_keys.end());
+  EXPECT_TRUE(gemm_fit->calibration.attention_forward_tiles.has_value());
 }
 
 TEST(FitComputeCalibration, RecoversEveryParameterOfTheModelsOwnTimes) {

@@ -31,6 +31,38 @@ TEST(ComputeCalibration, ReadsEveryKey) {
   EXPECT_EQ(c.source, "profile x");
 }
 
+TEST(ComputeCalibration, ReadsAttentionTilesPerPassAndWantsEveryField) {
+  const json pass = {{"matmul_efficiency", 0.75}, {"score_ps", 61.5}, {"masked_score_ps", 95},
+                     {"element_ps", 5.9},         {"wave_us", 3.6},   {"latency_us", 24.7}};
+  json j = {{"attention_tiles", {{"backward", pass}}}, {"source", "grid.json"}};
+  JsonReader r(j, "gpu.json", "calibration");
+  ComputeCalibration c = ReadComputeCalibration(r, j);
+  ASSERT_TRUE(r.Finish(UnknownKeys::kError).ok());
+  EXPECT_FALSE(c.attention_forward_tiles.has_value());
+  ASSERT_TRUE(c.attention_backward_tiles.has_value());
+  EXPECT_EQ(c.attention_backward_tiles->matmul_efficiency, 0.75);
+  EXPECT_EQ(c.attention_backward_tiles->score_ps, 61.5);
+  EXPECT_EQ(c.attention_backward_tiles->masked_score_ps, 95);
+  EXPECT_EQ(c.attention_backward_tiles->element_ps, 5.9);
+  EXPECT_EQ(c.attention_backward_tiles->wave_us, 3.6);
+  EXPECT_EQ(c.attention_backward_tiles->latency_us, 24.7);
+
+  json partial = {
+      {"attention_tiles",
+       {{"forward", {{"matmul_efficiency", 1.2}, {"score_ps", 35}}}, {"sideways", pass}}},
+      {"source", "x"}};
+  JsonReader bad(partial, "gpu.json", "calibration");
+  ReadComputeCalibration(bad, partial);
+  const Status s = bad.Finish(UnknownKeys::kError);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("calibration.attention_tiles.forward.matmul_efficiency: is 1.2"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("attention_tiles.forward.wave_us: is missing"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("sideways"), std::string::npos) << s.message();
+}
+
 TEST(ComputeCalibration, EfficiencyAboveOneAndMissingSourceAreErrors) {
   json j = {{"gemm_efficiency_bf16", 1.3}, {"kernel_overhead_us", -1}, {"gemm_tile_m", 8}};
   JsonReader r(j, "gpu.json", "calibration");

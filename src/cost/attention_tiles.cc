@@ -1,0 +1,194 @@
+#include "cost/attention_tiles.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+namespace loom {
+
+int64_t AttentionForwardBlockKv(int64_t head_dim) { return head_dim <= 64 ? 128 : 64; }
+
+namespace {
+
+int64_t TileCeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The kv blocks a forward CTA over query block |i| visits: causal masking aligned at the bottom
+// right (query j sees keys up to j + seq_kv - seq_q), at least one.
+int64_t ForwardBlocks(const AttentionShape& a, int64_t i, int64_t bq, int64_t bkv, int64_t nkv) {
+  if (!a.causal) return nkv;
+  const int64_t last_key = std::min(a.seq_kv, (i + 1) * bq + (a.seq_kv - a.seq_q));
+  return std::clamp<int64_t>(TileCeilDiv(last_key, bkv), 1, nkv);
+}
+
+// The query blocks a backward CTA over kv block |j| visits: those with a query at or after its
+// first key (bottom-right aligned), at least one.
+int64_t BackwardBlocks(const AttentionShape& a, int64_t j, int64_t bq, int64_t bkv, int64_t nq) {
+  if (!a.causal) return nq;
+  const int64_t first_query = std::max<int64_t>(0, j * bkv - (a.seq_kv - a.seq_q));
+  return std::clamp<int64_t>(nq - first_query / bq, 1, nq);
+}
+
+}  // namespace
+
+AttentionTileWork CountAttentionTiles(const AttentionShape& a, int64_t sm_count,
+                                      double peak_flops_per_s) {
+  const bool bwd = a.backward;
+  const int64_t bq = bwd ? kAttentionBackwardBlockQ : kAttentionForwardBlockQ;
+  const int64_t bkv = bwd ? kAttentionBackwardBlockKv : AttentionForwardBlockKv(a.head_dim_qk);
+  const int64_t nq = TileCeilDiv(a.seq_q, bq);
+  const int64_t nkv = TileCeilDiv(a.seq_kv, bkv);
+  // Blocks per CTA along the loop, and the diagonal blocks among them (each CTA that is cut by
+  // the diagonal computes max(bq, bkv) / min(bq, bkv) blocks or fewer on it; counted per CTA).
+  const int64_t ctas_per_head = bwd ? nkv : nq;
+  double blocks = 0;
+  int64_t longest = 0;
+  for (int64_t c = 0; c < ctas_per_head; ++c) {
+    const int64_t n = bwd ? BackwardBlocks(a, c, bq, bkv, nq) : ForwardBlocks(a, c, bq, bkv, nkv);
+    blocks += static_cast<double>(n);
+    longest = std::max(longest, n);
+  }
+  const double heads = static_cast<double>(a.batch * a.heads);
+  const double sms = static_cast<double>(sm_count);
+  const double total_blocks = blocks * heads;
+  // A grid smaller than the GPU, or one CTA far longer than the rest, ends with its longest CTA.
+  const double per_sm = std::max(total_blocks / sms, static_cast<double>(longest));
+  const double scale = per_sm / (total_blocks / sms);
+  const double block_scores = static_cast<double>(bq * bkv);
+  const double diagonal_per_cta =
+      a.causal ? static_cast<double>(std::max(bq, bkv) / std::min(bq, bkv)) : 0.0;
+  const double diagonal_blocks = diagonal_per_cta * static_cast<double>(ctas_per_head) * heads;
+  const double flops_per_score = (bwd ? 10.0 : 4.0) * static_cast<double>(a.head_dim_qk);
+
+  AttentionTileWork w;
+  w.ctas = ctas_per_head * a.batch * a.heads;
+  w.scores = per_sm * block_scores;
+  w.masked_scores = std::min(w.scores, diagonal_blocks / sms * scale * block_scores);
+  w.matmul_s_at_peak = w.scores * flops_per_score / (peak_flops_per_s / sms);
+  w.waves = static_cast<double>(TileCeilDiv(w.ctas, sm_count));
+  w.elements = heads * static_cast<double>(a.seq_q * a.head_dim_qk);
+  return w;
+}
+
+double AttentionTileSeconds(const AttentionTileWork& w, const AttentionTileParams& p) {
+  return w.matmul_s_at_peak / p.matmul_efficiency + w.scores * p.score_ps * 1e-12 +
+         w.masked_scores * p.masked_score_ps * 1e-12 + w.elements * p.element_ps * 1e-12 +
+         w.waves * p.wave_us * 1e-6 + p.latency_us * 1e-6;
+}
+
+namespace {
+
+constexpr int kTileTerms = 6;
+using TileRow = std::array<double, kTileTerms>;
+
+// The terms of AttentionTileSeconds per unit of each fitted value, in seconds.
+TileRow TileTerms(const AttentionTileWork& w) {
+  return {w.matmul_s_at_peak, w.scores * 1e-12, w.masked_scores * 1e-12,
+          w.elements * 1e-12, w.waves * 1e-6,   1e-6};
+}
+
+// Least squares of sum_i ((x . rows_i - y_i) / y_i)^2 over the terms |free| (others fixed at
+// |x|'s values); Gaussian elimination with partial pivoting on the normal equations. Returns false
+// when they are singular.
+bool SolveTileFit(const std::vector<TileRow>& rows, const std::vector<double>& y,
+                  const std::array<bool, kTileTerms>& free, TileRow& x) {
+  std::array<int, kTileTerms> index{};
+  int n = 0;
+  for (int t = 0; t < kTileTerms; ++t) {
+    if (free[t]) index[n++] = t;
+  }
+  std::array<std::array<double, kTileTerms + 1>, kTileTerms> m{};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double w = 1.0 / (y[i] * y[i]);
+    double rest = y[i];
+    for (int t = 0; t < kTileTerms; ++t) {
+      if (!free[t]) rest -= x[t] * rows[i][t];
+    }
+    for (int a = 0; a < n; ++a) {
+      for (int b = 0; b < n; ++b) m[a][b] += w * rows[i][index[a]] * rows[i][index[b]];
+      m[a][n] += w * rows[i][index[a]] * rest;
+    }
+  }
+  for (int c = 0; c < n; ++c) {
+    int pivot = c;
+    for (int r = c + 1; r < n; ++r) {
+      if (std::abs(m[r][c]) > std::abs(m[pivot][c])) pivot = r;
+    }
+    if (std::abs(m[pivot][c]) < 1e-300) return false;
+    std::swap(m[c], m[pivot]);
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = m[r][c] / m[c][c];
+      for (int k = c; k <= n; ++k) m[r][k] -= f * m[c][k];
+    }
+  }
+  for (int a = 0; a < n; ++a) x[index[a]] = m[a][n] / m[a][a];
+  return true;
+}
+
+}  // namespace
+
+Result<AttentionTileParams> FitAttentionTiles(std::span<const AttentionTiming> timings,
+                                              const GpuSpec& gpu) {
+  if (timings.size() < 10) {
+    return Status::InvalidArgument(
+        "fitting attention tiles needs at least 10 timings of one pass; got " +
+        std::to_string(timings.size()));
+  }
+  const bool backward = timings.front().shape.backward;
+  const Dtype dtype = timings.front().shape.dtype;
+  const std::optional<double> peak = gpu.PeakTflops(dtype);
+  if (!peak) {
+    return Status::InvalidArgument("the GPU file of " + gpu.name + " has no " +
+                                   std::string(kDtypeNames.Name(dtype)) +
+                                   " peak to fit attention at");
+  }
+  std::vector<TileRow> rows;
+  std::vector<double> y;
+  for (const AttentionTiming& t : timings) {
+    if (t.shape.backward != backward || t.shape.dtype != dtype) {
+      return Status::InvalidArgument(
+          "attention tiles are fitted one pass and one dtype at a time; the timings mix them");
+    }
+    if (!(t.seconds > 0)) return Status::InvalidArgument("an attention timing is not positive");
+    rows.push_back(TileTerms(CountAttentionTiles(t.shape, gpu.sm_count, *peak * 1e12)));
+    y.push_back(t.seconds);
+  }
+  // Drop a term that fits negative (it would buy error elsewhere with a time below zero) and hold
+  // the efficiency at most 1 (x[0] = 1 / efficiency at least 1); refit until neither happens.
+  std::array<bool, kTileTerms> free{};
+  free.fill(true);
+  TileRow x{};
+  for (int round = 0; round <= kTileTerms; ++round) {
+    if (!SolveTileFit(rows, y, free, x)) {
+      return Status::InvalidArgument(
+          "the attention timings do not determine the tile model (too few distinct shapes: vary "
+          "the sequence, heads, head dim and causal masking)");
+    }
+    bool changed = false;
+    if (free[0] && x[0] < 1.0) {
+      x[0] = 1.0;
+      free[0] = false;
+      changed = true;
+    }
+    for (int t = 1; t < kTileTerms; ++t) {
+      if (free[t] && x[t] < 0) {
+        x[t] = 0;
+        free[t] = false;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  if (!(x[0] > 0)) return Status::InvalidArgument("the attention fit found no tensor-core rate");
+  AttentionTileParams p;
+  p.matmul_efficiency = 1.0 / x[0];
+  p.score_ps = x[1];
+  p.masked_score_ps = x[2];
+  p.element_ps = x[3];
+  p.wave_us = x[4];
+  p.latency_us = x[5];
+  return p;
+}
+
+}  // namespace loom
