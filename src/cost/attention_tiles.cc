@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <string>
+#include <utility>
+
+#include "cost/linear_solve.h"
 
 namespace loom {
 
@@ -92,37 +94,27 @@ TileRow TileTerms(const AttentionTileWork& w) {
 // when they are singular.
 bool SolveTileFit(const std::vector<TileRow>& rows, const std::vector<double>& y,
                   const std::array<bool, kTileTerms>& free, TileRow& x) {
-  std::array<int, kTileTerms> index{};
-  int n = 0;
+  std::vector<int> index;
   for (int t = 0; t < kTileTerms; ++t) {
-    if (free[t]) index[n++] = t;
+    if (free[t]) index.push_back(t);
   }
-  std::array<std::array<double, kTileTerms + 1>, kTileTerms> m{};
+  const size_t n = index.size();
+  std::vector<std::vector<double>> normal(n, std::vector<double>(n, 0.0));
+  std::vector<double> rhs(n, 0.0);
   for (size_t i = 0; i < rows.size(); ++i) {
     const double w = 1.0 / (y[i] * y[i]);
     double rest = y[i];
     for (int t = 0; t < kTileTerms; ++t) {
       if (!free[t]) rest -= x[t] * rows[i][t];
     }
-    for (int a = 0; a < n; ++a) {
-      for (int b = 0; b < n; ++b) m[a][b] += w * rows[i][index[a]] * rows[i][index[b]];
-      m[a][n] += w * rows[i][index[a]] * rest;
+    for (size_t a = 0; a < n; ++a) {
+      for (size_t b = 0; b < n; ++b) normal[a][b] += w * rows[i][index[a]] * rows[i][index[b]];
+      rhs[a] += w * rows[i][index[a]] * rest;
     }
   }
-  for (int c = 0; c < n; ++c) {
-    int pivot = c;
-    for (int r = c + 1; r < n; ++r) {
-      if (std::abs(m[r][c]) > std::abs(m[pivot][c])) pivot = r;
-    }
-    if (std::abs(m[pivot][c]) < 1e-300) return false;
-    std::swap(m[c], m[pivot]);
-    for (int r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = m[r][c] / m[c][c];
-      for (int k = c; k <= n; ++k) m[r][k] -= f * m[c][k];
-    }
-  }
-  for (int a = 0; a < n; ++a) x[index[a]] = m[a][n] / m[a][a];
+  std::vector<double> solution;
+  if (!SolveLinear(std::move(normal), std::move(rhs), &solution)) return false;
+  for (size_t a = 0; a < n; ++a) x[index[a]] = solution[a];
   return true;
 }
 

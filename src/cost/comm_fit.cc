@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cost/calibration_file.h"
+#include "cost/linear_solve.h"
 #include "cost/nccl_model.h"
 
 namespace loom {
@@ -263,33 +264,6 @@ bool SameTerms(const LinearTimeTerms& a, const LinearTimeTerms& b) {
   return a.path == b.path && a.LatencyPath() == b.LatencyPath() &&
          a.extra_latency == b.extra_latency && near(a.nccl_latency_us, b.nccl_latency_us) &&
          near(a.nominal_transfer_us, b.nominal_transfer_us);
-}
-
-// Solves |a| x = |b| by Gaussian elimination with partial pivoting; false when singular.
-bool SolveLinear(std::vector<std::vector<double>> a, std::vector<double> b,
-                 std::vector<double>* x) {
-  const size_t n = b.size();
-  for (size_t col = 0; col < n; ++col) {
-    size_t pivot = col;
-    for (size_t r = col + 1; r < n; ++r) {
-      if (std::abs(a[r][col]) > std::abs(a[pivot][col])) pivot = r;
-    }
-    if (std::abs(a[pivot][col]) < 1e-300) return false;
-    std::swap(a[col], a[pivot]);
-    std::swap(b[col], b[pivot]);
-    for (size_t r = col + 1; r < n; ++r) {
-      const double f = a[r][col] / a[col][col];
-      for (size_t c = col; c < n; ++c) a[r][c] -= f * a[col][c];
-      b[r] -= f * b[col];
-    }
-  }
-  x->assign(n, 0.0);
-  for (size_t i = n; i-- > 0;) {
-    double sum = b[i];
-    for (size_t c = i + 1; c < n; ++c) sum -= a[i][c] * (*x)[c];
-    (*x)[i] = sum / a[i][i];
-  }
-  return true;
 }
 
 // Weighted least squares over the active unknowns; inactive ones stay 0.
