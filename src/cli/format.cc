@@ -51,11 +51,9 @@ std::string GroupedDigits(int64_t value) {
 }
 
 nlohmann::ordered_json BreakdownJson(const StepBreakdown& b) {
-  return {{"compute_s", b.compute_s},
-          {"exposed_comm_s", b.exposed_comm_s},
-          {"bubble_s", b.bubble_s},
-          {"optimizer_s", b.optimizer_s},
-          {"host_s", b.host_s}};
+  return {{"compute_s", b.compute_s}, {"exposed_comm_s", b.exposed_comm_s},
+          {"bubble_s", b.bubble_s},   {"optimizer_s", b.optimizer_s},
+          {"host_s", b.host_s},       {"compute_slowed_s", b.compute_slowed_s}};
 }
 
 std::string IntervalText(const std::optional<StepInterval>& interval) {

@@ -100,6 +100,7 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r,
   j["stages"] = stages;
   j["breakdown"] = BreakdownJson(r.breakdown);
   j["memory_limit_bytes"] = r.memory_limit_bytes;
+  if (!r.sm_basis.empty()) j["sm_basis"] = r.sm_basis;
   const CriticalPathSummary& c = r.critical_path;
   j["critical_path"] = {{"tasks", c.tasks},
                         {"compute_s", c.compute_s},
@@ -144,6 +145,10 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
                        << " s (tp/ep collectives), cp " << c.cp_comm_s << " s, pp " << c.pp_comm_s
                        << " s, dp " << c.dp_comm_s << " s, optimizer " << c.optimizer_s
                        << " s, host " << c.host_s << " s\n";
+  if (!r.sm_basis.empty()) {
+    row("comm beside compute") << r.sm_basis << ": compute took " << r.breakdown.compute_slowed_s
+                               << " s longer (in compute above)\n";
+  }
   if (framework) {
     row("host") << framework->name << " (" << framework->file << "): the GPU waits " << c.host_s
                 << " s on the critical path for the host to issue work\n\n";

@@ -97,6 +97,12 @@ bool ReducesOrGathers(CollectiveKind kind) {
          kind == CollectiveKind::kReduceScatter;
 }
 
+// NcclCommModel::NvlsAvailable on a cluster whose NVSwitches have NVLink SHARP or not.
+bool NvlsRuns(bool nvlink_sharp, CollectiveKind kind, GroupPlacement group) {
+  return nvlink_sharp && ReducesOrGathers(kind) && group.ranks > NcclCommModel::kNvlsMinRanks &&
+         group.Nodes() == 1;
+}
+
 }  // namespace
 
 NcclCommModel::NcclCommModel(const ClusterSpec& cluster, bool nvls_enabled)
@@ -177,8 +183,16 @@ std::pair<CommPath, double> NcclCommModel::NvlsTreeAlgbw(GroupPlacement group, b
 }
 
 bool NcclCommModel::NvlsAvailable(CollectiveKind kind, GroupPlacement group) const {
-  return nvlink_sharp_ && ReducesOrGathers(kind) && group.ranks > kNvlsMinRanks &&
-         group.Nodes() == 1;
+  return NvlsRuns(nvlink_sharp_, kind, group);
+}
+
+NcclCtaCount NcclCtas(const ClusterSpec& cluster, CollectiveKind kind, GroupPlacement group) {
+  if (group.ranks < 2 || kind == CollectiveKind::kAllToAll) return {};
+  if (group.Nodes() > 1) return {cluster.inter_node.nccl_channels, "inter_node.nccl_channels"};
+  if (NvlsRuns(cluster.intra_node.nvlink_sharp, kind, group)) {
+    return {cluster.intra_node.nvls_channels, "intra_node.nvls_channels"};
+  }
+  return {cluster.intra_node.nccl_channels, "intra_node.nccl_channels"};
 }
 
 // The measured collectives run slower than NCCL's latencies at mid sizes (pipeline fill, fewer

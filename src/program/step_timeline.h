@@ -25,6 +25,9 @@ struct StepTimeline {
   // duration when it shared a channel.
   std::vector<SimTime> channel_busy;
   std::vector<SimTime> channel_shared;
+  // Indexed by rank: the time its SM-yielding tasks (compute) took beyond their time alone while
+  // transfers held some of its SMs (TaskGraph::SetSmUse); zeros when no task holds SMs.
+  std::vector<SimTime> sm_lost;
   // End of the last task; zero for an empty graph.
   SimTime makespan;
 };

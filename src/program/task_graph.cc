@@ -138,6 +138,27 @@ void TaskGraph::AddDependency(TaskId before, TaskId after) {
   dependencies_.push_back({before, after});
 }
 
+void TaskGraph::SetSmUse(TaskId id, SmUse use) {
+  if (!IsTask(id)) {
+    RecordError("SetSmUse: unknown task id " + std::to_string(id) + " (the graph has " +
+                std::to_string(num_tasks()) + " tasks)");
+    return;
+  }
+  // Written so that NaN fails too.
+  if (!(use.holds >= 0 && use.holds < 1)) {
+    RecordError(DescribeTask(id) + ": holds a share of " + std::to_string(use.holds) +
+                " of its GPU's SMs; a share is in [0, 1)");
+    return;
+  }
+  if (use.holds > 0 && use.yields) {
+    RecordError(DescribeTask(id) + ": both holds SMs and yields them; a task is one or the other");
+    return;
+  }
+  if (sm_use_.size() <= static_cast<size_t>(id)) sm_use_.resize(static_cast<size_t>(id) + 1);
+  sm_use_[id] = use;
+  holds_sms_ = holds_sms_ || use.holds > 0;
+}
+
 GroupId TaskGraph::AddCollective(std::span<const TaskId> members) {
   const std::string what = "collective " + std::to_string(num_groups());
   if (members.empty()) {

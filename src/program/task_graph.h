@@ -56,6 +56,16 @@ struct Task {
   RouteId route = kNoRoute;
 };
 
+// How a task uses the SMs of its rank's GPU (sim/engine.h): |holds|, the fraction of the SMs its
+// kernels occupy while it runs (an NCCL kernel's CTAs, one per channel); |yields|, whether its
+// time alone assumes every SM, so that it runs slower while tasks holding a share run on the rank
+// (a compute pass). The default, neither, is a task the GPU's SMs do not concern (a copy-engine
+// transfer, a host task, a marker).
+struct SmUse {
+  float holds = 0;
+  bool yields = false;
+};
+
 // "|before| must end before |after| may start".
 struct Dependency {
   TaskId before;
@@ -112,6 +122,10 @@ class TaskGraph {
   TaskId AddTask(const Task& task);
   // Records an error if either id is unknown or |before| == |after|.
   void AddDependency(TaskId before, TaskId after);
+  // Sets how task |id| uses its GPU's SMs (SmUse); kept beside the tasks, so that a graph that
+  // never calls it pays nothing. Records an error if |id| is unknown, |use.holds| is not in
+  // [0, 1), or a task both holds and yields SMs.
+  void SetSmUse(TaskId id, SmUse use);
   // Makes |members| one collective: they start together, when all of them could start, and run
   // for the longest member's duration. Records an error (and returns kNoGroup) if |members| is
   // empty, names an unknown task, a task already in a group, or two tasks on one stream (the
@@ -164,6 +178,12 @@ class TaskGraph {
         .subspan(group_offsets_[group], group_offsets_[group + 1] - group_offsets_[group]);
   }
 
+  // The SetSmUse() of |id|, the default SmUse if none was set; whether any task holds SMs.
+  SmUse sm_use(TaskId id) const {
+    return static_cast<size_t>(id) < sm_use_.size() ? sm_use_[id] : SmUse{};
+  }
+  bool holds_sms() const { return holds_sms_; }
+
   // Returns "'<name>' (task <id>, rank <r> stream '<stream>')", for error messages.
   std::string DescribeTask(TaskId id) const;
 
@@ -187,6 +207,8 @@ class TaskGraph {
   std::vector<Dependency> dependencies_;
   std::vector<MemoryEvent> memory_events_;
   std::vector<GroupId> group_of_;  // per task
+  std::vector<SmUse> sm_use_;      // per task up to the last one SetSmUse() was called for
+  bool holds_sms_ = false;
 
   int32_t num_ranks_ = 0;
   std::vector<int32_t> stream_rank_;

@@ -10,6 +10,7 @@
 #include "sim/channel_sharing.h"
 #include "sim/event_queue.h"
 #include "sim/graph_index.h"
+#include "sim/sm_sharing.h"
 
 namespace loom {
 namespace {
@@ -50,7 +51,7 @@ class EngineRun {
   void BuildCollectives();
   void BuildLinkQueues();
 
-  template <bool kSharing>
+  template <bool kSharing, bool kSms>
   void RunEvents();
   SimTime NextEventTime() const;
   void OnReady(TaskId id, SimTime now);
@@ -60,6 +61,8 @@ class EngineRun {
   void Start(TaskId id, SimTime now, SimTime duration);
   void StartCollective(GroupId group, SimTime now);
   void EndFlowsAt(SimTime now);
+  void EndYieldingAt(SimTime now);
+  void ReshareSms(SimTime now);
   void Complete(TaskId id);
   void Reshare(SimTime now);
   void DispatchLinks(SimTime now);
@@ -80,6 +83,7 @@ class EngineRun {
   FlatRows collective_channels_;          // the channels of each group's members' routes
 
   std::unique_ptr<ChannelSharing> sharing_;  // only for a graph with routes
+  std::unique_ptr<SmSharing> sms_;           // only for a graph whose tasks hold SMs
 
   std::vector<uint8_t> link_busy_;
   std::vector<std::vector<LinkRequest>> link_queue_;  // one heap per link
@@ -88,6 +92,7 @@ class EngineRun {
 
   EventQueue events_;     // payload: the task that ends
   EventQueue flow_ends_;  // payload: the flow that may end
+  EventQueue sm_ends_;    // payload: the SM-yielding task that may end
   StepTimeline timeline_;
   int32_t started_ = 0;
   int32_t completed_ = 0;
@@ -101,6 +106,7 @@ Result<StepTimeline> EngineRun::Run() {
   BuildLinkQueues();
   if (graph_.num_routes() > 0)
     sharing_ = std::make_unique<ChannelSharing>(graph_, collective_channels_);
+  if (graph_.holds_sms()) sms_ = std::make_unique<SmSharing>(graph_);
   timeline_.start.assign(n, SimTime::Zero());
   timeline_.end.assign(n, SimTime::Zero());
   timeline_.start_sequence.assign(n, -1);
@@ -110,36 +116,45 @@ Result<StepTimeline> EngineRun::Run() {
     if (waiting_on_[t] == 0) OnReady(t, SimTime::Zero());
   }
   DispatchLinks(SimTime::Zero());
-  if (sharing_) {
-    Reshare(SimTime::Zero());
-    RunEvents<true>();
+  if (sharing_) Reshare(SimTime::Zero());
+  if (sms_) ReshareSms(SimTime::Zero());
+  if (sharing_ && sms_) {
+    RunEvents<true, true>();
+  } else if (sharing_) {
+    RunEvents<true, false>();
+  } else if (sms_) {
+    RunEvents<false, true>();
   } else {
-    RunEvents<false>();
+    RunEvents<false, false>();
   }
   if (completed_ < n) return DeadlockError(graph_, timeline_, waiting_on_);
   return TakeTimeline();
 }
 
-// Two instances, so that a graph without routes runs the loop it ran before routes existed:
-// a test per event in it cost 10% of the engine's time.
-template <bool kSharing>
+// Four instances, so that a graph without routes or SM shares runs the loop it ran before they
+// existed: a test per event in it cost 10% of the engine's time.
+template <bool kSharing, bool kSms>
 void EngineRun::RunEvents() {
-  while (!events_.empty() || (kSharing && !flow_ends_.empty())) {
+  while (!events_.empty() || (kSharing && !flow_ends_.empty()) || (kSms && !sm_ends_.empty())) {
     // Finish everything that ends at |now| before handing out links, so that link order depends
     // on (ready time, task id) only, not on the order of events at equal times; then share the
-    // channels among the transfers running from |now| on.
-    const SimTime now = kSharing ? NextEventTime() : events_.top().time;
+    // channels among the transfers, and the SMs among the tasks, running from |now| on.
+    const SimTime now = kSharing || kSms ? NextEventTime() : events_.top().time;
     if constexpr (kSharing) EndFlowsAt(now);
+    if constexpr (kSms) EndYieldingAt(now);
     while (!events_.empty() && events_.top().time == now) Complete(events_.Pop().payload);
     DispatchLinks(now);
     if constexpr (kSharing) Reshare(now);
+    if constexpr (kSms) ReshareSms(now);
   }
 }
 
 SimTime EngineRun::NextEventTime() const {
-  if (events_.empty()) return flow_ends_.top().time;
-  if (flow_ends_.empty()) return events_.top().time;
-  return Min(events_.top().time, flow_ends_.top().time);
+  SimTime next = SimTime::Forever();
+  if (!events_.empty()) next = events_.top().time;
+  if (!flow_ends_.empty()) next = Min(next, flow_ends_.top().time);
+  if (!sm_ends_.empty()) next = Min(next, sm_ends_.top().time);
+  return next;
 }
 
 void EngineRun::BuildSuccessors() {
@@ -251,14 +266,22 @@ void EngineRun::MarkStarted(TaskId id, SimTime now) {
   timeline_.start[id] = now;
   timeline_.start_sequence[id] = started_++;
   if (tasks_[id].link != kNoLink) link_busy_[tasks_[id].link] = 1;
+  if (sms_ && graph_.sm_use(id).holds > 0) sms_->Hold(id);
 }
 
-// A task of zero duration ends where it starts whatever its share, so it stays off its channels.
+// A task of zero duration ends where it starts whatever its share, so it stays off its channels
+// and its rank's SMs.
 void EngineRun::Start(TaskId id, SimTime now, SimTime duration) {
   MarkStarted(id, now);
   if (tasks_[id].route != kNoRoute && duration > SimTime::Zero() &&
       graph_.group_of(id) == kNoGroup) {
     sharing_->Begin(id, now, duration);
+    return;
+  }
+  // An SM-yielding task on a route (none is) would keep its channel share and ignore the SMs.
+  if (sms_ && duration > SimTime::Zero() && graph_.sm_use(id).yields &&
+      graph_.group_of(id) == kNoGroup && tasks_[id].route == kNoRoute) {
+    sms_->Begin(id, now, duration);
     return;
   }
   timeline_.end[id] = now + duration;
@@ -288,6 +311,23 @@ void EngineRun::EndFlowsAt(SimTime now) {
   }
 }
 
+void EngineRun::EndYieldingAt(SimTime now) {
+  while (!sm_ends_.empty() && sm_ends_.top().time == now) {
+    const TaskId id = sm_ends_.Pop().payload;
+    if (!sms_->IsCurrentEnd(id, now)) continue;  // a later rate moved this end
+    sms_->Finish(id);
+    events_.Push(now, id);
+  }
+}
+
+void EngineRun::ReshareSms(SimTime now) {
+  if (!sms_->changed()) return;
+  sms_->Reshare(now, [&](TaskId id, SimTime end) {
+    timeline_.end[id] = end;
+    sm_ends_.Push(end, id);
+  });
+}
+
 // Pushes the moved ends and leaves the superseded ones in the heap: finding them would cost more
 // than popping them, and EndFlowsAt() skips them.
 void EngineRun::Reshare(SimTime now) {
@@ -305,6 +345,7 @@ void EngineRun::Reshare(SimTime now) {
 
 void EngineRun::Complete(TaskId id) {
   ++completed_;
+  if (sms_ && graph_.sm_use(id).holds > 0) sms_->Release(id);
   const LinkId link = tasks_[id].link;
   if (link != kNoLink) {
     link_busy_[link] = 0;
@@ -357,6 +398,8 @@ StepTimeline EngineRun::TakeTimeline() {
     timeline_.channel_busy.assign(graph_.num_channels(), SimTime::Zero());
     timeline_.channel_shared.assign(graph_.num_channels(), SimTime::Zero());
   }
+  timeline_.sm_lost =
+      sms_ ? sms_->TakeLostTime() : std::vector<SimTime>(graph_.num_ranks(), SimTime::Zero());
   timeline_.stream_busy.assign(graph_.num_streams(), SimTime::Zero());
   for (TaskId t = 0; t < graph_.num_tasks(); ++t) {
     timeline_.stream_busy[tasks_[t].stream] += timeline_.end[t] - timeline_.start[t];

@@ -107,6 +107,48 @@ void SetFabrics(const Strategy& strategy, const Placements& placements, StepGrap
   if (config.cp_ring) config.fabrics.cp = fabric(placements.cp.Nodes() > 1);
 }
 
+// The SMs Transformer Engine's userbuffers hold while --tp-comm-overlap hides a pass's tp
+// collectives (transformer_engine/pytorch/module/base.py at d0067d0d, initialize_ub's
+// get_default_config): the all-gathers beside qkv and fc1 fprop and proj and fc2 dgrad run as
+// "ring_exchange" on 1 SM (the copy engines move the data, use_ce), the reduce-scatters as
+// "pipeline" (proj and fc2 fprop) or "bulk" (qkv and fc1 dgrad) on 16. A pass hides as many
+// all-gather bytes as reduce-scatter bytes (two of each per layer), so it holds 8.5 SMs on average.
+constexpr double kTpOverlapSms = (1.0 + 16.0) / 2.0;
+
+// Per stage, the share of its GPU's SMs the data-parallel collectives (NCCL: NcclCtas) and the
+// hidden tp collectives (kTpOverlapSms) hold while they run beside compute, and |basis| saying so.
+void SetSmHolds(const ClusterSpec& cluster, const Strategy& strategy, const DataParallelPlan& plan,
+                const Placements& placements, StepGraphConfig& config, std::string& basis) {
+  const bool dp = strategy.dp > 1;
+  const NcclCtaCount ctas = NcclCtas(cluster, plan.grad_reduce, placements.dp);
+  const bool tp = strategy.tp_comm_overlap;
+  if (!dp && !tp) return;
+  const int64_t sms = GpuOfStage(cluster, strategy, 0).sm_count;
+  if (dp && ctas.ctas) {
+    basis = "data-parallel NCCL kernels hold " + std::to_string(*ctas.ctas) + " of " +
+            std::to_string(sms) + " SMs (" + std::string(ctas.key) + ")";
+  } else if (dp) {
+    basis =
+        "data-parallel collectives take no SMs from the compute beside them: the cluster "
+        "file has no " +
+        std::string(ctas.key) + " (add NCCL's channel count, NCCL_DEBUG=INFO's \"coll channels\")";
+  }
+  if (tp) {
+    basis += std::string(basis.empty() ? "" : "; ") +
+             "--tp-comm-overlap's userbuffers hold 8.5 SMs (Transformer Engine's defaults)";
+  }
+  for (int64_t stage = 0; stage < strategy.pp; ++stage) {
+    const double stage_sms = static_cast<double>(GpuOfStage(cluster, strategy, stage).sm_count);
+    SmHolds holds;
+    if (dp && ctas.ctas) {
+      holds.dp = std::min(0.9, static_cast<double>(*ctas.ctas) / stage_sms);
+      holds.gather = holds.dp;
+    }
+    if (tp) holds.tp_hidden = std::min(0.9, kTpOverlapSms / stage_sms);
+    config.sm_holds.push_back(holds);
+  }
+}
+
 // Activation (or gradient) bytes each rank sends to its neighbouring stage per micro-batch:
 // b x s/cp x h elements of the activation dtype (ActivationDtype: 4 bytes in fp32 and tf32, 2 in
 // bf16, fp16 and fp8), split over tp. With sequence parallelism the tensor is already scattered;
@@ -185,6 +227,7 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
                                    u.optimizer_s[s] - u.host_wait_after_s[s]) /
                                   step.stages;
     r.breakdown.host_s += (u.host_wait_s[s] + u.host_wait_after_s[s]) / step.stages;
+    r.breakdown.compute_slowed_s += r.timeline.sm_lost[s].ToSeconds() / step.stages;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.memory.ranks[s].peak_bytes);
   }
   r.bubble_fraction = u.bubble_fraction;
@@ -275,6 +318,8 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   step.config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, plan, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);
+  if (options.share_sms)
+    SetSmHolds(cluster, strategy, plan, placements, step.config, step.sm_basis);
   if (options.framework) SetHost(*options.framework, layers, step.schedule, step.config);
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;
@@ -319,6 +364,7 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   result.peak_stage = PeakStage(result.memory_by_stage);
   result.reserved_bytes = kReservedBytesPerGpu;
   result.critical_path = SummarizeCriticalPath(result.step, result.timeline);
+  result.sm_basis = step.sm_basis;
   return result;
 }
 

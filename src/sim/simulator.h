@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -37,6 +38,10 @@ struct SimulationOptions {
   // a gradient bucket reduced while the pipeline sends, or while a pass runs its tp collectives,
   // slows both. Off: every transfer takes its time alone.
   bool share_bandwidth = true;
+  // Whether the transfers that run beside compute on a GPU (NCCL's data-parallel collectives,
+  // --tp-comm-overlap's userbuffers) hold some of its SMs, so that the compute beside them runs
+  // slower (engine.h; the cluster file's nccl_channels keys). Off: compute takes its time alone.
+  bool share_sms = true;
   // The training framework whose host thread issues the work (spec/framework.h): its per-op host
   // costs and synchronisation points. nullopt: no host thread, the GPU is always fed.
   std::optional<FrameworkProfile> framework;
@@ -55,6 +60,9 @@ struct StepBreakdown {
   double bubble_s = 0;
   double optimizer_s = 0;
   double host_s = 0;  // the GPU idle while the host thread issues its next task (StepUtilization)
+  // Of compute_s: what kernels took beyond their time alone because transfers beside them held
+  // some of the GPU's SMs (sim/engine.h).
+  double compute_slowed_s = 0;
 };
 
 // Where the chain of tasks that bounds the step spends its time (it sums to the step time).
@@ -87,6 +95,8 @@ struct SimulationResult {
   std::vector<MemoryBreakdown> memory_by_stage;
   int32_t peak_stage = 0;
   int64_t reserved_bytes = 0;
+  // What the transfers beside compute hold of its SMs, in words (PreparedStep::sm_basis).
+  std::string sm_basis;
 
   // The simulated step, for traces.
   StepGraph step;
@@ -105,6 +115,9 @@ struct PreparedStep {
   std::vector<ModelStateBytes> model_states;  // per stage: weights, gradients, optimizer on the GPU
   StepGraphConfig config;
   StepPayloads payloads;
+  // Which transfers run beside compute holding SMs, how many, from which cluster key (or which key
+  // the file lacks, so that they hold none); empty when no transfer runs beside compute.
+  std::string sm_basis;
 };
 
 // Prepares one training step of |model| on |cluster| under |strategy|, with the datasheet cost

@@ -44,7 +44,36 @@ StepGraph Builder::Build() {
   }
   for (int32_t replica = 0; replica < config_.replicas; ++replica) Connect(replica, ids[replica]);
   AddGradientReduction();
+  SetSmUse();
   return std::move(step_);
+}
+
+// Marks the tasks of the streams whose kernels hold SMs, by the stage's SmHolds, and every task of
+// the compute streams as yielding to them. Markers of zero duration hold nothing. Not holding:
+// pipeline and ring-attention sends (NCCL's p2p kernels hold their channels too, mostly while
+// the compute that would share the GPU waits for them) and copy-engine transfers (none).
+void Builder::SetSmUse() {
+  if (config_.sm_holds.empty()) return;
+  TaskGraph& g = step_.graph;
+  for (TaskId t = 0; t < g.num_tasks(); ++t) {
+    const Task& task = g.task(t);
+    const int32_t rank = g.rank_of(t);
+    const SmHolds& holds = config_.sm_holds[rank % schedule_.stages];
+    double share = 0;
+    if (task.stream == step_.compute_stream[rank]) {
+      g.SetSmUse(t, {.yields = true});
+      continue;
+    }
+    if (task.duration == SimTime()) continue;
+    if (task.stream == dp_stream_[rank]) {
+      share = holds.dp;
+    } else if (task.stream == gather_stream_[rank]) {
+      share = holds.gather;
+    } else if (task.stream == tp_stream_[rank] && task.category == step_.tp_hidden_category) {
+      share = holds.tp_hidden;
+    }
+    if (share > 0) g.SetSmUse(t, {.holds = static_cast<float>(share)});
+  }
 }
 
 void Builder::AddRank(int32_t rank) {

@@ -105,6 +105,14 @@ struct HostConfig {
   std::vector<SimTime> optimizer_lead;
 };
 
+// The share of its GPU's SMs each kind of transfer holds while it runs (sim/engine.h): the CTAs of
+// its kernels over the GPU's SMs. The compute stream's tasks yield to them.
+struct SmHolds {
+  double dp = 0;         // gradient buckets and weight all-gathers: NCCL, one CTA per channel
+  double gather = 0;     // ZeRO-3's per-layer weight gathers: NCCL
+  double tp_hidden = 0;  // the part of a pass's tp collectives --tp-comm-overlap hides
+};
+
 // What the step graph needs beyond the schedule and the per-chunk pass costs, by feature.
 struct StepGraphConfig {
   // Data-parallel replicas simulated, each a full pipeline. 1 is the symmetric default: one
@@ -120,6 +128,8 @@ struct StepGraphConfig {
   OffloadConfig offload;
   FabricConfig fabrics;
   HostConfig host;
+  // Per stage (its GPU's SMs); empty: no transfer holds SMs, compute never slows.
+  std::vector<SmHolds> sm_holds;
 };
 
 // Builds the step: every stage runs |schedule|'s order on its compute stream, each pass's

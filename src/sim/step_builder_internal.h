@@ -89,6 +89,7 @@ class Builder {
   void AddHostIssue(int32_t rank, NameId name, TaskWork work, const PassCost& cost,
                     TaskId gpu_first);
   void HostWaitsFor(TaskId gpu_task, TaskId pass_first);
+  void SetSmUse();
   int32_t Rank(int32_t replica, int32_t stage) const { return replica * schedule_.stages + stage; }
 
   // The schedule's order on each stage and the sends between stages (step_builder_pipeline.cc).

@@ -61,6 +61,8 @@ constexpr IntRange kGpuMemoryBytes{1, int64_t{1} << 50};
 constexpr IntRange kHostMemoryBytes{1, int64_t{1} << 55};
 constexpr IntRange kGpusPerNode{1, 4096};
 constexpr IntRange kNodes{1, 1 << 20};
+// NCCL's MAXCHANNELS (src/include/device.h, 64 since 2.2x; 32 before).
+constexpr IntRange kNcclChannels{1, 64};
 constexpr IntRange kNicsPerNode{1, 4096};
 // A GPU-hour rents for about 1-10 US dollars (2025 cloud list prices for A100 to H200); a price
 // outside a thousandfold of that is a unit error (cents, or a node-hour or a month).
@@ -185,6 +187,13 @@ void ReadIntraNode(JsonReader& reader, IntraNode* intra) {
   intra->bandwidth_GBps = reader.PositiveNumber("bandwidth_GBps", kBandwidthGBps);
   intra->latency_us = NonNegativeNumber(reader, "latency_us", kLatencyUs);
   intra->nvlink_sharp = reader.OptionalBool("nvlink_sharp").value_or(false);
+  intra->nccl_channels = reader.OptionalInt("nccl_channels", kNcclChannels);
+  intra->nvls_channels = reader.OptionalInt("nvls_channels", kNcclChannels);
+  if (intra->nvls_channels && !intra->nvlink_sharp) {
+    reader.AddError("nvls_channels",
+                    "is set but nvlink_sharp is not true; NCCL runs NVLS only on NVSwitches with "
+                    "NVLink SHARP: remove the key or set nvlink_sharp true");
+  }
   if (intra->nvlink_sharp && intra->fabric != IntraNodeFabric::kNvSwitch) {
     reader.AddError("nvlink_sharp",
                     "is true but the fabric is not \"nvswitch\"; NVLink SHARP "
@@ -232,6 +241,7 @@ void ReadInterNode(JsonReader& reader, InterNode* inter) {
   inter->nic_bandwidth_Gbps = reader.PositiveNumber("nic_bandwidth_Gbps", kBandwidthGbps);
   inter->latency_us = NonNegativeNumber(reader, "latency_us", kLatencyUs);
   inter->topology = ReadEnum(reader, "topology", kTopologyNames, NetworkTopology::kFatTree);
+  inter->nccl_channels = reader.OptionalInt("nccl_channels", kNcclChannels);
   if (!reader.Has("oversubscription")) {
     reader.Allow("oversubscription");
     reader.AddError("oversubscription",

@@ -52,6 +52,12 @@ struct IntraNode {
   // The NVSwitches reduce and multicast in the switch (NVLink SHARP, third-generation NVSwitch:
   // H100/H200 HGX boards, not A100), which lets NCCL run its NVLS algorithm. Optional, false.
   bool nvlink_sharp = false;
+  // CTAs (one per channel) of an NCCL collective kernel inside a node: Ring and Tree
+  // ("nccl_channels", NCCL_DEBUG=INFO's "coll channels") and NVLS ("nvls_channels"). Each holds
+  // an SM while the collective runs (sim/engine.h). Optional: absent, loom does not slow the
+  // compute that runs beside such collectives, and says so.
+  std::optional<int64_t> nccl_channels;
+  std::optional<int64_t> nvls_channels;
 };
 
 struct InterNode {
@@ -60,6 +66,8 @@ struct InterNode {
   double latency_us = 0;
   NetworkTopology topology = NetworkTopology::kFatTree;
   double oversubscription = 1.0;  // >= 1; 1 = full bisection bandwidth
+  // CTAs of an NCCL collective kernel whose group spans nodes (IntraNode::nccl_channels).
+  std::optional<int64_t> nccl_channels;
 };
 
 // Fitted parameters of the communication model (NcclCommModel): the cluster file's optional

@@ -34,6 +34,7 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
                                              "stages",
                                              "breakdown",
                                              "memory_limit_bytes",
+                                             "sm_basis",
                                              "critical_path",
                                              "memory"};
   EXPECT_EQ(keys, expected);

@@ -36,6 +36,30 @@ const NcclChoice* Find(const std::vector<NcclChoice>& choices, NcclAlgorithm a, 
 
 const GroupPlacement kOneNode = PlaceGroup(8, 1, 8);
 
+// The CTAs of NCCL's kernel come from the key of the algorithm it runs: NVLS inside an H100 node
+// of more than four ranks, Ring/Tree inside a node otherwise, the inter-node count across nodes.
+TEST(NcclCtas, ReadsTheClusterKeyOfTheAlgorithmNcclRuns) {
+  ClusterSpec h100 = DgxH100Cluster();
+  h100.intra_node.nccl_channels = 24;
+  h100.intra_node.nvls_channels = 16;
+  h100.inter_node.nccl_channels = 12;
+  const NcclCtaCount nvls = NcclCtas(h100, CollectiveKind::kReduceScatter, {8, 8});
+  EXPECT_EQ(nvls.ctas, 16);
+  EXPECT_EQ(nvls.key, "intra_node.nvls_channels");
+  const NcclCtaCount ring = NcclCtas(h100, CollectiveKind::kAllReduce, {4, 4});
+  EXPECT_EQ(ring.ctas, 24);
+  EXPECT_EQ(ring.key, "intra_node.nccl_channels");
+  const NcclCtaCount across = NcclCtas(h100, CollectiveKind::kAllGather, {16, 8});
+  EXPECT_EQ(across.ctas, 12);
+  EXPECT_EQ(across.key, "inter_node.nccl_channels");
+  EXPECT_TRUE(NcclCtas(h100, CollectiveKind::kAllToAll, {8, 8}).key.empty());
+  EXPECT_TRUE(NcclCtas(h100, CollectiveKind::kAllReduce, {1, 1}).key.empty());
+  // A file that does not say: no count, and the key it lacks.
+  const NcclCtaCount unsaid = NcclCtas(DgxA100(), CollectiveKind::kAllReduce, {8, 8});
+  EXPECT_FALSE(unsaid.ctas);
+  EXPECT_EQ(unsaid.key, "intra_node.nccl_channels");
+}
+
 TEST(NcclCommModel, A100AllReduceFlipsFromRingLlToRingSimpleAsSizeGrows) {
   NcclCommModel model(DgxA100());
   NcclChoice small = model.Choose(CollectiveKind::kAllReduce, 4 * kKiB, kOneNode);

@@ -261,5 +261,61 @@ TEST(Simulator, DeepSeekV3SimulatesWithLatentAttentionExpertsAndUnevenStages) {
   EXPECT_LT(r->stages[15].compute_s, r->stages[1].compute_s);
 }
 
+// Data parallelism over two DGX H100 nodes with the gradient reduction and the weight gathers
+// overlapped: NCCL's kernels hold 16 of each GPU's 132 SMs (the cluster file's
+// inter_node.nccl_channels) while the compute beside them runs, which makes the step longer than
+// with compute at its time alone; without the key they hold none, and the basis says which key.
+Strategy OverlappedDataParallel() {
+  Strategy s;
+  s.dp = 16;
+  s.micro_batch = 1;
+  s.global_batch = 32;
+  s.seq_len = 4096;
+  s.zero_stage = 1;
+  s.overlap_grad_reduce = true;
+  s.overlap_param_gather = true;
+  return s;
+}
+
+TEST(Simulator, DataParallelKernelsTakeSmsFromTheComputeBesideThem) {
+  Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 2);
+  SimulationOptions alone;
+  alone.share_sms = false;
+  Result<SimulationResult> shared =
+      SimulateTrainingStep(in.model, in.cluster, OverlappedDataParallel());
+  Result<SimulationResult> apart =
+      SimulateTrainingStep(in.model, in.cluster, OverlappedDataParallel(), alone);
+  ASSERT_TRUE(shared.ok() && apart.ok());
+  EXPECT_GT(shared->step_time_s, apart->step_time_s);
+  EXPECT_GT(shared->breakdown.compute_slowed_s, 0);
+  EXPECT_EQ(apart->breakdown.compute_slowed_s, 0);
+  EXPECT_NE(shared->sm_basis.find("hold 16 of 132 SMs (inter_node.nccl_channels)"),
+            std::string::npos)
+      << shared->sm_basis;
+  EXPECT_TRUE(apart->sm_basis.empty());
+
+  ClusterSpec unknown = in.cluster;
+  unknown.inter_node.nccl_channels.reset();
+  Result<SimulationResult> unsaid =
+      SimulateTrainingStep(in.model, unknown, OverlappedDataParallel());
+  ASSERT_TRUE(unsaid.ok());
+  EXPECT_EQ(unsaid->step_time_s, apart->step_time_s);
+  EXPECT_NE(unsaid->sm_basis.find("the cluster file has no inter_node.nccl_channels"),
+            std::string::npos)
+      << unsaid->sm_basis;
+}
+
+// Inside one node the same collectives run NVLS on H100's NVSwitches, with its 16 CTAs.
+TEST(Simulator, DataParallelInsideANodeHoldsTheNvlsChannels) {
+  Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
+  Strategy s = OverlappedDataParallel();
+  s.dp = 8;
+  s.global_batch = 16;
+  Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, s);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(r->sm_basis.find("hold 16 of 132 SMs (intra_node.nvls_channels)"), std::string::npos)
+      << r->sm_basis;
+}
+
 }  // namespace
 }  // namespace loom

@@ -290,6 +290,7 @@ std::pair<MonteCarloResult, MonteCarloResult> ReplayAndEngine(bool share_bandwid
   SimulationOptions options;
   options.full = true;
   options.share_bandwidth = share_bandwidth;
+  options.share_sms = share_bandwidth;
   Result<SimulationResult> sim = SimulateTrainingStep(in.model, in.cluster, s, options);
   EXPECT_TRUE(sim.ok()) << sim.status().message();
   if (!sim.ok()) return {};
@@ -305,8 +306,8 @@ std::pair<MonteCarloResult, MonteCarloResult> ReplayAndEngine(bool share_bandwid
   return {*replayed, *engine};
 }
 
-// Without shared channels (and the step builder makes no links) the replay is a longest path
-// through the engine's own graph: every draw the same to the nanosecond.
+// Without shared channels and SMs (and the step builder makes no links) the replay is a longest
+// path through the engine's own graph: every draw the same to the nanosecond.
 TEST(Jitter, TheReplayIsTheEngineExactlyWithoutSharedBandwidth) {
   const auto [replayed, engine] = ReplayAndEngine(false);
   ASSERT_EQ(engine.step_s.size(), 20u);

@@ -669,6 +669,33 @@ TEST(ClusterSpec, NvlinkSharpOnPcieIsRejected) {
                path + ": intra_node.nvlink_sharp: is true but the fabric is not \"nvswitch\""));
 }
 
+TEST(ClusterSpec, NcclChannelsAreReadAndOptional) {
+  std::string path;
+  Result<ClusterSpec> plain = LoadCluster(ValidCluster(), &path);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->intra_node.nccl_channels || plain->intra_node.nvls_channels ||
+               plain->inter_node.nccl_channels);
+  Result<ClusterSpec> h100 = LoadClusterSpec(Shipped("clusters/dgx-h100.json"));
+  ASSERT_TRUE(h100.ok()) << h100.status().ToString();
+  EXPECT_EQ(h100->intra_node.nccl_channels, 24);
+  EXPECT_EQ(h100->intra_node.nvls_channels, 16);
+  EXPECT_EQ(h100->inter_node.nccl_channels, 16);
+}
+
+TEST(ClusterSpec, NcclChannelsOutOfRangeOrNvlsWithoutSharpAreRejected) {
+  nlohmann::json json = ValidCluster();
+  json["intra_node"]["nvls_channels"] = 16;
+  json["inter_node"]["nccl_channels"] = 65;
+  std::string path;
+  Result<ClusterSpec> cluster = LoadCluster(json, &path);
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_TRUE(Contains(cluster.status().message(),
+                       path + ": intra_node.nvls_channels: is set but nvlink_sharp is not true"))
+      << cluster.status().message();
+  EXPECT_TRUE(Contains(cluster.status().message(), "inter_node.nccl_channels"))
+      << cluster.status().message();
+}
+
 TEST(ClusterSpec, CalibrationIsReadAndAbsentValuesStayUnset) {
   nlohmann::json json = ValidCluster();
   json["calibration"] = {{"intra_node_busbw_fraction", 0.75},
