@@ -56,8 +56,8 @@ struct IntraNode {
   // ("nccl_channels", NCCL_DEBUG=INFO's "coll channels") and NVLS ("nvls_channels"). Each holds
   // an SM while the collective runs (sim/engine.h). Optional: absent, loom does not slow the
   // compute that runs beside such collectives, and says so.
-  std::optional<int64_t> nccl_channels;
-  std::optional<int64_t> nvls_channels;
+  std::optional<int64_t> nccl_channels = std::nullopt;
+  std::optional<int64_t> nvls_channels = std::nullopt;
 };
 
 struct InterNode {
@@ -67,7 +67,7 @@ struct InterNode {
   NetworkTopology topology = NetworkTopology::kFatTree;
   double oversubscription = 1.0;  // >= 1; 1 = full bisection bandwidth
   // CTAs of an NCCL collective kernel whose group spans nodes (IntraNode::nccl_channels).
-  std::optional<int64_t> nccl_channels;
+  std::optional<int64_t> nccl_channels = std::nullopt;
 };
 
 // Fitted parameters of the communication model (NcclCommModel): the cluster file's optional
