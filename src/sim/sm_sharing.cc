@@ -7,7 +7,7 @@ namespace loom {
 namespace {
 
 // end_ of a task that is not running: never equal to an event time, which is >= 0.
-constexpr SimTime kNotRunning = SimTime::FromNanos(-1);
+constexpr SimTime kNotYielding = SimTime::FromNanos(-1);
 
 }  // namespace
 
@@ -16,7 +16,7 @@ SmSharing::SmSharing(const TaskGraph& graph) : graph_(graph) {
   remaining_ns_.assign(tasks, 0);
   since_.assign(tasks, SimTime::Zero());
   rate_.assign(tasks, 0);
-  end_.assign(tasks, kNotRunning);
+  end_.assign(tasks, kNotYielding);
   const size_t ranks = static_cast<size_t>(graph.num_ranks());
   held_.assign(ranks, 0);
   holders_.assign(ranks, 0);
@@ -63,7 +63,7 @@ void SmSharing::Begin(TaskId id, SimTime now, SimTime work) {
 void SmSharing::Finish(TaskId id) {
   const int32_t rank = graph_.rank_of(id);
   lost_ns_[rank] += static_cast<double>((end_[id] - since_[id]).nanos()) * (1 - rate_[id]);
-  end_[id] = kNotRunning;
+  end_[id] = kNotYielding;
   std::vector<TaskId>& on = running_[rank];
   *std::find(on.begin(), on.end(), id) = on.back();
   on.pop_back();
