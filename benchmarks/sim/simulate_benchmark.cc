@@ -1,7 +1,8 @@
 // Time of one `loom simulate` of GPT-3 175B on 1024 A100s (TP8 PP16 DP8, micro-batch 1, global
 // batch 1536, interleaved schedule with 2 chunks per stage): loading excluded, everything from
-// strategy checks to the memory report included. Argument: whether transfers share the NICs'
-// bandwidth (SimulationOptions::share_bandwidth).
+// strategy checks to the memory report included. Arguments: whether transfers share the NICs'
+// bandwidth (SimulationOptions::share_bandwidth), and whether the data-parallel collectives hold
+// SMs that the compute beside them loses (SimulationOptions::share_sms).
 
 #include <benchmark/benchmark.h>
 
@@ -22,6 +23,7 @@ void BM_SimulateGpt3On1024Gpus(benchmark::State& state) {
   }
   SimulationOptions options;
   options.share_bandwidth = state.range(0) != 0;
+  options.share_sms = state.range(1) != 0;
   int64_t tasks = 0;
   double step_s = 0;
   for (auto _ : state) {
@@ -38,7 +40,11 @@ void BM_SimulateGpt3On1024Gpus(benchmark::State& state) {
   state.counters["tasks"] = static_cast<double>(tasks);
   state.counters["step_ms"] = step_s * 1e3;
 }
-BENCHMARK(BM_SimulateGpt3On1024Gpus)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SimulateGpt3On1024Gpus)
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace loom
