@@ -65,6 +65,19 @@ struct LinearTimeTerms {
   CommPath LatencyPath() const { return latency_path.value_or(path); }
 };
 
+// The CTAs NCCL's kernel for |kind| over |group| runs on |cluster|, one per channel (NCCL
+// ncclLaunchKernel, src/enqueue.cc: a grid of one block per channel of the plan): the cluster
+// file's intra_node.nvls_channels where NCCL runs NVLS (NcclCommModel::NvlsAvailable), its
+// intra_node or inter_node nccl_channels otherwise; |key| names the one it read. All of them, as
+// NCCL uses for the bucket-sized messages of training (it runs fewer channels below some hundreds
+// of KiB per rank). |ctas| is nullopt where the file does not say; |key| is empty for a group of
+// one rank and for all-to-all (NCCL's p2p kernels), which hold none here.
+struct NcclCtaCount {
+  std::optional<int64_t> ctas;
+  std::string_view key;
+};
+NcclCtaCount NcclCtas(const ClusterSpec& cluster, CollectiveKind kind, GroupPlacement group);
+
 // NCCL's own cost model (the tuner of src/graph/tuning.cc, NCCL 2.20.3; PAT, added in 2.23, from a
 // later 2.2x release), per collective: for every (algorithm, protocol) pair NCCL could use, a base
 // latency plus per-step
@@ -95,19 +108,6 @@ struct LinearTimeTerms {
 // does (the 2 nodes swap their reduced data once each way).
 // Not modelled: NCCL's per-channel caps, the CPU vendor (NCCL's network overhead is taken as
 // Intel's), CollNet, and the cluster's latency_us keys (the latencies are NCCL's tables).
-// The CTAs NCCL's kernel for |kind| over |group| runs on |cluster|, one per channel (NCCL
-// ncclLaunchKernel, src/enqueue.cc: a grid of one block per channel of the plan): the cluster
-// file's intra_node.nvls_channels where NCCL runs NVLS (NcclCommModel::NvlsAvailable), its
-// intra_node or inter_node nccl_channels otherwise; |key| names the one it read. All of them, as
-// NCCL uses for the bucket-sized messages of training (it runs fewer channels below some hundreds
-// of KiB per rank). |ctas| is nullopt where the file does not say; |key| is empty for a group of
-// one rank and for all-to-all (NCCL's p2p kernels), which hold none here.
-struct NcclCtaCount {
-  std::optional<int64_t> ctas;
-  std::string_view key;
-};
-NcclCtaCount NcclCtas(const ClusterSpec& cluster, CollectiveKind kind, GroupPlacement group);
-
 class NcclCommModel : public CommModel {
  public:
   // |nvls_enabled| false is NCCL run with NCCL_NVLS_ENABLE=0: neither NVLS nor NVLSTree.

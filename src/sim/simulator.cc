@@ -140,10 +140,7 @@ void SetSmHolds(const ClusterSpec& cluster, const Strategy& strategy, const Data
   for (int64_t stage = 0; stage < strategy.pp; ++stage) {
     const double stage_sms = static_cast<double>(GpuOfStage(cluster, strategy, stage).sm_count);
     SmHolds holds;
-    if (dp && ctas.ctas) {
-      holds.dp = std::min(0.9, static_cast<double>(*ctas.ctas) / stage_sms);
-      holds.gather = holds.dp;
-    }
+    if (dp && ctas.ctas) holds.nccl = std::min(0.9, static_cast<double>(*ctas.ctas) / stage_sms);
     if (tp) holds.tp_hidden = std::min(0.9, kTpOverlapSms / stage_sms);
     config.sm_holds.push_back(holds);
   }

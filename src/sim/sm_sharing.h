@@ -2,7 +2,6 @@
 #define LOOM_SIM_SM_SHARING_H_
 
 #include <cstdint>
-#include <span>
 #include <vector>
 
 #include "core/sim_time.h"

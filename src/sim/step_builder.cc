@@ -58,17 +58,15 @@ void Builder::SetSmUse() {
   for (TaskId t = 0; t < g.num_tasks(); ++t) {
     const Task& task = g.task(t);
     const int32_t rank = g.rank_of(t);
-    const SmHolds& holds = config_.sm_holds[rank % schedule_.stages];
-    double share = 0;
     if (task.stream == step_.compute_stream[rank]) {
       g.SetSmUse(t, {.yields = true});
       continue;
     }
     if (task.duration == SimTime()) continue;
-    if (task.stream == dp_stream_[rank]) {
-      share = holds.dp;
-    } else if (task.stream == gather_stream_[rank]) {
-      share = holds.gather;
+    const SmHolds& holds = config_.sm_holds[rank % schedule_.stages];
+    double share = 0;
+    if (task.stream == dp_stream_[rank] || task.stream == gather_stream_[rank]) {
+      share = holds.nccl;
     } else if (task.stream == tp_stream_[rank] && task.category == step_.tp_hidden_category) {
       share = holds.tp_hidden;
     }

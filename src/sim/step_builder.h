@@ -108,8 +108,9 @@ struct HostConfig {
 // The share of its GPU's SMs each kind of transfer holds while it runs (sim/engine.h): the CTAs of
 // its kernels over the GPU's SMs. The compute stream's tasks yield to them.
 struct SmHolds {
-  double dp = 0;         // gradient buckets and weight all-gathers: NCCL, one CTA per channel
-  double gather = 0;     // ZeRO-3's per-layer weight gathers: NCCL
+  // The data-parallel group's NCCL kernels, one CTA per channel: gradient buckets, weight
+  // all-gathers and ZeRO-3's per-layer weight gathers.
+  double nccl = 0;
   double tp_hidden = 0;  // the part of a pass's tp collectives --tp-comm-overlap hides
 };
 
