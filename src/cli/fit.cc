@@ -176,6 +176,7 @@ Json ComputeJson(const FitCommandOptions& o, const std::vector<ProfileSample>& s
                            {"error", r.relative_error}});
     }
     j["classes"].push_back({{"class", c.Name()},
+                            {"sustained", c.sustained},
                             {"key", c.key},
                             {"value", c.value},
                             {"samples", c.residuals.size()},
@@ -203,6 +204,14 @@ Json ComputeJson(const FitCommandOptions& o, const std::vector<ProfileSample>& s
                              {"serial_mean_abs_error", error(e->serial_error)},
                              {"overlapped_mean_abs_error", error(e->overlapped_error)}};
   }
+  j["sustained"] = Json::array();
+  for (const SustainedFractionFit& f : fit.sustained) {
+    j["sustained"].push_back({{"dtype", kDtypeNames.Name(f.dtype)},
+                              {"samples", f.samples},
+                              {"fraction", f.fraction ? Json(*f.fraction) : Json(nullptr)},
+                              {"burst_mean_abs_error", f.burst_error},
+                              {"sustained_mean_abs_error", f.sustained_error}});
+  }
   j["mean_abs_error"] = fit.mean_abs_relative_error;
   return j;
 }
@@ -217,28 +226,28 @@ const SampleResidual& WorstResidual(const KernelClassFit& c) {
 }
 
 void PrintCompute(const std::vector<Profile>& profiles, const std::vector<ProfileSample>& samples,
-                  const ComputeFit& fit, const Json& calibration, const std::string& destination,
-                  std::ostream& out) {
+                  const GpuSpec& gpu, const ComputeFit& fit, const Json& calibration,
+                  const std::string& destination, std::ostream& out) {
   for (const Profile& p : profiles) {
     out << "profile  " << p.file << ": " << p.device.name << ", " << p.date << ", driver "
         << p.driver_version << ", CUDA " << p.cuda_version << ", " << p.samples.size()
         << " samples\n";
   }
   out << "\n"
-      << std::left << std::setw(16) << "class" << std::right << std::setw(8) << "samples"
+      << std::left << std::setw(20) << "class" << std::right << std::setw(8) << "samples"
       << "  " << std::left << std::setw(27) << "fitted key" << std::right << std::setw(8) << "value"
       << std::setw(12) << "mean |err|" << std::setw(11) << "max |err|" << std::setw(9) << "spread"
       << "  worst sample\n";
   for (const KernelClassFit& c : fit.classes) {
     const SampleResidual* worst = &WorstResidual(c);
-    out << std::left << std::setw(16) << c.Name() << std::right << std::setw(8)
+    out << std::left << std::setw(20) << c.Name() << std::right << std::setw(8)
         << c.residuals.size() << "  " << std::left << std::setw(27) << c.key << std::right
         << std::setw(8) << Number(c.value) << std::setw(12) << Percent(c.mean_abs_relative_error)
         << std::setw(11) << Percent(c.max_abs_relative_error) << std::setw(9)
         << (c.spread ? Percent(*c.spread) : "-") << "  "
         << DescribeShape(samples[worst->sample].shape) << "\n";
   }
-  out << std::left << std::setw(16) << "all" << std::right << std::setw(8) << samples.size() << "  "
+  out << std::left << std::setw(20) << "all" << std::right << std::setw(8) << samples.size() << "  "
       << std::left << std::setw(27) << "kernel_overhead_us" << std::right << std::setw(8)
       << Number(fit.calibration.kernel_overhead_us) << std::setw(12)
       << Percent(fit.mean_abs_relative_error) << "\n";
@@ -259,8 +268,22 @@ void PrintCompute(const std::vector<Profile>& profiles, const std::vector<Profil
         << e->samples << " GEMMs accumulating into fp32 " << error(e->overlapped_error)
         << " with the epilogue overlapped, " << error(e->serial_error) << " after the main loop\n";
   }
+  for (const SustainedFractionFit& f : fit.sustained) {
+    const std::string dtype(kDtypeNames.Name(f.dtype));
+    out << dtype << " GEMMs of " << Number(kSustainedGemmMinUs / 1000) << " ms or more ("
+        << f.samples << ", the GPU at its power limit within their burst): ";
+    if (f.fraction) {
+      out << SustainedTensorFractionKey(f.dtype) << " " << Number(*f.fraction) << " ("
+          << Number(*f.fraction * gpu.PeakTflops(f.dtype).value_or(0)) << " TFLOP/s), mean |err| "
+          << Percent(f.sustained_error) << " at that ceiling, " << Percent(f.burst_error)
+          << " at burst clocks; fitted apart from the rest\n";
+    } else {
+      out << "no ceiling binds any of them (mean |err| " << Percent(f.burst_error)
+          << " at burst clocks): no sustained fraction\n";
+    }
+  }
   out << "errors are (predicted - measured) / measured of RooflineComputeModel with the fitted "
-         "values; spread is "
+         "values, each sample at the clocks it ran at; spread is "
          "(p90 - p10) / median of the samples\n";
   PrintCalibration(calibration, fit.fitted_keys, destination, out);
 }
@@ -280,14 +303,14 @@ void PrintCheck(const std::vector<Profile>& profiles, const std::vector<ProfileS
                     " (gemm_tile_m/n of an older loom fit; refit to choose them per shape)"
               : std::string("chosen per shape (ChooseGemmTile)"))
       << "\n"
-      << std::left << std::setw(16) << "class" << std::right << std::setw(8) << "samples"
+      << std::left << std::setw(20) << "class" << std::right << std::setw(8) << "samples"
       << "  " << std::left << std::setw(27) << "key" << std::right << std::setw(8) << "value"
       << std::setw(14) << "median |err|" << std::setw(11) << "p90 |err|" << std::setw(11)
       << "max |err|"
       << "  worst sample\n";
   for (const KernelClassFit& c : check.classes) {
     const SampleResidual* worst = &WorstResidual(c);
-    out << std::left << std::setw(16) << c.Name() << std::right << std::setw(8)
+    out << std::left << std::setw(20) << c.Name() << std::right << std::setw(8)
         << c.residuals.size() << "  " << std::left << std::setw(27) << c.key << std::right
         << std::setw(8) << Number(c.value) << std::setw(14) << Percent(c.median_abs_relative_error)
         << std::setw(11) << Percent(c.p90_abs_relative_error) << std::setw(11)
@@ -295,8 +318,11 @@ void PrintCheck(const std::vector<Profile>& profiles, const std::vector<ProfileS
         << "\n";
   }
   out << "errors are (predicted - measured) / measured of RooflineComputeModel with the file's "
-         "calibration; on "
-         "samples it was not fitted to, they are its held-out error\n";
+         "calibration, each sample at the clocks it ran at (GEMMs of "
+      << Number(kSustainedGemmMinUs / 1000)
+      << " ms or more at the sustained ceiling), a class marked sustained with every sample there "
+         "(each run back to back, as a grid measured after a profile ran); on samples it was not "
+         "fitted to, they are its held-out error\n";
 }
 
 Status RunGpuFit(const FitCommandOptions& o, std::ostream& out) {
@@ -352,7 +378,7 @@ Status RunGpuFit(const FitCommandOptions& o, std::ostream& out) {
                             o.request))
         << "\n";
   } else {
-    PrintCompute(profiles, samples, fit, updated["calibration"], destination, out);
+    PrintCompute(profiles, samples, gpu, fit, updated["calibration"], destination, out);
   }
   return Status::Ok();
 }
@@ -581,6 +607,8 @@ Result<std::vector<std::string>> WriteRunFit(const FitCommandOptions& o, const R
         for (Dtype d : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
           if (const std::optional<double>& e = c.GemmEfficiencySlot(d))
             values[GemmEfficiencyKey(d)] = RoundSignificant(*e, 4);
+          if (const std::optional<double>& f = c.sustained_tensor_fraction[static_cast<size_t>(d)])
+            values[SustainedTensorFractionKey(d)] = RoundSignificant(*f, 4);
         }
         values["attention_efficiency"] = RoundSignificant(c.attention_efficiency.value_or(1.0), 4);
         values["memory_bandwidth_fraction"] =
@@ -589,7 +617,9 @@ Result<std::vector<std::string>> WriteRunFit(const FitCommandOptions& o, const R
         const auto edit = [&](Json& json) {
           json = WithCalibration(
               json, values,
-              note + ": GEMM and attention efficiencies and HBM fraction" + multiplier + ".");
+              note +
+                  ": GEMM and attention efficiencies, sustained tensor fractions and HBM fraction" +
+                  multiplier + ".");
         };
         LOOM_ASSIGN_OR_RETURN(std::string to, EditFile(o, file, edit, LoadsWith(LoadGpuSpec)));
         written.push_back(to + ": compute efficiencies" + multiplier);

@@ -101,6 +101,8 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r,
   j["breakdown"] = BreakdownJson(r.breakdown);
   j["memory_limit_bytes"] = r.memory_limit_bytes;
   if (!r.sm_basis.empty()) j["sm_basis"] = r.sm_basis;
+  j["clock_basis"] = r.clock_basis;
+  j["tensor_clock"] = r.tensor_clock;
   const CriticalPathSummary& c = r.critical_path;
   j["critical_path"] = {{"tasks", c.tasks},
                         {"compute_s", c.compute_s},
@@ -149,6 +151,7 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
     row("comm beside compute") << r.sm_basis << ": compute took " << r.breakdown.compute_slowed_s
                                << " s longer (in compute above)\n";
   }
+  row("tensor clocks") << r.clock_basis << "\n";
   if (framework) {
     row("host") << framework->name << " (" << framework->file << "): the GPU waits " << c.host_s
                 << " s on the critical path for the host to issue work\n\n";

@@ -7,7 +7,24 @@
 
 namespace loom {
 
-RooflineComputeModel::RooflineComputeModel(const GpuSpec& gpu) : gpu_(gpu) {}
+RooflineComputeModel::RooflineComputeModel(const GpuSpec& gpu, ClockRegime clocks,
+                                           double tensor_clock)
+    : gpu_(gpu), clocks_(clocks), tensor_clock_(tensor_clock) {}
+
+double TensorClock(const GpuSpec& gpu, Dtype dtype, double demand_flops_per_s) {
+  const std::optional<double> fraction = gpu.calibration.SustainedTensorFraction(dtype);
+  if (!fraction || demand_flops_per_s <= 0) return 1.0;
+  const double sustained = gpu.PeakTflops(dtype).value_or(0.0) * 1e12 * *fraction;
+  return sustained <= 0 ? 1.0 : std::min(1.0, sustained / demand_flops_per_s);
+}
+
+double RooflineComputeModel::Clocked(double tensor_s, double flops, Dtype dtype) const {
+  const double at_clock = tensor_s / tensor_clock_;
+  if (clocks_ != ClockRegime::kSustained) return at_clock;
+  const std::optional<double> fraction = gpu_.calibration.SustainedTensorFraction(dtype);
+  if (!fraction) return at_clock;
+  return std::max(at_clock, flops / (PeakFlopsPerS(dtype) * *fraction));
+}
 
 double RooflineComputeModel::PeakFlopsPerS(Dtype dtype) const {
   return gpu_.PeakTflops(dtype).value_or(0.0) * 1e12;
@@ -48,7 +65,8 @@ SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
   const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n),
                k = static_cast<double>(gemm.k);
   const double outputs = static_cast<double>(gemm.batch) * m * n;
-  const double compute_s = WithAccumulatingEpilogue(gemm, tile.time_s, 1.0 / HbmBytesPerS(),
+  const double main_loop_s = Clocked(tile.time_s, 2.0 * outputs * k, gemm.dtype);
+  const double compute_s = WithAccumulatingEpilogue(gemm, main_loop_s, 1.0 / HbmBytesPerS(),
                                                     gpu_.calibration.gemm_epilogue_overlap);
   const double result_bytes = outputs * (gemm.accumulate_fp32 ? kAccumulatorBytes : element_bytes);
   const double memory_s =
@@ -64,11 +82,12 @@ SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {
       a.backward ? c.attention_backward_tiles : c.attention_forward_tiles;
   // The tile model's fitted latency is the whole kernel's fixed time: no kernel overhead on top.
   const double overhead_s = tiles ? 0.0 : c.kernel_overhead_us * 1e-6;
+  const double flops = AttentionKernelFlops(a);
   const double compute_s =
-      tiles ? AttentionTileSeconds(CountAttentionTiles(a, gpu_.sm_count, PeakFlopsPerS(a.dtype)),
-                                   *tiles)
-            : AttentionKernelFlops(a) /
-                  (PeakFlopsPerS(a.dtype) * c.attention_efficiency.value_or(1.0));
+      Clocked(tiles ? AttentionTileSeconds(
+                          CountAttentionTiles(a, gpu_.sm_count, PeakFlopsPerS(a.dtype)), *tiles)
+                    : flops / (PeakFlopsPerS(a.dtype) * c.attention_efficiency.value_or(1.0)),
+              flops, a.dtype);
   // Q, K, V and O read or written once (forward); the backward also reads dO and writes dQ, dK, dV.
   const double element_bytes = static_cast<double>(BytesPerElement(a.dtype));
   const double q = static_cast<double>(a.batch * a.heads * a.seq_q);

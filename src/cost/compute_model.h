@@ -39,6 +39,36 @@ inline constexpr double kAccumulatorBytes = 4.0 + 4.0;
 double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s,
                                 double seconds_per_hbm_byte, bool overlap);
 
+// The clocks a kernel runs at. A profile times each kernel in a short burst (loom probe: a few
+// warm-up runs and 20 timed ones, then host work), in which the GPU runs at its boost clock unless
+// the kernel is long. Work that runs back to back draws power; where it would draw more than the
+// GPU's limit, the firmware lowers the SM clock until it holds (NVML's
+// clocks_event_reasons.sw_power_cap). On the committed H100 run (hardware/validation/2026-11-27/)
+// bf16 GEMMs of under 1 ms reach up to 818 TFLOP/s while those held for 2 ms or more level off at
+// 627-762, and the grid measured back to back after the profile ran the same shapes 6-12% slower
+// than early on (8192^3: 1,412 then 1,598 us; 4096^3: 178 then 190 us), short ones too; while that
+// run's training steps of 125M-1.3B models, whose tensor rate over their compute was 400-600
+// TFLOP/s, ran at the profile's rates (validate: -1 to -6%). So the power a GPU draws follows the
+// tensor rate of what it runs, averaged over the work, and the ceiling is on that average: a
+// "powerline" under the roofline (Choi et al. 2013, "A Roofline Model of Energy", IPDPS: at a
+// power cap the rate is bounded by power over energy per FLOP). Its rate is the calibration's
+// sustained_tensor_fraction of the dense peak.
+enum class ClockRegime {
+  // As a profile times the kernel, at the clock of the calibration: what the efficiencies are
+  // fitted to. A training step runs in this regime with the tensor clock of its whole compute
+  // (TensorClock).
+  kBurst,
+  // The kernel run back to back by itself, as a profile's long GEMMs and a grid measured after a
+  // profile ran: its own tensor rate is the average, so its tensor-core part takes at least its
+  // FLOPs over the sustained rate.
+  kSustained,
+};
+
+// The SM clock, as a fraction of the calibration's, at which a GPU runs work whose tensor FLOPs
+// over its compute time at that clock come to |demand_flops_per_s|: 1 under the dtype's sustained
+// rate (peak x sustained_tensor_fraction), else that rate over the demand. 1 without a fraction.
+double TensorClock(const GpuSpec& gpu, Dtype dtype, double demand_flops_per_s);
+
 // A roofline of the GPU file's datasheet numbers and fitted calibration (GpuSpec::calibration):
 // - GEMM: the CTA tile and split-K cuBLAS would pick for the shape (ChooseGemmTile,
 //   cost/gemm_tiles.h), with its tile quantisation (M, N rounded up to the tile) and wave
@@ -63,12 +93,20 @@ double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s,
 //   casts of its bf16 operands to fp8 (GemmCastBytes), memory-bound at the achieved HBM bandwidth
 //   (the casts add no per-kernel overhead of their own).
 // - Memory-bound kernels: bytes over the achieved fraction of HBM bandwidth.
+// - Clocks: at a tensor clock below 1 (a step at its power limit, TensorClock) the tensor-core
+//   part of a GEMM (its main loop and waves) and of fused attention takes 1 / clock as long. Under
+//   ClockRegime::kSustained, where the calibration has the dtype's sustained_tensor_fraction, that
+//   part takes at least its FLOPs (2 m n k per product; attention's executed FLOPs) over the
+//   sustained rate. Memory-bound kernels, the memory floors and the fixed overheads keep their
+//   times: the power governor lowers the SM clock, not the HBM's.
 // Every kernel also pays the fitted per-kernel overhead. A value the calibration lacks falls back
-// to the datasheet: efficiency 1, full bandwidth, no overhead, no operand term.
+// to the datasheet: efficiency 1, full bandwidth, no overhead, no operand term, no ceiling.
 class RooflineComputeModel : public ComputeModel {
  public:
   // REQUIRES: |gpu| has a peak for every dtype it will be asked to time.
-  explicit RooflineComputeModel(const GpuSpec& gpu);
+  // REQUIRES: 0 < |tensor_clock| <= 1.
+  explicit RooflineComputeModel(const GpuSpec& gpu, ClockRegime clocks = ClockRegime::kBurst,
+                                double tensor_clock = 1.0);
 
   // GemmKernel, plus for an fp8 GEMM the casts of its operands: GemmCastBytes over the achieved
   // HBM bandwidth.
@@ -82,8 +120,13 @@ class RooflineComputeModel : public ComputeModel {
  private:
   double PeakFlopsPerS(Dtype dtype) const;
   double HbmBytesPerS() const;
+  // |tensor_s| of |flops| in |dtype| at the tensor clock, no faster than the sustained ceiling
+  // under kSustained.
+  double Clocked(double tensor_s, double flops, Dtype dtype) const;
 
   GpuSpec gpu_;
+  ClockRegime clocks_;
+  double tensor_clock_;
 };
 
 }  // namespace loom

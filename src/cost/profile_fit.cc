@@ -113,26 +113,33 @@ double PredictedUs(const RooflineComputeModel& model, const KernelShape& shape) 
   return model.MemoryBound(std::get<MemoryShape>(shape)).ToMicros();
 }
 
-// Fills the residuals of |fit|'s classes under its calibration, and the mean |error| of all.
+// Fills the residuals of |fit|'s classes under its calibration, each sample at the clocks it ran
+// at (HeldAtPowerLimit) or, in a |sustained| class, at the sustained ceiling, and the mean |error|
+// of the samples (each counted once: a sustained class repeats samples of another).
 void Score(const std::vector<ProfileSample>& samples, const std::vector<ClassSamples>& members,
            const GpuSpec& gpu, ComputeFit* fit) {
   GpuSpec calibrated = gpu;
   calibrated.calibration = fit->calibration;
-  const RooflineComputeModel model(calibrated);
+  const RooflineComputeModel burst(calibrated, ClockRegime::kBurst);
+  const RooflineComputeModel sustained(calibrated, ClockRegime::kSustained);
   double total = 0;
   for (size_t c = 0; c < members.size(); ++c) {
     KernelClassFit& out = fit->classes[c];
+    out.residuals.clear();
+    out.mean_abs_relative_error = out.max_abs_relative_error = 0;
+    out.spread.reset();
     double spread_sum = 0;
     int with_spread = 0;
     for (size_t i : members[c].index) {
       const ProfileSample& s = samples[i];
-      const double predicted = PredictedUs(model, s.shape);
+      const bool at_ceiling = out.sustained || HeldAtPowerLimit(s);
+      const double predicted = PredictedUs(at_ceiling ? sustained : burst, s.shape);
       const double error = (predicted - s.median_us) / s.median_us;
       out.residuals.push_back({i, s.median_us, predicted, error});
       out.mean_abs_relative_error +=
           std::fabs(error) / static_cast<double>(members[c].index.size());
       out.max_abs_relative_error = std::max(out.max_abs_relative_error, std::fabs(error));
-      total += std::fabs(error);
+      if (!out.sustained) total += std::fabs(error);
       if (s.p10_us && s.p90_us) spread_sum += (*s.p90_us - *s.p10_us) / s.median_us, ++with_spread;
     }
     if (with_spread > 0) out.spread = spread_sum / with_spread;
@@ -280,16 +287,8 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
   return fit;
 }
 
-}  // namespace
-
-std::string KernelClassFit::Name() const {
-  std::string name(kOpKindNames.Name(kind));
-  if (dtype) name += " " + std::string(kDtypeNames.Name(*dtype));
-  return name;
-}
-
-Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples,
-                                         const GpuSpec& gpu) {
+// The joint fit of every class at the burst clocks a profile's samples ran at.
+Result<ComputeFit> FitAtBurstClocks(const std::vector<ProfileSample>& samples, const GpuSpec& gpu) {
   const std::vector<ClassSamples> classes = GroupByClass(samples);
   LOOM_RETURN_IF_ERROR(CheckClasses(samples, classes, gpu));
   const size_t accumulating =
@@ -322,6 +321,133 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
   return fit;
 }
 
+// The dtypes that share |path|'s sustained fraction: bf16 and fp16 (one tensor-core path), or
+// |path| alone.
+std::vector<Dtype> PathDtypes(Dtype path) {
+  if (path == Dtype::kBf16 || path == Dtype::kFp16) return {Dtype::kBf16, Dtype::kFp16};
+  return {path};
+}
+
+// The tensor-core paths (bf16 for bf16 and fp16) with at least kMinSustainedSamples GEMMs that
+// HeldAtPowerLimit, in kAllDtypes order.
+std::vector<Dtype> SustainedPaths(const std::vector<ProfileSample>& samples) {
+  std::vector<Dtype> paths;
+  for (Dtype path : {Dtype::kBf16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
+    const std::vector<Dtype> dtypes = PathDtypes(path);
+    const auto held = std::count_if(samples.begin(), samples.end(), [&](const ProfileSample& s) {
+      const GemmShape* g = std::get_if<GemmShape>(&s.shape);
+      return g != nullptr && HeldAtPowerLimit(s) &&
+             std::find(dtypes.begin(), dtypes.end(), g->dtype) != dtypes.end();
+    });
+    if (static_cast<size_t>(held) >= kMinSustainedSamples) paths.push_back(path);
+  }
+  return paths;
+}
+
+bool OnPath(const ProfileSample& s, Dtype path) {
+  const GemmShape* g = std::get_if<GemmShape>(&s.shape);
+  if (g == nullptr) return false;
+  const std::vector<Dtype> dtypes = PathDtypes(path);
+  return std::find(dtypes.begin(), dtypes.end(), g->dtype) != dtypes.end();
+}
+
+// The sustained fraction of |path| that predicts its HeldAtPowerLimit GEMMs best (least squares of
+// their relative errors under ClockRegime::kSustained, |gpu|'s calibration otherwise as it is):
+// a scan of the fraction in steps of 0.01, then of 0.0001 around the best.
+SustainedFractionFit FitSustainedFraction(const std::vector<ProfileSample>& samples, Dtype path,
+                                          const GpuSpec& gpu) {
+  std::vector<const ProfileSample*> held;
+  for (const ProfileSample& s : samples) {
+    if (OnPath(s, path) && HeldAtPowerLimit(s)) held.push_back(&s);
+  }
+  auto errors = [&](std::optional<double> fraction, ClockRegime clocks) {
+    GpuSpec trial = gpu;
+    for (Dtype d : PathDtypes(path)) trial.calibration.SustainedTensorFractionSlot(d) = fraction;
+    const RooflineComputeModel model(trial, clocks);
+    std::vector<double> out;
+    for (const ProfileSample* s : held)
+      out.push_back((PredictedUs(model, s->shape) - s->median_us) / s->median_us);
+    return out;
+  };
+  auto squares = [&](double fraction) {
+    double sum = 0;
+    for (double e : errors(fraction, ClockRegime::kSustained)) sum += e * e;
+    return sum;
+  };
+  auto mean_abs = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double e : v) sum += std::fabs(e);
+    return sum / static_cast<double>(v.size());
+  };
+  double best = 1.0;
+  for (double step : {0.01, 0.0001}) {
+    const double from = step == 0.01 ? 0.05 : std::max(0.05, best - 0.01);
+    const double to = step == 0.01 ? 1.0 : std::min(1.0, best + 0.01);
+    double best_squares = squares(best);
+    for (int i = 0; from + i * step <= to + 1e-12; ++i) {
+      const double f = from + i * step;
+      if (const double q = squares(f); q < best_squares) best = f, best_squares = q;
+    }
+  }
+  SustainedFractionFit fit;
+  fit.dtype = path;
+  fit.samples = held.size();
+  const std::vector<double> burst = errors(std::nullopt, ClockRegime::kBurst);
+  const std::vector<double> capped = errors(best, ClockRegime::kSustained);
+  fit.burst_error = mean_abs(burst);
+  fit.sustained_error = mean_abs(capped);
+  bool binds = false;
+  for (size_t i = 0; i < held.size(); ++i) binds = binds || capped[i] != burst[i];
+  if (binds) fit.fraction = best;
+  return fit;
+}
+
+}  // namespace
+
+bool HeldAtPowerLimit(const ProfileSample& sample) {
+  return sample.Kind() == OpKind::kGemm && sample.median_us >= kSustainedGemmMinUs;
+}
+
+std::string KernelClassFit::Name() const {
+  std::string name(kOpKindNames.Name(kind));
+  if (dtype) name += " " + std::string(kDtypeNames.Name(*dtype));
+  return sustained ? name + " sustained" : name;
+}
+
+Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples,
+                                         const GpuSpec& gpu) {
+  const std::vector<ClassSamples> classes = GroupByClass(samples);
+  LOOM_RETURN_IF_ERROR(CheckClasses(samples, classes, gpu));
+  const std::vector<Dtype> paths = SustainedPaths(samples);
+  std::vector<ProfileSample> burst;
+  for (const ProfileSample& s : samples) {
+    const bool apart = HeldAtPowerLimit(s) && std::any_of(paths.begin(), paths.end(),
+                                                          [&](Dtype p) { return OnPath(s, p); });
+    if (!apart) burst.push_back(s);
+  }
+  // The long GEMMs are fitted apart only where the rest still fits every class (three shapes of
+  // each): else all are fitted together at burst clocks, as before sustained clocks were modelled.
+  const std::vector<ClassSamples> burst_classes = GroupByClass(burst);
+  if (paths.empty() || burst_classes.size() != classes.size() ||
+      !CheckClasses(burst, burst_classes, gpu).ok()) {
+    return FitAtBurstClocks(samples, gpu);
+  }
+  LOOM_ASSIGN_OR_RETURN(ComputeFit fit, FitAtBurstClocks(burst, gpu));
+  GpuSpec fitted = gpu;
+  fitted.calibration = fit.calibration;
+  for (Dtype path : paths) {
+    SustainedFractionFit f = FitSustainedFraction(samples, path, fitted);
+    for (Dtype d : PathDtypes(path)) {
+      fit.calibration.SustainedTensorFractionSlot(d) = f.fraction;
+      (f.fraction ? fit.fitted_keys : fit.removed_keys).push_back(SustainedTensorFractionKey(d));
+    }
+    fit.sustained.push_back(f);
+  }
+  // The residuals again over every sample, the long GEMMs at the ceiling just fitted.
+  Score(samples, classes, gpu, &fit);
+  return fit;
+}
+
 Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples,
                                            const GpuSpec& gpu) {
   if (samples.empty())
@@ -344,7 +470,20 @@ Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& sam
     if (k.kind == OpKind::kAttention) out.value = cal.attention_efficiency.value_or(0);
     if (k.kind == OpKind::kMemoryBound) out.value = cal.memory_bandwidth_fraction.value_or(0);
   }
-  Score(samples, classes, gpu, &check);
+  std::vector<ClassSamples> scored = classes;
+  for (const ClassSamples& k : classes) {
+    const std::optional<double> fraction =
+        k.kind == OpKind::kGemm ? gpu.calibration.SustainedTensorFraction(*k.dtype) : std::nullopt;
+    if (!fraction) continue;
+    KernelClassFit& out = check.classes.emplace_back();
+    out.kind = k.kind;
+    out.dtype = k.dtype;
+    out.key = SustainedTensorFractionKey(*k.dtype);
+    out.value = *fraction;
+    out.sustained = true;
+    scored.push_back(k);
+  }
+  Score(samples, scored, gpu, &check);
   return check;
 }
 
@@ -379,6 +518,8 @@ nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_
     for (Dtype dtype : kAllDtypes) {
       if (key == GemmEfficiencyKey(dtype))
         values[key] = RoundSignificant(c.GemmEfficiencySlot(dtype).value_or(1), 4);
+      if (key == SustainedTensorFractionKey(dtype))
+        values[key] = RoundSignificant(c.SustainedTensorFraction(dtype).value_or(1), 4);
     }
   }
   if (!c.fitted_on.empty()) values["fitted_on"] = c.fitted_on;

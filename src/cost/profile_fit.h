@@ -37,9 +37,40 @@ struct KernelClassFit {
   // Mean of (p90 - p10) / median over the samples that state percentiles; nullopt when none does.
   // A fit error well above it is the model's, not the measurement's.
   std::optional<double> spread;
+  // Every sample predicted run back to back at the sustained ceiling (ClockRegime::kSustained), as
+  // a grid measured after a profile ran them, instead of each at the clocks of its own measurement
+  // (HeldAtPowerLimit); |key|
+  // and |value| are then the sustained fraction's. CheckComputeCalibration adds such a class for
+  // each GEMM dtype whose fraction the calibration has.
+  bool sustained = false;
 
-  // "gemm bf16", "attention bf16", "memory".
+  // "gemm bf16", "attention bf16", "memory"; "gemm bf16 sustained".
   std::string Name() const;
+};
+
+// A profile's GEMM that runs at least this long draws the GPU's power limit within its own burst
+// (20 timed runs and their warm-ups: 40 ms or more back to back), so it measures the sustained
+// rate, not the burst rate: on the committed H100 run (hardware/validation/2026-11-27/
+// profile.json) bf16 GEMMs of under 1 ms reach up to 818 TFLOP/s, those of 2 ms and more 627-762,
+// and the rate levels off with length (the fitted ceiling: 756 TFLOP/s over GEMMs of 0.5 ms and
+// more, 737 over 1 ms and more, 717 over 2 ms and more; 692 for the 33 GEMMs of 2 ms and more of
+// the grid that ran after it, back to back).
+inline constexpr double kSustainedGemmMinUs = 2000;
+// Fewer such GEMMs of one tensor-core path than this fit no sustained fraction.
+inline constexpr size_t kMinSustainedSamples = 4;
+
+// Whether |sample| is a GEMM that ran long enough to measure the sustained rate.
+bool HeldAtPowerLimit(const ProfileSample& sample);
+
+// The sustained fraction one tensor-core path's long GEMMs gave (FitComputeCalibration).
+struct SustainedFractionFit {
+  Dtype dtype = Dtype::kBf16;  // bf16 stands for bf16 and fp16 together (one tensor-core path)
+  size_t samples = 0;          // the HeldAtPowerLimit GEMMs of the path
+  // Least squares of their relative errors under ClockRegime::kSustained; nullopt when the
+  // ceiling binds none of them (no power limit seen: the fit removes the key).
+  std::optional<double> fraction;
+  double burst_error = 0;      // their mean |error| under the burst calibration alone
+  double sustained_error = 0;  // with the fraction
 };
 
 // How the fit settled gemm_epilogue_overlap from GEMM samples that accumulate into fp32.
@@ -69,6 +100,8 @@ struct ComputeFit {
   std::vector<KernelClassFit> classes;  // GEMM dtypes in kDtypeNames order, attention, memory
   double mean_abs_relative_error = 0;   // over every sample
   std::optional<EpilogueOverlapFit> epilogue_overlap;  // with accumulating samples
+  // One per tensor-core path with at least kMinSustainedSamples HeldAtPowerLimit GEMMs.
+  std::vector<SustainedFractionFit> sustained;
 };
 
 // Fits every compute parameter that |samples| determine on |gpu|, at once, with the model every
@@ -81,8 +114,14 @@ struct ComputeFit {
 // accumulate into fp32 (the probe's weight-gradient pairs), the fit runs with gemm_epilogue_overlap
 // false and true and keeps the setting whose mean |error| over those samples is smaller (the file's
 // on a tie), reporting both (|epilogue_overlap|); without them the file's setting stays.
-// The residuals are RooflineComputeModel's with the fitted calibration, memory floors included:
-// what `loom simulate` will charge. Errors name the samples' files: no samples; a class with fewer
+// Sustained clocks: where a tensor-core path (bf16 and fp16 together, fp8, tf32) has at least
+// kMinSustainedSamples GEMMs that HeldAtPowerLimit, those are left out of the joint fit (they do
+// not run at the burst rate it fits) and fit sustained_tensor_fraction_<dtype> instead, by least
+// squares of their relative errors under ClockRegime::kSustained with the jointly fitted rest
+// (|sustained|); with fewer, the file's fraction is kept.
+// The residuals are RooflineComputeModel's with the fitted calibration, memory floors included,
+// each sample at the clocks it ran at (the long GEMMs at the sustained ceiling): what
+// `loom simulate` will charge. Errors name the samples' files: no samples; a class with fewer
 // than 3 distinct shapes, or a non-positive size or time; attention in more than one dtype (the
 // calibration has one attention_efficiency); a dtype without a peak in |gpu|; samples that do not
 // determine the unknowns; times that do not grow with the work; an efficiency above 1
@@ -97,7 +136,10 @@ void SetFittedOn(const std::vector<std::string>& profile_paths, ComputeFit* fit)
 
 // How |gpu|'s calibration, as it is, predicts |samples|: the residuals of every class as
 // FitComputeCalibration reports them, with nothing fitted (|fitted_keys| empty, each class's
-// |value| the calibration's own). Samples that were not among those fitted give the held-out error.
+// |value| the calibration's own), then, for each GEMM dtype whose sustained fraction the
+// calibration has, the class again with every sample at the sustained ceiling (|sustained|): the
+// rate of a GPU that has run back to back, as a grid measured after a profile has. Samples that
+// were not among those fitted give the held-out error.
 // InvalidArgument, naming the samples, when there are none or a dtype has no peak in |gpu|.
 Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples,
                                            const GpuSpec& gpu);

@@ -402,6 +402,9 @@ MeasuredRun WithMultipliers(const MeasuredRun& run, const std::vector<RunParam>&
         ComputeCalibration& c = out.cluster.gpu.calibration;
         for (Dtype d : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
           if (std::optional<double>& slot = c.GemmEfficiencySlot(d)) *slot = Clamp01(*slot * v);
+          // The sustained ceiling scales with the rates it bounds.
+          if (std::optional<double>& slot = c.SustainedTensorFractionSlot(d))
+            *slot = Clamp01(*slot * v);
         }
         c.attention_efficiency = Clamp01(c.attention_efficiency.value_or(1.0) * v);
         c.memory_bandwidth_fraction = Clamp01(c.memory_bandwidth_fraction.value_or(1.0) * v);

@@ -290,8 +290,9 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   const Placements placements = PlaceStrategy(strategy, cluster);
   const std::optional<HostCosts> host =
       options.framework ? std::optional<HostCosts>(HostCostsOf(*options.framework)) : std::nullopt;
-  LOOM_ASSIGN_OR_RETURN(step.costs, CostStageChunks(model, strategy, models, placements,
-                                                    options.kernels, host ? &*host : nullptr));
+  LOOM_ASSIGN_OR_RETURN(step.costs,
+                        CostStageChunks(model, strategy, models, placements, options.kernels,
+                                        host ? &*host : nullptr, &step.tensor_clocks));
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   LOOM_ASSIGN_OR_RETURN(const DataParallelPlan plan,
                         PlanDataParallel(model, strategy, layers, step.schedule));
@@ -362,14 +363,32 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   result.reserved_bytes = kReservedBytesPerGpu;
   result.critical_path = SummarizeCriticalPath(result.step, result.timeline);
   result.sm_basis = step.sm_basis;
+  result.clock_basis = DescribeTensorClocks(step.tensor_clocks);
+  for (const StepTensorClock& c : step.tensor_clocks)
+    result.tensor_clock = std::min(result.tensor_clock, c.clock);
   return result;
 }
 
 std::vector<BlockTimes> PredictOpTimes(const ClusterSpec& cluster, const Strategy& strategy,
                                        const ChunkBlocks& blocks) {
-  RooflineComputeModel compute(cluster.gpu);
   NcclCommModel comm(cluster);
   const Placements placements = PlaceStrategy(strategy, cluster);
+  // The tensor clock of the blocks' compute, as CostStageChunks finds a step's (each block once).
+  double flops = 0, seconds = 0;
+  const RooflineComputeModel burst(cluster.gpu);
+  for (const LayerOps& ops : blocks.blocks) {
+    for (const std::vector<Op>* pass :
+         {&ops.forward, &ops.backward_input, &ops.backward_weight, &ops.recompute}) {
+      for (const Op& op : *pass) {
+        if (op.kind == OpKind::kCollective) continue;
+        flops += static_cast<double>(OpFlops(op));
+        seconds += OpTime(op, burst, comm, placements).ToSeconds();
+      }
+    }
+  }
+  const RooflineComputeModel compute(
+      cluster.gpu, ClockRegime::kBurst,
+      TensorClock(cluster.gpu, strategy.dtype, seconds > 0 ? flops / seconds : 0.0));
   const auto times = [&](const std::vector<Op>& ops) {
     std::vector<SimTime> out;
     for (const Op& op : ops) out.push_back(OpTime(op, compute, comm, placements));

@@ -13,6 +13,7 @@
 #include "sim/memory_breakdown.h"
 #include "sim/memory_tracker.h"
 #include "sim/pass_costs.h"
+#include "sim/stage_models.h"
 #include "sim/step_builder.h"
 #include "spec/cluster.h"
 #include "spec/framework.h"
@@ -97,6 +98,10 @@ struct SimulationResult {
   int64_t reserved_bytes = 0;
   // What the transfers beside compute hold of its SMs, in words (PreparedStep::sm_basis).
   std::string sm_basis;
+  // The clocks the step's tensor work was costed at, per GPU file (DescribeTensorClocks), and the
+  // lowest of them (1: every GPU at the calibration's clock).
+  std::string clock_basis;
+  double tensor_clock = 1.0;
 
   // The simulated step, for traces.
   StepGraph step;
@@ -118,6 +123,9 @@ struct PreparedStep {
   // Which transfers run beside compute holding SMs, how many, from which cluster key (or which key
   // the file lacks, so that they hold none); empty when no transfer runs beside compute.
   std::string sm_basis;
+  // The tensor clock of each GPU type's stages (CostStageChunks): the step's compute is costed at
+  // it.
+  std::vector<StepTensorClock> tensor_clocks;
 };
 
 // Prepares one training step of |model| on |cluster| under |strategy|, with the datasheet cost

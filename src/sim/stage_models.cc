@@ -1,6 +1,8 @@
 #include "sim/stage_models.h"
 
 #include <algorithm>
+#include <iomanip>
+#include <sstream>
 #include <utility>
 
 #include "spec/stage_gpus.h"
@@ -25,7 +27,7 @@ ClusterSpec GroupCluster(const ClusterSpec& cluster, int64_t group) {
 
 StageModels::StageModels(const ClusterSpec& cluster, const Strategy& strategy) {
   if (cluster.node_groups.empty()) {
-    sets_.push_back({RooflineComputeModel(cluster.gpu), NcclCommModel(cluster)});
+    sets_.push_back({cluster.gpu, RooflineComputeModel(cluster.gpu), NcclCommModel(cluster)});
     set_of_stage_.assign(static_cast<size_t>(strategy.pp), 0);
     return;
   }
@@ -35,7 +37,7 @@ StageModels::StageModels(const ClusterSpec& cluster, const Strategy& strategy) {
     auto it = std::find(groups.begin(), groups.end(), group);
     if (it == groups.end()) {
       const ClusterSpec view = GroupCluster(cluster, group);
-      sets_.push_back({RooflineComputeModel(view.gpu), NcclCommModel(view)});
+      sets_.push_back({view.gpu, RooflineComputeModel(view.gpu), NcclCommModel(view)});
       groups.push_back(group);
       it = groups.end() - 1;
     }
@@ -43,22 +45,79 @@ StageModels::StageModels(const ClusterSpec& cluster, const Strategy& strategy) {
   }
 }
 
+namespace {
+
+// The model FLOPs of |costs|' chunks on the stages of |set| over their compute time.
+double TensorDemand(const std::vector<ChunkCost>& costs, const Strategy& strategy,
+                    const StageModels& models, int32_t set) {
+  double flops = 0, seconds = 0;
+  for (size_t v = 0; v < costs.size(); ++v) {
+    if (models.SetOfStage(static_cast<int64_t>(v) % strategy.pp) != set) continue;
+    for (const PassCost* pass :
+         {&costs[v].forward, &costs[v].backward_input, &costs[v].backward_weight}) {
+      flops += pass->flops;
+      seconds += (pass->time - pass->tp_comm).ToSeconds();
+    }
+  }
+  return seconds > 0 ? flops / seconds : 0.0;
+}
+
+}  // namespace
+
+std::string DescribeTensorClocks(const std::vector<StepTensorClock>& clocks) {
+  std::string out;
+  for (const StepTensorClock& c : clocks) {
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(0);
+    const std::string dtype(kDtypeNames.Name(c.dtype));
+    if (!c.sustained_flops_per_s) {
+      line << c.gpu_file << " has no sustained_tensor_fraction_" << dtype
+           << ": the step's tensor work (" << c.demand_flops_per_s / 1e12
+           << " TFLOP/s over its compute) ran at the calibration's burst clock";
+    } else {
+      line << c.demand_flops_per_s / 1e12 << " TFLOP/s " << dtype
+           << " over the step's compute at the calibration's clock, against the "
+           << *c.sustained_flops_per_s / 1e12 << " the GPU holds at its power limit (" << c.gpu_file
+           << " sustained_tensor_fraction_" << dtype << "): ";
+      if (c.clock < 1.0) {
+        line << "tensor work at " << std::setprecision(3) << c.clock << " of that clock";
+      } else {
+        line << "the calibration's clock";
+      }
+    }
+    out += (out.empty() ? "" : "; ") + line.str();
+  }
+  return out;
+}
+
 Result<std::vector<ChunkCost>> CostStageChunks(const ModelSpec& model, const Strategy& strategy,
                                                const StageModels& models,
                                                const Placements& placements,
                                                const LayerOpsOptions& kernels,
-                                               const HostCosts* host) {
-  if (models.sets() == 1) {
-    return CostChunks(model, strategy, models.compute(0), models.comm(0), placements, kernels,
-                      host);
-  }
+                                               const HostCosts* host,
+                                               std::vector<StepTensorClock>* clocks) {
   std::vector<std::vector<ChunkCost>> per_set;
   for (int32_t set = 0; set < models.sets(); ++set) {
     LOOM_ASSIGN_OR_RETURN(std::vector<ChunkCost> costs,
                           CostChunks(model, strategy, models.compute(set), models.comm(set),
                                      placements, kernels, host));
+    const GpuSpec& gpu = models.gpu(set);
+    StepTensorClock clock;
+    clock.gpu_file = gpu.file;
+    clock.dtype = strategy.dtype;
+    clock.demand_flops_per_s = TensorDemand(costs, strategy, models, set);
+    if (const std::optional<double> f = gpu.calibration.SustainedTensorFraction(strategy.dtype))
+      clock.sustained_flops_per_s = gpu.PeakTflops(strategy.dtype).value_or(0.0) * 1e12 * *f;
+    clock.clock = TensorClock(gpu, strategy.dtype, clock.demand_flops_per_s);
+    if (clock.clock < 1.0) {
+      const RooflineComputeModel clocked(gpu, ClockRegime::kBurst, clock.clock);
+      LOOM_ASSIGN_OR_RETURN(
+          costs, CostChunks(model, strategy, clocked, models.comm(set), placements, kernels, host));
+    }
+    if (clocks != nullptr) clocks->push_back(clock);
     per_set.push_back(std::move(costs));
   }
+  if (per_set.size() == 1) return std::move(per_set.front());
   std::vector<ChunkCost> costs;
   for (size_t v = 0; v < per_set.front().size(); ++v) {
     const int64_t stage = static_cast<int64_t>(v) % strategy.pp;

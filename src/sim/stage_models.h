@@ -2,6 +2,8 @@
 #define LOOM_SIM_STAGE_MODELS_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -34,12 +36,14 @@ class StageModels {
   int32_t SetOfStage(int64_t stage) const { return set_of_stage_[static_cast<size_t>(stage)]; }
 
   const ComputeModel& compute(int32_t set) const { return sets_[static_cast<size_t>(set)].compute; }
+  const GpuSpec& gpu(int32_t set) const { return sets_[static_cast<size_t>(set)].gpu; }
   const CommModel& comm(int32_t set) const { return sets_[static_cast<size_t>(set)].comm; }
   const ComputeModel& StageCompute(int64_t stage) const { return compute(SetOfStage(stage)); }
   const CommModel& StageComm(int64_t stage) const { return comm(SetOfStage(stage)); }
 
  private:
   struct Models {
+    GpuSpec gpu;
     RooflineComputeModel compute;
     NcclCommModel comm;
   };
@@ -47,14 +51,35 @@ class StageModels {
   std::vector<int32_t> set_of_stage_;
 };
 
+// The clock one model set's GPU runs a training step at (TensorClock, cost/compute_model.h).
+struct StepTensorClock {
+  std::string gpu_file;
+  Dtype dtype = Dtype::kBf16;
+  // The model FLOPs of the set's passes over their compute time (tensor-parallel collectives left
+  // out) at the calibration's clock: the tensor rate whose power the GPU would draw.
+  double demand_flops_per_s = 0;
+  // Peak x sustained_tensor_fraction of |dtype|; nullopt when the GPU file has none.
+  std::optional<double> sustained_flops_per_s;
+  double clock = 1.0;  // 1, or sustained / demand
+};
+
+// What |clocks| mean, in words, for reports: each GPU's step tensor rate, the rate it holds at
+// its power limit, and the clock the step ran at.
+std::string DescribeTensorClocks(const std::vector<StepTensorClock>& clocks);
+
 // CostChunks with each virtual stage on its own stage's models: every model set costs the chunks
 // once (CostChunks costs each distinct block once), and virtual stage v takes its chunk from the
-// set of stage v % pp. With one set, CostChunks itself. Errors: those of CostChunks.
+// set of stage v % pp. A training step runs its compute back to back: where a set's chunks (those
+// of its stages) ask a higher tensor rate than its GPU holds at its power limit, that set's
+// chunks are costed again at the lower tensor clock (TensorClock), which |clocks| (when given)
+// receives per set. With one set, CostChunks itself, clocked the same way. Errors: those of
+// CostChunks.
 Result<std::vector<ChunkCost>> CostStageChunks(const ModelSpec& model, const Strategy& strategy,
                                                const StageModels& models,
                                                const Placements& placements,
                                                const LayerOpsOptions& kernels = {},
-                                               const HostCosts* host = nullptr);
+                                               const HostCosts* host = nullptr,
+                                               std::vector<StepTensorClock>* clocks = nullptr);
 
 }  // namespace loom
 

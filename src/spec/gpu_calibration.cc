@@ -35,6 +35,18 @@ std::optional<double> ComputeCalibration::GemmEfficiency(Dtype dtype) const {
   return std::nullopt;
 }
 
+std::optional<double>& ComputeCalibration::SustainedTensorFractionSlot(Dtype dtype) {
+  return sustained_tensor_fraction[static_cast<size_t>(dtype)];
+}
+
+std::optional<double> ComputeCalibration::SustainedTensorFraction(Dtype dtype) const {
+  if (const std::optional<double>& own = sustained_tensor_fraction[static_cast<size_t>(dtype)])
+    return own;
+  if (dtype == Dtype::kFp16) return sustained_tensor_fraction[static_cast<size_t>(Dtype::kBf16)];
+  if (dtype == Dtype::kBf16) return sustained_tensor_fraction[static_cast<size_t>(Dtype::kFp16)];
+  return std::nullopt;
+}
+
 namespace {
 
 // A fraction in (0, 1], or nullopt when absent; out-of-range values are recorded as errors.
@@ -102,6 +114,10 @@ std::string GemmEfficiencyKey(Dtype dtype) {
   return "gemm_efficiency_" + std::string(kDtypeNames.Name(dtype));
 }
 
+std::string SustainedTensorFractionKey(Dtype dtype) {
+  return "sustained_tensor_fraction_" + std::string(kDtypeNames.Name(dtype));
+}
+
 ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& object) {
   ComputeCalibration c;
   c.gemm_tile_m = r.OptionalInt("gemm_tile_m", {16, 1024}).value_or(c.gemm_tile_m);
@@ -130,6 +146,10 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
       c.attention_backward_tiles = ReadAttentionTileParams(tiles.Object("backward"));
   }
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");
+  for (const std::string& dtype : kDtypeNames.Names()) {
+    const Dtype d = *kDtypeNames.Parse(dtype);
+    c.SustainedTensorFractionSlot(d) = Fraction(r, SustainedTensorFractionKey(d));
+  }
   c.source = r.String("source");
   c.fitted_on = FittedOn(r, object);
   return c;

@@ -1,6 +1,7 @@
 #ifndef LOOM_SPEC_GPU_CALIBRATION_H_
 #define LOOM_SPEC_GPU_CALIBRATION_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,6 +71,12 @@ struct ComputeCalibration {
   std::optional<AttentionTileParams> attention_forward_tiles, attention_backward_tiles;
   // Fraction of the datasheet HBM bandwidth that memory-bound kernels reach.
   std::optional<double> memory_bandwidth_fraction;
+  // Fraction of each dtype's dense peak (indexed by Dtype) that tensor-core work run back to back
+  // holds: above it a GPU draws more than its power limit and its firmware lowers the SM clock,
+  // while a profile's short bursts run at the boost clock (cost/compute_model.h, ClockRegime and
+  // TensorClock). Keys "sustained_tensor_fraction_<dtype>". nullopt: not measured, no ceiling.
+  std::array<std::optional<double>, static_cast<size_t>(Dtype::kFp32) + 1>
+      sustained_tensor_fraction{};
   // Where the numbers come from.
   std::string source;
   // The reference tables (file names under tests/reference/) or profiles the fitted values were
@@ -83,10 +90,18 @@ struct ComputeCalibration {
   // The field that holds |dtype|'s own GEMM efficiency, to read or set (no borrowing).
   std::optional<double>& GemmEfficiencySlot(Dtype dtype);
   const std::optional<double>& GemmEfficiencySlot(Dtype dtype) const;
+  // The sustained fraction for |dtype|: its own, else bf16's for fp16 and fp16's for bf16 (the same
+  // tensor-core path and rate), else nullopt. Never another dtype's: fp8 and tf32 draw another
+  // power per FLOP.
+  std::optional<double> SustainedTensorFraction(Dtype dtype) const;
+  std::optional<double>& SustainedTensorFractionSlot(Dtype dtype);
 };
 
 // The calibration key of |dtype|'s GEMM efficiency: "gemm_efficiency_bf16", ...
 std::string GemmEfficiencyKey(Dtype dtype);
+
+// The calibration key of |dtype|'s sustained fraction: "sustained_tensor_fraction_bf16", ...
+std::string SustainedTensorFractionKey(Dtype dtype);
 
 // Reads the "calibration" object |object| through |reader| (the GPU file's reader positioned on
 // it; |object| is the same JSON, for the list-valued "fitted_on" the reader has no getter for).

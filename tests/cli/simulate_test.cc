@@ -35,6 +35,8 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
                                              "breakdown",
                                              "memory_limit_bytes",
                                              "sm_basis",
+                                             "clock_basis",
+                                             "tensor_clock",
                                              "critical_path",
                                              "memory"};
   EXPECT_EQ(keys, expected);

@@ -23,6 +23,8 @@ GpuSpec H100() {
 
 double Flops(const GemmShape& g) { return static_cast<double>(GemmFlops(g)); }
 
+GemmShape SustainedGemmShape() { return {128 * 66, 128 * 16, 8192, 1, Dtype::kBf16}; }
+
 TEST(RooflineComputeModel, FullWavesRunAtTheCalibratedEfficiency) {
   RooflineComputeModel model(H100());
   // 1056 x 2048 output = 66 x 16 tiles of 128 = 1056 tiles = 8 full waves of 132 SMs.
@@ -210,6 +212,72 @@ TEST(RooflineComputeModel, ChoosesTheTilePerShapeWithoutAFixedTile) {
   GpuSpec fixed = gpu;
   fixed.calibration.gemm_tile_m = fixed.calibration.gemm_tile_n = 128;
   EXPECT_LT(model.Gemm(narrow), RooflineComputeModel(fixed).Gemm(narrow));
+}
+
+// Sustained clocks (ClockRegime): a GPU at its power limit holds a lower tensor rate than the
+// burst a profile times; the ceiling applies to tensor work in a training step only.
+GpuSpec SustainedH100() {
+  GpuSpec gpu = H100();
+  gpu.calibration.SustainedTensorFractionSlot(Dtype::kBf16) = 0.7;
+  return gpu;
+}
+
+TEST(RooflineComputeModel, SustainedClocksCapALongGemmAtThePowerLimitedRate) {
+  const GemmShape gemm{128 * 66, 128 * 16, 8192, 1, Dtype::kBf16};  // 8 full waves at 0.8
+  const RooflineComputeModel burst(SustainedH100(), ClockRegime::kBurst);
+  const RooflineComputeModel sustained(SustainedH100(), ClockRegime::kSustained);
+  EXPECT_NEAR(burst.Gemm(gemm).ToSeconds(), Flops(gemm) / (989e12 * 0.8), 1e-9);
+  EXPECT_NEAR(sustained.Gemm(gemm).ToSeconds(), Flops(gemm) / (989e12 * 0.7), 1e-9);
+  // fp16 runs on the same tensor-core path and shares bf16's fraction.
+  GemmShape fp16 = gemm;
+  fp16.dtype = Dtype::kFp16;
+  EXPECT_GT(sustained.Gemm(fp16), burst.Gemm(fp16));
+}
+
+TEST(RooflineComputeModel, SustainedClocksLeaveSlowerKernelsAndOtherPathsAlone) {
+  const RooflineComputeModel burst(SustainedH100(), ClockRegime::kBurst);
+  const RooflineComputeModel sustained(SustainedH100(), ClockRegime::kSustained);
+  // 133 tiles: two waves for 133/264 of the work, a rate of 0.40 of the peak, under the ceiling.
+  const GemmShape slow{128 * 7, 128 * 19, 65536, 1, Dtype::kBf16};
+  EXPECT_EQ(sustained.Gemm(slow), burst.Gemm(slow));
+  // No fp8 fraction: fp8 draws another power per FLOP, so it borrows none.
+  const GemmShape fp8{128 * 132, 4096, 8192, 1, Dtype::kFp8};
+  EXPECT_EQ(sustained.Gemm(fp8), burst.Gemm(fp8));
+  // Memory-bound kernels keep the HBM's rate.
+  const MemoryShape copy{1 << 30, 1 << 30};
+  EXPECT_EQ(sustained.MemoryBound(copy), burst.MemoryBound(copy));
+  // Without a fraction the regimes agree.
+  const RooflineComputeModel plain(H100(), ClockRegime::kSustained);
+  EXPECT_EQ(plain.Gemm(SustainedGemmShape()),
+            RooflineComputeModel(H100()).Gemm(SustainedGemmShape()));
+}
+
+TEST(RooflineComputeModel, SustainedClocksCapAttentionToo) {
+  GpuSpec gpu = SustainedH100();
+  gpu.calibration.attention_efficiency = 0.9;  // above the ceiling
+  const AttentionShape a{8, 32, 32, 8192, 8192, 128, 128, true, false, Dtype::kBf16};
+  const double burst = RooflineComputeModel(gpu).Attention(a).ToSeconds();
+  const double sustained =
+      RooflineComputeModel(gpu, ClockRegime::kSustained).Attention(a).ToSeconds();
+  EXPECT_NEAR(sustained / burst, 0.9 / 0.7, 1e-3);
+}
+
+TEST(TensorClock, LowersTheClockOnlyWhereTheWorkAsksMoreThanTheGpuHolds) {
+  const GpuSpec gpu = SustainedH100();  // bf16 holds 0.7 x 989 = 692.3 TFLOP/s
+  EXPECT_EQ(TensorClock(gpu, Dtype::kBf16, 600e12), 1.0);
+  EXPECT_NEAR(TensorClock(gpu, Dtype::kBf16, 791.2e12), 692.3 / 791.2, 1e-12);
+  EXPECT_NEAR(TensorClock(gpu, Dtype::kFp16, 791.2e12), 692.3 / 791.2, 1e-12);
+  EXPECT_EQ(TensorClock(gpu, Dtype::kFp8, 1900e12), 1.0);  // no fp8 fraction
+  EXPECT_EQ(TensorClock(H100(), Dtype::kBf16, 900e12), 1.0);
+}
+
+TEST(RooflineComputeModel, ATensorClockSlowsTensorWorkButNotMemory) {
+  const GemmShape gemm = SustainedGemmShape();
+  const RooflineComputeModel full(H100());
+  const RooflineComputeModel slow(H100(), ClockRegime::kBurst, 0.8);
+  EXPECT_NEAR(slow.Gemm(gemm).ToSeconds(), full.Gemm(gemm).ToSeconds() / 0.8, 1e-9);
+  const MemoryShape copy{1 << 30, 1 << 30};
+  EXPECT_EQ(slow.MemoryBound(copy), full.MemoryBound(copy));
 }
 
 }  // namespace

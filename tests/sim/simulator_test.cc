@@ -317,5 +317,36 @@ TEST(Simulator, DataParallelInsideANodeHoldsTheNvlsChannels) {
       << r->sm_basis;
 }
 
+// Sustained clocks: a step whose tensor work asks more than the GPU holds at its power limit runs
+// at the lower clock (CostStageChunks, TensorClock); one that asks less runs at the calibration's.
+TEST(Simulator, AStepAskingMoreTensorRateThanTheGpuHoldsRunsAtALowerClock) {
+  Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
+  Strategy s;
+  s.micro_batch = 4;
+  s.global_batch = 8;
+  s.seq_len = 4096;
+  in.cluster.gpu.calibration.sustained_tensor_fraction = {};
+  Result<SimulationResult> free = SimulateTrainingStep(in.model, in.cluster, s);
+  ASSERT_TRUE(free.ok()) << free.status().message();
+  EXPECT_EQ(free->tensor_clock, 1.0);
+  EXPECT_NE(free->clock_basis.find("has no sustained_tensor_fraction_bf16"), std::string::npos)
+      << free->clock_basis;
+  // A ceiling above what the step asks changes nothing.
+  in.cluster.gpu.calibration.SustainedTensorFractionSlot(Dtype::kBf16) = 0.95;
+  Result<SimulationResult> above = SimulateTrainingStep(in.model, in.cluster, s);
+  ASSERT_TRUE(above.ok()) << above.status().message();
+  EXPECT_EQ(above->tensor_clock, 1.0);
+  EXPECT_EQ(above->step_time_s, free->step_time_s);
+  // One below it lowers the clock in proportion and slows the step's compute by as much.
+  in.cluster.gpu.calibration.SustainedTensorFractionSlot(Dtype::kBf16) = 0.4;
+  Result<SimulationResult> capped = SimulateTrainingStep(in.model, in.cluster, s);
+  ASSERT_TRUE(capped.ok()) << capped.status().message();
+  EXPECT_LT(capped->tensor_clock, 0.7);
+  EXPECT_GT(capped->tensor_clock, 0.4);
+  EXPECT_GT(capped->step_time_s, free->step_time_s * 1.3);
+  EXPECT_NE(capped->clock_basis.find("tensor work at 0."), std::string::npos)
+      << capped->clock_basis;
+}
+
 }  // namespace
 }  // namespace loom

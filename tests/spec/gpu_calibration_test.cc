@@ -114,5 +114,26 @@ TEST(ComputeCalibration, NothingMeasuredMeansNoEfficiency) {
   EXPECT_FALSE(c.GemmEfficiency(Dtype::kBf16).has_value());
 }
 
+TEST(ComputeCalibration, ReadsSustainedFractionsPerTensorCorePath) {
+  json j = {{"sustained_tensor_fraction_bf16", 0.7245}, {"source", "profile.json"}};
+  JsonReader r(j, "gpu.json", "calibration");
+  ComputeCalibration c = ReadComputeCalibration(r, j);
+  ASSERT_TRUE(r.Finish(UnknownKeys::kError).ok());
+  EXPECT_EQ(c.SustainedTensorFraction(Dtype::kBf16), 0.7245);
+  EXPECT_EQ(c.SustainedTensorFraction(Dtype::kFp16), 0.7245);        // the same tensor-core path
+  EXPECT_FALSE(c.SustainedTensorFraction(Dtype::kFp8).has_value());  // another power per FLOP
+  EXPECT_FALSE(c.SustainedTensorFraction(Dtype::kTf32).has_value());
+  EXPECT_EQ(SustainedTensorFractionKey(Dtype::kFp8), "sustained_tensor_fraction_fp8");
+
+  json bad = {{"sustained_tensor_fraction_fp16", 717}, {"source", "x"}};
+  JsonReader rb(bad, "gpu.json", "calibration");
+  ReadComputeCalibration(rb, bad);
+  const Status s = rb.Finish(UnknownKeys::kError);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("gpu.json: calibration.sustained_tensor_fraction_fp16: is 717"),
+            std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace loom
