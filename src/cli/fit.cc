@@ -607,7 +607,7 @@ Result<std::vector<std::string>> WriteRunFit(const FitCommandOptions& o, const R
         for (Dtype d : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
           if (const std::optional<double>& e = c.GemmEfficiencySlot(d))
             values[GemmEfficiencyKey(d)] = RoundSignificant(*e, 4);
-          if (const std::optional<double>& f = c.sustained_tensor_fraction[static_cast<size_t>(d)])
+          if (const std::optional<double>& f = c.SustainedTensorFractionSlot(d))
             values[SustainedTensorFractionKey(d)] = RoundSignificant(*f, 4);
         }
         values["attention_efficiency"] = RoundSignificant(c.attention_efficiency.value_or(1.0), 4);

@@ -47,12 +47,12 @@ double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s,
 // bf16 GEMMs of under 1 ms reach up to 818 TFLOP/s while those held for 2 ms or more level off at
 // 627-762, and the grid measured back to back after the profile ran the same shapes 6-12% slower
 // than early on (8192^3: 1,412 then 1,598 us; 4096^3: 178 then 190 us), short ones too; while that
-// run's training steps of 125M-1.3B models, whose tensor rate over their compute was 400-600
-// TFLOP/s, ran at the profile's rates (validate: -1 to -6%). So the power a GPU draws follows the
-// tensor rate of what it runs, averaged over the work, and the ceiling is on that average: a
-// "powerline" under the roofline (Choi et al. 2013, "A Roofline Model of Energy", IPDPS: at a
-// power cap the rate is bounded by power over energy per FLOP). Its rate is the calibration's
-// sustained_tensor_fraction of the dense peak.
+// run's training steps of 125M-1.3B models, whose tensor rate over their compute comes to 370-610
+// TFLOP/s, ran at the profile's rates (validate: the burst model within -1 to -6%). So the power a
+// GPU draws follows the tensor rate of what it runs, averaged over the work, and the ceiling is on
+// that average: a "powerline" under the roofline (Choi et al. 2013, "A Roofline Model of Energy",
+// IPDPS: at a power cap the rate is bounded by power over energy per FLOP). Its rate is the
+// calibration's sustained_tensor_fraction of the dense peak.
 enum class ClockRegime {
   // As a profile times the kernel, at the clock of the calibration: what the efficiencies are
   // fitted to. A training step runs in this regime with the tensor clock of its whole compute
@@ -65,8 +65,9 @@ enum class ClockRegime {
 };
 
 // The SM clock, as a fraction of the calibration's, at which a GPU runs work whose tensor FLOPs
-// over its compute time at that clock come to |demand_flops_per_s|: 1 under the dtype's sustained
-// rate (peak x sustained_tensor_fraction), else that rate over the demand. 1 without a fraction.
+// over its compute time at the calibration's clock come to |demand_flops_per_s|: 1 up to the
+// dtype's sustained rate (peak x sustained_tensor_fraction), else that rate over the demand. 1
+// without a fraction.
 double TensorClock(const GpuSpec& gpu, Dtype dtype, double demand_flops_per_s);
 
 // A roofline of the GPU file's datasheet numbers and fitted calibration (GpuSpec::calibration):
@@ -116,6 +117,8 @@ class RooflineComputeModel : public ComputeModel {
   SimTime GemmKernel(const GemmShape& gemm) const;
   SimTime Attention(const AttentionShape& attention) const override;
   SimTime MemoryBound(const MemoryShape& memory) const override;
+
+  const GpuSpec& gpu() const { return gpu_; }
 
  private:
   double PeakFlopsPerS(Dtype dtype) const;

@@ -328,27 +328,23 @@ std::vector<Dtype> PathDtypes(Dtype path) {
   return {path};
 }
 
+// Whether |s| is a GEMM of |path|'s tensor-core path (SameGemmClass: bf16 and fp16 share one).
+bool OnPath(const ProfileSample& s, Dtype path) {
+  const GemmShape* g = std::get_if<GemmShape>(&s.shape);
+  return g != nullptr && SameGemmClass(g->dtype, path);
+}
+
 // The tensor-core paths (bf16 for bf16 and fp16) with at least kMinSustainedSamples GEMMs that
 // HeldAtPowerLimit, in kAllDtypes order.
 std::vector<Dtype> SustainedPaths(const std::vector<ProfileSample>& samples) {
   std::vector<Dtype> paths;
   for (Dtype path : {Dtype::kBf16, Dtype::kFp8, Dtype::kTf32, Dtype::kFp32}) {
-    const std::vector<Dtype> dtypes = PathDtypes(path);
     const auto held = std::count_if(samples.begin(), samples.end(), [&](const ProfileSample& s) {
-      const GemmShape* g = std::get_if<GemmShape>(&s.shape);
-      return g != nullptr && HeldAtPowerLimit(s) &&
-             std::find(dtypes.begin(), dtypes.end(), g->dtype) != dtypes.end();
+      return OnPath(s, path) && HeldAtPowerLimit(s);
     });
     if (static_cast<size_t>(held) >= kMinSustainedSamples) paths.push_back(path);
   }
   return paths;
-}
-
-bool OnPath(const ProfileSample& s, Dtype path) {
-  const GemmShape* g = std::get_if<GemmShape>(&s.shape);
-  if (g == nullptr) return false;
-  const std::vector<Dtype> dtypes = PathDtypes(path);
-  return std::find(dtypes.begin(), dtypes.end(), g->dtype) != dtypes.end();
 }
 
 // The sustained fraction of |path| that predicts its HeldAtPowerLimit GEMMs best (least squares of

@@ -39,9 +39,9 @@ struct KernelClassFit {
   std::optional<double> spread;
   // Every sample predicted run back to back at the sustained ceiling (ClockRegime::kSustained), as
   // a grid measured after a profile ran them, instead of each at the clocks of its own measurement
-  // (HeldAtPowerLimit); |key|
-  // and |value| are then the sustained fraction's. CheckComputeCalibration adds such a class for
-  // each GEMM dtype whose fraction the calibration has.
+  // (HeldAtPowerLimit); |key| and |value| are then the sustained fraction's.
+  // CheckComputeCalibration adds such a class for each GEMM dtype whose fraction the calibration
+  // has.
   bool sustained = false;
 
   // "gemm bf16", "attention bf16", "memory"; "gemm bf16 sustained".
@@ -52,9 +52,9 @@ struct KernelClassFit {
 // (20 timed runs and their warm-ups: 40 ms or more back to back), so it measures the sustained
 // rate, not the burst rate: on the committed H100 run (hardware/validation/2026-11-27/
 // profile.json) bf16 GEMMs of under 1 ms reach up to 818 TFLOP/s, those of 2 ms and more 627-762,
-// and the rate levels off with length (the fitted ceiling: 756 TFLOP/s over GEMMs of 0.5 ms and
-// more, 737 over 1 ms and more, 717 over 2 ms and more; 692 for the 33 GEMMs of 2 ms and more of
-// the grid that ran after it, back to back).
+// and the rate levels off with length (the ceiling fitted to its GEMMs of 0.5 ms and more: 756
+// TFLOP/s; of 1 ms and more: 737; of 2 ms and more: 717; the median rate of the grid's 33 GEMMs of
+// 2 ms and more, measured back to back after it: 692).
 inline constexpr double kSustainedGemmMinUs = 2000;
 // Fewer such GEMMs of one tensor-core path than this fit no sustained fraction.
 inline constexpr size_t kMinSustainedSamples = 4;

@@ -27,7 +27,7 @@ ClusterSpec GroupCluster(const ClusterSpec& cluster, int64_t group) {
 
 StageModels::StageModels(const ClusterSpec& cluster, const Strategy& strategy) {
   if (cluster.node_groups.empty()) {
-    sets_.push_back({cluster.gpu, RooflineComputeModel(cluster.gpu), NcclCommModel(cluster)});
+    sets_.push_back({RooflineComputeModel(cluster.gpu), NcclCommModel(cluster)});
     set_of_stage_.assign(static_cast<size_t>(strategy.pp), 0);
     return;
   }
@@ -37,7 +37,7 @@ StageModels::StageModels(const ClusterSpec& cluster, const Strategy& strategy) {
     auto it = std::find(groups.begin(), groups.end(), group);
     if (it == groups.end()) {
       const ClusterSpec view = GroupCluster(cluster, group);
-      sets_.push_back({view.gpu, RooflineComputeModel(view.gpu), NcclCommModel(view)});
+      sets_.push_back({RooflineComputeModel(view.gpu), NcclCommModel(view)});
       groups.push_back(group);
       it = groups.end() - 1;
     }

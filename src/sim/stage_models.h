@@ -36,14 +36,13 @@ class StageModels {
   int32_t SetOfStage(int64_t stage) const { return set_of_stage_[static_cast<size_t>(stage)]; }
 
   const ComputeModel& compute(int32_t set) const { return sets_[static_cast<size_t>(set)].compute; }
-  const GpuSpec& gpu(int32_t set) const { return sets_[static_cast<size_t>(set)].gpu; }
+  const GpuSpec& gpu(int32_t set) const { return sets_[static_cast<size_t>(set)].compute.gpu(); }
   const CommModel& comm(int32_t set) const { return sets_[static_cast<size_t>(set)].comm; }
   const ComputeModel& StageCompute(int64_t stage) const { return compute(SetOfStage(stage)); }
   const CommModel& StageComm(int64_t stage) const { return comm(SetOfStage(stage)); }
 
  private:
   struct Models {
-    GpuSpec gpu;
     RooflineComputeModel compute;
     NcclCommModel comm;
   };

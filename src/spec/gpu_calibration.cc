@@ -35,15 +35,19 @@ std::optional<double> ComputeCalibration::GemmEfficiency(Dtype dtype) const {
   return std::nullopt;
 }
 
-std::optional<double>& ComputeCalibration::SustainedTensorFractionSlot(Dtype dtype) {
+const std::optional<double>& ComputeCalibration::SustainedTensorFractionSlot(Dtype dtype) const {
   return sustained_tensor_fraction[static_cast<size_t>(dtype)];
 }
 
+std::optional<double>& ComputeCalibration::SustainedTensorFractionSlot(Dtype dtype) {
+  return const_cast<std::optional<double>&>(
+      std::as_const(*this).SustainedTensorFractionSlot(dtype));
+}
+
 std::optional<double> ComputeCalibration::SustainedTensorFraction(Dtype dtype) const {
-  if (const std::optional<double>& own = sustained_tensor_fraction[static_cast<size_t>(dtype)])
-    return own;
-  if (dtype == Dtype::kFp16) return sustained_tensor_fraction[static_cast<size_t>(Dtype::kBf16)];
-  if (dtype == Dtype::kBf16) return sustained_tensor_fraction[static_cast<size_t>(Dtype::kFp16)];
+  if (const std::optional<double>& own = SustainedTensorFractionSlot(dtype)) return own;
+  if (dtype == Dtype::kFp16) return SustainedTensorFractionSlot(Dtype::kBf16);
+  if (dtype == Dtype::kBf16) return SustainedTensorFractionSlot(Dtype::kFp16);
   return std::nullopt;
 }
 

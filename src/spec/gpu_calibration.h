@@ -94,7 +94,9 @@ struct ComputeCalibration {
   // tensor-core path and rate), else nullopt. Never another dtype's: fp8 and tf32 draw another
   // power per FLOP.
   std::optional<double> SustainedTensorFraction(Dtype dtype) const;
+  // The field that holds |dtype|'s own sustained fraction, to read or set (no borrowing).
   std::optional<double>& SustainedTensorFractionSlot(Dtype dtype);
+  const std::optional<double>& SustainedTensorFractionSlot(Dtype dtype) const;
 };
 
 // The calibration key of |dtype|'s GEMM efficiency: "gemm_efficiency_bf16", ...

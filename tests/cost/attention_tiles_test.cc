@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "cost/compute_model.h"
+#include "cost/h100_run.h"
 #include "cost/profile.h"
 #include "spec/cluster.h"
 
@@ -84,30 +85,25 @@ HeldOut Errors(const std::vector<AttentionTiming>& timings, const GpuSpec& gpu) 
 // other grid shape and judged on the grid shapes it did not see, both ways round; the single
 // efficiency of the shipped model is the baseline it must beat (46.9 % median on the grid).
 TEST(AttentionTiles, FittedOnTheH100RunItPredictsTheShapesItDidNotSee) {
-  const std::string dir = kRoot + "/hardware/validation/2026-11-27/";
-  Result<Profile> profile = ReadProfile(dir + "profile.json");
-  Result<Profile> grid = ReadProfile(dir + "grid.json");
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  ASSERT_TRUE(grid.ok()) << grid.status().message();
-  Result<GpuSpec> gpu = LoadGpuSpec(dir + "gpu.json");
-  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  H100Run run;
+  ASSERT_NO_FATAL_FAILURE(LoadH100Run(&run));
 
   for (bool backward : {false, true}) {
-    const std::vector<AttentionTiming> grid_timings = Timings(*grid, backward);
+    const std::vector<AttentionTiming> grid_timings = Timings(run.grid, backward);
     ASSERT_GE(grid_timings.size(), 90u);
     std::vector<double> medians, p90s;
     for (int fold = 0; fold < 2; ++fold) {
-      std::vector<AttentionTiming> fit = Timings(*profile, backward), held;
+      std::vector<AttentionTiming> fit = Timings(run.profile, backward), held;
       for (size_t i = 0; i < grid_timings.size(); ++i) {
         (static_cast<int>(i % 2) == fold ? held : fit).push_back(grid_timings[i]);
       }
-      Result<AttentionTileParams> p = FitAttentionTiles(fit, *gpu);
+      Result<AttentionTileParams> p = FitAttentionTiles(fit, run.gpu);
       ASSERT_TRUE(p.ok()) << p.status().message();
-      GpuSpec tiled = *gpu;
+      GpuSpec tiled = run.gpu;
       (backward ? tiled.calibration.attention_backward_tiles
                 : tiled.calibration.attention_forward_tiles) = *p;
       const HeldOut tiles = Errors(held, tiled);
-      const HeldOut single = Errors(held, *gpu);
+      const HeldOut single = Errors(held, run.gpu);
       std::printf(
           "attention %s fold %d: efficiency %.3f, score %.1f ps, diagonal %.1f ps, element %.2f "
           "ps, wave %.2f us, "

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cost/compute_model.h"
+#include "cost/h100_run.h"
 
 namespace loom {
 namespace {
@@ -531,14 +532,9 @@ TEST(CheckComputeCalibration, AddsEachGemmClassAgainAtTheSustainedCeiling) {
 // back after it, GEMMs it never saw, within the acceptance of issue 42 (median 5%, p90 10%) only
 // at the sustained ceiling; at burst clocks (no ceiling) it is 8-11% too fast on the median.
 TEST(CheckComputeCalibration, TheH100RunsGridIsPredictedAtTheCeilingFittedOnItsProfile) {
-  const std::string dir = std::string(LOOM_SOURCE_DIR) + "/hardware/validation/2026-11-27/";
-  Result<Profile> profile = ReadProfile(dir + "profile.json");
-  Result<Profile> grid = ReadProfile(dir + "grid.json");
-  ASSERT_TRUE(profile.ok()) << profile.status().message();
-  ASSERT_TRUE(grid.ok()) << grid.status().message();
-  Result<GpuSpec> gpu = LoadGpuSpec(dir + "gpu.json");
-  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
-  Result<ComputeFit> fit = FitComputeCalibration(profile->samples, *gpu);
+  H100Run run;
+  ASSERT_NO_FATAL_FAILURE(LoadH100Run(&run));
+  Result<ComputeFit> fit = FitComputeCalibration(run.profile.samples, run.gpu);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   ASSERT_EQ(fit->sustained.size(), 1u);
   EXPECT_EQ(fit->sustained[0].samples, 12u);
@@ -546,10 +542,10 @@ TEST(CheckComputeCalibration, TheH100RunsGridIsPredictedAtTheCeilingFittedOnItsP
   EXPECT_NEAR(*fit->sustained[0].fraction, 0.7245, 5e-4);
   EXPECT_LT(fit->sustained[0].sustained_error, fit->sustained[0].burst_error / 1.5);
 
-  GpuSpec fitted = *gpu;
+  GpuSpec fitted = run.gpu;
   fitted.calibration = fit->calibration;
   std::vector<ProfileSample> gemms;
-  for (const ProfileSample& s : grid->samples) {
+  for (const ProfileSample& s : run.grid.samples) {
     if (s.Kind() == OpKind::kGemm) gemms.push_back(s);
   }
   ASSERT_EQ(gemms.size(), 106u);
