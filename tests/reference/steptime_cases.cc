@@ -197,9 +197,12 @@ Status LoadNarayananTable2(const ReferencePaths& paths, const Inputs& in, Corpus
   return Status::Ok();
 }
 
-// Qi et al. 2024's GPT models (their Table 2): Megatron-LM with untied embeddings, fp16,
-// FlashAttention with Megatron's dropout, pure pipeline; each model has pp * k - 2 layers, the
-// first and last stage one layer fewer (MAPPING.md, "Zero Bubble").
+// Qi et al. 2024's GPT models (their Table 2) as the repository's script of the paper's time ran
+// them (examples/pretrain_zero_bubble.sh @ 425b42e5, 2023-11-17, unchanged in these flags up to
+// 4769e08d, 2024-07-30): Megatron-LM's legacy local transformer (no --use-flash-attn: the unfused
+// core attention with its fused softmax), tied embeddings, 2,048 learned positions, fp16 with
+// Megatron's dropout, pure pipeline; each model has pp * k - 2 layers, the first and last stage
+// one layer fewer (MAPPING.md, "Zero Bubble").
 struct ZbModel {
   std::string name;
   int64_t layers, heads, hidden;
@@ -207,6 +210,7 @@ struct ZbModel {
 };
 constexpr int64_t kZbVocab = 32000;
 constexpr int64_t kZbSeq = 1024;
+constexpr int64_t kZbPositions = 2048;  // --max-position-embeddings 2048
 
 // The model of |name|, or nullptr.
 const ZbModel* FindZbModel(const std::vector<ZbModel>& models, const std::string& name) {
@@ -244,9 +248,7 @@ StepCase ZbStep(const ZbModel& zb, const ClusterSpec& cluster, const FrameworkPr
     s.first_stage_layers = (zb.layers + 2) / gpus - 1;
     s.last_stage_layers = s.first_stage_layers;
   }
-  LayerOpsOptions kernels;
-  kernels.attention = AttentionKernel::kFused;
-  kernels.dropout = true;
+  const LayerOpsOptions kernels = MegatronLayerKernels();
   const double seconds =
       static_cast<double>(s.global_batch) / (samples_per_gpu_s * static_cast<double>(gpus));
   return StepCase{ZbName(zb, gpus, mb, micro_batches, schedule_name),
@@ -273,7 +275,7 @@ Status LoadZeroBubble(const ReferencePaths& paths, const Inputs& in, Corpus& cor
     LOOM_RETURN_IF_ERROR(r.Finish());
     if (FindZbModel(models, name) == nullptr) {
       Result<ModelSpec> spec =
-          LegacyGpt({heads, hidden, layers, kZbVocab, kZbSeq, 4, /*tied=*/false},
+          LegacyGpt({heads, hidden, layers, kZbVocab, kZbPositions, 4, /*tied=*/true},
                     source3 + " (" + name + ")");
       if (!spec.ok()) return spec.status();
       models.push_back({name, layers, heads, hidden, *spec});

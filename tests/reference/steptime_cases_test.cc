@@ -98,6 +98,12 @@ TEST(StepTimeCorpus, StrategiesFollowTheMapping) {
   // 22 layers = 8 stages x 3 - 2: the first and last stage hold 2.
   EXPECT_EQ(z->step.strategy.first_stage_layers, 2);
   EXPECT_EQ(z->step.strategy.last_stage_layers, 2);
+  // The paper's script (pretrain_zero_bubble.sh @ 425b42e5) has no --use-flash-attn and no
+  // --untie-embeddings-and-output-weights: Megatron's unfused attention, tied embeddings.
+  EXPECT_EQ(z->step.kernels.attention, AttentionKernel::kUnfused);
+  EXPECT_TRUE(z->step.kernels.dropout);
+  EXPECT_TRUE(z->step.model.tie_word_embeddings);
+  EXPECT_EQ(z->step.model.max_position_embeddings, 2048);
   const CorpusCase* f = Find("mosaicml_llmfoundry_mpt_throughput.csv",
                              "MPT-70b h100_80gb amp_bf16, seq 2048, 512 GPUs");
   ASSERT_NE(f, nullptr);
