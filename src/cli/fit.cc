@@ -613,6 +613,10 @@ Result<std::vector<std::string>> WriteRunFit(const FitCommandOptions& o, const R
         values["attention_efficiency"] = RoundSignificant(c.attention_efficiency.value_or(1.0), 4);
         values["memory_bandwidth_fraction"] =
             RoundSignificant(c.memory_bandwidth_fraction.value_or(1.0), 4);
+        if (c.memory_bandwidth_fraction_row_reduction) {
+          values["memory_bandwidth_fraction_row_reduction"] =
+              RoundSignificant(*c.memory_bandwidth_fraction_row_reduction, 4);
+        }
         const std::string file = scaled.cluster.gpu.file;
         const auto edit = [&](Json& json) {
           json = WithCalibration(

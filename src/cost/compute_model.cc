@@ -30,8 +30,8 @@ double RooflineComputeModel::PeakFlopsPerS(Dtype dtype) const {
   return gpu_.PeakTflops(dtype).value_or(0.0) * 1e12;
 }
 
-double RooflineComputeModel::HbmBytesPerS() const {
-  return gpu_.hbm_bandwidth_GBps * 1e9 * gpu_.calibration.memory_bandwidth_fraction.value_or(1.0);
+double RooflineComputeModel::HbmBytesPerS(MemoryAccess access) const {
+  return gpu_.hbm_bandwidth_GBps * 1e9 * gpu_.calibration.MemoryBandwidthFraction(access);
 }
 
 double GemmCastBytes(const GemmShape& gemm) {
@@ -100,7 +100,8 @@ SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {
 
 SimTime RooflineComputeModel::MemoryBound(const MemoryShape& memory) const {
   const double bytes = static_cast<double>(memory.bytes_read + memory.bytes_written);
-  return SimTime::FromSeconds(gpu_.calibration.kernel_overhead_us * 1e-6 + bytes / HbmBytesPerS());
+  return SimTime::FromSeconds(gpu_.calibration.kernel_overhead_us * 1e-6 +
+                              bytes / HbmBytesPerS(memory.access));
 }
 
 }  // namespace loom

@@ -93,7 +93,8 @@ double TensorClock(const GpuSpec& gpu, Dtype dtype, double demand_flops_per_s);
 // - fp8 GEMM: the kernel above at the fp8 peak and efficiency, preceded by Transformer Engine's
 //   casts of its bf16 operands to fp8 (GemmCastBytes), memory-bound at the achieved HBM bandwidth
 //   (the casts add no per-kernel overhead of their own).
-// - Memory-bound kernels: bytes over the achieved fraction of HBM bandwidth.
+// - Memory-bound kernels: bytes over the achieved fraction of HBM bandwidth, the row reductions'
+//   own fraction where the calibration has one (MemoryAccess, core/memory_access.h).
 // - Clocks: at a tensor clock below 1 (a step at its power limit, TensorClock) the tensor-core
 //   part of a GEMM (its main loop and waves) and of fused attention takes 1 / clock as long. Under
 //   ClockRegime::kSustained, where the calibration has the dtype's sustained_tensor_fraction, that
@@ -122,7 +123,8 @@ class RooflineComputeModel : public ComputeModel {
 
  private:
   double PeakFlopsPerS(Dtype dtype) const;
-  double HbmBytesPerS() const;
+  // The HBM bandwidth kernels of |access| reach; GEMM and attention traffic streams.
+  double HbmBytesPerS(MemoryAccess access = MemoryAccess::kStreaming) const;
   // |tensor_s| of |flops| in |dtype| at the tensor clock, no faster than the sustained ceiling
   // under kSustained.
   double Clocked(double tensor_s, double flops, Dtype dtype) const;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -77,6 +78,10 @@ namespace loom {
 // A shape is exactly what the op stream costs (src/op/op.h, its fields as op/op_json.h spells
 // them), so a fitted calibration predicts the sample through RooflineComputeModel with no
 // translation.
+
+// The label of the probe's RMSNorm samples (probe/bench.h, MemoryKernel::kRmsNorm): a row
+// reduction (MemoryAccess) in a profile that predates the samples' "access" key.
+inline constexpr std::string_view kProbeRowReductionLabel = "rmsnorm";
 
 struct ProfileSample {
   KernelShape shape;

@@ -24,10 +24,12 @@ constexpr std::array<Dtype, 5> kAllDtypes = {Dtype::kBf16, Dtype::kFp16, Dtype::
 struct ClassSamples {
   OpKind kind = OpKind::kGemm;
   std::optional<Dtype> dtype;
-  std::vector<size_t> index;  // into the samples
+  std::vector<size_t> index;                      // into the samples
+  MemoryAccess access = MemoryAccess::kStreaming;  // memory-bound classes
 };
 
-// GEMMs per dtype in kAllDtypes order, then attention (its dtypes are checked later), then memory.
+// GEMMs per dtype in kAllDtypes order, then attention (its dtypes are checked later), then
+// memory-bound kernels, streaming then row reductions (each its own fraction).
 std::vector<ClassSamples> GroupByClass(const std::vector<ProfileSample>& samples) {
   std::vector<ClassSamples> classes;
   for (Dtype dtype : kAllDtypes) {
@@ -38,15 +40,21 @@ std::vector<ClassSamples> GroupByClass(const std::vector<ProfileSample>& samples
     }
     if (!c.index.empty()) classes.push_back(c);
   }
-  for (OpKind kind : {OpKind::kAttention, OpKind::kMemoryBound}) {
-    ClassSamples c{kind, std::nullopt, {}};
+  ClassSamples attention{OpKind::kAttention, std::nullopt, {}};
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (samples[i].Kind() == OpKind::kAttention) attention.index.push_back(i);
+  }
+  if (!attention.index.empty()) {
+    attention.dtype = std::get<AttentionShape>(samples[attention.index.front()].shape).dtype;
+    classes.push_back(attention);
+  }
+  for (MemoryAccess access : {MemoryAccess::kStreaming, MemoryAccess::kRowReduction}) {
+    ClassSamples c{OpKind::kMemoryBound, std::nullopt, {}, access};
     for (size_t i = 0; i < samples.size(); ++i) {
-      if (samples[i].Kind() == kind) c.index.push_back(i);
+      const MemoryShape* m = std::get_if<MemoryShape>(&samples[i].shape);
+      if (m != nullptr && m->access == access) c.index.push_back(i);
     }
-    if (c.index.empty()) continue;
-    if (kind == OpKind::kAttention)
-      c.dtype = std::get<AttentionShape>(samples[c.index.front()].shape).dtype;
-    classes.push_back(c);
+    if (!c.index.empty()) classes.push_back(c);
   }
   return classes;
 }
@@ -64,6 +72,7 @@ std::string ClassWhat(const std::vector<ProfileSample>& samples, const ClassSamp
   KernelClassFit name;
   name.kind = c.kind;
   name.dtype = c.dtype;
+  name.access = c.access;
   return out + ": the " + name.Name() + " samples";
 }
 
@@ -99,9 +108,24 @@ Status CheckClasses(const std::vector<ProfileSample>& samples,
   return Status::Ok();
 }
 
-std::string KeyOf(OpKind kind, std::optional<Dtype> dtype) {
-  if (kind == OpKind::kGemm) return GemmEfficiencyKey(*dtype);
-  return kind == OpKind::kAttention ? "attention_efficiency" : "memory_bandwidth_fraction";
+std::string KeyOf(const ClassSamples& c) {
+  if (c.kind == OpKind::kGemm) return GemmEfficiencyKey(*c.dtype);
+  if (c.kind == OpKind::kAttention) return "attention_efficiency";
+  return c.access == MemoryAccess::kRowReduction ? "memory_bandwidth_fraction_row_reduction"
+                                                 : "memory_bandwidth_fraction";
+}
+
+// The class's row of the report: its kind, dtype and access, its key and |cal|'s value of it.
+KernelClassFit ClassFitOf(const ClassSamples& c, const ComputeCalibration& cal) {
+  KernelClassFit out;
+  out.kind = c.kind;
+  out.dtype = c.dtype;
+  out.access = c.access;
+  out.key = KeyOf(c);
+  if (c.kind == OpKind::kGemm) out.value = cal.GemmEfficiency(*c.dtype).value_or(0);
+  if (c.kind == OpKind::kAttention) out.value = cal.attention_efficiency.value_or(0);
+  if (c.kind == OpKind::kMemoryBound) out.value = cal.MemoryBandwidthFraction(c.access);
+  return out;
 }
 
 // A profile times GEMM kernels on operands already in their dtype, so fp8 samples are predicted
@@ -194,7 +218,10 @@ Status CheckBounds(const std::vector<ProfileSample>& samples,
       }
     }
     if (c.kind == OpKind::kAttention) wanted = joint.attention_wanted;
-    if (c.kind == OpKind::kMemoryBound) wanted = joint.memory_wanted;
+    if (c.kind == OpKind::kMemoryBound) {
+      wanted = c.access == MemoryAccess::kRowReduction ? joint.row_reduction_wanted
+                                                       : joint.memory_wanted;
+    }
     if (wanted)
       LOOM_RETURN_IF_ERROR(
           CheckInverseEfficiency(*wanted, ClassWhat(samples, c), c.kind, c.dtype, gpu));
@@ -222,7 +249,7 @@ void SetKeys(const std::vector<ClassSamples>& classes, ComputeFit* fit) {
     fit->fitted_keys.push_back("kernel_overhead_us");
   }
   for (const ClassSamples& c : classes) {
-    if (c.kind != OpKind::kGemm) fit->fitted_keys.push_back(KeyOf(c.kind, c.dtype));
+    if (c.kind != OpKind::kGemm) fit->fitted_keys.push_back(KeyOf(c));
   }
 }
 
@@ -271,16 +298,7 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
   fit.calibration = joint->calibration;
   trial.calibration = fit.calibration;
   if (NegligibleOperandTerm(samples, trial)) fit.calibration.gemm_operand_bandwidth_GBps.reset();
-  for (const ClassSamples& k : classes) {
-    KernelClassFit& out = fit.classes.emplace_back();
-    out.kind = k.kind;
-    out.dtype = k.dtype;
-    out.key = KeyOf(k.kind, k.dtype);
-    if (k.kind == OpKind::kGemm) out.value = fit.calibration.GemmEfficiency(*k.dtype).value_or(0);
-    if (k.kind == OpKind::kAttention) out.value = fit.calibration.attention_efficiency.value_or(0);
-    if (k.kind == OpKind::kMemoryBound)
-      out.value = fit.calibration.memory_bandwidth_fraction.value_or(0);
-  }
+  for (const ClassSamples& k : classes) fit.classes.push_back(ClassFitOf(k, fit.calibration));
   SetKeys(classes, &fit);
   if (drops_tiles) fit.removed_keys.push_back("attention_tiles");
   Score(samples, classes, gpu, &fit);
@@ -407,6 +425,8 @@ bool HeldAtPowerLimit(const ProfileSample& sample) {
 std::string KernelClassFit::Name() const {
   std::string name(kOpKindNames.Name(kind));
   if (dtype) name += " " + std::string(kDtypeNames.Name(*dtype));
+  if (kind == OpKind::kMemoryBound && access != MemoryAccess::kStreaming)
+    name += " " + std::string(kMemoryAccessNames.Name(access));
   return sustained ? name + " sustained" : name;
 }
 
@@ -457,14 +477,7 @@ Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& sam
       return Status::InvalidArgument(ClassWhat(samples, k) + " are " + dtype + " but " + gpu.file +
                                      " has no peak_tflops." + dtype + " to predict them with");
     }
-    KernelClassFit& out = check.classes.emplace_back();
-    out.kind = k.kind;
-    out.dtype = k.dtype;
-    out.key = KeyOf(k.kind, k.dtype);
-    const ComputeCalibration& cal = gpu.calibration;
-    if (k.kind == OpKind::kGemm) out.value = cal.GemmEfficiency(*k.dtype).value_or(0);
-    if (k.kind == OpKind::kAttention) out.value = cal.attention_efficiency.value_or(0);
-    if (k.kind == OpKind::kMemoryBound) out.value = cal.memory_bandwidth_fraction.value_or(0);
+    check.classes.push_back(ClassFitOf(k, gpu.calibration));
   }
   std::vector<ClassSamples> scored = classes;
   for (const ClassSamples& k : classes) {
@@ -511,6 +524,8 @@ nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_
       values[key] = RoundSignificant(c.attention_efficiency.value_or(1), 4);
     if (key == "memory_bandwidth_fraction")
       values[key] = RoundSignificant(c.memory_bandwidth_fraction.value_or(1), 4);
+    if (key == "memory_bandwidth_fraction_row_reduction")
+      values[key] = RoundSignificant(c.MemoryBandwidthFraction(MemoryAccess::kRowReduction), 4);
     for (Dtype dtype : kAllDtypes) {
       if (key == GemmEfficiencyKey(dtype))
         values[key] = RoundSignificant(c.GemmEfficiencySlot(dtype).value_or(1), 4);

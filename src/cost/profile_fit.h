@@ -27,6 +27,7 @@ struct SampleResidual {
 struct KernelClassFit {
   OpKind kind = OpKind::kGemm;
   std::optional<Dtype> dtype;  // none for memory-bound kernels
+  MemoryAccess access = MemoryAccess::kStreaming;  // memory-bound kernels: streaming or rows
   std::string key;   // its calibration key: "gemm_efficiency_bf16", "attention_efficiency", ...
   double value = 0;  // the fitted value of |key|
   std::vector<SampleResidual> residuals;
@@ -44,7 +45,7 @@ struct KernelClassFit {
   // has.
   bool sustained = false;
 
-  // "gemm bf16", "attention bf16", "memory"; "gemm bf16 sustained".
+  // "gemm bf16", "attention bf16", "memory", "memory row_reduction"; "gemm bf16 sustained".
   std::string Name() const;
 };
 

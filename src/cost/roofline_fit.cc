@@ -66,7 +66,8 @@ Dtype EfficiencyClass(Dtype dtype) { return dtype == Dtype::kFp16 ? Dtype::kBf16
 
 // The unknowns of the fit: overhead (s), seconds per unhidden operand byte per SM, seconds per
 // wave, one inverse efficiency per GEMM class, and, in a joint fit (FitComputeJointly), the inverse
-// attention efficiency and the inverse HBM bandwidth fraction.
+// attention efficiency and the inverse HBM bandwidth fractions of streaming kernels and of row
+// reductions (MemoryAccess).
 struct GemmUnknowns {
   double overhead_s = 0;
   double operand_s_per_byte = 0;
@@ -74,6 +75,7 @@ struct GemmUnknowns {
   std::vector<double> inverse_efficiency;
   double inverse_attention = 1;
   double inverse_memory = 1;
+  double inverse_row_reduction = 1;
   // Per unknown (in Solve's column order), the value the least squares wanted when a bound held it.
   std::vector<std::optional<double>> wanted;
 };
@@ -87,19 +89,25 @@ struct GemmProblem {
   bool fit_gemm = true;  // operand bandwidth, wave latency and GEMM efficiencies
   bool fit_overhead = true;
   bool fit_attention = false;
-  bool fit_memory = false;
+  bool fit_memory = false;         // streaming memory-bound kernels (and GEMMs' HBM traffic)
+  bool fit_row_reduction = false;  // memory-bound row reductions
 };
 
 // Column of each unknown in Solve.
 constexpr size_t kOverheadColumn = 0, kOperandColumn = 1, kWaveColumn = 2, kFirstGemmColumn = 3;
 size_t AttentionColumn(const GemmProblem& p) { return kFirstGemmColumn + p.classes.size(); }
 size_t MemoryColumn(const GemmProblem& p) { return AttentionColumn(p) + 1; }
-size_t Columns(const GemmProblem& p) { return MemoryColumn(p) + 1; }
+size_t RowReductionColumn(const GemmProblem& p) { return MemoryColumn(p) + 1; }
+size_t Columns(const GemmProblem& p) { return RowReductionColumn(p) + 1; }
+// The column of a memory-bound kernel of |access|.
+size_t MemoryColumn(const GemmProblem& p, MemoryAccess access) {
+  return access == MemoryAccess::kRowReduction ? RowReductionColumn(p) : MemoryColumn(p);
+}
 
 // |p.gpu|'s calibration with the values of |x| in place: the fitted classes' GEMM efficiencies
 // (bf16 standing for bf16 and fp16), the operand bandwidth (none when its term came out at its
 // bound of 0), the wave latency and the overhead, no fixed tile, and the attention efficiency and
-// HBM bandwidth fraction where the problem fits them.
+// HBM bandwidth fractions where the problem fits them.
 ComputeCalibration CalibrationOf(const GemmProblem& p, const GemmUnknowns& x) {
   ComputeCalibration c = p.gpu->calibration;
   if (p.fit_gemm) {
@@ -119,6 +127,8 @@ ComputeCalibration CalibrationOf(const GemmProblem& p, const GemmUnknowns& x) {
   c.kernel_overhead_us = x.overhead_s * 1e6;
   if (p.fit_attention) c.attention_efficiency = 1.0 / x.inverse_attention;
   if (p.fit_memory) c.memory_bandwidth_fraction = 1.0 / x.inverse_memory;
+  if (p.fit_row_reduction)
+    c.memory_bandwidth_fraction_row_reduction = 1.0 / x.inverse_row_reduction;
   return c;
 }
 
@@ -225,8 +235,9 @@ std::optional<GemmUnknowns> Solve(const GemmProblem& p, const GemmUnknowns& x) {
       row[kOverheadColumn] = 1.0;
       row[AttentionColumn(p)] = AttentionWorkSeconds(*at, trial);
     } else {
+      const MemoryShape& m = std::get<MemoryShape>(s.shape);
       row[kOverheadColumn] = 1.0;
-      row[MemoryColumn(p)] = MemoryWorkSeconds(std::get<MemoryShape>(s.shape), trial);
+      row[MemoryColumn(p, m.access)] = MemoryWorkSeconds(m, trial);
     }
     a.push_back(row);
     y.push_back(s.time_s - offset);
@@ -239,6 +250,7 @@ std::optional<GemmUnknowns> Solve(const GemmProblem& p, const GemmUnknowns& x) {
   if (!p.fit_gemm) fixed[kOperandColumn] = x.operand_s_per_byte, fixed[kWaveColumn] = x.wave_s;
   if (!p.fit_attention) fixed[AttentionColumn(p)] = x.inverse_attention;
   if (!p.fit_memory) fixed[MemoryColumn(p)] = x.inverse_memory;
+  if (!p.fit_row_reduction) fixed[RowReductionColumn(p)] = x.inverse_row_reduction;
   const std::vector<std::optional<double>> given = fixed;
   std::vector<std::optional<double>> wanted(n);
   std::vector<double> v;
@@ -265,6 +277,9 @@ std::optional<GemmUnknowns> Solve(const GemmProblem& p, const GemmUnknowns& x) {
       given[AttentionColumn(p)] ? v[AttentionColumn(p)] : std::max(v[AttentionColumn(p)], 1.0);
   out.inverse_memory =
       given[MemoryColumn(p)] ? v[MemoryColumn(p)] : std::max(v[MemoryColumn(p)], 1.0);
+  out.inverse_row_reduction = given[RowReductionColumn(p)]
+                                  ? v[RowReductionColumn(p)]
+                                  : std::max(v[RowReductionColumn(p)], 1.0);
   out.wanted = wanted;
   return out;
 }
@@ -281,8 +296,9 @@ double FittedTime(const KernelSample& s, const GemmUnknowns& x, const GpuSpec& t
     return x.overhead_s +
            AttentionWorkSeconds(*a, trial) / trial.calibration.attention_efficiency.value_or(1.0);
   }
-  return x.overhead_s + MemoryWorkSeconds(std::get<MemoryShape>(s.shape), trial) /
-                            trial.calibration.memory_bandwidth_fraction.value_or(1.0);
+  const MemoryShape& m = std::get<MemoryShape>(s.shape);
+  return x.overhead_s +
+         MemoryWorkSeconds(m, trial) / trial.calibration.MemoryBandwidthFraction(m.access);
 }
 
 // Sum of squared relative errors of the fitted model with |x|, and the GEMMs' choices.
@@ -346,6 +362,7 @@ std::optional<GemmUnknowns> Alternate(const GemmProblem& p) {
   }
   start.inverse_attention = 1.0 / cal.attention_efficiency.value_or(1.0);
   start.inverse_memory = 1.0 / cal.memory_bandwidth_fraction.value_or(1.0);
+  start.inverse_row_reduction = 1.0 / cal.MemoryBandwidthFraction(MemoryAccess::kRowReduction);
   if (p.classes.empty()) {  // nothing chooses a tile: one linear solve
     std::optional<GemmUnknowns> x = Solve(p, start);
     return x;
@@ -434,10 +451,12 @@ Result<JointComputeFit> FitComputeJointly(const std::vector<KernelSample>& sampl
   p.fit_gemm = p.fit_overhead = !p.classes.empty();
   for (const KernelSample& s : samples) {
     p.fit_attention = p.fit_attention || std::holds_alternative<AttentionShape>(s.shape);
-    p.fit_memory = p.fit_memory || std::holds_alternative<MemoryShape>(s.shape);
+    if (const MemoryShape* m = std::get_if<MemoryShape>(&s.shape)) {
+      (m->access == MemoryAccess::kRowReduction ? p.fit_row_reduction : p.fit_memory) = true;
+    }
   }
-  const size_t unknowns =
-      (p.fit_gemm ? 3 + p.classes.size() : 0) + (p.fit_attention ? 1 : 0) + (p.fit_memory ? 1 : 0);
+  const size_t unknowns = (p.fit_gemm ? 3 + p.classes.size() : 0) + (p.fit_attention ? 1 : 0) +
+                          (p.fit_memory ? 1 : 0) + (p.fit_row_reduction ? 1 : 0);
   if (samples.size() < unknowns || unknowns == 0) {
     return Status::InvalidArgument("compute fit for " + gpu.name + ": " +
                                    std::to_string(samples.size()) + " samples for " +
@@ -458,6 +477,7 @@ Result<JointComputeFit> FitComputeJointly(const std::vector<KernelSample>& sampl
   }
   fit.attention_wanted = best->wanted[AttentionColumn(p)];
   fit.memory_wanted = best->wanted[MemoryColumn(p)];
+  fit.row_reduction_wanted = best->wanted[RowReductionColumn(p)];
   return fit;
 }
 

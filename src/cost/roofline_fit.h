@@ -38,7 +38,8 @@ struct JointComputeFit {
   // (bf16 standing for bf16 and fp16), attention and memory-bound kernels.
   std::vector<std::pair<Dtype, double>> gemm_wanted;
   std::optional<double> attention_wanted;
-  std::optional<double> memory_wanted;
+  std::optional<double> memory_wanted;  // streaming memory-bound kernels
+  std::optional<double> row_reduction_wanted;
 };
 
 // Fits RooflineComputeModel to |samples| on |gpu|, every class at once with one per-kernel
@@ -66,8 +67,10 @@ struct JointComputeFit {
 // gemm_operand_bandwidth_GBps (removed when its term comes out at its bound of 0),
 // gemm_wave_latency_us and kernel_overhead_us, and the fixed tile (gemm_tile_m/n) removed; without,
 // the overhead stays |gpu|'s (the GEMM calibration was fitted with it, and GEMMs dominate a step);
-// attention_efficiency with attention samples (one dtype, the caller checks), and
-// memory_bandwidth_fraction with memory-bound ones. JointComputeFit says which bound held.
+// attention_efficiency with attention samples (one dtype, the caller checks),
+// memory_bandwidth_fraction with streaming memory-bound ones and
+// memory_bandwidth_fraction_row_reduction with row reductions (MemoryAccess: each its own unknown,
+// the other kept at |gpu|'s when it has no samples). JointComputeFit says which bound held.
 // Errors: no unknowns or fewer samples than unknowns, and samples that do not determine the
 // unknowns. Takes the samples as given, so that a caller can leave one source's rows out and refit.
 // REQUIRES: every size and time > 0, |gpu| has a peak for every dtype sampled.

@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/enum_names.h"
+#include "core/memory_access.h"
 
 namespace loom {
 
@@ -253,6 +254,7 @@ struct AttentionShape {
 struct MemoryShape {
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
+  MemoryAccess access = MemoryAccess::kStreaming;
 };
 
 // A collective over |group|. |bytes| follows nccl-tests' "size" column, so that bus-bandwidth

@@ -70,6 +70,7 @@ MemoryShape ReadMemory(JsonReader& r) {
   MemoryShape m;
   m.bytes_read = r.Int("bytes_read", kBytes);
   m.bytes_written = r.Int("bytes_written", kBytes);
+  if (r.Has("access")) m.access = ReadEnum(r, "access", kMemoryAccessNames);
   return m;
 }
 
@@ -96,8 +97,9 @@ std::string DescribeShape(const KernelShape& shape) {
                   std::string(kDtypeNames.Name(a->dtype)).c_str());
   } else {
     const MemoryShape& m = std::get<MemoryShape>(shape);
-    std::snprintf(text, sizeof text, "memory %s read, %s written", WholeBytes(m.bytes_read).c_str(),
-                  WholeBytes(m.bytes_written).c_str());
+    std::snprintf(text, sizeof text, "memory %s read, %s written%s",
+                  WholeBytes(m.bytes_read).c_str(), WholeBytes(m.bytes_written).c_str(),
+                  m.access == MemoryAccess::kRowReduction ? ", row reduction" : "");
   }
   return text;
 }
@@ -125,6 +127,7 @@ void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j) {
     const MemoryShape& m = std::get<MemoryShape>(shape);
     j["bytes_read"] = m.bytes_read;
     j["bytes_written"] = m.bytes_written;
+    if (m.access != MemoryAccess::kStreaming) j["access"] = kMemoryAccessNames.Name(m.access);
   }
 }
 

@@ -408,6 +408,8 @@ MeasuredRun WithMultipliers(const MeasuredRun& run, const std::vector<RunParam>&
         }
         c.attention_efficiency = Clamp01(c.attention_efficiency.value_or(1.0) * v);
         c.memory_bandwidth_fraction = Clamp01(c.memory_bandwidth_fraction.value_or(1.0) * v);
+        if (std::optional<double>& rows = c.memory_bandwidth_fraction_row_reduction)
+          *rows = Clamp01(*rows * v);
         break;
       }
       case RunParam::kInterNode:

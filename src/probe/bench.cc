@@ -23,8 +23,9 @@ int64_t OperationsPerBatch(int64_t size_bytes) {
 MemoryShape MemoryKernelTraffic(MemoryKernel kernel, int64_t bytes) {
   switch (kernel) {
     case MemoryKernel::kCopy:
-    case MemoryKernel::kRmsNorm:
       return {bytes, bytes};
+    case MemoryKernel::kRmsNorm:
+      return {bytes, bytes, MemoryAccess::kRowReduction};
     case MemoryKernel::kSwiGlu:
       return {2 * bytes, bytes};  // gate and up in, one product out
   }

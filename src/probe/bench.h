@@ -50,7 +50,7 @@ enum class MemoryKernel {
 };
 inline constexpr EnumNames<MemoryKernel, 3> kMemoryKernelNames({{
     {MemoryKernel::kCopy, "copy"},
-    {MemoryKernel::kRmsNorm, "rmsnorm"},
+    {MemoryKernel::kRmsNorm, kProbeRowReductionLabel},
     {MemoryKernel::kSwiGlu, "swiglu"},
 }});
 

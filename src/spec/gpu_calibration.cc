@@ -44,6 +44,12 @@ std::optional<double>& ComputeCalibration::SustainedTensorFractionSlot(Dtype dty
       std::as_const(*this).SustainedTensorFractionSlot(dtype));
 }
 
+double ComputeCalibration::MemoryBandwidthFraction(MemoryAccess access) const {
+  if (access == MemoryAccess::kRowReduction && memory_bandwidth_fraction_row_reduction)
+    return *memory_bandwidth_fraction_row_reduction;
+  return memory_bandwidth_fraction.value_or(1.0);
+}
+
 std::optional<double> ComputeCalibration::SustainedTensorFraction(Dtype dtype) const {
   if (const std::optional<double>& own = SustainedTensorFractionSlot(dtype)) return own;
   if (dtype == Dtype::kFp16) return SustainedTensorFractionSlot(Dtype::kBf16);
@@ -150,6 +156,8 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
       c.attention_backward_tiles = ReadAttentionTileParams(tiles.Object("backward"));
   }
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");
+  c.memory_bandwidth_fraction_row_reduction =
+      Fraction(r, "memory_bandwidth_fraction_row_reduction");
   for (const std::string& dtype : kDtypeNames.Names()) {
     const Dtype d = *kDtypeNames.Parse(dtype);
     c.SustainedTensorFractionSlot(d) = Fraction(r, SustainedTensorFractionKey(d));

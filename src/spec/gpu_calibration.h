@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/json_reader.h"
+#include "core/memory_access.h"
 
 namespace loom {
 
@@ -69,8 +70,11 @@ struct ComputeCalibration {
   // attention_efficiency times the whole kernel's FLOPs. The "attention_tiles" object of the file:
   // {"forward": {...}, "backward": {...}}, keys as AttentionTileParams's fields.
   std::optional<AttentionTileParams> attention_forward_tiles, attention_backward_tiles;
-  // Fraction of the datasheet HBM bandwidth that memory-bound kernels reach.
+  // Fraction of the datasheet HBM bandwidth that memory-bound kernels reach: streaming ones
+  // (MemoryAccess::kStreaming, op/op.h), and row reductions where the next key is absent.
   std::optional<double> memory_bandwidth_fraction;
+  // Fraction that row reductions (norms, softmax, cross entropy) reach, where measured apart.
+  std::optional<double> memory_bandwidth_fraction_row_reduction;
   // Fraction of each dtype's dense peak (indexed by Dtype) that tensor-core work run back to back
   // holds: above it a GPU draws more than its power limit and its firmware lowers the SM clock,
   // while a profile's short bursts run at the boost clock (cost/compute_model.h, ClockRegime and
@@ -97,6 +101,9 @@ struct ComputeCalibration {
   // The field that holds |dtype|'s own sustained fraction, to read or set (no borrowing).
   std::optional<double>& SustainedTensorFractionSlot(Dtype dtype);
   const std::optional<double>& SustainedTensorFractionSlot(Dtype dtype) const;
+  // The fraction of the HBM bandwidth kernels of |access| reach: a row reduction's own where the
+  // file has one, else memory_bandwidth_fraction, else 1 (the datasheet).
+  double MemoryBandwidthFraction(MemoryAccess access) const;
 };
 
 // The calibration key of |dtype|'s GEMM efficiency: "gemm_efficiency_bf16", ...

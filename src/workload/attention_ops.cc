@@ -72,7 +72,7 @@ std::vector<Op> UnfusedCoreForward(const LayerDims& d, CoreSaves saves) {
   ops.push_back(MakeGemm(OpName::kAttentionScores,
                          {d.seq, d.seq_kv, d.head_dim, batch, d.gemm_dtype},
                          replay ? 0 : d.Bytes(d.tokens, d.q_width + d.kv_width)));
-  ops.push_back(MakeMemory(OpName::kAttentionSoftmax, {CausalScoreBytes(d), probs}, probs));
+  ops.push_back(MakeMemory(OpName::kAttentionSoftmax, {CausalScoreBytes(d), probs, MemoryAccess::kRowReduction}, probs));
   if (d.dropout) ops.push_back(MakeMemory(OpName::kAttentionDropout, {probs, probs + mask}, mask));
   ops.push_back(MakeGemm(OpName::kAttentionContext,
                          {d.seq, d.head_dim, d.seq_kv, batch, d.gemm_dtype},
@@ -117,7 +117,7 @@ void AppendCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
     const int64_t mask = probs / d.act_bytes;
     ops->push_back(MakeMemory(OpName::kAttentionDropoutGrad, {probs + mask, probs}));
   }
-  ops->push_back(MakeMemory(OpName::kAttentionSoftmaxGrad, {2 * CausalScoreBytes(d), probs}));
+  ops->push_back(MakeMemory(OpName::kAttentionSoftmaxGrad, {2 * CausalScoreBytes(d), probs, MemoryAccess::kRowReduction}));
   ops->push_back(
       MakeGemm(OpName::kAttentionScoresDgradQuery, {d.seq, d.head_dim, d.seq_kv, batch, t}));
   ops->push_back(

@@ -237,12 +237,12 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
 
 Op NormOp(const LayerDims& d, OpName name) {
   const int64_t bytes = d.Hidden(d.tokens_sp);
-  return MakeMemory(name, {bytes, bytes}, bytes);
+  return MakeMemory(name, {bytes, bytes, MemoryAccess::kRowReduction}, bytes);
 }
 
 Op NormGradOp(const LayerDims& d, OpName name) {
   const int64_t bytes = d.Hidden(d.tokens_sp);
-  return MakeMemory(name, {3 * bytes, bytes});
+  return MakeMemory(name, {3 * bytes, bytes, MemoryAccess::kRowReduction});
 }
 
 Op ResidualOp(const LayerDims& d, OpName name) {

@@ -95,12 +95,12 @@ void AppendMlaCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
 // RMSNorm over a latent of |width| per token on the rank's tokens_sp rows; keeps its input.
 Op LatentNormOp(const LayerDims& d, OpName name, int64_t width) {
   const int64_t bytes = d.Bytes(d.tokens_sp, width);
-  return MakeMemory(name, {bytes, bytes}, bytes);
+  return MakeMemory(name, {bytes, bytes, MemoryAccess::kRowReduction}, bytes);
 }
 // Its backward reads dY and X, writes dX.
 Op LatentNormGradOp(const LayerDims& d, OpName name, int64_t width) {
   const int64_t bytes = d.Bytes(d.tokens_sp, width);
-  return MakeMemory(name, {2 * bytes, bytes});
+  return MakeMemory(name, {2 * bytes, bytes, MemoryAccess::kRowReduction});
 }
 
 // Rotary embedding of the rope parts of q and of the shared k_pos_emb (Su et al. 2021), and the

@@ -87,11 +87,13 @@ Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy
   f.push_back(
       MakeGemm(OpName::kOutputHead, d.Gemm(d.tokens, d.vocab, d.hidden), ColumnInputSavedBytes(d)));
   f.push_back(MakeMemory(OpName::kCrossEntropyMax,
-                         {d.Bytes(d.tokens, d.vocab), (cast ? logits32 : 0) + per_token}));
+                         {d.Bytes(d.tokens, d.vocab), (cast ? logits32 : 0) + per_token,
+                          MemoryAccess::kRowReduction}));
   const CollectiveShape one_per_token{CollectiveKind::kAllReduce, CommGroup::kTp, per_token};
   if (d.tp > 1) f.push_back(MakeCollective(OpName::kCrossEntropyMaxAllReduce, one_per_token));
   f.push_back(
-      MakeMemory(OpName::kCrossEntropyExp, {logits32 + per_token, logits32 + 2 * per_token}));
+      MakeMemory(OpName::kCrossEntropyExp,
+                 {logits32 + per_token, logits32 + 2 * per_token, MemoryAccess::kRowReduction}));
   if (d.tp > 1) {
     f.push_back(MakeCollective(OpName::kCrossEntropyPredictedAllReduce, one_per_token));
     f.push_back(MakeCollective(OpName::kCrossEntropySumAllReduce, one_per_token));

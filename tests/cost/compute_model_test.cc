@@ -126,6 +126,20 @@ TEST(RooflineComputeModel, EveryKernelPaysTheOverhead) {
   EXPECT_NEAR(model.Gemm(gemm).ToSeconds(), 5e-6 + Flops(gemm) / (989e12 * 0.8), 1e-9);
 }
 
+// A norm or softmax reduces each row before writing it and reaches less of the bandwidth than a
+// copy (core/memory_access.h); a file that measured none times it as a copy.
+TEST(RooflineComputeModel, RowReductionsMoveTheirBytesAtTheirOwnFraction) {
+  GpuSpec gpu = H100();
+  gpu.calibration.memory_bandwidth_fraction = 0.9;
+  const MemoryShape copy{1'675'000'000, 1'675'000'000};
+  const MemoryShape norm{1'675'000'000, 1'675'000'000, MemoryAccess::kRowReduction};
+  EXPECT_NEAR(RooflineComputeModel(gpu).MemoryBound(norm).ToSeconds(), 1e-3 / 0.9, 1e-9);
+  gpu.calibration.memory_bandwidth_fraction_row_reduction = 0.6;
+  const RooflineComputeModel model(gpu);
+  EXPECT_NEAR(model.MemoryBound(norm).ToSeconds(), 1e-3 / 0.6, 1e-9);
+  EXPECT_NEAR(model.MemoryBound(copy).ToSeconds(), 1e-3 / 0.9, 1e-9);
+}
+
 TEST(RooflineComputeModel, MemoryBoundOpsMoveTheirBytesAtHbmBandwidth) {
   RooflineComputeModel model(H100());
   EXPECT_EQ(model.MemoryBound({3'350'000'000, 3'350'000'000}).nanos(), 2'000'000);

@@ -63,6 +63,33 @@ TEST(ParseProfile, ReadsHeaderAndEveryKernelClass) {
   EXPECT_EQ(std::get<MemoryShape>(p->samples[2].shape).bytes_read, 268435456);
 }
 
+// A memory-bound sample says how it walks its bytes; one without "access" streams, except the
+// probe's RMSNorm in profiles written before the key (the committed 2026-11-27 run), which its
+// label names. The key is written back only for row reductions, and an unknown access is refused.
+TEST(ParseProfile, MemorySamplesCarryTheirAccess) {
+  nlohmann::json j = ValidProfile();
+  const nlohmann::json memory = j["samples"][2];
+  j["samples"].push_back(memory);
+  j["samples"][3]["label"] = "rmsnorm";
+  j["samples"].push_back(memory);
+  j["samples"][4]["access"] = "row_reduction";
+  j["samples"].push_back(memory);
+  j["samples"][5]["label"] = "rmsnorm";
+  j["samples"][5]["access"] = "streaming";
+  Result<Profile> p = ParseProfile(j, "p.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  auto access = [&](size_t i) { return std::get<MemoryShape>(p->samples[i].shape).access; };
+  EXPECT_EQ(access(2), MemoryAccess::kStreaming);
+  EXPECT_EQ(access(3), MemoryAccess::kRowReduction);
+  EXPECT_EQ(access(4), MemoryAccess::kRowReduction);
+  EXPECT_EQ(access(5), MemoryAccess::kStreaming);
+  EXPECT_FALSE(ProfileSampleJson(p->samples[2]).contains("access"));
+  EXPECT_EQ(ProfileSampleJson(p->samples[4])["access"], "row_reduction");
+  j["samples"][4]["access"] = "rows";
+  EXPECT_TRUE(MessageContains(ErrorOf(j), "samples[4]"));
+  EXPECT_TRUE(MessageContains(ErrorOf(j), "row_reduction"));
+}
+
 TEST(ParseProfile, MissingKeyNamesTheSampleAndTheFix) {
   nlohmann::json j = ValidProfile();
   j["samples"][1].erase("seq_kv");

@@ -16,6 +16,7 @@ TEST(ComputeCalibration, ReadsEveryKey) {
             {"kernel_overhead_us", 4.5},
             {"attention_efficiency", 0.4},
             {"memory_bandwidth_fraction", 0.9},
+            {"memory_bandwidth_fraction_row_reduction", 0.65},
             {"source", "profile x"}};
   JsonReader r(j, "gpu.json", "calibration");
   ComputeCalibration c = ReadComputeCalibration(r, j);
@@ -28,6 +29,9 @@ TEST(ComputeCalibration, ReadsEveryKey) {
   EXPECT_EQ(c.kernel_overhead_us, 4.5);
   EXPECT_EQ(c.attention_efficiency, 0.4);
   EXPECT_EQ(c.memory_bandwidth_fraction, 0.9);
+  EXPECT_EQ(c.memory_bandwidth_fraction_row_reduction, 0.65);
+  EXPECT_EQ(c.MemoryBandwidthFraction(MemoryAccess::kStreaming), 0.9);
+  EXPECT_EQ(c.MemoryBandwidthFraction(MemoryAccess::kRowReduction), 0.65);
   EXPECT_EQ(c.source, "profile x");
 }
 

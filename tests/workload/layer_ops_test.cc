@@ -161,6 +161,14 @@ TEST(TransformerLayerOps, SequenceParallelGathersAndScattersHiddenStates) {
   // Norms work on s/t tokens.
   const auto& norm = std::get<MemoryShape>(Find(ops.forward, OpName::kInputNorm).shape);
   EXPECT_EQ(norm.bytes_read, 4LL * 2048 / 8 * 6144 * 2);
+  // A norm reduces each token's row (core/memory_access.h), forward and backward; a residual
+  // add streams.
+  EXPECT_EQ(norm.access, MemoryAccess::kRowReduction);
+  const auto& grad =
+      std::get<MemoryShape>(Find(ops.backward_input, OpName::kPostAttentionNormGrad).shape);
+  EXPECT_EQ(grad.access, MemoryAccess::kRowReduction);
+  EXPECT_EQ(std::get<MemoryShape>(Find(ops.forward, OpName::kMlpResidual).shape).access,
+            MemoryAccess::kStreaming);
 }
 
 TEST(TransformerLayerOps, OneRankHasNoCollectives) {
@@ -238,6 +246,10 @@ TEST(TransformerLayerOps, UnfusedCausalSoftmaxReadsOnlyTheKeysAtOrBeforeEachQuer
   const auto& copy = std::get<MemoryShape>(Find(ops.forward, OpName::kAttentionContextCopy).shape);
   EXPECT_EQ(copy.bytes_read, 4LL * 2048 * 768 * 2);
   EXPECT_EQ(copy.bytes_written, copy.bytes_read);
+  // The softmax reduces each row of scores; the dropout and the copy stream.
+  EXPECT_EQ(forward.access, MemoryAccess::kRowReduction);
+  EXPECT_EQ(backward.access, MemoryAccess::kRowReduction);
+  EXPECT_EQ(copy.access, MemoryAccess::kStreaming);
 }
 
 TEST(TransformerLayerOps,
