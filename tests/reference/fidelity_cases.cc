@@ -198,7 +198,8 @@ LayerOpsOptions MegatronLayerKernels() {
 
 ReferencePaths SourceTreePaths(const std::string& source_dir) {
   return {source_dir + "/tests/reference", source_dir + "/hardware/clusters",
-          source_dir + "/hardware/frameworks"};
+          source_dir + "/hardware/frameworks", source_dir + "/hardware/gpus",
+          source_dir + "/hardware/validation"};
 }
 
 Result<ModelSpec> LegacyGpt(const LegacyGptShape& shape, const std::string& file) {

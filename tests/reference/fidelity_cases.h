@@ -27,6 +27,8 @@ struct ReferencePaths {
   std::string tables_dir;           // tests/reference
   std::string clusters_dir;         // hardware/clusters
   std::string frameworks_dir = "";  // hardware/frameworks
+  std::string gpus_dir = "";        // hardware/gpus
+  std::string validation_dir = "";  // hardware/validation: GPU runs as loom's kit measured them
 };
 
 // The paths inside a loom source tree rooted at |source_dir|.

@@ -3,6 +3,8 @@
 
 #include "reference/fidelity_cases.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 
 #include "reference/comm_reference.h"
 #include "reference/fidelity_tables.h"
+#include "reference/gemm_reference.h"
 
 namespace loom {
 namespace {
@@ -201,8 +204,9 @@ TEST(FidelityReport, LeaveOneSourceOutRefitsOnlyWhatTheTableCalibrated) {
       EXPECT_FALSE(t.refitted) << t.name;
     }
   }
-  // the single-node and multi-node nccl-tests tables of A100 and H100, and the Hopper node table
-  EXPECT_EQ(refitted, 5);
+  // the single-node and multi-node nccl-tests tables of A100 and H100, the Hopper node table and
+  // the two GEMM tables the GPU files are fitted on
+  EXPECT_EQ(refitted, 7);
 }
 
 // The multi-node tables hold runs from several sites (clusters, VM fleets); each site's rows are
@@ -213,7 +217,9 @@ TEST(FidelityReport, MultiNodeTablesLeaveEachSiteOut) {
   int with_sites = 0;
   for (const FidelityTable& t : *tables) {
     const bool multi_node = t.source_file == kMultiNodeAllReduceTable;
-    EXPECT_EQ(t.site_refitted, multi_node) << t.name;
+    const bool gemm_table = t.source_file == kCublasLtTable || t.source_file == kGemmShapesTable;
+    EXPECT_EQ(t.site_refitted, multi_node || gemm_table) << t.name;
+    if (gemm_table) continue;  // FidelityReport.GemmTablesLeaveEachTableAndSourceOut
     if (!t.site_refitted) continue;
     ++with_sites;
     for (const FidelityRow& r : t.rows) {
@@ -223,6 +229,47 @@ TEST(FidelityReport, MultiNodeTablesLeaveEachSiteOut) {
     }
   }
   EXPECT_EQ(with_sites, 2);
+}
+
+// The GEMM tables (issue 42, mechanism 5): every public GEMM on the GPU file it calibrates, its
+// rate in-sample within 10 % on the median, each table and each source refitted without it (the
+// columns move), A100's Azure rows left to the datasheet where the A100 rows left cannot fit the
+// model's four unknowns; and the committed H100 run's
+// grid, on which nothing is fitted, at the sustained ceiling within issue 42's held-out target
+// (median 5 %, p90 10 % of the kernel time).
+TEST(FidelityReport, GemmTablesLeaveEachTableAndSourceOut) {
+  Result<std::vector<FidelityTable>> tables = BuildFidelityReport(Paths());
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  std::vector<std::string> names;
+  for (const FidelityTable& t : *tables) {
+    if (t.name.rfind("gemm_", 0) != 0) continue;
+    names.push_back(t.name);
+    EXPECT_EQ(t.unit, "us");
+    EXPECT_LT(t.InSample().median_abs_pct, 10.0) << t.name;
+    if (t.name == "gemm_h100_run_grid") {
+      EXPECT_FALSE(t.refitted);
+      ASSERT_EQ(t.rows.size(), 106u);
+      std::vector<double> errors;
+      for (const FidelityRow& r : t.rows) errors.push_back(std::fabs(r.ErrorPct()));
+      std::sort(errors.begin(), errors.end());
+      EXPECT_LE(errors[errors.size() / 2], 5.0);
+      EXPECT_LE(errors[(errors.size() * 9) / 10], 10.0);
+      continue;
+    }
+    EXPECT_TRUE(t.refitted) << t.name;
+    EXPECT_TRUE(t.site_refitted) << t.name;
+    for (const FidelityRow& r : t.rows) {
+      EXPECT_FALSE(r.site.empty()) << r.name;
+      EXPECT_NE(r.loso_predicted, r.predicted) << t.name << " " << r.name;
+      EXPECT_NE(r.site_loso_predicted, r.predicted) << t.name << " " << r.name;
+      // A100 has nine rows, eight of them Azure's: without gemm_cublaslt.csv three are left, and
+      // without Azure one, too few to fit; without mamf-finder eight, which fit.
+      const bool a100_azure = r.site == "azure" && r.name.rfind("a100-sxm4-80gb", 0) == 0;
+      EXPECT_EQ(r.name.find("[left out: datasheet") != std::string::npos, a100_azure) << r.name;
+    }
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gemm_cublaslt", "gemm_shapes", "gemm_h100_run_grid"}));
 }
 
 TEST(FidelityReport, WithoutTheMultiNodeTableNoInterNodeValueIsFitted) {

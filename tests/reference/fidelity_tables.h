@@ -120,9 +120,10 @@ FidelityTable PredictAllReduceBusBandwidth(const std::string& name, const std::s
 
 // Every table of the fidelity report, in the order of issues 4 and 18, with the shipped
 // calibrations (the in-sample column) and, per table, the calibrations refitted without the
-// table's source file (the leave-one-source-out column; FitReferenceCommCalibration). Errors:
-// those of loading the cases (a missing or malformed reference table or cluster file) or of a
-// refit; a case loom cannot predict is a failed row instead.
+// table's source file (the leave-one-source-out column; FitReferenceCommCalibration); then the
+// corpus of measured steps (steptime_tables.h) and the GEMM tables (PredictGemmTables,
+// gemm_tables.h). Errors: those of loading the cases (a missing or malformed reference table,
+// cluster or GPU file) or of a refit; a case loom cannot predict is a failed row instead.
 Result<std::vector<FidelityTable>> BuildFidelityReport(const ReferencePaths& paths);
 
 // The tables with every cluster calibration fitted on |excluded_file| refitted without it (none

@@ -15,77 +15,20 @@
 
 #include "cost/compute_model.h"
 #include "cost/gemm_tiles.h"
-#include "cost/roofline_fit.h"
-#include "reference/reference_csv.h"
+#include "reference/gemm_reference.h"
 #include "spec/cluster.h"
 
 namespace loom {
 namespace {
 
-struct Row {
-  std::string table;   // file name
-  std::string source;  // who measured it
-  std::string gpu;     // hardware/gpus/ file name without .json
-  GemmShape shape;
-  double time_s = 0;
-};
+using Row = GemmReferenceRow;
 
 std::string Dir() { return std::string(LOOM_SOURCE_DIR) + "/tests/reference/"; }
 
-// A row of |table| by |source| on |gpu|: the GEMM and its time at the measured TFLOP/s.
-Row MakeRow(std::string table, std::string source, std::string gpu, Dtype dtype, int64_t m,
-            int64_t n, int64_t k, double tflops) {
-  const GemmShape g{m, n, k, 1, dtype};
-  return {std::move(table), std::move(source), std::move(gpu), g,
-          static_cast<double>(GemmFlops(g)) / (tflops * 1e12)};
-}
-
-// gemm_cublaslt.csv: one column per GPU and dtype (Azure AI-benchmarking-guide).
-std::vector<Row> ReadCublasLt() {
-  Result<CsvTable> table = ReadReferenceCsv(Dir() + "gemm_cublaslt.csv");
-  EXPECT_TRUE(table.ok()) << table.status().message();
-  std::vector<Row> rows;
-  for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
-    RowReader r(*table, i);
-    const int64_t m = r.Int("m"), n = r.Int("n"), k = r.Int("k");
-    rows.push_back(MakeRow("gemm_cublaslt.csv", "azure", "a100-sxm4-80gb", Dtype::kFp16, m, n, k,
-                           r.Number("a100_fp16_tflops")));
-    rows.push_back(MakeRow("gemm_cublaslt.csv", "azure", "h100-sxm5-80gb", Dtype::kFp8, m, n, k,
-                           r.Number("h100_fp8_tflops")));
-    EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
-  }
-  return rows;
-}
-
-// gemm_shapes.csv: one measurement per row.
-std::vector<Row> ReadShapes() {
-  Result<CsvTable> table = ReadReferenceCsv(Dir() + "gemm_shapes.csv");
-  EXPECT_TRUE(table.ok()) << table.status().message();
-  std::vector<Row> rows;
-  for (size_t i = 0; table.ok() && i < table->rows.size(); ++i) {
-    RowReader r(*table, i);
-    const std::optional<Dtype> dtype = kDtypeNames.Parse(r.Text("dtype"));
-    EXPECT_TRUE(dtype.has_value()) << "row " << i;
-    r.Text("layout");
-    rows.push_back(MakeRow("gemm_shapes.csv", r.Text("source"), r.Text("gpu"),
-                           dtype.value_or(Dtype::kBf16), r.Int("m"), r.Int("n"), r.Int("k"),
-                           r.Number("tflops")));
-    EXPECT_TRUE(r.Finish().ok()) << r.Finish().message();
-  }
-  return rows;
-}
-
 std::vector<Row> AllRows() {
-  std::vector<Row> rows = ReadCublasLt();
-  for (Row& r : ReadShapes()) rows.push_back(r);
-  return rows;
-}
-
-// The GPUs whose measurements fit a GPU file: H100 and H200 are one GH100 silicon with the same SM
-// count and tensor-core peaks (their files' sources), so each is fitted on both GPUs' rows.
-std::set<std::string> FittedGpus(const std::string& gpu) {
-  if (gpu == "a100-sxm4-80gb") return {gpu};
-  return {"h100-sxm5-80gb", "h200-sxm-141gb"};
+  Result<std::vector<Row>> rows = LoadGemmReferenceRows(Dir());
+  EXPECT_TRUE(rows.ok()) << rows.status().message();
+  return rows.ok() ? *rows : std::vector<Row>();
 }
 
 GpuSpec LoadGpu(const std::string& gpu) {
@@ -100,21 +43,14 @@ template <typename Pred>
 std::vector<Row> RowsFor(const std::vector<Row>& all, const std::string& gpu, Pred left_out) {
   std::vector<Row> rows;
   for (const Row& r : all) {
-    if (FittedGpus(gpu).count(r.gpu) && !left_out(r)) rows.push_back(r);
+    if (GemmFittedGpus(gpu).count(r.gpu) && !left_out(r)) rows.push_back(r);
   }
   return rows;
 }
 
-// |gpu|'s calibration fitted on |rows| (GEMMs alone: the GEMM keys and the overhead), the GPU's
-// other calibration values as shipped and no GEMM efficiency of a dtype the fit did not see: such a
-// dtype borrows as the model does (ComputeCalibration::GemmEfficiency), not from the shipped fit.
-Result<JointComputeFit> Fit(const std::string& gpu, const std::vector<Row>& rows) {
-  GpuSpec spec = LoadGpu(gpu);
-  for (const std::string& name : kDtypeNames.Names())
-    spec.calibration.GemmEfficiencySlot(*kDtypeNames.Parse(name)).reset();
-  std::vector<KernelSample> samples;
-  for (const Row& r : rows) samples.push_back({r.shape, r.time_s});
-  return FitComputeJointly(samples, spec);
+// |gpu|'s GEMM calibration fitted on |rows| (FitReferenceGemmCalibration).
+Result<ComputeCalibration> Fit(const std::string& gpu, const std::vector<Row>& rows) {
+  return FitReferenceGemmCalibration(rows, LoadGpu(gpu), gpu);
 }
 
 struct TableError {
@@ -145,9 +81,9 @@ TableError ErrorOn(const std::vector<Row>& all, const std::string& gpu,
 void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
   const std::vector<Row> all = AllRows();
   const std::vector<Row> rows = RowsFor(all, gpu, [](const Row&) { return false; });
-  Result<JointComputeFit> fit = Fit(gpu, rows);
+  Result<ComputeCalibration> fit = Fit(gpu, rows);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
-  const ComputeCalibration& f = fit->calibration;
+  const ComputeCalibration& f = *fit;
   const GpuSpec shipped = LoadGpu(gpu);
   const ComputeCalibration& c = shipped.calibration;
   GpuSpec fitted = shipped;
@@ -237,7 +173,7 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
       auto in_table = [&](const Row& r) { return r.table == table; };
       const TableError in = ErrorOn(all, gpu, shipped, in_table);
       if (in.count == 0) continue;
-      Result<JointComputeFit> held = Fit(gpu, RowsFor(all, gpu, in_table));
+      Result<ComputeCalibration> held = Fit(gpu, RowsFor(all, gpu, in_table));
       std::printf("%s %s (%d rows): in-sample mean %.1f%% max %.1f%% bias %+.1f%%", gpu.c_str(),
                   table, in.count, 100 * in.mean_abs, 100 * in.max_abs, 100 * in.bias);
       EXPECT_LT(in.mean_abs, h.in_sample_mean) << gpu << " " << table;
@@ -246,7 +182,7 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
         std::printf("; left out: not determined (%s)\n", held.status().message().c_str());
         continue;
       }
-      const TableError out = ErrorOn(all, gpu, held->calibration, in_table);
+      const TableError out = ErrorOn(all, gpu, *held, in_table);
       std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs,
                   100 * out.max_abs, 100 * out.bias);
       EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " " << table << " left out";
@@ -255,14 +191,14 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
       auto in_source = [&](const Row& r) { return r.source == source; };
       const TableError in = ErrorOn(all, gpu, shipped, in_source);
       if (in.count == 0) continue;
-      Result<JointComputeFit> held = Fit(gpu, RowsFor(all, gpu, in_source));
+      Result<ComputeCalibration> held = Fit(gpu, RowsFor(all, gpu, in_source));
       std::printf("%s source %s (%d rows): in-sample mean %.1f%% bias %+.1f%%", gpu.c_str(), source,
                   in.count, 100 * in.mean_abs, 100 * in.bias);
       if (!held.ok()) {
         std::printf("; left out: not determined\n");
         continue;
       }
-      const TableError out = ErrorOn(all, gpu, held->calibration, in_source);
+      const TableError out = ErrorOn(all, gpu, *held, in_source);
       std::printf("; left out: mean %.1f%% max %.1f%% bias %+.1f%%\n", 100 * out.mean_abs,
                   100 * out.max_abs, 100 * out.bias);
       EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " source " << source << " left out";
