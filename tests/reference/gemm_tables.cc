@@ -143,21 +143,19 @@ Result<std::vector<FidelityTable>> PredictGemmTables(const ReferencePaths& paths
   Result<std::vector<GemmReferenceRow>> rows = LoadGemmReferenceRows(paths.tables_dir);
   if (!rows.ok()) return rows.status();
   GemmCalibrations calibrations(paths, *rows);
+  const std::pair<std::string_view, const char*> files[] = {
+      {kCublasLtTable,
+       "GEMM kernels, gemm_cublaslt.csv (Azure AI benchmarking guide): cuBLASLt on A100 fp16 and "
+       "H100 fp8, kernel time (us) from the published TFLOP/s"},
+      {kGemmShapesTable,
+       "GEMM kernels, gemm_shapes.csv (Azure, mamf-finder, fast.cu, torch-performance-test-data): "
+       "A100, H100 and H200, kernel time (us) from the published TFLOP/s"}};
   std::vector<FidelityTable> tables;
-  Result<FidelityTable> cublaslt = PredictGemmTable(
-      kCublasLtTable,
-      "GEMM kernels, gemm_cublaslt.csv (Azure AI benchmarking guide): cuBLASLt on A100 fp16 and "
-      "H100 fp8, kernel time (us) from the published TFLOP/s",
-      *rows, calibrations);
-  if (!cublaslt.ok()) return cublaslt.status();
-  tables.push_back(std::move(*cublaslt));
-  Result<FidelityTable> shapes = PredictGemmTable(
-      kGemmShapesTable,
-      "GEMM kernels, gemm_shapes.csv (Azure, mamf-finder, fast.cu, torch-performance-test-data): "
-      "A100, H100 and H200, kernel time (us) from the published TFLOP/s",
-      *rows, calibrations);
-  if (!shapes.ok()) return shapes.status();
-  tables.push_back(std::move(*shapes));
+  for (const auto& [file, title] : files) {
+    Result<FidelityTable> table = PredictGemmTable(file, title, *rows, calibrations);
+    if (!table.ok()) return table.status();
+    tables.push_back(std::move(*table));
+  }
   Result<FidelityTable> grid = PredictH100Grid(paths, calibrations);
   if (!grid.ok()) return grid.status();
   tables.push_back(std::move(*grid));
