@@ -21,14 +21,12 @@
 namespace loom {
 namespace {
 
-using Row = GemmReferenceRow;
-
 std::string Dir() { return std::string(LOOM_SOURCE_DIR) + "/tests/reference/"; }
 
-std::vector<Row> AllRows() {
-  Result<std::vector<Row>> rows = LoadGemmReferenceRows(Dir());
+std::vector<GemmReferenceRow> AllRows() {
+  Result<std::vector<GemmReferenceRow>> rows = LoadGemmReferenceRows(Dir());
   EXPECT_TRUE(rows.ok()) << rows.status().message();
-  return rows.ok() ? *rows : std::vector<Row>();
+  return rows.ok() ? *rows : std::vector<GemmReferenceRow>();
 }
 
 GpuSpec LoadGpu(const std::string& gpu) {
@@ -40,16 +38,17 @@ GpuSpec LoadGpu(const std::string& gpu) {
 
 // The rows |gpu|'s file is fitted on, less those for which |left_out| is true.
 template <typename Pred>
-std::vector<Row> RowsFor(const std::vector<Row>& all, const std::string& gpu, Pred left_out) {
-  std::vector<Row> rows;
-  for (const Row& r : all) {
+std::vector<GemmReferenceRow> RowsFor(const std::vector<GemmReferenceRow>& all,
+                                      const std::string& gpu, Pred left_out) {
+  std::vector<GemmReferenceRow> rows;
+  for (const GemmReferenceRow& r : all) {
     if (GemmFittedGpus(gpu).count(r.gpu) && !left_out(r)) rows.push_back(r);
   }
   return rows;
 }
 
 // |gpu|'s GEMM calibration fitted on |rows| (FitReferenceGemmCalibration).
-Result<ComputeCalibration> Fit(const std::string& gpu, const std::vector<Row>& rows) {
+Result<ComputeCalibration> Fit(const std::string& gpu, const std::vector<GemmReferenceRow>& rows) {
   return FitReferenceGemmCalibration(rows, LoadGpu(gpu), gpu);
 }
 
@@ -60,13 +59,13 @@ struct TableError {
 
 // Errors of |calibration|'s model on the rows of |gpu| itself that |in| selects.
 template <typename Pred>
-TableError ErrorOn(const std::vector<Row>& all, const std::string& gpu,
+TableError ErrorOn(const std::vector<GemmReferenceRow>& all, const std::string& gpu,
                    const ComputeCalibration& calibration, Pred in) {
   GpuSpec spec = LoadGpu(gpu);
   spec.calibration = calibration;
   const RooflineComputeModel model(spec);
   TableError e;
-  for (const Row& r : all) {
+  for (const GemmReferenceRow& r : all) {
     if (r.gpu != gpu || !in(r)) continue;
     const double error = model.GemmKernel(r.shape).ToSeconds() / r.time_s - 1.0;
     e.mean_abs += std::fabs(error);
@@ -79,8 +78,9 @@ TableError ErrorOn(const std::vector<Row>& all, const std::string& gpu,
 }
 
 void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
-  const std::vector<Row> all = AllRows();
-  const std::vector<Row> rows = RowsFor(all, gpu, [](const Row&) { return false; });
+  const std::vector<GemmReferenceRow> all = AllRows();
+  const std::vector<GemmReferenceRow> rows =
+      RowsFor(all, gpu, [](const GemmReferenceRow&) { return false; });
   Result<ComputeCalibration> fit = Fit(gpu, rows);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   const ComputeCalibration& f = *fit;
@@ -91,7 +91,7 @@ void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
   const RooflineComputeModel model(fitted);
   std::vector<double> errors;
   double mean_abs = 0;
-  for (const Row& r : rows) {
+  for (const GemmReferenceRow& r : rows) {
     errors.push_back(model.GemmKernel(r.shape).ToSeconds() / r.time_s - 1.0);
     mean_abs += std::fabs(errors.back()) / static_cast<double>(rows.size());
   }
@@ -133,7 +133,7 @@ void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
   const double wave_us = f.gemm_wave_latency_us.value_or(0);
   EXPECT_NEAR(c.gemm_wave_latency_us.value_or(0), wave_us, 5e-4 * wave_us + 1e-3) << gpu;
   std::set<std::string> tables;
-  for (const Row& r : rows) tables.insert(r.table);
+  for (const GemmReferenceRow& r : rows) tables.insert(r.table);
   EXPECT_EQ(std::set<std::string>(c.fitted_on.begin(), c.fitted_on.end()), tables)
       << gpu << ": fitted_on";
 }
@@ -163,14 +163,14 @@ struct Held {
 };
 
 TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
-  const std::vector<Row> all = AllRows();
+  const std::vector<GemmReferenceRow> all = AllRows();
   for (const Held& h :
        {Held{"a100-sxm4-80gb", 0.10, 0.20, 0.50}, Held{"h100-sxm5-80gb", 0.10, 0.30, 0.50},
         Held{"h200-sxm-141gb", 0.10, 0.30, 0.50}}) {
     const std::string gpu = h.gpu;
     const ComputeCalibration shipped = LoadGpu(gpu).calibration;
     for (const char* table : {"gemm_cublaslt.csv", "gemm_shapes.csv"}) {
-      auto in_table = [&](const Row& r) { return r.table == table; };
+      auto in_table = [&](const GemmReferenceRow& r) { return r.table == table; };
       const TableError in = ErrorOn(all, gpu, shipped, in_table);
       if (in.count == 0) continue;
       Result<ComputeCalibration> held = Fit(gpu, RowsFor(all, gpu, in_table));
@@ -188,7 +188,7 @@ TEST(GemmCalibration, EachTableIsReproducedInSampleAndLeftOut) {
       EXPECT_LT(out.mean_abs, h.held_out_mean) << gpu << " " << table << " left out";
     }
     for (const char* source : {"azure", "mamf", "fastcu", "zzc"}) {
-      auto in_source = [&](const Row& r) { return r.source == source; };
+      auto in_source = [&](const GemmReferenceRow& r) { return r.source == source; };
       const TableError in = ErrorOn(all, gpu, shipped, in_source);
       if (in.count == 0) continue;
       Result<ComputeCalibration> held = Fit(gpu, RowsFor(all, gpu, in_source));

@@ -16,7 +16,7 @@ constexpr const char* kH100Run = "2026-11-27";
 
 // A GEMM's time as the tables compare it: microseconds, the unit the fit's relative residuals and
 // loom fit --check's errors are taken in (the public tables publish TFLOP/s, converted per row).
-double Us(SimTime t) { return t.ToSeconds() * 1e6; }
+double KernelUs(SimTime t) { return t.ToSeconds() * 1e6; }
 
 // The calibrations a table's rows are predicted with: shipped, and refitted without a file or a
 // source, per GPU file, each computed once.
@@ -99,10 +99,10 @@ Result<FidelityTable> PredictGemmTable(std::string_view file, const std::string&
     row.name = RowName(r);
     if (table_left || source_left) row.name += " [left out: datasheet, the rest do not fit]";
     row.measured = r.time_s * 1e6;
-    row.predicted = Us(RooflineComputeModel(*shipped).GemmKernel(r.shape));
-    row.loso_predicted = Us(RooflineComputeModel(*without_table).GemmKernel(r.shape));
+    row.predicted = KernelUs(RooflineComputeModel(*shipped).GemmKernel(r.shape));
+    row.loso_predicted = KernelUs(RooflineComputeModel(*without_table).GemmKernel(r.shape));
     row.site = r.source;
-    row.site_loso_predicted = Us(RooflineComputeModel(*without_source).GemmKernel(r.shape));
+    row.site_loso_predicted = KernelUs(RooflineComputeModel(*without_source).GemmKernel(r.shape));
     table.rows.push_back(std::move(row));
   }
   return table;
@@ -130,7 +130,7 @@ Result<FidelityTable> PredictH100Grid(const ReferencePaths& paths, GemmCalibrati
     FidelityRow row;
     row.name = DescribeShape(s.shape);
     row.measured = s.median_us;
-    row.predicted = Us(model.GemmKernel(*g));
+    row.predicted = KernelUs(model.GemmKernel(*g));
     row.loso_predicted = row.predicted;
     table.rows.push_back(std::move(row));
   }
