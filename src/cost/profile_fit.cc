@@ -115,7 +115,9 @@ std::string KeyOf(const ClassSamples& c) {
                                                  : "memory_bandwidth_fraction";
 }
 
-// The class's row of the report: its kind, dtype and access, its key and |cal|'s value of it.
+// The class's row of the report: its kind, dtype and access, its key and |cal|'s value of it (0
+// where the calibration has none; row reductions without their own fraction show the streaming
+// one they are timed at).
 KernelClassFit ClassFitOf(const ClassSamples& c, const ComputeCalibration& cal) {
   KernelClassFit out;
   out.kind = c.kind;
@@ -124,7 +126,12 @@ KernelClassFit ClassFitOf(const ClassSamples& c, const ComputeCalibration& cal) 
   out.key = KeyOf(c);
   if (c.kind == OpKind::kGemm) out.value = cal.GemmEfficiency(*c.dtype).value_or(0);
   if (c.kind == OpKind::kAttention) out.value = cal.attention_efficiency.value_or(0);
-  if (c.kind == OpKind::kMemoryBound) out.value = cal.MemoryBandwidthFraction(c.access);
+  if (c.kind == OpKind::kMemoryBound) {
+    const std::optional<double>& own = c.access == MemoryAccess::kRowReduction
+                                           ? cal.memory_bandwidth_fraction_row_reduction
+                                           : cal.memory_bandwidth_fraction;
+    out.value = own.value_or(cal.memory_bandwidth_fraction.value_or(0));
+  }
   return out;
 }
 

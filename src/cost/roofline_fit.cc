@@ -361,7 +361,7 @@ std::optional<GemmUnknowns> Alternate(const GemmProblem& p) {
         static_cast<double>(p.gpu->sm_count) / (*cal.gemm_operand_bandwidth_GBps * 1e9);
   }
   start.inverse_attention = 1.0 / cal.attention_efficiency.value_or(1.0);
-  start.inverse_memory = 1.0 / cal.memory_bandwidth_fraction.value_or(1.0);
+  start.inverse_memory = 1.0 / cal.MemoryBandwidthFraction(MemoryAccess::kStreaming);
   start.inverse_row_reduction = 1.0 / cal.MemoryBandwidthFraction(MemoryAccess::kRowReduction);
   if (p.classes.empty()) {  // nothing chooses a tile: one linear solve
     std::optional<GemmUnknowns> x = Solve(p, start);
