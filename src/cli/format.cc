@@ -8,6 +8,13 @@
 #include "core/formatted.h"
 
 namespace loom {
+
+void SetAttention(const std::string& attention, SimulationOptions& options) {
+  options.kernels.attention =
+      attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  options.fused_attention = kAttentionFamilyNames.Parse(attention);
+}
+
 namespace {
 
 // Scales |value| down by |base| until it is below |base| and formats it with the unit reached.

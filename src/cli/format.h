@@ -23,6 +23,21 @@ inline constexpr const char* kFrameworkHelp =
     "CUDA graphs and where it waits for the GPU. A name in hardware/frameworks/ (megatron-core, "
     "megatron-core-cudagraphs, pytorch-eager), a framework file, or none (the GPU is always fed)";
 
+// --attention of simulate and plan: fused (the framework's fused kernel on each GPU), flash2 or
+// cudnn (that fused kernel), or unfused (Megatron-LM's own core attention).
+inline constexpr const char* kAttentionHelp =
+    "Attention kernel: fused (the framework's fused kernel for the GPU: the framework file's "
+    "fused_attention, e.g. Transformer Engine's cuDNN attention from Hopper on and FlashAttention-2 "
+    "before it), flash2 (FlashAttention-2, at the GPU file's attention_efficiency), cudnn (cuDNN's "
+    "fused attention, at its attention_tiles), or unfused (Megatron-LM's own layers without "
+    "Transformer Engine: its core attention, which keeps the softmax for backward, and bias adds "
+    "and bias gradients as kernels of their own)";
+inline const std::vector<std::string> kAttentionChoices = {"fused", "flash2", "cudnn", "unfused"};
+
+// Sets |options|' attention kernel, and its family where |attention| names one (flash2, cudnn);
+// fused leaves the family to the framework. REQUIRES: |attention| is one of kAttentionChoices.
+void SetAttention(const std::string& attention, SimulationOptions& options);
+
 // "70.55 B", "12.88 B", "46.70 M": a count with an SI suffix and 4 significant digits.
 std::string HumanCount(double count);
 

@@ -136,6 +136,7 @@ Status CheckGpuRange(const PlanCommandOptions& o) {
 MegatronOptions MegatronOptionsOf(const PlanCommandOptions& o) {
   MegatronOptions m;
   m.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  m.fused_family = kAttentionFamilyNames.Parse(o.attention);
   m.dropout = o.dropout;
   m.version = kMegatronVersionNames.Parse(o.megatron_version).value_or(MegatronVersion::kLatest);
   return m;
@@ -327,8 +328,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads = o.threads == 0 ? 0 : std::min(o.threads, cores);
   options.prune = !o.exhaustive;
-  options.simulation.kernels.attention =
-      o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  SetAttention(o.attention, options.simulation);
   options.simulation.kernels.dropout = o.dropout;
   if (o.emit == "plan" && o.framework != "auto" && o.framework != "none") {
     return Status::InvalidArgument(
@@ -566,10 +566,8 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                       "; auto: none with --emit plan (loom validate's executors), else " +
                       kDefaultFramework)
       ->capture_default_str();
-  cmd->add_option("--attention", o->attention,
-                  "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers "
-                  "without Transformer Engine)")
-      ->check(CLI::IsMember({"fused", "unfused"}))
+  cmd->add_option("--attention", o->attention, kAttentionHelp)
+      ->check(CLI::IsMember(kAttentionChoices))
       ->capture_default_str();
   cmd->add_flag("--dropout", o->dropout, "Apply dropout and keep its masks");
   cmd->add_flag("--exhaustive", o->exhaustive,

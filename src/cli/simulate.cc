@@ -102,6 +102,7 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r,
   j["memory_limit_bytes"] = r.memory_limit_bytes;
   if (!r.sm_basis.empty()) j["sm_basis"] = r.sm_basis;
   j["clock_basis"] = r.clock_basis;
+  if (!r.attention_basis.empty()) j["attention_basis"] = r.attention_basis;
   j["tensor_clock"] = r.tensor_clock;
   const CriticalPathSummary& c = r.critical_path;
   j["critical_path"] = {{"tasks", c.tasks},
@@ -152,6 +153,7 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
                                << " s longer (in compute above)\n";
   }
   row("tensor clocks") << r.clock_basis << "\n";
+  if (!r.attention_basis.empty()) row("fused attention") << r.attention_basis << "\n";
   if (framework) {
     row("host") << framework->name << " (" << framework->file << "): the GPU waits " << c.host_s
                 << " s on the critical path for the host to issue work\n\n";
@@ -407,8 +409,7 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   SimulationOptions sim_options;
   sim_options.framework = framework;
   sim_options.full = options.full;
-  sim_options.kernels.attention =
-      options.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  SetAttention(options.attention, sim_options);
   sim_options.kernels.dropout = options.dropout;
   if (!options.scenario_path.empty()) {
     // The scenario's strategy: its errors name the scenario file and its keys, not flags.
@@ -572,13 +573,8 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
       ->check(Positive());
   AddStrategyOptions(cmd, *options);
-  cmd->add_option(
-         "--attention", options->attention,
-         "Attention kernel: fused (FlashAttention) or unfused (Megatron-LM's own layers without "
-         "Transformer Engine: its core attention, which keeps the softmax for backward, and bias "
-         "adds "
-         "and bias gradients as kernels of their own)")
-      ->check(CLI::IsMember({"fused", "unfused"}))
+  cmd->add_option("--attention", options->attention, kAttentionHelp)
+      ->check(CLI::IsMember(kAttentionChoices))
       ->capture_default_str();
   cmd->add_flag("--dropout", options->dropout,
                 "Apply dropout (Megatron-LM's GPT default) and keep its masks");

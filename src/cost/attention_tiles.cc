@@ -122,7 +122,7 @@ bool SolveTileFit(const std::vector<TileRow>& rows, const std::vector<double>& y
 
 Result<AttentionTileParams> FitAttentionTiles(std::span<const AttentionTiming> timings,
                                               const GpuSpec& gpu) {
-  if (timings.size() < 10) {
+  if (timings.size() < kMinAttentionTileSamples) {
     return Status::InvalidArgument(
         "fitting attention tiles needs at least 10 timings of one pass; got " +
         std::to_string(timings.size()));

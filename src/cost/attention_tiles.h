@@ -65,6 +65,9 @@ struct AttentionTiming {
   double seconds = 0;
 };
 
+// The fewest timings of one pass FitAttentionTiles fits.
+inline constexpr size_t kMinAttentionTileSamples = 10;
+
 // Fits one pass's AttentionTileParams to |timings| of that pass (all forward or all backward) on
 // |gpu| by least squares on relative error; the time is linear in 1/matmul_efficiency and the other
 // five, so this is a 6-unknown linear solve. A term whose coefficient comes out negative is dropped

@@ -15,6 +15,23 @@ double RoundSignificant(double value, int digits) {
   return std::round(value * scale) / scale;
 }
 
+nlohmann::ordered_json AttentionTilesJson(const ComputeCalibration& calibration) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [name, tiles] :
+       {std::pair{"forward", &calibration.attention_forward_tiles},
+        std::pair{"backward", &calibration.attention_backward_tiles}}) {
+    if (!*tiles) continue;
+    const AttentionTileParams& t = **tiles;
+    out[name] = {{"matmul_efficiency", RoundSignificant(t.matmul_efficiency, 4)},
+                 {"score_ps", RoundSignificant(t.score_ps, 4)},
+                 {"masked_score_ps", RoundSignificant(t.masked_score_ps, 4)},
+                 {"element_ps", RoundSignificant(t.element_ps, 4)},
+                 {"wave_us", RoundSignificant(t.wave_us, 4)},
+                 {"latency_us", RoundSignificant(t.latency_us, 4)}};
+  }
+  return out;
+}
+
 nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file,
                                        const nlohmann::ordered_json& values,
                                        const std::string& source,

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "spec/gpu_calibration.h"
+
 namespace loom {
 
 // |value| rounded to |digits| significant digits. Fitted values are written with 4: a measurement
@@ -26,6 +28,10 @@ nlohmann::ordered_json WithCalibration(const nlohmann::ordered_json& file,
                                        const nlohmann::ordered_json& values,
                                        const std::string& source,
                                        const std::vector<std::string>& removed = {});
+
+// The "attention_tiles" object of |calibration| (each pass that has tiles), every field to 4
+// significant digits, as ReadComputeCalibration reads it.
+nlohmann::ordered_json AttentionTilesJson(const ComputeCalibration& calibration);
 
 // Adds the file name of |path| (its last component) to |fitted_on|, a calibration's list of the
 // files it was fitted on, unless it is there already.

@@ -80,6 +80,13 @@ Status ParseSample(const nlohmann::json& json, const std::string& file, size_t i
       m != nullptr && !r.Has("access") && sample->label == kProbeRowReductionLabel) {
     m->access = MemoryAccess::kRowReduction;
   }
+  // Every attention sample loom probe writes is cuDNN's fused SDPA (probe/cuda/sdpa_bench.h), the
+  // only attention kernel it runs; profiles written before samples carried "family" say so by
+  // leaving it out.
+  if (AttentionShape* a = std::get_if<AttentionShape>(&sample->shape);
+      a != nullptr && !r.Has("family")) {
+    a->family = AttentionFamily::kCudnn;
+  }
   sample->where = file + ": " + path;
   // Without a known kernel the shape keys cannot be checked; the kernel error says enough.
   if (!kernel) return r.Finish(UnknownKeys::kRejectTypos);

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cost/attention_tiles.h"
 #include "cost/calibration_file.h"
 #include "cost/compute_model.h"
 #include "cost/gemm_tiles.h"
@@ -26,11 +27,15 @@ struct ClassSamples {
   std::optional<Dtype> dtype;
   std::vector<size_t> index;                      // into the samples
   MemoryAccess access = MemoryAccess::kStreaming;  // memory-bound classes
+  // Attention: cuDNN's samples as their own class, fitted (or checked) as attention_tiles.
+  bool tiles = false;
 };
 
-// GEMMs per dtype in kAllDtypes order, then attention (its dtypes are checked later), then
-// memory-bound kernels, streaming then row reductions (each its own fraction).
-std::vector<ClassSamples> GroupByClass(const std::vector<ProfileSample>& samples) {
+// GEMMs per dtype in kAllDtypes order, then attention (its dtypes are checked later), with
+// cuDNN's apart where |cudnn_tiles| (they fit or check attention_tiles), then memory-bound
+// kernels, streaming then row reductions (each its own fraction).
+std::vector<ClassSamples> GroupByClass(const std::vector<ProfileSample>& samples,
+                                       bool cudnn_tiles = false) {
   std::vector<ClassSamples> classes;
   for (Dtype dtype : kAllDtypes) {
     ClassSamples c{OpKind::kGemm, dtype, {}};
@@ -40,13 +45,18 @@ std::vector<ClassSamples> GroupByClass(const std::vector<ProfileSample>& samples
     }
     if (!c.index.empty()) classes.push_back(c);
   }
-  ClassSamples attention{OpKind::kAttention, std::nullopt, {}};
-  for (size_t i = 0; i < samples.size(); ++i) {
-    if (samples[i].Kind() == OpKind::kAttention) attention.index.push_back(i);
-  }
-  if (!attention.index.empty()) {
-    attention.dtype = std::get<AttentionShape>(samples[attention.index.front()].shape).dtype;
-    classes.push_back(attention);
+  for (bool tiled : {false, true}) {
+    ClassSamples attention{OpKind::kAttention, std::nullopt, {}};
+    attention.tiles = tiled;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const AttentionShape* a = std::get_if<AttentionShape>(&samples[i].shape);
+      if (a != nullptr && (cudnn_tiles && a->family == AttentionFamily::kCudnn) == tiled)
+        attention.index.push_back(i);
+    }
+    if (!attention.index.empty()) {
+      attention.dtype = std::get<AttentionShape>(samples[attention.index.front()].shape).dtype;
+      classes.push_back(attention);
+    }
   }
   for (MemoryAccess access : {MemoryAccess::kStreaming, MemoryAccess::kRowReduction}) {
     ClassSamples c{OpKind::kMemoryBound, std::nullopt, {}, access};
@@ -110,7 +120,7 @@ Status CheckClasses(const std::vector<ProfileSample>& samples,
 
 std::string KeyOf(const ClassSamples& c) {
   if (c.kind == OpKind::kGemm) return GemmEfficiencyKey(*c.dtype);
-  if (c.kind == OpKind::kAttention) return "attention_efficiency";
+  if (c.kind == OpKind::kAttention) return c.tiles ? "attention_tiles" : "attention_efficiency";
   return c.access == MemoryAccess::kRowReduction ? "memory_bandwidth_fraction_row_reduction"
                                                  : "memory_bandwidth_fraction";
 }
@@ -125,7 +135,14 @@ KernelClassFit ClassFitOf(const ClassSamples& c, const ComputeCalibration& cal) 
   out.access = c.access;
   out.key = KeyOf(c);
   if (c.kind == OpKind::kGemm) out.value = cal.GemmEfficiency(*c.dtype).value_or(0);
-  if (c.kind == OpKind::kAttention) out.value = cal.attention_efficiency.value_or(0);
+  if (c.kind == OpKind::kAttention && !c.tiles) out.value = cal.attention_efficiency.value_or(0);
+  // The tiles' headline figure: the forward block loop's share of the tensor peak.
+  if (c.kind == OpKind::kAttention && c.tiles) {
+    const std::optional<AttentionTileParams>& t =
+        cal.attention_forward_tiles ? cal.attention_forward_tiles : cal.attention_backward_tiles;
+    out.value = t ? t->matmul_efficiency : 0;
+  }
+  out.tiles = c.tiles;
   if (c.kind == OpKind::kMemoryBound) {
     const std::optional<double>& own = c.access == MemoryAccess::kRowReduction
                                            ? cal.memory_bandwidth_fraction_row_reduction
@@ -283,11 +300,15 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
                                   bool overlap) {
   GpuSpec trial = gpu;
   trial.calibration.gemm_epilogue_overlap = overlap;
-  // A profile's attention samples fit the single attention_efficiency, which the file's attention
-  // tiles (cost/attention_tiles.h) would override: the fit drops them (SetKeys removes the key).
+  // cuDNN attention samples too few for tiles (FitComputeCalibration) fit the single
+  // attention_efficiency, which the file's cuDNN tiles (cost/attention_tiles.h) would override for
+  // them: the fit drops the tiles (SetKeys removes the key).
   const bool drops_tiles =
-      std::any_of(classes.begin(), classes.end(),
-                  [](const ClassSamples& c) { return c.kind == OpKind::kAttention; }) &&
+      std::any_of(samples.begin(), samples.end(),
+                  [](const ProfileSample& s) {
+                    const AttentionShape* a = std::get_if<AttentionShape>(&s.shape);
+                    return a != nullptr && a->family == AttentionFamily::kCudnn;
+                  }) &&
       (gpu.calibration.attention_forward_tiles || gpu.calibration.attention_backward_tiles);
   if (drops_tiles) {
     trial.calibration.attention_forward_tiles.reset();
@@ -434,11 +455,14 @@ std::string KernelClassFit::Name() const {
   if (dtype) name += " " + std::string(kDtypeNames.Name(*dtype));
   if (kind == OpKind::kMemoryBound && access != MemoryAccess::kStreaming)
     name += " " + std::string(kMemoryAccessNames.Name(access));
+  if (tiles) name += " cudnn tiles";
   return sustained ? name + " sustained" : name;
 }
 
-Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples,
-                                         const GpuSpec& gpu) {
+namespace {
+
+// FitComputeCalibration of every sample by the joint fit (the sustained fraction apart).
+Result<ComputeFit> FitJointly(const std::vector<ProfileSample>& samples, const GpuSpec& gpu) {
   const std::vector<ClassSamples> classes = GroupByClass(samples);
   LOOM_RETURN_IF_ERROR(CheckClasses(samples, classes, gpu));
   const std::vector<Dtype> paths = SustainedPaths(samples);
@@ -471,11 +495,67 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
   return fit;
 }
 
+}  // namespace
+
+Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& samples,
+                                         const GpuSpec& gpu) {
+  // cuDNN's attention (every attention sample loom probe writes) fits the tile model of
+  // cost/attention_tiles.h per pass, apart from the joint fit, where each pass it has has
+  // kMinAttentionTileSamples samples; fewer fit the single attention_efficiency with the rest.
+  std::array<std::vector<AttentionTiming>, 2> passes;
+  std::vector<ProfileSample> rest;
+  for (const ProfileSample& s : samples) {
+    const AttentionShape* a = std::get_if<AttentionShape>(&s.shape);
+    if (a != nullptr && a->family == AttentionFamily::kCudnn) {
+      passes[a->backward ? 1 : 0].push_back({*a, s.median_us * 1e-6});
+    } else {
+      rest.push_back(s);
+    }
+  }
+  const bool tiles = std::any_of(passes.begin(), passes.end(), [](const auto& p) {
+    return !p.empty();
+  }) && std::all_of(passes.begin(), passes.end(), [](const auto& p) {
+    return p.empty() || p.size() >= kMinAttentionTileSamples;
+  });
+  if (!tiles) return FitJointly(samples, gpu);
+  ComputeFit fit;
+  fit.calibration = gpu.calibration;
+  if (!rest.empty()) {
+    LOOM_ASSIGN_OR_RETURN(fit, FitJointly(rest, gpu));
+  }
+  const std::vector<ClassSamples> classes = GroupByClass(samples, true);
+  for (size_t backward = 0; backward < 2; ++backward) {
+    if (passes[backward].empty()) continue;
+    Result<AttentionTileParams> params = FitAttentionTiles(passes[backward], gpu);
+    if (!params.ok()) {
+      const auto tiled = std::find_if(classes.begin(), classes.end(),
+                                      [](const ClassSamples& c) { return c.tiles; });
+      return Status::InvalidArgument(ClassWhat(samples, *tiled) + " (" +
+                                     (backward ? "backward" : "forward") +
+                                     "): " + params.status().message());
+    }
+    (backward ? fit.calibration.attention_backward_tiles
+              : fit.calibration.attention_forward_tiles) = *params;
+  }
+  // The joint fit's classes again, with the tiles' among them in GroupByClass order, each scored
+  // over every sample.
+  fit.classes.clear();
+  for (const ClassSamples& c : classes) fit.classes.push_back(ClassFitOf(c, fit.calibration));
+  fit.fitted_keys.insert(
+      std::find_if(fit.fitted_keys.begin(), fit.fitted_keys.end(),
+                   [](const std::string& k) { return k.starts_with("memory_bandwidth"); }),
+      "attention_tiles");
+  std::erase(fit.removed_keys, "attention_tiles");
+  Score(samples, classes, gpu, &fit);
+  return fit;
+}
+
 Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& samples,
                                            const GpuSpec& gpu) {
   if (samples.empty())
     return Status::InvalidArgument("the profile has no samples to check the calibration against");
-  const std::vector<ClassSamples> classes = GroupByClass(samples);
+  const std::vector<ClassSamples> classes = GroupByClass(
+      samples, gpu.calibration.attention_forward_tiles || gpu.calibration.attention_backward_tiles);
   ComputeFit check;
   check.calibration = gpu.calibration;
   for (const ClassSamples& k : classes) {
@@ -529,6 +609,7 @@ nlohmann::ordered_json WithComputeCalibration(const nlohmann::ordered_json& gpu_
     if (key == "kernel_overhead_us") values[key] = RoundSignificant(c.kernel_overhead_us, 4);
     if (key == "attention_efficiency")
       values[key] = RoundSignificant(c.attention_efficiency.value_or(1), 4);
+    if (key == "attention_tiles") values[key] = AttentionTilesJson(c);
     if (key == "memory_bandwidth_fraction")
       values[key] = RoundSignificant(c.memory_bandwidth_fraction.value_or(1), 4);
     if (key == "memory_bandwidth_fraction_row_reduction")

@@ -44,8 +44,11 @@ struct KernelClassFit {
   // CheckComputeCalibration adds such a class for each GEMM dtype whose fraction the calibration
   // has.
   bool sustained = false;
+  // cuDNN's attention fitted as attention_tiles (|value|: the forward pass's matmul_efficiency).
+  bool tiles = false;
 
-  // "gemm bf16", "attention bf16", "memory", "memory row_reduction"; "gemm bf16 sustained".
+  // "gemm bf16", "attention bf16", "attention bf16 cudnn tiles", "memory", "memory
+  // row_reduction"; "gemm bf16 sustained".
   std::string Name() const;
 };
 

@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/enum_names.h"
+#include "core/attention_family.h"
 #include "core/memory_access.h"
 
 namespace loom {
@@ -247,6 +248,8 @@ struct AttentionShape {
   bool causal = true;
   bool backward = false;
   Dtype dtype = Dtype::kBf16;
+  // The library whose kernel runs it (core/attention_family.h); each has its own rates.
+  AttentionFamily family = AttentionFamily::kFlashAttention2;
 };
 
 // A kernel limited by memory bandwidth: norms, activations, dropout, residual adds, softmax,

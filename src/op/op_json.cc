@@ -57,6 +57,7 @@ AttentionShape ReadAttention(JsonReader& r) {
   a.causal = ReadBool(r, "causal");
   a.backward = ReadBool(r, "backward");
   a.dtype = ReadDtype(r);
+  if (r.Has("family")) a.family = ReadEnum(r, "family", kAttentionFamilyNames);
   if (a.heads % a.kv_heads != 0) {
     r.AddError("heads", "(" + std::to_string(a.heads) + ") is not a multiple of kv_heads (" +
                             std::to_string(a.kv_heads) +
@@ -123,6 +124,7 @@ void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j) {
     j["causal"] = a->causal;
     j["backward"] = a->backward;
     j["dtype"] = kDtypeNames.Name(a->dtype);
+    j["family"] = kAttentionFamilyNames.Name(a->family);
   } else {
     const MemoryShape& m = std::get<MemoryShape>(shape);
     j["bytes_read"] = m.bytes_read;

@@ -426,13 +426,20 @@ void AddShape(const ModelSpec& model, const Strategy& s, Args& out) {
 // unfused, local). A simulation without dropout launches none. An unfused simulation launches
 // Transformer Engine's unfused core attention (the backend sets NVTE_UNFUSED_ATTN=1,
 // language_module.py); a fused one keeps Megatron's auto, under which Transformer Engine runs
-// FlashAttention or cuDNN's fused attention, whichever supports the shape.
+// cuDNN's fused attention from Hopper on and FlashAttention on Ampere (get_attention_backend, as
+// hardware/frameworks/megatron-core.json's fused_attention says), unless --attention named the
+// kernel: cudnn launches --attention-backend fused (NVTE_FUSED_ATTN=1, NVTE_FLASH_ATTN=0), flash2
+// --attention-backend flash (the reverse).
 void AddAttentionAndDropout(const MegatronOptions& o, Args& out) {
   if (!o.dropout) {
     Add(out, "--attention-dropout", "0.0");
     Add(out, "--hidden-dropout", "0.0");
   }
-  if (o.attention == AttentionKernel::kUnfused) Add(out, "--attention-backend", "unfused");
+  if (o.attention == AttentionKernel::kUnfused) {
+    Add(out, "--attention-backend", "unfused");
+  } else if (o.fused_family) {
+    Add(out, "--attention-backend", *o.fused_family == AttentionFamily::kCudnn ? "fused" : "flash");
+  }
 }
 
 // _add_moe_args (core_r0.12.0 to core_v0.15.0; TransformerConfig fields of the same names after),
@@ -731,9 +738,14 @@ std::string FormatMegatronCommand(const std::vector<std::string>& args,
   out += unfused
              ? "# Attention: Transformer Engine's unfused core attention (--attention-backend "
                "unfused), as simulated.\n"
-             : "# Attention: Megatron's default backend (auto): Transformer Engine runs "
-               "FlashAttention or cuDNN's\n"
-               "# fused attention, whichever supports the shape; loom simulated a fused kernel.\n";
+         : options.fused_family == AttentionFamily::kCudnn
+             ? "# Attention: cuDNN's fused attention (--attention-backend fused), as simulated.\n"
+         : options.fused_family
+             ? "# Attention: FlashAttention (--attention-backend flash), as simulated at "
+               "FlashAttention-2's rate.\n"
+             : "# Attention: Megatron's default backend (auto): Transformer Engine runs cuDNN's "
+               "fused attention\n"
+               "# from Hopper on and FlashAttention on Ampere, as loom simulated.\n";
   if (fp32) {
     out += dtype == Dtype::kTf32
                ? "# TF32: Megatron-LM never enables it; TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 makes "

@@ -1,6 +1,7 @@
 #ifndef LOOM_PLAN_MEGATRON_ARGS_H_
 #define LOOM_PLAN_MEGATRON_ARGS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ inline constexpr EnumNames<MegatronVersion, 9> kMegatronVersionNames({{
 // How loom simulated the plan, which the launch must run too, and the release it targets.
 struct MegatronOptions {
   AttentionKernel attention = AttentionKernel::kFused;
+  // With fused attention: the family --attention named (flash2, cudnn), which the launch pins with
+  // --attention-backend; nullopt: Megatron's auto, Transformer Engine's own choice (loom's too).
+  std::optional<AttentionFamily> fused_family;
   bool dropout = false;  // whether the simulation applied dropout (loom plan --dropout)
   MegatronVersion version = MegatronVersion::kLatest;
 };

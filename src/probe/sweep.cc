@@ -129,7 +129,8 @@ void GenericAttention(std::vector<ProbePoint>* out) {
           for (int64_t kv_heads : {heads, heads / 8}) {
             for (int64_t seq = 512; seq <= kTokens; seq *= 2) {
               out->push_back(AttentionShape{kTokens / seq, heads, kv_heads, seq, seq, head_dim,
-                                            head_dim, causal, backward, Dtype::kBf16});
+                                            head_dim, causal, backward, Dtype::kBf16,
+                                            AttentionFamily::kCudnn});
             }
           }
         }

@@ -292,7 +292,10 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
       options.framework ? std::optional<HostCosts>(HostCostsOf(*options.framework)) : std::nullopt;
   LOOM_ASSIGN_OR_RETURN(step.costs,
                         CostStageChunks(model, strategy, models, placements, options.kernels,
-                                        host ? &*host : nullptr, &step.tensor_clocks));
+                                        host ? &*host : nullptr, &step.tensor_clocks,
+                                        {options.fused_attention,
+                                         options.framework ? &*options.framework : nullptr},
+                                        &step.attention_basis));
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   LOOM_ASSIGN_OR_RETURN(const DataParallelPlan plan,
                         PlanDataParallel(model, strategy, layers, step.schedule));
@@ -364,6 +367,8 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   result.critical_path = SummarizeCriticalPath(result.step, result.timeline);
   result.sm_basis = step.sm_basis;
   result.clock_basis = DescribeTensorClocks(step.tensor_clocks);
+  for (const std::string& line : step.attention_basis)
+    result.attention_basis += (result.attention_basis.empty() ? "" : "; ") + line;
   for (const StepTensorClock& c : step.tensor_clocks)
     result.tensor_clock = std::min(result.tensor_clock, c.clock);
   return result;

@@ -35,6 +35,9 @@ struct SimulationOptions {
   // The attention kernel (fused FlashAttention, or Megatron-LM's unfused core attention as in
   // Korthikanti et al. 2022) and whether the layers apply dropout.
   LayerOpsOptions kernels;
+  // With fused attention: the family --attention named (flash2, cudnn), or nullopt for the one
+  // |framework| runs on each GPU (FusedAttentionPolicy, sim/stage_models.h).
+  std::optional<AttentionFamily> fused_attention;
   // Whether concurrent transfers on one rank's NIC or NVLink port share its bandwidth (engine.h):
   // a gradient bucket reduced while the pipeline sends, or while a pass runs its tp collectives,
   // slows both. Off: every transfer takes its time alone.
@@ -102,6 +105,9 @@ struct SimulationResult {
   // lowest of them (1: every GPU at the calibration's clock).
   std::string clock_basis;
   double tensor_clock = 1.0;
+  // The fused attention kernel each GPU type ran and why (PreparedStep::attention_basis); empty
+  // with unfused attention.
+  std::string attention_basis;
 
   // The simulated step, for traces.
   StepGraph step;
@@ -126,6 +132,8 @@ struct PreparedStep {
   // The tensor clock of each GPU type's stages (CostStageChunks): the step's compute is costed at
   // it.
   std::vector<StepTensorClock> tensor_clocks;
+  // Per GPU type, its fused attention family and why (CostStageChunks); empty when unfused.
+  std::vector<std::string> attention_basis;
 };
 
 // Prepares one training step of |model| on |cluster| under |strategy|, with the datasheet cost

@@ -95,13 +95,27 @@ Result<std::vector<ChunkCost>> CostStageChunks(const ModelSpec& model, const Str
                                                const Placements& placements,
                                                const LayerOpsOptions& kernels,
                                                const HostCosts* host,
-                                               std::vector<StepTensorClock>* clocks) {
+                                               std::vector<StepTensorClock>* clocks,
+                                               const FusedAttentionPolicy& attention,
+                                               std::vector<std::string>* attention_basis) {
   std::vector<std::vector<ChunkCost>> per_set;
   for (int32_t set = 0; set < models.sets(); ++set) {
+    const GpuSpec& gpu = models.gpu(set);
+    LayerOpsOptions set_kernels = kernels;
+    if (kernels.attention == AttentionKernel::kFused) {
+      FusedAttentionChoice choice;
+      if (attention.given) {
+        choice = {*attention.given, std::string(kAttentionFamilyNames.Name(*attention.given)) +
+                                        " (--attention)"};
+      } else {
+        choice = ChooseFusedAttention(attention.framework, gpu);
+      }
+      set_kernels.fused_family = choice.family;
+      if (attention_basis != nullptr) attention_basis->push_back(gpu.file + ": " + choice.basis);
+    }
     LOOM_ASSIGN_OR_RETURN(std::vector<ChunkCost> costs,
                           CostChunks(model, strategy, models.compute(set), models.comm(set),
-                                     placements, kernels, host));
-    const GpuSpec& gpu = models.gpu(set);
+                                     placements, set_kernels, host));
     StepTensorClock clock;
     clock.gpu_file = gpu.file;
     clock.dtype = strategy.dtype;
@@ -112,7 +126,8 @@ Result<std::vector<ChunkCost>> CostStageChunks(const ModelSpec& model, const Str
     if (clock.clock < 1.0) {
       const RooflineComputeModel clocked(gpu, ClockRegime::kBurst, clock.clock);
       LOOM_ASSIGN_OR_RETURN(
-          costs, CostChunks(model, strategy, clocked, models.comm(set), placements, kernels, host));
+          costs,
+          CostChunks(model, strategy, clocked, models.comm(set), placements, set_kernels, host));
     }
     if (clocks != nullptr) clocks->push_back(clock);
     per_set.push_back(std::move(costs));

@@ -11,6 +11,7 @@
 #include "cost/nccl_model.h"
 #include "sim/pass_costs.h"
 #include "spec/cluster.h"
+#include "spec/framework.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 #include "workload/layer_ops.h"
@@ -66,19 +67,30 @@ struct StepTensorClock {
 // its power limit, and the clock the step ran at.
 std::string DescribeTensorClocks(const std::vector<StepTensorClock>& clocks);
 
+// How each model set's fused attention kernel is chosen (AttentionKernel::kFused): |given| (loom's
+// --attention flash2 or cudnn), else what |framework| (nullptr: none) runs on the set's GPU
+// (ChooseFusedAttention, spec/framework.h).
+struct FusedAttentionPolicy {
+  std::optional<AttentionFamily> given;
+  const FrameworkProfile* framework = nullptr;
+};
+
 // CostChunks with each virtual stage on its own stage's models: every model set costs the chunks
 // once (CostChunks costs each distinct block once), and virtual stage v takes its chunk from the
 // set of stage v % pp. A training step runs its compute back to back: where a set's chunks (those
 // of its stages) ask a higher tensor rate than its GPU holds at its power limit, that set's
 // chunks are costed again at the lower tensor clock (TensorClock), which |clocks| (when given)
-// receives per set. With one set, CostChunks itself, clocked the same way. Errors: those of
-// CostChunks.
+// receives per set. With one set, CostChunks itself, clocked the same way. |kernels|'
+// fused_family is each set's under |attention|; |attention_basis| (when given) receives per set
+// the family and why, when the kernels are fused. Errors: those of CostChunks.
 Result<std::vector<ChunkCost>> CostStageChunks(const ModelSpec& model, const Strategy& strategy,
                                                const StageModels& models,
                                                const Placements& placements,
                                                const LayerOpsOptions& kernels = {},
                                                const HostCosts* host = nullptr,
-                                               std::vector<StepTensorClock>* clocks = nullptr);
+                                               std::vector<StepTensorClock>* clocks = nullptr,
+                                               const FusedAttentionPolicy& attention = {},
+                                               std::vector<std::string>* attention_basis = nullptr);
 
 }  // namespace loom
 

@@ -175,6 +175,7 @@ Status ParseGpu(const nlohmann::json& json, const std::string& path, GpuSpec* gp
   bool has_peaks = reader.Has("peak_tflops");
   ReadPeaks(reader.Object("peak_tflops"), has_peaks, gpu);
   gpu->nvlink_bandwidth_GBps = NonNegativeNumber(reader, "nvlink_bandwidth_GBps", kBandwidthGBps);
+  gpu->compute_capability = reader.OptionalPositiveNumber("compute_capability", {1, 100});
   if (reader.Has("calibration")) {
     gpu->calibration = ReadComputeCalibration(reader.Object("calibration"), json["calibration"]);
   }

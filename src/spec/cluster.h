@@ -26,6 +26,9 @@ struct GpuSpec {
   std::optional<double> bf16_tflops, fp16_tflops, fp8_tflops, tf32_tflops, fp32_tflops;
   // NVLink bandwidth of one GPU, one direction.
   double nvlink_bandwidth_GBps = 0;
+  // CUDA compute capability (8.0 A100, 9.0 H100/H200, 10.0 B200/GB200): frameworks choose their
+  // attention kernel by it (FrameworkProfile::fused_attention). Optional; nullopt: not stated.
+  std::optional<double> compute_capability;
   // Fitted compute-model parameters (the file's optional "calibration" object).
   ComputeCalibration calibration;
 

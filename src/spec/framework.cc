@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
+#include "core/enum_names.h"
 
 namespace loom {
 namespace {
@@ -56,6 +57,27 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
   JsonReader& sync = r.Object("sync");
   p.sync_after_p2p = RequiredBool(sync, "after_p2p");
   p.sync_before_optimizer = RequiredBool(sync, "before_optimizer");
+  if (r.Has("fused_attention")) {
+    JsonReader& a = r.Object("fused_attention");
+    FusedAttentionRule rule;
+    rule.family = ReadEnum(a, "family", kAttentionFamilyNames);
+    rule.from_compute_capability = a.OptionalPositiveNumber("from_compute_capability", {1, 100});
+    if (rule.from_compute_capability) {
+      if (!a.Has("family_from")) {
+        a.AddError("family_from",
+                   "is missing; from_compute_capability needs the family those GPUs run (" +
+                       kAttentionFamilyNames.Choices() + "), or remove from_compute_capability");
+      } else {
+        rule.family_from = ReadEnum(a, "family_from", kAttentionFamilyNames);
+      }
+    } else if (a.Has("family_from")) {
+      a.AddError("family_from",
+                 "is set without from_compute_capability; add the compute capability from which "
+                 "it applies (9.0 for Hopper), or remove it");
+    }
+    rule.source = a.String("source");
+    p.fused_attention = rule;
+  }
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return p;
 }
@@ -110,7 +132,48 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
   j["host"] = host;
   j["cuda_graphs"] = {{"layers", p.cuda_graph_layers}, {"launch_us", p.graph_launch_us}};
   j["sync"] = {{"after_p2p", p.sync_after_p2p}, {"before_optimizer", p.sync_before_optimizer}};
+  if (const std::optional<FusedAttentionRule>& a = p.fused_attention) {
+    nlohmann::ordered_json attention;
+    attention["family"] = kAttentionFamilyNames.Name(a->family);
+    if (a->from_compute_capability) {
+      attention["from_compute_capability"] = *a->from_compute_capability;
+      attention["family_from"] = kAttentionFamilyNames.Name(a->family_from);
+    }
+    attention["source"] = a->source;
+    j["fused_attention"] = attention;
+  }
   return j;
+}
+
+namespace {
+std::string Capability(double cc) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.1f", cc);
+  return text;
+}
+}  // namespace
+
+FusedAttentionChoice ChooseFusedAttention(const FrameworkProfile* framework, const GpuSpec& gpu) {
+  if (framework == nullptr || !framework->fused_attention) {
+    return {AttentionFamily::kFlashAttention2,
+            std::string(framework == nullptr ? "no framework" : framework->file + " names none") +
+                ": FlashAttention-2 (--attention cudnn for cuDNN's)"};
+  }
+  const FusedAttentionRule& rule = *framework->fused_attention;
+  const std::string file = framework->file;
+  if (!rule.from_compute_capability) {
+    return {rule.family, file + ": " + std::string(kAttentionFamilyNames.Name(rule.family))};
+  }
+  const std::string from = Capability(*rule.from_compute_capability);
+  if (!gpu.compute_capability) {
+    return {rule.family, file + ": " + std::string(kAttentionFamilyNames.Name(rule.family)) +
+                             " (" + gpu.file +
+                             " gives no compute_capability, so not its family from " + from + ")"};
+  }
+  const bool from_on = *gpu.compute_capability >= *rule.from_compute_capability;
+  const AttentionFamily family = from_on ? rule.family_from : rule.family;
+  return {family, file + ": " + std::string(kAttentionFamilyNames.Name(family)) + " (compute capability " +
+                      Capability(*gpu.compute_capability) + (from_on ? " >= " : " < ") + from + ")"};
 }
 
 }  // namespace loom

@@ -7,7 +7,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/attention_family.h"
 #include "core/status.h"
+#include "spec/cluster.h"
 
 namespace loom {
 
@@ -19,7 +21,20 @@ namespace loom {
 //    "host": {"forward_us_per_op": 157, "backward_us_per_op": 92,
 //             "optimizer_us_per_layer": 600, "optimizer_us_fixed": 3700, "scale": 1.0},
 //    "cuda_graphs": {"layers": false, "launch_us": 3.6},
-//    "sync": {"after_p2p": true, "before_optimizer": true}}
+//    "sync": {"after_p2p": true, "before_optimizer": true},
+//    "fused_attention": {"family": "flash2", "from_compute_capability": 9.0,
+//                        "family_from": "cudnn", "source": "..."}}
+//
+// Which fused-attention kernel a framework's attention layer calls: |family| on every GPU, or
+// |family_from| on GPUs of compute capability |from_compute_capability| and above (Transformer
+// Engine prefers cuDNN's over FlashAttention from Hopper on).
+struct FusedAttentionRule {
+  AttentionFamily family = AttentionFamily::kFlashAttention2;
+  std::optional<double> from_compute_capability;
+  AttentionFamily family_from = AttentionFamily::kFlashAttention2;
+  std::string source;
+};
+
 struct FrameworkProfile {
   std::string file;
   std::string name;
@@ -48,7 +63,16 @@ struct FrameworkProfile {
   bool sync_before_optimizer = false;
   // The files the host times were fitted on (`loom fit --runs`), when they were.
   std::vector<std::string> fitted_on;
+  // The "fused_attention" object; optional, nullopt: FlashAttention-2 everywhere.
+  std::optional<FusedAttentionRule> fused_attention;
 };
+
+// The fused-attention family |framework| (nullptr: none) runs on |gpu|, and a line that says why.
+struct FusedAttentionChoice {
+  AttentionFamily family = AttentionFamily::kFlashAttention2;
+  std::string basis;
+};
+FusedAttentionChoice ChooseFusedAttention(const FrameworkProfile* framework, const GpuSpec& gpu);
 
 // Reads a framework file; errors name the file, the key and the fix.
 Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path);

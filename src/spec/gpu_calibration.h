@@ -64,11 +64,13 @@ struct ComputeCalibration {
   bool gemm_epilogue_overlap = false;
   // Fixed time of every kernel: launch and setup.
   double kernel_overhead_us = 0;
-  // Fraction of the dense peak fused attention reaches.
+  // Fraction of the dense peak fused attention reaches: FlashAttention-2's
+  // (AttentionFamily::kFlashAttention2), and any family's pass without tiles below.
   std::optional<double> attention_efficiency;
-  // Fused attention as a tile model (cost/attention_tiles.h), per pass; where a pass has none,
-  // attention_efficiency times the whole kernel's FLOPs. The "attention_tiles" object of the file:
-  // {"forward": {...}, "backward": {...}}, keys as AttentionTileParams's fields.
+  // cuDNN's fused attention (AttentionFamily::kCudnn, what loom probe measures) as a tile model
+  // (cost/attention_tiles.h), per pass; where a pass has none, attention_efficiency times the whole
+  // kernel's FLOPs. The "attention_tiles" object of the file: {"forward": {...}, "backward":
+  // {...}}, keys as AttentionTileParams's fields.
   std::optional<AttentionTileParams> attention_forward_tiles, attention_backward_tiles;
   // Fraction of the datasheet HBM bandwidth that memory-bound kernels reach: streaming ones
   // (MemoryAccess::kStreaming, op/op.h), and row reductions where the next key is absent.

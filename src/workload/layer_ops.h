@@ -29,6 +29,9 @@ enum class AttentionKernel {
 
 struct LayerOpsOptions {
   AttentionKernel attention = AttentionKernel::kFused;
+  // With kFused: whose kernel runs it (core/attention_family.h), which sets its rate; the framework
+  // chooses it (FrameworkProfile::FusedAttentionFamily).
+  AttentionFamily fused_family = AttentionFamily::kFlashAttention2;
   // Dropout after the attention and MLP blocks, after the embedding and on the attention
   // probabilities, with 1-byte masks kept for backward (Megatron-LM's default 0.1, as for GPT-3);
   // Llama-family training uses none.

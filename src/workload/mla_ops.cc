@@ -59,7 +59,8 @@ AttentionShape MlaFlashShape(const LayerDims& d, bool backward) {
           .head_dim_v = d.v_head_dim,
           .causal = true,
           .backward = backward,
-          .dtype = d.act_dtype};
+          .dtype = d.act_dtype,
+          .family = d.fused_family};
 }
 
 // K and V of the whole sequence for context parallelism; MLA's K is qk_nope + qk_rope wide per

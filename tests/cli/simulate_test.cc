@@ -36,6 +36,7 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
                                              "memory_limit_bytes",
                                              "sm_basis",
                                              "clock_basis",
+                                             "attention_basis",
                                              "tensor_clock",
                                              "critical_path",
                                              "memory"};
@@ -195,6 +196,48 @@ TEST(Simulate, FrameworkNamesTheHostThreadAndNoneFeedsTheGpu) {
   CommandResult by_path = Loom(file);
   ASSERT_EQ(by_path.code, kExitOk) << by_path.err;
   EXPECT_EQ(nlohmann::json::parse(by_path.out)["step_time_s"], megatron["step_time_s"]);
+}
+
+// The fused attention kernel is the framework's for the GPU (Transformer Engine's cuDNN attention
+// on Hopper under megatron-core, FlashAttention-2 under pytorch-eager and on Ampere), each at its
+// own rate, and --attention names one outright; the line and the JSON say which ran and why.
+TEST(Simulate, FusedAttentionIsTheFrameworksKernelForTheGpu) {
+  const std::vector<std::string> h100 = {
+      "simulate", "--model", Shipped("models/llama3-8b.json"), "--cluster",
+      Shipped("hardware/clusters/dgx-h100.json"), "--tp", "2", "--dp", "4", "--global-batch", "8",
+      "--seq", "8192", "--json"};
+  const auto step = [](std::vector<std::string> args,
+                       std::vector<std::string> extra) -> nlohmann::json {
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult r = Loom(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json megatron = step(h100, {});
+  EXPECT_NE(megatron["attention_basis"].get<std::string>().find("cudnn (compute capability 9.0"),
+            std::string::npos)
+      << megatron["attention_basis"];
+  const nlohmann::json flash = step(h100, {"--attention", "flash2"});
+  EXPECT_NE(flash["attention_basis"].get<std::string>().find("flash2 (--attention)"),
+            std::string::npos)
+      << flash["attention_basis"];
+  // cuDNN's fitted tiles run Llama's seq-8192 attention faster than FlashAttention-2's 35 %.
+  EXPECT_LT(megatron["step_time_s"].get<double>(), 0.97 * flash["step_time_s"].get<double>());
+  EXPECT_EQ(step(h100, {"--attention", "cudnn"})["step_time_s"], megatron["step_time_s"]);
+  const nlohmann::json eager = step(h100, {"--framework", "pytorch-eager"});
+  EXPECT_NE(eager["attention_basis"].get<std::string>().find("flash2"), std::string::npos)
+      << eager["attention_basis"];
+  const nlohmann::json unfused =
+      step({"simulate", "--model", Shipped("models/gpt3-1.3b.json"), "--cluster",
+            Shipped("hardware/clusters/dgx-h100.json"), "--global-batch", "8", "--json"},
+           {"--attention", "unfused"});
+  EXPECT_FALSE(unfused.contains("attention_basis"));
+  CommandResult text = Loom({"simulate", "--model", Shipped("models/llama3-8b.json"), "--cluster",
+                             Shipped("hardware/clusters/dgx-a100.json"), "--tp", "2", "--dp", "4",
+                             "--global-batch", "8"});
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_NE(text.out.find("fused attention"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("flash2 (compute capability 8.0 < 9.0)"), std::string::npos) << text.out;
 }
 
 TEST(Simulate, UnknownFrameworkListsTheKnownOnes) {

@@ -127,10 +127,43 @@ TEST(AttentionTiles, FittedOnTheH100RunItPredictsTheShapesItDidNotSee) {
   }
 }
 
+// The Hopper files ship cuDNN's tiles as loom fit finds them on the committed run's attention
+// kernels (profile and grid together), to the 4 significant digits loom fit writes.
+TEST(AttentionTiles, TheHopperFilesShipTheFitOfTheCommittedRun) {
+  H100Run run;
+  ASSERT_NO_FATAL_FAILURE(LoadH100Run(&run));
+  for (const char* file : {"h100-sxm5-80gb.json", "h200-sxm-141gb.json"}) {
+    Result<GpuSpec> gpu = LoadGpuSpec(kRoot + "/hardware/gpus/" + file);
+    ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+    for (bool backward : {false, true}) {
+      std::vector<AttentionTiming> timings = Timings(run.profile, backward);
+      for (const AttentionTiming& t : Timings(run.grid, backward)) timings.push_back(t);
+      Result<AttentionTileParams> fit = FitAttentionTiles(timings, run.gpu);
+      ASSERT_TRUE(fit.ok()) << fit.status().message();
+      const std::optional<AttentionTileParams>& shipped =
+          backward ? gpu->calibration.attention_backward_tiles
+                   : gpu->calibration.attention_forward_tiles;
+      ASSERT_TRUE(shipped.has_value()) << file;
+      const auto near = [](double a, double b) { return std::abs(a - b) <= 5e-4 * std::abs(b); };
+      EXPECT_TRUE(near(shipped->matmul_efficiency, fit->matmul_efficiency)) << file;
+      EXPECT_TRUE(near(shipped->score_ps, fit->score_ps)) << file << " " << fit->score_ps;
+      EXPECT_TRUE(near(shipped->masked_score_ps, fit->masked_score_ps)) << file;
+      EXPECT_TRUE(near(shipped->element_ps, fit->element_ps)) << file;
+      EXPECT_TRUE(near(shipped->wave_us, fit->wave_us)) << file;
+      EXPECT_TRUE(near(shipped->latency_us, fit->latency_us)) << file;
+    }
+  }
+}
+
 TEST(AttentionTiles, TheComputeModelUsesThePassesTheCalibrationHas) {
-  Result<GpuSpec> gpu = LoadGpuSpec(kRoot + "/hardware/gpus/h100-sxm5-80gb.json");
-  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
-  const AttentionShape fwd = Shape(4, 16, 2048, 128, true, false);
+  Result<GpuSpec> file = LoadGpuSpec(kRoot + "/hardware/gpus/h100-sxm5-80gb.json");
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  GpuSpec untiled = *file;
+  untiled.calibration.attention_forward_tiles.reset();
+  untiled.calibration.attention_backward_tiles.reset();
+  const GpuSpec* gpu = &untiled;
+  AttentionShape fwd = Shape(4, 16, 2048, 128, true, false);
+  fwd.family = AttentionFamily::kCudnn;
   AttentionShape bwd = fwd;
   bwd.backward = true;
   const double fwd_before = RooflineComputeModel(*gpu).Attention(fwd).ToSeconds();
@@ -149,6 +182,10 @@ TEST(AttentionTiles, TheComputeModelUsesThePassesTheCalibrationHas) {
   EXPECT_NE(model.Attention(fwd).ToSeconds(), fwd_before);
   // The backward has no tiles: the single efficiency as before.
   EXPECT_DOUBLE_EQ(model.Attention(bwd).ToSeconds(), bwd_before);
+  // The tiles are cuDNN's: FlashAttention-2's kernel keeps the single efficiency (its rate).
+  AttentionShape flash = fwd;
+  flash.family = AttentionFamily::kFlashAttention2;
+  EXPECT_DOUBLE_EQ(model.Attention(flash).ToSeconds(), fwd_before);
 }
 
 }  // namespace

@@ -98,14 +98,25 @@ std::vector<ProfileSample> WithAccumulatingPairs(const GpuSpec& truth) {
   return samples;
 }
 
-// A GPU file with attention tiles (cost/attention_tiles.h) fitted on a profile's attention: the
-// profile fits the single attention_efficiency, which the tiles would override, so the fit
-// drops them from the model it fits with and from the file it writes (no value left unused).
-TEST(FitComputeCalibration, AttentionSamplesReplaceTheFilesAttentionTiles) {
+// The synthetic profile with its attention timed as cuDNN's kernels (what loom probe writes).
+std::vector<ProfileSample> AsCudnn(std::vector<ProfileSample> samples) {
+  for (ProfileSample& s : samples) {
+    if (AttentionShape* a = std::get_if<AttentionShape>(&s.shape))
+      a->family = AttentionFamily::kCudnn;
+  }
+  return samples;
+}
+
+// The file's attention tiles are cuDNN's (cost/attention_tiles.h). A profile's cuDNN attention too
+// few for tiles fits the single attention_efficiency, which the tiles would override for those
+// kernels, so the fit drops them from the model it fits with and from the file it writes (no
+// value left unused). FlashAttention-2's samples fit attention_efficiency, its own rate, and
+// leave cuDNN's tiles as they were.
+TEST(FitComputeCalibration, FewCudnnAttentionSamplesReplaceTheFilesAttentionTiles) {
   GpuSpec file = H100Like();
   file.calibration.attention_forward_tiles = AttentionTileParams{.matmul_efficiency = 0.9};
   file.calibration.attention_backward_tiles = AttentionTileParams{.matmul_efficiency = 0.6};
-  Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), file);
+  Result<ComputeFit> fit = FitComputeCalibration(AsCudnn(SyntheticProfile(Truth())), file);
   ASSERT_TRUE(fit.ok()) << fit.status().message();
   EXPECT_NEAR(*fit->calibration.attention_efficiency, 0.47, 1e-5);
   EXPECT_FALSE(fit->calibration.attention_forward_tiles.has_value());
@@ -117,7 +128,11 @@ TEST(FitComputeCalibration, AttentionSamplesReplaceTheFilesAttentionTiles) {
         {{"attention_tiles", {{"forward", {{"matmul_efficiency", 0.9}}}}}, {"source", "old"}}}},
       *fit);
   EXPECT_FALSE(written["calibration"].contains("attention_tiles")) << written.dump();
-  // Without attention samples the tiles stay: a GEMM-only profile says nothing about them.
+  // FlashAttention-2's samples, and a GEMM-only profile, say nothing about cuDNN's tiles.
+  Result<ComputeFit> flash_fit = FitComputeCalibration(SyntheticProfile(Truth()), file);
+  ASSERT_TRUE(flash_fit.ok()) << flash_fit.status().message();
+  EXPECT_NEAR(*flash_fit->calibration.attention_efficiency, 0.47, 1e-5);
+  EXPECT_TRUE(flash_fit->calibration.attention_forward_tiles.has_value());
   std::vector<ProfileSample> gemms;
   for (const ProfileSample& s : SyntheticProfile(Truth())) {
     if (std::holds_alternative<GemmShape>(s.shape)) gemms.push_back(s);
@@ -128,6 +143,63 @@ TEST(FitComputeCalibration, AttentionSamplesReplaceTheFilesAttentionTiles) {
       std::find(gemm_fit->removed_keys.begin(), gemm_fit->removed_keys.end(), "attention_tiles"),
       gemm_fit->removed_keys.end());
   EXPECT_TRUE(gemm_fit->calibration.attention_forward_tiles.has_value());
+}
+
+// With kMinAttentionTileSamples of each pass, cuDNN's attention fits the tile model
+// (FitAttentionTiles) apart from the joint fit: the truth's tiles come back, the other keys are
+// fitted as before, the class is reported as tiles, and the file gets the "attention_tiles" object.
+TEST(FitComputeCalibration, CudnnAttentionFitsTheTileModel) {
+  GpuSpec truth = Truth();
+  truth.calibration.attention_forward_tiles = AttentionTileParams{
+      .matmul_efficiency = 0.8, .score_ps = 35, .masked_score_ps = 30, .element_ps = 0.5,
+      .wave_us = 1.5, .latency_us = 12};
+  truth.calibration.attention_backward_tiles = AttentionTileParams{
+      .matmul_efficiency = 0.7, .score_ps = 60, .masked_score_ps = 90, .element_ps = 5,
+      .wave_us = 4, .latency_us = 24};
+  std::vector<KernelShape> shapes;
+  for (const ProfileSample& s : SyntheticProfile(truth)) {
+    if (!std::holds_alternative<AttentionShape>(s.shape)) shapes.push_back(s.shape);
+  }
+  for (bool backward : {false, true}) {
+    for (bool causal : {true, false}) {
+      for (int64_t head_dim : {64, 128}) {
+        for (int64_t batch : {1, 3}) {
+          for (int64_t heads : {8, 40}) {
+            for (int64_t seq : {1024, 4096}) {
+              shapes.push_back(AttentionShape{batch, heads, heads, seq, seq, head_dim, head_dim,
+                                              causal, backward, Dtype::kBf16,
+                                              AttentionFamily::kCudnn});
+            }
+          }
+        }
+      }
+    }
+  }
+  Result<ComputeFit> fit = FitComputeCalibration(Timed(truth, shapes), H100Like());
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  const ComputeCalibration& c = fit->calibration;
+  ASSERT_TRUE(c.attention_forward_tiles && c.attention_backward_tiles);
+  EXPECT_NEAR(c.attention_forward_tiles->matmul_efficiency, 0.8, 1e-4);
+  EXPECT_NEAR(c.attention_forward_tiles->score_ps, 35, 1e-2);
+  EXPECT_NEAR(c.attention_backward_tiles->matmul_efficiency, 0.7, 1e-4);
+  EXPECT_NEAR(c.attention_backward_tiles->latency_us, 24, 1e-2);
+  EXPECT_NEAR(*c.gemm_efficiency_bf16, 0.71, 1e-5);
+  EXPECT_NEAR(*c.memory_bandwidth_fraction, 0.91, 1e-5);
+  EXPECT_FALSE(c.attention_efficiency.has_value());  // no FlashAttention-2 samples: not fitted
+  EXPECT_NE(std::find(fit->fitted_keys.begin(), fit->fitted_keys.end(), "attention_tiles"),
+            fit->fitted_keys.end());
+  const auto tiles = std::find_if(fit->classes.begin(), fit->classes.end(),
+                                  [](const KernelClassFit& k) { return k.tiles; });
+  ASSERT_NE(tiles, fit->classes.end());
+  EXPECT_EQ(tiles->Name(), "attention bf16 cudnn tiles");
+  EXPECT_EQ(tiles->key, "attention_tiles");
+  EXPECT_EQ(tiles->residuals.size(), 64u);
+  EXPECT_LT(tiles->max_abs_relative_error, 1e-3);
+  const nlohmann::ordered_json written =
+      WithComputeCalibration({{"calibration", {{"source", "old"}}}}, *fit);
+  EXPECT_NEAR(written["calibration"]["attention_tiles"]["backward"]["wave_us"].get<double>(), 4,
+              1e-3)
+      << written.dump();
 }
 
 TEST(FitComputeCalibration, RecoversEveryParameterOfTheModelsOwnTimes) {

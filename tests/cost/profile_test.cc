@@ -90,6 +90,24 @@ TEST(ParseProfile, MemorySamplesCarryTheirAccess) {
   EXPECT_TRUE(MessageContains(ErrorOf(j), "row_reduction"));
 }
 
+// Every attention sample loom probe writes is cuDNN's fused attention: a sample without "family"
+// (every profile before the key) is cuDNN's, one that names FlashAttention-2 is its, the key is
+// written back, and an unknown family is refused.
+TEST(ParseProfile, AttentionSamplesCarryTheirFamily) {
+  nlohmann::json j = ValidProfile();
+  j["samples"].push_back(j["samples"][1]);
+  j["samples"][3]["family"] = "flash2";
+  Result<Profile> p = ParseProfile(j, "p.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(std::get<AttentionShape>(p->samples[1].shape).family, AttentionFamily::kCudnn);
+  EXPECT_EQ(std::get<AttentionShape>(p->samples[3].shape).family,
+            AttentionFamily::kFlashAttention2);
+  EXPECT_EQ(ProfileSampleJson(p->samples[1])["family"], "cudnn");
+  j["samples"][3]["family"] = "flash3";
+  EXPECT_TRUE(MessageContains(ErrorOf(j), "samples[3]"));
+  EXPECT_TRUE(MessageContains(ErrorOf(j), "flash2"));
+}
+
 TEST(ParseProfile, MissingKeyNamesTheSampleAndTheFix) {
   nlohmann::json j = ValidProfile();
   j["samples"][1].erase("seq_kv");

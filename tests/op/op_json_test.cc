@@ -30,7 +30,8 @@ TEST(OpShapeJson, EveryKindRoundTrips) {
                                  .head_dim_v = 128,
                                  .causal = false,
                                  .backward = true,
-                                 .dtype = Dtype::kFp16};
+                                 .dtype = Dtype::kFp16,
+                                 .family = AttentionFamily::kCudnn};
   const MemoryShape memory{.bytes_read = 7, .bytes_written = 0};
   const CollectiveShape collective{
       .kind = CollectiveKind::kReduceScatter, .group = CommGroup::kEtp, .bytes = 1 << 20};
@@ -44,6 +45,7 @@ TEST(OpShapeJson, EveryKindRoundTrips) {
   EXPECT_EQ(std::get<AttentionShape>(a).head_dim_qk, 192);
   EXPECT_FALSE(std::get<AttentionShape>(a).causal);
   EXPECT_TRUE(std::get<AttentionShape>(a).backward);
+  EXPECT_EQ(std::get<AttentionShape>(a).family, AttentionFamily::kCudnn);
   EXPECT_EQ(std::get<MemoryShape>(m).bytes_read, 7);
   EXPECT_EQ(std::get<CollectiveShape>(c).group, CommGroup::kEtp);
   EXPECT_EQ(std::get<CollectiveShape>(c).kind, CollectiveKind::kReduceScatter);

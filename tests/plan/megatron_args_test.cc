@@ -152,7 +152,20 @@ TEST(MegatronArgs, AttentionBackendAndDropoutFollowTheSimulation) {
   EXPECT_EQ(After(u, "--hidden-dropout"), "0.0");
   const Args fused = ArgsOf(Model("gpt3-1.3b"), Plain(1));
   EXPECT_FALSE(HasArg(fused, "--attention-backend"));
-  EXPECT_NE(FormatMegatronCommand(fused).find("FlashAttention or cuDNN's"), std::string::npos);
+  EXPECT_NE(FormatMegatronCommand(fused).find("cuDNN's fused attention\n# from Hopper on"),
+            std::string::npos);
+  // --attention cudnn or flash2 pins Transformer Engine's backend to the kernel simulated.
+  for (const auto& [family, backend] :
+       {std::pair{AttentionFamily::kCudnn, "fused"}, std::pair{AttentionFamily::kFlashAttention2, "flash"}}) {
+    MegatronOptions pinned;
+    pinned.fused_family = family;
+    const Args a = ArgsOf(Model("gpt3-1.3b"), Plain(1), pinned);
+    EXPECT_EQ(After(a, "--attention-backend"), backend);
+    EXPECT_NE(FormatMegatronCommand(a, pinned, Dtype::kBf16).find(
+                  std::string("--attention-backend ") + backend + "), as simulated"),
+              std::string::npos)
+        << FormatMegatronCommand(a, pinned, Dtype::kBf16);
+  }
   MegatronOptions dropout;
   dropout.dropout = true;
   EXPECT_FALSE(HasArg(ArgsOf(Model("gpt3-1.3b"), Plain(1), dropout), "--attention-dropout"));

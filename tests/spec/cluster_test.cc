@@ -94,6 +94,7 @@ TEST(GpuSpec, LoadsH100WithDatasheetPeaks) {
   EXPECT_EQ(gpu->PeakTflops(Dtype::kTf32), 494);
   EXPECT_EQ(gpu->PeakTflops(Dtype::kFp32), 67);
   EXPECT_DOUBLE_EQ(gpu->nvlink_bandwidth_GBps, 450);
+  EXPECT_EQ(gpu->compute_capability, 9.0);
   EXPECT_EQ(gpu->file, Shipped("gpus/h100-sxm5-80gb.json"));
 }
 
@@ -174,6 +175,20 @@ TEST(GpuSpec, ZeroAndNegativeSizesAreRejected) {
   EXPECT_TRUE(
       Contains(status.message(),
                path + ": l2_cache_bytes: is -5; it must be between 1 and 1125899906842624"));
+}
+
+// The compute capability is optional (frameworks choose their attention kernel by it); a value
+// that is not a positive number names the key.
+TEST(GpuSpec, ComputeCapabilityIsOptionalAndChecked) {
+  nlohmann::json json = ValidGpu();
+  std::string path;
+  EXPECT_TRUE(LoadGpu(json, &path).ok());
+  json["compute_capability"] = "9.0";
+  Status status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": compute_capability")) << status.message();
+  json["compute_capability"] = 0;
+  status = LoadGpu(json, &path);
+  EXPECT_TRUE(Contains(status.message(), path + ": compute_capability")) << status.message();
 }
 
 TEST(GpuSpec, MissingKeySaysWhatToAdd) {

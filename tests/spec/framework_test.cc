@@ -35,6 +35,11 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
     EXPECT_EQ(again->forward_us_per_op, p->forward_us_per_op);
     EXPECT_EQ(again->cuda_graph_layers, p->cuda_graph_layers);
     EXPECT_EQ(again->sync_after_p2p, p->sync_after_p2p);
+    ASSERT_TRUE(again->fused_attention.has_value()) << name;
+    EXPECT_EQ(again->fused_attention->family, p->fused_attention->family);
+    EXPECT_EQ(again->fused_attention->from_compute_capability,
+              p->fused_attention->from_compute_capability);
+    EXPECT_EQ(again->fused_attention->family_from, p->fused_attention->family_from);
   }
   Result<FrameworkProfile> graphs =
       LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core-cudagraphs.json"));
@@ -56,6 +61,67 @@ TEST(Framework, BadValuesNameTheFileAndTheKey) {
   EXPECT_NE(message.find("scale"), std::string::npos) << message;
   EXPECT_NE(message.find("before_optimizer"), std::string::npos) << message;
   EXPECT_NE(message.find("cuda_graph"), std::string::npos) << message;
+}
+
+GpuSpec Gpu(std::optional<double> compute_capability) {
+  GpuSpec gpu;
+  gpu.file = "hardware/gpus/x.json";
+  gpu.compute_capability = compute_capability;
+  return gpu;
+}
+
+// Megatron-LM runs Transformer Engine's DotProductAttention, which prefers cuDNN's fused attention
+// from compute capability 9.0 on and FlashAttention-2 below it; llm-foundry calls FlashAttention-2.
+TEST(Framework, ChoosesTheFusedAttentionItsFileNamesForTheGpu) {
+  Result<FrameworkProfile> megatron =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core.json"));
+  ASSERT_TRUE(megatron.ok()) << megatron.status().message();
+  EXPECT_EQ(ChooseFusedAttention(&*megatron, Gpu(9.0)).family, AttentionFamily::kCudnn);
+  EXPECT_EQ(ChooseFusedAttention(&*megatron, Gpu(10.0)).family, AttentionFamily::kCudnn);
+  const FusedAttentionChoice ampere = ChooseFusedAttention(&*megatron, Gpu(8.0));
+  EXPECT_EQ(ampere.family, AttentionFamily::kFlashAttention2);
+  EXPECT_NE(ampere.basis.find("8.0 < 9.0"), std::string::npos) << ampere.basis;
+  // A GPU file that states no compute capability gets the rule's family and is told why.
+  const FusedAttentionChoice unstated = ChooseFusedAttention(&*megatron, Gpu(std::nullopt));
+  EXPECT_EQ(unstated.family, AttentionFamily::kFlashAttention2);
+  EXPECT_NE(unstated.basis.find("gives no compute_capability"), std::string::npos)
+      << unstated.basis;
+  Result<FrameworkProfile> eager =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/pytorch-eager.json"));
+  ASSERT_TRUE(eager.ok()) << eager.status().message();
+  EXPECT_EQ(ChooseFusedAttention(&*eager, Gpu(9.0)).family, AttentionFamily::kFlashAttention2);
+  // No framework, or one without the key: FlashAttention-2, said so.
+  const FusedAttentionChoice none = ChooseFusedAttention(nullptr, Gpu(9.0));
+  EXPECT_EQ(none.family, AttentionFamily::kFlashAttention2);
+  EXPECT_NE(none.basis.find("no framework"), std::string::npos) << none.basis;
+}
+
+TEST(Framework, FusedAttentionErrorsNameTheKeyAndTheFix) {
+  const std::string head = R"({
+    "schema": "loom.framework/1", "name": "x", "source": "s",
+    "host": {"forward_us_per_op": 1, "backward_us_per_op": 1, "optimizer_us_per_layer": 0,
+             "optimizer_us_fixed": 0},
+    "sync": {"after_p2p": true, "before_optimizer": false}, "fused_attention": )";
+  const struct {
+    const char* attention;
+    const char* expected;
+  } cases[] = {
+      {R"({"family": "flash3", "source": "s"})", "family"},
+      {R"({"family": "flash2", "from_compute_capability": 9.0, "source": "s"})", "family_from"},
+      {R"({"family": "flash2", "family_from": "cudnn", "source": "s"})",
+       "without from_compute_capability"},
+      {R"({"family": "flash2"})", "source"},
+      {R"({"family": "cudnn", "source": "s", "backend": "te"})", "backend"},
+  };
+  for (const auto& c : cases) {
+    const std::string path =
+        WriteTemp("bad-attention.json", head + std::string(c.attention) + "}");
+    Result<FrameworkProfile> p = LoadFrameworkProfile(path);
+    ASSERT_FALSE(p.ok()) << c.attention;
+    const std::string message(p.status().message());
+    EXPECT_NE(message.find("fused_attention"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
 }
 
 TEST(Framework, MissingHostTimeSaysWhatToGive) {
