@@ -455,7 +455,7 @@ std::string KernelClassFit::Name() const {
   if (dtype) name += " " + std::string(kDtypeNames.Name(*dtype));
   if (kind == OpKind::kMemoryBound && access != MemoryAccess::kStreaming)
     name += " " + std::string(kMemoryAccessNames.Name(access));
-  if (tiles) name += " cudnn tiles";
+  if (tiles) name += " cudnn";
   return sustained ? name + " sustained" : name;
 }
 

@@ -47,7 +47,7 @@ struct KernelClassFit {
   // cuDNN's attention fitted as attention_tiles (|value|: the forward pass's matmul_efficiency).
   bool tiles = false;
 
-  // "gemm bf16", "attention bf16", "attention bf16 cudnn tiles", "memory", "memory
+  // "gemm bf16", "attention bf16", "attention bf16 cudnn" (its tiles), "memory", "memory
   // row_reduction"; "gemm bf16 sustained".
   std::string Name() const;
 };

@@ -191,7 +191,7 @@ TEST(FitComputeCalibration, CudnnAttentionFitsTheTileModel) {
   const auto tiles = std::find_if(fit->classes.begin(), fit->classes.end(),
                                   [](const KernelClassFit& k) { return k.tiles; });
   ASSERT_NE(tiles, fit->classes.end());
-  EXPECT_EQ(tiles->Name(), "attention bf16 cudnn tiles");
+  EXPECT_EQ(tiles->Name(), "attention bf16 cudnn");
   EXPECT_EQ(tiles->key, "attention_tiles");
   EXPECT_EQ(tiles->residuals.size(), 64u);
   EXPECT_LT(tiles->max_abs_relative_error, 1e-3);
