@@ -28,7 +28,7 @@ CollectiveShape CpKvGather(const LayerDims& d, CollectiveKind kind) {
 
 AttentionShape FlashShape(const LayerDims& d, bool backward) {
   return {d.batch,    d.heads,    d.kv_heads, d.seq,         d.seq_kv,
-          d.head_dim, d.head_dim, true,       backward, d.act_dtype, d.fused_family};
+          d.head_dim, d.head_dim, d.causal,   backward, d.act_dtype, d.fused_family};
 }
 
 std::vector<Op> FusedCoreForward(const LayerDims& d, CoreSaves saves) {
@@ -51,7 +51,9 @@ std::vector<Op> FusedCoreForward(const LayerDims& d, CoreSaves saves) {
 // and writes the whole row (scaled_upper_triang_masked_softmax_warp_forward and _backward, loops
 // bounded by local_seq = row + 1: megatron/fused_kernels/scaled_upper_triang_masked_softmax.h at
 // NVIDIA/Megatron-LM 6985e589, the kernel of Narayanan et al. 2021 and of Korthikanti et al. 2022).
+// Without causal masking (scaled_softmax and scaled_masked_softmax) every score of a row is read.
 int64_t CausalScoreBytes(const LayerDims& d) {
+  if (!d.causal) return d.batch * d.heads * d.seq * d.seq_kv * d.act_bytes;
   return d.batch * d.heads * (d.seq * (d.seq + 1) / 2) * d.act_bytes;
 }
 

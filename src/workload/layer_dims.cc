@@ -214,6 +214,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
   d.dropout = o.dropout;
   d.unfused = o.attention == AttentionKernel::kUnfused;
   d.fused_family = o.fused_family;
+  d.causal = o.causal;
   d.attention_bias = m.attention_bias;
   d.attention_output_bias = m.attention_output_bias;
   d.mlp_bias = m.mlp_bias;

@@ -36,6 +36,9 @@ struct LayerOpsOptions {
   // probabilities, with 1-byte masks kept for backward (Megatron-LM's default 0.1, as for GPT-3);
   // Llama-family training uses none.
   bool dropout = false;
+  // Causal masking of the attention (decoder language models); false: every query attends to every
+  // key, as in encoders and the FlashAttention papers' kernel benchmarks.
+  bool causal = true;
   // 0-based index of the layer in the model (MoE models mix dense and MoE layers).
   int64_t layer = 0;
 };

@@ -57,7 +57,7 @@ AttentionShape MlaFlashShape(const LayerDims& d, bool backward) {
           .seq_kv = d.seq_kv,
           .head_dim_qk = QkHeadDim(d),
           .head_dim_v = d.v_head_dim,
-          .causal = true,
+          .causal = d.causal,
           .backward = backward,
           .dtype = d.act_dtype,
           .family = d.fused_family};

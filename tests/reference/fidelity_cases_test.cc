@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -270,6 +271,35 @@ TEST(FidelityReport, GemmTablesLeaveEachTableAndSourceOut) {
   }
   EXPECT_EQ(names,
             (std::vector<std::string>{"gemm_cublaslt", "gemm_shapes", "gemm_h100_run_grid"}));
+}
+
+// Megatron's unfused attention on an A100 (Dao et al. 2022, Appendix E.6): every measurement a
+// row, each pass predicted from the workload's own kernels, so that a combined row is its
+// forward's and backward's sum, dropout adds kernels, and the padding mask, which loom does not
+// cost, changes nothing; nothing is fitted on it.
+TEST(FidelityReport, MegatronAttentionOnA100IsTheWorkloadsUnfusedKernels) {
+  Result<std::vector<FidelityTable>> tables = BuildFidelityReport(Paths());
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  const auto table = std::find_if(tables->begin(), tables->end(), [](const FidelityTable& t) {
+    return t.name == "flashattention1_megatron_a100";
+  });
+  ASSERT_NE(table, tables->end());
+  EXPECT_FALSE(table->refitted);
+  ASSERT_EQ(table->rows.size(), 60u);  // 12 tables of N = 128 .. 2048
+  std::map<std::string, double> predicted;
+  for (const FidelityRow& r : table->rows) {
+    EXPECT_GT(r.predicted, 0) << r.name;
+    EXPECT_EQ(r.loso_predicted, r.predicted) << r.name;
+    predicted[r.name] = r.predicted;
+  }
+  // Table 18-20: no dropout, no mask; 15-17 dropout; 12-14 mask.
+  for (const char* n : {"128", "2048"}) {
+    const std::string at = std::string(" N=") + n;
+    EXPECT_NEAR(predicted["Table 20 combined" + at],
+                predicted["Table 18 forward" + at] + predicted["Table 19 backward" + at], 1e-9);
+    EXPECT_GT(predicted["Table 15 forward dropout" + at], predicted["Table 18 forward" + at]);
+    EXPECT_EQ(predicted["Table 12 forward mask" + at], predicted["Table 18 forward" + at]);
+  }
 }
 
 TEST(FidelityReport, WithoutTheMultiNodeTableNoInterNodeValueIsFitted) {

@@ -10,6 +10,7 @@
 #include "cost/comm_model.h"
 #include "cost/compute_model.h"
 #include "cost/nccl_model.h"
+#include "reference/attention_tables.h"
 #include "reference/comm_reference.h"
 #include "reference/gemm_tables.h"
 #include "reference/steptime_tables.h"
@@ -384,6 +385,10 @@ Result<std::vector<FidelityTable>> BuildFidelityReport(const ReferencePaths& pat
   Result<std::vector<FidelityTable>> gemms = PredictGemmTables(paths);
   if (!gemms.ok()) return gemms.status();
   for (FidelityTable& t : gemms.value()) tables.value().push_back(std::move(t));
+  // Megatron's unfused attention kernels on an A100 (issue 42, mechanism 4), after them.
+  Result<FidelityTable> attention = PredictMegatronAttentionTable(paths);
+  if (!attention.ok()) return attention.status();
+  tables.value().push_back(std::move(*attention));
   return tables;
 }
 

@@ -226,6 +226,30 @@ TEST(TransformerLayerOps, SelectiveRecomputeReplaysTheAttentionCore) {
   EXPECT_TRUE(Build(Shipped("megatron-22b"), s).recompute.empty());
 }
 
+// Without causal masking (LayerOpsOptions::causal false: encoders, the FlashAttention papers'
+// benchmarks) the unfused softmax reads every score of a row, and the fused kernel is not causal.
+TEST(TransformerLayerOps, AttentionWithoutCausalMaskingReadsEveryScore) {
+  LayerOpsOptions unfused;
+  unfused.attention = AttentionKernel::kUnfused;
+  unfused.causal = false;
+  LayerOps ops = Build(Shipped("megatron-22b"), Tp(8, false, 4), unfused);
+  const int64_t all = 32LL * 2048 * 2048 * 2;
+  const auto& forward = std::get<MemoryShape>(Find(ops.forward, OpName::kAttentionSoftmax).shape);
+  EXPECT_EQ(forward.bytes_read, all);
+  EXPECT_EQ(forward.bytes_written, all);
+  const auto& backward =
+      std::get<MemoryShape>(Find(ops.backward_input, OpName::kAttentionSoftmaxGrad).shape);
+  EXPECT_EQ(backward.bytes_read, 2 * all);
+  LayerOpsOptions fused;
+  fused.causal = false;
+  LayerOps flash = Build(Shipped("megatron-22b"), Tp(8, false, 4), fused);
+  EXPECT_FALSE(std::get<AttentionShape>(Find(flash.forward, OpName::kFlashAttention).shape).causal);
+  EXPECT_TRUE(std::get<AttentionShape>(
+                  Find(Build(Shipped("megatron-22b"), Tp(8, false, 4)).forward,
+                       OpName::kFlashAttention).shape)
+                  .causal);
+}
+
 TEST(TransformerLayerOps, UnfusedCausalSoftmaxReadsOnlyTheKeysAtOrBeforeEachQuery) {
   // 22B, tp 8, micro-batch 4: 4 * 64 / 8 = 32 score matrices of 2048 x 2048 in 2 bytes. The
   // forward reads 2048 * 2049 / 2 scores of each and writes all of them; the backward reads the
