@@ -329,6 +329,26 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   options.threads = o.threads == 0 ? 0 : std::min(o.threads, cores);
   options.prune = !o.exhaustive;
   SetAttention(o.attention, options.simulation);
+  // What the emitted launch runs is what the ranking simulates: loom validate's executors run
+  // cuDNN's fused attention (exec/cuda/op_runner.cc, sdpa_graph.h); Megatron-DeepSpeed's
+  // --use-flash-attn-v2 runs FlashAttention-2 and it has no flag for cuDNN's.
+  if (o.emit == "plan") {
+    if (o.attention == "flash2") {
+      return Status::InvalidArgument(
+          "--attention flash2 with --emit plan: loom validate's executors run cuDNN's fused "
+          "attention, not FlashAttention-2; give --attention fused or cudnn");
+    }
+    if (o.attention == "fused") options.simulation.fused_attention = AttentionFamily::kCudnn;
+  }
+  if (o.emit == "deepspeed") {
+    if (o.attention == "cudnn") {
+      return Status::InvalidArgument(
+          "--attention cudnn with --emit deepspeed: Megatron-DeepSpeed has no flag for cuDNN's "
+          "fused attention (its --use-flash-attn-v2 runs FlashAttention-2); give --attention "
+          "fused or flash2");
+    }
+    if (o.attention == "fused") options.simulation.fused_attention = AttentionFamily::kFlashAttention2;
+  }
   options.simulation.kernels.dropout = o.dropout;
   if (o.emit == "plan" && o.framework != "auto" && o.framework != "none") {
     return Status::InvalidArgument(

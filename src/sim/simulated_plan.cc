@@ -20,7 +20,11 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
   plan.prediction.bubble_fraction = result.bubble_fraction;
   plan.prediction.peak_memory_bytes = result.peak_memory_bytes;
   plan.step = std::move(result.step);
-  LOOM_ASSIGN_OR_RETURN(ChunkBlocks blocks, BuildChunkBlocks(model, strategy, options.kernels));
+  // The plan's ops run the fused attention the simulation chose for the cluster's GPU.
+  LayerOpsOptions kernels = options.kernels;
+  kernels.fused_family = options.fused_attention.value_or(
+      ChooseFusedAttention(options.framework ? &*options.framework : nullptr, cluster.gpu).family);
+  LOOM_ASSIGN_OR_RETURN(ChunkBlocks blocks, BuildChunkBlocks(model, strategy, kernels));
   plan.workload.predicted = PredictOpTimes(cluster, strategy, blocks);
   plan.workload.chunks = std::move(blocks);
   plan.workload.payloads = prepared.payloads;

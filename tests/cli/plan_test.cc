@@ -476,6 +476,36 @@ TEST(Plan, EmitDeepSpeedJsonHasTheGlobalBatch) {
   EXPECT_TRUE(config.contains("data_types")) << config.dump();
 }
 
+// What a launch runs is what the ranking simulated: Megatron-DeepSpeed's --use-flash-attn-v2 is
+// FlashAttention-2 (cuDNN's has no flag there), loom validate's executors run cuDNN's; a family
+// the launch cannot run is refused.
+TEST(Plan, EmittedLaunchesSimulateTheAttentionTheyRun) {
+  const auto best = [](const CommandResult& r) {
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return nlohmann::json::parse(r.out)["plans"][0]["step_time_s"].get<double>();
+  };
+  const std::vector<std::string> fix = {"--fix", "pp=1,tp=2,cp=1,dp=8,micro_batch=1,zero_stage=1",
+                                        "--top", "1", "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = fix;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return PlanSmall(args);
+  };
+  // On H100 megatron-core runs cuDNN's (faster at this shape); DeepSpeed's launch runs
+  // FlashAttention-2, with or without --attention flash2.
+  EXPECT_LT(best(with({})), best(with({"--attention", "flash2"})));
+  EXPECT_EQ(best(with({"--emit", "deepspeed"})),
+            best(with({"--emit", "deepspeed", "--attention", "flash2"})));
+  CommandResult cudnn = with({"--emit", "deepspeed", "--attention", "cudnn"});
+  EXPECT_NE(cudnn.code, kExitOk);
+  EXPECT_NE(cudnn.err.find("Megatron-DeepSpeed has no flag for cuDNN"), std::string::npos)
+      << cudnn.err;
+  CommandResult flash = PlanSmall({"--fix", "pp=1,tp=2,cp=1,dp=8,micro_batch=1,zero_stage=1",
+                                   "--emit", "plan", "--attention", "flash2"});
+  EXPECT_NE(flash.code, kExitOk);
+  EXPECT_NE(flash.err.find("run cuDNN's fused attention"), std::string::npos) << flash.err;
+}
+
 TEST(Plan, FusedGradientAccumulationCannotBeEmittedForDeepSpeed) {
   CommandResult r = PlanSmall(
       {"--fix", "pp=1", "--top", "2", "--emit", "deepspeed", "--grad-accumulation", "fused"});
@@ -775,6 +805,17 @@ TEST(Plan, EmitPlanWritesAPlanFileOfThePickedStrategyAndSaysHowToValidateIt) {
   EXPECT_EQ(plan->source["simulation"]["full"], false);
   // The file predicts what the planner ranked.
   EXPECT_NEAR(plan->prediction.step_time_s, j["plans"][0]["step_time_s"].get<double>(), 1e-9);
+  // Its ops run cuDNN's fused attention, as loom validate's executors do, and are timed so.
+  int attention = 0;
+  for (const LayerOps& block : plan->workload.chunks.blocks) {
+    for (const Op& op : block.forward) {
+      if (const AttentionShape* a = std::get_if<AttentionShape>(&op.shape)) {
+        EXPECT_EQ(a->family, AttentionFamily::kCudnn);
+        ++attention;
+      }
+    }
+  }
+  EXPECT_GT(attention, 0);
 }
 
 // A plan file is run by loom's executors, which issue from C++: no framework's host thread, and
