@@ -27,11 +27,11 @@ inline constexpr const char* kFrameworkHelp =
 // cudnn (that fused kernel), or unfused (Megatron-LM's own core attention).
 inline constexpr const char* kAttentionHelp =
     "Attention kernel: fused (the framework's fused kernel for the GPU: the framework file's "
-    "fused_attention, e.g. Transformer Engine's cuDNN attention from Hopper on and FlashAttention-2 "
-    "before it), flash2 (FlashAttention-2, at the GPU file's attention_efficiency), cudnn (cuDNN's "
-    "fused attention, at its attention_tiles), or unfused (Megatron-LM's own layers without "
-    "Transformer Engine: its core attention, which keeps the softmax for backward, and bias adds "
-    "and bias gradients as kernels of their own)";
+    "fused_attention, e.g. Transformer Engine's cuDNN attention from Hopper on and "
+    "FlashAttention-2 before it), flash2 (FlashAttention-2, at the GPU file's "
+    "attention_efficiency), cudnn (cuDNN's fused attention, at its attention_tiles), or unfused "
+    "(Megatron-LM's own layers without Transformer Engine: its core attention, which keeps the "
+    "softmax for backward, and bias adds and bias gradients as kernels of their own)";
 inline const std::vector<std::string> kAttentionChoices = {"fused", "flash2", "cudnn", "unfused"};
 
 // Sets |options|' attention kernel, and its family where |attention| names one (flash2, cudnn);

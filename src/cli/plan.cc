@@ -347,7 +347,8 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
           "fused attention (its --use-flash-attn-v2 runs FlashAttention-2); give --attention "
           "fused or flash2");
     }
-    if (o.attention == "fused") options.simulation.fused_attention = AttentionFamily::kFlashAttention2;
+    if (o.attention == "fused")
+      options.simulation.fused_attention = AttentionFamily::kFlashAttention2;
   }
   options.simulation.kernels.dropout = o.dropout;
   if (o.emit == "plan" && o.framework != "auto" && o.framework != "none") {

@@ -17,9 +17,8 @@ double RoundSignificant(double value, int digits) {
 
 nlohmann::ordered_json AttentionTilesJson(const ComputeCalibration& calibration) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const auto& [name, tiles] :
-       {std::pair{"forward", &calibration.attention_forward_tiles},
-        std::pair{"backward", &calibration.attention_backward_tiles}}) {
+  for (const auto& [name, tiles] : {std::pair{"forward", &calibration.attention_forward_tiles},
+                                    std::pair{"backward", &calibration.attention_backward_tiles}}) {
     if (!*tiles) continue;
     const AttentionTileParams& t = **tiles;
     out[name] = {{"matmul_efficiency", RoundSignificant(t.matmul_efficiency, 4)},

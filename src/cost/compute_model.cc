@@ -80,10 +80,9 @@ SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {
   const ComputeCalibration& c = gpu_.calibration;
   // The tiles are cuDNN's kernels (ComputeCalibration::attention_forward_tiles).
   const std::optional<AttentionTileParams> no_tiles;
-  const std::optional<AttentionTileParams>& tiles =
-      a.family != AttentionFamily::kCudnn ? no_tiles
-      : a.backward                        ? c.attention_backward_tiles
-                                          : c.attention_forward_tiles;
+  const std::optional<AttentionTileParams>& tiles = a.family != AttentionFamily::kCudnn ? no_tiles
+                                                    : a.backward ? c.attention_backward_tiles
+                                                                 : c.attention_forward_tiles;
   // The tile model's fitted latency is the whole kernel's fixed time: no kernel overhead on top.
   const double overhead_s = tiles ? 0.0 : c.kernel_overhead_us * 1e-6;
   const double flops = AttentionKernelFlops(a);

@@ -512,11 +512,10 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
       rest.push_back(s);
     }
   }
-  const bool tiles = std::any_of(passes.begin(), passes.end(), [](const auto& p) {
-    return !p.empty();
-  }) && std::all_of(passes.begin(), passes.end(), [](const auto& p) {
-    return p.empty() || p.size() >= kMinAttentionTileSamples;
-  });
+  const bool tiles =
+      std::any_of(passes.begin(), passes.end(), [](const auto& p) { return !p.empty(); }) &&
+      std::all_of(passes.begin(), passes.end(),
+                  [](const auto& p) { return p.empty() || p.size() >= kMinAttentionTileSamples; });
   if (!tiles) return FitJointly(samples, gpu);
   ComputeFit fit;
   fit.calibration = gpu.calibration;

@@ -7,9 +7,9 @@
 #include <variant>
 #include <vector>
 
+#include "core/attention_family.h"
 #include "core/dtype.h"
 #include "core/enum_names.h"
-#include "core/attention_family.h"
 #include "core/memory_access.h"
 
 namespace loom {

@@ -735,9 +735,8 @@ std::string FormatMegatronCommand(const std::vector<std::string>& args,
       "# learning-rate and checkpoint arguments of the run.\n";
   out += StrCat("# Needs Megatron-LM ", VersionName(MinimumMegatronVersion(args)),
                 " or later (written for --megatron-version ", VersionName(options.version), ").\n");
-  out += unfused
-             ? "# Attention: Transformer Engine's unfused core attention (--attention-backend "
-               "unfused), as simulated.\n"
+  out += unfused ? "# Attention: Transformer Engine's unfused core attention (--attention-backend "
+                   "unfused), as simulated.\n"
          : options.fused_family == AttentionFamily::kCudnn
              ? "# Attention: cuDNN's fused attention (--attention-backend fused), as simulated.\n"
          : options.fused_family

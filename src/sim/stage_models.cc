@@ -90,14 +90,11 @@ std::string DescribeTensorClocks(const std::vector<StepTensorClock>& clocks) {
   return out;
 }
 
-Result<std::vector<ChunkCost>> CostStageChunks(const ModelSpec& model, const Strategy& strategy,
-                                               const StageModels& models,
-                                               const Placements& placements,
-                                               const LayerOpsOptions& kernels,
-                                               const HostCosts* host,
-                                               std::vector<StepTensorClock>* clocks,
-                                               const FusedAttentionPolicy& attention,
-                                               std::vector<std::string>* attention_basis) {
+Result<std::vector<ChunkCost>> CostStageChunks(
+    const ModelSpec& model, const Strategy& strategy, const StageModels& models,
+    const Placements& placements, const LayerOpsOptions& kernels, const HostCosts* host,
+    std::vector<StepTensorClock>* clocks, const FusedAttentionPolicy& attention,
+    std::vector<std::string>* attention_basis) {
   std::vector<std::vector<ChunkCost>> per_set;
   for (int32_t set = 0; set < models.sets(); ++set) {
     const GpuSpec& gpu = models.gpu(set);
@@ -105,8 +102,8 @@ Result<std::vector<ChunkCost>> CostStageChunks(const ModelSpec& model, const Str
     if (kernels.attention == AttentionKernel::kFused) {
       FusedAttentionChoice choice;
       if (attention.given) {
-        choice = {*attention.given, std::string(kAttentionFamilyNames.Name(*attention.given)) +
-                                        " (--attention)"};
+        choice = {*attention.given,
+                  std::string(kAttentionFamilyNames.Name(*attention.given)) + " (--attention)"};
       } else {
         choice = ChooseFusedAttention(attention.framework, gpu);
       }
@@ -125,9 +122,8 @@ Result<std::vector<ChunkCost>> CostStageChunks(const ModelSpec& model, const Str
     clock.clock = TensorClock(gpu, strategy.dtype, clock.demand_flops_per_s);
     if (clock.clock < 1.0) {
       const RooflineComputeModel clocked(gpu, ClockRegime::kBurst, clock.clock);
-      LOOM_ASSIGN_OR_RETURN(
-          costs,
-          CostChunks(model, strategy, clocked, models.comm(set), placements, set_kernels, host));
+      LOOM_ASSIGN_OR_RETURN(costs, CostChunks(model, strategy, clocked, models.comm(set),
+                                              placements, set_kernels, host));
     }
     if (clocks != nullptr) clocks->push_back(clock);
     per_set.push_back(std::move(costs));

@@ -1,11 +1,12 @@
 #include "spec/framework.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
-#include "core/json_reader.h"
 #include "core/enum_names.h"
+#include "core/json_reader.h"
 
 namespace loom {
 namespace {
@@ -166,14 +167,15 @@ FusedAttentionChoice ChooseFusedAttention(const FrameworkProfile* framework, con
   }
   const std::string from = Capability(*rule.from_compute_capability);
   if (!gpu.compute_capability) {
-    return {rule.family, file + ": " + std::string(kAttentionFamilyNames.Name(rule.family)) +
-                             " (" + gpu.file +
-                             " gives no compute_capability, so not its family from " + from + ")"};
+    return {rule.family, file + ": " + std::string(kAttentionFamilyNames.Name(rule.family)) + " (" +
+                             gpu.file + " gives no compute_capability, so not its family from " +
+                             from + ")"};
   }
   const bool from_on = *gpu.compute_capability >= *rule.from_compute_capability;
   const AttentionFamily family = from_on ? rule.family_from : rule.family;
-  return {family, file + ": " + std::string(kAttentionFamilyNames.Name(family)) + " (compute capability " +
-                      Capability(*gpu.compute_capability) + (from_on ? " >= " : " < ") + from + ")"};
+  return {family, file + ": " + std::string(kAttentionFamilyNames.Name(family)) +
+                      " (compute capability " + Capability(*gpu.compute_capability) +
+                      (from_on ? " >= " : " < ") + from + ")"};
 }
 
 }  // namespace loom

@@ -73,7 +73,7 @@ struct LayerDims {
   // layers that add a column-parallel bias and reduce every bias gradient in kernels of their own.
   bool unfused = false;
   AttentionFamily fused_family = AttentionFamily::kFlashAttention2;  // LayerOpsOptions'
-  bool causal = true;                                                 // LayerOpsOptions'
+  bool causal = true;                                                // LayerOpsOptions'
   bool attention_bias = false;         // the model's q, k and v projections have biases
   bool attention_output_bias = false;  // its output projection has one (not in Qwen2)
   bool mlp_bias = false;               // its MLP projections have biases

@@ -202,10 +202,20 @@ TEST(Simulate, FrameworkNamesTheHostThreadAndNoneFeedsTheGpu) {
 // on Hopper under megatron-core, FlashAttention-2 under pytorch-eager and on Ampere), each at its
 // own rate, and --attention names one outright; the line and the JSON say which ran and why.
 TEST(Simulate, FusedAttentionIsTheFrameworksKernelForTheGpu) {
-  const std::vector<std::string> h100 = {
-      "simulate", "--model", Shipped("models/llama3-8b.json"), "--cluster",
-      Shipped("hardware/clusters/dgx-h100.json"), "--tp", "2", "--dp", "4", "--global-batch", "8",
-      "--seq", "8192", "--json"};
+  const std::vector<std::string> h100 = {"simulate",
+                                         "--model",
+                                         Shipped("models/llama3-8b.json"),
+                                         "--cluster",
+                                         Shipped("hardware/clusters/dgx-h100.json"),
+                                         "--tp",
+                                         "2",
+                                         "--dp",
+                                         "4",
+                                         "--global-batch",
+                                         "8",
+                                         "--seq",
+                                         "8192",
+                                         "--json"};
   const auto step = [](std::vector<std::string> args,
                        std::vector<std::string> extra) -> nlohmann::json {
     args.insert(args.end(), extra.begin(), extra.end());

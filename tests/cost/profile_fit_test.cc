@@ -150,12 +150,18 @@ TEST(FitComputeCalibration, FewCudnnAttentionSamplesReplaceTheFilesAttentionTile
 // fitted as before, the class is reported as tiles, and the file gets the "attention_tiles" object.
 TEST(FitComputeCalibration, CudnnAttentionFitsTheTileModel) {
   GpuSpec truth = Truth();
-  truth.calibration.attention_forward_tiles = AttentionTileParams{
-      .matmul_efficiency = 0.8, .score_ps = 35, .masked_score_ps = 30, .element_ps = 0.5,
-      .wave_us = 1.5, .latency_us = 12};
-  truth.calibration.attention_backward_tiles = AttentionTileParams{
-      .matmul_efficiency = 0.7, .score_ps = 60, .masked_score_ps = 90, .element_ps = 5,
-      .wave_us = 4, .latency_us = 24};
+  truth.calibration.attention_forward_tiles = AttentionTileParams{.matmul_efficiency = 0.8,
+                                                                  .score_ps = 35,
+                                                                  .masked_score_ps = 30,
+                                                                  .element_ps = 0.5,
+                                                                  .wave_us = 1.5,
+                                                                  .latency_us = 12};
+  truth.calibration.attention_backward_tiles = AttentionTileParams{.matmul_efficiency = 0.7,
+                                                                   .score_ps = 60,
+                                                                   .masked_score_ps = 90,
+                                                                   .element_ps = 5,
+                                                                   .wave_us = 4,
+                                                                   .latency_us = 24};
   std::vector<KernelShape> shapes;
   for (const ProfileSample& s : SyntheticProfile(truth)) {
     if (!std::holds_alternative<AttentionShape>(s.shape)) shapes.push_back(s.shape);

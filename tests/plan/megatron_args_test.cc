@@ -155,14 +155,14 @@ TEST(MegatronArgs, AttentionBackendAndDropoutFollowTheSimulation) {
   EXPECT_NE(FormatMegatronCommand(fused).find("cuDNN's fused attention\n# from Hopper on"),
             std::string::npos);
   // --attention cudnn or flash2 pins Transformer Engine's backend to the kernel simulated.
-  for (const auto& [family, backend] :
-       {std::pair{AttentionFamily::kCudnn, "fused"}, std::pair{AttentionFamily::kFlashAttention2, "flash"}}) {
+  for (const auto& [family, backend] : {std::pair{AttentionFamily::kCudnn, "fused"},
+                                        std::pair{AttentionFamily::kFlashAttention2, "flash"}}) {
     MegatronOptions pinned;
     pinned.fused_family = family;
     const Args a = ArgsOf(Model("gpt3-1.3b"), Plain(1), pinned);
     EXPECT_EQ(After(a, "--attention-backend"), backend);
-    EXPECT_NE(FormatMegatronCommand(a, pinned, Dtype::kBf16).find(
-                  std::string("--attention-backend ") + backend + "), as simulated"),
+    EXPECT_NE(FormatMegatronCommand(a, pinned, Dtype::kBf16)
+                  .find(std::string("--attention-backend ") + backend + "), as simulated"),
               std::string::npos)
         << FormatMegatronCommand(a, pinned, Dtype::kBf16);
   }

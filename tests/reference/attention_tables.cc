@@ -91,8 +91,8 @@ Result<FidelityTable> PredictMegatronAttentionTable(const ReferencePaths& paths)
       return Status::InvalidArgument(csv->file + ": row " + std::to_string(i + 1) + ": pass is \"" +
                                      pass + "\"; use forward, backward or combined");
     }
-    Result<double> predicted = CoreMs(*model, compute, seq, dropout, pass != "backward",
-                                      pass != "forward");
+    Result<double> predicted =
+        CoreMs(*model, compute, seq, dropout, pass != "backward", pass != "forward");
     if (!predicted.ok()) return predicted.status();
     FidelityRow row;
     row.name = "Table " + number + " " + pass + (dropout ? " dropout" : "") +

@@ -114,8 +114,7 @@ TEST(Framework, FusedAttentionErrorsNameTheKeyAndTheFix) {
       {R"({"family": "cudnn", "source": "s", "backend": "te"})", "backend"},
   };
   for (const auto& c : cases) {
-    const std::string path =
-        WriteTemp("bad-attention.json", head + std::string(c.attention) + "}");
+    const std::string path = WriteTemp("bad-attention.json", head + std::string(c.attention) + "}");
     Result<FrameworkProfile> p = LoadFrameworkProfile(path);
     ASSERT_FALSE(p.ok()) << c.attention;
     const std::string message(p.status().message());

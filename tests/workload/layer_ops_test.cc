@@ -244,9 +244,9 @@ TEST(TransformerLayerOps, AttentionWithoutCausalMaskingReadsEveryScore) {
   fused.causal = false;
   LayerOps flash = Build(Shipped("megatron-22b"), Tp(8, false, 4), fused);
   EXPECT_FALSE(std::get<AttentionShape>(Find(flash.forward, OpName::kFlashAttention).shape).causal);
-  EXPECT_TRUE(std::get<AttentionShape>(
-                  Find(Build(Shipped("megatron-22b"), Tp(8, false, 4)).forward,
-                       OpName::kFlashAttention).shape)
+  EXPECT_TRUE(std::get<AttentionShape>(Find(Build(Shipped("megatron-22b"), Tp(8, false, 4)).forward,
+                                            OpName::kFlashAttention)
+                                           .shape)
                   .causal);
 }
 
