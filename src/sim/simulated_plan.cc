@@ -22,8 +22,7 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
   plan.step = std::move(result.step);
   // The plan's ops run the fused attention the simulation chose for the cluster's GPU.
   LayerOpsOptions kernels = options.kernels;
-  kernels.fused_family = options.fused_attention.value_or(
-      ChooseFusedAttention(options.framework ? &*options.framework : nullptr, cluster.gpu).family);
+  kernels.fused_family = options.AttentionPolicy().For(cluster.gpu).family;
   LOOM_ASSIGN_OR_RETURN(ChunkBlocks blocks, BuildChunkBlocks(model, strategy, kernels));
   plan.workload.predicted = PredictOpTimes(cluster, strategy, blocks);
   plan.workload.chunks = std::move(blocks);

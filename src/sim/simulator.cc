@@ -293,9 +293,7 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   LOOM_ASSIGN_OR_RETURN(
       step.costs,
       CostStageChunks(model, strategy, models, placements, options.kernels, host ? &*host : nullptr,
-                      &step.tensor_clocks,
-                      {options.fused_attention, options.framework ? &*options.framework : nullptr},
-                      &step.attention_basis));
+                      &step.tensor_clocks, options.AttentionPolicy(), &step.attention_basis));
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   LOOM_ASSIGN_OR_RETURN(const DataParallelPlan plan,
                         PlanDataParallel(model, strategy, layers, step.schedule));

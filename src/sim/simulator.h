@@ -49,6 +49,11 @@ struct SimulationOptions {
   // The training framework whose host thread issues the work (spec/framework.h): its per-op host
   // costs and synchronisation points. nullopt: no host thread, the GPU is always fed.
   std::optional<FrameworkProfile> framework;
+
+  // How fused attention is chosen per GPU: |fused_attention|, else |framework|'s.
+  FusedAttentionPolicy AttentionPolicy() const {
+    return {fused_attention, framework ? &*framework : nullptr};
+  }
 };
 
 struct StageResult {

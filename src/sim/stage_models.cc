@@ -90,6 +90,11 @@ std::string DescribeTensorClocks(const std::vector<StepTensorClock>& clocks) {
   return out;
 }
 
+FusedAttentionChoice FusedAttentionPolicy::For(const GpuSpec& gpu) const {
+  if (!given) return ChooseFusedAttention(framework, gpu);
+  return {*given, std::string(kAttentionFamilyNames.Name(*given)) + " (--attention)"};
+}
+
 Result<std::vector<ChunkCost>> CostStageChunks(
     const ModelSpec& model, const Strategy& strategy, const StageModels& models,
     const Placements& placements, const LayerOpsOptions& kernels, const HostCosts* host,
@@ -100,13 +105,7 @@ Result<std::vector<ChunkCost>> CostStageChunks(
     const GpuSpec& gpu = models.gpu(set);
     LayerOpsOptions set_kernels = kernels;
     if (kernels.attention == AttentionKernel::kFused) {
-      FusedAttentionChoice choice;
-      if (attention.given) {
-        choice = {*attention.given,
-                  std::string(kAttentionFamilyNames.Name(*attention.given)) + " (--attention)"};
-      } else {
-        choice = ChooseFusedAttention(attention.framework, gpu);
-      }
+      const FusedAttentionChoice choice = attention.For(gpu);
       set_kernels.fused_family = choice.family;
       if (attention_basis != nullptr) attention_basis->push_back(gpu.file + ": " + choice.basis);
     }

@@ -73,6 +73,9 @@ std::string DescribeTensorClocks(const std::vector<StepTensorClock>& clocks);
 struct FusedAttentionPolicy {
   std::optional<AttentionFamily> given;
   const FrameworkProfile* framework = nullptr;
+
+  // The family a GPU of |gpu| runs under this policy, and why.
+  FusedAttentionChoice For(const GpuSpec& gpu) const;
 };
 
 // CostChunks with each virtual stage on its own stage's models: every model set costs the chunks
