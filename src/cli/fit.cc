@@ -617,6 +617,10 @@ Result<std::vector<std::string>> WriteRunFit(const FitCommandOptions& o, const R
           values["memory_bandwidth_fraction_row_reduction"] =
               RoundSignificant(*c.memory_bandwidth_fraction_row_reduction, 4);
         }
+        if (c.gemm_memory_bandwidth_fraction) {
+          values["gemm_memory_bandwidth_fraction"] =
+              RoundSignificant(*c.gemm_memory_bandwidth_fraction, 4);
+        }
         const std::string file = scaled.cluster.gpu.file;
         const auto edit = [&](Json& json) {
           json = WithCalibration(

@@ -34,6 +34,12 @@ double RooflineComputeModel::HbmBytesPerS(MemoryAccess access) const {
   return gpu_.hbm_bandwidth_GBps * 1e9 * gpu_.calibration.MemoryBandwidthFraction(access);
 }
 
+double RooflineComputeModel::GemmHbmBytesPerS() const {
+  const ComputeCalibration& c = gpu_.calibration;
+  if (!c.gemm_memory_bandwidth_fraction) return HbmBytesPerS();
+  return gpu_.hbm_bandwidth_GBps * 1e9 * *c.gemm_memory_bandwidth_fraction;
+}
+
 double GemmCastBytes(const GemmShape& gemm) {
   if (gemm.dtype != Dtype::kFp8) return 0;
   constexpr double kBytesPerElement = 2.0 + 1.0;  // read bf16, write fp8
@@ -71,7 +77,7 @@ SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
   const double result_bytes = outputs * (gemm.accumulate_fp32 ? kAccumulatorBytes : element_bytes);
   const double memory_s =
       (static_cast<double>(gemm.batch) * (m * k + k * n) * element_bytes + result_bytes) /
-      HbmBytesPerS();
+      GemmHbmBytesPerS();
   return SimTime::FromSeconds(gpu_.calibration.kernel_overhead_us * 1e-6 +
                               std::max(compute_s, memory_s));
 }

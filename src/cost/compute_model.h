@@ -127,6 +127,10 @@ class RooflineComputeModel : public ComputeModel {
   double PeakFlopsPerS(Dtype dtype) const;
   // The HBM bandwidth kernels of |access| reach; GEMM and attention traffic streams.
   double HbmBytesPerS(MemoryAccess access = MemoryAccess::kStreaming) const;
+  // The HBM bandwidth of a GEMM whose operand and result bytes bound it: the calibration's
+  // gemm_memory_bandwidth_fraction where measured (cuBLAS's batched GEMMs of unfused attention on
+  // A100 reach about half of HBM; tests/reference/attention_tables.h), else HbmBytesPerS().
+  double GemmHbmBytesPerS() const;
   // |tensor_s| of |flops| in |dtype| at the tensor clock, no faster than the sustained ceiling
   // under kSustained.
   double Clocked(double tensor_s, double flops, Dtype dtype) const;

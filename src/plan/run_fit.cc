@@ -410,6 +410,8 @@ MeasuredRun WithMultipliers(const MeasuredRun& run, const std::vector<RunParam>&
         c.memory_bandwidth_fraction = Clamp01(c.memory_bandwidth_fraction.value_or(1.0) * v);
         if (std::optional<double>& rows = c.memory_bandwidth_fraction_row_reduction)
           *rows = Clamp01(*rows * v);
+        if (std::optional<double>& gemm = c.gemm_memory_bandwidth_fraction)
+          *gemm = Clamp01(*gemm * v);
         break;
       }
       case RunParam::kInterNode:

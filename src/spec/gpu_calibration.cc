@@ -158,6 +158,7 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");
   c.memory_bandwidth_fraction_row_reduction =
       Fraction(r, "memory_bandwidth_fraction_row_reduction");
+  c.gemm_memory_bandwidth_fraction = Fraction(r, "gemm_memory_bandwidth_fraction");
   for (const std::string& dtype : kDtypeNames.Names()) {
     const Dtype d = *kDtypeNames.Parse(dtype);
     c.SustainedTensorFractionSlot(d) = Fraction(r, SustainedTensorFractionKey(d));

@@ -77,6 +77,10 @@ struct ComputeCalibration {
   std::optional<double> memory_bandwidth_fraction;
   // Fraction that row reductions (norms, softmax, cross entropy) reach, where measured apart.
   std::optional<double> memory_bandwidth_fraction_row_reduction;
+  // Fraction that a GEMM reaches where its operand and result bytes, not its math, bound it: the
+  // batched GEMMs of unfused attention, whose K or N is a head dimension and which write or read
+  // the seq x seq score matrix. nullopt: memory_bandwidth_fraction (not measured apart).
+  std::optional<double> gemm_memory_bandwidth_fraction;
   // Fraction of each dtype's dense peak (indexed by Dtype) that tensor-core work run back to back
   // holds: above it a GPU draws more than its power limit and its firmware lowers the SM clock,
   // while a profile's short bursts run at the boost clock (cost/compute_model.h, ClockRegime and

@@ -140,6 +140,27 @@ TEST(RooflineComputeModel, RowReductionsMoveTheirBytesAtTheirOwnFraction) {
   EXPECT_NEAR(model.MemoryBound(copy).ToSeconds(), 1e-3 / 0.9, 1e-9);
 }
 
+// A GEMM bound by its bytes (unfused attention's Q K^T: K is a head dimension, the output the
+// seq x seq scores) moves them at the GEMM's own fraction of HBM where the file measured one
+// (A100: 0.44, fitted on Megatron's attention, tests/reference/attention_tables.h), at the
+// streaming fraction where it did not; a GEMM bound by its math does not change.
+TEST(RooflineComputeModel, GemmsBoundByTheirBytesMoveThemAtTheGemmFraction) {
+  GpuSpec gpu = H100();
+  gpu.calibration.memory_bandwidth_fraction = 0.9;
+  const GemmShape scores{2048, 2048, 64, 128, Dtype::kBf16};
+  const double bytes = 128.0 * (2048.0 * 64 * 2 + 2048.0 * 2048) * 2;
+  const GemmShape square{8192, 8192, 8192, 1, Dtype::kBf16};
+  const double streaming = RooflineComputeModel(gpu).Gemm(scores).ToSeconds();
+  const double math = RooflineComputeModel(gpu).Gemm(square).ToSeconds();
+  EXPECT_NEAR(streaming, bytes / (3350e9 * 0.9), 1e-9);
+  gpu.calibration.gemm_memory_bandwidth_fraction = 0.45;
+  const RooflineComputeModel model(gpu);
+  EXPECT_NEAR(model.Gemm(scores).ToSeconds(), bytes / (3350e9 * 0.45), 1e-9);
+  EXPECT_EQ(model.Gemm(square).ToSeconds(), math);
+  // Memory-bound kernels that are not GEMMs keep the streaming fraction.
+  EXPECT_NEAR(model.MemoryBound({1'675'000'000, 1'675'000'000}).ToSeconds(), 1e-3 / 0.9, 1e-9);
+}
+
 TEST(RooflineComputeModel, MemoryBoundOpsMoveTheirBytesAtHbmBandwidth) {
   RooflineComputeModel model(H100());
   EXPECT_EQ(model.MemoryBound({3'350'000'000, 3'350'000'000}).nanos(), 2'000'000);

@@ -18,10 +18,21 @@ namespace loom {
 // the copy back to [s, b, h]) or the backward's (the two products of each GEMM's gradient, the
 // dropout's and the softmax's gradients) or both, each costed by RooflineComputeModel with
 // tests/reference/steptime/gpus/a100-sxm4-40gb.json and summed, in ms. loom has no cost for the
-// padding mask (the rows with masking are predicted as those without). No calibration is fitted on
-// the table, so its leave-one-source-out column is in-sample. Errors: a missing or malformed
-// table or GPU file.
+// padding mask (the rows with masking are predicted as those without). Where the GPU file's
+// fitted_on names the table (its gemm_memory_bandwidth_fraction is
+// FitMegatronAttentionGemmFraction's), the leave-one-source-out column predicts without that
+// fraction. Errors: a missing or malformed table or GPU file.
 Result<FidelityTable> PredictMegatronAttentionTable(const ReferencePaths& paths);
+
+// The A100's gemm_memory_bandwidth_fraction (spec/gpu_calibration.h) that best predicts the
+// table's forward and backward rows without the padding mask at N >= 1024 (least squares on the
+// log of predicted over measured; the rows below are bound by the host's launches, not the GPU),
+// every other calibration of tests/reference/steptime/gpus/a100-sxm4-40gb.json kept. At these
+// shapes the attention's GEMMs (K = 64 for Q K^T and the product's gradient with respect to the
+// probabilities, N = 64 for the products with V and the gradients of Q and K) write or read the
+// 16 x 8 x N x N scores and are bound by those bytes. Errors: a missing or malformed table or GPU
+// file.
+Result<double> FitMegatronAttentionGemmFraction(const ReferencePaths& paths);
 
 }  // namespace loom
 
