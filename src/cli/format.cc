@@ -9,9 +9,12 @@
 
 namespace loom {
 
+AttentionKernel AttentionKernelOf(const std::string& attention) {
+  return attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+}
+
 void SetAttention(const std::string& attention, SimulationOptions& options) {
-  options.kernels.attention =
-      attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  options.kernels.attention = AttentionKernelOf(attention);
   options.fused_attention = kAttentionFamilyNames.Parse(attention);
 }
 

@@ -34,6 +34,9 @@ inline constexpr const char* kAttentionHelp =
     "softmax for backward, and bias adds and bias gradients as kernels of their own)";
 inline const std::vector<std::string> kAttentionChoices = {"fused", "flash2", "cudnn", "unfused"};
 
+// The kernel an --attention choice runs: unfused, else fused (of whichever family).
+AttentionKernel AttentionKernelOf(const std::string& attention);
+
 // Sets |options|' attention kernel, and its family where |attention| names one (flash2, cudnn);
 // fused leaves the family to the framework. REQUIRES: |attention| is one of kAttentionChoices.
 void SetAttention(const std::string& attention, SimulationOptions& options);

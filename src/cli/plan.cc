@@ -135,7 +135,7 @@ Status CheckGpuRange(const PlanCommandOptions& o) {
 // What the Megatron-LM launch must run as loom simulated it, and the release it is written for.
 MegatronOptions MegatronOptionsOf(const PlanCommandOptions& o) {
   MegatronOptions m;
-  m.attention = o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  m.attention = AttentionKernelOf(o.attention);
   m.fused_family = kAttentionFamilyNames.Parse(o.attention);
   m.dropout = o.dropout;
   m.version = kMegatronVersionNames.Parse(o.megatron_version).value_or(MegatronVersion::kLatest);
@@ -241,8 +241,7 @@ Result<EmitResult> Emit(const PlanCommandOptions& o, const PlanHeader& header,
     return emitted;
   }
   DeepSpeedOptions ds_options;
-  ds_options.attention =
-      o.attention == "unfused" ? AttentionKernel::kUnfused : AttentionKernel::kFused;
+  ds_options.attention = AttentionKernelOf(o.attention);
   LOOM_ASSIGN_OR_RETURN(DeepSpeedPlan ds, DeepSpeedConfig(model, s, ds_options));
   std::string env_text;
   nlohmann::ordered_json env = nlohmann::ordered_json::object();

@@ -22,6 +22,17 @@ namespace {
 constexpr std::array<Dtype, 5> kAllDtypes = {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8, Dtype::kTf32,
                                              Dtype::kFp32};
 
+// |sample|'s shape when it is cuDNN's fused attention (AttentionFamily::kCudnn, what loom probe
+// runs, whose rates the calibration's attention_tiles model), else nullptr.
+const AttentionShape* CudnnAttention(const ProfileSample& sample) {
+  const AttentionShape* a = std::get_if<AttentionShape>(&sample.shape);
+  return a != nullptr && a->family == AttentionFamily::kCudnn ? a : nullptr;
+}
+
+bool HasAttentionTiles(const ComputeCalibration& c) {
+  return c.attention_forward_tiles || c.attention_backward_tiles;
+}
+
 struct ClassSamples {
   OpKind kind = OpKind::kGemm;
   std::optional<Dtype> dtype;
@@ -49,8 +60,8 @@ std::vector<ClassSamples> GroupByClass(const std::vector<ProfileSample>& samples
     ClassSamples attention{OpKind::kAttention, std::nullopt, {}};
     attention.tiles = tiled;
     for (size_t i = 0; i < samples.size(); ++i) {
-      const AttentionShape* a = std::get_if<AttentionShape>(&samples[i].shape);
-      if (a != nullptr && (cudnn_tiles && a->family == AttentionFamily::kCudnn) == tiled)
+      if (samples[i].Kind() == OpKind::kAttention &&
+          (cudnn_tiles && CudnnAttention(samples[i]) != nullptr) == tiled)
         attention.index.push_back(i);
     }
     if (!attention.index.empty()) {
@@ -305,11 +316,8 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
   // them: the fit drops the tiles (SetKeys removes the key).
   const bool drops_tiles =
       std::any_of(samples.begin(), samples.end(),
-                  [](const ProfileSample& s) {
-                    const AttentionShape* a = std::get_if<AttentionShape>(&s.shape);
-                    return a != nullptr && a->family == AttentionFamily::kCudnn;
-                  }) &&
-      (gpu.calibration.attention_forward_tiles || gpu.calibration.attention_backward_tiles);
+                  [](const ProfileSample& s) { return CudnnAttention(s) != nullptr; }) &&
+      HasAttentionTiles(gpu.calibration);
   if (drops_tiles) {
     trial.calibration.attention_forward_tiles.reset();
     trial.calibration.attention_backward_tiles.reset();
@@ -505,8 +513,7 @@ Result<ComputeFit> FitComputeCalibration(const std::vector<ProfileSample>& sampl
   std::array<std::vector<AttentionTiming>, 2> passes;
   std::vector<ProfileSample> rest;
   for (const ProfileSample& s : samples) {
-    const AttentionShape* a = std::get_if<AttentionShape>(&s.shape);
-    if (a != nullptr && a->family == AttentionFamily::kCudnn) {
+    if (const AttentionShape* a = CudnnAttention(s)) {
       passes[a->backward ? 1 : 0].push_back({*a, s.median_us * 1e-6});
     } else {
       rest.push_back(s);
@@ -553,8 +560,8 @@ Result<ComputeFit> CheckComputeCalibration(const std::vector<ProfileSample>& sam
                                            const GpuSpec& gpu) {
   if (samples.empty())
     return Status::InvalidArgument("the profile has no samples to check the calibration against");
-  const std::vector<ClassSamples> classes = GroupByClass(
-      samples, gpu.calibration.attention_forward_tiles || gpu.calibration.attention_backward_tiles);
+  const std::vector<ClassSamples> classes =
+      GroupByClass(samples, HasAttentionTiles(gpu.calibration));
   ComputeFit check;
   check.calibration = gpu.calibration;
   for (const ClassSamples& k : classes) {

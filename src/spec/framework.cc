@@ -1,11 +1,11 @@
 #include "spec/framework.h"
 
-#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "core/enum_names.h"
+#include "core/formatted.h"
 #include "core/json_reader.h"
 
 namespace loom {
@@ -146,14 +146,6 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
   return j;
 }
 
-namespace {
-std::string Capability(double cc) {
-  char text[16];
-  std::snprintf(text, sizeof text, "%.1f", cc);
-  return text;
-}
-}  // namespace
-
 FusedAttentionChoice ChooseFusedAttention(const FrameworkProfile* framework, const GpuSpec& gpu) {
   if (framework == nullptr || !framework->fused_attention) {
     return {AttentionFamily::kFlashAttention2,
@@ -165,7 +157,7 @@ FusedAttentionChoice ChooseFusedAttention(const FrameworkProfile* framework, con
   if (!rule.from_compute_capability) {
     return {rule.family, file + ": " + std::string(kAttentionFamilyNames.Name(rule.family))};
   }
-  const std::string from = Capability(*rule.from_compute_capability);
+  const std::string from = Fixed(*rule.from_compute_capability, 1);
   if (!gpu.compute_capability) {
     return {rule.family, file + ": " + std::string(kAttentionFamilyNames.Name(rule.family)) + " (" +
                              gpu.file + " gives no compute_capability, so not its family from " +
@@ -174,7 +166,7 @@ FusedAttentionChoice ChooseFusedAttention(const FrameworkProfile* framework, con
   const bool from_on = *gpu.compute_capability >= *rule.from_compute_capability;
   const AttentionFamily family = from_on ? rule.family_from : rule.family;
   return {family, file + ": " + std::string(kAttentionFamilyNames.Name(family)) +
-                      " (compute capability " + Capability(*gpu.compute_capability) +
+                      " (compute capability " + Fixed(*gpu.compute_capability, 1) +
                       (from_on ? " >= " : " < ") + from + ")"};
 }
 

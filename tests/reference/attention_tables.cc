@@ -106,8 +106,22 @@ Result<double> PredictMs(const ModelSpec& model, const GpuSpec& gpu, const Measu
                 m.pass != "forward");
 }
 
-Result<GpuSpec> LoadA100(const ReferencePaths& paths) {
-  return LoadGpuSpec(paths.tables_dir + "/steptime/gpus/a100-sxm4-40gb.json");
+// What the table's predictions read: its measurements, the A100-40GB file it was measured on and
+// the benchmark's one-layer model.
+struct AttentionInputs {
+  std::vector<Measurement> rows;
+  GpuSpec gpu;
+  ModelSpec model;
+};
+
+Result<AttentionInputs> LoadAttentionInputs(const ReferencePaths& paths) {
+  Result<std::vector<Measurement>> rows = ReadTable(paths);
+  if (!rows.ok()) return rows.status();
+  Result<GpuSpec> gpu = LoadGpuSpec(paths.tables_dir + "/steptime/gpus/a100-sxm4-40gb.json");
+  if (!gpu.ok()) return gpu.status();
+  Result<ModelSpec> model = MegatronGpt(kHeads, kHeads * kHeadDim, 1, kTable);
+  if (!model.ok()) return model.status();
+  return AttentionInputs{std::move(*rows), std::move(*gpu), std::move(*model)};
 }
 
 // The GPU as the fit would leave it without this table: its GEMM fraction unset, so memory-bound
@@ -126,24 +140,20 @@ bool FittedOnTheTable(const GpuSpec& gpu) {
 }  // namespace
 
 Result<double> FitMegatronAttentionGemmFraction(const ReferencePaths& paths) {
-  Result<std::vector<Measurement>> rows = ReadTable(paths);
-  if (!rows.ok()) return rows.status();
-  Result<GpuSpec> a100 = LoadA100(paths);
-  if (!a100.ok()) return a100.status();
-  Result<ModelSpec> model = MegatronGpt(kHeads, kHeads * kHeadDim, 1, kTable);
-  if (!model.ok()) return model.status();
+  Result<AttentionInputs> in = LoadAttentionInputs(paths);
+  if (!in.ok()) return in.status();
   std::vector<Measurement> fit;
-  for (const Measurement& m : *rows) {
+  for (const Measurement& m : in->rows) {
     if (!m.masking && m.pass != "combined" && m.seq >= kMinFitSeq) fit.push_back(m);
   }
   if (fit.empty()) return Status::InvalidArgument(kTable + std::string(": no row to fit"));
-  GpuSpec gpu = WithoutTheFit(*a100);
+  GpuSpec gpu = WithoutTheFit(in->gpu);
   // Sum of squared log errors at |fraction|; one unknown, so a golden-section search over it.
   const auto cost = [&](double fraction) -> Result<double> {
     gpu.calibration.gemm_memory_bandwidth_fraction = fraction;
     double sum = 0;
     for (const Measurement& m : fit) {
-      Result<double> ms = PredictMs(*model, gpu, m);
+      Result<double> ms = PredictMs(in->model, gpu, m);
       if (!ms.ok()) return ms.status();
       sum += std::pow(std::log(*ms / m.ms), 2);
     }
@@ -162,15 +172,11 @@ Result<double> FitMegatronAttentionGemmFraction(const ReferencePaths& paths) {
 }
 
 Result<FidelityTable> PredictMegatronAttentionTable(const ReferencePaths& paths) {
-  Result<std::vector<Measurement>> rows = ReadTable(paths);
-  if (!rows.ok()) return rows.status();
-  Result<GpuSpec> gpu = LoadA100(paths);
-  if (!gpu.ok()) return gpu.status();
-  Result<ModelSpec> model = MegatronGpt(kHeads, kHeads * kHeadDim, 1, kTable);
-  if (!model.ok()) return model.status();
+  Result<AttentionInputs> in = LoadAttentionInputs(paths);
+  if (!in.ok()) return in.status();
   // The file's GEMM fraction is fitted on this table: its leave-one-source-out column drops it.
-  const bool refit = FittedOnTheTable(*gpu);
-  const GpuSpec without = WithoutTheFit(*gpu);
+  const bool refit = FittedOnTheTable(in->gpu);
+  const GpuSpec without = WithoutTheFit(in->gpu);
   FidelityTable table;
   table.name = "flashattention1_megatron_a100";
   table.title =
@@ -180,10 +186,10 @@ Result<FidelityTable> PredictMegatronAttentionTable(const ReferencePaths& paths)
   table.unit = "ms";
   table.source_file = kTable;
   table.refitted = refit;
-  for (const Measurement& m : *rows) {
-    Result<double> predicted = PredictMs(*model, *gpu, m);
+  for (const Measurement& m : in->rows) {
+    Result<double> predicted = PredictMs(in->model, in->gpu, m);
     if (!predicted.ok()) return predicted.status();
-    Result<double> loso = refit ? PredictMs(*model, without, m) : predicted;
+    Result<double> loso = refit ? PredictMs(in->model, without, m) : predicted;
     if (!loso.ok()) return loso.status();
     FidelityRow row;
     row.name = "Table " + m.number + " " + m.pass + (m.dropout ? " dropout" : "") +

@@ -243,25 +243,25 @@ TEST(FidelityReport, MultiNodeTablesLeaveEachSiteOut) {
 // grid, on which nothing is fitted, at the sustained ceiling within issue 42's held-out target
 // (median 5 %, p90 10 % of the kernel time).
 // Whether |r|, a GEMM table row named "<gpu> <dtype> MxNxK ...", is an A100 fp16 GEMM predicted at
-// its operand and result bytes over the A100 file's GEMM HBM bandwidth.
-bool BoundByBytesOnA100(const FidelityRow& r) {
+// its operand and result bytes over |a100|'s (the A100 file's) GEMM HBM bandwidth.
+bool BoundByBytesOnA100(const FidelityRow& r, const GpuSpec& a100) {
   long long m = 0, n = 0, k = 0;
   if (r.name.rfind("a100-sxm4-80gb fp16 ", 0) != 0 ||
       std::sscanf(r.name.c_str(), "a100-sxm4-80gb fp16 %lldx%lldx%lld", &m, &n, &k) != 3)
     return false;
-  Result<GpuSpec> gpu = LoadGpuSpec(Paths().gpus_dir + "/a100-sxm4-80gb.json");
-  if (!gpu.ok() || !gpu->calibration.gemm_memory_bandwidth_fraction) return false;
+  const std::optional<double>& fraction = a100.calibration.gemm_memory_bandwidth_fraction;
+  if (!fraction) return false;
   const double bytes =
       2.0 * (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n);
-  const double us =
-      1e6 * bytes /
-      (gpu->hbm_bandwidth_GBps * 1e9 * *gpu->calibration.gemm_memory_bandwidth_fraction);
+  const double us = 1e6 * bytes / (a100.hbm_bandwidth_GBps * 1e9 * *fraction);
   return std::fabs(r.predicted - us) < 1e-3 * us;
 }
 
 TEST(FidelityReport, GemmTablesLeaveEachTableAndSourceOut) {
   Result<std::vector<FidelityTable>> tables = BuildFidelityReport(Paths());
   ASSERT_TRUE(tables.ok()) << tables.status().message();
+  Result<GpuSpec> a100 = LoadGpuSpec(Paths().gpus_dir + "/a100-sxm4-80gb.json");
+  ASSERT_TRUE(a100.ok()) << a100.status().message();
   std::vector<std::string> names;
   for (const FidelityTable& t : *tables) {
     if (t.name.rfind("gemm_", 0) != 0) continue;
@@ -285,7 +285,7 @@ TEST(FidelityReport, GemmTablesLeaveEachTableAndSourceOut) {
       // A GEMM whose bytes bound it is timed by gemm_memory_bandwidth_fraction, which is fitted on
       // another table (Megatron's attention): leaving a GEMM source out moves it only where the
       // refit's math time exceeds its bytes' time.
-      const bool bound_by_bytes = BoundByBytesOnA100(r);
+      const bool bound_by_bytes = BoundByBytesOnA100(r, *a100);
       EXPECT_TRUE(r.loso_predicted != r.predicted || bound_by_bytes) << t.name << " " << r.name;
       EXPECT_TRUE(r.site_loso_predicted != r.predicted || bound_by_bytes)
           << t.name << " " << r.name;
