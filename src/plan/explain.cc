@@ -76,7 +76,7 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
   // they cannot (then the rules say why).
   if (PlannerBalancesLayers(cluster, s)) {
     Result<std::vector<int64_t>> layout =
-        BalancedPipelineLayout(model, cluster, s, options.simulation.kernels);
+        BalancedPipelineLayout(model, cluster, s, options.simulation.Kernels());
     if (layout.ok()) s.layout = *layout;
   }
   LOOM_ASSIGN_OR_RETURN(SimulationResult result,

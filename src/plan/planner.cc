@@ -186,7 +186,7 @@ std::array<double, kStepParallelismRegimes> RiskFactors(const ClusterSpec& clust
 void BalanceLayers(const Search& search, Strategy& s) {
   if (!PlannerBalancesLayers(search.cluster, s)) return;
   Result<std::vector<int64_t>> layout =
-      BalancedPipelineLayout(search.model, search.cluster, s, search.options.simulation.kernels);
+      BalancedPipelineLayout(search.model, search.cluster, s, search.options.simulation.Kernels());
   if (layout.ok()) s.layout = *layout;
 }
 

@@ -16,7 +16,18 @@ struct CostContext {
   const Placements& placements;
   const Strategy& strategy;
   const HostCosts* host = nullptr;
+  // The framework overlaps column-parallel linears' backward collectives with their GEMMs
+  // (LayerOpsOptions::tp_backward_overlap), and --tp-comm-overlap does not replace that.
+  bool tp_backward_overlap = false;
 };
+
+CostContext MakeContext(const ComputeModel& compute, const CommModel& comm,
+                        const Placements& placements, const Strategy& strategy,
+                        const LayerOpsOptions& kernels, const HostCosts* host) {
+  return {compute,    comm,
+          placements, strategy,
+          host,       kernels.tp_backward_overlap && strategy.tp > 1 && !strategy.tp_comm_overlap};
+}
 
 // The host side of ops issued one after another: |issued| the host's time so far, |end| when the
 // last op ends on a GPU that was free from the start, both from the host's start.
@@ -50,13 +61,17 @@ bool IsOverlappableTp(const CollectiveShape& c) {
 
 // |host_per_op|: each op's host cost. |graph|: the ops are part of a captured CUDA graph, which
 // costs the host nothing per op; |launch|: this list starts the graph, whose launch it pays.
+// |times|, if given, gets each op's time (zero for a ring step, which is not in the pass's time).
 PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx,
-                 SimTime host_per_op = SimTime(), bool graph = false, bool launch = false) {
+                 SimTime host_per_op = SimTime(), bool graph = false, bool launch = false,
+                 std::vector<SimTime>* times = nullptr) {
   PassCost cost;
   SimTime gemm, overlappable;
   HostClock clock;
   if (graph && launch && !ops.empty()) clock.Issue(ctx.host->graph_launch, SimTime());
-  for (const Op& op : ops) {
+  if (times != nullptr) times->assign(ops.size(), SimTime());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i];
     cost.flops += static_cast<double>(OpFlops(op));
     if (op.kind == OpKind::kCollective &&
         IsRingExchange(std::get<CollectiveShape>(op.shape), ctx)) {
@@ -68,6 +83,7 @@ PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx,
       continue;
     }
     const SimTime t = OpTime(op, ctx.compute, ctx.comm, ctx.placements);
+    if (times != nullptr) (*times)[i] = t;
     cost.time += t;
     clock.Issue(graph ? SimTime() : host_per_op, t);
     if (op.kind == OpKind::kCollective) {
@@ -104,9 +120,38 @@ void Add(PassCost& into, const PassCost& more) {
 // The per-micro-batch cost of one block of ops (a layer, the embedding or the head).
 struct BlockCost {
   PassCost forward, backward_input, backward_weight;
+  SimTime joint_tp_hidden;  // ChunkCost::joint_tp_hidden
   ActivationBytes activations;
   int64_t logits = 0;  // of activations.kept
 };
+
+// Each backward collective of |ops| that runs beside a GEMM of its linear (TpBackwardPartners)
+// hides as much of its time as that GEMM takes: into B's tp_hidden when the GEMM is B's (the
+// input gradient beside the re-gather), into |joint_tp_hidden| when it is W's (the weight
+// gradient beside the input gradient's reduction), hidden only where B and W run as one pass.
+// |b_times| and |w_times|: the times of B's and W's ops (CostOps).
+void AddTpBackwardOverlap(const LayerOps& ops, const std::vector<SimTime>& b_times,
+                          const std::vector<SimTime>& w_times, BlockCost& cost) {
+  const auto find = [](const std::vector<Op>& list, OpName name) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].name == name) return static_cast<int64_t>(i);
+    }
+    return int64_t{-1};
+  };
+  for (size_t c = 0; c < ops.backward_input.size(); ++c) {
+    if (ops.backward_input[c].kind != OpKind::kCollective) continue;
+    for (const OpName partner : TpBackwardPartners(ops.backward_input[c].name)) {
+      if (const int64_t b = find(ops.backward_input, partner); b >= 0) {
+        cost.backward_input.tp_hidden += Min(b_times[c], b_times[b]);
+        break;
+      }
+      if (const int64_t w = find(ops.backward_weight, partner); w >= 0) {
+        cost.joint_tp_hidden += Min(b_times[c], w_times[w]);
+        break;
+      }
+    }
+  }
+}
 
 // |layer|: a transformer layer, which a framework may run as CUDA graphs.
 BlockCost CostBlock(const LayerOps& ops, const CostContext& ctx, bool layer) {
@@ -117,11 +162,15 @@ BlockCost CostBlock(const LayerOps& ops, const CostContext& ctx, bool layer) {
   cost.forward = CostOps(ops.forward, ctx, forward, graph, true);
   // A captured backward is one graph with its recompute and its weight gradients: the first
   // non-empty list of the three launches it.
+  std::vector<SimTime> b_times, w_times;
+  const bool overlap = ctx.tp_backward_overlap;
   cost.backward_input = CostOps(ops.recompute, ctx, forward, graph, true);
-  Add(cost.backward_input,
-      CostOps(ops.backward_input, ctx, backward, graph, ops.recompute.empty()));
-  cost.backward_weight = CostOps(ops.backward_weight, ctx, backward, graph,
-                                 ops.recompute.empty() && ops.backward_input.empty());
+  Add(cost.backward_input, CostOps(ops.backward_input, ctx, backward, graph, ops.recompute.empty(),
+                                   overlap ? &b_times : nullptr));
+  cost.backward_weight =
+      CostOps(ops.backward_weight, ctx, backward, graph,
+              ops.recompute.empty() && ops.backward_input.empty(), overlap ? &w_times : nullptr);
+  if (overlap) AddTpBackwardOverlap(ops, b_times, w_times, cost);
   cost.activations = SumActivationBytes(ops);
   cost.logits = LogitsBytes(ops);
   return cost;
@@ -131,6 +180,7 @@ void AddBlock(ChunkCost& chunk, const BlockCost& block) {
   Add(chunk.forward, block.forward);
   Add(chunk.backward_input, block.backward_input);
   Add(chunk.backward_weight, block.backward_weight);
+  chunk.joint_tp_hidden += block.joint_tp_hidden;
   chunk.kept_activation_bytes += block.activations.kept;
   chunk.logits_bytes += block.logits;
   chunk.recompute_activation_bytes =
@@ -153,6 +203,19 @@ PassCost CombinePasses(const PassCost& first, const PassCost& second) {
   PassCost both = first;
   Add(both, second);
   return both;
+}
+
+PassCost BackwardPass(const ChunkCost& cost) {
+  PassCost both = CombinePasses(cost.backward_input, cost.backward_weight);
+  both.tp_hidden += cost.joint_tp_hidden;
+  return both;
+}
+
+SimTime PassSpan(const PassCost& pass, double hidden_sm_share) {
+  const SimTime serial = pass.time - pass.tp_hidden;
+  if (hidden_sm_share == 0 || pass.tp_hidden == SimTime()) return serial;
+  const double slowed = static_cast<double>(pass.tp_hidden.nanos()) * hidden_sm_share;
+  return serial + SimTime::FromNanos(std::llround(slowed));
 }
 
 SimTime ScaledHostTime(const FrameworkProfile& framework, double us) {
@@ -223,15 +286,23 @@ SimTime OpTime(const Op& op, const ComputeModel& compute, const CommModel& comm,
   return SimTime();
 }
 
+BlockPasses CostBlockPasses(const LayerOps& ops, const Strategy& strategy,
+                            const ComputeModel& compute, const CommModel& comm,
+                            const Placements& placements, const LayerOpsOptions& kernels) {
+  const CostContext ctx = MakeContext(compute, comm, placements, strategy, kernels, nullptr);
+  const BlockCost block = CostBlock(ops, ctx, false);
+  PassCost backward = CombinePasses(block.backward_input, block.backward_weight);
+  backward.tp_hidden += block.joint_tp_hidden;
+  return {block.forward, backward};
+}
+
 std::vector<PassCost> CostBlocks(const ChunkBlocks& blocks, const Strategy& strategy,
                                  const ComputeModel& compute, const CommModel& comm,
-                                 const Placements& placements) {
-  const CostContext ctx{compute, comm, placements, strategy, nullptr};
+                                 const Placements& placements, const LayerOpsOptions& kernels) {
   std::vector<PassCost> costs;
-  for (size_t i = 0; i < blocks.blocks.size(); ++i) {
-    const BlockCost block = CostBlock(blocks.blocks[i], ctx, i > 0 && i + 1 < blocks.blocks.size());
-    costs.push_back(
-        CombinePasses(CombinePasses(block.forward, block.backward_input), block.backward_weight));
+  for (const LayerOps& ops : blocks.blocks) {
+    const BlockPasses block = CostBlockPasses(ops, strategy, compute, comm, placements, kernels);
+    costs.push_back(CombinePasses(block.forward, block.backward));
   }
   return costs;
 }
@@ -241,7 +312,7 @@ Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy
                                           const Placements& placements,
                                           const LayerOpsOptions& kernels, const HostCosts* host) {
   LOOM_ASSIGN_OR_RETURN(ChunkBlocks blocks, BuildChunkBlocks(model, strategy, kernels));
-  const CostContext ctx{compute, comm, placements, strategy, host};
+  const CostContext ctx = MakeContext(compute, comm, placements, strategy, kernels, host);
   std::vector<BlockCost> block_costs;
   // Block 0 is the embedding and the last the output head (BuildChunkBlocks); the rest are layers.
   for (size_t i = 0; i < blocks.blocks.size(); ++i) {

@@ -23,8 +23,9 @@ struct PassCost {
   SimTime time;     // every op in order, tensor-parallel collectives included (they block the
                     // next op in Megatron-LM, so they are on the critical path of the pass)
   SimTime tp_comm;  // the part of |time| spent in tp/cp/ep collectives
-  // With --tp-comm-overlap, the part of |tp_comm| hidden under the pass's GEMMs: it runs beside
-  // the kernels, not after them.
+  // The part of |tp_comm| hidden under the pass's GEMMs, by --tp-comm-overlap or by the
+  // framework's asynchronous backward collectives (LayerOpsOptions::tp_backward_overlap): it runs
+  // beside the kernels, not after them.
   SimTime tp_hidden;
   // Ring attention (--cp-comm p2p with cp > 1): the pass's attention kernels (part of |time|)
   // run in ring_steps + 1 equal blocks, and between blocks i and i + 1 each rank passes the K/V
@@ -66,7 +67,7 @@ SimTime ScaledHostTime(const FrameworkProfile& framework, double us);
 // REQUIRES: parts >= 1, 0 <= index < parts.
 PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index);
 
-// |first| then |second| as one pass (B and W run together as BW).
+// |first| then |second| as one pass.
 PassCost CombinePasses(const PassCost& first, const PassCost& second);
 
 // What one virtual stage (model chunk) costs per micro-batch.
@@ -74,6 +75,9 @@ struct ChunkCost {
   PassCost forward;
   PassCost backward_input;            // B, recompute replay included
   PassCost backward_weight;           // W
+  // Of B's tp collectives, the part hidden beside W's GEMMs when B and W run as one pass (BW):
+  // a column-parallel linear's input-gradient reduction beside its weight-gradient GEMM.
+  SimTime joint_tp_hidden;
   int64_t kept_activation_bytes = 0;  // from F until its W (or BW) ends
   // Of |kept_activation_bytes|, what the loss keeps (the last virtual stage's only): the fp32
   // softmax of the logits, the target mask and the targets (LogitsBytes).
@@ -86,6 +90,16 @@ struct ChunkCost {
 // entropy saves the fp32 softmax of the logits, the target mask and the masked targets
 // (workload/vocab_ops.cc). Zero for a block without a loss.
 int64_t LogitsBytes(const LayerOps& ops);
+
+// B and W of |cost| as one pass (BW): CombinePasses of the two, hiding |joint_tp_hidden| too.
+PassCost BackwardPass(const ChunkCost& cost);
+
+// How long |pass| keeps an otherwise idle rank busy, as the engine runs it (sim/engine.h): its
+// kernels, slowed to 1 - |hidden_sm_share| of their rate while its hidden tp collectives run beside
+// them and hold that share of the SMs, then its exposed collectives; time - tp_hidden x (1 -
+// share). REQUIRES: the kernels outlast the hidden part at that rate (as tp_hidden <= the GEMMs'
+// time makes them at any share up to 1/2).
+SimTime PassSpan(const PassCost& pass, double hidden_sm_share);
 
 // Group placements of a strategy's communicators on a cluster (Megatron-LM rank order: tp
 // fastest, then cp, dp, pp; for the expert layers etp fastest, then ep, then expert dp).
@@ -112,12 +126,22 @@ Result<std::vector<ChunkCost>> CostChunks(const ModelSpec& model, const Strategy
                                           const LayerOpsOptions& kernels = {},
                                           const HostCosts* host = nullptr);
 
-// What each block of |blocks| (the embedding, each kind of layer, the output head) costs per
-// micro-batch under |compute| and |comm|: its forward, backward-input and backward-weight passes
-// as one (CombinePasses), without a host thread.
+// What one block of ops (a layer, the embedding or the head, built with |kernels|) costs per
+// micro-batch without a host thread: its forward, and its backward with B and W as one pass.
+struct BlockPasses {
+  PassCost forward;
+  PassCost backward;
+};
+BlockPasses CostBlockPasses(const LayerOps& ops, const Strategy& strategy,
+                            const ComputeModel& compute, const CommModel& comm,
+                            const Placements& placements, const LayerOpsOptions& kernels = {});
+
+// What each block of |blocks| (the embedding, each kind of layer, the output head; built with
+// |kernels|) costs per micro-batch under |compute| and |comm|: its forward and backward passes
+// as one (CostBlockPasses, CombinePasses), without a host thread.
 std::vector<PassCost> CostBlocks(const ChunkBlocks& blocks, const Strategy& strategy,
                                  const ComputeModel& compute, const CommModel& comm,
-                                 const Placements& placements);
+                                 const Placements& placements, const LayerOpsOptions& kernels = {});
 
 }  // namespace loom
 

@@ -115,13 +115,44 @@ void SetFabrics(const Strategy& strategy, const Placements& placements, StepGrap
 // all-gather bytes as reduce-scatter bytes (two of each per layer), so it holds 8.5 SMs on average.
 constexpr double kTpOverlapSms = (1.0 + 16.0) / 2.0;
 
+}  // namespace
+
+TpHiddenHold TpHiddenSmHold(const ClusterSpec& cluster, const GpuSpec& gpu,
+                            const Strategy& strategy, const Placements& placements,
+                            bool framework_overlap) {
+  if (strategy.tp < 2) return {};
+  const double sms = static_cast<double>(gpu.sm_count);
+  if (strategy.tp_comm_overlap) {
+    return {std::min(0.9, kTpOverlapSms / sms),
+            "--tp-comm-overlap's userbuffers hold 8.5 SMs (Transformer Engine's defaults)"};
+  }
+  if (!framework_overlap) return {};
+  // The NCCL kernel of the reduction (the re-gather's has as many channels on these paths).
+  const CollectiveKind kind =
+      strategy.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  const NcclCtaCount ctas = NcclCtas(cluster, kind, placements.tp);
+  if (!ctas.ctas) {
+    return {0,
+            "the framework's asynchronous tp collectives take no SMs from the GEMMs beside "
+            "them: the cluster file has no " +
+                std::string(ctas.key)};
+  }
+  return {std::min(0.9, static_cast<double>(*ctas.ctas) / sms),
+          "the framework's asynchronous tp collectives hold " + std::to_string(*ctas.ctas) +
+              " SMs beside the GEMMs (" + std::string(ctas.key) + ")"};
+}
+
+namespace {
+
 // Per stage, the share of its GPU's SMs the data-parallel collectives (NCCL: NcclCtas) and the
-// hidden tp collectives (kTpOverlapSms) hold while they run beside compute, and |basis| saying so.
+// hidden tp collectives (TpHiddenSmHold) hold while they run beside compute, and |basis| saying
+// so.
 void SetSmHolds(const ClusterSpec& cluster, const Strategy& strategy, const DataParallelPlan& plan,
-                const Placements& placements, StepGraphConfig& config, std::string& basis) {
+                const Placements& placements, bool framework_overlap, StepGraphConfig& config,
+                std::string& basis) {
   const bool dp = strategy.dp > 1;
   const NcclCtaCount ctas = NcclCtas(cluster, plan.grad_reduce, placements.dp);
-  const bool tp = strategy.tp_comm_overlap;
+  const bool tp = strategy.tp > 1 && (strategy.tp_comm_overlap || framework_overlap);
   if (!dp && !tp) return;
   const int64_t sms = GpuOfStage(cluster, strategy, 0).sm_count;
   if (dp && ctas.ctas) {
@@ -134,14 +165,18 @@ void SetSmHolds(const ClusterSpec& cluster, const Strategy& strategy, const Data
         std::string(ctas.key) + " (add NCCL's channel count, NCCL_DEBUG=INFO's \"coll channels\")";
   }
   if (tp) {
-    basis += std::string(basis.empty() ? "" : "; ") +
-             "--tp-comm-overlap's userbuffers hold 8.5 SMs (Transformer Engine's defaults)";
+    const TpHiddenHold hold = TpHiddenSmHold(cluster, GpuOfStage(cluster, strategy, 0), strategy,
+                                             placements, framework_overlap);
+    basis += std::string(basis.empty() ? "" : "; ") + hold.basis;
   }
   for (int64_t stage = 0; stage < strategy.pp; ++stage) {
-    const double stage_sms = static_cast<double>(GpuOfStage(cluster, strategy, stage).sm_count);
+    const GpuSpec& gpu = GpuOfStage(cluster, strategy, stage);
+    const double stage_sms = static_cast<double>(gpu.sm_count);
     SmHolds holds;
     if (dp && ctas.ctas) holds.nccl = std::min(0.9, static_cast<double>(*ctas.ctas) / stage_sms);
-    if (tp) holds.tp_hidden = std::min(0.9, kTpOverlapSms / stage_sms);
+    if (tp) {
+      holds.tp_hidden = TpHiddenSmHold(cluster, gpu, strategy, placements, framework_overlap).share;
+    }
     config.sm_holds.push_back(holds);
   }
 }
@@ -290,10 +325,10 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   const Placements placements = PlaceStrategy(strategy, cluster);
   const std::optional<HostCosts> host =
       options.framework ? std::optional<HostCosts>(HostCostsOf(*options.framework)) : std::nullopt;
-  LOOM_ASSIGN_OR_RETURN(
-      step.costs,
-      CostStageChunks(model, strategy, models, placements, options.kernels, host ? &*host : nullptr,
-                      &step.tensor_clocks, options.AttentionPolicy(), &step.attention_basis));
+  LOOM_ASSIGN_OR_RETURN(step.costs,
+                        CostStageChunks(model, strategy, models, placements, options.Kernels(),
+                                        host ? &*host : nullptr, &step.tensor_clocks,
+                                        options.AttentionPolicy(), &step.attention_basis));
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   LOOM_ASSIGN_OR_RETURN(const DataParallelPlan plan,
                         PlanDataParallel(model, strategy, layers, step.schedule));
@@ -318,7 +353,8 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, plan, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);
   if (options.share_sms)
-    SetSmHolds(cluster, strategy, plan, placements, step.config, step.sm_basis);
+    SetSmHolds(cluster, strategy, plan, placements, options.Kernels().tp_backward_overlap,
+               step.config, step.sm_basis);
   if (options.framework) SetHost(*options.framework, layers, step.schedule, step.config);
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;

@@ -50,6 +50,13 @@ struct SimulationOptions {
   // costs and synchronisation points. nullopt: no host thread, the GPU is always fed.
   std::optional<FrameworkProfile> framework;
 
+  // |kernels| as |framework| runs them: with its asynchronous backward collectives, if it has them.
+  LayerOpsOptions Kernels() const {
+    LayerOpsOptions k = kernels;
+    k.tp_backward_overlap = framework && framework->tp_backward_overlap;
+    return k;
+  }
+
   // How fused attention is chosen per GPU: |fused_attention|, else |framework|'s.
   FusedAttentionPolicy AttentionPolicy() const {
     return {fused_attention, framework ? &*framework : nullptr};
@@ -140,6 +147,19 @@ struct PreparedStep {
   // Per GPU type, its fused attention family and why (CostStageChunks); empty when unfused.
   std::vector<std::string> attention_basis;
 };
+
+// The share of |gpu|'s SMs a pass's hidden tp collectives (PassCost::tp_hidden) hold while they
+// run beside its kernels, and why: --tp-comm-overlap's userbuffers (Transformer Engine's default
+// SM counts), else, with |framework_overlap| (LayerOpsOptions::tp_backward_overlap), NCCL's CTAs
+// for the tp group (NcclCtas; none when the cluster file lacks the channel key); 0 when tp < 2 or
+// nothing is hidden.
+struct TpHiddenHold {
+  double share = 0;
+  std::string basis;
+};
+TpHiddenHold TpHiddenSmHold(const ClusterSpec& cluster, const GpuSpec& gpu,
+                            const Strategy& strategy, const Placements& placements,
+                            bool framework_overlap);
 
 // Prepares one training step of |model| on |cluster| under |strategy|, with the datasheet cost
 // models. Errors: every violated strategy rule (ValidateStrategy), and those of the workload.

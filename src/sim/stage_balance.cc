@@ -47,7 +47,7 @@ Result<StageWork> MeasureStageWork(const ModelSpec& model, const ClusterSpec& cl
   std::vector<std::vector<PassCost>> per_set;
   for (int32_t set = 0; set < models.sets(); ++set) {
     per_set.push_back(
-        CostBlocks(blocks, placed, models.compute(set), models.comm(set), placements));
+        CostBlocks(blocks, placed, models.compute(set), models.comm(set), placements, kernels));
   }
   StageWork work;
   for (int64_t stage = 0; stage < strategy.pp; ++stage) {

@@ -7,20 +7,21 @@ namespace loom {
 namespace {
 
 // How long a pass holds its rank's compute stream before the next pass may start: its kernels and
-// the collectives it exposes (step_builder.cc: the next pass waits for them). The part
-// --tp-comm-overlap hides runs beside the kernels.
-SimTime Serial(const PassCost& pass) { return pass.time - pass.tp_hidden; }
+// the collectives it exposes (step_builder.cc: the next pass waits for them). The hidden part
+// runs beside the kernels and holds |share| of the SMs meanwhile (PassSpan); no other transfer's
+// slowdown is counted, so this is no longer than the engine's pass.
+SimTime Serial(const PassCost& pass, double share) { return PassSpan(pass, share); }
 
-SimTime Duration(const ChunkCost& cost, Pass pass) {
+SimTime Duration(const ChunkCost& cost, Pass pass, double share) {
   switch (pass) {
     case Pass::kF:
-      return Serial(cost.forward);
+      return Serial(cost.forward, share);
     case Pass::kB:
-      return Serial(cost.backward_input);
+      return Serial(cost.backward_input, share);
     case Pass::kW:
-      return Serial(cost.backward_weight);
+      return Serial(cost.backward_weight, share);
     case Pass::kBW:
-      return Serial(cost.backward_input) + Serial(cost.backward_weight);
+      return Serial(BackwardPass(cost), share);
   }
   return SimTime();
 }
@@ -65,9 +66,14 @@ StepBounds BoundStep(const PreparedStep& step) {
   // between them; behind_b[v]: its input-gradient backward through v-1..0 after v.
   std::vector<SimTime> ahead_f(static_cast<size_t>(v_count) + 1),
       behind_b(static_cast<size_t>(v_count) + 1);
+  // The share of its stage's SMs a virtual stage's hidden tp collectives hold (SmHolds).
+  const auto share = [&step, &schedule](int32_t v) {
+    const std::vector<SmHolds>& holds = step.config.sm_holds;
+    return holds.empty() ? 0.0 : holds[schedule.Place(v).stage].tp_hidden;
+  };
   for (int32_t v = 0; v < v_count; ++v) {
-    ahead_f[v + 1] = ahead_f[v] + Serial(costs[v].forward) + p2p;
-    behind_b[v + 1] = behind_b[v] + Serial(costs[v].backward_input) + p2p;
+    ahead_f[v + 1] = ahead_f[v] + Serial(costs[v].forward, share(v)) + p2p;
+    behind_b[v + 1] = behind_b[v] + Serial(costs[v].backward_input, share(v)) + p2p;
   }
   StepBounds bounds;
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
@@ -79,7 +85,7 @@ StepBounds BoundStep(const PreparedStep& step) {
     for (const PipelineItem& item : order) {
       const int32_t v = schedule.VirtualStage(stage, item.chunk);
       const ChunkCost& cost = costs[v];
-      busy += Duration(cost, item.pass);
+      busy += Duration(cost, item.pass, share(v));
       if (item.pass == Pass::kF) {
         held += cost.kept_activation_bytes;
         peak = std::max(peak, held);

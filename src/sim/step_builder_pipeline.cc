@@ -56,7 +56,7 @@ void Builder::AddBackward(int32_t replica, int32_t stage, const PipelineItem& it
     return;
   }
   PassCost pass = cost.backward_weight;
-  if (item.pass == Pass::kBW) pass = CombinePasses(cost.backward_input, cost.backward_weight);
+  if (item.pass == Pass::kBW) pass = BackwardPass(cost);
   const NameId name = pass_names_[(item.pass == Pass::kW ? 2 : 3) * v_count + v];
   const int64_t recompute = item.pass == Pass::kBW ? cost.recompute_activation_bytes : 0;
   const bool reduces =

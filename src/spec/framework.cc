@@ -79,6 +79,11 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
     rule.source = a.String("source");
     p.fused_attention = rule;
   }
+  if (r.Has("tensor_parallel")) {
+    JsonReader& tp = r.Object("tensor_parallel");
+    p.tp_backward_overlap = RequiredBool(tp, "backward_overlap");
+    p.tp_backward_overlap_source = tp.String("source");
+  }
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return p;
 }
@@ -142,6 +147,10 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
     }
     attention["source"] = a->source;
     j["fused_attention"] = attention;
+  }
+  if (p.tp_backward_overlap || !p.tp_backward_overlap_source.empty()) {
+    j["tensor_parallel"] = {{"backward_overlap", p.tp_backward_overlap},
+                            {"source", p.tp_backward_overlap_source}};
   }
   return j;
 }

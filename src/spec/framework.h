@@ -23,7 +23,8 @@ namespace loom {
 //    "cuda_graphs": {"layers": false, "launch_us": 3.6},
 //    "sync": {"after_p2p": true, "before_optimizer": true},
 //    "fused_attention": {"family": "flash2", "from_compute_capability": 9.0,
-//                        "family_from": "cudnn", "source": "..."}}
+//                        "family_from": "cudnn", "source": "..."},
+//    "tensor_parallel": {"backward_overlap": true, "source": "..."}}
 //
 // Which fused-attention kernel a framework's attention layer calls: |family| on every GPU, or
 // |family_from| on GPUs of compute capability |from_compute_capability| and above (Transformer
@@ -65,6 +66,16 @@ struct FrameworkProfile {
   std::vector<std::string> fitted_on;
   // The "fused_attention" object; optional, nullopt: FlashAttention-2 everywhere.
   std::optional<FusedAttentionRule> fused_attention;
+  // Whether the backward of a column-parallel linear (QKV, MLP up, the output head) issues its
+  // tensor-parallel collectives asynchronously, each beside a GEMM of the same linear: the input
+  // gradient's all-reduce (or, with sequence parallelism, its reduce-scatter) beside the weight
+  // gradient's GEMM, and the sequence-parallel re-gather of the input beside the input gradient's
+  // GEMM (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication from NVIDIA/Megatron-LM
+  // cf7efd4f, 2021-08-30, on by default; Transformer Engine's Linear does the same). The
+  // "tensor_parallel" object's "backward_overlap"; optional, false: every collective blocks, as in
+  // Megatron-LM before that commit.
+  bool tp_backward_overlap = false;
+  std::string tp_backward_overlap_source;
 };
 
 // The fused-attention family |framework| (nullptr: none) runs on |gpu|, and a line that says why.

@@ -22,6 +22,43 @@ void ApplyFullRecompute(LayerOps* ops) {
 
 }  // namespace
 
+std::span<const OpName> TpBackwardPartners(OpName collective) {
+  static constexpr OpName kAttentionRegather[] = {OpName::kQkvProjDgrad, OpName::kQProjDgrad};
+  static constexpr OpName kAttentionReduce[] = {OpName::kQkvProjWgrad, OpName::kQProjWgrad};
+  static constexpr OpName kMlpRegather[] = {OpName::kMlpUpDgrad};
+  static constexpr OpName kMlpReduce[] = {OpName::kMlpUpWgrad};
+  static constexpr OpName kHeadRegather[] = {OpName::kOutputHeadDgrad};
+  static constexpr OpName kHeadReduce[] = {OpName::kOutputHeadWgrad};
+  static constexpr OpName kKvUpRegather[] = {OpName::kKvUpProjDgrad};
+  static constexpr OpName kKvUpReduce[] = {OpName::kKvUpProjWgrad};
+  static constexpr OpName kQUpRegather[] = {OpName::kQUpProjDgrad};
+  static constexpr OpName kQUpReduce[] = {OpName::kQUpProjWgrad};
+  switch (collective) {
+    case OpName::kAttentionInputRegather:
+      return kAttentionRegather;
+    case OpName::kAttentionInputGradReduce:
+      return kAttentionReduce;
+    case OpName::kMlpInputRegather:
+      return kMlpRegather;
+    case OpName::kMlpInputGradReduce:
+      return kMlpReduce;
+    case OpName::kHeadInputRegather:
+      return kHeadRegather;
+    case OpName::kHeadInputGradReduce:
+      return kHeadReduce;
+    case OpName::kKvUpInputRegather:
+      return kKvUpRegather;
+    case OpName::kKvUpInputGradReduce:
+      return kKvUpReduce;
+    case OpName::kQUpInputRegather:
+      return kQUpRegather;
+    case OpName::kQUpInputGradReduce:
+      return kQUpReduce;
+    default:
+      return {};
+  }
+}
+
 Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy& strategy,
                                           const LayerOpsOptions& options) {
   LOOM_RETURN_IF_ERROR(CheckLayerSupported(model, strategy, options));

@@ -2,6 +2,7 @@
 #define LOOM_WORKLOAD_LAYER_OPS_H_
 
 #include <cstdint>
+#include <span>
 
 #include "core/status.h"
 #include "op/op.h"
@@ -41,7 +42,24 @@ struct LayerOpsOptions {
   bool causal = true;
   // 0-based index of the layer in the model (MoE models mix dense and MoE layers).
   int64_t layer = 0;
+  // Whether the framework issues the backward collectives of column-parallel linears beside a
+  // GEMM of the same linear (FrameworkProfile::tp_backward_overlap; TpBackwardPartner says
+  // which). The ops are the same either way; costing reads it.
+  bool tp_backward_overlap = false;
 };
+
+// The GEMM a collective of the backward runs beside when the framework overlaps them
+// (LayerOpsOptions::tp_backward_overlap), as Megatron-LM's column-parallel linear issues them
+// (megatron/core/tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication.
+// backward, at d98e8a64; since NVIDIA/Megatron-LM cf7efd4f): the sequence-parallel re-gather of
+// the linear's input is issued asynchronously before the input gradient's GEMM, which runs
+// meanwhile; the input gradient's all-reduce (reduce-scatter with sequence parallelism) is issued
+// asynchronously before the weight gradient's GEMM. Both wait before the backward returns. The
+// candidates are the partners of |collective| in the layer kinds that have it (dense QKV or
+// latent attention's query projection); a list holds one of them. Empty for a collective that
+// blocks (the row-parallel linears' all-gathers of the output gradient, the latent rope's
+// reduce, the expert and context-parallel collectives).
+std::span<const OpName> TpBackwardPartners(OpName collective);
 
 // The ops of one transformer layer on one tensor-parallel rank for one micro-batch of
 // |strategy.micro_batch| sequences of |strategy.seq_len / strategy.cp| tokens each: pre-norm

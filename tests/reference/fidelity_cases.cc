@@ -196,6 +196,14 @@ LayerOpsOptions MegatronLayerKernels() {
   return options;
 }
 
+FrameworkProfile MegatronOfSc21(FrameworkProfile megatron) {
+  megatron.tp_backward_overlap = false;
+  megatron.tp_backward_overlap_source =
+      "Narayanan et al. 2021 ran Megatron-LM before NVIDIA/Megatron-LM cf7efd4f (2021-08-30), "
+      "whose column-parallel linears block on every tensor-parallel collective";
+  return megatron;
+}
+
 ReferencePaths SourceTreePaths(const std::string& source_dir) {
   return {source_dir + "/tests/reference", source_dir + "/hardware/clusters",
           source_dir + "/hardware/frameworks", source_dir + "/hardware/gpus",
@@ -229,12 +237,14 @@ Result<ModelSpec> MegatronGpt(int64_t heads, int64_t hidden, int64_t layers,
 
 namespace {
 
-// Gives every case Megatron-LM's host thread (megatron-core.json), which both papers' runs had.
-Status WithMegatronHost(const ReferencePaths& paths, std::vector<StepCase>& cases) {
+// Gives every case Megatron-LM's host thread (megatron-core.json), which both papers' runs had;
+// |sc21|: as MegatronOfSc21.
+Status WithMegatronHost(const ReferencePaths& paths, std::vector<StepCase>& cases,
+                        bool sc21 = false) {
   Result<FrameworkProfile> framework =
       LoadFrameworkProfile(paths.frameworks_dir + "/megatron-core.json");
   if (!framework.ok()) return framework.status();
-  for (StepCase& c : cases) c.framework = *framework;
+  for (StepCase& c : cases) c.framework = sc21 ? MegatronOfSc21(*framework) : *framework;
   return Status::Ok();
 }
 
@@ -283,7 +293,12 @@ Result<LayerCases> LoadKorthikantiLayerCases(const ReferencePaths& paths) {
   if (!model.ok()) return model.status();
   Result<ClusterSpec> cluster = LoadNodes(paths, kSelene, config->tp);
   if (!cluster.ok()) return cluster.status();
+  // Korthikanti et al. 2022's code overlaps the backward's collectives as megatron-core does.
+  Result<FrameworkProfile> framework =
+      LoadFrameworkProfile(paths.frameworks_dir + "/megatron-core.json");
+  if (!framework.ok()) return framework.status();
   LayerCases cases{*model, *cluster, MegatronLayerKernels(), {}};
+  cases.kernels.tp_backward_overlap = framework->tp_backward_overlap;
   for (size_t i = 0; i < table->rows.size(); ++i) {
     RowReader r(*table, i);
     const std::string name = r.Text("setting");
@@ -314,7 +329,7 @@ Result<std::vector<StepCase>> LoadNarayananCases(const ReferencePaths& paths) {
     if (!c.ok()) return c.status();
     cases.push_back(*c);
   }
-  LOOM_RETURN_IF_ERROR(WithMegatronHost(paths, cases));
+  LOOM_RETURN_IF_ERROR(WithMegatronHost(paths, cases, /*sc21=*/true));
   return cases;
 }
 

@@ -39,6 +39,12 @@ ReferencePaths SourceTreePaths(const std::string& source_dir);
 // each block with 1-byte masks kept for backward.
 LayerOpsOptions MegatronLayerKernels();
 
+// Megatron-LM as Narayanan et al. 2021 ran it (their runs predate the SC21 code, NVIDIA/Megatron-LM
+// 6985e589, 2021-08-18): |megatron|'s host profile with every tensor-parallel collective blocking,
+// as the asynchronous backward of column-parallel linears came later (cf7efd4f, 2021-08-30).
+// Korthikanti et al. 2022 ran code that has it (739cb43d).
+FrameworkProfile MegatronOfSc21(FrameworkProfile megatron);
+
 // One published training step: what ran and what was measured, in the unit of its table.
 struct StepCase {
   std::string name;

@@ -34,13 +34,6 @@ FidelityRow Failed(const std::string& name, double measured, const Status& statu
   return {name, 0, measured, status.message().empty() ? status.ToString() : status.message()};
 }
 
-double SumMs(const std::vector<Op>& ops, const ComputeModel& compute, const CommModel& comm,
-             const Placements& placements) {
-  SimTime total;
-  for (const Op& op : ops) total += OpTime(op, compute, comm, placements);
-  return total.ToSeconds() * 1e3;
-}
-
 void AddLayerSetting(const LayerCases& cases, const LayerSetting& setting, FidelityTable& table) {
   const std::string forward_name = setting.name + " forward";
   const std::string backward_name = setting.name + " backward";
@@ -56,10 +49,15 @@ void AddLayerSetting(const LayerCases& cases, const LayerSetting& setting, Fidel
   const RooflineComputeModel compute = SimulatorComputeModel(cases.cluster);
   const NcclCommModel comm = SimulatorCommModel(cases.cluster);
   const Placements placements = PlaceStrategy(setting.strategy, cases.cluster);
-  const double forward_ms = SumMs(ops->forward, compute, comm, placements);
-  const double backward_ms = SumMs(ops->recompute, compute, comm, placements) +
-                             SumMs(ops->backward_input, compute, comm, placements) +
-                             SumMs(ops->backward_weight, compute, comm, placements);
+  // The layer alone on its GPUs: its passes as the engine runs them, the hidden collectives
+  // beside the GEMMs holding their SMs.
+  const BlockPasses passes =
+      CostBlockPasses(*ops, setting.strategy, compute, comm, placements, cases.kernels);
+  const double share = TpHiddenSmHold(cases.cluster, cases.cluster.gpu, setting.strategy,
+                                      placements, cases.kernels.tp_backward_overlap)
+                           .share;
+  const double forward_ms = PassSpan(passes.forward, share).ToSeconds() * 1e3;
+  const double backward_ms = PassSpan(passes.backward, share).ToSeconds() * 1e3;
   table.rows.push_back({forward_name, forward_ms, setting.forward_ms, ""});
   table.rows.push_back({backward_name, backward_ms, setting.backward_ms, ""});
 }

@@ -168,7 +168,7 @@ Status LoadNarayananTable2(const ReferencePaths& paths, const Inputs& in, Corpus
       s.vpp = is_175b ? 1 : 3;
       s.schedule = s.vpp > 1 ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
       s.overlap_grad_reduce = false;  // Megatron's local DDP from the 39B row on (Table 1's note)
-      framework = in.megatron;
+      framework = MegatronOfSc21(in.megatron);
     } else if (scheme == "zero3") {
       s.dp = gpus;
       s.zero_stage = 3;

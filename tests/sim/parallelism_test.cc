@@ -95,6 +95,46 @@ TEST(Parallelism, TensorParallelOverlapHidesCollectivesUnderGemms) {
   EXPECT_GT(overlapped.critical_path.tp_comm_s, 0.0);
 }
 
+// Megatron-LM's column-parallel linears (the shipped megatron-core profile) issue their backward
+// collectives beside their own GEMMs: the step is shorter than with every collective blocking,
+// the hidden part runs on the tp stream beside compute, and its NCCL kernels hold SMs, which
+// slows the GEMMs beside them.
+TEST(Parallelism, MegatronsAsynchronousBackwardHidesCollectivesAndSlowsTheGemmsBeside) {
+  Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 1);
+  Result<FrameworkProfile> megatron =
+      LoadFrameworkProfile(Shipped("hardware/frameworks/megatron-core.json"));
+  ASSERT_TRUE(megatron.ok()) << megatron.status().message();
+  ASSERT_TRUE(megatron->tp_backward_overlap);
+  FrameworkProfile blocking = *megatron;
+  blocking.tp_backward_overlap = false;
+  Strategy s;
+  s.tp = 8;
+  s.sp = true;
+  s.micro_batch = 1;
+  s.global_batch = 4;
+  s.seq_len = 2048;
+  s.dtype = Dtype::kFp16;
+  s.recompute = Recompute::kSelective;
+  in.model.num_layers = 8;
+  const auto run = [&](const FrameworkProfile& f) {
+    SimulationOptions options;
+    options.framework = f;
+    Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, s, options);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? std::move(r).value() : SimulationResult{};
+  };
+  const SimulationResult on = run(*megatron);
+  const SimulationResult off = run(blocking);
+  EXPECT_LT(on.step_time_s, off.step_time_s);
+  EXPECT_TRUE(RunsBesideCompute(on.step, on.timeline, on.step.tp_hidden_category));
+  EXPECT_GT(on.breakdown.compute_slowed_s, off.breakdown.compute_slowed_s);
+  EXPECT_LT(on.breakdown.exposed_comm_s, off.breakdown.exposed_comm_s);
+  // NCCL's 24 NVLink channels of a DGX A100 (dgx-a100.json), one CTA each.
+  EXPECT_NE(on.sm_basis.find("asynchronous tp collectives hold 24 SMs"), std::string::npos)
+      << on.sm_basis;
+  EXPECT_EQ(off.sm_basis.find("asynchronous"), std::string::npos) << off.sm_basis;
+}
+
 TEST(Parallelism, GradReduceOverlapOnlyHelps) {
   Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 4);
   Strategy s;

@@ -40,6 +40,8 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
     EXPECT_EQ(again->fused_attention->from_compute_capability,
               p->fused_attention->from_compute_capability);
     EXPECT_EQ(again->fused_attention->family_from, p->fused_attention->family_from);
+    EXPECT_EQ(again->tp_backward_overlap, p->tp_backward_overlap);
+    EXPECT_EQ(again->tp_backward_overlap_source, p->tp_backward_overlap_source);
   }
   Result<FrameworkProfile> graphs =
       LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core-cudagraphs.json"));
@@ -119,6 +121,44 @@ TEST(Framework, FusedAttentionErrorsNameTheKeyAndTheFix) {
     ASSERT_FALSE(p.ok()) << c.attention;
     const std::string message(p.status().message());
     EXPECT_NE(message.find("fused_attention"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
+}
+
+// Megatron-LM (both shipped profiles) overlaps a column-parallel linear's backward collectives
+// with its GEMMs; PyTorch FSDP has no tensor parallelism, and a file without the key blocks.
+TEST(Framework, SaysWhetherTheBackwardsTensorParallelCollectivesOverlap) {
+  for (const char* name : {"megatron-core", "megatron-core-cudagraphs"}) {
+    Result<FrameworkProfile> p = LoadFrameworkProfile(
+        ShippedFramework(std::string("hardware/frameworks/") + name + ".json"));
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_TRUE(p->tp_backward_overlap) << name;
+    EXPECT_NE(p->tp_backward_overlap_source.find("cf7efd4f"), std::string::npos) << name;
+  }
+  Result<FrameworkProfile> eager =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/pytorch-eager.json"));
+  ASSERT_TRUE(eager.ok()) << eager.status().message();
+  EXPECT_FALSE(eager->tp_backward_overlap);
+  const std::string head = R"({
+    "schema": "loom.framework/1", "name": "x", "source": "s",
+    "host": {"forward_us_per_op": 1, "backward_us_per_op": 1, "optimizer_us_per_layer": 0,
+             "optimizer_us_fixed": 0},
+    "sync": {"after_p2p": true, "before_optimizer": false}, "tensor_parallel": )";
+  const struct {
+    const char* tp;
+    const char* expected;
+  } cases[] = {
+      {R"({"source": "s"})", "say true or false"},
+      {R"({"backward_overlap": "yes", "source": "s"})", "backward_overlap"},
+      {R"({"backward_overlap": true})", "source"},
+      {R"({"backward_overlap": true, "source": "s", "forward_overlap": true})", "forward_overlap"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = WriteTemp("bad-tp.json", head + std::string(c.tp) + "}");
+    Result<FrameworkProfile> p = LoadFrameworkProfile(path);
+    ASSERT_FALSE(p.ok()) << c.tp;
+    const std::string message(p.status().message());
+    EXPECT_NE(message.find("tensor_parallel"), std::string::npos) << message;
     EXPECT_NE(message.find(c.expected), std::string::npos) << message;
   }
 }
