@@ -17,7 +17,7 @@ struct CostContext {
   const Strategy& strategy;
   const HostCosts* host = nullptr;
   // The framework overlaps column-parallel linears' backward collectives with their GEMMs
-  // (LayerOpsOptions::tp_backward_overlap), and --tp-comm-overlap does not replace that.
+  // (LayerOpsOptions::tp_backward_overlap), and no --tp-comm-overlap replaces that.
   bool tp_backward_overlap = false;
 };
 

@@ -43,7 +43,8 @@ struct SimulationOptions {
   // slows both. Off: every transfer takes its time alone.
   bool share_bandwidth = true;
   // Whether the transfers that run beside compute on a GPU (NCCL's data-parallel collectives,
-  // --tp-comm-overlap's userbuffers) hold some of its SMs, so that the compute beside them runs
+  // the hidden tp collectives: --tp-comm-overlap's userbuffers or the framework's asynchronous
+  // ones) hold some of its SMs, so that the compute beside them runs
   // slower (engine.h; the cluster file's nccl_channels keys). Off: compute takes its time alone.
   bool share_sms = true;
   // The training framework whose host thread issues the work (spec/framework.h): its per-op host

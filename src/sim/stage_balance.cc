@@ -24,7 +24,8 @@ Strategy WithSomeLayout(const Strategy& strategy, int64_t num_layers) {
   return placed;
 }
 
-// Seconds of |cost| on the compute stream: its time, less what --tp-comm-overlap hides.
+// Seconds of |cost| on the compute stream: its time, less its hidden tp collectives
+// (PassCost::tp_hidden).
 double BusySeconds(const PassCost& cost) { return (cost.time - cost.tp_hidden).ToSeconds(); }
 
 }  // namespace

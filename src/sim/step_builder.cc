@@ -120,7 +120,8 @@ TaskId Builder::Add(const Task& task, TaskWork work) {
 
 // Megatron-LM's tensor-parallel collectives block the next kernel, so a pass runs its kernels and
 // then its collectives (their total time; the op order inside a pass changes no end time), and the
-// next pass on the rank starts after both. The part hidden by --tp-comm-overlap runs on the tp
+// next pass on the rank starts after both. The part hidden (PassCost::tp_hidden: by
+// --tp-comm-overlap, or by the framework's asynchronous backward collectives) runs on the tp
 // stream beside the kernels instead, from a zero-length marker that starts the pass.
 // |alloc| and |free| are activation bytes kept across passes; |recompute_bytes| is a buffer that
 // lives for this pass only.

@@ -111,7 +111,9 @@ struct SmHolds {
   // The data-parallel group's NCCL kernels, one CTA per channel: gradient buckets, weight
   // all-gathers and ZeRO-3's per-layer weight gathers.
   double nccl = 0;
-  double tp_hidden = 0;  // the part of a pass's tp collectives --tp-comm-overlap hides
+  // The hidden part of a pass's tp collectives (PassCost::tp_hidden): --tp-comm-overlap's
+  // userbuffers, or the framework's asynchronous NCCL collectives (TpHiddenSmHold).
+  double tp_hidden = 0;
 };
 
 // What the step graph needs beyond the schedule and the per-chunk pass costs, by feature.
