@@ -176,6 +176,14 @@ BlockCost CostBlock(const LayerOps& ops, const CostContext& ctx, bool layer) {
   return cost;
 }
 
+// B then W as one pass (BW), hiding what B's collectives hide beside W's GEMMs too.
+PassCost JoinBackward(const PassCost& b, const PassCost& w, SimTime joint_tp_hidden) {
+  PassCost both = b;
+  Add(both, w);
+  both.tp_hidden += joint_tp_hidden;
+  return both;
+}
+
 void AddBlock(ChunkCost& chunk, const BlockCost& block) {
   Add(chunk.forward, block.forward);
   Add(chunk.backward_input, block.backward_input);
@@ -206,9 +214,7 @@ PassCost CombinePasses(const PassCost& first, const PassCost& second) {
 }
 
 PassCost BackwardPass(const ChunkCost& cost) {
-  PassCost both = CombinePasses(cost.backward_input, cost.backward_weight);
-  both.tp_hidden += cost.joint_tp_hidden;
-  return both;
+  return JoinBackward(cost.backward_input, cost.backward_weight, cost.joint_tp_hidden);
 }
 
 SimTime PassSpan(const PassCost& pass, double hidden_sm_share) {
@@ -291,9 +297,8 @@ BlockPasses CostBlockPasses(const LayerOps& ops, const Strategy& strategy,
                             const Placements& placements, const LayerOpsOptions& kernels) {
   const CostContext ctx = MakeContext(compute, comm, placements, strategy, kernels, nullptr);
   const BlockCost block = CostBlock(ops, ctx, false);
-  PassCost backward = CombinePasses(block.backward_input, block.backward_weight);
-  backward.tp_hidden += block.joint_tp_hidden;
-  return {block.forward, backward};
+  return {block.forward,
+          JoinBackward(block.backward_input, block.backward_weight, block.joint_tp_hidden)};
 }
 
 std::vector<PassCost> CostBlocks(const ChunkBlocks& blocks, const Strategy& strategy,
