@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/memory_access.h"
+
 namespace loom {
 namespace {
 
@@ -417,6 +419,25 @@ SimTime NcclCommModel::Collective(CollectiveKind kind, int64_t bytes, GroupPlace
 
 SimTime NcclCommModel::PointToPoint(int64_t bytes, bool across_nodes) const {
   return SimTime::FromMicros(PointToPointUs(bytes, across_nodes));
+}
+
+double NcclHbmBytesPerByte(CollectiveKind kind, NcclAlgorithm algorithm, int64_t ranks) {
+  const double n = static_cast<double>(ranks);
+  const bool nvls = algorithm == NcclAlgorithm::kNvls || algorithm == NcclAlgorithm::kNvlsTree;
+  if (kind == CollectiveKind::kAllReduce) return nvls ? 6.0 : 2.0 + 4.0 * (n - 1) / n;
+  return nvls ? 3.0 : (3.0 * n - 1) / n;
+}
+
+double NcclHbmShare(const NcclCommModel& model, const GpuSpec& gpu, CollectiveKind kind,
+                    GroupPlacement group) {
+  if (group.ranks < 2 || kind == CollectiveKind::kAllToAll) return 0;
+  const double hbm_GBps =
+      gpu.hbm_bandwidth_GBps * gpu.calibration.MemoryBandwidthFraction(MemoryAccess::kStreaming);
+  if (hbm_GBps <= 0) return 0;
+  const NcclChoice choice = model.Choose(kind, kHbmShareMessageBytes, group);
+  const double share =
+      NcclHbmBytesPerByte(kind, choice.algorithm, group.ranks) * choice.algbw_GBps / hbm_GBps;
+  return std::min(0.9, share);
 }
 
 }  // namespace loom

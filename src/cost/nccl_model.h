@@ -180,6 +180,36 @@ class NcclCommModel : public CommModel {
   CommCalibration calibration_;
 };
 
+// HBM bytes one rank's memory serves per byte of |kind|'s message (nccl-tests' size convention)
+// under |algorithm| over |ranks| ranks, counted from the primitives NCCL's kernels run
+// (NVIDIA/nccl 5067397c, src/device/all_reduce.h, all_gather.h, reduce_scatter.h) with buffers
+// the user has not registered, so every transfer passes through the receiver's connection FIFO:
+// a step writes the FIFO (the sender, over NVLink or the NIC's DMA) and the receiver reads it
+// back; a send reads the user's source, a final step writes the user's destination.
+//   Ring all-reduce: directSend, n-2 x directRecvReduceDirectSend, directRecvReduceCopyDirectSend,
+//     n-2 x directRecvCopyDirectSend, directRecv on chunks of S/n: source read S, destination
+//     written S, 2(n-1) chunks through the FIFO (written and read): 2 + 4(n-1)/n per byte.
+//   Ring all-gather and reduce-scatter: n-1 chunks through the FIFO, one chunk (all-gather) or
+//     all n (reduce-scatter) read from the source, n chunks (all-gather) or one (reduce-scatter)
+//     written to the destination: (3n-1)/n per byte.
+//   NVLS (NVLink SHARP): the source scattered into the multicast buffer (read S, written S), the
+//     switch's multimem load-reduce reading it (S) and its multicast store writing the result
+//     (S), then gathered out (read S, written S): 6 per byte for all-reduce; all-gather and
+//     reduce-scatter half of that, 3.
+//   Tree and PAT are counted as Ring (they pass each chunk through FIFOs as often, within a
+//     factor NCCL's chunking sets); they run across nodes, where the NIC bounds their rate.
+// REQUIRES: ranks >= 2, kind != kAllToAll.
+double NcclHbmBytesPerByte(CollectiveKind kind, NcclAlgorithm algorithm, int64_t ranks);
+
+// The share of its GPU's HBM bandwidth (|gpu|'s datasheet bandwidth times its streaming
+// memory_bandwidth_fraction) that |kind| over |group| takes while it runs alone at the rate
+// |model| gives a bulk message (kHbmShareMessageBytes, the scale of a gradient bucket or a
+// layer's weights): NcclHbmBytesPerByte of the algorithm NCCL picks times its algbw. At most 0.9;
+// 0 for a group of one rank and for all-to-all.
+inline constexpr int64_t kHbmShareMessageBytes = int64_t{256} << 20;
+double NcclHbmShare(const NcclCommModel& model, const GpuSpec& gpu, CollectiveKind kind,
+                    GroupPlacement group);
+
 }  // namespace loom
 
 #endif  // LOOM_COST_NCCL_MODEL_H_

@@ -150,13 +150,23 @@ void TaskGraph::SetSmUse(TaskId id, SmUse use) {
                 " of its GPU's SMs; a share is in [0, 1)");
     return;
   }
-  if (use.holds > 0 && use.yields) {
+  if (!(use.hbm >= 0 && use.hbm < 1)) {
+    RecordError(DescribeTask(id) + ": holds a share of " + std::to_string(use.hbm) +
+                " of its GPU's HBM bandwidth; a share is in [0, 1)");
+    return;
+  }
+  if (!(use.memory >= 0 && use.memory <= 1)) {
+    RecordError(DescribeTask(id) + ": spends a share of " + std::to_string(use.memory) +
+                " of its time in memory-bound kernels; a share is in [0, 1]");
+    return;
+  }
+  if (use.Holds() && use.yields) {
     RecordError(DescribeTask(id) + ": both holds SMs and yields them; a task is one or the other");
     return;
   }
   if (sm_use_.size() <= static_cast<size_t>(id)) sm_use_.resize(static_cast<size_t>(id) + 1);
   sm_use_[id] = use;
-  holds_sms_ = holds_sms_ || use.holds > 0;
+  holds_sms_ = holds_sms_ || use.Holds();
 }
 
 GroupId TaskGraph::AddCollective(std::span<const TaskId> members) {

@@ -56,14 +56,20 @@ struct Task {
   RouteId route = kNoRoute;
 };
 
-// How a task uses the SMs of its rank's GPU (sim/engine.h): |holds|, the fraction of the SMs its
-// kernels occupy while it runs (an NCCL kernel's CTAs, one per channel); |yields|, whether its
-// time alone assumes every SM, so that it runs slower while tasks holding a share run on the rank
-// (a compute pass). The default, neither, is a task the GPU's SMs do not concern (a copy-engine
-// transfer, a host task, a marker).
+// How a task uses the SMs and HBM of its rank's GPU (sim/engine.h): |holds|, the fraction of the
+// SMs its kernels occupy while it runs (an NCCL kernel's CTAs, one per channel), and |hbm|, the
+// fraction of the HBM bandwidth its traffic takes meanwhile; |yields|, whether its time alone
+// assumes every SM and all the bandwidth, so that it runs slower while tasks holding a share run
+// on the rank (a compute pass), and |memory|, the part of its time alone spent in memory-bound
+// kernels, which slow with the bandwidth left rather than the SMs. The default, neither, is a
+// task the GPU does not concern (a copy-engine transfer, a host task, a marker).
 struct SmUse {
   float holds = 0;
+  float hbm = 0;
+  float memory = 0;
   bool yields = false;
+
+  bool Holds() const { return holds > 0 || hbm > 0; }
 };
 
 // "|before| must end before |after| may start".
@@ -123,8 +129,8 @@ class TaskGraph {
   // Records an error if either id is unknown or |before| == |after|.
   void AddDependency(TaskId before, TaskId after);
   // Sets how task |id| uses its GPU's SMs (SmUse); kept beside the tasks, so that a graph that
-  // never calls it pays nothing. Records an error if |id| is unknown, |use.holds| is not in
-  // [0, 1), or a task both holds and yields SMs.
+  // never calls it pays nothing. Records an error if |id| is unknown, |use.holds| or |use.hbm| is
+  // not in [0, 1), |use.memory| not in [0, 1], or a task both holds and yields.
   void SetSmUse(TaskId id, SmUse use);
   // Makes |members| one collective: they start together, when all of them could start, and run
   // for the longest member's duration. Records an error (and returns kNoGroup) if |members| is

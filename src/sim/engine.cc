@@ -266,7 +266,7 @@ void EngineRun::MarkStarted(TaskId id, SimTime now) {
   timeline_.start[id] = now;
   timeline_.start_sequence[id] = started_++;
   if (tasks_[id].link != kNoLink) link_busy_[tasks_[id].link] = 1;
-  if (sms_ && graph_.sm_use(id).holds > 0) sms_->Hold(id);
+  if (sms_ && graph_.sm_use(id).Holds()) sms_->Hold(id);
 }
 
 // A task of zero duration ends where it starts whatever its share, so it stays off its channels
@@ -345,7 +345,7 @@ void EngineRun::Reshare(SimTime now) {
 
 void EngineRun::Complete(TaskId id) {
   ++completed_;
-  if (sms_ && graph_.sm_use(id).holds > 0) sms_->Release(id);
+  if (sms_ && graph_.sm_use(id).Holds()) sms_->Release(id);
   const LinkId link = tasks_[id].link;
   if (link != kNoLink) {
     link_busy_[link] = 0;

@@ -36,10 +36,12 @@ namespace loom {
 //    approximation: it ignores congestion control and protocol effects, and a share that a task
 //    cannot use (another of its channels is more crowded) is not handed to the channel's other
 //    tasks as true max-min fairness would, so where routes cross, transfers err on the slow side.
-//  - A task may hold a share of its rank's SMs while it runs, or yield to such tasks
-//    (TaskGraph::SetSmUse). While tasks holding shares h1, h2, ... run on a rank, each yielding
-//    task on it (not on a route, not in a collective) progresses at 1 - (h1 + h2 + ...) of its
-//    rate alone, at least SmSharing::kMinRate; rates change when a holder starts or ends, and the
+//  - A task may hold a share of its rank's SMs and of its HBM bandwidth while it runs, or yield
+//    to such tasks (TaskGraph::SetSmUse). While tasks holding SM shares h1, h2, ... and HBM shares
+//    b1, b2, ... run on a rank, each yielding task on it (not on a route, not in a collective)
+//    progresses at 1 - (h1 + h2 + ...) of its rate alone in its compute-bound part and at the
+//    smaller of that and 1 - (b1 + b2 + ...) in its memory-bound part (SmUse::memory of its time),
+//    each at least SmSharing::kMinRate; rates change when a holder starts or ends, and the
 //    engine charges the work done at the old rate and moves the end, as for channels.
 //    Why: an NCCL kernel runs one CTA per channel, resident on its SM for the whole collective
 //    (NCCL src/enqueue.cc launches nChannels blocks; each loops over the channel's chunks until
@@ -48,9 +50,11 @@ namespace loom {
 //    extra wave described in the NVIDIA developer forum thread "Compute-Communication Overlap
 //    Causes Severe GEMM Performance Degradation because of Tail Effect" (H100, a 132-block GEMM
 //    beside a 24-block ncclAllGather, forums.developer.nvidia.com/t/337991). Throughput over
-//    many waves goes with the SMs left; the wave quantisation of a single short kernel, the HBM
-//    bandwidth the transfer takes from memory-bound kernels, and the delay of a transfer whose
-//    CTAs wait for SMs a kernel holds are not modelled.
+//    many waves goes with the SMs left. A memory-bound kernel streams HBM, which the transfer's
+//    kernels read and write too (each byte through a connection FIFO written and read, plus the
+//    user buffers: NcclHbmBytesPerByte), so it goes with the bandwidth left. The wave quantisation
+//    of a single short kernel, the HBM a GEMM needs, and the delay of a transfer whose CTAs wait
+//    for SMs a kernel holds are not modelled.
 // Events are ordered by (time, sequence number), so equal times are handled FIFO and the result is
 // identical on every run. Ties never change times; they only fix start_sequence.
 //

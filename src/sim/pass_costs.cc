@@ -92,6 +92,7 @@ PassCost CostOps(const std::vector<Op>& ops, const CostContext& ctx,
     }
     if (op.kind == OpKind::kGemm) gemm += t;
     if (op.kind == OpKind::kAttention) cost.attention += t;
+    if (op.kind == OpKind::kMemoryBound) cost.memory += t;
   }
   if (ctx.strategy.tp_comm_overlap && ctx.strategy.tp > 1) {
     // The collective is cut into tp chunks pipelined with the GEMM's tp chunks; the first chunk's
@@ -112,6 +113,7 @@ void Add(PassCost& into, const PassCost& more) {
   into.tp_comm += more.tp_comm;
   into.tp_hidden += more.tp_hidden;
   into.attention += more.attention;
+  into.memory += more.memory;
   into.ring_step += more.ring_step;
   into.ring_steps = std::max(into.ring_steps, more.ring_steps);
   into.flops += more.flops;
@@ -241,6 +243,7 @@ PassCost SlicePass(const PassCost& pass, int32_t parts, int32_t index) {
   part.tp_comm = slice(pass.tp_comm);
   part.tp_hidden = slice(pass.tp_hidden);
   part.attention = slice(pass.attention);
+  part.memory = slice(pass.memory);
   part.ring_step = slice(pass.ring_step);
   part.time = part.tp_comm + slice(pass.time - pass.tp_comm);
   part.flops = pass.flops / parts;

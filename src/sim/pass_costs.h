@@ -33,6 +33,10 @@ struct PassCost {
   // too), |ring_step| per step, overlapped with block i. The K/V collectives of the all-gather
   // variant are then not in |time|.
   SimTime attention;
+  // The part of |time| in memory-bound kernels (OpKind::kMemoryBound: norms, element-wise,
+  // softmax, dropout, gradient accumulation), which slow with the HBM bandwidth a transfer beside
+  // them takes (SmUse::memory).
+  SimTime memory;
   SimTime ring_step;
   int32_t ring_steps = 0;
   double flops = 0;  // model FLOPs of its GEMMs and attention (OpFlops), recompute included

@@ -1,6 +1,9 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
 
 #include "core/checked.h"
 #include "cost/comm_model.h"
@@ -169,15 +172,35 @@ void SetSmHolds(const ClusterSpec& cluster, const Strategy& strategy, const Data
                                              placements, framework_overlap);
     basis += std::string(basis.empty() ? "" : "; ") + hold.basis;
   }
+  // The HBM bandwidth their traffic takes from memory-bound kernels (NcclHbmShare): the tp
+  // collective hidden is the sequence-parallel reduce-scatter (or the all-reduce without sp).
+  const NcclCommModel comm(cluster);
+  const CollectiveKind tp_kind =
+      strategy.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  std::optional<double> basis_hbm_dp, basis_hbm_tp;
   for (int64_t stage = 0; stage < strategy.pp; ++stage) {
     const GpuSpec& gpu = GpuOfStage(cluster, strategy, stage);
     const double stage_sms = static_cast<double>(gpu.sm_count);
     SmHolds holds;
     if (dp && ctas.ctas) holds.nccl = std::min(0.9, static_cast<double>(*ctas.ctas) / stage_sms);
+    if (dp) holds.nccl_hbm = NcclHbmShare(comm, gpu, plan.grad_reduce, placements.dp);
     if (tp) {
       holds.tp_hidden = TpHiddenSmHold(cluster, gpu, strategy, placements, framework_overlap).share;
+      holds.tp_hidden_hbm = NcclHbmShare(comm, gpu, tp_kind, placements.tp);
+    }
+    if (stage == 0) {
+      if (dp) basis_hbm_dp = holds.nccl_hbm;
+      if (tp) basis_hbm_tp = holds.tp_hidden_hbm;
     }
     config.sm_holds.push_back(holds);
+  }
+  const auto percent = [](double share) { return std::to_string(std::lround(share * 100)) + " %"; };
+  if (basis_hbm_dp || basis_hbm_tp) {
+    basis += "; their traffic takes ";
+    if (basis_hbm_dp) basis += percent(*basis_hbm_dp) + " (data-parallel)";
+    if (basis_hbm_dp && basis_hbm_tp) basis += " and ";
+    if (basis_hbm_tp) basis += percent(*basis_hbm_tp) + " (tensor-parallel)";
+    basis += " of the HBM bandwidth from memory-bound kernels";
   }
 }
 

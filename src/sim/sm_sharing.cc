@@ -19,6 +19,7 @@ SmSharing::SmSharing(const TaskGraph& graph) : graph_(graph) {
   end_.assign(tasks, kNotYielding);
   const size_t ranks = static_cast<size_t>(graph.num_ranks());
   held_.assign(ranks, 0);
+  hbm_held_.assign(ranks, 0);
   holders_.assign(ranks, 0);
   // Reserve each rank's list for all its yielding streams, so that the event loop allocates
   // nothing: a stream runs one task at a time.
@@ -40,6 +41,7 @@ SmSharing::SmSharing(const TaskGraph& graph) : graph_(graph) {
 void SmSharing::Hold(TaskId id) {
   const int32_t rank = graph_.rank_of(id);
   held_[rank] += graph_.sm_use(id).holds;
+  hbm_held_[rank] += graph_.sm_use(id).hbm;
   ++holders_[rank];
   Touch(rank);
 }
@@ -47,7 +49,9 @@ void SmSharing::Hold(TaskId id) {
 void SmSharing::Release(TaskId id) {
   const int32_t rank = graph_.rank_of(id);
   // Back to exactly zero when the last holder ends, so that sums of floats leave no residue.
-  held_[rank] = --holders_[rank] == 0 ? 0.0 : held_[rank] - graph_.sm_use(id).holds;
+  const bool last = --holders_[rank] == 0;
+  held_[rank] = last ? 0.0 : held_[rank] - graph_.sm_use(id).holds;
+  hbm_held_[rank] = last ? 0.0 : hbm_held_[rank] - graph_.sm_use(id).hbm;
   Touch(rank);
 }
 
@@ -76,7 +80,13 @@ void SmSharing::Touch(int32_t rank) {
   }
 }
 
-double SmSharing::Rate(int32_t rank) const { return std::max(kMinRate, 1.0 - held_[rank]); }
+double SmSharing::Rate(int32_t rank, float memory) const {
+  const double compute = std::max(kMinRate, 1.0 - held_[rank]);
+  const double bandwidth = std::max(kMinRate, 1.0 - hbm_held_[rank]);
+  // Exactly the compute rate where the bandwidth left is no scarcer than the SMs.
+  if (memory <= 0 || bandwidth >= compute) return compute;
+  return 1.0 / ((1.0 - memory) / compute + memory / bandwidth);
+}
 
 bool SmSharing::Update(TaskId id, SimTime now, double rate) {
   if (rate == rate_[id]) return false;

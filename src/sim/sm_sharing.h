@@ -13,8 +13,11 @@
 namespace loom {
 
 // The tasks that yield SMs (SmUse::yields) in progress on each rank, and how fast each goes:
-// while tasks holding shares h1, h2, ... of the rank's SMs run, a yielding task does
-// max(kMinRate, 1 - (h1 + h2 + ...)) ns of its work per ns.
+// while tasks holding shares h1, h2, ... of the rank's SMs and b1, b2, ... of its HBM bandwidth
+// run, a yielding task whose time alone is a share m in memory-bound kernels does its compute
+// part at c = max(kMinRate, 1 - (h1 + h2 + ...)) and its memory-bound part at
+// min(c, max(kMinRate, 1 - (b1 + b2 + ...))), i.e. 1 / ((1 - m) / c + m / that) ns of its work
+// per ns.
 class SmSharing {
  public:
   // Keeps a reference to |graph|.
@@ -48,9 +51,8 @@ class SmSharing {
   void Reshare(SimTime now, OnEnd&& on_end) {
     for (int32_t rank : touched_ranks_) {
       rank_touched_[rank] = 0;
-      const double rate = Rate(rank);
       for (TaskId id : running_[rank]) {
-        if (Update(id, now, rate)) on_end(id, end_[id]);
+        if (Update(id, now, Rate(rank, graph_.sm_use(id).memory))) on_end(id, end_[id]);
       }
     }
     touched_ranks_.clear();
@@ -62,7 +64,8 @@ class SmSharing {
 
  private:
   void Touch(int32_t rank);
-  double Rate(int32_t rank) const;
+  // The rate of a yielding task of rank |rank| with |memory| of its time in memory-bound kernels.
+  double Rate(int32_t rank, float memory) const;
   // Returns whether |id|'s end moved.
   bool Update(TaskId id, SimTime now, double rate);
 
@@ -75,7 +78,8 @@ class SmSharing {
   std::vector<SimTime> end_;          // when it ends at its current rate; negative if not running
 
   // Per rank.
-  std::vector<double> held_;                  // the shares of the holding tasks now running
+  std::vector<double> held_;                  // the SM shares of the holding tasks now running
+  std::vector<double> hbm_held_;              // and their HBM shares
   std::vector<int32_t> holders_;              // how many; 0 resets |held_| to exactly 0
   std::vector<std::vector<TaskId>> running_;  // yielding tasks, in no particular order
   std::vector<uint8_t> rank_touched_;

@@ -48,10 +48,11 @@ StepGraph Builder::Build() {
   return std::move(step_);
 }
 
-// Marks the tasks of the streams whose kernels hold SMs, by the stage's SmHolds, and every task of
-// the compute streams as yielding to them. Markers of zero duration hold nothing. Not holding:
-// pipeline and ring-attention sends (NCCL's p2p kernels hold their channels too, mostly while
-// the compute that would share the GPU waits for them) and copy-engine transfers (none).
+// Marks the tasks of the streams whose kernels hold SMs and HBM bandwidth, by the stage's SmHolds,
+// and every task of the compute streams as yielding to them, with its memory-bound share. Markers
+// of zero duration hold nothing. Not holding: pipeline and ring-attention sends (NCCL's p2p kernels
+// hold their channels too, mostly while the compute that would share the GPU waits for them) and
+// copy-engine transfers (none).
 void Builder::SetSmUse() {
   if (config_.sm_holds.empty()) return;
   TaskGraph& g = step_.graph;
@@ -59,18 +60,23 @@ void Builder::SetSmUse() {
     const Task& task = g.task(t);
     const int32_t rank = g.rank_of(t);
     if (task.stream == step_.compute_stream[rank]) {
-      g.SetSmUse(t, {.yields = true});
+      const float memory = static_cast<size_t>(t) < memory_share_.size() ? memory_share_[t] : 0.0f;
+      g.SetSmUse(t, {.memory = memory, .yields = true});
       continue;
     }
     if (task.duration == SimTime()) continue;
     const SmHolds& holds = config_.sm_holds[rank % schedule_.stages];
-    double share = 0;
+    double share = 0, hbm = 0;
     if (task.stream == dp_stream_[rank] || task.stream == gather_stream_[rank]) {
       share = holds.nccl;
+      hbm = holds.nccl_hbm;
     } else if (task.stream == tp_stream_[rank] && task.category == step_.tp_hidden_category) {
       share = holds.tp_hidden;
+      hbm = holds.tp_hidden_hbm;
     }
-    if (share > 0) g.SetSmUse(t, {.holds = static_cast<float>(share)});
+    if (share > 0 || hbm > 0) {
+      g.SetSmUse(t, {.holds = static_cast<float>(share), .hbm = static_cast<float>(hbm)});
+    }
   }
 }
 
@@ -218,21 +224,32 @@ void Builder::HostWaitsFor(TaskId gpu_task, TaskId pass_first) {
 PassTasks Builder::AddKernels(int32_t rank, NameId name, TaskWork work, const PassCost& cost,
                               KeptBytes free) {
   TaskGraph& g = step_.graph;
-  const auto compute = [&](SimTime duration) {
-    return Add({.stream = step_.compute_stream[rank],
-                .duration = duration,
-                .name = name,
-                .category = step_.compute_category},
-               work);
-  };
   const SimTime kernels = cost.time - cost.tp_comm;
+  // The memory-bound kernels are outside ring attention's blocks.
+  const SimTime outside_blocks = cost.ring_steps == 0 ? kernels : kernels - cost.attention;
+  const float memory =
+      outside_blocks > SimTime()
+          ? static_cast<float>(std::min(1.0, cost.memory.ToSeconds() / outside_blocks.ToSeconds()))
+          : 0.0f;
+  const auto compute = [&](SimTime duration, float memory_share) {
+    const TaskId id = Add({.stream = step_.compute_stream[rank],
+                           .duration = duration,
+                           .name = name,
+                           .category = step_.compute_category},
+                          work);
+    if (memory_share > 0) {
+      if (memory_share_.size() <= static_cast<size_t>(id)) memory_share_.resize(id + 1, 0.0f);
+      memory_share_[id] = memory_share;
+    }
+    return id;
+  };
   PassTasks out;
   if (cost.ring_steps == 0) {
-    out.first = out.last = compute(kernels);
+    out.first = out.last = compute(kernels, memory);
   } else {
     const int32_t blocks = cost.ring_steps + 1;
     const SimTime block = SimTime::FromNanos(cost.attention.nanos() / blocks);
-    out.first = out.last = compute(kernels - SimTime::FromNanos(block.nanos() * blocks));
+    out.first = out.last = compute(kernels - SimTime::FromNanos(block.nanos() * blocks), memory);
     TaskId arrived = kNone;  // the transfer the next block waits for
     for (int32_t i = 0; i < blocks; ++i) {
       TaskId send = kNone;
@@ -245,7 +262,7 @@ PassTasks Builder::AddKernels(int32_t rank, NameId name, TaskWork work, const Pa
         send = Add(transfer, {WorkKind::kRingSend, work.pass, work.index, work.part, work.parts});
         g.AddDependency(out.last, send);
       }
-      const TaskId attention = compute(block);
+      const TaskId attention = compute(block, 0.0f);
       if (arrived != kNone) {
         g.AddDependency(arrived, attention);
         step_.ring_transfers.push_back({arrived, out.last});

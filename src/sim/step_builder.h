@@ -106,14 +106,17 @@ struct HostConfig {
 };
 
 // The share of its GPU's SMs each kind of transfer holds while it runs (sim/engine.h): the CTAs of
-// its kernels over the GPU's SMs. The compute stream's tasks yield to them.
+// its kernels over the GPU's SMs; and the share of the GPU's HBM bandwidth its traffic takes
+// (NcclHbmShare). The compute stream's tasks yield to them.
 struct SmHolds {
   // The data-parallel group's NCCL kernels, one CTA per channel: gradient buckets, weight
   // all-gathers and ZeRO-3's per-layer weight gathers.
   double nccl = 0;
+  double nccl_hbm = 0;
   // The hidden part of a pass's tp collectives (PassCost::tp_hidden): --tp-comm-overlap's
   // userbuffers, or the framework's asynchronous NCCL collectives (TpHiddenSmHold).
   double tp_hidden = 0;
+  double tp_hidden_hbm = 0;
 };
 
 // What the step graph needs beyond the schedule and the per-chunk pass costs, by feature.

@@ -131,6 +131,9 @@ class Builder {
          grads_to_host_name_ = kEmptyName;
   // Per rank: the tp task that ended the previous pass, which the next compute task waits for.
   std::vector<TaskId> pending_tp_;
+  // Per compute task (by id; shorter where the last ones are not): the share of its time in
+  // memory-bound kernels (SmUse::memory).
+  std::vector<float> memory_share_;
   // Per rank: the last task of its latest pass; and per pass's last task, the first task of the
   // pass after it on the same rank (what a blocking send holds back).
   std::vector<TaskId> latest_pass_;

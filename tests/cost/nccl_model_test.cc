@@ -60,6 +60,43 @@ TEST(NcclCtas, ReadsTheClusterKeyOfTheAlgorithmNcclRuns) {
   EXPECT_EQ(unsaid.key, "intra_node.nccl_channels");
 }
 
+// The HBM traffic of NCCL's kernels per byte of message, from the primitives each algorithm runs
+// (nccl_model.h): a ring all-reduce of 8 passes 14 chunks of S/8 through FIFOs (written and read)
+// besides reading its source and writing its destination once.
+TEST(NcclHbm, RingAndNvlsTrafficPerByteOfMessage) {
+  EXPECT_DOUBLE_EQ(NcclHbmBytesPerByte(CollectiveKind::kAllReduce, NcclAlgorithm::kRing, 8),
+                   2 + 4 * 14.0 / 16);
+  EXPECT_DOUBLE_EQ(NcclHbmBytesPerByte(CollectiveKind::kAllReduce, NcclAlgorithm::kRing, 2), 4);
+  EXPECT_DOUBLE_EQ(NcclHbmBytesPerByte(CollectiveKind::kAllGather, NcclAlgorithm::kRing, 8),
+                   23.0 / 8);
+  EXPECT_DOUBLE_EQ(NcclHbmBytesPerByte(CollectiveKind::kReduceScatter, NcclAlgorithm::kRing, 8),
+                   23.0 / 8);
+  EXPECT_DOUBLE_EQ(NcclHbmBytesPerByte(CollectiveKind::kAllReduce, NcclAlgorithm::kNvls, 8), 6);
+  EXPECT_DOUBLE_EQ(NcclHbmBytesPerByte(CollectiveKind::kAllGather, NcclAlgorithm::kNvls, 8), 3);
+}
+
+// An all-reduce over a DGX A100's NVLink at the measured 229 GB/s bus bandwidth (the shipped
+// calibration: 0.763 of 300) moves S/t = 131 GB/s of message and 5.5 times that through each
+// GPU's HBM: about 0.4 of the 1.79 TB/s a streaming kernel reaches. One rank a node moves what its
+// NIC's 25 GB/s allows, a few percent; all-to-all and a group of one take none.
+TEST(NcclHbm, AnNvlinkAllReduceTakesAboutTwoFifthsOfAnA100sHbm) {
+  ClusterSpec cluster = DgxA100();
+  cluster.calibration.intra_node_busbw_fraction = 0.763;
+  GpuSpec a100;
+  a100.hbm_bandwidth_GBps = 2039;
+  a100.calibration.memory_bandwidth_fraction = 0.88;
+  const NcclCommModel model(cluster);
+  const double share = NcclHbmShare(model, a100, CollectiveKind::kAllReduce, kOneNode);
+  EXPECT_NEAR(share, 5.5 * 0.763 * 300 * 8 / 14 / (2039 * 0.88), 0.01);
+  EXPECT_GT(share, 0.35);
+  EXPECT_LT(share, 0.45);
+  const double across = NcclHbmShare(model, a100, CollectiveKind::kAllReduce, {16, 1});
+  EXPECT_GT(across, 0);
+  EXPECT_LT(across, 0.1);
+  EXPECT_EQ(NcclHbmShare(model, a100, CollectiveKind::kAllToAll, kOneNode), 0);
+  EXPECT_EQ(NcclHbmShare(model, a100, CollectiveKind::kAllReduce, {1, 1}), 0);
+}
+
 TEST(NcclCommModel, A100AllReduceFlipsFromRingLlToRingSimpleAsSizeGrows) {
   NcclCommModel model(DgxA100());
   NcclChoice small = model.Choose(CollectiveKind::kAllReduce, 4 * kKiB, kOneNode);

@@ -264,7 +264,8 @@ TEST(Simulator, DeepSeekV3SimulatesWithLatentAttentionExpertsAndUnevenStages) {
 // Data parallelism over two DGX H100 nodes with the gradient reduction and the weight gathers
 // overlapped: NCCL's kernels hold 16 of each GPU's 132 SMs (the cluster file's
 // inter_node.nccl_channels) while the compute beside them runs, which makes the step longer than
-// with compute at its time alone; without the key they hold none, and the basis says which key.
+// with compute at its time alone; without the key they hold no SMs, and the basis says which key,
+// but their traffic still takes HBM bandwidth from the memory-bound kernels (NcclHbmShare).
 Strategy OverlappedDataParallel() {
   Strategy s;
   s.dp = 16;
@@ -299,7 +300,8 @@ TEST(Simulator, DataParallelKernelsTakeSmsFromTheComputeBesideThem) {
   Result<SimulationResult> unsaid =
       SimulateTrainingStep(in.model, unknown, OverlappedDataParallel());
   ASSERT_TRUE(unsaid.ok());
-  EXPECT_EQ(unsaid->step_time_s, apart->step_time_s);
+  EXPECT_GT(unsaid->step_time_s, apart->step_time_s);
+  EXPECT_LT(unsaid->step_time_s, shared->step_time_s);
   EXPECT_NE(unsaid->sm_basis.find("the cluster file has no inter_node.nccl_channels"),
             std::string::npos)
       << unsaid->sm_basis;

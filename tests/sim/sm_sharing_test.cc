@@ -22,9 +22,15 @@ class SmStep {
     graph.SetSmUse(id, {.yields = true});
     return id;
   }
-  TaskId Transfer(StreamId stream, double micros, float holds) {
+  TaskId Transfer(StreamId stream, double micros, float holds, float hbm = 0) {
     const TaskId id = graph.AddTask({.stream = stream, .duration = SmMicros(micros)});
-    graph.SetSmUse(id, {.holds = holds});
+    graph.SetSmUse(id, {.holds = holds, .hbm = hbm});
+    return id;
+  }
+  // Compute with |memory| of its time alone in memory-bound kernels.
+  TaskId MemoryBound(StreamId stream, double micros, float memory) {
+    const TaskId id = graph.AddTask({.stream = stream, .duration = SmMicros(micros)});
+    graph.SetSmUse(id, {.memory = memory, .yields = true});
     return id;
   }
   StepTimeline Simulate() {
@@ -124,6 +130,36 @@ TEST(SmSharing, WithoutHoldersNothingChanges) {
   EXPECT_EQ(t.sm_lost, std::vector<SimTime>{SimTime()});
 }
 
+// A transfer that takes half the HBM bandwidth and a tenth of the SMs: memory-bound kernels run
+// at the bandwidth left, GEMMs at the SMs left, and a pass of both at the harmonic mix.
+TEST(SmSharing, MemoryBoundKernelsRunOnTheHbmBandwidthLeft) {
+  SmStep step;
+  const TaskId memory = step.MemoryBound(step.Stream(0, "compute"), 100, 1.0f);
+  step.Transfer(step.Stream(0, "dp"), 40, 0.1f, 0.5f);
+  const TaskId gemm = step.Compute(step.Stream(1, "compute"), 100);
+  step.Transfer(step.Stream(1, "dp"), 40, 0.1f, 0.5f);
+  // Half memory-bound: 1 / (0.5 / 0.9 + 0.5 / 0.5) = 9 / 14 of its rate while the transfer runs.
+  const TaskId mixed = step.MemoryBound(step.Stream(2, "compute"), 100, 0.5f);
+  step.Transfer(step.Stream(2, "dp"), 28, 0.1f, 0.5f);
+  const StepTimeline t = step.Simulate();
+  // 40 us at half rate do 20 us of work; the other 80 at full rate.
+  EXPECT_EQ(t.end[memory], SmMicros(120));
+  // 40 us at 0.9 do 36; the other 64 at full rate.
+  EXPECT_EQ(t.end[gemm], SmMicros(104));
+  // 28 us at 9/14 do 18; the other 82 at full rate.
+  EXPECT_EQ(t.end[mixed], SmMicros(110));
+}
+
+// Bandwidth held is no slower than SMs held where the SMs are the scarcer: the memory-bound part
+// runs at the smaller of the two.
+TEST(SmSharing, MemoryBoundKernelsAlsoNeedTheirSms) {
+  SmStep step;
+  const TaskId memory = step.MemoryBound(step.Stream(0, "compute"), 100, 1.0f);
+  step.Transfer(step.Stream(0, "dp"), 40, 0.5f, 0.25f);
+  const StepTimeline t = step.Simulate();
+  EXPECT_EQ(t.end[memory], SmMicros(120));
+}
+
 TEST(SmSharing, BadUsesAreRecordedAsBuildErrors) {
   SmStep step;
   const TaskId t = step.graph.AddTask({.stream = step.Stream(0, "s"), .duration = SmMicros(1)});
@@ -135,6 +171,16 @@ TEST(SmSharing, BadUsesAreRecordedAsBuildErrors) {
   both.SetSmUse(u, {.holds = 0.5f, .yields = true});
   EXPECT_NE(both.build_status().message().find("both holds SMs and yields them"),
             std::string::npos);
+  TaskGraph bandwidth;
+  const TaskId b =
+      bandwidth.AddTask({.stream = bandwidth.AddStream(0, "s"), .duration = SmMicros(1)});
+  bandwidth.SetSmUse(b, {.hbm = 1.5f});
+  EXPECT_NE(bandwidth.build_status().message().find("of its GPU's HBM bandwidth"),
+            std::string::npos);
+  TaskGraph memory;
+  const TaskId m = memory.AddTask({.stream = memory.AddStream(0, "s"), .duration = SmMicros(1)});
+  memory.SetSmUse(m, {.memory = -0.5f, .yields = true});
+  EXPECT_NE(memory.build_status().message().find("in memory-bound kernels"), std::string::npos);
   TaskGraph unknown;
   unknown.SetSmUse(3, {.yields = true});
   EXPECT_NE(unknown.build_status().message().find("unknown task id 3"), std::string::npos);
