@@ -24,6 +24,15 @@ namespace loom {
 // fraction. Errors: a missing or malformed table or GPU file.
 Result<FidelityTable> PredictMegatronAttentionTable(const ReferencePaths& paths);
 
+// One row per FlashAttention-2 bar of flashattention2_a100_fig4.csv (Dao 2023, Figure 4: forward
+// + backward on one A100 80GB SXM4, hidden 2048 as 32 heads of 64 or 16 of 128, 16k tokens, with
+// and without the causal mask, seq 512-16k), in TFLOP/s: loom's flash2 family with the shipped
+// hardware/gpus/a100-sxm4-80gb.json, whose attention calibration is fitted on none of it (both
+// columns are the same). The file's other methods (FlashAttention v1, its Triton port, xformers,
+// standard attention) are read and checked but not predicted. Errors: a missing or malformed
+// table or GPU file.
+Result<FidelityTable> PredictFlash2A100Table(const ReferencePaths& paths);
+
 // The A100's gemm_memory_bandwidth_fraction (spec/gpu_calibration.h) that best predicts the
 // table's forward and backward rows without the padding mask at N >= 1024 (least squares on the
 // log of predicted over measured; the rows below are bound by the host's launches, not the GPU),

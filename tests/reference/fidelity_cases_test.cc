@@ -354,6 +354,28 @@ TEST(FidelityReport, MegatronAttentionOnA100IsTheWorkloadsUnfusedKernels) {
   }
 }
 
+// FlashAttention-2's paper figure on an A100 (Dao 2023, Figure 4): its 23 FlashAttention-2 bars
+// (24 less the one the legend covers) as rows, each loom's flash2 forward plus backward over the
+// figure's FLOPs; fitted on none of it. With one efficiency for every shape, loom's rate is the
+// same for every row, where the measured rate grows with the sequence and the head dimension: the
+// table keeps that miss in view until the family's rate follows the shape.
+TEST(FidelityReport, FlashAttention2OnA100IsItsPapersFigure) {
+  Result<FidelityTable> table = PredictFlash2A100Table(Paths());
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_FALSE(table->refitted);
+  ASSERT_EQ(table->rows.size(), 23u);
+  std::map<std::string, FidelityRow> rows;
+  for (const FidelityRow& r : table->rows) {
+    EXPECT_GT(r.predicted, 0) << r.name;
+    EXPECT_EQ(r.loso_predicted, r.predicted) << r.name;
+    rows[r.name] = r;
+  }
+  EXPECT_EQ(rows["d128 causal seq 16384"].measured, 189);
+  EXPECT_EQ(rows["d64 seq 512"].measured, 132);
+  EXPECT_EQ(rows.count("d128 seq 512"), 0u);  // covered by the legend
+  EXPECT_LT(rows["d128 causal seq 512"].measured, rows["d128 causal seq 16384"].measured);
+}
+
 // The A100 files' gemm_memory_bandwidth_fraction is the fit on the FlashAttention paper's
 // benchmark of Megatron's attention, and the GEMMs it bounds reach less of HBM than a streaming
 // kernel: without the mechanism (the fraction unset) the GPU-bound rows are too fast.

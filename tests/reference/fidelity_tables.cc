@@ -387,6 +387,10 @@ Result<std::vector<FidelityTable>> BuildFidelityReport(const ReferencePaths& pat
   Result<FidelityTable> attention = PredictMegatronAttentionTable(paths);
   if (!attention.ok()) return attention.status();
   tables.value().push_back(std::move(*attention));
+  // FlashAttention-2 on an A100 against its paper's figure (issue 42, mechanism 3), held out.
+  Result<FidelityTable> flash2 = PredictFlash2A100Table(paths);
+  if (!flash2.ok()) return flash2.status();
+  tables.value().push_back(std::move(*flash2));
   return tables;
 }
 
