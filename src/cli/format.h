@@ -24,21 +24,25 @@ inline constexpr const char* kFrameworkHelp =
     "megatron-core-cudagraphs, pytorch-eager), a framework file, or none (the GPU is always fed "
     "and every collective blocks)";
 
-// --attention of simulate and plan: fused (the framework's fused kernel on each GPU), flash2 or
-// cudnn (that fused kernel), or unfused (Megatron-LM's own core attention).
+// --attention of simulate and plan: fused (the framework's fused kernel on each GPU), flash2,
+// cudnn or triton (that fused kernel), or unfused (Megatron-LM's own core attention).
 inline constexpr const char* kAttentionHelp =
     "Attention kernel: fused (the framework's fused kernel for the GPU: the framework file's "
     "fused_attention, e.g. Transformer Engine's cuDNN attention from Hopper on and "
     "FlashAttention-2 before it), flash2 (FlashAttention-2, at the GPU file's "
-    "attention_efficiency), cudnn (cuDNN's fused attention, at its attention_tiles), or unfused "
-    "(Megatron-LM's own layers without Transformer Engine: its core attention, which keeps the "
-    "softmax for backward, and bias adds and bias gradients as kernels of their own)";
-inline const std::vector<std::string> kAttentionChoices = {"fused", "flash2", "cudnn", "unfused"};
+    "attention_tiles_flash2, else its attention_efficiency), cudnn (cuDNN's fused attention, at "
+    "its attention_tiles), triton (the Triton port of the first FlashAttention, llm-foundry's "
+    "attn_impl triton, at its attention_tiles_triton; A100 only), or unfused (Megatron-LM's own "
+    "layers without Transformer Engine: its core attention, which keeps the softmax for "
+    "backward, and bias adds and bias gradients as kernels of their own)";
+inline const std::vector<std::string> kAttentionChoices = {"fused", "flash2", "cudnn", "triton",
+                                                           "unfused"};
 
 // The kernel an --attention choice runs: unfused, else fused (of whichever family).
 AttentionKernel AttentionKernelOf(const std::string& attention);
 
-// Sets |options|' attention kernel, and its family where |attention| names one (flash2, cudnn);
+// Sets |options|' attention kernel, and its family where |attention| names one (flash2, cudnn,
+// triton);
 // fused leaves the family to the framework. REQUIRES: |attention| is one of kAttentionChoices.
 void SetAttention(const std::string& attention, SimulationOptions& options);
 

@@ -331,6 +331,15 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   // What the emitted launch runs is what the ranking simulates: loom validate's executors run
   // cuDNN's fused attention (exec/cuda/op_runner.cc, sdpa_graph.h); Megatron-DeepSpeed's
   // --use-flash-attn-v2 runs FlashAttention-2 and it has no flag for cuDNN's.
+  // Neither Megatron-LM, nor loom validate's executors, nor a DeepSpeed config runs the Triton
+  // port: a launch of it would not run what was ranked.
+  if (o.attention == "triton" && !o.emit.empty()) {
+    return Status::InvalidArgument(
+        "--attention triton with --emit " + o.emit +
+        ": the launch would not run the Triton FlashAttention (Megatron-LM's --attention-backend "
+        "has no such kernel, loom validate runs cuDNN's); rank without --emit, or give "
+        "--attention fused, flash2 or cudnn");
+  }
   if (o.emit == "plan") {
     if (o.attention == "flash2") {
       return Status::InvalidArgument(

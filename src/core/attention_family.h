@@ -12,8 +12,8 @@ namespace loom {
 // 128, FlashAttention-2 runs at about 35 % of the tensor peak (Shah et al. 2024, FlashAttention-3,
 // Section 1) where cuDNN's fused SDPA reached 318-678 TFLOP/s on the committed run
 // (hardware/validation/2026-11-27/profile.json). The GPU file calibrates each family
-// (ComputeCalibration: attention_efficiency and attention_tiles); the framework file says which
-// one its attention layer calls (FrameworkProfile::fused_attention).
+// (ComputeCalibration: attention_efficiency and the attention tiles of each family); the framework
+// file says which one its attention layer calls (FrameworkProfile::fused_attention).
 enum class AttentionFamily : uint8_t {
   // Dao-AILab/flash-attention 2.x (Dao 2023): flash_attn_func, and PyTorch's
   // scaled_dot_product_attention on its flash backend.
@@ -21,10 +21,16 @@ enum class AttentionFamily : uint8_t {
   // cuDNN's fused scaled-dot-product attention (cudnn-frontend's SDPA graph), as Transformer
   // Engine's FusedAttention (its F16_arbitrary_seqlen backend) and loom probe call it.
   kCudnn,
+  // The Triton port of the first FlashAttention (Dao-AILab/flash-attention 1.x,
+  // flash_attn/flash_attn_triton.py), which llm-foundry copied as its attn_impl triton (the default
+  // of its 2023 benchmark scripts) and Megatron-DeepSpeed calls with --use-flash-attn-triton: about
+  // half FlashAttention-2's rate on an A100 (Dao 2023, Figure 4).
+  kTriton,
 };
-inline constexpr EnumNames<AttentionFamily, 2> kAttentionFamilyNames({{
+inline constexpr EnumNames<AttentionFamily, 3> kAttentionFamilyNames({{
     {AttentionFamily::kFlashAttention2, "flash2"},
     {AttentionFamily::kCudnn, "cudnn"},
+    {AttentionFamily::kTriton, "triton"},
 }});
 
 }  // namespace loom

@@ -120,34 +120,12 @@ bool SolveTileFit(const std::vector<TileRow>& rows, const std::vector<double>& y
 
 }  // namespace
 
-Result<AttentionTileParams> FitAttentionTiles(std::span<const AttentionTiming> timings,
-                                              const GpuSpec& gpu) {
-  if (timings.size() < kMinAttentionTileSamples) {
-    return Status::InvalidArgument(
-        "fitting attention tiles needs at least 10 timings of one pass; got " +
-        std::to_string(timings.size()));
-  }
-  const bool backward = timings.front().shape.backward;
-  const Dtype dtype = timings.front().shape.dtype;
-  const std::optional<double> peak = gpu.PeakTflops(dtype);
-  if (!peak) {
-    return Status::InvalidArgument("the GPU file of " + gpu.name + " has no " +
-                                   std::string(kDtypeNames.Name(dtype)) +
-                                   " peak to fit attention at");
-  }
-  std::vector<TileRow> rows;
-  std::vector<double> y;
-  for (const AttentionTiming& t : timings) {
-    if (t.shape.backward != backward || t.shape.dtype != dtype) {
-      return Status::InvalidArgument(
-          "attention tiles are fitted one pass and one dtype at a time; the timings mix them");
-    }
-    if (!(t.seconds > 0)) return Status::InvalidArgument("an attention timing is not positive");
-    rows.push_back(TileTerms(CountAttentionTiles(t.shape, gpu.sm_count, *peak * 1e12)));
-    y.push_back(t.seconds);
-  }
-  // Drop a term that fits negative (it would buy error elsewhere with a time below zero) and hold
-  // the efficiency at most 1 (x[0] = 1 / efficiency at least 1); refit until neither happens.
+namespace {
+
+// The least-squares fit of |rows| to |y| with the model's constraints: a term that fits negative is
+// dropped (it would buy error elsewhere with a time below zero) and the efficiency held at most 1
+// (x[0] = 1 / efficiency at least 1), refitting until neither happens.
+Result<TileRow> FitTileRows(const std::vector<TileRow>& rows, const std::vector<double>& y) {
   std::array<bool, kTileTerms> free{};
   free.fill(true);
   TileRow x{};
@@ -173,6 +151,10 @@ Result<AttentionTileParams> FitAttentionTiles(std::span<const AttentionTiming> t
     if (!changed) break;
   }
   if (!(x[0] > 0)) return Status::InvalidArgument("the attention fit found no tensor-core rate");
+  return x;
+}
+
+AttentionTileParams ParamsOf(const TileRow& x) {
   AttentionTileParams p;
   p.matmul_efficiency = 1.0 / x[0];
   p.score_ps = x[1];
@@ -181,6 +163,82 @@ Result<AttentionTileParams> FitAttentionTiles(std::span<const AttentionTiming> t
   p.wave_us = x[4];
   p.latency_us = x[5];
   return p;
+}
+
+Result<double> PeakOf(const GpuSpec& gpu, Dtype dtype) {
+  const std::optional<double> peak = gpu.PeakTflops(dtype);
+  if (!peak) {
+    return Status::InvalidArgument("the GPU file of " + gpu.name + " has no " +
+                                   std::string(kDtypeNames.Name(dtype)) +
+                                   " peak to fit attention at");
+  }
+  return *peak * 1e12;
+}
+
+}  // namespace
+
+Result<AttentionTileParams> FitAttentionTiles(std::span<const AttentionTiming> timings,
+                                              const GpuSpec& gpu) {
+  if (timings.size() < kMinAttentionTileSamples) {
+    return Status::InvalidArgument(
+        "fitting attention tiles needs at least 10 timings of one pass; got " +
+        std::to_string(timings.size()));
+  }
+  const bool backward = timings.front().shape.backward;
+  const Dtype dtype = timings.front().shape.dtype;
+  LOOM_ASSIGN_OR_RETURN(const double peak, PeakOf(gpu, dtype));
+  std::vector<TileRow> rows;
+  std::vector<double> y;
+  for (const AttentionTiming& t : timings) {
+    if (t.shape.backward != backward || t.shape.dtype != dtype) {
+      return Status::InvalidArgument(
+          "attention tiles are fitted one pass and one dtype at a time; the timings mix them");
+    }
+    if (!(t.seconds > 0)) return Status::InvalidArgument("an attention timing is not positive");
+    rows.push_back(TileTerms(CountAttentionTiles(t.shape, gpu.sm_count, peak)));
+    y.push_back(t.seconds);
+  }
+  LOOM_ASSIGN_OR_RETURN(const TileRow x, FitTileRows(rows, y));
+  return ParamsOf(x);
+}
+
+Result<AttentionTilePasses> FitAttentionTilesOverPasses(std::span<const AttentionTiming> timings,
+                                                        const GpuSpec& gpu,
+                                                        double backward_matmul_ratio) {
+  if (timings.size() < kMinAttentionTileSamples) {
+    return Status::InvalidArgument(
+        "fitting attention tiles needs at least 10 timings of forward and backward together; "
+        "got " +
+        std::to_string(timings.size()));
+  }
+  if (!(backward_matmul_ratio > 0 && backward_matmul_ratio <= 1)) {
+    return Status::InvalidArgument(
+        "the backward's share of the forward's tensor-core efficiency must be in (0, 1]");
+  }
+  const Dtype dtype = timings.front().shape.dtype;
+  LOOM_ASSIGN_OR_RETURN(const double peak, PeakOf(gpu, dtype));
+  std::vector<TileRow> rows;
+  std::vector<double> y;
+  for (const AttentionTiming& t : timings) {
+    if (t.shape.backward || t.shape.dtype != dtype) {
+      return Status::InvalidArgument(
+          "forward-and-backward timings are keyed by their forward shape, one dtype; the timings "
+          "mix them");
+    }
+    if (!(t.seconds > 0)) return Status::InvalidArgument("an attention timing is not positive");
+    AttentionShape backward = t.shape;
+    backward.backward = true;
+    TileRow row = TileTerms(CountAttentionTiles(t.shape, gpu.sm_count, peak));
+    TileRow back = TileTerms(CountAttentionTiles(backward, gpu.sm_count, peak));
+    back[0] /= backward_matmul_ratio;
+    for (int i = 0; i < kTileTerms; ++i) row[i] += back[i];
+    rows.push_back(row);
+    y.push_back(t.seconds);
+  }
+  LOOM_ASSIGN_OR_RETURN(TileRow x, FitTileRows(rows, y));
+  AttentionTilePasses out{ParamsOf(x), ParamsOf(x)};
+  out.backward.matmul_efficiency = out.forward.matmul_efficiency * backward_matmul_ratio;
+  return out;
 }
 
 }  // namespace loom

@@ -76,6 +76,22 @@ inline constexpr size_t kMinAttentionTileSamples = 10;
 Result<AttentionTileParams> FitAttentionTiles(std::span<const AttentionTiming> timings,
                                               const GpuSpec& gpu);
 
+// Both passes' tiles of one kernel family.
+struct AttentionTilePasses {
+  AttentionTileParams forward, backward;
+};
+
+// Fits a family's tiles where only forward + backward was measured (a paper's benchmark of both
+// passes together, e.g. Dao 2023, Figure 4): each timing's |shape| is its forward's (backward
+// false) and |seconds| the two passes' sum. The two passes share the fitted values except the
+// tensor-core efficiency, the backward's |backward_matmul_ratio| times the forward's (a ratio the
+// source states apart, e.g. FlashAttention-2's 63 % against 73 % of the peak on A100); the terms
+// of the two passes' tile counts add, so this is the same 6-unknown solve as FitAttentionTiles.
+// Errors: as FitAttentionTiles, a ratio outside (0, 1], or a timing keyed by a backward shape.
+Result<AttentionTilePasses> FitAttentionTilesOverPasses(std::span<const AttentionTiming> timings,
+                                                        const GpuSpec& gpu,
+                                                        double backward_matmul_ratio);
+
 }  // namespace loom
 
 #endif  // LOOM_COST_ATTENTION_TILES_H_

@@ -84,11 +84,8 @@ SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
 
 SimTime RooflineComputeModel::Attention(const AttentionShape& a) const {
   const ComputeCalibration& c = gpu_.calibration;
-  // The tiles are cuDNN's kernels (ComputeCalibration::attention_forward_tiles).
-  const std::optional<AttentionTileParams> no_tiles;
-  const std::optional<AttentionTileParams>& tiles = a.family != AttentionFamily::kCudnn ? no_tiles
-                                                    : a.backward ? c.attention_backward_tiles
-                                                                 : c.attention_forward_tiles;
+  // The family's own tiles (ComputeCalibration::AttentionTiles), else attention_efficiency.
+  const std::optional<AttentionTileParams>& tiles = c.AttentionTiles(a.family, a.backward);
   // The tile model's fitted latency is the whole kernel's fixed time: no kernel overhead on top.
   const double overhead_s = tiles ? 0.0 : c.kernel_overhead_us * 1e-6;
   const double flops = AttentionKernelFlops(a);

@@ -85,13 +85,14 @@ double TensorClock(const GpuSpec& gpu, Dtype dtype, double demand_flops_per_s);
 //   (gemm_epilogue_overlap: CUTLASS 3 warp-specialised persistent ping-pong and cooperative kernels
 //   on Hopper, efficient_gemm.md "Warp Specialization"), the kernel takes the longer of its main
 //   loop and its epilogue traffic.
-// - Fused attention: cuDNN's (AttentionFamily::kCudnn), where the calibration has the pass's
-//   attention tiles (fitted on the probe's cuDNN kernels), the tile model of
-//   cost/attention_tiles.h (CTAs over SMs, products and softmax per score, diagonal blocks, waves,
-//   a fixed latency that stands for the kernel overhead); otherwise its executed FLOPs (causal
-//   masking halves them; the backward recomputes the scores) at the fitted attention efficiency,
-//   which is also FlashAttention-2's rate (AttentionFamily::kFlashAttention2).
-//   Either with the same memory floor.
+// - Fused attention: where the calibration has the pass's tiles for the kernel's family
+//   (ComputeCalibration::AttentionTiles: cuDNN's fitted on the probe's kernels, FlashAttention-2's
+//   and the Triton port's on their papers' benchmarks), the tile model of cost/attention_tiles.h
+//   (CTAs over SMs, products and softmax per score, diagonal blocks, waves, a fixed latency that
+//   stands for the kernel overhead); otherwise its executed FLOPs (causal masking halves them; the
+//   backward recomputes the scores) at the fitted attention efficiency. Either with the same
+//   memory floor. A family without tiles or efficiency is refused before costing
+//   (CostStageChunks).
 // - fp8 GEMM: the kernel above at the fp8 peak and efficiency, preceded by Transformer Engine's
 //   casts of its bf16 operands to fp8 (GemmCastBytes), memory-bound at the achieved HBM bandwidth
 //   (the casts add no per-kernel overhead of their own).

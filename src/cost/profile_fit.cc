@@ -33,6 +33,13 @@ bool HasAttentionTiles(const ComputeCalibration& c) {
   return c.attention_forward_tiles || c.attention_backward_tiles;
 }
 
+// Whether |sample| is FlashAttention-2's kernel, whose rate is attention_efficiency unless the file
+// has its own tiles (attention_tiles_flash2).
+bool Flash2Attention(const ProfileSample& sample) {
+  const AttentionShape* a = std::get_if<AttentionShape>(&sample.shape);
+  return a != nullptr && a->family == AttentionFamily::kFlashAttention2;
+}
+
 struct ClassSamples {
   OpKind kind = OpKind::kGemm;
   std::optional<Dtype> dtype;
@@ -322,6 +329,15 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
     trial.calibration.attention_forward_tiles.reset();
     trial.calibration.attention_backward_tiles.reset();
   }
+  // FlashAttention-2 samples fit attention_efficiency too, which the file's FlashAttention-2 tiles
+  // would override for them: those go as well.
+  const bool drops_flash2_tiles =
+      std::any_of(samples.begin(), samples.end(), Flash2Attention) &&
+      (gpu.calibration.flash2_forward_tiles || gpu.calibration.flash2_backward_tiles);
+  if (drops_flash2_tiles) {
+    trial.calibration.flash2_forward_tiles.reset();
+    trial.calibration.flash2_backward_tiles.reset();
+  }
   std::vector<KernelSample> kernels;
   for (const ProfileSample& s : samples) kernels.push_back({s.shape, s.median_us * 1e-6});
   Result<JointComputeFit> joint = FitComputeJointly(kernels, trial);
@@ -337,6 +353,7 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
   for (const ClassSamples& k : classes) fit.classes.push_back(ClassFitOf(k, fit.calibration));
   SetKeys(classes, &fit);
   if (drops_tiles) fit.removed_keys.push_back("attention_tiles");
+  if (drops_flash2_tiles) fit.removed_keys.push_back("attention_tiles_flash2");
   Score(samples, classes, gpu, &fit);
   return fit;
 }

@@ -107,6 +107,17 @@ Result<std::vector<ChunkCost>> CostStageChunks(
     if (kernels.attention == AttentionKernel::kFused) {
       const FusedAttentionChoice choice = attention.For(gpu);
       set_kernels.fused_family = choice.family;
+      // The Triton port has no efficiency to fall back on: only a benchmark of it gives its rate.
+      if (choice.family == AttentionFamily::kTriton &&
+          !(gpu.calibration.triton_forward_tiles && gpu.calibration.triton_backward_tiles)) {
+        return Status::InvalidArgument(
+            gpu.file +
+            ": no calibration.attention_tiles_triton: loom has no rate for the Triton "
+            "FlashAttention (" +
+            choice.basis + ") on " + gpu.name +
+            "; fit it on a benchmark of that kernel (tests/reference/flashattention2_a100_fig4.csv "
+            "is the A100's), or run another family (--attention flash2 or cudnn)");
+      }
       if (attention_basis != nullptr) attention_basis->push_back(gpu.file + ": " + choice.basis);
     }
     LOOM_ASSIGN_OR_RETURN(std::vector<ChunkCost> costs,

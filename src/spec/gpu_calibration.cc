@@ -1,5 +1,6 @@
 #include "spec/gpu_calibration.h"
 
+#include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,25 @@ double ComputeCalibration::MemoryBandwidthFraction(MemoryAccess access) const {
   if (access == MemoryAccess::kRowReduction && memory_bandwidth_fraction_row_reduction)
     return *memory_bandwidth_fraction_row_reduction;
   return memory_bandwidth_fraction.value_or(1.0);
+}
+
+const std::optional<AttentionTileParams>& ComputeCalibration::AttentionTiles(AttentionFamily family,
+                                                                             bool backward) const {
+  switch (family) {
+    case AttentionFamily::kCudnn:
+      return backward ? attention_backward_tiles : attention_forward_tiles;
+    case AttentionFamily::kFlashAttention2:
+      return backward ? flash2_backward_tiles : flash2_forward_tiles;
+    case AttentionFamily::kTriton:
+      return backward ? triton_backward_tiles : triton_forward_tiles;
+  }
+  return attention_forward_tiles;
+}
+
+std::string ComputeCalibration::AttentionTilesKey(AttentionFamily family) {
+  return family == AttentionFamily::kCudnn
+             ? "attention_tiles"
+             : "attention_tiles_" + std::string(kAttentionFamilyNames.Name(family));
 }
 
 std::optional<double> ComputeCalibration::SustainedTensorFraction(Dtype dtype) const {
@@ -148,12 +168,14 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
   }
   c.kernel_overhead_us = r.OptionalNonNegativeNumber("kernel_overhead_us", {0, 1e6}).value_or(0.0);
   c.attention_efficiency = Fraction(r, "attention_efficiency");
-  if (r.Has("attention_tiles")) {
-    JsonReader& tiles = r.Object("attention_tiles");
-    if (tiles.Has("forward"))
-      c.attention_forward_tiles = ReadAttentionTileParams(tiles.Object("forward"));
-    if (tiles.Has("backward"))
-      c.attention_backward_tiles = ReadAttentionTileParams(tiles.Object("backward"));
+  for (const auto& [key, forward, backward] :
+       {std::tuple{"attention_tiles", &c.attention_forward_tiles, &c.attention_backward_tiles},
+        std::tuple{"attention_tiles_flash2", &c.flash2_forward_tiles, &c.flash2_backward_tiles},
+        std::tuple{"attention_tiles_triton", &c.triton_forward_tiles, &c.triton_backward_tiles}}) {
+    if (!r.Has(key)) continue;
+    JsonReader& tiles = r.Object(key);
+    if (tiles.Has("forward")) *forward = ReadAttentionTileParams(tiles.Object("forward"));
+    if (tiles.Has("backward")) *backward = ReadAttentionTileParams(tiles.Object("backward"));
   }
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");
   c.memory_bandwidth_fraction_row_reduction =

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/attention_family.h"
 #include "core/dtype.h"
 #include "core/json_reader.h"
 #include "core/memory_access.h"
@@ -72,6 +73,12 @@ struct ComputeCalibration {
   // kernel's FLOPs. The "attention_tiles" object of the file: {"forward": {...}, "backward":
   // {...}}, keys as AttentionTileParams's fields.
   std::optional<AttentionTileParams> attention_forward_tiles, attention_backward_tiles;
+  // The same model for the other families, where fitted on a published benchmark of them:
+  // FlashAttention-2 ("attention_tiles_flash2"; without it, attention_efficiency) and the Triton
+  // port of the first FlashAttention ("attention_tiles_triton"; without it, the GPU has no rate
+  // for that family and a step that runs it is refused).
+  std::optional<AttentionTileParams> flash2_forward_tiles, flash2_backward_tiles;
+  std::optional<AttentionTileParams> triton_forward_tiles, triton_backward_tiles;
   // Fraction of the datasheet HBM bandwidth that memory-bound kernels reach: streaming ones
   // (MemoryAccess::kStreaming, op/op.h), and row reductions where the next key is absent.
   std::optional<double> memory_bandwidth_fraction;
@@ -110,6 +117,13 @@ struct ComputeCalibration {
   // The fraction of the HBM bandwidth kernels of |access| reach: a row reduction's own where the
   // file has one, else memory_bandwidth_fraction, else 1 (the datasheet).
   double MemoryBandwidthFraction(MemoryAccess access) const;
+  // The tiles of |family|'s |backward| (or forward) kernel: attention_*_tiles for cuDNN, the
+  // family's own for FlashAttention-2 and Triton; nullopt where the file has none.
+  const std::optional<AttentionTileParams>& AttentionTiles(AttentionFamily family,
+                                                           bool backward) const;
+  // The key of the file's calibration object that holds |family|'s tiles: "attention_tiles",
+  // "attention_tiles_flash2", "attention_tiles_triton".
+  static std::string AttentionTilesKey(AttentionFamily family);
 };
 
 // The calibration key of |dtype|'s GEMM efficiency: "gemm_efficiency_bf16", ...

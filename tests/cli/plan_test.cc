@@ -504,6 +504,14 @@ TEST(Plan, EmittedLaunchesSimulateTheAttentionTheyRun) {
                                    "--emit", "plan", "--attention", "flash2"});
   EXPECT_NE(flash.code, kExitOk);
   EXPECT_NE(flash.err.find("run cuDNN's fused attention"), std::string::npos) << flash.err;
+  // No launch loom emits runs the Triton port of FlashAttention.
+  for (const std::string emit : {"megatron", "deepspeed", "plan"}) {
+    CommandResult triton = PlanSmall({"--fix", "pp=1,tp=2,cp=1,dp=8,micro_batch=1,zero_stage=1",
+                                      "--emit", emit, "--attention", "triton"});
+    EXPECT_NE(triton.code, kExitOk) << emit;
+    EXPECT_NE(triton.err.find("--attention triton with --emit " + emit), std::string::npos)
+        << triton.err;
+  }
 }
 
 TEST(Plan, FusedGradientAccumulationCannotBeEmittedForDeepSpeed) {

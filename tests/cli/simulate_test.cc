@@ -250,6 +250,44 @@ TEST(Simulate, FusedAttentionIsTheFrameworksKernelForTheGpu) {
   EXPECT_NE(text.out.find("flash2 (compute capability 8.0 < 9.0)"), std::string::npos) << text.out;
 }
 
+// The Triton port of the first FlashAttention (--attention triton) runs at its own rate where the
+// GPU file has it (the A100's, fitted on the FlashAttention-2 paper's Figure 4), about half
+// FlashAttention-2's at Llama's seq 8192; a GPU without it is refused, naming the key and the way
+// out, not run at another family's rate.
+TEST(Simulate, TritonAttentionRunsWhereTheGpuHasItsRate) {
+  const auto args = [](const std::string& cluster, const std::string& attention) {
+    return std::vector<std::string>{"simulate",
+                                    "--model",
+                                    Shipped("models/llama3-8b.json"),
+                                    "--cluster",
+                                    Shipped(cluster),
+                                    "--tp",
+                                    "2",
+                                    "--dp",
+                                    "4",
+                                    "--global-batch",
+                                    "8",
+                                    "--seq",
+                                    "8192",
+                                    "--attention",
+                                    attention,
+                                    "--json"};
+  };
+  CommandResult triton = Loom(args("hardware/clusters/dgx-a100.json", "triton"));
+  ASSERT_EQ(triton.code, kExitOk) << triton.err;
+  CommandResult flash = Loom(args("hardware/clusters/dgx-a100.json", "flash2"));
+  ASSERT_EQ(flash.code, kExitOk) << flash.err;
+  const nlohmann::json t = nlohmann::json::parse(triton.out);
+  EXPECT_NE(t["attention_basis"].get<std::string>().find("triton (--attention)"), std::string::npos)
+      << t["attention_basis"];
+  EXPECT_GT(t["step_time_s"].get<double>(),
+            1.05 * nlohmann::json::parse(flash.out)["step_time_s"].get<double>());
+  CommandResult h100 = Loom(args("hardware/clusters/dgx-h100.json", "triton"));
+  EXPECT_NE(h100.code, kExitOk);
+  EXPECT_NE(h100.err.find("no calibration.attention_tiles_triton"), std::string::npos) << h100.err;
+  EXPECT_NE(h100.err.find("--attention flash2 or cudnn"), std::string::npos) << h100.err;
+}
+
 TEST(Simulate, UnknownFrameworkListsTheKnownOnes) {
   CommandResult r = Loom({"simulate", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
                           Shipped("hardware/clusters/dgx-h100.json"), "--framework", "megatron"});

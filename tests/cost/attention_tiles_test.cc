@@ -161,6 +161,8 @@ TEST(AttentionTiles, TheComputeModelUsesThePassesTheCalibrationHas) {
   GpuSpec untiled = *file;
   untiled.calibration.attention_forward_tiles.reset();
   untiled.calibration.attention_backward_tiles.reset();
+  untiled.calibration.flash2_forward_tiles.reset();
+  untiled.calibration.flash2_backward_tiles.reset();
   const GpuSpec* gpu = &untiled;
   AttentionShape fwd = Shape(4, 16, 2048, 128, true, false);
   fwd.family = AttentionFamily::kCudnn;
@@ -182,10 +184,22 @@ TEST(AttentionTiles, TheComputeModelUsesThePassesTheCalibrationHas) {
   EXPECT_NE(model.Attention(fwd).ToSeconds(), fwd_before);
   // The backward has no tiles: the single efficiency as before.
   EXPECT_DOUBLE_EQ(model.Attention(bwd).ToSeconds(), bwd_before);
-  // The tiles are cuDNN's: FlashAttention-2's kernel keeps the single efficiency (its rate).
+  // The tiles are cuDNN's: FlashAttention-2's kernel keeps the single efficiency (its rate)...
   AttentionShape flash = fwd;
   flash.family = AttentionFamily::kFlashAttention2;
   EXPECT_DOUBLE_EQ(model.Attention(flash).ToSeconds(), fwd_before);
+  // ...until the file has its own tiles (attention_tiles_flash2), which are its and only its.
+  GpuSpec flash_tiled = tiled;
+  flash_tiled.calibration.flash2_forward_tiles =
+      AttentionTileParams{.matmul_efficiency = 0.5, .score_ps = 60, .latency_us = 5};
+  const RooflineComputeModel with_flash(flash_tiled);
+  EXPECT_NEAR(
+      with_flash.Attention(flash).ToSeconds(),
+      AttentionTileSeconds(CountAttentionTiles(flash, flash_tiled.sm_count,
+                                               *flash_tiled.PeakTflops(Dtype::kBf16) * 1e12),
+                           *flash_tiled.calibration.flash2_forward_tiles),
+      1e-9);
+  EXPECT_DOUBLE_EQ(with_flash.Attention(fwd).ToSeconds(), model.Attention(fwd).ToSeconds());
 }
 
 }  // namespace

@@ -145,6 +145,28 @@ TEST(FitComputeCalibration, FewCudnnAttentionSamplesReplaceTheFilesAttentionTile
   EXPECT_TRUE(gemm_fit->calibration.attention_forward_tiles.has_value());
 }
 
+// FlashAttention-2's samples fit attention_efficiency, which the file's FlashAttention-2 tiles
+// (attention_tiles_flash2, fitted on the FlashAttention-2 paper's figures) would override for
+// them: the fit drops those from the model and the file, and leaves cuDNN's and the Triton port's.
+TEST(FitComputeCalibration, Flash2AttentionSamplesReplaceTheFilesFlash2Tiles) {
+  GpuSpec file = H100Like();
+  file.calibration.flash2_forward_tiles = AttentionTileParams{.matmul_efficiency = 0.5};
+  file.calibration.flash2_backward_tiles = AttentionTileParams{.matmul_efficiency = 0.4};
+  file.calibration.attention_forward_tiles = AttentionTileParams{.matmul_efficiency = 0.9};
+  Result<ComputeFit> fit = FitComputeCalibration(SyntheticProfile(Truth()), file);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_NEAR(*fit->calibration.attention_efficiency, 0.47, 1e-5);
+  EXPECT_FALSE(fit->calibration.flash2_forward_tiles.has_value());
+  EXPECT_FALSE(fit->calibration.flash2_backward_tiles.has_value());
+  EXPECT_TRUE(fit->calibration.attention_forward_tiles.has_value());
+  EXPECT_NE(std::find(fit->removed_keys.begin(), fit->removed_keys.end(), "attention_tiles_flash2"),
+            fit->removed_keys.end());
+  // cuDNN's samples say nothing about FlashAttention-2's tiles.
+  Result<ComputeFit> cudnn_fit = FitComputeCalibration(AsCudnn(SyntheticProfile(Truth())), file);
+  ASSERT_TRUE(cudnn_fit.ok()) << cudnn_fit.status().message();
+  EXPECT_TRUE(cudnn_fit->calibration.flash2_forward_tiles.has_value());
+}
+
 // With kMinAttentionTileSamples of each pass, cuDNN's attention fits the tile model
 // (FitAttentionTiles) apart from the joint fit: the truth's tiles come back, the other keys are
 // fitted as before, the class is reported as tiles, and the file gets the "attention_tiles" object.
@@ -482,6 +504,9 @@ TEST(WithComputeCalibration, WrittenFileLoadsWithTheFittedValues) {
   std::filesystem::create_directories(dir);
   std::ifstream shipped(std::string(LOOM_SOURCE_DIR) + "/hardware/gpus/h100-sxm5-80gb.json");
   nlohmann::ordered_json file = nlohmann::ordered_json::parse(shipped);
+  // Fitted() ran on a GPU without FlashAttention-2 tiles; fitted on this file, its FlashAttention-2
+  // samples would have dropped the file's (Flash2AttentionSamplesReplaceTheFilesFlash2Tiles).
+  file["calibration"].erase("attention_tiles_flash2");
   std::ofstream(dir / "gpu.json") << WithComputeCalibration(file, Fitted()).dump(2);
   file["calibration"]["gemm_tile_m"] = 64;  // as an older loom fit wrote it
   file["calibration"]["gemm_tile_n"] = 64;

@@ -173,71 +173,180 @@ Result<double> FitMegatronAttentionGemmFraction(const ReferencePaths& paths) {
 
 namespace {
 
-constexpr const char* kFlash2Table = "flashattention2_a100_fig4.csv";
-
-// Figure 4's setting (Dao 2023, Section 4.1): hidden 2048 as heads of |head_dim|, 16k tokens per
-// call, bf16. loom's forward and backward kernels of FlashAttention-2 on the A100 file, timed and
-// summed; the figure's FLOPs (AttentionKernelFlops: the backward 2.5 times the forward) over that
-// time, in TFLOP/s.
-double Flash2TflopsPerS(const RooflineComputeModel& compute, int64_t head_dim, bool causal,
-                        int64_t seq) {
+// Figures 4 and 7's setting (Dao 2023, Section 4.1): hidden 2048 as heads of |head_dim|, 16k tokens
+// per call, bf16; the forward shape of one bar.
+AttentionShape FigureShape(int64_t head_dim, bool causal, int64_t seq, AttentionFamily family) {
   AttentionShape a;
   a.batch = 16384 / seq;
   a.heads = a.kv_heads = 2048 / head_dim;
   a.seq_q = a.seq_kv = seq;
   a.head_dim_qk = a.head_dim_v = head_dim;
   a.causal = causal;
-  a.family = AttentionFamily::kFlashAttention2;
-  AttentionShape b = a;
-  b.backward = true;
-  const double seconds = compute.Attention(a).ToSeconds() + compute.Attention(b).ToSeconds();
-  return (AttentionKernelFlops(a) + AttentionKernelFlops(b)) / seconds / 1e12;
+  a.family = family;
+  return a;
 }
+
+// The figures' FLOPs of forward and backward (Section 4.1): 4 seq^2 head_dim heads a sequence,
+// halved when causal, the backward 2.5 times the forward.
+double FigureFlops(const AttentionShape& a) {
+  const double forward = 4.0 * static_cast<double>(a.batch * a.heads * a.seq_q) *
+                         static_cast<double>(a.seq_kv * a.head_dim_qk) * (a.causal ? 0.5 : 1.0);
+  return 3.5 * forward;
+}
+
+// loom's forward plus backward of |forward|, in TFLOP/s of the figures' FLOPs.
+double PredictedTflops(const RooflineComputeModel& compute, const AttentionShape& forward) {
+  AttentionShape backward = forward;
+  backward.backward = true;
+  const double seconds =
+      compute.Attention(forward).ToSeconds() + compute.Attention(backward).ToSeconds();
+  return FigureFlops(forward) / seconds / 1e12;
+}
+
+// One bar of a figure's table.
+struct FigureBar {
+  int64_t head_dim = 0;
+  bool causal = false;
+  int64_t seq = 0;
+  std::string method;
+  double tflops = 0;
+};
+
+Result<std::vector<FigureBar>> ReadFigure(const ReferencePaths& paths, std::string_view file) {
+  Result<CsvTable> csv = ReadReferenceCsv(paths.tables_dir + "/" + std::string(file));
+  if (!csv.ok()) return csv.status();
+  std::vector<FigureBar> bars;
+  for (size_t i = 0; i < csv->rows.size(); ++i) {
+    RowReader r(*csv, i);
+    FigureBar b;
+    b.head_dim = r.Int("head_dim");
+    const std::string causal = r.Text("causal");
+    b.seq = r.Int("seq");
+    b.method = r.Text("method");
+    b.tflops = r.Number("tflops");
+    LOOM_RETURN_IF_ERROR(r.Finish());
+    const std::string where = csv->file + ": row " + std::to_string(i + 1);
+    if (causal != "true" && causal != "false")
+      return Status::InvalidArgument(where + ": causal is \"" + causal + "\"; use true or false");
+    b.causal = causal == "true";
+    if (b.head_dim <= 0 || 2048 % b.head_dim != 0 || b.seq <= 0 || 16384 % b.seq != 0) {
+      return Status::InvalidArgument(where +
+                                     ": head_dim must divide 2048 and seq 16384 (the figure's "
+                                     "setting: hidden 2048, 16k tokens)");
+    }
+    if (!(b.tflops > 0)) return Status::InvalidArgument(where + ": tflops must be positive");
+    bars.push_back(std::move(b));
+  }
+  return bars;
+}
+
+// The figures' method of each family loom models.
+std::string_view MethodOf(AttentionFamily family) {
+  return family == AttentionFamily::kTriton ? "flash1_triton" : "flash2";
+}
+
+// The GPU without what was fitted on |file|: no FlashAttention-2 or Triton tiles, so both run at
+// attention_efficiency (the Triton port has no rate of its own there).
+GpuSpec WithoutFigureFit(GpuSpec gpu, std::string_view file) {
+  ComputeCalibration& c = gpu.calibration;
+  c.flash2_forward_tiles.reset();
+  c.flash2_backward_tiles.reset();
+  c.triton_forward_tiles.reset();
+  c.triton_backward_tiles.reset();
+  std::erase(c.fitted_on, std::string(file));
+  return gpu;
+}
+
+// The figure of each GPU: Figure 4 on the A100, Figure 7 on the H100.
+struct AttentionFigure {
+  std::string_view file, gpu_file, title;
+  std::vector<AttentionFamily> families;
+};
+const AttentionFigure kFigures[] = {
+    {kFlashAttentionA100Figure,
+     "a100-sxm4-80gb.json",
+     "Figure 4, one A100 80GB SXM4",
+     {AttentionFamily::kFlashAttention2, AttentionFamily::kTriton}},
+    {kFlashAttentionH100Figure,
+     "h100-sxm5-80gb.json",
+     "Figure 7, one H100 80GB SXM5",
+     {AttentionFamily::kFlashAttention2}},
+};
 
 }  // namespace
 
-Result<FidelityTable> PredictFlash2A100Table(const ReferencePaths& paths) {
-  Result<CsvTable> csv = ReadReferenceCsv(paths.tables_dir + "/" + kFlash2Table);
-  if (!csv.ok()) return csv.status();
-  Result<GpuSpec> gpu = LoadGpuSpec(paths.gpus_dir + "/a100-sxm4-80gb.json");
-  if (!gpu.ok()) return gpu.status();
-  const RooflineComputeModel compute(*gpu);
-  FidelityTable table;
-  table.name = "flashattention2_a100_fig4";
-  table.title =
-      "FlashAttention-2 forward + backward on one A100 80GB SXM4 (Dao 2023, FlashAttention-2, "
-      "Figure 4: hidden 2048, 16k tokens), TFLOP/s; loom's flash2 family with "
-      "hardware/gpus/a100-sxm4-80gb.json, fitted on none of it";
-  table.unit = "TFLOP/s";
-  table.source_file = kFlash2Table;
-  for (size_t i = 0; i < csv->rows.size(); ++i) {
-    RowReader r(*csv, i);
-    const int64_t head_dim = r.Int("head_dim");
-    const std::string causal = r.Text("causal");
-    const int64_t seq = r.Int("seq");
-    const std::string method = r.Text("method");
-    const double tflops = r.Number("tflops");
-    LOOM_RETURN_IF_ERROR(r.Finish());
-    if (causal != "true" && causal != "false") {
-      return Status::InvalidArgument(csv->file + ": row " + std::to_string(i + 1) +
-                                     ": causal is \"" + causal + "\"; use true or false");
-    }
-    if (head_dim <= 0 || 2048 % head_dim != 0 || seq <= 0 || 16384 % seq != 0) {
-      return Status::InvalidArgument(
-          csv->file + ": row " + std::to_string(i + 1) +
-          ": head_dim must divide 2048 and seq 16384 (Figure 4's setting)");
-    }
-    // The other methods are kernels loom has no family for (yet): kept for them.
-    if (method != "flash2") continue;
-    FidelityRow row;
-    row.name = "d" + std::to_string(head_dim) + (causal == "true" ? " causal" : "") + " seq " +
-               std::to_string(seq);
-    row.measured = tflops;
-    row.predicted = Flash2TflopsPerS(compute, head_dim, causal == "true", seq);
-    row.loso_predicted = row.predicted;
-    table.rows.push_back(std::move(row));
+double BackwardMatmulRatio(AttentionFamily family) {
+  // FlashAttention-2 "reaching up to 73% of the theoretical max throughput in the forward pass,
+  // and up to 63% ... in the backward pass" (Dao 2023, Section 4.1); it is "around 1.3-1.5x faster
+  // than FlashAttention in Triton in the forward pass and around 2x faster in the backward pass"
+  // (the same section), so the Triton port's backward reaches 63/2 % against its forward's 73/1.4
+  // %.
+  if (family == AttentionFamily::kTriton) return (0.63 / 2.0) / (0.73 / 1.4);
+  return 0.63 / 0.73;
+}
+
+Result<AttentionTilePasses> FitAttentionFigureTiles(const ReferencePaths& paths,
+                                                    std::string_view file, const GpuSpec& gpu,
+                                                    AttentionFamily family) {
+  Result<std::vector<FigureBar>> bars = ReadFigure(paths, file);
+  if (!bars.ok()) return bars.status();
+  std::vector<AttentionTiming> timings;
+  for (const FigureBar& b : *bars) {
+    if (b.method != MethodOf(family)) continue;
+    const AttentionShape a = FigureShape(b.head_dim, b.causal, b.seq, family);
+    timings.push_back({a, FigureFlops(a) / (b.tflops * 1e12)});
   }
-  return table;
+  Result<AttentionTilePasses> fit =
+      FitAttentionTilesOverPasses(timings, gpu, BackwardMatmulRatio(family));
+  if (!fit.ok()) {
+    return Status::InvalidArgument(std::string(file) + ": " +
+                                   std::string(kAttentionFamilyNames.Name(family)) + ": " +
+                                   fit.status().message());
+  }
+  return fit;
+}
+
+Result<std::vector<FidelityTable>> PredictAttentionFigureTables(const ReferencePaths& paths) {
+  std::vector<FidelityTable> tables;
+  for (const AttentionFigure& figure : kFigures) {
+    Result<std::vector<FigureBar>> bars = ReadFigure(paths, figure.file);
+    if (!bars.ok()) return bars.status();
+    Result<GpuSpec> gpu = LoadGpuSpec(paths.gpus_dir + "/" + std::string(figure.gpu_file));
+    if (!gpu.ok()) return gpu.status();
+    const std::vector<std::string>& on = gpu->calibration.fitted_on;
+    const bool refit = std::find(on.begin(), on.end(), figure.file) != on.end();
+    const RooflineComputeModel compute(*gpu);
+    const RooflineComputeModel without(WithoutFigureFit(*gpu, figure.file));
+    FidelityTable table;
+    const std::string stem(figure.file.substr(0, figure.file.rfind('.')));
+    table.name = stem;
+    table.title = "Fused attention forward + backward (Dao 2023, FlashAttention-2, " +
+                  std::string(figure.title) +
+                  ": hidden 2048, 16k tokens), TFLOP/s, each family loom models; its tiles in "
+                  "hardware/gpus/" +
+                  std::string(figure.gpu_file) +
+                  " are fitted on this figure (attention_tiles_<family>), so the "
+                  "leave-one-source-out column is attention_efficiency's one rate";
+    table.unit = "TFLOP/s";
+    table.source_file = std::string(figure.file);
+    table.refitted = refit;
+    for (const FigureBar& b : *bars) {
+      for (AttentionFamily family : figure.families) {
+        if (b.method != MethodOf(family)) continue;
+        const AttentionShape a = FigureShape(b.head_dim, b.causal, b.seq, family);
+        FidelityRow row;
+        row.name = std::string(kAttentionFamilyNames.Name(family)) + " d" +
+                   std::to_string(b.head_dim) + (b.causal ? " causal" : "") + " seq " +
+                   std::to_string(b.seq);
+        row.measured = b.tflops;
+        row.predicted = PredictedTflops(compute, a);
+        row.loso_predicted = PredictedTflops(without, a);
+        table.rows.push_back(std::move(row));
+      }
+    }
+    tables.push_back(std::move(table));
+  }
+  return tables;
 }
 
 Result<FidelityTable> PredictMegatronAttentionTable(const ReferencePaths& paths) {

@@ -5,7 +5,11 @@
 #ifndef LOOM_TESTS_REFERENCE_ATTENTION_TABLES_H_
 #define LOOM_TESTS_REFERENCE_ATTENTION_TABLES_H_
 
+#include <string_view>
+
+#include "core/attention_family.h"
 #include "core/status.h"
+#include "cost/attention_tiles.h"
 #include "reference/fidelity_cases.h"
 #include "reference/fidelity_tables.h"
 
@@ -24,14 +28,33 @@ namespace loom {
 // fraction. Errors: a missing or malformed table or GPU file.
 Result<FidelityTable> PredictMegatronAttentionTable(const ReferencePaths& paths);
 
-// One row per FlashAttention-2 bar of flashattention2_a100_fig4.csv (Dao 2023, Figure 4: forward
-// + backward on one A100 80GB SXM4, hidden 2048 as 32 heads of 64 or 16 of 128, 16k tokens, with
-// and without the causal mask, seq 512-16k), in TFLOP/s: loom's flash2 family with the shipped
-// hardware/gpus/a100-sxm4-80gb.json, whose attention calibration is fitted on none of it (both
-// columns are the same). The file's other methods (FlashAttention v1, its Triton port, xformers,
-// standard attention) are read and checked but not predicted. Errors: a missing or malformed
-// table or GPU file.
-Result<FidelityTable> PredictFlash2A100Table(const ReferencePaths& paths);
+// The FlashAttention-2 paper's benchmarks of forward + backward (Dao 2023, Section 4.1: hidden 2048
+// as 32 heads of 64 or 16 of 128, 16k tokens a call, with and without the causal mask, seq
+// 512-16k), as read from its figures' printed labels: Figure 4 on an A100 80GB SXM4 (FlashAttention
+// v1, its Triton port, xformers, standard attention and FlashAttention-2), Figure 7 on an H100 80GB
+// SXM5 (v1, standard attention and FlashAttention-2).
+inline constexpr std::string_view kFlashAttentionA100Figure = "flashattention2_a100_fig4.csv";
+inline constexpr std::string_view kFlashAttentionH100Figure = "flashattention2_h100_fig7.csv";
+
+// The backward's tensor-core efficiency over the forward's, for a family whose figure measured
+// both passes together: FlashAttention-2's 63 % against 73 % of the A100's peak, and its Triton
+// port's from FlashAttention-2 being 1.3-1.5x faster forward and 2x faster backward (Dao 2023,
+// Section 4.1).
+double BackwardMatmulRatio(AttentionFamily family);
+
+// |family|'s tiles (cost/attention_tiles.h) fitted on its bars of |file| (one of the two figures)
+// on |gpu|: FitAttentionTilesOverPasses with BackwardMatmulRatio. What the shipped GPU files'
+// attention_tiles_flash2 and attention_tiles_triton hold. Errors: a missing or malformed table, or
+// a fit the bars do not determine.
+Result<AttentionTilePasses> FitAttentionFigureTiles(const ReferencePaths& paths,
+                                                    std::string_view file, const GpuSpec& gpu,
+                                                    AttentionFamily family);
+
+// One table per figure: each bar of a family loom models (FlashAttention-2 on both GPUs, the
+// Triton port on the A100) predicted with the shipped GPU file, in TFLOP/s of the figure's FLOPs;
+// the leave-one-source-out column without the tiles fitted on the figure (attention_efficiency's
+// one rate). Errors: a missing or malformed table or GPU file.
+Result<std::vector<FidelityTable>> PredictAttentionFigureTables(const ReferencePaths& paths);
 
 // The A100's gemm_memory_bandwidth_fraction (spec/gpu_calibration.h) that best predicts the
 // table's forward and backward rows without the padding mask at N >= 1024 (least squares on the

@@ -15,6 +15,7 @@
 
 #include "cost/compute_model.h"
 #include "cost/gemm_tiles.h"
+#include "reference/attention_tables.h"
 #include "reference/gemm_reference.h"
 #include "spec/cluster.h"
 
@@ -135,10 +136,18 @@ void ExpectShippedCalibrationIsTheFit(const std::string& gpu) {
   std::set<std::string> tables;
   for (const GemmReferenceRow& r : rows) tables.insert(r.table);
   // Beside the GEMM tables, the A100's files name the attention table their
-  // gemm_memory_bandwidth_fraction is fitted on (reference/attention_tables.h), no other.
+  // gemm_memory_bandwidth_fraction is fitted on (reference/attention_tables.h), and every file with
+  // a fused-attention family's tiles the FlashAttention-2 paper's figure they are fitted on; no
+  // other.
   std::set<std::string> fitted_on(c.fitted_on.begin(), c.fitted_on.end());
   if (c.gemm_memory_bandwidth_fraction) {
     EXPECT_EQ(fitted_on.erase("flashattention1_megatron_a100.csv"), 1u) << gpu << ": fitted_on";
+  }
+  if (c.flash2_forward_tiles || c.triton_forward_tiles) {
+    EXPECT_EQ(fitted_on.erase(std::string(kFlashAttentionA100Figure)) +
+                  fitted_on.erase(std::string(kFlashAttentionH100Figure)),
+              1u)
+        << gpu << ": fitted_on";
   }
   EXPECT_EQ(fitted_on, tables) << gpu << ": fitted_on";
 }
