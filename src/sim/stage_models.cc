@@ -111,8 +111,9 @@ Result<std::vector<ChunkCost>> CostStageChunks(
       if (choice.family == AttentionFamily::kTriton &&
           !(gpu.calibration.triton_forward_tiles && gpu.calibration.triton_backward_tiles)) {
         return Status::InvalidArgument(
-            gpu.file +
-            ": no calibration.attention_tiles_triton: loom has no rate for the Triton "
+            gpu.file + ": no calibration." +
+            ComputeCalibration::AttentionTilesKey(AttentionFamily::kTriton) +
+            ": loom has no rate for the Triton "
             "FlashAttention (" +
             choice.basis + ") on " + gpu.name +
             "; fit it on a benchmark of that kernel (tests/reference/flashattention2_a100_fig4.csv "

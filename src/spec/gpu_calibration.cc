@@ -168,10 +168,13 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
   }
   c.kernel_overhead_us = r.OptionalNonNegativeNumber("kernel_overhead_us", {0, 1e6}).value_or(0.0);
   c.attention_efficiency = Fraction(r, "attention_efficiency");
-  for (const auto& [key, forward, backward] :
-       {std::tuple{"attention_tiles", &c.attention_forward_tiles, &c.attention_backward_tiles},
-        std::tuple{"attention_tiles_flash2", &c.flash2_forward_tiles, &c.flash2_backward_tiles},
-        std::tuple{"attention_tiles_triton", &c.triton_forward_tiles, &c.triton_backward_tiles}}) {
+  for (const auto& [family, forward, backward] :
+       {std::tuple{AttentionFamily::kCudnn, &c.attention_forward_tiles,
+                   &c.attention_backward_tiles},
+        std::tuple{AttentionFamily::kFlashAttention2, &c.flash2_forward_tiles,
+                   &c.flash2_backward_tiles},
+        std::tuple{AttentionFamily::kTriton, &c.triton_forward_tiles, &c.triton_backward_tiles}}) {
+    const std::string key = ComputeCalibration::AttentionTilesKey(family);
     if (!r.Has(key)) continue;
     JsonReader& tiles = r.Object(key);
     if (tiles.Has("forward")) *forward = ReadAttentionTileParams(tiles.Object("forward"));
