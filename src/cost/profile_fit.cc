@@ -33,11 +33,10 @@ bool HasAttentionTiles(const ComputeCalibration& c) {
   return c.attention_forward_tiles || c.attention_backward_tiles;
 }
 
-// Whether |sample| is FlashAttention-2's kernel, whose rate is attention_efficiency unless the file
-// has its own tiles (attention_tiles_flash2).
-bool Flash2Attention(const ProfileSample& sample) {
+// Whether |sample| is an attention kernel of |family|.
+bool AttentionOf(const ProfileSample& sample, AttentionFamily family) {
   const AttentionShape* a = std::get_if<AttentionShape>(&sample.shape);
-  return a != nullptr && a->family == AttentionFamily::kFlashAttention2;
+  return a != nullptr && a->family == family;
 }
 
 struct ClassSamples {
@@ -318,25 +317,21 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
                                   bool overlap) {
   GpuSpec trial = gpu;
   trial.calibration.gemm_epilogue_overlap = overlap;
-  // cuDNN attention samples too few for tiles (FitComputeCalibration) fit the single
-  // attention_efficiency, which the file's cuDNN tiles (cost/attention_tiles.h) would override for
-  // them: the fit drops the tiles (SetKeys removes the key).
-  const bool drops_tiles =
-      std::any_of(samples.begin(), samples.end(),
-                  [](const ProfileSample& s) { return CudnnAttention(s) != nullptr; }) &&
-      HasAttentionTiles(gpu.calibration);
-  if (drops_tiles) {
-    trial.calibration.attention_forward_tiles.reset();
-    trial.calibration.attention_backward_tiles.reset();
-  }
-  // FlashAttention-2 samples fit attention_efficiency too, which the file's FlashAttention-2 tiles
-  // would override for them: those go as well.
-  const bool drops_flash2_tiles =
-      std::any_of(samples.begin(), samples.end(), Flash2Attention) &&
-      (gpu.calibration.flash2_forward_tiles || gpu.calibration.flash2_backward_tiles);
-  if (drops_flash2_tiles) {
-    trial.calibration.flash2_forward_tiles.reset();
-    trial.calibration.flash2_backward_tiles.reset();
+  // cuDNN attention samples too few for tiles (FitComputeCalibration), and FlashAttention-2's, fit
+  // the single attention_efficiency, which the file's tiles of their family
+  // (cost/attention_tiles.h) would override for them: the fit drops those tiles (SetKeys removes
+  // the key).
+  std::vector<AttentionFamily> dropped;
+  for (AttentionFamily family : {AttentionFamily::kCudnn, AttentionFamily::kFlashAttention2}) {
+    const bool sampled = std::any_of(samples.begin(), samples.end(), [&](const ProfileSample& s) {
+      return AttentionOf(s, family);
+    });
+    const ComputeCalibration& file = gpu.calibration;
+    if (!sampled || !(file.AttentionTiles(family, false) || file.AttentionTiles(family, true)))
+      continue;
+    trial.calibration.AttentionTilesSlot(family, false).reset();
+    trial.calibration.AttentionTilesSlot(family, true).reset();
+    dropped.push_back(family);
   }
   std::vector<KernelSample> kernels;
   for (const ProfileSample& s : samples) kernels.push_back({s.shape, s.median_us * 1e-6});
@@ -352,8 +347,8 @@ Result<ComputeFit> FitWithOverlap(const std::vector<ProfileSample>& samples,
   if (NegligibleOperandTerm(samples, trial)) fit.calibration.gemm_operand_bandwidth_GBps.reset();
   for (const ClassSamples& k : classes) fit.classes.push_back(ClassFitOf(k, fit.calibration));
   SetKeys(classes, &fit);
-  if (drops_tiles) fit.removed_keys.push_back("attention_tiles");
-  if (drops_flash2_tiles) fit.removed_keys.push_back("attention_tiles_flash2");
+  for (AttentionFamily family : dropped)
+    fit.removed_keys.push_back(ComputeCalibration::AttentionTilesKey(family));
   Score(samples, classes, gpu, &fit);
   return fit;
 }

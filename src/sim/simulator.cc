@@ -148,11 +148,11 @@ TpHiddenHold TpHiddenSmHold(const ClusterSpec& cluster, const GpuSpec& gpu,
 namespace {
 
 // Per stage, the share of its GPU's SMs the data-parallel collectives (NCCL: NcclCtas) and the
-// hidden tp collectives (TpHiddenSmHold) hold while they run beside compute, and |basis| saying
-// so.
-void SetSmHolds(const ClusterSpec& cluster, const Strategy& strategy, const DataParallelPlan& plan,
-                const Placements& placements, bool framework_overlap, StepGraphConfig& config,
-                std::string& basis) {
+// hidden tp collectives (TpHiddenSmHold) hold while they run beside compute, and the share of its
+// HBM bandwidth their traffic takes under |comm| (NcclHbmShare), and |basis| saying so.
+void SetSmHolds(const ClusterSpec& cluster, const NcclCommModel& comm, const Strategy& strategy,
+                const DataParallelPlan& plan, const Placements& placements, bool framework_overlap,
+                StepGraphConfig& config, std::string& basis) {
   const bool dp = strategy.dp > 1;
   const NcclCtaCount ctas = NcclCtas(cluster, plan.grad_reduce, placements.dp);
   const bool tp = strategy.tp > 1 && (strategy.tp_comm_overlap || framework_overlap);
@@ -174,7 +174,6 @@ void SetSmHolds(const ClusterSpec& cluster, const Strategy& strategy, const Data
   }
   // The HBM bandwidth their traffic takes from memory-bound kernels (NcclHbmShare): the tp
   // collective hidden is the sequence-parallel reduce-scatter (or the all-reduce without sp).
-  const NcclCommModel comm(cluster);
   const CollectiveKind tp_kind =
       strategy.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   std::optional<double> basis_hbm_dp, basis_hbm_tp;
@@ -376,7 +375,7 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, plan, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);
   if (options.share_sms)
-    SetSmHolds(cluster, strategy, plan, placements, options.Kernels().tp_backward_overlap,
+    SetSmHolds(cluster, comm, strategy, plan, placements, options.Kernels().tp_backward_overlap,
                step.config, step.sm_basis);
   if (options.framework) SetHost(*options.framework, layers, step.schedule, step.config);
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);

@@ -1,6 +1,5 @@
 #include "spec/gpu_calibration.h"
 
-#include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -62,6 +61,12 @@ const std::optional<AttentionTileParams>& ComputeCalibration::AttentionTiles(Att
       return backward ? triton_backward_tiles : triton_forward_tiles;
   }
   return attention_forward_tiles;
+}
+
+std::optional<AttentionTileParams>& ComputeCalibration::AttentionTilesSlot(AttentionFamily family,
+                                                                           bool backward) {
+  return const_cast<std::optional<AttentionTileParams>&>(
+      std::as_const(*this).AttentionTiles(family, backward));
 }
 
 std::string ComputeCalibration::AttentionTilesKey(AttentionFamily family) {
@@ -168,17 +173,16 @@ ComputeCalibration ReadComputeCalibration(JsonReader& r, const nlohmann::json& o
   }
   c.kernel_overhead_us = r.OptionalNonNegativeNumber("kernel_overhead_us", {0, 1e6}).value_or(0.0);
   c.attention_efficiency = Fraction(r, "attention_efficiency");
-  for (const auto& [family, forward, backward] :
-       {std::tuple{AttentionFamily::kCudnn, &c.attention_forward_tiles,
-                   &c.attention_backward_tiles},
-        std::tuple{AttentionFamily::kFlashAttention2, &c.flash2_forward_tiles,
-                   &c.flash2_backward_tiles},
-        std::tuple{AttentionFamily::kTriton, &c.triton_forward_tiles, &c.triton_backward_tiles}}) {
+  for (AttentionFamily family :
+       {AttentionFamily::kCudnn, AttentionFamily::kFlashAttention2, AttentionFamily::kTriton}) {
     const std::string key = ComputeCalibration::AttentionTilesKey(family);
     if (!r.Has(key)) continue;
     JsonReader& tiles = r.Object(key);
-    if (tiles.Has("forward")) *forward = ReadAttentionTileParams(tiles.Object("forward"));
-    if (tiles.Has("backward")) *backward = ReadAttentionTileParams(tiles.Object("backward"));
+    for (const bool backward : {false, true}) {
+      const char* pass = backward ? "backward" : "forward";
+      if (tiles.Has(pass))
+        c.AttentionTilesSlot(family, backward) = ReadAttentionTileParams(tiles.Object(pass));
+    }
   }
   c.memory_bandwidth_fraction = Fraction(r, "memory_bandwidth_fraction");
   c.memory_bandwidth_fraction_row_reduction =

@@ -121,6 +121,8 @@ struct ComputeCalibration {
   // family's own for FlashAttention-2 and Triton; nullopt where the file has none.
   const std::optional<AttentionTileParams>& AttentionTiles(AttentionFamily family,
                                                            bool backward) const;
+  // The same field, to set or clear.
+  std::optional<AttentionTileParams>& AttentionTilesSlot(AttentionFamily family, bool backward);
   // The key of the file's calibration object that holds |family|'s tiles: "attention_tiles",
   // "attention_tiles_flash2", "attention_tiles_triton".
   static std::string AttentionTilesKey(AttentionFamily family);

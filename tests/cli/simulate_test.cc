@@ -198,24 +198,30 @@ TEST(Simulate, FrameworkNamesTheHostThreadAndNoneFeedsTheGpu) {
   EXPECT_EQ(nlohmann::json::parse(by_path.out)["step_time_s"], megatron["step_time_s"]);
 }
 
+// Llama 3 8B at seq 8192 over tp 2 and dp 4 of one node of |cluster| (a path under the source
+// tree), with --json: the step the attention tests vary.
+std::vector<std::string> LlamaStepArgs(const std::string& cluster) {
+  return {"simulate",
+          "--model",
+          Shipped("models/llama3-8b.json"),
+          "--cluster",
+          Shipped(cluster),
+          "--tp",
+          "2",
+          "--dp",
+          "4",
+          "--global-batch",
+          "8",
+          "--seq",
+          "8192",
+          "--json"};
+}
+
 // The fused attention kernel is the framework's for the GPU (Transformer Engine's cuDNN attention
 // on Hopper under megatron-core, FlashAttention-2 under pytorch-eager and on Ampere), each at its
 // own rate, and --attention names one outright; the line and the JSON say which ran and why.
 TEST(Simulate, FusedAttentionIsTheFrameworksKernelForTheGpu) {
-  const std::vector<std::string> h100 = {"simulate",
-                                         "--model",
-                                         Shipped("models/llama3-8b.json"),
-                                         "--cluster",
-                                         Shipped("hardware/clusters/dgx-h100.json"),
-                                         "--tp",
-                                         "2",
-                                         "--dp",
-                                         "4",
-                                         "--global-batch",
-                                         "8",
-                                         "--seq",
-                                         "8192",
-                                         "--json"};
+  const std::vector<std::string> h100 = LlamaStepArgs("hardware/clusters/dgx-h100.json");
   const auto step = [](std::vector<std::string> args,
                        std::vector<std::string> extra) -> nlohmann::json {
     args.insert(args.end(), extra.begin(), extra.end());
@@ -256,22 +262,9 @@ TEST(Simulate, FusedAttentionIsTheFrameworksKernelForTheGpu) {
 // out, not run at another family's rate.
 TEST(Simulate, TritonAttentionRunsWhereTheGpuHasItsRate) {
   const auto args = [](const std::string& cluster, const std::string& attention) {
-    return std::vector<std::string>{"simulate",
-                                    "--model",
-                                    Shipped("models/llama3-8b.json"),
-                                    "--cluster",
-                                    Shipped(cluster),
-                                    "--tp",
-                                    "2",
-                                    "--dp",
-                                    "4",
-                                    "--global-batch",
-                                    "8",
-                                    "--seq",
-                                    "8192",
-                                    "--attention",
-                                    attention,
-                                    "--json"};
+    std::vector<std::string> a = LlamaStepArgs(cluster);
+    a.insert(a.end(), {"--attention", attention});
+    return a;
   };
   CommandResult triton = Loom(args("hardware/clusters/dgx-a100.json", "triton"));
   ASSERT_EQ(triton.code, kExitOk) << triton.err;
