@@ -483,7 +483,8 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
       << "), bubble " << Fixed(b.bubble_s, 3) << " s (" << Percent(b.bubble_s / step)
       << "), exposed communication " << Fixed(b.exposed_comm_s, 3) << " s ("
       << Percent(b.exposed_comm_s / step) << "), optimizer " << Fixed(b.optimizer_s, 3) << " s ("
-      << Percent(b.optimizer_s / step) << "); dominated by " << e.dominant << "\n";
+      << Percent(b.optimizer_s / step) << "), host " << Fixed(b.host_s, 3) << " s ("
+      << Percent(b.host_s / step) << "); dominated by " << e.dominant << "\n";
   PrintMemory(ExplainedMemory(e), out);
   if (e.fits) {
     if (e.more_better_plans) {
@@ -512,7 +513,8 @@ void PrintExplanation(const PlanHeader& header, const Explanation& e, std::ostre
         << Fixed(best.breakdown.compute_s - b.compute_s, 3) << " s, bubble "
         << Fixed(best.breakdown.bubble_s - b.bubble_s, 3) << " s, exposed communication "
         << Fixed(best.breakdown.exposed_comm_s - b.exposed_comm_s, 3) << " s, optimizer "
-        << Fixed(best.breakdown.optimizer_s - b.optimizer_s, 3) << " s\n";
+        << Fixed(best.breakdown.optimizer_s - b.optimizer_s, 3) << " s, host "
+        << Fixed(best.breakdown.host_s - b.host_s, 3) << " s\n";
   }
 }
 

@@ -14,7 +14,8 @@ std::string Dominant(const StepBreakdown& b) {
   const std::pair<const char*, double> terms[] = {{"compute", b.compute_s},
                                                   {"pipeline bubble", b.bubble_s},
                                                   {"exposed communication", b.exposed_comm_s},
-                                                  {"optimizer step", b.optimizer_s}};
+                                                  {"optimizer step", b.optimizer_s},
+                                                  {"host", b.host_s}};
   const auto* top = &terms[0];
   for (const auto& term : terms) {
     if (term.second > top->second) top = &term;

@@ -272,14 +272,12 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
   r.step_time_s = r.timeline.makespan.ToSeconds();
   const StepUtilization u = MeasureUtilization(step, r.timeline);
   for (int32_t s = 0; s < step.stages; ++s) {
-    StageResult stage{s, r.memory.ranks[s].peak_bytes, u.busy_s[s], u.bubble_s[s]};
+    StageResult stage{s, r.memory.ranks[s].peak_bytes, u.compute_s[s], u.bubble_s[s]};
     r.stages.push_back(stage);
-    r.breakdown.compute_s += (u.busy_s[s] - u.tp_s[s]) / step.stages;
-    r.breakdown.bubble_s += stage.bubble_s / step.stages;
+    r.breakdown.compute_s += u.compute_s[s] / step.stages;
+    r.breakdown.bubble_s += u.bubble_s[s] / step.stages;
     r.breakdown.optimizer_s += u.optimizer_s[s] / step.stages;
-    r.breakdown.exposed_comm_s += (u.tp_s[s] + u.comm_wait_s[s] + r.step_time_s - u.span_s -
-                                   u.optimizer_s[s] - u.host_wait_after_s[s]) /
-                                  step.stages;
+    r.breakdown.exposed_comm_s += (u.tp_s[s] + u.comm_wait_s[s] + u.tail_s[s]) / step.stages;
     r.breakdown.host_s += (u.host_wait_s[s] + u.host_wait_after_s[s]) / step.stages;
     r.breakdown.compute_slowed_s += r.timeline.sm_lost[s].ToSeconds() / step.stages;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, r.memory.ranks[s].peak_bytes);

@@ -67,16 +67,21 @@ struct SimulationOptions {
 struct StageResult {
   int32_t stage = 0;
   int64_t peak_memory_bytes = 0;
-  double compute_s = 0;  // busy on the compute stream, tensor-parallel collectives included
-  double bubble_s = 0;   // idle on the compute stream while the pipeline runs
+  // The stage's share of StepBreakdown (StepUtilization, sim/step_utilization.h): its compute
+  // stream running kernels, and idle within the pipeline's span for no other reason.
+  double compute_s = 0;
+  double bubble_s = 0;
 };
 
+// Where the step's time goes, each term the mean over the first replica's stages of a partition of
+// that stage's step (StepUtilization): the five terms sum to the step time.
 struct StepBreakdown {
-  double compute_s = 0;       // kernels, averaged over stages
-  double exposed_comm_s = 0;  // tp collectives plus data-parallel time not hidden by compute
-  double bubble_s = 0;
+  double compute_s = 0;       // kernels (StageResult::compute_s)
+  double exposed_comm_s = 0;  // tp collectives, ring and gather waits, the collectives after the
+                              // pipeline, as far as no kernel runs beside them
+  double bubble_s = 0;        // idle within the pipeline's span for no other reason
   double optimizer_s = 0;
-  double host_s = 0;  // the GPU idle while the host thread issues its next task (StepUtilization)
+  double host_s = 0;  // the GPU idle while the host thread issues its next task
   // Of compute_s: what kernels took beyond their time alone because transfers beside them held
   // some of the GPU's SMs (sim/engine.h).
   double compute_slowed_s = 0;

@@ -1,53 +1,83 @@
 #include "sim/step_utilization.h"
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 
 namespace loom {
 namespace {
 
-// Fills busy_s, tp_s and optimizer_s; returns the end of the last compute or tp task.
-SimTime AddTaskTimes(const StepGraph& step, const StepTimeline& timeline, StepUtilization& u) {
+// What an instant of a stage's step is, in order of precedence (StepUtilization).
+enum Label : int { kCompute, kOptimizer, kTp, kCommWait, kHost, kLabels };
+
+// An interval of |label| starts (+1) or ends (-1) at |at|.
+struct Mark {
+  SimTime at;
+  int label;
+  int delta;
+};
+
+using Marks = std::vector<std::vector<Mark>>;  // per stage
+
+void AddInterval(Marks& marks, int32_t stage, Label label, SimTime from, SimTime to) {
+  if (!(from < to)) return;
+  marks[stage].push_back({from, label, +1});
+  marks[stage].push_back({to, label, -1});
+}
+
+// The intervals of the tasks of the first replica: compute, tp collectives and optimizer tasks;
+// returns the end of the last compute or tp task.
+SimTime AddTaskIntervals(const StepGraph& step, const StepTimeline& timeline, Marks& marks) {
   const TaskGraph& g = step.graph;
   SimTime pipeline_end;
   for (TaskId id = 0; id < g.num_tasks(); ++id) {
-    const Task& t = g.task(id);
     const int32_t rank = g.rank_of(id);
     if (rank >= step.stages) continue;
-    const double ran_s = (timeline.end[id] - timeline.start[id]).ToSeconds();
-    if (t.category == step.compute_category || t.category == step.tp_category) {
-      u.busy_s[rank] += ran_s;
-      if (t.category == step.tp_category) u.tp_s[rank] += ran_s;
-      pipeline_end = Max(pipeline_end, timeline.end[id]);
-    } else if (t.category == step.optimizer_category) {
-      u.optimizer_s[rank] += ran_s;
+    const NameId category = g.task(id).category;
+    Label label;
+    if (category == step.compute_category) {
+      label = kCompute;
+    } else if (category == step.tp_category) {
+      label = kTp;
+    } else if (category == step.optimizer_category) {
+      label = kOptimizer;
+    } else {
+      continue;
     }
+    AddInterval(marks, rank, label, timeline.start[id], timeline.end[id]);
+    if (label != kOptimizer) pipeline_end = Max(pipeline_end, timeline.end[id]);
   }
   return pipeline_end;
 }
 
-// Fills host_wait_s and host_wait_after_s: the compute stream's idle time before each task whose
-// host lead ended last among what it waited for.
-void AddHostWaits(const StepGraph& step, const StepTimeline& timeline, SimTime span,
-                  StepUtilization& u) {
+// The compute stream's waits for the host thread: before each task of a compute stream that its
+// host issue was the last thing to let start, from the end of the stream's previous task, or from
+// when the host thread last started issuing without a break if that is later. Before that the host
+// sat at a synchronisation point, waiting for the GPU work the stream was waiting for too.
+void AddHostIntervals(const StepGraph& step, const StepTimeline& timeline, Marks& marks) {
   if (step.host_stream.empty()) return;
   const TaskGraph& g = step.graph;
-  // The end of the task before each one on its stream.
-  std::vector<SimTime> previous_end(static_cast<size_t>(g.num_tasks()));
-  std::vector<SimTime> stream_end(static_cast<size_t>(g.num_streams()));
+  const size_t tasks = static_cast<size_t>(g.num_tasks());
+  // Per task: the end of the task before it on its stream, and where a run of back-to-back tasks
+  // of its stream that ends with it began.
+  std::vector<SimTime> previous_end(tasks);
+  std::vector<SimTime> run_start(tasks);
+  std::vector<TaskId> last(static_cast<size_t>(g.num_streams()), -1);
   for (TaskId id = 0; id < g.num_tasks(); ++id) {
     const StreamId s = g.task(id).stream;
-    previous_end[id] = stream_end[s];
-    stream_end[s] = timeline.end[id];
+    const TaskId before = last[s];
+    previous_end[id] = before < 0 ? SimTime() : timeline.end[before];
+    run_start[id] = before >= 0 && timeline.end[before] == timeline.start[id] ? run_start[before]
+                                                                              : timeline.start[id];
+    last[s] = id;
   }
   for (const Dependency& d : g.dependencies()) {
     if (step.work[d.before].kind != WorkKind::kHost) continue;
     const int32_t rank = g.rank_of(d.after);
     if (rank >= step.stages || g.task(d.after).stream != step.compute_stream[rank]) continue;
-    if (timeline.start[d.after] != timeline.end[d.before])
-      continue;  // something else held it longer
-    const double wait =
-        std::max(0.0, (timeline.start[d.after] - previous_end[d.after]).ToSeconds());
-    (timeline.start[d.after] >= span ? u.host_wait_after_s : u.host_wait_s)[rank] += wait;
+    if (timeline.start[d.after] != timeline.end[d.before]) continue;  // something else held it
+    AddInterval(marks, rank, kHost, Max(previous_end[d.after], run_start[d.before]),
+                timeline.start[d.after]);
   }
 }
 
@@ -56,36 +86,71 @@ void AddHostWaits(const StepGraph& step, const StepTimeline& timeline, SimTime s
 StepUtilization MeasureUtilization(const StepGraph& step, const StepTimeline& timeline) {
   const TaskGraph& g = step.graph;
   StepUtilization u;
-  const size_t stages = static_cast<size_t>(std::max(step.stages, 0));
-  u.busy_s.assign(stages, 0);
-  u.tp_s.assign(stages, 0);
-  u.optimizer_s.assign(stages, 0);
-  u.comm_wait_s.assign(stages, 0);
-  u.host_wait_s.assign(stages, 0);
-  u.host_wait_after_s.assign(stages, 0);
-  u.bubble_s.assign(stages, 0);
-  const SimTime span = AddTaskTimes(step, timeline, u);
-  u.span_s = span.ToSeconds();
-  AddHostWaits(step, timeline, span, u);
-  // The compute stream's waits for ring transfers count as exposed communication, not bubble.
+  const int32_t stages = std::max(step.stages, 0);
+  for (std::vector<double>* v : {&u.compute_s, &u.tp_s, &u.busy_s, &u.optimizer_s, &u.comm_wait_s,
+                                 &u.host_wait_s, &u.host_wait_after_s, &u.bubble_s, &u.tail_s}) {
+    v->assign(static_cast<size_t>(stages), 0.0);
+  }
+  Marks marks(static_cast<size_t>(stages));
+  const SimTime span = AddTaskIntervals(step, timeline, marks);
+  AddHostIntervals(step, timeline, marks);
+  // The compute stream's waits for ring transfers: the time a transfer ends after its block.
   for (const StepGraph::RingTransfer& ring : step.ring_transfers) {
     const int32_t rank = g.rank_of(ring.transfer);
     if (rank >= step.stages) continue;
-    u.comm_wait_s[rank] +=
-        std::max(0.0, (timeline.end[ring.transfer] - timeline.end[ring.beside]).ToSeconds());
+    AddInterval(marks, rank, kCommWait, timeline.end[ring.beside], timeline.end[ring.transfer]);
   }
+  u.span_s = span.ToSeconds();
+  const SimTime makespan = Max(timeline.makespan, span);
+  u.step_s = makespan.ToSeconds();
   const bool pipelined = step.stages > 1;
-  double busy_sum = 0;
-  for (int32_t s = 0; s < step.stages; ++s) {
-    const double idle = std::max(0.0, u.span_s - u.busy_s[s] - u.comm_wait_s[s] - u.host_wait_s[s]);
-    if (pipelined) {
-      u.bubble_s[s] = idle;
-    } else {
-      u.comm_wait_s[s] += idle;
+  for (int32_t s = 0; s < stages; ++s) {
+    // Books [from, to) to what holds there (kLabels: nothing), split at the span.
+    const auto book = [&](int label, SimTime from, SimTime to) {
+      const double before = (std::min(to, span) - std::min(from, span)).ToSeconds();
+      const double after = (Max(to, span) - Max(from, span)).ToSeconds();
+      switch (label) {
+        case kCompute:
+          u.compute_s[s] += before + after;
+          break;
+        case kTp:
+          u.tp_s[s] += before + after;
+          break;
+        case kOptimizer:
+          u.optimizer_s[s] += before + after;
+          break;
+        case kCommWait:
+          u.comm_wait_s[s] += before + after;
+          break;
+        case kHost:
+          u.host_wait_s[s] += before;
+          u.host_wait_after_s[s] += after;
+          break;
+        default:
+          (pipelined ? u.bubble_s : u.comm_wait_s)[s] += before;
+          u.tail_s[s] += after;
+      }
+    };
+    std::vector<Mark>& m = marks[s];
+    std::sort(m.begin(), m.end(), [](const Mark& a, const Mark& b) { return a.at < b.at; });
+    std::array<int, kLabels> open{};
+    SimTime at;
+    const auto holding = [&] {
+      int label = 0;
+      while (label < kLabels && open[label] == 0) ++label;
+      return label;
+    };
+    for (size_t i = 0; i < m.size();) {
+      book(holding(), at, m[i].at);
+      at = m[i].at;
+      for (; i < m.size() && m[i].at == at; ++i) open[m[i].label] += m[i].delta;
     }
-    busy_sum += u.busy_s[s] + u.comm_wait_s[s] + u.host_wait_s[s];
+    book(holding(), at, makespan);
+    u.busy_s[s] = u.compute_s[s] + u.tp_s[s];
   }
-  u.bubble_fraction = u.span_s > 0 ? std::max(0.0, 1.0 - busy_sum / (u.span_s * step.stages)) : 0;
+  double bubble = 0;
+  for (int32_t s = 0; s < stages; ++s) bubble += u.bubble_s[s];
+  u.bubble_fraction = u.span_s > 0 && stages > 0 ? bubble / (u.span_s * stages) : 0;
   return u;
 }
 

@@ -148,7 +148,9 @@ TEST(StepUtilization, OneStageCountsTpRingWaitAndOptimizer) {
                  cp = g.AddStream(0, "cp");
   step.compute_stream = {compute};
   const TaskId c1 = g.AddTask(MakeTask(compute, 10, g.Intern("F"), step.compute_category));
-  const TaskId ring = g.AddTask(MakeTask(cp, 12, g.Intern("ring"), step.cp_category));
+  // The ring transfer ends 2 us after the tp collective that follows c1: the stream waits 5 us for
+  // tp, then 2 us for the ring (the 7 us after c1 are counted once).
+  const TaskId ring = g.AddTask(MakeTask(cp, 17, g.Intern("ring"), step.cp_category));
   const TaskId t1 = g.AddTask(MakeTask(tp, 5, g.Intern("tp"), step.tp_category));
   g.AddDependency(c1, t1);
   const TaskId c2 = g.AddTask(MakeTask(compute, 10, g.Intern("F"), step.compute_category));
@@ -159,11 +161,14 @@ TEST(StepUtilization, OneStageCountsTpRingWaitAndOptimizer) {
   Result<StepTimeline> timeline = Simulate(g);
   ASSERT_TRUE(timeline.ok()) << timeline.status().message();
   const StepUtilization u = MeasureUtilization(step, *timeline);
-  EXPECT_NEAR(u.span_s, 25e-6, 1e-15);
+  EXPECT_NEAR(u.span_s, 27e-6, 1e-15);
+  EXPECT_NEAR(u.step_s, 30e-6, 1e-15);
+  EXPECT_NEAR(u.compute_s[0], 20e-6, 1e-15);
   EXPECT_NEAR(u.busy_s[0], 25e-6, 1e-15);
   EXPECT_NEAR(u.tp_s[0], 5e-6, 1e-15);
   EXPECT_NEAR(u.optimizer_s[0], 3e-6, 1e-15);
   EXPECT_NEAR(u.comm_wait_s[0], 2e-6, 1e-15);
+  EXPECT_EQ(u.tail_s[0], 0);
   EXPECT_EQ(u.bubble_s[0], 0);
   EXPECT_EQ(u.bubble_fraction, 0);
 }
@@ -207,7 +212,7 @@ TEST(StepUtilization, AgreesWithTheSimulatorsSummary) {
   ASSERT_EQ(r->stages.size(), u.bubble_s.size());
   for (size_t i = 0; i < u.bubble_s.size(); ++i) {
     EXPECT_EQ(u.bubble_s[i], r->stages[i].bubble_s);
-    EXPECT_EQ(u.busy_s[i], r->stages[i].compute_s);
+    EXPECT_EQ(u.compute_s[i], r->stages[i].compute_s);
   }
   EXPECT_GT(u.bubble_fraction, 0.05);
 }
