@@ -524,7 +524,9 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
       "\"|\" between virtual stages (stage-major per chunk), E the embedding, t a layer, L the "
       "loss, "
       "(...)*n and t*n repeat; e.g. \"E|(t|)*126L\" is Llama 3 405B's 126 layers on --pp 16 "
-      "--vpp 8 with the first chunk holding only the embedding and the last only the loss");
+      "--vpp 8 with the first chunk holding only the embedding and the last only the loss; with "
+      "--schedule zb-v or dualpipev the virtual stages run down the stages and back, so stage 0 "
+      "holds the first and the last");
   cmd->add_option(
          "--microbatch-group", o.strategy.microbatch_group,
          "Interleaved schedule: micro-batches run through one chunk before the next (Megatron-LM's "

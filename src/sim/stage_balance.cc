@@ -20,7 +20,7 @@ Strategy WithSomeLayout(const Strategy& strategy, int64_t num_layers) {
   placed.last_stage_layers = 0;
   std::vector<int64_t> stages(static_cast<size_t>(strategy.pp), num_layers / strategy.pp);
   for (int64_t s = 0; s < num_layers % strategy.pp; ++s) ++stages[static_cast<size_t>(s)];
-  placed.layout = SplitStagesIntoChunks(stages, strategy.vpp);
+  placed.layout = SplitStagesIntoChunks(stages, strategy.vpp, strategy.schedule);
   return placed;
 }
 
@@ -78,7 +78,7 @@ Result<std::vector<int64_t>> BalancedPipelineLayout(const ModelSpec& model,
   LOOM_ASSIGN_OR_RETURN(const StageWork work, MeasureStageWork(model, cluster, strategy, kernels));
   const std::vector<int64_t> stages =
       BalancedStageLayers(work.layer_s, work.fixed_s, model.num_layers, strategy.vpp);
-  return SplitStagesIntoChunks(stages, strategy.vpp);
+  return SplitStagesIntoChunks(stages, strategy.vpp, strategy.schedule);
 }
 
 bool PlannerBalancesLayers(const ClusterSpec& cluster, const Strategy& strategy) {

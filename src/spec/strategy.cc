@@ -207,6 +207,13 @@ void CheckSequenceParallel(const Strategy& s, Violations& out) {
 // embedding alone) and the last (the loss alone). Megatron's TransformerConfig refuses a layout
 // together with --decoder-first/last-pipeline-num-layers (megatron/core/transformer/
 // transformer_config.py at NVIDIA/Megatron-LM d98e8a64).
+// "stage S, chunk C": where virtual stage |v| runs (VirtualStageOf).
+std::string PlaceText(const Strategy& s, int64_t v) {
+  const bool back = IsVShapedSchedule(s.schedule) && v >= s.pp;
+  const int64_t stage = back ? 2 * s.pp - 1 - v : v % s.pp;
+  return StrCat("stage ", stage, ", chunk ", back ? 1 : v / s.pp);
+}
+
 void CheckLayout(const Strategy& s, const ModelSpec& model, Violations& out) {
   if (s.first_stage_layers != 0 || s.last_stage_layers != 0) {
     out.push_back(
@@ -234,8 +241,8 @@ void CheckLayout(const Strategy& s, const ModelSpec& model, Violations& out) {
       out.push_back(
           {"--pipeline-layout",
            StrCat(
-               "--pipeline-layout: virtual stage ", v, " (stage ", static_cast<int64_t>(v) % s.pp,
-               ", chunk ", static_cast<int64_t>(v) / s.pp, ") holds ", layers,
+               "--pipeline-layout: virtual stage ", v, " (", PlaceText(s, static_cast<int64_t>(v)),
+               ") holds ", layers,
                " layers; only the first and the last virtual stage may be empty (the embedding or "
                "the loss alone), the others hold 1 to ",
                model.num_layers)});
@@ -413,16 +420,10 @@ void CheckVShaped(const Strategy& s, Violations& out) {
                    StrCat("--microbatch-group ", s.microbatch_group, " with --schedule ", name,
                           ": micro-batch groups belong to the interleaved schedule; drop it")});
   }
-  if (!s.layout.empty()) {
-    out.push_back(
-        {"--pipeline-layout",
-         StrCat("--pipeline-layout with --schedule ", name,
-                ": a layout is Megatron-core's, for the 1f1b and interleaved schedules; use "
-                "--first-stage-layers and --last-stage-layers")});
-    return;
-  }
-  // The V's two chunks of a stage hold its layers in halves.
-  if (!AllPositive({s.pp, s.vpp}) || s.vpp != 2) return;
+  // A layout lists the virtual stages in the model's order, which the V places on stages 0, 1,
+  // ..., pp - 1, pp - 1, ..., 0 (VirtualStageOf); CheckLayout checks it. Without one, the V's two
+  // chunks of a stage hold its layers in halves.
+  if (!s.layout.empty() || !AllPositive({s.pp, s.vpp}) || s.vpp != 2) return;
   for (int64_t stage_layers : {s.first_stage_layers, s.last_stage_layers}) {
     if (stage_layers % 2 == 0) continue;
     out.push_back(
@@ -844,10 +845,20 @@ std::vector<int64_t> LayersPerVirtualStage(const Strategy& s, int64_t num_layers
   std::vector<int64_t> per_stage(static_cast<size_t>(s.pp), middle);
   if (s.first_stage_layers > 0) per_stage.front() = s.first_stage_layers;
   if (s.last_stage_layers > 0) per_stage.back() = s.last_stage_layers;
-  return SplitStagesIntoChunks(per_stage, s.vpp);
+  return SplitStagesIntoChunks(per_stage, s.vpp, s.schedule);
 }
 
-std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_layers, int64_t vpp) {
+bool IsVShapedSchedule(ScheduleKind schedule) {
+  return schedule == ScheduleKind::kZbV || schedule == ScheduleKind::kDualPipeV;
+}
+
+int64_t VirtualStageOf(int64_t pp, ScheduleKind schedule, int64_t stage, int64_t chunk) {
+  if (IsVShapedSchedule(schedule) && chunk == 1) return 2 * pp - 1 - stage;
+  return chunk * pp + stage;
+}
+
+std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_layers, int64_t vpp,
+                                           ScheduleKind schedule) {
   const int64_t pp = static_cast<int64_t>(stage_layers.size());
   std::vector<int64_t> layers(static_cast<size_t>(pp * vpp), 0);
   for (int64_t stage = 0; stage < pp; ++stage) {
@@ -856,7 +867,8 @@ std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_lay
       // The first stage's lighter chunks come first (beside the embedding); every other stage's
       // come last (the last stage's beside the loss).
       const bool heavier = stage == 0 && pp > 1 ? chunk >= vpp - extra : chunk < extra;
-      layers[static_cast<size_t>(chunk * pp + stage)] = base + (heavier ? 1 : 0);
+      layers[static_cast<size_t>(VirtualStageOf(pp, schedule, stage, chunk))] =
+          base + (heavier ? 1 : 0);
     }
   }
   return layers;

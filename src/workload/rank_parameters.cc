@@ -151,7 +151,7 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
   CheckedInt dense = 0;
   CheckedInt expert = 0;
   for (int64_t chunk = 0; chunk < s.vpp; ++chunk) {
-    const size_t v = static_cast<size_t>(chunk * s.pp + stage);
+    const size_t v = static_cast<size_t>(VirtualStageOf(s.pp, s.schedule, stage, chunk));
     int64_t first = 0;
     for (size_t before = 0; before < v; ++before) first += layers[before];
     for (int64_t i = first; i < first + layers[v]; ++i) {
@@ -167,7 +167,9 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
     if (m.position == PositionKind::kLearnedAbsolute)
       dense += CheckedInt(m.max_position_embeddings) * m.hidden_size;
   }
-  if (stage == s.pp - 1) {
+  // The output layer sits with the last virtual stage: on the last stage, or on the first where
+  // the chunks run in a V.
+  if (stage == (IsVShapedSchedule(s.schedule) ? 0 : s.pp - 1)) {
     dense += layer.Norm(m.hidden_size);
     if (!m.tie_word_embeddings || s.pp > 1) dense += vocab_shard;
   }

@@ -233,6 +233,21 @@ std::string ZbName(const ZbModel& zb, int64_t gpus, int64_t mb, int64_t micro_ba
          " micro-batches of " + std::to_string(mb) + ": " + schedule_name;
 }
 
+// The layers of each virtual stage, in the model's order, as the repository's
+// --allow-padding-num-layers gives them with model chunks (megatron/model/transformer.py at
+// 425b42e5, ParallelTransformer.get_offset): the layer count padded up to a multiple of pp, an
+// equal share per chunk, and the padding taken off the last chunk and then the first ones. For ZB-V
+// on pp * 2 - 2 layers that leaves both chunks of stage 0 (the V's first and last virtual stage)
+// with the embedding and the loss alone.
+std::vector<int64_t> ZbPaddedChunks(int64_t layers, int64_t pp, int64_t vpp) {
+  const int64_t padded = (layers + pp - 1) / pp * pp;
+  std::vector<int64_t> chunks(static_cast<size_t>(pp * vpp), padded / pp / vpp);
+  for (int64_t i = -1; i < padded - layers - 1; ++i) {
+    --chunks[static_cast<size_t>(i < 0 ? pp * vpp + i : i)];
+  }
+  return chunks;
+}
+
 StepCase ZbStep(const ZbModel& zb, const ClusterSpec& cluster, const FrameworkProfile& framework,
                 int64_t gpus, int64_t mb, int64_t micro_batches, ScheduleKind schedule, int64_t vpp,
                 double samples_per_gpu_s, const std::string& schedule_name) {
@@ -244,7 +259,9 @@ StepCase ZbStep(const ZbModel& zb, const ClusterSpec& cluster, const FrameworkPr
   s.schedule = schedule;
   s.vpp = vpp;
   s.dtype = Dtype::kFp16;
-  if ((zb.layers + 2) % gpus == 0) {
+  if (schedule == ScheduleKind::kZbV) {
+    s.layout = ZbPaddedChunks(zb.layers, gpus, vpp);
+  } else if ((zb.layers + 2) % gpus == 0) {
     s.first_stage_layers = (zb.layers + 2) / gpus - 1;
     s.last_stage_layers = s.first_stage_layers;
   }

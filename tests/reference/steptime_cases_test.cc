@@ -104,6 +104,15 @@ TEST(StepTimeCorpus, StrategiesFollowTheMapping) {
   EXPECT_TRUE(z->step.kernels.dropout);
   EXPECT_TRUE(z->step.model.tie_word_embeddings);
   EXPECT_EQ(z->step.model.max_position_embeddings, 2048);
+  // ZB-V pads 30 layers to 32 over 16 x 2 chunks and takes the padding off the first and last
+  // chunk (get_offset, megatron/model/transformer.py @ 425b42e5): both of stage 0's.
+  const CorpusCase* v2 =
+      Find("qi2024_zero_bubble_table6_zbv.csv", "6.2B, 16 GPUs, 48 micro-batches of 6: zb-v");
+  ASSERT_NE(v2, nullptr);
+  std::vector<int64_t> padded(32, 1);
+  padded.front() = padded.back() = 0;
+  EXPECT_EQ(v2->step.strategy.layout, padded);
+  EXPECT_EQ(v2->step.strategy.schedule, ScheduleKind::kZbV);
   const CorpusCase* f = Find("mosaicml_llmfoundry_mpt_throughput.csv",
                              "MPT-70b h100_80gb amp_bf16, seq 2048, 512 GPUs");
   ASSERT_NE(f, nullptr);

@@ -167,14 +167,56 @@ TEST(PipelineLayout, ExplicitLayoutIsCheckedAgainstTheModelAndDegrees) {
   Strategy both = s;
   both.first_stage_layers = 7;
   EXPECT_NE(violation(both).find("drop the stage counts, or the layout"), std::string::npos);
-  Strategy v_shaped = s;
-  v_shaped.schedule = ScheduleKind::kZbV;
-  v_shaped.vpp = 2;
+}
+
+// On the V-shaped schedules a layout lists the virtual stages in the model's order, which the V
+// runs down the stages and back: stage 0 holds the first and the last (VirtualStageOf). The
+// zero-bubble repository's padded ZB-V (--allow-padding-num-layers, Qi et al.'s Table 6 runs)
+// leaves both chunks of stage 0 with the embedding and the loss alone.
+TEST(PipelineLayout, AVShapedLayoutRunsDownTheStagesAndBack) {
+  const ModelSpec model = Llama405b();
+  const ClusterSpec cluster = H100s(2048);
+  Strategy s = Llama405bRun(2);
+  s.schedule = ScheduleKind::kZbV;
+  s.first_stage_layers = 0;
+  s.last_stage_layers = 0;
+  // 126 layers over 32 virtual stages in model order: the ends empty, 6 of 5 and 24 of 4.
+  std::vector<int64_t> layout(32, 4);
+  layout.front() = layout.back() = 0;
+  for (size_t v = 1; v <= 6; ++v) layout[v] = 5;
+  ASSERT_EQ(std::accumulate(layout.begin(), layout.end(), int64_t{0}), 126);
+  s.layout = layout;
+  EXPECT_TRUE(StrategyViolations(s, model, cluster).empty());
+  EXPECT_EQ(LayersPerVirtualStage(s, model.num_layers), layout);
+  EXPECT_EQ(VirtualStageOf(16, ScheduleKind::kZbV, 0, 1), 31);
+  EXPECT_EQ(VirtualStageOf(16, ScheduleKind::kZbV, 15, 1), 16);
+  EXPECT_EQ(VirtualStageOf(16, ScheduleKind::kDualPipeV, 3, 1), 28);
+  EXPECT_EQ(VirtualStageOf(16, ScheduleKind::kInterleaved, 3, 1), 19);
+  // A middle virtual stage left empty is named where the V runs it: virtual stage 20 is the
+  // second chunk of stage 11.
+  Strategy empty = s;
+  empty.layout[20] = 0;
+  empty.layout[21] = 8;
   bool named = false;
-  for (const StrategyViolation& v : StrategyViolations(v_shaped, model, cluster)) {
-    named = named || v.message.find("--pipeline-layout with --schedule zb-v") != std::string::npos;
+  for (const StrategyViolation& v : StrategyViolations(empty, model, cluster)) {
+    named = named || v.message.find("virtual stage 20 (stage 11, chunk 1) holds 0 layers") !=
+                         std::string::npos;
   }
   EXPECT_TRUE(named);
+  // Without a layout, first and last stage counts split in halves onto the V's ends: stage 0's
+  // second chunk is the last virtual stage, stage 15's the seventeenth.
+  Strategy counts = Llama405bRun(2);
+  counts.schedule = ScheduleKind::kZbV;
+  counts.first_stage_layers = 4;
+  counts.last_stage_layers = 10;  // 4 + 10 + 14 * 8 = 126
+  ASSERT_TRUE(StrategyViolations(counts, model, cluster).empty());
+  const std::vector<int64_t> layers = LayersPerVirtualStage(counts, model.num_layers);
+  EXPECT_EQ(layers[0], 2);
+  EXPECT_EQ(layers[31], 2);
+  EXPECT_EQ(layers[15], 5);
+  EXPECT_EQ(layers[16], 5);
+  EXPECT_EQ(layers[1], 4);
+  EXPECT_EQ(layers[30], 4);
 }
 
 // A scenario's strategy keeps the layout (in Megatron-core's syntax) and the micro-batch group.

@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/checked.h"
 #include "workload/shipped_model.h"
@@ -362,6 +363,35 @@ TEST(ModelStatesPerRank, UnsupportedOrUnsplittableInputsAreErrors) {
   Result<RankModelStates> ep = ModelStatesPerRank(Shipped("mixtral-8x7b"), s, 0);
   ASSERT_FALSE(ep.ok());
   EXPECT_NE(ep.status().message().find("multiple of --ep 4"), std::string::npos);
+}
+
+// On the V-shaped schedules stage 0 holds the first and the last virtual stage, so the output
+// layer's weights are there, beside the embedding, and not on the last stage (issue 42: the
+// memory of the zero-bubble V and DualPipeV runs put them on the wrong GPU).
+TEST(ParametersPerRankInAV, TheOutputLayerSitsWithTheEmbeddingOnStageZero) {
+  const ModelSpec m = Shipped("llama3-8b");  // untied: the head is its own 128256 x 4096
+  ASSERT_FALSE(m.tie_word_embeddings);
+  Strategy line;
+  line.pp = 4;
+  line.vpp = 2;
+  line.schedule = ScheduleKind::kInterleaved;
+  Strategy v = line;
+  v.schedule = ScheduleKind::kZbV;
+  const int64_t vocab = m.vocab_size * m.hidden_size;
+  std::vector<int64_t> by_stage;
+  int64_t line_sum = 0, v_sum = 0;
+  for (int64_t stage = 0; stage < 4; ++stage) {
+    Result<RankParameters> a = ParametersPerRank(m, line, stage);
+    Result<RankParameters> b = ParametersPerRank(m, v, stage);
+    ASSERT_TRUE(a.ok() && b.ok());
+    line_sum += a->Total();
+    v_sum += b->Total();
+    by_stage.push_back(b->Total());
+    if (stage == 0) EXPECT_EQ(b->Total(), a->Total() + vocab + m.hidden_size) << "stage 0";
+    if (stage == 3) EXPECT_EQ(b->Total(), a->Total() - vocab - m.hidden_size) << "stage 3";
+  }
+  EXPECT_EQ(v_sum, line_sum);
+  EXPECT_EQ(by_stage[1], by_stage[3]);  // the V's middle stages hold layers only
 }
 
 }  // namespace
