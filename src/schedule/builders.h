@@ -17,7 +17,8 @@ StageOrders GpipeOrder(int32_t stages, int32_t micro_batches);
 StageOrders OneFOneBOrder(int32_t stages, int32_t micro_batches);
 StageOrders ZbH1Order(int32_t stages, int32_t micro_batches);
 StageOrders InterleavedOrder(int32_t stages, int32_t micro_batches, int32_t chunks, int32_t group);
-StageOrders ZbVOrder(int32_t stages, int32_t micro_batches);
+// REQUIRES: every time of |times| >= 1 but comm >= 0.
+StageOrders ZbVOrder(int32_t stages, int32_t micro_batches, const PassTimes& times);
 StageOrders DualPipeVOrder(int32_t stages, int32_t micro_batches);
 
 }  // namespace loom::schedule_internal

@@ -106,7 +106,7 @@ Status CheckArguments(ScheduleKind kind, int32_t stages, int32_t micro_batches, 
 }
 
 schedule_internal::StageOrders Orders(ScheduleKind kind, int32_t stages, int32_t micro_batches,
-                                      int32_t chunks, int32_t group) {
+                                      int32_t chunks, int32_t group, const PassTimes& times) {
   using namespace schedule_internal;
   switch (kind) {
     case ScheduleKind::kGpipe:
@@ -118,7 +118,7 @@ schedule_internal::StageOrders Orders(ScheduleKind kind, int32_t stages, int32_t
     case ScheduleKind::kZbH1:
       return ZbH1Order(stages, micro_batches);
     case ScheduleKind::kZbV:
-      return ZbVOrder(stages, micro_batches);
+      return ZbVOrder(stages, micro_batches, times);
     case ScheduleKind::kDualPipeV:
       return DualPipeVOrder(stages, micro_batches);
   }
@@ -142,7 +142,7 @@ StageChunk PipelineSchedule::Place(int32_t virtual_stage) const {
 }
 
 Result<PipelineSchedule> BuildSchedule(ScheduleKind kind, int32_t stages, int32_t micro_batches,
-                                       int32_t chunks, int32_t group) {
+                                       int32_t chunks, int32_t group, const PassTimes& times) {
   if (group == 0) group = stages;
   if (kind != ScheduleKind::kInterleaved && group != stages) {
     return Status::InvalidArgument(
@@ -155,7 +155,7 @@ Result<PipelineSchedule> BuildSchedule(ScheduleKind kind, int32_t stages, int32_
   schedule.stages = stages;
   schedule.chunks = chunks;
   schedule.micro_batches = micro_batches;
-  schedule.order = Orders(kind, stages, micro_batches, chunks, group);
+  schedule.order = Orders(kind, stages, micro_batches, chunks, group, times);
   return schedule;
 }
 

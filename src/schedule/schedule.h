@@ -104,6 +104,12 @@ struct PipelineSchedule {
   StageChunk Place(int32_t virtual_stage) const;
 };
 
+// The pass times a schedule that is built from them takes (ZB-V), in any one unit (ns, say): one
+// chunk's forward, input-backward and weight-backward, and a pipeline transfer between stages.
+struct PassTimes {
+  int64_t f = 1, b = 1, w = 1, comm = 0;
+};
+
 // Returns the schedule |kind| for |stages| pipeline stages (--pp), |micro_batches| micro-batches
 // per step and |chunks| model chunks per stage (--vpp). Returns InvalidArgument, with a message
 // that names the flag and the fix, when the combination is not one the schedule defines:
@@ -119,9 +125,11 @@ struct PipelineSchedule {
 //   any kind: more than 2^26 passes in the step (a guard against typos such as --pp 100000).
 // The passes listed: F and BW for gpipe, 1f1b and interleaved; F, B and W for zb-h1
 // and zb-v; for dualpipev, BW in its overlapped pairs and B with W elsewhere. The same arguments
-// always give the same schedule.
+// always give the same schedule. |times| matter to zb-v alone, which the zero-bubble repository
+// builds from the profiled times of its passes (ZbVOrder); the others are fixed orders.
 Result<PipelineSchedule> BuildSchedule(ScheduleKind kind, int32_t stages, int32_t micro_batches,
-                                       int32_t chunks, int32_t group = 0);
+                                       int32_t chunks, int32_t group = 0,
+                                       const PassTimes& times = {});
 
 }  // namespace loom
 

@@ -1,9 +1,12 @@
 // ZB-V: two model chunks per stage in a V, virtual stage = stage (chunk 0) or
 // 2 * stages - 1 - stage (chunk 1), with the backward split into B and W.
 
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <queue>
 #include <vector>
 
 #include "schedule/builders.h"
@@ -13,29 +16,42 @@ namespace {
 
 constexpr int64_t kNotRun = -1;
 
-// Builds the order by running the V-shaped pipeline in unit time (T_F = T_B = T_W = 1, the case
-// ZB-V is designed for) and recording what each stage runs. Qi et al. build their schedules the
-// same way, by a greedy pass over the pipeline with profiled pass times ("Zero Bubble Pipeline
-// Parallelism", 2024, section "Automatic pipeline scheduling"). Because an item starts only
-// after its dependencies have ended, the recorded order is valid for any pass durations.
+// Builds the order by running the V-shaped pipeline with the given pass times and recording what
+// each stage runs, as the zero-bubble repository does: it profiles its first iterations and builds
+// the ZB-V schedule from the median forward, backward and weight-backward times and the transfer
+// time (megatron/core/pipeline_parallel/zb_schedules.py update_schedule and v_schedule.py at
+// sail-sg/zero-bubble-pipeline-parallelism 425b42e5; Qi et al. 2024, "Zero Bubble Pipeline
+// Parallelism", section "Automatic pipeline scheduling"). Unit times (T_F = T_B = T_W, no
+// transfer time) are the case ZB-V is designed for. Because an item starts only after its
+// dependencies have ended, the recorded order is valid for any pass durations.
 //
-// A free stage picks the first of these whose dependencies have ended:
+// A free stage picks the first of these whose dependencies have ended (and whose input, from
+// another stage, has arrived):
 //   1. F of chunk 1: it carries a micro-batch up to the loss on stage 0, where its backward starts;
 //   2. B of chunk 1: the gradient going down the up arm, which the stages below wait for;
 //   3. F of chunk 0: it feeds the stages below;
 //   4. B of chunk 0: the gradient going up the down arm, the end of a micro-batch;
 //   5. the oldest pending W: nothing waits for it, so it fills what would be idle time, and it
 //      frees activation memory when the limit below stops the forwards.
-// Of the 120 orders of these five, this one idled least over 2 <= p <= 10, 2p <= m <= 4p + 2.
+// Of the 120 orders of these five, this one idled least over 2 <= p <= 10, 2p <= m <= 4p + 2 in
+// unit time. With other times a W started just before an input arrives delays the pass that
+// input feeds, so the repository fills a wait with W passes only while they end before the input
+// arrives (v_schedule.py, "fill the bubble"): |fit_w| does the same, and ZbVOrder keeps whichever
+// of the two orders ends sooner, as the repository keeps the better of its tries.
 // Memory: a stage holds at most 2 * stages chunk activation sets (F done minus W done), that is
 // |stages| full-stage sets, 1F1B's peak and ZB-V's memory target (Qi et al. 2024, section
 // "Memory efficient zero bubble schedule"). F of chunk 0 also leaves one set free for chunk 1,
 // so a stage full of chunk-0 activations never blocks the forwards coming back up the V.
-class UnitTimeVBuilder {
+class VBuilder {
  public:
-  UnitTimeVBuilder(int32_t stages, int32_t micro_batches)
+  VBuilder(int32_t stages, int32_t micro_batches, const PassTimes& times, bool fit_w)
       : stages_(stages),
         micro_batches_(micro_batches),
+        f_(std::max<int64_t>(1, times.f)),
+        b_(std::max<int64_t>(1, times.b)),
+        w_(std::max<int64_t>(1, times.w)),
+        comm_(std::max<int64_t>(0, times.comm)),
+        fit_w_(fit_w),
         f_end_(static_cast<size_t>(2 * stages) * micro_batches, kNotRun),
         b_end_(f_end_.size(), kNotRun),
         state_(stages),
@@ -45,22 +61,26 @@ class UnitTimeVBuilder {
 
   StageOrders Build() {
     int64_t remaining = int64_t{6} * stages_ * micro_batches_;
-    for (int64_t now = 0; remaining > 0; ++now) {
-      bool active = false;
+    int64_t now = 0;
+    while (remaining > 0) {
       for (int32_t stage = 0; stage < stages_; ++stage) {
-        if (state_[stage].free_at > now) {
-          active = true;
-        } else if (PipelineItem item; Pick(stage, now, item)) {
+        if (PipelineItem item; state_[stage].free_at <= now && Pick(stage, now, item)) {
           Start(stage, item, now);
-          active = true;
           --remaining;
         }
       }
-      assert(active && "ZB-V construction stalled");
-      if (!active) break;
+      // Nothing more can start before the next pass ends or the next input arrives.
+      while (!events_.empty() && events_.top() <= now) events_.pop();
+      assert((remaining == 0 || !events_.empty()) && "ZB-V construction stalled");
+      if (events_.empty()) break;
+      now = events_.top();
     }
+    for (const StageState& s : state_) makespan_ = std::max(makespan_, s.free_at);
     return std::move(order_);
   }
+
+  // When the last pass ends in the built timeline. REQUIRES: Build() ran.
+  int64_t makespan() const { return makespan_; }
 
  private:
   struct StageState {
@@ -75,41 +95,64 @@ class UnitTimeVBuilder {
     return chunk == 0 ? stage : 2 * stages_ - 1 - stage;
   }
 
-  bool Ended(const std::vector<int64_t>& end, int32_t virtual_stage, int32_t mb,
-             int64_t now) const {
+  int32_t StageOf(int32_t virtual_stage) const {
+    return virtual_stage < stages_ ? virtual_stage : 2 * stages_ - 1 - virtual_stage;
+  }
+
+  // When the output of |virtual_stage|'s pass for |mb| (its end in |end|) is on |stage|: at its
+  // end on the same stage, a transfer later on another; kNotRun before the pass has started.
+  int64_t ArrivesAt(const std::vector<int64_t>& end, int32_t virtual_stage, int32_t mb,
+                    int32_t stage) const {
     const int64_t t = end[static_cast<size_t>(virtual_stage) * micro_batches_ + mb];
-    return t != kNotRun && t <= now;
+    if (t == kNotRun) return kNotRun;
+    return StageOf(virtual_stage) == stage ? t : t + comm_;
   }
 
-  bool BackwardReady(int32_t stage, int32_t chunk, int64_t now) const {
+  // When |stage| may start its next backward of |chunk|: kNotRun while a dependency has not
+  // started, or when there is none left.
+  int64_t BackwardInputAt(int32_t stage, int32_t chunk) const {
     const int32_t mb = state_[stage].next_b[chunk];
-    if (mb >= micro_batches_) return false;
+    if (mb >= micro_batches_) return kNotRun;
     const int32_t v = Virtual(stage, chunk);
-    return Ended(f_end_, v, mb, now) && (v + 1 == 2 * stages_ || Ended(b_end_, v + 1, mb, now));
+    const int64_t own = ArrivesAt(f_end_, v, mb, stage);
+    if (own == kNotRun || v + 1 == 2 * stages_) return own;
+    const int64_t grad = ArrivesAt(b_end_, v + 1, mb, stage);
+    return grad == kNotRun ? kNotRun : std::max(own, grad);
   }
 
-  bool ForwardReady(int32_t stage, int32_t chunk, int64_t now) const {
+  // The same for the next forward of |chunk|, also kNotRun when the memory limit stops it.
+  int64_t ForwardInputAt(int32_t stage, int32_t chunk) const {
     const StageState& s = state_[stage];
     const int32_t mb = s.next_f[chunk];
     const int32_t sets_needed = chunk == 0 ? 2 : 1;
-    if (mb >= micro_batches_ || s.activations + sets_needed > 2 * stages_) return false;
+    if (mb >= micro_batches_ || s.activations + sets_needed > 2 * stages_) return kNotRun;
     const int32_t v = Virtual(stage, chunk);
-    return v == 0 || Ended(f_end_, v - 1, mb, now);
+    return v == 0 ? 0 : ArrivesAt(f_end_, v - 1, mb, stage);
   }
 
+  static bool By(int64_t at, int64_t now) { return at != kNotRun && at <= now; }
+
   // Sets |item| to what |stage| runs at |now|, in the order of the class comment; returns false
-  // when nothing can run.
+  // when nothing can run, or (with |fit_w_|) when the only thing that can is a W that would still
+  // run when the input of another pass arrives.
   bool Pick(int32_t stage, int64_t now, PipelineItem& item) const {
     const StageState& s = state_[stage];
-    if (ForwardReady(stage, 1, now)) {
+    const int64_t f1 = ForwardInputAt(stage, 1), b1 = BackwardInputAt(stage, 1);
+    const int64_t f0 = ForwardInputAt(stage, 0), b0 = BackwardInputAt(stage, 0);
+    if (By(f1, now)) {
       item = {Pass::kF, s.next_f[1], 1};
-    } else if (BackwardReady(stage, 1, now)) {
+    } else if (By(b1, now)) {
       item = {Pass::kB, s.next_b[1], 1};
-    } else if (ForwardReady(stage, 0, now)) {
+    } else if (By(f0, now)) {
       item = {Pass::kF, s.next_f[0], 0};
-    } else if (BackwardReady(stage, 0, now)) {
+    } else if (By(b0, now)) {
       item = {Pass::kB, s.next_b[0], 0};
     } else if (!s.pending_w.empty()) {
+      if (fit_w_) {
+        for (int64_t at : {f1, b1, f0, b0}) {
+          if (at != kNotRun && at < now + w_) return false;  // wait for it instead
+        }
+      }
       item = s.pending_w.front();
     } else {
       return false;
@@ -121,18 +164,22 @@ class UnitTimeVBuilder {
     StageState& s = state_[stage];
     const size_t slot =
         static_cast<size_t>(Virtual(stage, item.chunk)) * micro_batches_ + item.micro_batch;
+    int64_t took = 0;
     switch (item.pass) {
       case Pass::kF:
-        f_end_[slot] = now + 1;
+        took = f_;
+        f_end_[slot] = now + took;
         ++s.next_f[item.chunk];
         ++s.activations;
         break;
       case Pass::kB:
-        b_end_[slot] = now + 1;
+        took = b_;
+        b_end_[slot] = now + took;
         ++s.next_b[item.chunk];
         s.pending_w.push_back({Pass::kW, item.micro_batch, item.chunk});
         break;
       case Pass::kW:
+        took = w_;
         s.pending_w.pop_front();
         --s.activations;
         break;
@@ -140,17 +187,74 @@ class UnitTimeVBuilder {
         assert(false && "ZB-V splits every backward");
         break;
     }
-    s.free_at = now + 1;
+    s.free_at = now + took;
+    events_.push(s.free_at);
+    if (comm_ > 0 && item.pass != Pass::kW) events_.push(s.free_at + comm_);
     order_[stage].push_back(item);
   }
 
   int32_t stages_;
   int32_t micro_batches_;
+  int64_t f_, b_, w_, comm_;
+  bool fit_w_;
   std::vector<int64_t> f_end_;  // [virtual stage * micro_batches + mb]: when F ends
   std::vector<int64_t> b_end_;  // the same for B
   std::vector<StageState> state_;
   StageOrders order_;
+  // Times at which something may become possible: a pass ends, or its output arrives.
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> events_;
+  int64_t makespan_ = 0;
 };
+
+// When |order| (a ZB-V order of |stages| and |micro_batches|) ends when run with |times|: each
+// stage runs its list in order, a pass starting once its stage is free and its inputs are there
+// (a transfer after the pass that made them, on another stage).
+int64_t ReplayMakespan(const StageOrders& order, int32_t stages, int32_t micro_batches,
+                       const PassTimes& times) {
+  const int64_t f = std::max<int64_t>(1, times.f), b = std::max<int64_t>(1, times.b),
+                w = std::max<int64_t>(1, times.w), comm = std::max<int64_t>(0, times.comm);
+  const auto virtual_stage = [&](int32_t stage, int32_t chunk) {
+    return chunk == 0 ? stage : 2 * stages - 1 - stage;
+  };
+  const auto stage_of = [&](int32_t v) { return v < stages ? v : 2 * stages - 1 - v; };
+  const size_t slots = static_cast<size_t>(2 * stages) * micro_batches;
+  std::vector<int64_t> f_end(slots, kNotRun), b_end(slots, kNotRun);
+  std::vector<size_t> next(static_cast<size_t>(stages), 0);
+  std::vector<int64_t> free_at(static_cast<size_t>(stages), 0);
+  const auto arrives = [&](const std::vector<int64_t>& end, int32_t v, int32_t mb, int32_t stage) {
+    const int64_t t = end[static_cast<size_t>(v) * micro_batches + mb];
+    return t == kNotRun || stage_of(v) == stage ? t : t + comm;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int32_t stage = 0; stage < stages; ++stage) {
+      for (; next[stage] < order[stage].size(); ++next[stage]) {
+        const PipelineItem& item = order[stage][next[stage]];
+        const int32_t v = virtual_stage(stage, item.chunk);
+        const size_t slot = static_cast<size_t>(v) * micro_batches + item.micro_batch;
+        int64_t ready = free_at[stage];
+        if (item.pass == Pass::kF && v > 0) {
+          const int64_t in = arrives(f_end, v - 1, item.micro_batch, stage);
+          if (in == kNotRun) break;
+          ready = std::max(ready, in);
+        } else if (item.pass == Pass::kB && v + 1 < 2 * stages) {
+          const int64_t in = arrives(b_end, v + 1, item.micro_batch, stage);
+          if (in == kNotRun) break;
+          ready = std::max(ready, in);
+        }
+        // A stage's own F precedes its B, and its B its W, in its list.
+        const int64_t took = item.pass == Pass::kF ? f : item.pass == Pass::kB ? b : w;
+        free_at[stage] = ready + took;
+        if (item.pass == Pass::kF) f_end[slot] = free_at[stage];
+        if (item.pass == Pass::kB) b_end[slot] = free_at[stage];
+        progress = true;
+      }
+    }
+  }
+  int64_t end = 0;
+  for (int64_t t : free_at) end = std::max(end, t);
+  return end;
+}
 
 }  // namespace
 
@@ -160,8 +264,21 @@ class UnitTimeVBuilder {
 // and the loss is computed where the pipeline started. With T_F = T_B = T_W and
 // micro_batches >= stages, every stage idles only stages - 1 chunk-pass times per step while
 // holding at most 1F1B's peak activation memory.
-StageOrders ZbVOrder(int32_t stages, int32_t micro_batches) {
-  return UnitTimeVBuilder(stages, micro_batches).Build();
+StageOrders ZbVOrder(int32_t stages, int32_t micro_batches, const PassTimes& times) {
+  // The order built in unit time, run with |times|, and the orders built with them, greedy and
+  // with W fitted into the waits: the one that ends soonest.
+  StageOrders best = VBuilder(stages, micro_batches, PassTimes{}, false).Build();
+  int64_t best_end = ReplayMakespan(best, stages, micro_batches, times);
+  for (bool fit_w : {false, true}) {
+    VBuilder builder(stages, micro_batches, times, fit_w);
+    StageOrders order = builder.Build();
+    const int64_t end = builder.makespan();
+    if (end < best_end) {
+      best_end = end;
+      best = std::move(order);
+    }
+  }
+  return best;
 }
 
 }  // namespace loom::schedule_internal

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/checked.h"
 #include "cost/comm_model.h"
@@ -323,6 +325,39 @@ CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimel
 
 }  // namespace
 
+namespace {
+
+// The pass times a schedule built from profiled times (ZB-V, BuildSchedule) gets: what the
+// zero-bubble repository measures over its first iterations and builds from (update_schedule in
+// megatron/core/pipeline_parallel/zb_schedules.py at sail-sg/zero-bubble-pipeline-parallelism
+// 425b42e5): each stage's mean forward, input-backward and weight-backward over its chunks, the
+// median of those over the stages, and the time of one pipeline transfer; in nanoseconds.
+PassTimes ProfiledPassTimes(const Strategy& strategy, const std::vector<ChunkCost>& costs,
+                            SimTime p2p_time) {
+  if (strategy.schedule != ScheduleKind::kZbV) return {};
+  std::vector<int64_t> f, b, w;
+  for (int64_t stage = 0; stage < strategy.pp; ++stage) {
+    int64_t sum_f = 0, sum_b = 0, sum_w = 0;
+    for (int64_t chunk = 0; chunk < strategy.vpp; ++chunk) {
+      const ChunkCost& c =
+          costs[static_cast<size_t>(VirtualStageOf(strategy.pp, strategy.schedule, stage, chunk))];
+      sum_f += c.forward.time.nanos();
+      sum_b += c.backward_input.time.nanos();
+      sum_w += c.backward_weight.time.nanos();
+    }
+    f.push_back(sum_f / strategy.vpp);
+    b.push_back(sum_b / strategy.vpp);
+    w.push_back(sum_w / strategy.vpp);
+  }
+  const auto median = [](std::vector<int64_t>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(f), median(b), median(w), p2p_time.nanos()};
+}
+
+}  // namespace
+
 // The longest step loom reports: 10^6 s, some eleven days.
 constexpr double kMaxStepSeconds = 1e6;
 // The forward passes of all replicas --full simulates at most (a graph of some 10^8 tasks).
@@ -334,10 +369,6 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   LOOM_RETURN_IF_ERROR(ValidateStrategy(strategy, model, cluster));
   const int32_t chunks = static_cast<int32_t>(strategy.vpp);
   PreparedStep step;
-  LOOM_ASSIGN_OR_RETURN(step.schedule,
-                        BuildSchedule(strategy.schedule, static_cast<int32_t>(strategy.pp),
-                                      static_cast<int32_t>(strategy.NumMicroBatches()), chunks,
-                                      static_cast<int32_t>(strategy.microbatch_group)));
   // Each stage is costed on its own GPU (StageModels); the sends between stages cross the
   // cluster's network.
   const StageModels models(cluster, strategy);
@@ -349,6 +380,13 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
                         CostStageChunks(model, strategy, models, placements, options.Kernels(),
                                         host ? &*host : nullptr, &step.tensor_clocks,
                                         options.AttentionPolicy(), &step.attention_basis));
+  step.payloads.p2p_bytes = P2pBytes(model, strategy);
+  const SimTime p2p_time = comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
+  LOOM_ASSIGN_OR_RETURN(step.schedule,
+                        BuildSchedule(strategy.schedule, static_cast<int32_t>(strategy.pp),
+                                      static_cast<int32_t>(strategy.NumMicroBatches()), chunks,
+                                      static_cast<int32_t>(strategy.microbatch_group),
+                                      ProfiledPassTimes(strategy, step.costs, p2p_time)));
   const ChunkLayers layers = LayersPerVirtualStage(strategy, model.num_layers);
   LOOM_ASSIGN_OR_RETURN(const DataParallelPlan plan,
                         PlanDataParallel(model, strategy, layers, step.schedule));
@@ -366,9 +404,7 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
     }
   }
   step.config.replicas = options.full ? static_cast<int32_t>(strategy.dp) : 1;
-  step.payloads.p2p_bytes = P2pBytes(model, strategy);
-  step.config.pipeline.p2p_time =
-      comm.PointToPoint(step.payloads.p2p_bytes, placements.pp_across_nodes);
+  step.config.pipeline.p2p_time = p2p_time;
   step.config.cp_ring = strategy.cp > 1 && strategy.cp_comm == CpComm::kP2p;
   LOOM_RETURN_IF_ERROR(AddOffload(cluster, strategy, plan, step.config));
   if (options.share_bandwidth) SetFabrics(strategy, placements, step.config);

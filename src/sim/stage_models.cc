@@ -142,7 +142,8 @@ Result<std::vector<ChunkCost>> CostStageChunks(
   if (per_set.size() == 1) return std::move(per_set.front());
   std::vector<ChunkCost> costs;
   for (size_t v = 0; v < per_set.front().size(); ++v) {
-    const int64_t stage = static_cast<int64_t>(v) % strategy.pp;
+    const int64_t stage =
+        StageOfVirtualStage(strategy.pp, strategy.schedule, static_cast<int64_t>(v));
     costs.push_back(per_set[static_cast<size_t>(models.SetOfStage(stage))][v]);
   }
   return costs;

@@ -210,8 +210,8 @@ void CheckSequenceParallel(const Strategy& s, Violations& out) {
 // "stage S, chunk C": where virtual stage |v| runs (VirtualStageOf).
 std::string PlaceText(const Strategy& s, int64_t v) {
   const bool back = IsVShapedSchedule(s.schedule) && v >= s.pp;
-  const int64_t stage = back ? 2 * s.pp - 1 - v : v % s.pp;
-  return StrCat("stage ", stage, ", chunk ", back ? 1 : v / s.pp);
+  return StrCat("stage ", StageOfVirtualStage(s.pp, s.schedule, v), ", chunk ",
+                back ? 1 : v / s.pp);
 }
 
 void CheckLayout(const Strategy& s, const ModelSpec& model, Violations& out) {
@@ -855,6 +855,11 @@ bool IsVShapedSchedule(ScheduleKind schedule) {
 int64_t VirtualStageOf(int64_t pp, ScheduleKind schedule, int64_t stage, int64_t chunk) {
   if (IsVShapedSchedule(schedule) && chunk == 1) return 2 * pp - 1 - stage;
   return chunk * pp + stage;
+}
+
+int64_t StageOfVirtualStage(int64_t pp, ScheduleKind schedule, int64_t v) {
+  if (IsVShapedSchedule(schedule) && v >= pp) return 2 * pp - 1 - v;
+  return v % pp;
 }
 
 std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_layers, int64_t vpp,

@@ -182,6 +182,9 @@ bool IsVShapedSchedule(ScheduleKind schedule);
 // stage 0 holds the first and the last virtual stage. REQUIRES: 0 <= stage < pp, 0 <= chunk < vpp.
 int64_t VirtualStageOf(int64_t pp, ScheduleKind schedule, int64_t stage, int64_t chunk);
 
+// The pipeline stage that runs virtual stage |v| (VirtualStageOf's stage). REQUIRES: 0 <= v.
+int64_t StageOfVirtualStage(int64_t pp, ScheduleKind schedule, int64_t v);
+
 // One rule a strategy breaks. The rules live here only: the layers below (workload/, the
 // simulator) state them as REQUIRES, and the planner tallies rejections by |flag|.
 struct StrategyViolation {
