@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <queue>
 #include <vector>
 
@@ -36,8 +38,8 @@ constexpr int64_t kNotRun = -1;
 // Of the 120 orders of these five, this one idled least over 2 <= p <= 10, 2p <= m <= 4p + 2 in
 // unit time. With other times a W started just before an input arrives delays the pass that
 // input feeds, so the repository fills a wait with W passes only while they end before the input
-// arrives (v_schedule.py, "fill the bubble"): |fit_w| does the same, and ZbVOrder keeps whichever
-// of the two orders ends sooner, as the repository keeps the better of its tries.
+// arrives (v_schedule.py, "fill the bubble"): |fit_w| does the same. ZbVOrder keeps the order of
+// these and of RoundVBuilder that ends soonest.
 // Memory: a stage holds at most 2 * stages chunk activation sets (F done minus W done), that is
 // |stages| full-stage sets, 1F1B's peak and ZB-V's memory target (Qi et al. 2024, section
 // "Memory efficient zero bubble schedule"). F of chunk 0 also leaves one set free for chunk 1,
@@ -206,6 +208,193 @@ class VBuilder {
   int64_t makespan_ = 0;
 };
 
+// Builds the order in rounds, the way the zero-bubble repository lays out its ZB-V
+// (v_schedule.py, PipelineGraph.try_v_schedule, at sail-sg/zero-bubble-pipeline-parallelism
+// 425b42e5; the code here is loom's own): a warm-up of 2 * stages rounds in which each stage adds
+// one forward, the down arm's until the up arm's next input is already there; then rounds in which
+// every stage adds one backward and then one forward, the up arm's backward first (the loss is on
+// stage 0), each after what it waits for on another stage has arrived; W passes fill a stage's wait
+// for an input while they end before it arrives, and one more W goes in where the wait is longer
+// than the stage could afford against the worst stage's idle time so far (|fill_f|, |fill_b|:
+// also before forwards, before down-arm backwards). Memory: F takes 2 units and B and W give one
+// back each, at most 4 * stages, the repository's limit (1F1B's peak). Returns nullopt where the
+// rounds would place a pass before what it waits for, which happens only with few micro-batches;
+// the other constructions cover those.
+class RoundVBuilder {
+ public:
+  RoundVBuilder(int32_t stages, int32_t micro_batches, const PassTimes& times, bool fill_f,
+                bool fill_b)
+      : p_(stages),
+        m_(micro_batches),
+        cost_{std::max<int64_t>(1, times.f), std::max<int64_t>(1, times.b),
+              std::max<int64_t>(1, times.w)},
+        comm_(std::max<int64_t>(0, times.comm)),
+        fill_f_(fill_f),
+        fill_b_(fill_b),
+        end_(static_cast<size_t>(2 * 2 * stages) * micro_batches, kNotRun),
+        state_(stages),
+        order_(stages) {}
+
+  std::optional<StageOrders> Build() {
+    for (int32_t round = 0; round < 2 * p_ && ok_; ++round) {
+      for (int32_t s = 0; s < p_ && ok_; ++s) {
+        const StageState& st = state_[s];
+        int32_t chunk = 0;
+        if (st.count[kF][1] < st.count[kF][0]) {
+          chunk = s == p_ - 1 || Placed(kF, 1, s + 1, st.count[kF][1]) ? 1 : 0;
+        }
+        if (st.count[kF][chunk] < m_) Put(kF, chunk, s);
+      }
+    }
+    for (int32_t round = 0; round < 2 * m_ && ok_; ++round) {
+      // Backwards: the down arm's (chunk 0) go up the stages from the V's tip, the up arm's
+      // (chunk 1) down from the loss on stage 0; each stage does its up-arm backward first.
+      std::vector<int32_t> down, up;
+      for (int32_t s = 0; s < p_; ++s) {
+        const StageState& st = state_[s];
+        if (st.count[kB][1] >= m_ && st.count[kB][0] >= m_) continue;
+        const bool owes_down = st.count[kB][0] < st.count[kB][1];
+        const bool down_next = owes_down && (s == p_ - 1 || Placed(kB, 0, s + 1, st.count[kB][0]) ||
+                                             st.count[kB][1] >= m_);
+        (down_next ? down : up).push_back(s);
+      }
+      for (auto it = down.rbegin(); it != down.rend() && ok_; ++it) FillAndPut(kB, 0, *it);
+      for (int32_t s : up) {
+        if (!ok_) break;
+        FillAndPut(kB, 1, s);
+      }
+      for (int32_t s = 0; s < p_ && ok_; ++s) {
+        const StageState& st = state_[s];
+        if (st.count[kF][1] >= m_) continue;
+        int32_t chunk = -1;
+        if (st.count[kF][1] >= st.count[kF][0]) {
+          chunk = 0;
+        } else if (s == p_ - 1 || Placed(kF, 1, s + 1, st.count[kF][1])) {
+          chunk = 1;
+        } else if (st.count[kF][0] < m_ && (s == 0 || Placed(kF, 0, s - 1, st.count[kF][0]))) {
+          chunk = 0;
+        }
+        if (chunk >= 0 && st.count[kF][chunk] < m_) FillAndPut(kF, chunk, s);
+      }
+    }
+    for (int32_t s = 0; s < p_ && ok_; ++s) {
+      while (!state_[s].pending_w.empty()) PutW(s);
+    }
+    for (const StageState& st : state_) {
+      ok_ = ok_ && st.count[kF][0] == m_ && st.count[kF][1] == m_ && st.count[kB][0] == m_ &&
+            st.count[kB][1] == m_;
+    }
+    if (!ok_) return std::nullopt;
+    return std::move(order_);
+  }
+
+ private:
+  enum Kind { kF = 0, kB = 1, kW = 2 };
+  struct StageState {
+    int32_t count[2][2] = {{0, 0}, {0, 0}};  // [F or B][chunk] placed
+    std::deque<PipelineItem> pending_w;
+    int64_t time = 0;    // when the stage's last placed pass ends
+    int64_t memory = 0;  // units: F +2, B -1, W -1
+    int64_t idle = 0;    // waits since its first forward
+  };
+
+  size_t Slot(Kind kind, int32_t chunk, int32_t stage, int32_t mb) const {
+    return ((static_cast<size_t>(kind) * 2 + chunk) * p_ + stage) * m_ + mb;
+  }
+  bool Placed(Kind kind, int32_t chunk, int32_t stage, int32_t mb) const {
+    return mb < m_ && end_[Slot(kind, chunk, stage, mb)] != kNotRun;
+  }
+
+  // When the input of |kind| (F or B) of |chunk| for the stage's next micro-batch is on |stage|;
+  // kNotRun when what makes it is not placed.
+  int64_t InputAt(Kind kind, int32_t chunk, int32_t stage) const {
+    const int32_t mb = state_[stage].count[kind][chunk];
+    const auto from = [&](Kind k, int32_t c, int32_t s, bool cross) {
+      const int64_t t = end_[Slot(k, c, s, mb)];
+      return t == kNotRun ? kNotRun : t + (cross ? comm_ : 0);
+    };
+    int64_t own = 0;
+    if (kind == kB) {
+      own = from(kF, chunk, stage, false);
+      if (own == kNotRun) return kNotRun;
+    }
+    int64_t in = 0;
+    if (kind == kF) {
+      if (chunk == 0 && stage > 0) in = from(kF, 0, stage - 1, true);
+      if (chunk == 1)
+        in = stage == p_ - 1 ? from(kF, 0, stage, false) : from(kF, 1, stage + 1, true);
+    } else {
+      if (chunk == 1 && stage > 0) in = from(kB, 1, stage - 1, true);
+      if (chunk == 0)
+        in = stage == p_ - 1 ? from(kB, 1, stage, false) : from(kB, 0, stage + 1, true);
+    }
+    return in == kNotRun ? kNotRun : std::max(own, in);
+  }
+
+  int64_t WorstIdle() const {
+    int64_t worst = 0;
+    for (const StageState& st : state_) worst = std::max(worst, st.idle);
+    return worst;
+  }
+
+  void PutW(int32_t stage) {
+    StageState& st = state_[stage];
+    const PipelineItem w = st.pending_w.front();
+    st.pending_w.pop_front();
+    st.time += cost_[kW];
+    st.memory -= 1;
+    order_[stage].push_back(w);
+  }
+
+  void FillAndPut(Kind kind, int32_t chunk, int32_t stage) {
+    StageState& st = state_[stage];
+    if (kind == kF) {
+      while (st.memory + 2 > 4 * int64_t{p_} && !st.pending_w.empty()) PutW(stage);
+    }
+    const int64_t in = InputAt(kind, chunk, stage);
+    if (in == kNotRun) {
+      ok_ = false;
+      return;
+    }
+    while (!st.pending_w.empty() && in >= st.time + cost_[kW]) PutW(stage);
+    const bool fill = kind == kF ? fill_f_ : (chunk == 0 || fill_b_);
+    if (fill && !st.pending_w.empty() && in - st.time > WorstIdle() - st.idle) PutW(stage);
+    Put(kind, chunk, stage);
+  }
+
+  void Put(Kind kind, int32_t chunk, int32_t stage) {
+    StageState& st = state_[stage];
+    const int64_t in = InputAt(kind, chunk, stage);
+    if (in == kNotRun || (kind == kF && st.memory + 2 > 4 * int64_t{p_})) {
+      ok_ = false;
+      return;
+    }
+    const int32_t mb = st.count[kind][chunk];
+    const int64_t start = std::max(st.time, in);
+    if (st.count[kF][0] > 0) st.idle += start - st.time;
+    st.time = start + cost_[kind];
+    end_[Slot(kind, chunk, stage, mb)] = st.time;
+    ++st.count[kind][chunk];
+    if (kind == kF) {
+      st.memory += 2;
+      order_[stage].push_back({Pass::kF, mb, chunk});
+    } else {
+      st.memory -= 1;
+      order_[stage].push_back({Pass::kB, mb, chunk});
+      st.pending_w.push_back({Pass::kW, mb, chunk});
+    }
+  }
+
+  int32_t p_, m_;
+  int64_t cost_[3];
+  int64_t comm_;
+  bool fill_f_, fill_b_;
+  std::vector<int64_t> end_;  // [(kind * 2 + chunk) * p + stage][mb]: when F or B ends
+  std::vector<StageState> state_;
+  StageOrders order_;
+  bool ok_ = true;
+};
+
 // When |order| (a ZB-V order of |stages| and |micro_batches|) ends when run with |times|: each
 // stage runs its list in order, a pass starting once its stage is free and its inputs are there
 // (a transfer after the pass that made them, on another stage).
@@ -252,7 +441,11 @@ int64_t ReplayMakespan(const StageOrders& order, int32_t stages, int32_t micro_b
     }
   }
   int64_t end = 0;
-  for (int64_t t : free_at) end = std::max(end, t);
+  for (int32_t stage = 0; stage < stages; ++stage) {
+    // An order that stalls (a pass before what it waits for) never ends.
+    if (next[stage] < order[stage].size()) return std::numeric_limits<int64_t>::max();
+    end = std::max(end, free_at[stage]);
+  }
   return end;
 }
 
@@ -265,8 +458,9 @@ int64_t ReplayMakespan(const StageOrders& order, int32_t stages, int32_t micro_b
 // micro_batches >= stages, every stage idles only stages - 1 chunk-pass times per step while
 // holding at most 1F1B's peak activation memory.
 StageOrders ZbVOrder(int32_t stages, int32_t micro_batches, const PassTimes& times) {
-  // The order built in unit time, run with |times|, and the orders built with them, greedy and
-  // with W fitted into the waits: the one that ends soonest.
+  // The order built in unit time, run with |times|, and the orders built with them (greedy, with
+  // W fitted into the waits, and in the repository's rounds with each of its fillings): the one
+  // that ends soonest, as the repository keeps the best of its tries.
   StageOrders best = VBuilder(stages, micro_batches, PassTimes{}, false).Build();
   int64_t best_end = ReplayMakespan(best, stages, micro_batches, times);
   for (bool fit_w : {false, true}) {
@@ -276,6 +470,18 @@ StageOrders ZbVOrder(int32_t stages, int32_t micro_batches, const PassTimes& tim
     if (end < best_end) {
       best_end = end;
       best = std::move(order);
+    }
+  }
+  for (bool fill_f : {false, true}) {
+    for (bool fill_b : {false, true}) {
+      std::optional<StageOrders> order =
+          RoundVBuilder(stages, micro_batches, times, fill_f, fill_b).Build();
+      if (!order) continue;
+      const int64_t end = ReplayMakespan(*order, stages, micro_batches, times);
+      if (end < best_end) {
+        best_end = end;
+        best = std::move(*order);
+      }
     }
   }
   return best;

@@ -124,8 +124,8 @@ TEST(StepGraph, ZeroBubbleVIsBuiltFromThePassTimes) {
   const double timed =
       run(PassTimes{13 * kOneMsNanos, 14 * kOneMsNanos, 10 * kOneMsNanos, 330'000});
   EXPECT_GT(1 - busy / unit, 0.13);
-  EXPECT_LT(1 - busy / timed, 0.11);
-  EXPECT_LT(timed, 0.95 * unit);
+  EXPECT_LT(1 - busy / timed, 0.06);
+  EXPECT_LT(timed, 0.9 * unit);
   // Equal times give the unit order back.
   Result<PipelineSchedule> a = BuildSchedule(ScheduleKind::kZbV, 4, 8, 2);
   Result<PipelineSchedule> b = BuildSchedule(ScheduleKind::kZbV, 4, 8, 2, 0, {5, 5, 5, 0});
@@ -361,6 +361,32 @@ TEST(StepGraph, EveryScheduleRunsEveryTaskOnceInDependencyOrder) {
         EXPECT_EQ(f, per_pass) << kScheduleNames.Name(c.kind) << " p " << p << " m " << m;
         EXPECT_EQ(b + bw, per_pass) << kScheduleNames.Name(c.kind) << " p " << p << " m " << m;
         EXPECT_EQ(w, b);
+      }
+    }
+  }
+}
+
+// ZB-V built from pass times (ZbVOrder's timed and round constructions) is a valid order for every
+// pipeline and any times: every pass once, each after what it waits for.
+TEST(StepGraph, ZeroBubbleVFromAnyPassTimesRunsEveryTaskOnce) {
+  const PassTimes kTimes[] = {{13, 14, 10, 1}, {5, 20, 3, 7}, {30, 10, 10, 0}, {2, 3, 9, 40}};
+  for (const PassTimes& times : kTimes) {
+    for (int32_t p = 2; p <= 12; ++p) {
+      for (int32_t m = 1; m <= 40; m += (m < 8 ? 1 : 7)) {
+        Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::kZbV, p, m, 2, 0, times);
+        ASSERT_TRUE(schedule.ok()) << schedule.status().message();
+        StepGraphConfig config = FreeCommunication(p);
+        config.pipeline.p2p_time = SimTime::FromNanos(times.comm * kOneMsNanos);
+        StepGraph step =
+            BuildStepGraph(*schedule, EqualCosts(2 * p, times.f, times.b, times.w), config);
+        ASSERT_TRUE(step.graph.Validate().ok()) << "p " << p << " m " << m;
+        Result<StepTimeline> t = Simulate(step.graph);
+        ASSERT_TRUE(t.ok()) << "p " << p << " m " << m << ": " << t.status().message();
+        int64_t passes = 0;
+        for (const std::vector<PipelineItem>& list : schedule->order) {
+          passes += static_cast<int64_t>(list.size());
+        }
+        EXPECT_EQ(passes, int64_t{6} * p * m) << "p " << p << " m " << m;
       }
     }
   }
