@@ -5,10 +5,8 @@
 #include <cassert>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <limits>
 #include <optional>
-#include <queue>
 #include <vector>
 
 #include "schedule/builders.h"
@@ -18,42 +16,30 @@ namespace {
 
 constexpr int64_t kNotRun = -1;
 
-// Builds the order by running the V-shaped pipeline with the given pass times and recording what
-// each stage runs, as the zero-bubble repository does: it profiles its first iterations and builds
-// the ZB-V schedule from the median forward, backward and weight-backward times and the transfer
-// time (megatron/core/pipeline_parallel/zb_schedules.py update_schedule and v_schedule.py at
-// sail-sg/zero-bubble-pipeline-parallelism 425b42e5; Qi et al. 2024, "Zero Bubble Pipeline
-// Parallelism", section "Automatic pipeline scheduling"). Unit times (T_F = T_B = T_W, no
-// transfer time) are the case ZB-V is designed for. Because an item starts only after its
-// dependencies have ended, the recorded order is valid for any pass durations.
+// Builds the order by running the V-shaped pipeline in unit time (T_F = T_B = T_W = 1, the case
+// ZB-V is designed for) and recording what each stage runs: the order ZbVOrder starts from and
+// keeps unless one built from the pass times ends sooner (Qi et al. build theirs from profiled
+// times, "Zero Bubble Pipeline Parallelism", 2024, section "Automatic pipeline scheduling";
+// RoundVBuilder). Because an item starts only after its dependencies have ended, the recorded
+// order is valid for any pass durations.
 //
-// A free stage picks the first of these whose dependencies have ended (and whose input, from
-// another stage, has arrived):
+// A free stage picks the first of these whose dependencies have ended:
 //   1. F of chunk 1: it carries a micro-batch up to the loss on stage 0, where its backward starts;
 //   2. B of chunk 1: the gradient going down the up arm, which the stages below wait for;
 //   3. F of chunk 0: it feeds the stages below;
 //   4. B of chunk 0: the gradient going up the down arm, the end of a micro-batch;
 //   5. the oldest pending W: nothing waits for it, so it fills what would be idle time, and it
 //      frees activation memory when the limit below stops the forwards.
-// Of the 120 orders of these five, this one idled least over 2 <= p <= 10, 2p <= m <= 4p + 2 in
-// unit time. With other times a W started just before an input arrives delays the pass that
-// input feeds, so the repository fills a wait with W passes only while they end before the input
-// arrives (v_schedule.py, "fill the bubble"): |fit_w| does the same. ZbVOrder keeps the order of
-// these and of RoundVBuilder that ends soonest.
+// Of the 120 orders of these five, this one idled least over 2 <= p <= 10, 2p <= m <= 4p + 2.
 // Memory: a stage holds at most 2 * stages chunk activation sets (F done minus W done), that is
 // |stages| full-stage sets, 1F1B's peak and ZB-V's memory target (Qi et al. 2024, section
 // "Memory efficient zero bubble schedule"). F of chunk 0 also leaves one set free for chunk 1,
 // so a stage full of chunk-0 activations never blocks the forwards coming back up the V.
-class VBuilder {
+class UnitTimeVBuilder {
  public:
-  VBuilder(int32_t stages, int32_t micro_batches, const PassTimes& times, bool fit_w)
+  UnitTimeVBuilder(int32_t stages, int32_t micro_batches)
       : stages_(stages),
         micro_batches_(micro_batches),
-        f_(std::max<int64_t>(1, times.f)),
-        b_(std::max<int64_t>(1, times.b)),
-        w_(std::max<int64_t>(1, times.w)),
-        comm_(std::max<int64_t>(0, times.comm)),
-        fit_w_(fit_w),
         f_end_(static_cast<size_t>(2 * stages) * micro_batches, kNotRun),
         b_end_(f_end_.size(), kNotRun),
         state_(stages),
@@ -63,26 +49,22 @@ class VBuilder {
 
   StageOrders Build() {
     int64_t remaining = int64_t{6} * stages_ * micro_batches_;
-    int64_t now = 0;
-    while (remaining > 0) {
+    for (int64_t now = 0; remaining > 0; ++now) {
+      bool active = false;
       for (int32_t stage = 0; stage < stages_; ++stage) {
-        if (PipelineItem item; state_[stage].free_at <= now && Pick(stage, now, item)) {
+        if (state_[stage].free_at > now) {
+          active = true;
+        } else if (PipelineItem item; Pick(stage, now, item)) {
           Start(stage, item, now);
+          active = true;
           --remaining;
         }
       }
-      // Nothing more can start before the next pass ends or the next input arrives.
-      while (!events_.empty() && events_.top() <= now) events_.pop();
-      assert((remaining == 0 || !events_.empty()) && "ZB-V construction stalled");
-      if (events_.empty()) break;
-      now = events_.top();
+      assert(active && "ZB-V construction stalled");
+      if (!active) break;
     }
-    for (const StageState& s : state_) makespan_ = std::max(makespan_, s.free_at);
     return std::move(order_);
   }
-
-  // When the last pass ends in the built timeline. REQUIRES: Build() ran.
-  int64_t makespan() const { return makespan_; }
 
  private:
   struct StageState {
@@ -97,64 +79,41 @@ class VBuilder {
     return chunk == 0 ? stage : 2 * stages_ - 1 - stage;
   }
 
-  int32_t StageOf(int32_t virtual_stage) const {
-    return virtual_stage < stages_ ? virtual_stage : 2 * stages_ - 1 - virtual_stage;
-  }
-
-  // When the output of |virtual_stage|'s pass for |mb| (its end in |end|) is on |stage|: at its
-  // end on the same stage, a transfer later on another; kNotRun before the pass has started.
-  int64_t ArrivesAt(const std::vector<int64_t>& end, int32_t virtual_stage, int32_t mb,
-                    int32_t stage) const {
+  bool Ended(const std::vector<int64_t>& end, int32_t virtual_stage, int32_t mb,
+             int64_t now) const {
     const int64_t t = end[static_cast<size_t>(virtual_stage) * micro_batches_ + mb];
-    if (t == kNotRun) return kNotRun;
-    return StageOf(virtual_stage) == stage ? t : t + comm_;
+    return t != kNotRun && t <= now;
   }
 
-  // When |stage| may start its next backward of |chunk|: kNotRun while a dependency has not
-  // started, or when there is none left.
-  int64_t BackwardInputAt(int32_t stage, int32_t chunk) const {
+  bool BackwardReady(int32_t stage, int32_t chunk, int64_t now) const {
     const int32_t mb = state_[stage].next_b[chunk];
-    if (mb >= micro_batches_) return kNotRun;
+    if (mb >= micro_batches_) return false;
     const int32_t v = Virtual(stage, chunk);
-    const int64_t own = ArrivesAt(f_end_, v, mb, stage);
-    if (own == kNotRun || v + 1 == 2 * stages_) return own;
-    const int64_t grad = ArrivesAt(b_end_, v + 1, mb, stage);
-    return grad == kNotRun ? kNotRun : std::max(own, grad);
+    return Ended(f_end_, v, mb, now) && (v + 1 == 2 * stages_ || Ended(b_end_, v + 1, mb, now));
   }
 
-  // The same for the next forward of |chunk|, also kNotRun when the memory limit stops it.
-  int64_t ForwardInputAt(int32_t stage, int32_t chunk) const {
+  bool ForwardReady(int32_t stage, int32_t chunk, int64_t now) const {
     const StageState& s = state_[stage];
     const int32_t mb = s.next_f[chunk];
     const int32_t sets_needed = chunk == 0 ? 2 : 1;
-    if (mb >= micro_batches_ || s.activations + sets_needed > 2 * stages_) return kNotRun;
+    if (mb >= micro_batches_ || s.activations + sets_needed > 2 * stages_) return false;
     const int32_t v = Virtual(stage, chunk);
-    return v == 0 ? 0 : ArrivesAt(f_end_, v - 1, mb, stage);
+    return v == 0 || Ended(f_end_, v - 1, mb, now);
   }
 
-  static bool By(int64_t at, int64_t now) { return at != kNotRun && at <= now; }
-
   // Sets |item| to what |stage| runs at |now|, in the order of the class comment; returns false
-  // when nothing can run, or (with |fit_w_|) when the only thing that can is a W that would still
-  // run when the input of another pass arrives.
+  // when nothing can run.
   bool Pick(int32_t stage, int64_t now, PipelineItem& item) const {
     const StageState& s = state_[stage];
-    const int64_t f1 = ForwardInputAt(stage, 1), b1 = BackwardInputAt(stage, 1);
-    const int64_t f0 = ForwardInputAt(stage, 0), b0 = BackwardInputAt(stage, 0);
-    if (By(f1, now)) {
+    if (ForwardReady(stage, 1, now)) {
       item = {Pass::kF, s.next_f[1], 1};
-    } else if (By(b1, now)) {
+    } else if (BackwardReady(stage, 1, now)) {
       item = {Pass::kB, s.next_b[1], 1};
-    } else if (By(f0, now)) {
+    } else if (ForwardReady(stage, 0, now)) {
       item = {Pass::kF, s.next_f[0], 0};
-    } else if (By(b0, now)) {
+    } else if (BackwardReady(stage, 0, now)) {
       item = {Pass::kB, s.next_b[0], 0};
     } else if (!s.pending_w.empty()) {
-      if (fit_w_) {
-        for (int64_t at : {f1, b1, f0, b0}) {
-          if (at != kNotRun && at < now + w_) return false;  // wait for it instead
-        }
-      }
       item = s.pending_w.front();
     } else {
       return false;
@@ -166,22 +125,18 @@ class VBuilder {
     StageState& s = state_[stage];
     const size_t slot =
         static_cast<size_t>(Virtual(stage, item.chunk)) * micro_batches_ + item.micro_batch;
-    int64_t took = 0;
     switch (item.pass) {
       case Pass::kF:
-        took = f_;
-        f_end_[slot] = now + took;
+        f_end_[slot] = now + 1;
         ++s.next_f[item.chunk];
         ++s.activations;
         break;
       case Pass::kB:
-        took = b_;
-        b_end_[slot] = now + took;
+        b_end_[slot] = now + 1;
         ++s.next_b[item.chunk];
         s.pending_w.push_back({Pass::kW, item.micro_batch, item.chunk});
         break;
       case Pass::kW:
-        took = w_;
         s.pending_w.pop_front();
         --s.activations;
         break;
@@ -189,23 +144,16 @@ class VBuilder {
         assert(false && "ZB-V splits every backward");
         break;
     }
-    s.free_at = now + took;
-    events_.push(s.free_at);
-    if (comm_ > 0 && item.pass != Pass::kW) events_.push(s.free_at + comm_);
+    s.free_at = now + 1;
     order_[stage].push_back(item);
   }
 
   int32_t stages_;
   int32_t micro_batches_;
-  int64_t f_, b_, w_, comm_;
-  bool fit_w_;
   std::vector<int64_t> f_end_;  // [virtual stage * micro_batches + mb]: when F ends
   std::vector<int64_t> b_end_;  // the same for B
   std::vector<StageState> state_;
   StageOrders order_;
-  // Times at which something may become possible: a pass ends, or its output arrives.
-  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> events_;
-  int64_t makespan_ = 0;
 };
 
 // Builds the order in rounds, the way the zero-bubble repository lays out its ZB-V
@@ -331,12 +279,6 @@ class RoundVBuilder {
     return in == kNotRun ? kNotRun : std::max(own, in);
   }
 
-  int64_t WorstIdle() const {
-    int64_t worst = 0;
-    for (const StageState& st : state_) worst = std::max(worst, st.idle);
-    return worst;
-  }
-
   void PutW(int32_t stage) {
     StageState& st = state_[stage];
     const PipelineItem w = st.pending_w.front();
@@ -358,7 +300,7 @@ class RoundVBuilder {
     }
     while (!st.pending_w.empty() && in >= st.time + cost_[kW]) PutW(stage);
     const bool fill = kind == kF ? fill_f_ : (chunk == 0 || fill_b_);
-    if (fill && !st.pending_w.empty() && in - st.time > WorstIdle() - st.idle) PutW(stage);
+    if (fill && !st.pending_w.empty() && in - st.time > worst_idle_ - st.idle) PutW(stage);
     Put(kind, chunk, stage);
   }
 
@@ -371,7 +313,10 @@ class RoundVBuilder {
     }
     const int32_t mb = st.count[kind][chunk];
     const int64_t start = std::max(st.time, in);
-    if (st.count[kF][0] > 0) st.idle += start - st.time;
+    if (st.count[kF][0] > 0) {
+      st.idle += start - st.time;
+      worst_idle_ = std::max(worst_idle_, st.idle);
+    }
     st.time = start + cost_[kind];
     end_[Slot(kind, chunk, stage, mb)] = st.time;
     ++st.count[kind][chunk];
@@ -392,6 +337,7 @@ class RoundVBuilder {
   std::vector<int64_t> end_;  // [(kind * 2 + chunk) * p + stage][mb]: when F or B ends
   std::vector<StageState> state_;
   StageOrders order_;
+  int64_t worst_idle_ = 0;  // the most any stage has waited
   bool ok_ = true;
 };
 
@@ -458,20 +404,11 @@ int64_t ReplayMakespan(const StageOrders& order, int32_t stages, int32_t micro_b
 // micro_batches >= stages, every stage idles only stages - 1 chunk-pass times per step while
 // holding at most 1F1B's peak activation memory.
 StageOrders ZbVOrder(int32_t stages, int32_t micro_batches, const PassTimes& times) {
-  // The order built in unit time, run with |times|, and the orders built with them (greedy, with
-  // W fitted into the waits, and in the repository's rounds with each of its fillings): the one
-  // that ends soonest, as the repository keeps the best of its tries.
-  StageOrders best = VBuilder(stages, micro_batches, PassTimes{}, false).Build();
+  // The order built in unit time, run with |times|, and the orders built with them in the
+  // repository's rounds with each of its fillings: the one that ends soonest, as the repository
+  // keeps the best of its tries.
+  StageOrders best = UnitTimeVBuilder(stages, micro_batches).Build();
   int64_t best_end = ReplayMakespan(best, stages, micro_batches, times);
-  for (bool fit_w : {false, true}) {
-    VBuilder builder(stages, micro_batches, times, fit_w);
-    StageOrders order = builder.Build();
-    const int64_t end = builder.makespan();
-    if (end < best_end) {
-      best_end = end;
-      best = std::move(order);
-    }
-  }
   for (bool fill_f : {false, true}) {
     for (bool fill_b : {false, true}) {
       std::optional<StageOrders> order =

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <iterator>
+#include <vector>
 
 namespace loom {
 namespace {
@@ -10,19 +12,40 @@ namespace {
 // What an instant of a stage's step is, in order of precedence (StepUtilization).
 enum Label : int { kCompute, kOptimizer, kTp, kCommWait, kHost, kLabels };
 
-// An interval of |label| starts (+1) or ends (-1) at |at|.
-struct Mark {
-  SimTime at;
-  int label;
-  int delta;
-};
+// An interval of a label starts or ends at a time, packed into one integer so that a stage's marks
+// sort as integers (MeasureUtilization runs on every plan the planner simulates): the time in ns
+// above 4 bits of label and start (1) or end (0). Times stay below 2^59 ns (kMaxStepSeconds).
+using Mark = int64_t;
+Mark MakeMark(SimTime at, int label, bool start) {
+  return (at.nanos() << 4) | (label << 1) | (start ? 1 : 0);
+}
+SimTime MarkTime(Mark m) { return SimTime::FromNanos(m >> 4); }
+int MarkLabel(Mark m) { return static_cast<int>((m >> 1) & 7); }
+int MarkDelta(Mark m) { return (m & 1) != 0 ? +1 : -1; }
 
-using Marks = std::vector<std::vector<Mark>>;  // per stage
+// Per stage and label: the marks of that label's intervals, in the order they were added (each
+// source adds its intervals nearly in time order: a stream's tasks, the ring transfers).
+using Marks = std::vector<std::array<std::vector<Mark>, kLabels>>;
 
 void AddInterval(Marks& marks, int32_t stage, Label label, SimTime from, SimTime to) {
   if (!(from < to)) return;
-  marks[stage].push_back({from, label, +1});
-  marks[stage].push_back({to, label, -1});
+  std::vector<Mark>& m = marks[stage][label];
+  m.push_back(MakeMark(from, label, true));
+  m.push_back(MakeMark(to, label, false));
+}
+
+// A stage's marks of every label in time order: each label's sorted (usually already), then
+// merged.
+std::vector<Mark> InTimeOrder(std::array<std::vector<Mark>, kLabels>& by_label) {
+  std::vector<Mark> all, merged;
+  for (std::vector<Mark>& m : by_label) {
+    if (!std::is_sorted(m.begin(), m.end())) std::sort(m.begin(), m.end());
+    merged.clear();
+    merged.reserve(all.size() + m.size());
+    std::merge(all.begin(), all.end(), m.begin(), m.end(), std::back_inserter(merged));
+    all.swap(merged);
+  }
+  return all;
 }
 
 // The intervals of the tasks of the first replica: compute, tp collectives and optimizer tasks;
@@ -131,8 +154,7 @@ StepUtilization MeasureUtilization(const StepGraph& step, const StepTimeline& ti
           u.tail_s[s] += after;
       }
     };
-    std::vector<Mark>& m = marks[s];
-    std::sort(m.begin(), m.end(), [](const Mark& a, const Mark& b) { return a.at < b.at; });
+    const std::vector<Mark> m = InTimeOrder(marks[s]);
     std::array<int, kLabels> open{};
     SimTime at;
     const auto holding = [&] {
@@ -141,9 +163,10 @@ StepUtilization MeasureUtilization(const StepGraph& step, const StepTimeline& ti
       return label;
     };
     for (size_t i = 0; i < m.size();) {
-      book(holding(), at, m[i].at);
-      at = m[i].at;
-      for (; i < m.size() && m[i].at == at; ++i) open[m[i].label] += m[i].delta;
+      const SimTime next = MarkTime(m[i]);
+      book(holding(), at, next);
+      at = next;
+      for (; i < m.size() && MarkTime(m[i]) == at; ++i) open[MarkLabel(m[i])] += MarkDelta(m[i]);
     }
     book(holding(), at, makespan);
     u.busy_s[s] = u.compute_s[s] + u.tp_s[s];
