@@ -387,8 +387,12 @@ TEST(ParametersPerRankInAV, TheOutputLayerSitsWithTheEmbeddingOnStageZero) {
     line_sum += a->Total();
     v_sum += b->Total();
     by_stage.push_back(b->Total());
-    if (stage == 0) EXPECT_EQ(b->Total(), a->Total() + vocab + m.hidden_size) << "stage 0";
-    if (stage == 3) EXPECT_EQ(b->Total(), a->Total() - vocab - m.hidden_size) << "stage 3";
+    if (stage == 0) {
+      EXPECT_EQ(b->Total(), a->Total() + vocab + m.hidden_size) << "stage 0";
+    }
+    if (stage == 3) {
+      EXPECT_EQ(b->Total(), a->Total() - vocab - m.hidden_size) << "stage 3";
+    }
   }
   EXPECT_EQ(v_sum, line_sum);
   EXPECT_EQ(by_stage[1], by_stage[3]);  // the V's middle stages hold layers only
