@@ -16,10 +16,6 @@ namespace {
 // micro-batches is 12.6M), and it keeps the lists in memory and every index inside int32_t.
 constexpr int64_t kMaxPasses = int64_t{1} << 26;
 
-bool IsVShaped(ScheduleKind kind) {
-  return kind == ScheduleKind::kZbV || kind == ScheduleKind::kDualPipeV;
-}
-
 // How the number of micro-batches is set on the command line, for the fixes in messages.
 constexpr const char* kMicroBatchSource = "--global-batch / (--micro-batch * --dp)";
 
@@ -32,7 +28,7 @@ Status CheckChunks(ScheduleKind kind, int32_t chunks) {
                " with --schedule interleaved: the interleaved schedule runs at "
                "least 2 model chunks per stage; use --vpp 2 or more, or --schedule 1f1b"));
   }
-  if (IsVShaped(kind)) {
+  if (IsVShapedSchedule(kind)) {
     if (chunks == 2) return Status::Ok();
     return Status::InvalidArgument(
         StrCat("--vpp ", chunks, " with --schedule ", name,
@@ -127,18 +123,31 @@ schedule_internal::StageOrders Orders(ScheduleKind kind, int32_t stages, int32_t
 
 }  // namespace
 
+bool IsVShapedSchedule(ScheduleKind schedule) {
+  return schedule == ScheduleKind::kZbV || schedule == ScheduleKind::kDualPipeV;
+}
+
+int64_t VirtualStageOf(int64_t pp, ScheduleKind schedule, int64_t stage, int64_t chunk) {
+  if (IsVShapedSchedule(schedule) && chunk == 1) return 2 * pp - 1 - stage;
+  return chunk * pp + stage;
+}
+
+int64_t StageOfVirtualStage(int64_t pp, ScheduleKind schedule, int64_t v) {
+  if (IsVShapedSchedule(schedule) && v >= pp) return 2 * pp - 1 - v;
+  return v % pp;
+}
+
 int32_t PipelineSchedule::VirtualStage(int32_t stage, int32_t chunk) const {
   assert(stage >= 0 && stage < stages && chunk >= 0 && chunk < chunks);
-  if (IsVShaped(kind)) return chunk == 0 ? stage : 2 * stages - 1 - stage;
-  return chunk * stages + stage;
+  return static_cast<int32_t>(VirtualStageOf(stages, kind, stage, chunk));
 }
 
 StageChunk PipelineSchedule::Place(int32_t virtual_stage) const {
   assert(virtual_stage >= 0 && virtual_stage < VirtualStages());
-  if (IsVShaped(kind) && virtual_stage >= stages) {
-    return {2 * stages - 1 - virtual_stage, 1};
-  }
-  return {virtual_stage % stages, virtual_stage / stages};
+  const int32_t stage = static_cast<int32_t>(StageOfVirtualStage(stages, kind, virtual_stage));
+  const int32_t chunk = IsVShapedSchedule(kind) ? (virtual_stage >= stages ? 1 : 0)
+                                                : virtual_stage / stages;
+  return {stage, chunk};
 }
 
 Result<PipelineSchedule> BuildSchedule(ScheduleKind kind, int32_t stages, int32_t micro_batches,

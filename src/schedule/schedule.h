@@ -104,6 +104,21 @@ struct PipelineSchedule {
   StageChunk Place(int32_t virtual_stage) const;
 };
 
+// Whether |schedule| places its two chunks of a stage in a V (zb-v, dualpipev).
+bool IsVShapedSchedule(ScheduleKind schedule);
+
+// The virtual stage (the position of a model chunk along the model: LayersPerVirtualStage's and
+// --pipeline-layout's order) that chunk |chunk| of pipeline stage |stage| holds with |pp| stages:
+// chunk * pp + stage, except on the V-shaped schedules, whose first chunks go down the stages and
+// whose second chunks come back up (ZB-V: sail-sg/zero-bubble-pipeline-parallelism 425b42e5,
+// megatron/model/transformer.py get_offset, chunk_index = 2 * pp - stage - 1; DualPipeV likewise):
+// stage 0 holds the first and the last virtual stage. PipelineSchedule::VirtualStage for a built
+// schedule. REQUIRES: 0 <= stage < pp, 0 <= chunk (< 2 for a V).
+int64_t VirtualStageOf(int64_t pp, ScheduleKind schedule, int64_t stage, int64_t chunk);
+
+// The pipeline stage that runs virtual stage |v| (VirtualStageOf's stage). REQUIRES: 0 <= v.
+int64_t StageOfVirtualStage(int64_t pp, ScheduleKind schedule, int64_t v);
+
 // The pass times a schedule that is built from them takes (ZB-V), in any one unit (ns, say): one
 // chunk's forward, input-backward and weight-backward, and a pipeline transfer between stages.
 struct PassTimes {

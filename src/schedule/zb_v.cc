@@ -348,24 +348,22 @@ int64_t ReplayMakespan(const StageOrders& order, int32_t stages, int32_t micro_b
                        const PassTimes& times) {
   const int64_t f = std::max<int64_t>(1, times.f), b = std::max<int64_t>(1, times.b),
                 w = std::max<int64_t>(1, times.w), comm = std::max<int64_t>(0, times.comm);
-  const auto virtual_stage = [&](int32_t stage, int32_t chunk) {
-    return chunk == 0 ? stage : 2 * stages - 1 - stage;
-  };
-  const auto stage_of = [&](int32_t v) { return v < stages ? v : 2 * stages - 1 - v; };
   const size_t slots = static_cast<size_t>(2 * stages) * micro_batches;
   std::vector<int64_t> f_end(slots, kNotRun), b_end(slots, kNotRun);
   std::vector<size_t> next(static_cast<size_t>(stages), 0);
   std::vector<int64_t> free_at(static_cast<size_t>(stages), 0);
   const auto arrives = [&](const std::vector<int64_t>& end, int32_t v, int32_t mb, int32_t stage) {
     const int64_t t = end[static_cast<size_t>(v) * micro_batches + mb];
-    return t == kNotRun || stage_of(v) == stage ? t : t + comm;
+    return t == kNotRun || StageOfVirtualStage(stages, ScheduleKind::kZbV, v) == stage ? t
+                                                                                   : t + comm;
   };
   for (bool progress = true; progress;) {
     progress = false;
     for (int32_t stage = 0; stage < stages; ++stage) {
       for (; next[stage] < order[stage].size(); ++next[stage]) {
         const PipelineItem& item = order[stage][next[stage]];
-        const int32_t v = virtual_stage(stage, item.chunk);
+        const int32_t v =
+            static_cast<int32_t>(VirtualStageOf(stages, ScheduleKind::kZbV, stage, item.chunk));
         const size_t slot = static_cast<size_t>(v) * micro_batches + item.micro_batch;
         int64_t ready = free_at[stage];
         if (item.pass == Pass::kF && v > 0) {

@@ -848,20 +848,6 @@ std::vector<int64_t> LayersPerVirtualStage(const Strategy& s, int64_t num_layers
   return SplitStagesIntoChunks(per_stage, s.vpp, s.schedule);
 }
 
-bool IsVShapedSchedule(ScheduleKind schedule) {
-  return schedule == ScheduleKind::kZbV || schedule == ScheduleKind::kDualPipeV;
-}
-
-int64_t VirtualStageOf(int64_t pp, ScheduleKind schedule, int64_t stage, int64_t chunk) {
-  if (IsVShapedSchedule(schedule) && chunk == 1) return 2 * pp - 1 - stage;
-  return chunk * pp + stage;
-}
-
-int64_t StageOfVirtualStage(int64_t pp, ScheduleKind schedule, int64_t v) {
-  if (IsVShapedSchedule(schedule) && v >= pp) return 2 * pp - 1 - v;
-  return v % pp;
-}
-
 std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_layers, int64_t vpp,
                                            ScheduleKind schedule) {
   const int64_t pp = static_cast<int64_t>(stage_layers.size());

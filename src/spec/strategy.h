@@ -167,23 +167,9 @@ std::vector<int64_t> LayersPerVirtualStage(const Strategy& strategy, int64_t num
 
 // The layers of each pipeline stage (|stage_layers|, pp of them) split over its |vpp| chunks as
 // LayersPerVirtualStage splits them, in its order, for |schedule|'s placement of the chunks
-// (VirtualStageOf). REQUIRES: vpp >= 1 (2 for a V-shaped schedule), every entry >= 0.
+// (VirtualStageOf, schedule/schedule.h). REQUIRES: vpp >= 1 (2 for a V-shaped schedule), every entry >= 0.
 std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_layers, int64_t vpp,
                                            ScheduleKind schedule);
-
-// Whether |schedule| places its two chunks of a stage in a V (zb-v, dualpipev).
-bool IsVShapedSchedule(ScheduleKind schedule);
-
-// The virtual stage (the position of a model chunk along the model: LayersPerVirtualStage's and
-// --pipeline-layout's order) that chunk |chunk| of pipeline stage |stage| holds: chunk * pp +
-// stage, except on the V-shaped schedules, whose first chunks go down the stages and whose second
-// chunks come back up (ZB-V: sail-sg/zero-bubble-pipeline-parallelism 425b42e5,
-// megatron/model/transformer.py get_offset, chunk_index = 2 * pp - stage - 1; DualPipeV likewise):
-// stage 0 holds the first and the last virtual stage. REQUIRES: 0 <= stage < pp, 0 <= chunk < vpp.
-int64_t VirtualStageOf(int64_t pp, ScheduleKind schedule, int64_t stage, int64_t chunk);
-
-// The pipeline stage that runs virtual stage |v| (VirtualStageOf's stage). REQUIRES: 0 <= v.
-int64_t StageOfVirtualStage(int64_t pp, ScheduleKind schedule, int64_t v);
 
 // One rule a strategy breaks. The rules live here only: the layers below (workload/, the
 // simulator) state them as REQUIRES, and the planner tallies rejections by |flag|.
