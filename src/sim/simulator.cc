@@ -323,10 +323,6 @@ CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimel
   return summary;
 }
 
-}  // namespace
-
-namespace {
-
 // The pass times a schedule built from profiled times (ZB-V, BuildSchedule) gets: what the
 // zero-bubble repository measures over its first iterations and builds from (update_schedule in
 // megatron/core/pipeline_parallel/zb_schedules.py at sail-sg/zero-bubble-pipeline-parallelism

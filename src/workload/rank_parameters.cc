@@ -169,7 +169,7 @@ Result<RankParameters> ParametersPerRank(const ModelSpec& m, const Strategy& s, 
   }
   // The output layer sits with the last virtual stage: on the last stage, or on the first where
   // the chunks run in a V.
-  if (stage == (IsVShapedSchedule(s.schedule) ? 0 : s.pp - 1)) {
+  if (stage == StageOfVirtualStage(s.pp, s.schedule, s.pp * s.vpp - 1)) {
     dense += layer.Norm(m.hidden_size);
     if (!m.tie_word_embeddings || s.pp > 1) dense += vocab_shard;
   }
