@@ -19,10 +19,11 @@ namespace loom {
 inline constexpr const char* kDefaultFramework = "megatron-core";
 inline constexpr const char* kFrameworkHelp =
     "Training framework whose host thread issues the GPU's work (hardware/frameworks/): its host "
-    "time per op, CUDA graphs, where it waits for the GPU and which tensor-parallel collectives "
-    "it runs beside its GEMMs. A name in hardware/frameworks/ (megatron-core, "
-    "megatron-core-cudagraphs, pytorch-eager), a framework file, or none (the GPU is always fed "
-    "and every collective blocks)";
+    "time per op, CUDA graphs, its training script's work per micro-batch, where it waits for the "
+    "GPU and which tensor-parallel collectives it runs beside its GEMMs. A name in "
+    "hardware/frameworks/ (megatron-core, megatron-core-cudagraphs, megatron-deepspeed, "
+    "pytorch-eager), a framework file, or none (the GPU is always fed and every collective "
+    "blocks)";
 
 // --attention of simulate and plan: fused (the framework's fused kernel on each GPU), flash2,
 // cudnn or triton (that fused kernel), or unfused (Megatron-LM's own core attention).

@@ -222,10 +222,23 @@ int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
 // fixed host time (gradient norm, found-inf, Python) before any optimizer kernel, then as much of
 // the per-layer issue as the GPU's optimizer kernels do not cover.
 void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers,
-             const PipelineSchedule& schedule, StepGraphConfig& config) {
+             const PipelineSchedule& schedule, const Strategy& strategy,
+             const LayerOpsOptions& kernels, StepGraphConfig& config) {
   config.host.enabled = true;
   config.host.sync_after_p2p = framework.sync_after_p2p;
   config.host.sync_before_optimizer = framework.sync_before_optimizer;
+  if (const std::optional<MicroBatchHost>& mb = framework.microbatch) {
+    config.host.sync_per_micro_batch = mb->sync;
+    // The mask is built for attention that takes one: loom's unfused attention.
+    const double mask_us =
+        kernels.attention == AttentionKernel::kUnfused ? mb->MaskUs(strategy.seq_len) : 0;
+    const int32_t head = schedule.VirtualStages() - 1;
+    for (int32_t v = 0; v < schedule.VirtualStages(); ++v) {
+      const int32_t ops = mb->batch_ops + (v == head ? mb->loss_ops : 0);
+      config.host.microbatch_lead.push_back(ScaledHostTime(
+          framework, framework.forward_us_per_op * static_cast<double>(ops) + mask_us));
+    }
+  }
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
     int64_t stage_layers = 0;
     for (int32_t chunk = 0; chunk < schedule.chunks; ++chunk)
@@ -407,7 +420,8 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   if (options.share_sms)
     SetSmHolds(cluster, comm, strategy, plan, placements, options.Kernels().tp_backward_overlap,
                step.config, step.sm_basis);
-  if (options.framework) SetHost(*options.framework, layers, step.schedule, step.config);
+  if (options.framework)
+    SetHost(*options.framework, layers, step.schedule, strategy, options.Kernels(), step.config);
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;
   return step;

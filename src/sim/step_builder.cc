@@ -26,6 +26,7 @@ StepGraph Builder::Build() {
   param_gather_name_ = g.Intern("param all-gather");
   fetch_name_ = g.Intern("weights to gpu");
   grads_to_host_name_ = g.Intern("grads to host");
+  batch_name_ = g.Intern("micro-batch input");
   const int32_t v_count = schedule_.VirtualStages();
   for (Pass pass : {Pass::kF, Pass::kB, Pass::kW, Pass::kBW}) {
     for (int32_t v = 0; v < v_count; ++v) {

@@ -103,6 +103,12 @@ struct HostConfig {
   bool sync_before_optimizer = false;
   // Per stage: the optimizer step's host time before its kernels may start (the lead).
   std::vector<SimTime> optimizer_lead;
+  // Per virtual stage (empty: none): the training script's host time before each forward of a
+  // micro-batch, outside the model (FrameworkProfile::microbatch: fetching the batch, the loss);
+  // and whether the host first waits for the GPU to finish what it was given (get_batch's
+  // .cpu()).
+  std::vector<SimTime> microbatch_lead;
+  bool sync_per_micro_batch = false;
 };
 
 // The share of its GPU's SMs each kind of transfer holds while it runs (sim/engine.h): the CTAs of

@@ -94,6 +94,7 @@ class Builder {
 
   // The schedule's order on each stage and the sends between stages (step_builder_pipeline.cc).
   void AddPasses(int32_t replica, int32_t stage, PassIds& ids);
+  void AddMicroBatchHost(int32_t rank, int32_t v);
   void AddBackward(int32_t replica, int32_t stage, const PipelineItem& item, bool last_of_chunk,
                    PassIds& ids);
   void Connect(int32_t replica, PassIds& ids);
@@ -128,7 +129,7 @@ class Builder {
   std::vector<std::vector<TaskId>> gather_users_;
   std::vector<std::vector<std::vector<TaskId>>> start_gathers_;  // per rank, chunk, bucket
   NameId ring_name_ = kEmptyName, param_gather_name_ = kEmptyName, fetch_name_ = kEmptyName,
-         grads_to_host_name_ = kEmptyName;
+         grads_to_host_name_ = kEmptyName, batch_name_ = kEmptyName;
   // Per rank: the tp task that ended the previous pass, which the next compute task waits for.
   std::vector<TaskId> pending_tp_;
   // Per compute task (by id; shorter where the last ones are not): the share of its time in

@@ -22,6 +22,7 @@ void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
     const ChunkCost& cost = costs_[v];
     micro_batch_ = item.micro_batch;
     if (item.pass == Pass::kF) {
+      AddMicroBatchHost(rank, v);
       // The chunk's first forward runs bucket by bucket behind its weights' all-gathers.
       const std::vector<TaskId>* waits =
           forwarded[item.chunk] ? nullptr : &start_gathers_[rank][item.chunk];
@@ -36,6 +37,23 @@ void Builder::AddPasses(int32_t replica, int32_t stage, PassIds& ids) {
     }
     micro_batch_ = -1;
   }
+}
+
+// The training script's host work for the micro-batch whose forward of virtual stage |v| comes
+// next on |rank| (HostConfig::microbatch_lead), on the host stream before that pass's issue, after
+// the GPU has finished the rank's previous pass where the script synchronises.
+void Builder::AddMicroBatchHost(int32_t rank, int32_t v) {
+  const HostConfig& host = config_.host;
+  if (!host.enabled || (host.microbatch_lead.empty() && !host.sync_per_micro_batch)) return;
+  const SimTime lead = host.microbatch_lead.empty() ? SimTime() : host.microbatch_lead[v];
+  const TaskId batch = Add({.stream = step_.host_stream[rank],
+                            .duration = lead,
+                            .name = batch_name_,
+                            .category = step_.host_category},
+                           {WorkKind::kHost, Pass::kF, v});
+  if (!host.sync_per_micro_batch) return;
+  if (latest_pass_[rank] != kNone) step_.graph.AddDependency(latest_pass_[rank], batch);
+  if (pending_tp_[rank] != kNone) step_.graph.AddDependency(pending_tp_[rank], batch);
 }
 
 // B, W or BW of one micro-batch. The chunk's final W or BW (with reduce_every_micro_batch, every

@@ -30,7 +30,53 @@ bool RequiredBool(JsonReader& r, std::string_view key) {
   return r.OptionalBool(key).value_or(false);
 }
 
+// The "host_mask_us" table of |json|'s "microbatch" object: [[seq, us], ...], seq ascending.
+std::vector<std::pair<int64_t, double>> ReadMaskTable(const nlohmann::json& microbatch,
+                                                      JsonReader& r) {
+  std::vector<std::pair<int64_t, double>> table;
+  r.Allow("host_mask_us");
+  const auto it = microbatch.find("host_mask_us");
+  if (it == microbatch.end() || it->is_null()) return table;
+  const std::string fix =
+      "give [[seq, us], ...]: sequence lengths ascending from 1 to 10^7, each with the mask's "
+      "host time in microseconds (0 to 10^7)";
+  if (!it->is_array()) {
+    r.AddError("host_mask_us", "is not an array; " + fix);
+    return table;
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const nlohmann::json& point = (*it)[i];
+    const bool pair = point.is_array() && point.size() == 2 && point[0].is_number_integer() &&
+                      point[1].is_number();
+    const int64_t seq = pair ? point[0].get<int64_t>() : 0;
+    const double us = pair ? point[1].get<double>() : -1;
+    if (!pair || seq < 1 || seq > 10'000'000 || !(us >= 0 && us <= 1e7) ||
+        (!table.empty() && seq <= table.back().first)) {
+      r.AddError("host_mask_us",
+                 "element " + std::to_string(i) + " is " + point.dump() + "; " + fix);
+      return {};
+    }
+    table.emplace_back(seq, us);
+  }
+  return table;
+}
+
 }  // namespace
+
+double MicroBatchHost::MaskUs(int64_t seq) const {
+  if (host_mask_us.empty() || seq <= 0) return 0;
+  const auto squared = [](int64_t s) { return static_cast<double>(s) * static_cast<double>(s); };
+  const double x = squared(seq);
+  const auto& [first_seq, first_us] = host_mask_us.front();
+  if (seq <= first_seq) return first_us * x / squared(first_seq);
+  for (size_t i = 1; i < host_mask_us.size(); ++i) {
+    const auto& [s0, u0] = host_mask_us[i - 1];
+    const auto& [s1, u1] = host_mask_us[i];
+    if (seq <= s1) return u0 + (u1 - u0) * (x - squared(s0)) / (squared(s1) - squared(s0));
+  }
+  const auto& [last_seq, last_us] = host_mask_us.back();
+  return last_us * x / squared(last_seq);
+}
 
 Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
   LOOM_ASSIGN_OR_RETURN(nlohmann::json json, ReadJsonObjectFile(path));
@@ -58,6 +104,17 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
   JsonReader& sync = r.Object("sync");
   p.sync_after_p2p = RequiredBool(sync, "after_p2p");
   p.sync_before_optimizer = RequiredBool(sync, "before_optimizer");
+  if (r.Has("microbatch")) {
+    JsonReader& m = r.Object("microbatch");
+    MicroBatchHost mb;
+    mb.batch_ops = static_cast<int32_t>(m.Int("batch_ops", {0, 10'000}));
+    mb.loss_ops = static_cast<int32_t>(m.Int("loss_ops", {0, 10'000}));
+    if (const nlohmann::json& object = json.at("microbatch"); object.is_object())
+      mb.host_mask_us = ReadMaskTable(object, m);
+    mb.sync = RequiredBool(m, "sync");
+    mb.source = m.String("source");
+    p.microbatch = mb;
+  }
   if (r.Has("fused_attention")) {
     JsonReader& a = r.Object("fused_attention");
     FusedAttentionRule rule;
@@ -138,6 +195,19 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
   j["host"] = host;
   j["cuda_graphs"] = {{"layers", p.cuda_graph_layers}, {"launch_us", p.graph_launch_us}};
   j["sync"] = {{"after_p2p", p.sync_after_p2p}, {"before_optimizer", p.sync_before_optimizer}};
+  if (const std::optional<MicroBatchHost>& m = p.microbatch) {
+    nlohmann::ordered_json mb;
+    mb["batch_ops"] = m->batch_ops;
+    mb["loss_ops"] = m->loss_ops;
+    if (!m->host_mask_us.empty()) {
+      nlohmann::ordered_json table = nlohmann::ordered_json::array();
+      for (const auto& [seq, us] : m->host_mask_us) table.push_back({seq, us});
+      mb["host_mask_us"] = table;
+    }
+    mb["sync"] = m->sync;
+    mb["source"] = m->source;
+    j["microbatch"] = mb;
+  }
   if (const std::optional<FusedAttentionRule>& a = p.fused_attention) {
     nlohmann::ordered_json attention;
     attention["family"] = kAttentionFamilyNames.Name(a->family);

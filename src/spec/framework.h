@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -22,6 +23,8 @@ namespace loom {
 //             "optimizer_us_per_layer": 600, "optimizer_us_fixed": 3700, "scale": 1.0},
 //    "cuda_graphs": {"layers": false, "launch_us": 3.6},
 //    "sync": {"after_p2p": true, "before_optimizer": true},
+//    "microbatch": {"batch_ops": 11, "loss_ops": 10, "host_mask_us": [[1024, 1206]],
+//                   "sync": true, "source": "..."},
 //    "fused_attention": {"family": "flash2", "from_compute_capability": 9.0,
 //                        "family_from": "cudnn", "source": "..."},
 //    "tensor_parallel": {"backward_overlap": true, "source": "..."}}
@@ -34,6 +37,31 @@ struct FusedAttentionRule {
   std::optional<double> from_compute_capability;
   AttentionFamily family_from = AttentionFamily::kFlashAttention2;
   std::string source;
+};
+
+// What a training script does for each micro-batch outside the model, before each forward of a
+// chunk on every stage: Megatron's forward_step calls get_batch (the batch's copy to the GPU, its
+// broadcast over the tensor-parallel group, the slicing of tokens and labels, the loss mask and
+// position ids, and in some releases the causal attention mask built on the CPU), and on the stage
+// with the head its loss_func (the masked mean, the loss averaged over data parallelism).
+struct MicroBatchHost {
+  // The GPU ops get_batch issues on every stage and loss_func on the head's stage, each at the
+  // framework's forward_us_per_op.
+  int32_t batch_ops = 0;
+  int32_t loss_ops = 0;
+  // The host time of the causal attention mask built on the CPU, by sequence length, measured:
+  // (seq, us) with seq ascending; empty where the mask is built on the GPU or not at all. It is
+  // built only for attention that takes a mask (loom's unfused attention; Megatron skips it with
+  // --use-flash-attn).
+  std::vector<std::pair<int64_t, double>> host_mask_us;
+  // Whether the host waits for the GPU to finish what it was given before each micro-batch
+  // (broadcast_data's sizes_cuda.cpu()).
+  bool sync = false;
+  std::string source;
+
+  // The mask's host time at |seq|: piecewise linear in seq^2 between the measured points,
+  // proportional to seq^2 beyond them; 0 when none is measured.
+  double MaskUs(int64_t seq) const;
 };
 
 struct FrameworkProfile {
@@ -62,6 +90,8 @@ struct FrameworkProfile {
   // gradient-norm and found-inf .item()s).
   bool sync_after_p2p = false;
   bool sync_before_optimizer = false;
+  // The "microbatch" object; optional, nullopt: nothing outside the model per micro-batch.
+  std::optional<MicroBatchHost> microbatch;
   // The files the host times were fitted on (`loom fit --runs`), when they were.
   std::vector<std::string> fitted_on;
   // The "fused_attention" object; optional, nullopt: FlashAttention-2 everywhere.

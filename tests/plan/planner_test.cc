@@ -574,11 +574,12 @@ TEST(Plan, RiskScoresEachPlanAtItsRegimesQuantileAndStillPrunesSoundly) {
   }
   for (size_t i = 1; i < b->ranked.size(); ++i)
     EXPECT_LE(b->ranked[i - 1].score, b->ranked[i].score);
-  // Under megatron-core's host thread, plans of different regimes (tp, dp, ...) are weighed by
-  // different spreads; without a host thread the search above took the GPU's one regime.
+  // Under a framework whose tp and dp regimes two sources measured (vTrain's Megatron-DeepSpeed),
+  // plans of different regimes are weighed by different spreads; without a host thread the search
+  // above took the GPU's one regime.
   PlanOptions megatron = pruned;
   Result<std::optional<FrameworkProfile>> framework =
-      ResolveFramework("megatron-core", Shipped("hardware/clusters/dgx-a100.json"));
+      ResolveFramework("megatron-deepspeed", Shipped("hardware/clusters/dgx-a100.json"));
   ASSERT_TRUE(framework.ok()) << framework.status().message();
   megatron.simulation.framework = *framework;
   const Strategy tp = TensorParallel(8, 2);

@@ -20,7 +20,7 @@ std::string Dir(const ReferencePaths& paths) { return paths.tables_dir + "/stept
 // The files the rows use, each read once.
 struct Inputs {
   ClusterSpec selene, vtrain, h100, a100_40gb;
-  FrameworkProfile megatron, pytorch;
+  FrameworkProfile megatron, megatron_deepspeed, pytorch;
 };
 
 Result<Inputs> LoadInputs(const ReferencePaths& paths) {
@@ -36,6 +36,9 @@ Result<Inputs> LoadInputs(const ReferencePaths& paths) {
   Result<FrameworkProfile> megatron =
       LoadFrameworkProfile(paths.frameworks_dir + "/megatron-core.json");
   if (!megatron.ok()) return megatron.status();
+  Result<FrameworkProfile> megatron_deepspeed =
+      LoadFrameworkProfile(paths.frameworks_dir + "/megatron-deepspeed.json");
+  if (!megatron_deepspeed.ok()) return megatron_deepspeed.status();
   Result<FrameworkProfile> pytorch =
       LoadFrameworkProfile(paths.frameworks_dir + "/pytorch-eager.json");
   if (!pytorch.ok()) return pytorch.status();
@@ -44,6 +47,7 @@ Result<Inputs> LoadInputs(const ReferencePaths& paths) {
   in.h100 = *h100;
   in.a100_40gb = *a100_40gb;
   in.megatron = *megatron;
+  in.megatron_deepspeed = *megatron_deepspeed;
   in.pytorch = *pytorch;
   return in;
 }
@@ -77,8 +81,9 @@ void Add(Corpus& corpus, const std::string& source, const std::string& job, Step
   corpus.cases.push_back({std::move(step), source, job});
 }
 
-// vTrain's ground truth (MAPPING.md, "vTrain"): Megatron-DeepSpeed, fp16, full recompute, 1F1B, the
-// gradient all-reduce after the backward, Megatron-LM's unfused attention with dropout.
+// vTrain's ground truth (MAPPING.md, "vTrain"): Megatron-DeepSpeed (its host thread as
+// hardware/frameworks/megatron-deepspeed.json), fp16, full recompute, 1F1B, the gradient
+// all-reduce after the backward, Megatron-LM's unfused attention with dropout.
 Status LoadVtrain(const ReferencePaths& paths, const Inputs& in, const std::string& source,
                   bool multi, Corpus& corpus) {
   Result<CsvTable> table = ReadReferenceCsv(Dir(paths) + "/" + source);
@@ -124,7 +129,7 @@ Status LoadVtrain(const ReferencePaths& paths, const Inputs& in, const std::stri
                   s,
                   MegatronLayerKernels(),
                   ms / 1e3,
-                  in.megatron};
+                  in.megatron_deepspeed};
     Add(corpus, source, job, std::move(step));
   }
   return Status::Ok();

@@ -3,6 +3,7 @@
 // CUDA graphs, and the host track of the trace.
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -175,13 +176,8 @@ TEST(HostTimeline, ThePassWaitsForItsLeadAndTheHostIssuesInOrder) {
   EXPECT_NEAR(u.comm_wait_s[0], 0.0, 1e-12);  // one stage: idle that is not the host's is comm's
 }
 
-// Two stages, two micro-batches of 1 ms passes issued at 0.1 ms: where the host may run ahead.
-struct TwoStages {
-  StepGraph step;
-  StepTimeline timeline;
-};
-
-TwoStages RunTwoStages(bool sync_after_p2p) {
+// A chunk of 1 ms forwards and 2 ms backwards, each issued by the host in 0.1 ms.
+ChunkCost ShortlyIssuedPasses() {
   ChunkCost c;
   c.forward.time = SimTime::FromNanos(kMs);
   c.backward_input.time = SimTime::FromNanos(2 * kMs);
@@ -189,6 +185,70 @@ TwoStages RunTwoStages(bool sync_after_p2p) {
     p->host = UsOf(100);
     p->host_lead = UsOf(100);
   }
+  return c;
+}
+
+// One rank, two micro-batches (F0 B0 F1 B1) of 1 and 2 ms passes issued in 0.1 ms, with 0.5 ms of
+// the training script's host work before each forward (FrameworkProfile::microbatch), worked by
+// hand with and without its synchronisation.
+TEST(HostTimeline, TheScriptsWorkPerMicroBatchPrecedesEachForwardAndMaySynchronise) {
+  const ChunkCost c = ShortlyIssuedPasses();
+  Result<PipelineSchedule> schedule = BuildSchedule(ScheduleKind::k1F1B, 1, 2, 1);
+  ASSERT_TRUE(schedule.ok());
+  const auto run = [&](std::vector<SimTime> microbatch_lead, bool sync) {
+    StepGraphConfig config;
+    config.dp.optimizer_time = {SimTime()};
+    config.dp.param_gather_time = {SimTime()};
+    config.host.enabled = true;
+    config.host.optimizer_lead = {SimTime()};
+    config.host.microbatch_lead = std::move(microbatch_lead);
+    config.host.sync_per_micro_batch = sync;
+    const StepGraph step = BuildStepGraph(*schedule, {c}, config);
+    Result<StepTimeline> t = Simulate(step.graph);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    int batches = 0;
+    for (TaskId id = 0; id < step.graph.num_tasks(); ++id) {
+      if (step.work[id].kind == WorkKind::kHost && step.work[id].pass == Pass::kF &&
+          step.graph.DescribeTask(id).find("micro-batch input") != std::string::npos) {
+        ++batches;
+      }
+    }
+    return std::make_tuple(t.ok() ? t->makespan : SimTime(), batches,
+                           t.ok() ? MeasureUtilization(step, *t).host_wait_s[0] : 0.0);
+  };
+  // Nothing per micro-batch: host 0.2 ms ahead; GPU F0 [0.1, 1.1], B0 [1.1, 3.1], F1 [3.1, 4.1],
+  // B1 [4.1, 6.1].
+  const auto [plain, plain_batches, plain_wait] = run({}, false);
+  EXPECT_EQ(plain, UsOf(6100));
+  EXPECT_EQ(plain_batches, 0);
+  // 0.5 ms per micro-batch, no sync: the host issues [0, 0.5] batch, [0.5, 0.6] F0, [0.6, 0.7] B0,
+  // [0.7, 1.2] batch, [1.2, 1.3] F1, [1.3, 1.4] B1, far ahead of the GPU: F0 [0.6, 1.6], B0
+  // [1.6, 3.6], F1 [3.6, 4.6], B1 [4.6, 6.6].
+  const auto [ahead, ahead_batches, ahead_wait] = run({UsOf(500)}, false);
+  EXPECT_EQ(ahead, UsOf(6600));
+  EXPECT_EQ(ahead_batches, 2);
+  EXPECT_NEAR(ahead_wait, 0.6e-3, 1e-12);
+  // With the sync the second batch waits for B0 to end at 3.6: batch [3.6, 4.1], F1's lead
+  // [4.1, 4.2], F1 [4.2, 5.2], B1 [5.2, 7.2]; the GPU waited 0.6 ms for the host twice.
+  const auto [synced, synced_batches, synced_wait] = run({UsOf(500)}, true);
+  EXPECT_EQ(synced, UsOf(7200));
+  EXPECT_EQ(synced_batches, 2);
+  EXPECT_NEAR(synced_wait, 1.2e-3, 1e-12);
+  // A sync with no work of its own still stops the host running ahead: F1's lead [3.1, 3.2].
+  const auto [sync_only, sync_only_batches, sync_only_wait] = run({}, true);
+  EXPECT_EQ(sync_only, UsOf(6200));
+  EXPECT_EQ(sync_only_batches, 2);
+  EXPECT_NEAR(sync_only_wait, 0.2e-3, 1e-12);
+}
+
+// Two stages, two micro-batches of 1 ms passes issued at 0.1 ms: where the host may run ahead.
+struct TwoStages {
+  StepGraph step;
+  StepTimeline timeline;
+};
+
+TwoStages RunTwoStages(bool sync_after_p2p) {
+  const ChunkCost c = ShortlyIssuedPasses();
   StepGraphConfig config;
   config.dp.optimizer_time = {SimTime(), SimTime()};
   config.dp.param_gather_time = {SimTime(), SimTime()};

@@ -21,7 +21,8 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
 }
 
 TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
-  for (const char* name : {"megatron-core", "megatron-core-cudagraphs", "pytorch-eager"}) {
+  for (const char* name :
+       {"megatron-core", "megatron-core-cudagraphs", "megatron-deepspeed", "pytorch-eager"}) {
     const std::string path = ShippedFramework(std::string("hardware/frameworks/") + name + ".json");
     Result<FrameworkProfile> p = LoadFrameworkProfile(path);
     ASSERT_TRUE(p.ok()) << p.status().message();
@@ -42,6 +43,14 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
     EXPECT_EQ(again->fused_attention->family_from, p->fused_attention->family_from);
     EXPECT_EQ(again->tp_backward_overlap, p->tp_backward_overlap);
     EXPECT_EQ(again->tp_backward_overlap_source, p->tp_backward_overlap_source);
+    ASSERT_EQ(again->microbatch.has_value(), p->microbatch.has_value()) << name;
+    if (p->microbatch) {
+      EXPECT_EQ(again->microbatch->batch_ops, p->microbatch->batch_ops);
+      EXPECT_EQ(again->microbatch->loss_ops, p->microbatch->loss_ops);
+      EXPECT_EQ(again->microbatch->host_mask_us, p->microbatch->host_mask_us);
+      EXPECT_EQ(again->microbatch->sync, p->microbatch->sync);
+      EXPECT_EQ(again->microbatch->source, p->microbatch->source);
+    }
   }
   Result<FrameworkProfile> graphs =
       LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core-cudagraphs.json"));
@@ -63,6 +72,72 @@ TEST(Framework, BadValuesNameTheFileAndTheKey) {
   EXPECT_NE(message.find("scale"), std::string::npos) << message;
   EXPECT_NE(message.find("before_optimizer"), std::string::npos) << message;
   EXPECT_NE(message.find("cuda_graph"), std::string::npos) << message;
+}
+
+// Megatron-DeepSpeed's get_batch waits for the GPU (broadcast_data's .cpu()) and builds the causal
+// mask on the CPU; megatron-core's profile was measured without the training script around it.
+TEST(Framework, SaysWhatTheScriptDoesForEachMicroBatch) {
+  Result<FrameworkProfile> ds =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-deepspeed.json"));
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  ASSERT_TRUE(ds->microbatch.has_value());
+  EXPECT_TRUE(ds->microbatch->sync);
+  EXPECT_GT(ds->microbatch->batch_ops, 0);
+  EXPECT_GT(ds->microbatch->MaskUs(1024), 0);
+  Result<FrameworkProfile> core =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core.json"));
+  ASSERT_TRUE(core.ok());
+  EXPECT_FALSE(core->microbatch.has_value());
+}
+
+// Measured points are kept; between them the time is linear in seq^2 (the mask's elements), and
+// proportional to seq^2 outside them.
+TEST(Framework, MaskTimeIsLinearInTheMasksElementsBetweenMeasuredPoints) {
+  MicroBatchHost mb;
+  EXPECT_EQ(mb.MaskUs(1024), 0);
+  mb.host_mask_us = {{1000, 100}, {2000, 700}};
+  EXPECT_DOUBLE_EQ(mb.MaskUs(1000), 100);
+  EXPECT_DOUBLE_EQ(mb.MaskUs(2000), 700);
+  EXPECT_DOUBLE_EQ(mb.MaskUs(500), 25);
+  EXPECT_DOUBLE_EQ(mb.MaskUs(4000), 2800);
+  // seq^2 = 2.5e6 is half-way from 1e6 to 4e6.
+  EXPECT_DOUBLE_EQ(mb.MaskUs(1581), 100 + 600 * (1581.0 * 1581 - 1e6) / 3e6);
+}
+
+TEST(Framework, MicroBatchErrorsNameTheKeyAndTheFix) {
+  const std::string head = R"({
+    "schema": "loom.framework/1", "name": "x", "source": "s",
+    "host": {"forward_us_per_op": 1, "backward_us_per_op": 1, "optimizer_us_per_layer": 0,
+             "optimizer_us_fixed": 0},
+    "sync": {"after_p2p": true, "before_optimizer": false}, "microbatch": )";
+  const struct {
+    const char* microbatch;
+    const char* expected;
+  } cases[] = {
+      {R"({"batch_ops": 1, "loss_ops": 1, "source": "s"})", "sync"},
+      {R"({"batch_ops": -1, "loss_ops": 1, "sync": true, "source": "s"})", "batch_ops"},
+      {R"({"batch_ops": 1, "sync": true, "source": "s"})", "loss_ops"},
+      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true})", "source"},
+      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s", "host_mask_us": 5})",
+       "host_mask_us"},
+      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s",
+           "host_mask_us": [[2048, 5], [1024, 1]]})",
+       "ascending"},
+      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s",
+           "host_mask_us": [[1024, -1]]})",
+       "element 0"},
+      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s", "mask": true})", "mask"},
+  };
+  for (const auto& c : cases) {
+    const std::string path =
+        WriteTemp("bad-microbatch.json", head + std::string(c.microbatch) + "}");
+    Result<FrameworkProfile> p = LoadFrameworkProfile(path);
+    ASSERT_FALSE(p.ok()) << c.microbatch;
+    const std::string message(p.status().message());
+    EXPECT_NE(message.find("microbatch"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+  }
 }
 
 GpuSpec Gpu(std::optional<double> compute_capability) {
