@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/checked.h"
+#include "core/formatted.h"
 #include "cost/comm_model.h"
 #include "cost/compute_model.h"
 #include "cost/nccl_model.h"
@@ -220,10 +221,13 @@ int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
 
 // The host thread of |framework|: its synchronisation points and each stage's optimizer lead: the
 // fixed host time (gradient norm, found-inf, Python) before any optimizer kernel, then as much of
-// the per-layer issue as the GPU's optimizer kernels do not cover.
+// the per-layer issue as the GPU's optimizer kernels do not cover; and per virtual stage the
+// training script's host work before each micro-batch's forward (|microbatch_basis| says what and
+// how much; the mask only with |kernels|' unfused attention, which takes one).
 void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers,
              const PipelineSchedule& schedule, const Strategy& strategy,
-             const LayerOpsOptions& kernels, StepGraphConfig& config) {
+             const LayerOpsOptions& kernels, StepGraphConfig& config,
+             std::string& microbatch_basis) {
   config.host.enabled = true;
   config.host.sync_after_p2p = framework.sync_after_p2p;
   config.host.sync_before_optimizer = framework.sync_before_optimizer;
@@ -237,6 +241,21 @@ void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers,
       const int32_t ops = mb->batch_ops + (v == head ? mb->loss_ops : 0);
       config.host.microbatch_lead.push_back(ScaledHostTime(
           framework, framework.forward_us_per_op * static_cast<double>(ops) + mask_us));
+    }
+    const auto ms = [](SimTime t) { return Fixed(t.ToSeconds() * 1e3, 3) + " ms"; };
+    microbatch_basis = framework.file + ": before each micro-batch's forward of a chunk the host " +
+                       (mb->sync ? "waits for the GPU, then " : "") + "issues " +
+                       std::to_string(mb->batch_ops) + " ops of the batch's input (" +
+                       std::to_string(mb->loss_ops) + " more for the loss on the last stage)";
+    if (mask_us > 0) {
+      microbatch_basis += " and builds the causal mask on the CPU (" +
+                          ms(ScaledHostTime(framework, mask_us)) + " at seq " +
+                          std::to_string(strategy.seq_len) + ")";
+    }
+    microbatch_basis += ": " + ms(config.host.microbatch_lead.front()) + " a micro-batch";
+    if (schedule.VirtualStages() > 1) {
+      microbatch_basis +=
+          " on the first stage, " + ms(config.host.microbatch_lead.back()) + " on the last";
     }
   }
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
@@ -421,7 +440,8 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
     SetSmHolds(cluster, comm, strategy, plan, placements, options.Kernels().tp_backward_overlap,
                step.config, step.sm_basis);
   if (options.framework)
-    SetHost(*options.framework, layers, step.schedule, strategy, options.Kernels(), step.config);
+    SetHost(*options.framework, layers, step.schedule, strategy, options.Kernels(), step.config,
+            step.microbatch_basis);
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;
   return step;
@@ -471,6 +491,7 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
     result.attention_basis += (result.attention_basis.empty() ? "" : "; ") + line;
   for (const StepTensorClock& c : step.tensor_clocks)
     result.tensor_clock = std::min(result.tensor_clock, c.clock);
+  result.microbatch_basis = step.microbatch_basis;
   return result;
 }
 

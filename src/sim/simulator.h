@@ -126,6 +126,8 @@ struct SimulationResult {
   // The fused attention kernel each GPU type ran and why (PreparedStep::attention_basis); empty
   // with unfused attention.
   std::string attention_basis;
+  // PreparedStep::microbatch_basis.
+  std::string microbatch_basis;
 
   // The simulated step, for traces.
   StepGraph step;
@@ -152,6 +154,9 @@ struct PreparedStep {
   std::vector<StepTensorClock> tensor_clocks;
   // Per GPU type, its fused attention family and why (CostStageChunks); empty when unfused.
   std::vector<std::string> attention_basis;
+  // What the framework's training script does per micro-batch outside the model and what it costs
+  // the host (FrameworkProfile::microbatch); empty when it names nothing.
+  std::string microbatch_basis;
 };
 
 // The share of |gpu|'s SMs a pass's hidden tp collectives (PassCost::tp_hidden) hold while they

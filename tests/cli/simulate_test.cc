@@ -220,10 +220,16 @@ TEST(Simulate, TheScriptsWorkPerMicroBatchLengthensAHostBoundStep) {
               Shipped("hardware/clusters/dgx-a100.json"), "--micro-batch", "1", "--global-batch",
               "8", "--seq", "1024", "--attention", "unfused", "--framework", framework, "--json"});
     EXPECT_EQ(r.code, kExitOk) << r.err;
-    return r.code == kExitOk ? nlohmann::json::parse(r.out)["step_time_s"].get<double>() : 0.0;
+    return r.code == kExitOk ? nlohmann::json::parse(r.out) : nlohmann::json::object();
   };
-  const double with_script = step("megatron-deepspeed"), model_only = step(without);
-  EXPECT_GT(with_script - model_only, 8 * mask_us * 1e-6);
+  const nlohmann::json with_script = step("megatron-deepspeed"), model_only = step(without);
+  EXPECT_GT(with_script["step_time_s"].get<double>() - model_only["step_time_s"].get<double>(),
+            8 * mask_us * 1e-6);
+  // The output says what the script does and what it costs; without the object, nothing.
+  const std::string basis = with_script.value("microbatch_basis", "");
+  EXPECT_NE(basis.find("waits for the GPU"), std::string::npos) << basis;
+  EXPECT_NE(basis.find("causal mask on the CPU"), std::string::npos) << basis;
+  EXPECT_FALSE(model_only.contains("microbatch_basis"));
 }
 
 TEST(Simulate, HelpNamesEveryShippedFramework) {
