@@ -76,7 +76,7 @@ class UnitTimeVBuilder {
   };
 
   int32_t Virtual(int32_t stage, int32_t chunk) const {
-    return chunk == 0 ? stage : 2 * stages_ - 1 - stage;
+    return static_cast<int32_t>(VirtualStageOf(stages_, ScheduleKind::kZbV, stage, chunk));
   }
 
   bool Ended(const std::vector<int64_t>& end, int32_t virtual_stage, int32_t mb,

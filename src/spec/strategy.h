@@ -167,7 +167,8 @@ std::vector<int64_t> LayersPerVirtualStage(const Strategy& strategy, int64_t num
 
 // The layers of each pipeline stage (|stage_layers|, pp of them) split over its |vpp| chunks as
 // LayersPerVirtualStage splits them, in its order, for |schedule|'s placement of the chunks
-// (VirtualStageOf, schedule/schedule.h). REQUIRES: vpp >= 1 (2 for a V-shaped schedule), every entry >= 0.
+// (VirtualStageOf, schedule/schedule.h). REQUIRES: vpp >= 1 (2 for a V-shaped schedule), every
+// entry >= 0.
 std::vector<int64_t> SplitStagesIntoChunks(const std::vector<int64_t>& stage_layers, int64_t vpp,
                                            ScheduleKind schedule);
 

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,30 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
   std::string path = ::testing::TempDir() + name;
   std::ofstream(path) << text;
   return path;
+}
+
+// A framework file whose |key| is each case's |value| (its other keys valid) is refused with a
+// message naming the file, |key| and the case's |expected| text.
+struct RefusedValue {
+  const char* value;
+  const char* expected;
+};
+void ExpectEachRefused(const std::string& key, const std::vector<RefusedValue>& cases) {
+  const std::string head = R"({
+    "schema": "loom.framework/1", "name": "x", "source": "s",
+    "host": {"forward_us_per_op": 1, "backward_us_per_op": 1, "optimizer_us_per_layer": 0,
+             "optimizer_us_fixed": 0},
+    "sync": {"after_p2p": true, "before_optimizer": false}, ")" +
+                           key + R"(": )";
+  for (const RefusedValue& c : cases) {
+    const std::string path = WriteTemp("bad-" + key + ".json", head + std::string(c.value) + "}");
+    Result<FrameworkProfile> p = LoadFrameworkProfile(path);
+    ASSERT_FALSE(p.ok()) << c.value;
+    const std::string message(p.status().message());
+    EXPECT_NE(message.find(key), std::string::npos) << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+  }
 }
 
 TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
@@ -105,39 +130,23 @@ TEST(Framework, MaskTimeIsLinearInTheMasksElementsBetweenMeasuredPoints) {
 }
 
 TEST(Framework, MicroBatchErrorsNameTheKeyAndTheFix) {
-  const std::string head = R"({
-    "schema": "loom.framework/1", "name": "x", "source": "s",
-    "host": {"forward_us_per_op": 1, "backward_us_per_op": 1, "optimizer_us_per_layer": 0,
-             "optimizer_us_fixed": 0},
-    "sync": {"after_p2p": true, "before_optimizer": false}, "microbatch": )";
-  const struct {
-    const char* microbatch;
-    const char* expected;
-  } cases[] = {
-      {R"({"batch_ops": 1, "loss_ops": 1, "source": "s"})", "sync"},
-      {R"({"batch_ops": -1, "loss_ops": 1, "sync": true, "source": "s"})", "batch_ops"},
-      {R"({"batch_ops": 1, "sync": true, "source": "s"})", "loss_ops"},
-      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true})", "source"},
-      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s", "host_mask_us": 5})",
-       "host_mask_us"},
-      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s",
-           "host_mask_us": [[2048, 5], [1024, 1]]})",
-       "ascending"},
-      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s",
-           "host_mask_us": [[1024, -1]]})",
-       "element 0"},
-      {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s", "mask": true})", "mask"},
-  };
-  for (const auto& c : cases) {
-    const std::string path =
-        WriteTemp("bad-microbatch.json", head + std::string(c.microbatch) + "}");
-    Result<FrameworkProfile> p = LoadFrameworkProfile(path);
-    ASSERT_FALSE(p.ok()) << c.microbatch;
-    const std::string message(p.status().message());
-    EXPECT_NE(message.find("microbatch"), std::string::npos) << message;
-    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
-    EXPECT_NE(message.find(path), std::string::npos) << message;
-  }
+  ExpectEachRefused(
+      "microbatch",
+      {
+          {R"({"batch_ops": 1, "loss_ops": 1, "source": "s"})", "sync"},
+          {R"({"batch_ops": -1, "loss_ops": 1, "sync": true, "source": "s"})", "batch_ops"},
+          {R"({"batch_ops": 1, "sync": true, "source": "s"})", "loss_ops"},
+          {R"({"batch_ops": 1, "loss_ops": 1, "sync": true})", "source"},
+          {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s", "host_mask_us": 5})",
+           "host_mask_us: is not an array"},
+          {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s",
+               "host_mask_us": [[2048, 5], [1024, 1]]})",
+           "element 1 is [1024,1]"},
+          {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s",
+               "host_mask_us": [[1024, -1]]})",
+           "element 0"},
+          {R"({"batch_ops": 1, "loss_ops": 1, "sync": true, "source": "s", "mask": true})", "mask"},
+      });
 }
 
 GpuSpec Gpu(std::optional<double> compute_capability) {
@@ -174,30 +183,16 @@ TEST(Framework, ChoosesTheFusedAttentionItsFileNamesForTheGpu) {
 }
 
 TEST(Framework, FusedAttentionErrorsNameTheKeyAndTheFix) {
-  const std::string head = R"({
-    "schema": "loom.framework/1", "name": "x", "source": "s",
-    "host": {"forward_us_per_op": 1, "backward_us_per_op": 1, "optimizer_us_per_layer": 0,
-             "optimizer_us_fixed": 0},
-    "sync": {"after_p2p": true, "before_optimizer": false}, "fused_attention": )";
-  const struct {
-    const char* attention;
-    const char* expected;
-  } cases[] = {
-      {R"({"family": "flash3", "source": "s"})", "family"},
-      {R"({"family": "flash2", "from_compute_capability": 9.0, "source": "s"})", "family_from"},
-      {R"({"family": "flash2", "family_from": "cudnn", "source": "s"})",
-       "without from_compute_capability"},
-      {R"({"family": "flash2"})", "source"},
-      {R"({"family": "cudnn", "source": "s", "backend": "te"})", "backend"},
-  };
-  for (const auto& c : cases) {
-    const std::string path = WriteTemp("bad-attention.json", head + std::string(c.attention) + "}");
-    Result<FrameworkProfile> p = LoadFrameworkProfile(path);
-    ASSERT_FALSE(p.ok()) << c.attention;
-    const std::string message(p.status().message());
-    EXPECT_NE(message.find("fused_attention"), std::string::npos) << message;
-    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
-  }
+  ExpectEachRefused(
+      "fused_attention",
+      {
+          {R"({"family": "flash3", "source": "s"})", "family"},
+          {R"({"family": "flash2", "from_compute_capability": 9.0, "source": "s"})", "family_from"},
+          {R"({"family": "flash2", "family_from": "cudnn", "source": "s"})",
+           "without from_compute_capability"},
+          {R"({"family": "flash2"})", "source"},
+          {R"({"family": "cudnn", "source": "s", "backend": "te"})", "backend"},
+      });
 }
 
 // Megatron-LM (both shipped profiles) overlaps a column-parallel linear's backward collectives
