@@ -24,12 +24,14 @@ raises its mmap threshold after freeing a mapped block), 1-4x apart on the machi
 """
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from host_machine import environment, write_json  # noqa: E402
 
 OUT = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--child" else "megatron_ds_mask_host.json"
 REPEATS = 5
@@ -39,15 +41,6 @@ MODES = {
 }
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def time_mask(torch, seq, warm=5, timed=25):
@@ -112,19 +105,10 @@ def main():
         "schema": "loom.megatron_ds_mask_host/1",
         "what": "get_ltor_masks_and_position_ids' CPU attention mask (torch.ones, torch.tril, "
                 "view, < 0.5) of microsoft/Megatron-DeepSpeed 4822c87e, megatron/utils.py",
-        "environment": {
-            "torch": torch_version,
-            "python": platform.python_version(),
-            "cpu": cpu_model(),
-            "cpus": os.cpu_count(),
-            "intra_op_threads": threads,
-            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        },
+        "environment": environment(torch_version, threads),
         "modes": modes,
     }
-    with open(OUT, "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
+    write_json(OUT, result)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from host_machine import cpu_model  # noqa: E402
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -47,14 +50,6 @@ def save():
         json.dump(RESULT, f, indent=1)
 
 
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def environment():

@@ -1,10 +1,12 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/checked.h"
@@ -270,6 +272,158 @@ void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers,
   }
 }
 
+// The linear weights of one layer on a rank, in parameters, in the order its forward uses them:
+// Megatron's four (QKV, the attention's projection, the MLP's up projection with its gate when
+// gated, and its down projection), each a module of its own that DeepSpeed's ZeRO-3 fetches by
+// itself. Models with multi-head latent attention or experts: their layer's weights in four equal
+// parts.
+std::array<double, 4> LayerLinearWeights(const ModelSpec& model, const Strategy& strategy) {
+  if (model.mla.has_value() || model.moe.has_value()) return {1, 1, 1, 1};
+  const double h = static_cast<double>(model.hidden_size);
+  const double q = static_cast<double>(model.num_heads * model.head_dim);
+  const double kv = static_cast<double>(model.num_kv_heads * model.head_dim);
+  const double ffn = static_cast<double>(model.intermediate_size);
+  const double tp = static_cast<double>(strategy.tp);
+  return {h * (q + 2 * kv) / tp, q * h / tp, h * ffn * (model.mlp == MlpKind::kGated ? 2 : 1) / tp,
+          ffn * h / tp};
+}
+
+// The model's norm weights and biases as (parameters, tensors in the model) on a rank: per layer
+// its norms' weights (and LayerNorm's biases), the q and k norms and the linear layers' biases, and
+// the final norm. The candidates for DeepSpeed's persistent weights.
+std::vector<std::pair<int64_t, int64_t>> SmallWeights(const ModelSpec& model,
+                                                      const Strategy& strategy) {
+  const int64_t h = model.hidden_size, layers = model.num_layers, tp = strategy.tp;
+  const int64_t norm_tensors =
+      model.norm_weights ? (model.norm == NormKind::kLayerNorm ? 2 : 1) : 0;
+  std::vector<std::pair<int64_t, int64_t>> w;
+  w.push_back({h, norm_tensors * (model.norms_per_layer * layers + 1)});
+  if (model.q_norm_width > 0) w.push_back({model.q_norm_width, layers});
+  if (model.k_norm_width > 0) w.push_back({model.k_norm_width, layers});
+  const int64_t q = model.num_heads * model.head_dim, kv = model.num_kv_heads * model.head_dim;
+  if (model.attention_bias) w.push_back({CeilDiv(q + 2 * kv, tp), layers});
+  if (model.attention_output_bias) w.push_back({h, layers});
+  if (model.mlp_bias) {
+    w.push_back(
+        {CeilDiv(model.intermediate_size * (model.mlp == MlpKind::kGated ? 2 : 1), tp), layers});
+    w.push_back({h, layers});
+  }
+  return w;
+}
+
+// ZeRO-3 as |framework| runs it (ShardedFetch), in place of the per-layer gathers and
+// reductions of TimeDataParallel: a gather and a gradient reduction per linear weight, each
+// timed as the mean of the four weights' collectives (the passes are cut into equal segments), the
+// host's issue of each (the list collectives' per-rank cost), and the backward's second gather of
+// the weights the recomputed forward released (|sharded_basis| says how much).
+void SetShardedFetch(const FrameworkProfile& framework, const ModelSpec& model,
+                     const Strategy& strategy, const DataParallelPlan& plan,
+                     const StageModels& models, const Placements& placements,
+                     StepGraphConfig& config, std::string& sharded_basis) {
+  const ShardedFetch& z = *framework.zero3;
+  const std::array<double, 4> w = LayerLinearWeights(model, strategy);
+  const double sum = w[0] + w[1] + w[2] + w[3];
+  const CommModel& comm = models.StageComm(0);
+  const double layer = static_cast<double>(plan.layer_params.Total());
+  const CollectiveKind reduction = z.gradient_reduction == ShardedFetch::Reduction::kAllReduce
+                                       ? CollectiveKind::kAllReduce
+                                       : CollectiveKind::kReduceScatter;
+  std::array<SimTime, 4> gather{};
+  SimTime gather_sum, reduce_sum;
+  const ComputeModel& compute = models.StageCompute(0);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const ParamGroups part{static_cast<int64_t>(layer * w[i] / sum), 0};
+    // Beside each NCCL call, on its stream, the copies of the code around it: a gather zeroes the
+    // weight's buffer (torch.zeros in _allgather_param) and ProcessGroupNCCL copies its flat
+    // result out to the list's views; the list reduce-scatter divides the gradient (average_tensor)
+    // and copies it in; the all-reduce fallback flattens the bucket (torch.cat), divides it and
+    // copies the result back (allreduce_and_copy).
+    const int64_t weight_bytes = part.dense * plan.bytes.weight;
+    const int64_t grad_bytes = part.dense * plan.bytes.gradient;
+    gather[i] =
+        GroupCollective(comm, CollectiveKind::kAllGather, part, plan.bytes.weight, placements) +
+        compute.MemoryBound({weight_bytes, 2 * weight_bytes});
+    gather_sum += gather[i];
+    const int64_t passes = reduction == CollectiveKind::kAllReduce ? 3 : 2;
+    reduce_sum += GroupCollective(comm, reduction, part, plan.bytes.gradient, placements) +
+                  compute.MemoryBound({passes * grad_bytes, passes * grad_bytes});
+  }
+  const int32_t weights = static_cast<int32_t>(w.size());
+  config.zero3.layer_gathers = plan.layer_gathers * weights;
+  config.zero3.layer_gather_time = SimTime::FromNanos(gather_sum.nanos() / weights);
+  config.zero3.layer_gather_bytes = CeilDiv(plan.layer_params.Total(), weights) * plan.bytes.weight;
+  config.dp.buckets.assign(config.dp.buckets.size(), config.zero3.layer_gathers);
+  config.dp.bucket_time.assign(config.dp.bucket_time.size(),
+                               SimTime::FromNanos(reduce_sum.nanos() / weights));
+  config.zero3.synchronous_fetch = z.synchronous;
+  const double list_us = z.list_collective_us_per_rank * static_cast<double>(placements.dp.ranks);
+  config.zero3.gather_issue_time = ScaledHostTime(framework, list_us);
+  config.zero3.reduce_issue_time =
+      z.list_reduce_scatter ? ScaledHostTime(framework, list_us) : SimTime();
+  // After the recomputed forward of a layer, each weight stays gathered if its backward comes
+  // within max_reuse_distance parameters: the distance counts every module's weights on the trace
+  // between the two uses (PrefetchCoordinator._distance_in_numel), the layer's weights after it
+  // twice, in their recomputed forward and in their backward, which comes first.
+  double regathered = 0;
+  if (strategy.recompute == Recompute::kFull && z.max_reuse_distance > 0) {
+    double after = 0;
+    for (size_t i = w.size(); i-- > 0;) {
+      if (2 * layer * after / sum > static_cast<double>(z.max_reuse_distance))
+        regathered += static_cast<double>(gather[i].nanos());
+      after += w[i];
+    }
+  }
+  config.zero3.backward_gathers = 1.0 + regathered / static_cast<double>(gather_sum.nanos());
+  // A weight is prefetched while the one before it (the last of the layer before, for the first)
+  // is the only one gathered, if that one is under max_live_parameters.
+  double unprefetched = 0;
+  if (z.max_live_parameters > 0) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      const double before = w[(i + w.size() - 1) % w.size()];
+      if (layer * before / sum >= static_cast<double>(z.max_live_parameters))
+        unprefetched += static_cast<double>(gather[i].nanos());
+    }
+  }
+  config.zero3.unprefetched_share = unprefetched / static_cast<double>(gather_sum.nanos());
+  // The persistent weights' gather after the step: a copy per weight and rank that holds a slice.
+  double copies = 0;
+  if (z.persistence_threshold > 0) {
+    const int64_t ranks = placements.dp.ranks;
+    for (const auto& [numel, count] : SmallWeights(model, strategy)) {
+      if (numel >= z.persistence_threshold) continue;
+      const int64_t slice = CeilDiv(numel, ranks);
+      copies += static_cast<double>(count * CeilDiv(numel, slice));
+    }
+  }
+  config.zero3.post_step_host_time =
+      ScaledHostTime(framework, copies * z.persistent_gather_us_per_rank);
+  const auto ms = [](SimTime t) { return Fixed(t.ToSeconds() * 1e3, 3) + " ms"; };
+  sharded_basis =
+      framework.file + ": ZeRO-3 gathers each of a layer's 4 linear weights by itself (" +
+      ms(config.zero3.layer_gather_time) + " on average)" +
+      (z.synchronous ? ", the host waiting for the GPU around each fetch" : "") +
+      ", issuing each in " + ms(config.zero3.gather_issue_time) + " (" +
+      Fixed(z.list_collective_us_per_rank, 1) + " us for each of " +
+      std::to_string(placements.dp.ranks) + " ranks); " +
+      (reduction == CollectiveKind::kAllReduce ? "all-reduces" : "reduce-scatters") +
+      " each weight's gradient (" + ms(config.dp.bucket_time.front()) + ")" +
+      (config.zero3.backward_gathers > 1.0
+           ? "; the backward gathers " + Fixed(config.zero3.backward_gathers, 2) +
+                 " times the weights (stage3_max_reuse_distance " +
+                 std::to_string(z.max_reuse_distance) + " releases them after the recompute)"
+           : "") +
+      (config.zero3.unprefetched_share > 0
+           ? "; " + Fixed(100 * config.zero3.unprefetched_share, 0) +
+                 " % of the gathers cannot be prefetched (a weight of stage3_max_live_parameters " +
+                 std::to_string(z.max_live_parameters) + " or more is gathered before them)"
+           : "") +
+      (config.zero3.post_step_host_time > SimTime()
+           ? "; after the step the host gathers the persistent weights (under " +
+                 std::to_string(z.persistence_threshold) +
+                 " parameters) slice by slice: " + ms(config.zero3.post_step_host_time)
+           : "");
+}
+
 // The mean peak FLOP/s of the step's GPUs in |strategy.dtype|: the one GPU's peak, or with node
 // groups every stage's GPU's peak weighted by its ranks (the same count a stage). MFU and HFU
 // divide by world * this, the sum of every GPU's own peak: a mixed fleet's utilisation is of what
@@ -442,6 +596,10 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   if (options.framework)
     SetHost(*options.framework, layers, step.schedule, strategy, options.Kernels(), step.config,
             step.microbatch_basis);
+  if (options.framework && options.framework->zero3 && plan.layer_gathers > 0) {
+    SetShardedFetch(*options.framework, model, strategy, plan, models, placements, step.config,
+                    step.sharded_basis);
+  }
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;
   return step;
@@ -492,6 +650,7 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   for (const StepTensorClock& c : step.tensor_clocks)
     result.tensor_clock = std::min(result.tensor_clock, c.clock);
   result.microbatch_basis = step.microbatch_basis;
+  result.sharded_basis = step.sharded_basis;
   return result;
 }
 

@@ -128,6 +128,8 @@ struct SimulationResult {
   std::string attention_basis;
   // PreparedStep::microbatch_basis.
   std::string microbatch_basis;
+  // PreparedStep::sharded_basis.
+  std::string sharded_basis;
 
   // The simulated step, for traces.
   StepGraph step;
@@ -157,6 +159,9 @@ struct PreparedStep {
   // What the framework's training script does per micro-batch outside the model and what it costs
   // the host (FrameworkProfile::microbatch); empty when it names nothing.
   std::string microbatch_basis;
+  // How the framework runs ZeRO-3's gathers and reductions and what they cost
+  // (FrameworkProfile::zero3); empty when it names nothing or the step is not ZeRO-3.
+  std::string sharded_basis;
 };
 
 // The share of |gpu|'s SMs a pass's hidden tp collectives (PassCost::tp_hidden) hold while they

@@ -27,6 +27,7 @@ StepGraph Builder::Build() {
   fetch_name_ = g.Intern("weights to gpu");
   grads_to_host_name_ = g.Intern("grads to host");
   batch_name_ = g.Intern("micro-batch input");
+  fetch_issue_name_ = g.Intern("zero-3 fetch issue");
   const int32_t v_count = schedule_.VirtualStages();
   for (Pass pass : {Pass::kF, Pass::kB, Pass::kW, Pass::kBW}) {
     for (int32_t v = 0; v < v_count; ++v) {
@@ -98,6 +99,8 @@ void Builder::AddRank(int32_t rank) {
   cpu_stream_.push_back(offload ? g.AddStream(rank, "cpu") : StreamId{-1});
   if (config_.host.enabled) step_.host_stream.push_back(g.AddStream(rank, "host"));
   gather_users_.emplace_back();
+  last_issue_.push_back(kNone);
+  last_segment_end_.push_back(kNone);
 }
 
 // Adds the channels of the rank's ports on the fabrics the config uses, and the routes of its
@@ -297,8 +300,12 @@ PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, TaskWork work, co
   PassTasks whole;
   for (int32_t seg = 0; seg < segments; ++seg) {
     const bool is_last = seg + 1 == segments;
-    const TaskId gather =
-        config_.zero3.layer_gathers > 0 && reads_weights ? AddLayerGather(rank) : kNone;
+    TaskId gather = kNone;
+    if (config_.zero3.layer_gathers > 0 && reads_weights) {
+      gather = config_.zero3.synchronous_fetch && config_.host.enabled
+                   ? AddSynchronousFetch(rank, work.pass)
+                   : AddLayerGather(rank);
+    }
     work.part = seg;
     work.parts = segments;
     const PassTasks part =
@@ -313,6 +320,7 @@ PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, TaskWork work, co
       step_.graph.AddMemoryEvent(part.last, MemoryPhase::kAtEnd, step_.gathered_weights,
                                  -config_.zero3.layer_gather_bytes);
       gather_users_[rank].push_back(part.last);
+      last_segment_end_[rank] = part.last;
     }
     if (whole.first == kNone) whole.first = part.first;
     whole.last = part.last;

@@ -65,6 +65,24 @@ struct ZeroThreeConfig {
   // Parameter offload (ZeRO-Infinity): each layer's weight shard comes from the host over PCIe
   // before its gather. Zero: the weights stay on the GPU.
   SimTime layer_fetch_time;
+  // A synchronous fetch (ShardedFetch::synchronous, DeepSpeed's ZeRO-3 of 2021), with the host
+  // thread on: before each segment's kernels the host waits for the GPU (the segment's gather,
+  // every kernel and reduction issued before) and then issues the next segment's gather, taking
+  // |gather_issue_time| (after a backward segment also |reduce_issue_time|, the issue of the
+  // reduction of the segment before); the gather of segment k + 1 starts from that issue, so it
+  // overlaps only segment k's kernels. The first fetch of the step issues its own gather first. A
+  // backward segment gathers |backward_gathers| times the weights (re-gathered after the
+  // recomputed forward released them): its gather and issue take that many times as long.
+  bool synchronous_fetch = false;
+  SimTime gather_issue_time;
+  SimTime reduce_issue_time;
+  double backward_gathers = 1;
+  // The share of the gathers that cannot be prefetched (stage3_max_live_parameters): that part of
+  // each gather runs only once the segment before has ended, and the issue waits for it.
+  double unprefetched_share = 0;
+  // Host time after the optimizer step, the GPU idle (DeepSpeed's gather of its persistent
+  // weights, ShardedFetch::persistence_threshold), with the host thread on. Zero: none.
+  SimTime post_step_host_time;
 };
 
 // ZeRO-Offload (Ren et al. 2021): per stage, the copy of the gradient shard to the host over PCIe

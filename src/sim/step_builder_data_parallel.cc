@@ -68,6 +68,12 @@ void Builder::AddGradientReduction() {
                                  static_cast<int32_t>(buckets)});
           const size_t at = static_cast<size_t>(replica) * v_count + v;
           g.AddDependency(bucket_segments_[at][bucket], id);
+          // A synchronous fetch's next issue waits for every stream (torch.cuda.synchronize()),
+          // this reduction too when it runs as the backward goes.
+          const auto next = issue_after_.find(bucket_segments_[at][bucket]);
+          if (config_.dp.overlap_grad_reduce && next != issue_after_.end()) {
+            g.AddDependency(id, next->second);
+          }
           // Without overlap, a step's one reduction waits for the stage's last backward
           // (finalize_model_grads); a per-micro-batch one for the end of its own pass.
           if (!config_.dp.overlap_grad_reduce) {
@@ -114,6 +120,14 @@ void Builder::AddOptimizer(int32_t stage, NameId name,
         if (latest_pass_[rank] != kNone) g.AddDependency(latest_pass_[rank], issue);
         if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], issue);
       }
+    }
+    if (config_.host.enabled && config_.zero3.post_step_host_time > SimTime()) {
+      const TaskId gather = Add({.stream = step_.host_stream[rank],
+                                 .duration = config_.zero3.post_step_host_time,
+                                 .name = g.Intern("zero-3 persistent gather"),
+                                 .category = step_.host_category},
+                                {WorkKind::kHost, Pass::kW, stage});
+      g.AddDependency(opt_id, gather);
     }
     if (!config_.offload.grad_to_host.empty()) opt_id = AddCpuStep(stage, rank, opt_id);
     if (config_.dp.param_gather_time[stage] > SimTime() && !config_.dp.overlap_param_gather) {

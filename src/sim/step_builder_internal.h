@@ -109,6 +109,8 @@ class Builder {
 
   // ZeRO-3's layer gathers and ZeRO-Offload's copies and CPU step (step_builder_zero3.cc).
   TaskId AddLayerGather(int32_t rank);
+  TaskId AddSynchronousFetch(int32_t rank, Pass pass);
+  TaskId AddFetchIssue(int32_t rank, SimTime duration, Pass pass);
   TaskId OffloadBucket(int32_t rank, SimTime slice, TaskId reduction);
   TaskId AddCpuStep(int32_t stage, int32_t rank, TaskId after);
 
@@ -127,9 +129,14 @@ class Builder {
   // Per rank: the segments that used each gathered layer so far (ZeRO-3), and the all-gather of
   // each chunk's weights at the start of the step (--overlap-param-gather).
   std::vector<std::vector<TaskId>> gather_users_;
+  // Per rank, with a synchronous fetch: the host's latest gather issue, and the end of the latest
+  // segment that read gathered weights; per such segment end, the issue after it (which waits for
+  // the segment's gradient reduction).
+  std::vector<TaskId> last_issue_, last_segment_end_;
+  std::unordered_map<TaskId, TaskId> issue_after_;
   std::vector<std::vector<std::vector<TaskId>>> start_gathers_;  // per rank, chunk, bucket
   NameId ring_name_ = kEmptyName, param_gather_name_ = kEmptyName, fetch_name_ = kEmptyName,
-         grads_to_host_name_ = kEmptyName, batch_name_ = kEmptyName;
+         grads_to_host_name_ = kEmptyName, batch_name_ = kEmptyName, fetch_issue_name_ = kEmptyName;
   // Per rank: the tp task that ended the previous pass, which the next compute task waits for.
   std::vector<TaskId> pending_tp_;
   // Per compute task (by id; shorter where the last ones are not): the share of its time in

@@ -27,6 +27,63 @@ TaskId Builder::AddLayerGather(int32_t rank) {
   return id;
 }
 
+// ZeroThreeConfig::synchronous_fetch: the gather a segment waits for, issued by the host after
+// the segment before it (or, for the step's first, by an issue of its own), and the host's issue of
+// the next gather, which waits for this gather and for every GPU task before it
+// (torch.cuda.synchronize()); the segment's kernels follow that issue on the host stream.
+TaskId Builder::AddSynchronousFetch(int32_t rank, Pass pass) {
+  TaskGraph& g = step_.graph;
+  const ZeroThreeConfig& z = config_.zero3;
+  const bool backward = pass != Pass::kF;
+  const double times = backward ? z.backward_gathers : 1.0;
+  const auto scaled = [times](SimTime t) {
+    return SimTime::FromNanos(static_cast<int64_t>(static_cast<double>(t.nanos()) * times));
+  };
+  TaskId issued_by = last_issue_[rank];
+  if (issued_by == kNone) issued_by = AddFetchIssue(rank, scaled(z.gather_issue_time), pass);
+  Task gather{.stream = gather_stream_[rank],
+              .duration = scaled(z.layer_gather_time),
+              .name = param_gather_name_,
+              .category = step_.dp_category,
+              .alloc_at_start_bytes = z.layer_gather_bytes,
+              .pool = step_.gathered_weights,
+              .route = DuplexRoute(rank, config_.fabrics.dp)};
+  const SimTime whole = scaled(z.layer_gather_time);
+  const SimTime blocking = SimTime::FromNanos(
+      static_cast<int64_t>(static_cast<double>(whole.nanos()) * z.unprefetched_share));
+  gather.duration = whole - blocking;
+  const TaskId id = Add(gather, {WorkKind::kLayerGather});
+  g.AddDependency(issued_by, id);
+  TaskId fetched = id;
+  if (blocking > SimTime()) {
+    // What could not be prefetched is gathered once the segment before has ended.
+    fetched = Add({.stream = gather_stream_[rank],
+                   .duration = blocking,
+                   .name = param_gather_name_,
+                   .category = step_.dp_category,
+                   .route = DuplexRoute(rank, config_.fabrics.dp)},
+                  {WorkKind::kLayerGather});
+    if (latest_pass_[rank] != kNone) g.AddDependency(latest_pass_[rank], fetched);
+  }
+  const TaskId issue = AddFetchIssue(
+      rank, scaled(z.gather_issue_time) + (backward ? z.reduce_issue_time : SimTime()), pass);
+  g.AddDependency(fetched, issue);
+  if (latest_pass_[rank] != kNone) g.AddDependency(latest_pass_[rank], issue);
+  if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], issue);
+  if (last_segment_end_[rank] != kNone) issue_after_[last_segment_end_[rank]] = issue;
+  last_issue_[rank] = issue;
+  return id;
+}
+
+// The host's issue of a synchronous gather (and reduction): host time, on the host stream.
+TaskId Builder::AddFetchIssue(int32_t rank, SimTime duration, Pass pass) {
+  return Add({.stream = step_.host_stream[rank],
+              .duration = duration,
+              .name = fetch_issue_name_,
+              .category = step_.host_category},
+             {WorkKind::kHost, pass});
+}
+
 // With optimizer offload, the copy of |reduction|'s gradient |slice| to the host, on the rank's
 // PCIe stream (what the optimizer then waits for); otherwise |reduction| itself.
 TaskId Builder::OffloadBucket(int32_t rank, SimTime slice, TaskId reduction) {

@@ -115,6 +115,40 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
     mb.source = m.String("source");
     p.microbatch = mb;
   }
+  if (r.Has("zero3")) {
+    JsonReader& z = r.Object("zero3");
+    ShardedFetch f;
+    f.synchronous = RequiredBool(z, "synchronous_fetch");
+    f.list_collective_us_per_rank = NonNegative(z, "list_collective_us_per_rank");
+    const std::string reduction = z.OneOf("gradient_reduction", {"reduce_scatter", "all_reduce"});
+    f.gradient_reduction = reduction == "all_reduce" ? ShardedFetch::Reduction::kAllReduce
+                                                     : ShardedFetch::Reduction::kReduceScatter;
+    f.list_reduce_scatter = z.OptionalBool("list_reduce_scatter").value_or(false);
+    if (f.list_reduce_scatter && reduction == "all_reduce") {
+      z.AddError("list_reduce_scatter",
+                 "is true with gradient_reduction \"all_reduce\"; set gradient_reduction to "
+                 "\"reduce_scatter\" or remove list_reduce_scatter");
+    }
+    f.max_reuse_distance = z.Has("max_reuse_distance")
+                               ? z.Int("max_reuse_distance", {0, int64_t{1} << 50})
+                               : int64_t{0};
+    f.max_live_parameters = z.Has("max_live_parameters")
+                                ? z.Int("max_live_parameters", {0, int64_t{1} << 50})
+                                : int64_t{0};
+    f.persistence_threshold = z.Has("persistence_threshold")
+                                  ? z.Int("persistence_threshold", {0, int64_t{1} << 40})
+                                  : int64_t{0};
+    f.persistent_gather_us_per_rank =
+        z.OptionalNonNegativeNumber("persistent_gather_us_per_rank", {0, 1e6}).value_or(0.0);
+    if (f.persistent_gather_us_per_rank > 0 && f.persistence_threshold == 0) {
+      z.AddError("persistent_gather_us_per_rank",
+                 "is set without persistence_threshold; add the threshold below which weights "
+                 "persist (DeepSpeed's stage3_param_persistence_threshold, 100000 by default), or "
+                 "remove it");
+    }
+    f.source = z.String("source");
+    p.zero3 = f;
+  }
   if (r.Has("fused_attention")) {
     JsonReader& a = r.Object("fused_attention");
     FusedAttentionRule rule;
@@ -207,6 +241,21 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
     mb["sync"] = m->sync;
     mb["source"] = m->source;
     j["microbatch"] = mb;
+  }
+  if (const std::optional<ShardedFetch>& z = p.zero3) {
+    nlohmann::ordered_json zero3;
+    zero3["synchronous_fetch"] = z->synchronous;
+    zero3["list_collective_us_per_rank"] = z->list_collective_us_per_rank;
+    zero3["gradient_reduction"] = z->gradient_reduction == ShardedFetch::Reduction::kAllReduce
+                                      ? "all_reduce"
+                                      : "reduce_scatter";
+    zero3["list_reduce_scatter"] = z->list_reduce_scatter;
+    zero3["max_reuse_distance"] = z->max_reuse_distance;
+    zero3["max_live_parameters"] = z->max_live_parameters;
+    zero3["persistence_threshold"] = z->persistence_threshold;
+    zero3["persistent_gather_us_per_rank"] = z->persistent_gather_us_per_rank;
+    zero3["source"] = z->source;
+    j["zero3"] = zero3;
   }
   if (const std::optional<FusedAttentionRule>& a = p.fused_attention) {
     nlohmann::ordered_json attention;

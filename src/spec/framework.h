@@ -64,6 +64,48 @@ struct MicroBatchHost {
   double MaskUs(int64_t seq) const;
 };
 
+// How the framework runs ZeRO-3's weight gathers and gradient reductions, where it differs from
+// loom's default (one gather a layer, prefetched a layer ahead and overlapped with compute; one
+// reduce-scatter a layer). DeepSpeed's ZeRO-3 of 2021 (microsoft/DeepSpeed v0.3.14, deepspeed/
+// runtime/zero/stage3.py and partition_parameters.py) fetches each partitioned weight by itself,
+// synchronously, with collectives over lists of per-rank views.
+struct ShardedFetch {
+  // One gather per linear weight of a layer (Megatron's four: QKV, projection, MLP up and down),
+  // and the host waits for the GPU around every fetch: _allgather_param calls
+  // torch.cuda.synchronize() before each all_gather, and fetch_sub_module ends in
+  // _synchronize_communication (torch.cuda.synchronize()). So the next weight's gather overlaps
+  // only the current weight's kernels, and the host's issue of each gather (and of each
+  // gradient's reduction) leaves the GPU idle.
+  bool synchronous = false;
+  // Host time per rank of the group for one collective issued over a list of per-rank views
+  // (DeepSpeed builds the list with a Python narrow() per rank; PyTorch's ProcessGroupNCCL copies
+  // the flat result out, or the inputs in, with one copy_ per rank): microseconds.
+  double list_collective_us_per_rank = 0;
+  // The gradient reduction: a reduce-scatter per weight (the list form, when
+  // list_reduce_scatter), or an all-reduce of a flattened bucket (DeepSpeed's
+  // buffered_reduce_fallback, taken when contiguous_gradients is off, ZeRO-3's default).
+  enum class Reduction { kReduceScatter, kAllReduce };
+  Reduction gradient_reduction = Reduction::kReduceScatter;
+  bool list_reduce_scatter = false;
+  // stage3_max_reuse_distance, in parameters: after the recomputed forward, a weight whose
+  // backward use is further than this (the layer's weights after it) is released and gathered
+  // again for its backward. 0: never released in between.
+  int64_t max_reuse_distance = 0;
+  // stage3_max_live_parameters: the next weight is prefetched only while fewer parameters than
+  // this are gathered (prefetch_next_sub_modules); else its gather waits for its own fetch, the GPU
+  // idle. 0: always prefetched.
+  int64_t max_live_parameters = 0;
+  // stage3_param_persistence_threshold: weights of fewer parameters (norms, biases) stay gathered
+  // through the passes; after the backward every weight is partitioned again
+  // (_partition_all_parameters), and after the optimizer step _post_step gathers the persistent
+  // ones back with _allgather_params, which copies every persistent weight's slice of every rank
+  // by itself (a narrow, a view, a narrow and a copy_ in Python): |persistent_gather_us_per_rank|
+  // for each. 0: none.
+  int64_t persistence_threshold = 0;
+  double persistent_gather_us_per_rank = 0;
+  std::string source;
+};
+
 struct FrameworkProfile {
   std::string file;
   std::string name;
@@ -94,6 +136,8 @@ struct FrameworkProfile {
   std::optional<MicroBatchHost> microbatch;
   // The files the host times were fitted on (`loom fit --runs`), when they were.
   std::vector<std::string> fitted_on;
+  // The "zero3" object; optional, nullopt: loom's default ZeRO-3.
+  std::optional<ShardedFetch> zero3;
   // The "fused_attention" object; optional, nullopt: FlashAttention-2 everywhere.
   std::optional<FusedAttentionRule> fused_attention;
   // Whether the backward of a column-parallel linear (QKV, MLP up, the output head) issues its

@@ -20,7 +20,7 @@ std::string Dir(const ReferencePaths& paths) { return paths.tables_dir + "/stept
 // The files the rows use, each read once.
 struct Inputs {
   ClusterSpec selene, vtrain, h100, a100_40gb;
-  FrameworkProfile megatron, megatron_deepspeed, pytorch;
+  FrameworkProfile megatron, megatron_deepspeed, pytorch, deepspeed_zero3;
 };
 
 Result<Inputs> LoadInputs(const ReferencePaths& paths) {
@@ -42,6 +42,9 @@ Result<Inputs> LoadInputs(const ReferencePaths& paths) {
   Result<FrameworkProfile> pytorch =
       LoadFrameworkProfile(paths.frameworks_dir + "/pytorch-eager.json");
   if (!pytorch.ok()) return pytorch.status();
+  Result<FrameworkProfile> deepspeed_zero3 =
+      LoadFrameworkProfile(paths.frameworks_dir + "/deepspeed-zero3-2021.json");
+  if (!deepspeed_zero3.ok()) return deepspeed_zero3.status();
   in.selene = *selene;
   in.vtrain = *vtrain;
   in.h100 = *h100;
@@ -49,6 +52,7 @@ Result<Inputs> LoadInputs(const ReferencePaths& paths) {
   in.megatron = *megatron;
   in.megatron_deepspeed = *megatron_deepspeed;
   in.pytorch = *pytorch;
+  in.deepspeed_zero3 = *deepspeed_zero3;
   return in;
 }
 
@@ -181,7 +185,7 @@ Status LoadNarayananTable2(const ReferencePaths& paths, const Inputs& in, Corpus
       s.overlap_param_gather = true;
       // Stage 3 adds each micro-batch's reduced gradient into its partition's fp32 buffer.
       s.grad_accumulation = GradAccumulation::kAdd;
-      framework = in.pytorch;
+      framework = in.deepspeed_zero3;
     } else {
       return Status::InvalidArgument(table->file + ": row " + std::to_string(i + 1) + ": scheme " +
                                      scheme + " is neither ptdp nor zero3");

@@ -1,6 +1,10 @@
 // The step graph's communication overlap, ZeRO and ring-attention tasks against hand-worked
 // timelines: every number below is derived in the comment above it.
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "schedule/schedule.h"
@@ -100,6 +104,62 @@ TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
   EXPECT_EQ(memory->ranks[0].peak_bytes, 2001);  // two layers and the micro-batch's 1 byte
   EXPECT_EQ(memory->ranks[0].peak_bytes_by_pool[run.step.gathered_weights], 2000);
   EXPECT_TRUE(RunsBesideCompute(run.step, run.timeline, run.step.dp_category));
+}
+
+// Two layers gathered in 1 ms each and reduced in 1 ms each, fetched synchronously: each gather
+// issued by the host in 0.5 ms, a backward's issue 0.25 ms more; the host thread on, issuing the
+// passes at no cost.
+StepGraphConfig SynchronousZeroThree() {
+  StepGraphConfig config = OneStage();
+  config.dp.buckets = {2};
+  config.dp.bucket_time = {Ms(1)};
+  config.dp.reduce_every_micro_batch = true;
+  config.zero3.layer_gathers = 2;
+  config.zero3.layer_gather_time = Ms(1);
+  config.zero3.layer_gather_bytes = 1000;
+  config.zero3.synchronous_fetch = true;
+  config.zero3.gather_issue_time = Ms(0.5);
+  config.zero3.reduce_issue_time = Ms(0.25);
+  config.host.enabled = true;
+  config.host.optimizer_lead = {SimTime()};
+  return config;
+}
+
+// DeepSpeed's synchronous fetch (ZeroThreeConfig::synchronous_fetch) as SynchronousZeroThree sets
+// it. F0's own gather is issued first [0, 0.5], runs [0.5, 1.5]; the issue
+// of G1 waits for it [1.5, 2]; F0 [2, 3] beside G1 [2, 3]; G2's issue waits for F0 [3, 3.5]; F1
+// [3.5, 4.5] beside G2 [3.5, 4.5]; G3's issue [4.5, 5.25]; BW0 [5.25, 7.25] beside G3 [5.25,
+// 6.25]; its reduction [7.25, 8.25]; the last issue waits for it (torch.cuda.synchronize())
+// [8.25, 9]; BW1 [9, 11]; reduction [11, 12]: step 12 ms, against 8 with the overlapped fetch.
+// With half of every gather not prefetchable, that half runs after the segment before ends: G1's
+// [3, 3.5] pushes F1 to [4, 5], G2's [5, 5.5] BW0 to [6.25, 8.25], G3's [8.25, 8.75] is hidden
+// by the reduction [8.25, 9.25]: BW1 [10, 12], step 13 ms.
+TEST(ParallelismGraph, ZeroThreeSynchronousFetchOverlapsOnlyTheNextGather) {
+  for (auto [share, step_ms] : {std::pair{0.0, 12.0}, std::pair{0.5, 13.0}}) {
+    StepGraphConfig config = SynchronousZeroThree();
+    config.zero3.unprefetched_share = share;
+    StepRun run = BuildAndRun(1, Chunk(2, 2, 2), config);
+    EXPECT_EQ(run.timeline.makespan, Ms(step_ms)) << "share " << share;
+    std::vector<TaskId> passes, issues;
+    for (TaskId t = 0; t < run.step.graph.num_tasks(); ++t) {
+      if (run.step.work[t].kind == WorkKind::kPass) passes.push_back(t);
+      if (run.step.graph.DescribeTask(t).find("zero-3 fetch issue") != std::string::npos)
+        issues.push_back(t);
+    }
+    ASSERT_EQ(passes.size(), 4u);
+    EXPECT_EQ(issues.size(), 5u);  // one per gather, and the first fetch's own
+    EXPECT_EQ(run.timeline.start[passes[0]], Ms(2));
+    EXPECT_EQ(run.timeline.start[passes[3]], Ms(share > 0 ? 10 : 9));
+  }
+  // The host's work after the optimizer (DeepSpeed's gather of its persistent weights) ends the
+  // step: 2 ms more.
+  StepGraphConfig config = SynchronousZeroThree();
+  config.zero3.post_step_host_time = Ms(2);
+  EXPECT_EQ(BuildAndRun(1, Chunk(2, 2, 2), config).timeline.makespan, Ms(14));
+  // Without the host thread there is no one to wait: the overlapped fetch of the test above.
+  config = SynchronousZeroThree();
+  config.host.enabled = false;
+  EXPECT_EQ(BuildAndRun(1, Chunk(2, 2, 2), config).timeline.makespan, Ms(8));
 }
 
 // ZeRO-2 reduce-scatters every micro-batch's gradients: m = 3 with one bucket gives 3 reductions.

@@ -3,6 +3,8 @@
 // trace as tasks running beside compute.
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -133,6 +135,68 @@ TEST(Parallelism, MegatronsAsynchronousBackwardHidesCollectivesAndSlowsTheGemmsB
   EXPECT_NE(on.sm_basis.find("asynchronous tp collectives hold 24 SMs"), std::string::npos)
       << on.sm_basis;
   EXPECT_EQ(off.sm_basis.find("asynchronous"), std::string::npos) << off.sm_basis;
+}
+
+// DeepSpeed's ZeRO-3 of 2021 (hardware/frameworks/deepspeed-zero3-2021.json) on GPT-3 175B over
+// 96 DGX A100 nodes, dp 768, full recompute, worked from its file and the model:
+// - a gather per linear weight: 4 x 96 = 384 a pass, each issued in 11.1 us x 768 ranks;
+// - the layer's weights are QKV 3h^2, projection h^2, MLP 4h^2 and 4h^2 (h^2 = 151M): after the
+//   recompute a weight is released when twice the weights after it exceed 1e9 (QKV 18h^2,
+//   projection 16h^2, up 8h^2; not down, 0): the backward gathers 8 of every 12 parameters twice;
+// - no weight reaches 1e9 parameters, so every gather is prefetched;
+// - persistent weights (under 1e5 parameters): 2 x 193 norm tensors (two LayerNorms a layer and
+//   the final one, weight and bias) and 4 biases a layer: 770 tensors of 12288-49152 parameters,
+//   each held in 768 slices: 591360 copies of 13.3 us after the step, 7.865 s.
+TEST(Parallelism, DeepSpeedZeroThreeFetchesEachWeightAsItsCodeDoes) {
+  Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 96);
+  Result<FrameworkProfile> deepspeed =
+      LoadFrameworkProfile(Shipped("hardware/frameworks/deepspeed-zero3-2021.json"));
+  ASSERT_TRUE(deepspeed.ok()) << deepspeed.status().message();
+  Strategy s;
+  s.dp = 768;
+  s.zero_stage = 3;
+  s.micro_batch = 2;
+  s.global_batch = 1536;
+  s.seq_len = 2048;
+  s.dtype = Dtype::kFp16;
+  s.recompute = Recompute::kFull;
+  SimulationOptions options;
+  options.framework = *deepspeed;
+  Result<PreparedStep> step = PrepareTrainingStep(in.model, in.cluster, s, options);
+  ASSERT_TRUE(step.ok()) << step.status().message();
+  const ZeroThreeConfig& z = step->config.zero3;
+  EXPECT_EQ(z.layer_gathers, 384);
+  EXPECT_EQ(step->config.dp.buckets, std::vector<int32_t>{384});
+  EXPECT_TRUE(z.synchronous_fetch);
+  EXPECT_EQ(z.gather_issue_time, SimTime::FromNanos(11'100 * 768));
+  EXPECT_EQ(z.reduce_issue_time, SimTime());  // all-reduced from a flat bucket, no list
+  // By time rather than parameters (the collectives' latency is per call): about 8 / 12 more.
+  EXPECT_NEAR(z.backward_gathers, 1.0 + 8.0 / 12.0, 0.02);
+  EXPECT_EQ(z.unprefetched_share, 0.0);
+  EXPECT_NEAR(z.post_step_host_time.ToSeconds(), 591360 * 13.3e-6, 1e-6);
+  EXPECT_NE(step->sharded_basis.find("4 linear weights"), std::string::npos) << step->sharded_basis;
+  // The 530B model's QKV (1.26e9 parameters) and MLP weights (1.68e9) reach 1e9: the
+  // weight after each of them cannot be prefetched (the projection, the MLP's down projection and
+  // the next layer's QKV): 8 of 12 parameters' gathers, by time about two thirds.
+  Inputs big = Load("models/megatron-530b.json", "hardware/clusters/dgx-a100.json", 280);
+  s.dp = 2240;
+  s.micro_batch = 1;
+  s.global_batch = 2240;
+  Result<PreparedStep> large = PrepareTrainingStep(big.model, big.cluster, s, options);
+  ASSERT_TRUE(large.ok()) << large.status().message();
+  EXPECT_NEAR(large->config.zero3.unprefetched_share, 8.0 / 12.0, 0.03);
+  // Without the framework's zero3 object: loom's overlapped per-layer gathers.
+  FrameworkProfile plain = *deepspeed;
+  plain.zero3.reset();
+  options.framework = plain;
+  s.dp = 768;
+  s.micro_batch = 2;
+  s.global_batch = 1536;
+  Result<PreparedStep> overlapped = PrepareTrainingStep(in.model, in.cluster, s, options);
+  ASSERT_TRUE(overlapped.ok());
+  EXPECT_EQ(overlapped->config.zero3.layer_gathers, 96);
+  EXPECT_FALSE(overlapped->config.zero3.synchronous_fetch);
+  EXPECT_TRUE(overlapped->sharded_basis.empty());
 }
 
 // ZeRO-3's weight gathers over a DGX A100's NVLink (GPT-3 1.3B on 8 GPUs) run beside the passes
