@@ -16,7 +16,12 @@ This times, on the CPU (no GPU here), per rank of a group of 384-2240 (the group
   persistent_views / persistent_copy
            _allgather_params' loop over the ranks for one persistent weight (_post_step gathers
            the norms and biases this way after every optimizer step): a narrow of the rank's
-           gathered partition, a view and a narrow of the weight, without and with the copy_.
+           gathered partition, a view and a narrow of the weight, without and with the copy_;
+  coalesced_reduce_scatter
+           later DeepSpeed's reduce_scatter_coalesced (38327e07, 2025-02-21,
+           deepspeed/runtime/comm/coalesced_collectives.py) for one gradient: a slice per rank,
+           their interleaving with the padding check, and the torch.cat of the list (on a GPU one
+           batched copy; here a CPU copy of a small tensor).
 On a GPU the copy_ also launches a copy (a CUDA launch of some microseconds); loom's framework file
 adds the host time of one in-place CUDA op measured on a lent H100 instead (hardware/validation/
 2026-11-27/torch_host_overhead.json, sync.inplace_add_host_us_per_op), which covers the launch.
@@ -106,6 +111,24 @@ def measure():
                     part = gathered[i].narrow(0, 0, count)
                     replicated.view(-1).narrow(0, start, count).copy_(part)
 
+        # Later DeepSpeed (38327e07, deepspeed/runtime/comm/coalesced_collectives.py
+        # reduce_scatter_coalesced) slices each gradient of a bucket per rank in Python, interleaves
+        # the slices in a list and concatenates it before one flat reduce-scatter: per rank and
+        # gradient a slice, an append and the padding check, and torch.cat's share.
+        gradient = torch.empty(SHARD * n, dtype=torch.float16)
+
+        def coalesced_slices():
+            flattened = gradient.view(-1)
+            chunk = -(-flattened.numel() // n)
+            parts = [flattened[rank * chunk:rank * chunk + chunk] for rank in range(0, n)]
+            interleaved = []
+            for rank in range(n):
+                part = parts[rank]
+                interleaved.append(part)
+                if chunk - part.numel() > 0:
+                    interleaved.append(torch.empty(chunk - part.numel(), dtype=part.dtype))
+            return torch.cat(interleaved)
+
         ranks_holding = -(-numel // slice_numel)
         rows.append({
             "ranks": n,
@@ -113,6 +136,7 @@ def measure():
             "copy_us_per_rank": round(timed(copy_loop) / n * 1e6, 3),
             "persistent_views_us_per_rank": round(timed(persistent_views) / ranks_holding * 1e6, 3),
             "persistent_copy_us_per_rank": round(timed(persistent_loop) / ranks_holding * 1e6, 3),
+            "coalesced_reduce_scatter_us_per_rank": round(timed(coalesced_slices) / n * 1e6, 3),
         })
     print(json.dumps({"rows": rows, "torch": torch.__version__,
                       "intra_op_threads": torch.get_num_threads()}))
@@ -133,7 +157,7 @@ def main():
     summary = []
     for i, row in enumerate(runs[0]):
         keys = ("narrow_us_per_rank", "copy_us_per_rank", "persistent_views_us_per_rank",
-                "persistent_copy_us_per_rank")
+                "persistent_copy_us_per_rank", "coalesced_reduce_scatter_us_per_rank")
         medians = {key: [run[i][key] for run in runs] for key in keys}
         summary.append({"ranks": row["ranks"],
                         **{key: statistics.median(medians[key]) for key in keys},
@@ -144,9 +168,11 @@ def main():
     result = {
         "schema": "loom.deepspeed_list_collective_host/1",
         "what": "per-rank host time of a list collective's Python narrow() loop (microsoft/DeepSpeed "
-                "v0.3.14 partition_parameters.py _allgather_param, _reduce_scatter_gradient) and "
-                "of one index + copy_ per rank (PyTorch ProcessGroupNCCL's copies out of, or into, "
-                "its flat buffer), on CPU tensors",
+                "v0.3.14 partition_parameters.py _allgather_param, _reduce_scatter_gradient), of "
+                "one index + copy_ per rank (PyTorch ProcessGroupNCCL's copies out of, or into, "
+                "its flat buffer), of _allgather_params' loop for a persistent weight, and of "
+                "reduce_scatter_coalesced's slicing and concatenation (DeepSpeed 38327e07), on CPU "
+                "tensors",
         "environment": environment(torch_version, threads),
         "median_over_group_sizes": overall,
         "summary": summary,

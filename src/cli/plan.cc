@@ -366,10 +366,12 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
         "validate, whose executors issue the work from C++, not a framework's host "
         "thread; leave --framework out (or give none) with --emit plan");
   }
-  // auto: none for loom's own executors (--emit plan), else Megatron-LM's megatron-core.
-  const std::string framework_name = o.framework != "auto" ? o.framework
-                                     : o.emit == "plan"    ? "none"
-                                                           : kDefaultFramework;
+  // auto: none for loom's own executors (--emit plan), the stack a DeepSpeed config is written
+  // for (--emit deepspeed), else Megatron-LM's megatron-core.
+  const std::string framework_name = o.framework != "auto"   ? o.framework
+                                     : o.emit == "plan"      ? "none"
+                                     : o.emit == "deepspeed" ? kDeepSpeedFramework
+                                                             : kDefaultFramework;
   LOOM_ASSIGN_OR_RETURN(options.simulation.framework,
                         ResolveFramework(framework_name, o.cluster_path));
   options.progress = Progress(err, o.progress, options.objective);
@@ -592,7 +594,10 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
           ->capture_default_str();
   cmd->add_option("--framework", o->framework,
                   std::string(kFrameworkHelp) +
-                      "; auto: none with --emit plan (loom validate's executors), else " +
+                      "; auto: none with --emit plan (loom validate's executors), " +
+                      kDeepSpeedFramework +
+                      " with --emit deepspeed (the Megatron-DeepSpeed and DeepSpeed its config is "
+                      "written for), else " +
                       kDefaultFramework)
       ->capture_default_str();
   cmd->add_option("--attention", o->attention, kAttentionHelp)

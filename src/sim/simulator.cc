@@ -357,7 +357,8 @@ void SetShardedFetch(const FrameworkProfile& framework, const ModelSpec& model,
                                SimTime::FromNanos(reduce_sum.nanos() / weights));
   config.zero3.synchronous_fetch = z.synchronous;
   const double list_us = z.list_collective_us_per_rank * static_cast<double>(placements.dp.ranks);
-  config.zero3.gather_issue_time = ScaledHostTime(framework, list_us);
+  config.zero3.gather_issue_time =
+      z.list_all_gather ? ScaledHostTime(framework, list_us) : SimTime();
   config.zero3.reduce_issue_time =
       z.list_reduce_scatter ? ScaledHostTime(framework, list_us) : SimTime();
   // After the recomputed forward of a layer, each weight stays gathered if its backward comes
@@ -402,11 +403,13 @@ void SetShardedFetch(const FrameworkProfile& framework, const ModelSpec& model,
       framework.file + ": ZeRO-3 gathers each of a layer's 4 linear weights by itself (" +
       ms(config.zero3.layer_gather_time) + " on average)" +
       (z.synchronous ? ", the host waiting for the GPU around each fetch" : "") +
-      ", issuing each in " + ms(config.zero3.gather_issue_time) + " (" +
-      Fixed(z.list_collective_us_per_rank, 1) + " us for each of " +
-      std::to_string(placements.dp.ranks) + " ranks); " +
-      (reduction == CollectiveKind::kAllReduce ? "all-reduces" : "reduce-scatters") +
-      " each weight's gradient (" + ms(config.dp.bucket_time.front()) + ")" +
+      (z.list_all_gather ? ", issuing each in " + ms(config.zero3.gather_issue_time) + " (" +
+                               Fixed(z.list_collective_us_per_rank, 1) + " us for each of " +
+                               std::to_string(placements.dp.ranks) + " ranks)"
+                         : "") +
+      "; " + (reduction == CollectiveKind::kAllReduce ? "all-reduces" : "reduce-scatters") +
+      " each weight's gradient (" + ms(config.dp.bucket_time.front()) +
+      (z.list_reduce_scatter ? ", issued in " + ms(config.zero3.reduce_issue_time) : "") + ")" +
       (config.zero3.backward_gathers > 1.0
            ? "; the backward gathers " + Fixed(config.zero3.backward_gathers, 2) +
                  " times the weights (stage3_max_reuse_distance " +

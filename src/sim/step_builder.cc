@@ -304,7 +304,7 @@ PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, TaskWork work, co
     if (config_.zero3.layer_gathers > 0 && reads_weights) {
       gather = config_.zero3.synchronous_fetch && config_.host.enabled
                    ? AddSynchronousFetch(rank, work.pass)
-                   : AddLayerGather(rank);
+                   : AddLayerGather(rank, work.pass);
     }
     work.part = seg;
     work.parts = segments;

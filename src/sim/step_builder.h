@@ -70,15 +70,18 @@ struct ZeroThreeConfig {
   // every kernel and reduction issued before) and then issues the next segment's gather, taking
   // |gather_issue_time| (after a backward segment also |reduce_issue_time|, the issue of the
   // reduction of the segment before); the gather of segment k + 1 starts from that issue, so it
-  // overlaps only segment k's kernels. The first fetch of the step issues its own gather first. A
-  // backward segment gathers |backward_gathers| times the weights (re-gathered after the
-  // recomputed forward released them): its gather and issue take that many times as long.
+  // overlaps only segment k's kernels. The first fetch of the step issues its own gather first.
+  // Without it, with the host thread on, the host issues each gather (and reduction) in those
+  // times before the segment's own issue, waiting for nothing on the GPU. Either way a backward
+  // segment gathers |backward_gathers| times the weights (re-gathered after the recomputed forward
+  // released them): its gather and issue take that many times as long.
   bool synchronous_fetch = false;
   SimTime gather_issue_time;
   SimTime reduce_issue_time;
   double backward_gathers = 1;
   // The share of the gathers that cannot be prefetched (stage3_max_live_parameters): that part of
-  // each gather runs only once the segment before has ended, and the issue waits for it.
+  // each gather runs only once the segment before has ended (and a synchronous issue waits for
+  // it).
   double unprefetched_share = 0;
   // Host time after the optimizer step, the GPU idle (DeepSpeed's gather of its persistent
   // weights, ShardedFetch::persistence_threshold), with the host thread on. Zero: none.

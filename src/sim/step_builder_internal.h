@@ -108,7 +108,7 @@ class Builder {
   void AddOptimizer(int32_t stage, NameId name, const std::vector<std::vector<TaskId>>& reductions);
 
   // ZeRO-3's layer gathers and ZeRO-Offload's copies and CPU step (step_builder_zero3.cc).
-  TaskId AddLayerGather(int32_t rank);
+  TaskId AddLayerGather(int32_t rank, Pass pass);
   TaskId AddSynchronousFetch(int32_t rank, Pass pass);
   TaskId AddFetchIssue(int32_t rank, SimTime duration, Pass pass);
   TaskId OffloadBucket(int32_t rank, SimTime slice, TaskId reduction);

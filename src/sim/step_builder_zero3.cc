@@ -2,29 +2,58 @@
 
 namespace loom::step_builder_internal {
 
+namespace {
+
+SimTime Scaled(SimTime t, double times) {
+  return SimTime::FromNanos(static_cast<int64_t>(static_cast<double>(t.nanos()) * times));
+}
+
+}  // namespace
+
 // A ZeRO-3 layer gather on the rank's gather stream; it holds the layer's weights from its start
-// until the segment that uses it ends.
-TaskId Builder::AddLayerGather(int32_t rank) {
+// until the segment that uses it ends. A backward's gather takes backward_gathers times as long;
+// the unprefetched share of it runs only once the segment before has ended; with the host thread,
+// the host issues it first (gather_issue_time, and in a backward the previous segment's reduction,
+// reduce_issue_time), without waiting for the GPU.
+TaskId Builder::AddLayerGather(int32_t rank, Pass pass) {
+  const ZeroThreeConfig& z = config_.zero3;
+  const bool backward = pass != Pass::kF;
+  const SimTime whole = Scaled(z.layer_gather_time, backward ? z.backward_gathers : 1.0);
+  const SimTime blocking = Scaled(whole, z.unprefetched_share);
   Task gather{.stream = gather_stream_[rank],
-              .duration = config_.zero3.layer_gather_time,
+              .duration = whole - blocking,
               .name = param_gather_name_,
               .category = step_.dp_category,
-              .alloc_at_start_bytes = config_.zero3.layer_gather_bytes,
+              .alloc_at_start_bytes = z.layer_gather_bytes,
               .pool = step_.gathered_weights,
               .route = DuplexRoute(rank, config_.fabrics.dp)};
   const TaskId id = Add(gather, {WorkKind::kLayerGather});
   const std::vector<TaskId>& users = gather_users_[rank];
   if (users.size() >= 2) step_.graph.AddDependency(users[users.size() - 2], id);
-  if (config_.zero3.layer_fetch_time > SimTime()) {
+  const SimTime issue_time = Scaled(z.gather_issue_time, backward ? z.backward_gathers : 1.0) +
+                             (backward ? z.reduce_issue_time : SimTime());
+  if (config_.host.enabled && issue_time > SimTime()) {
+    step_.graph.AddDependency(AddFetchIssue(rank, issue_time, pass), id);
+  }
+  if (z.layer_fetch_time > SimTime()) {
     Task fetch{.stream = pcie_stream_[rank],
-               .duration = config_.zero3.layer_fetch_time,
+               .duration = z.layer_fetch_time,
                .name = fetch_name_,
                .category = step_.offload_category};
     const TaskId fetched = Add(fetch, {WorkKind::kOffload});
     if (users.size() >= 2) step_.graph.AddDependency(users[users.size() - 2], fetched);
     step_.graph.AddDependency(fetched, id);
   }
-  return id;
+  if (blocking <= SimTime()) return id;
+  // What could not be prefetched is gathered once the segment before has ended.
+  const TaskId rest = Add({.stream = gather_stream_[rank],
+                           .duration = blocking,
+                           .name = param_gather_name_,
+                           .category = step_.dp_category,
+                           .route = DuplexRoute(rank, config_.fabrics.dp)},
+                          {WorkKind::kLayerGather});
+  if (!users.empty()) step_.graph.AddDependency(users.back(), rest);
+  return rest;
 }
 
 // ZeroThreeConfig::synchronous_fetch: the gather a segment waits for, issued by the host after
@@ -36,9 +65,7 @@ TaskId Builder::AddSynchronousFetch(int32_t rank, Pass pass) {
   const ZeroThreeConfig& z = config_.zero3;
   const bool backward = pass != Pass::kF;
   const double times = backward ? z.backward_gathers : 1.0;
-  const auto scaled = [times](SimTime t) {
-    return SimTime::FromNanos(static_cast<int64_t>(static_cast<double>(t.nanos()) * times));
-  };
+  const auto scaled = [times](SimTime t) { return Scaled(t, times); };
   TaskId issued_by = last_issue_[rank];
   if (issued_by == kNone) issued_by = AddFetchIssue(rank, scaled(z.gather_issue_time), pass);
   Task gather{.stream = gather_stream_[rank],
@@ -49,8 +76,7 @@ TaskId Builder::AddSynchronousFetch(int32_t rank, Pass pass) {
               .pool = step_.gathered_weights,
               .route = DuplexRoute(rank, config_.fabrics.dp)};
   const SimTime whole = scaled(z.layer_gather_time);
-  const SimTime blocking = SimTime::FromNanos(
-      static_cast<int64_t>(static_cast<double>(whole.nanos()) * z.unprefetched_share));
+  const SimTime blocking = Scaled(whole, z.unprefetched_share);
   gather.duration = whole - blocking;
   const TaskId id = Add(gather, {WorkKind::kLayerGather});
   g.AddDependency(issued_by, id);

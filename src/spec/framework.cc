@@ -123,6 +123,7 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
     const std::string reduction = z.OneOf("gradient_reduction", {"reduce_scatter", "all_reduce"});
     f.gradient_reduction = reduction == "all_reduce" ? ShardedFetch::Reduction::kAllReduce
                                                      : ShardedFetch::Reduction::kReduceScatter;
+    f.list_all_gather = z.OptionalBool("list_all_gather").value_or(true);
     f.list_reduce_scatter = z.OptionalBool("list_reduce_scatter").value_or(false);
     if (f.list_reduce_scatter && reduction == "all_reduce") {
       z.AddError("list_reduce_scatter",
@@ -249,6 +250,7 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
     zero3["gradient_reduction"] = z->gradient_reduction == ShardedFetch::Reduction::kAllReduce
                                       ? "all_reduce"
                                       : "reduce_scatter";
+    zero3["list_all_gather"] = z->list_all_gather;
     zero3["list_reduce_scatter"] = z->list_reduce_scatter;
     zero3["max_reuse_distance"] = z->max_reuse_distance;
     zero3["max_live_parameters"] = z->max_live_parameters;

@@ -81,6 +81,9 @@ struct ShardedFetch {
   // (DeepSpeed builds the list with a Python narrow() per rank; PyTorch's ProcessGroupNCCL copies
   // the flat result out, or the inputs in, with one copy_ per rank): microseconds.
   double list_collective_us_per_rank = 0;
+  // Whether the gathers take such lists (DeepSpeed 2021) or gather into one flat buffer
+  // (all_gather_into_tensor, as DeepSpeed's all_gather_coalesced does later).
+  bool list_all_gather = true;
   // The gradient reduction: a reduce-scatter per weight (the list form, when
   // list_reduce_scatter), or an all-reduce of a flattened bucket (DeepSpeed's
   // buffered_reduce_fallback, taken when contiguous_gradients is off, ZeRO-3's default).

@@ -514,6 +514,25 @@ TEST(Plan, EmittedLaunchesSimulateTheAttentionTheyRun) {
   }
 }
 
+// --emit deepspeed models the stack its config is written for unless --framework names another;
+// --emit megatron keeps megatron-core.
+TEST(Plan, EmitDeepSpeedModelsTheStackItsConfigIsWrittenFor) {
+  const std::vector<std::string> fix = {"--fix", "pp=1,tp=2,cp=1,dp=8,micro_batch=1,zero_stage=3",
+                                        "--top", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = fix;
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandResult r = PlanSmall(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return r.out;
+  };
+  EXPECT_NE(with({"--emit", "deepspeed"}).find("host megatron-deepspeed-2024"), std::string::npos);
+  EXPECT_NE(
+      with({"--emit", "deepspeed", "--framework", "megatron-core"}).find("host megatron-core"),
+      std::string::npos);
+  EXPECT_NE(with({"--emit", "megatron"}).find("host megatron-core"), std::string::npos);
+}
+
 TEST(Plan, FusedGradientAccumulationCannotBeEmittedForDeepSpeed) {
   CommandResult r = PlanSmall(
       {"--fix", "pp=1", "--top", "2", "--emit", "deepspeed", "--grad-accumulation", "fused"});

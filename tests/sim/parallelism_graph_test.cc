@@ -162,6 +162,30 @@ TEST(ParallelismGraph, ZeroThreeSynchronousFetchOverlapsOnlyTheNextGather) {
   EXPECT_EQ(BuildAndRun(1, Chunk(2, 2, 2), config).timeline.makespan, Ms(8));
 }
 
+// Later DeepSpeed's fetch (not synchronous): the host issues each gather in 0.5 ms (a backward's
+// 0.25 ms more, its reduction's) before the segment's own issue, waiting for nothing on the GPU;
+// the gather still runs one segment ahead. Host: I0 [0, 0.5], I1 [0.5, 1], I2 [1, 1.75], I3
+// [1.75, 2.5]. G0 waits for I0 [0.5, 1.5]: F0 [1.5, 2.5]; G1 [1.5, 2.5]: F1 [2.5, 3.5]; G2 once
+// F0 ended [2.5, 3.5]: BW0 [3.5, 5.5], its reduction [5.5, 6.5]; G3 [3.5, 4.5]: BW1 [5.5, 7.5],
+// reduction [7.5, 8.5]: step 8.5 ms, half a millisecond (the first issue) over the issue-free
+// 8. With half of every gather not prefetchable, that half waits for the segment before: G0's
+// [1, 1.5] (none before), F0 [1.5, 2.5]; G1's first half [1.5, 2] and rest [2.5, 3]: F1 [3, 4];
+// G2 [3, 3.5] and [4, 4.5]: BW0 [4.5, 6.5]; G3 [4.5, 5] and [6.5, 7]: BW1 [7, 9], its reduction
+// [9, 10]: 10 ms.
+TEST(ParallelismGraph, ZeroThreeIssuedFetchRunsAheadUnlessItCannotBePrefetched) {
+  for (auto [share, step_ms] : {std::pair{0.0, 8.5}, std::pair{0.5, 10.0}}) {
+    StepGraphConfig config = SynchronousZeroThree();
+    config.zero3.synchronous_fetch = false;
+    config.zero3.unprefetched_share = share;
+    StepRun run = BuildAndRun(1, Chunk(2, 2, 2), config);
+    EXPECT_EQ(run.timeline.makespan, Ms(step_ms)) << "share " << share;
+    int issues = 0;
+    for (TaskId t = 0; t < run.step.graph.num_tasks(); ++t)
+      issues += run.step.graph.DescribeTask(t).find("zero-3 fetch issue") != std::string::npos;
+    EXPECT_EQ(issues, 4);  // one per gather: none waits for the GPU, so none comes first
+  }
+}
+
 // ZeRO-2 reduce-scatters every micro-batch's gradients: m = 3 with one bucket gives 3 reductions.
 TEST(ParallelismGraph, ZeroTwoReducesEveryMicroBatch) {
   StepGraphConfig config = OneStage();

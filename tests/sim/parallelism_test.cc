@@ -137,6 +137,29 @@ TEST(Parallelism, MegatronsAsynchronousBackwardHidesCollectivesAndSlowsTheGemmsB
   EXPECT_EQ(off.sm_basis.find("asynchronous"), std::string::npos) << off.sm_basis;
 }
 
+// The shipped framework file hardware/frameworks/<name>.json.
+FrameworkProfile ShippedFrameworkProfile(const std::string& name) {
+  Result<FrameworkProfile> f =
+      LoadFrameworkProfile(Shipped("hardware/frameworks/" + name + ".json"));
+  EXPECT_TRUE(f.ok()) << f.status().message();
+  return f.ok() ? *f : FrameworkProfile{};
+}
+
+// Narayanan et al. 2021 Table 2's ZeRO-3 job of GPT-3 175B on 768 GPUs: dp 768, micro-batch 2,
+// fp16, full recompute, the reductions overlapped.
+Strategy TableTwoZeroThree() {
+  Strategy s;
+  s.dp = 768;
+  s.zero_stage = 3;
+  s.micro_batch = 2;
+  s.global_batch = 1536;
+  s.seq_len = 2048;
+  s.dtype = Dtype::kFp16;
+  s.recompute = Recompute::kFull;
+  s.overlap_grad_reduce = true;
+  return s;
+}
+
 // DeepSpeed's ZeRO-3 of 2021 (hardware/frameworks/deepspeed-zero3-2021.json) on GPT-3 175B over
 // 96 DGX A100 nodes, dp 768, full recompute, worked from its file and the model:
 // - a gather per linear weight: 4 x 96 = 384 a pass, each issued in 11.1 us x 768 ranks;
@@ -149,19 +172,10 @@ TEST(Parallelism, MegatronsAsynchronousBackwardHidesCollectivesAndSlowsTheGemmsB
 //   each held in 768 slices: 591360 copies of 13.3 us after the step, 7.865 s.
 TEST(Parallelism, DeepSpeedZeroThreeFetchesEachWeightAsItsCodeDoes) {
   Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 96);
-  Result<FrameworkProfile> deepspeed =
-      LoadFrameworkProfile(Shipped("hardware/frameworks/deepspeed-zero3-2021.json"));
-  ASSERT_TRUE(deepspeed.ok()) << deepspeed.status().message();
-  Strategy s;
-  s.dp = 768;
-  s.zero_stage = 3;
-  s.micro_batch = 2;
-  s.global_batch = 1536;
-  s.seq_len = 2048;
-  s.dtype = Dtype::kFp16;
-  s.recompute = Recompute::kFull;
+  const FrameworkProfile deepspeed = ShippedFrameworkProfile("deepspeed-zero3-2021");
+  Strategy s = TableTwoZeroThree();
   SimulationOptions options;
-  options.framework = *deepspeed;
+  options.framework = deepspeed;
   Result<PreparedStep> step = PrepareTrainingStep(in.model, in.cluster, s, options);
   ASSERT_TRUE(step.ok()) << step.status().message();
   const ZeroThreeConfig& z = step->config.zero3;
@@ -186,17 +200,51 @@ TEST(Parallelism, DeepSpeedZeroThreeFetchesEachWeightAsItsCodeDoes) {
   ASSERT_TRUE(large.ok()) << large.status().message();
   EXPECT_NEAR(large->config.zero3.unprefetched_share, 8.0 / 12.0, 0.03);
   // Without the framework's zero3 object: loom's overlapped per-layer gathers.
-  FrameworkProfile plain = *deepspeed;
+  FrameworkProfile plain = deepspeed;
   plain.zero3.reset();
   options.framework = plain;
-  s.dp = 768;
-  s.micro_batch = 2;
-  s.global_batch = 1536;
+  s = TableTwoZeroThree();
   Result<PreparedStep> overlapped = PrepareTrainingStep(in.model, in.cluster, s, options);
   ASSERT_TRUE(overlapped.ok());
   EXPECT_EQ(overlapped->config.zero3.layer_gathers, 96);
   EXPECT_FALSE(overlapped->config.zero3.synchronous_fetch);
   EXPECT_TRUE(overlapped->sharded_basis.empty());
+}
+
+// Later DeepSpeed (hardware/frameworks/megatron-deepspeed-2024.json) on the same job: a gather
+// per weight into a flat buffer, issued without waiting for the GPU, no per-rank host work for it;
+// each gradient sliced per rank before its reduce-scatter; the same re-gathers and prefetch rule;
+// the persistent weights in one flat gather. It runs between loom's overlapped gather a layer and
+// DeepSpeed 2021's synchronous fetch.
+TEST(Parallelism, LaterDeepSpeedFetchesEachWeightWithoutWaitingForTheGpu) {
+  Inputs in = Load("models/gpt3-175b.json", "hardware/clusters/dgx-a100.json", 96);
+  const Strategy s = TableTwoZeroThree();
+  const FrameworkProfile later = ShippedFrameworkProfile("megatron-deepspeed-2024");
+  SimulationOptions options;
+  options.framework = later;
+  Result<PreparedStep> step = PrepareTrainingStep(in.model, in.cluster, s, options);
+  ASSERT_TRUE(step.ok()) << step.status().message();
+  const ZeroThreeConfig& z = step->config.zero3;
+  EXPECT_EQ(z.layer_gathers, 384);
+  EXPECT_FALSE(z.synchronous_fetch);
+  EXPECT_EQ(z.gather_issue_time, SimTime());
+  EXPECT_GT(later.zero3->list_collective_us_per_rank, 0);
+  EXPECT_NEAR(z.reduce_issue_time.ToSeconds(),
+              later.zero3->list_collective_us_per_rank * 768 * 1e-6, 1e-8);
+  EXPECT_NEAR(z.backward_gathers, 1.0 + 8.0 / 12.0, 0.02);
+  EXPECT_EQ(z.post_step_host_time, SimTime());
+  const auto step_s = [&](const FrameworkProfile& f) {
+    options.framework = f;
+    Result<SimulationResult> r = SimulateTrainingStep(in.model, in.cluster, s, options);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? r->step_time_s : 0.0;
+  };
+  FrameworkProfile overlapped = later;
+  overlapped.zero3.reset();
+  const double loom_default = step_s(overlapped), later_s = step_s(later);
+  const double early = step_s(ShippedFrameworkProfile("deepspeed-zero3-2021"));
+  EXPECT_GT(later_s, loom_default);
+  EXPECT_LT(later_s, early);
 }
 
 // ZeRO-3's weight gathers over a DGX A100's NVLink (GPT-3 1.3B on 8 GPUs) run beside the passes

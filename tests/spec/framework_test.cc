@@ -47,7 +47,7 @@ void ExpectEachRefused(const std::string& key, const std::vector<RefusedValue>& 
 
 TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
   for (const char* name : {"megatron-core", "megatron-core-cudagraphs", "megatron-deepspeed",
-                           "pytorch-eager", "deepspeed-zero3-2021"}) {
+                           "pytorch-eager", "deepspeed-zero3-2021", "megatron-deepspeed-2024"}) {
     const std::string path = ShippedFramework(std::string("hardware/frameworks/") + name + ".json");
     Result<FrameworkProfile> p = LoadFrameworkProfile(path);
     ASSERT_TRUE(p.ok()) << p.status().message();
@@ -83,6 +83,7 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
       EXPECT_EQ(again->zero3->synchronous, p->zero3->synchronous);
       EXPECT_EQ(again->zero3->list_collective_us_per_rank, p->zero3->list_collective_us_per_rank);
       EXPECT_EQ(again->zero3->gradient_reduction, p->zero3->gradient_reduction);
+      EXPECT_EQ(again->zero3->list_all_gather, p->zero3->list_all_gather);
       EXPECT_EQ(again->zero3->list_reduce_scatter, p->zero3->list_reduce_scatter);
       EXPECT_EQ(again->zero3->max_reuse_distance, p->zero3->max_reuse_distance);
       EXPECT_EQ(again->zero3->max_live_parameters, p->zero3->max_live_parameters);
