@@ -32,15 +32,13 @@ It writes OUTFILE (default deepspeed_list_collective_host.json): per group size 
 timed loops after 3 untimed ones in each of 5 processes, one intra-op thread, and the median of the
 processes' medians, with the machine and library versions.
 """
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from host_machine import environment, write_json  # noqa: E402
+from host_machine import environment, report_rows, run_children, write_json  # noqa: E402
 
 OUT = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--child" else \
     "deepspeed_list_collective_host.json"
@@ -138,22 +136,14 @@ def measure():
             "persistent_copy_us_per_rank": round(timed(persistent_loop) / ranks_holding * 1e6, 3),
             "coalesced_reduce_scatter_us_per_rank": round(timed(coalesced_slices) / n * 1e6, 3),
         })
-    print(json.dumps({"rows": rows, "torch": torch.__version__,
-                      "intra_op_threads": torch.get_num_threads()}))
+    report_rows(rows, torch)
 
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         measure()
         return
-    runs = []
-    torch_version, threads = None, None
-    for _ in range(REPEATS):
-        child = subprocess.run([sys.executable, __file__, "--child"], check=True,
-                               capture_output=True, text=True)
-        result = json.loads(child.stdout)
-        torch_version, threads = result["torch"], result["intra_op_threads"]
-        runs.append(result["rows"])
+    runs, torch_version, threads = run_children(__file__, REPEATS)
     summary = []
     for i, row in enumerate(runs[0]):
         keys = ("narrow_us_per_rank", "copy_us_per_rank", "persistent_views_us_per_rank",

@@ -22,16 +22,14 @@ and library versions; twice, in two allocator modes:
 Without these settings a process lands in either mode depending on its allocation history (glibc
 raises its mmap threshold after freeing a mapped block), 1-4x apart on the machine measured.
 """
-import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from host_machine import environment, write_json  # noqa: E402
+from host_machine import environment, report_rows, run_children, write_json  # noqa: E402
 
 OUT = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--child" else "megatron_ds_mask_host.json"
 REPEATS = 5
@@ -73,8 +71,7 @@ def measure():
             "builds": len(samples),
             "page_faults_per_build": round(faults / 30, 1),
         })
-    print(json.dumps({"rows": rows, "torch": torch.__version__,
-                      "intra_op_threads": torch.get_num_threads()}))
+    report_rows(rows, torch)
 
 
 def main():
@@ -82,16 +79,8 @@ def main():
         measure()
         return
     modes = {}
-    torch_version, threads = None, None
     for mode, env in MODES.items():
-        runs = []
-        for _ in range(REPEATS):
-            child = subprocess.run([sys.executable, __file__, "--child"],
-                                   env={**os.environ, **env}, check=True, capture_output=True,
-                                   text=True)
-            result = json.loads(child.stdout)
-            torch_version, threads = result["torch"], result["intra_op_threads"]
-            runs.append(result["rows"])
+        runs, torch_version, threads = run_children(__file__, REPEATS, env)
         # Per sequence length, the median of the processes' medians.
         summary = []
         for i, row in enumerate(runs[0]):

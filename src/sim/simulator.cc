@@ -221,6 +221,9 @@ int64_t P2pBytes(const ModelSpec& model, const Strategy& s) {
   return CeilDiv(tokens * model.hidden_size * BytesPerElement(ActivationDtype(s.dtype)), s.tp);
 }
 
+// |t| in milliseconds, for the basis lines of the output.
+std::string Milliseconds(SimTime t) { return Fixed(t.ToSeconds() * 1e3, 3) + " ms"; }
+
 // The host thread of |framework|: its synchronisation points and each stage's optimizer lead: the
 // fixed host time (gradient norm, found-inf, Python) before any optimizer kernel, then as much of
 // the per-layer issue as the GPU's optimizer kernels do not cover; and per virtual stage the
@@ -244,20 +247,19 @@ void SetHost(const FrameworkProfile& framework, const ChunkLayers& layers,
       config.host.microbatch_lead.push_back(ScaledHostTime(
           framework, framework.forward_us_per_op * static_cast<double>(ops) + mask_us));
     }
-    const auto ms = [](SimTime t) { return Fixed(t.ToSeconds() * 1e3, 3) + " ms"; };
     microbatch_basis = framework.file + ": before each micro-batch's forward of a chunk the host " +
                        (mb->sync ? "waits for the GPU, then " : "") + "issues " +
                        std::to_string(mb->batch_ops) + " ops of the batch's input (" +
                        std::to_string(mb->loss_ops) + " more for the loss on the last stage)";
     if (mask_us > 0) {
       microbatch_basis += " and builds the causal mask on the CPU (" +
-                          ms(ScaledHostTime(framework, mask_us)) + " at seq " +
+                          Milliseconds(ScaledHostTime(framework, mask_us)) + " at seq " +
                           std::to_string(strategy.seq_len) + ")";
     }
-    microbatch_basis += ": " + ms(config.host.microbatch_lead.front()) + " a micro-batch";
+    microbatch_basis += ": " + Milliseconds(config.host.microbatch_lead.front()) + " a micro-batch";
     if (schedule.VirtualStages() > 1) {
-      microbatch_basis +=
-          " on the first stage, " + ms(config.host.microbatch_lead.back()) + " on the last";
+      microbatch_basis += " on the first stage, " +
+                          Milliseconds(config.host.microbatch_lead.back()) + " on the last";
     }
   }
   for (int32_t stage = 0; stage < schedule.stages; ++stage) {
@@ -398,18 +400,18 @@ void SetShardedFetch(const FrameworkProfile& framework, const ModelSpec& model,
   }
   config.zero3.post_step_host_time =
       ScaledHostTime(framework, copies * z.persistent_gather_us_per_rank);
-  const auto ms = [](SimTime t) { return Fixed(t.ToSeconds() * 1e3, 3) + " ms"; };
   sharded_basis =
       framework.file + ": ZeRO-3 gathers each of a layer's 4 linear weights by itself (" +
-      ms(config.zero3.layer_gather_time) + " on average)" +
+      Milliseconds(config.zero3.layer_gather_time) + " on average)" +
       (z.synchronous ? ", the host waiting for the GPU around each fetch" : "") +
-      (z.list_all_gather ? ", issuing each in " + ms(config.zero3.gather_issue_time) + " (" +
-                               Fixed(z.list_collective_us_per_rank, 1) + " us for each of " +
+      (z.list_all_gather ? ", issuing each in " + Milliseconds(config.zero3.gather_issue_time) +
+                               " (" + Fixed(z.list_collective_us_per_rank, 1) + " us for each of " +
                                std::to_string(placements.dp.ranks) + " ranks)"
                          : "") +
       "; " + (reduction == CollectiveKind::kAllReduce ? "all-reduces" : "reduce-scatters") +
-      " each weight's gradient (" + ms(config.dp.bucket_time.front()) +
-      (z.list_reduce_scatter ? ", issued in " + ms(config.zero3.reduce_issue_time) : "") + ")" +
+      " each weight's gradient (" + Milliseconds(config.dp.bucket_time.front()) +
+      (z.list_reduce_scatter ? ", issued in " + Milliseconds(config.zero3.reduce_issue_time) : "") +
+      ")" +
       (config.zero3.backward_gathers > 1.0
            ? "; the backward gathers " + Fixed(config.zero3.backward_gathers, 2) +
                  " times the weights (stage3_max_reuse_distance " +
@@ -423,7 +425,7 @@ void SetShardedFetch(const FrameworkProfile& framework, const ModelSpec& model,
       (config.zero3.post_step_host_time > SimTime()
            ? "; after the step the host gathers the persistent weights (under " +
                  std::to_string(z.persistence_threshold) +
-                 " parameters) slice by slice: " + ms(config.zero3.post_step_host_time)
+                 " parameters) slice by slice: " + Milliseconds(config.zero3.post_step_host_time)
            : "");
 }
 

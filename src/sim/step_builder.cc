@@ -100,7 +100,6 @@ void Builder::AddRank(int32_t rank) {
   if (config_.host.enabled) step_.host_stream.push_back(g.AddStream(rank, "host"));
   gather_users_.emplace_back();
   last_issue_.push_back(kNone);
-  last_segment_end_.push_back(kNone);
 }
 
 // Adds the channels of the rank's ports on the fabrics the config uses, and the routes of its
@@ -320,7 +319,6 @@ PassTasks Builder::AddSegmentedPass(int32_t rank, NameId name, TaskWork work, co
       step_.graph.AddMemoryEvent(part.last, MemoryPhase::kAtEnd, step_.gathered_weights,
                                  -config_.zero3.layer_gather_bytes);
       gather_users_[rank].push_back(part.last);
-      last_segment_end_[rank] = part.last;
     }
     if (whole.first == kNone) whole.first = part.first;
     whole.last = part.last;

@@ -109,6 +109,7 @@ class Builder {
 
   // ZeRO-3's layer gathers and ZeRO-Offload's copies and CPU step (step_builder_zero3.cc).
   TaskId AddLayerGather(int32_t rank, Pass pass);
+  PassTasks AddWeightGather(int32_t rank, SimTime duration, TaskId rest_after);
   TaskId AddSynchronousFetch(int32_t rank, Pass pass);
   TaskId AddFetchIssue(int32_t rank, SimTime duration, Pass pass);
   TaskId OffloadBucket(int32_t rank, SimTime slice, TaskId reduction);
@@ -129,10 +130,10 @@ class Builder {
   // Per rank: the segments that used each gathered layer so far (ZeRO-3), and the all-gather of
   // each chunk's weights at the start of the step (--overlap-param-gather).
   std::vector<std::vector<TaskId>> gather_users_;
-  // Per rank, with a synchronous fetch: the host's latest gather issue, and the end of the latest
-  // segment that read gathered weights; per such segment end, the issue after it (which waits for
-  // the segment's gradient reduction).
-  std::vector<TaskId> last_issue_, last_segment_end_;
+  // Per rank, with a synchronous fetch: the host's latest gather issue; and per end of a segment
+  // that read gathered weights (gather_users_), the issue after it (which waits for the segment's
+  // gradient reduction).
+  std::vector<TaskId> last_issue_;
   std::unordered_map<TaskId, TaskId> issue_after_;
   std::vector<std::vector<std::vector<TaskId>>> start_gathers_;  // per rank, chunk, bucket
   NameId ring_name_ = kEmptyName, param_gather_name_ = kEmptyName, fetch_name_ = kEmptyName,

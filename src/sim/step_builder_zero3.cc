@@ -10,28 +10,49 @@ SimTime Scaled(SimTime t, double times) {
 
 }  // namespace
 
-// A ZeRO-3 layer gather on the rank's gather stream; it holds the layer's weights from its start
-// until the segment that uses it ends. A backward's gather takes backward_gathers times as long;
-// the unprefetched share of it runs only once the segment before has ended; with the host thread,
-// the host issues it first (gather_issue_time, and in a backward the previous segment's reduction,
-// reduce_issue_time), without waiting for the GPU.
-TaskId Builder::AddLayerGather(int32_t rank, Pass pass) {
+// The gather of one segment's weights on the rank's gather stream, |duration| in all; it holds the
+// weights from its start until the segment that uses it ends. The unprefetched share of it
+// (ZeroThreeConfig::unprefetched_share) runs as a second task after |rest_after| (when given).
+// Returns the first task and the one the segment waits for.
+PassTasks Builder::AddWeightGather(int32_t rank, SimTime duration, TaskId rest_after) {
   const ZeroThreeConfig& z = config_.zero3;
-  const bool backward = pass != Pass::kF;
-  const SimTime whole = Scaled(z.layer_gather_time, backward ? z.backward_gathers : 1.0);
-  const SimTime blocking = Scaled(whole, z.unprefetched_share);
+  const SimTime blocking = Scaled(duration, z.unprefetched_share);
   Task gather{.stream = gather_stream_[rank],
-              .duration = whole - blocking,
+              .duration = duration - blocking,
               .name = param_gather_name_,
               .category = step_.dp_category,
               .alloc_at_start_bytes = z.layer_gather_bytes,
               .pool = step_.gathered_weights,
               .route = DuplexRoute(rank, config_.fabrics.dp)};
-  const TaskId id = Add(gather, {WorkKind::kLayerGather});
+  PassTasks tasks;
+  tasks.first = tasks.last = Add(gather, {WorkKind::kLayerGather});
+  if (blocking <= SimTime()) return tasks;
+  // What could not be prefetched is gathered once the segment before has ended.
+  tasks.last = Add({.stream = gather_stream_[rank],
+                    .duration = blocking,
+                    .name = param_gather_name_,
+                    .category = step_.dp_category,
+                    .route = DuplexRoute(rank, config_.fabrics.dp)},
+                   {WorkKind::kLayerGather});
+  if (rest_after != kNone) step_.graph.AddDependency(rest_after, tasks.last);
+  return tasks;
+}
+
+// A ZeRO-3 layer gather, one segment ahead (AddWeightGather). A backward's gather takes
+// backward_gathers times as long; with the host thread, the host issues it first
+// (gather_issue_time, and in a backward the previous segment's reduction, reduce_issue_time),
+// without waiting for the GPU.
+TaskId Builder::AddLayerGather(int32_t rank, Pass pass) {
+  const ZeroThreeConfig& z = config_.zero3;
+  const bool backward = pass != Pass::kF;
+  const double times = backward ? z.backward_gathers : 1.0;
   const std::vector<TaskId>& users = gather_users_[rank];
+  const PassTasks gather = AddWeightGather(rank, Scaled(z.layer_gather_time, times),
+                                           users.empty() ? kNone : users.back());
+  const TaskId id = gather.first;
   if (users.size() >= 2) step_.graph.AddDependency(users[users.size() - 2], id);
-  const SimTime issue_time = Scaled(z.gather_issue_time, backward ? z.backward_gathers : 1.0) +
-                             (backward ? z.reduce_issue_time : SimTime());
+  const SimTime issue_time =
+      Scaled(z.gather_issue_time, times) + (backward ? z.reduce_issue_time : SimTime());
   if (config_.host.enabled && issue_time > SimTime()) {
     step_.graph.AddDependency(AddFetchIssue(rank, issue_time, pass), id);
   }
@@ -44,16 +65,7 @@ TaskId Builder::AddLayerGather(int32_t rank, Pass pass) {
     if (users.size() >= 2) step_.graph.AddDependency(users[users.size() - 2], fetched);
     step_.graph.AddDependency(fetched, id);
   }
-  if (blocking <= SimTime()) return id;
-  // What could not be prefetched is gathered once the segment before has ended.
-  const TaskId rest = Add({.stream = gather_stream_[rank],
-                           .duration = blocking,
-                           .name = param_gather_name_,
-                           .category = step_.dp_category,
-                           .route = DuplexRoute(rank, config_.fabrics.dp)},
-                          {WorkKind::kLayerGather});
-  if (!users.empty()) step_.graph.AddDependency(users.back(), rest);
-  return rest;
+  return gather.last;
 }
 
 // ZeroThreeConfig::synchronous_fetch: the gather a segment waits for, issued by the host after
@@ -65,40 +77,20 @@ TaskId Builder::AddSynchronousFetch(int32_t rank, Pass pass) {
   const ZeroThreeConfig& z = config_.zero3;
   const bool backward = pass != Pass::kF;
   const double times = backward ? z.backward_gathers : 1.0;
-  const auto scaled = [times](SimTime t) { return Scaled(t, times); };
   TaskId issued_by = last_issue_[rank];
-  if (issued_by == kNone) issued_by = AddFetchIssue(rank, scaled(z.gather_issue_time), pass);
-  Task gather{.stream = gather_stream_[rank],
-              .duration = scaled(z.layer_gather_time),
-              .name = param_gather_name_,
-              .category = step_.dp_category,
-              .alloc_at_start_bytes = z.layer_gather_bytes,
-              .pool = step_.gathered_weights,
-              .route = DuplexRoute(rank, config_.fabrics.dp)};
-  const SimTime whole = scaled(z.layer_gather_time);
-  const SimTime blocking = Scaled(whole, z.unprefetched_share);
-  gather.duration = whole - blocking;
-  const TaskId id = Add(gather, {WorkKind::kLayerGather});
-  g.AddDependency(issued_by, id);
-  TaskId fetched = id;
-  if (blocking > SimTime()) {
-    // What could not be prefetched is gathered once the segment before has ended.
-    fetched = Add({.stream = gather_stream_[rank],
-                   .duration = blocking,
-                   .name = param_gather_name_,
-                   .category = step_.dp_category,
-                   .route = DuplexRoute(rank, config_.fabrics.dp)},
-                  {WorkKind::kLayerGather});
-    if (latest_pass_[rank] != kNone) g.AddDependency(latest_pass_[rank], fetched);
-  }
+  if (issued_by == kNone) issued_by = AddFetchIssue(rank, Scaled(z.gather_issue_time, times), pass);
+  const PassTasks gather =
+      AddWeightGather(rank, Scaled(z.layer_gather_time, times), latest_pass_[rank]);
+  g.AddDependency(issued_by, gather.first);
   const TaskId issue = AddFetchIssue(
-      rank, scaled(z.gather_issue_time) + (backward ? z.reduce_issue_time : SimTime()), pass);
-  g.AddDependency(fetched, issue);
+      rank, Scaled(z.gather_issue_time, times) + (backward ? z.reduce_issue_time : SimTime()),
+      pass);
+  g.AddDependency(gather.last, issue);
   if (latest_pass_[rank] != kNone) g.AddDependency(latest_pass_[rank], issue);
   if (pending_tp_[rank] != kNone) g.AddDependency(pending_tp_[rank], issue);
-  if (last_segment_end_[rank] != kNone) issue_after_[last_segment_end_[rank]] = issue;
+  if (!gather_users_[rank].empty()) issue_after_[gather_users_[rank].back()] = issue;
   last_issue_[rank] = issue;
-  return id;
+  return gather.first;
 }
 
 // The host's issue of a synchronous gather (and reduction): host time, on the host stream.

@@ -120,25 +120,18 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
     ShardedFetch f;
     f.synchronous = RequiredBool(z, "synchronous_fetch");
     f.list_collective_us_per_rank = NonNegative(z, "list_collective_us_per_rank");
-    const std::string reduction = z.OneOf("gradient_reduction", {"reduce_scatter", "all_reduce"});
-    f.gradient_reduction = reduction == "all_reduce" ? ShardedFetch::Reduction::kAllReduce
-                                                     : ShardedFetch::Reduction::kReduceScatter;
+    f.gradient_reduction = ReadEnum(z, "gradient_reduction", ShardedFetch::kReductionNames);
     f.list_all_gather = z.OptionalBool("list_all_gather").value_or(true);
     f.list_reduce_scatter = z.OptionalBool("list_reduce_scatter").value_or(false);
-    if (f.list_reduce_scatter && reduction == "all_reduce") {
+    if (f.list_reduce_scatter && f.gradient_reduction == ShardedFetch::Reduction::kAllReduce) {
       z.AddError("list_reduce_scatter",
                  "is true with gradient_reduction \"all_reduce\"; set gradient_reduction to "
                  "\"reduce_scatter\" or remove list_reduce_scatter");
     }
-    f.max_reuse_distance = z.Has("max_reuse_distance")
-                               ? z.Int("max_reuse_distance", {0, int64_t{1} << 50})
-                               : int64_t{0};
-    f.max_live_parameters = z.Has("max_live_parameters")
-                                ? z.Int("max_live_parameters", {0, int64_t{1} << 50})
-                                : int64_t{0};
-    f.persistence_threshold = z.Has("persistence_threshold")
-                                  ? z.Int("persistence_threshold", {0, int64_t{1} << 40})
-                                  : int64_t{0};
+    f.max_reuse_distance = z.OptionalInt("max_reuse_distance", {0, int64_t{1} << 50}).value_or(0);
+    f.max_live_parameters = z.OptionalInt("max_live_parameters", {0, int64_t{1} << 50}).value_or(0);
+    f.persistence_threshold =
+        z.OptionalInt("persistence_threshold", {0, int64_t{1} << 40}).value_or(0);
     f.persistent_gather_us_per_rank =
         z.OptionalNonNegativeNumber("persistent_gather_us_per_rank", {0, 1e6}).value_or(0.0);
     if (f.persistent_gather_us_per_rank > 0 && f.persistence_threshold == 0) {
@@ -247,9 +240,7 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
     nlohmann::ordered_json zero3;
     zero3["synchronous_fetch"] = z->synchronous;
     zero3["list_collective_us_per_rank"] = z->list_collective_us_per_rank;
-    zero3["gradient_reduction"] = z->gradient_reduction == ShardedFetch::Reduction::kAllReduce
-                                      ? "all_reduce"
-                                      : "reduce_scatter";
+    zero3["gradient_reduction"] = ShardedFetch::kReductionNames.Name(z->gradient_reduction);
     zero3["list_all_gather"] = z->list_all_gather;
     zero3["list_reduce_scatter"] = z->list_reduce_scatter;
     zero3["max_reuse_distance"] = z->max_reuse_distance;

@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/attention_family.h"
+#include "core/enum_names.h"
 #include "core/status.h"
 #include "spec/cluster.h"
 
@@ -88,6 +89,10 @@ struct ShardedFetch {
   // list_reduce_scatter), or an all-reduce of a flattened bucket (DeepSpeed's
   // buffered_reduce_fallback, taken when contiguous_gradients is off, ZeRO-3's default).
   enum class Reduction { kReduceScatter, kAllReduce };
+  static constexpr EnumNames<Reduction, 2> kReductionNames{{{
+      {Reduction::kReduceScatter, "reduce_scatter"},
+      {Reduction::kAllReduce, "all_reduce"},
+  }}};
   Reduction gradient_reduction = Reduction::kReduceScatter;
   bool list_reduce_scatter = false;
   // stage3_max_reuse_distance, in parameters: after the recomputed forward, a weight whose

@@ -84,12 +84,9 @@ TEST(ParallelismGraph, ParamGatherOverlapRunsBucketsUnderTheForward) {
   EXPECT_TRUE(RunsBesideCompute(overlapped.step, overlapped.timeline, overlapped.step.dp_category));
 }
 
-// ZeRO-3 with two layers, m = 1: gathers of 1 ms, F 2 ms (1 per layer), BW 4 ms (2 per layer),
-// reduce-scatters of 1 ms per layer. Gathers G0 0..1, G1 1..2; F layers 1..2, 2..3; the backward's
-// G2 may start once F layer 0 freed its weights (2): 2..3; G3 once F layer 1 did (3): 3..4; BW
-// layers 3..5 and 5..7; reduce-scatters 5..6 and 7..8: step 8 ms. At most two layers' weights
-// are gathered at once.
-TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
+// ZeRO-3 over two layers of 1,000 bytes, each gathered in 1 ms and its gradients reduced in 1 ms
+// after every micro-batch.
+StepGraphConfig ZeroThreeTwoLayers() {
   StepGraphConfig config = OneStage();
   config.dp.buckets = {2};
   config.dp.bucket_time = {Ms(1)};
@@ -97,7 +94,16 @@ TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
   config.zero3.layer_gathers = 2;
   config.zero3.layer_gather_time = Ms(1);
   config.zero3.layer_gather_bytes = 1000;
-  StepRun run = BuildAndRun(1, Chunk(2, 2, 2), config);
+  return config;
+}
+
+// ZeRO-3 with two layers, m = 1: gathers of 1 ms, F 2 ms (1 per layer), BW 4 ms (2 per layer),
+// reduce-scatters of 1 ms per layer. Gathers G0 0..1, G1 1..2; F layers 1..2, 2..3; the backward's
+// G2 may start once F layer 0 freed its weights (2): 2..3; G3 once F layer 1 did (3): 3..4; BW
+// layers 3..5 and 5..7; reduce-scatters 5..6 and 7..8: step 8 ms. At most two layers' weights
+// are gathered at once.
+TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
+  StepRun run = BuildAndRun(1, Chunk(2, 2, 2), ZeroThreeTwoLayers());
   EXPECT_EQ(run.timeline.makespan, Ms(8));
   Result<MemoryReport> memory = TrackMemory(run.step.graph, run.timeline, {});
   ASSERT_TRUE(memory.ok());
@@ -106,17 +112,10 @@ TEST(ParallelismGraph, ZeroThreeGathersEachLayerOneAheadAndFreesIt) {
   EXPECT_TRUE(RunsBesideCompute(run.step, run.timeline, run.step.dp_category));
 }
 
-// Two layers gathered in 1 ms each and reduced in 1 ms each, fetched synchronously: each gather
-// issued by the host in 0.5 ms, a backward's issue 0.25 ms more; the host thread on, issuing the
-// passes at no cost.
+// ZeroThreeTwoLayers fetched synchronously: each gather issued by the host in 0.5 ms, a
+// backward's issue 0.25 ms more; the host thread on, issuing the passes at no cost.
 StepGraphConfig SynchronousZeroThree() {
-  StepGraphConfig config = OneStage();
-  config.dp.buckets = {2};
-  config.dp.bucket_time = {Ms(1)};
-  config.dp.reduce_every_micro_batch = true;
-  config.zero3.layer_gathers = 2;
-  config.zero3.layer_gather_time = Ms(1);
-  config.zero3.layer_gather_bytes = 1000;
+  StepGraphConfig config = ZeroThreeTwoLayers();
   config.zero3.synchronous_fetch = true;
   config.zero3.gather_issue_time = Ms(0.5);
   config.zero3.reduce_issue_time = Ms(0.25);

@@ -34,3 +34,29 @@ def write_json(path, result):
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
+
+
+def report_rows(rows, torch):
+    """In a child process: |rows| and the PyTorch it ran, as one JSON line on stdout."""
+    import json
+    print(json.dumps({"rows": rows, "torch": torch.__version__,
+                      "intra_op_threads": torch.get_num_threads()}))
+
+
+def run_children(script, repeats, env=None):
+    """Runs |script| --child |repeats| times, each a fresh process (with |env| added to the
+    environment), and returns each one's rows (report_rows), the PyTorch version and its intra-op
+    threads."""
+    import json
+    import os
+    import subprocess
+    import sys
+    runs, torch_version, threads = [], None, None
+    for _ in range(repeats):
+        child = subprocess.run([sys.executable, script, "--child"],
+                               env={**os.environ, **(env or {})}, check=True,
+                               capture_output=True, text=True)
+        result = json.loads(child.stdout)
+        torch_version, threads = result["torch"], result["intra_op_threads"]
+        runs.append(result["rows"])
+    return runs, torch_version, threads
