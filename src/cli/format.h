@@ -23,10 +23,11 @@ inline constexpr const char* kDeepSpeedFramework = "megatron-deepspeed-2024";
 inline constexpr const char* kFrameworkHelp =
     "Training framework whose host thread issues the GPU's work (hardware/frameworks/): its host "
     "time per op, CUDA graphs, its training script's work per micro-batch, where it waits for the "
-    "GPU, which tensor-parallel collectives it runs beside its GEMMs and how it runs ZeRO-3. A "
-    "name in hardware/frameworks/ (megatron-core, megatron-core-cudagraphs, megatron-deepspeed, "
-    "megatron-deepspeed-2024, pytorch-eager, deepspeed-zero3-2021), a framework file, or none (the "
-    "GPU is always fed and every collective blocks)";
+    "GPU, which tensor-parallel collectives it runs beside its GEMMs, how it runs ZeRO-3 and which "
+    "kernels its modules add around each layer. A name in hardware/frameworks/ (megatron-core, "
+    "megatron-core-cudagraphs, megatron-deepspeed, megatron-deepspeed-2024, pytorch-eager, "
+    "deepspeed-zero3-2021, llm-foundry), a framework file, or none (the GPU is always fed and "
+    "every collective blocks)";
 
 // --attention of simulate and plan: fused (the framework's fused kernel on each GPU), flash2,
 // cudnn or triton (that fused kernel), or unfused (Megatron-LM's own core attention).

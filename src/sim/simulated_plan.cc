@@ -21,7 +21,7 @@ Result<PlanFile> MakePlanFile(const ModelSpec& model, const ClusterSpec& cluster
   plan.prediction.peak_memory_bytes = result.peak_memory_bytes;
   plan.step = std::move(result.step);
   // The plan's ops run the fused attention the simulation chose for the cluster's GPU.
-  LayerOpsOptions kernels = options.kernels;
+  LayerOpsOptions kernels = options.Kernels();
   kernels.fused_family = options.AttentionPolicy().For(cluster.gpu).family;
   LOOM_ASSIGN_OR_RETURN(ChunkBlocks blocks, BuildChunkBlocks(model, strategy, kernels));
   plan.workload.predicted = PredictOpTimes(cluster, strategy, blocks);

@@ -429,6 +429,26 @@ void SetShardedFetch(const FrameworkProfile& framework, const ModelSpec& model,
            : "");
 }
 
+// Which of the kernels that |framework|'s modules launch around the layer (its "layer_kernels")
+// this model and attention kernel have, in words; empty when none.
+std::string DescribeModuleKernels(const FrameworkProfile& framework, const ModelSpec& model,
+                                  AttentionKernel attention) {
+  if (!framework.layer_kernels) return "";
+  const ModuleKernels& k = *framework.layer_kernels;
+  std::vector<std::string> parts;
+  if (k.linear_bias_grads &&
+      (model.attention_bias || model.attention_output_bias || model.mlp_bias))
+    parts.push_back("a reduction kernel for each linear's bias gradient");
+  if (k.qkv_split_grad_copy) parts.push_back("a copy of the QKV split's gradients");
+  if (k.attention_unpad && attention == AttentionKernel::kFused)
+    parts.push_back("q, k and v unpadded and the output padded around the attention");
+  if (parts.empty()) return "";
+  std::string text = framework.file + ": its modules add ";
+  for (size_t i = 0; i < parts.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return text + " (in compute above)";
+}
+
 // The mean peak FLOP/s of the step's GPUs in |strategy.dtype|: the one GPU's peak, or with node
 // groups every stage's GPU's peak weighted by its ranks (the same count a stage). MFU and HFU
 // divide by world * this, the sum of every GPU's own peak: a mixed fleet's utilisation is of what
@@ -605,6 +625,10 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
     SetShardedFetch(*options.framework, model, strategy, plan, models, placements, step.config,
                     step.sharded_basis);
   }
+  if (options.framework) {
+    step.layer_kernels_basis =
+        DescribeModuleKernels(*options.framework, model, options.Kernels().attention);
+  }
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;
   return step;
@@ -656,6 +680,7 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
     result.tensor_clock = std::min(result.tensor_clock, c.clock);
   result.microbatch_basis = step.microbatch_basis;
   result.sharded_basis = step.sharded_basis;
+  result.layer_kernels_basis = step.layer_kernels_basis;
   return result;
 }
 

@@ -55,6 +55,7 @@ struct SimulationOptions {
   LayerOpsOptions Kernels() const {
     LayerOpsOptions k = kernels;
     k.tp_backward_overlap = framework && framework->tp_backward_overlap;
+    if (framework && framework->layer_kernels) k.modules = *framework->layer_kernels;
     return k;
   }
 
@@ -130,6 +131,8 @@ struct SimulationResult {
   std::string microbatch_basis;
   // PreparedStep::sharded_basis.
   std::string sharded_basis;
+  // PreparedStep::layer_kernels_basis.
+  std::string layer_kernels_basis;
 
   // The simulated step, for traces.
   StepGraph step;
@@ -162,6 +165,9 @@ struct PreparedStep {
   // How the framework runs ZeRO-3's gathers and reductions and what they cost
   // (FrameworkProfile::zero3); empty when it names nothing or the step is not ZeRO-3.
   std::string sharded_basis;
+  // Which kernels the framework's modules add around each layer (FrameworkProfile::
+  // layer_kernels), in words; empty when none applies.
+  std::string layer_kernels_basis;
 };
 
 // The share of |gpu|'s SMs a pass's hidden tp collectives (PassCost::tp_hidden) hold while they

@@ -169,6 +169,15 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
     p.tp_backward_overlap = RequiredBool(tp, "backward_overlap");
     p.tp_backward_overlap_source = tp.String("source");
   }
+  if (r.Has("layer_kernels")) {
+    JsonReader& k = r.Object("layer_kernels");
+    ModuleKernels m;
+    m.linear_bias_grads = RequiredBool(k, "linear_bias_grads");
+    m.qkv_split_grad_copy = RequiredBool(k, "qkv_split_grad_copy");
+    m.attention_unpad = RequiredBool(k, "attention_unpad");
+    p.layer_kernels_source = k.String("source");
+    p.layer_kernels = m;
+  }
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return p;
 }
@@ -263,6 +272,12 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
   if (p.tp_backward_overlap || !p.tp_backward_overlap_source.empty()) {
     j["tensor_parallel"] = {{"backward_overlap", p.tp_backward_overlap},
                             {"source", p.tp_backward_overlap_source}};
+  }
+  if (const std::optional<ModuleKernels>& k = p.layer_kernels) {
+    j["layer_kernels"] = {{"linear_bias_grads", k->linear_bias_grads},
+                          {"qkv_split_grad_copy", k->qkv_split_grad_copy},
+                          {"attention_unpad", k->attention_unpad},
+                          {"source", p.layer_kernels_source}};
   }
   return j;
 }

@@ -12,6 +12,7 @@
 #include "core/enum_names.h"
 #include "core/status.h"
 #include "spec/cluster.h"
+#include "spec/module_kernels.h"
 
 namespace loom {
 
@@ -158,6 +159,10 @@ struct FrameworkProfile {
   // Megatron-LM before that commit.
   bool tp_backward_overlap = false;
   std::string tp_backward_overlap_source;
+  // The "layer_kernels" object: the kernels the framework's modules launch around loom's layer
+  // (spec/module_kernels.h); optional, nullopt: none, as Megatron-core with Transformer Engine.
+  std::optional<ModuleKernels> layer_kernels;
+  std::string layer_kernels_source;
 };
 
 // The fused-attention family |framework| (nullptr: none) runs on |gpu|, and a line that says why.

@@ -15,6 +15,8 @@ enum class CoreSaves {
   kReplay,            // the recompute replay: what it allocates beyond the kept Q, K and V
 };
 
+constexpr int64_t kIndexBytes = 8;  // an int64 row index, as torch.nonzero gives it
+
 int64_t QkvBytes(const LayerDims& d) { return d.Bytes(d.tokens, d.q_width + 2 * d.kv_width); }
 
 // FlashAttention-2 keeps one fp32 log-sum-exp per query row and head (Dao 2023, Algorithm 1;
@@ -144,9 +146,22 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
       MakeGemm(OpName::kQkvProj, d.Gemm(d.tokens, qkv_width, d.hidden), ColumnInputSavedBytes(d)));
   if (d.unfused && d.attention_bias) f.push_back(ColumnBiasOp(d, OpName::kQkvBias, qkv_width));
   if (d.rope) f.push_back(RotaryOp(d, OpName::kRotary));
+  // FlashAttention's variable-length kernel on unpadded rows (ModuleKernels::attention_unpad):
+  // q, k and v each gathered to the kept rows, which the kernel keeps for backward in place of
+  // the views; the int64 row indices kept for the scatters of backward.
+  const bool unpad = !d.unfused && d.modules.attention_unpad;
+  const int64_t qkv_bytes = QkvBytes(d);
+  const int64_t context = d.Bytes(d.tokens, d.q_width);
+  if (unpad) {
+    f.push_back(
+        MakeMemory(OpName::kAttentionUnpad, {qkv_bytes, qkv_bytes}, d.tokens * kIndexBytes));
+  }
   const bool selective = d.recompute == Recompute::kSelective;
   Append(CoreForward(d, selective ? CoreSaves::kCheckpointInputs : CoreSaves::kAll), &f);
   if (selective) ops.recompute = CoreForward(d, CoreSaves::kReplay);
+  // The output scattered back into a zeroed padded tensor, which the output projection keeps; the
+  // kernel keeps its own unpadded output for its backward.
+  if (unpad) f.push_back(MakeMemory(OpName::kAttentionPad, {context, 2 * context}, context));
   f.push_back(MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, d.q_width),
                        d.Bytes(d.tokens, d.q_width)));
   AppendRowOutputForward(d, OpName::kAttentionOutputReduce, &f);
@@ -156,8 +171,15 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
   if (d.dropout) b.push_back(ResidualGradOp(d, OpName::kAttentionResidualGrad));
   AppendRowOutputBackward(d, OpName::kAttentionOutputGradAllGather, &b);
   b.push_back(MakeGemm(OpName::kOutProjDgrad, d.Gemm(d.tokens, d.q_width, d.hidden)));
+  // The output gradient gathered to the unpadded rows; after the kernel, q's, k's and v's
+  // gradients each scattered into a zeroed padded tensor.
+  if (unpad) b.push_back(MakeMemory(OpName::kAttentionPadGrad, {context, context}));
   AppendCoreBackward(d, &b);
+  if (unpad) b.push_back(MakeMemory(OpName::kAttentionUnpadGrad, {qkv_bytes, 2 * qkv_bytes}));
   if (d.rope) b.push_back(RotaryOp(d, OpName::kRotaryGrad));
+  // The split into q, k and v views: its backward concatenates their gradients.
+  if (d.modules.qkv_split_grad_copy)
+    b.push_back(MakeMemory(OpName::kQkvSplitGrad, {qkv_bytes, qkv_bytes}));
   AppendColumnInputRegather(d, OpName::kAttentionInputRegather, &b);
   b.push_back(MakeGemm(OpName::kQkvProjDgrad, d.Gemm(d.tokens, d.hidden, qkv_width)));
   AppendColumnInputGradReduce(d, OpName::kAttentionInputGradReduce, &b);
@@ -167,10 +189,10 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
       MakeGemm(OpName::kOutProjWgrad, d.Gemm(d.q_width, d.hidden, d.tokens)));
   ops.backward_weight.push_back(
       MakeGemm(OpName::kQkvProjWgrad, d.Gemm(d.hidden, qkv_width, d.tokens)));
-  if (d.unfused && d.attention_output_bias) {
+  if (d.BiasGradKernels() && d.attention_output_bias) {
     ops.backward_weight.push_back(BiasGradOp(d, OpName::kOutProjBgrad, d.tokens_sp, d.hidden));
   }
-  if (d.unfused && d.attention_bias) {
+  if (d.BiasGradKernels() && d.attention_bias) {
     ops.backward_weight.push_back(BiasGradOp(d, OpName::kQkvProjBgrad, d.tokens, qkv_width));
   }
   return ops;

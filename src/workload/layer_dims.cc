@@ -213,6 +213,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
   d.learned_positions = m.position == PositionKind::kLearnedAbsolute;
   d.dropout = o.dropout;
   d.unfused = o.attention == AttentionKernel::kUnfused;
+  d.modules = o.modules;
   d.fused_family = o.fused_family;
   d.causal = o.causal;
   d.attention_bias = m.attention_bias;

@@ -72,6 +72,11 @@ struct LayerDims {
   // Megatron-LM's own layers (AttentionKernel::kUnfused): the unfused core attention, and linear
   // layers that add a column-parallel bias and reduce every bias gradient in kernels of their own.
   bool unfused = false;
+  // LayerOpsOptions::modules: the framework's own module kernels around the layer.
+  ModuleKernels modules{};
+  // Whether every bias gradient is a reduction kernel of its own (Megatron-LM's own linears, or
+  // modules.linear_bias_grads).
+  bool BiasGradKernels() const { return unfused || modules.linear_bias_grads; }
   AttentionFamily fused_family = AttentionFamily::kFlashAttention2;  // LayerOpsOptions'
   bool causal = true;                                                // LayerOpsOptions'
   bool attention_bias = false;         // the model's q, k and v projections have biases

@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "op/op.h"
 #include "spec/model.h"
+#include "spec/module_kernels.h"
 #include "spec/strategy.h"
 
 namespace loom {
@@ -46,6 +47,9 @@ struct LayerOpsOptions {
   // GEMM of the same linear (FrameworkProfile::tp_backward_overlap; TpBackwardPartner says
   // which). The ops are the same either way; costing reads it.
   bool tp_backward_overlap = false;
+  // Kernels the framework's modules launch around the layer (FrameworkProfile::layer_kernels):
+  // bias-gradient reductions, the QKV split's gradient copy, the unpadding around the attention.
+  ModuleKernels modules{};
 };
 
 // The GEMM a collective of the backward runs beside when the framework overlaps them

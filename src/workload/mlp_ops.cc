@@ -52,9 +52,10 @@ LayerOps DenseMlpOps(const LayerDims& d) {
   AppendMlpBackward(d, d.ffn, &ops.backward_input);
   ops.backward_input.push_back(NormGradOp(d, OpName::kPostAttentionNormGrad));
   AppendMlpWeightGrads(d, d.ffn, &ops.backward_weight);
-  if (d.unfused && d.mlp_bias) {
+  if (d.BiasGradKernels() && d.mlp_bias) {
     // The up projection's bias is added in the fused bias-GeLU and the down projection's in the
-    // bias-dropout-add; autograd reduces each one's gradient over the tokens.
+    // bias-dropout-add (or, in eager modules, in their GEMMs); autograd reduces each one's gradient
+    // over the tokens.
     ops.backward_weight.push_back(BiasGradOp(d, OpName::kMlpDownBgrad, d.tokens_sp, d.hidden));
     ops.backward_weight.push_back(BiasGradOp(d, OpName::kMlpUpBgrad, d.tokens, UpWidth(d, d.ffn)));
   }

@@ -282,6 +282,56 @@ TEST(Simulate, AFrameworksZeroThreeIsSimulatedAsItsCodeRunsIt) {
   EXPECT_FALSE(overlapped.contains("zero3_basis"));
 }
 
+// llm-foundry's eager modules add kernels around each layer (bias-gradient reductions, the QKV
+// split's gradient copy, unpadding around FlashAttention-2's variable-length kernel): the same
+// framework file without its "layer_kernels" object gives a shorter step, and the output says
+// which kernels it added.
+TEST(Simulate, AFrameworksModuleKernelsAreCostedAroundEachLayer) {
+  const std::string shipped = Shipped("hardware/frameworks/llm-foundry.json");
+  nlohmann::json profile;
+  std::ifstream(shipped) >> profile;
+  ASSERT_TRUE(profile.contains("layer_kernels"));
+  profile.erase("layer_kernels");
+  const std::string without = ::testing::TempDir() + "llm-foundry-without-layer-kernels.json";
+  std::ofstream(without) << profile.dump(2);
+  const auto step = [](const std::string& framework) {
+    CommandResult r = Loom({"simulate",
+                            "--model",
+                            Shipped("models/gpt3-1.3b.json"),
+                            "--cluster",
+                            Shipped("hardware/clusters/dgx-h100.json"),
+                            "--dp",
+                            "8",
+                            "--zero",
+                            "3",
+                            "--micro-batch",
+                            "4",
+                            "--global-batch",
+                            "32",
+                            "--seq",
+                            "2048",
+                            "--overlap-grad-reduce",
+                            "--overlap-param-gather",
+                            "--grad-accumulation",
+                            "add",
+                            "--framework",
+                            framework,
+                            "--json"});
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return r.code == kExitOk ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  };
+  const nlohmann::json eager = step(shipped), fused = step(without);
+  EXPECT_GT(eager["step_time_s"].get<double>(), fused["step_time_s"].get<double>());
+  EXPECT_GT(eager["breakdown"]["compute_s"].get<double>(),
+            fused["breakdown"]["compute_s"].get<double>());
+  const std::string basis = eager.value("layer_kernels_basis", "");
+  EXPECT_NE(basis.find("llm-foundry.json"), std::string::npos) << basis;
+  EXPECT_NE(basis.find("bias gradient"), std::string::npos) << basis;
+  EXPECT_NE(basis.find("QKV split"), std::string::npos) << basis;
+  EXPECT_NE(basis.find("unpadded"), std::string::npos) << basis;
+  EXPECT_FALSE(fused.contains("layer_kernels_basis"));
+}
+
 TEST(Simulate, HelpNamesEveryShippedFramework) {
   CommandResult r = Loom({"simulate", "--help"});
   ASSERT_EQ(r.code, kExitOk) << r.err;

@@ -20,7 +20,7 @@ std::string Dir(const ReferencePaths& paths) { return paths.tables_dir + "/stept
 // The files the rows use, each read once.
 struct Inputs {
   ClusterSpec selene, vtrain, h100, a100_40gb;
-  FrameworkProfile megatron, megatron_deepspeed, pytorch, deepspeed_zero3;
+  FrameworkProfile megatron, megatron_deepspeed, llm_foundry, deepspeed_zero3;
 };
 
 Result<Inputs> LoadInputs(const ReferencePaths& paths) {
@@ -39,9 +39,9 @@ Result<Inputs> LoadInputs(const ReferencePaths& paths) {
   Result<FrameworkProfile> megatron_deepspeed =
       LoadFrameworkProfile(paths.frameworks_dir + "/megatron-deepspeed.json");
   if (!megatron_deepspeed.ok()) return megatron_deepspeed.status();
-  Result<FrameworkProfile> pytorch =
-      LoadFrameworkProfile(paths.frameworks_dir + "/pytorch-eager.json");
-  if (!pytorch.ok()) return pytorch.status();
+  Result<FrameworkProfile> llm_foundry =
+      LoadFrameworkProfile(paths.frameworks_dir + "/llm-foundry.json");
+  if (!llm_foundry.ok()) return llm_foundry.status();
   Result<FrameworkProfile> deepspeed_zero3 =
       LoadFrameworkProfile(paths.frameworks_dir + "/deepspeed-zero3-2021.json");
   if (!deepspeed_zero3.ok()) return deepspeed_zero3.status();
@@ -51,7 +51,7 @@ Result<Inputs> LoadInputs(const ReferencePaths& paths) {
   in.a100_40gb = *a100_40gb;
   in.megatron = *megatron;
   in.megatron_deepspeed = *megatron_deepspeed;
-  in.pytorch = *pytorch;
+  in.llm_foundry = *llm_foundry;
   in.deepspeed_zero3 = *deepspeed_zero3;
   return in;
 }
@@ -344,15 +344,24 @@ Status LoadZeroBubble(const ReferencePaths& paths, const Inputs& in, Corpus& cor
 
 // llm-foundry's MPT benchmarks (MAPPING.md, "llm-foundry"): Composer with PyTorch FSDP, seconds =
 // global_batch_tokens / tput_tokens_s.
-// The fused attention llm-foundry's benchmark scripts ran for the README section |section|
-// (MAPPING.md): the A100 tables came with b2a43a14 (2023-10-19), whose submit_benchmarks.py
-// defaults
-// --attn_impl triton (llmfoundry/models/layers/flash_attn_triton.py, the Triton port of the first
-// FlashAttention), so they run the Triton family, which the A100 files calibrate. The H100 tables
-// of that commit ran it too, but no benchmark gives the Triton port's rate on an H100: those rows,
-// and the large-scale H100 table (5e85bd62, FlashAttention-2 2.4.2 but for its 13b and 30b rows),
-// keep |framework|'s FlashAttention-2, fitted on the FlashAttention-2 paper's H100 figure.
-FrameworkProfile OfItsScripts(FrameworkProfile framework, const std::string& section) {
+// The attention and linear layers llm-foundry's benchmark scripts ran for the README section
+// |section|, model |size| and |precision| (MAPPING.md). |framework| is llm-foundry.json, the stack
+// of the large-scale H100 table (5e85bd62): attn_impl flash, FlashAttention-2's variable-length
+// kernel on unpadded rows, and nn.Linear. Its 13b and 30b rows, and every other table (b2a43a14,
+// 2023-10-19, whose submit_benchmarks.py defaults --attn_impl triton), ran triton_flash_attn_fn
+// instead: the Triton port of the first FlashAttention on the padded q, k and v views
+// (llmfoundry/models/layers/attention.py at b2a43a14: rearrange only, no unpad_input). The A100
+// files calibrate that port's rate; no benchmark gives it on an H100, so the H100 rows keep
+// FlashAttention-2's as a stand-in. The fp8 rows ran Transformer Engine's Linear (b2a43a14's
+// submit_benchmarks.py sets fc_type te for fp8 on H100), which folds the bias gradient into its
+// kernels.
+FrameworkProfile OfItsScripts(FrameworkProfile framework, const std::string& section,
+                              const std::string& size, const std::string& precision) {
+  const bool flash = section == "h100_bf16_large" && size != "13b" && size != "30b";
+  if (framework.layer_kernels) {
+    if (!flash) framework.layer_kernels->attention_unpad = false;
+    if (precision == "amp_fp8") framework.layer_kernels->linear_bias_grads = false;
+  }
   if (section != "a100_80gb_roce" && section != "a100_40gb_roce") return framework;
   FusedAttentionRule rule;
   rule.family = AttentionFamily::kTriton;
@@ -431,7 +440,7 @@ Status LoadLlmFoundry(const ReferencePaths& paths, const Inputs& in, Corpus& cor
                   s,
                   kernels,
                   static_cast<double>(tokens) / tokens_per_s,
-                  OfItsScripts(in.pytorch, section)};
+                  OfItsScripts(in.llm_foundry, section, size, precision)};
     Add(corpus, source, job, std::move(step));
   }
   return Status::Ok();

@@ -132,6 +132,40 @@ TEST(StepTimeCorpus, StrategiesFollowTheMapping) {
   EXPECT_EQ(p->step.strategy.pp, 12);
 }
 
+// llm-foundry's rows run the layers of the scripts that measured them (MAPPING.md): the large-scale
+// H100 table's attn_impl flash unpads around FlashAttention-2's variable-length kernel but for its
+// 13b and 30b rows (triton, as every other table); every row's nn.Linear reduces its bias gradients
+// in kernels of their own, but the fp8 rows' Transformer Engine Linear; every row splits QKV.
+TEST(StepTimeCorpus, LlmFoundryRowsRunTheKernelsOfTheirScripts) {
+  const std::string source = "mosaicml_llmfoundry_mpt_throughput.csv";
+  struct Expected {
+    std::string row;
+    bool unpad, bias_grads;
+    AttentionFamily family;
+  };
+  for (const Expected& e : std::vector<Expected>{
+           {"MPT-7b h100_80gb amp_bf16, seq 2048, 128 GPUs", true, true,
+            AttentionFamily::kFlashAttention2},
+           {"MPT-13b h100_80gb amp_bf16, seq 2048, 128 GPUs", false, true,
+            AttentionFamily::kFlashAttention2},
+           {"MPT-3b h100_80gb amp_fp8, seq 2048, 8 GPUs", false, false,
+            AttentionFamily::kFlashAttention2},
+           {"MPT-7b a100_40gb bf16, seq 2048, 128 GPUs", false, true, AttentionFamily::kTriton},
+       }) {
+    const CorpusCase* c = Find(source, e.row);
+    ASSERT_NE(c, nullptr) << e.row;
+    ASSERT_TRUE(c->step.framework.has_value()) << e.row;
+    const FrameworkProfile& f = *c->step.framework;
+    EXPECT_EQ(f.name, "llm-foundry") << e.row;
+    ASSERT_TRUE(f.layer_kernels.has_value()) << e.row;
+    EXPECT_EQ(f.layer_kernels->attention_unpad, e.unpad) << e.row;
+    EXPECT_EQ(f.layer_kernels->linear_bias_grads, e.bias_grads) << e.row;
+    EXPECT_TRUE(f.layer_kernels->qkv_split_grad_copy) << e.row;
+    ASSERT_TRUE(f.fused_attention.has_value()) << e.row;
+    EXPECT_EQ(f.fused_attention->family, e.family) << e.row;
+  }
+}
+
 TEST(StepTimeCorpus, ZeroBubbleH2IsRefusedNotDropped) {
   int64_t h2 = 0;
   for (const RefusedRow& r : TheCorpus().refused) {

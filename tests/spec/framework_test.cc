@@ -46,8 +46,9 @@ void ExpectEachRefused(const std::string& key, const std::vector<RefusedValue>& 
 }
 
 TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
-  for (const char* name : {"megatron-core", "megatron-core-cudagraphs", "megatron-deepspeed",
-                           "pytorch-eager", "deepspeed-zero3-2021", "megatron-deepspeed-2024"}) {
+  for (const char* name :
+       {"megatron-core", "megatron-core-cudagraphs", "megatron-deepspeed", "pytorch-eager",
+        "deepspeed-zero3-2021", "megatron-deepspeed-2024", "llm-foundry"}) {
     const std::string path = ShippedFramework(std::string("hardware/frameworks/") + name + ".json");
     Result<FrameworkProfile> p = LoadFrameworkProfile(path);
     ASSERT_TRUE(p.ok()) << p.status().message();
@@ -91,6 +92,13 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
       EXPECT_EQ(again->zero3->persistent_gather_us_per_rank,
                 p->zero3->persistent_gather_us_per_rank);
       EXPECT_EQ(again->zero3->source, p->zero3->source);
+    }
+    ASSERT_EQ(again->layer_kernels.has_value(), p->layer_kernels.has_value()) << name;
+    if (p->layer_kernels) {
+      EXPECT_EQ(again->layer_kernels->linear_bias_grads, p->layer_kernels->linear_bias_grads);
+      EXPECT_EQ(again->layer_kernels->qkv_split_grad_copy, p->layer_kernels->qkv_split_grad_copy);
+      EXPECT_EQ(again->layer_kernels->attention_unpad, p->layer_kernels->attention_unpad);
+      EXPECT_EQ(again->layer_kernels_source, p->layer_kernels_source);
     }
   }
   Result<FrameworkProfile> graphs =
@@ -211,6 +219,40 @@ TEST(Framework, ZeroThreeErrorsNameTheKeyAndTheFix) {
           {R"({"synchronous_fetch": true, "gradient_reduction": "all_reduce", "prefetch": 1)" +
                tail,
            "prefetch"},
+      });
+}
+
+// llm-foundry's MPT runs eager nn.Linear layers, splits the QKV output into views and unpads the
+// rows around FlashAttention-2's variable-length kernel; Megatron-core's file names none of that.
+TEST(Framework, SaysWhichKernelsItsModulesLaunchAroundTheLayer) {
+  Result<FrameworkProfile> foundry =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/llm-foundry.json"));
+  ASSERT_TRUE(foundry.ok()) << foundry.status().message();
+  ASSERT_TRUE(foundry->layer_kernels.has_value());
+  EXPECT_TRUE(foundry->layer_kernels->linear_bias_grads);
+  EXPECT_TRUE(foundry->layer_kernels->qkv_split_grad_copy);
+  EXPECT_TRUE(foundry->layer_kernels->attention_unpad);
+  EXPECT_NE(foundry->layer_kernels_source.find("unpad_input"), std::string::npos);
+  Result<FrameworkProfile> core =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core.json"));
+  ASSERT_TRUE(core.ok());
+  EXPECT_FALSE(core->layer_kernels.has_value());
+}
+
+TEST(Framework, LayerKernelErrorsNameTheKeyAndTheFix) {
+  ExpectEachRefused(
+      "layer_kernels",
+      {
+          {R"({"qkv_split_grad_copy": true, "attention_unpad": false, "source": "s"})",
+           "linear_bias_grads"},
+          {R"({"linear_bias_grads": 1, "qkv_split_grad_copy": true, "attention_unpad": false,
+               "source": "s"})",
+           "linear_bias_grads"},
+          {R"({"linear_bias_grads": true, "qkv_split_grad_copy": true, "attention_unpad": false})",
+           "source"},
+          {R"({"linear_bias_grads": true, "qkv_split_grad_copy": true, "attention_unpad": false,
+               "residual_grad_add": true, "source": "s"})",
+           "residual_grad_add"},
       });
 }
 

@@ -324,6 +324,76 @@ TEST(TransformerLayerOps,
   EXPECT_FALSE(has(plain, "mlp_down.bgrad"));
 }
 
+// Names of a list's ops, in order.
+std::vector<std::string_view> NamesOf(const std::vector<Op>& ops) {
+  std::vector<std::string_view> names;
+  for (const Op& op : ops) names.push_back(OpNameString(op.name));
+  return names;
+}
+
+MemoryShape MemoryOf(const std::vector<Op>& ops, OpName name) {
+  const Op& op = Find(ops, name);
+  const auto* shape = std::get_if<MemoryShape>(&op.shape);
+  return shape ? *shape : MemoryShape{};
+}
+
+TEST(TransformerLayerOps, EagerModulesLaunchTheirBiasGradientsSplitCopyAndUnpadding) {
+  // GPT-3 1.3B (hidden 2048, biases), one GPU, micro-batch 2 of 2048: 4096 tokens; q, k and v
+  // 3 * 2048 wide.
+  const ModelSpec m = Shipped("gpt3-1.3b");
+  const Strategy s = Tp(1, false, 2);
+  const int64_t tokens = 4096, qkv = tokens * 3 * 2048 * 2, context = tokens * 2048 * 2;
+  const LayerOps fused = Build(m, s);
+  LayerOpsOptions eager;
+  eager.modules = {.linear_bias_grads = true, .qkv_split_grad_copy = true, .attention_unpad = true};
+  const LayerOps ops = Build(m, s, eager);
+  // The fused layer's ops stay; the modules' kernels come in their places.
+  EXPECT_EQ(NamesOf(ops.forward), (std::vector<std::string_view>{
+                                      "input_norm", "qkv_proj", "attn_unpad", "flash_attention",
+                                      "attn_pad", "out_proj", "attn_residual", "post_attn_norm",
+                                      "mlp_up", "mlp_act", "mlp_down", "mlp_residual"}));
+  EXPECT_EQ(NamesOf(ops.backward_input),
+            (std::vector<std::string_view>{"mlp_down.dgrad", "mlp_act.grad", "mlp_up.dgrad",
+                                           "post_attn_norm.grad", "out_proj.dgrad", "attn_pad.grad",
+                                           "flash_attention.grad", "attn_unpad.grad",
+                                           "qkv_split.grad", "qkv_proj.dgrad", "input_norm.grad"}));
+  // Unpadding gathers q, k and v (reading and writing each once) and keeps the int64 row indices;
+  // the pad zeroes the padded output and writes the rows into it, and keeps the kernel's own
+  // unpadded output for its backward.
+  EXPECT_EQ(MemoryOf(ops.forward, OpName::kAttentionUnpad).bytes_read, qkv);
+  EXPECT_EQ(MemoryOf(ops.forward, OpName::kAttentionUnpad).bytes_written, qkv);
+  EXPECT_EQ(Find(ops.forward, OpName::kAttentionUnpad).saved_bytes, tokens * 8);
+  EXPECT_EQ(MemoryOf(ops.forward, OpName::kAttentionPad).bytes_written, 2 * context);
+  EXPECT_EQ(Find(ops.forward, OpName::kAttentionPad).saved_bytes, context);
+  // Backward: the output gradient gathered; q's, k's and v's gradients zeroed and scattered; the
+  // split's cat.
+  EXPECT_EQ(MemoryOf(ops.backward_input, OpName::kAttentionPadGrad).bytes_read, context);
+  EXPECT_EQ(MemoryOf(ops.backward_input, OpName::kAttentionUnpadGrad).bytes_written, 2 * qkv);
+  EXPECT_EQ(MemoryOf(ops.backward_input, OpName::kQkvSplitGrad).bytes_read, qkv);
+  EXPECT_EQ(MemoryOf(ops.backward_input, OpName::kQkvSplitGrad).bytes_written, qkv);
+  // Every linear's bias gradient is a reduction over the tokens; the fused layer has none.
+  EXPECT_EQ(NamesOf(fused.backward_weight).size() + 4, NamesOf(ops.backward_weight).size());
+  EXPECT_EQ(MemoryOf(ops.backward_weight, OpName::kQkvProjBgrad).bytes_read, qkv);
+  EXPECT_EQ(MemoryOf(ops.backward_weight, OpName::kMlpUpBgrad).bytes_read, tokens * 8192 * 2);
+  // The modules' kernels add no FLOPs, and the forward keeps the unpadded output besides.
+  EXPECT_EQ(TotalFlops(ops.forward), TotalFlops(fused.forward));
+  EXPECT_EQ(TotalFlops(ops.backward_weight), TotalFlops(fused.backward_weight));
+  // Megatron's own unfused attention has no FlashAttention to unpad for; its bias gradients are
+  // there either way.
+  LayerOpsOptions unfused = eager;
+  unfused.attention = AttentionKernel::kUnfused;
+  const LayerOps own = Build(m, s, unfused);
+  for (std::string_view name : NamesOf(own.forward)) EXPECT_NE(name, "attn_unpad");
+  for (std::string_view name : NamesOf(own.backward_input)) EXPECT_NE(name, "attn_unpad.grad");
+  // Each kernel comes with its own flag alone.
+  LayerOpsOptions split_only;
+  split_only.modules.qkv_split_grad_copy = true;
+  const LayerOps split = Build(m, s, split_only);
+  EXPECT_EQ(NamesOf(split.forward), NamesOf(fused.forward));
+  EXPECT_EQ(NamesOf(split.backward_input).size(), NamesOf(fused.backward_input).size() + 1);
+  EXPECT_EQ(NamesOf(split.backward_weight), NamesOf(fused.backward_weight));
+}
+
 TEST(TransformerLayerOps, ShapesTheFusedSoftmaxCannotTakeAreUnimplementedForTheUnfusedKernel) {
   // Megatron-LM falls back to PyTorch's fp32 softmax beyond 4096 keys, for 32-bit scores, and
   // when micro-batch * heads per rank is not a multiple of 4 (GPT-3 175B at tp 32: 3 heads per

@@ -1,0 +1,33 @@
+#ifndef LOOM_SPEC_MODULE_KERNELS_H_
+#define LOOM_SPEC_MODULE_KERNELS_H_
+
+namespace loom {
+
+// Kernels that a framework's own modules launch around loom's transformer layer
+// (workload/layer_ops.h), whose linear layers fold their biases into the GEMMs and whose fused
+// attention takes Q, K and V as the QKV projection leaves them, as Megatron-core with Transformer
+// Engine runs it. Eager PyTorch modules launch more: the framework file's "layer_kernels" object
+// (FrameworkProfile::layer_kernels) says which.
+struct ModuleKernels {
+  // Each linear layer's bias gradient is a reduction of its output gradient over the tokens, a
+  // kernel of its own: autograd's backward of the bias broadcast in F.linear (addmm), where
+  // Transformer Engine's Linear folds it into the weight-gradient GEMM's epilogue (cuBLASLt's
+  // BGRADB).
+  bool linear_bias_grads = false;
+  // The QKV projection's output is split into q, k and v views (torch.split), whose backward
+  // concatenates their three gradients into one tensor (SplitWithSizesBackward: a cat): a copy of
+  // the tokens x (q + 2 kv) gradient.
+  bool qkv_split_grad_copy = false;
+  // The attention runs FlashAttention's variable-length kernel on unpadded rows: q, k and v are
+  // each gathered to the rows the padding mask keeps (flash_attn.bert_padding.unpad_input:
+  // torch.gather) and the output scattered back into a zeroed padded tensor (pad_input:
+  // torch.zeros then index_put); backward zeroes and scatters each of q's, k's and v's gradients
+  // back (zeros, scatter_) and gathers the output's gradient.
+  bool attention_unpad = false;
+
+  bool Any() const { return linear_bias_grads || qkv_split_grad_copy || attention_unpad; }
+};
+
+}  // namespace loom
+
+#endif  // LOOM_SPEC_MODULE_KERNELS_H_
