@@ -40,14 +40,6 @@ double RooflineComputeModel::GemmHbmBytesPerS() const {
   return gpu_.hbm_bandwidth_GBps * 1e9 * *c.gemm_memory_bandwidth_fraction;
 }
 
-double GemmCastBytes(const GemmShape& gemm) {
-  if (gemm.dtype != Dtype::kFp8) return 0;
-  constexpr double kBytesPerElement = 2.0 + 1.0;  // read bf16, write fp8
-  const double m = static_cast<double>(gemm.m), n = static_cast<double>(gemm.n),
-               k = static_cast<double>(gemm.k);
-  return static_cast<double>(gemm.batch) * (m * k + k * n) * kBytesPerElement;
-}
-
 double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s,
                                 double seconds_per_hbm_byte, bool overlap) {
   if (!gemm.accumulate_fp32) return main_loop_s;
@@ -58,11 +50,7 @@ double WithAccumulatingEpilogue(const GemmShape& gemm, double main_loop_s,
   return main_loop_s + outputs * (kAccumulatorBytes - element_bytes) * seconds_per_hbm_byte;
 }
 
-SimTime RooflineComputeModel::Gemm(const GemmShape& gemm) const {
-  const SimTime kernel = GemmKernel(gemm);
-  if (gemm.dtype != Dtype::kFp8 || kernel == SimTime()) return kernel;
-  return kernel + SimTime::FromSeconds(GemmCastBytes(gemm) / HbmBytesPerS());
-}
+SimTime RooflineComputeModel::Gemm(const GemmShape& gemm) const { return GemmKernel(gemm); }
 
 SimTime RooflineComputeModel::GemmKernel(const GemmShape& gemm) const {
   if (gemm.m <= 0 || gemm.n <= 0 || gemm.k <= 0 || gemm.batch <= 0) return SimTime();

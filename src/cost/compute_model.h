@@ -17,16 +17,6 @@ class ComputeModel {
   virtual SimTime MemoryBound(const MemoryShape& memory) const = 0;
 };
 
-// HBM bytes Transformer Engine moves to cast the operands of |gemm| to fp8 with delayed scaling:
-// per element of A (m x k) and B (k x n) of each of the batch products, read 2 bf16 bytes and write
-// 1 fp8 byte (Micikevicius et al. 2022, "FP8 Formats for Deep Learning", Section 4: per-tensor
-// scaling; TE's cast/cast-transpose kernels). The amax of each tensor is reduced inside the same
-// kernel and the scale comes from the amax history of earlier steps (delayed scaling), so the
-// tensor is read once. 0 for a GEMM not in fp8. An upper bound: TE reuses the cast of a weight
-// over a step's micro-batches and emits fp8 from its fused LayerNorm, which a GemmShape does not
-// record.
-double GemmCastBytes(const GemmShape& gemm);
-
 // Bytes the epilogue of a GEMM with accumulate_fp32 reads and writes per output element: one fp32
 // value each way (Megatron-LM's main_grad, C = A^T B + C).
 inline constexpr double kAccumulatorBytes = 4.0 + 4.0;
@@ -93,9 +83,8 @@ double TensorClock(const GpuSpec& gpu, Dtype dtype, double demand_flops_per_s);
 //   backward recomputes the scores) at the fitted attention efficiency. Either with the same
 //   memory floor. A family without tiles or efficiency is refused before costing
 //   (CostStageChunks).
-// - fp8 GEMM: the kernel above at the fp8 peak and efficiency, preceded by Transformer Engine's
-//   casts of its bf16 operands to fp8 (GemmCastBytes), memory-bound at the achieved HBM bandwidth
-//   (the casts add no per-kernel overhead of their own).
+// - fp8 GEMM: the kernel above at the fp8 peak and efficiency; Transformer Engine's casts of its
+//   bf16 operands to fp8 are memory-bound ops of the workload (workload/fp8_casts.h).
 // - Memory-bound kernels: bytes over the achieved fraction of HBM bandwidth, the row reductions'
 //   own fraction where the calibration has one (MemoryAccess, core/memory_access.h).
 // - Clocks: at a tensor clock below 1 (a step at its power limit, TensorClock) the tensor-core
@@ -113,8 +102,7 @@ class RooflineComputeModel : public ComputeModel {
   explicit RooflineComputeModel(const GpuSpec& gpu, ClockRegime clocks = ClockRegime::kBurst,
                                 double tensor_clock = 1.0);
 
-  // GemmKernel, plus for an fp8 GEMM the casts of its operands: GemmCastBytes over the achieved
-  // HBM bandwidth.
+  // GemmKernel: an fp8 GEMM's casts are ops of their own (workload/fp8_casts.h).
   SimTime Gemm(const GemmShape& gemm) const override;
   // The tensor-core kernel alone, with operands already in |gemm.dtype|: what a GEMM benchmark
   // (cuBLASLt, a profile's GEMM samples) times, and so what a calibration is fitted to.

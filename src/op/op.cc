@@ -146,6 +146,9 @@ constexpr std::pair<OpName, std::string_view> kOpNames[] = {
     {OpName::kHeadInputGradReduce, "head_input_grad_reduce"},
     {OpName::kFinalNormGrad, "final_norm.grad"},
     {OpName::kOutputHeadWgrad, "output_head.wgrad"},
+    {OpName::kFp8Cast, "fp8_cast"},
+    {OpName::kFp8WeightCast, "fp8_weight_cast"},
+    {OpName::kFp8GradCast, "fp8_cast.grad"},
     {OpName::kGradAccumulate, "grad_accumulate"},
 };
 

@@ -213,6 +213,11 @@ enum class OpName : uint8_t {
   kHeadInputGradReduce,
   kFinalNormGrad,
   kOutputHeadWgrad,
+  // Transformer Engine's fp8 casts around a linear's fp8 GEMMs (workload/fp8_casts.h): its input
+  // cast with its transpose, its weight's, and in backward its output gradient's.
+  kFp8Cast,
+  kFp8WeightCast,
+  kFp8GradCast,
   // Gradient accumulation across micro-batches (workload/grad_accumulation.h): the adds of a
   // block's weight gradients into the gradients the optimizer steps on.
   kGradAccumulate,

@@ -175,6 +175,8 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
     m.linear_bias_grads = RequiredBool(k, "linear_bias_grads");
     m.qkv_split_grad_copy = RequiredBool(k, "qkv_split_grad_copy");
     m.attention_unpad = RequiredBool(k, "attention_unpad");
+    m.fp8_weight_cast_every_microbatch =
+        k.OptionalBool("fp8_weight_cast_every_microbatch").value_or(false);
     p.layer_kernels_source = k.String("source");
     p.layer_kernels = m;
   }
@@ -277,6 +279,7 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
     j["layer_kernels"] = {{"linear_bias_grads", k->linear_bias_grads},
                           {"qkv_split_grad_copy", k->qkv_split_grad_copy},
                           {"attention_unpad", k->attention_unpad},
+                          {"fp8_weight_cast_every_microbatch", k->fp8_weight_cast_every_microbatch},
                           {"source", p.layer_kernels_source}};
   }
   return j;

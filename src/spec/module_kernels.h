@@ -24,8 +24,16 @@ struct ModuleKernels {
   // torch.zeros then index_put); backward zeroes and scatters each of q's, k's and v's gradients
   // back (zeros, scatter_) and gathers the output's gradient.
   bool attention_unpad = false;
+  // In fp8, each linear's weight is cast to fp8 with its transpose before every micro-batch's
+  // forward: Transformer Engine's Linear called without is_first_microbatch (te.Linear in place of
+  // nn.Linear), where Megatron-LM passes it and TE reuses the first micro-batch's cast
+  // (workload/fp8_casts.h).
+  bool fp8_weight_cast_every_microbatch = false;
 
-  bool Any() const { return linear_bias_grads || qkv_split_grad_copy || attention_unpad; }
+  bool Any() const {
+    return linear_bias_grads || qkv_split_grad_copy || attention_unpad ||
+           fp8_weight_cast_every_microbatch;
+  }
 };
 
 }  // namespace loom

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "workload/blocks.h"
+#include "workload/fp8_casts.h"
 #include "workload/grad_accumulation.h"
 #include "workload/layer_dims.h"
 #include "workload/model_states.h"
@@ -76,6 +77,8 @@ Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy
   layer.backward_weight = std::move(mlp.backward_weight);
   Append(attention.backward_weight, &layer.backward_weight);
   layer.recompute = std::move(attention.recompute);
+  if (d.gemm_dtype == Dtype::kFp8)
+    AppendFp8Casts(d.modules.fp8_weight_cast_every_microbatch, &layer);
   if (full) ApplyFullRecompute(&layer);
   LOOM_ASSIGN_OR_RETURN(int64_t params, LayerParametersPerRank(model, strategy, options.layer));
   AppendGradAccumulation(strategy, params, &layer);

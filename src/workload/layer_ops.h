@@ -98,7 +98,10 @@ std::span<const OpName> TpBackwardPartners(OpName collective);
 // |strategy.recompute| decides the saved bytes of the forward ops and the recompute list, and
 // |strategy.grad_accumulation| how the W list accumulates the layer's weight gradients
 // (AppendGradAccumulation, workload/grad_accumulation.h, over LayerParametersPerRank).
-// Activations are kept in 2-byte bf16 with fp8, whose GEMMs alone are fp8 (Transformer Engine).
+// Activations are kept in 2-byte bf16 with fp8, whose GEMMs alone are fp8 (Transformer Engine),
+// each linear's with Transformer Engine's casts of its input and its output gradient around them
+// (AppendFp8Casts, workload/fp8_casts.h; also its weight's per micro-batch with
+// ModuleKernels::fp8_weight_cast_every_microbatch).
 // Errors: InvalidArgument for model sizes below 1 or that overflow, for MoE with tp > 1 without
 // sp, and for latent attention sizes below 1; Unimplemented for the unfused kernel with GQA, cp > 1
 // or multi-head latent attention. REQUIRES (and of the builders below):

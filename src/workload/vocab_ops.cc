@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/checked.h"
+#include "workload/fp8_casts.h"
 #include "workload/grad_accumulation.h"
 #include "workload/layer_dims.h"
 #include "workload/layer_ops.h"
@@ -119,6 +120,8 @@ Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy
   const int64_t norm = model.norm == NormKind::kLayerNorm ? 2 * d.hidden : d.hidden;
   const CheckedInt params = CheckedInt(d.vocab) * d.hidden + norm;
   AppendGradAccumulation(strategy, params.get().value_or(INT64_MAX), &ops);
+  // The head's GEMMs run at loom's fp8 like the layers' linears, with their casts.
+  if (d.gemm_dtype == Dtype::kFp8) AppendFp8Casts(d.modules.fp8_weight_cast_every_microbatch, &ops);
   return ops;
 }
 

@@ -232,17 +232,28 @@ TEST(Simulate, TheScriptsWorkPerMicroBatchLengthensAHostBoundStep) {
   EXPECT_FALSE(model_only.contains("microbatch_basis"));
 }
 
+// A copy of the framework file |shipped| without its object |key|, in the test's temporary
+// folder; empty (and a failure) if the file has no |key|.
+std::string FrameworkWithout(const std::string& shipped, const std::string& key) {
+  nlohmann::json profile;
+  std::ifstream(shipped) >> profile;
+  if (!profile.contains(key)) {
+    ADD_FAILURE() << shipped << " has no " << key;
+    return "";
+  }
+  profile.erase(key);
+  const std::string without = ::testing::TempDir() + "framework-without-" + key + ".json";
+  std::ofstream(without) << profile.dump(2);
+  return without;
+}
+
 // DeepSpeed's ZeRO-3 of 2021 fetches each weight synchronously and issues list collectives whose
 // host time grows with the ranks: the same framework file without its "zero3" object (loom's
 // overlapped gather a layer) gives a shorter step; the output says what it modelled.
 TEST(Simulate, AFrameworksZeroThreeIsSimulatedAsItsCodeRunsIt) {
   const std::string shipped = Shipped("hardware/frameworks/deepspeed-zero3-2021.json");
-  nlohmann::json profile;
-  std::ifstream(shipped) >> profile;
-  ASSERT_TRUE(profile.contains("zero3"));
-  profile.erase("zero3");
-  const std::string without = ::testing::TempDir() + "deepspeed-without-zero3.json";
-  std::ofstream(without) << profile.dump(2);
+  const std::string without = FrameworkWithout(shipped, "zero3");
+  ASSERT_FALSE(without.empty());
   const auto step = [](const std::string& framework) {
     CommandResult r = Loom({"simulate",
                             "--model",
@@ -288,12 +299,8 @@ TEST(Simulate, AFrameworksZeroThreeIsSimulatedAsItsCodeRunsIt) {
 // which kernels it added.
 TEST(Simulate, AFrameworksModuleKernelsAreCostedAroundEachLayer) {
   const std::string shipped = Shipped("hardware/frameworks/llm-foundry.json");
-  nlohmann::json profile;
-  std::ifstream(shipped) >> profile;
-  ASSERT_TRUE(profile.contains("layer_kernels"));
-  profile.erase("layer_kernels");
-  const std::string without = ::testing::TempDir() + "llm-foundry-without-layer-kernels.json";
-  std::ofstream(without) << profile.dump(2);
+  const std::string without = FrameworkWithout(shipped, "layer_kernels");
+  ASSERT_FALSE(without.empty());
   const auto step = [](const std::string& framework) {
     CommandResult r = Loom({"simulate",
                             "--model",

@@ -98,6 +98,8 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
       EXPECT_EQ(again->layer_kernels->linear_bias_grads, p->layer_kernels->linear_bias_grads);
       EXPECT_EQ(again->layer_kernels->qkv_split_grad_copy, p->layer_kernels->qkv_split_grad_copy);
       EXPECT_EQ(again->layer_kernels->attention_unpad, p->layer_kernels->attention_unpad);
+      EXPECT_EQ(again->layer_kernels->fp8_weight_cast_every_microbatch,
+                p->layer_kernels->fp8_weight_cast_every_microbatch);
       EXPECT_EQ(again->layer_kernels_source, p->layer_kernels_source);
     }
   }
@@ -232,6 +234,7 @@ TEST(Framework, SaysWhichKernelsItsModulesLaunchAroundTheLayer) {
   EXPECT_TRUE(foundry->layer_kernels->linear_bias_grads);
   EXPECT_TRUE(foundry->layer_kernels->qkv_split_grad_copy);
   EXPECT_TRUE(foundry->layer_kernels->attention_unpad);
+  EXPECT_TRUE(foundry->layer_kernels->fp8_weight_cast_every_microbatch);  // te.Linear, no caching
   EXPECT_NE(foundry->layer_kernels_source.find("unpad_input"), std::string::npos);
   Result<FrameworkProfile> core =
       LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core.json"));
@@ -253,6 +256,9 @@ TEST(Framework, LayerKernelErrorsNameTheKeyAndTheFix) {
           {R"({"linear_bias_grads": true, "qkv_split_grad_copy": true, "attention_unpad": false,
                "residual_grad_add": true, "source": "s"})",
            "residual_grad_add"},
+          {R"({"linear_bias_grads": true, "qkv_split_grad_copy": true, "attention_unpad": false,
+               "fp8_weight_cast_every_microbatch": "yes", "source": "s"})",
+           "fp8_weight_cast_every_microbatch"},
       });
 }
 

@@ -430,6 +430,57 @@ TEST(TransformerLayerOps, FullRecomputeReplaysTheWholeForward) {
   EXPECT_EQ(Collectives(ops.recompute), Collectives(ops.forward));
 }
 
+// Transformer Engine casts each fp8 linear's bf16 input to fp8 with its transpose before the
+// GEMM, and the output gradient likewise before the input-gradient GEMM; the weight too, in every
+// micro-batch, only where the framework's linears are called without is_first_microbatch.
+TEST(TransformerLayerOps, Fp8LinearsCastTheirInputsAndOutputGradients) {
+  // Llama 3 8B (hidden 4096, q 4096 and kv 2 x 1024 wide, SwiGLU 2 x 14336), tp 1, micro-batch 1
+  // of 2048 tokens.
+  const ModelSpec m = Shipped("llama3-8b");
+  Strategy s = Tp(1, false, 1);
+  const int64_t tokens = 2048, h = 4096, qkv = 4096 + 2 * 1024, ffn = 14336;
+  const LayerOps bf16 = Build(m, s);
+  s.dtype = Dtype::kFp8;
+  const LayerOps fp8 = Build(m, s);
+  const auto casts = [](const std::vector<Op>& ops, OpName name) {
+    std::vector<int64_t> read;
+    for (const Op& op : ops) {
+      if (op.name == name) read.push_back(std::get<MemoryShape>(op.shape).bytes_read);
+    }
+    return read;
+  };
+  // One cast before each of the four linears, of its input (2 bytes read and 2 written, the fp8
+  // copy and its transpose), in the order the GEMMs run.
+  EXPECT_EQ(
+      casts(fp8.forward, OpName::kFp8Cast),
+      (std::vector<int64_t>{tokens * h * 2, tokens * h * 2, tokens * h * 2, tokens * ffn * 2}));
+  for (size_t i = 0; i + 1 < fp8.forward.size(); ++i) {
+    if (fp8.forward[i].name == OpName::kFp8Cast) {
+      EXPECT_EQ(fp8.forward[i + 1].kind, OpKind::kGemm);
+    }
+  }
+  // Backward: the output gradient of each linear before its input-gradient GEMM (MLP down first).
+  EXPECT_EQ(casts(fp8.backward_input, OpName::kFp8GradCast),
+            (std::vector<int64_t>{tokens * h * 2, tokens * 2 * ffn * 2, tokens * h * 2,
+                                  tokens * qkv * 2}));
+  EXPECT_EQ(fp8.forward.size(), bf16.forward.size() + 4);
+  EXPECT_EQ(fp8.backward_input.size(), bf16.backward_input.size() + 4);
+  EXPECT_EQ(fp8.backward_weight.size(), bf16.backward_weight.size());
+  EXPECT_TRUE(casts(fp8.forward, OpName::kFp8WeightCast).empty());
+  // Called without is_first_microbatch, every micro-batch casts each weight too.
+  LayerOpsOptions te_linear;
+  te_linear.modules.fp8_weight_cast_every_microbatch = true;
+  const LayerOps per_microbatch = Build(m, s, te_linear);
+  EXPECT_EQ(casts(per_microbatch.forward, OpName::kFp8WeightCast),
+            (std::vector<int64_t>{h * qkv * 2, h * h * 2, h * 2 * ffn * 2, ffn * h * 2}));
+  // Full recompute replays the casts with the forward; bf16 has none.
+  s.recompute = Recompute::kFull;
+  const LayerOps replayed = Build(m, s);
+  EXPECT_EQ(casts(replayed.recompute, OpName::kFp8Cast).size(), 4u);
+  EXPECT_TRUE(casts(bf16.forward, OpName::kFp8Cast).empty());
+  EXPECT_TRUE(casts(bf16.backward_input, OpName::kFp8GradCast).empty());
+}
+
 TEST(EmbeddingOps, VocabParallelLookupIsAllReducedOrReduceScattered) {
   const int64_t hidden_bytes = 2048LL * 8192 * 2;
   Result<LayerOps> plain = BuildEmbeddingOps(Shipped("llama3-70b"), Tp(8, false));
