@@ -432,7 +432,7 @@ void SetShardedFetch(const FrameworkProfile& framework, const ModelSpec& model,
 // Which of the kernels that |framework|'s modules launch around the layer (its "layer_kernels")
 // this model and attention kernel have, in words; empty when none.
 std::string DescribeModuleKernels(const FrameworkProfile& framework, const ModelSpec& model,
-                                  AttentionKernel attention) {
+                                  const Strategy& strategy, AttentionKernel attention) {
   if (!framework.layer_kernels) return "";
   const ModuleKernels& k = *framework.layer_kernels;
   std::vector<std::string> parts;
@@ -442,6 +442,8 @@ std::string DescribeModuleKernels(const FrameworkProfile& framework, const Model
   if (k.qkv_split_grad_copy) parts.push_back("a copy of the QKV split's gradients");
   if (k.attention_unpad && attention == AttentionKernel::kFused)
     parts.push_back("q, k and v unpadded and the output padded around the attention");
+  if (k.fp8_weight_cast_every_microbatch && strategy.dtype == Dtype::kFp8)
+    parts.push_back("each linear's weight cast to fp8 in every micro-batch");
   if (parts.empty()) return "";
   std::string text = framework.file + ": its modules add ";
   for (size_t i = 0; i < parts.size(); ++i)
@@ -627,7 +629,7 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   }
   if (options.framework) {
     step.layer_kernels_basis =
-        DescribeModuleKernels(*options.framework, model, options.Kernels().attention);
+        DescribeModuleKernels(*options.framework, model, strategy, options.Kernels().attention);
   }
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;

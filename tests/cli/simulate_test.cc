@@ -301,7 +301,7 @@ TEST(Simulate, AFrameworksModuleKernelsAreCostedAroundEachLayer) {
   const std::string shipped = Shipped("hardware/frameworks/llm-foundry.json");
   const std::string without = FrameworkWithout(shipped, "layer_kernels");
   ASSERT_FALSE(without.empty());
-  const auto step = [](const std::string& framework) {
+  const auto step = [](const std::string& framework, const std::string& dtype = "bf16") {
     CommandResult r = Loom({"simulate",
                             "--model",
                             Shipped("models/gpt3-1.3b.json"),
@@ -317,6 +317,8 @@ TEST(Simulate, AFrameworksModuleKernelsAreCostedAroundEachLayer) {
                             "32",
                             "--seq",
                             "2048",
+                            "--dtype",
+                            dtype,
                             "--overlap-grad-reduce",
                             "--overlap-param-gather",
                             "--grad-accumulation",
@@ -336,7 +338,14 @@ TEST(Simulate, AFrameworksModuleKernelsAreCostedAroundEachLayer) {
   EXPECT_NE(basis.find("bias gradient"), std::string::npos) << basis;
   EXPECT_NE(basis.find("QKV split"), std::string::npos) << basis;
   EXPECT_NE(basis.find("unpadded"), std::string::npos) << basis;
+  EXPECT_EQ(basis.find("weight cast"), std::string::npos) << basis;  // bf16 casts nothing
   EXPECT_FALSE(fused.contains("layer_kernels_basis"));
+  // In fp8 its te.Linear layers cast each weight in every micro-batch, which the step pays for.
+  const nlohmann::json fp8 = step(shipped, "fp8"), fp8_fused = step(without, "fp8");
+  EXPECT_NE(fp8.value("layer_kernels_basis", "").find("weight cast to fp8 in every micro-batch"),
+            std::string::npos)
+      << fp8.value("layer_kernels_basis", "");
+  EXPECT_GT(fp8["step_time_s"].get<double>(), fp8_fused["step_time_s"].get<double>());
 }
 
 TEST(Simulate, HelpNamesEveryShippedFramework) {
