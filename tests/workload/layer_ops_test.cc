@@ -324,13 +324,6 @@ TEST(TransformerLayerOps,
   EXPECT_FALSE(has(plain, "mlp_down.bgrad"));
 }
 
-// Names of a list's ops, in order.
-std::vector<std::string_view> NamesOf(const std::vector<Op>& ops) {
-  std::vector<std::string_view> names;
-  for (const Op& op : ops) names.push_back(OpNameString(op.name));
-  return names;
-}
-
 MemoryShape MemoryOf(const std::vector<Op>& ops, OpName name) {
   const Op& op = Find(ops, name);
   const auto* shape = std::get_if<MemoryShape>(&op.shape);
@@ -348,15 +341,15 @@ TEST(TransformerLayerOps, EagerModulesLaunchTheirBiasGradientsSplitCopyAndUnpadd
   eager.modules = {.linear_bias_grads = true, .qkv_split_grad_copy = true, .attention_unpad = true};
   const LayerOps ops = Build(m, s, eager);
   // The fused layer's ops stay; the modules' kernels come in their places.
-  EXPECT_EQ(NamesOf(ops.forward), (std::vector<std::string_view>{
-                                      "input_norm", "qkv_proj", "attn_unpad", "flash_attention",
+  EXPECT_EQ(Names(ops.forward),
+            (std::vector<std::string>{"input_norm", "qkv_proj", "attn_unpad", "flash_attention",
                                       "attn_pad", "out_proj", "attn_residual", "post_attn_norm",
                                       "mlp_up", "mlp_act", "mlp_down", "mlp_residual"}));
-  EXPECT_EQ(NamesOf(ops.backward_input),
-            (std::vector<std::string_view>{"mlp_down.dgrad", "mlp_act.grad", "mlp_up.dgrad",
-                                           "post_attn_norm.grad", "out_proj.dgrad", "attn_pad.grad",
-                                           "flash_attention.grad", "attn_unpad.grad",
-                                           "qkv_split.grad", "qkv_proj.dgrad", "input_norm.grad"}));
+  EXPECT_EQ(Names(ops.backward_input),
+            (std::vector<std::string>{"mlp_down.dgrad", "mlp_act.grad", "mlp_up.dgrad",
+                                      "post_attn_norm.grad", "out_proj.dgrad", "attn_pad.grad",
+                                      "flash_attention.grad", "attn_unpad.grad", "qkv_split.grad",
+                                      "qkv_proj.dgrad", "input_norm.grad"}));
   // Unpadding gathers q, k and v (reading and writing each once) and keeps the int64 row indices;
   // the pad zeroes the padded output and writes the rows into it, and keeps the kernel's own
   // unpadded output for its backward.
@@ -372,7 +365,7 @@ TEST(TransformerLayerOps, EagerModulesLaunchTheirBiasGradientsSplitCopyAndUnpadd
   EXPECT_EQ(MemoryOf(ops.backward_input, OpName::kQkvSplitGrad).bytes_read, qkv);
   EXPECT_EQ(MemoryOf(ops.backward_input, OpName::kQkvSplitGrad).bytes_written, qkv);
   // Every linear's bias gradient is a reduction over the tokens; the fused layer has none.
-  EXPECT_EQ(NamesOf(fused.backward_weight).size() + 4, NamesOf(ops.backward_weight).size());
+  EXPECT_EQ(Names(fused.backward_weight).size() + 4, Names(ops.backward_weight).size());
   EXPECT_EQ(MemoryOf(ops.backward_weight, OpName::kQkvProjBgrad).bytes_read, qkv);
   EXPECT_EQ(MemoryOf(ops.backward_weight, OpName::kMlpUpBgrad).bytes_read, tokens * 8192 * 2);
   // The modules' kernels add no FLOPs, and the forward keeps the unpadded output besides.
@@ -383,15 +376,15 @@ TEST(TransformerLayerOps, EagerModulesLaunchTheirBiasGradientsSplitCopyAndUnpadd
   LayerOpsOptions unfused = eager;
   unfused.attention = AttentionKernel::kUnfused;
   const LayerOps own = Build(m, s, unfused);
-  for (std::string_view name : NamesOf(own.forward)) EXPECT_NE(name, "attn_unpad");
-  for (std::string_view name : NamesOf(own.backward_input)) EXPECT_NE(name, "attn_unpad.grad");
+  for (const std::string& name : Names(own.forward)) EXPECT_NE(name, "attn_unpad");
+  for (const std::string& name : Names(own.backward_input)) EXPECT_NE(name, "attn_unpad.grad");
   // Each kernel comes with its own flag alone.
   LayerOpsOptions split_only;
   split_only.modules.qkv_split_grad_copy = true;
   const LayerOps split = Build(m, s, split_only);
-  EXPECT_EQ(NamesOf(split.forward), NamesOf(fused.forward));
-  EXPECT_EQ(NamesOf(split.backward_input).size(), NamesOf(fused.backward_input).size() + 1);
-  EXPECT_EQ(NamesOf(split.backward_weight), NamesOf(fused.backward_weight));
+  EXPECT_EQ(Names(split.forward), Names(fused.forward));
+  EXPECT_EQ(Names(split.backward_input).size(), Names(fused.backward_input).size() + 1);
+  EXPECT_EQ(Names(split.backward_weight), Names(fused.backward_weight));
 }
 
 TEST(TransformerLayerOps, ShapesTheFusedSoftmaxCannotTakeAreUnimplementedForTheUnfusedKernel) {
