@@ -29,11 +29,6 @@ struct ModuleKernels {
   // nn.Linear), where Megatron-LM passes it and TE reuses the first micro-batch's cast
   // (workload/fp8_casts.h).
   bool fp8_weight_cast_every_microbatch = false;
-
-  bool Any() const {
-    return linear_bias_grads || qkv_split_grad_copy || attention_unpad ||
-           fp8_weight_cast_every_microbatch;
-  }
 };
 
 }  // namespace loom

@@ -15,8 +15,6 @@ enum class CoreSaves {
   kReplay,            // the recompute replay: what it allocates beyond the kept Q, K and V
 };
 
-constexpr int64_t kIndexBytes = 8;  // an int64 row index, as torch.nonzero gives it
-
 int64_t QkvBytes(const LayerDims& d) { return d.Bytes(d.tokens, d.q_width + 2 * d.kv_width); }
 
 // FlashAttention-2 keeps one fp32 log-sum-exp per query row and head (Dao 2023, Algorithm 1;
@@ -162,8 +160,7 @@ LayerOps AttentionBlockOps(const LayerDims& d) {
   // The output scattered back into a zeroed padded tensor, which the output projection keeps; the
   // kernel keeps its own unpadded output for its backward.
   if (unpad) f.push_back(MakeMemory(OpName::kAttentionPad, {context, 2 * context}, context));
-  f.push_back(MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, d.q_width),
-                       d.Bytes(d.tokens, d.q_width)));
+  f.push_back(MakeGemm(OpName::kOutProj, d.Gemm(d.tokens, d.hidden, d.q_width), context));
   AppendRowOutputForward(d, OpName::kAttentionOutputReduce, &f);
   f.push_back(ResidualOp(d, OpName::kAttentionResidual));
 

@@ -4,12 +4,14 @@
 #include <variant>
 #include <vector>
 
+#include "core/dtype.h"
 #include "op/op.h"
 
 namespace loom {
 namespace {
 
-constexpr int64_t kBf16Bytes = 2;
+// The activations an fp8 step keeps (ActivationDtype, workload/layer_dims.h).
+constexpr int64_t kBf16Bytes = BytesPerElement(Dtype::kBf16);
 
 // The unfused attention core's batched GEMMs multiply activations, not a linear's weight.
 bool IsAttentionCore(OpName name) {

@@ -16,6 +16,9 @@
 
 namespace loom {
 
+// Bytes of an int64 index, as torch indexes: token and position ids, row indices of a gather.
+inline constexpr int64_t kIndexBytes = 8;
+
 // The sizes of one layer's tensors on one tensor-parallel rank for one micro-batch.
 // The dtype activations are kept and sent in when the model trains in |dtype|: bf16 when the
 // GEMMs run in fp8 (Transformer Engine casts per GEMM; Micikevicius et al. 2022, Section 4), else

@@ -14,12 +14,11 @@
 namespace loom {
 namespace {
 
-constexpr int64_t kTokenIdBytes = 8;  // int64 token and position ids, as torch indexes
 constexpr int64_t kFp32Bytes = 4;
 
 // The embedding reads each token's row and keeps the token ids for the scatter-add of W.
 void AppendEmbeddingForward(const LayerDims& d, std::vector<Op>* f) {
-  const int64_t ids = d.tokens * kTokenIdBytes;
+  const int64_t ids = d.tokens * kIndexBytes;
   const int64_t rows = d.Hidden(d.tokens);
   f->push_back(MakeMemory(OpName::kEmbedding, {ids + rows, rows}, ids));
   if (d.tp > 1) {
@@ -62,7 +61,7 @@ Result<LayerOps> BuildEmbeddingOps(const ModelSpec& model, const Strategy& strat
         MakeCollective(OpName::kEmbeddingGradAllGather,
                        {CollectiveKind::kAllGather, CommGroup::kTp, d.Hidden(d.tokens)}));
   }
-  const int64_t ids = d.tokens * kTokenIdBytes;
+  const int64_t ids = d.tokens * kIndexBytes;
   const int64_t rows = d.Hidden(d.tokens);
   if (d.learned_positions) {
     ops.backward_weight.push_back(MakeMemory(OpName::kPositionEmbeddingWgrad, {rows + ids, rows}));
@@ -100,7 +99,7 @@ Result<LayerOps> BuildOutputOps(const ModelSpec& model, const Strategy& strategy
     f.push_back(MakeCollective(OpName::kCrossEntropySumAllReduce, one_per_token));
   }
   // Keeps the fp32 softmax, the bool target mask and the int64 masked targets.
-  const int64_t ce_saved = logits32 + d.tokens * (1 + kTokenIdBytes);
+  const int64_t ce_saved = logits32 + d.tokens * (1 + kIndexBytes);
   f.push_back(MakeMemory(OpName::kCrossEntropyLoss,
                          {logits32 + 2 * per_token, logits32 + per_token}, ce_saved));
 
