@@ -37,9 +37,9 @@ inline constexpr const char* kAttentionHelp =
     "FlashAttention-2 before it), flash2 (FlashAttention-2, at the GPU file's "
     "attention_tiles_flash2, else its attention_efficiency), cudnn (cuDNN's fused attention, at "
     "its attention_tiles), triton (the Triton port of the first FlashAttention, llm-foundry's "
-    "attn_impl triton, at its attention_tiles_triton; A100 only), or unfused (Megatron-LM's own "
-    "layers without Transformer Engine: its core attention, which keeps the softmax for "
-    "backward, and bias adds and bias gradients as kernels of their own)";
+    "attn_impl triton, at its attention_tiles_triton: the A100, H100 and H200 files), or unfused "
+    "(Megatron-LM's own layers without Transformer Engine: its core attention, which keeps the "
+    "softmax for backward, and bias adds and bias gradients as kernels of their own)";
 inline const std::vector<std::string> kAttentionChoices = {"fused", "flash2", "cudnn", "triton",
                                                            "unfused"};
 

@@ -117,7 +117,8 @@ Result<std::vector<ChunkCost>> CostStageChunks(
             "FlashAttention (" +
             choice.basis + ") on " + gpu.name +
             "; fit it on a benchmark of that kernel (tests/reference/flashattention2_a100_fig4.csv "
-            "is the A100's), or run another family (--attention flash2 or cudnn)");
+            "is the A100's, and the Hopper files carry its ratio to FlashAttention-2 over), or run "
+            "another family (--attention flash2 or cudnn)");
       }
       if (attention_basis != nullptr) attention_basis->push_back(gpu.file + ": " + choice.basis);
     }

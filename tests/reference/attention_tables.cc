@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -302,6 +303,51 @@ Result<AttentionTilePasses> FitAttentionFigureTiles(const ReferencePaths& paths,
     return Status::InvalidArgument(std::string(file) + ": " +
                                    std::string(kAttentionFamilyNames.Name(family)) + ": " +
                                    fit.status().message());
+  }
+  return fit;
+}
+
+Result<std::vector<TransferredBar>> TritonBarsOnH100(const ReferencePaths& paths) {
+  Result<std::vector<FigureBar>> a100 = ReadFigure(paths, kFlashAttentionA100Figure);
+  if (!a100.ok()) return a100.status();
+  Result<std::vector<FigureBar>> h100 = ReadFigure(paths, kFlashAttentionH100Figure);
+  if (!h100.ok()) return h100.status();
+  auto rate = [](const std::vector<FigureBar>& bars, const FigureBar& at,
+                 std::string_view method) -> std::optional<double> {
+    for (const FigureBar& b : bars) {
+      if (b.method == method && b.head_dim == at.head_dim && b.causal == at.causal &&
+          b.seq == at.seq)
+        return b.tflops;
+    }
+    return std::nullopt;
+  };
+  const std::string_view flash2 = MethodOf(AttentionFamily::kFlashAttention2);
+  const std::string_view triton = MethodOf(AttentionFamily::kTriton);
+  std::vector<TransferredBar> out;
+  for (const FigureBar& b : *h100) {
+    if (b.method != flash2) continue;
+    const std::optional<double> a100_flash2 = rate(*a100, b, flash2);
+    const std::optional<double> a100_triton = rate(*a100, b, triton);
+    if (!a100_flash2 || !a100_triton) continue;
+    out.push_back({b.head_dim, b.causal, b.seq, b.tflops * *a100_triton / *a100_flash2});
+  }
+  return out;
+}
+
+Result<AttentionTilePasses> FitTritonTilesOnH100(const ReferencePaths& paths, const GpuSpec& gpu) {
+  Result<std::vector<TransferredBar>> bars = TritonBarsOnH100(paths);
+  if (!bars.ok()) return bars.status();
+  std::vector<AttentionTiming> timings;
+  for (const TransferredBar& b : *bars) {
+    const AttentionShape a = FigureShape(b.head_dim, b.causal, b.seq, AttentionFamily::kTriton);
+    timings.push_back({a, FigureFlops(a) / (b.tflops * 1e12)});
+  }
+  Result<AttentionTilePasses> fit =
+      FitAttentionTilesOverPasses(timings, gpu, BackwardMatmulRatio(AttentionFamily::kTriton));
+  if (!fit.ok()) {
+    return Status::InvalidArgument(
+        std::string(kFlashAttentionH100Figure) + " with " + std::string(kFlashAttentionA100Figure) +
+        "'s Triton-to-FlashAttention-2 ratios: " + fit.status().message());
   }
   return fit;
 }

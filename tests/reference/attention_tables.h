@@ -50,6 +50,28 @@ Result<AttentionTilePasses> FitAttentionFigureTiles(const ReferencePaths& paths,
                                                     std::string_view file, const GpuSpec& gpu,
                                                     AttentionFamily family);
 
+// The Triton port's forward + backward bars on the H100, which no benchmark measured: each
+// FlashAttention-2 bar of Figure 7 times the Triton port's rate over FlashAttention-2's at the same
+// head dimension, mask and sequence on the A100 (Figure 4). Both kernels issue Ampere's mma.sync
+// on Hopper (FlashAttention-2 2.x: Shah et al. 2024, FlashAttention-3, Section 1; the Triton port
+// as llm-foundry ran it, through triton-pre-mlir, the pre-MLIR Triton 2.0.0.dev20221202 that its
+// flash_attn_triton.py was tested with, patched for sm_90: llm-foundry b2a43a14 setup.py), so the
+// assumption is that the port's rate relative to FlashAttention-2 carries over from one GPU to the
+// other. A bar without its three partners (one the A100 figure's legend covers) is left out. In
+// Figure 7's order, with method "flash1_triton". Errors: a missing or malformed table.
+struct TransferredBar {
+  int64_t head_dim = 0;
+  bool causal = false;
+  int64_t seq = 0;
+  double tflops = 0;
+};
+Result<std::vector<TransferredBar>> TritonBarsOnH100(const ReferencePaths& paths);
+
+// The Triton port's tiles on |gpu| (an H100 or its H200 die) fitted on TritonBarsOnH100:
+// FitAttentionTilesOverPasses with BackwardMatmulRatio(kTriton). What the Hopper files'
+// attention_tiles_triton hold. Errors: as TritonBarsOnH100, or a fit the bars do not determine.
+Result<AttentionTilePasses> FitTritonTilesOnH100(const ReferencePaths& paths, const GpuSpec& gpu);
+
 // One table per figure: each bar of a family loom models (FlashAttention-2 on both GPUs, the
 // Triton port on the A100) predicted with the shipped GPU file, in TFLOP/s of the figure's FLOPs;
 // the leave-one-source-out column without the tiles fitted on the figure (attention_efficiency's

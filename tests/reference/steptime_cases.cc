@@ -350,9 +350,11 @@ Status LoadZeroBubble(const ReferencePaths& paths, const Inputs& in, Corpus& cor
 // kernel on unpadded rows, and nn.Linear. Its 13b and 30b rows, and every other table (b2a43a14,
 // 2023-10-19, whose submit_benchmarks.py defaults --attn_impl triton), ran triton_flash_attn_fn
 // instead: the Triton port of the first FlashAttention on the padded q, k and v views
-// (llmfoundry/models/layers/attention.py at b2a43a14: rearrange only, no unpad_input). The A100
-// files calibrate that port's rate; no benchmark gives it on an H100, so the H100 rows keep
-// FlashAttention-2's as a stand-in. The fp8 rows ran Transformer Engine's Linear (b2a43a14's
+// (llmfoundry/models/layers/attention.py at b2a43a14: rearrange only, no unpad_input), compiled by
+// triton-pre-mlir (setup.py at both commits: the pre-MLIR Triton of 2022-12, patched for sm_90),
+// which issues Ampere's mma.sync on Hopper too. The A100 files calibrate that port's rate on the
+// FlashAttention-2 paper's Figure 4; the Hopper files carry it over from there (TritonBarsOnH100,
+// attention_tables.h). The fp8 rows ran Transformer Engine's Linear (b2a43a14's
 // submit_benchmarks.py sets fc_type te for fp8 on H100), which folds the bias gradient into its
 // kernels.
 FrameworkProfile OfItsScripts(FrameworkProfile framework, const std::string& section,
@@ -362,12 +364,17 @@ FrameworkProfile OfItsScripts(FrameworkProfile framework, const std::string& sec
     if (!flash) framework.layer_kernels->attention_unpad = false;
     if (precision == "amp_fp8") framework.layer_kernels->linear_bias_grads = false;
   }
-  if (section != "a100_80gb_roce" && section != "a100_40gb_roce") return framework;
+  if (flash) return framework;
   FusedAttentionRule rule;
   rule.family = AttentionFamily::kTriton;
   rule.source =
-      "mosaicml/llm-foundry b2a43a14 scripts/train/benchmarking/submit_benchmarks.py: "
-      "--attn_impl triton by default (llmfoundry/models/layers/flash_attn_triton.py)";
+      section == "h100_bf16_large"
+          ? "mosaicml/llm-foundry 5e85bd62 scripts/train/yamls/pretrain/mpt-13b.yaml and "
+            "mpt-30b.yaml: attn_impl triton (llmfoundry/models/layers/flash_attn_triton.py, "
+            "through triton-pre-mlir)"
+          : "mosaicml/llm-foundry b2a43a14 scripts/train/benchmarking/submit_benchmarks.py: "
+            "--attn_impl triton by default (llmfoundry/models/layers/flash_attn_triton.py, "
+            "through triton-pre-mlir)";
   framework.fused_attention = rule;
   return framework;
 }

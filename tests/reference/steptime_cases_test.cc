@@ -134,8 +134,9 @@ TEST(StepTimeCorpus, StrategiesFollowTheMapping) {
 
 // llm-foundry's rows run the layers of the scripts that measured them (MAPPING.md): the large-scale
 // H100 table's attn_impl flash unpads around FlashAttention-2's variable-length kernel but for its
-// 13b and 30b rows (triton, as every other table); every row's nn.Linear reduces its bias gradients
-// in kernels of their own, but the fp8 rows' Transformer Engine Linear; every row splits QKV.
+// 13b and 30b rows, which run the Triton port as every other table does, on the H100 too; every
+// row's nn.Linear reduces its bias gradients in kernels of their own, but the fp8 rows' Transformer
+// Engine Linear; every row splits QKV.
 TEST(StepTimeCorpus, LlmFoundryRowsRunTheKernelsOfTheirScripts) {
   const std::string source = "mosaicml_llmfoundry_mpt_throughput.csv";
   struct Expected {
@@ -147,9 +148,9 @@ TEST(StepTimeCorpus, LlmFoundryRowsRunTheKernelsOfTheirScripts) {
            {"MPT-7b h100_80gb amp_bf16, seq 2048, 128 GPUs", true, true,
             AttentionFamily::kFlashAttention2},
            {"MPT-13b h100_80gb amp_bf16, seq 2048, 128 GPUs", false, true,
-            AttentionFamily::kFlashAttention2},
-           {"MPT-3b h100_80gb amp_fp8, seq 2048, 8 GPUs", false, false,
-            AttentionFamily::kFlashAttention2},
+            AttentionFamily::kTriton},
+           {"MPT-3b h100_80gb amp_fp8, seq 2048, 8 GPUs", false, false, AttentionFamily::kTriton},
+           {"MPT-7b h100_80gb amp_bf16, seq 32768, 8 GPUs", false, true, AttentionFamily::kTriton},
            {"MPT-7b a100_40gb bf16, seq 2048, 128 GPUs", false, true, AttentionFamily::kTriton},
        }) {
     const CorpusCase* c = Find(source, e.row);
