@@ -127,13 +127,12 @@ Status LoadVtrain(const ReferencePaths& paths, const Inputs& in, const std::stri
     Result<ModelSpec> model = LegacyGpt(
         {heads, hidden, layers, MegatronPaddedVocab(50257, s.tp), seq}, source + " (" + job + ")");
     if (!model.ok()) return model.status();
-    StepCase step{name,
-                  *model,
-                  WithGpus(multi ? in.vtrain : in.selene, gpus),
-                  s,
-                  MegatronLayerKernels(),
-                  ms / 1e3,
-                  in.megatron_deepspeed};
+    const ClusterSpec cluster = WithGpus(multi ? in.vtrain : in.selene, gpus);
+    // Megatron-DeepSpeed ran tp 16 over two nodes; loom takes it as a user does, with
+    // --allow-cross-node-tp (MAPPING.md, "vTrain").
+    s.allow_cross_node_tp = s.tp > cluster.NvlinkDomainGpus();
+    StepCase step{
+        name, *model, cluster, s, MegatronLayerKernels(), ms / 1e3, in.megatron_deepspeed};
     Add(corpus, source, job, std::move(step));
   }
   return Status::Ok();

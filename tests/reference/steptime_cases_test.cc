@@ -167,6 +167,24 @@ TEST(StepTimeCorpus, LlmFoundryRowsRunTheKernelsOfTheirScripts) {
   }
 }
 
+// vTrain's tp 16 rows span two nodes of 8 GPUs, as Megatron-DeepSpeed ran them: loom takes them
+// as a user does, with --allow-cross-node-tp (MAPPING.md, "vTrain"), so no vTrain row is refused
+// for tensor parallelism across nodes, and the rows within a node keep the rule.
+TEST(StepTimeCorpus, VtrainTensorParallelismAcrossNodesIsACase) {
+  const CorpusCase* tp16 = Find("vtrain_ground_truth_multi.csv",
+                                "h3072 L30 s2048, 64 GPUs, batch 512: tp16 pp1 dp4 mb32");
+  ASSERT_NE(tp16, nullptr);
+  EXPECT_EQ(tp16->step.strategy.tp, 16);
+  EXPECT_TRUE(tp16->step.strategy.allow_cross_node_tp);
+  const CorpusCase* tp8 = Find("vtrain_ground_truth_multi.csv",
+                               "h3072 L30 s2048, 64 GPUs, batch 512: tp8 pp1 dp8 mb32");
+  ASSERT_NE(tp8, nullptr);
+  EXPECT_FALSE(tp8->step.strategy.allow_cross_node_tp);
+  for (const RefusedRow& r : TheCorpus().refused) {
+    EXPECT_EQ(r.reason.find("allow-cross-node-tp"), std::string::npos) << r.row << ": " << r.reason;
+  }
+}
+
 TEST(StepTimeCorpus, ZeroBubbleH2IsRefusedNotDropped) {
   int64_t h2 = 0;
   for (const RefusedRow& r : TheCorpus().refused) {
