@@ -208,6 +208,34 @@ TEST(FidelityTables, SummariesGiveMapeMaxAndBiasForBothColumns) {
   EXPECT_DOUBLE_EQ(loso.bias_pct, 15.0);
 }
 
+// A source measured in parts (llm-foundry's README tables) reports each part's errors apart, in
+// the order the parts first appear, over its predicted rows; a table without parts has none.
+TEST(FidelityTables, PartsSummarizeTheirOwnRows) {
+  FidelityTable table{"t",
+                      "t",
+                      "s",
+                      {{"a", 110, 100, ""},
+                       {"b", 80, 100, ""},
+                       {"c", 0, 100, "rejected"},
+                       {"d", 100, 100, ""},
+                       {"e", 130, 100, ""}}};
+  EXPECT_TRUE(table.ByPart().empty());
+  for (FidelityRow& r : table.rows) r.loso_predicted = r.predicted;
+  table.rows[0].part = table.rows[1].part = table.rows[2].part = "h100";
+  table.rows[3].part = table.rows[4].part = "a100";
+  table.rows[4].loso_predicted = 90;
+  const std::vector<FidelityTable::Part> parts = table.ByPart();
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].name, "h100");
+  EXPECT_EQ(parts[0].rows, 2);
+  EXPECT_DOUBLE_EQ(parts[0].in_sample.mape_pct, 15.0);
+  EXPECT_DOUBLE_EQ(parts[0].in_sample.bias_pct, -5.0);
+  EXPECT_EQ(parts[1].name, "a100");
+  EXPECT_DOUBLE_EQ(parts[1].in_sample.mape_pct, 15.0);
+  EXPECT_DOUBLE_EQ(parts[1].in_sample.bias_pct, 15.0);
+  EXPECT_DOUBLE_EQ(parts[1].loso.bias_pct, -5.0);
+}
+
 // Issue 18: the leave-one-source-out column refits exactly the calibrations fitted on the table's
 // file. No calibration is fitted on a step-time table, so its two columns agree; the nccl-tests
 // tables are the only source of their clusters' values, so without them the model falls back to

@@ -32,7 +32,9 @@ constexpr const char* kUsage =
     "  Compares loom's predictions with the published measurements in tests/reference/.\n"
     "  Per table: in-sample errors (shipped calibrations) and leave-one-source-out errors (every\n"
     "  calibration fitted on the table's file refitted without it); MAPE, max and bias (mean "
-    "signed).\n"
+    "signed),\n"
+    "  and the same for each part of a source measured in parts (llm-foundry's README tables,\n"
+    "  Narayanan Table 2's schemes; the CSV's part column).\n"
     "  --json  print one JSON object (schema loom.fidelity/3; errors as fractions) instead of "
     "tables\n"
     "  --csv   print one CSV row per case instead (table, case, predicted, measured, errors, and\n"
@@ -90,6 +92,16 @@ void PrintTable(const FidelityTable& table, int number, std::ostream& out) {
   } else {
     out << "leave-one-source-out: the same; no calibration is fitted on " << table.source_file
         << "\n";
+  }
+  for (const FidelityTable::Part& part : table.ByPart()) {
+    out << "  part " << part.name << ": MAPE " << part.in_sample.mape_pct << "%, max |error| "
+        << part.in_sample.max_abs_pct << "%, bias " << std::showpos << part.in_sample.bias_pct
+        << std::noshowpos << "% over " << part.rows << " cases";
+    if (table.refitted) {
+      out << "; leave-one-source-out MAPE " << part.loso.mape_pct << "%, bias " << std::showpos
+          << part.loso.bias_pct << std::noshowpos << "%";
+    }
+    out << "\n";
   }
   if (table.site_refitted) {
     const ErrorSummary site = table.LeaveOneSiteOut();
@@ -172,6 +184,20 @@ nlohmann::ordered_json TableJson(const FidelityTable& table) {
   j["loso_median_abs_error"] = Fraction(loso.median_abs_pct);
   if (table.has_ordering) j["ordering"] = OrderingJson(table.ordering);
   j["failed"] = table.Failed();
+  const std::vector<FidelityTable::Part> parts = table.ByPart();
+  if (!parts.empty()) {
+    nlohmann::ordered_json by_part = nlohmann::ordered_json::array();
+    for (const FidelityTable::Part& p : parts) {
+      by_part.push_back({{"part", p.name},
+                         {"rows", p.rows},
+                         {"mape", Fraction(p.in_sample.mape_pct)},
+                         {"max_abs_error", Fraction(p.in_sample.max_abs_pct)},
+                         {"bias", Fraction(p.in_sample.bias_pct)},
+                         {"loso_mape", Fraction(p.loso.mape_pct)},
+                         {"loso_bias", Fraction(p.loso.bias_pct)}});
+    }
+    j["parts"] = by_part;
+  }
   return j;
 }
 

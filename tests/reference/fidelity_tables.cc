@@ -107,6 +107,26 @@ ErrorSummary Summarize(const std::vector<FidelityRow>& rows, Column column) {
 
 }  // namespace
 
+std::vector<FidelityTable::Part> FidelityTable::ByPart() const {
+  std::vector<std::string> names;
+  for (const FidelityRow& r : rows) {
+    if (!r.part.empty() && std::find(names.begin(), names.end(), r.part) == names.end())
+      names.push_back(r.part);
+  }
+  std::vector<Part> parts;
+  for (const std::string& name : names) {
+    std::vector<FidelityRow> of;
+    for (const FidelityRow& r : rows) {
+      if (r.part == name) of.push_back(r);
+    }
+    const int64_t predicted =
+        std::count_if(of.begin(), of.end(), [](const FidelityRow& r) { return r.ok(); });
+    parts.push_back(
+        {name, predicted, Summarize(of, Column::kInSample), Summarize(of, Column::kLoso)});
+  }
+  return parts;
+}
+
 ErrorSummary FidelityTable::InSample() const { return Summarize(rows, Column::kInSample); }
 ErrorSummary FidelityTable::LeaveOneSourceOut() const { return Summarize(rows, Column::kLoso); }
 ErrorSummary FidelityTable::LeaveOneSiteOut() const { return Summarize(rows, Column::kSiteLoso); }

@@ -32,6 +32,9 @@ struct FidelityRow {
   // What the case ran, for plotting residuals against it (`loom_fidelity --csv`): (name, value)
   // pairs, for the rows of a simulated step; empty elsewhere.
   std::vector<std::pair<std::string, std::string>> features = {};
+  // The part of its source the row belongs to (CorpusCase::part), for errors part by part
+  // (FidelityTable::ByPart); empty for a table that is one whole.
+  std::string part = "";
 
   bool ok() const { return error.empty(); }
   // 100 * (predicted - measured) / measured. REQUIRES: ok() and measured != 0.
@@ -81,6 +84,15 @@ struct FidelityTable {
   // Whether the table's rows hold jobs measured several ways, and how loom orders them.
   bool has_ordering = false;
   Ordering ordering = {};
+
+  // The errors of each part of the table (FidelityRow::part), in the order the parts first
+  // appear; empty when no row names a part.
+  struct Part {
+    std::string name;
+    int64_t rows = 0;  // predicted
+    ErrorSummary in_sample, loso;
+  };
+  std::vector<Part> ByPart() const;
 
   int64_t Failed() const;
   ErrorSummary InSample() const;

@@ -76,13 +76,14 @@ void Refuse(Corpus& corpus, const std::string& source, const std::string& row,
 }
 
 // Adds the case, or a refusal when loom's rules refuse its strategy.
-void Add(Corpus& corpus, const std::string& source, const std::string& job, StepCase step) {
+void Add(Corpus& corpus, const std::string& source, const std::string& job, StepCase step,
+         const std::string& part = "") {
   Status valid = ValidateStrategy(step.strategy, step.model, step.cluster);
   if (!valid.ok()) {
     Refuse(corpus, source, step.name, valid.message());
     return;
   }
-  corpus.cases.push_back({std::move(step), source, job});
+  corpus.cases.push_back({std::move(step), source, job, part});
 }
 
 // vTrain's ground truth (MAPPING.md, "vTrain"): Megatron-DeepSpeed (its host thread as
@@ -200,7 +201,7 @@ Status LoadNarayananTable2(const ReferencePaths& paths, const Inputs& in, Corpus
         NarayananIterationFlops(*model, s) / (tflops * 1e12 * static_cast<double>(gpus));
     StepCase step{name,    *model,   WithGpus(in.selene, gpus), s, MegatronLayerKernels(),
                   seconds, framework};
-    Add(corpus, source, job, std::move(step));
+    Add(corpus, source, job, std::move(step), scheme);
   }
   return Status::Ok();
 }
@@ -447,7 +448,7 @@ Status LoadLlmFoundry(const ReferencePaths& paths, const Inputs& in, Corpus& cor
                   kernels,
                   static_cast<double>(tokens) / tokens_per_s,
                   OfItsScripts(in.llm_foundry, section, size, precision)};
-    Add(corpus, source, job, std::move(step));
+    Add(corpus, source, job, std::move(step), section);
   }
   return Status::Ok();
 }

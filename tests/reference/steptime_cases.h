@@ -23,6 +23,10 @@ struct CorpusCase {
   // precision). Rows of one job are alternatives of one choice, which loom should order as
   // measured.
   std::string job;
+  // The part of its source the row belongs to, for errors reported part by part (FidelityRow::
+  // part): llm-foundry's README table (a100_40gb_roce, a100_80gb_roce, h100_bf16, h100_bf16_large,
+  // h100_fp8), Narayanan Table 2's scheme (ptdp, zero3); empty for the other sources.
+  std::string part = "";
 };
 
 // A row loom does not express, and why.

@@ -185,6 +185,28 @@ TEST(StepTimeCorpus, VtrainTensorParallelismAcrossNodesIsACase) {
   }
 }
 
+// The sources measured in parts name each row's part, for the errors part by part (the issues'
+// targets are per llm-foundry table and for Narayanan Table 2's PTD-P rows): llm-foundry's README
+// table, Narayanan's scheme; the other sources are one whole.
+TEST(StepTimeCorpus, RowsNameThePartOfTheirSource) {
+  std::map<std::string, std::map<std::string, int>> parts;
+  for (const CorpusCase& c : TheCorpus().cases) ++parts[c.source][c.part];
+  EXPECT_EQ(parts["mosaicml_llmfoundry_mpt_throughput.csv"],
+            (std::map<std::string, int>{{"a100_40gb_roce", 78},
+                                        {"a100_80gb_roce", 61},
+                                        {"h100_bf16", 52},
+                                        {"h100_bf16_large", 18},
+                                        {"h100_fp8", 7}}));
+  EXPECT_EQ(parts["narayanan2021_table2_ptdp_vs_zero3.csv"],
+            (std::map<std::string, int>{{"ptdp", 6}, {"zero3", 6}}));
+  for (const char* whole :
+       {"vtrain_ground_truth_single.csv", "vtrain_ground_truth_multi.csv",
+        "qi2024_zero_bubble_table3_5.csv", "qi2024_zero_bubble_table6_zbv.csv"}) {
+    ASSERT_EQ(parts[whole].size(), 1u) << whole;
+    EXPECT_EQ(parts[whole].begin()->first, "") << whole;
+  }
+}
+
 TEST(StepTimeCorpus, ZeroBubbleH2IsRefusedNotDropped) {
   int64_t h2 = 0;
   for (const RefusedRow& r : TheCorpus().refused) {

@@ -69,6 +69,7 @@ std::vector<std::pair<std::string, std::string>> Features(const CorpusCase& c) {
   const ModelSpec& m = c.step.model;
   auto n = [](int64_t v) { return std::to_string(v); };
   return {{"job", c.job},
+          {"part", c.part},
           {"gpu", c.step.cluster.gpu.name},
           {"cluster", c.step.cluster.name},
           {"framework", RegimeFramework(c.step.framework)},
@@ -109,6 +110,7 @@ std::vector<FidelityTable> PredictCorpus(const Corpus& corpus) {
       Result<SimulationResult> r = SimulateCase(c.step);
       FidelityRow row{c.step.name, 0, c.step.measured, ""};
       row.features = Features(c);
+      row.part = c.part;
       if (r.ok()) {
         row.predicted = r->step_time_s;
         row.loso_predicted = r->step_time_s;
