@@ -106,6 +106,7 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r,
   if (!r.microbatch_basis.empty()) j["microbatch_basis"] = r.microbatch_basis;
   if (!r.sharded_basis.empty()) j["zero3_basis"] = r.sharded_basis;
   if (!r.layer_kernels_basis.empty()) j["layer_kernels_basis"] = r.layer_kernels_basis;
+  if (!r.softmax_basis.empty()) j["softmax_basis"] = r.softmax_basis;
   j["tensor_clock"] = r.tensor_clock;
   const CriticalPathSummary& c = r.critical_path;
   j["critical_path"] = {{"tasks", c.tasks},
@@ -160,6 +161,7 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
   if (!r.microbatch_basis.empty()) row("per micro-batch") << r.microbatch_basis << "\n";
   if (!r.sharded_basis.empty()) row("zero-3") << r.sharded_basis << "\n";
   if (!r.layer_kernels_basis.empty()) row("layer kernels") << r.layer_kernels_basis << "\n";
+  if (!r.softmax_basis.empty()) row("softmax") << r.softmax_basis << "\n";
   if (framework) {
     row("host") << framework->name << " (" << framework->file << "): the GPU waits " << c.host_s
                 << " s on the critical path for the host to issue work\n\n";

@@ -86,7 +86,15 @@ enum class OpName : uint8_t {
   kCpKvAllGather,
   kFlashAttention,
   kAttentionScores,
+  // PyTorch's softmax where Megatron-LM's fused kernel does not take the shape
+  // (FusedScaleMaskSoftmax.forward_torch_softmax): the scores cast to fp32, scaled by the layer
+  // number (query-key layer scaling), the causal mask filled in, the softmax (kAttentionSoftmax)
+  // and the cast back.
+  kAttentionSoftmaxUpcast,
+  kAttentionScale,
+  kAttentionMaskFill,
   kAttentionSoftmax,
+  kAttentionSoftmaxDowncast,
   kAttentionDropout,
   kAttentionContext,
   kAttentionContextCopy,
@@ -106,7 +114,11 @@ enum class OpName : uint8_t {
   kAttentionContextDgradProbs,
   kAttentionContextDgradValues,
   kAttentionDropoutGrad,
+  kAttentionSoftmaxDowncastGrad,
   kAttentionSoftmaxGrad,
+  kAttentionMaskFillGrad,
+  kAttentionScaleGrad,
+  kAttentionSoftmaxUpcastGrad,
   kAttentionScoresDgradQuery,
   kAttentionScoresDgradKey,
   kRotaryGrad,

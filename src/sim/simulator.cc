@@ -21,6 +21,7 @@
 #include "spec/stage_gpus.h"
 #include "workload/data_parallel_plan.h"
 #include "workload/layer_dims.h"
+#include "workload/layer_ops.h"
 #include "workload/model_states.h"
 
 namespace loom {
@@ -631,6 +632,20 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
     step.layer_kernels_basis =
         DescribeModuleKernels(*options.framework, model, strategy, options.Kernels().attention);
   }
+  if (options.Kernels().attention == AttentionKernel::kUnfused &&
+      !FusedSoftmaxTakes(model, strategy)) {
+    const bool scale = options.Kernels().modules.query_key_layer_scaling;
+    step.softmax_basis =
+        "Megatron-LM's fused softmax does not take these scores (it needs 16-bit scores, 16 < "
+        "--seq <= 4096 with --seq a multiple of 4, and --micro-batch * heads per tp rank a "
+        "multiple of 4; here --seq " +
+        std::to_string(strategy.seq_len) + ", " + std::to_string(strategy.micro_batch) + " x " +
+        std::to_string(model.num_heads / strategy.tp) +
+        "), so PyTorch's runs: the scores cast to fp32, " +
+        (scale ? std::string("scaled by the layer number (query-key layer scaling), ") : "") +
+        "the causal mask filled in, the softmax and the cast back, each a kernel reading and "
+        "writing every score, the fp32 probabilities kept for backward (in compute above)";
+  }
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;
   return step;
@@ -683,6 +698,7 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   result.microbatch_basis = step.microbatch_basis;
   result.sharded_basis = step.sharded_basis;
   result.layer_kernels_basis = step.layer_kernels_basis;
+  result.softmax_basis = step.softmax_basis;
   return result;
 }
 

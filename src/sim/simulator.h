@@ -133,6 +133,8 @@ struct SimulationResult {
   std::string sharded_basis;
   // PreparedStep::layer_kernels_basis.
   std::string layer_kernels_basis;
+  // PreparedStep::softmax_basis.
+  std::string softmax_basis;
 
   // The simulated step, for traces.
   StepGraph step;
@@ -168,6 +170,9 @@ struct PreparedStep {
   // Which kernels the framework's modules add around each layer (FrameworkProfile::
   // layer_kernels), in words; empty when none applies.
   std::string layer_kernels_basis;
+  // With the unfused attention on scores Megatron-LM's fused softmax does not take
+  // (FusedSoftmaxTakes): that PyTorch's softmax runs, why and its kernels; empty otherwise.
+  std::string softmax_basis;
 };
 
 // The share of |gpu|'s SMs a pass's hidden tp collectives (PassCost::tp_hidden) hold while they

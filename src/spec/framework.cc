@@ -177,6 +177,7 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
     m.attention_unpad = RequiredBool(k, "attention_unpad");
     m.fp8_weight_cast_every_microbatch =
         k.OptionalBool("fp8_weight_cast_every_microbatch").value_or(false);
+    m.query_key_layer_scaling = k.OptionalBool("query_key_layer_scaling").value_or(false);
     p.layer_kernels_source = k.String("source");
     p.layer_kernels = m;
   }
@@ -280,6 +281,7 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
                           {"qkv_split_grad_copy", k->qkv_split_grad_copy},
                           {"attention_unpad", k->attention_unpad},
                           {"fp8_weight_cast_every_microbatch", k->fp8_weight_cast_every_microbatch},
+                          {"query_key_layer_scaling", k->query_key_layer_scaling},
                           {"source", p.layer_kernels_source}};
   }
   return j;

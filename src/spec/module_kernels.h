@@ -29,6 +29,12 @@ struct ModuleKernels {
   // nn.Linear), where Megatron-LM passes it and TE reuses the first micro-batch's cast
   // (workload/fp8_casts.h).
   bool fp8_weight_cast_every_microbatch = false;
+  // Megatron-LM's own attention scales the scores by the layer number inside the softmax
+  // (query-key layer scaling: on by default in Megatron-LM before core and in Megatron-DeepSpeed,
+  // --no-query-key-layer-scaling; off in Megatron-core, --apply-query-key-layer-scaling). The fused
+  // softmax folds it in; PyTorch's fallback, where the fused kernel does not take the shape,
+  // multiplies in a kernel of its own (workload/attention_ops.cc).
+  bool query_key_layer_scaling = false;
 };
 
 }  // namespace loom

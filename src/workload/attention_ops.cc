@@ -63,18 +63,69 @@ int64_t CausalScoreBytes(const LayerDims& d) {
 // head_dim] with a copy (context.permute(2, 0, 1, 3).contiguous(): megatron/model/transformer.py at
 // 6985e589, megatron/core/transformer/dot_product_attention.py at d98e8a64); the backward's view of
 // the gradient needs none (cuBLAS takes its strides).
+// PyTorch's softmax where Megatron-LM's fused kernel does not take the shape (LayerDims::
+// torch_softmax), as FusedScaleMaskSoftmax.forward_torch_softmax runs it (megatron/core/fusions/
+// fused_softmax.py at NVIDIA/Megatron-LM d98e8a64, megatron/model/fused_softmax.py at
+// microsoft/Megatron-DeepSpeed 4822c87e): 16-bit scores are cast to fp32 (softmax_in_fp32, on by
+// default in Megatron-core and forced on by query-key layer scaling), multiplied by the layer
+// number with query-key layer scaling, the causal mask filled in place (masked_fill_; the mask is
+// one s x s tensor every head and sequence reads, which stays in L2), the softmax in fp32 along
+// each row, and the probabilities cast back. Every kernel reads and writes every score. The
+// softmax keeps its fp32 output for backward (4 bytes a score, where the fused kernel keeps its
+// 16-bit output); the probabilities the product with V reads are the cast's output.
+std::vector<Op> TorchSoftmaxForward(const LayerDims& d, int64_t scores) {
+  const int64_t fp32 = scores * 4;
+  const bool casts = d.act_bytes != 4;
+  std::vector<Op> ops;
+  if (casts)
+    ops.push_back(MakeMemory(OpName::kAttentionSoftmaxUpcast, {scores * d.act_bytes, fp32}));
+  if (d.modules.query_key_layer_scaling)
+    ops.push_back(MakeMemory(OpName::kAttentionScale, {fp32, fp32}));
+  if (d.causal) ops.push_back(MakeMemory(OpName::kAttentionMaskFill, {fp32, fp32}));
+  ops.push_back(
+      MakeMemory(OpName::kAttentionSoftmax, {fp32, fp32, MemoryAccess::kRowReduction}, fp32));
+  if (casts)
+    ops.push_back(MakeMemory(OpName::kAttentionSoftmaxDowncast, {fp32, scores * d.act_bytes}));
+  return ops;
+}
+
+// Their backward, in autograd's order: the cast back's gradient to fp32, the softmax's (its
+// output and the gradient read), the mask's (the gradient zeroed where the mask was filled), the
+// scale's and the cast's back to 16 bits.
+void AppendTorchSoftmaxBackward(const LayerDims& d, int64_t scores, std::vector<Op>* ops) {
+  const int64_t fp32 = scores * 4;
+  const bool casts = d.act_bytes != 4;
+  if (casts)
+    ops->push_back(MakeMemory(OpName::kAttentionSoftmaxDowncastGrad, {scores * d.act_bytes, fp32}));
+  ops->push_back(
+      MakeMemory(OpName::kAttentionSoftmaxGrad, {2 * fp32, fp32, MemoryAccess::kRowReduction}));
+  if (d.causal) ops->push_back(MakeMemory(OpName::kAttentionMaskFillGrad, {fp32, fp32}));
+  if (d.modules.query_key_layer_scaling)
+    ops->push_back(MakeMemory(OpName::kAttentionScaleGrad, {fp32, fp32}));
+  if (casts)
+    ops->push_back(MakeMemory(OpName::kAttentionSoftmaxUpcastGrad, {fp32, scores * d.act_bytes}));
+}
+
 std::vector<Op> UnfusedCoreForward(const LayerDims& d, CoreSaves saves) {
   const bool replay = saves == CoreSaves::kReplay;
   const int64_t scores = d.batch * d.heads * d.seq * d.seq_kv;
   const int64_t probs = scores * d.act_bytes;
   const int64_t mask = d.dropout ? scores : 0;
-  const int64_t dropped = d.dropout ? probs : 0;  // without dropout the softmax output is reused
+  // Without dropout the product with V reads the softmax's output: the fused kernel's, which the
+  // softmax keeps already, or the torch fallback's 16-bit cast, which it does not.
+  const int64_t dropped = d.dropout || d.torch_softmax ? probs : 0;
   const int64_t batch = d.batch * d.heads;
   std::vector<Op> ops;
   ops.push_back(MakeGemm(OpName::kAttentionScores,
                          {d.seq, d.seq_kv, d.head_dim, batch, d.gemm_dtype},
                          replay ? 0 : d.Bytes(d.tokens, d.q_width + d.kv_width)));
-  ops.push_back(MakeMemory(OpName::kAttentionSoftmax, {CausalScoreBytes(d), probs, MemoryAccess::kRowReduction}, probs));
+  if (d.torch_softmax) {
+    const std::vector<Op> softmax = TorchSoftmaxForward(d, scores);
+    ops.insert(ops.end(), softmax.begin(), softmax.end());
+  } else {
+    ops.push_back(MakeMemory(OpName::kAttentionSoftmax,
+                             {CausalScoreBytes(d), probs, MemoryAccess::kRowReduction}, probs));
+  }
   if (d.dropout) ops.push_back(MakeMemory(OpName::kAttentionDropout, {probs, probs + mask}, mask));
   ops.push_back(MakeGemm(OpName::kAttentionContext,
                          {d.seq, d.head_dim, d.seq_kv, batch, d.gemm_dtype},
@@ -119,7 +170,12 @@ void AppendCoreBackward(const LayerDims& d, std::vector<Op>* ops) {
     const int64_t mask = probs / d.act_bytes;
     ops->push_back(MakeMemory(OpName::kAttentionDropoutGrad, {probs + mask, probs}));
   }
-  ops->push_back(MakeMemory(OpName::kAttentionSoftmaxGrad, {2 * CausalScoreBytes(d), probs, MemoryAccess::kRowReduction}));
+  if (d.torch_softmax) {
+    AppendTorchSoftmaxBackward(d, probs / d.act_bytes, ops);
+  } else {
+    ops->push_back(MakeMemory(OpName::kAttentionSoftmaxGrad,
+                              {2 * CausalScoreBytes(d), probs, MemoryAccess::kRowReduction}));
+  }
   ops->push_back(
       MakeGemm(OpName::kAttentionScoresDgradQuery, {d.seq, d.head_dim, d.seq_kv, batch, t}));
   ops->push_back(

@@ -55,26 +55,6 @@ Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions&
         "without context parallelism only (num_key_value_heads " +
         DimText(m.num_kv_heads) + ", --cp " + DimText(s.cp) + "); use the fused kernel");
   }
-  // Megatron-LM's causal softmax kernel (FusedScaleMaskSoftmax.is_kernel_available,
-  // megatron/core/fusions/fused_softmax.py at NVIDIA/Megatron-LM d98e8a64) takes 16-bit scores,
-  // 16 < seq <= 4096, seq a multiple of 4 and micro-batch * heads per rank a multiple of 4; other
-  // shapes fall back to PyTorch's fp32 softmax, several kernels whose traffic loom does not model.
-  const Dtype act = ActivationDtype(s.dtype);
-  const int64_t attn_batches = s.micro_batch * (m.num_heads / s.tp);
-  if ((act != Dtype::kBf16 && act != Dtype::kFp16) || s.seq_len <= 16 || s.seq_len > 4096 ||
-      s.seq_len % 4 != 0 || attn_batches % 4 != 0) {
-    return Status::Unimplemented(
-        ModelRef(m) +
-        ": Megatron-LM's fused causal softmax needs bf16 or fp16 scores, 16 < --seq <= 4096 "
-        "with --seq a multiple of 4, and --micro-batch * heads per tp rank a multiple of 4 "
-        "(--dtype " +
-        std::string(kDtypeNames.Name(s.dtype)) + ", --seq " + DimText(s.seq_len) +
-        ", --micro-batch " + DimText(s.micro_batch) + ", " + DimText(m.num_heads) +
-        " heads over --tp " + DimText(s.tp) +
-        "); elsewhere it falls back to PyTorch's fp32 softmax, which loom does not model; use the "
-        "fused "
-        "attention kernel or such a shape");
-  }
   return Status::Ok();
 }
 
@@ -173,6 +153,19 @@ Status SetLatentAttentionDims(const ModelSpec& m, LayerDims* d) {
 
 }  // namespace
 
+// FusedScaleMaskSoftmax.is_kernel_available (megatron/core/fusions/fused_softmax.py at
+// NVIDIA/Megatron-LM d98e8a64; megatron/model/fused_softmax.py at microsoft/Megatron-DeepSpeed
+// 4822c87e is the same): 16-bit scores, 16 < seq <= 4096, seq a multiple of 4 and micro-batch *
+// heads per rank a multiple of get_batch_per_block, 4 above 128 keys and 8 at or below. Other
+// shapes run PyTorch's softmax (forward_torch_softmax).
+bool FusedSoftmaxTakes(const ModelSpec& m, const Strategy& s) {
+  const Dtype act = ActivationDtype(s.dtype);
+  const int64_t attn_batches = s.micro_batch * (m.num_heads / s.tp);
+  const int64_t per_block = s.seq_len <= 128 ? 8 : 4;
+  return (act == Dtype::kBf16 || act == Dtype::kFp16) && s.seq_len > 16 && s.seq_len <= 4096 &&
+         s.seq_len % 4 == 0 && attn_batches % per_block == 0;
+}
+
 Dtype ActivationDtype(Dtype dtype) { return dtype == Dtype::kFp8 ? Dtype::kBf16 : dtype; }
 
 Status CheckLayerSupported(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
@@ -213,6 +206,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
   d.learned_positions = m.position == PositionKind::kLearnedAbsolute;
   d.dropout = o.dropout;
   d.unfused = o.attention == AttentionKernel::kUnfused;
+  d.torch_softmax = d.unfused && !FusedSoftmaxTakes(m, s);
   d.modules = o.modules;
   d.fused_family = o.fused_family;
   d.causal = o.causal;

@@ -75,6 +75,10 @@ struct LayerDims {
   // Megatron-LM's own layers (AttentionKernel::kUnfused): the unfused core attention, and linear
   // layers that add a column-parallel bias and reduce every bias gradient in kernels of their own.
   bool unfused = false;
+  // With |unfused|: the scores are a shape Megatron-LM's fused softmax does not take
+  // (FusedSoftmaxTakes), so PyTorch's runs instead: the scores cast to fp32, scaled with
+  // modules.query_key_layer_scaling, masked, the softmax and the cast back, each a kernel.
+  bool torch_softmax = false;
   // LayerOpsOptions::modules: the framework's own module kernels around the layer.
   ModuleKernels modules{};
   // Whether every bias gradient is a reduction kernel of its own (Megatron-LM's own linears, or

@@ -109,6 +109,12 @@ std::span<const OpName> TpBackwardPartners(OpName collective);
 Result<LayerOps> BuildTransformerLayerOps(const ModelSpec& model, const Strategy& strategy,
                                           const LayerOpsOptions& options = {});
 
+// Whether Megatron-LM's fused causal softmax takes the attention scores of |strategy| (16-bit
+// scores, 16 < seq <= 4096, seq a multiple of 4, micro-batch * heads per rank a multiple of its
+// batches per block); else the unfused kernel (AttentionKernel::kUnfused) runs PyTorch's softmax
+// in its place (workload/attention_ops.cc).
+bool FusedSoftmaxTakes(const ModelSpec& model, const Strategy& strategy);
+
 // Megatron-LM pads the vocabulary to a multiple of 128 * tp so that every rank holds an equal
 // shard (megatron/training/tokenizer: _vocab_size_with_padding, --make-vocab-size-divisible-by).
 int64_t PaddedVocabSize(int64_t vocab_size, int64_t tp);

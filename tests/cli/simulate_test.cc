@@ -450,6 +450,43 @@ TEST(Simulate, TritonAttentionRunsWhereTheGpuHasItsRate) {
   EXPECT_NE(b200.err.find("--attention flash2 or cudnn"), std::string::npos) << b200.err;
 }
 
+// Megatron-LM's unfused attention on scores its fused softmax does not take (GPT-3 1.3B's 16 heads
+// over tp 8 at micro-batch 1: 2 a rank) runs PyTorch's fp32 softmax, which loom costs and says so,
+// not a refusal; at micro-batch 2 the fused kernel takes them and the step says nothing of it.
+TEST(Simulate, UnfusedAttentionSaysWhenPyTorchsSoftmaxRuns) {
+  const auto step = [](const std::string& micro_batch) {
+    CommandResult r = Loom({"simulate",
+                            "--model",
+                            Shipped("models/gpt3-1.3b.json"),
+                            "--cluster",
+                            Shipped("hardware/clusters/dgx-a100.json"),
+                            "--tp",
+                            "8",
+                            "--micro-batch",
+                            micro_batch,
+                            "--global-batch",
+                            "8",
+                            "--seq",
+                            "1024",
+                            "--dtype",
+                            "fp16",
+                            "--attention",
+                            "unfused",
+                            "--dropout",
+                            "--framework",
+                            "megatron-deepspeed",
+                            "--json"});
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return r.code == kExitOk ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  };
+  const nlohmann::json torch = step("1"), fused = step("2");
+  const std::string basis = torch.value("softmax_basis", "");
+  EXPECT_NE(basis.find("PyTorch's runs"), std::string::npos) << basis;
+  EXPECT_NE(basis.find("1 x 2"), std::string::npos) << basis;
+  EXPECT_NE(basis.find("query-key layer scaling"), std::string::npos) << basis;
+  EXPECT_FALSE(fused.contains("softmax_basis"));
+}
+
 TEST(Simulate, UnknownFrameworkListsTheKnownOnes) {
   CommandResult r = Loom({"simulate", "--model", Shipped("models/gpt3-125m.json"), "--cluster",
                           Shipped("hardware/clusters/dgx-h100.json"), "--framework", "megatron"});

@@ -100,6 +100,8 @@ TEST(Framework, ShippedProfilesLoadAndRoundTrip) {
       EXPECT_EQ(again->layer_kernels->attention_unpad, p->layer_kernels->attention_unpad);
       EXPECT_EQ(again->layer_kernels->fp8_weight_cast_every_microbatch,
                 p->layer_kernels->fp8_weight_cast_every_microbatch);
+      EXPECT_EQ(again->layer_kernels->query_key_layer_scaling,
+                p->layer_kernels->query_key_layer_scaling);
       EXPECT_EQ(again->layer_kernels_source, p->layer_kernels_source);
     }
   }
@@ -242,6 +244,23 @@ TEST(Framework, SaysWhichKernelsItsModulesLaunchAroundTheLayer) {
   EXPECT_FALSE(core->layer_kernels.has_value());
 }
 
+// Megatron-DeepSpeed's own layers (4822c87e): bias gradients as kernels, the QKV split's backward
+// concatenation, and query-key layer scaling on by default (--no-query-key-layer-scaling), which
+// PyTorch's softmax fallback multiplies in a kernel of its own; Megatron-core's default is off.
+TEST(Framework, MegatronDeepSpeedScalesItsScoresByTheLayerNumber) {
+  Result<FrameworkProfile> ds =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-deepspeed.json"));
+  ASSERT_TRUE(ds.ok()) << ds.status().message();
+  ASSERT_TRUE(ds->layer_kernels.has_value());
+  EXPECT_TRUE(ds->layer_kernels->query_key_layer_scaling);
+  EXPECT_TRUE(ds->layer_kernels->qkv_split_grad_copy);
+  EXPECT_FALSE(ds->layer_kernels->attention_unpad);
+  Result<FrameworkProfile> core =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core.json"));
+  ASSERT_TRUE(core.ok()) << core.status().message();
+  EXPECT_FALSE(core->layer_kernels.has_value() && core->layer_kernels->query_key_layer_scaling);
+}
+
 TEST(Framework, LayerKernelErrorsNameTheKeyAndTheFix) {
   ExpectEachRefused(
       "layer_kernels",
@@ -259,6 +278,9 @@ TEST(Framework, LayerKernelErrorsNameTheKeyAndTheFix) {
           {R"({"linear_bias_grads": true, "qkv_split_grad_copy": true, "attention_unpad": false,
                "fp8_weight_cast_every_microbatch": "yes", "source": "s"})",
            "fp8_weight_cast_every_microbatch"},
+          {R"({"linear_bias_grads": true, "qkv_split_grad_copy": true, "attention_unpad": false,
+               "query_key_layer_scaling": 1, "source": "s"})",
+           "query_key_layer_scaling"},
       });
 }
 

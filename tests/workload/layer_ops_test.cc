@@ -387,32 +387,61 @@ TEST(TransformerLayerOps, EagerModulesLaunchTheirBiasGradientsSplitCopyAndUnpadd
   EXPECT_EQ(Names(split.backward_weight), Names(fused.backward_weight));
 }
 
-TEST(TransformerLayerOps, ShapesTheFusedSoftmaxCannotTakeAreUnimplementedForTheUnfusedKernel) {
-  // Megatron-LM falls back to PyTorch's fp32 softmax beyond 4096 keys, for 32-bit scores, and
-  // when micro-batch * heads per rank is not a multiple of 4 (GPT-3 175B at tp 32: 3 heads per
-  // rank).
+// Where Megatron-LM's fused softmax does not take the scores (beyond 4096 keys, 32-bit scores, or
+// micro-batch * heads per rank not a multiple of 4: GPT-3 175B at tp 32 has 3 heads a rank),
+// FusedScaleMaskSoftmax runs PyTorch's softmax: the scores cast to fp32, scaled by the layer
+// number with query-key layer scaling, the causal mask filled in, the softmax and the cast back,
+// each reading and writing every score, with the fp32 probabilities kept for backward; and their
+// gradients in autograd's order.
+TEST(TransformerLayerOps, ShapesTheFusedSoftmaxCannotTakeRunPyTorchsSoftmax) {
   LayerOpsOptions unfused;
   unfused.attention = AttentionKernel::kUnfused;
-  const auto code = [&](const ModelSpec& m, const Strategy& s) {
-    Result<LayerOps> ops = BuildTransformerLayerOps(m, s, unfused);
-    return ops.ok() ? Status::Code::kOk : ops.status().code();
+  unfused.dropout = true;
+  const auto core = [](const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    for (const std::string& n : names) {
+      if (n.rfind("attn_s", 0) == 0 || n.rfind("attn_mask", 0) == 0) out.push_back(n);
+    }
+    return out;
   };
-  EXPECT_EQ(code(Shipped("megatron-22b"), Tp(8, false, 1, 4096)), Status::Code::kOk);
-  Result<LayerOps> long_seq =
-      BuildTransformerLayerOps(Shipped("megatron-22b"), Tp(8, false, 1, 8192), unfused);
-  ASSERT_FALSE(long_seq.ok());
-  EXPECT_EQ(long_seq.status().code(), Status::Code::kUnimplemented);
-  EXPECT_NE(long_seq.status().message().find("--seq 8192"), std::string::npos)
-      << long_seq.status().message();
-  EXPECT_NE(long_seq.status().message().find("use the fused attention kernel"), std::string::npos);
+  // The fused kernel takes 1 x 96 / 8 = 12 scores' batches a rank, not 3.
+  EXPECT_EQ(core(Names(Build(Shipped("gpt3-175b"), Tp(8, false, 1), unfused).forward)),
+            (std::vector<std::string>{"attn_scores", "attn_softmax"}));
   Strategy odd = Tp(32, false, 1);
   odd.allow_cross_node_tp = true;
-  EXPECT_EQ(code(Shipped("gpt3-175b"), odd), Status::Code::kUnimplemented);  // 1 * 96 / 32 = 3
+  const LayerOps torch = Build(Shipped("gpt3-175b"), odd, unfused);
+  EXPECT_EQ(core(Names(torch.forward)),
+            (std::vector<std::string>{"attn_scores", "attn_softmax_upcast", "attn_mask_fill",
+                                      "attn_softmax", "attn_softmax_downcast"}));
+  EXPECT_EQ(core(Names(torch.backward_input)),
+            (std::vector<std::string>{"attn_softmax_downcast.grad", "attn_softmax.grad",
+                                      "attn_mask_fill.grad", "attn_softmax_upcast.grad",
+                                      "attn_scores.dgrad_query", "attn_scores.dgrad_key"}));
+  const int64_t scores = 1LL * 3 * 2048 * 2048;  // micro-batch, heads a rank, queries, keys
+  EXPECT_EQ(MemoryOf(torch.forward, OpName::kAttentionSoftmaxUpcast).bytes_read, 2 * scores);
+  EXPECT_EQ(MemoryOf(torch.forward, OpName::kAttentionSoftmaxUpcast).bytes_written, 4 * scores);
+  EXPECT_EQ(MemoryOf(torch.forward, OpName::kAttentionSoftmax).bytes_read, 4 * scores);
+  EXPECT_EQ(Find(torch.forward, OpName::kAttentionSoftmax).saved_bytes, 4 * scores);
+  EXPECT_EQ(MemoryOf(torch.backward_input, OpName::kAttentionSoftmaxGrad).bytes_read, 8 * scores);
+  // The fused kernel keeps its 16-bit output instead.
   odd.micro_batch = 4;
-  EXPECT_EQ(code(Shipped("gpt3-175b"), odd), Status::Code::kOk);
+  const LayerOps fused = Build(Shipped("gpt3-175b"), odd, unfused);
+  EXPECT_EQ(Find(fused.forward, OpName::kAttentionSoftmax).saved_bytes, 2 * 4 * scores);
+  // With query-key layer scaling (Megatron-DeepSpeed's default) the scale is a kernel too.
+  unfused.modules.query_key_layer_scaling = true;
+  odd.micro_batch = 1;
+  EXPECT_EQ(core(Names(Build(Shipped("gpt3-175b"), odd, unfused).forward)),
+            (std::vector<std::string>{"attn_scores", "attn_softmax_upcast", "attn_scale",
+                                      "attn_mask_fill", "attn_softmax", "attn_softmax_downcast"}));
+  // Beyond 4096 keys too; 32-bit scores need no casts.
+  EXPECT_EQ(
+      core(Names(Build(Shipped("megatron-22b"), Tp(8, false, 1, 8192), unfused).forward)).size(),
+      6u);
   Strategy fp32 = Tp(8, false, 1);
   fp32.dtype = Dtype::kFp32;
-  EXPECT_EQ(code(Shipped("megatron-22b"), fp32), Status::Code::kUnimplemented);
+  EXPECT_EQ(
+      core(Names(Build(Shipped("megatron-22b"), fp32, unfused).forward)),
+      (std::vector<std::string>{"attn_scores", "attn_scale", "attn_mask_fill", "attn_softmax"}));
 }
 
 TEST(TransformerLayerOps, FullRecomputeReplaysTheWholeForward) {
