@@ -193,6 +193,11 @@ LayerOpsOptions MegatronLayerKernels() {
   LayerOpsOptions options;
   options.attention = AttentionKernel::kUnfused;
   options.dropout = true;
+  // ParallelAttention splits the QKV projection's output with mpu.split_tensor_along_last_dim
+  // (torch.split: megatron/model/transformer.py and megatron/mpu/utils.py at NVIDIA/Megatron-LM
+  // 6985e589 and cf7efd4f, and in the legacy model of later versions), whose backward concatenates
+  // the q, k and v gradients into one tensor.
+  options.modules.qkv_split_grad_copy = true;
   return options;
 }
 

@@ -35,8 +35,9 @@ struct ReferencePaths {
 ReferencePaths SourceTreePaths(const std::string& source_dir);
 
 // Megatron-LM's layer as both papers ran it (Korthikanti et al. 2022, Section 4.1; FlashAttention
-// came later): the unfused core attention, and dropout on the attention probabilities and after
-// each block with 1-byte masks kept for backward.
+// came later): the unfused core attention, dropout on the attention probabilities and after each
+// block with 1-byte masks kept for backward, and the backward's concatenation of the q, k and v
+// gradients that its torch.split of the QKV output leaves (ModuleKernels::qkv_split_grad_copy).
 LayerOpsOptions MegatronLayerKernels();
 
 // Megatron-LM as Narayanan et al. 2021 ran it (their runs predate the SC21 code, NVIDIA/Megatron-LM
