@@ -628,23 +628,30 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
     SetShardedFetch(*options.framework, model, strategy, plan, models, placements, step.config,
                     step.sharded_basis);
   }
+  const LayerOpsOptions kernels = options.Kernels();
   if (options.framework) {
     step.layer_kernels_basis =
-        DescribeModuleKernels(*options.framework, model, strategy, options.Kernels().attention);
+        DescribeModuleKernels(*options.framework, model, strategy, kernels.attention);
   }
-  if (options.Kernels().attention == AttentionKernel::kUnfused &&
-      !FusedSoftmaxTakes(model, strategy)) {
-    const bool scale = options.Kernels().modules.query_key_layer_scaling;
+  if (kernels.attention == AttentionKernel::kUnfused && !FusedSoftmaxTakes(model, strategy)) {
+    // The kernels workload/attention_ops.cc builds for it (TorchSoftmaxForward), in words.
+    const Dtype scores = ActivationDtype(strategy.dtype);
+    const bool casts = BytesPerElement(scores) != 4;
     step.softmax_basis =
         "Megatron-LM's fused softmax does not take these scores (it needs 16-bit scores, 16 < "
         "--seq <= 4096 with --seq a multiple of 4, and --micro-batch * heads per tp rank a "
-        "multiple of 4; here --seq " +
+        "multiple of 4, of 8 at 128 keys or fewer; here --dtype " +
+        std::string(kDtypeNames.Name(strategy.dtype)) + ", --seq " +
         std::to_string(strategy.seq_len) + ", " + std::to_string(strategy.micro_batch) + " x " +
         std::to_string(model.num_heads / strategy.tp) +
-        "), so PyTorch's runs: the scores cast to fp32, " +
-        (scale ? std::string("scaled by the layer number (query-key layer scaling), ") : "") +
-        "the causal mask filled in, the softmax and the cast back, each a kernel reading and "
-        "writing every score, the fp32 probabilities kept for backward (in compute above)";
+        "), so PyTorch's runs: " + (casts ? "the scores cast to fp32, " : "") +
+        (kernels.modules.query_key_layer_scaling
+             ? "scaled by the layer number (query-key layer scaling), "
+             : "") +
+        (kernels.causal ? "the causal mask filled in, " : "") + "the softmax" +
+        (casts ? " and the cast back" : "") +
+        ", each a kernel reading and writing every score, the fp32 probabilities kept for "
+        "backward (in compute above)";
   }
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
   step.strategy = strategy;

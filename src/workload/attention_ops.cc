@@ -57,12 +57,6 @@ int64_t CausalScoreBytes(const LayerDims& d) {
   return d.batch * d.heads * (d.seq * (d.seq + 1) / 2) * d.act_bytes;
 }
 
-// Korthikanti et al. 2022, Section 4.1: Q K^T keeps Q and K (4sbh), softmax its output (2as^2b),
-// dropout its mask (as^2b), the product with V keeps the dropped probabilities (2as^2b) and V.
-// The product with V is [b * heads, s, head_dim]; Megatron-LM permutes it back to [s, b, heads *
-// head_dim] with a copy (context.permute(2, 0, 1, 3).contiguous(): megatron/model/transformer.py at
-// 6985e589, megatron/core/transformer/dot_product_attention.py at d98e8a64); the backward's view of
-// the gradient needs none (cuBLAS takes its strides).
 // PyTorch's softmax where Megatron-LM's fused kernel does not take the shape (LayerDims::
 // torch_softmax), as FusedScaleMaskSoftmax.forward_torch_softmax runs it (megatron/core/fusions/
 // fused_softmax.py at NVIDIA/Megatron-LM d98e8a64, megatron/model/fused_softmax.py at
@@ -106,6 +100,12 @@ void AppendTorchSoftmaxBackward(const LayerDims& d, int64_t scores, std::vector<
     ops->push_back(MakeMemory(OpName::kAttentionSoftmaxUpcastGrad, {fp32, scores * d.act_bytes}));
 }
 
+// Korthikanti et al. 2022, Section 4.1: Q K^T keeps Q and K (4sbh), softmax its output (2as^2b),
+// dropout its mask (as^2b), the product with V keeps the dropped probabilities (2as^2b) and V.
+// The product with V is [b * heads, s, head_dim]; Megatron-LM permutes it back to [s, b, heads *
+// head_dim] with a copy (context.permute(2, 0, 1, 3).contiguous(): megatron/model/transformer.py at
+// 6985e589, megatron/core/transformer/dot_product_attention.py at d98e8a64); the backward's view of
+// the gradient needs none (cuBLAS takes its strides).
 std::vector<Op> UnfusedCoreForward(const LayerDims& d, CoreSaves saves) {
   const bool replay = saves == CoreSaves::kReplay;
   const int64_t scores = d.batch * d.heads * d.seq * d.seq_kv;

@@ -307,6 +307,11 @@ Result<AttentionTilePasses> FitAttentionFigureTiles(const ReferencePaths& paths,
   return fit;
 }
 
+double FigureTflops(const RooflineComputeModel& compute, int64_t head_dim, bool causal, int64_t seq,
+                    AttentionFamily family) {
+  return PredictedTflops(compute, FigureShape(head_dim, causal, seq, family));
+}
+
 Result<std::vector<TransferredBar>> TritonBarsOnH100(const ReferencePaths& paths) {
   Result<std::vector<FigureBar>> a100 = ReadFigure(paths, kFlashAttentionA100Figure);
   if (!a100.ok()) return a100.status();

@@ -10,6 +10,7 @@
 #include "core/attention_family.h"
 #include "core/status.h"
 #include "cost/attention_tiles.h"
+#include "cost/compute_model.h"
 #include "reference/fidelity_cases.h"
 #include "reference/fidelity_tables.h"
 
@@ -49,6 +50,13 @@ double BackwardMatmulRatio(AttentionFamily family);
 Result<AttentionTilePasses> FitAttentionFigureTiles(const ReferencePaths& paths,
                                                     std::string_view file, const GpuSpec& gpu,
                                                     AttentionFamily family);
+
+// loom's forward plus backward of one bar of the figures' setting (Dao 2023, Section 4.1: hidden
+// 2048 as heads of |head_dim|, 16k tokens a call) by |family| on |compute|'s GPU, in TFLOP/s of
+// the figures' FLOPs (4 seq^2 head_dim a head and sequence, halved when causal, the backward 2.5
+// times the forward), as the figure tables predict each bar.
+double FigureTflops(const RooflineComputeModel& compute, int64_t head_dim, bool causal, int64_t seq,
+                    AttentionFamily family);
 
 // The Triton port's forward + backward bars on the H100, which no benchmark measured: each
 // FlashAttention-2 bar of Figure 7 times the Triton port's rate over FlashAttention-2's at the same

@@ -508,22 +508,12 @@ TEST(AttentionTables, TheTritonPortOnTheH100CarriesTheA100sRatio) {
   ASSERT_TRUE(h100.ok()) << h100.status().message();
   const RooflineComputeModel compute(*h100);
   for (const TransferredBar& b : *bars) {
-    AttentionShape a;
-    a.batch = 16384 / b.seq;
-    a.heads = a.kv_heads = 2048 / b.head_dim;
-    a.seq_q = a.seq_kv = b.seq;
-    a.head_dim_qk = a.head_dim_v = b.head_dim;
-    a.causal = b.causal;
-    a.family = AttentionFamily::kTriton;
-    AttentionShape back = a;
-    back.backward = true;
-    const double flops = 3.5 * 4.0 * static_cast<double>(a.batch * a.heads * a.seq_q) *
-                         static_cast<double>(a.seq_kv * a.head_dim_qk) * (a.causal ? 0.5 : 1.0);
-    const double triton = flops / (compute.Attention(a) + compute.Attention(back)).ToSeconds();
-    EXPECT_NEAR(triton / 1e12, b.tflops, 0.2 * b.tflops)
+    const double triton =
+        FigureTflops(compute, b.head_dim, b.causal, b.seq, AttentionFamily::kTriton);
+    EXPECT_NEAR(triton, b.tflops, 0.2 * b.tflops)
         << "d" << b.head_dim << (b.causal ? " causal" : "") << " seq " << b.seq;
-    a.family = back.family = AttentionFamily::kFlashAttention2;
-    const double flash2 = flops / (compute.Attention(a) + compute.Attention(back)).ToSeconds();
+    const double flash2 =
+        FigureTflops(compute, b.head_dim, b.causal, b.seq, AttentionFamily::kFlashAttention2);
     EXPECT_LT(triton, 0.75 * flash2) << "seq " << b.seq;
     EXPECT_GT(triton, 0.35 * flash2) << "seq " << b.seq;
   }
