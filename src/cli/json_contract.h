@@ -24,7 +24,9 @@ CLI::Option* InputFile(CLI::Option* option);
 
 // The help of every command's --model: what LoadModelSpec (spec/model.h) reads.
 inline constexpr char kModelOptionHelp[] =
-    "Model: a Hugging Face config.json (see models/), or a downloaded snapshot folder holding one";
+    "Model: a Hugging Face config.json (see models/), a downloaded snapshot folder holding one, or "
+    "a hub name (meta-llama/Meta-Llama-3-8B[@REVISION]) read offline from the Hugging Face hub "
+    "cache (HF_HUB_CACHE, HF_HOME/hub or ~/.cache/huggingface/hub)";
 
 // The request |command| (a parsed subcommand) answers:
 //   {"command": its name,

@@ -14,6 +14,7 @@
 #include "core/file_io.h"
 #include "core/json_reader.h"
 #include "cost/training_log.h"
+#include "spec/hub_cache.h"
 #include "spec/scenario.h"
 
 namespace loom {
@@ -108,7 +109,7 @@ Status StrategyFromMegatronArguments(const std::map<std::string, std::string>& a
 RunSource ReadRun(JsonReader& r, const std::string& file, const std::string& default_name) {
   RunSource run;
   run.name = r.OptionalString("name").value_or(default_name);
-  run.model_path = PathBeside(file, r.String("model"));
+  run.model_path = ModelPathBeside(file, r.String("model"));
   run.nodes = r.OptionalInt("nodes");
   if (std::optional<std::string> log = r.OptionalString("log"))
     run.log_path = PathBeside(file, *log);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
+#include "spec/hub_cache.h"
 #include "spec/model_family.h"
 #include "spec/model_reader.h"
 
@@ -384,6 +385,16 @@ std::string ModelRef(const ModelSpec& model) {
 
 Result<ModelSpec> LoadModelSpec(const std::string& path) {
   std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && IsHubModelName(path)) {
+    Result<std::string> snapshot = ResolveHubModel(path, FindHubCache());
+    if (!snapshot.ok() && std::filesystem::is_regular_file(path + ".json", ec)) {
+      return Status::NotFound(
+          path + ": no such file or folder; did you mean " + path +
+          ".json? (Read as a Hugging Face hub name instead: " + snapshot.status().message() + ")");
+    }
+    if (!snapshot.ok()) return snapshot.status();
+    return LoadModelSpec(*snapshot);
+  }
   if (!std::filesystem::is_directory(path, ec)) {
     LOOM_ASSIGN_OR_RETURN(nlohmann::json config, ReadJsonObjectFile(path));
     return ParseModelSpec(config, path);

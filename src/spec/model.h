@@ -142,9 +142,11 @@ struct FlopsPerToken {
 };
 
 // Reads a Hugging Face config.json, or DIR/config.json when |path| is a folder (a downloaded
-// snapshot). Keys loom does not use are ignored; a key that looks like a misspelling of one it
-// uses, or that changes the parameters or FLOPs in a way loom does not model, is an error. Errors
-// name the file, the key and the fix; an unknown model_type is a warning in ModelSpec::warnings.
+// snapshot), or, when nothing is at |path| and it reads as a hub model name (ORG/NAME[@REVISION]),
+// that model's snapshot in the Hugging Face hub cache, offline (spec/hub_cache.h). Keys loom does
+// not use are ignored; a key that looks like a misspelling of one it uses, or that changes the
+// parameters or FLOPs in a way loom does not model, is an error. Errors name the file, the key and
+// the fix; an unknown model_type is a warning in ModelSpec::warnings.
 Result<ModelSpec> LoadModelSpec(const std::string& path);
 // Same, from an already parsed object; |file| names it in messages.
 Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string& file);

@@ -9,6 +9,7 @@
 
 #include "core/json_reader.h"
 #include "spec/framework.h"
+#include "spec/hub_cache.h"
 #include "spec/pipeline_layout.h"
 
 namespace loom {
@@ -92,7 +93,7 @@ Result<Scenario> LoadScenario(const std::string& path) {
   if (!schema.empty() && schema != kSchema) {
     r.AddError("schema", "is \"" + schema + "\"; this loom reads \"" + std::string(kSchema) + "\"");
   }
-  scenario.model_path = PathBeside(path, r.String("model"));
+  scenario.model_path = ModelPathBeside(path, r.String("model"));
   scenario.cluster_path = PathBeside(path, r.String("cluster"));
   scenario.nodes = r.OptionalInt("nodes");
   ReadStrategyObject(r.Object("strategy"), &scenario.strategy);

@@ -19,8 +19,10 @@ namespace loom {
 //    "cluster": "../hardware/clusters/dgx-a100.json", "nodes": 128,
 //    "strategy": {"tp": 8, "pp": 16, "dp": 8, "micro_batch": 1, "global_batch": 1536, ...},
 //    "framework": "megatron-core"}
-// Paths are relative to the scenario file's folder. Strategy keys are the Strategy fields, with
-// enum values spelled as on the command line ("interleaved", "selective", "bf16", ...).
+// Paths are relative to the scenario file's folder; "model" may also be a hub model name
+// ("meta-llama/Meta-Llama-3-8B") where no such path is there (ModelPathBeside). Strategy keys are
+// the Strategy fields, with enum values spelled as on the command line ("interleaved", "selective",
+// "bf16", ...).
 struct Scenario {
   std::string file;
   std::string model_path;
