@@ -1,11 +1,15 @@
 #include "cli/app.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
+#include <map>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -39,6 +43,86 @@ constexpr std::chrono::seconds kRankZeroGrace{3};
 void DeferToRankZero(int rank, const std::string& text, std::ostream& err) {
   std::this_thread::sleep_for(kRankZeroGrace);
   err << (RankPrefix(rank) + text) << std::flush;
+}
+
+// The (sub)command a command line runs: the app, then each following word that names a
+// subcommand of the one before ("loom trace merge"). |first| is the index of the first argument
+// after it; |name| is "loom simulate", "loom trace merge".
+struct CommandWords {
+  CLI::App* command = nullptr;
+  int first = 1;
+  std::string name = "loom";
+};
+
+CommandWords FindCommand(CLI::App& app, int argc, const char* const* argv) {
+  CommandWords words{&app, 1, "loom"};
+  while (words.first < argc) {
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : words.command->get_subcommands({})) {
+      if (sub->get_name() == argv[words.first]) next = sub;
+    }
+    if (next == nullptr) break;
+    words.command = next;
+    words.name += " " + next->get_name();
+    ++words.first;
+  }
+  return words;
+}
+
+// Whether |option| takes more than one value or may be given more than once (--fix, --straggler).
+bool Repeatable(const CLI::Option& option) {
+  if (option.get_expected_max() > 1 || option.get_items_expected_max() > 1) return true;
+  const CLI::MultiOptionPolicy policy = option.get_multi_option_policy();
+  if (policy != CLI::MultiOptionPolicy::Throw) return true;
+  // A flag (no value) may be repeated harmlessly: CLI11 counts it.
+  return option.get_type_size_max() == 0;
+}
+
+// What is wrong with the options of |argv| from |words.first| on that CLI11 would report badly: an
+// option the command lacks (CLI11 reports a required option first, "--gpus is required", when
+// --gpu was given for it) with the nearest it has, and a single-valued option given twice (CLI11:
+// "At Most 1 required but received 2"). Only words that start with "--" before a lone "--" are
+// read; option values are never taken for options.
+std::optional<std::string> OptionWordProblem(const CommandWords& words, int argc,
+                                             const char* const* argv) {
+  std::vector<std::string> known;
+  for (const CLI::Option* option : words.command->get_options()) {
+    for (const std::string& name : option->get_lnames()) known.push_back("--" + name);
+  }
+  const std::string help = " Run `" + words.name + " --help` for its options.";
+  // "loom: simulate: ...", as CLI11's own messages are prefixed (RunLoom).
+  const std::string prefix = words.name == "loom" ? "" : words.name.substr(5) + ": ";
+  std::map<const CLI::Option*, int> given;
+  for (int i = words.first; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.size() < 3 || word.compare(0, 2, "--") != 0) continue;
+    const std::string name = word.substr(0, word.find('='));
+    const CLI::Option* option = words.command->get_option_no_throw(name);
+    if (option == nullptr) {
+      // A near spelling: at most one edit in four characters.
+      std::string nearest;
+      int best = std::min<int>(3, static_cast<int>(name.size()) / 4) + 1;
+      for (const std::string& candidate : known) {
+        const int d = EditDistance(name.substr(0, 64), candidate);
+        if (d < best) best = d, nearest = candidate;
+      }
+      // A unique prefix ("--glob" for --global-batch) is a better guess than a near spelling.
+      std::string prefixed;
+      int prefixes = 0;
+      for (const std::string& candidate : known) {
+        if (candidate.compare(0, name.size(), name) == 0) prefixed = candidate, ++prefixes;
+      }
+      if (prefixes == 1 && (nearest.empty() || best > 1)) nearest = prefixed;
+      return prefix + "unknown option " + Abbreviated(name) +
+             (nearest.empty() ? "." : "; did you mean " + nearest + "?") + help;
+    }
+    if (++given[option] == 2 && !Repeatable(*option)) {
+      return prefix + option->get_name() +
+             " is given more than once; give it once (it takes one value)." + help;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -94,6 +178,23 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return kExitUsage;
     }
   }
+  // Bare `loom`: the help, as `loom --help` prints it.
+  if (argc < 2) {
+    out << app.help();
+    return kExitUsage;
+  }
+  const CommandWords words = FindCommand(app, argc, argv);
+  if (std::optional<std::string> problem = OptionWordProblem(words, argc, argv)) {
+    usage_err << "loom: " << *problem << "\n";
+    if (rank != 0) DeferToRankZero(rank, discarded.str(), err);
+    return kExitUsage;
+  }
+  // CLI11's other messages under the same prefix, with the command's own --help.
+  app.failure_message([name = words.name](const CLI::App*, const CLI::Error& e) {
+    const std::string command = name == "loom" ? "" : name.substr(5) + ": ";  // after "loom "
+    return "loom: " + command + e.what() + "\nRun `" + name +
+           " --help` for its options and an example.\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

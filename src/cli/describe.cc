@@ -209,7 +209,7 @@ void AddDescribeCommand(CLI::App& app, CommandRunner& runner) {
          "Sequence length for FLOPs per token (default: the model's max_position_embeddings)")
       ->check(Positive());
   cmd->add_option("--optimizer", options->optimizer, "Optimizer whose states are counted")
-      ->check(CLI::IsMember(kOptimizerNames.Names()))
+      ->transform(Choice(kOptimizerNames.Names()))
       ->capture_default_str();
   cmd->add_flag("--json", options->json,
                 "Print one JSON object (schema loom.describe/1) instead of tables");

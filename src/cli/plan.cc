@@ -479,10 +479,10 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       ->required()
       ->check(Between(1, 1 << 27));
   cmd->add_option("--dtype", o->dtype, "Training dtype")
-      ->check(CLI::IsMember(kDtypeNames.Names()))
+      ->transform(Choice(kDtypeNames.Names()))
       ->capture_default_str();
   cmd->add_option("--optimizer", o->optimizer, "Optimizer")
-      ->check(CLI::IsMember(kOptimizerNames.Names()))
+      ->transform(Choice(kOptimizerNames.Names()))
       ->capture_default_str();
   cmd->add_option("--grad-accumulation", o->grad_accumulation,
                   "How the training code sums micro-batches' weight gradients: fused "
@@ -492,7 +492,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "DeepSpeed without ZeRO) or auto (the --emit framework's own: DeepSpeed's for "
                   "each ZeRO stage "
                   "with --emit deepspeed, else fused)")
-      ->check(CLI::IsMember(WithAuto(kGradAccumulationNames.Names())))
+      ->transform(Choice(WithAuto(kGradAccumulationNames.Names())))
       ->capture_default_str();
   cmd->add_option(
       "--fix", o->fix,
@@ -516,7 +516,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                   "--gpus GPUs: at one GPU count cost ranks as time does, so to weigh smaller or "
                   "larger jobs give "
                   "--min-gpus or --max-gpus (loom never widens the question on its own)")
-      ->check(CLI::IsMember(kObjectiveNames.Names()))
+      ->transform(Choice(kObjectiveNames.Names()))
       ->capture_default_str();
   CLI::Option* risk = cmd->add_option(
       "--risk", o->risk,
@@ -576,7 +576,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
          "ds_config.json and Megatron-DeepSpeed arguments) can run, and print the launch settings "
          "of one; "
          "or (plan: any plan) write one's rank programs to a plan file (--out) for loom validate")
-      ->check(CLI::IsMember({"megatron", "deepspeed", "plan"}));
+      ->transform(Choice({"megatron", "deepspeed", "plan"}));
   CLI::Option* pick =
       cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")
           ->capture_default_str()
@@ -590,7 +590,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
              "--megatron-version", o->megatron_version,
              "With --emit megatron: the Megatron-LM release to write arguments for (core_v0.12 ... "
              "core_v0.19, or latest: main); plans that need a newer release are refused, naming it")
-          ->check(CLI::IsMember(kMegatronVersionNames.Names()))
+          ->transform(Choice(kMegatronVersionNames.Names()))
           ->capture_default_str();
   cmd->add_option("--framework", o->framework,
                   std::string(kFrameworkHelp) +
@@ -601,7 +601,7 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                       kDefaultFramework)
       ->capture_default_str();
   cmd->add_option("--attention", o->attention, kAttentionHelp)
-      ->check(CLI::IsMember(kAttentionChoices))
+      ->transform(Choice(kAttentionChoices))
       ->capture_default_str();
   cmd->add_flag("--dropout", o->dropout, "Apply dropout and keep its masks");
   cmd->add_flag("--exhaustive", o->exhaustive,

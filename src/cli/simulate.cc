@@ -492,23 +492,23 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
       ->capture_default_str();
   cmd->add_option("--seq", o.strategy.seq_len, "Sequence length")->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "Pipeline schedule")
-      ->check(CLI::IsMember(kScheduleNames.Names()))
+      ->transform(Choice(kScheduleNames.Names()))
       ->capture_default_str();
   cmd->add_option("--recompute", o.recompute, "Activation recomputation")
-      ->check(CLI::IsMember(kRecomputeNames.Names()))
+      ->transform(Choice(kRecomputeNames.Names()))
       ->capture_default_str();
   cmd->add_option("--recompute-layers", o.strategy.recompute_layers,
                   "With --recompute full: layers per model chunk recomputed (0: all)")
       ->capture_default_str();
   cmd->add_option("--zero", o.strategy.zero_stage, "ZeRO stage 0-3")->capture_default_str();
   cmd->add_option("--dtype", o.dtype, "Training dtype")
-      ->check(CLI::IsMember(kDtypeNames.Names()))
+      ->transform(Choice(kDtypeNames.Names()))
       ->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "Optimizer")
-      ->check(CLI::IsMember(kOptimizerNames.Names()))
+      ->transform(Choice(kOptimizerNames.Names()))
       ->capture_default_str();
   cmd->add_option("--offload", o.offload, "Offload")
-      ->check(CLI::IsMember(kOffloadNames.Names()))
+      ->transform(Choice(kOffloadNames.Names()))
       ->capture_default_str();
   cmd->add_flag("--allow-cross-node-tp", o.strategy.allow_cross_node_tp,
                 "Accept tp larger than a node");
@@ -518,7 +518,7 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
       ->capture_default_str();
   cmd->add_option("--cp-comm", o.cp_comm,
                   "Context-parallel K/V exchange: p2p (ring attention, overlapped) or all_gather")
-      ->check(CLI::IsMember(kCpCommNames.Names()))
+      ->transform(Choice(kCpCommNames.Names()))
       ->capture_default_str();
   cmd->add_option("--first-stage-layers", o.strategy.first_stage_layers,
                   "Transformer layers on the first pipeline stage (0: even split)")
@@ -564,7 +564,7 @@ void AddStrategyOptions(CLI::App* cmd, SimulateOptions& o) {
          "How micro-batches' weight gradients are summed: fused (into the fp32 main_grad by the "
          "wgrad GEMM, Megatron-LM's default), add (--no-gradient-accumulation-fusion: a separate "
          "main_grad.add_) or autograd (.grad in the param dtype, PyTorch DDP)")
-      ->check(CLI::IsMember(kGradAccumulationNames.Names()))
+      ->transform(Choice(kGradAccumulationNames.Names()))
       ->capture_default_str();
 }
 
@@ -584,7 +584,7 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       ->check(Positive());
   AddStrategyOptions(cmd, *options);
   cmd->add_option("--attention", options->attention, kAttentionHelp)
-      ->check(CLI::IsMember(kAttentionChoices))
+      ->transform(Choice(kAttentionChoices))
       ->capture_default_str();
   cmd->add_flag("--dropout", options->dropout,
                 "Apply dropout (Megatron-LM's GPT default) and keep its masks");

@@ -276,7 +276,7 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
                   "between ranks and real collectives (tests the orchestration); cuda: each rank "
                   "on a GPU, its ops as "
                   "cuBLASLt, cuDNN and loom's kernels, its communication through NCCL")
-      ->check(CLI::IsMember({"host", "cuda"}))
+      ->transform(Choice({"host", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--steps", o.steps, "Steps measured (the median is reported)")
       ->check(Between(1, 1000))

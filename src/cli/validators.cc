@@ -1,8 +1,13 @@
 #include "cli/validators.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <utility>
+
+#include "core/json_reader.h"
 
 namespace loom {
 namespace {
@@ -51,6 +56,39 @@ CLI::Validator Between(double low, double high) {
       "[" + Show(low) + " - " + Show(high) + "]",
       [low, high](double v) { return v >= low && v <= high; },
       "a number from " + Show(low) + " to " + Show(high));
+}
+
+CLI::Validator Choice(std::vector<std::string> names) {
+  std::string listed;
+  for (const std::string& name : names) listed += (listed.empty() ? "" : ",") + name;
+  listed = "{" + listed + "}";
+  auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+  };
+  return CLI::Validator(
+      [names = std::move(names), listed, lower](std::string& input) -> std::string {
+        if (std::find(names.begin(), names.end(), input) != names.end()) return "";
+        const std::string* match = nullptr;
+        int matches = 0;
+        for (const std::string& name : names) {
+          if (lower(name) == lower(input)) match = &name, ++matches;
+        }
+        if (matches == 1) {
+          input = *match;
+          return "";
+        }
+        std::string nearest;
+        int best = 4;
+        for (const std::string& name : names) {
+          const int d = EditDistance(lower(input).substr(0, 64), lower(name));
+          if (d < best) best = d, nearest = name;
+        }
+        return Abbreviated(input) + " is not one of " + listed +
+               (nearest.empty() ? "" : "; did you mean " + nearest + "?");
+      },
+      listed);
 }
 
 }  // namespace loom

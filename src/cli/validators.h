@@ -2,6 +2,7 @@
 #define LOOM_CLI_VALIDATORS_H_
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,11 @@ CLI::Validator Positive();
 CLI::Validator NonNegative();
 // A finite number in [low, high].
 CLI::Validator Between(double low, double high);
+
+// One of |names|, for ->transform(): a value that matches one name when case is ignored, and no
+// other, becomes that name (`--schedule 1F1B` is 1f1b); any other value is refused with the names
+// and the nearest of them. Its help reads as CLI::IsMember's: {a,b,c}.
+CLI::Validator Choice(std::vector<std::string> names);
 
 }  // namespace loom
 

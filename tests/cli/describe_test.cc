@@ -81,11 +81,5 @@ TEST(Loom, VersionAndHelpExitZero) {
   EXPECT_NE(h.out.find("Examples:"), std::string::npos) << h.out;
 }
 
-TEST(Loom, NoSubcommandIsAUsageError) {
-  CommandResult r = Loom({});
-  EXPECT_EQ(r.code, kExitUsage);
-  EXPECT_NE(r.err.find("subcommand"), std::string::npos) << r.err;
-}
-
 }  // namespace
 }  // namespace loom
