@@ -9,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/attention_family.h"
 #include "sim/simulator.h"
 #include "spec/step_intervals.h"
 
@@ -40,8 +41,7 @@ inline constexpr const char* kAttentionHelp =
     "attn_impl triton, at its attention_tiles_triton: the A100, H100 and H200 files), or unfused "
     "(Megatron-LM's own layers without Transformer Engine: its core attention, which keeps the "
     "softmax for backward, and bias adds and bias gradients as kernels of their own)";
-inline const std::vector<std::string> kAttentionChoices = {"fused", "flash2", "cudnn", "triton",
-                                                           "unfused"};
+inline const std::vector<std::string> kAttentionChoices = AttentionChoices();
 
 // The kernel an --attention choice runs: unfused, else fused (of whichever family).
 AttentionKernel AttentionKernelOf(const std::string& attention);

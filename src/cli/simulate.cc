@@ -62,7 +62,8 @@ struct SimulateOptions {
   uint64_t seed = 1;
   bool draws_or_seed_given = false;
   std::optional<double> restart_s;  // --restart-s
-  // The flags given that a scenario file also sets (the model, the cluster, the strategy).
+  // The flags given that a scenario file also sets (the model, the cluster, the strategy, the
+  // attention and dropout): with a scenario, each overrides its key.
   std::vector<std::string> scenario_flags_given;
   nlohmann::ordered_json request;  // CommandRequest, echoed by --json
 };
@@ -368,6 +369,40 @@ Result<WhatIfs> RunWhatIfs(const SimulateOptions& options, const ClusterSpec& cl
   return w;
 }
 
+// A flag given with a scenario, over the scenario's value of its key.
+struct ScenarioOverride {
+  std::string flag;
+  std::string key;                        // ScenarioKeyOfFlag
+  nlohmann::ordered_json scenario_value;  // null where the scenario leaves the key out
+  nlohmann::ordered_json given_value;
+};
+
+std::string ValueText(const nlohmann::ordered_json& value) {
+  if (value.is_null()) return "not set";
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// "--recompute none over strategy.recompute full, --tp 4 over strategy.tp 8".
+std::string OverridesText(const std::vector<ScenarioOverride>& overrides) {
+  std::string text;
+  for (const ScenarioOverride& o : overrides) {
+    text += StrCat(text.empty() ? "" : ", ", o.flag, " ", ValueText(o.given_value), " over ", o.key,
+                   " ", ValueText(o.scenario_value));
+  }
+  return text;
+}
+
+nlohmann::ordered_json OverridesJson(const std::vector<ScenarioOverride>& overrides) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const ScenarioOverride& o : overrides) {
+    j.push_back({{"flag", o.flag},
+                 {"key", o.key},
+                 {"scenario", o.scenario_value},
+                 {"given", o.given_value}});
+  }
+  return j;
+}
+
 // The strategy from the command line; enum flags were checked by CLI11 against the same names.
 Strategy CommandLineStrategy(const SimulateOptions& o) {
   Strategy s = o.strategy;
@@ -381,30 +416,72 @@ Strategy CommandLineStrategy(const SimulateOptions& o) {
   return s;
 }
 
+// The scenario with the flags given beside it, each over its key (ScenarioKeyOfFlag); the
+// strategy keys are read back as the scenario's own are, so that a flag's value is checked as the
+// key's would be.
+Status ApplyScenario(const SimulateOptions& options, std::string& model_path,
+                     std::string& cluster_path, std::optional<int64_t>& nodes, Strategy& strategy,
+                     std::string& framework_name, std::string& attention, bool& dropout,
+                     std::vector<ScenarioOverride>& overrides) {
+  LOOM_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(options.scenario_path));
+  model_path = scenario.model_path;
+  cluster_path = scenario.cluster_path;
+  if (!nodes) nodes = scenario.nodes;
+  if (!options.framework_given && scenario.framework) framework_name = *scenario.framework;
+  if (scenario.attention) attention = *scenario.attention;
+  if (scenario.dropout) dropout = *scenario.dropout;
+  nlohmann::ordered_json merged = StrategyJson(scenario.strategy);
+  const nlohmann::ordered_json from_flags = StrategyJson(CommandLineStrategy(options));
+  for (const std::string& flag : options.scenario_flags_given) {
+    ScenarioOverride o{flag, ScenarioKeyOfFlag(flag), nullptr, nullptr};
+    if (flag == "--model") {
+      o.scenario_value = scenario.model_path, o.given_value = model_path = options.model_path;
+    } else if (flag == "--cluster") {
+      o.scenario_value = scenario.cluster_path, o.given_value = cluster_path = options.cluster_path;
+    } else if (flag == "--attention") {
+      if (scenario.attention) o.scenario_value = *scenario.attention;
+      o.given_value = attention = options.attention;
+    } else if (flag == "--dropout") {
+      if (scenario.dropout) o.scenario_value = *scenario.dropout;
+      o.given_value = dropout = options.dropout;
+    } else {
+      const std::string field = o.key.substr(std::string("strategy.").size());
+      if (field != "pipeline_layout" && !from_flags.contains(field)) {
+        return Status::Internal(flag + " has no scenario key (" + o.key +
+                                " is not among StrategyJson's); this is a bug in loom");
+      }
+      if (merged.contains(field)) o.scenario_value = merged[field];
+      o.given_value = field == "pipeline_layout" ? nlohmann::ordered_json(options.pipeline_layout)
+                                                 : from_flags.at(field);
+      merged[field] = o.given_value;
+    }
+    overrides.push_back(std::move(o));
+  }
+  // Read back: the flags' values through the scenario's reader (a --pipeline-layout against the
+  // scenario's --pp, say), its errors naming the scenario and the keys the flags set.
+  strategy = Strategy{};
+  const nlohmann::json object = nlohmann::json::parse(merged.dump());  // JsonReader's JSON type
+  JsonReader r(object, options.scenario_path + " with " + JoinedList(options.scenario_flags_given));
+  ReadStrategyObject(r, &strategy);
+  return r.Finish(UnknownKeys::kError);
+}
+
 Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err) {
   std::string model_path = options.model_path, cluster_path = options.cluster_path;
   std::optional<int64_t> nodes = options.nodes;
   Strategy strategy = CommandLineStrategy(options);
-  if (!options.pipeline_layout.empty()) {
+  std::string framework_name = options.framework;
+  std::string attention = options.attention;
+  bool dropout = options.dropout;
+  std::vector<ScenarioOverride> overrides;
+  if (!options.scenario_path.empty()) {
+    LOOM_RETURN_IF_ERROR(ApplyScenario(options, model_path, cluster_path, nodes, strategy,
+                                       framework_name, attention, dropout, overrides));
+  } else if (!options.pipeline_layout.empty()) {
     LOOM_ASSIGN_OR_RETURN(strategy.layout,
                           ParsePipelineLayout(options.pipeline_layout, strategy.pp));
   }
-  std::string framework_name = options.framework;
-  if (!options.scenario_path.empty()) {
-    if (!options.scenario_flags_given.empty()) {
-      return Status::InvalidArgument(
-          options.scenario_path + ": the scenario sets the model, cluster and strategy, and " +
-          JoinedList(options.scenario_flags_given) +
-          " would be ignored; edit the scenario's keys, or drop the scenario and give every flag "
-          "(--nodes and --framework may be given with a scenario: they override its keys)");
-    }
-    LOOM_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(options.scenario_path));
-    model_path = scenario.model_path;
-    cluster_path = scenario.cluster_path;
-    if (!nodes) nodes = scenario.nodes;
-    strategy = scenario.strategy;
-    if (!options.framework_given && scenario.framework) framework_name = *scenario.framework;
-  } else if (model_path.empty() || cluster_path.empty()) {
+  if (options.scenario_path.empty() && (model_path.empty() || cluster_path.empty())) {
     return Status::InvalidArgument(
         "simulate needs --model and --cluster, or a scenario file; see loom simulate --help");
   }
@@ -417,12 +494,14 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   SimulationOptions sim_options;
   sim_options.framework = framework;
   sim_options.full = options.full;
-  SetAttention(options.attention, sim_options);
-  sim_options.kernels.dropout = options.dropout;
+  SetAttention(attention, sim_options);
+  sim_options.kernels.dropout = dropout;
   if (!options.scenario_path.empty()) {
-    // The scenario's strategy: its errors name the scenario file and its keys, not flags.
+    // The scenario's strategy: its errors name the scenario file and its keys, not flags (a key a
+    // flag set is named with the flag's value).
     LOOM_RETURN_IF_ERROR(
-        InScenarioTerms(ValidateStrategy(strategy, model, cluster), options.scenario_path));
+        InScenarioTerms(ValidateStrategy(strategy, model, cluster), options.scenario_path)
+            .WithSuffix(overrides.empty() ? "" : " (with " + OverridesText(overrides) + ")"));
   }
   LOOM_ASSIGN_OR_RETURN(PreparedStep prepared,
                         PrepareTrainingStep(model, cluster, strategy, sim_options));
@@ -440,8 +519,9 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
                                              "pass another --trace"));
   }
   if (!options.report_path.empty()) {
-    const std::string source =
+    std::string source =
         options.scenario_path.empty() ? model_path + " on " + cluster_path : options.scenario_path;
+    if (!overrides.empty()) source += " with " + OverridesText(overrides);
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
         options.report_path,
         SimulationReport("loom simulate: " + source, StrategySummary(strategy), result),
@@ -465,10 +545,15 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
       ShippedStepInterval(cluster, framework, strategy, result.step_time_s);
   if (options.json) {
     nlohmann::ordered_json body = ResultJson(result, framework, fits, interval);
+    if (!overrides.empty()) body["scenario_overrides"] = OverridesJson(overrides);
     if (goodput) body["goodput"] = GoodputJson(*goodput, result.tokens_per_s, cluster);
     AddWhatIfJson(what_ifs, body);
     out << JsonText(Stamped(body, options.request)) << "\n";
   } else {
+    if (!overrides.empty()) {
+      out << std::left << std::setw(22) << "scenario" << options.scenario_path << " with "
+          << OverridesText(overrides) << "\n";
+    }
     PrintHuman(result, framework, fits, interval, out);
     if (goodput) PrintGoodput(*goodput, result.tokens_per_s, cluster, out);
     PrintWhatIfs(what_ifs, result.step.stages, out);
@@ -574,9 +659,10 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* cmd =
       app.add_subcommand("simulate", "Simulate one training step of one parallelisation strategy");
-  InputFile(
-      cmd->add_option("scenario", options->scenario_path,
-                      "Scenario file (schema loom.scenario/1) naming model, cluster and strategy"));
+  InputFile(cmd->add_option(
+      "scenario", options->scenario_path,
+      "Scenario file (schema loom.scenario/1) naming model, cluster and strategy; a flag "
+      "given beside it overrides the key it stands for (--tp: strategy.tp)"));
   InputFile(cmd->add_option("--model", options->model_path, kModelOptionHelp));
   InputFile(
       cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)"));
@@ -650,8 +736,8 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       "time that trains, with the effective tokens/s it leaves. A key the file lacks is named "
       "instead of guessed.");
   cmd->callback([options, cmd, &runner] {
-    // Flags a scenario file would override; --nodes, --framework and the output flags are not among
-    // them.
+    // Flags that override a scenario's keys (ApplyScenario); --nodes, --framework and the output
+    // flags are not among them (the first two override their keys as they always did).
     static const std::set<std::string> kWithScenario = {
         "--nodes",     "--framework", "--trace", "--report", "--full",      "--json", "--straggler",
         "--slow-link", "--jitter",    "--draws", "--seed",   "--restart-s", "--help", "scenario"};

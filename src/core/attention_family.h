@@ -2,6 +2,8 @@
 #define LOOM_CORE_ATTENTION_FAMILY_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/enum_names.h"
 
@@ -32,6 +34,15 @@ inline constexpr EnumNames<AttentionFamily, 3> kAttentionFamilyNames({{
     {AttentionFamily::kCudnn, "cudnn"},
     {AttentionFamily::kTriton, "triton"},
 }});
+
+// What a user may name as the attention of a step (--attention, a scenario's "attention"): fused
+// (the family the framework calls), a family by name, or unfused.
+inline std::vector<std::string> AttentionChoices() {
+  std::vector<std::string> names = {"fused"};
+  for (const std::string& family : kAttentionFamilyNames.Names()) names.push_back(family);
+  names.push_back("unfused");
+  return names;
+}
 
 }  // namespace loom
 

@@ -4,9 +4,11 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/attention_family.h"
 #include "core/json_reader.h"
 #include "spec/framework.h"
 #include "spec/hub_cache.h"
@@ -100,22 +102,35 @@ Result<Scenario> LoadScenario(const std::string& path) {
   if (std::optional<std::string> framework = r.OptionalString("framework")) {
     scenario.framework = IsFrameworkPath(*framework) ? PathBeside(path, *framework) : *framework;
   }
+  if (std::optional<std::string> attention = r.OptionalString("attention")) {
+    const std::vector<std::string> choices = AttentionChoices();
+    if (std::find(choices.begin(), choices.end(), *attention) == choices.end()) {
+      std::string listed;
+      for (const std::string& c : choices) listed += (listed.empty() ? "\"" : ", \"") + c + "\"";
+      r.AddError("attention",
+                 "is \"" + Abbreviated(*attention) + "\"; it must be one of " + listed);
+    } else {
+      scenario.attention = *attention;
+    }
+  }
+  scenario.dropout = r.OptionalBool("dropout");
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return scenario;
 }
 
+std::string ScenarioKeyOfFlag(std::string_view flag) {
+  std::string key(flag.substr(flag.compare(0, 2, "--") == 0 ? 2 : 0));
+  std::replace(key.begin(), key.end(), '-', '_');
+  if (key == "zero") return "strategy.zero_stage";
+  if (key == "seq") return "strategy.seq_len";
+  for (const char* top : {"model", "cluster", "nodes", "framework", "attention", "dropout"}) {
+    if (key == top) return key;
+  }
+  return "strategy." + key;
+}
+
 Status InScenarioTerms(const Status& status, const std::string& file) {
   if (status.ok()) return status;
-  // A flag and the scenario key it stands for: strip the dashes, '-' to '_', and the two flags
-  // whose key is spelt otherwise.
-  const auto key_of = [](std::string_view flag) {
-    std::string key(flag.substr(2));
-    std::replace(key.begin(), key.end(), '-', '_');
-    if (key == "zero") return std::string("strategy.zero_stage");
-    if (key == "seq") return std::string("strategy.seq_len");
-    if (key == "nodes") return key;
-    return "strategy." + key;
-  };
   std::string out;
   size_t start = 0;
   const std::string& message = status.message();
@@ -138,7 +153,7 @@ Status InScenarioTerms(const Status& status, const std::string& file) {
               std::isdigit(static_cast<unsigned char>(line[j])) || line[j] == '-')) {
         ++j;
       }
-      rewritten += key_of(line.substr(i, j - i));
+      rewritten += ScenarioKeyOfFlag(line.substr(i, j - i));
       i = j;
     }
     out += (out.empty() ? "" : "\n") + rewritten;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -32,6 +33,10 @@ struct Scenario {
   // The training framework (spec/framework.h): a name of hardware/frameworks/, "none", or a file
   // path resolved against the scenario's folder. nullopt: the command's default.
   std::optional<std::string> framework;
+  // The attention kernel (one of AttentionChoices(), core/attention_family.h) and whether dropout
+  // runs, as simulate's --attention and --dropout set them. nullopt: the command's default.
+  std::optional<std::string> attention;
+  std::optional<bool> dropout;
 };
 
 Result<Scenario> LoadScenario(const std::string& path);
@@ -39,6 +44,12 @@ Result<Scenario> LoadScenario(const std::string& path);
 // Reads the strategy keys of a scenario's "strategy" object from |r| into |strategy| (keys absent
 // keep its values); errors are recorded in |r|, as JsonReader does.
 void ReadStrategyObject(JsonReader& r, Strategy* strategy);
+
+// The scenario key a command-line flag sets: "--tp" is "strategy.tp", "--zero" and "--seq" are
+// "strategy.zero_stage" and "strategy.seq_len", and "--model", "--cluster", "--nodes",
+// "--framework",
+// "--attention" and "--dropout" are top-level keys; every other flag "--a-b" is "strategy.a_b".
+std::string ScenarioKeyOfFlag(std::string_view flag);
 
 // |status| (ValidateStrategy's, whose messages name command-line flags: "--tp 3: ...") as an
 // error of the scenario file |file|: each line starts with the file, and each flag is the key that

@@ -580,31 +580,122 @@ TEST(Simulate, UnknownScheduleIsAUsageError) {
   EXPECT_NE(r.err.find("1f1b-int"), std::string::npos) << r.err;
 }
 
-// A scenario sets the model, cluster and strategy: flags that it would override are refused, not
-// dropped.
-TEST(Simulate, FlagsAScenarioWouldOverrideAreRefused) {
-  CommandResult r = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--tp", "4",
-                          "--model", Shipped("models/gpt3-125m.json")});
-  EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_NE(r.err.find("scenarios/gpt3-175b-1024gpu.json: the scenario sets the model, cluster and "
-                       "strategy, and "
-                       "--model, --tp would be ignored"),
+// A flag given with a scenario overrides the key it stands for, and the output says which and over
+// what (issue 45).
+TEST(Simulate, FlagsOverrideTheScenariosKeysAndSaySo) {
+  const std::string scenario = Shipped("scenarios/gpt3-175b-1024gpu.json");
+  CommandResult r = Loom({"simulate", scenario, "--recompute", "none", "--tp", "4", "--dp", "16"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("scenario              " + scenario +
+                       " with --tp 4 over strategy.tp 8, --dp 16 over strategy.dp 8, --recompute "
+                       "none over strategy.recompute selective\n"),
             std::string::npos)
-      << r.err;
-  // --nodes and --framework override the scenario's keys, as documented.
-  CommandResult nodes =
-      Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--nodes", "256"});
+      << r.out;
+  // The same strategy given as flags alone simulates the same step.
+  CommandResult flags = Loom({"simulate",
+                              "--model",
+                              Shipped("models/gpt3-175b.json"),
+                              "--cluster",
+                              Shipped("hardware/clusters/dgx-a100.json"),
+                              "--nodes",
+                              "128",
+                              "--tp",
+                              "4",
+                              "--pp",
+                              "16",
+                              "--dp",
+                              "16",
+                              "--vpp",
+                              "2",
+                              "--sp",
+                              "--micro-batch",
+                              "1",
+                              "--global-batch",
+                              "1536",
+                              "--seq",
+                              "2048",
+                              "--schedule",
+                              "interleaved",
+                              "--zero",
+                              "1",
+                              "--overlap-grad-reduce",
+                              "--overlap-param-gather",
+                              "--json"});
+  CommandResult over =
+      Loom({"simulate", scenario, "--recompute", "none", "--tp", "4", "--dp", "16", "--json"});
+  ASSERT_EQ(flags.code, kExitOk) << flags.err;
+  ASSERT_EQ(over.code, kExitOk) << over.err;
+  const nlohmann::json a = nlohmann::json::parse(flags.out), b = nlohmann::json::parse(over.out);
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  ASSERT_EQ(b["scenario_overrides"].size(), 3u);
+  EXPECT_EQ(b["scenario_overrides"][2], nlohmann::json({{"flag", "--recompute"},
+                                                        {"key", "strategy.recompute"},
+                                                        {"scenario", "selective"},
+                                                        {"given", "none"}}));
+  // Without flags, nothing is overridden.
+  CommandResult plain = Loom({"simulate", scenario, "--json"});
+  ASSERT_EQ(plain.code, kExitOk) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("scenario_overrides"));
+  // --nodes and --framework override their keys as before.
+  CommandResult nodes = Loom({"simulate", scenario, "--nodes", "256"});
   EXPECT_EQ(nodes.code, kExitOk) << nodes.err;
 }
 
-TEST(Simulate, AScenariosStrategyErrorsNameTheFileAndKey) {
+// A value a flag sets is checked as the key's would be, and the error says the flag set it.
+TEST(Simulate, AFlagOverAScenarioKeyIsCheckedAsTheKey) {
+  CommandResult r = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--tp", "5"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("(with --tp 5 over strategy.tp 8)"), std::string::npos) << r.err;
+  // A layout is read against the scenario's pipeline size.
+  r = Loom(
+      {"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--pipeline-layout", "E|t*3L"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_NE(r.err.find("gpt3-175b-1024gpu.json with --pipeline-layout"), std::string::npos)
+      << r.err;
+}
+
+// The shipped GPT-3 scenario with its paths made absolute, to be edited and written to a
+// temporary file (WriteGpt3Scenario).
+nlohmann::json Gpt3Scenario() {
   nlohmann::json scenario;
   std::ifstream(Shipped("scenarios/gpt3-175b-1024gpu.json")) >> scenario;
   scenario["model"] = Shipped("models/gpt3-175b.json");
   scenario["cluster"] = Shipped("hardware/clusters/dgx-a100.json");
-  scenario["strategy"]["tp"] = 5;
-  const std::string path = ::testing::TempDir() + "loom-bad-tp-scenario.json";
+  return scenario;
+}
+
+std::string WriteGpt3Scenario(const nlohmann::json& scenario, const std::string& name) {
+  const std::string path = ::testing::TempDir() + name;
   std::ofstream(path) << scenario.dump(2);
+  return path;
+}
+
+// A scenario may set the attention kernel and dropout, as --attention and --dropout do.
+TEST(Simulate, AScenarioSetsAttentionAndDropout) {
+  nlohmann::json scenario = Gpt3Scenario();
+  scenario["attention"] = "unfused";
+  scenario["dropout"] = true;
+  const std::string path = WriteGpt3Scenario(scenario, "loom-attention-scenario.json");
+  CommandResult from_file = Loom({"simulate", path, "--json"});
+  CommandResult from_flags = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"),
+                                   "--attention", "unfused", "--dropout", "--json"});
+  ASSERT_EQ(from_file.code, kExitOk) << from_file.err;
+  ASSERT_EQ(from_flags.code, kExitOk) << from_flags.err;
+  EXPECT_EQ(nlohmann::json::parse(from_file.out)["step_time_s"],
+            nlohmann::json::parse(from_flags.out)["step_time_s"]);
+  scenario["attention"] = "flash3";
+  WriteGpt3Scenario(scenario, "loom-attention-scenario.json");
+  CommandResult bad = Loom({"simulate", path});
+  EXPECT_EQ(bad.code, kExitBadInput);
+  EXPECT_NE(bad.err.find("attention: is \"flash3\"; it must be one of \"fused\""),
+            std::string::npos)
+      << bad.err;
+}
+
+TEST(Simulate, AScenariosStrategyErrorsNameTheFileAndKey) {
+  nlohmann::json scenario = Gpt3Scenario();
+  scenario["strategy"]["tp"] = 5;
+  const std::string path = WriteGpt3Scenario(scenario, "loom-bad-tp-scenario.json");
   CommandResult r = Loom({"simulate", path});
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_NE(r.err.find(path + ": strategy.tp 5: num_attention_heads (96)"), std::string::npos)

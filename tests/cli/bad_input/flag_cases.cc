@@ -14,6 +14,20 @@ namespace loom::bad_input {
 
 using Json = Workdir::Json;
 
+namespace {
+
+// A run that took a flag over a scenario's key says which and over what.
+Check SaysOverridden(std::string flag, std::string key) {
+  return [flag, key](const Workdir&, const Outcome& o) {
+    if (o.code != 0) return;
+    EXPECT_NE(o.out.find("scenario "), std::string::npos) << o.out.substr(0, 400);
+    EXPECT_NE(o.out.find(flag), std::string::npos) << o.out.substr(0, 400);
+    EXPECT_NE(o.out.find(" over " + key), std::string::npos) << o.out.substr(0, 400);
+  };
+}
+
+}  // namespace
+
 std::vector<Case> FlagCases() {
   return {
       // Root cause 5: NaN passes `< 0` checks.
@@ -84,16 +98,21 @@ std::vector<Case> FlagCases() {
            },
        .err_has = {"bad-cluster.json"},
        .max_s = 10},
-      // Root cause 8: inputs silently ignored.
+      // Root cause 8: inputs silently ignored. A flag given with a scenario overrides its key, and
+      // the output says so (issue 45).
       {.name = "ScenarioWithModelFlag",
        .args = {"simulate", kScenario, "--model", kModel},
-       .err_has = {"small.json", "--model"}},
+       .exits = {0},
+       .check = SaysOverridden("--model", "model")},
       {.name = "ScenarioWithTpFlag",
        .args = {"simulate", kScenario, "--tp", "2"},
-       .err_has = {"small.json", "--tp"}},
+       .exits = {0, 1},
+       .err_has = {"small.json", "--tp 2 over strategy.tp"},
+       .check = SaysOverridden("--tp 2", "strategy.tp")},
       {.name = "ScenarioWithClusterFlag",
        .args = {"simulate", kScenario, "--cluster", kA100Cluster},
-       .err_has = {"small.json", "--cluster"}},
+       .exits = {0},
+       .check = SaysOverridden("--cluster", "cluster")},
       {.name = "FixSameKeyTwice",
        .args = Args({kPlanSmall, {"--fix", "tp=2,tp=4"}}),
        .err_has = {"--fix", "tp"}},
