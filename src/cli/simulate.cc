@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +25,7 @@
 #include "core/formatted.h"
 #include "plan/fit_suggestions.h"
 #include "plan/goodput.h"
+#include "plan/megatron_args_in.h"
 #include "report/plan_view.h"
 #include "report/step_views.h"
 #include "sim/simulator.h"
@@ -40,6 +43,7 @@ namespace {
 
 struct SimulateOptions {
   std::string scenario_path;
+  std::string megatron_args_path;  // --megatron-args: a pretrain_gpt.py launch, "-" for stdin
   std::string model_path;
   std::string cluster_path;
   std::optional<int64_t> nodes;
@@ -403,6 +407,55 @@ nlohmann::ordered_json OverridesJson(const std::vector<ScenarioOverride>& overri
   return j;
 }
 
+// The --attention choice of a launch's kernels (MegatronLaunch::options).
+std::string AttentionChoiceOf(const MegatronOptions& o) {
+  if (o.attention == AttentionKernel::kUnfused) return "unfused";
+  if (o.fused_family) return std::string(kAttentionFamilyNames.Name(*o.fused_family));
+  return "fused";
+}
+
+// The Megatron-LM launch of --megatron-args read for |model|, on the GPUs of |cluster_path| (with
+// --nodes) or those torchrun states; |cluster| is loaded with the node count that makes them.
+Result<MegatronLaunch> ReadLaunch(const SimulateOptions& options, const ModelSpec& model,
+                                  const std::string& cluster_path, ClusterSpec& cluster) {
+  for (const std::string& flag : options.scenario_flags_given) {
+    if (flag == "--model" || flag == "--cluster") continue;
+    return Status::InvalidArgument(
+        StrCat(flag, " with --megatron-args ", options.megatron_args_path,
+               ": the arguments set it; edit them, or drop --megatron-args and give every flag"));
+  }
+  std::string text;
+  const std::string file = options.megatron_args_path == "-" ? "stdin" : options.megatron_args_path;
+  if (options.megatron_args_path == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    LOOM_ASSIGN_OR_RETURN(text, ReadInputFile(options.megatron_args_path,
+                                              "check the path, or pass - to read the arguments "
+                                              "from standard input"));
+  }
+  LOOM_ASSIGN_OR_RETURN(std::vector<std::string> words, ShellWords(text, file));
+  const int64_t gpus = cluster.TotalGpus().value_or(0);
+  LOOM_ASSIGN_OR_RETURN(MegatronLaunch launch, ReadMegatronArguments(words, model, gpus, file));
+  if (launch.launcher_world_size && !options.nodes &&
+      *launch.launcher_world_size != cluster.TotalGpus()) {
+    const int64_t per_node = cluster.gpus_per_node;
+    if (per_node <= 0 || *launch.launcher_world_size % per_node != 0) {
+      return Status::InvalidArgument(StrCat(file, ": torchrun's ", *launch.launcher_world_size,
+                                            " GPUs are not whole nodes of ", cluster_path, " (",
+                                            per_node, " GPUs a node); give --nodes"));
+    }
+    LOOM_ASSIGN_OR_RETURN(cluster,
+                          LoadClusterSpec(cluster_path, *launch.launcher_world_size / per_node));
+  }
+  return launch;
+}
+
+std::string JoinedWords(const std::vector<std::string>& words, const char* sep) {
+  std::string text;
+  for (const std::string& w : words) text += (text.empty() ? "" : sep) + w;
+  return text;
+}
+
 // The strategy from the command line; enum flags were checked by CLI11 against the same names.
 Strategy CommandLineStrategy(const SimulateOptions& o) {
   Strategy s = o.strategy;
@@ -481,6 +534,10 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     LOOM_ASSIGN_OR_RETURN(strategy.layout,
                           ParsePipelineLayout(options.pipeline_layout, strategy.pp));
   }
+  if (!options.megatron_args_path.empty() && !options.scenario_path.empty()) {
+    return Status::InvalidArgument(
+        "--megatron-args with a scenario: each sets the strategy; give one of them");
+  }
   if (options.scenario_path.empty() && (model_path.empty() || cluster_path.empty())) {
     return Status::InvalidArgument(
         "simulate needs --model and --cluster, or a scenario file; see loom simulate --help");
@@ -488,6 +545,13 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   LOOM_ASSIGN_OR_RETURN(ModelSpec model, LoadModelSpec(model_path));
   for (const std::string& warning : model.warnings) err << "loom: warning: " << warning << "\n";
   LOOM_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterSpec(cluster_path, nodes));
+  std::optional<MegatronLaunch> launch;
+  if (!options.megatron_args_path.empty()) {
+    LOOM_ASSIGN_OR_RETURN(launch, ReadLaunch(options, model, cluster_path, cluster));
+    strategy = launch->strategy;
+    attention = AttentionChoiceOf(launch->options);
+    dropout = launch->options.dropout;
+  }
   LOOM_RETURN_IF_ERROR(ApplyRestartTime(options.restart_s, cluster));
   LOOM_ASSIGN_OR_RETURN(std::optional<FrameworkProfile> framework,
                         ResolveFramework(framework_name, cluster_path));
@@ -546,6 +610,14 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   if (options.json) {
     nlohmann::ordered_json body = ResultJson(result, framework, fits, interval);
     if (!overrides.empty()) body["scenario_overrides"] = OverridesJson(overrides);
+    if (launch) {
+      body["megatron_args"] = {{"file", options.megatron_args_path},
+                               {"strategy", StrategyJson(strategy)},
+                               {"attention", attention},
+                               {"dropout", dropout},
+                               {"not_modelled", launch->not_modelled},
+                               {"notes", launch->notes}};
+    }
     if (goodput) body["goodput"] = GoodputJson(*goodput, result.tokens_per_s, cluster);
     AddWhatIfJson(what_ifs, body);
     out << JsonText(Stamped(body, options.request)) << "\n";
@@ -553,6 +625,16 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     if (!overrides.empty()) {
       out << std::left << std::setw(22) << "scenario" << options.scenario_path << " with "
           << OverridesText(overrides) << "\n";
+    }
+    if (launch) {
+      out << std::left << std::setw(22) << "megatron args" << options.megatron_args_path << ": "
+          << StrategySummary(strategy) << ", attention " << attention
+          << (dropout ? ", dropout" : "") << "\n";
+      if (!launch->not_modelled.empty()) {
+        out << std::setw(22) << "  not modelled" << JoinedWords(launch->not_modelled, ", ") << "\n";
+      }
+      for (const std::string& note : launch->notes)
+        out << std::setw(22) << "  note" << note << "\n";
     }
     PrintHuman(result, framework, fits, interval, out);
     if (goodput) PrintGoodput(*goodput, result.tokens_per_s, cluster, out);
@@ -664,6 +746,13 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       "Scenario file (schema loom.scenario/1) naming model, cluster and strategy; a flag "
       "given beside it overrides the key it stands for (--tp: strategy.tp)"));
   InputFile(cmd->add_option("--model", options->model_path, kModelOptionHelp));
+  InputFile(cmd->add_option(
+      "--megatron-args", options->megatron_args_path,
+      "A Megatron-LM launch (a torchrun ... pretrain_gpt.py script, or its arguments; - reads "
+      "standard input) to simulate as it runs: its parallelism, batch, schedule, recompute, "
+      "precision, optimizer, ZeRO/FSDP, overlap and attention flags make the strategy, its model "
+      "flags must be --model's, and the flags loom does not model are listed. With --model and "
+      "--cluster; the GPUs are torchrun's --nnodes x --nproc_per_node, else the cluster's"));
   InputFile(
       cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)"));
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
@@ -739,8 +828,9 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
     // Flags that override a scenario's keys (ApplyScenario); --nodes, --framework and the output
     // flags are not among them (the first two override their keys as they always did).
     static const std::set<std::string> kWithScenario = {
-        "--nodes",     "--framework", "--trace", "--report", "--full",      "--json", "--straggler",
-        "--slow-link", "--jitter",    "--draws", "--seed",   "--restart-s", "--help", "scenario"};
+        "--nodes", "--framework", "--trace",     "--report", "--full",
+        "--json",  "--straggler", "--slow-link", "--jitter", "--draws",
+        "--seed",  "--restart-s", "--help",      "scenario", "--megatron-args"};
     options->request = CommandRequest(*cmd);
     options->scenario_flags_given.clear();
     for (const CLI::Option* option : cmd->get_options()) {

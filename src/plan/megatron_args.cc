@@ -680,6 +680,19 @@ Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const
   return args;
 }
 
+Result<std::vector<std::string>> MegatronModelArguments(const ModelSpec& model,
+                                                        const Strategy& strategy,
+                                                        const MegatronOptions& options) {
+  Args args;
+  AddShape(model, strategy, args);
+  AddMla(model, options, args);
+  Strategy no_dispatch = strategy;
+  no_dispatch.ep = 1;
+  no_dispatch.moe_capacity_factor = 0;
+  LOOM_RETURN_IF_ERROR(AddMoe(model, no_dispatch, args));
+  return args;
+}
+
 std::vector<std::string> MegatronNotes(const ModelSpec& model, const MegatronOptions& options) {
   std::vector<std::string> notes;
   if (model.mtp_layers > 0) {

@@ -81,6 +81,14 @@ struct MegatronOptions {
 Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const Strategy& strategy,
                                                    const MegatronOptions& options = {});
 
+// The model's own flags of MegatronArguments (its shape, attention, positions, norm, MLP, biases,
+// multi-latent attention and mixture of experts, without the dispatcher and capacity that
+// |strategy| sets): what a launch must say for Megatron-LM to build |model|. Errors as
+// MegatronArguments' for the shared experts' width.
+Result<std::vector<std::string>> MegatronModelArguments(const ModelSpec& model,
+                                                        const Strategy& strategy,
+                                                        const MegatronOptions& options = {});
+
 // What the arguments of |model| under |options| leave to the user: model parts loom neither
 // simulates nor emits (DeepSeek-V3's multi-token prediction), and Megatron-LM's dropout rates when
 // the simulation applied dropout. Empty when there is nothing to say.

@@ -3,10 +3,12 @@
 // their hub name from the command line.
 
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/run_loom.h"
@@ -116,6 +118,65 @@ TEST(Usage, AModelByItsHubNameFromTheCommandLine) {
   EXPECT_NE(missing.err.find("`huggingface-cli download meta-llama/Meta-Llama-3-70B config.json`"),
             std::string::npos)
       << missing.err;
+}
+
+}  // namespace
+}  // namespace loom
+
+namespace loom {
+namespace {
+
+// A Megatron-LM launch script simulated as it runs (issue 45, section 1): the strategy from its
+// flags, the GPUs from torchrun's, its other flags listed; the same step as the flags given to
+// loom.
+TEST(Usage, AMegatronLaunchIsSimulatedAsItRuns) {
+  const std::string script = ::testing::TempDir() + "loom-megatron-launch.sh";
+  std::ofstream(script)
+      << "#!/bin/bash\n"
+         "torchrun --nproc_per_node 8 --nnodes 4 pretrain_gpt.py \\\n"
+         "  --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel "
+         "\\\n"
+         "  --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
+         "\\\n"
+         "  --group-query-attention --num-query-groups 8 --kv-channels 128 \\\n"
+         "  --max-position-embeddings 8192 --position-embedding-type rope --rotary-base 500000 \\\n"
+         "  --normalization RMSNorm --norm-epsilon 1e-5 --swiglu \\\n"
+         "  --untie-embeddings-and-output-weights --disable-bias-linear \\\n"
+         "  --seq-length 8192 --micro-batch-size 1 --global-batch-size 256 --bf16 \\\n"
+         "  --use-distributed-optimizer --overlap-grad-reduce --recompute-activations \\\n"
+         "  --attention-dropout 0.0 --hidden-dropout 0.0 --lr 3e-4 --data-path /data/c4\n";
+  const std::vector<std::string> inputs = {"--model", Shipped("models/llama3-8b.json"), "--cluster",
+                                           Shipped("hardware/clusters/dgx-h100.json")};
+  CommandResult launch =
+      Loom(UsageArgs(UsageArgs({"simulate", "--megatron-args", script}, inputs), {"--json"}));
+  CommandResult flags =
+      Loom(UsageArgs(UsageArgs({"simulate"}, inputs),
+                     {"--nodes", "4", "--tp", "2", "--pp", "2", "--dp", "8", "--sp", "--seq",
+                      "8192", "--global-batch", "256", "--recompute", "selective", "--zero", "1",
+                      "--overlap-grad-reduce", "--json"}));
+  ASSERT_EQ(launch.code, kExitOk) << launch.err;
+  ASSERT_EQ(flags.code, kExitOk) << flags.err;
+  const nlohmann::json a = nlohmann::json::parse(launch.out), b = nlohmann::json::parse(flags.out);
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  EXPECT_EQ(a["megatron_args"]["strategy"]["dp"], 8);
+  EXPECT_EQ(a["megatron_args"]["not_modelled"],
+            nlohmann::json({"--lr 3e-4", "--data-path /data/c4"}));
+  CommandResult text = Loom(UsageArgs({"simulate", "--megatron-args", script}, inputs));
+  EXPECT_NE(text.out.find("  not modelled        --lr 3e-4, --data-path /data/c4\n"),
+            std::string::npos)
+      << text.out;
+  // A flag the arguments set is not given beside them.
+  CommandResult both =
+      Loom(UsageArgs(UsageArgs({"simulate", "--megatron-args", script}, inputs), {"--tp", "4"}));
+  EXPECT_EQ(both.code, kExitBadInput);
+  EXPECT_NE(both.err.find("--tp with --megatron-args"), std::string::npos) << both.err;
+  // The model must be the one the arguments build.
+  CommandResult other =
+      Loom({"simulate", "--megatron-args", script, "--model", Shipped("models/llama3-70b.json"),
+            "--cluster", Shipped("hardware/clusters/dgx-h100.json")});
+  EXPECT_EQ(other.code, kExitBadInput);
+  EXPECT_NE(other.err.find("--num-layers 32 builds another model than"), std::string::npos)
+      << other.err;
 }
 
 }  // namespace

@@ -164,15 +164,6 @@ struct Sweep {
   std::map<std::string, std::string> problems;  // problem -> one model and strategy that shows it
 };
 
-std::vector<std::string> ShippedFiles(const std::string& folder) {
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(Shipped(folder))) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // At most |cap| strategies of |all|, spread evenly over it.
 std::vector<Strategy> Spread(const std::vector<Strategy>& all, size_t cap) {
   if (all.size() <= cap) return all;

@@ -3,7 +3,10 @@
 
 // What the planner tests share: shipped inputs and requests.
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -16,6 +19,16 @@ namespace loom {
 // A file of the source tree, by its path from the repository root.
 inline std::string Shipped(const std::string& relative) {
   return std::string(LOOM_SOURCE_DIR) + "/" + relative;
+}
+
+// The .json files of a shipped folder ("models"), sorted.
+inline std::vector<std::string> ShippedFiles(const std::string& folder) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(Shipped(folder))) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 // A request for |gpus| GPUs, |batch| sequences of |seq| tokens, nothing pinned.

@@ -1,0 +1,32 @@
+torchrun --nproc_per_node=$GPUS_PER_NODE --nnodes=$NNODES --node_rank=$NODE_RANK \
+    --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT \
+    pretrain_gpt.py \
+    --tensor-model-parallel-size 1 \
+    --pipeline-model-parallel-size 2 \
+    --num-virtual-stages-per-pipeline-rank 2 \
+    --context-parallel-size 1 \
+    --micro-batch-size 1 \
+    --global-batch-size 512 \
+    --seq-length 8192 \
+    --num-layers 32 \
+    --hidden-size 4096 \
+    --ffn-hidden-size 14336 \
+    --num-attention-heads 32 \
+    --group-query-attention \
+    --num-query-groups 8 \
+    --kv-channels 128 \
+    --max-position-embeddings 8192 \
+    --position-embedding-type rope \
+    --rotary-base 500000 \
+    --normalization RMSNorm \
+    --norm-epsilon 1e-05 \
+    --swiglu \
+    --untie-embeddings-and-output-weights \
+    --disable-bias-linear \
+    --attention-dropout 0.0 \
+    --hidden-dropout 0.0 \
+    --bf16 \
+    --optimizer adam \
+    --use-distributed-optimizer \
+    --overlap-grad-reduce \
+    --overlap-param-gather
