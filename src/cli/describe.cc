@@ -184,7 +184,7 @@ void PrintHuman(const DescribeReport& r, std::ostream& out) {
   if (r.cluster) {
     out << "\ncluster " << r.cluster->name << ": " << r.cluster->gpus_per_node << " x "
         << r.cluster->gpu.name << " (" << HumanBytes(r.cluster->gpu.memory_bytes) << ") per node"
-        << (r.cluster->nodes ? ", " + std::to_string(*r.cluster->nodes) + " nodes" : "") << "\n"
+        << (r.cluster->nodes ? ", " + Counted(*r.cluster->nodes, "node") : "") << "\n"
         << "min GPUs: the fewest GPUs whose memory holds the model states fully sharded (ZeRO-3 or "
            "TP x PP);\n"
         << "          activations, buffers and the CUDA context need more (see `loom simulate`).\n";

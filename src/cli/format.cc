@@ -60,6 +60,10 @@ std::string GroupedDigits(int64_t value) {
   return value < 0 ? "-" + out : out;
 }
 
+std::string Counted(int64_t count, std::string_view noun) {
+  return GroupedDigits(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
+}
+
 nlohmann::ordered_json BreakdownJson(const StepBreakdown& b) {
   return {{"compute_s", b.compute_s}, {"exposed_comm_s", b.exposed_comm_s},
           {"bubble_s", b.bubble_s},   {"optimizer_s", b.optimizer_s},

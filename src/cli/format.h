@@ -63,6 +63,10 @@ std::string HumanFlops(double flops);
 // "70,553,706,496": digits grouped by thousands.
 std::string GroupedDigits(int64_t value);
 
+// "1 node", "1,024 nodes": |count| (grouped) and |noun|, plural but for one (an "s" added, which
+// the nouns loom counts take: node, GPU, NIC, rank, stage).
+std::string Counted(int64_t count, std::string_view noun);
+
 // |json| as indented JSON text. Bytes that are not UTF-8 (a GPU or run name read from a text log)
 // are written as U+FFFD instead of throwing, so that such a name never fails a command.
 template <typename Json>

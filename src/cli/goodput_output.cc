@@ -32,8 +32,8 @@ void PrintGoodput(const GoodputEstimate& e, double tokens_per_s, const ClusterSp
   out << "\ngoodput (failures, checkpoints and restarts; " << ClusterRef(cluster)
       << " reliability)\n";
   const JobFailures& f = e.failures;
-  row("failures") << GroupedDigits(f.gpus) << " GPUs, " << GroupedDigits(f.nodes) << " nodes, "
-                  << GroupedDigits(f.nics) << " NICs: " << Fixed(f.failures_per_day, 2)
+  row("failures") << Counted(f.gpus, "GPU") << ", " << Counted(f.nodes, "node") << ", "
+                  << Counted(f.nics, "NIC") << ": " << Fixed(f.failures_per_day, 2)
                   << " per day, MTBF " << Fixed(e.mtbf_s / 3600, 2) << " h\n";
   row("checkpoint") << HumanBytes(static_cast<double>(e.checkpoint_bytes))
                     << " (weights and optimizer states): write "

@@ -59,6 +59,7 @@ struct SimulateOptions {
   bool dropout = false;
   bool full = false;
   bool json = false;
+  bool goodput = false;  // --goodput: the goodput section even where the cluster lacks a key
   // What-ifs (sim/stragglers.h): --straggler, --slow-link, --jitter with --draws and --seed.
   std::vector<std::string> stragglers, slow_links;
   std::string jitter;
@@ -637,7 +638,11 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
         out << std::setw(22) << "  note" << note << "\n";
     }
     PrintHuman(result, framework, fits, interval, out);
-    if (goodput) PrintGoodput(*goodput, result.tokens_per_s, cluster, out);
+    // The section where the file's reliability data make a goodput, or where asked (--goodput,
+    // --restart-s): not lines of "unknown" under every simulation on such a cluster.
+    if (goodput && (goodput->goodput || options.goodput || options.restart_s)) {
+      PrintGoodput(*goodput, result.tokens_per_s, cluster, out);
+    }
     PrintWhatIfs(what_ifs, result.step.stages, out);
   }
   return Status::Ok();
@@ -800,6 +805,9 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       ->each([options](const std::string&) { options->draws_or_seed_given = true; })
       ->capture_default_str();
   cmd->add_option("--restart-s", options->restart_s, kRestartHelp)->check(NonNegative());
+  cmd->add_flag("--goodput", options->goodput,
+                "Print the goodput section even where the cluster's reliability object lacks a key "
+                "it needs (the section then names the key)");
   cmd->add_flag("--json", options->json,
                 "Print one JSON object (schema loom.simulate/1; \"goodput\" when the cluster has "
                 "a reliability object)");
@@ -822,15 +830,16 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       "GPUs, nodes and NICs it spans), what a checkpoint of the weights and optimizer states "
       "costs to write and read at the file's storage bandwidth, how much training to do between "
       "checkpoints (Daly's optimum, Young's beside it) and the expected goodput, the share of wall "
-      "time that trains, with the effective tokens/s it leaves. A key the file lacks is named "
-      "instead of guessed.");
+      "time that trains, with the effective tokens/s it leaves. Where the file lacks a key the "
+      "goodput needs (the restart time, say), the section appears with --goodput (naming the key "
+      "instead of guessing it) or once --restart-s gives the time; --json always has it.");
   cmd->callback([options, cmd, &runner] {
     // Flags that override a scenario's keys (ApplyScenario); --nodes, --framework and the output
     // flags are not among them (the first two override their keys as they always did).
     static const std::set<std::string> kWithScenario = {
-        "--nodes", "--framework", "--trace",     "--report", "--full",
-        "--json",  "--straggler", "--slow-link", "--jitter", "--draws",
-        "--seed",  "--restart-s", "--help",      "scenario", "--megatron-args"};
+        "--nodes",     "--framework", "--trace",         "--report", "--full", "--json",
+        "--straggler", "--slow-link", "--jitter",        "--draws",  "--seed", "--restart-s",
+        "--help",      "scenario",    "--megatron-args", "--goodput"};
     options->request = CommandRequest(*cmd);
     options->scenario_flags_given.clear();
     for (const CLI::Option* option : cmd->get_options()) {

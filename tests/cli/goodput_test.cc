@@ -63,6 +63,7 @@ TEST(SimulateGoodput, AClusterWithoutReliabilityKeepsItsOutput) {
 
 TEST(SimulateGoodput, TheShippedDgxH100NamesTheMissingRestartTime) {
   std::vector<std::string> args = SimulateLlama8b(Shipped("hardware/clusters/dgx-h100.json"));
+  args.push_back("--goodput");
   CommandResult text = Loom(args);
   ASSERT_EQ(text.code, kExitOk) << text.err;
   EXPECT_NE(text.out.find("MTBF"), std::string::npos) << text.out;
@@ -108,6 +109,30 @@ TEST(SimulateGoodput, TextHasAGoodputSection) {
                            "checkpoint every", "effective tokens/s"}) {
     EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
   }
+}
+
+// A cluster whose reliability lacks a key the goodput needs gets no section of "unknown" lines in
+// the text unless asked (--goodput); one node is "1 node" (issue 45, section 3).
+TEST(SimulateGoodput, AnIncompleteFileShowsTheSectionOnlyWhenAsked) {
+  std::vector<std::string> args = {"simulate",
+                                   "--model",
+                                   Shipped("models/llama3-8b.json"),
+                                   "--cluster",
+                                   Shipped("hardware/clusters/dgx-h100.json"),
+                                   "--tp",
+                                   "8",
+                                   "--global-batch",
+                                   "8",
+                                   "--seq",
+                                   "2048"};
+  CommandResult quiet = Loom(args);
+  ASSERT_EQ(quiet.code, kExitOk) << quiet.err;
+  EXPECT_EQ(quiet.out.find("goodput"), std::string::npos) << quiet.out;
+  args.push_back("--goodput");
+  CommandResult asked = Loom(args);
+  ASSERT_EQ(asked.code, kExitOk) << asked.err;
+  EXPECT_NE(asked.out.find("reliability.restart_s is missing"), std::string::npos) << asked.out;
+  EXPECT_NE(asked.out.find("8 GPUs, 1 node, 8 NICs"), std::string::npos) << asked.out;
 }
 
 std::vector<std::string> PlanLlama8b(const std::string& cluster) {
