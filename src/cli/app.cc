@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "core/build_info.h"
 #include "core/interrupt.h"
 #include "core/json_reader.h"
 #include "device/mpi_launcher.h"
@@ -137,7 +138,7 @@ int RunLoom(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       "Start with `loom describe --model models/llama3-70b.json --cluster "
       "hardware/clusters/dgx-h100.json`.",
       "loom");
-  app.set_version_flag("--version", std::string("loom ") + LOOM_VERSION);
+  app.set_version_flag("--version", "loom " + LoomBuildVersion());
   app.require_subcommand(1);
   app.footer("Run `loom SUBCOMMAND --help` for the options and an example of each subcommand.");
 

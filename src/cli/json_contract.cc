@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/build_info.h"
+
 namespace loom {
 namespace {
 
@@ -52,7 +54,7 @@ Json CommandRequest(const CLI::App& command) {
 Json Stamped(const Json& body, const Json& request) {
   Json stamped = Json::object();
   stamped["schema"] = body.at("schema");
-  stamped["loom_version"] = LOOM_VERSION;
+  stamped["loom_version"] = LoomBuildVersion();
   stamped["request"] = request;
   for (const auto& [key, value] : body.items()) {
     if (key == "schema" || key == "loom_version") continue;

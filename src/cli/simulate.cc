@@ -21,6 +21,7 @@
 #include "cli/json_contract.h"
 #include "cli/memory_output.h"
 #include "cli/validators.h"
+#include "core/build_info.h"
 #include "core/file_io.h"
 #include "core/formatted.h"
 #include "plan/fit_suggestions.h"
@@ -577,7 +578,7 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     context.model = model_path;
     context.cluster = cluster_path;
     context.strategy_json = StrategyJson(strategy).dump();
-    context.loom_version = LOOM_VERSION;
+    context.loom_version = LoomBuildVersion();
     const TraceRun run{&result.timeline, &result.memory, "", 0};
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(options.trace_path,
                                              ChromeTraceJson(result.step, {&run, 1}, context),

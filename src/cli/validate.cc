@@ -12,6 +12,7 @@
 #include "cli/json_contract.h"
 #include "cli/validate_output.h"
 #include "cli/validators.h"
+#include "core/build_info.h"
 #include "core/file_io.h"
 #include "device/mpi_launcher.h"
 #include "exec/device_program.h"
@@ -83,7 +84,7 @@ TraceContext PlanTraceContext(const PlanFile& plan) {
   context.cp = plan.gpus.cp;
   context.dp = plan.gpus.dp;
   context.unfolded = true;
-  context.loom_version = LOOM_VERSION;
+  context.loom_version = LoomBuildVersion();
   context.chunk_of_virtual_stage = ChunkOfVirtualStages(plan.step);
   context.layers_per_virtual_stage = plan.workload.chunks.layers;
   context.payloads = &plan.workload.payloads;

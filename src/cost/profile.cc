@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/build_info.h"
 #include "core/file_io.h"
 #include "core/formatted.h"
 #include "core/json_reader.h"
@@ -343,7 +344,7 @@ nlohmann::ordered_json ProbeFailureJson(const ProbeFailure& f) {
 nlohmann::ordered_json ProfileJson(const Profile& p) {
   nlohmann::ordered_json j;
   j["schema"] = kProfileSchema;
-  j["loom_version"] = LOOM_VERSION;  // the writer (a resumed profile: the last one)
+  j["loom_version"] = LoomBuildVersion();  // the writer (a resumed profile: the last one)
   nlohmann::ordered_json device = {{"name", p.device.name}};
   if (p.device.sm_count) device["sm_count"] = *p.device.sm_count;
   if (p.device.memory_bytes) device["memory_bytes"] = *p.device.memory_bytes;

@@ -1,5 +1,6 @@
 #include "program/plan_file.h"
 
+#include "core/build_info.h"
 #include "core/file_io.h"
 
 #include <algorithm>
@@ -163,7 +164,7 @@ nlohmann::ordered_json PlanFileJson(const PlanFile& plan) {
   ordered_json j;
   j["schema"] = kPlanFileSchema;
   j["loom_version"] =
-      LOOM_VERSION;  // the writer; any loom that reads its schema reads the file
+      LoomBuildVersion();  // the writer; any loom that reads its schema reads the file
   j["source"] = plan.source.is_null() ? ordered_json::object() : plan.source;
   j["prediction"] = {{"step_time_s", plan.prediction.step_time_s},
                      {"bubble_fraction", plan.prediction.bubble_fraction},

@@ -5,6 +5,7 @@
 
 #include "cli/app.h"
 #include "cli/run_loom.h"
+#include "core/build_info.h"
 
 namespace loom {
 namespace {
@@ -75,7 +76,12 @@ TEST(Describe, ZeroSeqIsAUsageError) {
 TEST(Loom, VersionAndHelpExitZero) {
   CommandResult v = Loom({"--version"});
   EXPECT_EQ(v.code, kExitOk);
-  EXPECT_NE(v.out.find("loom " LOOM_VERSION), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("loom " LOOM_VERSION "+"), std::string::npos) << v.out;
+  // The commit, the build type and the libraries it was built with (issue 45, section 3).
+  EXPECT_EQ(v.out, "loom " + LoomBuildVersion() + "\n");
+  for (const char* part : {" (", "CUDA", "cuDNN", "NCCL", "MPI"}) {
+    EXPECT_NE(v.out.find(part), std::string::npos) << part << " in " << v.out;
+  }
   CommandResult h = Loom({"describe", "--help"});
   EXPECT_EQ(h.code, kExitOk);
   EXPECT_NE(h.out.find("Examples:"), std::string::npos) << h.out;

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/build_info.h"
+
 namespace loom {
 namespace {
 
@@ -82,7 +84,7 @@ TEST(Stamped, PutsSchemaVersionAndRequestFirstAndKeepsTheRestInOrder) {
   const Json stamped = Stamped(body, request);
   EXPECT_EQ(KeysOf(stamped),
             (std::vector<std::string>{"schema", "loom_version", "request", "b", "a"}));
-  EXPECT_EQ(stamped["loom_version"], LOOM_VERSION);
+  EXPECT_EQ(stamped["loom_version"], LoomBuildVersion());
   EXPECT_EQ(stamped["request"], request);
 }
 

@@ -16,6 +16,7 @@
 #include "cli/json_contract.h"
 #include "cli/probe_output.h"
 #include "cli/run_loom.h"
+#include "core/build_info.h"
 #include "cost/profile.h"
 #include "support/schema_check.h"
 
@@ -143,7 +144,7 @@ TEST(JsonContract, OutputsStartWithSchemaVersionAndTheRequest) {
   EXPECT_EQ(keys[0], "schema");
   EXPECT_EQ(keys[1], "loom_version");
   EXPECT_EQ(keys[2], "request");
-  EXPECT_EQ(j["loom_version"], LOOM_VERSION);
+  EXPECT_EQ(j["loom_version"], LoomBuildVersion());
   const nlohmann::ordered_json& request = j["request"];
   EXPECT_EQ(request["command"], "describe");
   EXPECT_EQ(request["arguments"]["model"], model);
@@ -198,7 +199,7 @@ TEST(JsonSchemas, PlanFileMatchesItsSchema) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json plan = nlohmann::json::parse(ReadSchemaFile(path));
   EXPECT_TRUE(MatchesSchema(plan));
-  EXPECT_EQ(plan["loom_version"], LOOM_VERSION);
+  EXPECT_EQ(plan["loom_version"], LoomBuildVersion());
   EXPECT_EQ(plan["source"]["request"]["command"], "plan");
   fs::remove(path);
 }
@@ -244,7 +245,7 @@ TEST(JsonSchemas, ProbeOutputsMatchTheirSchemas) {
   profile.collectives.push_back(collective);
   profile.failures.push_back({"gemm fp8 m=1 n=1 k=1", "CUBLAS_STATUS_NOT_SUPPORTED"});
   const nlohmann::ordered_json written = ProfileJson(profile);
-  EXPECT_EQ(written["loom_version"], LOOM_VERSION);
+  EXPECT_EQ(written["loom_version"], LoomBuildVersion());
   EXPECT_TRUE(MatchesSchema(nlohmann::json::parse(written.dump())));
 
   ProbeSummary summary;
