@@ -428,11 +428,16 @@ void PrintComm(const std::vector<NcclTestsRun>& runs, const CommFit& fit, const 
                const std::string& destination, std::ostream& out) {
   for (const NcclTestsRun& run : runs)
     out << "run  " << RunText(run) << ", " << run.rows.size() << " rows\n";
+  // The choice column as wide as its longest entry ("NVLSTree/Simple") and two blanks.
+  size_t choice_width = std::string("NCCL choice").size();
+  for (const CommFitRow& r : fit.rows)
+    choice_width = std::max(choice_width, r.predicted_choice.size());
+  const int choice = static_cast<int>(choice_width) + 2;
   out << "\n"
       << std::left << std::setw(20) << "test" << std::right << std::setw(6) << "ranks"
       << std::setw(12) << "size" << std::setw(11) << "busbw" << std::setw(11) << "predicted"
       << std::setw(9) << "error"
-      << "  " << std::left << std::setw(13) << "NCCL choice" << std::setw(8) << "fitted"
+      << "  " << std::left << std::setw(choice) << "NCCL choice" << std::setw(8) << "fitted"
       << "row\n";
   for (const CommFitRow& r : fit.rows) {
     char error[16];
@@ -441,7 +446,7 @@ void PrintComm(const std::vector<NcclTestsRun>& runs, const CommFit& fit, const 
         << r.ranks << std::setw(12) << HumanBytes(static_cast<double>(r.size_bytes))
         << std::setw(11) << Number(r.measured_busbw_GBps) << std::setw(11)
         << Number(r.predicted_busbw_GBps) << std::setw(9) << error << "  " << std::left
-        << std::setw(13) << r.predicted_choice << std::setw(8) << (r.fitted ? "yes" : "no")
+        << std::setw(choice) << r.predicted_choice << std::setw(8) << (r.fitted ? "yes" : "no")
         << r.where << "\n";
   }
   std::vector<std::string> values;

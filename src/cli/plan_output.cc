@@ -1,8 +1,12 @@
 #include "cli/plan_output.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -190,11 +194,31 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
       << std::setw(14) << "memory GiB" << std::setw(8) << "bubble" << std::setw(10) << "exp.comm";
   const bool goodput = h.options.objective == Objective::kGoodput;
   if (goodput) out << std::setw(9) << "goodput" << std::setw(11) << "eff.tok/s";
+  // The cost columns' texts, each column as wide as its widest text and two blanks (a price of
+  // $10,000 an hour and 10^18 tokens run to sixteen digits).
+  std::vector<std::array<std::string, 4>> cost_texts;
+  std::array<int, 4> cost_widths = {12, 10, 11, 16};
+  const std::array<const char*, 4> cost_headers = {"GPU-h/Btok", "$/Btok", "train days", "train $"};
+  for (const RankedPlan& p : plans) {
+    const TrainingCost cost = CostOf(p, h.options.training);
+    std::array<std::string, 4> texts;
+    if (columns.cost) texts[0] = Fixed(cost.gpu_hours_per_billion_tokens, 1);
+    if (columns.price) texts[1] = Fixed(*cost.usd_per_billion_tokens, 2);
+    if (columns.tokens) texts[2] = Fixed(*cost.time_to_train_s / 86400, 1);
+    if (columns.tokens && columns.price) {
+      texts[3] = GroupedDigits(static_cast<int64_t>(std::llround(*cost.usd_to_train)));
+    }
+    for (size_t c = 0; c < texts.size(); ++c) {
+      cost_widths[c] = std::max(cost_widths[c], static_cast<int>(texts[c].size()) + 2);
+    }
+    cost_texts.push_back(std::move(texts));
+  }
+  const std::array<bool, 4> cost_shown = {columns.cost, columns.price, columns.tokens,
+                                          columns.tokens && columns.price};
   if (columns.gpus) out << std::setw(7) << "GPUs";
-  if (columns.cost) out << std::setw(12) << "GPU-h/Btok";
-  if (columns.price) out << std::setw(10) << "$/Btok";
-  if (columns.tokens) out << std::setw(11) << "train days";
-  if (columns.tokens && columns.price) out << std::setw(16) << "train $";
+  for (size_t c = 0; c < cost_headers.size(); ++c) {
+    if (cost_shown[c]) out << std::setw(cost_widths[c]) << cost_headers[c];
+  }
   out << "\n";
   const std::optional<StepInterval> best =
       plans.empty() ? std::nullopt : PlanInterval(h, plans.front());
@@ -218,7 +242,6 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
         << Percent(p.mfu) << std::setw(14)
         << (Gib(p.peak_memory_bytes) + "/" + Gib(p.memory_limit_bytes)) << std::setw(8)
         << Percent(p.bubble_fraction) << std::setw(10) << Percent(p.exposed_comm_fraction);
-    const TrainingCost cost = CostOf(p, h.options.training);
     if (goodput) {
       const double fraction = p.goodput.value_or(0);
       // Two decimals: at a few nodes goodput sits within a tenth of a percent of 1.
@@ -226,11 +249,8 @@ void PrintTable(const PlanHeader& h, const std::vector<RankedPlan>& plans, std::
           << HumanCount(p.tokens_per_s * fraction);
     }
     if (columns.gpus) out << std::setw(7) << s.WorldSize();
-    if (columns.cost) out << std::setw(12) << Fixed(cost.gpu_hours_per_billion_tokens, 1);
-    if (columns.price) out << std::setw(10) << Fixed(*cost.usd_per_billion_tokens, 2);
-    if (columns.tokens) out << std::setw(11) << Fixed(*cost.time_to_train_s / 86400, 1);
-    if (columns.tokens && columns.price) {
-      out << std::setw(16) << GroupedDigits(static_cast<int64_t>(std::llround(*cost.usd_to_train)));
+    for (size_t c = 0; c < cost_headers.size(); ++c) {
+      if (cost_shown[c]) out << std::setw(cost_widths[c]) << cost_texts[i][c];
     }
     out << "\n";
     PrintVariants(p, out);

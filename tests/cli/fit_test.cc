@@ -562,6 +562,18 @@ TEST(Fit, ShippedNcclTestsLogFitsTheDgxH100) {
       << r.out;
 }
 
+// The text table keeps its columns apart where NCCL's choice is long ("NVLSTree/Simple" ran into
+// the fitted column as "NVLSTree/Simpleyes"; issue 45, section 3).
+TEST(Fit, TheNcclChoiceColumnIsAsWideAsItsLongestChoice) {
+  CommandResult r =
+      Loom({"fit", Shipped("tests/reference/nccl-tests/all_reduce_perf_2x8_h100_issue309.txt"),
+            "--cluster", Shipped("hardware/clusters/dgx-h100.json"), "--dry-run"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("NVLSTree/Simple  yes"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Simpleyes"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Simpleno"), std::string::npos) << r.out;
+}
+
 // A log with enough sizes in its header but fewer in its rows is said to be cut, not to need -e.
 TEST(Fit, TooFewSizesNamesTheCauseFromTheHeader) {
   CommandResult r = Loom({"fit", Shipped("tests/cost/data/all_reduce_perf_h100.txt"), "--cluster",

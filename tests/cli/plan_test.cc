@@ -631,6 +631,28 @@ TEST(Plan, PriceAndTokensGiveTimeToTrainAndDollars) {
   EXPECT_EQ(Digits(rows[0].back()), std::llround(plan["usd_to_train"].get<double>()));
 }
 
+// Cost columns as wide as their values: at $10,000 an hour over 10^18 tokens the last three ran
+// together (issue 45, section 3). Each row keeps as many blank-separated fields as the header.
+TEST(Plan, CostColumnsStayApartAtAnyScale) {
+  CommandResult r =
+      PlanSmall({"--fix", "pp=1,tp=2", "--top", "2", "--price", "10000", "--tokens", "1e18"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const std::vector<std::vector<std::string>> rows = TableRows(r.out);
+  ASSERT_FALSE(rows.empty());
+  for (const std::vector<std::string>& row : rows) {
+    ASSERT_GE(row.size(), 4u);
+    const size_t n = row.size();
+    // train $ is grouped digits alone; train days, $/Btok and GPU-h/Btok each one decimal number.
+    EXPECT_EQ(row[n - 1].find_first_not_of("0123456789,"), std::string::npos)
+        << "columns ran together: " << row[n - 1] << "\n"
+        << r.out;
+    for (size_t k = n - 4; k < n - 1; ++k) {
+      EXPECT_EQ(row[k].find_first_not_of("0123456789."), std::string::npos) << row[k];
+      EXPECT_EQ(std::count(row[k].begin(), row[k].end(), '.'), 1) << row[k] << "\n" << r.out;
+    }
+  }
+}
+
 TEST(Plan, WithoutPriceOrTokensTheCostKeysAreNull) {
   CommandResult r = PlanSmall({"--fix", "pp=1,tp=2", "--top", "1", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
