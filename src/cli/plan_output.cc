@@ -149,8 +149,10 @@ std::string RiskName(double risk) {
 
 void PrintHeader(const PlanHeader& h, std::ostream& out) {
   const SearchRequest& r = h.request;
-  out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << GpuNames(h.cluster) << " ("
-      << h.cluster.name << "), global batch " << r.global_batch << " x " << r.seq_len << " tokens, "
+  // "in CLUSTER", not "(CLUSTER)": the names hold parentheses of their own ("NVIDIA GB200 ...
+  // (GB200 NVL72) (GB200 NVL72 (72x ...))" nested three deep).
+  out << "loom plan: " << h.model.name << " on " << r.gpus << " x " << GpuNames(h.cluster) << " in "
+      << h.cluster.name << ", global batch " << r.global_batch << " x " << r.seq_len << " tokens, "
       << kDtypeNames.Name(r.dtype) << ", " << kOptimizerNames.Name(r.optimizer) << ", objective "
       << kObjectiveNames.Name(h.options.objective)
       << (RiskRanked(h) ? " at the " + RiskName(h.options.risk) + " step time" : std::string())

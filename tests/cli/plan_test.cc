@@ -129,7 +129,11 @@ TEST(Plan, TableNamesTheQuestionCountsTheSearchAndRanksTopRows) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const std::vector<std::string> lines = Lines(r.out);
   ASSERT_GE(lines.size(), 2u);
-  EXPECT_EQ(lines[0].rfind("loom plan: llama3-8b on 16 x ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[0].rfind("loom plan: llama3-8b on 16 x NVIDIA H100 80GB HBM3 (SXM5) in DGX H100 "
+                           "SuperPOD, ",
+                           0),
+            0u)
+      << lines[0];
   EXPECT_NE(lines[0].find("global batch 32 x 4096 tokens"), std::string::npos) << lines[0];
 
   // The summary's counts add up to what was enumerated.
