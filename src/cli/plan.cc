@@ -414,7 +414,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.report.empty()) {
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
         o.report,
-        PlanSearchReport("loom plan: " + model.name + " on " + std::to_string(o.gpus) + " GPUs (" +
+        PlanSearchReport("loom plan: " + model.name + " on " + Counted(o.gpus, "GPU") + " (" +
                              o.cluster_path + ")",
                          "global batch " + std::to_string(o.global_batch) + ", seq " +
                              std::to_string(o.seq_len) + ", objective " + o.objective,

@@ -310,14 +310,13 @@ void WriteOtherData(const StepView& view, JsonWriter& json) {
     json.Raw("}");
     return;
   }
-  json
-      .String(
-          "each process is one pipeline stage of one data-parallel replica (all replicas with "
-          "--full, "
-          "replica 0 alone otherwise), named by the Megatron-LM global rank (order tp-cp-ep-dp-pp) "
-          "of its "
-          "tp 0, cp 0 member; it stands for its tp x cp group of " +
-          std::to_string(c.tp * c.cp) + " GPUs");
+  json.String(
+      "each process is one pipeline stage of one data-parallel replica (all replicas with "
+      "--full, "
+      "replica 0 alone otherwise), named by the Megatron-LM global rank (order tp-cp-ep-dp-pp) "
+      "of its "
+      "tp 0, cp 0 member; it stands for its tp x cp group of " +
+      std::to_string(c.tp * c.cp) + (c.tp * c.cp == 1 ? " GPU" : " GPUs"));
   json.Raw("}");
 }
 

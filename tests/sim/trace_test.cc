@@ -342,6 +342,11 @@ TEST(ChromeTrace, SlicesCarryMicroBatchChunkLayersBytesAndPeers) {
   EXPECT_GT(reductions, 0);
 }
 
+bool EndsWithText(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 // Megatron-LM's order tp-cp-ep-dp-pp for tp 2, cp 2, dp 2, pp 2 (16 GPUs): the pipeline group of
 // rank 0 is [0, 8] and its data-parallel group [0, 4] (megatron/core/parallel_state.py,
 // RankGenerator), so the four simulated ranks are 0, 8 (stage 1) and 4, 12 (replica 1).
@@ -364,6 +369,13 @@ TEST(ChromeTrace, NamesRanksByMegatronGlobalRanks) {
       trace.at("otherData").at("processes").get<std::string>().find("tp x cp group of 4 GPUs"),
       std::string::npos);
   ExpectFlowsPairUp(trace);
+  // One GPU is one GPU (issue 45, section 3).
+  s.tp = 1;
+  s.cp = 1;
+  const nlohmann::json single = nlohmann::json::parse(TraceOf(MustTrace(s, true, 2)));
+  EXPECT_TRUE(EndsWithText(single.at("otherData").at("processes").get<std::string>(),
+                           "tp x cp group of 1 GPU"))
+      << single.at("otherData").at("processes");
 }
 
 // Two stages, one micro-batch of 1F1B: F 3 us, BW 5 us, sends 1 us (64 bytes), one gradient
