@@ -102,19 +102,16 @@ std::optional<std::string> OptionWordProblem(const CommandWords& words, int argc
     const CLI::Option* option = words.command->get_option_no_throw(name);
     if (option == nullptr) {
       // A near spelling: at most one edit in four characters.
-      std::string nearest;
-      int best = std::min<int>(3, static_cast<int>(name.size()) / 4) + 1;
-      for (const std::string& candidate : known) {
-        const int d = EditDistance(name.substr(0, 64), candidate);
-        if (d < best) best = d, nearest = candidate;
-      }
+      const std::optional<NearName> near = NearestName(std::string_view(name).substr(0, 64), known,
+                                                       std::min<int>(3, name.size() / 4));
+      std::string nearest = near ? known[near->index] : "";
       // A unique prefix ("--glob" for --global-batch) is a better guess than a near spelling.
       std::string prefixed;
       int prefixes = 0;
       for (const std::string& candidate : known) {
         if (candidate.compare(0, name.size(), name) == 0) prefixed = candidate, ++prefixes;
       }
-      if (prefixes == 1 && (nearest.empty() || best > 1)) nearest = prefixed;
+      if (prefixes == 1 && (!near || near->distance > 1)) nearest = prefixed;
       return prefix + "unknown option " + Abbreviated(name) +
              (nearest.empty() ? "." : "; did you mean " + nearest + "?") + help;
     }

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <utility>
 
+#include "cli/format.h"
 #include "core/json_reader.h"
 
 namespace loom {
@@ -59,9 +61,7 @@ CLI::Validator Between(double low, double high) {
 }
 
 CLI::Validator Choice(std::vector<std::string> names) {
-  std::string listed;
-  for (const std::string& name : names) listed += (listed.empty() ? "" : ",") + name;
-  listed = "{" + listed + "}";
+  const std::string listed = "{" + JoinedList(names, ",") + "}";
   auto lower = [](std::string text) {
     std::transform(text.begin(), text.end(), text.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -79,14 +79,11 @@ CLI::Validator Choice(std::vector<std::string> names) {
           input = *match;
           return "";
         }
-        std::string nearest;
-        int best = 4;
-        for (const std::string& name : names) {
-          const int d = EditDistance(lower(input).substr(0, 64), lower(name));
-          if (d < best) best = d, nearest = name;
-        }
+        std::vector<std::string> lowered;
+        for (const std::string& name : names) lowered.push_back(lower(name));
+        const std::optional<NearName> nearest = NearestName(lower(input).substr(0, 64), lowered, 3);
         return Abbreviated(input) + " is not one of " + listed +
-               (nearest.empty() ? "" : "; did you mean " + nearest + "?");
+               (nearest ? "; did you mean " + names[nearest->index] + "?" : "");
       },
       listed);
 }

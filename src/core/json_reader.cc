@@ -417,16 +417,22 @@ std::optional<std::string> ReadChoice(JsonReader& r, std::string_view key,
   std::optional<std::string> value = r.OptionalString(key);
   if (!value) return std::nullopt;
   if (std::find(names.begin(), names.end(), *value) != names.end()) return value;
-  std::string closest;
-  int best = 3;  // two edits catch a dropped, doubled or swapped letter
-  for (const std::string& n : names) {
-    const int d = EditDistance(*value, n);
-    if (d < best) best = d, closest = n;
-  }
+  // Two edits catch a dropped, doubled or swapped letter.
+  const std::optional<NearName> closest = NearestName(*value, names, 2);
   r.AddError(key, "is " + Quoted(*value) + "; " +
-                      (closest.empty() ? "" : "did you mean " + Quoted(closest) + "? ") +
+                      (closest ? "did you mean " + Quoted(names[closest->index]) + "? " : "") +
                       "it must be one of " + JoinQuoted(names));
   return std::nullopt;
+}
+
+std::optional<NearName> NearestName(std::string_view word, const std::vector<std::string>& names,
+                                    int max_distance) {
+  std::optional<NearName> nearest;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const int d = EditDistance(word, names[i]);
+    if (d <= max_distance && (!nearest || d < nearest->distance)) nearest = NearName{i, d};
+  }
+  return nearest;
 }
 
 int EditDistance(std::string_view a, std::string_view b) {

@@ -146,6 +146,15 @@ Enum ReadEnum(JsonReader& r, std::string_view key, const EnumNames<Enum, N>& nam
 // Levenshtein distance, for "did you mean" hints.
 int EditDistance(std::string_view a, std::string_view b);
 
+// The name of |names| nearest to |word| by EditDistance (the first of equals), when it is at most
+// |max_distance| edits away: its index and its distance. nullopt when none is that near.
+struct NearName {
+  size_t index = 0;
+  int distance = 0;
+};
+std::optional<NearName> NearestName(std::string_view word, const std::vector<std::string>& names,
+                                    int max_distance);
+
 // |text| for a message: cut to |limit| bytes with "..." (a 100 MB key is quoted by its start).
 std::string Abbreviated(std::string_view text, size_t limit = 60);
 
