@@ -452,12 +452,6 @@ Result<MegatronLaunch> ReadLaunch(const SimulateOptions& options, const ModelSpe
   return launch;
 }
 
-std::string JoinedWords(const std::vector<std::string>& words, const char* sep) {
-  std::string text;
-  for (const std::string& w : words) text += (text.empty() ? "" : sep) + w;
-  return text;
-}
-
 // The strategy from the command line; enum flags were checked by CLI11 against the same names.
 Strategy CommandLineStrategy(const SimulateOptions& o) {
   Strategy s = o.strategy;
@@ -529,16 +523,16 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
   std::string attention = options.attention;
   bool dropout = options.dropout;
   std::vector<ScenarioOverride> overrides;
+  if (!options.megatron_args_path.empty() && !options.scenario_path.empty()) {
+    return Status::InvalidArgument(
+        "--megatron-args with a scenario: each sets the strategy; give one of them");
+  }
   if (!options.scenario_path.empty()) {
     LOOM_RETURN_IF_ERROR(ApplyScenario(options, model_path, cluster_path, nodes, strategy,
                                        framework_name, attention, dropout, overrides));
   } else if (!options.pipeline_layout.empty()) {
     LOOM_ASSIGN_OR_RETURN(strategy.layout,
                           ParsePipelineLayout(options.pipeline_layout, strategy.pp));
-  }
-  if (!options.megatron_args_path.empty() && !options.scenario_path.empty()) {
-    return Status::InvalidArgument(
-        "--megatron-args with a scenario: each sets the strategy; give one of them");
   }
   if (options.scenario_path.empty() && (model_path.empty() || cluster_path.empty())) {
     return Status::InvalidArgument(
@@ -633,7 +627,7 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
           << StrategySummary(strategy) << ", attention " << attention
           << (dropout ? ", dropout" : "") << "\n";
       if (!launch->not_modelled.empty()) {
-        out << std::setw(22) << "  not modelled" << JoinedWords(launch->not_modelled, ", ") << "\n";
+        out << std::setw(22) << "  not modelled" << JoinedList(launch->not_modelled) << "\n";
       }
       for (const std::string& note : launch->notes)
         out << std::setw(22) << "  note" << note << "\n";

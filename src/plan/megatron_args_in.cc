@@ -176,8 +176,9 @@ class ArgumentReader {
   // of a few of them (tp * pp * cp) stay within 64 bits.
   static constexpr int64_t kMaxValue = int64_t{1} << 30;
 
-  ArgumentReader(std::map<std::string, Given, std::less<>> given, std::string file)
-      : given_(std::move(given)), file_(std::move(file)) {}
+  // REQUIRES: |given| outlives the reader.
+  ArgumentReader(const std::map<std::string, Given, std::less<>>& given, std::string file)
+      : given_(given), file_(std::move(file)) {}
 
   bool Has(std::string_view flag) const { return given_.count(flag) > 0; }
 
@@ -228,7 +229,7 @@ class ArgumentReader {
   const std::vector<std::string>& errors() const { return errors_; }
 
  private:
-  std::map<std::string, Given, std::less<>> given_;
+  const std::map<std::string, Given, std::less<>>& given_;
   std::string file_;
   std::vector<std::string> errors_;
 };
@@ -467,6 +468,15 @@ Result<std::vector<std::string>> ShellWords(const std::string& text, const std::
     word.clear();
     in_word = false;
   };
+  // `...` or $(...), outside single quotes: a value loom cannot know without running it.
+  const auto substitution_at = [&](size_t k) {
+    return text[k] == '`' || (text[k] == '$' && k + 1 < text.size() && text[k + 1] == '(');
+  };
+  const auto substitution_error = [&] {
+    return Status::InvalidArgument(
+        StrCat(file, ": line ", line,
+               ": a command substitution; loom reads the arguments as written, so give its value"));
+  };
   const auto end_command = [&] {
     end_word();
     if (!commands.back().empty()) commands.emplace_back();
@@ -503,11 +513,7 @@ Result<std::vector<std::string>> ShellWords(const std::string& text, const std::
           ++j;
           continue;
         }
-        if (text[j] == '`' || (text[j] == '$' && j + 1 < text.size() && text[j + 1] == '(')) {
-          return Status::InvalidArgument(StrCat(
-              file, ": line ", line,
-              ": a command substitution; loom reads the arguments as written, so give its value"));
-        }
+        if (substitution_at(j)) return substitution_error();
         word += text[j];
       }
       if (j == text.size()) {
@@ -516,11 +522,7 @@ Result<std::vector<std::string>> ShellWords(const std::string& text, const std::
       i = j;
       continue;
     }
-    if (c == '`' || (c == '$' && i + 1 < text.size() && text[i + 1] == '(')) {
-      return Status::InvalidArgument(StrCat(
-          file, ": line ", line,
-          ": a command substitution; loom reads the arguments as written, so give its value"));
-    }
+    if (substitution_at(i)) return substitution_error();
     if (c == '#' && !in_word) {
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
       continue;

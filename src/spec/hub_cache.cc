@@ -4,12 +4,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <system_error>
 #include <vector>
 
+#include "core/file_io.h"
 #include "core/json_reader.h"
 
 namespace loom {
@@ -142,14 +141,11 @@ Result<std::string> ResolveHubModel(const std::string& name, const HubCache& cac
   std::string commit = revision;
   const fs::path ref = repo_dir / "refs" / revision;
   if (fs::is_regular_file(ref, ec)) {
-    std::ifstream in(ref);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string value = text.str();
+    LOOM_ASSIGN_OR_RETURN(std::string value, ReadInputFile(ref.string()));
     value.erase(std::remove_if(value.begin(), value.end(),
                                [](char c) { return std::isspace(static_cast<unsigned char>(c)); }),
                 value.end());
-    if (!in || value.empty() || !std::all_of(value.begin(), value.end(), IsIdChar) ||
+    if (value.empty() || !std::all_of(value.begin(), value.end(), IsIdChar) ||
         value.find("..") != std::string::npos) {
       return Status::InvalidArgument(ref.string() + ": holds \"" + Abbreviated(value, 60) +
                                      "\", not the commit of revision " + revision +

@@ -522,36 +522,45 @@ TEST(Simulate, SameInputGivesByteIdenticalJsonAndTrace) {
   EXPECT_TRUE(nlohmann::json::accept(ta.str()));
 }
 
+// scenarios/gpt3-175b-1024gpu.json as flags, with the tensor- and data-parallel sizes and the
+// recompute given, and --json.
+std::vector<std::string> Gpt3ScenarioAsFlags(const std::string& tp, const std::string& dp,
+                                             const std::string& recompute) {
+  return {"simulate",
+          "--model",
+          Shipped("models/gpt3-175b.json"),
+          "--cluster",
+          Shipped("hardware/clusters/dgx-a100.json"),
+          "--nodes",
+          "128",
+          "--tp",
+          tp,
+          "--pp",
+          "16",
+          "--dp",
+          dp,
+          "--vpp",
+          "2",
+          "--sp",
+          "--schedule",
+          "interleaved",
+          "--micro-batch",
+          "1",
+          "--global-batch",
+          "1536",
+          "--seq",
+          "2048",
+          "--recompute",
+          recompute,
+          "--zero",
+          "1",
+          "--overlap-grad-reduce",
+          "--overlap-param-gather",
+          "--json"};
+}
+
 TEST(Simulate, FlagsGiveTheSameStepAsTheScenario) {
-  CommandResult flags = Loom({"simulate",
-                              "--model",
-                              Shipped("models/gpt3-175b.json"),
-                              "--cluster",
-                              Shipped("hardware/clusters/dgx-a100.json"),
-                              "--nodes",
-                              "128",
-                              "--tp",
-                              "8",
-                              "--pp",
-                              "16",
-                              "--dp",
-                              "8",
-                              "--vpp",
-                              "2",
-                              "--sp",
-                              "--schedule",
-                              "interleaved",
-                              "--micro-batch",
-                              "1",
-                              "--global-batch",
-                              "1536",
-                              "--recompute",
-                              "selective",
-                              "--zero",
-                              "1",
-                              "--overlap-grad-reduce",
-                              "--overlap-param-gather",
-                              "--json"});
+  CommandResult flags = Loom(Gpt3ScenarioAsFlags("8", "8", "selective"));
   CommandResult scenario =
       Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json"), "--json"});
   ASSERT_EQ(flags.code, kExitOk) << flags.err;
@@ -592,35 +601,7 @@ TEST(Simulate, FlagsOverrideTheScenariosKeysAndSaySo) {
             std::string::npos)
       << r.out;
   // The same strategy given as flags alone simulates the same step.
-  CommandResult flags = Loom({"simulate",
-                              "--model",
-                              Shipped("models/gpt3-175b.json"),
-                              "--cluster",
-                              Shipped("hardware/clusters/dgx-a100.json"),
-                              "--nodes",
-                              "128",
-                              "--tp",
-                              "4",
-                              "--pp",
-                              "16",
-                              "--dp",
-                              "16",
-                              "--vpp",
-                              "2",
-                              "--sp",
-                              "--micro-batch",
-                              "1",
-                              "--global-batch",
-                              "1536",
-                              "--seq",
-                              "2048",
-                              "--schedule",
-                              "interleaved",
-                              "--zero",
-                              "1",
-                              "--overlap-grad-reduce",
-                              "--overlap-param-gather",
-                              "--json"});
+  CommandResult flags = Loom(Gpt3ScenarioAsFlags("4", "16", "none"));
   CommandResult over =
       Loom({"simulate", scenario, "--recompute", "none", "--tp", "4", "--dp", "16", "--json"});
   ASSERT_EQ(flags.code, kExitOk) << flags.err;
