@@ -86,6 +86,10 @@ nlohmann::ordered_json ModelJson(const ModelSpec& m) {
                 {"moe_layers", m.NumMoeLayers()}};
   }
   if (m.mla) j["attention"] = "mla";
+  if (m.NumWindowedLayers() > 0) {
+    j["sliding_window"] = {{"window", m.sliding_window},
+                           {"windowed_layers", m.NumWindowedLayers()}};
+  }
   return j;
 }
 
@@ -136,6 +140,11 @@ std::string ArchitectureLine(const ModelSpec& m) {
   line += std::string(m.mlp == MlpKind::kGated ? ", gated" : ", plain") + " MLP " +
           std::to_string(m.intermediate_size) + ", vocab " + std::to_string(m.vocab_size) + ", " +
           std::string(kPositionNames.Name(m.position));
+  if (m.NumWindowedLayers() > 0) {
+    line += ", sliding window " + std::to_string(m.sliding_window) + " in " +
+            std::to_string(m.NumWindowedLayers()) + " of " + std::to_string(m.num_layers) +
+            " layers";
+  }
   return line;
 }
 

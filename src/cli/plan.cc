@@ -21,6 +21,7 @@
 #include "cli/format.h"
 #include "cli/goodput_output.h"
 #include "cli/json_contract.h"
+#include "cli/plan_csv.h"
 #include "cli/plan_output.h"
 #include "cli/plan_progress.h"
 #include "cli/validators.h"
@@ -53,6 +54,7 @@ struct PlanCommandOptions {
   std::string emit;
   std::string out;     // --emit plan's file; none: the plan file goes to stdout
   std::string report;  // --report: the HTML report of the search
+  std::string csv;     // --csv: every strategy of the search with its verdict
   bool out_given = false, pick_given = false;  // whether --out and --pick are on the command line
   double risk = 0.5;        // --risk: the quantile of the step time plans are ranked by
   bool risk_given = false;  // whether --risk is on the command line
@@ -388,6 +390,11 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
                                    ": the report draws a search's ranked plans, which "
                                    "--explain does not rank; drop --explain, or drop --report");
   }
+  if (!o.explain.empty() && !o.csv.empty()) {
+    return Status::InvalidArgument("--csv " + o.csv +
+                                   ": the file lists a search's strategies, and --explain judges "
+                                   "one plan; drop --explain, or drop --csv");
+  }
   if (!o.explain.empty()) {
     LOOM_ASSIGN_OR_RETURN(Explanation explanation,
                           Explain(model, cluster, request, options, o.explain));
@@ -402,8 +409,19 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   // are printed, marked interrupted (RunLoom's exit status says which signal); a second one kills.
   const InterruptibleScope interruptible;
   options.stop_requested = InterruptRequested;
+  std::optional<PlanCsv> csv;
+  if (!o.csv.empty()) {
+    csv.emplace();
+    options.on_verdict = [&csv](const Strategy& s, const StrategyVerdict& v) { csv->Add(s, v); };
+  }
   const auto start = std::chrono::steady_clock::now();
   LOOM_ASSIGN_OR_RETURN(PlanReport report, Plan(model, cluster, request, options));
+  if (csv) {
+    // Written whole even when interrupted: the strategies not reached say so.
+    LOOM_RETURN_IF_ERROR(WriteFileAtomically(o.csv, csv->text(), "pass another --csv"));
+    err << "loom: wrote " << o.csv << ": " << GroupedDigits(csv->rows())
+        << (csv->rows() == 1 ? " strategy" : " strategies") << ", one a row\n";
+  }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string interrupted_by = report.interrupted ? SignalName(InterruptSignal()) : "";
@@ -581,6 +599,12 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
       cmd->add_option("--pick", o->pick, "With --emit: the rank of the plan to emit")
           ->capture_default_str()
           ->check(Positive());
+  cmd->add_option(
+      "--csv", o->csv,
+      "Write every strategy the search saw to this CSV file, one row each: its settings, its "
+      "verdict (rule, memory bound, step-time bound, bounded out, simulated, rejected after "
+      "simulation, not reached), the rule that rejected it, its score bound and, where simulated, "
+      "its step time, score, tokens/s, MFU and peak memory");
   CLI::Option* out = cmd->add_option(
       "--out", o->out,
       "With --emit plan: the plan file to write (schema loom.plan-file/3); without it "

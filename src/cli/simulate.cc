@@ -24,6 +24,8 @@
 #include "core/build_info.h"
 #include "core/file_io.h"
 #include "core/formatted.h"
+#include "core/json_reader.h"
+#include "plan/deepspeed_config_in.h"
 #include "plan/fit_suggestions.h"
 #include "plan/goodput.h"
 #include "plan/megatron_args_in.h"
@@ -45,6 +47,7 @@ namespace {
 struct SimulateOptions {
   std::string scenario_path;
   std::string megatron_args_path;  // --megatron-args: a pretrain_gpt.py launch, "-" for stdin
+  std::string deepspeed_config_path;  // --deepspeed-config: with it, a Megatron-DeepSpeed launch
   std::string model_path;
   std::string cluster_path;
   std::optional<int64_t> nodes;
@@ -437,7 +440,18 @@ Result<MegatronLaunch> ReadLaunch(const SimulateOptions& options, const ModelSpe
   }
   LOOM_ASSIGN_OR_RETURN(std::vector<std::string> words, ShellWords(text, file));
   const int64_t gpus = cluster.TotalGpus().value_or(0);
-  LOOM_ASSIGN_OR_RETURN(MegatronLaunch launch, ReadMegatronArguments(words, model, gpus, file));
+  MegatronLaunch launch;
+  if (options.deepspeed_config_path.empty()) {
+    LOOM_ASSIGN_OR_RETURN(launch, ReadMegatronArguments(words, model, gpus, file));
+  } else {
+    LOOM_ASSIGN_OR_RETURN(const nlohmann::json config,
+                          ReadJsonObjectFile(options.deepspeed_config_path,
+                                             "check the path: the DeepSpeed config the launch's "
+                                             "--deepspeed_config names"));
+    LOOM_ASSIGN_OR_RETURN(launch,
+                          ReadMegatronDeepSpeedLaunch(words, config, model, gpus,
+                                                      {file, options.deepspeed_config_path}));
+  }
   if (launch.launcher_world_size && !options.nodes &&
       *launch.launcher_world_size != cluster.TotalGpus()) {
     const int64_t per_node = cluster.gpus_per_node;
@@ -527,6 +541,17 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     return Status::InvalidArgument(
         "--megatron-args with a scenario: each sets the strategy; give one of them");
   }
+  if (!options.deepspeed_config_path.empty() && options.megatron_args_path.empty()) {
+    return Status::InvalidArgument(
+        "--deepspeed-config " + options.deepspeed_config_path +
+        " without --megatron-args: loom reads a DeepSpeed config with the Megatron-DeepSpeed "
+        "launch that runs it (the config has no tensor- or pipeline-parallel size); give "
+        "--megatron-args FILE");
+  }
+  // A Megatron-DeepSpeed launch runs on Megatron-DeepSpeed's host stack unless told otherwise.
+  if (!options.deepspeed_config_path.empty() && !options.framework_given) {
+    framework_name = kDeepSpeedFramework;
+  }
   if (!options.scenario_path.empty()) {
     LOOM_RETURN_IF_ERROR(ApplyScenario(options, model_path, cluster_path, nodes, strategy,
                                        framework_name, attention, dropout, overrides));
@@ -607,12 +632,16 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     nlohmann::ordered_json body = ResultJson(result, framework, fits, interval);
     if (!overrides.empty()) body["scenario_overrides"] = OverridesJson(overrides);
     if (launch) {
-      body["megatron_args"] = {{"file", options.megatron_args_path},
-                               {"strategy", StrategyJson(strategy)},
-                               {"attention", attention},
-                               {"dropout", dropout},
-                               {"not_modelled", launch->not_modelled},
-                               {"notes", launch->notes}};
+      body["megatron_args"] = {
+          {"file", options.megatron_args_path},
+          {"deepspeed_config", options.deepspeed_config_path.empty()
+                                   ? nlohmann::ordered_json(nullptr)
+                                   : nlohmann::ordered_json(options.deepspeed_config_path)},
+          {"strategy", StrategyJson(strategy)},
+          {"attention", attention},
+          {"dropout", dropout},
+          {"not_modelled", launch->not_modelled},
+          {"notes", launch->notes}};
     }
     if (goodput) body["goodput"] = GoodputJson(*goodput, result.tokens_per_s, cluster);
     AddWhatIfJson(what_ifs, body);
@@ -623,8 +652,9 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
           << OverridesText(overrides) << "\n";
     }
     if (launch) {
-      out << std::left << std::setw(22) << "megatron args" << options.megatron_args_path << ": "
-          << StrategySummary(strategy) << ", attention " << attention
+      out << std::left << std::setw(22) << "megatron args" << options.megatron_args_path
+          << (options.deepspeed_config_path.empty() ? "" : " with " + options.deepspeed_config_path)
+          << ": " << StrategySummary(strategy) << ", attention " << attention
           << (dropout ? ", dropout" : "") << "\n";
       if (!launch->not_modelled.empty()) {
         out << std::setw(22) << "  not modelled" << JoinedList(launch->not_modelled) << "\n";
@@ -753,6 +783,12 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
       "precision, optimizer, ZeRO/FSDP, overlap and attention flags make the strategy, its model "
       "flags must be --model's, and the flags loom does not model are listed. With --model and "
       "--cluster; the GPUs are torchrun's --nnodes x --nproc_per_node, else the cluster's"));
+  InputFile(cmd->add_option(
+      "--deepspeed-config", options->deepspeed_config_path,
+      "With --megatron-args: the DeepSpeed config (ds_config.json) of a Megatron-DeepSpeed launch "
+      "(its arguments hold --deepspeed --deepspeed_config FILE). The config gives the batch, "
+      "precision and ZeRO, the arguments the rest; where both say a thing they must agree. The "
+      "host stack is then megatron-deepspeed-2024 unless --framework says otherwise"));
   InputFile(
       cmd->add_option("--cluster", options->cluster_path, "Cluster file (see hardware/clusters/)"));
   cmd->add_option("--nodes", options->nodes, "Number of nodes, overriding the cluster file's")
@@ -832,9 +868,10 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
     // Flags that override a scenario's keys (ApplyScenario); --nodes, --framework and the output
     // flags are not among them (the first two override their keys as they always did).
     static const std::set<std::string> kWithScenario = {
-        "--nodes",     "--framework", "--trace",         "--report", "--full", "--json",
-        "--straggler", "--slow-link", "--jitter",        "--draws",  "--seed", "--restart-s",
-        "--help",      "scenario",    "--megatron-args", "--goodput"};
+        "--nodes",   "--framework",       "--trace",     "--report", "--full",
+        "--json",    "--straggler",       "--slow-link", "--jitter", "--draws",
+        "--seed",    "--restart-s",       "--help",      "scenario", "--megatron-args",
+        "--goodput", "--deepspeed-config"};
     options->request = CommandRequest(*cmd);
     options->scenario_flags_given.clear();
     for (const CLI::Option* option : cmd->get_options()) {

@@ -16,19 +16,27 @@ namespace {
 int64_t TileCeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The kv blocks a forward CTA over query block |i| visits: causal masking aligned at the bottom
-// right (query j sees keys up to j + seq_kv - seq_q), at least one.
+// right (query j sees keys up to j + seq_kv - seq_q) and, with a window, the window's keys before
+// that (FlashAttention skips the blocks wholly outside it: Dao-AILab/flash-attention 2.3's
+// window_size), at least one.
 int64_t ForwardBlocks(const AttentionShape& a, int64_t i, int64_t bq, int64_t bkv, int64_t nkv) {
   if (!a.causal) return nkv;
-  const int64_t last_key = std::min(a.seq_kv, (i + 1) * bq + (a.seq_kv - a.seq_q));
-  return std::clamp<int64_t>(TileCeilDiv(last_key, bkv), 1, nkv);
+  const int64_t offset = a.seq_kv - a.seq_q;
+  const int64_t last_key = std::min(a.seq_kv, (i + 1) * bq + offset);
+  const int64_t first_key = a.window > 0 ? std::max<int64_t>(0, i * bq + offset - a.window + 1) : 0;
+  return std::clamp<int64_t>(TileCeilDiv(last_key, bkv) - first_key / bkv, 1, nkv);
 }
 
 // The query blocks a backward CTA over kv block |j| visits: those with a query at or after its
-// first key (bottom-right aligned), at least one.
+// first key (bottom-right aligned) and, with a window, within the window after its last key, at
+// least one.
 int64_t BackwardBlocks(const AttentionShape& a, int64_t j, int64_t bq, int64_t bkv, int64_t nq) {
   if (!a.causal) return nq;
-  const int64_t first_query = std::max<int64_t>(0, j * bkv - (a.seq_kv - a.seq_q));
-  return std::clamp<int64_t>(nq - first_query / bq, 1, nq);
+  const int64_t offset = a.seq_kv - a.seq_q;
+  const int64_t first_query = std::max<int64_t>(0, j * bkv - offset);
+  const int64_t end_block =
+      a.window > 0 ? std::min(nq, ((j + 1) * bkv - 1 - offset + a.window - 1) / bq + 1) : nq;
+  return std::clamp<int64_t>(end_block - first_query / bq, 1, nq);
 }
 
 }  // namespace
@@ -57,8 +65,10 @@ AttentionTileWork CountAttentionTiles(const AttentionShape& a, int64_t sm_count,
   const double per_sm = std::max(total_blocks / sms, static_cast<double>(longest));
   const double scale = per_sm / (total_blocks / sms);
   const double block_scores = static_cast<double>(bq * bkv);
+  // A window shorter than the keys cuts each CTA on a second diagonal, its lower edge.
+  const double edges = a.window > 0 && a.window < a.seq_kv ? 2.0 : 1.0;
   const double diagonal_per_cta =
-      a.causal ? static_cast<double>(std::max(bq, bkv) / std::min(bq, bkv)) : 0.0;
+      a.causal ? edges * static_cast<double>(std::max(bq, bkv) / std::min(bq, bkv)) : 0.0;
   const double diagonal_blocks = diagonal_per_cta * static_cast<double>(ctas_per_head) * heads;
   const double flops_per_score = (bwd ? 10.0 : 4.0) * static_cast<double>(a.head_dim_qk);
 

@@ -196,17 +196,24 @@ Op MakeCollective(OpName name, const CollectiveShape& shape) {
 int64_t GemmFlops(const GemmShape& s) { return 2 * s.batch * s.m * s.n * s.k; }
 
 int64_t AttentionModelFlops(const AttentionShape& s) {
-  // Q K^T: 2 * seq_q * seq_kv * head_dim_qk per head; P V: 2 * seq_q * seq_kv * head_dim_v.
+  // Q K^T: 2 * seq_q * keys * head_dim_qk per head; P V: 2 * seq_q * keys * head_dim_v, with the
+  // keys a query meets (the window's in a windowed layer, ModelFlopsPerToken's convention).
   const int64_t forward =
-      2 * s.batch * s.heads * s.seq_q * s.seq_kv * (s.head_dim_qk + s.head_dim_v);
+      2 * s.batch * s.heads * s.seq_q * s.KeySpan() * (s.head_dim_qk + s.head_dim_v);
   return s.backward ? 2 * forward : forward;
 }
 
 double AttentionKernelFlops(const AttentionShape& s) {
   AttentionShape forward_shape = s;
   forward_shape.backward = false;
+  forward_shape.window = 0;
   double flops = static_cast<double>(AttentionModelFlops(forward_shape));
-  if (s.causal) flops *= static_cast<double>(s.seq_kv + 1) / static_cast<double>(2 * s.seq_kv);
+  if (s.causal) {
+    // The scores at or before each query's diagonal, |span| at most: with n = seq_kv and w the
+    // span, w (w + 1) / 2 + (n - w) w of the n^2.
+    const double n = static_cast<double>(s.seq_kv), w = static_cast<double>(s.KeySpan());
+    flops *= (w * (w + 1) / 2 + (n - w) * w) / (n * n);
+  }
   return s.backward ? 2.5 * flops : flops;
 }
 

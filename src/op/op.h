@@ -1,6 +1,7 @@
 #ifndef LOOM_OP_OP_H_
 #define LOOM_OP_OP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -272,6 +273,11 @@ struct AttentionShape {
   Dtype dtype = Dtype::kBf16;
   // The library whose kernel runs it (core/attention_family.h); each has its own rates.
   AttentionFamily family = AttentionFamily::kFlashAttention2;
+  // Sliding-window attention: the keys each query sees at most, itself included, ending at its
+  // causal diagonal (FlashAttention's window_size (window - 1, 0)); 0: no window.
+  int64_t window = 0;
+  // The keys a query meets at most: the window where it is shorter than seq_kv.
+  int64_t KeySpan() const { return window > 0 ? std::min(window, seq_kv) : seq_kv; }
 };
 
 // A kernel limited by memory bandwidth: norms, activations, dropout, residual adds, softmax,

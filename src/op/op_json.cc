@@ -58,6 +58,7 @@ AttentionShape ReadAttention(JsonReader& r) {
   a.backward = ReadBool(r, "backward");
   a.dtype = ReadDtype(r);
   if (r.Has("family")) a.family = ReadEnum(r, "family", kAttentionFamilyNames);
+  a.window = r.OptionalInt("window", kTokens).value_or(0);
   if (a.heads % a.kv_heads != 0) {
     r.AddError("heads", "(" + std::to_string(a.heads) + ") is not a multiple of kv_heads (" +
                             std::to_string(a.kv_heads) +
@@ -89,8 +90,9 @@ std::string DescribeShape(const KernelShape& shape) {
                   std::string(kDtypeNames.Name(g->dtype)).c_str(),
                   g->accumulate_fp32 ? " +=fp32" : "");
   } else if (const AttentionShape* a = std::get_if<AttentionShape>(&shape)) {
-    std::snprintf(text, sizeof text, "attention %s%s b%lld h%lld/%lld s%lld/%lld d%lld/%lld %s",
-                  a->backward ? "bwd" : "fwd", a->causal ? " causal" : "",
+    const std::string window = a->window > 0 ? " window " + std::to_string(a->window) : "";
+    std::snprintf(text, sizeof text, "attention %s%s%s b%lld h%lld/%lld s%lld/%lld d%lld/%lld %s",
+                  a->backward ? "bwd" : "fwd", a->causal ? " causal" : "", window.c_str(),
                   static_cast<long long>(a->batch), static_cast<long long>(a->heads),
                   static_cast<long long>(a->kv_heads), static_cast<long long>(a->seq_q),
                   static_cast<long long>(a->seq_kv), static_cast<long long>(a->head_dim_qk),
@@ -125,6 +127,7 @@ void AddKernelShapeFields(const KernelShape& shape, nlohmann::ordered_json& j) {
     j["backward"] = a->backward;
     j["dtype"] = kDtypeNames.Name(a->dtype);
     j["family"] = kAttentionFamilyNames.Name(a->family);
+    if (a->window > 0) j["window"] = a->window;
   } else {
     const MemoryShape& m = std::get<MemoryShape>(shape);
     j["bytes_read"] = m.bytes_read;

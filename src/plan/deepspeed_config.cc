@@ -201,8 +201,22 @@ void CheckGradientDtype(const Strategy& s, Messages& out) {
   out.push_back(StrCat(
       setting,
       " with fp32 gradient accumulation: DeepSpeed sums bf16 gradients in bf16 there, whatever "
-      "data_types.grad_accum_dtype says, and fp32 only at ZeRO-1 without offload or ZeRO-3; add "
-      "--grad-reduce-in-bf16 (2-byte gradients, as DeepSpeed keeps them), or use --zero 1 or 3"));
+      "data_types.grad_accum_dtype says, and fp32 only without ZeRO, at ZeRO-1 without offload or "
+      "at ZeRO-3; add --grad-reduce-in-bf16 (2-byte gradients, as DeepSpeed keeps them), or use "
+      "--zero 0, 1 or 3"));
+}
+
+// bf16 gradients summed in bf16 without ZeRO need the pipeline engine: elsewhere DeepSpeed raises
+// NotImplementedError for a bf16 grad_accum_dtype (_do_optimizer_sanity_check).
+void CheckBf16SumWithoutZero(const Strategy& s, Messages& out) {
+  if (s.dtype != Dtype::kBf16 || s.zero_stage != 0 || s.pp > 1 ||
+      s.grad_accumulation != GradAccumulation::kAdd || GradAccumulatorBytes(s) != 2) {
+    return;
+  }
+  out.push_back(
+      "--grad-reduce-in-bf16 with --zero 0 --pp 1: DeepSpeed sums bf16 gradients in bf16 without "
+      "ZeRO only under its pipeline engine, and raises NotImplementedError elsewhere; drop "
+      "--grad-reduce-in-bf16, or use --zero 1 or 2");
 }
 
 // DeepSpeed-MoE places experts every --expert-interval layers, each as wide as the dense MLP, with
@@ -214,6 +228,12 @@ void CheckModel(const ModelSpec& model, const Strategy& s, Messages& out) {
         StrCat("kv_lora_rank of ", ModelRef(model),
                ": Megatron-DeepSpeed has no multi-head latent attention; use --emit megatron "
                "(--multi-latent-attention)"));
+  }
+  if (model.NumWindowedLayers() > 0 && model.sliding_window < s.seq_len) {
+    out.push_back(StrCat("sliding_window ", model.sliding_window, " of ", ModelRef(model),
+                         ": Megatron-DeepSpeed's attention has no sliding window (it would attend "
+                         "to all ",
+                         s.seq_len, " positions); use --emit megatron (--window-size)"));
   }
   if (!model.moe.has_value()) return;
   const MoeSpec& moe = *model.moe;
@@ -472,22 +492,21 @@ const char* AccumulationReason(const Strategy& s) {
   if (s.zero_stage >= 1)
     return "DeepSpeed adds each micro-batch's gradients into ZeRO's accumulation buffer";
   if (DeepSpeedGradAccumulation(s) == GradAccumulation::kAdd) {
-    return "DeepSpeed's pipeline engine adds each micro-batch's bf16 gradients into "
-           "BF16_Optimizer's buffer";
+    return "DeepSpeed's BF16_Optimizer adds each micro-batch's bf16 gradients into its buffer";
   }
   return "DeepSpeed without ZeRO steps on .grad as autograd sums it";
 }
 
 }  // namespace
 
-// Without ZeRO, bf16 under the pipeline engine steps with BF16_Optimizer
-// (_do_optimizer_sanity_check in deepspeed/runtime/engine.py), which the engine has add each
-// micro-batch's gradients into its buffer (update_hp_grads after every backward,
-// _exec_backward_pass in deepspeed/runtime/pipe/ engine.py, deepspeedai/DeepSpeed edaa72212).
+// Without ZeRO, bf16 steps with BF16_Optimizer (_do_optimizer_sanity_check in
+// deepspeed/runtime/engine.py picks it for a bf16 model whether or not the pipeline engine runs),
+// whose backward adds each micro-batch's gradients into its own buffer (BF16_Optimizer.backward and
+// update_hp_grads in deepspeed/runtime/bf16_optimizer.py; the pipeline engine calls the latter
+// after every backward, _exec_backward_pass; deepspeedai/DeepSpeed 38327e07f).
 GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy) {
-  const bool bf16_pipeline = strategy.dtype == Dtype::kBf16 && strategy.pp > 1;
-  return strategy.zero_stage >= 1 || bf16_pipeline ? GradAccumulation::kAdd
-                                                   : GradAccumulation::kAutograd;
+  return strategy.zero_stage >= 1 || strategy.dtype == Dtype::kBf16 ? GradAccumulation::kAdd
+                                                                    : GradAccumulation::kAutograd;
 }
 
 // deepspeedai/DeepSpeed edaa72212: _do_optimizer_sanity_check (deepspeed/runtime/engine.py) wants
@@ -509,10 +528,10 @@ bool DeepSpeedKeepsBf16Gradients(const Strategy& strategy) {
   switch (strategy.zero_stage) {
     case 1:
       return strategy.offload != Offload::kNone;
-    case 3:
-      return false;
-    default:
+    case 2:
       return true;
+    default:  // BF16_Optimizer's or ZeRO-3's buffer, of grad_accum_dtype
+      return false;
   }
 }
 
@@ -534,6 +553,7 @@ Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& st
   CheckParallelism(strategy, problems);
   CheckPrecisionAndOptimizer(strategy, problems);
   CheckGradientDtype(strategy, problems);
+  CheckBf16SumWithoutZero(strategy, problems);
   CheckAttention(strategy, options, problems);
   CheckRecompute(strategy, options, problems);
   CheckModel(model, strategy, problems);

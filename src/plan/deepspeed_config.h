@@ -56,9 +56,10 @@ struct DeepSpeedPlan {
 // Errors: InvalidArgument, naming the loom setting and the fix, for what DeepSpeed and
 // Megatron-DeepSpeed cannot express or would run otherwise than simulated: a gradient accumulation
 // other than DeepSpeedGradAccumulation's; bf16 gradients accumulated in fp32 where DeepSpeed keeps
-// them in bf16 (DeepSpeedKeepsBf16Gradients, without --grad-reduce-in-bf16); context parallelism;
-// virtual stages and the gpipe, zb-v and dualpipev schedules; uneven first/last stages; ZeRO-2/3
-// with pipeline parallelism; fp8; --tp-comm-overlap; --overlap-param-gather below ZeRO-3;
+// them in bf16 (DeepSpeedKeepsBf16Gradients, without --grad-reduce-in-bf16), and in bf16 without
+// ZeRO and without a pipeline, where DeepSpeed raises; context parallelism; virtual stages and the
+// gpipe, zb-v and dualpipev schedules; uneven first/last stages; ZeRO-2/3 with pipeline
+// parallelism; fp8; --tp-comm-overlap; --overlap-param-gather below ZeRO-3;
 // --overlap-grad-reduce with pipeline parallelism; --grad-reduce-in-bf16 without bf16; selective
 // recompute with fused attention (Megatron-DeepSpeed checkpoints only its unfused core attention);
 // recompute of only some layers (--recompute-layers, the block method) with pipeline parallelism;
@@ -75,25 +76,23 @@ Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& st
 // LinearWithGradAccumulationAndAsyncCommunication.backward, microsoft/Megatron-DeepSpeed f4157bea).
 // With ZeRO (stages 1-3) the engine's optimizer then adds each micro-batch's gradients into its
 // accumulation buffer (accumulated_grad.add_ in stage_1_and_2.py's epilogue, grad_buffer.add_ in
-// stage3.py, BF16_Optimizer's fp32 gradients at stage 1; deepspeedai/DeepSpeed edaa72212; its
-// dtype: DeepSpeedKeepsBf16Gradients): add. Without ZeRO the fp16 and bf16 optimizers step on
-// .grad as autograd summed it in the model dtype (_do_optimizer_sanity_check: grad_accum_dtype must
-// equal the model dtype): autograd.
+// stage3.py, BF16_Optimizer's at stage 1; its dtype: DeepSpeedKeepsBf16Gradients); so does
+// BF16_Optimizer for bf16 without ZeRO (its backward adds into a buffer of grad_accum_dtype):
+// add. Without ZeRO the fp16 optimizer steps on .grad as autograd summed it in fp16: autograd.
 GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy);
 
 // Whether DeepSpeed sums the micro-batches' bf16 gradients of |strategy| in bf16 whatever
-// data_types.grad_accum_dtype asks for: without ZeRO (_do_optimizer_sanity_check accepts only the
-// model dtype), at ZeRO-2, and at ZeRO-1 with offload (stage_1_and_2.py keeps the running sum in
-// the parameters' dtype). DeepSpeed sums in fp32 only at ZeRO-1 without offload (BF16_Optimizer)
-// and at ZeRO-3 (stage3.py's gradient partitions). A bf16 plan for such a strategy budgets 2-byte
-// gradients: grad_reduce_in_bf16, or the autograd accumulation of ZeRO-0.
+// data_types.grad_accum_dtype asks for: at ZeRO-2, and at ZeRO-1 with offload (stage_1_and_2.py
+// keeps the running sum in the parameters' dtype). Elsewhere the buffer is of grad_accum_dtype,
+// fp32 when asked: BF16_Optimizer's without ZeRO and at ZeRO-1 without offload, stage3.py's
+// gradient partitions at ZeRO-3 (deepspeed/runtime/engine.py, _do_optimizer_sanity_check). A bf16
+// plan for a strategy that keeps bf16 budgets 2-byte gradients: grad_reduce_in_bf16.
 bool DeepSpeedKeepsBf16Gradients(const Strategy& strategy);
 
 // What the planner sets grad_reduce_in_bf16 to for a DeepSpeed search: true for a bf16 strategy
-// whose gradients DeepSpeed keeps in bf16 (DeepSpeedKeepsBf16Gradients) in a main-gradient buffer
-// (not ZeRO-0's autograd .grad, budgeted in bf16 already), so that the plan budgets and reduces
-// what DeepSpeed runs; false otherwise. REQUIRES: strategy.grad_accumulation is
-// DeepSpeedGradAccumulation(strategy).
+// whose gradients DeepSpeed keeps in bf16 (DeepSpeedKeepsBf16Gradients) in a main-gradient buffer,
+// so that the plan budgets and reduces what DeepSpeed runs; false otherwise. REQUIRES:
+// strategy.grad_accumulation is DeepSpeedGradAccumulation(strategy).
 bool DeepSpeedBudgetsBf16Gradients(const Strategy& strategy);
 
 }  // namespace loom

@@ -379,6 +379,31 @@ void AddBatch(const Strategy& s, Args& out) {
   Add(out, "--seq-length", s.seq_len);
 }
 
+// Sliding-window attention (_add_network_size_args from core_v0.15.0): --window-size (left,right)
+// keys around each query, (window - 1, 0) for the window of Hugging Face's masks; with some layers
+// at full attention, --window-attn-skip-freq N (layer number n, from 1, is windowed unless N
+// divides it) or the per-layer list, 1 for a windowed layer (is_layer_window_attention in
+// megatron/core/transformer/utils.py, NVIDIA/Megatron-LM d98e8a64).
+void AddWindow(const ModelSpec& model, Args& out) {
+  if (model.NumWindowedLayers() == 0) return;
+  Add(out, "--window-size", StrCat("(", model.sliding_window - 1, ",0)"));
+  if (model.NumWindowedLayers() == model.num_layers) return;
+  const auto windowed = [&](int64_t layer) { return bool(model.windowed_layers[layer]); };
+  for (int64_t every = 2; every <= model.num_layers; ++every) {
+    bool matches = true;
+    for (int64_t i = 0; i < model.num_layers && matches; ++i)
+      matches = windowed(i) == ((i + 1) % every != 0);
+    if (matches) {
+      Add(out, "--window-attn-skip-freq", every);
+      return;
+    }
+  }
+  std::string list = "[";
+  for (int64_t i = 0; i < model.num_layers; ++i)
+    list += (i ? "," : "") + std::string(windowed(i) ? "1" : "0");
+  Add(out, "--window-attn-skip-freq", list + "]");
+}
+
 // _add_network_size_args and _add_training_args (--disable-bias-linear). validate_args requires
 // max_position_embeddings >= seq_length; rotary positions have no table, so the bound is raised
 // to the sequence when it is longer.
@@ -419,6 +444,7 @@ void AddShape(const ModelSpec& model, const Strategy& s, Args& out) {
   if (rotary && model.rotary_fraction < 1) {
     Add(out, "--rotary-percent", arg_list::ShortestDecimal(model.rotary_fraction));
   }
+  AddWindow(model, out);
 }
 
 // _add_regularization_args (--attention-dropout, --hidden-dropout: 0.1 by default at every tag)
@@ -656,6 +682,13 @@ Result<std::vector<std::string>> MegatronArguments(const ModelSpec& model, const
                               "--moe-shared-expert-gate first appears in core_v0.16.0",
                               "plan it without --emit megatron"));
   }
+  if (model.NumWindowedLayers() > 0 && options.version < MegatronVersion::kCore015) {
+    problems.push_back(TooOld(options.version, MegatronVersion::kCore015,
+                              StrCat("the sliding window of ", ModelRef(model)),
+                              "--window-size and --window-attn-skip-freq first appear in "
+                              "core_v0.15.0",
+                              "plan it without --emit megatron"));
+  }
   // --pipeline-model-parallel-layout: in arguments.py from core_v0.13.0 (absent at core_r0.12.0).
   if (options.version < MegatronVersion::kCore013 && strategy.pp > 0 && strategy.vpp > 0 &&
       NeedsLayoutFlag(model, strategy)) {
@@ -721,6 +754,7 @@ MegatronVersion MinimumMegatronVersion(const std::vector<std::string>& args) {
   if (has("--use-megatron-fsdp") || has("--rope-type")) need = MegatronVersion::kCore014;
   if (has("--fp16") && ValueOf(args, "--expert-model-parallel-size") > 1)
     need = MegatronVersion::kCore016;
+  if (has("--window-size")) need = std::max(need, MegatronVersion::kCore015);
   if (has("--moe-shared-expert-gate")) need = std::max(need, MegatronVersion::kCore016);
   return need;
 }

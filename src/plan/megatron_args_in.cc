@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/formatted.h"
+#include "plan/launch_args.h"
 #include "spec/pipeline_layout.h"
 
 namespace loom {
@@ -18,33 +19,6 @@ namespace {
 bool EndsWith(std::string_view text, std::string_view tail) {
   return text.size() >= tail.size() && text.substr(text.size() - tail.size()) == tail;
 }
-
-std::optional<int64_t> WholeNumber(std::string_view text) {
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-std::optional<double> Number(const std::string& text) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// A flag and its values, in the order given.
-struct Given {
-  std::string flag;
-  std::vector<std::string> values;
-  std::string Text() const {
-    std::string text = flag;
-    for (const std::string& v : values) text += " " + v;
-    return text;
-  }
-};
 
 // The flags MegatronModelArguments can write (megatron_args.cc: AddShape, AddMla, AddMoe): a model
 // flag in the arguments that the model does not need is a model the launch builds differently.
@@ -80,6 +54,8 @@ const std::set<std::string, std::less<>>& ModelFlags() {
                                                             "--mscale",
                                                             "--mscale-all-dim",
                                                             "--no-rope-fusion",
+                                                            "--window-size",
+                                                            "--window-attn-skip-freq",
                                                             "--num-experts",
                                                             "--moe-ffn-hidden-size",
                                                             "--moe-router-topk",
@@ -110,15 +86,6 @@ std::optional<std::string> ModelFlagDefault(std::string_view flag, const ModelSp
   if (flag == "--rotary-base") return "10000";
   if (flag == "--rotary-percent") return "1.0";
   return std::nullopt;
-}
-
-bool SameValues(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const std::optional<double> x = Number(a[i]), y = Number(b[i]);
-    if (x && y ? *x != *y : a[i] != b[i]) return false;
-  }
-  return true;
 }
 
 // The flags whose values make the strategy or the kernels; every other flag is not modelled.
@@ -170,93 +137,7 @@ const std::set<std::string, std::less<>>& StrategyFlags() {
   return kFlags;
 }
 
-class ArgumentReader {
- public:
-  // The largest whole number a flag takes: far beyond any real run, and small enough that products
-  // of a few of them (tp * pp * cp) stay within 64 bits.
-  static constexpr int64_t kMaxValue = int64_t{1} << 30;
-
-  // REQUIRES: |given| outlives the reader.
-  ArgumentReader(const std::map<std::string, Given, std::less<>>& given, std::string file)
-      : given_(given), file_(std::move(file)) {}
-
-  bool Has(std::string_view flag) const { return given_.count(flag) > 0; }
-
-  std::optional<std::string> Text(std::string_view flag) {
-    const auto it = given_.find(flag);
-    if (it == given_.end()) return std::nullopt;
-    if (it->second.values.size() != 1) {
-      errors_.push_back(StrCat(file_, ": ", flag, " takes one value; it has ",
-                               it->second.values.size(), " (", it->second.Text(), ")"));
-      return std::nullopt;
-    }
-    return it->second.values[0];
-  }
-
-  int64_t Int(std::string_view flag, int64_t fallback, int64_t low = 1) {
-    const std::optional<std::string> text = Text(flag);
-    if (!text) return fallback;
-    const std::optional<int64_t> value = WholeNumber(*text);
-    if (!value || *value < low || *value > kMaxValue) {
-      errors_.push_back(StrCat(file_, ": ", flag, " ", *text, " is not a whole number from ", low,
-                               " to 2^30; give it one"));
-      return fallback;
-    }
-    return *value;
-  }
-
-  std::optional<double> Real(std::string_view flag) {
-    const std::optional<std::string> text = Text(flag);
-    if (!text) return std::nullopt;
-    std::optional<double> value = Number(*text);
-    if (!value || *value < 0) {
-      errors_.push_back(StrCat(file_, ": ", flag, " ", *text, " is not a number of at least 0"));
-    }
-    return value;
-  }
-
-  // A store_true flag given with values.
-  bool Switch(std::string_view flag) {
-    const auto it = given_.find(flag);
-    if (it == given_.end()) return false;
-    if (!it->second.values.empty()) {
-      errors_.push_back(StrCat(file_, ": ", flag, " takes no value; it has ", it->second.Text()));
-    }
-    return true;
-  }
-
-  void Error(std::string message) { errors_.push_back(StrCat(file_, ": ", message)); }
-  const std::vector<std::string>& errors() const { return errors_; }
-
- private:
-  const std::map<std::string, Given, std::less<>>& given_;
-  std::string file_;
-  std::vector<std::string> errors_;
-};
-
-// torchrun's --nnodes and --nproc_per_node (or --nproc-per-node), when both are numbers.
-std::optional<int64_t> LauncherWorldSize(const std::vector<std::string>& words) {
-  std::optional<int64_t> nodes, per_node;
-  for (size_t i = 0; i < words.size(); ++i) {
-    std::string flag = words[i], value;
-    if (const size_t eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < words.size()) {
-      value = words[i + 1];
-    }
-    if (flag == "--nnodes") nodes = WholeNumber(value);
-    if (flag == "--nproc_per_node" || flag == "--nproc-per-node") per_node = WholeNumber(value);
-  }
-  constexpr int64_t kMaxGpus = int64_t{1} << 24;  // beyond any cluster; keeps the product small
-  if (nodes && per_node && *nodes > 0 && *per_node > 0 && *nodes <= kMaxGpus &&
-      *per_node <= kMaxGpus) {
-    return *nodes * *per_node;
-  }
-  return std::nullopt;
-}
-
-void ReadParallelism(ArgumentReader& r, const ModelSpec& model, Strategy& s) {
+void ReadParallelism(LaunchArgumentReader& r, const ModelSpec& model, Strategy& s) {
   s.tp = r.Int("--tensor-model-parallel-size", 1);
   s.pp = r.Int("--pipeline-model-parallel-size", 1);
   s.cp = r.Int("--context-parallel-size", 1);
@@ -302,7 +183,8 @@ void ReadParallelism(ArgumentReader& r, const ModelSpec& model, Strategy& s) {
   if (s.etp == s.tp) s.etp = 0;
 }
 
-void ReadPrecisionAndOptimizer(ArgumentReader& r, Strategy& s, std::vector<std::string>& notes) {
+void ReadPrecisionAndOptimizer(LaunchArgumentReader& r, Strategy& s,
+                               std::vector<std::string>& notes) {
   const bool bf16 = r.Switch("--bf16"), fp16 = r.Switch("--fp16");
   if (bf16 && fp16) r.Error("--bf16 and --fp16 are both given; give one");
   s.dtype = fp16 ? Dtype::kFp16 : bf16 ? Dtype::kBf16 : Dtype::kFp32;
@@ -353,7 +235,8 @@ void ReadPrecisionAndOptimizer(ArgumentReader& r, Strategy& s, std::vector<std::
                                                                       : GradAccumulation::kFused;
 }
 
-void ReadRecomputeAndOverlap(ArgumentReader& r, Strategy& s, std::vector<std::string>& notes) {
+void ReadRecomputeAndOverlap(LaunchArgumentReader& r, Strategy& s,
+                             std::vector<std::string>& notes) {
   s.recompute = r.Switch("--recompute-activations") ? Recompute::kSelective : Recompute::kNone;
   if (std::optional<std::string> granularity = r.Text("--recompute-granularity")) {
     if (*granularity == "selective") {
@@ -392,7 +275,7 @@ void ReadRecomputeAndOverlap(ArgumentReader& r, Strategy& s, std::vector<std::st
 
 // --attention-backend and the dropout rates (megatron/training/arguments.py: both rates 0.1 by
 // default); --transformer-impl local is Megatron's own unfused core attention.
-void ReadKernels(ArgumentReader& r, MegatronOptions& o, std::vector<std::string>& notes) {
+void ReadKernels(LaunchArgumentReader& r, MegatronOptions& o, std::vector<std::string>& notes) {
   const std::string backend = r.Text("--attention-backend").value_or("auto");
   const std::string impl = r.Text("--transformer-impl").value_or("transformer_engine");
   if (backend == "unfused" || backend == "local" || impl == "local") {
@@ -405,17 +288,11 @@ void ReadKernels(ArgumentReader& r, MegatronOptions& o, std::vector<std::string>
     r.Error("--attention-backend " + backend +
             ": Megatron-LM takes flash, fused, unfused, local or auto");
   }
-  const double attention = r.Real("--attention-dropout").value_or(0.1);
-  const double hidden = r.Real("--hidden-dropout").value_or(0.1);
-  o.dropout = attention > 0 || hidden > 0;
-  if (o.dropout && (attention == 0 || hidden == 0)) {
-    notes.push_back(StrCat("--attention-dropout ", attention, " --hidden-dropout ", hidden,
-                           ": loom runs dropout in both places or in neither; it runs both"));
-  }
+  o.dropout = ReadDropout(r, notes);
 }
 
 // The model flags of |given| against those |model| needs (MegatronModelArguments).
-void CheckModel(ArgumentReader& r, const std::map<std::string, Given, std::less<>>& given,
+void CheckModel(LaunchArgumentReader& r, const std::map<std::string, GivenFlag, std::less<>>& given,
                 const std::vector<std::string>& needed_words, const ModelSpec& model) {
   std::map<std::string, std::vector<std::string>, std::less<>> needed;
   std::string current;
@@ -554,49 +431,18 @@ Result<std::vector<std::string>> ShellWords(const std::string& text, const std::
 Result<MegatronLaunch> ReadMegatronArguments(const std::vector<std::string>& words,
                                              const ModelSpec& model, int64_t world_size,
                                              const std::string& file) {
+  LOOM_ASSIGN_OR_RETURN(LaunchArguments parsed, SplitLaunchArguments(words, file));
   MegatronLaunch launch;
-  const auto script = std::find_if(words.begin(), words.end(),
-                                   [](const std::string& w) { return EndsWith(w, ".py"); });
-  const std::vector<std::string> launcher(words.begin(), script);
-  const std::vector<std::string> args(script == words.end() ? words.begin() : script + 1,
-                                      words.end());
-  if (script != words.end()) launch.launcher_world_size = LauncherWorldSize(launcher);
-
-  std::map<std::string, Given, std::less<>> given;
-  std::vector<std::string> order;
-  Given* last = nullptr;
-  for (const std::string& word : args) {
-    if (word.rfind("--", 0) == 0 && word.size() > 2) {
-      std::string flag = word;
-      std::vector<std::string> values;
-      if (const size_t eq = word.find('='); eq != std::string::npos) {
-        flag = word.substr(0, eq);
-        values.push_back(word.substr(eq + 1));
-      }
-      if (given.count(flag)) {
-        launch.notes.push_back(flag +
-                               " is given more than once; the last one counts, as argparse "
-                               "takes it");
-      } else {
-        order.push_back(flag);
-      }
-      last = &(given[flag] = Given{flag, values});
-      continue;
-    }
-    if (last == nullptr) {
-      return Status::InvalidArgument(StrCat(file, ": \"", word,
-                                            "\" comes before any flag; the arguments of "
-                                            "pretrain_gpt.py are --flags with their values"));
-    }
-    if (!word.empty() && word[0] == '$') {
-      return Status::InvalidArgument(StrCat(file, ": ", last->flag, " ", word,
-                                            ": a shell variable; loom reads the arguments as "
-                                            "written, so give its value"));
-    }
-    last->values.push_back(word);
+  launch.launcher_world_size = parsed.launcher_world_size;
+  launch.notes = parsed.notes;
+  const std::map<std::string, GivenFlag, std::less<>>& given = parsed.given;
+  LaunchArgumentReader r(given, file);
+  if (r.Has("--deepspeed")) {
+    r.Error(
+        "--deepspeed: a Megatron-DeepSpeed launch, whose batch, precision and ZeRO are in its "
+        "DeepSpeed config; give that file with --deepspeed-config (the one --deepspeed_config "
+        "names)");
   }
-
-  ArgumentReader r(given, file);
   Strategy& s = launch.strategy;
   ReadParallelism(r, model, s);
   s.micro_batch = r.Int("--micro-batch-size", 1);
@@ -607,7 +453,7 @@ Result<MegatronLaunch> ReadMegatronArguments(const std::vector<std::string>& wor
   ReadRecomputeAndOverlap(r, s, launch.notes);
   ReadKernels(r, launch.options, launch.notes);
   const int64_t world = launch.launcher_world_size.value_or(world_size);
-  // Each size is at most 2^30 (ArgumentReader::kMaxValue): the product fits in 128 bits.
+  // Each size is at most 2^30 (LaunchArgumentReader::kMaxValue): the product fits in 128 bits.
   const __int128 product = static_cast<__int128>(s.tp) * s.pp * s.cp;
   const int64_t model_parallel = product > world ? 0 : static_cast<int64_t>(product);
   if (world <= 0) {
@@ -626,12 +472,8 @@ Result<MegatronLaunch> ReadMegatronArguments(const std::vector<std::string>& wor
     if (!needed.ok()) return needed.status();
     CheckModel(r, given, *needed, model);
   }
-  if (!r.errors().empty()) {
-    std::string message;
-    for (const std::string& e : r.errors()) message += (message.empty() ? "" : "\n") + e;
-    return Status::InvalidArgument(message);
-  }
-  for (const std::string& flag : order) {
+  LOOM_RETURN_IF_ERROR(r.Finish());
+  for (const std::string& flag : parsed.order) {
     if (!StrategyFlags().count(flag) && !ModelFlags().count(flag)) {
       launch.not_modelled.push_back(given.at(flag).Text());
     }

@@ -168,7 +168,19 @@ struct Search {
   double RiskOf(const Strategy& s) const {
     return risk_factors[static_cast<size_t>(StepParallelismRegime(s))];
   }
+  // With PlanOptions::on_verdict: each strategy's, written by the one thread that deals with it.
+  std::vector<StrategyVerdict>* verdicts = nullptr;
 };
+
+// Counts strategy |i| under |rule| in |tallies| and records it as a |kind| verdict.
+void Reject(const Search& search, Tallies& tallies, VerdictKind kind, const std::string& rule,
+            int64_t i, const std::string& message) {
+  Count(tallies, rule, i, message);
+  if (search.verdicts == nullptr) return;
+  StrategyVerdict& v = (*search.verdicts)[static_cast<size_t>(i)];
+  v.kind = kind;
+  v.rule = rule;
+}
 
 std::array<double, kStepParallelismRegimes> RiskFactors(const ClusterSpec& cluster,
                                                         const PlanOptions& options) {
@@ -219,41 +231,48 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
   const std::vector<StrategyViolation> violations =
       StrategyViolations(s, search.model, search.cluster);
   if (!violations.empty()) {
-    Count(tallies, violations.front().flag, i, violations.front().message);
+    Reject(search, tallies, VerdictKind::kRule, violations.front().flag, i,
+           violations.front().message);
     return Bounded::kRuleRejected;
   }
   if (options.admit) {
     if (Status admitted = options.admit(s); !admitted.ok()) {
-      Count(tallies, options.admit_rule, i, admitted.message());
+      Reject(search, tallies, VerdictKind::kRule, options.admit_rule, i, admitted.message());
       return Bounded::kRuleRejected;
     }
   }
   Result<PreparedStep> step =
       PrepareTrainingStep(search.model, search.cluster, s, options.simulation);
   if (!step.ok()) {
-    Count(tallies, RuleOf(step.status().message()), i, step.status().message());
+    Reject(search, tallies, VerdictKind::kRule, RuleOf(step.status().message()), i,
+           step.status().message());
     return Bounded::kRuleRejected;
   }
   const StepBounds b = BoundStep(*step);
   if (options.prune && b.peak_memory_bytes > search.limit_bytes) {
-    Count(tallies, "memory", i,
-          MemoryMessage(s, "needs at least", b.peak_memory_bytes, search.limit_bytes));
+    Reject(search, tallies, VerdictKind::kMemoryBound, "memory", i,
+           MemoryMessage(s, "needs at least", b.peak_memory_bytes, search.limit_bytes));
     return Bounded::kMemoryRejected;
   }
   const std::optional<double>& max_step_s = options.max_step_time_s;
   if (options.prune && max_step_s && b.step_time.ToSeconds() > *max_step_s) {
-    Count(tallies, "--max-step-time", i,
-          StepTimeMessage(s, "a step takes at least", b.step_time.ToSeconds(), *max_step_s));
+    Reject(search, tallies, VerdictKind::kStepTimeBound, "--max-step-time", i,
+           StepTimeMessage(s, "a step takes at least", b.step_time.ToSeconds(), *max_step_s));
     return Bounded::kStepTimeRejected;
   }
   Result<std::optional<double>> goodput =
       ObjectiveGoodput(options.objective, search.cluster, search.params, s);
   if (!goodput.ok()) {
-    Count(tallies, "--objective", i, goodput.status().message());
+    Reject(search, tallies, VerdictKind::kRule, "--objective", i, goodput.status().message());
     return Bounded::kRuleRejected;
   }
   *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds() * search.RiskOf(s),
                           b.peak_memory_bytes, search.limit_bytes, *goodput);
+  if (search.verdicts != nullptr) {
+    StrategyVerdict& v = (*search.verdicts)[static_cast<size_t>(i)];
+    v.kind = VerdictKind::kBoundedOut;  // until it is simulated
+    v.score_bound = *bound;
+  }
   return Bounded::kCandidate;
 }
 
@@ -346,26 +365,40 @@ bool SimulateOne(const Search& search, const Survivor& c, Tallies& tallies, Lead
   Result<SimulationResult> r =
       SimulateTrainingStep(search.model, search.cluster, s, options.simulation);
   if (!r.ok()) {
-    Count(tallies, RuleOf(r.status().message()), c.index, r.status().message());
+    Reject(search, tallies, VerdictKind::kRule, RuleOf(r.status().message()), c.index,
+           r.status().message());
     return true;
   }
+  StrategyVerdict* verdict =
+      search.verdicts ? &(*search.verdicts)[static_cast<size_t>(c.index)] : nullptr;
+  if (verdict != nullptr) {
+    verdict->step_time_s = r->step_time_s;
+    verdict->tokens_per_s = r->tokens_per_s;
+    verdict->mfu = r->mfu;
+    verdict->peak_memory_bytes = r->peak_memory_bytes;
+  }
   if (!r->fits_in_memory) {
-    Count(tallies, "memory", c.index,
-          MemoryMessage(s, "peaks at", r->peak_memory_bytes, search.limit_bytes));
+    Reject(search, tallies, VerdictKind::kSimulatedOver, "memory", c.index,
+           MemoryMessage(s, "peaks at", r->peak_memory_bytes, search.limit_bytes));
     return false;
   }
   if (options.max_step_time_s && r->step_time_s > *options.max_step_time_s) {
-    Count(tallies, "--max-step-time", c.index,
-          StepTimeMessage(s, "a step takes", r->step_time_s, *options.max_step_time_s));
+    Reject(search, tallies, VerdictKind::kSimulatedOver, "--max-step-time", c.index,
+           StepTimeMessage(s, "a step takes", r->step_time_s, *options.max_step_time_s));
     return false;
   }
   Result<std::optional<double>> goodput =
       ObjectiveGoodput(options.objective, search.cluster, search.params, s);
   if (!goodput.ok()) {
-    Count(tallies, "--objective", c.index, goodput.status().message());
+    Reject(search, tallies, VerdictKind::kRule, "--objective", c.index, goodput.status().message());
     return true;
   }
-  board.Offer(RankPlan(c.index, s, *r, options.objective, *goodput, search.RiskOf(s)));
+  RankedPlan plan = RankPlan(c.index, s, *r, options.objective, *goodput, search.RiskOf(s));
+  if (verdict != nullptr) {
+    verdict->kind = VerdictKind::kSimulated;
+    verdict->score = plan.score;
+  }
+  board.Offer(std::move(plan));
   return true;
 }
 
@@ -429,6 +462,10 @@ Simulation SimulateBestFirst(const Search& search, const std::vector<Survivor>& 
       ++result.skipped_by_bound;
     } else {
       ++result.unsearched;
+      if (search.verdicts != nullptr) {
+        (*search.verdicts)[static_cast<size_t>(candidates[k].index)].kind =
+            VerdictKind::kNotReached;
+      }
     }
   }
   if (options.progress)
@@ -531,6 +568,8 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
   for (const NodeGroup& group : cluster.node_groups) {
     largest_gpu_bytes = std::max(largest_gpu_bytes, group.gpu.memory_bytes);
   }
+  std::vector<StrategyVerdict> verdicts;
+  if (options.on_verdict) verdicts.resize(static_cast<size_t>(n));
   const Search search{
       model,
       cluster,
@@ -541,7 +580,8 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
           : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
       largest_gpu_bytes - kReservedBytesPerGpu,
       params,
-      RiskFactors(cluster, options)};
+      RiskFactors(cluster, options),
+      options.on_verdict ? &verdicts : nullptr};
   Bounding bounding = BoundEvery(search);
   const int64_t top_k = std::max<int64_t>(1, options.top_k);
   const bool distinct = options.distinct && !options.better_than.has_value();
@@ -553,6 +593,11 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
   } else {
     simulation.unsearched =
         static_cast<int64_t>(bounding.candidates.size());  // stopped while bounding
+    for (const Survivor& c : bounding.candidates) {
+      if (search.verdicts != nullptr) {
+        (*search.verdicts)[static_cast<size_t>(c.index)].kind = VerdictKind::kNotReached;
+      }
+    }
   }
   PlanReport report;
   report.enumerated = n;
@@ -575,6 +620,9 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
             });
   report.saturated = board.saturated();
   report.ranked = distinct ? GroupDistinct(board.Take(), top_k) : board.Take();
+  if (options.on_verdict) {
+    for (int64_t i = 0; i < n; ++i) options.on_verdict(space[i], verdicts[static_cast<size_t>(i)]);
+  }
   if (!report.interrupted && report.rejected_by_rules == n && !report.rejections.empty()) {
     const Rejection& top = report.rejections.front();
     return Status::InvalidArgument(

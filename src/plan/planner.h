@@ -39,6 +39,36 @@ inline constexpr EnumNames<Objective, 4> kObjectiveNames({{
 
 struct PlanProgress;
 
+// What the search made of one strategy of its space (PlanOptions::on_verdict).
+enum class VerdictKind : uint8_t {
+  kNotReached,     // an interrupt stopped the search before it
+  kRule,           // a strategy rule, the --emit admission or the workload refused it
+  kMemoryBound,    // its memory bound exceeds the usable memory
+  kStepTimeBound,  // its step-time bound exceeds --max-step-time
+  kBoundedOut,     // its score bound could not beat the top plans: not simulated
+  kSimulated,      // simulated and ranked among the plans (or beaten by them)
+  kSimulatedOver,  // simulated: it did not fit, or took over --max-step-time
+};
+inline constexpr EnumNames<VerdictKind, 7> kVerdictKindNames({{
+    {VerdictKind::kNotReached, "not reached"},
+    {VerdictKind::kRule, "rule"},
+    {VerdictKind::kMemoryBound, "memory bound"},
+    {VerdictKind::kStepTimeBound, "step-time bound"},
+    {VerdictKind::kBoundedOut, "bounded out"},
+    {VerdictKind::kSimulated, "simulated"},
+    {VerdictKind::kSimulatedOver, "rejected after simulation"},
+}});
+
+struct StrategyVerdict {
+  VerdictKind kind = VerdictKind::kNotReached;
+  std::string rule;  // the rule that rejected it ("--tp", "memory", "--max-step-time", ...)
+  // Candidates (bounded out or simulated): the lowest score its bounds allow.
+  std::optional<double> score_bound;
+  // Simulated: the figures of the simulation (a plan rejected after it has its step and memory).
+  std::optional<double> step_time_s, score, tokens_per_s, mfu;
+  int64_t peak_memory_bytes = 0;
+};
+
 struct PlanOptions {
   int64_t top_k = 10;
   Objective objective = Objective::kTime;
@@ -78,6 +108,10 @@ struct PlanOptions {
   // PlanReport::interrupted set. Called concurrently, so it must be thread-safe, and cheap
   // (`loom plan` passes InterruptRequested, an atomic load).
   std::function<bool()> stop_requested;
+  // When set, called after the search on the calling thread once for every strategy of the space,
+  // in EnumerateStrategies' order, with the strategy as the search saw it (node groups' balanced
+  // layouts) and its verdict (loom plan --csv). Costs about 100 bytes a strategy while searching.
+  std::function<void(const Strategy&, const StrategyVerdict&)> on_verdict;
 };
 
 // One simulated plan, as the ranked table shows it.

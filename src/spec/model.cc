@@ -30,6 +30,7 @@ using model_reader::kVocabRange;
 using model_reader::kWidthRange;
 using model_reader::Quote;
 using model_reader::ReadMoe;
+using model_reader::ReadSlidingWindow;
 
 constexpr std::string_view kModelSchema = "loom.model/1";
 
@@ -436,6 +437,7 @@ Result<ModelSpec> ParseModelSpec(const nlohmann::json& config, const std::string
   m.mtp_layers = r.OptionalInt("num_nextn_predict_layers", {0, kLayerRange.max}).value_or(0);
   m.moe = ReadMoe(r, config, family, m, in.layers);
   m.mla = ReadMla(r);
+  ReadSlidingWindow(r, &m);
   ResolveHeadDim(r, in, &m);
   SetQkNorms(family, &m);
   // qk_head_dim (written by transformers' DeepseekV3Config) is two edits from v_head_dim.

@@ -119,6 +119,20 @@ struct ModelSpec {
 
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
+  // Sliding-window attention (Mistral, Gemma 2 and 3, Qwen2 with use_sliding_window, Phi-3): a
+  // query of a windowed layer sees itself and the sliding_window - 1 keys before it (Hugging Face's
+  // masks keep key k for query q when q - sliding_window < k <= q); 0: every layer attends to the
+  // whole sequence. |windowed_layers| has num_layers entries when sliding_window > 0.
+  int64_t sliding_window = 0;
+  std::vector<bool> windowed_layers;
+  // The keys a query of |layer| meets in a sequence of |seq_len| tokens at most: the window in a
+  // windowed layer (when shorter), else the sequence.
+  int64_t AttentionSpan(int64_t layer, int64_t seq_len) const;
+  // Whether |layer| attends to fewer keys than a sequence of |seq_len| holds.
+  bool WindowedAt(int64_t layer, int64_t seq_len) const {
+    return AttentionSpan(layer, seq_len) < seq_len;
+  }
+  int64_t NumWindowedLayers() const;
 
   // Layers whose MLP is a mixture of experts (0 for a dense model).
   int64_t NumMoeLayers() const;
@@ -159,7 +173,8 @@ Result<ParameterCount> CountParameters(const ModelSpec& model);
 
 // Model FLOPs per token: 2 per multiply-add of every matmul weight a token passes through (output
 // head included, input embedding excluded) plus attention scores and values over the full
-// sequence, not halved for causal masking — the convention of Narayanan et al. 2021 (eq. 3) and
+// sequence (over the window in a windowed layer: ModelSpec::AttentionSpan), not halved for causal
+// masking — the convention of Narayanan et al. 2021 (eq. 3) and
 // PaLM (Chowdhery et al. 2022, App. B), so MFU compares with published numbers. Training = 3x.
 FlopsPerToken ModelFlopsPerToken(const ModelSpec& model, int64_t seq_len);
 

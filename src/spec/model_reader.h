@@ -48,6 +48,17 @@ std::optional<MoeSpec> ReadMoe(JsonReader& r, const nlohmann::json& config,
                                const std::optional<ModelFamily>& family, const ModelSpec& m,
                                std::optional<int64_t> layers);
 
+// The sliding window of |config| and which layers it applies to, into |m| (whose num_layers and
+// model_type are read): layer_types where given (transformers 4.53 and later: "sliding_attention"
+// or "full_attention" per layer), else the family's rule: Gemma 2 every other layer from the first
+// (Gemma2Attention: is_sliding = not layer_idx % 2), Gemma 3 all but every
+// sliding_window_pattern-th (default 6; Gemma3Attention: (layer_idx + 1) % pattern != 0), Qwen2 and
+// Qwen3 with use_sliding_window the layers from max_window_layers on, every layer otherwise
+// (Mistral, Mixtral, Phi-3, Starcoder2). A null sliding_window, or use_sliding_window false, is
+// none. Problems are recorded in |r|: a window below 1, a layer_types list of another length or
+// with a kind loom does not model (Llama 4's chunked_attention).
+void ReadSlidingWindow(JsonReader& r, ModelSpec* m);
+
 }  // namespace model_reader
 }  // namespace loom
 

@@ -201,7 +201,6 @@ Result<ParameterCount> CountParameters(const ModelSpec& model) {
 
 FlopsPerToken ModelFlopsPerToken(const ModelSpec& model, int64_t seq_len) {
   Weights<double> w(model, /*extras=*/false);
-  double s = static_cast<double>(seq_len);
   double heads = static_cast<double>(model.num_heads);
   double qk_head_dim = static_cast<double>(model.head_dim);
   double v_head_dim = qk_head_dim;
@@ -213,9 +212,13 @@ FlopsPerToken ModelFlopsPerToken(const ModelSpec& model, int64_t seq_len) {
   int64_t top_k = model.moe ? model.moe->experts_per_token : 0;
   // The output head is a matmul even when its weight is tied to the input embedding.
   double matmul_weights = w.Layers(top_k) + w.OutputHead();
-  // Scores Q K^T and the weighted sum of V: per token, each head meets all |seq_len| positions.
-  double attention =
-      static_cast<double>(model.num_layers) * 2 * s * heads * (qk_head_dim + v_head_dim);
+  // Scores Q K^T and the weighted sum of V: per token, each head meets all |seq_len| positions,
+  // or the window's in a windowed layer.
+  double spans = 0;
+  for (int64_t layer = 0; layer < model.num_layers; ++layer) {
+    spans += static_cast<double>(model.AttentionSpan(layer, seq_len));
+  }
+  double attention = 2 * spans * heads * (qk_head_dim + v_head_dim);
   FlopsPerToken flops;
   flops.forward = 2 * matmul_weights + attention;
   // Backward costs twice the forward: gradients of activations and of weights (Narayanan et al.

@@ -514,6 +514,19 @@ void CheckContextParallel(const Strategy& s, Violations& out) {
               NearestMultiples(s.seq_len, chunks))});
 }
 
+// Transformer Engine's context parallelism runs sliding-window attention only with the all-gather
+// and all-to-all exchanges (attn_forward_func_with_cp asserts it: transformer_engine/pytorch/
+// attention/dot_product_attention/context_parallel.py, NVIDIA/TransformerEngine d0067d0d).
+void CheckWindowedContextParallel(const Strategy& s, const ModelSpec& model, Violations& out) {
+  if (s.cp < 2 || s.cp_comm != CpComm::kP2p || s.seq_len <= model.sliding_window) return;
+  if (model.NumWindowedLayers() == 0) return;
+  out.push_back({"--cp-comm", StrCat("--cp ", s.cp, " --cp-comm p2p with the sliding window of ",
+                                     ModelRef(model), " (", model.sliding_window,
+                                     " keys, shorter than --seq ", s.seq_len,
+                                     "): Transformer Engine's ring attention has no window; use "
+                                     "--cp-comm all_gather, or --cp 1")});
+}
+
 // A learned absolute position table has one row per position; rotary embeddings have no limit.
 void CheckPositions(const Strategy& s, const ModelSpec& model, Violations& out) {
   if (model.position != PositionKind::kLearnedAbsolute) return;
@@ -810,6 +823,7 @@ std::vector<StrategyViolation> StrategyViolations(const Strategy& strategy, cons
   CheckWorldSize(strategy, cluster, out);
   CheckStageGroups(strategy, cluster, out);
   CheckContextParallel(strategy, out);
+  CheckWindowedContextParallel(strategy, model, out);
   CheckPositions(strategy, model, out);
   CheckExperts(strategy, model, out);
   CheckDtype(strategy, cluster, out);

@@ -27,8 +27,8 @@ CollectiveShape CpKvGather(const LayerDims& d, CollectiveKind kind) {
 }
 
 AttentionShape FlashShape(const LayerDims& d, bool backward) {
-  return {d.batch,    d.heads,  d.kv_heads, d.seq,       d.seq_kv,      d.head_dim,
-          d.head_dim, d.causal, backward,   d.act_dtype, d.fused_family};
+  return {d.batch,    d.heads,  d.kv_heads, d.seq,       d.seq_kv,       d.head_dim,
+          d.head_dim, d.causal, backward,   d.act_dtype, d.fused_family, d.window};
 }
 
 std::vector<Op> FusedCoreForward(const LayerDims& d, CoreSaves saves) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace loom {
@@ -18,8 +19,9 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
   out.blocks.push_back(std::move(embedding));
   out.chunks.resize(out.layers.size());
   out.chunks.front().push_back({0, 1});
-  // Layers differ only by dense/MoE and by recompute setting: one block of each kind.
-  std::map<std::pair<bool, bool>, int32_t> layer_blocks;
+  // Layers differ only by dense/MoE, by sliding window and by recompute setting: one block of each
+  // kind.
+  std::map<std::tuple<bool, bool, bool>, int32_t> layer_blocks;
   int64_t layer = 0;  // model index of the chunk's first layer
   for (size_t v = 0; v < out.layers.size(); ++v) {
     std::vector<BlockRun>& runs = out.chunks[v];
@@ -29,8 +31,9 @@ Result<ChunkBlocks> BuildChunkBlocks(const ModelSpec& model, const Strategy& str
     for (int64_t i = 0; i < out.layers[v]; ++i, ++layer) {
       const bool moe = model.moe && layer >= model.moe->first_dense_layers;
       const bool recomputed = i < full_layers;
-      auto [it, added] =
-          layer_blocks.try_emplace({moe, recomputed}, static_cast<int32_t>(out.blocks.size()));
+      const bool windowed = model.WindowedAt(layer, strategy.seq_len);
+      auto [it, added] = layer_blocks.try_emplace({moe, windowed, recomputed},
+                                                  static_cast<int32_t>(out.blocks.size()));
       if (added) {
         LayerOpsOptions options = kernels;
         options.layer = layer;

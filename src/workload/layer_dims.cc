@@ -40,6 +40,24 @@ Status CheckMoe(const ModelSpec& m, const Strategy& s) {
 }
 
 Status CheckKernel(const ModelSpec& m, const Strategy& s, const LayerOpsOptions& o) {
+  const bool windowed = m.WindowedAt(o.layer, s.seq_len);
+  if (windowed && o.attention == AttentionKernel::kUnfused) {
+    return Status::Unimplemented(
+        ModelRef(m) +
+        ": the unfused attention kernel is not modelled for sliding-window attention "
+        "(sliding_window " +
+        DimText(m.sliding_window) + ", shorter than --seq " + DimText(s.seq_len) +
+        "): Megatron-LM's own core attention computes every score and masks the window; use the "
+        "fused kernel (flash2 or cudnn)");
+  }
+  if (windowed && o.attention == AttentionKernel::kFused &&
+      o.fused_family == AttentionFamily::kTriton) {
+    return Status::Unimplemented(
+        ModelRef(m) + ": the Triton FlashAttention has no sliding window (sliding_window " +
+        DimText(m.sliding_window) +
+        "); use --attention flash2 or cudnn, whose kernels skip the "
+        "blocks outside the window");
+  }
   if (o.attention != AttentionKernel::kUnfused) return Status::Ok();
   if (m.mla) {
     return Status::Unimplemented(
@@ -185,6 +203,7 @@ Result<LayerDims> ComputeLayerDims(const ModelSpec& m, const Strategy& s,
   d.batch = s.micro_batch;
   d.seq = s.seq_len / s.cp;
   d.seq_kv = s.seq_len;
+  d.window = m.WindowedAt(o.layer, s.seq_len) ? m.sliding_window : 0;
   d.tokens = d.batch * d.seq;
   d.tokens_sp = s.sp ? d.tokens / s.tp : d.tokens;
   d.hidden = m.hidden_size;

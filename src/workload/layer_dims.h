@@ -29,6 +29,7 @@ struct LayerDims {
   int64_t batch = 0;      // sequences in the micro-batch
   int64_t seq = 0;        // queries per sequence on this rank: seq_len / cp
   int64_t seq_kv = 0;     // keys per sequence the attention reads: seq_len
+  int64_t window = 0;     // the layer's sliding window where shorter than seq_len; 0: none
   int64_t tokens = 0;     // batch * seq: the rows of every GEMM
   int64_t tokens_sp = 0;  // tokens / tp with sequence parallelism, else tokens: rows of norms,
                           // dropout and residuals

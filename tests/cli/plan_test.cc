@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -1029,6 +1030,55 @@ TEST(Plan, MixedClusterShowsBothGpusAndEachStagesLayers) {
                        "'s node_groups; use 64 or fewer"),
             std::string::npos)
       << r.err;
+}
+
+// loom plan --csv (issue 45, section 3): a row for every strategy the search enumerated, whose
+// verdicts add up to the search's own counts, with the figures of each simulated plan; the best
+// row's step time is the table's first plan's.
+TEST(Plan, CsvHoldsEveryStrategyTheSearchSawWithItsVerdict) {
+  const std::string path = ::testing::TempDir() + "loom-plan.csv";
+  std::filesystem::remove(path);
+  CommandResult r = PlanSmall({"--json", "--top", "3", "--csv", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("loom: wrote " + path + ": "), std::string::npos) << r.err;
+  const nlohmann::json plan = nlohmann::json::parse(r.out);
+  const nlohmann::json& search = plan["search"];
+  std::ifstream in(path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  std::vector<std::string> header;
+  std::stringstream fields(line);
+  for (std::string f; std::getline(fields, f, ',');) header.push_back(f);
+  const auto column = [&](const std::string& name) {
+    return std::find(header.begin(), header.end(), name) - header.begin();
+  };
+  const size_t verdict = column("verdict"), step = column("step_time_s");
+  ASSERT_LT(verdict, header.size());
+  int64_t rows = 0;
+  std::map<std::string, int64_t> verdicts;
+  double best_step = 1e300;
+  while (std::getline(in, line)) {
+    std::vector<std::string> row;
+    std::stringstream cells(line);
+    for (std::string f; std::getline(cells, f, ',');) row.push_back(f);
+    if (line.back() == ',') row.push_back("");
+    ASSERT_EQ(row.size(), header.size()) << line;
+    EXPECT_EQ(row[0], std::to_string(rows));
+    ++verdicts[row[verdict]];
+    if (row[verdict] == "simulated") best_step = std::min(best_step, std::stod(row[step]));
+    ++rows;
+  }
+  EXPECT_EQ(rows, search["enumerated"].get<int64_t>());
+  EXPECT_EQ(verdicts["rule"], search["rejected_by_rules"].get<int64_t>());
+  EXPECT_EQ(verdicts["memory bound"], search["rejected_by_memory_bound"].get<int64_t>());
+  EXPECT_EQ(verdicts["bounded out"], search["skipped_by_bound"].get<int64_t>());
+  EXPECT_EQ(verdicts["simulated"] + verdicts["rejected after simulation"],
+            search["simulated"].get<int64_t>());
+  ASSERT_GT(verdicts["simulated"], 0);
+  EXPECT_NEAR(best_step, plan["plans"][0]["step_time_s"].get<double>(), 1e-5 * best_step);
+  // --explain judges one plan: no search to list.
+  CommandResult explain = PlanSmall({"--csv", path, "--explain", "tp=1"});
+  EXPECT_NE(explain.err.find("drop --explain, or drop --csv"), std::string::npos) << explain.err;
 }
 
 }  // namespace

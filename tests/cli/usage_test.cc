@@ -179,5 +179,61 @@ TEST(Usage, AMegatronLaunchIsSimulatedAsItRuns) {
       << other.err;
 }
 
+// A Megatron-DeepSpeed launch with its DeepSpeed config (issue 45, section 1): the shipped example
+// simulates as the same strategy given as flags, on Megatron-DeepSpeed's host stack; the config
+// alone, or the arguments alone, are refused with the fix.
+TEST(Usage, AMegatronDeepSpeedLaunchIsSimulatedWithItsConfig) {
+  const std::string script = Shipped("scenarios/launches/llama3-8b-megatron-deepspeed.sh");
+  const std::string config = Shipped("scenarios/launches/llama3-8b-ds_config.json");
+  const std::vector<std::string> inputs = {"--model", Shipped("models/llama3-8b.json"), "--cluster",
+                                           Shipped("hardware/clusters/dgx-h100.json")};
+  CommandResult launch = Loom(UsageArgs(
+      UsageArgs({"simulate", "--megatron-args", script, "--deepspeed-config", config}, inputs),
+      {"--json"}));
+  ASSERT_EQ(launch.code, kExitOk) << launch.err;
+  CommandResult flags = Loom(UsageArgs(UsageArgs({"simulate"}, inputs), {"--nodes",
+                                                                         "2",
+                                                                         "--tp",
+                                                                         "2",
+                                                                         "--pp",
+                                                                         "2",
+                                                                         "--dp",
+                                                                         "4",
+                                                                         "--seq",
+                                                                         "8192",
+                                                                         "--global-batch",
+                                                                         "128",
+                                                                         "--recompute",
+                                                                         "full",
+                                                                         "--zero",
+                                                                         "1",
+                                                                         "--grad-accumulation",
+                                                                         "add",
+                                                                         "--attention",
+                                                                         "flash2",
+                                                                         "--framework",
+                                                                         "megatron-deepspeed-2024",
+                                                                         "--json"}));
+  ASSERT_EQ(flags.code, kExitOk) << flags.err;
+  const nlohmann::json a = nlohmann::json::parse(launch.out), b = nlohmann::json::parse(flags.out);
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  EXPECT_EQ(a["framework"], "megatron-deepspeed-2024");
+  EXPECT_EQ(a["megatron_args"]["deepspeed_config"], config);
+  EXPECT_EQ(a["megatron_args"]["strategy"]["zero_stage"], 1);
+  const nlohmann::json& listed = a["megatron_args"]["not_modelled"];
+  EXPECT_NE(std::find(listed.begin(), listed.end(), config + ": gradient_clipping 1.0"),
+            listed.end())
+      << listed.dump();
+
+  CommandResult alone = Loom(UsageArgs({"simulate", "--megatron-args", script}, inputs));
+  EXPECT_EQ(alone.code, kExitBadInput);
+  EXPECT_NE(alone.err.find("give that file with --deepspeed-config"), std::string::npos)
+      << alone.err;
+  CommandResult config_alone = Loom(UsageArgs({"simulate", "--deepspeed-config", config}, inputs));
+  EXPECT_EQ(config_alone.code, kExitBadInput);
+  EXPECT_NE(config_alone.err.find("without --megatron-args"), std::string::npos)
+      << config_alone.err;
+}
+
 }  // namespace
 }  // namespace loom

@@ -202,5 +202,33 @@ TEST(AttentionTiles, TheComputeModelUsesThePassesTheCalibrationHas) {
   EXPECT_DOUBLE_EQ(with_flash.Attention(fwd).ToSeconds(), model.Attention(fwd).ToSeconds());
 }
 
+// A sliding window (FlashAttention's window_size (window - 1, 0)) skips the kv blocks wholly before
+// it: forward, head dim 64, 128 x 128 blocks, seq 1024 and window 256: query block i visits blocks
+// i - 2 .. i (1, 2, then 3 each), 21 in all against the causal 36. A window as long as the sequence
+// is no window.
+TEST(AttentionTiles, AWindowSkipsTheBlocksBeforeIt) {
+  AttentionShape a = Shape(1, 132, 1024, 64, true, false);
+  a.window = 256;
+  EXPECT_DOUBLE_EQ(CountAttentionTiles(a, 132, 989e12).scores, 21.0 * 128 * 128);
+  AttentionShape whole = a;
+  whole.window = 1024;
+  const AttentionShape causal = Shape(1, 132, 1024, 64, true, false);
+  EXPECT_DOUBLE_EQ(CountAttentionTiles(whole, 132, 989e12).scores,
+                   CountAttentionTiles(causal, 132, 989e12).scores);
+  EXPECT_DOUBLE_EQ(CountAttentionTiles(causal, 132, 989e12).scores, 36.0 * 128 * 128);
+  // The backward visits the same band from the keys' side; its kernel FLOPs count the band too:
+  // w (w + 1) / 2 + (n - w) w of the n^2 scores.
+  AttentionShape bwd = a;
+  bwd.backward = true;
+  AttentionShape bwd_causal = causal;
+  bwd_causal.backward = true;
+  EXPECT_LT(CountAttentionTiles(bwd, 132, 989e12).scores,
+            0.75 * CountAttentionTiles(bwd_causal, 132, 989e12).scores);
+  const double n = 1024, w = 256;
+  EXPECT_NEAR(AttentionKernelFlops(a) / AttentionKernelFlops(causal),
+              (w * (w + 1) / 2 + (n - w) * w) / (n * (n + 1) / 2), 1e-12);
+  EXPECT_EQ(AttentionModelFlops(a) * 4, AttentionModelFlops(causal));
+}
+
 }  // namespace
 }  // namespace loom

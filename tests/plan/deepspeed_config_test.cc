@@ -165,6 +165,7 @@ TEST(DeepSpeedConfig, FusedAttentionIsFlashAttention2AndUnfusedIsMegatronDeepSpe
     EXPECT_EQ(arg.find("flash"), std::string::npos) << arg;
   // FlashSelfAttention asserts fp16 or bf16 inputs.
   s.dtype = Dtype::kFp32;
+  s = AsDeepSpeed(s);
   const std::string message = Error(model, s);
   EXPECT_NE(message.find("--dtype fp32 with --attention fused"), std::string::npos) << message;
   EXPECT_FALSE(Has(Ok(model, s, Unfused()).launcher_args, "--use-flash-attn-v2"));
@@ -185,7 +186,7 @@ TEST(DeepSpeedConfig, Tf32AndFp32PlansSayPyTorchDecidesTf32) {
   EXPECT_TRUE(
       AnyContains(Ok(model, s, Unfused()).notes, "keep torch.backends.cuda.matmul.allow_tf32 off"));
   s.dtype = Dtype::kBf16;
-  EXPECT_FALSE(AnyContains(Ok(model, s).notes, "allow_tf32"));
+  EXPECT_FALSE(AnyContains(Ok(model, AsDeepSpeed(s)).notes, "allow_tf32"));
 }
 
 TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
@@ -203,7 +204,7 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
   EXPECT_FALSE(keeps_bf16(1, Offload::kNone));
   EXPECT_FALSE(keeps_bf16(3, Offload::kNone));
   EXPECT_FALSE(keeps_bf16(3, Offload::kOptimizerAndParams));
-  EXPECT_TRUE(keeps_bf16(0, Offload::kNone));
+  EXPECT_FALSE(keeps_bf16(0, Offload::kNone));  // BF16_Optimizer's buffer, fp32 by default
   EXPECT_TRUE(keeps_bf16(1, Offload::kOptimizer));
   EXPECT_TRUE(keeps_bf16(2, Offload::kNone));
   Strategy fp16 = s;
@@ -241,21 +242,22 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
   t.zero_stage = 3;
   EXPECT_EQ(accum_dtype(AsDeepSpeed(t)), "fp32");
 
-  // Without ZeRO: autograd's .grad in bf16 with one stage; the pipeline engine's BF16_Optimizer
-  // adds into a bf16 buffer with several.
+  // Without ZeRO: BF16_Optimizer adds each micro-batch into a buffer of grad_accum_dtype, fp32
+  // with or without the pipeline engine, bf16 only under it (DeepSpeed raises elsewhere).
   t = s;
-  EXPECT_EQ(accum_dtype(AsDeepSpeed(t)), "bf16");
-  t.pp = 2;
-  t.dp = 4;
   EXPECT_EQ(DeepSpeedGradAccumulation(t), GradAccumulation::kAdd);
   t = AsDeepSpeed(t);
-  message = Error(model, t);
-  EXPECT_NE(message.find("--zero 0 --pp 2 with fp32 gradient accumulation"), std::string::npos)
-      << message;
+  EXPECT_EQ(accum_dtype(t), "fp32");
   t.grad_reduce_in_bf16 = true;
+  message = Error(model, t);
+  EXPECT_NE(message.find("--grad-reduce-in-bf16 with --zero 0 --pp 1"), std::string::npos)
+      << message;
+  t.pp = 2;
+  t.dp = 4;
   EXPECT_EQ(accum_dtype(t), "bf16");
-  t.dtype = Dtype::kFp16;
   t.grad_reduce_in_bf16 = false;
+  EXPECT_EQ(accum_dtype(t), "fp32");
+  t.dtype = Dtype::kFp16;
   EXPECT_EQ(DeepSpeedGradAccumulation(t), GradAccumulation::kAutograd);  // FP16_Optimizer on .grad
 }
 

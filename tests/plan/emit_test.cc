@@ -657,15 +657,22 @@ TEST(DeepSpeedConfig, GradientAccumulationIsDeepSpeedsForTheZeroStageWithItsBuff
   Strategy s;
   s.dp = 8;
   s.global_batch = 16;
-  // Without ZeRO DeepSpeed steps on .grad as autograd summed it, in the model dtype.
-  EXPECT_EQ(DeepSpeedGradAccumulation(s), GradAccumulation::kAutograd);
+  // Without ZeRO, bf16 steps with BF16_Optimizer, which adds each micro-batch's gradients into its
+  // fp32 buffer; fp16 steps on .grad as autograd summed it.
+  EXPECT_EQ(DeepSpeedGradAccumulation(s), GradAccumulation::kAdd);
   std::string message = DeepSpeedError(model, s);  // Megatron-LM's fused default
   EXPECT_NE(message.find("--grad-accumulation fused with --zero 0"), std::string::npos) << message;
-  EXPECT_NE(message.find("use --grad-accumulation autograd"), std::string::npos) << message;
+  EXPECT_NE(message.find("use --grad-accumulation add"), std::string::npos) << message;
   Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->config["data_types"]["grad_accum_dtype"], "bf16");
+  EXPECT_EQ(plan->config["data_types"]["grad_accum_dtype"], "fp32");
+  Strategy fp16 = s;
+  fp16.dtype = Dtype::kFp16;
+  EXPECT_EQ(DeepSpeedGradAccumulation(fp16), GradAccumulation::kAutograd);
+  plan = DeepSpeedConfig(model, WithDeepSpeed(fp16));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->config["data_types"]["grad_accum_dtype"], "fp16");
   // ZeRO adds each micro-batch's gradients into its buffer: fp32 for bf16 (Megatron-LM's main_grad,
   // what the simulation accumulated into; BF16_Optimizer at ZeRO-1), bf16 with
   // --grad-reduce-in-bf16, fp16 for fp16.

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/flag_tables.h"
 #include "plan/megatron_args.h"
 #include "spec/model.h"
@@ -301,6 +303,44 @@ TEST(MegatronArgs, VersionNamesParseAndLatestIsDefault) {
   EXPECT_EQ(kMegatronVersionNames.Parse("latest"), MegatronVersion::kLatest);
   EXPECT_FALSE(kMegatronVersionNames.Parse("core_v0.11").has_value());
   EXPECT_EQ(MegatronOptions{}.version, MegatronVersion::kLatest);
+}
+
+// Sliding-window attention (issue 45, section 2): --window-size (window - 1, 0), the layers at full
+// attention as --window-attn-skip-freq N where every N-th layer is, else as the per-layer list;
+// Megatron-LM parses both from core_v0.15.0 on.
+TEST(MegatronArgs, SlidingWindowsAreTheWindowSizeAndTheLayersThatSkipIt) {
+  nlohmann::json config = {{"model_type", "mistral"},   {"hidden_size", 1024},
+                           {"intermediate_size", 4096}, {"num_hidden_layers", 12},
+                           {"num_attention_heads", 8},  {"num_key_value_heads", 8},
+                           {"vocab_size", 32000},       {"max_position_embeddings", 32768},
+                           {"hidden_act", "silu"},      {"rms_norm_eps", 1e-5},
+                           {"sliding_window", 4096}};
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 8;
+  s.seq_len = 8192;
+  Result<ModelSpec> every = ParseModelSpec(config, "mistral-window.json");
+  ASSERT_TRUE(every.ok()) << every.status().message();
+  Args args = ArgsOf(*every, s);
+  EXPECT_EQ(After(args, "--window-size"), "(4095,0)");
+  EXPECT_FALSE(HasArg(args, "--window-attn-skip-freq"));
+  nlohmann::json types = nlohmann::json::array();
+  for (int i = 0; i < 12; ++i)
+    types.push_back((i + 1) % 6 ? "sliding_attention" : "full_attention");
+  config["layer_types"] = types;
+  Result<ModelSpec> sixth = ParseModelSpec(config, "gemma-like.json");
+  ASSERT_TRUE(sixth.ok());
+  EXPECT_EQ(After(ArgsOf(*sixth, s), "--window-attn-skip-freq"), "6");
+  config.erase("layer_types");
+  config["model_type"] = "qwen2";
+  config["use_sliding_window"] = true;
+  config["max_window_layers"] = 9;
+  Result<ModelSpec> qwen = ParseModelSpec(config, "qwen-window.json");
+  ASSERT_TRUE(qwen.ok());
+  EXPECT_EQ(After(ArgsOf(*qwen, s), "--window-attn-skip-freq"), "[0,0,0,0,0,0,0,0,0,1,1,1]");
+  EXPECT_NE(Refusal(*every, s, At(MegatronVersion::kCore014)).find("first appear in core_v0.15.0"),
+            std::string::npos);
+  EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore015);
 }
 
 }  // namespace
