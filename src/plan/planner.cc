@@ -486,6 +486,35 @@ Leaderboard DistinctLeaderboard(const Search& search, const std::vector<Survivor
                      1 + kDistinctTolerance);
 }
 
+// Why a search found no valid strategy. The strategies that passed every strategy rule and were
+// then refused by the launch settings (--emit's admission) came closest: that refusal is what
+// blocks the request whatever else changes (--emit megatron with --fix offload=optimizer+params:
+// Megatron-LM offloads no parameters), so it is the headline, before the rule most strategies
+// broke on the way. Otherwise the most common rule, which then blocks most of the space.
+Status NothingValidError(const PlanReport& report, const PlanOptions& options, int64_t n) {
+  const Rejection& top = report.rejections.front();
+  const auto admitted = std::find_if(
+      report.rejections.begin(), report.rejections.end(),
+      [&](const Rejection& r) { return options.admit && r.rule == options.admit_rule; });
+  if (admitted == report.rejections.end()) {
+    return Status::InvalidArgument(
+        "no strategy of the search space is valid; the most common reason (" +
+        std::to_string(top.count) + " of " + std::to_string(n) + "): " + top.example);
+  }
+  std::string message = "no strategy of the search space is valid; the " +
+                        std::to_string(admitted->count) + " of " + std::to_string(n) +
+                        " that pass loom's rules are refused by " + admitted->rule + ": " +
+                        admitted->example;
+  const auto other = std::find_if(report.rejections.begin(), report.rejections.end(),
+                                  [&](const Rejection& r) { return r.rule != admitted->rule; });
+  if (other != report.rejections.end()) {
+    message += "\n(the other " + std::to_string(n - admitted->count) +
+               " break loom's rules on the way, most often " + other->rule + ": " + other->example +
+               ")";
+  }
+  return Status::InvalidArgument(message);
+}
+
 }  // namespace
 
 Result<std::optional<double>> ObjectiveGoodput(Objective objective, const ClusterSpec& cluster,
@@ -624,10 +653,7 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
     for (int64_t i = 0; i < n; ++i) options.on_verdict(space[i], verdicts[static_cast<size_t>(i)]);
   }
   if (!report.interrupted && report.rejected_by_rules == n && !report.rejections.empty()) {
-    const Rejection& top = report.rejections.front();
-    return Status::InvalidArgument(
-        "no strategy of the search space is valid; the most common reason (" +
-        std::to_string(top.count) + " of " + std::to_string(n) + "): " + top.example);
+    return NothingValidError(report, options, n);
   }
   return report;
 }

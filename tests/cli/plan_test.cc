@@ -1081,5 +1081,18 @@ TEST(Plan, CsvHoldsEveryStrategyTheSearchSawWithItsVerdict) {
   EXPECT_NE(explain.err.find("drop --explain, or drop --csv"), std::string::npos) << explain.err;
 }
 
+// A request the launch settings cannot express is refused with what blocks it (issue 45, section
+// 4): Megatron-LM offloads no parameters, whatever ZeRO stage the other rules would want.
+TEST(Plan, ARefusedEmitRequestNamesTheRuleThatBlocksIt) {
+  CommandResult r = PlanSmall({"--emit", "megatron", "--fix", "offload=optimizer+params"});
+  EXPECT_NE(r.code, 0);
+  const size_t headline = r.err.find(
+      "that pass loom's rules are refused by --emit megatron: "
+      "--offload optimizer+params: Megatron-LM offloads optimizer "
+      "states");
+  EXPECT_NE(headline, std::string::npos) << r.err;
+  EXPECT_LT(headline, r.err.find("use --zero 3")) << r.err;
+}
+
 }  // namespace
 }  // namespace loom
