@@ -308,6 +308,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
   request.optimizer = *kOptimizerNames.Parse(o.optimizer);
   // auto: the emitted framework's own: DeepSpeed's per ZeRO stage, else Megatron-LM's fused.
   request.deepspeed_accumulation = o.grad_accumulation == "auto" && o.emit == "deepspeed";
+  request.deepspeed_stage_split = o.emit == "deepspeed";
   request.grad_accumulation = o.grad_accumulation == "auto"
                                   ? GradAccumulation::kFused
                                   : *kGradAccumulationNames.Parse(o.grad_accumulation);

@@ -9,6 +9,8 @@
 
 #include "core/formatted.h"
 #include "plan/arg_list.h"
+#include "plan/deepspeed_partition.h"
+#include "spec/pipeline_layout.h"
 #include "workload/grad_accumulation.h"
 
 // Config keys follow DeepSpeed's docs/_pages/config-json.md
@@ -22,6 +24,10 @@ using arg_list::Add;
 using arg_list::Args;
 using Messages = std::vector<std::string>;
 using Json = nlohmann::ordered_json;
+
+// Whether DeepSpeed trains |s| in bf16: bf16, and fp8, whose GEMMs Transformer Engine runs inside
+// bf16 layers (the config says bf16; the fp8 casts are the model's).
+bool RunsBf16(const Strategy& s) { return s.dtype == Dtype::kBf16 || s.dtype == Dtype::kFp8; }
 
 // Megatron-DeepSpeed builds pipelines with DeepSpeed's PipelineEngine, which runs one model chunk
 // per stage under its 1F1B TrainSchedule (deepspeed/runtime/pipe/schedule.py); ZB-H1 replaces that
@@ -66,7 +72,31 @@ void CheckSchedule(const Strategy& s, Messages& out) {
   }
 }
 
-void CheckParallelism(const Strategy& s, Messages& out) {
+// The layers of each stage must be those DeepSpeed's PipelineModule gives Megatron-DeepSpeed's
+// GPTModelPipe (MegatronDeepSpeedStageLayers): an even split where pp divides the layers, else
+// partition_balanced's, which the search and --megatron-args give a strategy as its layout.
+void CheckStageLayers(const ModelSpec& model, const Strategy& s, Messages& out) {
+  if (s.vpp > 1) return;  // CheckSchedule refuses virtual stages
+  const std::vector<int64_t> given = LayersPerVirtualStage(s, model.num_layers);
+  const std::vector<int64_t> wanted = MegatronDeepSpeedStageLayers(model, s.pp);
+  if (given == wanted) return;
+  const auto list = [](const std::vector<int64_t>& layers) {
+    std::string text;
+    for (int64_t n : layers) text += (text.empty() ? "" : ",") + std::to_string(n);
+    return text;
+  };
+  const bool even = model.num_layers % s.pp == 0;
+  out.push_back(
+      StrCat("layers per stage ", list(given), ": Megatron-DeepSpeed's pipeline engine splits the ",
+             model.num_layers, " layers over ", s.pp, " stages as ", list(wanted),
+             " (DeepSpeed's partition_balanced over GPTModelPipe's layer specs, partition_method "
+             "\"type:transformer\"); ",
+             even ? "drop --first-stage-layers, --last-stage-layers and --pipeline-layout"
+                  : "use --pipeline-layout '" + PipelineLayoutText(wanted) + "'",
+             ", or --emit megatron"));
+}
+
+void CheckParallelism(const ModelSpec& model, const Strategy& s, Messages& out) {
   if (s.cp > 1) {
     out.push_back(StrCat(
         "--cp ", s.cp,
@@ -75,21 +105,7 @@ void CheckParallelism(const Strategy& s, Messages& out) {
         "attention heads by all-to-all, which loom does not simulate; use --emit megatron, or "
         "--cp 1"));
   }
-  if (s.first_stage_layers > 0 || s.last_stage_layers > 0) {
-    out.push_back(StrCat(
-        "--first-stage-layers ", s.first_stage_layers, " --last-stage-layers ", s.last_stage_layers,
-        ": Megatron-DeepSpeed splits the transformer layers evenly over the stages "
-        "(PipelineModule partition_method \"type:transformer\"); use 0 for both, or "
-        "--emit megatron"));
-  }
-  if (!s.layout.empty()) {
-    out.push_back(
-        "--pipeline-layout: Megatron-DeepSpeed splits the transformer layers evenly over the "
-        "stages "
-        "(PipelineModule partition_method \"type:transformer\") and has no per-chunk layout; drop "
-        "it, or "
-        "--emit megatron (--pipeline-model-parallel-layout)");
-  }
+  CheckStageLayers(model, s, out);
   // deepspeed/runtime/pipe/engine.py, PipelineEngine.__init__.
   if (s.pp > 1 && s.zero_stage >= 2) {
     out.push_back(
@@ -120,12 +136,6 @@ void CheckParallelism(const Strategy& s, Messages& out) {
 }
 
 void CheckPrecisionAndOptimizer(const Strategy& s, Messages& out) {
-  if (s.dtype == Dtype::kFp8) {
-    out.push_back(
-        "--dtype fp8: DeepSpeed's config has no fp8 training mode (fp8 GEMMs come from Transformer "
-        "Engine "
-        "inside the model, Megatron-LM's --fp8-format); use --dtype bf16, or --emit megatron");
-  }
   if (s.grad_reduce_in_bf16 && s.dtype != Dtype::kBf16 && s.dtype != Dtype::kFp8) {
     out.push_back(
         StrCat("--grad-reduce-in-bf16 with --dtype ", kDtypeNames.Name(s.dtype),
@@ -189,11 +199,45 @@ void CheckAttention(const Strategy& s, const DeepSpeedOptions& options, Messages
   }
 }
 
+// fp8 in Megatron-DeepSpeed is Transformer Engine's TransformerLayer under fp8_autocast
+// (--transformer-impl transformer_engine --fp8-hybrid; ParallelTransformer.build_layer in
+// megatron/model/transformer.py, f4157bea), which it builds only outside DeepSpeed's pipeline
+// engine (GPTModelPipe's layers are its own ParallelTransformerLayerPipe), asserts multi-head
+// attention, and leaves at Transformer Engine's defaults: a LayerNorm, a GeLU MLP, its own fused
+// attention, and no experts.
+void CheckFp8(const ModelSpec& model, const Strategy& s, const DeepSpeedOptions& options,
+              Messages& out) {
+  if (s.dtype != Dtype::kFp8) return;
+  const std::string why = "Megatron-DeepSpeed's fp8 is Transformer Engine's TransformerLayer";
+  if (s.pp > 1) {
+    out.push_back(StrCat("--dtype fp8 with --pp ", s.pp, ": ", why,
+                         ", which it builds only without DeepSpeed's pipeline engine; use --pp 1, "
+                         "or --emit megatron"));
+  }
+  if (model.num_kv_heads != model.num_heads) {
+    out.push_back(StrCat("--dtype fp8 with the grouped-query attention of ", ModelRef(model), ": ",
+                         why, ", and it asserts multi-head attention; use --emit megatron"));
+  }
+  const bool gelu = model.hidden_act.rfind("gelu", 0) == 0;
+  if (model.mlp != MlpKind::kPlain || !gelu || model.norm != NormKind::kLayerNorm) {
+    out.push_back(StrCat("--dtype fp8 with ", ModelRef(model), ": ", why,
+                         " at its defaults (a LayerNorm and a GeLU MLP), not this model's norm and "
+                         "MLP; use --emit megatron"));
+  }
+  if (model.moe.has_value()) {
+    out.push_back(StrCat("--dtype fp8 with the experts of ", ModelRef(model), ": ", why,
+                         ", which has no experts; use --emit megatron"));
+  }
+  if (options.attention != AttentionKernel::kFused) {
+    out.push_back("--dtype fp8 with --attention unfused: " + why +
+                  ", with its own fused attention; use --attention fused");
+  }
+}
+
 // bf16 gradients summed in fp32 where DeepSpeed sums them in bf16 (DeepSpeedKeepsBf16Gradients):
 // the simulation budgeted 4-byte gradients that the run does not keep.
 void CheckGradientDtype(const Strategy& s, Messages& out) {
-  if (s.dtype != Dtype::kBf16 || GradAccumulatorBytes(s) != 4 || !DeepSpeedKeepsBf16Gradients(s))
-    return;
+  if (!RunsBf16(s) || GradAccumulatorBytes(s) != 4 || !DeepSpeedKeepsBf16Gradients(s)) return;
   const std::string setting =
       StrCat("--zero ", s.zero_stage, s.offload != Offload::kNone ? " --offload " : "",
              s.offload != Offload::kNone ? kOffloadNames.Name(s.offload) : "",
@@ -209,7 +253,7 @@ void CheckGradientDtype(const Strategy& s, Messages& out) {
 // bf16 gradients summed in bf16 without ZeRO need the pipeline engine: elsewhere DeepSpeed raises
 // NotImplementedError for a bf16 grad_accum_dtype (_do_optimizer_sanity_check).
 void CheckBf16SumWithoutZero(const Strategy& s, Messages& out) {
-  if (s.dtype != Dtype::kBf16 || s.zero_stage != 0 || s.pp > 1 ||
+  if (!RunsBf16(s) || s.zero_stage != 0 || s.pp > 1 ||
       s.grad_accumulation != GradAccumulation::kAdd || GradAccumulatorBytes(s) != 2) {
     return;
   }
@@ -292,10 +336,9 @@ Json BatchConfig(const Strategy& s) {
 // autograd mode). REQUIRES: strategy.grad_accumulation is DeepSpeedGradAccumulation(strategy), and
 // fp32 for bf16 only where DeepSpeed sums in fp32 (CheckGradientDtype).
 void AddPrecision(const Strategy& s, Json& config) {
-  if (s.dtype == Dtype::kBf16) config["bf16"] = {{"enabled", true}};
+  if (RunsBf16(s)) config["bf16"] = {{"enabled", true}};
   if (s.dtype == Dtype::kFp16) config["fp16"] = {{"enabled", true}};
-  if (s.dtype == Dtype::kBf16)
-    config["communication_data_type"] = s.grad_reduce_in_bf16 ? "bf16" : "fp32";
+  if (RunsBf16(s)) config["communication_data_type"] = s.grad_reduce_in_bf16 ? "bf16" : "fp32";
   const char* const half = s.dtype == Dtype::kFp16 ? "fp16" : "bf16";
   config["data_types"] = {{"grad_accum_dtype", GradAccumulatorBytes(s) == 2 ? half : "fp32"}};
 }
@@ -408,8 +451,15 @@ Args LauncherArgs(const ModelSpec& model, const Strategy& s, const DeepSpeedOpti
   Add(out, "--global-batch-size", s.global_batch);
   Add(out, "--seq-length", s.seq_len);
   AddMoeArgs(model, s, out);
-  if (options.attention == AttentionKernel::kFused) Add(out, "--use-flash-attn-v2");
-  if (s.dtype == Dtype::kBf16) Add(out, "--bf16");
+  if (s.dtype == Dtype::kFp8) {
+    // Transformer Engine's layers (fp8 autocast, DelayedScaling with the hybrid format: E4M3
+    // forward, E5M2 backward), with their own fused attention.
+    Add(out, "--transformer-impl", "transformer_engine");
+    Add(out, "--fp8-hybrid");
+  } else if (options.attention == AttentionKernel::kFused) {
+    Add(out, "--use-flash-attn-v2");
+  }
+  if (RunsBf16(s)) Add(out, "--bf16");
   if (s.dtype == Dtype::kFp16) Add(out, "--fp16");
   Add(out, "--optimizer", s.optimizer == Optimizer::kSgd ? "sgd" : "adam");
   Add(out, "--zero-stage", s.zero_stage);
@@ -432,7 +482,12 @@ std::vector<std::pair<std::string, std::string>> Environment(const Strategy& s) 
 // torch.backends.cuda.matmul.allow_tf32, off by default since PyTorch 1.12.
 void AddPrecisionNotes(const Strategy& s, const DeepSpeedOptions& options,
                        std::vector<std::string>& notes) {
-  if (options.attention == AttentionKernel::kFused) {
+  if (s.dtype == Dtype::kFp8) {
+    notes.push_back(
+        "--transformer-impl transformer_engine --fp8-hybrid builds Transformer Engine's "
+        "TransformerLayer under fp8_autocast, with its own fused attention; it needs the "
+        "transformer-engine package.");
+  } else if (options.attention == AttentionKernel::kFused) {
     notes.push_back(
         "--use-flash-attn-v2 runs the fused attention loom simulated (Megatron-DeepSpeed's default "
         "is its "
@@ -505,8 +560,8 @@ const char* AccumulationReason(const Strategy& s) {
 // update_hp_grads in deepspeed/runtime/bf16_optimizer.py; the pipeline engine calls the latter
 // after every backward, _exec_backward_pass; deepspeedai/DeepSpeed 38327e07f).
 GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy) {
-  return strategy.zero_stage >= 1 || strategy.dtype == Dtype::kBf16 ? GradAccumulation::kAdd
-                                                                    : GradAccumulation::kAutograd;
+  return strategy.zero_stage >= 1 || RunsBf16(strategy) ? GradAccumulation::kAdd
+                                                        : GradAccumulation::kAutograd;
 }
 
 // deepspeedai/DeepSpeed edaa72212: _do_optimizer_sanity_check (deepspeed/runtime/engine.py) wants
@@ -518,13 +573,12 @@ GradAccumulation DeepSpeedGradAccumulation(const Strategy& strategy) {
 // (async_accumulate_grad_in_cpu_via_gpu). ZeRO-3 adds into grad_partitions_flat_buffer of
 // gradient_accumulation_dtype (stage3.py).
 bool DeepSpeedBudgetsBf16Gradients(const Strategy& strategy) {
-  return strategy.dtype == Dtype::kBf16 &&
-         strategy.grad_accumulation != GradAccumulation::kAutograd &&
+  return RunsBf16(strategy) && strategy.grad_accumulation != GradAccumulation::kAutograd &&
          DeepSpeedKeepsBf16Gradients(strategy);
 }
 
 bool DeepSpeedKeepsBf16Gradients(const Strategy& strategy) {
-  if (strategy.dtype != Dtype::kBf16) return false;
+  if (!RunsBf16(strategy)) return false;
   switch (strategy.zero_stage) {
     case 1:
       return strategy.offload != Offload::kNone;
@@ -550,8 +604,9 @@ Result<DeepSpeedPlan> DeepSpeedConfig(const ModelSpec& model, const Strategy& st
         " (or auto, which picks it for each ZeRO stage with --emit deepspeed)"));
   }
   CheckSchedule(strategy, problems);
-  CheckParallelism(strategy, problems);
+  CheckParallelism(model, strategy, problems);
   CheckPrecisionAndOptimizer(strategy, problems);
+  CheckFp8(model, strategy, options, problems);
   CheckGradientDtype(strategy, problems);
   CheckBf16SumWithoutZero(strategy, problems);
   CheckAttention(strategy, options, problems);

@@ -58,8 +58,10 @@ struct DeepSpeedPlan {
 // other than DeepSpeedGradAccumulation's; bf16 gradients accumulated in fp32 where DeepSpeed keeps
 // them in bf16 (DeepSpeedKeepsBf16Gradients, without --grad-reduce-in-bf16), and in bf16 without
 // ZeRO and without a pipeline, where DeepSpeed raises; context parallelism; virtual stages and the
-// gpipe, zb-v and dualpipev schedules; uneven first/last stages; ZeRO-2/3 with pipeline
-// parallelism; fp8; --tp-comm-overlap; --overlap-param-gather below ZeRO-3;
+// gpipe, zb-v and dualpipev schedules; stages split otherwise than DeepSpeed's partition_balanced
+// (MegatronDeepSpeedStageLayers); ZeRO-2/3 with pipeline parallelism; fp8 beyond Transformer
+// Engine's layers (pp 1, a dense multi-head LayerNorm and GeLU model, fused attention);
+// --tp-comm-overlap; --overlap-param-gather below ZeRO-3;
 // --overlap-grad-reduce with pipeline parallelism; --grad-reduce-in-bf16 without bf16; selective
 // recompute with fused attention (Megatron-DeepSpeed checkpoints only its unfused core attention);
 // recompute of only some layers (--recompute-layers, the block method) with pipeline parallelism;

@@ -11,6 +11,7 @@
 
 #include "core/formatted.h"
 #include "plan/deepspeed_config.h"
+#include "plan/deepspeed_partition.h"
 #include "plan/launch_args.h"
 
 // Flags follow megatron/arguments.py of microsoft/Megatron-DeepSpeed f4157bea; config keys and
@@ -162,7 +163,11 @@ void ReadExperts(LaunchArgumentReader& r, const ModelSpec& model, Strategy& s) {
 // FlashAttention flag) and dropout (both rates 0.1 by default).
 void ReadKernels(LaunchArgumentReader& r, MegatronOptions& o, std::vector<std::string>& notes) {
   o.attention = AttentionKernel::kUnfused;
-  if (r.Switch("--use-flash-attn-v2")) {
+  if (r.Text("--transformer-impl").value_or("local") == "transformer_engine") {
+    // Transformer Engine's TransformerLayer, with its own fused attention (ParallelTransformer's
+    // build_layer); no FlashAttention flag reaches it.
+    o.attention = AttentionKernel::kFused;
+  } else if (r.Switch("--use-flash-attn-v2")) {
     o.attention = AttentionKernel::kFused;
     o.fused_family = AttentionFamily::kFlashAttention2;
   } else if (r.Switch("--use-flash-attn-triton")) {
@@ -548,6 +553,9 @@ Result<MegatronLaunch> ReadMegatronDeepSpeedLaunch(const std::vector<std::string
   } else {
     s.dp = reading.world / static_cast<int64_t>(product);
   }
+  // DeepSpeed's PipelineModule splits the layers itself, unevenly where pp does not divide them.
+  if (s.pp > 1 && model.num_layers % s.pp != 0)
+    s.layout = MegatronDeepSpeedStageLayers(model, s.pp);
   ReadExperts(r, model, s);
   ReadKernels(r, launch.options, launch.notes);
   ReadRecompute(r, s, launch.notes);
@@ -580,6 +588,12 @@ Result<MegatronLaunch> ReadMegatronDeepSpeedLaunch(const std::vector<std::string
     p.OptionalBool("grad_partitioned");
   }
   ReadGradientDtype(c, reading, s, launch.notes);
+  if (reading.pipeline_engine && r.Text("--transformer-impl").value_or("local") != "local") {
+    r.Error(
+        "--transformer-impl transformer_engine under DeepSpeed's pipeline engine: GPTModelPipe "
+        "builds Megatron-DeepSpeed's own layers there, without Transformer Engine (and without "
+        "fp8); add --no-pipeline-parallel (pp 1)");
+  }
   if (reading.pipeline_engine && s.pp == 1) {
     if (s.zero_stage >= 2) {
       r.Error(StrCat("ZeRO-", s.zero_stage,

@@ -10,6 +10,7 @@
 
 #include "core/checked.h"
 #include "plan/deepspeed_config.h"
+#include "plan/deepspeed_partition.h"
 #include "sim/stage_balance.h"
 #include "spec/pipeline_layout.h"
 
@@ -310,7 +311,13 @@ void AddSettings(const Space& space, Strategy s) {
       const std::vector<std::pair<int64_t, int64_t>> splits =
           balanced ? std::vector<std::pair<int64_t, int64_t>>{{0, 0}}
                    : StageSplits(fixed, layers, s.pp, s.vpp, s.schedule);
-      for (const auto& [first, last] : splits) {
+      const bool deepspeed_split = space.request.deepspeed_stage_split && !balanced && s.vpp == 1 &&
+                                   s.pp > 1 && layers % s.pp != 0 && !fixed.first_stage_layers &&
+                                   !fixed.last_stage_layers;
+      s.layout.clear();
+      if (deepspeed_split) s.layout = MegatronDeepSpeedStageLayers(space.model, s.pp);
+      for (const auto& [first, last] :
+           deepspeed_split ? std::vector<std::pair<int64_t, int64_t>>{{0, 0}} : splits) {
         s.first_stage_layers = first;
         s.last_stage_layers = last;
         for (const RecomputeChoice& recompute : RecomputeChoices(fixed, layers / (s.pp * s.vpp))) {

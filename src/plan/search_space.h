@@ -56,6 +56,10 @@ struct SearchRequest {
   // ... unless the code is DeepSpeed's, whose mode follows the ZeRO stage: then every strategy
   // takes DeepSpeedGradAccumulation (plan/deepspeed_config.h) instead of |grad_accumulation|.
   bool deepspeed_accumulation = false;
+  // The pipeline is DeepSpeed's (Megatron-DeepSpeed): where the stages do not split the layers
+  // evenly, each 1F1B or ZB-H1 strategy takes the split DeepSpeed's partition_balanced gives
+  // (MegatronDeepSpeedStageLayers) as its layout, instead of balanced first and last stages.
+  bool deepspeed_stage_split = false;
   Constraints fixed;
   // Also search the GPU counts gpus / 2^k down to |min_gpus| and gpus * 2^k up to |max_gpus|
   // (GpuCounts). 0: |gpus| alone. The range is the user's to give, never widened by the planner: a

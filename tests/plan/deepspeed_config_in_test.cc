@@ -204,21 +204,22 @@ TEST(DeepSpeedConfigIn, WhatTheTwoFilesDisagreeOnOrLoomCannotSimulateIsNamed) {
 }
 
 // The round trip: every DeepSpeed plan DeepSpeedConfig writes for the strategies of the planner's
-// space (dense and expert models, one and four DGX H100 nodes, bf16 and fp16, fused and unfused
-// attention) reads back, from its launcher arguments and config, to a strategy that writes the
-// same arguments and config on the same GPUs.
+// space (dense and expert models, one and four DGX H100 nodes, bf16, fp16 and fp8, fused and
+// unfused attention) reads back, from its launcher arguments and config, to a strategy that writes
+// the same arguments and config on the same GPUs.
 TEST(DeepSpeedConfigIn, EveryEmittedPlanReadsBackToItsStrategy) {
-  int64_t checked = 0;
+  int64_t checked = 0, fp8 = 0;
   for (const std::string name : {"llama3-8b", "gpt3-1.3b", "mixtral-8x7b", "qwen2.5-7b"}) {
     const ModelSpec model = ModelNamed(name);
     for (const int64_t nodes : {1, 4}) {
       Result<ClusterSpec> cluster =
           LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), nodes);
       ASSERT_TRUE(cluster.ok());
-      for (const Dtype dtype : {Dtype::kBf16, Dtype::kFp16}) {
-        SearchRequest request = Request(nodes * 8, 256, 4096);
+      for (const Dtype dtype : {Dtype::kBf16, Dtype::kFp16, Dtype::kFp8}) {
+        SearchRequest request = Request(nodes * 8, 256, 2048);
         request.dtype = dtype;
         request.optimizer = dtype == Dtype::kFp16 ? Optimizer::kSgd : Optimizer::kAdam;
+        request.deepspeed_stage_split = true;
         Result<std::vector<Strategy>> space = EnumerateStrategies(model, *cluster, request);
         ASSERT_TRUE(space.ok()) << space.status().message();
         // Most of the space is what DeepSpeed cannot run (virtual stages, cp, ZeRO-2/3 with a
@@ -248,12 +249,14 @@ TEST(DeepSpeedConfigIn, EveryEmittedPlanReadsBackToItsStrategy) {
           EXPECT_EQ(again->launcher_args, plan->launcher_args) << name << " " << ConstraintText(s);
           EXPECT_EQ(again->config, plan->config) << name << " " << ConstraintText(s);
           ++checked, ++here;
+          fp8 += s.dtype == Dtype::kFp8;
         }
       }
     }
   }
   std::cout << "read back " << checked << " emitted DeepSpeed plans\n";
   EXPECT_GT(checked, 300);
+  EXPECT_GT(fp8, 0) << "no fp8 plan (Transformer Engine's layers at pp 1) was read back";
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "plan/deepspeed_config.h"
+#include "plan/deepspeed_partition.h"
 
 #include <gtest/gtest.h>
 
@@ -311,6 +312,62 @@ TEST(DeepSpeedConfig, BlockRecomputeRunsWithoutThePipelineEngineOnly) {
   s.dp = 4;
   const std::string message = Error(model, AsDeepSpeed(s));
   EXPECT_NE(message.find("--recompute-layers 2 with --pp 2"), std::string::npos) << message;
+}
+
+// Megatron-DeepSpeed's pipeline splits the layers as DeepSpeed's partition_balanced cuts
+// GPTModelPipe's specs (issue 45, section 4): 80 layers over 6 stages as 14,14,13,13,13,13; a plan
+// with that layout is emitted, one with another split is refused naming the one to use.
+TEST(DeepSpeedConfig, UnevenStagesAreDeepSpeedsPartitionBalanced) {
+  const ModelSpec model = DeepSpeedModel("llama3-70b");
+  EXPECT_EQ(MegatronDeepSpeedStageLayers(model, 6), (std::vector<int64_t>{14, 14, 13, 13, 13, 13}));
+  EXPECT_EQ(MegatronDeepSpeedStageLayers(model, 8), std::vector<int64_t>(8, 10));
+  EXPECT_EQ(MegatronDeepSpeedStageLayers(DeepSpeedModel("llama3-405b"), 16),
+            (std::vector<int64_t>{8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 7}));
+  // Weights as partition_balanced's own cases: the cost of equal splits ties, and the last cut
+  // of equal cost wins.
+  EXPECT_EQ(PartitionBalanced({1, 1, 1, 1, 1}, 2), (std::vector<int64_t>{0, 3, 5}));
+  EXPECT_EQ(PartitionBalanced({1, 1}, 3), (std::vector<int64_t>{0, 1, 2, 2}));
+  Strategy s;
+  s.tp = 8;
+  s.pp = 6;
+  s.dp = 1;
+  s.global_batch = 12;
+  s.zero_stage = 1;
+  s.first_stage_layers = 15;
+  s.last_stage_layers = 13;
+  s = AsDeepSpeed(s);
+  const std::string message = Error(model, s);
+  EXPECT_NE(message.find("layers per stage 15,13,13,13,13,13"), std::string::npos) << message;
+  EXPECT_NE(message.find("as 14,14,13,13,13,13"), std::string::npos) << message;
+  s.first_stage_layers = s.last_stage_layers = 0;
+  s.layout = MegatronDeepSpeedStageLayers(model, 6);
+  const DeepSpeedPlan plan = Ok(model, s);
+  EXPECT_EQ(ValueAfter(plan.launcher_args, "--pipeline-model-parallel-size"), "6");
+}
+
+// fp8 through Megatron-DeepSpeed is Transformer Engine's TransformerLayer (issue 45, section 4):
+// at pp 1, for a dense multi-head LayerNorm and GeLU model; the config says bf16.
+TEST(DeepSpeedConfig, Fp8IsTransformerEnginesLayerWithoutThePipelineEngine) {
+  const ModelSpec gpt = DeepSpeedModel("gpt3-1.3b");
+  Strategy s;
+  s.dp = 8;
+  s.global_batch = 16;
+  s.dtype = Dtype::kFp8;
+  s.zero_stage = 1;
+  s = AsDeepSpeed(s);
+  const DeepSpeedPlan plan = Ok(gpt, s);
+  EXPECT_EQ(ValueAfter(plan.launcher_args, "--transformer-impl"), "transformer_engine");
+  EXPECT_TRUE(Has(plan.launcher_args, "--fp8-hybrid"));
+  EXPECT_TRUE(Has(plan.launcher_args, "--bf16"));
+  EXPECT_FALSE(Has(plan.launcher_args, "--use-flash-attn-v2"));
+  EXPECT_EQ(plan.config["bf16"]["enabled"], true);
+  std::string message = Error(DeepSpeedModel("llama3-8b"), s);
+  EXPECT_NE(message.find("grouped-query attention"), std::string::npos) << message;
+  EXPECT_NE(message.find("a LayerNorm and a GeLU MLP"), std::string::npos) << message;
+  s.pp = 2;
+  s.dp = 4;
+  message = Error(gpt, AsDeepSpeed(s));
+  EXPECT_NE(message.find("--dtype fp8 with --pp 2"), std::string::npos) << message;
 }
 
 }  // namespace
