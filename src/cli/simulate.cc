@@ -607,9 +607,12 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
     std::string source =
         options.scenario_path.empty() ? model_path + " on " + cluster_path : options.scenario_path;
     if (!overrides.empty()) source += " with " + OverridesText(overrides);
+    // The Gantt names the ranks as the trace does.
+    LOOM_ASSIGN_OR_RETURN(const TraceContext context,
+                          StepTraceContext(prepared, model, sim_options.kernels));
     LOOM_RETURN_IF_ERROR(WriteFileAtomically(
         options.report_path,
-        SimulationReport("loom simulate: " + source, StrategySummary(strategy), result),
+        SimulationReport("loom simulate: " + source, StrategySummary(strategy), result, &context),
         "pass another --report"));
   }
   std::vector<FitSuggestion> fits;

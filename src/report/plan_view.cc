@@ -48,7 +48,25 @@ ReportView PlansView(const PlanReport& report, Objective objective) {
                  {"rejected_by_simulation", report.rejected_by_simulation},
                  {"skipped_by_bound", report.skipped_by_bound},
                  {"simulated", report.simulated}};
+  // What the objective scores (PlanScoreBound), for the axis and the table: a plan's score is its
+  // value, and the best plan has the lowest.
+  std::string score_label = "step time at the risk quantile", score_unit = "s";
+  switch (objective) {
+    case Objective::kTime:
+      break;
+    case Objective::kCost:
+      score_label = "GPU-hours per billion tokens", score_unit = "gpu_hours";
+      break;
+    case Objective::kMemoryHeadroom:
+      score_label = "peak memory over the usable memory", score_unit = "share";
+      break;
+    case Objective::kGoodput:
+      score_label = "wall time per step with failures and checkpoints", score_unit = "s";
+      break;
+  }
   Json data = {{"objective", std::string(kObjectiveNames.Name(objective))},
+               {"score_label", score_label},
+               {"score_unit", score_unit},
                {"plans", plans},
                {"counts", counts},
                {"rejections", rejections},

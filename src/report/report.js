@@ -89,12 +89,19 @@
     });
   }
 
-  // The Gantt: a canvas per timeline, one row per stream that runs a task, rows grouped by rank.
-  const MAX_ROWS = 400;
+  // The Gantt: a canvas per timeline, one row per stream that runs a task of some duration, rows
+  // grouped by rank and named as the trace names them; every row labelled at any size (a canvas
+  // grows with its rows); compute coloured by pass, lighter for later model chunks, micro-batches
+  // alternating in shade; zoom with the wheel or the buttons, pan by dragging, double-click to see
+  // the whole step.
+  const MAX_ROWS = 1024, ROW_HEIGHT = 12, LABEL_WIDTH = 300;
   function renderGantt(section, data) {
     const tasks = data.tasks, names = data.names, count = tasks.stream.length;
     const used = new Array(data.streams.length).fill(false);
-    for (let i = 0; i < count; i++) used[tasks.stream[i]] = true;
+    data.timelines.forEach(function(t) {
+      for (let i = 0; i < count; i++)
+        if (t.end_ns[i] > t.start_ns[i]) used[tasks.stream[i]] = true;
+    });
     const order = data.streams.map(function (s, id) { return id; }).filter(function (id) { return used[id]; });
     order.sort(function (a, b) { return data.streams[a].rank - data.streams[b].rank || a - b; });
     const shown = order.slice(0, MAX_ROWS), rowOf = new Int32Array(data.streams.length).fill(-1);
@@ -107,11 +114,18 @@
     const colorOf = names.map(function (name) { return PASS_COLORS[name.charAt(0)]; });
     function color(i) {
       const category = names[tasks.category[i]];
-      if (category === "compute") return colorOf[tasks.name[i]] || PALETTE[0];
-      return CATEGORY_COLORS[category] || PALETTE[9];
+      if (category !== 'compute') return CATEGORY_COLORS[category] || PALETTE[9];
+      const base = colorOf[tasks.name[i]] || PALETTE[0];
+      const chunk = tasks.chunk ? Math.max(0, tasks.chunk[i]) : 0, mb = tasks.micro_batch[i];
+      return shade(base, Math.min(0.6, 0.22 * chunk) - (mb >= 0 && mb % 2 === 1 ? 0.12 : 0));
     }
-    legend(section, [["forward", PASS_COLORS.F], ["backward", PASS_COLORS.B], ["weight gradient", PASS_COLORS.W]]
-      .concat(Object.keys(CATEGORY_COLORS).map(function (k) { return [k, CATEGORY_COLORS[k]]; })));
+    legend(section, [
+      ['forward', PASS_COLORS.F], ['backward', PASS_COLORS.B], ['weight gradient', PASS_COLORS.W],
+      ['later model chunk', shade(PASS_COLORS.F, 0.44)],
+      ['odd micro-batch', shade(PASS_COLORS.F, -0.12)]
+    ].concat(Object.keys(CATEGORY_COLORS).map(function(k) {
+      return [k, CATEGORY_COLORS[k]];
+    })));
     let drawn = 0;
     data.timelines.forEach(function (timeline) {
       drawn += drawTimeline(section, data, timeline, shown, rowOf, makespan, color);
@@ -119,51 +133,151 @@
     return drawn;
   }
 
+  // |hex| mixed with white (amount > 0) or black (amount < 0).
+  function shade(hex, amount) {
+    const n = parseInt(hex.slice(1), 16), target = amount > 0 ? 255 : 0, a = Math.abs(amount);
+    const mix = function(c) {
+      return Math.round(c + (target - c) * a);
+    };
+    const rgb = [mix(n >> 16 & 255), mix(n >> 8 & 255), mix(n & 255)];
+    return '#' +
+        rgb.map(function(c) {
+             return (c < 16 ? '0' : '') + c.toString(16);
+           })
+            .join('');
+  }
+
+  function rowName(data, id) {
+    const s = data.streams[id];
+    const rank =
+        data.rank_names && data.rank_names[s.rank] ? data.rank_names[s.rank] : 'rank ' + s.rank;
+    return rank + ' ' + s.name;
+  }
+
   function drawTimeline(section, data, timeline, shown, rowOf, makespan, color) {
-    const tasks = data.tasks, left = 130, width = Math.max(600, (section.clientWidth || 1200) - 44);
-    const rowHeight = Math.max(3, Math.min(16, Math.floor(520 / Math.max(1, shown.length * data.timelines.length))));
-    const top = 18, height = top + shown.length * rowHeight + 4;
+    const tasks = data.tasks, left = LABEL_WIDTH,
+          width = Math.max(900, (section.clientWidth || 1200) - 44);
+    const rowHeight = ROW_HEIGHT, top = 18, height = top + shown.length * rowHeight + 4;
     heading(section, timeline.title + ": " + seconds(timeline.makespan_ns * 1e-9));
-    const canvas = element("canvas", section, {width: width, height: height});
-    const ctx = canvas.getContext("2d"), scale = (width - left - 10) / makespan;
-    ctx.font = "10px DejaVu Sans, sans-serif";
-    ctx.fillStyle = "#333";
-    ticks(makespan * 1e-9, 8).forEach(function (t) {
-      const x = left + t * 1e9 * scale;
-      ctx.fillRect(x, top - 4, 1, 4);
-      ctx.fillText(seconds(t), x + 2, top - 6);
+    const bar = element('div', section, {class: 'zoom'});
+    const buttons = [['+', 0.5], ['\u2212', 2], ['whole step', 0]].map(function(b) {
+      return [element('button', bar, {type: 'button'}, b[0]), b[1]];
     });
-    if (rowHeight >= 8) {
-      shown.forEach(function (id, row) {
-        const s = data.streams[id];
-        ctx.fillText("rank " + s.rank + " " + s.name, 4, top + row * rowHeight + rowHeight - 3);
-      });
-    }
-    const rows = shown.map(function () { return []; });
-    let drawn = 0;
+    const canvas = element('canvas', section, {width: width, height: height});
+    const ctx = canvas.getContext('2d');
+    const rows = shown.map(function() {
+      return [];
+    });
     for (let i = 0; i < tasks.stream.length; i++) {
       const row = rowOf[tasks.stream[i]];
-      const start = timeline.start_ns[i], end = timeline.end_ns[i];
-      if (row < 0 || !(end > start)) continue;
-      ctx.fillStyle = color(i);
-      ctx.fillRect(left + start * scale, top + row * rowHeight, Math.max(0.5, (end - start) * scale), rowHeight - 1);
-      rows[row].push(i);
-      drawn += 1;
+      if (row >= 0 && timeline.end_ns[i] > timeline.start_ns[i]) rows[row].push(i);
     }
+    const view = {t0: 0, t1: makespan};
+    function scale() {
+      return (width - left - 10) / (view.t1 - view.t0);
+    }
+    function draw() {
+      const k = scale();
+      ctx.clearRect(0, 0, width, height);
+      ctx.font = '10px DejaVu Sans, sans-serif';
+      ctx.fillStyle = '#333';
+      ticks(view.t1 * 1e-9, 8, view.t0 * 1e-9).forEach(function(t) {
+        const x = left + (t * 1e9 - view.t0) * k;
+        ctx.fillRect(x, top - 4, 1, 4);
+        ctx.fillText(seconds(t), x + 2, top - 6);
+      });
+      let labels = 0;
+      shown.forEach(function(id, row) {
+        ctx.fillStyle = row % 2 ? '#f6f8fa' : '#ffffff';
+        ctx.fillRect(0, top + row * rowHeight, width, rowHeight);
+        ctx.fillStyle = '#333';
+        ctx.fillText(rowName(data, id), 4, top + row * rowHeight + rowHeight - 3, left - 8);
+        labels += 1;
+      });
+      let marks = 0;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(left, 0, width - left, height);
+      ctx.clip();
+      rows.forEach(function(list, row) {
+        list.forEach(function(i) {
+          const start = timeline.start_ns[i], end = timeline.end_ns[i];
+          if (end < view.t0 || start > view.t1) return;
+          ctx.fillStyle = color(i);
+          ctx.fillRect(
+              left + (start - view.t0) * k, top + row * rowHeight, Math.max(0.5, (end - start) * k),
+              rowHeight - 1);
+          marks += 1;
+        });
+      });
+      ctx.restore();
+      canvas.dataset.labels = String(labels);
+      return marks;
+    }
+    // Zoom by |factor| about time |at|, within the step; 0 shows the whole step.
+    function zoom(factor, at) {
+      if (factor === 0) {
+        view.t0 = 0;
+        view.t1 = makespan;
+        return draw();
+      }
+      const span = Math.min(makespan, Math.max(1000, (view.t1 - view.t0) * factor));
+      view.t0 =
+          Math.max(0, Math.min(makespan - span, at - (at - view.t0) * span / (view.t1 - view.t0)));
+      view.t1 = view.t0 + span;
+      return draw();
+    }
+    function timeAt(event) {
+      const box = canvas.getBoundingClientRect();
+      return view.t0 + (event.clientX - box.left - left) / scale();
+    }
+    buttons.forEach(function(b) {
+      b[0].addEventListener('click', function() {
+        zoom(b[1], (view.t0 + view.t1) / 2);
+      });
+    });
+    canvas.addEventListener('wheel', function(event) {
+      event.preventDefault();
+      zoom(event.deltaY < 0 ? 0.8 : 1.25, timeAt(event));
+    }, {passive: false});
+    let dragging = null;
+    canvas.addEventListener('mousedown', function(event) {
+      dragging = {x: event.clientX, t0: view.t0};
+    });
+    window.addEventListener('mouseup', function() {
+      dragging = null;
+    });
+    canvas.addEventListener('dblclick', function() {
+      zoom(0, 0);
+    });
+    const drawn = draw();
     canvas.dataset.tasks = String(drawn);
-    canvas.addEventListener("mousemove", function (event) {
+    canvas.addEventListener('mousemove', function(event) {
+      if (dragging) {
+        const span = view.t1 - view.t0;
+        view.t0 = Math.max(
+            0, Math.min(makespan - span, dragging.t0 - (event.clientX - dragging.x) / scale()));
+        view.t1 = view.t0 + span;
+        draw();
+        return hideTooltip();
+      }
       const box = canvas.getBoundingClientRect();
       const row = Math.floor((event.clientY - box.top - top) / rowHeight);
-      const t = (event.clientX - box.left - left) / scale;
+      const t = timeAt(event);
       const hit = row >= 0 && row < rows.length ? rows[row].find(function (i) {
         return timeline.start_ns[i] <= t && t <= timeline.end_ns[i];
       }) : undefined;
       if (hit === undefined) return hideTooltip();
-      const mb = tasks.micro_batch[hit];
-      showTooltip(event, data.names[tasks.label[hit]] + (mb >= 0 ? " (micro-batch " + mb + ")" : "") + "\n" +
-                  data.names[tasks.category[hit]] + ", task " + hit + " '" + data.names[tasks.name[hit]] + "'\n" +
-                  seconds(timeline.start_ns[hit] * 1e-9) + " + " +
-                  seconds((timeline.end_ns[hit] - timeline.start_ns[hit]) * 1e-9));
+      const mb = tasks.micro_batch[hit], chunk = tasks.chunk ? tasks.chunk[hit] : -1;
+      showTooltip(
+          event,
+          data.names[tasks.label[hit]] +
+              (mb >= 0 ? ' (micro-batch ' + mb + (chunk >= 0 ? ', chunk ' + chunk : '') + ')' :
+                         '') +
+              '\n' + rowName(data, shown[row]) + '\n' + data.names[tasks.category[hit]] +
+              ', task ' + hit + ' \'' + data.names[tasks.name[hit]] + '\'\n' +
+              seconds(timeline.start_ns[hit] * 1e-9) + ' + ' +
+              seconds((timeline.end_ns[hit] - timeline.start_ns[hit]) * 1e-9));
     });
     canvas.addEventListener("mouseleave", hideTooltip);
     return drawn;
@@ -301,38 +415,68 @@
   }
   function counted(v) { return String(Math.round(v)); }
 
-  // Ranked plans: step time against peak memory, each point's area by its GPUs; the table; the
-  // rejected counts.
+  // Ranked plans: the objective's score (what ranked them: step time, GPU-hours per billion tokens,
+  // memory share, effective step) against peak memory, each point's area by its GPUs; the table;
+  // the rejected counts.
   function renderPlans(section, data) {
     const plans = data.plans, plot = {left: 70, top: 10, width: 1040, height: 280};
     const svg = svgElement("svg", section, {width: 1140, height: plot.height + 40});
-    const times = plans.map(function (p) { return p.step_time_s; });
-    const slowest = largest(times, 1e-9), fastest = -largest(times.map(function (t) { return -t; }), -slowest);
-    const margin = Math.max(slowest - fastest, slowest * 0.02) * 0.1;
-    const xMin = Math.max(0, fastest - margin), xMax = slowest + margin;
+    const unit = data.score_unit || 's';
+    const scoreText = unit === 'share' ? percent :
+        unit === 'gpu_hours' ?
+                                         function(v) {
+                                           return v.toPrecision(4) + ' GPU-h/B tok';
+                                         } :
+                                         seconds;
+    const scores = plans.map(function(p) {
+      return p.score;
+    });
+    const highest = largest(scores, 1e-9),
+          lowest = -largest(
+              scores.map(function(t) {
+                return -t;
+              }),
+              -highest);
+    const margin = Math.max(highest - lowest, highest * 0.02) * 0.1;
+    const xMin = Math.max(0, lowest - margin), xMax = highest + margin;
     const limit = plans.length > 0 ? plans[0].memory_limit_bytes : 0;
     const yMax = largest(plans.map(function (p) { return p.peak_memory_bytes; }), Math.max(limit, 1));
-    const s = axes(svg, plot, xMax, yMax * 1.05, seconds, gib, xMin);
+    const s = axes(svg, plot, xMax, yMax * 1.05, scoreText, gib, xMin);
     const maxGpus = largest(plans.map(function (p) { return p.gpus; }), 1);
     let drawn = 0;
-    plans.slice().reverse().forEach(function (p) {
-      const dot = svgElement("circle", svg, {cx: s.x(p.step_time_s), cy: s.y(p.peak_memory_bytes),
-                                             r: 4 + 8 * Math.sqrt(p.gpus / maxGpus),
-                                             fill: p.rank === 1 ? "#e15759" : "#4e79a7", "fill-opacity": 0.7,
-                                             class: "plan"});
-      svgElement("title", dot, {}, "#" + p.rank + " " + strategyText(p.strategy) + "\n" + seconds(p.step_time_s) +
-                 ", " + gib(p.peak_memory_bytes) + ", " + p.gpus + " GPUs");
+    plans.slice().reverse().forEach(function(p) {
+      const dot = svgElement('circle', svg, {
+        cx: s.x(p.score),
+        cy: s.y(p.peak_memory_bytes),
+        r: 4 + 8 * Math.sqrt(p.gpus / maxGpus),
+        fill: p.rank === 1 ? '#e15759' : '#4e79a7',
+        'fill-opacity': 0.7,
+        class: 'plan'
+      });
+      svgElement(
+          'title', dot, {},
+          '#' + p.rank + ' ' + strategyText(p.strategy) + '\n' + scoreText(p.score) + ', step ' +
+              seconds(p.step_time_s) + ', ' + gib(p.peak_memory_bytes) + ', ' + p.gpus + ' GPUs');
       drawn += 1;
     });
-    element("p", section, {class: "note"}, "x: step time, y: peak memory, area: GPUs; red: the best plan (objective " +
-            data.objective + ")" + (data.interrupted ? "; INTERRUPTED: a partial search" : "") + ".");
+    const scoreLabel = data.score_label || 'step time';
+    element(
+        'p', section, {class: 'note'},
+        'x: ' + scoreLabel + ' (the objective, ' + data.objective +
+            '; lower ranks higher), y: peak memory, area: GPUs; red: the best plan' +
+            (data.interrupted ? '; INTERRUPTED: a partial search' : '') + '.');
     const table = element("table", section);
     const head = element("tr", table);
-    ["#", "strategy", "GPUs", "step time", "peak memory", "MFU"].forEach(function (h) { element("th", head, {}, h); });
+    ['#', 'strategy', 'GPUs', scoreLabel, 'step time', 'peak memory', 'MFU'].forEach(function(h) {
+      element('th', head, {}, h);
+    });
     plans.forEach(function (p) {
       const row = element("tr", table, {class: "plan-row"});
-      [String(p.rank), strategyText(p.strategy), String(p.gpus), seconds(p.step_time_s), gib(p.peak_memory_bytes),
-       percent(p.mfu)].forEach(function (v) { element("td", row, {}, v); });
+      [String(p.rank), strategyText(p.strategy), String(p.gpus), scoreText(p.score),
+       seconds(p.step_time_s), gib(p.peak_memory_bytes), percent(p.mfu)]
+          .forEach(function(v) {
+            element('td', row, {}, v);
+          });
     });
     heading(section, "Where the " + data.counts.enumerated + " strategies went");
     const c = data.counts;

@@ -65,7 +65,8 @@ Json StageMemoryJson(const RankMemory& memory, int32_t stage, const MemoryBreakd
 
 }  // namespace
 
-ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& timelines) {
+ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& timelines,
+                     const TraceContext* context) {
   const TaskGraph& graph = step.graph;
   Json streams = Json::array();
   for (StreamId s = 0; s < graph.num_streams(); ++s) {
@@ -76,7 +77,7 @@ ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& t
   const std::vector<int32_t> chunk_of = ChunkOfVirtualStages(step);
   const std::vector<int32_t> micro_batches = MicroBatchesOf(step);
   Json stream = Json::array(), name = Json::array(), category = Json::array(),
-       label = Json::array(), micro_batch = Json::array();
+       label = Json::array(), micro_batch = Json::array(), chunk = Json::array();
   for (TaskId id = 0; id < graph.num_tasks(); ++id) {
     const Task& task = graph.task(id);
     const TaskPlace place = PlaceOfTask(step, chunk_of, micro_batches, id);
@@ -85,6 +86,7 @@ ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& t
     category.push_back(names.Index(graph.Name(task.category)));
     label.push_back(names.Index(TaskLabel(step, place, id)));
     micro_batch.push_back(place.micro_batch);
+    chunk.push_back(place.chunk);
   }
   Json titled = Json::array();
   for (const TitledTimeline& t : timelines) titled.push_back(TimelineJson(t.title, *t.timeline));
@@ -95,8 +97,16 @@ ReportView GanttView(const StepGraph& step, const std::vector<TitledTimeline>& t
                  {"name", name},
                  {"category", category},
                  {"label", label},
-                 {"micro_batch", micro_batch}}},
+                 {"micro_batch", micro_batch},
+                 {"chunk", chunk}}},
                {"timelines", titled}};
+  if (context != nullptr) {
+    Json rank_names = Json::array();
+    for (int32_t rank = 0; rank < graph.num_ranks(); ++rank) {
+      rank_names.push_back(TraceRankName(step, *context, rank));
+    }
+    data["rank_names"] = std::move(rank_names);
+  }
   return {"gantt", "Pipeline Gantt", "gantt", std::move(data)};
 }
 
@@ -145,9 +155,9 @@ ReportView BreakdownView(const SimulationResult& result) {
 }
 
 std::string SimulationReport(const std::string& title, const std::string& subtitle,
-                             const SimulationResult& result) {
+                             const SimulationResult& result, const TraceContext* context) {
   return HtmlReport(title, subtitle,
-                    {GanttView(result.step, {{"simulated step", &result.timeline}}),
+                    {GanttView(result.step, {{"simulated step", &result.timeline}}, context),
                      StageMemoryView(result), BreakdownView(result)});
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -232,6 +233,70 @@ TEST_F(ReportInBrowser, HostileNamesRenderAsText) {
   EXPECT_EQ(dom.find("<img"), std::string::npos) << dom.substr(0, 3000);
   EXPECT_EQ(dom.find("<title>owned</title>"), std::string::npos);
   EXPECT_NE(dom.find("&lt;/script&gt;&lt;img src=x"), std::string::npos);
+}
+
+// --objective cost (issue 45, section 3): the plot and the table show the objective's score, which
+// ranked the plans, not the step time, and each plan's GPUs; the best plan is the cheapest.
+TEST_F(ReportInBrowser, PlanReportOfTheCostObjectivePlotsTheCost) {
+  const std::string html = Path("plan-cost.html");
+  Loom("plan --model " + Quoted(Shipped("models/gpt3-125m.json")) + " --cluster " +
+       Quoted(Shipped("hardware/clusters/dgx-h100.json")) +
+       " --gpus 16 --min-gpus 2 --global-batch 32 --seq 2048 --top 6 --objective cost --report " +
+       Quoted(html));
+  const std::string dom = RenderedDom(html);
+  ExpectRendered(dom, html, {"plans"});
+  EXPECT_NE(dom.find("x: GPU-hours per billion tokens (the objective, cost"), std::string::npos);
+  EXPECT_NE(dom.find("<th>GPU-hours per billion tokens</th>"), std::string::npos);
+  const nlohmann::json page = PageData(ReadFile(html));
+  const nlohmann::json& plans = page["views"][0]["data"]["plans"];
+  ASSERT_GE(plans.size(), 2u);
+  for (const nlohmann::json& p : plans) {
+    EXPECT_LE(plans[0]["score"].get<double>(), p["score"].get<double>());
+  }
+  EXPECT_NE(dom.find("GPU-h/B tok"), std::string::npos);
+  EXPECT_NE(dom.find("<th>GPUs</th>"), std::string::npos);
+}
+
+// The Gantt at production scale (issue 45, section 3): every row that runs a task is drawn and
+// labelled with the trace's rank names, however many there are; no row is empty.
+void ExpectEveryGanttRowLabelled(const std::string& dom, const std::string& html) {
+  const nlohmann::json page = PageData(ReadFile(html));
+  ASSERT_TRUE(page.is_object());
+  const nlohmann::json& gantt = page["views"][0]["data"];
+  std::set<int64_t> used;
+  const nlohmann::json& tasks = gantt["tasks"];
+  for (const nlohmann::json& t : gantt["timelines"]) {
+    for (size_t i = 0; i < t["start_ns"].size(); ++i) {
+      if (t["end_ns"][i] > t["start_ns"][i]) used.insert(tasks["stream"][i].get<int64_t>());
+    }
+  }
+  ASSERT_FALSE(used.empty());
+  EXPECT_NE(dom.find("data-labels=\"" + std::to_string(used.size()) + "\""), std::string::npos)
+      << html << ": " << used.size() << " rows to label";
+  ASSERT_TRUE(gantt.contains("rank_names")) << html;
+  EXPECT_NE(gantt["rank_names"][1].get<std::string>().find("(pp 1, dp 0"), std::string::npos)
+      << gantt["rank_names"][1];
+  EXPECT_EQ(tasks["chunk"].size(), tasks["stream"].size());
+}
+
+TEST_F(ReportInBrowser, GanttOfSixteenStagesLabelsEveryRow) {
+  const std::string html = Path("gantt16.html");
+  Loom("simulate " + Quoted(Shipped("scenarios/llama3-405b-16384gpu.json")) + " --report " +
+       Quoted(html));
+  const std::string dom = RenderedDom(html);
+  ExpectRendered(dom, html, {"gantt", "memory", "breakdown"});
+  ExpectEveryGanttRowLabelled(dom, html);
+}
+
+TEST_F(ReportInBrowser, GanttOfOneHundredTwentyEightStagesLabelsEveryRow) {
+  const std::string html = Path("gantt128.html");
+  Loom("simulate --model " + Quoted(Shipped("models/megatron-1t.json")) + " --cluster " +
+       Quoted(Shipped("hardware/clusters/dgx-h100.json")) +
+       " --nodes 128 --tp 8 --pp 128 --global-batch 128 --seq 2048 --recompute full --report " +
+       Quoted(html));
+  const std::string dom = RenderedDom(html);
+  ExpectRendered(dom, html, {"gantt", "memory", "breakdown"});
+  ExpectEveryGanttRowLabelled(dom, html);
 }
 
 }  // namespace
