@@ -24,7 +24,7 @@ using Json = nlohmann::json;
 
 // The flags read into the strategy, the kernels or the checks below; every other flag is listed as
 // not modelled.
-const std::set<std::string, std::less<>>& ReadFlags() {
+const std::set<std::string, std::less<>>& MdsReadFlags() {
   static const std::set<std::string, std::less<>> kFlags = {
       "--tensor-model-parallel-size",
       "--pipeline-model-parallel-size",
@@ -81,7 +81,7 @@ const std::set<std::string, std::less<>>& ReadFlags() {
 }
 
 // What the two files say, gathered before the strategy is made of it.
-struct Reading {
+struct MdsReading {
   int64_t world = 0;
   bool pipeline_engine = true;  // DeepSpeed's PipelineEngine: without --no-pipeline-parallel
   bool bf16 = false;            // the config's bf16 (or bfloat16) enabled
@@ -91,7 +91,7 @@ struct Reading {
 };
 
 // DeepSpeed's DtypeEnum names (deepspeed/runtime/config_utils.py) as fp32, fp16 or bf16.
-std::optional<std::string> DtypeOf(const std::string& name) {
+std::optional<std::string> MdsDtypeOf(const std::string& name) {
   static const std::map<std::string, std::string, std::less<>> kNames = {
       {"fp32", "fp32"},    {"float32", "fp32"}, {"float", "fp32"}, {"fp16", "fp16"},
       {"float16", "fp16"}, {"half", "fp16"},    {"bf16", "bf16"},  {"bfloat16", "bf16"}};
@@ -100,7 +100,7 @@ std::optional<std::string> DtypeOf(const std::string& name) {
   return it->second;
 }
 
-void ReadParallelism(LaunchArgumentReader& r, Reading& reading, Strategy& s) {
+void ReadMdsParallelism(LaunchArgumentReader& r, MdsReading& reading, Strategy& s) {
   s.tp = r.Int("--tensor-model-parallel-size", 1);
   s.pp = r.Int("--pipeline-model-parallel-size", 1);
   reading.pipeline_engine = !r.Switch("--no-pipeline-parallel");
@@ -126,7 +126,7 @@ void ReadParallelism(LaunchArgumentReader& r, Reading& reading, Strategy& s) {
 
 // DeepSpeed-MoE (DeepSpeed's docs/_tutorials/mixture-of-experts-nlg.md): the experts' flags against
 // the model's, and their parallelism and capacity.
-void ReadExperts(LaunchArgumentReader& r, const ModelSpec& model, Strategy& s) {
+void ReadMdsExperts(LaunchArgumentReader& r, const ModelSpec& model, Strategy& s) {
   const auto it = r.Has("--num-experts") ? std::optional<int64_t>(r.Int("--num-experts", 1))
                                          : std::optional<int64_t>();
   const int64_t experts = model.moe ? model.moe->num_experts : 1;
@@ -161,7 +161,7 @@ void ReadExperts(LaunchArgumentReader& r, const ModelSpec& model, Strategy& s) {
 
 // The attention kernel (ParallelAttention in megatron/model/transformer.py: CoreAttention unless a
 // FlashAttention flag) and dropout (both rates 0.1 by default).
-void ReadKernels(LaunchArgumentReader& r, MegatronOptions& o, std::vector<std::string>& notes) {
+void ReadMdsKernels(LaunchArgumentReader& r, MegatronOptions& o, std::vector<std::string>& notes) {
   o.attention = AttentionKernel::kUnfused;
   if (r.Text("--transformer-impl").value_or("local") == "transformer_engine") {
     // Transformer Engine's TransformerLayer, with its own fused attention (ParallelTransformer's
@@ -192,7 +192,7 @@ void ReadKernels(LaunchArgumentReader& r, MegatronOptions& o, std::vector<std::s
 // checkpointing with --deepspeed-activation-checkpointing), some layers a stage with the block
 // method, or the core attention with selective granularity (validate_args sets it for
 // --recompute-activations).
-void ReadRecompute(LaunchArgumentReader& r, Strategy& s, std::vector<std::string>& notes) {
+void ReadMdsRecompute(LaunchArgumentReader& r, Strategy& s, std::vector<std::string>& notes) {
   s.recompute = r.Switch("--recompute-activations") ? Recompute::kSelective : Recompute::kNone;
   if (r.Switch("--checkpoint-activations")) {
     s.recompute = Recompute::kFull;
@@ -228,7 +228,8 @@ void ReadRecompute(LaunchArgumentReader& r, Strategy& s, std::vector<std::string
 
 // The model's shape flags, where given, against |model| (Megatron-DeepSpeed has no defaults for
 // the first three; the MLP of DeepSpeed-MoE experts is --ffn-hidden-size wide).
-void CheckShape(LaunchArgumentReader& r, const ModelSpec& model, std::vector<std::string>& notes) {
+void CheckMdsShape(LaunchArgumentReader& r, const ModelSpec& model,
+                   std::vector<std::string>& notes) {
   const int64_t ffn = model.moe ? model.moe->expert_intermediate_size : model.intermediate_size;
   const std::pair<const char*, int64_t> shape[] = {{"--num-layers", model.num_layers},
                                                    {"--hidden-size", model.hidden_size},
@@ -255,7 +256,7 @@ void CheckShape(LaunchArgumentReader& r, const ModelSpec& model, std::vector<std
   }
 }
 
-void ReadPrecisionAndOptimizer(LaunchArgumentReader& r, const Reading& reading, Strategy& s) {
+void ReadMdsPrecisionAndOptimizer(LaunchArgumentReader& r, const MdsReading& reading, Strategy& s) {
   const bool bf16 = r.Switch("--bf16"), fp16 = r.Switch("--fp16");
   if (bf16 != reading.bf16 || fp16 != reading.fp16) {
     r.Error(StrCat("the arguments say ",
@@ -297,7 +298,7 @@ void ReadPrecisionAndOptimizer(LaunchArgumentReader& r, const Reading& reading, 
 // the data-parallel size, the "world size" of a model-parallel run), and all three must make the
 // equation (_batch_assertion). The arguments' --micro-batch-size and --global-batch-size, where
 // given, must be the config's: Megatron-DeepSpeed feeds its data loader from them.
-void ReadBatch(JsonReader& c, LaunchArgumentReader& r, Strategy& s) {
+void ReadMdsBatch(JsonReader& c, LaunchArgumentReader& r, Strategy& s) {
   const auto number = [&](std::string_view key) -> std::optional<int64_t> {
     if (!c.Has(key)) return std::nullopt;
     return c.OptionalInt(key);
@@ -338,8 +339,8 @@ void ReadBatch(JsonReader& c, LaunchArgumentReader& r, Strategy& s) {
 
 // zero_optimization (deepspeed/runtime/zero/config.py): stage 0 by default; overlap_comm off
 // below stage 3 and on at it; ZeRO-3 prefetches parameters unless stage3_prefetch_bucket_size is 0.
-void ReadZero(JsonReader& c, LaunchArgumentReader& r, Strategy& s,
-              std::vector<std::string>& notes) {
+void ReadMdsZero(JsonReader& c, LaunchArgumentReader& r, Strategy& s,
+                 std::vector<std::string>& notes) {
   if (!c.Has("zero_optimization")) return;
   JsonReader& z = c.Object("zero_optimization");
   s.zero_stage = z.OptionalInt("stage", {0, 3}).value_or(0);
@@ -392,8 +393,8 @@ void ReadZero(JsonReader& c, LaunchArgumentReader& r, Strategy& s,
 // grad_accum_dtype (without ZeRO, or at ZeRO-1 without offload when it is fp32), and ZeRO-3's
 // partitions of grad_accum_dtype (engine.py, _do_optimizer_sanity_check and get_data_types:
 // grad_accum_dtype is fp32 by default for bf16 without ZeRO, the model dtype otherwise).
-void ReadGradientDtype(JsonReader& c, const Reading& reading, Strategy& s,
-                       std::vector<std::string>& notes) {
+void ReadMdsGradientDtype(JsonReader& c, const MdsReading& reading, Strategy& s,
+                          std::vector<std::string>& notes) {
   s.grad_accumulation = DeepSpeedGradAccumulation(s);
   if (!reading.bf16) return;
   const std::string accum = reading.grad_accum_dtype.value_or(s.zero_stage == 0 ? "fp32" : "bf16");
@@ -422,14 +423,14 @@ void ReadGradientDtype(JsonReader& c, const Reading& reading, Strategy& s,
 }
 
 // Every key of |object| under |path| that the reading did not use, as "FILE: key value".
-void ListUnread(const Json& object, const std::string& path,
-                const std::set<std::string, std::less<>>& read, const std::string& file,
-                std::vector<std::string>& out) {
+void ListMdsUnread(const Json& object, const std::string& path,
+                   const std::set<std::string, std::less<>>& read, const std::string& file,
+                   std::vector<std::string>& out) {
   for (const auto& [key, value] : object.items()) {
     const std::string here = path.empty() ? key : path + "." + key;
     if (read.count(here)) continue;
     if (value.is_object() && read.count(here + ".")) {
-      ListUnread(value, here, read, file, out);
+      ListMdsUnread(value, here, read, file, out);
     } else {
       out.push_back(StrCat(file, ": ", here, " ", value.dump()));
     }
@@ -437,7 +438,7 @@ void ListUnread(const Json& object, const std::string& path,
 }
 
 // The keys the reading uses; "key." marks an object whose own keys are looked at one by one.
-const std::set<std::string, std::less<>>& ReadKeys() {
+const std::set<std::string, std::less<>>& MdsReadKeys() {
   static const std::set<std::string, std::less<>> kKeys = {
       "train_batch_size",
       "train_micro_batch_size_per_gpu",
@@ -475,7 +476,7 @@ const std::set<std::string, std::less<>>& ReadKeys() {
 
 // The precision keys of the config: bf16 (or its alias bfloat16) and fp16 {enabled}, and the
 // gradient dtypes.
-void ReadConfigPrecision(JsonReader& c, Reading& reading) {
+void ReadMdsConfigPrecision(JsonReader& c, MdsReading& reading) {
   const auto enabled = [&](std::string_view key) {
     if (!c.Has(key)) return false;
     return c.Object(key).OptionalBool("enabled").value_or(false);
@@ -486,7 +487,7 @@ void ReadConfigPrecision(JsonReader& c, Reading& reading) {
   const auto dtype = [&](JsonReader& o, std::string_view key) -> std::optional<std::string> {
     const std::optional<std::string> name = o.OptionalString(key);
     if (!name) return std::nullopt;
-    std::optional<std::string> d = DtypeOf(*name);
+    std::optional<std::string> d = MdsDtypeOf(*name);
     if (!d)
       o.AddError(key, StrCat("\"", *name, "\" is not a dtype DeepSpeed takes; use fp32 or bf16"));
     return d;
@@ -498,7 +499,7 @@ void ReadConfigPrecision(JsonReader& c, Reading& reading) {
 
 // activation_checkpointing (deepspeed/runtime/activation_checkpointing/config.py): loom simulates
 // checkpoints of whole layers kept on the GPU, unpartitioned.
-void ReadActivationCheckpointing(JsonReader& c) {
+void ReadMdsActivationCheckpointing(JsonReader& c) {
   if (!c.Has("activation_checkpointing")) return;
   JsonReader& a = c.Object("activation_checkpointing");
   for (const char* key : {"partition_activations", "cpu_checkpointing"}) {
@@ -535,9 +536,9 @@ Result<MegatronLaunch> ReadMegatronDeepSpeedLaunch(const std::vector<std::string
                                     " in its place (--deepspeed-config)"));
     }
   }
-  Reading reading;
+  MdsReading reading;
   Strategy& s = launch.strategy;
-  ReadParallelism(r, reading, s);
+  ReadMdsParallelism(r, reading, s);
   if (!r.Has("--seq-length")) r.Error("the arguments lack --seq-length; add it");
   s.seq_len = r.Int("--seq-length", 1);
   reading.world = launch.launcher_world_size.value_or(world_size);
@@ -556,17 +557,17 @@ Result<MegatronLaunch> ReadMegatronDeepSpeedLaunch(const std::vector<std::string
   // DeepSpeed's PipelineModule splits the layers itself, unevenly where pp does not divide them.
   if (s.pp > 1 && model.num_layers % s.pp != 0)
     s.layout = MegatronDeepSpeedStageLayers(model, s.pp);
-  ReadExperts(r, model, s);
-  ReadKernels(r, launch.options, launch.notes);
-  ReadRecompute(r, s, launch.notes);
-  CheckShape(r, model, launch.notes);
+  ReadMdsExperts(r, model, s);
+  ReadMdsKernels(r, launch.options, launch.notes);
+  ReadMdsRecompute(r, s, launch.notes);
+  CheckMdsShape(r, model, launch.notes);
 
   JsonReader c(config, files.config);
-  ReadConfigPrecision(c, reading);
-  ReadPrecisionAndOptimizer(r, reading, s);
-  ReadBatch(c, r, s);
-  ReadZero(c, r, s, launch.notes);
-  ReadActivationCheckpointing(c);
+  ReadMdsConfigPrecision(c, reading);
+  ReadMdsPrecisionAndOptimizer(r, reading, s);
+  ReadMdsBatch(c, r, s);
+  ReadMdsZero(c, r, s, launch.notes);
+  ReadMdsActivationCheckpointing(c);
   if (c.Has("optimizer")) {
     JsonReader& o = c.Object("optimizer");
     if (std::optional<std::string> type = o.OptionalString("type")) {
@@ -587,7 +588,7 @@ Result<MegatronLaunch> ReadMegatronDeepSpeedLaunch(const std::vector<std::string
     p.OptionalBool("pipe_partitioned");
     p.OptionalBool("grad_partitioned");
   }
-  ReadGradientDtype(c, reading, s, launch.notes);
+  ReadMdsGradientDtype(c, reading, s, launch.notes);
   if (reading.pipeline_engine && r.Text("--transformer-impl").value_or("local") != "local") {
     r.Error(
         "--transformer-impl transformer_engine under DeepSpeed's pipeline engine: GPTModelPipe "
@@ -626,9 +627,9 @@ Result<MegatronLaunch> ReadMegatronDeepSpeedLaunch(const std::vector<std::string
                plan.status().message()));
   }
   for (const std::string& flag : parsed.order) {
-    if (!ReadFlags().count(flag)) launch.not_modelled.push_back(parsed.given.at(flag).Text());
+    if (!MdsReadFlags().count(flag)) launch.not_modelled.push_back(parsed.given.at(flag).Text());
   }
-  ListUnread(config, "", ReadKeys(), files.config, launch.not_modelled);
+  ListMdsUnread(config, "", MdsReadKeys(), files.config, launch.not_modelled);
   return launch;
 }
 

@@ -11,12 +11,12 @@
 namespace loom {
 namespace {
 
-bool EndsWith(std::string_view text, std::string_view tail) {
+bool EndsWithText(std::string_view text, std::string_view tail) {
   return text.size() >= tail.size() && text.substr(text.size() - tail.size()) == tail;
 }
 
 // torchrun's --nnodes and --nproc_per_node (or --nproc-per-node), when both are numbers.
-std::optional<int64_t> LauncherWorldSize(const std::vector<std::string>& words) {
+std::optional<int64_t> TorchrunWorldSize(const std::vector<std::string>& words) {
   std::optional<int64_t> nodes, per_node;
   for (size_t i = 0; i < words.size(); ++i) {
     std::string flag = words[i], value;
@@ -74,9 +74,9 @@ Result<LaunchArguments> SplitLaunchArguments(const std::vector<std::string>& wor
                                              const std::string& file) {
   LaunchArguments out;
   const auto script = std::find_if(words.begin(), words.end(),
-                                   [](const std::string& w) { return EndsWith(w, ".py"); });
+                                   [](const std::string& w) { return EndsWithText(w, ".py"); });
   if (script != words.end()) {
-    out.launcher_world_size = LauncherWorldSize({words.begin(), script});
+    out.launcher_world_size = TorchrunWorldSize({words.begin(), script});
   }
   GivenFlag* last = nullptr;
   for (auto it = script == words.end() ? words.begin() : script + 1; it != words.end(); ++it) {

@@ -20,9 +20,9 @@ namespace loom {
 namespace {
 
 using Words = std::vector<std::string>;
-const MegatronDeepSpeedFiles kFiles{"run.sh", "ds_config.json"};
+const MegatronDeepSpeedFiles kMdsFiles{"run.sh", "ds_config.json"};
 
-ModelSpec ModelNamed(const std::string& name) {
+ModelSpec MdsModel(const std::string& name) {
   Result<ModelSpec> model = LoadModelSpec(Shipped("models/" + name + ".json"));
   EXPECT_TRUE(model.ok()) << model.status().message();
   return model.ok() ? *model : ModelSpec();
@@ -95,29 +95,29 @@ nlohmann::json Llama8bConfig() {
   })");
 }
 
-Result<MegatronLaunch> Read(const Words& words, const nlohmann::json& config,
-                            const std::string& model = "llama3-8b", int64_t world = 1024) {
-  return ReadMegatronDeepSpeedLaunch(words, config, ModelNamed(model), world, kFiles);
+Result<MegatronLaunch> ReadMds(const Words& words, const nlohmann::json& config,
+                               const std::string& model = "llama3-8b", int64_t world = 1024) {
+  return ReadMegatronDeepSpeedLaunch(words, config, MdsModel(model), world, kMdsFiles);
 }
 
-std::string ErrorOf(const Words& words, const nlohmann::json& config) {
-  Result<MegatronLaunch> launch = Read(words, config);
+std::string MdsError(const Words& words, const nlohmann::json& config) {
+  Result<MegatronLaunch> launch = ReadMds(words, config);
   return launch.ok() ? std::string("ok") : launch.status().message();
 }
 
-Words With(Words words, const Words& extra) {
+Words WithArgs(Words words, const Words& extra) {
   words.insert(words.end(), extra.begin(), extra.end());
   return words;
 }
 
-Words Without(Words words, const std::string& flag, int values) {
+Words WithoutArg(Words words, const std::string& flag, int values) {
   const auto it = std::find(words.begin(), words.end(), flag);
   if (it != words.end()) words.erase(it, it + 1 + values);
   return words;
 }
 
 TEST(DeepSpeedConfigIn, AUsersLaunchReadsToItsStrategyAndListsWhatLoomDoesNotModel) {
-  Result<MegatronLaunch> launch = Read(Llama8bLaunch(), Llama8bConfig());
+  Result<MegatronLaunch> launch = ReadMds(Llama8bLaunch(), Llama8bConfig());
   ASSERT_TRUE(launch.ok()) << launch.status().message();
   const Strategy& s = launch->strategy;
   EXPECT_EQ(launch->launcher_world_size, 16);
@@ -149,58 +149,58 @@ TEST(DeepSpeedConfigIn, TheBatchIsAnyTwoOfTheThreeKeysAsDeepSpeedDerivesIt) {
   nlohmann::json config = Llama8bConfig();
   config.erase("train_micro_batch_size_per_gpu");
   config["gradient_accumulation_steps"] = 8;
-  Result<MegatronLaunch> launch = Read(Llama8bLaunch(), config);
+  Result<MegatronLaunch> launch = ReadMds(Llama8bLaunch(), config);
   ASSERT_TRUE(launch.ok()) << launch.status().message();
   EXPECT_EQ(launch->strategy.micro_batch, 2);  // 64 / dp 4 / 8
   config["gradient_accumulation_steps"] = 4;
-  const std::string m = ErrorOf(Llama8bLaunch(), config);
+  const std::string m = MdsError(Llama8bLaunch(), config);
   EXPECT_NE(m.find("--micro-batch-size differs from the DeepSpeed config's 4"), std::string::npos)
       << m;
   config = Llama8bConfig();
   config["train_batch_size"] = 60;
-  EXPECT_NE(ErrorOf(Llama8bLaunch(), config).find("ds_config.json: train_batch_size: 60 is not "),
+  EXPECT_NE(MdsError(Llama8bLaunch(), config).find("ds_config.json: train_batch_size: 60 is not "),
             std::string::npos)
-      << ErrorOf(Llama8bLaunch(), config);
+      << MdsError(Llama8bLaunch(), config);
   config["train_batch_size"] = "auto";
-  EXPECT_NE(ErrorOf(Llama8bLaunch(), config).find("train_batch_size"), std::string::npos);
+  EXPECT_NE(MdsError(Llama8bLaunch(), config).find("train_batch_size"), std::string::npos);
 }
 
 TEST(DeepSpeedConfigIn, WhatTheTwoFilesDisagreeOnOrLoomCannotSimulateIsNamed) {
   const Words launch = Llama8bLaunch();
   const nlohmann::json config = Llama8bConfig();
-  EXPECT_NE(ErrorOf(Without(launch, "--bf16", 0), config)
+  EXPECT_NE(MdsError(WithoutArg(launch, "--bf16", 0), config)
                 .find("run.sh: the arguments say neither --bf16 nor --fp16 and the DeepSpeed "
                       "config bf16.enabled"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Without(launch, "--deepspeed", 0), config).find("lack --deepspeed"),
+  EXPECT_NE(MdsError(WithoutArg(launch, "--deepspeed", 0), config).find("lack --deepspeed"),
             std::string::npos);
-  EXPECT_NE(
-      ErrorOf(With(launch, {"--ds-sequence-parallel-size", "2"}), config).find("DeepSpeed-Ulysses"),
-      std::string::npos);
-  EXPECT_NE(ErrorOf(With(launch, {"--num-layers", "40"}), config)
+  EXPECT_NE(MdsError(WithArgs(launch, {"--ds-sequence-parallel-size", "2"}), config)
+                .find("DeepSpeed-Ulysses"),
+            std::string::npos);
+  EXPECT_NE(MdsError(WithArgs(launch, {"--num-layers", "40"}), config)
                 .find("--num-layers 40 builds another model than"),
             std::string::npos);
   nlohmann::json zero3 = config;
   zero3["zero_optimization"] = {{"stage", 3}};
   // ZeRO-3 on two pipeline stages: DeepSpeed's pipeline engine refuses it, and loom's emitter too.
-  EXPECT_NE(ErrorOf(launch, zero3).find("loom cannot simulate this launch as Megatron-DeepSpeed"),
+  EXPECT_NE(MdsError(launch, zero3).find("loom cannot simulate this launch as Megatron-DeepSpeed"),
             std::string::npos)
-      << ErrorOf(launch, zero3);
+      << MdsError(launch, zero3);
   nlohmann::json nvme = config;
   nvme["zero_optimization"]["offload_optimizer"] = {{"device", "nvme"}};
-  const std::string m = ErrorOf(With(launch, {"--cpu-optimizer"}), nvme);
+  const std::string m = MdsError(WithArgs(launch, {"--cpu-optimizer"}), nvme);
   EXPECT_NE(m.find("ds_config.json: zero_optimization.offload_optimizer.device"), std::string::npos)
       << m;
   nlohmann::json typo = config;
   typo["zero_optimisation"] = {{"stage", 2}};
-  EXPECT_NE(ErrorOf(launch, typo).find("zero_optimisation"), std::string::npos);
+  EXPECT_NE(MdsError(launch, typo).find("zero_optimisation"), std::string::npos);
   nlohmann::json bf16_sum = config;
   bf16_sum["zero_optimization"]["stage"] = 0;
   bf16_sum["data_types"]["grad_accum_dtype"] = "bf16";
   Words one_stage =
-      With(Without(launch, "--pipeline-model-parallel-size", 1), {"--no-pipeline-parallel"});
-  EXPECT_NE(ErrorOf(one_stage, bf16_sum).find("raises NotImplementedError"), std::string::npos)
-      << ErrorOf(one_stage, bf16_sum);
+      WithArgs(WithoutArg(launch, "--pipeline-model-parallel-size", 1), {"--no-pipeline-parallel"});
+  EXPECT_NE(MdsError(one_stage, bf16_sum).find("raises NotImplementedError"), std::string::npos)
+      << MdsError(one_stage, bf16_sum);
 }
 
 // The round trip: every DeepSpeed plan DeepSpeedConfig writes for the strategies of the planner's
@@ -210,7 +210,7 @@ TEST(DeepSpeedConfigIn, WhatTheTwoFilesDisagreeOnOrLoomCannotSimulateIsNamed) {
 TEST(DeepSpeedConfigIn, EveryEmittedPlanReadsBackToItsStrategy) {
   int64_t checked = 0, fp8 = 0;
   for (const std::string name : {"llama3-8b", "gpt3-1.3b", "mixtral-8x7b", "qwen2.5-7b"}) {
-    const ModelSpec model = ModelNamed(name);
+    const ModelSpec model = MdsModel(name);
     for (const int64_t nodes : {1, 4}) {
       Result<ClusterSpec> cluster =
           LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), nodes);
@@ -236,8 +236,8 @@ TEST(DeepSpeedConfigIn, EveryEmittedPlanReadsBackToItsStrategy) {
           Result<DeepSpeedPlan> plan = DeepSpeedConfig(model, s, options);
           if (!plan.ok()) continue;
           const nlohmann::json config = nlohmann::json::parse(plan->config.dump());
-          Result<MegatronLaunch> back = ReadMegatronDeepSpeedLaunch(plan->launcher_args, config,
-                                                                    model, s.WorldSize(), kFiles);
+          Result<MegatronLaunch> back = ReadMegatronDeepSpeedLaunch(
+              plan->launcher_args, config, model, s.WorldSize(), kMdsFiles);
           ASSERT_TRUE(back.ok()) << name << " " << ConstraintText(s) << "\n"
                                  << back.status().message();
           EXPECT_TRUE(back->not_modelled.empty()) << back->not_modelled.front();

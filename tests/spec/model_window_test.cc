@@ -14,7 +14,7 @@
 namespace loom {
 namespace {
 
-ModelSpec Shipped(const std::string& name) {
+ModelSpec WindowModel(const std::string& name) {
   Result<ModelSpec> model =
       LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
   EXPECT_TRUE(model.ok()) << model.status().message();
@@ -22,7 +22,7 @@ ModelSpec Shipped(const std::string& name) {
 }
 
 // A small Mistral-shaped config with |extra| keys over it.
-Result<ModelSpec> Parse(const nlohmann::json& extra) {
+Result<ModelSpec> ParseWindowed(const nlohmann::json& extra) {
   nlohmann::json config = {{"model_type", "mistral"},   {"hidden_size", 1024},
                            {"intermediate_size", 4096}, {"num_hidden_layers", 8},
                            {"num_attention_heads", 8},  {"num_key_value_heads", 8},
@@ -33,7 +33,7 @@ Result<ModelSpec> Parse(const nlohmann::json& extra) {
 }
 
 TEST(ModelWindow, Gemma3WindowsAllButEverySixthLayer) {
-  const ModelSpec m = Shipped("gemma-3-1b");
+  const ModelSpec m = WindowModel("gemma-3-1b");
   EXPECT_EQ(m.sliding_window, 512);
   EXPECT_EQ(m.NumWindowedLayers(), 22);  // layers 6, 12, 18 and 24 (from 1) attend globally
   for (int64_t i = 0; i < m.num_layers; ++i) EXPECT_EQ(m.windowed_layers[i], (i + 1) % 6 != 0) << i;
@@ -43,7 +43,7 @@ TEST(ModelWindow, Gemma3WindowsAllButEverySixthLayer) {
 }
 
 TEST(ModelWindow, Gemma2WindowsEveryOtherLayerFromTheFirst) {
-  const ModelSpec m = Shipped("gemma-2-9b");
+  const ModelSpec m = WindowModel("gemma-2-9b");
   EXPECT_EQ(m.sliding_window, 4096);
   EXPECT_EQ(m.NumWindowedLayers(), 21);
   EXPECT_TRUE(m.windowed_layers[0]);
@@ -51,27 +51,27 @@ TEST(ModelWindow, Gemma2WindowsEveryOtherLayerFromTheFirst) {
 }
 
 TEST(ModelWindow, NullOrSwitchedOffWindowsAreNone) {
-  EXPECT_EQ(Shipped("mistral-7b-v0.3").NumWindowedLayers(), 0);  // sliding_window null
-  EXPECT_EQ(Shipped("qwen2.5-7b").NumWindowedLayers(), 0);       // use_sliding_window false
-  EXPECT_EQ(Shipped("llama3-8b").NumWindowedLayers(), 0);
+  EXPECT_EQ(WindowModel("mistral-7b-v0.3").NumWindowedLayers(), 0);  // sliding_window null
+  EXPECT_EQ(WindowModel("qwen2.5-7b").NumWindowedLayers(), 0);       // use_sliding_window false
+  EXPECT_EQ(WindowModel("llama3-8b").NumWindowedLayers(), 0);
 }
 
 TEST(ModelWindow, QwenWindowsTheLayersFromMaxWindowLayersAndLayerTypesWin) {
-  Result<ModelSpec> qwen = Parse({{"model_type", "qwen2"},
-                                  {"use_sliding_window", true},
-                                  {"sliding_window", 4096},
-                                  {"max_window_layers", 6}});
+  Result<ModelSpec> qwen = ParseWindowed({{"model_type", "qwen2"},
+                                          {"use_sliding_window", true},
+                                          {"sliding_window", 4096},
+                                          {"max_window_layers", 6}});
   ASSERT_TRUE(qwen.ok()) << qwen.status().message();
   EXPECT_EQ(qwen->NumWindowedLayers(), 2);
   EXPECT_TRUE(qwen->windowed_layers[6]);
   EXPECT_FALSE(qwen->windowed_layers[5]);
-  Result<ModelSpec> mistral = Parse({{"sliding_window", 4096}});
+  Result<ModelSpec> mistral = ParseWindowed({{"sliding_window", 4096}});
   ASSERT_TRUE(mistral.ok());
   EXPECT_EQ(mistral->NumWindowedLayers(), 8);  // every layer, as MistralAttention
   const nlohmann::json types = {"sliding_attention", "full_attention",   "sliding_attention",
                                 "full_attention",    "full_attention",   "full_attention",
                                 "full_attention",    "sliding_attention"};
-  Result<ModelSpec> listed = Parse({{"sliding_window", 128}, {"layer_types", types}});
+  Result<ModelSpec> listed = ParseWindowed({{"sliding_window", 128}, {"layer_types", types}});
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(listed->NumWindowedLayers(), 3);
   EXPECT_TRUE(listed->windowed_layers[7]);
@@ -79,7 +79,7 @@ TEST(ModelWindow, QwenWindowsTheLayersFromMaxWindowLayersAndLayerTypesWin) {
 
 TEST(ModelWindow, LayerTypesLoomCannotReadAreErrors) {
   Result<ModelSpec> short_list =
-      Parse({{"sliding_window", 128}, {"layer_types", {"sliding_attention"}}});
+      ParseWindowed({{"sliding_window", 128}, {"layer_types", {"sliding_attention"}}});
   ASSERT_FALSE(short_list.ok());
   EXPECT_NE(short_list.status().message().find(
                 "layer_types: lists 1 kinds of attention for num_hidden_layers 8"),
@@ -87,13 +87,13 @@ TEST(ModelWindow, LayerTypesLoomCannotReadAreErrors) {
       << short_list.status().message();
   nlohmann::json chunked = nlohmann::json::array();
   for (int i = 0; i < 8; ++i) chunked.push_back("chunked_attention");
-  Result<ModelSpec> llama4 = Parse({{"sliding_window", 128}, {"layer_types", chunked}});
+  Result<ModelSpec> llama4 = ParseWindowed({{"sliding_window", 128}, {"layer_types", chunked}});
   ASSERT_FALSE(llama4.ok());
   EXPECT_NE(llama4.status().message().find("\"chunked_attention\" is a kind of attention loom does "
                                            "not model"),
             std::string::npos)
       << llama4.status().message();
-  EXPECT_FALSE(Parse({{"sliding_window", 0}}).ok());
+  EXPECT_FALSE(ParseWindowed({{"sliding_window", 0}}).ok());
 }
 
 // Gemma 3 1B at 32,768 tokens, by hand: attention meets 2 * span * heads * (d_qk + d_v) per layer
@@ -101,7 +101,7 @@ TEST(ModelWindow, LayerTypesLoomCannotReadAreErrors) {
 // 2.10 M in each of the 22 windowed ones; the matmuls are 2 per weight a token passes through
 // (without the input embedding, with the tied output head).
 TEST(ModelWindow, Gemma3FlopsPerTokenCountTheWindowInTheWindowedLayers) {
-  const ModelSpec m = Shipped("gemma-3-1b");
+  const ModelSpec m = WindowModel("gemma-3-1b");
   const double attention = 4 * 2.0 * 32768 * 4 * 512 + 22 * 2.0 * 512 * 4 * 512;
   const double per_layer = 1152.0 * (4 * 256) + 2 * 1152.0 * 256 + 4 * 256 * 1152.0 +
                            3 * 1152.0 * 6912;  // q, k and v, o, the gated MLP
@@ -116,7 +116,7 @@ TEST(ModelWindow, Gemma3FlopsPerTokenCountTheWindowInTheWindowedLayers) {
 }
 
 TEST(ModelWindow, RingAttentionIsRefusedForAWindowAllGatherIsNot) {
-  const ModelSpec m = Shipped("gemma-3-1b");
+  const ModelSpec m = WindowModel("gemma-3-1b");
   Result<ClusterSpec> cluster =
       LoadClusterSpec(std::string(LOOM_SOURCE_DIR) + "/hardware/clusters/dgx-h100.json", 1);
   ASSERT_TRUE(cluster.ok());
