@@ -31,7 +31,9 @@ function head(line,    rest) {
   sub(/^ /, "", line)
   if (!match(line, /[0-9]+(,[0-9][0-9][0-9])*(\.[0-9]+)?/)) return line
   rest = substr(line, RSTART + RLENGTH)
-  match(rest, /^[^ ]* ?[^ ]*/)
+  # Its unit: what is glued to it ("25.7%"), else the next word ("469.6 ms").
+  if (rest ~ /^[^ ]/) match(rest, /^[^ ]*/)
+  else match(rest, /^ [^ ]*/)
   return substr(line, 1, length(line) - length(rest)) substr(rest, RSTART, RLENGTH)
 }
 

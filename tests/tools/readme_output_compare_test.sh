@@ -36,5 +36,8 @@ expect 0 "a timed column left out with first_only" -v tol=0.02 -v first_only=1
 expect 1 "the same without first_only" -v tol=0.02
 printf 'step time   494.5 ms   485.9 ms   +3.5%%\n' >"$dir/shown"
 expect 1 "a predicted column 5 %% off with first_only" -v tol=0.02 -v first_only=1
-[ $status -eq 0 ] && echo "7 comparisons as expected"
+printf 'bubble fraction   25.7%%   67.5%%   +163.0%%\n' >"$dir/actual"
+printf 'bubble fraction   25.7%%   28.4%%   +10.5%%\n' >"$dir/shown"
+expect 0 "a unit glued to the first number, then a timed column" -v tol=0.02 -v first_only=1
+[ $status -eq 0 ] && echo "8 comparisons as expected"
 exit $status
