@@ -419,7 +419,7 @@ std::optional<std::string> ReadChoice(JsonReader& r, std::string_view key,
   if (std::find(names.begin(), names.end(), *value) != names.end()) return value;
   // Two edits catch a dropped, doubled or swapped letter.
   const std::optional<NearName> closest = NearestName(*value, names, 2);
-  r.AddError(key, "is " + Quoted(*value) + "; " +
+  r.AddError(key, "is " + Quoted(Abbreviated(*value)) + "; " +
                       (closest ? "did you mean " + Quoted(names[closest->index]) + "? " : "") +
                       "it must be one of " + JoinQuoted(names));
   return std::nullopt;

@@ -102,17 +102,7 @@ Result<Scenario> LoadScenario(const std::string& path) {
   if (std::optional<std::string> framework = r.OptionalString("framework")) {
     scenario.framework = IsFrameworkPath(*framework) ? PathBeside(path, *framework) : *framework;
   }
-  if (std::optional<std::string> attention = r.OptionalString("attention")) {
-    const std::vector<std::string> choices = AttentionChoices();
-    if (std::find(choices.begin(), choices.end(), *attention) == choices.end()) {
-      std::string listed;
-      for (const std::string& c : choices) listed += (listed.empty() ? "\"" : ", \"") + c + "\"";
-      r.AddError("attention",
-                 "is \"" + Abbreviated(*attention) + "\"; it must be one of " + listed);
-    } else {
-      scenario.attention = *attention;
-    }
-  }
+  if (r.Has("attention")) scenario.attention = ReadChoice(r, "attention", AttentionChoices());
   scenario.dropout = r.OptionalBool("dropout");
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return scenario;

@@ -668,7 +668,8 @@ TEST(Simulate, AScenarioSetsAttentionAndDropout) {
   WriteGpt3Scenario(scenario, "loom-attention-scenario.json");
   CommandResult bad = Loom({"simulate", path});
   EXPECT_EQ(bad.code, kExitBadInput);
-  EXPECT_NE(bad.err.find("attention: is \"flash3\"; it must be one of \"fused\""),
+  EXPECT_NE(bad.err.find(
+                "attention: is \"flash3\"; did you mean \"flash2\"? it must be one of \"fused\""),
             std::string::npos)
       << bad.err;
 }
