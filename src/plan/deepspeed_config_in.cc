@@ -282,15 +282,7 @@ void ReadMdsPrecisionAndOptimizer(LaunchArgumentReader& r, const MdsReading& rea
     if (!bf16) r.Error("--fp8-hybrid or --fp8-e4m3 without --bf16: loom simulates fp8 over bf16");
     s.dtype = Dtype::kFp8;
   }
-  if (std::optional<std::string> optimizer = r.Text("--optimizer")) {
-    if (*optimizer == "adam") {
-      s.optimizer = Optimizer::kAdam;
-    } else if (*optimizer == "sgd") {
-      s.optimizer = Optimizer::kSgd;
-    } else {
-      r.Error("--optimizer " + *optimizer + ": Megatron-DeepSpeed takes adam or sgd");
-    }
-  }
+  ReadOptimizerFlag(r, s);
 }
 
 // The batch: any two of train_batch_size, train_micro_batch_size_per_gpu and

@@ -165,6 +165,17 @@ Status LaunchArgumentReader::Finish() const {
   return Status::InvalidArgument(message);
 }
 
+void ReadOptimizerFlag(LaunchArgumentReader& r, Strategy& s) {
+  const std::string optimizer = r.Text("--optimizer").value_or("adam");
+  if (optimizer == "adam") {
+    s.optimizer = Optimizer::kAdam;
+  } else if (optimizer == "sgd") {
+    s.optimizer = Optimizer::kSgd;
+  } else {
+    r.Error("--optimizer " + optimizer + ": loom simulates adam and sgd");
+  }
+}
+
 bool ReadDropout(LaunchArgumentReader& r, std::vector<std::string>& notes) {
   const double attention = r.Real("--attention-dropout").value_or(0.1);
   const double hidden = r.Real("--hidden-dropout").value_or(0.1);

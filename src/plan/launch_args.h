@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "spec/strategy.h"
 
 namespace loom {
 
@@ -81,6 +82,9 @@ class LaunchArgumentReader {
   std::string file_;
   std::vector<std::string> errors_;
 };
+
+// --optimizer: adam (both frameworks' default) or sgd into |s|; another is an error.
+void ReadOptimizerFlag(LaunchArgumentReader& r, Strategy& s);
 
 // Whether the launch runs dropout: --attention-dropout and --hidden-dropout, 0.1 by default in
 // Megatron-LM and Megatron-DeepSpeed alike (_add_regularization_args). loom runs it in both places

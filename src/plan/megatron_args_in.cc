@@ -197,15 +197,7 @@ void ReadPrecisionAndOptimizer(LaunchArgumentReader& r, Strategy& s,
     }
   }
   s.grad_reduce_in_bf16 = r.Switch("--grad-reduce-in-bf16");
-  if (std::optional<std::string> optimizer = r.Text("--optimizer")) {
-    if (*optimizer == "adam") {
-      s.optimizer = Optimizer::kAdam;
-    } else if (*optimizer == "sgd") {
-      s.optimizer = Optimizer::kSgd;
-    } else {
-      r.Error("--optimizer " + *optimizer + ": loom simulates adam and sgd");
-    }
-  }
+  ReadOptimizerFlag(r, s);
   const bool distributed = r.Switch("--use-distributed-optimizer");
   const bool fsdp = r.Switch("--use-megatron-fsdp");
   s.zero_stage = distributed ? 1 : 0;
