@@ -345,6 +345,23 @@ std::string JsonReader::KnownKeyList() const {
 
 void JsonReader::Allow(std::string_view key) { known_.emplace(key); }
 
+std::vector<std::pair<std::string, const nlohmann::json*>> JsonReader::UnreadKeys() const {
+  std::vector<std::pair<std::string, const nlohmann::json*>> unread;
+  for (const auto& [key, value] : object_.items()) {
+    const std::string path = path_.empty() ? key : path_ + "." + key;
+    if (known_.count(key) == 0) {
+      unread.emplace_back(path, &value);
+      continue;
+    }
+    for (const auto& child : children_) {
+      if (child->path_ != path) continue;
+      std::vector<std::pair<std::string, const nlohmann::json*>> nested = child->UnreadKeys();
+      unread.insert(unread.end(), nested.begin(), nested.end());
+    }
+  }
+  return unread;
+}
+
 void JsonReader::CollectErrors(std::vector<std::string>* out) const {
   out->insert(out->end(), errors_.begin(), errors_.end());
   for (const auto& child : children_) child->CollectErrors(out);

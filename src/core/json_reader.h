@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -105,6 +106,12 @@ class JsonReader {
 
   // Checks for unknown keys under |policy| and returns every recorded error, one per line.
   Status Finish(UnknownKeys policy, std::initializer_list<std::string_view> also_allowed = {});
+
+  // The keys of the object that no getter asked for (Allow counts as asking), each with its
+  // value, then in place of a key read with Object the unread keys of that nested reader; named
+  // by their key path ("zero_optimization.reduce_bucket_size"), in the object's order. What a
+  // reader of a foreign file read past, to list rather than drop.
+  std::vector<std::pair<std::string, const nlohmann::json*>> UnreadKeys() const;
 
   const std::string& file() const { return file_; }
   // "file: a.b" for |key| under this reader's path; used in messages.

@@ -20,8 +20,6 @@
 namespace loom {
 namespace {
 
-using Json = nlohmann::json;
-
 // The flags read into the strategy, the kernels or the checks below; every other flag is listed as
 // not modelled.
 const std::set<std::string, std::less<>>& MdsReadFlags() {
@@ -336,12 +334,11 @@ void ReadMdsZero(JsonReader& c, LaunchArgumentReader& r, Strategy& s,
   if (!c.Has("zero_optimization")) return;
   JsonReader& z = c.Object("zero_optimization");
   s.zero_stage = z.OptionalInt("stage", {0, 3}).value_or(0);
-  s.overlap_grad_reduce =
-      s.zero_stage >= 1 && z.OptionalBool("overlap_comm").value_or(s.zero_stage == 3);
-  if (s.zero_stage == 3) {
-    s.overlap_param_gather =
-        z.OptionalNonNegativeNumber("stage3_prefetch_bucket_size").value_or(5e7) > 0;
-  }
+  // Both read at every stage, so that neither is listed as not modelled where it has no effect.
+  const bool overlap = z.OptionalBool("overlap_comm").value_or(s.zero_stage == 3);
+  const double prefetch = z.OptionalNonNegativeNumber("stage3_prefetch_bucket_size").value_or(5e7);
+  s.overlap_grad_reduce = s.zero_stage >= 1 && overlap;
+  s.overlap_param_gather = s.zero_stage == 3 && prefetch > 0;
   z.Allow("reduce_scatter");
   z.Allow("contiguous_gradients");
   const auto device = [&](std::string_view key) -> std::string {
@@ -414,58 +411,6 @@ void ReadMdsGradientDtype(JsonReader& c, const MdsReading& reading, Strategy& s,
   }
 }
 
-// Every key of |object| under |path| that the reading did not use, as "FILE: key value".
-void ListMdsUnread(const Json& object, const std::string& path,
-                   const std::set<std::string, std::less<>>& read, const std::string& file,
-                   std::vector<std::string>& out) {
-  for (const auto& [key, value] : object.items()) {
-    const std::string here = path.empty() ? key : path + "." + key;
-    if (read.count(here)) continue;
-    if (value.is_object() && read.count(here + ".")) {
-      ListMdsUnread(value, here, read, file, out);
-    } else {
-      out.push_back(StrCat(file, ": ", here, " ", value.dump()));
-    }
-  }
-}
-
-// The keys the reading uses; "key." marks an object whose own keys are looked at one by one.
-const std::set<std::string, std::less<>>& MdsReadKeys() {
-  static const std::set<std::string, std::less<>> kKeys = {
-      "train_batch_size",
-      "train_micro_batch_size_per_gpu",
-      "gradient_accumulation_steps",
-      "bf16.",
-      "bf16.enabled",
-      "bfloat16.",
-      "bfloat16.enabled",
-      "fp16.",
-      "fp16.enabled",
-      "communication_data_type",
-      "data_types.",
-      "data_types.grad_accum_dtype",
-      "optimizer.",
-      "optimizer.type",
-      "zero_allow_untested_optimizer",
-      "zero_optimization.",
-      "zero_optimization.stage",
-      "zero_optimization.overlap_comm",
-      "zero_optimization.reduce_scatter",
-      "zero_optimization.contiguous_gradients",
-      "zero_optimization.stage3_prefetch_bucket_size",
-      "zero_optimization.offload_optimizer",
-      "zero_optimization.offload_param",
-      "activation_checkpointing.",
-      "activation_checkpointing.partition_activations",
-      "activation_checkpointing.cpu_checkpointing",
-      "activation_checkpointing.contiguous_memory_optimization",
-      "activation_checkpointing.synchronize_checkpoint_boundary",
-      "pipeline.",
-      "pipeline.pipe_partitioned",
-      "pipeline.grad_partitioned"};
-  return kKeys;
-}
-
 // The precision keys of the config: bf16 (or its alias bfloat16) and fp16 {enabled}, and the
 // gradient dtypes.
 void ReadMdsConfigPrecision(JsonReader& c, MdsReading& reading) {
@@ -473,7 +418,8 @@ void ReadMdsConfigPrecision(JsonReader& c, MdsReading& reading) {
     if (!c.Has(key)) return false;
     return c.Object(key).OptionalBool("enabled").value_or(false);
   };
-  reading.bf16 = enabled("bf16") || enabled("bfloat16");
+  const bool bf16 = enabled("bf16"), bfloat16 = enabled("bfloat16");  // its alias: read both
+  reading.bf16 = bf16 || bfloat16;
   reading.fp16 = enabled("fp16");
   if (reading.bf16 && reading.fp16) c.AddError("fp16", "and bf16 are both enabled; enable one");
   const auto dtype = [&](JsonReader& o, std::string_view key) -> std::optional<std::string> {
@@ -621,7 +567,9 @@ Result<MegatronLaunch> ReadMegatronDeepSpeedLaunch(const std::vector<std::string
   for (const std::string& flag : parsed.order) {
     if (!MdsReadFlags().count(flag)) launch.not_modelled.push_back(parsed.given.at(flag).Text());
   }
-  ListMdsUnread(config, "", MdsReadKeys(), files.config, launch.not_modelled);
+  for (const auto& [key, value] : c.UnreadKeys()) {
+    launch.not_modelled.push_back(StrCat(files.config, ": ", key, " ", value->dump()));
+  }
   return launch;
 }
 

@@ -1,6 +1,8 @@
 #include "core/json_reader.h"
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -214,6 +216,21 @@ TEST(JsonReader, NumbersBeyondTheirPhysicalRangeNameTheBound) {
   EXPECT_NE(s.message().find("c.json: latency_us: is 1e+300; it must be between 0 and 1e+06"),
             std::string::npos)
       << s.message();
+}
+
+// What a reader read past, named by key path in the object's order: unread keys whole, the keys
+// of an object read with Object one by one, Allow counting as read.
+TEST(JsonReader, UnreadKeysNameWhatNoGetterAskedFor) {
+  const nlohmann::json object = nlohmann::json::parse(
+      R"({"a": 1, "b": {"c": 2, "d": [3]}, "e": {"f": 4}, "g": "x", "h": true})");
+  JsonReader r(object, "f.json");
+  r.OptionalInt("a");
+  JsonReader& b = r.Object("b");
+  b.OptionalInt("c");
+  r.Allow("h");
+  std::vector<std::string> unread;
+  for (const auto& [key, value] : r.UnreadKeys()) unread.push_back(key + " " + value->dump());
+  EXPECT_EQ(unread, (std::vector<std::string>{"b.d [3]", "e {\"f\":4}", "g \"x\""}));
 }
 
 }  // namespace
