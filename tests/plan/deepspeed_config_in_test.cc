@@ -22,12 +22,6 @@ namespace {
 using Words = std::vector<std::string>;
 const MegatronDeepSpeedFiles kMdsFiles{"run.sh", "ds_config.json"};
 
-ModelSpec MdsModel(const std::string& name) {
-  Result<ModelSpec> model = LoadModelSpec(Shipped("models/" + name + ".json"));
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  return model.ok() ? *model : ModelSpec();
-}
-
 // A Megatron-DeepSpeed launch of Llama 3 8B on two nodes as a user writes it: torchrun, the model's
 // shape, the run's data and learning rate, and the switches that hand it to DeepSpeed.
 Words Llama8bLaunch() {
@@ -97,7 +91,7 @@ nlohmann::json Llama8bConfig() {
 
 Result<MegatronLaunch> ReadMds(const Words& words, const nlohmann::json& config,
                                const std::string& model = "llama3-8b", int64_t world = 1024) {
-  return ReadMegatronDeepSpeedLaunch(words, config, MdsModel(model), world, kMdsFiles);
+  return ReadMegatronDeepSpeedLaunch(words, config, ShippedModel(model), world, kMdsFiles);
 }
 
 std::string MdsError(const Words& words, const nlohmann::json& config) {
@@ -210,7 +204,7 @@ TEST(DeepSpeedConfigIn, WhatTheTwoFilesDisagreeOnOrLoomCannotSimulateIsNamed) {
 TEST(DeepSpeedConfigIn, EveryEmittedPlanReadsBackToItsStrategy) {
   int64_t checked = 0, fp8 = 0;
   for (const std::string name : {"llama3-8b", "gpt3-1.3b", "mixtral-8x7b", "qwen2.5-7b"}) {
-    const ModelSpec model = MdsModel(name);
+    const ModelSpec model = ShippedModel(name);
     for (const int64_t nodes : {1, 4}) {
       Result<ClusterSpec> cluster =
           LoadClusterSpec(Shipped("hardware/clusters/dgx-h100.json"), nodes);

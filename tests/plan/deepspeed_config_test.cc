@@ -1,5 +1,6 @@
 #include "plan/deepspeed_config.h"
 #include "plan/deepspeed_partition.h"
+#include "plan/plan_test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -22,13 +23,6 @@ namespace loom {
 namespace {
 
 using Args = std::vector<std::string>;
-
-ModelSpec DeepSpeedModel(const std::string& name) {
-  Result<ModelSpec> model =
-      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
-  return model.ok() ? *model : ModelSpec{};
-}
 
 bool Has(const Args& args, const std::string& flag) {
   return std::find(args.begin(), args.end(), flag) != args.end();
@@ -87,7 +81,7 @@ Strategy MixtralStrategy(int64_t zero_stage) {
 }
 
 TEST(DeepSpeedConfig, Zero3WithExpertsIsRefusedAsDeepSpeedRefusesNativeMoe) {
-  const ModelSpec mixtral = DeepSpeedModel("mixtral-8x7b");
+  const ModelSpec mixtral = ShippedModel("mixtral-8x7b");
   const std::string message = Error(mixtral, MixtralStrategy(3));
   EXPECT_NE(message.find("--zero 3 with the experts of"), std::string::npos) << message;
   EXPECT_NE(message.find("Native DeepSpeed MoE is not supported with ZeRO Stage 3"),
@@ -98,11 +92,11 @@ TEST(DeepSpeedConfig, Zero3WithExpertsIsRefusedAsDeepSpeedRefusesNativeMoe) {
   EXPECT_EQ(Ok(mixtral, MixtralStrategy(1)).config["zero_optimization"]["stage"], 1);
   Strategy dense = MixtralStrategy(3);
   dense.ep = 1;
-  EXPECT_EQ(Ok(DeepSpeedModel("llama3-8b"), dense).config["zero_optimization"]["stage"], 3);
+  EXPECT_EQ(Ok(ShippedModel("llama3-8b"), dense).config["zero_optimization"]["stage"], 3);
 }
 
 TEST(DeepSpeedConfig, SequenceParallelSetsOneDeviceConnectionInEnvAndNotes) {
-  const ModelSpec model = DeepSpeedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.tp = 2;
   s.dp = 4;
@@ -122,7 +116,7 @@ TEST(DeepSpeedConfig, SequenceParallelSetsOneDeviceConnectionInEnvAndNotes) {
 }
 
 TEST(DeepSpeedConfig, ExpertsOverPipelineAndTensorParallelTurnPipePartitioningOff) {
-  const ModelSpec mixtral = DeepSpeedModel("mixtral-8x7b");
+  const ModelSpec mixtral = ShippedModel("mixtral-8x7b");
   Strategy s;
   s.tp = 2;
   s.pp = 4;
@@ -148,12 +142,12 @@ TEST(DeepSpeedConfig, ExpertsOverPipelineAndTensorParallelTurnPipePartitioningOf
   no_pp.pp = 1;
   no_pp.dp = 32;
   EXPECT_FALSE(Ok(mixtral, AsDeepSpeed(no_pp)).config.contains("pipeline"));
-  EXPECT_FALSE(Ok(DeepSpeedModel("llama3-8b"), s)
+  EXPECT_FALSE(Ok(ShippedModel("llama3-8b"), s)
                    .config.contains("pipeline"));  // dense: one tensor needs a gradient
 }
 
 TEST(DeepSpeedConfig, FusedAttentionIsFlashAttention2AndUnfusedIsMegatronDeepSpeedsDefault) {
-  const ModelSpec model = DeepSpeedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -173,7 +167,7 @@ TEST(DeepSpeedConfig, FusedAttentionIsFlashAttention2AndUnfusedIsMegatronDeepSpe
 }
 
 TEST(DeepSpeedConfig, Tf32AndFp32PlansSayPyTorchDecidesTf32) {
-  const ModelSpec model = DeepSpeedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -191,7 +185,7 @@ TEST(DeepSpeedConfig, Tf32AndFp32PlansSayPyTorchDecidesTf32) {
 }
 
 TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
-  const ModelSpec model = DeepSpeedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 16;
@@ -263,7 +257,7 @@ TEST(DeepSpeedConfig, Bf16GradientsAreFp32OnlyWhereDeepSpeedSumsInFp32) {
 }
 
 TEST(DeepSpeedConfig, SelectiveRecomputeIsMegatronDeepSpeedsWithUnfusedAttentionOnly) {
-  const ModelSpec model = DeepSpeedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.pp = 2;
   s.dp = 4;
@@ -282,7 +276,7 @@ TEST(DeepSpeedConfig, SelectiveRecomputeIsMegatronDeepSpeedsWithUnfusedAttention
 }
 
 TEST(DeepSpeedConfig, BlockRecomputeRunsWithoutThePipelineEngineOnly) {
-  const ModelSpec model = DeepSpeedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -318,10 +312,10 @@ TEST(DeepSpeedConfig, BlockRecomputeRunsWithoutThePipelineEngineOnly) {
 // GPTModelPipe's specs (issue 45, section 4): 80 layers over 6 stages as 14,14,13,13,13,13; a plan
 // with that layout is emitted, one with another split is refused naming the one to use.
 TEST(DeepSpeedConfig, UnevenStagesAreDeepSpeedsPartitionBalanced) {
-  const ModelSpec model = DeepSpeedModel("llama3-70b");
+  const ModelSpec model = ShippedModel("llama3-70b");
   EXPECT_EQ(MegatronDeepSpeedStageLayers(model, 6), (std::vector<int64_t>{14, 14, 13, 13, 13, 13}));
   EXPECT_EQ(MegatronDeepSpeedStageLayers(model, 8), std::vector<int64_t>(8, 10));
-  EXPECT_EQ(MegatronDeepSpeedStageLayers(DeepSpeedModel("llama3-405b"), 16),
+  EXPECT_EQ(MegatronDeepSpeedStageLayers(ShippedModel("llama3-405b"), 16),
             (std::vector<int64_t>{8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 7}));
   // Weights as partition_balanced's own cases: the cost of equal splits ties, and the last cut
   // of equal cost wins.
@@ -348,7 +342,7 @@ TEST(DeepSpeedConfig, UnevenStagesAreDeepSpeedsPartitionBalanced) {
 // fp8 through Megatron-DeepSpeed is Transformer Engine's TransformerLayer (issue 45, section 4):
 // at pp 1, for a dense multi-head LayerNorm and GeLU model; the config says bf16.
 TEST(DeepSpeedConfig, Fp8IsTransformerEnginesLayerWithoutThePipelineEngine) {
-  const ModelSpec gpt = DeepSpeedModel("gpt3-1.3b");
+  const ModelSpec gpt = ShippedModel("gpt3-1.3b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 16;
@@ -361,7 +355,7 @@ TEST(DeepSpeedConfig, Fp8IsTransformerEnginesLayerWithoutThePipelineEngine) {
   EXPECT_TRUE(Has(plan.launcher_args, "--bf16"));
   EXPECT_FALSE(Has(plan.launcher_args, "--use-flash-attn-v2"));
   EXPECT_EQ(plan.config["bf16"]["enabled"], true);
-  std::string message = Error(DeepSpeedModel("llama3-8b"), s);
+  std::string message = Error(ShippedModel("llama3-8b"), s);
   EXPECT_NE(message.find("grouped-query attention"), std::string::npos) << message;
   EXPECT_NE(message.find("a LayerNorm and a GeLU MLP"), std::string::npos) << message;
   s.pp = 2;

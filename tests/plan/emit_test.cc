@@ -11,6 +11,7 @@
 #include "plan/deepspeed_config.h"
 #include "plan/flag_tables.h"
 #include "plan/megatron_args.h"
+#include "plan/plan_test_support.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 
@@ -18,13 +19,6 @@ namespace loom {
 namespace {
 
 using Args = std::vector<std::string>;
-
-ModelSpec EmittedModel(const std::string& name) {
-  Result<ModelSpec> model =
-      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
-  return model.ok() ? *model : ModelSpec{};
-}
 
 // The value token after |flag|, or nullopt when |flag| is absent or last.
 std::optional<std::string> FlagValue(const Args& args, const std::string& flag) {
@@ -146,7 +140,7 @@ TEST(MegatronArguments, Gpt3InterleavedGivesExactFlagsInGroupOrder) {
                          "--use-distributed-optimizer",
                          "--overlap-grad-reduce",
                          "--overlap-param-gather"};
-  EXPECT_EQ(MegatronOk(EmittedModel("gpt3-175b"), Gpt3Strategy()), expected);
+  EXPECT_EQ(MegatronOk(ShippedModel("gpt3-175b"), Gpt3Strategy()), expected);
 }
 
 TEST(MegatronArguments, Llama3GqaGivesQueryGroupsAndLlamaArchitecture) {
@@ -155,7 +149,7 @@ TEST(MegatronArguments, Llama3GqaGivesQueryGroupsAndLlamaArchitecture) {
   s.dp = 4;
   s.global_batch = 32;
   s.seq_len = 8192;
-  const Args args = MegatronOk(EmittedModel("llama3-70b"), s);
+  const Args args = MegatronOk(ShippedModel("llama3-70b"), s);
   EXPECT_EQ(IndexOf(args, "--group-query-attention") + 1, IndexOf(args, "--num-query-groups"));
   EXPECT_EQ(FlagValue(args, "--num-query-groups"), "8");
   EXPECT_EQ(FlagValue(args, "--kv-channels"), "128");
@@ -171,7 +165,7 @@ TEST(MegatronArguments, Llama3GqaGivesQueryGroupsAndLlamaArchitecture) {
 TEST(MegatronArguments, GroupsComeInDocumentedOrder) {
   Strategy s = Gpt3Strategy();
   s.recompute = Recompute::kSelective;
-  const Args args = MegatronOk(EmittedModel("gpt3-175b"), s);
+  const Args args = MegatronOk(ShippedModel("gpt3-175b"), s);
   // The first flag of each group: parallelism, batch, model, precision, optimizer, recompute,
   // overlap.
   const std::vector<std::string> firsts = {"--tensor-model-parallel-size",
@@ -197,7 +191,7 @@ TEST(MegatronArguments, MixtralGivesExpertsTopKAndAllToAll) {
   s.etp = 1;
   s.global_batch = 64;
   s.seq_len = 4096;
-  const Args args = MegatronOk(EmittedModel("mixtral-8x7b"), s);
+  const Args args = MegatronOk(ShippedModel("mixtral-8x7b"), s);
   EXPECT_EQ(FlagValue(args, "--num-experts"), "8");
   EXPECT_EQ(FlagValue(args, "--moe-router-topk"), "2");
   EXPECT_EQ(FlagValue(args, "--moe-ffn-hidden-size"), "14336");
@@ -214,7 +208,7 @@ TEST(MegatronArguments, CapacityFactorNeedsTheAllToAllDispatcherEvenWithoutEp) {
   s.dp = 8;
   s.global_batch = 64;
   s.moe_capacity_factor = 1.25;
-  const Args args = MegatronOk(EmittedModel("mixtral-8x7b"), s);
+  const Args args = MegatronOk(ShippedModel("mixtral-8x7b"), s);
   EXPECT_EQ(FlagValue(args, "--moe-expert-capacity-factor"), "1.25");
   EXPECT_EQ(FlagValue(args, "--moe-token-dispatcher-type"), "alltoall");
   EXPECT_EQ(FlagValue(args, "--expert-tensor-parallel-size"), "1");  // etp 0 means tp, which is 1
@@ -231,7 +225,7 @@ TEST(MegatronArguments, DeepSeekV3GivesMlaSharedExpertAndThreeLeadingDenseLayers
   s.seq_len = 4096;
   s.first_stage_layers = 31;
   s.last_stage_layers = 30;
-  const Args args = MegatronOk(EmittedModel("deepseek-v3"), s);
+  const Args args = MegatronOk(ShippedModel("deepseek-v3"), s);
   EXPECT_TRUE(HasFlag(args, "--multi-latent-attention"));
   EXPECT_EQ(FlagValue(args, "--q-lora-rank"), "1536");
   EXPECT_EQ(FlagValue(args, "--kv-lora-rank"), "512");
@@ -259,14 +253,14 @@ TEST(MegatronArguments, UnevenInterleavedStagesUseVirtualStagesPerRank) {
   s.global_batch = 16;
   s.first_stage_layers = 6;
   s.last_stage_layers = 6;  // 20 layers left for the two middle stages
-  const Args args = MegatronOk(EmittedModel("llama3-8b"), s);
+  const Args args = MegatronOk(ShippedModel("llama3-8b"), s);
   EXPECT_EQ(FlagValue(args, "--num-virtual-stages-per-pipeline-rank"), "2");
   EXPECT_FALSE(HasFlag(args, "--num-layers-per-virtual-pipeline-stage"));
   EXPECT_EQ(FlagValue(args, "--decoder-first-pipeline-num-layers"), "6");
 }
 
 TEST(MegatronArguments, RecomputeFullIsUniformOverAllLayersOrBlockOverSome) {
-  const ModelSpec model = EmittedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.recompute = Recompute::kFull;
   Args args = MegatronOk(model, s);
@@ -294,7 +288,7 @@ TEST(MegatronArguments, PrecisionContextAndRotaryBound) {
   s.dtype = Dtype::kFp8;
   s.grad_reduce_in_bf16 = true;
   s.tp_comm_overlap = true;
-  const Args args = MegatronOk(EmittedModel("llama3-8b"), s);
+  const Args args = MegatronOk(ShippedModel("llama3-8b"), s);
   EXPECT_EQ(FlagValue(args, "--context-parallel-size"), "4");
   EXPECT_EQ(FlagValue(args, "--cp-comm-type"), "allgather");
   EXPECT_EQ(FlagValue(args, "--max-position-embeddings"), "32768");
@@ -305,7 +299,7 @@ TEST(MegatronArguments, PrecisionContextAndRotaryBound) {
 }
 
 TEST(MegatronArguments, ZeroStagesMapToDistributedOptimizerAndMegatronFsdp) {
-  const ModelSpec model = EmittedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -331,7 +325,7 @@ TEST(MegatronArguments, ZeroStagesMapToDistributedOptimizerAndMegatronFsdp) {
 }
 
 TEST(MegatronArguments, GradientAccumulationAddTurnsFusionOffAndAutogradIsAnError) {
-  const ModelSpec model = EmittedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -357,14 +351,14 @@ TEST(MegatronArguments, Fp8WithBf16ReductionGivesBothFlags) {
   s.global_batch = 8;
   s.dtype = Dtype::kFp8;
   s.grad_reduce_in_bf16 = true;
-  const Args args = MegatronOk(EmittedModel("llama3-8b"), s);
+  const Args args = MegatronOk(ShippedModel("llama3-8b"), s);
   EXPECT_EQ(FlagValue(args, "--fp8-format"), "hybrid");
   EXPECT_TRUE(HasFlag(args, "--bf16"));
   EXPECT_EQ(IndexOf(args, "--fp8-format") + 2, IndexOf(args, "--grad-reduce-in-bf16"));
 }
 
 TEST(MegatronArguments, SchedulesOutsideMainlineAreErrorsNamingWhereTheyLive) {
-  const ModelSpec model = EmittedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.pp = 4;
   s.global_batch = 8;
@@ -389,7 +383,7 @@ TEST(MegatronArguments, SchedulesOutsideMainlineAreErrorsNamingWhereTheyLive) {
 }
 
 TEST(MegatronArguments, UnsupportedSettingsAreErrorsNamingTheSetting) {
-  const ModelSpec model = EmittedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
@@ -424,7 +418,7 @@ TEST(MegatronArguments, ExpertParallelFp16IsAnErrorBeforeCoreV016) {
   s.dtype = Dtype::kFp16;
   MegatronOptions before;
   before.version = MegatronVersion::kCore015;
-  Result<Args> args = MegatronArguments(EmittedModel("mixtral-8x7b"), s, before);
+  Result<Args> args = MegatronArguments(ShippedModel("mixtral-8x7b"), s, before);
   ExpectKnown(args);
   ASSERT_FALSE(args.ok());
   EXPECT_NE(args.status().message().find("--ep 8 with --dtype fp16"), std::string::npos)
@@ -476,7 +470,7 @@ TEST(DeepSpeedConfig, Zero3WithOffloadGivesStage3OffloadBlocksAndTheBatchEquatio
   s.overlap_grad_reduce = true;
   s.overlap_param_gather = true;
   s = WithDeepSpeed(s);
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("llama3-8b"), s);
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(ShippedModel("llama3-8b"), s);
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const nlohmann::ordered_json expected = nlohmann::ordered_json::parse(R"({
@@ -516,7 +510,7 @@ TEST(DeepSpeedConfig, TensorAndPipelineDegreesGoToMegatronDeepSpeedArguments) {
   s.global_batch = 1536;
   s.zero_stage = 1;
   s.recompute = Recompute::kFull;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("gpt3-175b"), WithDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(ShippedModel("gpt3-175b"), WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Args expected = {"--tensor-model-parallel-size",
@@ -558,7 +552,7 @@ TEST(DeepSpeedConfig, ZbH1AndMixtralExpertsBecomeMegatronDeepSpeedFlags) {
   s.global_batch = 64;
   s.zero_stage = 1;  // without ZeRO the pipeline engine would sum bf16 gradients in bf16
   s.schedule = ScheduleKind::kZbH1;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("mixtral-8x7b"), WithDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(ShippedModel("mixtral-8x7b"), WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   const Args& args = plan->launcher_args;
@@ -578,7 +572,7 @@ TEST(DeepSpeedConfig, SgdIsAnUntestedZeroOptimizerAndBf16ReductionIsExplicit) {
   s.zero_stage = 1;
   s.optimizer = Optimizer::kSgd;
   s.grad_reduce_in_bf16 = true;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("llama3-8b"), WithDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(ShippedModel("llama3-8b"), WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["optimizer"]["type"], "SGD");
@@ -592,20 +586,20 @@ TEST(DeepSpeedConfig, Zero3WithoutParamGatherOverlapTurnsPrefetchOff) {
   s.dp = 8;
   s.global_batch = 8;
   s.zero_stage = 3;
-  Result<DeepSpeedPlan> plan = DeepSpeedConfig(EmittedModel("llama3-8b"), WithDeepSpeed(s));
+  Result<DeepSpeedPlan> plan = DeepSpeedConfig(ShippedModel("llama3-8b"), WithDeepSpeed(s));
   ExpectKnown(plan);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->config["zero_optimization"]["stage3_prefetch_bucket_size"], 0);
 }
 
 TEST(DeepSpeedConfig, WhatDeepSpeedCannotExpressIsAnErrorNamingTheSettingAndFix) {
-  const ModelSpec model = EmittedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.cp = 2;
   EXPECT_NE(DeepSpeedError(model, s).find("--cp 2"), std::string::npos);
 
   s = Gpt3Strategy();  // interleaved, sp, overlap of the param gather at ZeRO-1, with pp
-  std::string message = DeepSpeedError(EmittedModel("gpt3-175b"), s);
+  std::string message = DeepSpeedError(ShippedModel("gpt3-175b"), s);
   EXPECT_NE(message.find("--schedule interleaved"), std::string::npos) << message;
   EXPECT_NE(message.find("--overlap-grad-reduce with --pp 16"), std::string::npos) << message;
   EXPECT_NE(message.find("--overlap-param-gather with --zero 1"), std::string::npos) << message;
@@ -645,7 +639,7 @@ TEST(DeepSpeedConfig, DeepSeekV3ArchitectureIsAnErrorForEachMissingFeature) {
   Strategy s;
   s.dp = 8;
   s.global_batch = 8;
-  const std::string message = DeepSpeedError(EmittedModel("deepseek-v3"), WithDeepSpeed(s));
+  const std::string message = DeepSpeedError(ShippedModel("deepseek-v3"), WithDeepSpeed(s));
   EXPECT_NE(message.find("multi-head latent attention"), std::string::npos) << message;
   EXPECT_NE(message.find("n_shared_experts (1)"), std::string::npos) << message;
   EXPECT_NE(message.find("first_k_dense_replace (3)"), std::string::npos) << message;
@@ -653,7 +647,7 @@ TEST(DeepSpeedConfig, DeepSeekV3ArchitectureIsAnErrorForEachMissingFeature) {
 }
 
 TEST(DeepSpeedConfig, GradientAccumulationIsDeepSpeedsForTheZeroStageWithItsBufferDtype) {
-  const ModelSpec model = EmittedModel("llama3-8b");
+  const ModelSpec model = ShippedModel("llama3-8b");
   Strategy s;
   s.dp = 8;
   s.global_batch = 16;
@@ -702,7 +696,7 @@ TEST(DeepSpeedConfig, ExpertTensorParallelMustBeOneOrTp) {
   s.dp = 4;
   s.ep = 2;
   s.global_batch = 4;
-  const std::string message = DeepSpeedError(EmittedModel("mixtral-8x7b"), s);
+  const std::string message = DeepSpeedError(ShippedModel("mixtral-8x7b"), s);
   EXPECT_NE(message.find("--etp 2"), std::string::npos) << message;
 }
 

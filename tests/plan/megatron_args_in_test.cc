@@ -47,11 +47,7 @@ TEST(ShellWords, RefusesWhatItCannotReadAsWritten) {
   EXPECT_NE(words.status().message().find("command substitution"), std::string::npos);
 }
 
-ModelSpec Llama8b() {
-  Result<ModelSpec> model = LoadModelSpec(Shipped("models/llama3-8b.json"));
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  return model.ok() ? *model : ModelSpec();
-}
+ModelSpec Llama8b() { return ShippedModel("llama3-8b"); }
 
 Words Llama8bShape() {
   return {"--num-layers",

@@ -9,6 +9,7 @@
 
 #include "plan/flag_tables.h"
 #include "plan/megatron_args.h"
+#include "plan/plan_test_support.h"
 #include "spec/model.h"
 #include "spec/strategy.h"
 
@@ -18,13 +19,6 @@ namespace loom {
 namespace {
 
 using Args = std::vector<std::string>;
-
-ModelSpec Model(const std::string& name) {
-  Result<ModelSpec> model =
-      LoadModelSpec(std::string(LOOM_SOURCE_DIR) + "/models/" + name + ".json");
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
-  return model.ok() ? *model : ModelSpec{};
-}
 
 std::optional<std::string> After(const Args& args, const std::string& flag) {
   const auto it = std::find(args.begin(), args.end(), flag);
@@ -78,34 +72,35 @@ TEST(MegatronArgs, OptimizerOffloadWithSgdIsRefusedAndWithAdamEmitted) {
   s.zero_stage = 1;
   s.offload = Offload::kOptimizer;
   s.optimizer = Optimizer::kSgd;
-  EXPECT_NE(Refusal(Model("llama3-8b"), s).find("--offload optimizer with --optimizer sgd"),
+  EXPECT_NE(Refusal(ShippedModel("llama3-8b"), s).find("--offload optimizer with --optimizer sgd"),
             std::string::npos);
   s.optimizer = Optimizer::kAdam;
-  EXPECT_TRUE(HasArg(ArgsOf(Model("llama3-8b"), s), "--use-precision-aware-optimizer"));
+  EXPECT_TRUE(HasArg(ArgsOf(ShippedModel("llama3-8b"), s), "--use-precision-aware-optimizer"));
 }
 
 // Defect 5: Megatron-FSDP flags exist from core_v0.14.0; older trees get a refusal naming it.
 TEST(MegatronArgs, MegatronFsdpNeedsCoreV014AndTheCommandSaysSo) {
   Strategy s = Plain();
   s.zero_stage = 3;
-  const std::string refusal = Refusal(Model("llama3-8b"), s, At(MegatronVersion::kCore013));
+  const std::string refusal = Refusal(ShippedModel("llama3-8b"), s, At(MegatronVersion::kCore013));
   EXPECT_NE(
       refusal.find("--megatron-version core_v0.13: --zero 3 (Megatron-FSDP) needs core_v0.14"),
       std::string::npos)
       << refusal;
-  const Args args = ArgsOf(Model("llama3-8b"), s, At(MegatronVersion::kCore014));
+  const Args args = ArgsOf(ShippedModel("llama3-8b"), s, At(MegatronVersion::kCore014));
   EXPECT_TRUE(HasArg(args, "--use-megatron-fsdp"));
   EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore014);
   EXPECT_NE(FormatMegatronCommand(args).find("# Needs Megatron-LM core_v0.14 or later"),
             std::string::npos);
   s.zero_stage = 1;
-  EXPECT_EQ(MinimumMegatronVersion(ArgsOf(Model("llama3-8b"), s)), MegatronVersion::kCore012);
+  EXPECT_EQ(MinimumMegatronVersion(ArgsOf(ShippedModel("llama3-8b"), s)),
+            MegatronVersion::kCore012);
 }
 
 // Defect 5: MLA needs --no-rope-fusion at core_r0.12.0 only, and its YaRN needs --rope-type
 // (core_v0.14.0).
 TEST(MegatronArgs, MlaRopeFusionAndYarnFollowTheVersion) {
-  const ModelSpec v3 = Model("deepseek-v3");
+  const ModelSpec v3 = ShippedModel("deepseek-v3");
   Strategy s = Plain(8);
   s.ep = 8;
   s.dp = 8;
@@ -124,15 +119,15 @@ TEST(MegatronArgs, MlaRopeFusionAndYarnFollowTheVersion) {
 
 // Defect 6: the environment is decided once, for the command and the JSON alike.
 TEST(MegatronArgs, EnvironmentHoldsConnectionsAndTf32) {
-  const Args tp = ArgsOf(Model("llama3-8b"), Plain(8));
+  const Args tp = ArgsOf(ShippedModel("llama3-8b"), Plain(8));
   const std::vector<EnvVariable> env = MegatronEnvironment(tp);
   ASSERT_EQ(env.size(), 1u);
   EXPECT_EQ(env[0].name, "CUDA_DEVICE_MAX_CONNECTIONS");
   EXPECT_EQ(env[0].value, "1");
-  EXPECT_TRUE(MegatronEnvironment(ArgsOf(Model("llama3-8b"), Plain(1))).empty());
+  EXPECT_TRUE(MegatronEnvironment(ArgsOf(ShippedModel("llama3-8b"), Plain(1))).empty());
   Strategy tf32 = Plain(1);
   tf32.dtype = Dtype::kTf32;
-  const Args args = ArgsOf(Model("llama3-8b"), tf32);
+  const Args args = ArgsOf(ShippedModel("llama3-8b"), tf32);
   const std::vector<EnvVariable> tf32_env = MegatronEnvironment(args, Dtype::kTf32);
   ASSERT_EQ(tf32_env.size(), 1u);
   EXPECT_EQ(tf32_env[0].name, "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
@@ -148,11 +143,11 @@ TEST(MegatronArgs, EnvironmentHoldsConnectionsAndTf32) {
 TEST(MegatronArgs, AttentionBackendAndDropoutFollowTheSimulation) {
   MegatronOptions unfused;
   unfused.attention = AttentionKernel::kUnfused;
-  const Args u = ArgsOf(Model("gpt3-1.3b"), Plain(1), unfused);
+  const Args u = ArgsOf(ShippedModel("gpt3-1.3b"), Plain(1), unfused);
   EXPECT_EQ(After(u, "--attention-backend"), "unfused");
   EXPECT_EQ(After(u, "--attention-dropout"), "0.0");
   EXPECT_EQ(After(u, "--hidden-dropout"), "0.0");
-  const Args fused = ArgsOf(Model("gpt3-1.3b"), Plain(1));
+  const Args fused = ArgsOf(ShippedModel("gpt3-1.3b"), Plain(1));
   EXPECT_FALSE(HasArg(fused, "--attention-backend"));
   EXPECT_NE(FormatMegatronCommand(fused).find("cuDNN's fused attention\n# from Hopper on"),
             std::string::npos);
@@ -161,7 +156,7 @@ TEST(MegatronArgs, AttentionBackendAndDropoutFollowTheSimulation) {
                                         std::pair{AttentionFamily::kFlashAttention2, "flash"}}) {
     MegatronOptions pinned;
     pinned.fused_family = family;
-    const Args a = ArgsOf(Model("gpt3-1.3b"), Plain(1), pinned);
+    const Args a = ArgsOf(ShippedModel("gpt3-1.3b"), Plain(1), pinned);
     EXPECT_EQ(After(a, "--attention-backend"), backend);
     EXPECT_NE(FormatMegatronCommand(a, pinned, Dtype::kBf16)
                   .find(std::string("--attention-backend ") + backend + "), as simulated"),
@@ -170,33 +165,33 @@ TEST(MegatronArgs, AttentionBackendAndDropoutFollowTheSimulation) {
   }
   MegatronOptions dropout;
   dropout.dropout = true;
-  EXPECT_FALSE(HasArg(ArgsOf(Model("gpt3-1.3b"), Plain(1), dropout), "--attention-dropout"));
-  EXPECT_EQ(MegatronNotes(Model("gpt3-1.3b"), dropout).size(), 1u);
+  EXPECT_FALSE(HasArg(ArgsOf(ShippedModel("gpt3-1.3b"), Plain(1), dropout), "--attention-dropout"));
+  EXPECT_EQ(MegatronNotes(ShippedModel("gpt3-1.3b"), dropout).size(), 1u);
 }
 
 // Defect 8: rotary base, norm epsilon and Llama 3.1's rope scaling.
 TEST(MegatronArgs, RotaryBaseEpsilonAndLlamaRopeScaling) {
-  const Args llama = ArgsOf(Model("llama3-405b"), Plain(8));
+  const Args llama = ArgsOf(ShippedModel("llama3-405b"), Plain(8));
   EXPECT_EQ(After(llama, "--rotary-base"), "500000");
   EXPECT_EQ(After(llama, "--norm-epsilon"), "1e-05");
   EXPECT_TRUE(HasArg(llama, "--use-rope-scaling"));
   EXPECT_EQ(After(llama, "--rope-scaling-factor"), "8");
-  EXPECT_FALSE(HasArg(ArgsOf(Model("llama3-70b"), Plain(8)), "--use-rope-scaling"));
+  EXPECT_FALSE(HasArg(ArgsOf(ShippedModel("llama3-70b"), Plain(8)), "--use-rope-scaling"));
   Strategy moe = Plain(1);
   moe.ep = 8;
   moe.dp = 8;
-  EXPECT_EQ(After(ArgsOf(Model("mixtral-8x7b"), moe), "--rotary-base"), "1000000");
-  EXPECT_FALSE(HasArg(ArgsOf(Model("gpt3-1.3b"), Plain(1)), "--rotary-base"));
+  EXPECT_EQ(After(ArgsOf(ShippedModel("mixtral-8x7b"), moe), "--rotary-base"), "1000000");
+  EXPECT_FALSE(HasArg(ArgsOf(ShippedModel("gpt3-1.3b"), Plain(1)), "--rotary-base"));
 }
 
 TEST(MegatronArgs, RopeScalingMegatronCannotExpressIsRefused) {
-  ModelSpec llama = Model("llama3-405b");
+  ModelSpec llama = ShippedModel("llama3-405b");
   llama.rope_scaling->high_freq_factor = 2;
   EXPECT_NE(Refusal(llama, Plain(8)).find("fixes them at 1, 4 and 8192"), std::string::npos);
   llama.rope_scaling->kind = RopeScalingKind::kOther;
   llama.rope_scaling->type = "linear";
   EXPECT_NE(Refusal(llama, Plain(8)).find("rope_scaling \"linear\""), std::string::npos);
-  ModelSpec theta = Model("llama3-8b");
+  ModelSpec theta = ShippedModel("llama3-8b");
   theta.rope_theta = 10000.5;
   EXPECT_NE(Refusal(theta, Plain(8)).find("--rotary-base is an integer"), std::string::npos);
 }
@@ -206,7 +201,7 @@ TEST(MegatronArgs, DeepSeekV3RouterYarnAndLatentNorms) {
   Strategy s = Plain(8);
   s.ep = 8;
   s.dp = 8;
-  const Args args = ArgsOf(Model("deepseek-v3"), s);
+  const Args args = ArgsOf(ShippedModel("deepseek-v3"), s);
   EXPECT_EQ(After(args, "--moe-router-score-function"), "sigmoid");
   EXPECT_EQ(After(args, "--moe-router-num-groups"), "8");
   EXPECT_EQ(After(args, "--moe-router-group-topk"), "4");
@@ -219,7 +214,7 @@ TEST(MegatronArgs, DeepSeekV3RouterYarnAndLatentNorms) {
   EXPECT_EQ(After(args, "--mscale-all-dim"), "1");
   EXPECT_EQ(After(args, "--norm-epsilon"), "1e-06");
   EXPECT_TRUE(HasArg(args, "--qk-layernorm"));
-  const std::vector<std::string> notes = MegatronNotes(Model("deepseek-v3"), {});
+  const std::vector<std::string> notes = MegatronNotes(ShippedModel("deepseek-v3"), {});
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("--mtp-num-layers 1"), std::string::npos);
 }
@@ -228,17 +223,17 @@ TEST(MegatronArgs, RoutersMegatronCannotExpressAreRefused) {
   Strategy s = Plain(8);
   s.ep = 8;
   s.dp = 8;
-  ModelSpec v3 = Model("deepseek-v3");
+  ModelSpec v3 = ShippedModel("deepseek-v3");
   v3.moe->normalize_top_k = false;
   EXPECT_NE(Refusal(v3, s).find("always renormalises"), std::string::npos);
-  ModelSpec yarn = Model("deepseek-v3");
+  ModelSpec yarn = ShippedModel("deepseek-v3");
   yarn.rope_scaling->beta_fast = 16;
   EXPECT_NE(Refusal(yarn, s).find("uses 32, 1 and 4096"), std::string::npos);
-  ModelSpec mixtral = Model("mixtral-8x7b");
+  ModelSpec mixtral = ShippedModel("mixtral-8x7b");
   mixtral.moe->normalize_top_k = false;
   EXPECT_TRUE(HasArg(ArgsOf(mixtral, s), "--moe-router-pre-softmax"));
-  EXPECT_FALSE(HasArg(ArgsOf(Model("mixtral-8x7b"), s), "--moe-router-pre-softmax"));
-  EXPECT_EQ(After(ArgsOf(Model("mixtral-8x7b"), s), "--moe-aux-loss-coeff"), "0.02");
+  EXPECT_FALSE(HasArg(ArgsOf(ShippedModel("mixtral-8x7b"), s), "--moe-router-pre-softmax"));
+  EXPECT_EQ(After(ArgsOf(ShippedModel("mixtral-8x7b"), s), "--moe-aux-loss-coeff"), "0.02");
 }
 
 // Defect 9: expert parallelism with fp16 is refused up to core_v0.15 and allowed from core_v0.16.
@@ -247,10 +242,10 @@ TEST(MegatronArgs, ExpertParallelFp16FollowsTheVersion) {
   s.ep = 8;
   s.dp = 8;
   s.dtype = Dtype::kFp16;
-  EXPECT_NE(
-      Refusal(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore015)).find("needs core_v0.16"),
-      std::string::npos);
-  const Args args = ArgsOf(Model("mixtral-8x7b"), s, At(MegatronVersion::kCore016));
+  EXPECT_NE(Refusal(ShippedModel("mixtral-8x7b"), s, At(MegatronVersion::kCore015))
+                .find("needs core_v0.16"),
+            std::string::npos);
+  const Args args = ArgsOf(ShippedModel("mixtral-8x7b"), s, At(MegatronVersion::kCore016));
   EXPECT_TRUE(HasArg(args, "--fp16"));
   EXPECT_EQ(MinimumMegatronVersion(args), MegatronVersion::kCore016);
 }
@@ -258,17 +253,17 @@ TEST(MegatronArgs, ExpertParallelFp16FollowsTheVersion) {
 // Issue 23: the Hugging Face architectures loom now reads either map to Megatron-LM flags or are
 // refused, never emitted as another model.
 TEST(MegatronArgs, QwenBiasesQkNormsSharedExpertGateAndPartialRotary) {
-  const Args qwen2 = ArgsOf(Model("qwen2.5-7b"), Plain(4));
+  const Args qwen2 = ArgsOf(ShippedModel("qwen2.5-7b"), Plain(4));
   EXPECT_TRUE(HasArg(qwen2, "--disable-bias-linear"));
   EXPECT_TRUE(HasArg(qwen2, "--add-qkv-bias"));
   EXPECT_FALSE(HasArg(qwen2, "--qk-layernorm"));
-  const Args qwen3 = ArgsOf(Model("qwen3-8b"), Plain(4));
+  const Args qwen3 = ArgsOf(ShippedModel("qwen3-8b"), Plain(4));
   EXPECT_TRUE(HasArg(qwen3, "--qk-layernorm"));
   EXPECT_FALSE(HasArg(qwen3, "--add-qkv-bias"));
   Strategy moe = Plain(1);
   moe.ep = 8;
   moe.dp = 8;
-  const ModelSpec qwen_moe = Model("qwen2-57b-a14b");
+  const ModelSpec qwen_moe = ShippedModel("qwen2-57b-a14b");
   const Args gated = ArgsOf(qwen_moe, moe);
   // The shared expert's own width (shared_expert_intermediate_size), not moe_intermediate_size.
   EXPECT_EQ(After(gated, "--moe-shared-expert-intermediate-size"),
@@ -280,22 +275,23 @@ TEST(MegatronArgs, QwenBiasesQkNormsSharedExpertGateAndPartialRotary) {
   EXPECT_NE(Refusal(qwen_moe, moe, At(MegatronVersion::kCore015))
                 .find("--moe-shared-expert-gate first appears"),
             std::string::npos);
-  ModelSpec partial = Model("llama3-8b");
+  ModelSpec partial = ShippedModel("llama3-8b");
   partial.rotary_fraction = 0.5;
   EXPECT_EQ(After(ArgsOf(partial, Plain(4)), "--rotary-percent"), "0.5");
-  EXPECT_FALSE(HasArg(ArgsOf(Model("llama3-8b"), Plain(4)), "--rotary-percent"));
+  EXPECT_FALSE(HasArg(ArgsOf(ShippedModel("llama3-8b"), Plain(4)), "--rotary-percent"));
 }
 
 TEST(MegatronArgs, ArchitecturesMegatronCannotBuildAreRefused) {
-  EXPECT_NE(Refusal(Model("gemma-7b"), Plain(4)).find("Megatron-LM's gated MLP is SwiGLU"),
+  EXPECT_NE(Refusal(ShippedModel("gemma-7b"), Plain(4)).find("Megatron-LM's gated MLP is SwiGLU"),
             std::string::npos);
-  EXPECT_NE(Refusal(Model("gemma-2-9b"), Plain(4)).find("puts a norm after each block"),
+  EXPECT_NE(Refusal(ShippedModel("gemma-2-9b"), Plain(4)).find("puts a norm after each block"),
             std::string::npos);
-  EXPECT_NE(Refusal(Model("olmo-7b"), Plain(4)).find("LayerNorms without weights"),
+  EXPECT_NE(Refusal(ShippedModel("olmo-7b"), Plain(4)).find("LayerNorms without weights"),
             std::string::npos);
-  EXPECT_NE(Refusal(Model("olmo-2-7b"), Plain(4)).find("over the whole projection"),
+  EXPECT_NE(Refusal(ShippedModel("olmo-2-7b"), Plain(4)).find("over the whole projection"),
             std::string::npos);
-  EXPECT_NE(Refusal(Model("pythia-1b"), Plain(1)).find("use_parallel_residual"), std::string::npos);
+  EXPECT_NE(Refusal(ShippedModel("pythia-1b"), Plain(1)).find("use_parallel_residual"),
+            std::string::npos);
 }
 
 TEST(MegatronArgs, VersionNamesParseAndLatestIsDefault) {

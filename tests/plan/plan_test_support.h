@@ -21,6 +21,13 @@ inline std::string Shipped(const std::string& relative) {
   return std::string(LOOM_SOURCE_DIR) + "/" + relative;
 }
 
+// The shipped model models/|name|.json; a load error fails the test.
+inline ModelSpec ShippedModel(const std::string& name) {
+  Result<ModelSpec> model = LoadModelSpec(Shipped("models/" + name + ".json"));
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  return model.ok() ? *model : ModelSpec();
+}
+
 // The .json files of a shipped folder ("models"), sorted.
 inline std::vector<std::string> ShippedFiles(const std::string& folder) {
   std::vector<std::string> files;
