@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <tuple>
 
 namespace loom {
 namespace {
@@ -54,6 +56,15 @@ std::vector<int64_t> PartitionBalanced(const std::vector<int64_t>& weights, int6
 }
 
 std::vector<int64_t> MegatronDeepSpeedStageLayers(const ModelSpec& model, int64_t pp) {
+  // Layers pp divides split evenly: no other cut has a cost of 0. The planner asks this of every
+  // strategy it admits, so the dynamic program (layers^2 * pp steps) runs once a thread for each
+  // uneven shape.
+  if (pp >= 1 && model.num_layers % pp == 0) {
+    return std::vector<int64_t>(static_cast<size_t>(pp), model.num_layers / pp);
+  }
+  thread_local std::map<std::tuple<int64_t, bool, int64_t>, std::vector<int64_t>> memo;
+  const auto key = std::make_tuple(model.num_layers, model.moe.has_value(), pp);
+  if (const auto it = memo.find(key); it != memo.end()) return it->second;
   std::vector<int64_t> weights = {0, 0};  // _to_float16, the embedding
   weights.insert(weights.end(), static_cast<size_t>(model.num_layers), 1);
   if (model.moe.has_value()) weights.push_back(0);  // _calculate_moe_loss
@@ -65,6 +76,7 @@ std::vector<int64_t> MegatronDeepSpeedStageLayers(const ModelSpec& model, int64_
     for (int64_t i = cuts[p]; i < cuts[p + 1]; ++i) count += weights[static_cast<size_t>(i)];
     layers.push_back(count);
   }
+  memo.emplace(key, layers);
   return layers;
 }
 

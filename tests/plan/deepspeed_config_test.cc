@@ -315,6 +315,19 @@ TEST(DeepSpeedConfig, UnevenStagesAreDeepSpeedsPartitionBalanced) {
   const ModelSpec model = ShippedModel("llama3-70b");
   EXPECT_EQ(MegatronDeepSpeedStageLayers(model, 6), (std::vector<int64_t>{14, 14, 13, 13, 13, 13}));
   EXPECT_EQ(MegatronDeepSpeedStageLayers(model, 8), std::vector<int64_t>(8, 10));
+  // Where pp divides the layers the dynamic program itself cuts them evenly (the even split is
+  // taken without it): GPTModelPipe's specs, 2 before the layers and 3 after.
+  for (const int64_t pp : {2, 4, 5, 8, 16, 20}) {
+    std::vector<int64_t> weights = {0, 0};
+    weights.insert(weights.end(), 80, 1);
+    weights.insert(weights.end(), {0, 0, 0});
+    const std::vector<int64_t> cuts = PartitionBalanced(weights, pp);
+    for (int64_t p = 0; p < pp; ++p) {
+      int64_t layers = 0;
+      for (int64_t i = cuts[p]; i < cuts[p + 1]; ++i) layers += weights[i];
+      EXPECT_EQ(layers, 80 / pp) << "pp " << pp << " stage " << p;
+    }
+  }
   EXPECT_EQ(MegatronDeepSpeedStageLayers(ShippedModel("llama3-405b"), 16),
             (std::vector<int64_t>{8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7, 7}));
   // Weights as partition_balanced's own cases: the cost of equal splits ties, and the last cut
