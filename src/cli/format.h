@@ -30,6 +30,15 @@ inline constexpr const char* kFrameworkHelp =
     "deepspeed-zero3-2021, llm-foundry), a framework file, or none (the GPU is always fed and "
     "every collective blocks)";
 
+// --memory-headroom of simulate and plan.
+inline constexpr const char* kMemoryHeadroomHelp =
+    "Share of each GPU's memory kept free for the caching allocator's fragmentation, beside the "
+    "CUDA context, cuBLAS workspaces and NCCL buffers loom counts: a strategy fits when its peak "
+    "stays under the rest, and one that fits only inside the headroom is marked so. Default: the "
+    "framework file's memory.allocator_headroom, else 0.15 (PyTorch's caching allocator as "
+    "GMLake, ASPLOS 2024, measured it); lower it where PYTORCH_CUDA_ALLOC_CONF="
+    "expandable_segments:True or a measured run says so";
+
 // --attention of simulate and plan: fused (the framework's fused kernel on each GPU), flash2,
 // cudnn or triton (that fused kernel), or unfused (Megatron-LM's own core attention).
 inline constexpr const char* kAttentionHelp =

@@ -114,6 +114,17 @@ ordered_json MemoryBreakdownJson(const MemoryBreakdown& b) {
           {"peak_task", PeakTaskJson(b.peak_task)}};
 }
 
+ordered_json ReserveJson(const MemoryReserve& reserve) {
+  ordered_json parts = ordered_json::array();
+  for (const ReservePart& p : reserve.parts) {
+    parts.push_back({{"name", p.name}, {"bytes", p.bytes}, {"basis", p.basis}});
+  }
+  return {{"parts", parts},
+          {"headroom", reserve.headroom},
+          {"headroom_bytes", reserve.headroom_bytes},
+          {"headroom_basis", reserve.headroom_basis}};
+}
+
 ordered_json MemoryJson(const MemoryView& view) {
   ordered_json stages = ordered_json::array();
   for (const MemoryBreakdown& b : view.stages) stages.push_back(MemoryBreakdownJson(b));
@@ -127,7 +138,8 @@ ordered_json MemoryJson(const MemoryView& view) {
                     {"memory_limit_bytes", f.memory_limit_bytes}});
   }
   return {{"limit_bytes", view.limit_bytes},
-          {"reserved_bytes", view.reserved_bytes},
+          {"reserved_bytes", view.reserve.ReservedBytes()},
+          {"reserve", ReserveJson(view.reserve)},
           {"peak_stage", view.peak_stage},
           {"stages", stages},
           {"fit_suggestions", fits}};
@@ -142,10 +154,21 @@ void PrintMemory(const MemoryView& view, std::ostream& out) {
   out << "peak: stage " << peak.stage << ", " << GiB(peak.peak_bytes) << " of "
       << GiB(view.limit_bytes) << " GiB usable, at " << at.str() << " s, when "
       << DescribePeakTask(peak.peak_task) << " allocates\n";
-  out << "allocator reserve: " << GiB(view.reserved_bytes)
-      << " GiB beside every peak (CUDA context, workspaces, "
-      << "fragmentation): the usable memory is the GPU's "
-      << GiB(view.limit_bytes + view.reserved_bytes) << " GiB less it\n";
+  const MemoryReserve& reserve = view.reserve;
+  const int64_t gpu = view.limit_bytes + reserve.ReservedBytes();
+  out << "outside every peak, " << GiB(reserve.ReservedBytes()) << " of the GPU's " << GiB(gpu)
+      << " GiB:\n";
+  for (const ReservePart& p : reserve.parts) {
+    out << "  " << std::left << std::setw(18) << p.name << std::right << std::setw(6)
+        << GiB(p.bytes) << " GiB  " << p.basis << "\n";
+  }
+  out << "  " << std::left << std::setw(18) << "headroom" << std::right << std::setw(6)
+      << GiB(reserve.headroom_bytes) << " GiB  " << HeadroomText(reserve)
+      << " of the GPU for the allocator's fragmentation (" << reserve.headroom_basis << ")\n";
+  if (peak.peak_bytes > view.limit_bytes && peak.peak_bytes <= gpu - reserve.parts_bytes) {
+    out << "the peak fits only inside the headroom: it runs if the allocator fragments less than "
+        << HeadroomText(reserve) << " of the GPU (--memory-headroom)\n";
+  }
   if (peak.peak_bytes > view.limit_bytes) PrintFits(view, out);
 }
 

@@ -9,6 +9,7 @@
 
 #include "plan/fit_suggestions.h"
 #include "sim/memory_breakdown.h"
+#include "sim/memory_reserve.h"
 
 namespace loom {
 
@@ -16,8 +17,8 @@ namespace loom {
 struct MemoryView {
   const std::vector<MemoryBreakdown>& stages;
   int32_t peak_stage = 0;
-  int64_t limit_bytes = 0;     // the GPU's memory less |reserved_bytes|: what a peak is held to
-  int64_t reserved_bytes = 0;  // the allocator reserve, outside every peak
+  int64_t limit_bytes = 0;       // the GPU's memory less |reserve|: what a peak is held to
+  const MemoryReserve& reserve;  // outside every peak: its parts and the headroom
   const std::vector<FitSuggestion>& fits;  // when the peak does not fit: what would
   double step_time_s = 0;                  // of the strategy, to compare the suggestions with
 };
@@ -29,9 +30,10 @@ struct MemoryView {
 // micro_batch null where the task has none).
 nlohmann::ordered_json MemoryBreakdownJson(const MemoryBreakdown& breakdown);
 
-// {"limit_bytes", "reserved_bytes", "peak_stage", "stages": [MemoryBreakdownJson...],
-// "fit_suggestions": [{"changes", "levers", "fix", "step_time_s", "peak_memory_bytes",
-// "memory_limit_bytes"}...]}.
+// {"limit_bytes", "reserved_bytes", "reserve": {"parts": [{"name", "bytes", "basis"}...],
+// "headroom", "headroom_bytes", "headroom_basis"}, "peak_stage", "stages":
+// [MemoryBreakdownJson...], "fit_suggestions": [{"changes", "levers", "fix", "step_time_s",
+// "peak_memory_bytes", "memory_limit_bytes"}...]}.
 nlohmann::ordered_json MemoryJson(const MemoryView& view);
 
 // A table of every stage's items at its peak, the peak's instant and task, the reserve, and when

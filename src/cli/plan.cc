@@ -63,6 +63,7 @@ struct PlanCommandOptions {
   std::string attention = "fused";
   std::string megatron_version = "latest";
   std::string framework = "auto";
+  std::optional<double> memory_headroom;  // --memory-headroom
   std::optional<double> restart_s;  // --restart-s
   bool dropout = false;
   bool exhaustive = false;
@@ -377,6 +378,7 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
                                                              : kDefaultFramework;
   LOOM_ASSIGN_OR_RETURN(options.simulation.framework,
                         ResolveFramework(framework_name, o.cluster_path));
+  options.simulation.memory_headroom = o.memory_headroom;
   options.progress = Progress(err, o.progress, options.objective);
   if (!o.emit.empty()) {
     // Rank only what the launch settings can express, so that the winner is emitted.
@@ -465,9 +467,18 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
           "--max-step-time). Raise --max-step-time, or try more GPUs or a smaller "
           "--global-batch");
     }
+    std::string headroom;
+    for (const Rejection& r : report.rejections) {
+      if (r.rule == "memory headroom") {
+        headroom = "; " + std::to_string(r.count) +
+                   " fit only inside the fragmentation headroom (rule memory headroom): a lower "
+                   "--memory-headroom admits them where your allocator fragments less";
+      }
+    }
     return Status::InvalidArgument(
         "no strategy fits in memory; the table above says why. Try more GPUs, a smaller "
-        "--global-batch or --seq, or --fix recompute=full");
+        "--global-batch or --seq, or --fix recompute=full" +
+        headroom);
   }
   return Status::Ok();
 }
@@ -625,6 +636,8 @@ void AddPlanCommand(CLI::App& app, CommandRunner& runner) {
                       "written for), else " +
                       kDefaultFramework)
       ->capture_default_str();
+  cmd->add_option("--memory-headroom", o->memory_headroom, kMemoryHeadroomHelp)
+      ->check(Between(0, 0.9));
   cmd->add_option("--attention", o->attention, kAttentionHelp)
       ->transform(Choice(kAttentionChoices))
       ->capture_default_str();

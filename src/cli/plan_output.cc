@@ -485,7 +485,7 @@ namespace {
 // What holds the explained strategy's memory, and what would make it fit.
 MemoryView ExplainedMemory(const Explanation& e) {
   return {e.memory_by_stage, e.peak_stage,      e.plan.memory_limit_bytes,
-          e.reserved_bytes,  e.fit_suggestions, e.plan.step_time_s};
+          e.reserve,         e.fit_suggestions, e.plan.step_time_s};
 }
 
 }  // namespace

@@ -60,6 +60,7 @@ struct SimulateOptions {
   std::string attention = "fused";
   std::string framework = kDefaultFramework;
   bool framework_given = false;
+  std::optional<double> memory_headroom;  // --memory-headroom
   bool dropout = false;
   bool full = false;
   bool json = false;
@@ -79,8 +80,7 @@ struct SimulateOptions {
 
 // What holds each stage's memory, and |fits| for a step that does not fit.
 MemoryView Memory(const SimulationResult& r, const std::vector<FitSuggestion>& fits) {
-  return {r.memory_by_stage, r.peak_stage, r.memory_limit_bytes,
-          r.reserved_bytes,  fits,         r.step_time_s};
+  return {r.memory_by_stage, r.peak_stage, r.memory_limit_bytes, r.reserve, fits, r.step_time_s};
 }
 
 nlohmann::ordered_json ResultJson(const SimulationResult& r,
@@ -100,6 +100,7 @@ nlohmann::ordered_json ResultJson(const SimulationResult& r,
   j["bubble_fraction"] = r.bubble_fraction;
   j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["fits_in_memory"] = r.fits_in_memory;
+  j["inside_headroom"] = r.inside_headroom;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const StageResult& s : r.stages) {
     stages.push_back({{"stage", s.stage},
@@ -150,8 +151,12 @@ void PrintHuman(const SimulationResult& r, const std::optional<FrameworkProfile>
   row("MFU / HFU") << r.mfu * 100 << "% / " << r.hfu * 100 << "%\n";
   row("pipeline bubble") << r.bubble_fraction * 100 << "%\n";
   row("peak memory") << HumanBytes(static_cast<double>(r.peak_memory_bytes)) << " of "
-                     << HumanBytes(static_cast<double>(r.memory_limit_bytes))
-                     << " usable: " << (r.fits_in_memory ? "fits" : "DOES NOT FIT") << "\n";
+                     << HumanBytes(static_cast<double>(r.memory_limit_bytes)) << " usable: "
+                     << (r.fits_in_memory    ? "fits"
+                         : r.inside_headroom ? "fits only inside the " + HeadroomText(r.reserve) +
+                                                   " headroom kept for fragmentation"
+                                             : std::string("DOES NOT FIT"))
+                     << "\n";
   out << std::setprecision(3);
   row("breakdown") << "compute " << r.breakdown.compute_s << " s, exposed comm "
                    << r.breakdown.exposed_comm_s << " s, bubble " << r.breakdown.bubble_s
@@ -578,6 +583,7 @@ Status Run(const SimulateOptions& options, std::ostream& out, std::ostream& err)
                         ResolveFramework(framework_name, cluster_path));
   SimulationOptions sim_options;
   sim_options.framework = framework;
+  sim_options.memory_headroom = options.memory_headroom;
   sim_options.full = options.full;
   SetAttention(attention, sim_options);
   sim_options.kernels.dropout = dropout;
@@ -805,6 +811,8 @@ void AddSimulateCommand(CLI::App& app, CommandRunner& runner) {
   cmd->add_option("--framework", options->framework, kFrameworkHelp)
       ->each([options](const std::string&) { options->framework_given = true; })
       ->capture_default_str();
+  cmd->add_option("--memory-headroom", options->memory_headroom, kMemoryHeadroomHelp)
+      ->check(Between(0, 0.9));
   cmd->add_option(
       "--trace", options->trace_path,
       "Write a Chrome trace (open it in Perfetto) to this file: slices named by pass, micro-batch "

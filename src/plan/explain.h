@@ -27,10 +27,11 @@ struct Explanation {
   std::string dominant;
   PlanReport search;  // the search that counted the better plans
   // What holds each stage's memory at its peak (SimulationResult::memory_by_stage), the stage that
-  // peaks highest, and the allocator reserve outside every peak (kReservedBytesPerGpu).
+  // peaks highest, and the reserve outside every peak (SimulationResult::reserve).
   std::vector<MemoryBreakdown> memory_by_stage;
   int32_t peak_stage = 0;
   int64_t reserved_bytes = 0;
+  MemoryReserve reserve;
   // When it does not fit: the nearest strategies that do (SuggestFits), fewest changes first;
   // with PlanOptions::admit, only those it admits.
   std::vector<FitSuggestion> fit_suggestions;

@@ -154,7 +154,9 @@ Result<std::vector<FitSuggestion>> TryCandidates(const ModelSpec& model, const C
     Result<PreparedStep> step = PrepareTrainingStep(model, cluster, c.strategy, options.simulation);
     if (!step.ok()) continue;  // a rule or the workload refuses it: not a strategy to suggest
     const StepBounds bounds = BoundStep(*step);
-    if (bounds.peak_memory_bytes > limit) continue;
+    // The candidate's own reserve (its NCCL communicators differ from the given strategy's).
+    const int64_t own = step->reserves.front().LimitBytes(cluster.gpu.memory_bytes);
+    if (bounds.peak_memory_bytes > std::max(limit, own)) continue;
     bounded.push_back({std::move(c), std::move(step).value(), bounds});
   }
   std::stable_sort(bounded.begin(), bounded.end(), [](const Bounded& a, const Bounded& b) {

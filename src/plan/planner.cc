@@ -18,6 +18,7 @@
 #include "plan/leaderboard.h"
 #include "sim/stage_balance.h"
 #include "sim/step_bounds.h"
+#include "spec/stage_gpus.h"
 
 namespace loom {
 namespace {
@@ -157,10 +158,6 @@ struct Search {
   std::vector<Strategy>& strategies;
   const PlanOptions& options;
   int32_t threads;
-  // Usable memory per GPU: with node groups the largest GPU's, so that the memory bound, a bound
-  // on the highest stage peak, rejects only what fits on no GPU; the simulation then holds each
-  // stage to its own GPU's memory.
-  int64_t limit_bytes;
   int64_t params;  // the model's parameters, which a checkpoint holds (goodput objective)
   // RiskFactor of each StepParallelismRegime: the GPU and framework are the search's.
   std::array<double, kStepParallelismRegimes> risk_factors;
@@ -249,9 +246,22 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
     return Bounded::kRuleRejected;
   }
   const StepBounds b = BoundStep(*step);
-  if (options.prune && b.peak_memory_bytes > search.limit_bytes) {
+  // The strategy's own reserve (its NCCL communicators): on node groups the roomiest stage's.
+  // The bound rejects what would not fit even in the fragmentation headroom; a bound inside the
+  // headroom is simulated, so that a strategy that fits only there is told apart.
+  int64_t limit = 0, hard_limit = 0;
+  for (size_t k = 0; k < step->reserves.size(); ++k) {
+    const GpuSpec& gpu = search.cluster.node_groups.empty()
+                             ? search.cluster.gpu
+                             : GpuOfStage(search.cluster, s, static_cast<int64_t>(k));
+    const MemoryReserve& reserve = step->reserves[k];
+    limit = std::max(limit, reserve.LimitBytes(gpu.memory_bytes));
+    hard_limit =
+        std::max(hard_limit, reserve.LimitBytes(gpu.memory_bytes) + reserve.headroom_bytes);
+  }
+  if (options.prune && b.peak_memory_bytes > hard_limit) {
     Reject(search, tallies, VerdictKind::kMemoryBound, "memory", i,
-           MemoryMessage(s, "needs at least", b.peak_memory_bytes, search.limit_bytes));
+           MemoryMessage(s, "needs at least", b.peak_memory_bytes, limit));
     return Bounded::kMemoryRejected;
   }
   const std::optional<double>& max_step_s = options.max_step_time_s;
@@ -267,7 +277,7 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
     return Bounded::kRuleRejected;
   }
   *bound = PlanScoreBound(options.objective, s, b.step_time.ToSeconds() * search.RiskOf(s),
-                          b.peak_memory_bytes, search.limit_bytes, *goodput);
+                          b.peak_memory_bytes, limit, *goodput);
   if (search.verdicts != nullptr) {
     StrategyVerdict& v = (*search.verdicts)[static_cast<size_t>(i)];
     v.kind = VerdictKind::kBoundedOut;  // until it is simulated
@@ -378,8 +388,12 @@ bool SimulateOne(const Search& search, const Survivor& c, Tallies& tallies, Lead
     verdict->peak_memory_bytes = r->peak_memory_bytes;
   }
   if (!r->fits_in_memory) {
-    Reject(search, tallies, VerdictKind::kSimulatedOver, "memory", c.index,
-           MemoryMessage(s, "peaks at", r->peak_memory_bytes, search.limit_bytes));
+    std::string message = MemoryMessage(s, "peaks at", r->peak_memory_bytes, r->memory_limit_bytes);
+    if (r->inside_headroom) {
+      message += ", inside the " + HeadroomText(r->reserve) + " headroom kept for fragmentation";
+    }
+    Reject(search, tallies, VerdictKind::kSimulatedOver,
+           r->inside_headroom ? "memory headroom" : "memory", c.index, message);
     return false;
   }
   if (options.max_step_time_s && r->step_time_s > *options.max_step_time_s) {
@@ -593,10 +607,6 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
   LOOM_ASSIGN_OR_RETURN(std::vector<Strategy> space, EnumerateStrategies(model, cluster, request));
   const int64_t n = static_cast<int64_t>(space.size());
   if (n == 0) return EmptySpaceError(model, cluster, request);
-  int64_t largest_gpu_bytes = cluster.gpu.memory_bytes;
-  for (const NodeGroup& group : cluster.node_groups) {
-    largest_gpu_bytes = std::max(largest_gpu_bytes, group.gpu.memory_bytes);
-  }
   std::vector<StrategyVerdict> verdicts;
   if (options.on_verdict) verdicts.resize(static_cast<size_t>(n));
   const Search search{
@@ -607,7 +617,6 @@ Result<PlanReport> Plan(const ModelSpec& model, const ClusterSpec& cluster,
       options.threads > 0
           ? options.threads
           : std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency())),
-      largest_gpu_bytes - kReservedBytesPerGpu,
       params,
       RiskFactors(cluster, options),
       options.on_verdict ? &verdicts : nullptr};

@@ -342,8 +342,8 @@
   function renderMemoryItems(section, data) {
     const stages = data.stages.filter(function (s) { return s.items.length > 0; });
     if (stages.length === 0) return 0;
-    heading(section, "What holds each stage's peak (the allocator reserve, " + gib(data.reserved_bytes) +
-            ", is outside it)");
+    heading(section, "What holds each stage's peak (outside it, " + gib(data.reserved_bytes) +
+            ": the CUDA context, cuBLAS workspaces, NCCL buffers and the allocator's fragmentation headroom)");
     const items = stages[0].items.map(function (item) { return item.item; });
     const barHeight = 18, plot = {left: 70, top: 6, width: 1040, height: stages.length * (barHeight + 6)};
     const svg = svgElement("svg", section, {width: 1140, height: plot.height + 30});

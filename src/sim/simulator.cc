@@ -468,22 +468,26 @@ double PeakFlopsPerGpu(const ClusterSpec& cluster, const Strategy& strategy) {
 // With node groups each stage has its own GPU's memory: the peak and the limit |r| reports are
 // those of the stage with the least headroom (the highest peak over its usable memory), so that
 // peak <= limit says whether every stage fits. With one GPU type that is the highest peak.
-void TightestStage(const ClusterSpec& cluster, const Strategy& strategy, SimulationResult& r) {
+void TightestStage(const ClusterSpec& cluster, const Strategy& strategy,
+                   const std::vector<MemoryReserve>& reserves, SimulationResult& r) {
   double tightest = -1;
   for (size_t s = 0; s < r.stages.size(); ++s) {
     const int64_t stage = static_cast<int64_t>(s) % strategy.pp;
-    const int64_t limit = GpuOfStage(cluster, strategy, stage).memory_bytes - kReservedBytesPerGpu;
+    const MemoryReserve& reserve = reserves[static_cast<size_t>(stage) % reserves.size()];
+    const int64_t limit = reserve.LimitBytes(GpuOfStage(cluster, strategy, stage).memory_bytes);
     const double ratio = static_cast<double>(r.stages[s].peak_memory_bytes) /
                          static_cast<double>(std::max<int64_t>(1, limit));
     if (ratio <= tightest) continue;
     tightest = ratio;
     r.peak_memory_bytes = r.stages[s].peak_memory_bytes;
     r.memory_limit_bytes = limit;
+    r.reserve = reserve;
   }
 }
 
 void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strategy& strategy,
-               const std::vector<ChunkCost>& costs, SimulationResult& r) {
+               const std::vector<ChunkCost>& costs, const std::vector<MemoryReserve>& reserves,
+               SimulationResult& r) {
   const StepGraph& step = r.step;
   r.step_time_s = r.timeline.makespan.ToSeconds();
   const StepUtilization u = MeasureUtilization(step, r.timeline);
@@ -514,9 +518,13 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
   r.model_tflops_per_gpu = model_flops / r.step_time_s / world / 1e12;
   r.mfu = model_flops / (r.step_time_s * world * peak);
   r.hfu = hardware_flops / (r.step_time_s * world * peak);
-  r.memory_limit_bytes = cluster.gpu.memory_bytes - kReservedBytesPerGpu;
-  if (!cluster.node_groups.empty()) TightestStage(cluster, strategy, r);
+  r.reserve = reserves.front();
+  r.memory_limit_bytes = r.reserve.LimitBytes(cluster.gpu.memory_bytes);
+  if (!cluster.node_groups.empty()) TightestStage(cluster, strategy, reserves, r);
   r.fits_in_memory = r.peak_memory_bytes <= r.memory_limit_bytes;
+  r.inside_headroom =
+      !r.fits_in_memory && r.peak_memory_bytes <= r.memory_limit_bytes + r.reserve.headroom_bytes;
+  r.reserved_bytes = r.reserve.ReservedBytes();
 }
 
 CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimeline& timeline) {
@@ -654,6 +662,12 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
         "backward (in compute above)";
   }
   for (const RankModelStates& s : plan.stage_states) step.model_states.push_back(s.gpu);
+  const FrameworkProfile* framework = options.framework ? &*options.framework : nullptr;
+  const int64_t reserve_stages = cluster.node_groups.empty() ? 1 : strategy.pp;
+  for (int64_t stage = 0; stage < reserve_stages; ++stage) {
+    step.reserves.push_back(ReserveOf(GpuOfStage(cluster, strategy, stage), cluster, strategy,
+                                      placements, framework, options.memory_headroom));
+  }
   step.strategy = strategy;
   return step;
 }
@@ -690,11 +704,10 @@ Result<SimulationResult> SimulatePreparedStep(const ModelSpec& model, const Clus
   }
   const std::vector<MemoryBaseline> baselines = ModelStateBaselines(result.step, step);
   LOOM_ASSIGN_OR_RETURN(result.memory, TrackMemory(result.step.graph, result.timeline, baselines));
-  Summarize(model, cluster, step.strategy, step.costs, result);
+  Summarize(model, cluster, step.strategy, step.costs, step.reserves, result);
   result.memory_by_stage =
       BreakDownMemory(result.step, result.timeline, result.memory, step.schedule);
   result.peak_stage = PeakStage(result.memory_by_stage);
-  result.reserved_bytes = kReservedBytesPerGpu;
   result.critical_path = SummarizeCriticalPath(result.step, result.timeline);
   result.sm_basis = step.sm_basis;
   result.clock_basis = DescribeTensorClocks(step.tensor_clocks);

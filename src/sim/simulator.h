@@ -11,6 +11,7 @@
 #include "schedule/schedule.h"
 #include "sim/engine.h"
 #include "sim/memory_breakdown.h"
+#include "sim/memory_reserve.h"
 #include "sim/memory_tracker.h"
 #include "sim/pass_costs.h"
 #include "sim/stage_models.h"
@@ -23,11 +24,6 @@
 #include "workload/model_states.h"
 
 namespace loom {
-
-// Memory a rank cannot give to the model: the CUDA context, cuBLAS workspaces, NCCL buffers and
-// allocator fragmentation. An estimate (the CUDA context alone takes about 0.5 GiB on Hopper)
-// until `loom probe` measures the free memory after initialisation on the target GPU.
-inline constexpr int64_t kReservedBytesPerGpu = int64_t{2} << 30;
 
 struct SimulationOptions {
   // Simulate every data-parallel replica instead of one (see StepGraphConfig::replicas).
@@ -50,6 +46,9 @@ struct SimulationOptions {
   // The training framework whose host thread issues the work (spec/framework.h): its per-op host
   // costs and synchronisation points. nullopt: no host thread, the GPU is always fed.
   std::optional<FrameworkProfile> framework;
+  // The share of each GPU's memory kept free for the allocator's fragmentation
+  // (--memory-headroom); nullopt: the framework's, else loom's default (sim/memory_reserve.h).
+  std::optional<double> memory_headroom;
 
   // |kernels| as |framework| runs them: with its asynchronous backward collectives, if it has them.
   LayerOpsOptions Kernels() const {
@@ -108,16 +107,21 @@ struct SimulationResult {
   double hfu = 0;
   double bubble_fraction = 0;
   int64_t peak_memory_bytes = 0;
-  int64_t memory_limit_bytes = 0;  // GPU memory minus kReservedBytesPerGpu
+  int64_t memory_limit_bytes = 0;  // the GPU's memory less |reserve| (MemoryReserve::LimitBytes)
   bool fits_in_memory = false;
+  // Whether the peak, over the limit, would fit in the headroom kept for fragmentation: the
+  // strategy fits only if the allocator fragments less than |reserve|'s headroom assumes.
+  bool inside_headroom = false;
   std::vector<StageResult> stages;
   StepBreakdown breakdown;
   CriticalPathSummary critical_path;
   // Per stage: what holds its memory at its peak (BreakDownMemory); and the stage whose peak is
-  // |peak_memory_bytes|. The allocator reserve, kReservedBytesPerGpu, is outside every peak.
+  // |peak_memory_bytes|. The reserve (|reserve|, of the stage whose limit is memory_limit_bytes) is
+  // outside every peak.
   std::vector<MemoryBreakdown> memory_by_stage;
   int32_t peak_stage = 0;
-  int64_t reserved_bytes = 0;
+  int64_t reserved_bytes = 0;  // reserve.ReservedBytes()
+  MemoryReserve reserve;
   // What the transfers beside compute hold of its SMs, in words (PreparedStep::sm_basis).
   std::string sm_basis;
   // The clocks the step's tensor work was costed at, per GPU file (DescribeTensorClocks), and the
@@ -173,6 +177,9 @@ struct PreparedStep {
   // With the unfused attention on scores Megatron-LM's fused softmax does not take
   // (FusedSoftmaxTakes): that PyTorch's softmax runs, why and its kernels; empty otherwise.
   std::string softmax_basis;
+  // The memory each stage's GPU keeps outside the step's tensors (ReserveOf), one per pipeline
+  // stage on a cluster of node groups, else one for every stage.
+  std::vector<MemoryReserve> reserves;
 };
 
 // The share of |gpu|'s SMs a pass's hidden tp collectives (PassCost::tp_hidden) hold while they

@@ -181,6 +181,17 @@ Result<FrameworkProfile> LoadFrameworkProfile(const std::string& path) {
     p.layer_kernels_source = k.String("source");
     p.layer_kernels = m;
   }
+  if (r.Has("memory")) {
+    JsonReader& m = r.Object("memory");
+    p.allocator_headroom = m.OptionalNonNegativeNumber("allocator_headroom", {0, 0.9});
+    if (!p.allocator_headroom) {
+      m.AddError("allocator_headroom",
+                 "is missing: give the share of the GPU's memory the allocator loses to "
+                 "fragmentation (0.15 is PyTorch's caching allocator as GMLake measured it), or "
+                 "remove the memory object");
+    }
+    p.allocator_headroom_source = m.String("source");
+  }
   LOOM_RETURN_IF_ERROR(r.Finish(UnknownKeys::kError));
   return p;
 }
@@ -283,6 +294,10 @@ nlohmann::ordered_json FrameworkJson(const FrameworkProfile& p) {
                           {"fp8_weight_cast_every_microbatch", k->fp8_weight_cast_every_microbatch},
                           {"query_key_layer_scaling", k->query_key_layer_scaling},
                           {"source", p.layer_kernels_source}};
+  }
+  if (p.allocator_headroom) {
+    j["memory"] = {{"allocator_headroom", *p.allocator_headroom},
+                   {"source", p.allocator_headroom_source}};
   }
   return j;
 }

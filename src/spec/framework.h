@@ -29,7 +29,8 @@ namespace loom {
 //                   "sync": true, "source": "..."},
 //    "fused_attention": {"family": "flash2", "from_compute_capability": 9.0,
 //                        "family_from": "cudnn", "source": "..."},
-//    "tensor_parallel": {"backward_overlap": true, "source": "..."}}
+//    "tensor_parallel": {"backward_overlap": true, "source": "..."},
+//    "memory": {"allocator_headroom": 0.15, "source": "..."}}
 //
 // Which fused-attention kernel a framework's attention layer calls: |family| on every GPU, or
 // |family_from| on GPUs of compute capability |from_compute_capability| and above (Transformer
@@ -163,6 +164,11 @@ struct FrameworkProfile {
   // (spec/module_kernels.h); optional, nullopt: none, as Megatron-core with Transformer Engine.
   std::optional<ModuleKernels> layer_kernels;
   std::string layer_kernels_source;
+  // The "memory" object's "allocator_headroom": the share of the GPU's memory the framework's
+  // allocator loses to fragmentation, kept free beside every peak (sim/memory_reserve.h), and its
+  // "source"; optional, nullopt: loom's default (kDefaultAllocatorHeadroom).
+  std::optional<double> allocator_headroom;
+  std::string allocator_headroom_source;
 };
 
 // The fused-attention family |framework| (nullptr: none) runs on |gpu|, and a line that says why.

@@ -32,6 +32,7 @@ TEST(Simulate, JsonHasTheDocumentedFieldsInOrder) {
                                              "bubble_fraction",
                                              "peak_memory_bytes",
                                              "fits_in_memory",
+                                             "inside_headroom",
                                              "stages",
                                              "breakdown",
                                              "memory_limit_bytes",
@@ -90,10 +91,22 @@ TEST(Simulate, MemoryBreakdownSumsToEachStagesPeak) {
   }
   const int peak = memory["peak_stage"];
   EXPECT_EQ(memory["stages"][peak]["peak_bytes"], j["peak_memory_bytes"]);
-  // The reserve is outside the peak: the limit is the GPU's 80 GiB less it.
-  EXPECT_EQ(memory["reserved_bytes"], int64_t{2} << 30);
+  // The reserve is outside the peak: the limit is the GPU's 80 GiB less it, and it is its parts
+  // (the CUDA context, cuBLAS workspaces, NCCL buffers) and the headroom, a share of the GPU.
   EXPECT_EQ(memory["limit_bytes"].get<int64_t>() + memory["reserved_bytes"].get<int64_t>(),
             int64_t{80} << 30);
+  const nlohmann::json& reserve = memory["reserve"];
+  int64_t parts = 0;
+  std::vector<std::string> names;
+  for (const nlohmann::json& p : reserve["parts"]) {
+    parts += p["bytes"].get<int64_t>();
+    names.push_back(p["name"]);
+    EXPECT_GT(p["bytes"].get<int64_t>(), 0) << p["name"];
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"CUDA context", "cuBLAS workspaces", "NCCL buffers"}));
+  EXPECT_EQ(parts + reserve["headroom_bytes"].get<int64_t>(), memory["reserved_bytes"]);
+  EXPECT_NEAR(reserve["headroom_bytes"].get<double>(),
+              reserve["headroom"].get<double>() * static_cast<double>(int64_t{80} << 30), 1);
   EXPECT_TRUE(memory["fit_suggestions"].empty());
 
   CommandResult human = Loom({"simulate", Shipped("scenarios/gpt3-175b-1024gpu.json")});

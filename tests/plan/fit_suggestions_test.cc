@@ -83,9 +83,12 @@ TEST(SuggestFits, EachSuggestionMovesOneLeverAndFits) {
   // Full recompute keeps one layer input per layer: it fits, and costs the most time.
   EXPECT_TRUE(full_recompute);
   EXPECT_EQ(fits->back().changes, "recompute=full");
-  // Every lever that applies here fits but selective recompute (attention is fused: it frees
-  // little): ZeRO-2, sp, the micro-batch halved, cp, optimizer offload, pp and tp.
-  EXPECT_EQ(fits->size(), 8u);
+  // The levers that free enough beside the reserve and the 15 % fragmentation headroom: the
+  // micro-batch halved, pp, cp, tp and full recompute. ZeRO-2, sp and optimizer offload free too
+  // little here, and selective recompute (attention is fused) less still.
+  std::string all;
+  for (const FitSuggestion& f : *fits) all += f.changes + "; ";
+  EXPECT_EQ(fits->size(), 5u) << all;
   options.max_suggestions = 3;
   Result<std::vector<FitSuggestion>> best = SuggestFits(in.model, in.cluster, s, options);
   ASSERT_TRUE(best.ok());

@@ -143,11 +143,16 @@ TEST(StageBalance, EachStageFitsInItsOwnGpusMemory) {
   const SimulationResult roomy = SimulateBalanced(in, TwoStages());
   ASSERT_TRUE(roomy.fits_in_memory);
   GpuSpec& slow = in.cluster.node_groups[1].gpu;
-  slow.memory_bytes = roomy.stages[1].peak_memory_bytes + kReservedBytesPerGpu - 1;
+  // The slow GPU's memory: the stage's peak and the reserve, less a byte (its headroom is a share
+  // of that memory, so solve for it).
+  const MemoryReserve& reserve = roomy.reserve;
+  const double share = reserve.headroom;
+  slow.memory_bytes = static_cast<int64_t>(
+      static_cast<double>(roomy.stages[1].peak_memory_bytes + reserve.parts_bytes) / (1 - share));
   const SimulationResult tight = SimulateBalanced(in, TwoStages());
   EXPECT_FALSE(tight.fits_in_memory);
   EXPECT_EQ(tight.peak_memory_bytes, tight.stages[1].peak_memory_bytes);
-  EXPECT_EQ(tight.memory_limit_bytes, slow.memory_bytes - kReservedBytesPerGpu);
+  EXPECT_EQ(tight.memory_limit_bytes, tight.reserve.LimitBytes(slow.memory_bytes));
 }
 
 }  // namespace

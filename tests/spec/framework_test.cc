@@ -284,6 +284,41 @@ TEST(Framework, LayerKernelErrorsNameTheKeyAndTheFix) {
       });
 }
 
+// The "memory" object: the allocator's fragmentation headroom and its source, read and written
+// back; absent, none (loom's default applies, sim/memory_reserve.h).
+TEST(Framework, SaysWhatItsAllocatorLosesToFragmentation) {
+  const std::string path = WriteTemp("memory.json", R"({
+    "schema": "loom.framework/1", "name": "x", "source": "s",
+    "host": {"forward_us_per_op": 1, "backward_us_per_op": 1, "optimizer_us_per_layer": 0,
+             "optimizer_us_fixed": 0},
+    "sync": {"after_p2p": true, "before_optimizer": false},
+    "memory": {"allocator_headroom": 0.04, "source": "measured"}})");
+  Result<FrameworkProfile> p = LoadFrameworkProfile(path);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(p->allocator_headroom.has_value());
+  EXPECT_DOUBLE_EQ(*p->allocator_headroom, 0.04);
+  EXPECT_EQ(p->allocator_headroom_source, "measured");
+  const nlohmann::ordered_json written = FrameworkJson(*p);
+  EXPECT_EQ(written["memory"]["allocator_headroom"], 0.04);
+  EXPECT_EQ(written["memory"]["source"], "measured");
+  Result<FrameworkProfile> shipped =
+      LoadFrameworkProfile(ShippedFramework("hardware/frameworks/megatron-core.json"));
+  ASSERT_TRUE(shipped.ok());
+  EXPECT_FALSE(shipped->allocator_headroom.has_value());
+  EXPECT_FALSE(FrameworkJson(*shipped).contains("memory"));
+}
+
+TEST(Framework, MemoryErrorsNameTheKeyAndTheFix) {
+  ExpectEachRefused("memory",
+                    {
+                        {R"({"source": "s"})", "allocator_headroom"},
+                        {R"({"allocator_headroom": 0.95, "source": "s"})", "allocator_headroom"},
+                        {R"({"allocator_headroom": -0.1, "source": "s"})", "allocator_headroom"},
+                        {R"({"allocator_headroom": 0.1})", "source"},
+                        {R"({"allocator_headroom": 0.1, "source": "s", "x": 1})", "x"},
+                    });
+}
+
 GpuSpec Gpu(std::optional<double> compute_capability) {
   GpuSpec gpu;
   gpu.file = "hardware/gpus/x.json";
