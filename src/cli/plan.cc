@@ -471,8 +471,8 @@ Status Run(const PlanCommandOptions& o, std::ostream& out, std::ostream& err) {
     for (const Rejection& r : report.rejections) {
       if (r.rule == "memory headroom") {
         headroom = "; " + std::to_string(r.count) +
-                   " fit only inside the fragmentation headroom (rule memory headroom): a lower "
-                   "--memory-headroom admits them where your allocator fragments less";
+                   " come within the fragmentation headroom (rule memory headroom): a lower "
+                   "--memory-headroom may admit them where your allocator fragments less";
       }
     }
     return Status::InvalidArgument(

@@ -246,22 +246,27 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
     return Bounded::kRuleRejected;
   }
   const StepBounds b = BoundStep(*step);
-  // The strategy's own reserve (its NCCL communicators): on node groups the roomiest stage's.
-  // The bound rejects what would not fit even in the fragmentation headroom; a bound inside the
-  // headroom is simulated, so that a strategy that fits only there is told apart.
-  int64_t limit = 0, hard_limit = 0;
+  // The strategy's own reserve (its NCCL communicators): on node groups the roomiest stage's. A
+  // bound over the limit by less than the fragmentation headroom is rejected under its own rule:
+  // a lower --memory-headroom may admit it.
+  int64_t limit = 0, headroom_bytes = 0;
   for (size_t k = 0; k < step->reserves.size(); ++k) {
     const GpuSpec& gpu = search.cluster.node_groups.empty()
                              ? search.cluster.gpu
                              : GpuOfStage(search.cluster, s, static_cast<int64_t>(k));
     const MemoryReserve& reserve = step->reserves[k];
-    limit = std::max(limit, reserve.LimitBytes(gpu.memory_bytes));
-    hard_limit =
-        std::max(hard_limit, reserve.LimitBytes(gpu.memory_bytes) + reserve.headroom_bytes);
+    if (reserve.LimitBytes(gpu.memory_bytes) < limit) continue;
+    limit = reserve.LimitBytes(gpu.memory_bytes);
+    headroom_bytes = reserve.headroom_bytes;
   }
-  if (options.prune && b.peak_memory_bytes > hard_limit) {
-    Reject(search, tallies, VerdictKind::kMemoryBound, "memory", i,
-           MemoryMessage(s, "needs at least", b.peak_memory_bytes, limit));
+  if (options.prune && b.peak_memory_bytes > limit) {
+    const bool near = b.peak_memory_bytes <= limit + headroom_bytes;
+    std::string message = MemoryMessage(s, "needs at least", b.peak_memory_bytes, limit);
+    if (near)
+      message += ", over it by less than the " + HeadroomText(step->reserves.front()) +
+                 " headroom kept for fragmentation";
+    Reject(search, tallies, VerdictKind::kMemoryBound, near ? "memory headroom" : "memory", i,
+           message);
     return Bounded::kMemoryRejected;
   }
   const std::optional<double>& max_step_s = options.max_step_time_s;

@@ -172,8 +172,7 @@ struct Rejection {
 struct PlanReport {
   int64_t enumerated = 0;
   int64_t rejected_by_rules = 0;         // StrategyViolations, or the workload refused them
-  // StepBounds::peak_memory_bytes over the usable memory and its fragmentation headroom.
-  int64_t rejected_by_memory_bound = 0;
+  int64_t rejected_by_memory_bound = 0;  // StepBounds::peak_memory_bytes over the usable memory
   int64_t rejected_by_step_time_bound =
       0;  // StepBounds::step_time over PlanOptions::max_step_time_s
   // Simulated, and the simulated peak did not fit, or the step took over max_step_time_s.
