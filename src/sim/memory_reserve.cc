@@ -141,6 +141,24 @@ void SetHeadroom(const GpuSpec& gpu, const FrameworkProfile* framework,
 
 }  // namespace
 
+Status CheckRoomBesideReserve(const GpuSpec& gpu, const MemoryReserve& reserve) {
+  if (reserve.LimitBytes(gpu.memory_bytes) > 0) return Status::Ok();
+  const auto gib = [](int64_t bytes) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(2)
+      << static_cast<double>(bytes) / static_cast<double>(int64_t{1} << 30) << " GiB";
+    return s.str();
+  };
+  return Status::InvalidArgument(
+      (gpu.file.empty() ? std::string("the GPU") : gpu.file) + ": memory_bytes " +
+      std::to_string(gpu.memory_bytes) + " (" + gib(gpu.memory_bytes) +
+      ") leaves nothing for the step beside what every GPU keeps outside it: " +
+      gib(reserve.parts_bytes) + " for the CUDA context, cuBLAS workspaces and NCCL buffers, and " +
+      gib(reserve.headroom_bytes) + " of fragmentation headroom (" + HeadroomText(reserve) +
+      "); give the GPU's memory in bytes (81559 MiB for an H100 80GB is 85520809984), or a "
+      "lower --memory-headroom");
+}
+
 std::string HeadroomText(const MemoryReserve& reserve) {
   std::ostringstream s;
   s << std::setprecision(3) << reserve.headroom * 100 << " %";

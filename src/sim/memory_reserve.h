@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "sim/pass_costs.h"
 #include "spec/cluster.h"
 #include "spec/framework.h"
@@ -58,6 +59,10 @@ int64_t NcclRingChannelBytes();
 MemoryReserve ReserveOf(const GpuSpec& gpu, const ClusterSpec& cluster, const Strategy& strategy,
                         const Placements& placements, const FrameworkProfile* framework,
                         std::optional<double> headroom);
+
+// InvalidArgument, naming the GPU file and its memory_bytes, when the reserve leaves |gpu| no
+// memory for the step (a limit of zero or less: a GPU file's memory in the wrong unit).
+Status CheckRoomBesideReserve(const GpuSpec& gpu, const MemoryReserve& reserve);
 
 // The headroom as a share in words: "15 %", "7.5 %".
 std::string HeadroomText(const MemoryReserve& reserve);

@@ -665,8 +665,10 @@ Result<PreparedStep> PrepareTrainingStep(const ModelSpec& model, const ClusterSp
   const FrameworkProfile* framework = options.framework ? &*options.framework : nullptr;
   const int64_t reserve_stages = cluster.node_groups.empty() ? 1 : strategy.pp;
   for (int64_t stage = 0; stage < reserve_stages; ++stage) {
-    step.reserves.push_back(ReserveOf(GpuOfStage(cluster, strategy, stage), cluster, strategy,
-                                      placements, framework, options.memory_headroom));
+    const GpuSpec& gpu = GpuOfStage(cluster, strategy, stage);
+    step.reserves.push_back(
+        ReserveOf(gpu, cluster, strategy, placements, framework, options.memory_headroom));
+    LOOM_RETURN_IF_ERROR(CheckRoomBesideReserve(gpu, step.reserves.back()));
   }
   step.strategy = strategy;
   return step;

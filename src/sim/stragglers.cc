@@ -17,7 +17,7 @@
 namespace loom {
 namespace {
 
-SimTime Scaled(SimTime t, double factor) {
+SimTime ScaledBy(SimTime t, double factor) {
   return factor == 1 ? t : SimTime::FromSeconds(t.ToSeconds() * factor);
 }
 
@@ -76,7 +76,7 @@ void Apply(const StepGraph& step, const std::vector<int32_t>& nic_owner, const R
       }
       scale = 1 / fraction;
     }
-    out[t] = Scaled(base[t], scale);
+    out[t] = ScaledBy(base[t], scale);
   }
 }
 
@@ -177,7 +177,7 @@ class StepReplay {
     end.resize(n);
     const auto time_of = [&](int32_t i) {
       const int32_t rank = kernel_rank_[i];
-      return rank < 0 ? taken_[i] : Scaled(taken_[i], factor[rank]);
+      return rank < 0 ? taken_[i] : ScaledBy(taken_[i], factor[rank]);
     };
     const auto ready_of = [&](int32_t i) {
       SimTime ready;

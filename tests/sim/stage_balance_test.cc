@@ -47,7 +47,7 @@ Inputs TwoSpeeds(double slow_scale = 0.5) {
   return in;
 }
 
-Strategy TwoStages() {
+Strategy TwoStageSplit() {
   Strategy s;
   s.pp = 2;
   s.micro_batch = 1;
@@ -64,11 +64,11 @@ SimulationResult SimulateBalanced(const Inputs& in, const Strategy& s) {
 
 TEST(StageBalance, EachStageIsTimedOnItsOwnGroupsGpu) {
   const Inputs in = TwoSpeeds();
-  const SimulationResult even = SimulateBalanced(in, TwoStages());
+  const SimulationResult even = SimulateBalanced(in, TwoStageSplit());
   ASSERT_EQ(even.stages.size(), 2u);
   // 12 layers each: the slow GPU's stage computes twice as long (the output layer adds little).
   EXPECT_NEAR(even.stages[1].compute_s / even.stages[0].compute_s, 2.0, 0.05);
-  Result<StageWork> work = MeasureStageWork(in.model, in.cluster, TwoStages());
+  Result<StageWork> work = MeasureStageWork(in.model, in.cluster, TwoStageSplit());
   ASSERT_TRUE(work.ok()) << work.status().ToString();
   EXPECT_NEAR(work->layer_s[1] / work->layer_s[0], 2.0, 1e-3);
   EXPECT_EQ(work->fixed_s[0] > 0 && work->fixed_s[1] > 0, true);
@@ -85,12 +85,13 @@ TEST(StageBalance, EachStageIsTimedOnItsOwnGroupsGpu) {
 // and left out here, move it towards 1.
 TEST(StageBalance, TheFasterGroupTakesMoreLayersAndTheStepShortens) {
   const Inputs in = TwoSpeeds();
-  Result<std::vector<int64_t>> layout = BalancedPipelineLayout(in.model, in.cluster, TwoStages());
+  Result<std::vector<int64_t>> layout =
+      BalancedPipelineLayout(in.model, in.cluster, TwoStageSplit());
   ASSERT_TRUE(layout.ok()) << layout.status().ToString();
   EXPECT_EQ(*layout, (std::vector<int64_t>{16, 8}));
-  Strategy balanced = TwoStages();
+  Strategy balanced = TwoStageSplit();
   balanced.layout = *layout;
-  const SimulationResult even = SimulateBalanced(in, TwoStages());
+  const SimulationResult even = SimulateBalanced(in, TwoStageSplit());
   const SimulationResult better = SimulateBalanced(in, balanced);
   EXPECT_LT(better.step_time_s, even.step_time_s);
   EXPECT_NEAR(better.step_time_s / even.step_time_s, 272.0 / 396.0, 0.03);
@@ -102,7 +103,7 @@ TEST(StageBalance, TheFasterGroupTakesMoreLayersAndTheStepShortens) {
 // LayersPerVirtualStage splits them.
 TEST(StageBalance, InterleavedStagesSplitTheirLayersOverTheirChunks) {
   const Inputs in = TwoSpeeds();
-  Strategy s = TwoStages();
+  Strategy s = TwoStageSplit();
   s.schedule = ScheduleKind::kInterleaved;
   s.vpp = 2;
   Result<std::vector<int64_t>> layout = BalancedPipelineLayout(in.model, in.cluster, s);
@@ -116,13 +117,13 @@ TEST(StageBalance, GroupsOfOneGpuTypeSimulateAsTheClusterOfIt) {
   Inputs groups = TwoSpeeds(1.0);
   Inputs plain = groups;
   plain.cluster.node_groups.clear();
-  const SimulationResult a = SimulateBalanced(groups, TwoStages());
-  const SimulationResult b = SimulateBalanced(plain, TwoStages());
+  const SimulationResult a = SimulateBalanced(groups, TwoStageSplit());
+  const SimulationResult b = SimulateBalanced(plain, TwoStageSplit());
   EXPECT_EQ(a.timeline.makespan, b.timeline.makespan);
   EXPECT_DOUBLE_EQ(a.mfu, b.mfu);
   EXPECT_EQ(a.peak_memory_bytes, b.peak_memory_bytes);
   Result<std::vector<int64_t>> layout =
-      BalancedPipelineLayout(groups.model, groups.cluster, TwoStages());
+      BalancedPipelineLayout(groups.model, groups.cluster, TwoStageSplit());
   ASSERT_TRUE(layout.ok());
   EXPECT_EQ(*layout, (std::vector<int64_t>{12, 12}));
 }
@@ -131,7 +132,7 @@ TEST(StageBalance, GroupsOfOneGpuTypeSimulateAsTheClusterOfIt) {
 // denominator 3/4 of the fast cluster's, for the same model FLOPs and step.
 TEST(StageBalance, MfuDividesByTheSumOfEveryGpusPeak) {
   const Inputs in = TwoSpeeds();
-  const SimulationResult r = SimulateBalanced(in, TwoStages());
+  const SimulationResult r = SimulateBalanced(in, TwoStageSplit());
   const double peak = in.cluster.gpu.PeakTflops(Dtype::kBf16).value() * 1e12;
   EXPECT_NEAR(r.mfu, r.model_tflops_per_gpu * 1e12 / (0.75 * peak), 1e-12);
 }
@@ -140,7 +141,7 @@ TEST(StageBalance, MfuDividesByTheSumOfEveryGpusPeak) {
 // the peak and limit reported are that stage's.
 TEST(StageBalance, EachStageFitsInItsOwnGpusMemory) {
   Inputs in = TwoSpeeds();
-  const SimulationResult roomy = SimulateBalanced(in, TwoStages());
+  const SimulationResult roomy = SimulateBalanced(in, TwoStageSplit());
   ASSERT_TRUE(roomy.fits_in_memory);
   GpuSpec& slow = in.cluster.node_groups[1].gpu;
   // The slow GPU's memory: the stage's peak and the reserve, less a byte (its headroom is a share
@@ -149,7 +150,7 @@ TEST(StageBalance, EachStageFitsInItsOwnGpusMemory) {
   const double share = reserve.headroom;
   slow.memory_bytes = static_cast<int64_t>(
       static_cast<double>(roomy.stages[1].peak_memory_bytes + reserve.parts_bytes) / (1 - share));
-  const SimulationResult tight = SimulateBalanced(in, TwoStages());
+  const SimulationResult tight = SimulateBalanced(in, TwoStageSplit());
   EXPECT_FALSE(tight.fits_in_memory);
   EXPECT_EQ(tight.peak_memory_bytes, tight.stages[1].peak_memory_bytes);
   EXPECT_EQ(tight.memory_limit_bytes, tight.reserve.LimitBytes(slow.memory_bytes));

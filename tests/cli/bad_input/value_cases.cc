@@ -37,6 +37,18 @@ std::vector<Case> SizeCases() {
                      [](Json& j) { j["gpu"] = "../gpus/bad-gpu.json"; });
            },
        .err_has = {"bad-gpu.json", "hbm_bandwidth_GBps"}},
+      // A GPU's memory in the wrong unit (MiB for bytes): below the reserve, no usable memory.
+      {.name = "GpuMemoryBelowTheReserve",
+       .args = {"simulate", "--model", kModel, "--cluster", "hardware/clusters/bad-cluster.json",
+                "--global-batch", "4", "--seq", "512"},
+       .setup =
+           [](Workdir& wd) {
+             wd.SetRaw(kH100Gpu, "hardware/gpus/bad-gpu.json", "/memory_bytes", "81559");
+             wd.Edit(kCluster, "hardware/clusters/bad-cluster.json",
+                     [](Json& j) { j["gpu"] = "../gpus/bad-gpu.json"; });
+           },
+       .err_has = {"bad-gpu.json", "memory_bytes", "--memory-headroom"},
+       .err_lacks = {"usable"}},
       {.name = "ClusterLinkBandwidthTiny",
        .args = {"simulate", "--model", kModel, "--cluster", "hardware/clusters/bad-cluster.json",
                 "--tp", "2", "--global-batch", "4", "--seq", "512"},
