@@ -77,7 +77,8 @@ TEST(MemoryReserve, TheGpuAndTheModelSetTheWorkspacesAndNvls) {
 TEST(MemoryReserve, AClusterWithoutChannelsSaysWhichKeyItLacks) {
   Inputs in = Load("models/llama3-8b.json", "hardware/clusters/dgx-h100.json", 1);
   in.cluster.intra_node.nccl_channels.reset();
-  const ReservePart& nccl = Part(ReserveFor(in.cluster, Grid(8, 1)), "NCCL buffers");
+  const MemoryReserve r = ReserveFor(in.cluster, Grid(8, 1));
+  const ReservePart& nccl = Part(r, "NCCL buffers");
   EXPECT_EQ(nccl.bytes, 0);
   EXPECT_NE(nccl.basis.find("intra_node.nccl_channels"), std::string::npos) << nccl.basis;
 }
