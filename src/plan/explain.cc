@@ -93,7 +93,6 @@ Result<Explanation> Explain(const ModelSpec& model, const ClusterSpec& cluster,
   e.dominant = e.fits ? Dominant(result.breakdown) : "memory";
   e.memory_by_stage = result.memory_by_stage;
   e.peak_stage = result.peak_stage;
-  e.reserved_bytes = result.reserved_bytes;
   e.reserve = result.reserve;
   if (!e.fits) {
     LOOM_ASSIGN_OR_RETURN(e.fit_suggestions, NearestFits(model, cluster, request, options, s));

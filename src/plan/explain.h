@@ -30,7 +30,6 @@ struct Explanation {
   // peaks highest, and the reserve outside every peak (SimulationResult::reserve).
   std::vector<MemoryBreakdown> memory_by_stage;
   int32_t peak_stage = 0;
-  int64_t reserved_bytes = 0;
   MemoryReserve reserve;
   // When it does not fit: the nearest strategies that do (SuggestFits), fewest changes first;
   // with PlanOptions::admit, only those it admits.

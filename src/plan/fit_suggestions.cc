@@ -155,7 +155,7 @@ Result<std::vector<FitSuggestion>> TryCandidates(const ModelSpec& model, const C
     if (!step.ok()) continue;  // a rule or the workload refuses it: not a strategy to suggest
     const StepBounds bounds = BoundStep(*step);
     // The candidate's own reserve (its NCCL communicators differ from the given strategy's).
-    const int64_t own = step->reserves.front().LimitBytes(cluster.gpu.memory_bytes);
+    const int64_t own = step->reserves.front().LimitBytes();
     if (bounds.peak_memory_bytes > std::max(limit, own)) continue;
     bounded.push_back({std::move(c), std::move(step).value(), bounds});
   }

@@ -18,7 +18,6 @@
 #include "plan/leaderboard.h"
 #include "sim/stage_balance.h"
 #include "sim/step_bounds.h"
-#include "spec/stage_gpus.h"
 
 namespace loom {
 namespace {
@@ -250,13 +249,9 @@ Bounded BoundOne(const Search& search, int64_t i, Tallies& tallies, double* boun
   // bound over the limit by less than the fragmentation headroom is rejected under its own rule:
   // a lower --memory-headroom may admit it.
   int64_t limit = 0, headroom_bytes = 0;
-  for (size_t k = 0; k < step->reserves.size(); ++k) {
-    const GpuSpec& gpu = search.cluster.node_groups.empty()
-                             ? search.cluster.gpu
-                             : GpuOfStage(search.cluster, s, static_cast<int64_t>(k));
-    const MemoryReserve& reserve = step->reserves[k];
-    if (reserve.LimitBytes(gpu.memory_bytes) < limit) continue;
-    limit = reserve.LimitBytes(gpu.memory_bytes);
+  for (const MemoryReserve& reserve : step->reserves) {
+    if (reserve.LimitBytes() < limit) continue;
+    limit = reserve.LimitBytes();
     headroom_bytes = reserve.headroom_bytes;
   }
   if (options.prune && b.peak_memory_bytes > limit) {

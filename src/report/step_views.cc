@@ -121,7 +121,7 @@ ReportView StageMemoryView(const SimulationResult& result) {
     stages.push_back(StageMemoryJson(result.memory.ranks[stage], stage, breakdown));
   }
   Json data = {{"limit_bytes", result.memory_limit_bytes},
-               {"reserved_bytes", result.reserved_bytes},
+               {"reserved_bytes", result.reserve.ReservedBytes()},
                {"peak_stage", result.peak_stage},
                {"makespan_ns", result.timeline.makespan.nanos()},
                {"stages", stages}};

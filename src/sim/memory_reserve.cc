@@ -142,7 +142,7 @@ void SetHeadroom(const GpuSpec& gpu, const FrameworkProfile* framework,
 }  // namespace
 
 Status CheckRoomBesideReserve(const GpuSpec& gpu, const MemoryReserve& reserve) {
-  if (reserve.LimitBytes(gpu.memory_bytes) > 0) return Status::Ok();
+  if (reserve.LimitBytes() > 0) return Status::Ok();
   const auto gib = [](int64_t bytes) {
     std::ostringstream s;
     s << std::fixed << std::setprecision(2)
@@ -176,6 +176,7 @@ MemoryReserve ReserveOf(const GpuSpec& gpu, const ClusterSpec& cluster, const St
                         const Placements& placements, const FrameworkProfile* framework,
                         std::optional<double> headroom) {
   MemoryReserve r;
+  r.gpu_bytes = gpu.memory_bytes;
   r.parts = FixedParts(gpu, strategy);
   r.parts.push_back(NcclPart(cluster, strategy, placements));
   for (const ReservePart& p : r.parts) r.parts_bytes += p.bytes;

@@ -24,6 +24,7 @@ struct ReservePart {
 };
 
 struct MemoryReserve {
+  int64_t gpu_bytes = 0;  // the memory of the GPU it is of (GpuSpec::memory_bytes)
   std::vector<ReservePart> parts;
   int64_t parts_bytes = 0;  // their sum
   // The headroom: |headroom| of the GPU's memory, kept free for what the caching allocator holds
@@ -33,8 +34,8 @@ struct MemoryReserve {
   int64_t headroom_bytes = 0;
   std::string headroom_basis;
 
-  // What a stage's peak may reach: |gpu_bytes| less the parts and the headroom.
-  int64_t LimitBytes(int64_t gpu_bytes) const { return gpu_bytes - parts_bytes - headroom_bytes; }
+  // What a stage's peak may reach: the GPU's memory less the parts and the headroom.
+  int64_t LimitBytes() const { return gpu_bytes - parts_bytes - headroom_bytes; }
   // The parts and the headroom together: what a peak never has.
   int64_t ReservedBytes() const { return parts_bytes + headroom_bytes; }
 };

@@ -468,13 +468,13 @@ double PeakFlopsPerGpu(const ClusterSpec& cluster, const Strategy& strategy) {
 // With node groups each stage has its own GPU's memory: the peak and the limit |r| reports are
 // those of the stage with the least headroom (the highest peak over its usable memory), so that
 // peak <= limit says whether every stage fits. With one GPU type that is the highest peak.
-void TightestStage(const ClusterSpec& cluster, const Strategy& strategy,
-                   const std::vector<MemoryReserve>& reserves, SimulationResult& r) {
+void TightestStage(const Strategy& strategy, const std::vector<MemoryReserve>& reserves,
+                   SimulationResult& r) {
   double tightest = -1;
   for (size_t s = 0; s < r.stages.size(); ++s) {
     const int64_t stage = static_cast<int64_t>(s) % strategy.pp;
     const MemoryReserve& reserve = reserves[static_cast<size_t>(stage) % reserves.size()];
-    const int64_t limit = reserve.LimitBytes(GpuOfStage(cluster, strategy, stage).memory_bytes);
+    const int64_t limit = reserve.LimitBytes();
     const double ratio = static_cast<double>(r.stages[s].peak_memory_bytes) /
                          static_cast<double>(std::max<int64_t>(1, limit));
     if (ratio <= tightest) continue;
@@ -519,12 +519,11 @@ void Summarize(const ModelSpec& model, const ClusterSpec& cluster, const Strateg
   r.mfu = model_flops / (r.step_time_s * world * peak);
   r.hfu = hardware_flops / (r.step_time_s * world * peak);
   r.reserve = reserves.front();
-  r.memory_limit_bytes = r.reserve.LimitBytes(cluster.gpu.memory_bytes);
-  if (!cluster.node_groups.empty()) TightestStage(cluster, strategy, reserves, r);
+  r.memory_limit_bytes = r.reserve.LimitBytes();
+  if (!cluster.node_groups.empty()) TightestStage(strategy, reserves, r);
   r.fits_in_memory = r.peak_memory_bytes <= r.memory_limit_bytes;
   r.inside_headroom =
       !r.fits_in_memory && r.peak_memory_bytes <= r.memory_limit_bytes + r.reserve.headroom_bytes;
-  r.reserved_bytes = r.reserve.ReservedBytes();
 }
 
 CriticalPathSummary SummarizeCriticalPath(const StepGraph& step, const StepTimeline& timeline) {

@@ -120,7 +120,6 @@ struct SimulationResult {
   // outside every peak.
   std::vector<MemoryBreakdown> memory_by_stage;
   int32_t peak_stage = 0;
-  int64_t reserved_bytes = 0;  // reserve.ReservedBytes()
   MemoryReserve reserve;
   // What the transfers beside compute hold of its SMs, in words (PreparedStep::sm_basis).
   std::string sm_basis;

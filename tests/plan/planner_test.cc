@@ -106,7 +106,7 @@ TEST(Plan, BoundsNeverExceedTheSimulationOverASpace) {
   for (const Strategy& s : *space) {
     Result<PreparedStep> step = PrepareTrainingStep(in.model, in.cluster, s);
     if (!step.ok()) continue;
-    const int64_t limit = step->reserves.front().LimitBytes(in.cluster.gpu.memory_bytes);
+    const int64_t limit = step->reserves.front().LimitBytes();
     const StepBounds bounds = BoundStep(*step);
     Result<SimulationResult> sim = SimulatePreparedStep(in.model, in.cluster, *step);
     ASSERT_TRUE(sim.ok()) << sim.status().message();

@@ -101,7 +101,7 @@ TEST(MemoryReserve, TheHeadroomComesFromTheFlagThenTheFrameworkThenTheDefault) {
   EXPECT_EQ(flag.headroom_basis, "--memory-headroom");
   const int64_t gpu = in.cluster.gpu.memory_bytes;
   EXPECT_EQ(own.headroom_bytes, std::llround(0.05 * static_cast<double>(gpu)));
-  EXPECT_EQ(own.LimitBytes(gpu), gpu - own.parts_bytes - own.headroom_bytes);
+  EXPECT_EQ(own.LimitBytes(), gpu - own.parts_bytes - own.headroom_bytes);
   EXPECT_EQ(own.parts_bytes, flag.parts_bytes);
 }
 

@@ -153,7 +153,7 @@ TEST(StageBalance, EachStageFitsInItsOwnGpusMemory) {
   const SimulationResult tight = SimulateBalanced(in, TwoStageSplit());
   EXPECT_FALSE(tight.fits_in_memory);
   EXPECT_EQ(tight.peak_memory_bytes, tight.stages[1].peak_memory_bytes);
-  EXPECT_EQ(tight.memory_limit_bytes, tight.reserve.LimitBytes(slow.memory_bytes));
+  EXPECT_EQ(tight.memory_limit_bytes, slow.memory_bytes - tight.reserve.ReservedBytes());
 }
 
 }  // namespace
